@@ -1,0 +1,125 @@
+# planfarm: one build for everything.
+#   make          build libplanner.a and the planfarm binary
+#   make run      install what is missing, build, plan an example model end to end
+#   make test     install what is missing, build, run every CUnit suite and integration test
+#   make bench    benchmarks (ratios against baselines measured in the same run)
+#   make sanitize build and run the unit tests under ASan/UBSan
+
+BUILD   ?= build
+CC      ?= cc
+PKGS    := libczmq libzmq libprotobuf-c jansson sqlite3 cunit
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+OPT     ?= -O2
+CFLAGS  ?=
+CFLAGS  += -std=c11 -Wall -Wextra -Werror $(OPT) -g -fopenmp -D_GNU_SOURCE -I. -I$(BUILD)
+LDLIBS  += -lm -lpthread -fopenmp
+
+PLANNER_SRC := $(wildcard planner/*.c)
+PROTO_SRC   := $(wildcard proto/*.c)
+NET_SRC     := $(wildcard broker/*.c worker/*.c profiler/*.c)
+CLI_SRC     := $(wildcard cli/*.c)
+TEST_SRC    := $(wildcard tests/*.c)
+BENCH_SRC   := $(wildcard bench/*.c)
+PROTO_DEF   := $(wildcard proto/*.proto)
+PROTO_GEN   := $(patsubst proto/%.proto,$(BUILD)/proto/%.pb-c.c,$(PROTO_DEF))
+
+obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
+PLANNER_OBJ := $(call obj,$(PLANNER_SRC))
+PROTO_OBJ   := $(call obj,$(PROTO_SRC)) $(PROTO_GEN:.c=.o)
+NET_OBJ     := $(call obj,$(NET_SRC))
+CLI_OBJ     := $(call obj,$(CLI_SRC))
+TEST_OBJ    := $(call obj,$(TEST_SRC))
+BENCH_OBJ   := $(call obj,$(BENCH_SRC))
+
+LIBS := $(BUILD)/libpfnet.a $(BUILD)/libpfproto.a $(BUILD)/libplanner.a
+
+.PHONY: all run test unit integration bench sanitize clean setup layers
+all: planfarm
+
+setup:
+	@./scripts/setup.sh
+
+# The planner must not know about sockets or protobuf: it is compiled without their include paths.
+$(BUILD)/planner/%.o: planner/%.c | layers
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/%.o: %.c $(PROTO_GEN)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/proto/%.pb-c.c: proto/%.proto
+	@mkdir -p $(dir $@)
+	protoc-c --proto_path=proto --c_out=$(BUILD)/proto $<
+$(BUILD)/proto/%.pb-c.h: $(BUILD)/proto/%.pb-c.c ;
+
+$(BUILD)/proto/%.pb-c.o: $(BUILD)/proto/%.pb-c.c
+	$(CC) $(filter-out -Werror,$(CFLAGS)) $(PKG_CFLAGS) -c $< -o $@
+
+$(BUILD)/libplanner.a: $(PLANNER_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/libpfproto.a: $(PROTO_OBJ)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/libpfnet.a: $(NET_OBJ)
+	rm -f $@ && ar rcs $@ $^ $(if $^,,$(BUILD)/.empty.o)
+
+$(BUILD)/.empty.o:
+	@mkdir -p $(BUILD) && echo 'typedef int pf_empty_unit;' > $(BUILD)/.empty.c
+	$(CC) $(CFLAGS) -c $(BUILD)/.empty.c -o $@
+$(BUILD)/libpfnet.a: | $(BUILD)/.empty.o
+
+planfarm: $(CLI_OBJ) $(LIBS)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIBS) $(PKG_LIBS) $(LDLIBS)
+
+# Each tests/test_<suite>.c defines pf_suite_<suite>(); the registry is generated from the file names.
+$(BUILD)/tests/suites.h: $(TEST_SRC)
+	@mkdir -p $(dir $@)
+	@{ for f in $(patsubst tests/test_%.c,%,$(filter tests/test_%.c,$(TEST_SRC))); do \
+	     echo "PF_SUITE($$f)"; done; } > $@.tmp && mv $@.tmp $@
+$(BUILD)/tests/runner.o: $(BUILD)/tests/suites.h
+
+$(BUILD)/pf_tests: $(TEST_OBJ) $(LIBS)
+	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(LIBS) $(PKG_LIBS) $(LDLIBS)
+
+$(BUILD)/pf_bench: $(BENCH_OBJ) $(LIBS)
+	$(CC) $(CFLAGS) -o $@ $(BENCH_OBJ) $(LIBS) $(PKG_LIBS) $(LDLIBS)
+
+layers:
+	@if grep -nE '#include *[<"](zmq|czmq|protobuf-c|proto/|broker/|worker/|profiler/|cli/)' planner/*.c planner/*.h 2>/dev/null; then \
+	    echo "layering: planner/ must not include sockets, protobuf or upper layers" >&2; exit 1; fi
+
+unit: planfarm $(BUILD)/pf_tests
+	PF_BIN=$(CURDIR)/planfarm PF_DATA=$(CURDIR)/tests/data $(BUILD)/pf_tests
+
+integration: planfarm
+	@set -e; for t in tests/integration/*.sh; do [ -f "$$t" ] || continue; \
+	    echo "== $$t"; PF_BIN=$(CURDIR)/planfarm sh "$$t"; done
+
+test: setup
+	$(MAKE) unit integration
+
+bench: setup
+	$(MAKE) OPT=-O3 planfarm $(BUILD)/pf_bench
+	$(BUILD)/pf_bench
+
+sanitize: setup
+	$(MAKE) BUILD=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" \
+	    LDLIBS="-lm -lpthread -fopenmp -fsanitize=address,undefined" build-asan/pf_tests
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 PF_DATA=$(CURDIR)/tests/data build-asan/pf_tests
+
+EXAMPLE_GRAPH := examples/bert-large.json
+EXAMPLE_CLUSTER := examples/dgx1x4.json
+run: setup
+	$(MAKE) planfarm
+	./planfarm model bert --layers 24 --hidden 1024 --heads 16 --seq 512 --microbatch 8 -o $(BUILD)/bert-large.json
+	./planfarm cluster dgx1 --machines 4 -o $(BUILD)/dgx1x4.json
+	./planfarm check $(BUILD)/bert-large.json
+	./planfarm check $(BUILD)/dgx1x4.json
+
+clean:
+	rm -rf $(BUILD) build-asan planfarm
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,142 @@
+/* planfarm check FILE: validate a graph or cluster file and summarise it. */
+#include "cli/cli.h"
+#include "planner/cluster.h"
+#include "planner/downsets.h"
+#include "planner/graph.h"
+#include "planner/util.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_MAX_DOWNSETS 1000000LL
+
+static void help(FILE *f)
+{
+    fprintf(f,
+            "usage: planfarm check FILE [--max-downsets N]\n\n"
+            "Validates a graph or cluster file (which one is told by its keys: \"ops\" or\n"
+            "\"devices\") and prints a summary. FILE may be - for stdin.\n\n"
+            "  --max-downsets N  stop counting downsets past N (default %lld)\n\n"
+            "Exit status 2 when the file is invalid; the message names the place.\n",
+            DEFAULT_MAX_DOWNSETS);
+}
+
+static void summarize_graph(const pf_graph_t *g, long long max_downsets)
+{
+    char pb[32];
+    double fwd = 0, bwd = 0;
+    for (int v = 0; v < pf_graph_nops(g); v++) {
+        fwd += pf_graph_op(g, v)->fwd_ms;
+        bwd += pf_graph_op(g, v)->bwd_ms;
+    }
+    cli_fmt_bytes(pb, sizeof pb, pf_graph_total_param_bytes(g));
+    printf("graph %s: %d ops, %d edges, micro-batch %d\n", pf_graph_name(g), pf_graph_nops(g),
+           pf_graph_nedges(g), pf_graph_microbatch(g));
+    printf("  compute:      %.3f ms per micro-batch (forward %.3f + backward %.3f)\n", fwd + bwd,
+           fwd, bwd);
+    printf("  parameters:   %.0f bytes (%s)\n", pf_graph_total_param_bytes(g), pb);
+    printf("  longest path: %.3f ms\n", pf_graph_longest_path_ms(g));
+    long long nd = pf_downsets_count(g, max_downsets);
+    if (nd < 0)
+        printf("  downsets:     more than %lld\n", max_downsets);
+    else
+        printf("  downsets:     %lld\n", nd);
+}
+
+static void summarize_cluster(const pf_cluster_t *c)
+{
+    int n = pf_cluster_ndevices(c);
+    double lo = pf_cluster_min_mem_bytes(c), hi = 0, lat_lo = -1, lat_hi = 0;
+    char a[32], b[32];
+    for (int i = 0; i < n; i++)
+        if (pf_cluster_device(c, i)->mem_bytes > hi)
+            hi = pf_cluster_device(c, i)->mem_bytes;
+    cli_fmt_bytes(a, sizeof a, lo);
+    cli_fmt_bytes(b, sizeof b, hi);
+    printf("cluster %s: %d devices on %d hosts\n", pf_cluster_name(c), n, pf_cluster_nhosts(c));
+    printf("  memory:       %s .. %s per device\n", a, b);
+    if (n > 1)
+        printf("  bandwidth:    min %g, median %g, max %g GB/s (%s)\n", pf_cluster_bw_min(c),
+               pf_cluster_bw_median(c), pf_cluster_bw_max(c),
+               pf_cluster_is_symmetric(c) ? "symmetric" : "asymmetric");
+    if (pf_cluster_has_latency(c)) {
+        for (int x = 0; x < n; x++)
+            for (int y = 0; y < n; y++) {
+                if (x == y)
+                    continue;
+                double l = pf_cluster_lat_us(c, x, y);
+                if (lat_lo < 0 || l < lat_lo)
+                    lat_lo = l;
+                if (l > lat_hi)
+                    lat_hi = l;
+            }
+        printf("  latency:      %g .. %g us\n", lat_lo, lat_hi);
+    } else {
+        printf("  latency:      none given (0)\n");
+    }
+}
+
+int cmd_check(int argc, char **argv)
+{
+    static const struct option opts[] = {{"max-downsets", required_argument, 0, 'd'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    long long max_downsets = DEFAULT_MAX_DOWNSETS;
+    char err[CLI_ERRLEN] = "";
+    int c, rc;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            if (cli_int("check", "--max-downsets", optarg, 1, 1LL << 40, &max_downsets))
+                return CLI_USAGE;
+            break;
+        case 'h':
+            help(stdout);
+            return CLI_OK;
+        default:
+            return cli_usage_error("check", "unknown option");
+        }
+    }
+    if (argc - optind != 1)
+        return cli_usage_error("check", "expected one FILE");
+    const char *path = argv[optind];
+    const char *label = strcmp(path, "-") ? path : "<stdin>";
+    char *buf;
+    size_t len;
+    if ((rc = cli_read_file(path, &buf, &len, err, sizeof err)) != 0)
+        return cli_report("check", rc, err);
+
+    /* Tell the kind by its keys; the typed reader then reports every problem precisely. */
+    json_error_t je;
+    json_t *root = json_loadb(buf, len, 0, &je);
+    int is_graph = root && json_object_get(root, "ops") != NULL;
+    int is_cluster = root && json_object_get(root, "devices") != NULL;
+    json_decref(root);
+    if (root && !is_graph && !is_cluster) {
+        free(buf);
+        snprintf(err, sizeof err, "%s: neither a graph (no \"ops\") nor a cluster (no \"devices\")",
+                 label);
+        return cli_report("check", PF_EINPUT, err);
+    }
+    if (is_cluster && !is_graph) {
+        pf_cluster_t *cl;
+        rc = pf_cluster_load_buffer(buf, len, label, &cl, err, sizeof err);
+        free(buf);
+        if (rc != PF_OK)
+            return cli_report("check", rc, err);
+        summarize_cluster(cl);
+        pf_cluster_destroy(&cl);
+        return CLI_OK;
+    }
+    pf_graph_t *g;
+    rc = pf_graph_load_buffer(buf, len, label, &g, err, sizeof err);
+    free(buf);
+    if (rc != PF_OK)
+        return cli_report("check", rc, err);
+    summarize_graph(g, max_downsets);
+    pf_graph_destroy(&g);
+    return CLI_OK;
+}

@@ -1,0 +1,51 @@
+/* planfarm: one binary, sub-commands like git. */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command_t;
+
+static const command_t commands[] = {
+    {"check", cmd_check, "validate a graph or cluster file and print a summary"},
+};
+
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: planfarm <command> [options]\n\n"
+               "Plans how to train a large model on a GPU cluster: pipeline stages, replicas,\n"
+               "and the GPU of every stage replica.\n\ncommands:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'planfarm <command> --help' describes one command.\n"
+               "Exit status: 0 done, 1 run-time failure, 2 bad usage or input, 3 no feasible "
+               "plan.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("planfarm 0.1\n");
+        return CLI_OK;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "planfarm: '%s' is not a command\n\n", argv[1]);
+    usage(stderr);
+    return CLI_USAGE;
+}

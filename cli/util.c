@@ -1,0 +1,126 @@
+#include "cli/cli.h"
+#include "planner/util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int cli_exit_code(int rc)
+{
+    switch (rc) {
+    case PF_OK: return CLI_OK;
+    case PF_EINPUT: return CLI_USAGE;
+    case PF_EINFEASIBLE: return CLI_INFEASIBLE;
+    default: return CLI_FAIL;
+    }
+}
+
+int cli_report(const char *cmd, int rc, const char *msg)
+{
+    fprintf(stderr, "planfarm %s: %s\n", cmd, msg && *msg ? msg : "failed");
+    return cli_exit_code(rc);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "planfarm %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(see 'planfarm %s --help')\n", cmd);
+    return CLI_USAGE;
+}
+
+int cli_int(const char *cmd, const char *flag, const char *arg, long long lo, long long hi,
+            long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(arg, &end, 10);
+    if (errno || end == arg || *end) {
+        fprintf(stderr, "planfarm %s: %s: '%s' is not an integer\n", cmd, flag, arg);
+        return -1;
+    }
+    if (v < lo || v > hi) {
+        fprintf(stderr, "planfarm %s: %s: %lld is outside [%lld, %lld]\n", cmd, flag, v, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_double(const char *cmd, const char *flag, const char *arg, double lo, double hi,
+               double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (errno || end == arg || *end || !isfinite(v)) {
+        fprintf(stderr, "planfarm %s: %s: '%s' is not a number\n", cmd, flag, arg);
+        return -1;
+    }
+    if (v < lo || v > hi) {
+        fprintf(stderr, "planfarm %s: %s: %g is outside [%g, %g]\n", cmd, flag, v, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+void cli_fmt_bytes(char *buf, size_t len, double bytes)
+{
+    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 5) {
+        bytes /= 1024;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", bytes, unit[u]);
+}
+
+int cli_stderr_tty(void)
+{
+    return isatty(STDERR_FILENO);
+}
+
+int cli_read_file(const char *path, char **buf, size_t *len, char *err, size_t errlen)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    size_t cap = 1 << 16, n = 0;
+    char *b = NULL;
+    *buf = NULL;
+    if (!f)
+        return pf_fail(err, errlen, PF_EINPUT, "%s: %s", path, strerror(errno));
+    for (;;) {
+        if (n + 1 >= cap || !b) {
+            char *nb = realloc(b, cap *= 2);
+            if (!nb) {
+                free(b);
+                if (f != stdin)
+                    fclose(f);
+                return pf_fail(err, errlen, PF_ERR, "%s: out of memory", path);
+            }
+            b = nb;
+        }
+        size_t got = fread(b + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    int bad = ferror(f);
+    if (f != stdin)
+        fclose(f);
+    if (bad) {
+        free(b);
+        return pf_fail(err, errlen, PF_EINPUT, "%s: read error", path);
+    }
+    b[n] = '\0';
+    *buf = b;
+    *len = n;
+    return PF_OK;
+}

@@ -1,0 +1,86 @@
+#include "planner/cost.h"
+#include "planner/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+void pf_cost_model_init(pf_cost_model_t *cm, const pf_cluster_t *c, int stages, int microbatches,
+                        double flat_gbps)
+{
+    cm->flat_gbps = flat_gbps > 0 ? flat_gbps : pf_cluster_bw_median(c);
+    if (!(cm->flat_gbps > 0)) /* one device: nothing crosses a network, any value works */
+        cm->flat_gbps = 1.0;
+    cm->microbatches = microbatches > 0 ? microbatches : PF_DEFAULT_MICROBATCHES;
+    cm->stages = stages > 0 ? stages : 1;
+    cm->opt_factor = PF_DEFAULT_OPT_FACTOR;
+    cm->mem_limit_bytes = pf_cluster_min_mem_bytes(c);
+}
+
+int pf_cost_stash_k(const pf_cost_model_t *cm)
+{
+    return cm->microbatches < cm->stages ? cm->microbatches : cm->stages;
+}
+
+double pf_cost_stage_time_ms(const pf_graph_t *g, const int *op_stage, int s,
+                             const pf_cost_model_t *cm)
+{
+    double t = 0, cut_bytes = 0;
+    int n = pf_graph_nops(g), m = pf_graph_nedges(g);
+    for (int v = 0; v < n; v++)
+        if (op_stage[v] == s)
+            t += pf_graph_cu_ms(g, v);
+    for (int e = 0; e < m; e++) {
+        const pf_edge_t *ed = pf_graph_edge(g, e);
+        if ((op_stage[ed->src] == s) != (op_stage[ed->dst] == s))
+            cut_bytes += ed->bytes;
+    }
+    return t + pf_bytes_ms(cut_bytes, cm->flat_gbps); /* eq. 3 */
+}
+
+double pf_cost_stage_mem_bytes(const pf_graph_t *g, const int *op_stage, int s,
+                               const pf_cost_model_t *cm)
+{
+    double params = 0, peak = 0, in_bytes = 0;
+    int n = pf_graph_nops(g), m = pf_graph_nedges(g);
+    for (int v = 0; v < n; v++) {
+        if (op_stage[v] != s)
+            continue;
+        const pf_op_t *o = pf_graph_op(g, v);
+        params += o->param_bytes;
+        peak += fmax(o->mem_fwd_bytes, o->mem_bwd_bytes);
+    }
+    for (int e = 0; e < m; e++) {
+        const pf_edge_t *ed = pf_graph_edge(g, e);
+        if (op_stage[ed->dst] == s && op_stage[ed->src] != s)
+            in_bytes += ed->bytes;
+    }
+    /* eq. 14 restated per micro-batch (DESIGN.md), plus parameter state */
+    return cm->opt_factor * params + peak + pf_cost_stash_k(cm) * in_bytes;
+}
+
+double pf_cost_op_mem_bytes(const pf_graph_t *g, int v, const pf_cost_model_t *cm)
+{
+    const pf_op_t *o = pf_graph_op(g, v);
+    return cm->opt_factor * o->param_bytes + fmax(o->mem_fwd_bytes, o->mem_bwd_bytes);
+}
+
+int pf_cost_fill_plan(pf_plan_t *p, const pf_graph_t *g, const pf_cost_model_t *cm)
+{
+    int *op_stage = pf_plan_op_stage(p, pf_graph_nops(g));
+    if (!op_stage)
+        return PF_ERR;
+    double worst = 0;
+    for (int s = 0; s < p->stages; s++) {
+        pf_stage_t *st = &p->stage_list[s];
+        st->compute_ms = 0;
+        for (int i = 0; i < st->nops; i++)
+            st->compute_ms += pf_graph_cu_ms(g, st->ops[i]);
+        st->time_ms = pf_cost_stage_time_ms(g, op_stage, s, cm);
+        st->peak_mem_bytes = pf_cost_stage_mem_bytes(g, op_stage, s, cm);
+        if (st->time_ms > worst)
+            worst = st->time_ms;
+    }
+    p->partition_objective_ms = worst;
+    free(op_stage);
+    return PF_OK;
+}

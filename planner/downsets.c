@@ -1,0 +1,202 @@
+#include "planner/downsets.h"
+#include "planner/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct pf_downsets {
+    long long count, cap_alloc;
+    int words;
+    uint64_t *bits; /* count x words */
+    int *pop;
+};
+
+typedef struct {
+    const pf_graph_t *g;
+    int n, words;
+    const int *topo;
+    int *missing;      /* per op: predecessors not yet in the current set */
+    uint64_t *cur;
+    long long found, cap;
+    pf_downsets_t *out; /* NULL when only counting */
+    int oom;
+} walk_t;
+
+static int store(walk_t *w, int pop)
+{
+    pf_downsets_t *ds = w->out;
+    if (ds->count == ds->cap_alloc) {
+        long long nc = ds->cap_alloc ? ds->cap_alloc * 2 : 1024;
+        uint64_t *b = realloc(ds->bits, (size_t)nc * (size_t)ds->words * sizeof *b);
+        if (!b)
+            return -1;
+        ds->bits = b;
+        int *p = realloc(ds->pop, (size_t)nc * sizeof *p);
+        if (!p)
+            return -1;
+        ds->pop = p;
+        ds->cap_alloc = nc;
+    }
+    memcpy(ds->bits + (size_t)ds->count * ds->words, w->cur, (size_t)ds->words * sizeof(uint64_t));
+    ds->pop[ds->count++] = pop;
+    return 0;
+}
+
+/* Visit the current set (of `pop` ops, highest topological position `maxpos`), then its
+ * children. Iterative over positions, recursive over depth: depth <= n. */
+static void walk(walk_t *w, int maxpos, int pop)
+{
+    if (w->found >= w->cap || w->oom) {
+        w->found++;
+        return;
+    }
+    w->found++;
+    if (w->out && store(w, pop) != 0) {
+        w->oom = 1;
+        return;
+    }
+    for (int pos = maxpos + 1; pos < w->n; pos++) {
+        int v = w->topo[pos];
+        if (w->missing[v] != 0)
+            continue;
+        int cnt;
+        const int *out = pf_graph_out(w->g, v, &cnt);
+        pf_bit_set(w->cur, v);
+        for (int k = 0; k < cnt; k++)
+            w->missing[pf_graph_edge(w->g, out[k])->dst]--;
+        walk(w, pos, pop + 1);
+        for (int k = 0; k < cnt; k++)
+            w->missing[pf_graph_edge(w->g, out[k])->dst]++;
+        pf_bit_clear(w->cur, v);
+        if (w->found > w->cap || w->oom)
+            return;
+    }
+}
+
+static long long run(const pf_graph_t *g, long long cap, pf_downsets_t *out, int *oom)
+{
+    walk_t w = {0};
+    w.g = g;
+    w.n = pf_graph_nops(g);
+    w.words = (w.n + 63) / 64;
+    w.topo = pf_graph_topo(g);
+    w.cap = cap;
+    w.out = out;
+    w.missing = calloc((size_t)w.n, sizeof *w.missing);
+    w.cur = calloc((size_t)w.words, sizeof *w.cur);
+    if (!w.missing || !w.cur) {
+        *oom = 1;
+        goto done;
+    }
+    for (int v = 0; v < w.n; v++)
+        pf_graph_in(g, v, &w.missing[v]);
+    walk(&w, -1, 0);
+    *oom = w.oom;
+done:
+    free(w.missing);
+    free(w.cur);
+    return w.found;
+}
+
+long long pf_downsets_count(const pf_graph_t *g, long long cap)
+{
+    int oom = 0;
+    long long n = run(g, cap, NULL, &oom);
+    return n > cap ? -1 : n;
+}
+
+
+/* Reorder by size with a counting sort (sizes are 0..n): stable, O(count). */
+static int sort_by_size(pf_downsets_t *ds, int n)
+{
+    long long *start = calloc((size_t)n + 2, sizeof *start);
+    uint64_t *bits = malloc((size_t)ds->count * (size_t)ds->words * sizeof *bits);
+    int *pop = malloc((size_t)ds->count * sizeof *pop);
+    if (!start || !bits || !pop) {
+        free(start);
+        free(bits);
+        free(pop);
+        return -1;
+    }
+    for (long long i = 0; i < ds->count; i++)
+        start[ds->pop[i] + 1]++;
+    for (int k = 0; k <= n; k++)
+        start[k + 1] += start[k];
+    for (long long i = 0; i < ds->count; i++) {
+        long long j = start[ds->pop[i]]++;
+        memcpy(bits + (size_t)j * ds->words, ds->bits + (size_t)i * ds->words,
+               (size_t)ds->words * sizeof *bits);
+        pop[j] = ds->pop[i];
+    }
+    free(start);
+    free(ds->bits);
+    free(ds->pop);
+    ds->bits = bits;
+    ds->pop = pop;
+    ds->cap_alloc = ds->count;
+    return 0;
+}
+
+pf_downsets_t *pf_downsets_enumerate(const pf_graph_t *g, long long cap, int *capped)
+{
+    int oom = 0;
+    *capped = 0;
+    pf_downsets_t *ds = calloc(1, sizeof *ds);
+    if (!ds)
+        return NULL;
+    ds->words = (pf_graph_nops(g) + 63) / 64;
+    long long found = run(g, cap, ds, &oom);
+    if (oom || found > cap) {
+        *capped = !oom;
+        pf_downsets_destroy(&ds);
+        return NULL;
+    }
+    if (sort_by_size(ds, pf_graph_nops(g)) != 0)
+        pf_downsets_destroy(&ds);
+    return ds;
+}
+
+pf_downsets_t *pf_downsets_topo_prefixes(const pf_graph_t *g)
+{
+    int n = pf_graph_nops(g);
+    pf_downsets_t *ds = calloc(1, sizeof *ds);
+    if (!ds)
+        return NULL;
+    ds->words = (n + 63) / 64;
+    ds->count = ds->cap_alloc = n + 1;
+    ds->bits = calloc((size_t)(n + 1) * (size_t)ds->words, sizeof *ds->bits);
+    ds->pop = malloc((size_t)(n + 1) * sizeof *ds->pop);
+    if (!ds->bits || !ds->pop) {
+        pf_downsets_destroy(&ds);
+        return NULL;
+    }
+    const int *topo = pf_graph_topo(g);
+    for (int i = 0; i <= n; i++) {
+        uint64_t *b = ds->bits + (size_t)i * ds->words;
+        if (i > 0) {
+            memcpy(b, b - ds->words, (size_t)ds->words * sizeof *b);
+            pf_bit_set(b, topo[i - 1]);
+        }
+        ds->pop[i] = i;
+    }
+    return ds;
+}
+
+void pf_downsets_destroy(pf_downsets_t **dsp)
+{
+    if (!dsp || !*dsp)
+        return;
+    free((*dsp)->bits);
+    free((*dsp)->pop);
+    free(*dsp);
+    *dsp = NULL;
+}
+
+long long pf_downsets_size(const pf_downsets_t *ds) { return ds->count; }
+int pf_downsets_words(const pf_downsets_t *ds) { return ds->words; }
+int pf_downsets_popcount(const pf_downsets_t *ds, long long i) { return ds->pop[i]; }
+
+const uint64_t *pf_downsets_get(const pf_downsets_t *ds, long long i)
+{
+    return ds->bits + (size_t)i * ds->words;
+}

@@ -1,0 +1,81 @@
+/* graph: the operator-level DAG (DESIGN.md "Graph").
+ *
+ * Build one with pf_graph_new, add ops and edges (by op index, 0..n-1 in insertion order), then
+ * pf_graph_finalize: it validates, builds CSR adjacency both ways and a topological order, and
+ * freezes the graph. Readers and the planner only see finalized graphs. */
+#ifndef PF_GRAPH_H
+#define PF_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct pf_graph pf_graph_t;
+
+#define PF_SHAPE_MAX 8
+typedef struct {
+    int ndim; /* 0 = absent */
+    int64_t dim[PF_SHAPE_MAX];
+} pf_shape_t;
+
+/* One operator. Costs are per micro-batch of one replica. */
+typedef struct {
+    int64_t id;       /* id in the file; unique */
+    const char *name; /* hierarchical, dotted; owned by the graph once added */
+    const char *type; /* free text: matmul, linear, conv, layernorm, ... */
+    double fwd_ms, bwd_ms;
+    double param_bytes, mem_fwd_bytes, mem_bwd_bytes;
+    pf_shape_t weight, input, output;
+} pf_op_t;
+
+typedef struct {
+    int src, dst; /* op indices */
+    double bytes;
+} pf_edge_t;
+
+pf_graph_t *pf_graph_new(const char *name, int microbatch);
+void pf_graph_destroy(pf_graph_t **g);
+
+/* Returns the new op's index, or -1 when out of memory. name and type are copied (NULL name
+ * becomes "op<id>"). */
+int pf_graph_add_op(pf_graph_t *g, const pf_op_t *op);
+/* Returns the new edge's index, or -1 (out of memory, or an index out of range). Parallel
+ * edges are allowed: their bytes add up wherever a cut is priced. */
+int pf_graph_add_edge(pf_graph_t *g, int src, int dst, double bytes);
+
+/* Validate and freeze. Rejects (PF_EINPUT): an empty graph, duplicate op ids, negative or
+ * non-finite numbers ("ops[12].fwd_ms: negative"), self-loops and cycles ("graph has a cycle
+ * through op 17"). Messages name ops by file id and by position (ops[i], edges[j]). */
+int pf_graph_finalize(pf_graph_t *g, char *err, size_t errlen);
+
+const char *pf_graph_name(const pf_graph_t *g);
+int pf_graph_microbatch(const pf_graph_t *g);
+int pf_graph_nops(const pf_graph_t *g);
+int pf_graph_nedges(const pf_graph_t *g);
+const pf_op_t *pf_graph_op(const pf_graph_t *g, int v);
+const pf_edge_t *pf_graph_edge(const pf_graph_t *g, int e);
+
+/* Edge indices leaving / entering op v (CSR). Only valid after finalize. */
+const int *pf_graph_out(const pf_graph_t *g, int v, int *count);
+const int *pf_graph_in(const pf_graph_t *g, int v, int *count);
+/* Topological order (op indices) and each op's position in it. Kahn's algorithm, ties broken by
+ * the lowest op index, so the order is deterministic. */
+const int *pf_graph_topo(const pf_graph_t *g);
+const int *pf_graph_topo_pos(const pf_graph_t *g);
+/* Index of the op whose file id is `id`, or -1. */
+int pf_graph_find(const pf_graph_t *g, int64_t id);
+
+/* c_u(v) = fwd_ms + bwd_ms (DESIGN.md cost definitions). */
+double pf_graph_cu_ms(const pf_graph_t *g, int v);
+double pf_graph_total_cu_ms(const pf_graph_t *g);
+double pf_graph_total_param_bytes(const pf_graph_t *g);
+/* Longest path by c_u (sum over its ops), the critical path of one forward+backward. */
+double pf_graph_longest_path_ms(const pf_graph_t *g);
+
+/* Files. load returns PF_OK, PF_EINPUT (message "<file>: <place>: <problem>") or PF_ERR. */
+int pf_graph_load(const char *path, pf_graph_t **out, char *err, size_t errlen);
+int pf_graph_load_buffer(const char *text, size_t len, const char *label, pf_graph_t **out,
+                         char *err, size_t errlen);
+/* path "-" or NULL = stdout. */
+int pf_graph_save(const pf_graph_t *g, const char *path, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,70 @@
+/* json_io: the pieces every file reader and writer shares.
+ *
+ * Reading goes through jansson; the pf_jr_* helpers fetch one typed field and, when it is
+ * missing or wrong, write "<path>.<key>: <problem>" (the JSON path the design asks errors to
+ * name). Writing is a small streaming writer: numbers in the shortest form that reads back to
+ * the same double, and containers that can be kept on one line so that a graph file shows one
+ * op per line. */
+#ifndef PF_JSON_IO_H
+#define PF_JSON_IO_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Parse a file ("-" = stdin) or a buffer. On a syntax error the message is
+ * "<label>:<line>:<column>: <jansson's text>" and the code PF_EINPUT. */
+int pf_json_load_file(const char *path, json_t **out, char *err, size_t errlen);
+int pf_json_load_buffer(const char *text, size_t len, const char *label, json_t **out,
+                        char *err, size_t errlen);
+
+/* Field flags for the readers. */
+enum {
+    PF_JR_REQUIRED = 1, /* missing key is an error (otherwise *out = dflt) */
+    PF_JR_NONNEG = 2,   /* reject negative values */
+    PF_JR_POSITIVE = 4  /* reject zero and negative values */
+};
+
+/* Every reader rejects wrong types and non-finite numbers. `path` names obj ("ops[3]"). */
+int pf_jr_number(json_t *obj, const char *path, const char *key, int flags, double dflt,
+                 double *out, char *err, size_t errlen);
+int pf_jr_int(json_t *obj, const char *path, const char *key, int flags, int64_t dflt,
+              int64_t *out, char *err, size_t errlen);
+/* *out points into obj (valid while obj lives); dflt may be NULL. */
+int pf_jr_string(json_t *obj, const char *path, const char *key, int flags, const char *dflt,
+                 const char **out, char *err, size_t errlen);
+/* Array of non-negative integers (a shape); *n = 0 when absent. Up to `cap` entries. */
+int pf_jr_int_array(json_t *obj, const char *path, const char *key, int64_t *out, int cap,
+                    int *n, char *err, size_t errlen);
+/* Required array; *out borrowed. */
+int pf_jr_array(json_t *obj, const char *path, const char *key, int flags, json_t **out,
+                char *err, size_t errlen);
+
+/* Streaming writer. Errors are sticky and reported by pf_jw_finish. */
+typedef struct pf_jw pf_jw_t;
+
+pf_jw_t *pf_jw_new(FILE *f);
+/* Flushes, checks the stream; returns PF_OK or PF_ERR. Destroys the writer. */
+int pf_jw_finish(pf_jw_t **w);
+
+void pf_jw_obj_begin(pf_jw_t *w);
+void pf_jw_obj_begin_inline(pf_jw_t *w); /* everything inside stays on one line */
+void pf_jw_obj_end(pf_jw_t *w);
+void pf_jw_arr_begin(pf_jw_t *w);
+void pf_jw_arr_begin_inline(pf_jw_t *w);
+void pf_jw_arr_end(pf_jw_t *w);
+void pf_jw_key(pf_jw_t *w, const char *key);
+void pf_jw_str(pf_jw_t *w, const char *s);
+void pf_jw_num(pf_jw_t *w, double x); /* shortest round-trip form; non-finite -> null */
+void pf_jw_int(pf_jw_t *w, int64_t x);
+void pf_jw_bool(pf_jw_t *w, int b);
+void pf_jw_null(pf_jw_t *w);
+
+/* Shortest "%.{15,16,17}g" text of x that strtod reads back exactly. buf >= 32 bytes. */
+void pf_json_fmt_double(char *buf, size_t len, double x);
+
+/* Open PATH for writing ("-" or NULL = stdout). Close with pf_json_close_out. */
+FILE *pf_json_open_out(const char *path, char *err, size_t errlen);
+int pf_json_close_out(FILE *f, const char *path, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,90 @@
+/* plan: what planfarm writes (DESIGN.md "Plan"). A plain record shared by the partitioner, the
+ * mapper, the search and the wire codec; pf_plan_new / pf_plan_destroy own its arrays.
+ *
+ * Inside the planner ops and devices are indices (into the graph and the cluster); the file uses
+ * their ids, so save and load take the graph and the cluster. Optional sections carry a
+ * `present` flag; absent numbers are NAN. */
+#ifndef PF_PLAN_H
+#define PF_PLAN_H
+
+#include "planner/cluster.h"
+#include "planner/graph.h"
+
+typedef struct {
+    int nops;
+    int *ops;              /* op indices, in topological order */
+    double compute_ms;     /* sum of c_u over its ops */
+    double time_ms;        /* t(H), eq. 3, with the flat bandwidth */
+    double peak_mem_bytes; /* m(H), eq. 14 + parameter state */
+    int *devices;          /* replicas entries (device indices); NULL until mapped */
+} pf_stage_t;
+
+typedef struct {
+    int present;
+    double objective_ms;      /* "full" objective of this baseline mapping */
+    double simulated_step_ms; /* step estimate of this baseline mapping */
+} pf_baseline_t;
+
+typedef struct {
+    char *model, *cluster;
+    int devices, stages, replicas, tensor_parallel, microbatches;
+    char schedule[16];
+    pf_stage_t *stage_list;        /* `stages` entries */
+    double partition_objective_ms; /* max t(H) */
+    double objective_ms;           /* mapping objective, "full" (eq. 5 with eq. 6 + 7 terms) */
+    double simulated_step_ms;
+
+    struct {
+        int present;
+        char instantiation[8];   /* "m", "ar" or "full" */
+        double objective_ms;     /* under that instantiation */
+        double lower_bound_ms;   /* t_l when the search stopped */
+        double initial_lower_bound_ms, initial_upper_bound_ms; /* eq. 10/11; heuristic */
+        int probes, probes_timed_out;
+        long long symmetric_pruned;
+        double seconds;
+    } mapping;
+    pf_baseline_t cs_map, p2p_map;
+
+    struct { /* how the partition was found */
+        int present;
+        int ops, hyper_ops;
+        long long downsets;
+        int exact;               /* 0 when the downset cap forced topological prefixes */
+        double alpha, flat_gbps;
+        double coarsen_s, dp_s, refine_s;
+        int refine_moves;
+        double objective_before_refine_ms;
+    } partition_search;
+    struct { /* the distributed search */
+        int present;
+        long long jobs;
+        int workers;
+        double wall_s;
+    } search;
+} pf_plan_t;
+
+pf_plan_t *pf_plan_new(int stages, int replicas);
+void pf_plan_destroy(pf_plan_t **p);
+/* Copies ops (indices). */
+int pf_plan_set_stage_ops(pf_plan_t *p, int s, const int *ops, int nops);
+/* Allocates stage s's device array (all -1) if needed and returns it. */
+int *pf_plan_stage_devices(pf_plan_t *p, int s);
+int pf_plan_is_mapped(const pf_plan_t *p);
+void pf_plan_set_names(pf_plan_t *p, const char *model, const char *cluster);
+pf_plan_t *pf_plan_clone(const pf_plan_t *p);
+
+/* op -> stage array of g's size (caller frees); NULL when out of memory. */
+int *pf_plan_op_stage(const pf_plan_t *p, int nops);
+
+/* Checks the plan against its graph and cluster: every op in exactly one stage, no edge from a
+ * later stage back to an earlier one, replicas x stages <= devices, mapped devices distinct. */
+int pf_plan_validate(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c, char *err,
+                     size_t errlen);
+
+int pf_plan_load(const char *path, const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t **out,
+                 char *err, size_t errlen);
+int pf_plan_save(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c,
+                 const char *path, char *err, size_t errlen);
+
+#endif

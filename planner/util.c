@@ -1,0 +1,60 @@
+#include "planner/util.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int pf_fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+void pf_err_prefix(char *err, size_t errlen, const char *prefix)
+{
+    if (!err || !errlen || !prefix)
+        return;
+    size_t plen = strlen(prefix);
+    size_t elen = strnlen(err, errlen - 1);
+    if (plen + 2 >= errlen)
+        return;
+    size_t keep = elen;
+    if (plen + 2 + keep >= errlen)
+        keep = errlen - plen - 3;
+    memmove(err + plen + 2, err, keep);
+    memcpy(err, prefix, plen);
+    err[plen] = ':';
+    err[plen + 1] = ' ';
+    err[plen + 2 + keep] = '\0';
+}
+
+char *pf_strdup(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+double pf_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int pf_is_finite_nonneg(double x)
+{
+    return isfinite(x) && x >= 0.0;
+}

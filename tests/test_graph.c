@@ -1,0 +1,189 @@
+/* graph: building, validation, the file format's errors and round trips. */
+#include "planner/graph.h"
+#include "planner/util.h"
+#include "tests/testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pf_graph_t *diamond(void)
+{
+    /* 0 -> 1 -> 3, 0 -> 2 -> 3 */
+    pf_graph_t *g = pf_graph_new("diamond", 2);
+    for (int i = 0; i < 4; i++) {
+        pf_op_t op = {.id = 10 + i, .fwd_ms = i + 1, .bwd_ms = 2 * (i + 1), .param_bytes = 100};
+        pf_graph_add_op(g, &op);
+    }
+    pf_graph_add_edge(g, 0, 1, 8);
+    pf_graph_add_edge(g, 0, 2, 16);
+    pf_graph_add_edge(g, 1, 3, 8);
+    pf_graph_add_edge(g, 2, 3, 16);
+    return g;
+}
+
+static void test_build(void)
+{
+    char err[256];
+    pf_graph_t *g = diamond();
+    CU_ASSERT_EQUAL_FATAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_graph_nops(g), 4);
+    CU_ASSERT_EQUAL(pf_graph_nedges(g), 4);
+    int n;
+    const int *out = pf_graph_out(g, 0, &n);
+    CU_ASSERT_EQUAL(n, 2);
+    CU_ASSERT_EQUAL(pf_graph_edge(g, out[0])->dst + pf_graph_edge(g, out[1])->dst, 3);
+    pf_graph_in(g, 3, &n);
+    CU_ASSERT_EQUAL(n, 2);
+    const int *topo = pf_graph_topo(g);
+    CU_ASSERT_EQUAL(topo[0], 0);
+    CU_ASSERT_EQUAL(topo[1], 1); /* ties broken by lowest index */
+    CU_ASSERT_EQUAL(topo[2], 2);
+    CU_ASSERT_EQUAL(topo[3], 3);
+    CU_ASSERT_EQUAL(pf_graph_find(g, 12), 2);
+    CU_ASSERT_EQUAL(pf_graph_find(g, 99), -1);
+    /* c_u = 3(i+1): 3 + 6 + 9 + 12 */
+    PF_ASSERT_CLOSE(pf_graph_total_cu_ms(g), 30.0, 1e-12);
+    /* longest path 0 -> 2 -> 3: 3 + 9 + 12 */
+    PF_ASSERT_CLOSE(pf_graph_longest_path_ms(g), 24.0, 1e-12);
+    PF_ASSERT_CLOSE(pf_graph_total_param_bytes(g), 400.0, 1e-12);
+    pf_graph_destroy(&g);
+    CU_ASSERT_PTR_NULL(g);
+    pf_graph_destroy(&g); /* idempotent */
+}
+
+static void test_cycle_named(void)
+{
+    char err[256];
+    pf_graph_t *g = pf_graph_new("c", 1);
+    for (int i = 0; i < 4; i++) {
+        pf_op_t op = {.id = i, .name = NULL};
+        pf_graph_add_op(g, &op);
+    }
+    pf_graph_add_edge(g, 0, 1, 1);
+    pf_graph_add_edge(g, 1, 2, 1);
+    pf_graph_add_edge(g, 2, 3, 1);
+    pf_graph_add_edge(g, 3, 1, 1);
+    CU_ASSERT_EQUAL(pf_graph_finalize(g, err, sizeof err), PF_EINPUT);
+    /* the op named must be one of 1, 2, 3 */
+    CU_ASSERT(strstr(err, "graph has a cycle through op 1 ") || strstr(err, "op 2 ") ||
+              strstr(err, "op 3 "));
+    CU_ASSERT_PTR_NULL(strstr(err, "op 0 "));
+    pf_graph_destroy(&g);
+}
+
+/* Each bad file and the exact message it must produce. */
+static const struct {
+    const char *text, *expect;
+} bad[] = {
+    {"{\"ops\": [", "bad.json:1:9: "},
+    {"[1,2]", "bad.json: top level: not an object"},
+    {"{\"edges\": []}", "bad.json: graph.ops: missing"},
+    {"{\"ops\": []}", "bad.json: graph.edges: missing"},
+    {"{\"ops\": [], \"edges\": []}", "bad.json: graph has no ops"},
+    {"{\"ops\": [{\"id\": 0, \"bwd_ms\": 1}], \"edges\": []}", "bad.json: ops[0].fwd_ms: missing"},
+    {"{\"ops\": [{\"id\": 0, \"fwd_ms\": \"1\", \"bwd_ms\": 1}], \"edges\": []}",
+     "bad.json: ops[0].fwd_ms: not a number"},
+    {"{\"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1},"
+     " {\"id\": 1, \"fwd_ms\": -2, \"bwd_ms\": 1}], \"edges\": []}",
+     "bad.json: ops[1].fwd_ms: negative (-2)"},
+    {"{\"ops\": [{\"id\": 0.5, \"fwd_ms\": 1, \"bwd_ms\": 1}], \"edges\": []}",
+     "bad.json: ops[0].id: not an integer"},
+    {"{\"ops\": [{\"id\": 3, \"fwd_ms\": 1, \"bwd_ms\": 1}, {\"id\": 3, \"fwd_ms\": 1, "
+     "\"bwd_ms\": 1}], \"edges\": []}",
+     "bad.json: ops[1].id: duplicate id 3 (also ops[0])"},
+    {"{\"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1}], \"edges\": [{\"src\": 0, \"dst\": 99, "
+     "\"bytes\": 1}]}",
+     "bad.json: edges[0]: dst 99 is not an op"},
+    {"{\"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1}], \"edges\": [{\"src\": 0, \"dst\": 0, "
+     "\"bytes\": 1}]}",
+     "bad.json: edges[0]: self-loop on op 0"},
+    {"{\"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1}, {\"id\": 1, \"fwd_ms\": 1, \"bwd_ms\": "
+     "1}], \"edges\": [{\"src\": 0, \"dst\": 1}]}",
+     "bad.json: edges[0].bytes: missing"},
+    {"{\"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1, \"weight\": [2, -1]}], \"edges\": []}",
+     "bad.json: ops[0].weight[1]: not a non-negative integer"},
+    {"{\"ops\": [{\"id\": 0, \"fwd_ms\": 1e999, \"bwd_ms\": 1}], \"edges\": []}", "bad.json:"},
+    {"{\"microbatch\": 0, \"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1}], \"edges\": []}",
+     "bad.json: graph.microbatch: zero"},
+    {"{\"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1}, {\"id\": 1, \"fwd_ms\": 1, \"bwd_ms\": "
+     "1}], \"edges\": [{\"src\": 0, \"dst\": 1, \"bytes\": 1}, {\"src\": 1, \"dst\": 0, \"bytes\": "
+     "1}]}",
+     "bad.json: graph has a cycle through op "},
+};
+
+static void test_bad_files(void)
+{
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char err[512] = "", path[700];
+        pf_graph_t *g = (pf_graph_t *)1;
+        snprintf(path, sizeof path, "%s", pf_test_write("bad.json", bad[i].text));
+        int rc = pf_graph_load(path, &g, err, sizeof err);
+        CU_ASSERT_EQUAL(rc, PF_EINPUT);
+        CU_ASSERT_PTR_NULL(g);
+        /* messages start with the full path; compare what follows the directory */
+        const char *base = strstr(err, "bad.json");
+        CU_ASSERT_PTR_NOT_NULL(base);
+        if (!base || strncmp(base, bad[i].expect, strlen(bad[i].expect)) != 0)
+            fprintf(stderr, "\n  case %zu: got '%s', want prefix '%s'\n", i, err, bad[i].expect);
+        CU_ASSERT(base && strncmp(base, bad[i].expect, strlen(bad[i].expect)) == 0);
+    }
+}
+
+static void test_missing_file(void)
+{
+    char err[256];
+    pf_graph_t *g;
+    CU_ASSERT_EQUAL(pf_graph_load("/nonexistent/x.json", &g, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "/nonexistent/x.json: No such file"));
+}
+
+static void test_round_trip(void)
+{
+    char err[256], path[700];
+    pf_graph_t *g = pf_graph_new("rt \"quoted\"", 8);
+    pf_op_t a = {.id = 5, .name = "layers.0.attn.q", .type = "linear", .fwd_ms = 0.21,
+                 .bwd_ms = 0.1 + 0.2, .param_bytes = 4194304, .mem_fwd_bytes = 1e9 / 3,
+                 .mem_bwd_bytes = 7};
+    a.weight = (pf_shape_t){2, {1024, 1024}};
+    a.input = (pf_shape_t){3, {8, 512, 1024}};
+    pf_op_t b = {.id = 7, .name = "tab\there", .fwd_ms = 1e-300, .bwd_ms = 123456789.125};
+    pf_graph_add_op(g, &a);
+    pf_graph_add_op(g, &b);
+    pf_graph_add_edge(g, 0, 1, 8388608.5);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
+    snprintf(path, sizeof path, "%s/rt.json", pf_test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(pf_graph_save(g, path, err, sizeof err), PF_OK);
+    pf_graph_t *h;
+    CU_ASSERT_EQUAL_FATAL(pf_graph_load(path, &h, err, sizeof err), PF_OK);
+    CU_ASSERT_STRING_EQUAL(pf_graph_name(h), pf_graph_name(g));
+    CU_ASSERT_EQUAL(pf_graph_microbatch(h), 8);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_nops(h), 2);
+    for (int v = 0; v < 2; v++) {
+        const pf_op_t *x = pf_graph_op(g, v), *y = pf_graph_op(h, v);
+        CU_ASSERT_EQUAL(x->id, y->id);
+        CU_ASSERT_STRING_EQUAL(x->name, y->name);
+        CU_ASSERT_STRING_EQUAL(x->type, y->type);
+        /* bit-exact: the writer prints the shortest round-trip form */
+        CU_ASSERT(x->fwd_ms == y->fwd_ms && x->bwd_ms == y->bwd_ms);
+        CU_ASSERT(x->param_bytes == y->param_bytes && x->mem_fwd_bytes == y->mem_fwd_bytes);
+        CU_ASSERT(x->mem_bwd_bytes == y->mem_bwd_bytes);
+        CU_ASSERT_EQUAL(x->weight.ndim, y->weight.ndim);
+        CU_ASSERT_EQUAL(x->input.ndim, y->input.ndim);
+        CU_ASSERT_EQUAL(memcmp(x->input.dim, y->input.dim, sizeof x->input.dim), 0);
+    }
+    CU_ASSERT_EQUAL(pf_graph_nedges(h), 1);
+    CU_ASSERT(pf_graph_edge(h, 0)->bytes == 8388608.5);
+    pf_graph_destroy(&g);
+    pf_graph_destroy(&h);
+}
+
+void pf_suite_graph(void)
+{
+    CU_pSuite s = CU_add_suite("graph", NULL, NULL);
+    CU_add_test(s, "build, CSR, topological order, sums", test_build);
+    CU_add_test(s, "cycle names an op on it", test_cycle_named);
+    CU_add_test(s, "bad files: each message names the place", test_bad_files);
+    CU_add_test(s, "missing file", test_missing_file);
+    CU_add_test(s, "write then read gives the same graph", test_round_trip);
+}

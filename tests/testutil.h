@@ -1,0 +1,38 @@
+/* Helpers shared by the CUnit suites. */
+#ifndef PF_TESTUTIL_H
+#define PF_TESTUTIL_H
+
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stddef.h>
+
+/* |a - b| <= tol * max(1, |a|, |b|) */
+#define PF_ASSERT_CLOSE(a, b, tol)                                                              \
+    CU_ASSERT(fabs((double)(a) - (double)(b)) <=                                                \
+              (tol) * fmax(1.0, fmax(fabs((double)(a)), fabs((double)(b)))))
+
+/* A fresh directory under $TMPDIR for this process; removed at exit. */
+const char *pf_test_tmpdir(void);
+/* Write text to <tmpdir>/<name>; returns the path (static buffer per call site not kept). */
+char *pf_test_write(const char *name, const char *text);
+/* Path of a reference data file: $PF_DATA/<rel> (PF_DATA defaults to tests/data). */
+const char *pf_test_data(const char *rel, char *buf, size_t len);
+/* The planfarm binary ($PF_BIN, default ./planfarm). */
+const char *pf_test_bin(void);
+/* Run a shell command; capture stdout+stderr (up to cap bytes) and return the exit status. */
+int pf_test_run(const char *cmd, char *out, size_t cap);
+
+/* Registry: each tests/test_<name>.c defines `void pf_suite_<name>(void)` that adds its suite. */
+#define PF_SUITE(name) void pf_suite_##name(void);
+
+
+
+#include "planner/graph.h"
+#include <stdint.h>
+
+/* A random DAG on n ops for brute-force tests: ops in index order, each op i > 0 gets one edge
+ * from a random earlier op (so it is connected), plus extra edges i -> j (i < j) with
+ * probability p_edge: skips and branches. Costs are random in [0.5, 10) ms, bytes in
+ * [1e5, 1e8), params in [0, 1e8). Finalized; NULL on failure. */
+pf_graph_t *pf_test_random_dag(uint64_t seed, int n, double p_edge);
+#endif

@@ -2,7 +2,8 @@
 #   make          build libplanner.a and the planfarm binary
 #   make run      install what is missing, build, plan an example model end to end
 #   make test     install what is missing, build, run every CUnit suite and integration test
-#   make bench    benchmarks (ratios against baselines measured in the same run)
+#   make bench    benchmarks (ratios against baselines measured in the same run);
+#                 BENCH="partition mapping" runs only those
 #   make sanitize build and run the unit tests under ASan/UBSan
 
 BUILD   ?= build
@@ -84,6 +85,13 @@ $(BUILD)/tests/runner.o: $(BUILD)/tests/suites.h
 $(BUILD)/pf_tests: $(TEST_OBJ) $(LIBS)
 	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(LIBS) $(PKG_LIBS) $(LDLIBS)
 
+# Each bench/bench_<name>.c defines `int pf_bench_<name>(void)`; same generated registry.
+$(BUILD)/bench/benches.h: $(BENCH_SRC)
+	@mkdir -p $(dir $@)
+	@{ for f in $(patsubst bench/bench_%.c,%,$(filter bench/bench_%.c,$(BENCH_SRC))); do \
+	     echo "PF_BENCH($$f)"; done; } > $@.tmp && mv $@.tmp $@
+$(BUILD)/bench/main.o: $(BUILD)/bench/benches.h
+
 $(BUILD)/pf_bench: $(BENCH_OBJ) $(LIBS)
 	$(CC) $(CFLAGS) -o $@ $(BENCH_OBJ) $(LIBS) $(PKG_LIBS) $(LDLIBS)
 
@@ -102,8 +110,8 @@ test: setup
 	$(MAKE) unit integration
 
 bench: setup
-	$(MAKE) OPT=-O3 planfarm $(BUILD)/pf_bench
-	$(BUILD)/pf_bench
+	$(MAKE) planfarm $(BUILD)/pf_bench
+	PF_DATA=$(CURDIR)/tests/data $(BUILD)/pf_bench $(BENCH)
 
 sanitize: setup
 	$(MAKE) BUILD=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" \

@@ -1,0 +1,39 @@
+/* partition: one (S, R) -> one partition, the DP_PARTITION job (Parmesan IV-A, App. B eq. 13).
+ *
+ *   coarsen (IV-B, eq. 4) -> exact DP over the downsets of the hyper-op graph (eq. 13, constant R,
+ *   stage time eq. 3, memory eq. 14) -> refinement on atomic ops (IV-C).
+ *
+ * Costs are DESIGN.md's "Cost definitions" (planner/cost.h). */
+#ifndef PF_PARTITION_H
+#define PF_PARTITION_H
+
+#include "planner/cluster.h"
+#include "planner/graph.h"
+#include "planner/plan.h"
+
+typedef struct {
+    int stages;             /* S >= 1 */
+    int replicas;           /* R >= 1; 0 = devices / S */
+    int microbatches;       /* MB; 0 = PF_DEFAULT_MICROBATCHES */
+    double flat_gbps;       /* B_flat; <= 0 = median off-diagonal bandwidth of the cluster */
+    int coarsen_k;          /* hyper-ops to keep; 0 = default from S; < 0 = no coarsening */
+    double alpha;           /* eq. 4 weight of communication; default 1 */
+    int refine;             /* IV-C on (default) or off */
+    int refine_max_moves;   /* I, default 100 */
+    long long max_downsets; /* past this, DP over topological prefixes (exact = 0) */
+    int threads;            /* OpenMP threads; 0 = OpenMP's default */
+    /* Optional coarsening computed once per alpha by the search (phase 0): group[v] in
+     * [0, ngroups). When set, coarsen_k and alpha are not used for coarsening. */
+    const int *group;
+    int ngroups;
+} pf_partition_opts_t;
+
+void pf_partition_opts_init(pf_partition_opts_t *o);
+
+/* Returns PF_OK and a plan without devices (stage ops, per-stage compute/time/memory,
+ * partition_objective_ms, partition_search stats); PF_EINFEASIBLE when no partition fits memory
+ * (the message names the op or the stage); PF_EINPUT for bad options. */
+int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partition_opts_t *o,
+                     pf_plan_t **out, char *err, size_t errlen);
+
+#endif

@@ -376,17 +376,12 @@ static void write_baseline(pf_jw_t *w, const char *k, const pf_baseline_t *b)
     pf_jw_obj_end(w);
 }
 
-int pf_plan_save(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c,
-                 const char *path, char *err, size_t errlen)
+int pf_plan_write(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c, FILE *f,
+                  char *err, size_t errlen)
 {
-    FILE *f = pf_json_open_out(path, err, errlen);
-    if (!f)
-        return PF_ERR;
     pf_jw_t *w = pf_jw_new(f);
-    if (!w) {
-        pf_json_close_out(f, path, NULL, 0);
+    if (!w)
         return pf_fail(err, errlen, PF_ERR, "out of memory");
-    }
     pf_jw_obj_begin(w);
     pf_jw_key(w, "model"); pf_jw_str(w, p->model ? p->model : pf_graph_name(g));
     pf_jw_key(w, "cluster"); pf_jw_str(w, p->cluster ? p->cluster : pf_cluster_name(c));
@@ -468,9 +463,18 @@ int pf_plan_save(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c,
         pf_jw_obj_end(w);
     }
     pf_jw_obj_end(w);
-    int rc = pf_jw_finish(&w);
-    int rc2 = pf_json_close_out(f, path, err, errlen);
-    if (rc != PF_OK && rc2 == PF_OK)
-        return pf_fail(err, errlen, PF_ERR, "%s: write failed", path ? path : "<stdout>");
-    return rc2;
+    return pf_jw_finish(&w) == PF_OK ? PF_OK : pf_fail(err, errlen, PF_ERR, "write failed");
+}
+
+int pf_plan_save(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c,
+                 const char *path, char *err, size_t errlen)
+{
+    FILE *f = pf_json_open_out(path, err, errlen);
+    if (!f)
+        return PF_ERR;
+    int rc = pf_plan_write(p, g, c, f, err, errlen);
+    int rc2 = pf_json_close_out(f, path, rc == PF_OK ? err : NULL, errlen);
+    if (rc != PF_OK)
+        pf_err_prefix(err, errlen, path ? path : "<stdout>");
+    return rc != PF_OK ? rc : rc2;
 }

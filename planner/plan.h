@@ -10,6 +10,8 @@
 #include "planner/cluster.h"
 #include "planner/graph.h"
 
+#include <stdio.h>
+
 typedef struct {
     int nops;
     int *ops;              /* op indices, in topological order */
@@ -84,6 +86,9 @@ int pf_plan_validate(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t
 
 int pf_plan_load(const char *path, const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t **out,
                  char *err, size_t errlen);
+/* The plan file's JSON onto an open stream. */
+int pf_plan_write(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c, FILE *f,
+                  char *err, size_t errlen);
 int pf_plan_save(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c,
                  const char *path, char *err, size_t errlen);
 

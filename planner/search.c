@@ -1,0 +1,777 @@
+#include "planner/search.h"
+#include "planner/cost.h"
+#include "planner/util.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_IN_FLIGHT 64
+
+enum { J_QUEUED, J_OUT, J_ANSWERED, J_CANCELLED };
+
+typedef struct {
+    pf_job_kind_t kind;
+    int state;
+    int owner;        /* DP: dp entry; probe: map task */
+    double target_ms; /* probe */
+} job_rec_t;
+
+typedef struct {
+    int stages, replicas;
+    double alpha;
+    uint64_t job;
+    int answered, status;
+    char error[256];
+    pf_plan_t *plan;
+    double flat_ms_per_sample; /* ranking before mapping */
+} dp_entry_t;
+
+typedef struct {
+    int cand;
+    pf_inst_t inst;
+    double lo, hi, init_lo, init_hi;
+    int *best_dev;   /* S x R */
+    double best_obj; /* under inst */
+    uint64_t in_flight[MAX_IN_FLIGHT];
+    int nflight;
+    int probes, timed_out;
+    long long nodes, sym_pruned;
+    double seconds;
+    int done;
+} map_task_t;
+
+typedef struct {
+    int dp;
+    pf_stage_graph_t *sg;
+    int task[2], ntasks;
+} candidate_t;
+
+struct pf_search {
+    const pf_graph_t *g;
+    const pf_cluster_t *c;
+    pf_search_opts_t o;
+    double flat_gbps;
+    int ndev;
+
+    job_rec_t *jobs; /* id = index + 1 */
+    long long njobs, jobs_cap;
+    uint64_t *queue; /* ids waiting to be issued, FIFO */
+    long long qhead, qtail, qcap;
+    uint64_t *cancelled;
+    int ncancelled, cancelled_cap;
+    long long issued, answered, cancelled_total;
+
+    dp_entry_t *dp;
+    int ndp, dp_left;
+    candidate_t *cand;
+    int ncand;
+    map_task_t *task;
+    int ntask, tasks_left;
+
+    pf_search_phase_t phase;
+    int status;
+    char error[512];
+    pf_plan_t *result;
+};
+
+const char *pf_search_phase_name(pf_search_phase_t p)
+{
+    switch (p) {
+    case PF_PHASE_PARTITION: return "partition";
+    case PF_PHASE_MAP: return "map";
+    case PF_PHASE_DONE: return "done";
+    default: return "failed";
+    }
+}
+
+void pf_search_opts_init(pf_search_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->max_stages = 64;
+    o->refine = 1;
+    o->alphas[0] = 0.01;
+    o->alphas[1] = 1;
+    o->alphas[2] = 100;
+    o->nalphas = 3;
+    o->candidates = 3;
+    o->probes_in_flight = 4;
+    o->rel_eps = 1e-3;
+    o->probe_seconds = 10;
+    o->symmetry = 1;
+    o->auto_inst = 1;
+    o->inst = PF_INST_FULL;
+    o->seed = 1;
+}
+
+/* ---- bookkeeping ---- */
+
+static uint64_t new_job(pf_search_t *s, pf_job_kind_t kind, int owner, double target_ms)
+{
+    if (s->njobs == s->jobs_cap) {
+        long long nc = s->jobs_cap ? 2 * s->jobs_cap : 64;
+        job_rec_t *j = realloc(s->jobs, (size_t)nc * sizeof *j);
+        if (!j)
+            return 0;
+        s->jobs = j;
+        s->jobs_cap = nc;
+    }
+    if (s->qtail == s->qcap) {
+        /* compact, then grow */
+        memmove(s->queue, s->queue + s->qhead, (size_t)(s->qtail - s->qhead) * sizeof *s->queue);
+        s->qtail -= s->qhead;
+        s->qhead = 0;
+        if (s->qtail == s->qcap) {
+            long long nc = s->qcap ? 2 * s->qcap : 64;
+            uint64_t *q = realloc(s->queue, (size_t)nc * sizeof *q);
+            if (!q)
+                return 0;
+            s->queue = q;
+            s->qcap = nc;
+        }
+    }
+    s->jobs[s->njobs] = (job_rec_t){kind, J_QUEUED, owner, target_ms};
+    uint64_t id = (uint64_t)++s->njobs;
+    s->queue[s->qtail++] = id;
+    return id;
+}
+
+static job_rec_t *job_of(const pf_search_t *s, uint64_t id)
+{
+    if (id == 0 || id > (uint64_t)s->njobs)
+        return NULL;
+    return &s->jobs[id - 1];
+}
+
+/* An outstanding job is reported for cancellation; a queued one is simply never issued. */
+static void cancel_job(pf_search_t *s, uint64_t id)
+{
+    job_rec_t *j = job_of(s, id);
+    if (!j || (j->state != J_OUT && j->state != J_QUEUED))
+        return;
+    int was_out = j->state == J_OUT;
+    j->state = J_CANCELLED;
+    s->cancelled_total++;
+    if (!was_out)
+        return;
+    if (s->ncancelled == s->cancelled_cap) {
+        int nc = s->cancelled_cap ? 2 * s->cancelled_cap : 32;
+        uint64_t *p = realloc(s->cancelled, (size_t)nc * sizeof *p);
+        if (!p)
+            return; /* the answer will be ignored anyway */
+        s->cancelled = p;
+        s->cancelled_cap = nc;
+    }
+    s->cancelled[s->ncancelled++] = id;
+}
+
+static void fail(pf_search_t *s, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail(pf_search_t *s, int code, const char *fmt, ...)
+{
+    if (s->phase == PF_PHASE_DONE || s->phase == PF_PHASE_FAILED)
+        return;
+    s->phase = PF_PHASE_FAILED;
+    s->status = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->error, sizeof s->error, fmt, ap);
+    va_end(ap);
+    for (long long i = 0; i < s->njobs; i++)
+        cancel_job(s, (uint64_t)i + 1);
+}
+
+/* ---- phase 3: binary searches ---- */
+
+static int converged(const pf_search_t *s, const map_task_t *t)
+{
+    return t->hi - t->lo <= s->o.rel_eps * t->hi;
+}
+
+/* Keep W probes in flight: each new target is the midpoint of the widest gap between the
+ * bounds and the targets already out, so W targets split [t_l, t_r] evenly. */
+static int refill(pf_search_t *s, map_task_t *t, int task_index)
+{
+    int w = s->o.probes_in_flight;
+    while (!converged(s, t) && t->nflight < w) {
+        double pts[MAX_IN_FLIGHT + 2];
+        int n = 0;
+        pts[n++] = t->lo;
+        for (int i = 0; i < t->nflight; i++)
+            pts[n++] = job_of(s, t->in_flight[i])->target_ms;
+        pts[n++] = t->hi;
+        for (int i = 1; i < n; i++) /* insertion sort: n <= 66 */
+            for (int k = i; k > 0 && pts[k] < pts[k - 1]; k--) {
+                double x = pts[k];
+                pts[k] = pts[k - 1];
+                pts[k - 1] = x;
+            }
+        int widest = 0;
+        for (int i = 1; i + 1 < n; i++)
+            if (pts[i + 1] - pts[i] > pts[widest + 1] - pts[widest])
+                widest = i;
+        double target = 0.5 * (pts[widest] + pts[widest + 1]);
+        if (!(target > t->lo && target < t->hi))
+            break;
+        uint64_t id = new_job(s, PF_JOB_MAP_PROBE, task_index, target);
+        if (!id)
+            return PF_ERR;
+        t->in_flight[t->nflight++] = id;
+    }
+    return PF_OK;
+}
+
+static void finish(pf_search_t *s);
+
+static void task_done(pf_search_t *s, map_task_t *t)
+{
+    if (t->done)
+        return;
+    t->done = 1;
+    for (int i = 0; i < t->nflight; i++)
+        cancel_job(s, t->in_flight[i]);
+    t->nflight = 0;
+    if (--s->tasks_left == 0)
+        finish(s);
+}
+
+static void probe_answered(pf_search_t *s, job_rec_t *j, const pf_job_result_t *res)
+{
+    map_task_t *t = &s->task[j->owner];
+    candidate_t *cd = &s->cand[t->cand];
+    int nx = pf_stage_graph_stages(cd->sg) * pf_stage_graph_replicas(cd->sg);
+    uint64_t id = (uint64_t)(j - s->jobs) + 1;
+    for (int i = 0; i < t->nflight; i++)
+        if (t->in_flight[i] == id) {
+            t->in_flight[i] = t->in_flight[--t->nflight];
+            break;
+        }
+    t->probes++;
+    t->nodes += res->probe.nodes;
+    t->sym_pruned += res->probe.symmetric_pruned;
+    t->seconds += res->seconds;
+    if (res->probe.found && res->devices && res->ndevices == nx) {
+        if (res->probe.objective_ms < t->best_obj) {
+            t->best_obj = res->probe.objective_ms;
+            memcpy(t->best_dev, res->devices, (size_t)nx * sizeof *t->best_dev);
+        }
+        if (res->probe.objective_ms < t->hi)
+            t->hi = res->probe.objective_ms;
+    } else {
+        t->timed_out += res->probe.timed_out != 0;
+        if (j->target_ms > t->lo)
+            t->lo = j->target_ms;
+    }
+    if (t->lo > t->hi) /* only a timed-out probe can claim this; trust the mapping we hold */
+        t->lo = t->hi;
+    /* probes outside the new interval can no longer move it */
+    for (int i = 0; i < t->nflight;) {
+        double x = job_of(s, t->in_flight[i])->target_ms;
+        if (x <= t->lo || x >= t->hi) {
+            cancel_job(s, t->in_flight[i]);
+            t->in_flight[i] = t->in_flight[--t->nflight];
+        } else {
+            i++;
+        }
+    }
+    if (converged(s, t))
+        task_done(s, t);
+    else if (refill(s, t, j->owner) != PF_OK)
+        fail(s, PF_ERR, "out of memory");
+    else if (t->nflight == 0) /* nothing left to probe strictly inside the interval */
+        task_done(s, t);
+}
+
+/* Flat-bandwidth estimate used to rank partitions before they are mapped: the pipeline of
+ * DESIGN.md's step estimate with every transfer at B_flat, divided by the samples of a step. */
+static double flat_ms_per_sample(const pf_search_t *s, const pf_plan_t *p)
+{
+    int S = p->stages, R = p->replicas, MB = p->microbatches;
+    double ar = 0;
+    for (int st = 0; st < S; st++) {
+        double params = 0;
+        for (int i = 0; i < p->stage_list[st].nops; i++)
+            params += pf_graph_op(s->g, p->stage_list[st].ops[i])->param_bytes;
+        double t = R > 1 ? pf_bytes_ms(2.0 * (R - 1) / R * params, s->flat_gbps) : 0; /* eq. 7 */
+        if (t > ar)
+            ar = t;
+    }
+    double step = (MB + S - 1) * p->partition_objective_ms + ar;
+    return step / ((double)pf_graph_microbatch(s->g) * MB * R);
+}
+
+static int cmp_dp(const void *a, const void *b, void *ctx)
+{
+    const pf_search_t *s = ctx;
+    const dp_entry_t *x = &s->dp[*(const int *)a], *y = &s->dp[*(const int *)b];
+    if (x->flat_ms_per_sample != y->flat_ms_per_sample)
+        return x->flat_ms_per_sample < y->flat_ms_per_sample ? -1 : 1;
+    if (x->stages != y->stages)
+        return x->stages - y->stages;
+    return x->alpha < y->alpha ? -1 : x->alpha > y->alpha;
+}
+
+static int add_task(pf_search_t *s, int cand, pf_inst_t inst)
+{
+    candidate_t *cd = &s->cand[cand];
+    map_task_t *t = &s->task[s->ntask];
+    char err[256];
+    int nx = pf_stage_graph_stages(cd->sg) * pf_stage_graph_replicas(cd->sg);
+    memset(t, 0, sizeof *t);
+    t->cand = cand;
+    t->inst = inst;
+    t->best_dev = malloc((size_t)nx * sizeof *t->best_dev);
+    if (!t->best_dev)
+        return PF_ERR;
+    int rc = pf_map_bounds(cd->sg, s->c, inst, s->o.seed, &t->lo, &t->hi, t->best_dev, err,
+                           sizeof err);
+    if (rc != PF_OK)
+        return rc;
+    t->init_lo = t->lo;
+    t->init_hi = t->hi;
+    t->best_obj = t->hi;
+    cd->task[cd->ntasks++] = s->ntask;
+    s->ntask++;
+    s->tasks_left++;
+    return PF_OK;
+}
+
+static void start_mapping(pf_search_t *s)
+{
+    int *order = malloc((size_t)s->ndp * sizeof *order), nfeasible = 0, best_infeasible = -1;
+    if (!order) {
+        fail(s, PF_ERR, "out of memory");
+        return;
+    }
+    for (int i = 0; i < s->ndp; i++) {
+        dp_entry_t *e = &s->dp[i];
+        if (e->status == PF_OK && e->plan) {
+            e->flat_ms_per_sample = flat_ms_per_sample(s, e->plan);
+            order[nfeasible++] = i;
+        } else if (e->status == PF_EINFEASIBLE) {
+            if (best_infeasible < 0 || e->stages > s->dp[best_infeasible].stages)
+                best_infeasible = i;
+        } else {
+            fail(s, e->status, "%s", e->error);
+            free(order);
+            return;
+        }
+    }
+    if (nfeasible == 0) {
+        /* the deepest pipeline spreads memory the most: its message is the one to show */
+        fail(s, PF_EINFEASIBLE, "%s", best_infeasible >= 0 ? s->dp[best_infeasible].error : "");
+        free(order);
+        return;
+    }
+    qsort_r(order, (size_t)nfeasible, sizeof *order, cmp_dp, s);
+    /* one candidate per S: its best alpha */
+    int want = s->o.candidates, n = 0;
+    s->cand = calloc((size_t)want, sizeof *s->cand);
+    s->task = calloc((size_t)want * 2, sizeof *s->task);
+    if (!s->cand || !s->task) {
+        free(order);
+        fail(s, PF_ERR, "out of memory");
+        return;
+    }
+    for (int k = 0; k < nfeasible && n < want; k++) {
+        int dup = 0;
+        for (int c = 0; c < n; c++)
+            dup |= s->dp[s->cand[c].dp].stages == s->dp[order[k]].stages;
+        if (dup)
+            continue;
+        s->cand[n].dp = order[k];
+        s->cand[n].sg = pf_stage_graph_from_plan(s->g, s->dp[order[k]].plan);
+        if (!s->cand[n].sg) {
+            free(order);
+            fail(s, PF_ERR, "out of memory");
+            return;
+        }
+        n++;
+    }
+    free(order);
+    s->ncand = n;
+    s->phase = PF_PHASE_MAP;
+    for (int c = 0; c < n; c++) {
+        candidate_t *cd = &s->cand[c];
+        int S = pf_stage_graph_stages(cd->sg), R = pf_stage_graph_replicas(cd->sg);
+        int rc = PF_OK;
+        if (!s->o.auto_inst) {
+            rc = add_task(s, c, s->o.inst);
+        } else {
+            /* A search under an instantiation whose variable term is identically zero cannot
+             * tell mappings apart: skip it (m when S = 1, ar when R = 1). */
+            pf_inst_t first = pf_map_auto_instantiation(cd->sg);
+            pf_inst_t second = first == PF_INST_M ? PF_INST_AR : PF_INST_M;
+            pf_inst_t both[2] = {first, second};
+            for (int k = 0; k < 2 && rc == PF_OK; k++) {
+                if ((both[k] == PF_INST_M && S == 1) || (both[k] == PF_INST_AR && R == 1))
+                    continue;
+                rc = add_task(s, c, both[k]);
+            }
+        }
+        if (rc != PF_OK) {
+            fail(s, rc, "%s", rc == PF_ERR ? "out of memory" : "mapping bounds failed");
+            return;
+        }
+    }
+    for (int k = 0; k < s->ntask; k++) {
+        map_task_t *t = &s->task[k];
+        if (converged(s, t)) {
+            t->done = 1;
+            s->tasks_left--;
+        } else if (refill(s, t, k) != PF_OK) {
+            fail(s, PF_ERR, "out of memory");
+            return;
+        }
+    }
+    if (s->tasks_left == 0)
+        finish(s);
+}
+
+static void set_baseline(pf_search_t *s, const candidate_t *cd, pf_baseline_t *b,
+                         void (*map)(const pf_stage_graph_t *, int *), int *scratch, int mb)
+{
+    map(cd->sg, scratch);
+    b->present = 1;
+    b->objective_ms = pf_map_objective_ms(cd->sg, s->c, PF_INST_FULL, scratch);
+    b->simulated_step_ms = pf_map_step_estimate_ms(cd->sg, s->c, scratch, mb);
+}
+
+static void finish(pf_search_t *s)
+{
+    int best_c = -1, best_t = -1;
+    double best_per_sample = INFINITY;
+    int *cs_dev = NULL;
+    for (int c = 0; c < s->ncand; c++) {
+        candidate_t *cd = &s->cand[c];
+        const pf_plan_t *p = s->dp[cd->dp].plan;
+        int chosen = -1;
+        double chosen_full = INFINITY;
+        for (int k = 0; k < cd->ntasks; k++) {
+            map_task_t *t = &s->task[cd->task[k]];
+            double full = pf_map_objective_ms(cd->sg, s->c, PF_INST_FULL, t->best_dev);
+            if (full < chosen_full) {
+                chosen_full = full;
+                chosen = cd->task[k];
+            }
+        }
+        double step;
+        if (chosen >= 0) {
+            step = pf_map_step_estimate_ms(cd->sg, s->c, s->task[chosen].best_dev,
+                                           p->microbatches);
+        } else { /* S = R = 1: one device, nothing to map */
+            int dev0 = 0;
+            step = pf_map_step_estimate_ms(cd->sg, s->c, &dev0, p->microbatches);
+        }
+        double per_sample = step / ((double)pf_graph_microbatch(s->g) * p->microbatches *
+                                    p->replicas);
+        if (per_sample < best_per_sample) {
+            best_per_sample = per_sample;
+            best_c = c;
+            best_t = chosen;
+        }
+    }
+    if (best_c < 0) {
+        fail(s, PF_ERR, "no candidate survived mapping");
+        return;
+    }
+    candidate_t *cd = &s->cand[best_c];
+    pf_plan_t *p = pf_plan_clone(s->dp[cd->dp].plan);
+    int S = pf_stage_graph_stages(cd->sg), R = pf_stage_graph_replicas(cd->sg);
+    cs_dev = malloc((size_t)S * R * sizeof *cs_dev);
+    if (!p || !cs_dev) {
+        pf_plan_destroy(&p);
+        free(cs_dev);
+        fail(s, PF_ERR, "out of memory");
+        return;
+    }
+    const int *dev = cs_dev;
+    if (best_t >= 0) {
+        map_task_t *t = &s->task[best_t];
+        dev = t->best_dev;
+        p->mapping.present = 1;
+        snprintf(p->mapping.instantiation, sizeof p->mapping.instantiation, "%s",
+                 pf_inst_name(t->inst));
+        p->mapping.objective_ms = t->best_obj;
+        p->mapping.lower_bound_ms = t->lo;
+        p->mapping.initial_lower_bound_ms = t->init_lo;
+        p->mapping.initial_upper_bound_ms = t->init_hi;
+        p->mapping.probes = t->probes;
+        p->mapping.probes_timed_out = t->timed_out;
+        p->mapping.symmetric_pruned = t->sym_pruned;
+        p->mapping.seconds = t->seconds;
+    } else {
+        pf_map_cs(cd->sg, cs_dev);
+    }
+    for (int st = 0; st < S; st++) {
+        int *d = pf_plan_stage_devices(p, st);
+        if (!d) {
+            pf_plan_destroy(&p);
+            free(cs_dev);
+            fail(s, PF_ERR, "out of memory");
+            return;
+        }
+        for (int r = 0; r < R; r++)
+            d[r] = dev[st * R + r];
+    }
+    p->objective_ms = pf_map_objective_ms(cd->sg, s->c, PF_INST_FULL, dev);
+    p->simulated_step_ms = pf_map_step_estimate_ms(cd->sg, s->c, dev, p->microbatches);
+    set_baseline(s, cd, &p->cs_map, pf_map_cs, cs_dev, p->microbatches);
+    set_baseline(s, cd, &p->p2p_map, pf_map_p2p, cs_dev, p->microbatches);
+    p->search.present = 1;
+    p->search.jobs = s->njobs;
+    free(cs_dev);
+    s->result = p;
+    s->phase = PF_PHASE_DONE;
+    s->status = PF_OK;
+}
+
+/* ---- public ---- */
+
+int pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *opts,
+                  pf_search_t **out, char *err, size_t errlen)
+{
+    pf_search_opts_t o = *opts;
+    int D = pf_cluster_ndevices(c), n = pf_graph_nops(g), rc;
+    *out = NULL;
+    if (o.microbatches <= 0)
+        o.microbatches = PF_DEFAULT_MICROBATCHES;
+    if (o.stages < 0 || o.replicas < 0 || o.stages > D || o.replicas > D)
+        return pf_fail(err, errlen, PF_EINPUT, "--stages / --replicas: must lie in [1, %d]", D);
+    if (o.stages && o.replicas && (long long)o.stages * o.replicas > D)
+        return pf_fail(err, errlen, PF_EINPUT, "--stages x --replicas = %d exceeds %d devices",
+                       o.stages * o.replicas, D);
+    if (o.nalphas <= 0 || o.nalphas > PF_SEARCH_MAX_ALPHAS || o.candidates <= 0 ||
+        o.probes_in_flight <= 0 || o.probes_in_flight > MAX_IN_FLIGHT || !(o.rel_eps > 0))
+        return pf_fail(err, errlen, PF_EINPUT,
+                       "search options: need 1-%d alphas, candidates >= 1, 1-%d probes in "
+                       "flight, eps > 0",
+                       PF_SEARCH_MAX_ALPHAS, MAX_IN_FLIGHT);
+
+    /* An op that cannot fit alone makes every partition infeasible: say so before any job. */
+    pf_cost_model_t cm;
+    pf_cost_model_init(&cm, c, 1, o.microbatches, o.flat_gbps);
+    for (int v = 0; v < n; v++) {
+        double need = pf_cost_op_mem_bytes(g, v, &cm);
+        if (need > cm.mem_limit_bytes)
+            return pf_fail(err, errlen, PF_EINFEASIBLE,
+                           "op %lld (%s) needs %.2f GiB with its parameter state; devices have "
+                           "%.2f GiB",
+                           (long long)pf_graph_op(g, v)->id, pf_graph_op(g, v)->name,
+                           need / 1073741824.0, cm.mem_limit_bytes / 1073741824.0);
+    }
+
+    pf_search_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    s->g = g;
+    s->c = c;
+    s->o = o;
+    s->ndev = D;
+    s->flat_gbps = cm.flat_gbps;
+    s->phase = PF_PHASE_PARTITION;
+
+    /* (S, R) pairs with S x R = D (or the one the options fix), S <= ops */
+    int stages_list[64], nst = 0;
+    if (o.stages) {
+        stages_list[nst++] = o.stages;
+    } else if (o.replicas) {
+        stages_list[nst++] = D / o.replicas;
+    } else {
+        for (int S = 1; S <= D && S <= n && S <= o.max_stages && nst < 64; S++)
+            if (D % S == 0)
+                stages_list[nst++] = S;
+    }
+    if (nst == 0 || stages_list[0] < 1) {
+        rc = pf_fail(err, errlen, PF_EINPUT, "no (stages, replicas) fits %d devices", D);
+        goto fail;
+    }
+    s->dp = calloc((size_t)nst * o.nalphas, sizeof *s->dp);
+    if (!s->dp) {
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < nst; i++) {
+        for (int a = 0; a < o.nalphas; a++) {
+            dp_entry_t *e = &s->dp[s->ndp];
+            e->stages = stages_list[i];
+            e->replicas = o.replicas ? o.replicas : D / stages_list[i];
+            e->alpha = o.alphas[a];
+            e->job = new_job(s, PF_JOB_DP_PARTITION, s->ndp, 0);
+            if (!e->job) {
+                rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+                goto fail;
+            }
+            s->ndp++;
+        }
+    }
+    s->dp_left = s->ndp;
+    *out = s;
+    return PF_OK;
+fail:
+    pf_search_destroy(&s);
+    return rc;
+}
+
+void pf_search_destroy(pf_search_t **sp)
+{
+    if (!sp || !*sp)
+        return;
+    pf_search_t *s = *sp;
+    for (int i = 0; i < s->ndp; i++)
+        pf_plan_destroy(&s->dp[i].plan);
+    for (int c = 0; c < s->ncand; c++)
+        pf_stage_graph_destroy(&s->cand[c].sg);
+    for (int k = 0; k < s->ntask; k++)
+        free(s->task[k].best_dev);
+    free(s->dp);
+    free(s->cand);
+    free(s->task);
+    free(s->jobs);
+    free(s->queue);
+    free(s->cancelled);
+    pf_plan_destroy(&s->result);
+    free(s);
+    *sp = NULL;
+}
+
+int pf_search_job(const pf_search_t *s, uint64_t id, pf_job_t *job)
+{
+    const job_rec_t *j = job_of(s, id);
+    if (!j || (j->state != J_OUT && j->state != J_QUEUED))
+        return 0;
+    memset(job, 0, sizeof *job);
+    job->kind = j->kind;
+    job->cluster = s->c;
+    if (j->kind == PF_JOB_DP_PARTITION) {
+        const dp_entry_t *e = &s->dp[j->owner];
+        job->graph = s->g;
+        pf_partition_opts_init(&job->partition);
+        job->partition.stages = e->stages;
+        job->partition.replicas = e->replicas;
+        job->partition.microbatches = s->o.microbatches;
+        job->partition.flat_gbps = s->o.flat_gbps;
+        job->partition.coarsen_k = s->o.coarsen_k;
+        job->partition.alpha = e->alpha;
+        job->partition.refine = s->o.refine;
+        if (s->o.max_downsets > 0)
+            job->partition.max_downsets = s->o.max_downsets;
+    } else {
+        const map_task_t *t = &s->task[j->owner];
+        job->stage_graph = s->cand[t->cand].sg;
+        job->inst = t->inst;
+        job->target_ms = j->target_ms;
+        job->budget_s = s->o.probe_seconds;
+        job->symmetry = s->o.symmetry;
+    }
+    return 1;
+}
+
+int pf_search_next_job(pf_search_t *s, uint64_t *id, pf_job_t *job)
+{
+    while (s->qhead < s->qtail) {
+        uint64_t next = s->queue[s->qhead++];
+        job_rec_t *j = job_of(s, next);
+        if (!j || j->state != J_QUEUED)
+            continue; /* cancelled before it went out */
+        j->state = J_OUT;
+        s->issued++;
+        *id = next;
+        return pf_search_job(s, next, job);
+    }
+    return 0;
+}
+
+int pf_search_answer(pf_search_t *s, uint64_t id, const pf_job_result_t *res)
+{
+    job_rec_t *j = job_of(s, id);
+    if (!j || j->state != J_OUT || !res || res->kind != j->kind)
+        return 0;
+    if (s->phase == PF_PHASE_DONE || s->phase == PF_PHASE_FAILED)
+        return 0;
+    j->state = J_ANSWERED;
+    s->answered++;
+    if (j->kind == PF_JOB_DP_PARTITION) {
+        dp_entry_t *e = &s->dp[j->owner];
+        e->answered = 1;
+        e->status = res->status;
+        snprintf(e->error, sizeof e->error, "%s", res->error);
+        if (res->status == PF_OK) {
+            e->plan = res->plan ? pf_plan_clone(res->plan) : NULL;
+            if (!e->plan) {
+                fail(s, PF_ERR, "%s", res->plan ? "out of memory" : "partition job sent no plan");
+                return 1;
+            }
+        }
+        if (--s->dp_left == 0)
+            start_mapping(s);
+    } else if (j->kind == PF_JOB_MAP_PROBE) {
+        if (res->status != PF_OK) {
+            fail(s, res->status, "mapping probe failed: %s", res->error);
+            return 1;
+        }
+        probe_answered(s, j, res);
+    }
+    return 1;
+}
+
+void pf_search_job_failed(pf_search_t *s, uint64_t id, const char *error)
+{
+    job_rec_t *j = job_of(s, id);
+    if (!j || j->state != J_OUT)
+        return;
+    j->state = J_ANSWERED;
+    fail(s, PF_ERR, "a job failed on every worker that ran it: %s", error);
+}
+
+void pf_search_cancel(pf_search_t *s, const char *why)
+{
+    fail(s, PF_ERR, "%s", why ? why : "cancelled");
+}
+
+int pf_search_take_cancelled(pf_search_t *s, uint64_t *ids, int cap)
+{
+    int n = s->ncancelled < cap ? s->ncancelled : cap;
+    memcpy(ids, s->cancelled + (s->ncancelled - n), (size_t)n * sizeof *ids);
+    s->ncancelled -= n;
+    return n;
+}
+
+int pf_search_done(const pf_search_t *s)
+{
+    return s->phase == PF_PHASE_DONE || s->phase == PF_PHASE_FAILED;
+}
+
+void pf_search_get_status(const pf_search_t *s, pf_search_status_t *st)
+{
+    memset(st, 0, sizeof *st);
+    st->phase = s->phase;
+    st->jobs_issued = s->issued;
+    st->jobs_answered = s->answered;
+    st->jobs_cancelled = s->cancelled_total;
+    long long out = 0;
+    for (long long i = 0; i < s->njobs; i++)
+        out += s->jobs[i].state == J_OUT;
+    st->jobs_outstanding = out;
+    st->best_objective_ms = NAN;
+    for (int k = 0; k < s->ntask; k++) {
+        const map_task_t *t = &s->task[k];
+        double full = pf_map_objective_ms(s->cand[t->cand].sg, s->c, PF_INST_FULL, t->best_dev);
+        if (isnan(st->best_objective_ms) || full < st->best_objective_ms)
+            st->best_objective_ms = full;
+    }
+}
+
+int pf_search_result(pf_search_t *s, pf_plan_t **plan, char *err, size_t errlen)
+{
+    *plan = NULL;
+    if (s->phase == PF_PHASE_FAILED)
+        return pf_fail(err, errlen, s->status ? s->status : PF_ERR, "%s", s->error);
+    if (s->phase != PF_PHASE_DONE)
+        return pf_fail(err, errlen, PF_ERR, "search not finished");
+    *plan = s->result;
+    s->result = NULL;
+    return PF_OK;
+}

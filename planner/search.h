@@ -1,0 +1,90 @@
+/* search: one plan request as a state machine of jobs (DESIGN.md "The search"). Pure logic, no
+ * I/O: the embedded mode, the broker and the tests drive the very same code.
+ *
+ *   phase 0  validate; coarsening is done by each DP job from (alpha, K)
+ *   phase 2  one DP_PARTITION job per (S, alpha), S x R = devices, alpha in {0.01, 1, 100}
+ *   phase 3  for the best few partitions (ranked by a flat-bandwidth step estimate per sample),
+ *            one binary search per instantiation (m and ar, unless its variable term is zero):
+ *            W MAP_PROBE jobs in flight at targets splitting [t_l, t_r] evenly; each answer moves
+ *            the bounds, and probes whose targets fell outside are cancelled
+ *   end      each candidate keeps the better of its mappings under "full"; candidates are ranked
+ *            by estimated step time per sample; the winner and its CS / p2p baselines form the plan
+ *
+ * Jobs are pure functions of their inputs, so a lost answer is recovered by running the job
+ * again (pf_search_job gives its description back) and duplicates are ignored. */
+#ifndef PF_SEARCH_H
+#define PF_SEARCH_H
+
+#include "planner/jobs.h"
+
+#include <stdint.h>
+
+typedef struct pf_search pf_search_t;
+
+#define PF_SEARCH_MAX_ALPHAS 4
+
+typedef struct {
+    int stages;           /* 0 = every S dividing the devices, up to max_stages */
+    int replicas;         /* 0 = devices / S */
+    int max_stages;       /* default 64 */
+    int microbatches;     /* MB per step per replica; 0 = PF_DEFAULT_MICROBATCHES */
+    int coarsen_k;        /* 0 = the partitioner's default for each S */
+    long long max_downsets; /* 0 = the partitioner's default */
+    int refine;
+    double flat_gbps;     /* <= 0 = median bandwidth */
+    double alphas[PF_SEARCH_MAX_ALPHAS];
+    int nalphas;          /* default 3: 0.01, 1, 100 (Parmesan IV-B) */
+    int candidates;       /* partitions carried into mapping; default 3 */
+    int probes_in_flight; /* W per binary search; default 4 */
+    double rel_eps;       /* binary search stops when t_r - t_l <= rel_eps * t_r; default 1e-3 */
+    double probe_seconds; /* per-probe budget; default 10 */
+    int symmetry;         /* prune interchangeable devices in probes; default on */
+    int auto_inst;        /* default 1: both instantiations, keep the better under "full" */
+    pf_inst_t inst;       /* when auto_inst = 0 */
+    uint64_t seed;
+} pf_search_opts_t;
+
+typedef enum {
+    PF_PHASE_PARTITION,
+    PF_PHASE_MAP,
+    PF_PHASE_DONE,
+    PF_PHASE_FAILED
+} pf_search_phase_t;
+
+const char *pf_search_phase_name(pf_search_phase_t p);
+
+typedef struct {
+    pf_search_phase_t phase;
+    long long jobs_issued, jobs_answered, jobs_outstanding, jobs_cancelled;
+    double best_objective_ms; /* best mapping objective (full) found so far; NAN = none */
+} pf_search_status_t;
+
+void pf_search_opts_init(pf_search_opts_t *o);
+
+/* PF_OK, or PF_EINPUT (bad options: message names the option), PF_EINFEASIBLE (an op alone does
+ * not fit any device). g and c are borrowed and must outlive the search. */
+int pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
+                  pf_search_t **out, char *err, size_t errlen);
+void pf_search_destroy(pf_search_t **s);
+
+/* The next job to run, if one is ready: returns 1 and fills *id and *job (pointers in *job stay
+ * valid until the search is destroyed); 0 when nothing is ready now. Ids are unique and > 0. */
+int pf_search_next_job(pf_search_t *s, uint64_t *id, pf_job_t *job);
+/* Describe an issued job again (to re-send it); 0 when the id is unknown or not needed now. */
+int pf_search_job(const pf_search_t *s, uint64_t id, pf_job_t *job);
+/* Feed an answer: returns 1 when it was used, 0 when ignored (unknown, duplicate, cancelled). */
+int pf_search_answer(pf_search_t *s, uint64_t id, const pf_job_result_t *res);
+/* A job that could not be run at all (it killed max_attempts workers): the search fails with
+ * this error. */
+void pf_search_job_failed(pf_search_t *s, uint64_t id, const char *error);
+/* Outstanding jobs whose answers are no longer needed: up to cap ids, removed from the list. */
+int pf_search_take_cancelled(pf_search_t *s, uint64_t *ids, int cap);
+/* Stop the whole search (client cancel). */
+void pf_search_cancel(pf_search_t *s, const char *why);
+
+int pf_search_done(const pf_search_t *s);
+void pf_search_get_status(const pf_search_t *s, pf_search_status_t *st);
+/* After done: PF_OK and the plan (caller owns it), or the code and message that ended it. */
+int pf_search_result(pf_search_t *s, pf_plan_t **plan, char *err, size_t errlen);
+
+#endif

@@ -12,6 +12,7 @@ typedef struct {
 
 static const command_t commands[] = {
     {"check", cmd_check, "validate a graph or cluster file and print a summary"},
+    {"cluster", cmd_cluster, "generate a cluster file (DGX-1, hierarchy, mesh, torus, random)"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -12,6 +12,7 @@ typedef struct {
 
 static const command_t commands[] = {
     {"check", cmd_check, "validate a graph or cluster file and print a summary"},
+    {"model", cmd_model, "generate a GPT, BERT, ResNet or U-Net graph with analytic costs"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

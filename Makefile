@@ -7,6 +7,14 @@
 #   make sanitize build and run the unit tests under ASan/UBSan
 
 BUILD   ?= build
+V       ?= 0
+ifeq ($(V),0)
+Q  := @
+say = @printf '  %-6s %s\n' $(1) $(2);
+else
+Q  :=
+say =
+endif
 CC      ?= cc
 PKGS    := libczmq libzmq libprotobuf-c jansson sqlite3 cunit
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -45,35 +53,35 @@ setup:
 # The planner must not know about sockets or protobuf: it is compiled without their include paths.
 $(BUILD)/planner/%.o: planner/%.c | layers
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/%.o: %.c $(PROTO_GEN)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/proto/%.pb-c.c: proto/%.proto
 	@mkdir -p $(dir $@)
-	protoc-c --proto_path=proto --c_out=$(BUILD)/proto $<
+	$(call say,PROTOC,$<)protoc-c --proto_path=proto --c_out=$(BUILD)/proto $<
 $(BUILD)/proto/%.pb-c.h: $(BUILD)/proto/%.pb-c.c ;
 
 $(BUILD)/proto/%.pb-c.o: $(BUILD)/proto/%.pb-c.c
-	$(CC) $(filter-out -Werror,$(CFLAGS)) $(PKG_CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(filter-out -Werror,$(CFLAGS)) $(PKG_CFLAGS) -c $< -o $@
 
 $(BUILD)/libplanner.a: $(PLANNER_OBJ)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 $(BUILD)/libpfproto.a: $(PROTO_OBJ)
-	rm -f $@ && ar rcs $@ $^
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 $(BUILD)/libpfnet.a: $(NET_OBJ)
-	rm -f $@ && ar rcs $@ $^ $(if $^,,$(BUILD)/.empty.o)
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^ $(if $^,,$(BUILD)/.empty.o)
 
 $(BUILD)/.empty.o:
 	@mkdir -p $(BUILD) && echo 'typedef int pf_empty_unit;' > $(BUILD)/.empty.c
-	$(CC) $(CFLAGS) -c $(BUILD)/.empty.c -o $@
+	$(Q)$(CC) $(CFLAGS) -c $(BUILD)/.empty.c -o $@
 $(BUILD)/libpfnet.a: | $(BUILD)/.empty.o
 
 planfarm: $(CLI_OBJ) $(LIBS)
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIBS) $(PKG_LIBS) $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIBS) $(PKG_LIBS) $(LDLIBS)
 
 # Each tests/test_<suite>.c defines pf_suite_<suite>(); the registry is generated from the file names.
 $(BUILD)/tests/suites.h: $(TEST_SRC)
@@ -83,7 +91,7 @@ $(BUILD)/tests/suites.h: $(TEST_SRC)
 $(BUILD)/tests/runner.o: $(BUILD)/tests/suites.h
 
 $(BUILD)/pf_tests: $(TEST_OBJ) $(LIBS)
-	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(LIBS) $(PKG_LIBS) $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(LIBS) $(PKG_LIBS) $(LDLIBS)
 
 # Each bench/bench_<name>.c defines `int pf_bench_<name>(void)`; same generated registry.
 $(BUILD)/bench/benches.h: $(BENCH_SRC)
@@ -93,7 +101,7 @@ $(BUILD)/bench/benches.h: $(BENCH_SRC)
 $(BUILD)/bench/main.o: $(BUILD)/bench/benches.h
 
 $(BUILD)/pf_bench: $(BENCH_OBJ) $(LIBS)
-	$(CC) $(CFLAGS) -o $@ $(BENCH_OBJ) $(LIBS) $(PKG_LIBS) $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(CFLAGS) -o $@ $(BENCH_OBJ) $(LIBS) $(PKG_LIBS) $(LDLIBS)
 
 layers:
 	@if grep -nE '#include *[<"](zmq|czmq|protobuf-c|proto/|broker/|worker/|profiler/|cli/)' planner/*.c planner/*.h 2>/dev/null; then \

@@ -14,6 +14,7 @@ static const command_t commands[] = {
     {"check", cmd_check, "validate a graph or cluster file and print a summary"},
     {"cluster", cmd_cluster, "generate a cluster file (DGX-1, hierarchy, mesh, torus, random)"},
     {"model", cmd_model, "generate a GPT, BERT, ResNet or U-Net graph with analytic costs"},
+    {"import", cmd_import, "convert a PipeDream or Piper profile into a graph file"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

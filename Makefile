@@ -63,6 +63,7 @@ $(BUILD)/proto/%.pb-c.c: proto/%.proto
 	@mkdir -p $(dir $@)
 	$(call say,PROTOC,$<)protoc-c --proto_path=proto --c_out=$(BUILD)/proto $<
 $(BUILD)/proto/%.pb-c.h: $(BUILD)/proto/%.pb-c.c ;
+.SECONDARY: $(PROTO_GEN)
 
 $(BUILD)/proto/%.pb-c.o: $(BUILD)/proto/%.pb-c.c
 	$(call say,CC,$<)$(CC) $(filter-out -Werror,$(CFLAGS)) $(PKG_CFLAGS) -c $< -o $@

@@ -3,8 +3,11 @@
 #ifndef PF_CLI_H
 #define PF_CLI_H
 
+#include "planner/search.h"
+
 #include <getopt.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #define CLI_ERRLEN 1024
 
@@ -34,10 +37,61 @@ int cli_stderr_tty(void);
 /* Whole file ("-" = stdin) into a NUL-terminated buffer the caller frees. */
 int cli_read_file(const char *path, char **buf, size_t *len, char *err, size_t errlen);
 
+/* ---- plan options shared by `plan` and `submit` (cli/planopts.c) ---- */
+
+#define CLI_PLANOPT_BASE 1000
+/* Entries for a getopt_long option table. */
+#define CLI_PLAN_OPTIONS                                                                        \
+    {"stages", required_argument, 0, CLI_PLANOPT_BASE + 0},                                     \
+    {"replicas", required_argument, 0, CLI_PLANOPT_BASE + 1},                                   \
+    {"microbatches", required_argument, 0, CLI_PLANOPT_BASE + 2},                               \
+    {"coarsen", required_argument, 0, CLI_PLANOPT_BASE + 3},                                    \
+    {"max-downsets", required_argument, 0, CLI_PLANOPT_BASE + 4},                               \
+    {"no-refine", no_argument, 0, CLI_PLANOPT_BASE + 5},                                        \
+    {"flat-gbps", required_argument, 0, CLI_PLANOPT_BASE + 6},                                  \
+    {"candidates", required_argument, 0, CLI_PLANOPT_BASE + 7},                                 \
+    {"probes-in-flight", required_argument, 0, CLI_PLANOPT_BASE + 8},                           \
+    {"eps", required_argument, 0, CLI_PLANOPT_BASE + 9},                                        \
+    {"probe-seconds", required_argument, 0, CLI_PLANOPT_BASE + 10},                             \
+    {"no-symmetry", no_argument, 0, CLI_PLANOPT_BASE + 11},                                     \
+    {"instantiation", required_argument, 0, CLI_PLANOPT_BASE + 12},                             \
+    {"seed", required_argument, 0, CLI_PLANOPT_BASE + 13},                                      \
+    {"max-stages", required_argument, 0, CLI_PLANOPT_BASE + 14}
+
+/* One getopt_long code: 1 when it was a plan option (applied to *o), 0 when it is not one, -1
+ * when its value is bad (message printed). */
+int cli_planopt(const char *cmd, int code, const char *arg, pf_search_opts_t *o);
+void cli_planopts_help(FILE *f);
+
+/* ---- talking to a broker (cli/remote.c) ---- */
+#define CLI_DEFAULT_TIMEOUT_S 5.0
+
+typedef struct pf_client pf_client_t;
+/* Submit GRAPH + CLUSTER files; prints errors itself. Returns an exit status; *id (caller frees)
+ * on success. */
+int cli_submit_files(const char *cmd, pf_client_t *c, const char *graph_path,
+                     const char *cluster_path, const pf_search_opts_t *o, char **id);
+/* Poll the request until it ends (progress on stderr when it is a terminal and `progress`),
+ * then write its plan to out_path ("-" or NULL = stdout) and a summary on stderr unless quiet.
+ * Returns the exit status: 0 done, 3 infeasible, 2 bad input, 1 otherwise. */
+int cli_wait_and_fetch(const char *cmd, pf_client_t *c, const char *id, const char *out_path,
+                       int progress, int quiet);
+/* Write a finished request's plan and summary; the exit status as above (1 while running). */
+int cli_fetch_plan(const char *cmd, pf_client_t *c, const char *id, const char *out_path,
+                   int quiet);
+
 /* Sub-commands: argv[0] is the sub-command's name. */
 int cmd_check(int argc, char **argv);
 int cmd_cluster(int argc, char **argv);
 int cmd_model(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_broker(int argc, char **argv);
+int cmd_worker(int argc, char **argv);
+int cmd_submit(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_result(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
+int cmd_list(int argc, char **argv);
 
 #endif

@@ -1,6 +1,8 @@
 /* planfarm: one binary, sub-commands like git. */
 #include "cli/cli.h"
 
+#include <czmq.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -15,6 +17,14 @@ static const command_t commands[] = {
     {"cluster", cmd_cluster, "generate a cluster file (DGX-1, hierarchy, mesh, torus, random)"},
     {"model", cmd_model, "generate a GPT, BERT, ResNet or U-Net graph with analytic costs"},
     {"import", cmd_import, "convert a PipeDream or Piper profile into a graph file"},
+    {"plan", cmd_plan, "the whole search: stages, replicas, devices (embedded or --broker)"},
+    {"broker", cmd_broker, "serve plan requests to clients and their jobs to workers"},
+    {"worker", cmd_worker, "run partition and mapping jobs for a broker"},
+    {"submit", cmd_submit, "send a plan request to a broker (prints its id; --wait)"},
+    {"status", cmd_status, "state, jobs and best objective of a request"},
+    {"result", cmd_result, "write the plan of a finished request"},
+    {"cancel", cmd_cancel, "stop a request"},
+    {"list", cmd_list, "every request a broker remembers"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -33,6 +43,8 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    /* CZMQ logs to stdout by default; stdout carries plans and generated files. */
+    zsys_set_logstream(stderr);
     if (argc < 2) {
         usage(stderr);
         return CLI_USAGE;

@@ -665,6 +665,16 @@ int pf_codec_decode_cluster(const uint8_t *buf, size_t len, pf_cluster_t **out, 
 
 /* ---- jobs ---- */
 
+void pf_wire_hex(const uint8_t *bytes, size_t len, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < len; i++) {
+        out[2 * i] = digits[bytes[i] >> 4];
+        out[2 * i + 1] = digits[bytes[i] & 15];
+    }
+    out[2 * len] = '\0';
+}
+
 static Planfarm__BlobRef *ref_to_pb(pf_arena_t *a, const pf_blob_ref_t *r, Planfarm__BlobKind k)
 {
     if (!r || r->hash_len == 0)

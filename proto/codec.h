@@ -107,6 +107,10 @@ typedef struct {
     int symmetry, threads;
 } pf_wire_job_t;
 
+/* Lower-case hex of a hash (or any bytes) into out (2 x len + 1 bytes): blob names in tables and
+ * logs. */
+void pf_wire_hex(const uint8_t *bytes, size_t len, char *out);
+
 /* Encode job `id` (attempt n); graph/cluster: refs of the blobs the job's inputs are. */
 Planfarm__Job *pf_codec_job_to_pb(pf_arena_t *a, uint64_t id, uint32_t attempt,
                                   const pf_job_t *job, const pf_blob_ref_t *graph,

@@ -1,0 +1,70 @@
+/* broker: the ZeroMQ front of the search (DESIGN.md "The wire"; zguide ch. 4, Majordomo with our
+ * own message kinds). One ROUTER socket serves workers and clients; a peer is a worker once it
+ * sends READY and a client once it sends a client message.
+ *
+ * One thread does everything: it receives a batch of messages, lets the dispatch core
+ * (broker/dispatch.h) and the requests' search state machines (planner/search.h: pure logic,
+ * never a solver) react, then hands queued jobs to workers with free credits. Every
+ * `heartbeat_ms` it sends heartbeats, expires silent workers (their jobs go back to the queue)
+ * and re-sends jobs past their deadline.
+ *
+ * Network input is never trusted: a message with the wrong frame count, a bad header, an
+ * undecodable or invalid body, or a kind its sender may not send is counted, logged once per
+ * peer and dropped. */
+#ifndef PF_BROKER_H
+#define PF_BROKER_H
+
+#include <czmq.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PF_BROKER_DEFAULT_ENDPOINT "tcp://127.0.0.1:5710"
+
+typedef struct pf_broker pf_broker_t;
+
+typedef struct {
+    const char *endpoint;   /* bind address; default PF_BROKER_DEFAULT_ENDPOINT */
+    int heartbeat_ms;       /* default 1000 */
+    int liveness;           /* heartbeats a worker may miss before it is dead; default 5 */
+    int max_attempts;       /* workers a job may outlive before it is poisoned; default 3 */
+    int64_t max_msg_bytes;  /* ZMQ_MAXMSGSIZE: larger frames drop the connection; 256 MiB */
+    double dp_timeout_s;    /* deadline of one DP_PARTITION job on one worker; default 1800 */
+    double probe_margin_s;  /* a probe's deadline is its budget plus this; default 30 */
+    double noop_timeout_s;  /* default 30 */
+    int max_finished;       /* finished requests kept for STATUS / RESULT; default 1000 */
+    int verbose;            /* log every request and worker event */
+} pf_broker_opts_t;
+
+void pf_broker_opts_init(pf_broker_opts_t *o);
+
+/* Binds the ROUTER socket; NULL and a message on failure. */
+pf_broker_t *pf_broker_new(const pf_broker_opts_t *o, char *err, size_t errlen);
+/* Sends BYE to every worker, then closes. */
+void pf_broker_destroy(pf_broker_t **b);
+/* The bound endpoint (a tcp port of 0 or * is resolved). */
+const char *pf_broker_endpoint(const pf_broker_t *b);
+
+/* Serves until SIGINT or SIGTERM. PF_OK, or PF_ERR when polling failed. */
+int pf_broker_run(pf_broker_t *b);
+
+typedef struct {
+    double wall_s, busy_s;        /* busy: time spent handling messages and timers */
+    long long msgs_in, msgs_out, malformed;
+    long long dispatched, answered, requeued, poisoned;
+    int workers;
+    long long requests;
+} pf_broker_stats_t;
+
+void pf_broker_get_stats(const pf_broker_t *b, pf_broker_stats_t *st);
+
+/* The broker as a CZMQ actor (embedded mode, tests, benchmarks); args: a pf_broker_opts_t that
+ * must live until the actor has started. After zactor_new, the actor sends "OK" <endpoint> or
+ * "ERROR" <message>. Commands on the pipe:
+ *   "NOOP" <n>   queue n empty jobs (dispatch benchmarks); when all are answered the actor sends
+ *                "DONE" <seconds>
+ *   "STATS"      replies "STATS" <wall_s> <busy_s> <msgs_in> <msgs_out> <malformed>
+ *                <dispatched> <workers>
+ *   "$TERM"      stop (BYE to workers). */
+void pf_broker_actor(zsock_t *pipe, void *args);
+
+#endif

@@ -1,0 +1,58 @@
+/* planfarm result ID --broker ENDPOINT [-o PLAN]: write a finished request's plan. */
+#include "broker/broker.h"
+#include "broker/client.h"
+#include "cli/cli.h"
+#include "planner/util.h"
+
+#include <stdio.h>
+
+static void help(FILE *f)
+{
+    fprintf(f,
+            "usage: planfarm result ID [--broker ENDPOINT] [-o PLAN] [--timeout S] [--quiet]\n\n"
+            "Writes the plan of a finished request to PLAN (default stdout) and a summary on\n"
+            "stderr.\n\n"
+            "  --broker ENDPOINT   default %s\n"
+            "  -o PLAN             output file (- = stdout)\n"
+            "  --timeout S         seconds to wait for the reply (default %g)\n"
+            "  --quiet             no summary\n\n"
+            "Exit status: 0 plan written, 1 still running (or failed at run time, or no\n"
+            "broker), 3 no feasible plan, 2 unknown request id (or the request had bad input).\n",
+            PF_BROKER_DEFAULT_ENDPOINT, CLI_DEFAULT_TIMEOUT_S);
+}
+
+int cmd_result(int argc, char **argv)
+{
+    enum { O_BROKER = 1, O_TIMEOUT, O_QUIET };
+    static const struct option opts[] = {{"broker", required_argument, 0, O_BROKER},
+                                         {"timeout", required_argument, 0, O_TIMEOUT},
+                                         {"quiet", no_argument, 0, O_QUIET},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *broker = PF_BROKER_DEFAULT_ENDPOINT, *out = NULL;
+    double timeout_s = CLI_DEFAULT_TIMEOUT_S;
+    int quiet = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case O_BROKER: broker = optarg; break;
+        case O_TIMEOUT:
+            if (cli_double("result", "--timeout", optarg, 0.01, 86400, &timeout_s))
+                return CLI_USAGE;
+            break;
+        case O_QUIET: quiet = 1; break;
+        case 'h': help(stdout); return CLI_OK;
+        default: return cli_usage_error("result", "unknown option");
+        }
+    }
+    if (argc - optind != 1)
+        return cli_usage_error("result", "expected one request ID");
+    char err[CLI_ERRLEN];
+    pf_client_t *client = pf_client_new(broker, (int)(timeout_s * 1000), err, sizeof err);
+    if (!client)
+        return cli_report("result", PF_EINPUT, err);
+    int rc = cli_fetch_plan("result", client, argv[optind], out, quiet);
+    pf_client_destroy(&client);
+    return rc;
+}

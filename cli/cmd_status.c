@@ -1,0 +1,130 @@
+/* planfarm status|cancel|list: ask a broker about requests. status and cancel print one
+ * request, list prints a table of all of them. */
+#include "broker/broker.h"
+#include "broker/client.h"
+#include "cli/cli.h"
+#include "planner/util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *state_name(Planfarm__RequestState s)
+{
+    switch (s) {
+    case PLANFARM__REQUEST_STATE__REQ_QUEUED: return "queued";
+    case PLANFARM__REQUEST_STATE__REQ_RUNNING: return "running";
+    case PLANFARM__REQUEST_STATE__REQ_DONE: return "done";
+    case PLANFARM__REQUEST_STATE__REQ_FAILED: return "failed";
+    default: return "cancelled";
+    }
+}
+
+static void print_status(const Planfarm__RequestStatus *st)
+{
+    printf("request %s (%s): %s\n", st->request_id, st->label, state_name(st->state));
+    printf("  phase:    %s\n", st->phase);
+    printf("  jobs:     %lld issued, %lld answered, %lld outstanding (%lld queued)\n",
+           (long long)st->jobs_issued, (long long)st->jobs_answered,
+           (long long)st->jobs_outstanding, (long long)st->jobs_queued);
+    if (isfinite(st->best_objective_ms))
+        printf("  best:     %.6g ms\n", st->best_objective_ms);
+    printf("  wall:     %.2f s, %u workers connected\n", st->wall_s, st->workers);
+    if (st->error && st->error[0])
+        printf("  error:    %s\n", st->error);
+}
+
+typedef enum { ONE_STATUS, ONE_CANCEL, ALL_LIST } what_t;
+
+static void help(FILE *f, what_t what)
+{
+    static const char *usage[] = {"status ID", "cancel ID", "list"};
+    static const char *text[] = {
+        "Prints a request's state, phase, job counts, best objective so far and wall time.\n",
+        "Stops a request: its queued jobs are dropped and its running jobs cancelled at the\n"
+        "workers. A finished request is left as it is.\n",
+        "Prints every request the broker remembers (the last 1000 finished ones and all\n"
+        "unfinished ones), oldest first.\n"};
+    fprintf(f,
+            "usage: planfarm %s [--broker ENDPOINT] [--timeout S]\n\n%s\n"
+            "  --broker ENDPOINT   default %s\n"
+            "  --timeout S         seconds to wait for the reply (default %g)\n\n"
+            "Exit status: 0 answered, 2 unknown request id, 1 no broker.\n",
+            usage[what], text[what], PF_BROKER_DEFAULT_ENDPOINT, CLI_DEFAULT_TIMEOUT_S);
+}
+
+static int run(int argc, char **argv, what_t what)
+{
+    static const char *names[] = {"status", "cancel", "list"};
+    const char *cmd = names[what];
+    enum { O_BROKER = 1, O_TIMEOUT };
+    static const struct option opts[] = {{"broker", required_argument, 0, O_BROKER},
+                                         {"timeout", required_argument, 0, O_TIMEOUT},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *broker = PF_BROKER_DEFAULT_ENDPOINT;
+    double timeout_s = CLI_DEFAULT_TIMEOUT_S;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_BROKER: broker = optarg; break;
+        case O_TIMEOUT:
+            if (cli_double(cmd, "--timeout", optarg, 0.01, 86400, &timeout_s))
+                return CLI_USAGE;
+            break;
+        case 'h': help(stdout, what); return CLI_OK;
+        default: return cli_usage_error(cmd, "unknown option");
+        }
+    }
+    int want = what == ALL_LIST ? 0 : 1;
+    if (argc - optind != want)
+        return cli_usage_error(cmd, want ? "expected one request ID" : "expected no argument");
+    char err[CLI_ERRLEN];
+    pf_client_t *client = pf_client_new(broker, (int)(timeout_s * 1000), err, sizeof err);
+    if (!client)
+        return cli_report(cmd, PF_EINPUT, err);
+    int rc;
+    if (what == ALL_LIST) {
+        Planfarm__ListReply *l;
+        if ((rc = pf_client_list(client, &l, err, sizeof err)) == PF_OK) {
+            printf("%-10s %-9s %-9s %9s %10s %9s  %s\n", "id", "state", "phase", "jobs",
+                   "best_ms", "wall_s", "label");
+            for (size_t i = 0; i < l->n_requests; i++) {
+                const Planfarm__RequestStatus *st = l->requests[i];
+                char jobs[32];
+                snprintf(jobs, sizeof jobs, "%lld/%lld", (long long)st->jobs_answered,
+                         (long long)st->jobs_issued);
+                printf("%-10s %-9s %-9s %9s %10.4g %9.2f  %s\n", st->request_id,
+                       state_name(st->state), st->phase, jobs, st->best_objective_ms, st->wall_s,
+                       st->label);
+            }
+            planfarm__list_reply__free_unpacked(l, NULL);
+        }
+    } else {
+        Planfarm__RequestStatus *st;
+        rc = what == ONE_STATUS ? pf_client_status(client, argv[optind], &st, err, sizeof err)
+                                : pf_client_cancel(client, argv[optind], &st, err, sizeof err);
+        if (rc == PF_OK) {
+            print_status(st);
+            planfarm__request_status__free_unpacked(st, NULL);
+        }
+    }
+    pf_client_destroy(&client);
+    return rc == PF_OK ? CLI_OK : cli_report(cmd, rc, err);
+}
+
+int cmd_status(int argc, char **argv)
+{
+    return run(argc, argv, ONE_STATUS);
+}
+
+int cmd_cancel(int argc, char **argv)
+{
+    return run(argc, argv, ONE_CANCEL);
+}
+
+int cmd_list(int argc, char **argv)
+{
+    return run(argc, argv, ALL_LIST);
+}

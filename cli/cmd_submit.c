@@ -1,0 +1,85 @@
+/* planfarm submit GRAPH CLUSTER --broker ENDPOINT: queue a plan request; print its id, or with
+ * --wait follow it and write the plan. */
+#include "broker/broker.h"
+#include "broker/client.h"
+#include "cli/cli.h"
+#include "planner/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static void help(FILE *f)
+{
+    fprintf(f,
+            "usage: planfarm submit GRAPH CLUSTER [--broker ENDPOINT] [--wait] [-o PLAN]\n"
+            "                       [--timeout S] [--quiet] [search options]\n\n"
+            "Sends a plan request to a broker and prints its id (e.g. r1a2b3c4d) on stdout.\n"
+            "Fetch the plan later with `planfarm result ID`. With --wait it follows the request\n"
+            "(a progress line on stderr when it is a terminal), then writes the plan to PLAN\n"
+            "(default stdout) and prints the id on stderr.\n\n"
+            "  --broker ENDPOINT   default %s\n"
+            "  --wait              wait for the plan\n"
+            "  -o PLAN             with --wait: output file (- = stdout)\n"
+            "  --timeout S         seconds to wait for each broker reply (default %g)\n"
+            "  --quiet             no summary, no progress line\n\n",
+            PF_BROKER_DEFAULT_ENDPOINT, CLI_DEFAULT_TIMEOUT_S);
+    cli_planopts_help(f);
+    fprintf(f, "\nExit status: 0 submitted (or, with --wait, plan written), 2 bad input,\n"
+               "3 no feasible plan, 1 no broker or a run-time failure.\n");
+}
+
+int cmd_submit(int argc, char **argv)
+{
+    enum { O_BROKER = 1, O_WAIT, O_TIMEOUT, O_QUIET };
+    static const struct option opts[] = {{"broker", required_argument, 0, O_BROKER},
+                                         {"wait", no_argument, 0, O_WAIT},
+                                         {"timeout", required_argument, 0, O_TIMEOUT},
+                                         {"quiet", no_argument, 0, O_QUIET},
+                                         {"help", no_argument, 0, 'h'},
+                                         CLI_PLAN_OPTIONS,
+                                         {0, 0, 0, 0}};
+    pf_search_opts_t so;
+    pf_search_opts_init(&so);
+    const char *out = NULL, *broker = PF_BROKER_DEFAULT_ENDPOINT;
+    double timeout_s = CLI_DEFAULT_TIMEOUT_S;
+    int wait = 0, quiet = 0, c, r;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+        if ((r = cli_planopt("submit", c, optarg, &so)) != 0) {
+            if (r < 0)
+                return CLI_USAGE;
+            continue;
+        }
+        switch (c) {
+        case 'o': out = optarg; break;
+        case O_BROKER: broker = optarg; break;
+        case O_WAIT: wait = 1; break;
+        case O_TIMEOUT:
+            if (cli_double("submit", "--timeout", optarg, 0.01, 86400, &timeout_s))
+                return CLI_USAGE;
+            break;
+        case O_QUIET: quiet = 1; break;
+        case 'h': help(stdout); return CLI_OK;
+        default: return cli_usage_error("submit", "unknown option");
+        }
+    }
+    if (argc - optind != 2)
+        return cli_usage_error("submit", "expected GRAPH and CLUSTER");
+    if (out && !wait)
+        return cli_usage_error("submit", "-o needs --wait (or use `planfarm result ID -o PLAN`)");
+    char err[CLI_ERRLEN], *id = NULL;
+    pf_client_t *client = pf_client_new(broker, (int)(timeout_s * 1000), err, sizeof err);
+    if (!client)
+        return cli_report("submit", PF_EINPUT, err);
+    int rc = cli_submit_files("submit", client, argv[optind], argv[optind + 1], &so, &id);
+    if (rc == CLI_OK && !wait) {
+        printf("%s\n", id);
+    } else if (rc == CLI_OK) {
+        if (!quiet)
+            fprintf(stderr, "planfarm submit: request %s\n", id);
+        rc = cli_wait_and_fetch("submit", client, id, out, !quiet, quiet);
+    }
+    free(id);
+    pf_client_destroy(&client);
+    return rc;
+}

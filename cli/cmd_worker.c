@@ -1,0 +1,94 @@
+/* planfarm worker --connect ENDPOINT: run jobs for a broker until SIGINT/SIGTERM. */
+#include "cli/cli.h"
+#include "planner/util.h"
+#include "worker/worker.h"
+
+#include <stdio.h>
+
+static void help(FILE *f)
+{
+    pf_worker_opts_t d;
+    pf_worker_opts_init(&d);
+    fprintf(f,
+            "usage: planfarm worker --connect ENDPOINT [--threads N] [--credits C]\n"
+            "                       [--heartbeat-ms N] [--liveness N] [--cache-mb N]\n"
+            "                       [--name NAME] [--verbose]\n\n"
+            "Runs partition and mapping jobs for a broker (one process per machine; OpenMP\n"
+            "inside each job). Reconnects with a growing back-off when the broker goes silent;\n"
+            "on SIGINT or SIGTERM it says BYE and exits.\n\n"
+            "  --connect ENDPOINT  the broker, e.g. tcp://127.0.0.1:5710\n"
+            "  --threads N         OpenMP threads per job (default: all cores)\n"
+            "  --credits C         jobs held at once, running or queued here (default %d;\n"
+            "                      more hides the round trip to the broker)\n"
+            "  --heartbeat-ms N    as the broker's (default %d)\n"
+            "  --liveness N        broker heartbeats missed before reconnecting (default %d)\n"
+            "  --cache-mb N        decoded graphs and clusters kept, by blob size (default %zu)\n"
+            "  --name NAME         shown in the broker's log (default host:pid)\n"
+            "  --verbose           log every job\n",
+            d.credits, d.heartbeat_ms, d.liveness, d.cache_bytes >> 20);
+}
+
+int cmd_worker(int argc, char **argv)
+{
+    enum { O_CONNECT = 1, O_THREADS, O_CREDITS, O_HB, O_LIVE, O_CACHE, O_NAME, O_VERBOSE };
+    static const struct option opts[] = {{"connect", required_argument, 0, O_CONNECT},
+                                         {"threads", required_argument, 0, O_THREADS},
+                                         {"credits", required_argument, 0, O_CREDITS},
+                                         {"heartbeat-ms", required_argument, 0, O_HB},
+                                         {"liveness", required_argument, 0, O_LIVE},
+                                         {"cache-mb", required_argument, 0, O_CACHE},
+                                         {"name", required_argument, 0, O_NAME},
+                                         {"verbose", no_argument, 0, O_VERBOSE},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    pf_worker_opts_t o;
+    pf_worker_opts_init(&o);
+    long long v;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_CONNECT: o.endpoint = optarg; break;
+        case O_THREADS:
+            if (cli_int("worker", "--threads", optarg, 1, 4096, &v))
+                return CLI_USAGE;
+            o.threads = (int)v;
+            break;
+        case O_CREDITS:
+            if (cli_int("worker", "--credits", optarg, 1, 10000, &v))
+                return CLI_USAGE;
+            o.credits = (int)v;
+            break;
+        case O_HB:
+            if (cli_int("worker", "--heartbeat-ms", optarg, 10, 3600000, &v))
+                return CLI_USAGE;
+            o.heartbeat_ms = (int)v;
+            break;
+        case O_LIVE:
+            if (cli_int("worker", "--liveness", optarg, 1, 1000, &v))
+                return CLI_USAGE;
+            o.liveness = (int)v;
+            break;
+        case O_CACHE:
+            if (cli_int("worker", "--cache-mb", optarg, 1, 1 << 24, &v))
+                return CLI_USAGE;
+            o.cache_bytes = (size_t)v << 20;
+            break;
+        case O_NAME: o.name = optarg; break;
+        case O_VERBOSE: o.verbose = 1; break;
+        case 'h': help(stdout); return CLI_OK;
+        default: return cli_usage_error("worker", "unknown option");
+        }
+    }
+    if (optind != argc)
+        return cli_usage_error("worker", "unexpected argument '%s'", argv[optind]);
+    if (!o.endpoint)
+        return cli_usage_error("worker", "--connect ENDPOINT is required");
+    char err[CLI_ERRLEN];
+    pf_worker_t *w = pf_worker_new(&o, err, sizeof err);
+    if (!w)
+        return cli_report("worker", PF_ERR, err);
+    int rc = pf_worker_run(w);
+    pf_worker_destroy(&w);
+    return rc == PF_OK ? CLI_OK : CLI_FAIL;
+}

@@ -1,0 +1,191 @@
+/* What `plan`, `submit` and `result` share: submit files to a broker, follow a request to its
+ * end, write its plan and a one-paragraph summary. */
+#include "broker/client.h"
+#include "cli/cli.h"
+#include "planner/util.h"
+
+#include <czmq.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *basename_of(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+int cli_submit_files(const char *cmd, pf_client_t *c, const char *graph_path,
+                     const char *cluster_path, const pf_search_opts_t *o, char **id)
+{
+    char err[CLI_ERRLEN] = "", label[256];
+    pf_graph_t *g = NULL;
+    pf_cluster_t *cl = NULL;
+    Planfarm__RequestStatus *st = NULL;
+    int rc;
+    *id = NULL;
+    if ((rc = pf_graph_load(graph_path, &g, err, sizeof err)) != PF_OK ||
+        (rc = pf_cluster_load(cluster_path, &cl, err, sizeof err)) != PF_OK)
+        goto done;
+    snprintf(label, sizeof label, "%s on %s", basename_of(graph_path), basename_of(cluster_path));
+    if ((rc = pf_client_submit(c, g, cl, o, label, &st, err, sizeof err)) != PF_OK)
+        goto done;
+    if (!(*id = pf_strdup(st->request_id)))
+        rc = pf_fail(err, sizeof err, PF_ERR, "out of memory");
+done:
+    if (st)
+        planfarm__request_status__free_unpacked(st, NULL);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&cl);
+    return rc == PF_OK ? CLI_OK : cli_report(cmd, rc, err);
+}
+
+static int ended(const Planfarm__RequestStatus *st)
+{
+    return st->state == PLANFARM__REQUEST_STATE__REQ_DONE ||
+           st->state == PLANFARM__REQUEST_STATE__REQ_FAILED ||
+           st->state == PLANFARM__REQUEST_STATE__REQ_CANCELLED;
+}
+
+static void progress_line(const Planfarm__RequestStatus *st)
+{
+    char best[48] = "-";
+    if (isfinite(st->best_objective_ms))
+        snprintf(best, sizeof best, "%.4g ms", st->best_objective_ms);
+    fprintf(stderr,
+            "\r\033[K%s: %-9s jobs %lld/%lld answered, %lld running, %lld queued; best %s; "
+            "%u workers; %.1f s",
+            st->request_id, st->phase, (long long)st->jobs_answered, (long long)st->jobs_issued,
+            (long long)(st->jobs_outstanding - st->jobs_queued), (long long)st->jobs_queued, best,
+            st->workers, st->wall_s);
+    fflush(stderr);
+}
+
+static double jnum(json_t *o, const char *key)
+{
+    json_t *v = o ? json_object_get(o, key) : NULL;
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* One paragraph a person reads: shape of the plan, objective, step estimate against the
+ * baselines, and what the search cost. */
+static void summarize(const char *plan_json)
+{
+    json_error_t je;
+    json_t *p = json_loads(plan_json, 0, &je);
+    if (!p)
+        return;
+    json_t *base = json_object_get(p, "baselines"), *search = json_object_get(p, "search");
+    json_t *cs = base ? json_object_get(base, "cs_map") : NULL;
+    json_t *p2p = base ? json_object_get(base, "p2p_map") : NULL;
+    const char *model = json_string_value(json_object_get(p, "model"));
+    const char *cluster = json_string_value(json_object_get(p, "cluster"));
+    double step = jnum(p, "simulated_step_ms");
+    fprintf(stderr, "plan for %s on %s: %g stages x %g replicas, %g micro-batches, %g devices\n",
+            model ? model : "?", cluster ? cluster : "?", jnum(p, "stages"), jnum(p, "replicas"),
+            jnum(p, "microbatches"), jnum(p, "devices"));
+    fprintf(stderr, "  objective %.4g ms, step estimate %.4g ms", jnum(p, "objective_ms"), step);
+    if (isfinite(jnum(cs, "simulated_step_ms")) && step > 0)
+        fprintf(stderr, "; CS map %.3gx, p2p map %.3gx slower", jnum(cs, "simulated_step_ms") / step,
+                jnum(p2p, "simulated_step_ms") / step);
+    fprintf(stderr, "\n  search: %g jobs, %.2f s wall, %g workers\n", jnum(search, "jobs"),
+            jnum(search, "wall_s"), jnum(search, "workers"));
+    json_decref(p);
+}
+
+static int write_text(const char *cmd, const char *path, const char *text, size_t len)
+{
+    char err[CLI_ERRLEN];
+    int to_stdout = !path || !strcmp(path, "-");
+    FILE *f = to_stdout ? stdout : fopen(path, "w");
+    if (!f) {
+        snprintf(err, sizeof err, "%s: cannot write", path);
+        return cli_report(cmd, PF_ERR, err);
+    }
+    int bad = fwrite(text, 1, len, f) != len;
+    bad |= to_stdout ? fflush(f) != 0 : fclose(f) != 0;
+    if (bad) {
+        snprintf(err, sizeof err, "%s: write error", to_stdout ? "stdout" : path);
+        return cli_report(cmd, PF_ERR, err);
+    }
+    return CLI_OK;
+}
+
+/* Exit status of a request that ended without a plan. */
+static int report_end(const char *cmd, const Planfarm__RequestStatus *st)
+{
+    char msg[CLI_ERRLEN];
+    if (st->state == PLANFARM__REQUEST_STATE__REQ_CANCELLED) {
+        snprintf(msg, sizeof msg, "request %s was cancelled", st->request_id);
+        return cli_report(cmd, PF_ERR, msg);
+    }
+    snprintf(msg, sizeof msg, "%s", st->error && st->error[0] ? st->error : "request failed");
+    return cli_report(cmd, st->status < 0 ? st->status : PF_ERR, msg);
+}
+
+int cli_fetch_plan(const char *cmd, pf_client_t *c, const char *id, const char *out_path,
+                   int quiet)
+{
+    char err[CLI_ERRLEN];
+    Planfarm__ResultReply *r;
+    int rc = pf_client_result(c, id, &r, err, sizeof err);
+    if (rc != PF_OK)
+        return cli_report(cmd, rc, err);
+    const Planfarm__RequestStatus *st = r->status;
+    if (st->state == PLANFARM__REQUEST_STATE__REQ_DONE) {
+        size_t len = r->plan_json ? strlen(r->plan_json) : 0;
+        rc = write_text(cmd, out_path, r->plan_json ? r->plan_json : "", len);
+        if (rc == CLI_OK && !quiet)
+            summarize(r->plan_json);
+    } else if (!ended(st)) {
+        fprintf(stderr, "planfarm %s: request %s is still running (%s, %lld of %lld jobs "
+                        "answered)\n",
+                cmd, st->request_id, st->phase, (long long)st->jobs_answered,
+                (long long)st->jobs_issued);
+        rc = CLI_FAIL;
+    } else {
+        rc = report_end(cmd, st);
+    }
+    planfarm__result_reply__free_unpacked(r, NULL);
+    return rc;
+}
+
+int cli_wait_and_fetch(const char *cmd, pf_client_t *c, const char *id, const char *out_path,
+                       int progress, int quiet)
+{
+    char err[CLI_ERRLEN];
+    int delay_ms = 20, shown = 0, rc;
+    progress = progress && cli_stderr_tty();
+    for (;;) {
+        Planfarm__RequestStatus *st;
+        if ((rc = pf_client_status(c, id, &st, err, sizeof err)) != PF_OK) {
+            if (shown)
+                fputc('\n', stderr);
+            return cli_report(cmd, rc, err);
+        }
+        int done = ended(st);
+        if (progress) {
+            progress_line(st);
+            shown = 1;
+        }
+        planfarm__request_status__free_unpacked(st, NULL);
+        if (done)
+            break;
+        zclock_sleep(delay_ms);
+        if (zsys_interrupted) {
+            Planfarm__RequestStatus *cst;
+            if (shown)
+                fputc('\n', stderr);
+            if (pf_client_cancel(c, id, &cst, err, sizeof err) == PF_OK)
+                planfarm__request_status__free_unpacked(cst, NULL);
+            fprintf(stderr, "planfarm %s: interrupted; request %s cancelled\n", cmd, id);
+            return CLI_FAIL;
+        }
+        delay_ms = delay_ms * 3 / 2 > 500 ? 500 : delay_ms * 3 / 2;
+    }
+    if (shown)
+        fputc('\n', stderr);
+    return cli_fetch_plan(cmd, c, id, out_path, quiet);
+}

@@ -1,0 +1,375 @@
+/* The broker over real sockets (an actor on loopback TCP): requests, blobs, a hostile client, and
+ * the client's timeout. Solver-free: requests that need solvers are only queued and cancelled
+ * here; planning through workers is tests/integration/. */
+#include "broker/blobstore.h"
+#include "broker/broker.h"
+#include "broker/client.h"
+#include "planner/util.h"
+#include "tests/testutil.h"
+#include "worker/worker.h"
+
+#include <czmq.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- blob store ---- */
+
+static uint8_t *dup_bytes(const char *s)
+{
+    uint8_t *b = malloc(strlen(s) + 1);
+    memcpy(b, s, strlen(s) + 1);
+    return b;
+}
+
+/* SHA-1("abc") = a9993e36 4706816a ba3e2571 7850c26c 9cd0d89d (FIPS 180-2, appendix A.1). */
+static void test_blobstore(void)
+{
+    pf_blobstore_t *s = pf_blobstore_new();
+    pf_blob_ref_t r1, r2, r3;
+    uint8_t *a = dup_bytes("abc"), *b = dup_bytes("abc"), *c = dup_bytes("abcd");
+    CU_ASSERT_EQUAL(pf_blobstore_put(s, 0, &a, 3, &r1), PF_OK);
+    CU_ASSERT_PTR_NULL(a);
+    char hex[41];
+    pf_wire_hex(r1.hash, r1.hash_len, hex);
+    CU_ASSERT_STRING_EQUAL(hex, "a9993e364706816aba3e25717850c26c9cd0d89d");
+    CU_ASSERT_EQUAL(r1.size, 3);
+    /* the same bytes again: one copy, two references */
+    CU_ASSERT_EQUAL(pf_blobstore_put(s, 0, &b, 3, &r2), PF_OK);
+    CU_ASSERT_EQUAL(memcmp(r1.hash, r2.hash, 20), 0);
+    CU_ASSERT_EQUAL(pf_blobstore_count(s), 1);
+    CU_ASSERT_EQUAL(pf_blobstore_bytes(s), 3);
+    CU_ASSERT_EQUAL(pf_blobstore_refs(s, &r1), 2);
+    CU_ASSERT_EQUAL(pf_blobstore_put(s, 1, &c, 4, &r3), PF_OK);
+    CU_ASSERT_EQUAL(pf_blobstore_count(s), 2);
+    CU_ASSERT_EQUAL(pf_blobstore_bytes(s), 7);
+    int kind;
+    const uint8_t *data;
+    size_t len;
+    CU_ASSERT_EQUAL(pf_blobstore_get(s, r3.hash, r3.hash_len, &kind, &data, &len), PF_OK);
+    CU_ASSERT_EQUAL(kind, 1);
+    CU_ASSERT_EQUAL(len, 4);
+    CU_ASSERT_EQUAL(memcmp(data, "abcd", 4), 0);
+    pf_blobstore_release(s, &r1);
+    CU_ASSERT_EQUAL(pf_blobstore_refs(s, &r1), 1);
+    CU_ASSERT_EQUAL(pf_blobstore_get(s, r1.hash, r1.hash_len, &kind, &data, &len), PF_OK);
+    pf_blobstore_release(s, &r2);
+    CU_ASSERT_EQUAL(pf_blobstore_refs(s, &r1), 0);
+    CU_ASSERT_EQUAL(pf_blobstore_get(s, r1.hash, r1.hash_len, &kind, &data, &len), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_blobstore_count(s), 1);
+    CU_ASSERT_EQUAL(pf_blobstore_bytes(s), 4);
+    pf_blobstore_release(s, &r1); /* one release too many: harmless */
+    pf_blobstore_destroy(&s);
+    CU_ASSERT_PTR_NULL(s);
+}
+
+/* ---- helpers ---- */
+
+static zactor_t *start_broker(pf_broker_opts_t *o, char *endpoint, size_t len)
+{
+    zactor_t *a = zactor_new(pf_broker_actor, o);
+    char *status = NULL, *text = NULL;
+    zstr_recvx(a, &status, &text, NULL);
+    CU_ASSERT_STRING_EQUAL(status, "OK");
+    snprintf(endpoint, len, "%s", text ? text : "");
+    free(status);
+    free(text);
+    return a;
+}
+
+static zactor_t *start_worker(const char *endpoint, int credits)
+{
+    pf_worker_opts_t o;
+    pf_worker_opts_init(&o);
+    o.endpoint = endpoint;
+    o.credits = credits;
+    o.threads = 1;
+    o.heartbeat_ms = 100;
+    o.name = "test-worker";
+    zactor_t *a = zactor_new(pf_worker_actor, &o);
+    char *status = zstr_recv(a);
+    CU_ASSERT_STRING_EQUAL(status, "OK");
+    free(status);
+    return a;
+}
+
+/* "STATS" <wall> <busy> <in> <out> <malformed> <dispatched> <workers> */
+static void broker_stats(zactor_t *b, long long *malformed, long long *dispatched, int *workers)
+{
+    zstr_send(b, "STATS");
+    char *s = zstr_recv(b);
+    double wall, busy;
+    long long in, out;
+    CU_ASSERT_EQUAL(sscanf(s, "STATS %lf %lf %lld %lld %lld %lld %d", &wall, &busy, &in, &out,
+                           malformed, dispatched, workers),
+                    7);
+    free(s);
+}
+
+/* Run n NOOP jobs through the broker; 1 when all were answered within 10 s. */
+static int noop_round(zactor_t *b, int n)
+{
+    char num[32];
+    snprintf(num, sizeof num, "%d", n);
+    zstr_sendx(b, "NOOP", num, NULL);
+    zpoller_t *p = zpoller_new(b, NULL);
+    void *which = zpoller_wait(p, 10000);
+    zpoller_destroy(&p);
+    if (!which)
+        return 0;
+    char *done = zstr_recv(b);
+    int ok = done && !strncmp(done, "DONE ", 5);
+    free(done);
+    return ok;
+}
+
+static pf_graph_t *tiny_graph(double mem_bytes)
+{
+    pf_graph_t *g = pf_graph_new("tiny", 1);
+    for (int v = 0; v < 3; v++) {
+        pf_op_t op = {.id = v, .name = "op", .type = "matmul", .fwd_ms = 1, .bwd_ms = 2,
+                      .param_bytes = 1000, .mem_fwd_bytes = mem_bytes, .mem_bwd_bytes = 10};
+        pf_graph_add_op(g, &op);
+    }
+    pf_graph_add_edge(g, 0, 1, 100);
+    pf_graph_add_edge(g, 1, 2, 100);
+    char err[256];
+    CU_ASSERT_EQUAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
+    return g;
+}
+
+static pf_cluster_t *tiny_cluster(int n)
+{
+    pf_cluster_t *c = pf_cluster_new("four", n);
+    for (int i = 0; i < n; i++) {
+        pf_device_t d = {.id = i, .host = 0, .name = "gpu", .mem_bytes = 1e9, .tflops = 1};
+        pf_cluster_set_device(c, i, &d);
+        for (int k = 0; k < n; k++)
+            if (k != i)
+                pf_cluster_set_bw(c, i, k, 10);
+    }
+    char err[256];
+    CU_ASSERT_EQUAL(pf_cluster_validate(c, err, sizeof err), PF_OK);
+    return c;
+}
+
+/* ---- requests without workers ---- */
+
+/* A 3-op graph on 4 devices: S in {1, 2} (S = 4 exceeds the ops), 3 alphas each: 6 DP jobs
+ * queued. An op needing 2 GB on 1 GB devices makes the request exist, FAILED, status -3. */
+static void test_requests(void)
+{
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    o.endpoint = "tcp://127.0.0.1:0";
+    char ep[256], err[512];
+    zactor_t *b = start_broker(&o, ep, sizeof ep);
+    pf_client_t *c = pf_client_new(ep, 5000, err, sizeof err);
+    pf_graph_t *g = tiny_graph(10), *big = tiny_graph(2e9);
+    pf_cluster_t *cl = tiny_cluster(4);
+    pf_search_opts_t so;
+    pf_search_opts_init(&so);
+
+    Planfarm__RequestStatus *st;
+    CU_ASSERT_EQUAL_FATAL(pf_client_submit(c, g, cl, &so, "tiny", &st, err, sizeof err), PF_OK);
+    char id[32];
+    snprintf(id, sizeof id, "%s", st->request_id);
+    CU_ASSERT_EQUAL(strlen(id), 9);
+    CU_ASSERT_EQUAL(id[0], 'r');
+    CU_ASSERT_EQUAL(strspn(id + 1, "0123456789abcdef"), 8);
+    CU_ASSERT_EQUAL(st->state, PLANFARM__REQUEST_STATE__REQ_RUNNING);
+    CU_ASSERT_STRING_EQUAL(st->phase, "partition");
+    CU_ASSERT_EQUAL(st->jobs_queued, 6);
+    CU_ASSERT_EQUAL(st->jobs_outstanding, 6);
+    CU_ASSERT_STRING_EQUAL(st->label, "tiny");
+    planfarm__request_status__free_unpacked(st, NULL);
+
+    CU_ASSERT_EQUAL(pf_client_submit(c, big, cl, &so, "big", &st, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(st->state, PLANFARM__REQUEST_STATE__REQ_FAILED);
+    CU_ASSERT_EQUAL(st->status, PF_EINFEASIBLE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st->error, "needs"));
+    char big_id[32];
+    snprintf(big_id, sizeof big_id, "%s", st->request_id);
+    planfarm__request_status__free_unpacked(st, NULL);
+
+    /* bad options: more stages than devices; the request exists, failed, status -2 */
+    so.stages = 3;
+    so.replicas = 2;
+    CU_ASSERT_EQUAL(pf_client_submit(c, g, cl, &so, "bad", &st, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(st->state, PLANFARM__REQUEST_STATE__REQ_FAILED);
+    CU_ASSERT_EQUAL(st->status, PF_EINPUT);
+    planfarm__request_status__free_unpacked(st, NULL);
+
+    Planfarm__ResultReply *rr;
+    CU_ASSERT_EQUAL(pf_client_result(c, big_id, &rr, err, sizeof err), PF_OK);
+    CU_ASSERT_STRING_EQUAL(rr->plan_json, "");
+    CU_ASSERT_EQUAL(rr->status->status, PF_EINFEASIBLE);
+    planfarm__result_reply__free_unpacked(rr, NULL);
+
+    CU_ASSERT_EQUAL(pf_client_status(c, "rdeadbeef", &st, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "unknown request id"));
+
+    CU_ASSERT_EQUAL(pf_client_cancel(c, id, &st, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(st->state, PLANFARM__REQUEST_STATE__REQ_CANCELLED);
+    CU_ASSERT_EQUAL(st->jobs_queued, 0);
+    planfarm__request_status__free_unpacked(st, NULL);
+
+    Planfarm__ListReply *l;
+    CU_ASSERT_EQUAL(pf_client_list(c, &l, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(l->n_requests, 3);
+    if (l->n_requests == 3) {
+        CU_ASSERT_STRING_EQUAL(l->requests[0]->request_id, id);
+        CU_ASSERT_STRING_EQUAL(l->requests[1]->label, "big");
+    }
+    planfarm__list_reply__free_unpacked(l, NULL);
+
+    /* a graph that does not decode: ErrorReply, no request */
+    pf_arena_t *a = pf_arena_new();
+    Planfarm__Submit m = PLANFARM__SUBMIT__INIT;
+    m.graph = pf_codec_graph_to_pb(a, g);
+    m.cluster = pf_codec_cluster_to_pb(a, cl);
+    m.graph->edges[1]->dst = 99;
+    const uint8_t *body;
+    size_t len;
+    CU_ASSERT_EQUAL(pf_client_call(c, PF_MSG_SUBMIT, &m.base, PF_MSG_SUBMIT_REPLY, &body, &len, err,
+                                   sizeof err),
+                    PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "edges[1]"));
+    pf_arena_destroy(&a);
+
+    pf_client_destroy(&c);
+    pf_graph_destroy(&g);
+    pf_graph_destroy(&big);
+    pf_cluster_destroy(&cl);
+    zactor_destroy(&b);
+}
+
+/* ---- a hostile client ---- */
+
+static void send_frames(zsock_t *s, int n, const void *const *data, const size_t *len)
+{
+    zmsg_t *m = zmsg_new();
+    for (int i = 0; i < n; i++)
+        zmsg_addmem(m, data[i], len[i]);
+    zmsg_send(&m, s);
+}
+
+/* Nine malformed messages, each counted once, then a message above the size bound (libzmq drops
+ * that connection before the broker sees it); the broker keeps serving a worker and a client. */
+static void test_hostile(void)
+{
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    o.endpoint = "tcp://127.0.0.1:0";
+    o.max_msg_bytes = 1 << 20;
+    o.heartbeat_ms = 100;
+    char ep[256], err[512];
+    zactor_t *b = start_broker(&o, ep, sizeof ep);
+    zactor_t *w = start_worker(ep, 4);
+    CU_ASSERT(noop_round(b, 100));
+
+    zsock_t *evil = zsock_new_dealer(ep);
+    uint8_t junk[64];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (uint8_t)(i * 37 + 11);
+    uint8_t status_hdr[4], result_hdr[4];
+    pf_wire_header(PF_MSG_STATUS, status_hdr);
+    pf_wire_header(PF_MSG_RESULT, result_hdr);
+    const uint8_t bad_tag[] = {'X', 'X', 1, PF_MSG_STATUS};
+    const uint8_t bad_version[] = {'P', 'F', 7, PF_MSG_STATUS};
+    const uint8_t bad_kind[] = {'P', 'F', 1, 99};
+    const uint8_t short_hdr[] = {'P', 'F'};
+    uint8_t submit_hdr[4];
+    pf_wire_header(PF_MSG_SUBMIT, submit_hdr);
+    const void *f1[] = {junk};
+    size_t l1[] = {sizeof junk};
+    send_frames(evil, 1, f1, l1); /* 1: one frame */
+    const void *f2[] = {junk, junk};
+    size_t l2[] = {16, 40};
+    send_frames(evil, 2, f2, l2); /* 2: random header */
+    const void *f3[] = {bad_tag, junk};
+    size_t l3[] = {4, 3};
+    send_frames(evil, 2, f3, l3); /* 3: wrong tag */
+    f3[0] = bad_version;
+    send_frames(evil, 2, f3, l3); /* 4: wrong version */
+    f3[0] = bad_kind;
+    send_frames(evil, 2, f3, l3); /* 5: unknown kind */
+    f3[0] = short_hdr;
+    l3[0] = 2;
+    send_frames(evil, 2, f3, l3); /* 6: truncated header */
+    const void *f7[] = {submit_hdr, junk};
+    size_t l7[] = {4, 64};
+    send_frames(evil, 2, f7, l7); /* 7: SUBMIT whose body is not a Submit */
+    const void *f8[] = {status_hdr, junk, junk, junk};
+    size_t l8[] = {4, 3, 3, 3};
+    send_frames(evil, 4, f8, l8); /* 8: too many frames */
+    const void *f9[] = {status_hdr, ""};
+    size_t l9[] = {4, 0};
+    send_frames(evil, 2, f9, l9); /* a valid STATUS (empty id): this peer is now a client... */
+    const void *f10[] = {result_hdr, junk};
+    size_t l10[] = {4, 8};
+    send_frames(evil, 2, f10, l10); /* 9: ...so a RESULT from it is malformed */
+    zmsg_t *reply = zmsg_recv(evil); /* the STATUS got its answer: an ErrorReply */
+    CU_ASSERT_PTR_NOT_NULL(reply);
+    zmsg_destroy(&reply);
+
+    size_t huge_len = (1 << 20) + 4096;
+    uint8_t *huge = calloc(1, huge_len);
+    const void *fh[] = {status_hdr, huge};
+    size_t lh[] = {4, huge_len};
+    zsock_t *evil2 = zsock_new_dealer(ep);
+    send_frames(evil2, 2, fh, lh);
+    free(huge);
+
+    /* a well-behaved client and the worker are still served */
+    pf_client_t *c = pf_client_new(ep, 5000, err, sizeof err);
+    Planfarm__ListReply *l;
+    CU_ASSERT_EQUAL(pf_client_list(c, &l, err, sizeof err), PF_OK);
+    if (l)
+        planfarm__list_reply__free_unpacked(l, NULL);
+    CU_ASSERT(noop_round(b, 100));
+    long long bad, dispatched;
+    int workers;
+    broker_stats(b, &bad, &dispatched, &workers);
+    CU_ASSERT_EQUAL(bad, 9);
+    CU_ASSERT_EQUAL(dispatched, 200);
+    CU_ASSERT_EQUAL(workers, 1);
+
+    pf_client_destroy(&c);
+    zsock_destroy(&evil);
+    zsock_destroy(&evil2);
+    zactor_destroy(&w);
+    zactor_destroy(&b);
+}
+
+/* Nothing listens on the port: the call ends after the timeout with a message naming the
+ * endpoint, and the next call times out the same way (a fresh socket each time). */
+static void test_client_timeout(void)
+{
+    zsock_t *probe = zsock_new(ZMQ_ROUTER);
+    int port = zsock_bind(probe, "tcp://127.0.0.1:*");
+    zsock_destroy(&probe); /* a port that was free a moment ago */
+    char ep[64], err[512], want[128];
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+    pf_client_t *c = pf_client_new(ep, 200, err, sizeof err);
+    for (int k = 0; k < 2; k++) {
+        Planfarm__RequestStatus *st = NULL;
+        double t0 = pf_now_s();
+        CU_ASSERT_EQUAL(pf_client_status(c, "r00000000", &st, err, sizeof err), PF_ERR);
+        double dt = pf_now_s() - t0;
+        CU_ASSERT(dt >= 0.19 && dt < 2.0);
+        snprintf(want, sizeof want, "no broker at %s: timed out after 0.2 s", ep);
+        CU_ASSERT_STRING_EQUAL(err, want);
+        CU_ASSERT_PTR_NULL(st);
+    }
+    pf_client_destroy(&c);
+    CU_ASSERT_PTR_NULL(pf_client_new("", 100, err, sizeof err));
+}
+
+void pf_suite_broker(void)
+{
+    CU_pSuite s = CU_add_suite("broker", NULL, NULL);
+    CU_add_test(s, "blob store: SHA-1 names, one copy, refcounts", test_blobstore);
+    CU_add_test(s, "requests without workers", test_requests);
+    CU_add_test(s, "hostile client", test_hostile);
+    CU_add_test(s, "client timeout", test_client_timeout);
+}

@@ -1,0 +1,278 @@
+/* The worker: its blob cache (LRU by blob bytes, pins), and its side of the protocol against a
+ * broker played by this test on a ROUTER socket: READY, RESULT for a NOOP job, FETCH for a
+ * missing blob and FAILED when the blob cannot be had, CANCEL of a waiting job, heartbeats,
+ * and a new connection (new identity, READY again) after a BYE. */
+#include "planner/util.h"
+#include "proto/codec.h"
+#include "tests/testutil.h"
+#include "worker/cache.h"
+#include "worker/worker.h"
+
+#include <czmq.h>
+#include <string.h>
+
+/* ---- cache ---- */
+
+static pf_graph_t *one_op_graph(void)
+{
+    pf_graph_t *g = pf_graph_new("g", 1);
+    pf_op_t op = {.id = 0, .name = "a", .fwd_ms = 1, .bwd_ms = 1};
+    pf_graph_add_op(g, &op);
+    char err[128];
+    pf_graph_finalize(g, err, sizeof err);
+    return g;
+}
+
+/* Bound 100 bytes. Insert h1 (40), h2 (40): 80 kept. Touch h1, insert h3 (40): 120 > 100, the
+ * least recently used unpinned entry (h2) goes -> 80. Pin h1, insert h4 (90): 170; h3 goes
+ * (130), h1 is pinned and h4 is the one being inserted, so 130 stays above the bound. Touch h1
+ * (order h4, h1) and unpin it: h4 is now the least recently used -> 40. */
+static void test_cache(void)
+{
+    pf_blob_cache_t *c = pf_blob_cache_new(100);
+    uint8_t h1[20] = {1}, h2[20] = {2}, h3[20] = {3}, h4[20] = {4};
+    pf_cached_t *e1 = pf_blob_cache_insert(c, h1, 20, one_op_graph(), NULL, 40);
+    CU_ASSERT_PTR_NOT_NULL(pf_cached_graph(e1));
+    CU_ASSERT_PTR_NULL(pf_cached_cluster(e1));
+    pf_blob_cache_insert(c, h2, 20, one_op_graph(), NULL, 40);
+    CU_ASSERT_EQUAL(pf_blob_cache_bytes(c), 80);
+    CU_ASSERT_PTR_EQUAL(pf_blob_cache_lookup(c, h1, 20), e1);
+    pf_blob_cache_insert(c, h3, 20, one_op_graph(), NULL, 40);
+    CU_ASSERT_EQUAL(pf_blob_cache_bytes(c), 80);
+    CU_ASSERT_PTR_NULL(pf_blob_cache_lookup(c, h2, 20));
+    CU_ASSERT_PTR_NOT_NULL(pf_blob_cache_lookup(c, h3, 20));
+    pf_blob_cache_pin(e1);
+    pf_blob_cache_insert(c, h4, 20, one_op_graph(), NULL, 90);
+    CU_ASSERT_EQUAL(pf_blob_cache_bytes(c), 130);
+    CU_ASSERT_PTR_NULL(pf_blob_cache_lookup(c, h3, 20));
+    CU_ASSERT_PTR_EQUAL(pf_blob_cache_lookup(c, h1, 20), e1);
+    /* the lookup made h1 the most recent; unpinning evicts down to the bound: h4 is older */
+    pf_blob_cache_unpin(c, e1);
+    CU_ASSERT_EQUAL(pf_blob_cache_bytes(c), 40);
+    CU_ASSERT_EQUAL(pf_blob_cache_count(c), 1);
+    CU_ASSERT_PTR_EQUAL(pf_blob_cache_lookup(c, h1, 20), e1);
+    /* the same hash again keeps the first object */
+    CU_ASSERT_PTR_EQUAL(pf_blob_cache_insert(c, h1, 20, one_op_graph(), NULL, 40), e1);
+    CU_ASSERT_EQUAL(pf_blob_cache_count(c), 1);
+    CU_ASSERT_PTR_NULL(pf_blob_cache_insert(c, h2, 0, one_op_graph(), NULL, 1));
+    pf_blob_cache_destroy(&c);
+    CU_ASSERT_PTR_NULL(c);
+}
+
+/* ---- protocol against a scripted broker ---- */
+
+typedef struct {
+    zframe_t *identity;
+    pf_msg_t kind;
+    zframe_t *body;
+} recv_t;
+
+static void recv_clear(recv_t *r)
+{
+    zframe_destroy(&r->identity);
+    zframe_destroy(&r->body);
+}
+
+/* The next message from the worker that is not a HEARTBEAT (unless want_hb); 0 on timeout. */
+static int expect(zsock_t *router, recv_t *r, int want_hb, int timeout_ms)
+{
+    memset(r, 0, sizeof *r);
+    zpoller_t *p = zpoller_new(router, NULL);
+    double until = pf_now_s() + timeout_ms / 1000.0;
+    int ok = 0;
+    while (!ok && pf_now_s() < until) {
+        if (!zpoller_wait(p, (int)((until - pf_now_s()) * 1000) + 1))
+            break;
+        zmsg_t *m = zmsg_recv(router);
+        if (!m || zmsg_size(m) != 3) {
+            zmsg_destroy(&m);
+            continue;
+        }
+        zframe_t *id = zmsg_pop(m), *hdr = zmsg_pop(m), *body = zmsg_pop(m);
+        pf_msg_t kind;
+        char err[64];
+        if (pf_wire_parse_header(zframe_data(hdr), zframe_size(hdr), &kind, err, sizeof err) ==
+                PF_OK &&
+            (kind != PF_MSG_HEARTBEAT || want_hb)) {
+            r->identity = id;
+            r->kind = kind;
+            r->body = body;
+            id = body = NULL;
+            ok = 1;
+        }
+        zframe_destroy(&id);
+        zframe_destroy(&hdr);
+        zframe_destroy(&body);
+        zmsg_destroy(&m);
+    }
+    zpoller_destroy(&p);
+    return ok;
+}
+
+static void send_to(zsock_t *router, zframe_t *identity, pf_msg_t kind, const ProtobufCMessage *m)
+{
+    uint8_t hdr[4], *buf;
+    size_t len;
+    pf_wire_header(kind, hdr);
+    pf_codec_pack(m, &buf, &len);
+    zmsg_t *msg = zmsg_new();
+    zmsg_append(msg, &(zframe_t *){zframe_dup(identity)});
+    zmsg_addmem(msg, hdr, 4);
+    zmsg_addmem(msg, buf, len);
+    zmsg_send(&msg, router);
+    free(buf);
+}
+
+static void test_protocol(void)
+{
+    zsock_t *router = zsock_new(ZMQ_ROUTER);
+    int port = zsock_bind(router, "tcp://127.0.0.1:*");
+    char ep[64];
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+    pf_worker_opts_t o;
+    pf_worker_opts_init(&o);
+    o.endpoint = ep;
+    o.credits = 3;
+    o.threads = 1;
+    o.heartbeat_ms = 50;
+    o.liveness = 100; /* this test broker does not heartbeat; BYE forces the reconnect */
+    o.name = "w-under-test";
+    zactor_t *w = zactor_new(pf_worker_actor, &o);
+    char *ok = zstr_recv(w);
+    CU_ASSERT_STRING_EQUAL(ok, "OK");
+    free(ok);
+
+    recv_t r;
+    CU_ASSERT_FATAL(expect(router, &r, 0, 3000));
+    CU_ASSERT_EQUAL(r.kind, PF_MSG_READY);
+    Planfarm__Ready *ready = planfarm__ready__unpack(NULL, zframe_size(r.body), zframe_data(r.body));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ready);
+    CU_ASSERT_EQUAL(ready->protocol, PF_WIRE_VERSION);
+    CU_ASSERT_EQUAL(ready->credits, 3);
+    CU_ASSERT_EQUAL(ready->n_kinds, 3);
+    CU_ASSERT_STRING_EQUAL(ready->name, "w-under-test");
+    CU_ASSERT(ready->cores >= 1);
+    planfarm__ready__free_unpacked(ready, NULL);
+    zframe_t *who = zframe_dup(r.identity);
+    recv_clear(&r);
+
+    /* heartbeats come every 50 ms */
+    CU_ASSERT(expect(router, &r, 1, 1000) && r.kind == PF_MSG_HEARTBEAT);
+    recv_clear(&r);
+
+    /* a NOOP job is answered with a RESULT of the same id, status 0 */
+    Planfarm__Job job = PLANFARM__JOB__INIT;
+    job.id = 77;
+    job.kind = PLANFARM__JOB_KIND__JOB_NOOP;
+    send_to(router, who, PF_MSG_JOB, &job.base);
+    CU_ASSERT_FATAL(expect(router, &r, 0, 3000));
+    CU_ASSERT_EQUAL(r.kind, PF_MSG_RESULT);
+    Planfarm__JobResult *res =
+        planfarm__job_result__unpack(NULL, zframe_size(r.body), zframe_data(r.body));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(res);
+    CU_ASSERT_EQUAL(res->id, 77);
+    CU_ASSERT_EQUAL(res->status, 0);
+    planfarm__job_result__free_unpacked(res, NULL);
+    recv_clear(&r);
+
+    /* a probe job naming a cluster blob the worker lacks: FETCH with that hash */
+    uint8_t hash[20];
+    for (int i = 0; i < 20; i++)
+        hash[i] = (uint8_t)(0xa0 + i);
+    Planfarm__BlobRef ref = PLANFARM__BLOB_REF__INIT;
+    ref.hash.data = hash;
+    ref.hash.len = 20;
+    ref.kind = PLANFARM__BLOB_KIND__BLOB_CLUSTER;
+    double cu[2] = {1, 1}, par[2] = {0, 0}, msg[4] = {0, 5, 5, 0};
+    Planfarm__StageGraph sg = PLANFARM__STAGE_GRAPH__INIT;
+    sg.stages = 2;
+    sg.replicas = 1;
+    sg.cu_ms = cu;
+    sg.n_cu_ms = 2;
+    sg.param_bytes = par;
+    sg.n_param_bytes = 2;
+    sg.msg_bytes = msg;
+    sg.n_msg_bytes = 4;
+    Planfarm__ProbeParams pp = PLANFARM__PROBE_PARAMS__INIT;
+    pp.stage_graph = &sg;
+    pp.target_ms = 5;
+    pp.budget_s = 1;
+    job.id = 78;
+    job.kind = PLANFARM__JOB_KIND__JOB_MAP_PROBE;
+    job.cluster = &ref;
+    job.probe = &pp;
+    send_to(router, who, PF_MSG_JOB, &job.base);
+    CU_ASSERT_FATAL(expect(router, &r, 0, 3000));
+    CU_ASSERT_EQUAL(r.kind, PF_MSG_FETCH);
+    Planfarm__Fetch *f = planfarm__fetch__unpack(NULL, zframe_size(r.body), zframe_data(r.body));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(f->hash.len, 20);
+    CU_ASSERT_EQUAL(memcmp(f->hash.data, hash, 20), 0);
+    planfarm__fetch__free_unpacked(f, NULL);
+    recv_clear(&r);
+    /* a second job on the same blob does not fetch it again; CANCEL drops it with FAILED */
+    job.id = 79;
+    send_to(router, who, PF_MSG_JOB, &job.base);
+    uint64_t cancel_ids[] = {79};
+    Planfarm__Cancel cancel = PLANFARM__CANCEL__INIT;
+    cancel.job_ids = cancel_ids;
+    cancel.n_job_ids = 1;
+    send_to(router, who, PF_MSG_CANCEL, &cancel.base);
+    CU_ASSERT_FATAL(expect(router, &r, 0, 3000));
+    CU_ASSERT_EQUAL(r.kind, PF_MSG_FAILED);
+    Planfarm__Failed *fl = planfarm__failed__unpack(NULL, zframe_size(r.body), zframe_data(r.body));
+    CU_ASSERT_EQUAL(fl->job_id, 79);
+    CU_ASSERT_STRING_EQUAL(fl->error, "cancelled");
+    planfarm__failed__free_unpacked(fl, NULL);
+    recv_clear(&r);
+    /* the broker cannot serve the blob: job 78 is answered FAILED, naming the blob */
+    Planfarm__Blob blob = PLANFARM__BLOB__INIT;
+    blob.hash = ref.hash;
+    blob.error = "no blob with that hash";
+    send_to(router, who, PF_MSG_BLOB, &blob.base);
+    CU_ASSERT_FATAL(expect(router, &r, 0, 3000));
+    CU_ASSERT_EQUAL(r.kind, PF_MSG_FAILED);
+    fl = planfarm__failed__unpack(NULL, zframe_size(r.body), zframe_data(r.body));
+    CU_ASSERT_EQUAL(fl->job_id, 78);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fl->error, "blob a0a1a2"));
+    planfarm__failed__free_unpacked(fl, NULL);
+    recv_clear(&r);
+    /* a job that does not decode is answered FAILED too */
+    job.id = 80;
+    job.probe = NULL;
+    send_to(router, who, PF_MSG_JOB, &job.base);
+    CU_ASSERT_FATAL(expect(router, &r, 0, 3000));
+    CU_ASSERT_EQUAL(r.kind, PF_MSG_FAILED);
+    fl = planfarm__failed__unpack(NULL, zframe_size(r.body), zframe_data(r.body));
+    CU_ASSERT_EQUAL(fl->job_id, 80);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fl->error, "job.probe"));
+    planfarm__failed__free_unpacked(fl, NULL);
+    recv_clear(&r);
+
+    /* garbage is ignored; BYE makes it come back on a new socket: READY, new identity */
+    zmsg_t *junk = zmsg_new();
+    zmsg_append(junk, &(zframe_t *){zframe_dup(who)});
+    zmsg_addstr(junk, "garbage");
+    zmsg_send(&junk, router);
+    Planfarm__Bye bye = PLANFARM__BYE__INIT;
+    bye.reason = "unknown worker: send READY";
+    send_to(router, who, PF_MSG_BYE, &bye.base);
+    CU_ASSERT_FATAL(expect(router, &r, 0, 5000));
+    CU_ASSERT_EQUAL(r.kind, PF_MSG_READY);
+    CU_ASSERT(!zframe_eq(r.identity, who));
+    recv_clear(&r);
+
+    zactor_destroy(&w);
+    /* leaving, it says BYE */
+    CU_ASSERT(expect(router, &r, 0, 2000) && r.kind == PF_MSG_BYE);
+    recv_clear(&r);
+    zframe_destroy(&who);
+    zsock_destroy(&router);
+}
+
+void pf_suite_worker(void)
+{
+    CU_pSuite s = CU_add_suite("worker", NULL, NULL);
+    CU_add_test(s, "blob cache: LRU by bytes, pins", test_cache);
+    CU_add_test(s, "protocol against a scripted broker", test_protocol);
+}

@@ -1,0 +1,61 @@
+/* worker: runs jobs for a broker (DESIGN.md "The wire"; zguide ch. 4, Paranoid Pirate worker).
+ *
+ * Two threads. The socket thread owns a DEALER connected to the broker: it sends READY (cores,
+ * protocol, job kinds, credits, name), heartbeats every interval, fetches missing blobs, queues
+ * jobs and sends answers. The solver thread runs one job at a time through pf_job_run, the one
+ * door into the solvers, so a long OpenMP solve never stops the heartbeats. The solver thread
+ * holds no ZeroMQ socket: jobs and answers pass through a mutex-guarded mailbox and a pipe wakes
+ * the socket thread, so a solve that never returns cannot block the context at shutdown.
+ *
+ * A broker silent for `liveness` heartbeats is presumed dead: the worker drops the jobs it had
+ * not started, closes the socket and connects a new one after a back-off that doubles up to
+ * reconnect_max_ms (its identity changes, so the broker sees a new worker). A BYE from the broker
+ * does the same.
+ *
+ * Test hook (tests only): PF_WORKER_TEST_HANG_KIND=<kind> (noop, dp_partition, map_probe) makes
+ * the first job of that kind hang until it is cancelled, to test deadline re-sends. */
+#ifndef PF_WORKER_H
+#define PF_WORKER_H
+
+#include <czmq.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct pf_worker pf_worker_t;
+
+typedef struct {
+    const char *endpoint;  /* broker; required */
+    int credits;           /* jobs held at once (queued + running); default 2 */
+    int threads;           /* OpenMP threads per job; 0 = all cores */
+    int heartbeat_ms;      /* default 1000 */
+    int liveness;          /* default 5 */
+    int reconnect_max_ms;  /* back-off cap; default 32000 */
+    size_t cache_bytes;    /* decoded blobs kept, by blob bytes; default 1 GiB */
+    int64_t max_msg_bytes; /* ZMQ_MAXMSGSIZE; default 256 MiB */
+    const char *name;      /* shown in broker logs; default host:pid */
+    int verbose;
+} pf_worker_opts_t;
+
+void pf_worker_opts_init(pf_worker_opts_t *o);
+
+pf_worker_t *pf_worker_new(const pf_worker_opts_t *o, char *err, size_t errlen);
+/* Sends BYE, stops the solver thread (a job still running after a short grace is left to the
+ * process exit) and frees the worker. */
+void pf_worker_destroy(pf_worker_t **w);
+
+/* Serves until SIGINT or SIGTERM. */
+int pf_worker_run(pf_worker_t *w);
+
+typedef struct {
+    long long jobs_done, jobs_failed, jobs_cancelled, fetches, reconnects;
+    int held;
+} pf_worker_stats_t;
+
+void pf_worker_get_stats(const pf_worker_t *w, pf_worker_stats_t *st);
+
+/* The worker as a CZMQ actor (embedded mode, tests, benchmarks); args: a pf_worker_opts_t that
+ * must live until the actor has started. After zactor_new the actor sends "OK" or "ERROR"
+ * <message>; "$TERM" stops it. */
+void pf_worker_actor(zsock_t *pipe, void *args);
+
+#endif

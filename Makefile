@@ -111,9 +111,14 @@ layers:
 unit: planfarm $(BUILD)/pf_tests
 	PF_BIN=$(CURDIR)/planfarm PF_DATA=$(CURDIR)/tests/data $(BUILD)/pf_tests
 
-integration: planfarm
+# Small helpers the integration scripts need (plan comparison, a hostile client): C, not python.
+$(BUILD)/pf_testtool: tests/tools/pf_testtool.c $(LIBS)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIBS) $(PKG_LIBS) $(LDLIBS)
+
+integration: planfarm $(BUILD)/pf_testtool
 	@set -e; for t in tests/integration/*.sh; do [ -f "$$t" ] || continue; \
-	    echo "== $$t"; PF_BIN=$(CURDIR)/planfarm sh "$$t"; done
+	    echo "== $$t"; PF_BIN=$(CURDIR)/planfarm PF_TESTTOOL=$(CURDIR)/$(BUILD)/pf_testtool \
+	    PF_DATA=$(CURDIR)/tests/data sh "$$t"; done
 
 test: setup
 	$(MAKE) unit integration

@@ -529,6 +529,9 @@ void pf_dispatch_tick(pf_dispatch_t *d, double now)
                 continue;
             char why[96];
             snprintf(why, sizeof why, "deadline of %.0f s passed", j->timeout_s);
+            zsys_warning("dispatch: job %llu (%s) passed its %.0f s deadline; cancelled at its "
+                         "worker and queued again",
+                         (unsigned long long)j->id, pf_job_kind_name(j->kind), j->timeout_s);
             cancel_live_copy(d, j);
             requeue(d, j, why);
         }

@@ -635,12 +635,11 @@ static int recv_one(pf_worker_t *w)
     return 1;
 }
 
+/* zmq_poll rather than zpoller: the solver's wake-up pipe is a plain file descriptor, which
+ * zmq_pollitem_t takes as it is. */
 static int loop(pf_worker_t *w, zsock_t *pipe)
 {
     int stop = 0;
-    zpoller_t *poller = NULL;
-    zsock_t *polled = NULL;
-    int need_poller = 1;
     if (connect_broker(w) != PF_OK) {
         zsys_error("worker %s: cannot connect to %s", w->name, w->endpoint);
         return PF_ERR;
@@ -648,37 +647,36 @@ static int loop(pf_worker_t *w, zsock_t *pipe)
     zsys_info("worker %s: connected to %s (%d credits, %d threads per job)", w->name, w->endpoint,
               w->o.credits, w->sh->threads);
     while (!stop) {
-        if (need_poller || polled != w->dealer) {
-            zpoller_destroy(&poller);
-            poller = zpoller_new(&w->sh->wake[0], NULL);
-            if (!poller)
-                return PF_ERR;
-            if (pipe) {
-                zpoller_add(poller, pipe);
-                zpoller_set_nonstop(poller, true);
-            }
-            if (w->dealer)
-                zpoller_add(poller, w->dealer);
-            polled = w->dealer;
-            need_poller = 0;
+        zmq_pollitem_t items[3] = {{NULL, w->sh->wake[0], ZMQ_POLLIN, 0}};
+        int n = 1, at_pipe = -1, at_dealer = -1;
+        if (pipe) {
+            items[n] = (zmq_pollitem_t){zsock_resolve(pipe), 0, ZMQ_POLLIN, 0};
+            at_pipe = n++;
+        }
+        if (w->dealer) {
+            items[n] = (zmq_pollitem_t){zsock_resolve(w->dealer), 0, ZMQ_POLLIN, 0};
+            at_dealer = n++;
         }
         double now = pf_now_s();
         double until = w->connected ? w->next_heartbeat : w->reconnect_at;
-        int timeout_ms = (int)((until - now) * 1000) + 1;
-        void *which = zpoller_wait(poller, timeout_ms < 0 ? 0 : timeout_ms);
-        if (pipe && which == pipe) {
+        long timeout_ms = (long)((until - now) * 1000) + 1;
+        int rc = zmq_poll(items, n, timeout_ms < 0 ? 0 : timeout_ms);
+        if (rc < 0 && errno != EINTR)
+            return PF_ERR;
+        if (!pipe && zsys_interrupted) {
+            zsys_info("worker %s: interrupted, leaving", w->name);
+            break;
+        }
+        if (rc > 0 && at_pipe >= 0 && (items[at_pipe].revents & ZMQ_POLLIN)) {
             char *cmd = zstr_recv(pipe);
             stop = !cmd || streq(cmd, "$TERM");
             free(cmd);
-        } else if (which == &w->sh->wake[0]) {
+        }
+        if (rc > 0 && (items[0].revents & ZMQ_POLLIN))
             drain_outbox(w);
-        } else if (which && which == w->dealer) {
+        if (rc > 0 && at_dealer >= 0 && (items[at_dealer].revents & ZMQ_POLLIN))
             for (int i = 0; i < DRAIN_BATCH && recv_one(w); i++)
                 ;
-        } else if (!which && zpoller_terminated(poller)) {
-            zsys_info("worker %s: interrupted, leaving", w->name);
-            stop = 1;
-        }
         now = pf_now_s();
         if (w->connected && now - w->broker_seen > w->o.liveness * hb_s(w)) {
             disconnect(w, "broker silent");
@@ -692,7 +690,6 @@ static int loop(pf_worker_t *w, zsock_t *pipe)
             w->next_heartbeat = now + hb_s(w);
         }
     }
-    zpoller_destroy(&poller);
     return PF_OK;
 }
 

@@ -17,6 +17,12 @@
 #define PEER_IDLE_S 600   /* a client (or a peer that only sent garbage) is forgotten after this */
 #define DRAIN_BATCH 4096  /* messages handled before timers and dispatch get a turn */
 #define MAX_CREDITS 10000
+/* Routine events (requests, workers joining and leaving); warnings are never quiet. */
+#define INFO(b, ...)                                                                            \
+    do {                                                                                        \
+        if (!(b)->o.quiet)                                                                      \
+            zsys_info(__VA_ARGS__);                                                             \
+    } while (0)
 
 typedef enum { PEER_NEW, PEER_WORKER, PEER_CLIENT } peer_kind_t;
 
@@ -326,7 +332,7 @@ static void finish(pf_broker_t *b, request_t *r)
     pf_blobstore_release(b->blobs, &r->cref);
     pf_graph_destroy(&r->g);
     pf_cluster_destroy(&r->c);
-    zsys_info("broker: request %s %s after %.2f s, %lld jobs%s%s", r->id, state_name(r->state),
+    INFO(b, "broker: request %s %s after %.2f s, %lld jobs%s%s", r->id, state_name(r->state),
               r->t_end - r->t_start, r->last.jobs_issued, r->error[0] ? ": " : "", r->error);
 }
 
@@ -348,7 +354,6 @@ static void advance(pf_broker_t *b, request_t *r)
             pf_search_cancel(r->search, "broker: out of memory queueing a job");
             break;
         }
-        r->state = PLANFARM__REQUEST_STATE__REQ_RUNNING;
     }
     if (r->search && pf_search_done(r->search))
         finish(b, r);
@@ -486,7 +491,7 @@ static void on_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
         goto done;
     }
     b->nrequests++;
-    zsys_info("broker: request %s (%s): %zu ops on %zu devices%s%s", r->id, r->label,
+    INFO(b, "broker: request %s (%s): %zu ops on %zu devices%s%s", r->id, r->label,
               m->graph->n_ops, m->cluster->n_devices,
               r->error[0] ? ", failed: " : "", r->error);
     advance(b, r);
@@ -597,6 +602,7 @@ static void send_job(pf_broker_t *b, const pf_dispatch_assign_t *a)
         pf_dispatch_result(b->dispatch, a->worker, a->job_id);
         return;
     }
+    r->state = PLANFARM__REQUEST_STATE__REQ_RUNNING; /* queued until a job goes out */
     pf_arena_t *arena = pf_arena_new();
     Planfarm__Job *m =
         arena ? pf_codec_job_to_pb(arena, a->job_id, a->attempt, &job, &r->gref, &r->cref) : NULL;
@@ -654,7 +660,7 @@ static void on_ready(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
     for (request_t *r = zlistx_first(b->order); r; r = zlistx_next(b->order))
         if (r->search && live > r->workers_max)
             r->workers_max = live;
-    zsys_info("broker: worker %s ready: %u cores, %d credits (%d workers)", p->name, m->cores,
+    INFO(b, "broker: worker %s ready: %u cores, %d credits (%d workers)", p->name, m->cores,
               credits, live);
 done:
     planfarm__ready__free_unpacked(m, NULL);
@@ -721,7 +727,7 @@ static void on_failed(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
     char why[400];
     snprintf(why, sizeof why, "%s: %.256s", p->name, m->error ? m->error : "failed");
     if (pf_dispatch_failed(b->dispatch, p->worker, m->job_id, why) && b->o.verbose)
-        zsys_info("broker: job %llu failed on %s", (unsigned long long)m->job_id, why);
+        INFO(b, "broker: job %llu failed on %s", (unsigned long long)m->job_id, why);
     planfarm__failed__free_unpacked(m, NULL);
 }
 
@@ -778,7 +784,7 @@ static void on_worker_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_
     case PF_MSG_FAILED: on_failed(b, p, data, len); break;
     case PF_MSG_FETCH: on_fetch(b, p, data, len); break;
     case PF_MSG_BYE:
-        zsys_info("broker: worker %s left", p->name);
+        INFO(b, "broker: worker %s left", p->name);
         pf_dispatch_worker_remove(b->dispatch, p->worker, "worker left");
         peer_drop(b, p);
         break;
@@ -955,7 +961,7 @@ static int loop(pf_broker_t *b, zsock_t *pipe)
                 ;
         } else if (!which && zpoller_terminated(poller)) {
             if (!pipe)
-                zsys_info("broker: interrupted, shutting down");
+                INFO(b, "broker: interrupted, shutting down");
             break;
         }
         b->now = pf_now_s();
@@ -1074,7 +1080,7 @@ const char *pf_broker_endpoint(const pf_broker_t *b)
 
 int pf_broker_run(pf_broker_t *b)
 {
-    zsys_info("broker: serving on %s (heartbeat %d ms, liveness %d, max attempts %d)",
+    INFO(b, "broker: serving on %s (heartbeat %d ms, liveness %d, max attempts %d)",
               b->endpoint, b->o.heartbeat_ms, b->o.liveness, b->o.max_attempts);
     return loop(b, NULL);
 }

@@ -32,7 +32,8 @@ typedef struct {
     double probe_margin_s;  /* a probe's deadline is its budget plus this; default 30 */
     double noop_timeout_s;  /* default 30 */
     int max_finished;       /* finished requests kept for STATUS / RESULT; default 1000 */
-    int verbose;            /* log every request and worker event */
+    int verbose;            /* also log job failures and failed sends */
+    int quiet;              /* no routine log lines (embedded mode); warnings still show */
 } pf_broker_opts_t;
 
 void pf_broker_opts_init(pf_broker_opts_t *o);

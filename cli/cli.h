@@ -67,10 +67,14 @@ void cli_planopts_help(FILE *f);
 #define CLI_DEFAULT_TIMEOUT_S 5.0
 
 typedef struct pf_client pf_client_t;
-/* Submit GRAPH + CLUSTER files; prints errors itself. Returns an exit status; *id (caller frees)
- * on success. */
-int cli_submit_files(const char *cmd, pf_client_t *c, const char *graph_path,
-                     const char *cluster_path, const pf_search_opts_t *o, char **id);
+/* Load a graph and a cluster file; prints errors itself and returns an exit status. */
+int cli_load_inputs(const char *cmd, const char *graph_path, const char *cluster_path,
+                    pf_graph_t **g, pf_cluster_t **c);
+/* Submit them (label: the two file names); prints errors itself. Returns an exit status; *id
+ * (caller frees) on success. */
+int cli_submit(const char *cmd, pf_client_t *client, const pf_graph_t *g, const pf_cluster_t *c,
+               const char *graph_path, const char *cluster_path, const pf_search_opts_t *o,
+               char **id);
 /* Poll the request until it ends (progress on stderr when it is a terminal and `progress`),
  * then write its plan to out_path ("-" or NULL = stdout) and a summary on stderr unless quiet.
  * Returns the exit status: 0 done, 3 infeasible, 2 bad input, 1 otherwise. */

@@ -76,6 +76,7 @@ static int embedded_start(embedded_t *e, int nworkers, int threads, char *err, s
     pf_broker_opts_init(&bo);
     snprintf(e->endpoint, sizeof e->endpoint, "inproc://planfarm-plan-%d", (int)getpid());
     bo.endpoint = e->endpoint;
+    bo.quiet = 1;
     if (!(e->broker = zactor_new(pf_broker_actor, &bo)) ||
         actor_started(e->broker, e->endpoint, sizeof e->endpoint, err, errlen) != PF_OK)
         return PF_ERR;
@@ -83,6 +84,7 @@ static int embedded_start(embedded_t *e, int nworkers, int threads, char *err, s
     wo.endpoint = e->endpoint;
     wo.threads = threads;
     wo.name = name;
+    wo.quiet = 1;
     for (int i = 0; i < nworkers; i++) {
         snprintf(name, sizeof name, "embedded-%d", i + 1);
         if (!(e->workers[i] = zactor_new(pf_worker_actor, &wo)))
@@ -144,8 +146,13 @@ int cmd_plan(int argc, char **argv)
     char err[CLI_ERRLEN] = "";
     embedded_t e = {0};
     pf_client_t *client = NULL;
+    pf_graph_t *g = NULL;
+    pf_cluster_t *cl = NULL;
     char *id = NULL;
     int rc;
+    const char *gpath = argv[optind], *cpath = argv[optind + 1];
+    if ((rc = cli_load_inputs("plan", gpath, cpath, &g, &cl)) != CLI_OK)
+        return rc;
     if (!broker) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         if (threads == 0)
@@ -163,11 +170,12 @@ int cmd_plan(int argc, char **argv)
         rc = cli_report("plan", PF_EINPUT, err);
         goto done;
     }
-    if ((rc = cli_submit_files("plan", client, argv[optind], argv[optind + 1], &so, &id)) ==
-        CLI_OK)
+    if ((rc = cli_submit("plan", client, g, cl, gpath, cpath, &so, &id)) == CLI_OK)
         rc = cli_wait_and_fetch("plan", client, id, out, !quiet, quiet);
 done:
     free(id);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&cl);
     pf_client_destroy(&client);
     embedded_stop(&e);
     return rc;

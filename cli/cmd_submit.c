@@ -68,10 +68,21 @@ int cmd_submit(int argc, char **argv)
     if (out && !wait)
         return cli_usage_error("submit", "-o needs --wait (or use `planfarm result ID -o PLAN`)");
     char err[CLI_ERRLEN], *id = NULL;
+    const char *gpath = argv[optind], *cpath = argv[optind + 1];
+    pf_graph_t *g;
+    pf_cluster_t *cl;
+    int rc = cli_load_inputs("submit", gpath, cpath, &g, &cl);
+    if (rc != CLI_OK)
+        return rc;
     pf_client_t *client = pf_client_new(broker, (int)(timeout_s * 1000), err, sizeof err);
-    if (!client)
+    if (!client) {
+        pf_graph_destroy(&g);
+        pf_cluster_destroy(&cl);
         return cli_report("submit", PF_EINPUT, err);
-    int rc = cli_submit_files("submit", client, argv[optind], argv[optind + 1], &so, &id);
+    }
+    rc = cli_submit("submit", client, g, cl, gpath, cpath, &so, &id);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&cl);
     if (rc == CLI_OK && !wait) {
         printf("%s\n", id);
     } else if (rc == CLI_OK) {

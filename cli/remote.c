@@ -17,28 +17,34 @@ static const char *basename_of(const char *path)
     return s ? s + 1 : path;
 }
 
-int cli_submit_files(const char *cmd, pf_client_t *c, const char *graph_path,
-                     const char *cluster_path, const pf_search_opts_t *o, char **id)
+int cli_load_inputs(const char *cmd, const char *graph_path, const char *cluster_path,
+                    pf_graph_t **g, pf_cluster_t **c)
+{
+    char err[CLI_ERRLEN] = "";
+    int rc;
+    *g = NULL;
+    *c = NULL;
+    if ((rc = pf_graph_load(graph_path, g, err, sizeof err)) != PF_OK ||
+        (rc = pf_cluster_load(cluster_path, c, err, sizeof err)) != PF_OK) {
+        pf_graph_destroy(g);
+        return cli_report(cmd, rc, err);
+    }
+    return CLI_OK;
+}
+
+int cli_submit(const char *cmd, pf_client_t *client, const pf_graph_t *g, const pf_cluster_t *c,
+               const char *graph_path, const char *cluster_path, const pf_search_opts_t *o,
+               char **id)
 {
     char err[CLI_ERRLEN] = "", label[256];
-    pf_graph_t *g = NULL;
-    pf_cluster_t *cl = NULL;
     Planfarm__RequestStatus *st = NULL;
-    int rc;
     *id = NULL;
-    if ((rc = pf_graph_load(graph_path, &g, err, sizeof err)) != PF_OK ||
-        (rc = pf_cluster_load(cluster_path, &cl, err, sizeof err)) != PF_OK)
-        goto done;
     snprintf(label, sizeof label, "%s on %s", basename_of(graph_path), basename_of(cluster_path));
-    if ((rc = pf_client_submit(c, g, cl, o, label, &st, err, sizeof err)) != PF_OK)
-        goto done;
-    if (!(*id = pf_strdup(st->request_id)))
+    int rc = pf_client_submit(client, g, c, o, label, &st, err, sizeof err);
+    if (rc == PF_OK && !(*id = pf_strdup(st->request_id)))
         rc = pf_fail(err, sizeof err, PF_ERR, "out of memory");
-done:
     if (st)
         planfarm__request_status__free_unpacked(st, NULL);
-    pf_graph_destroy(&g);
-    pf_cluster_destroy(&cl);
     return rc == PF_OK ? CLI_OK : cli_report(cmd, rc, err);
 }
 

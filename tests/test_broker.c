@@ -176,7 +176,7 @@ static void test_requests(void)
     CU_ASSERT_EQUAL(strlen(id), 9);
     CU_ASSERT_EQUAL(id[0], 'r');
     CU_ASSERT_EQUAL(strspn(id + 1, "0123456789abcdef"), 8);
-    CU_ASSERT_EQUAL(st->state, PLANFARM__REQUEST_STATE__REQ_RUNNING);
+    CU_ASSERT_EQUAL(st->state, PLANFARM__REQUEST_STATE__REQ_QUEUED); /* no worker yet */
     CU_ASSERT_STRING_EQUAL(st->phase, "partition");
     CU_ASSERT_EQUAL(st->jobs_queued, 6);
     CU_ASSERT_EQUAL(st->jobs_outstanding, 6);

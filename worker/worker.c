@@ -17,6 +17,11 @@
 
 #define DRAIN_BATCH 1024
 #define SHUTDOWN_GRACE_S 2.0
+#define INFO(w, ...)                                                                            \
+    do {                                                                                        \
+        if (!(w)->o.quiet)                                                                      \
+            zsys_info(__VA_ARGS__);                                                             \
+    } while (0)
 
 typedef enum { J_WAITING, J_QUEUED, J_RUNNING, J_FINISHED } jstate_t;
 
@@ -305,7 +310,7 @@ static void drain_outbox(pf_worker_t *w)
         if (w->connected) {
             send_answer(w, j);
             if (w->o.verbose)
-                zsys_info("worker %s: job %llu %s", w->name, (unsigned long long)j->id,
+                INFO(w, "worker %s: job %llu %s", w->name, (unsigned long long)j->id,
                           j->failed ? j->error : "done");
             held_remove(w, j);
             job_free(w, j);
@@ -644,7 +649,7 @@ static int loop(pf_worker_t *w, zsock_t *pipe)
         zsys_error("worker %s: cannot connect to %s", w->name, w->endpoint);
         return PF_ERR;
     }
-    zsys_info("worker %s: connected to %s (%d credits, %d threads per job)", w->name, w->endpoint,
+    INFO(w, "worker %s: connected to %s (%d credits, %d threads per job)", w->name, w->endpoint,
               w->o.credits, w->sh->threads);
     while (!stop) {
         zmq_pollitem_t items[3] = {{NULL, w->sh->wake[0], ZMQ_POLLIN, 0}};
@@ -664,7 +669,7 @@ static int loop(pf_worker_t *w, zsock_t *pipe)
         if (rc < 0 && errno != EINTR)
             return PF_ERR;
         if (!pipe && zsys_interrupted) {
-            zsys_info("worker %s: interrupted, leaving", w->name);
+            INFO(w, "worker %s: interrupted, leaving", w->name);
             break;
         }
         if (rc > 0 && at_pipe >= 0 && (items[at_pipe].revents & ZMQ_POLLIN)) {

@@ -33,7 +33,8 @@ typedef struct {
     size_t cache_bytes;    /* decoded blobs kept, by blob bytes; default 1 GiB */
     int64_t max_msg_bytes; /* ZMQ_MAXMSGSIZE; default 256 MiB */
     const char *name;      /* shown in broker logs; default host:pid */
-    int verbose;
+    int verbose;           /* log every job */
+    int quiet;             /* no routine log lines (embedded mode); warnings still show */
 } pf_worker_opts_t;
 
 void pf_worker_opts_init(pf_worker_opts_t *o);

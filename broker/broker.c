@@ -294,6 +294,17 @@ static double job_timeout_s(const pf_broker_t *b, const pf_job_t *job)
     }
 }
 
+/* Blobs, graph and cluster of a request that no longer runs; safe to call twice. */
+static void release_inputs(pf_broker_t *b, request_t *r)
+{
+    pf_blobstore_release(b->blobs, &r->gref);
+    pf_blobstore_release(b->blobs, &r->cref);
+    memset(&r->gref, 0, sizeof r->gref);
+    memset(&r->cref, 0, sizeof r->cref);
+    pf_graph_destroy(&r->g);
+    pf_cluster_destroy(&r->c);
+}
+
 /* The request is over: keep its plan text (or its error) and its counters, free the rest. */
 static void finish(pf_broker_t *b, request_t *r)
 {
@@ -328,10 +339,7 @@ static void finish(pf_broker_t *b, request_t *r)
     }
     pf_dispatch_cancel_owner(b->dispatch, r);
     pf_search_destroy(&r->search);
-    pf_blobstore_release(b->blobs, &r->gref);
-    pf_blobstore_release(b->blobs, &r->cref);
-    pf_graph_destroy(&r->g);
-    pf_cluster_destroy(&r->c);
+    release_inputs(b, r);
     INFO(b, "broker: request %s %s after %.2f s, %lld jobs%s%s", r->id, state_name(r->state),
               r->t_end - r->t_start, r->last.jobs_issued, r->error[0] ? ": " : "", r->error);
 }
@@ -400,8 +408,7 @@ static void evict_finished(pf_broker_t *b)
         void *next = zlistx_next(b->order) ? zlistx_cursor(b->order) : NULL;
         if (!r->search) {
             zlistx_delete(b->order, h);
-            zhashx_delete(b->requests, r->id);
-            request_free(&r);
+            zhashx_delete(b->requests, r->id); /* the table's destructor frees it */
             finished--;
         }
         h = next;
@@ -464,7 +471,7 @@ static void on_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
     if (new_request_id(b, r->id, sizeof r->id) != PF_OK ||
         store_blob(b, &m->graph->base, PLANFARM__BLOB_KIND__BLOB_GRAPH, &r->gref) != PF_OK ||
         store_blob(b, &m->cluster->base, PLANFARM__BLOB_KIND__BLOB_CLUSTER, &r->cref) != PF_OK) {
-        pf_blobstore_release(b->blobs, &r->gref);
+        release_inputs(b, r);
         send_error(b, p, PF_ERR, "broker: out of memory");
         goto done;
     }
@@ -478,15 +485,18 @@ static void on_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
         r->state = PLANFARM__REQUEST_STATE__REQ_FAILED;
         r->status = rc;
         snprintf(r->error, sizeof r->error, "%s", err);
-        pf_blobstore_release(b->blobs, &r->gref);
-        pf_blobstore_release(b->blobs, &r->cref);
-        pf_graph_destroy(&r->g);
-        pf_cluster_destroy(&r->c);
+        release_inputs(b, r);
     }
-    if (zhashx_insert(b->requests, r->id, r) != 0 || !zlistx_add_end(b->order, r)) {
-        zhashx_delete(b->requests, r->id);
-        pf_blobstore_release(b->blobs, &r->gref);
-        pf_blobstore_release(b->blobs, &r->cref);
+    if (zhashx_insert(b->requests, r->id, r) != 0) {
+        release_inputs(b, r);
+        send_error(b, p, PF_ERR, "broker: out of memory");
+        goto done;
+    }
+    if (!zlistx_add_end(b->order, r)) {
+        pf_search_destroy(&r->search);
+        release_inputs(b, r);
+        zhashx_delete(b->requests, r->id); /* frees r */
+        r = NULL;
         send_error(b, p, PF_ERR, "broker: out of memory");
         goto done;
     }

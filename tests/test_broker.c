@@ -243,6 +243,41 @@ static void test_requests(void)
     zactor_destroy(&b);
 }
 
+/* max_finished = 1: of three finished (infeasible) requests only the newest is remembered. */
+static void test_eviction(void)
+{
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    o.endpoint = "tcp://127.0.0.1:0";
+    o.max_finished = 1;
+    char ep[256], err[512], first[32] = "", last[32] = "";
+    zactor_t *b = start_broker(&o, ep, sizeof ep);
+    pf_client_t *c = pf_client_new(ep, 5000, err, sizeof err);
+    pf_graph_t *big = tiny_graph(2e9);
+    pf_cluster_t *cl = tiny_cluster(2);
+    pf_search_opts_t so;
+    pf_search_opts_init(&so);
+    for (int k = 0; k < 3; k++) {
+        Planfarm__RequestStatus *st;
+        CU_ASSERT_EQUAL_FATAL(pf_client_submit(c, big, cl, &so, "big", &st, err, sizeof err),
+                              PF_OK);
+        snprintf(k == 0 ? first : last, 32, "%s", st->request_id);
+        planfarm__request_status__free_unpacked(st, NULL);
+    }
+    Planfarm__ListReply *l;
+    CU_ASSERT_EQUAL(pf_client_list(c, &l, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(l->n_requests, 1);
+    if (l->n_requests == 1)
+        CU_ASSERT_STRING_EQUAL(l->requests[0]->request_id, last);
+    planfarm__list_reply__free_unpacked(l, NULL);
+    Planfarm__RequestStatus *st;
+    CU_ASSERT_EQUAL(pf_client_status(c, first, &st, err, sizeof err), PF_EINPUT);
+    pf_client_destroy(&c);
+    pf_graph_destroy(&big);
+    pf_cluster_destroy(&cl);
+    zactor_destroy(&b);
+}
+
 /* ---- a hostile client ---- */
 
 static void send_frames(zsock_t *s, int n, const void *const *data, const size_t *len)
@@ -370,6 +405,7 @@ void pf_suite_broker(void)
     CU_pSuite s = CU_add_suite("broker", NULL, NULL);
     CU_add_test(s, "blob store: SHA-1 names, one copy, refcounts", test_blobstore);
     CU_add_test(s, "requests without workers", test_requests);
+    CU_add_test(s, "finished requests are evicted oldest first", test_eviction);
     CU_add_test(s, "hostile client", test_hostile);
     CU_add_test(s, "client timeout", test_client_timeout);
 }

@@ -30,7 +30,7 @@ typedef struct wjob {
     pf_wire_job_t wire;
     pf_cached_t *graph, *cluster; /* pinned once found */
     atomic_int cancel;
-    jstate_t state; /* QUEUED <-> RUNNING <-> FINISHED change under the mailbox lock */
+    _Atomic int state; /* jstate_t; QUEUED -> RUNNING -> FINISHED under the mailbox lock */
     int failed;     /* answer FAILED (error) instead of RESULT */
     int parked;     /* finished while disconnected: sent on the next connection */
     char error[256];

@@ -880,6 +880,7 @@ static void drop_gone(pf_broker_t *b)
     while ((key = zlistx_detach(b->gone, NULL)) != NULL) {
         peer_t *p = zhashx_lookup(b->peers, key);
         if (p && p->kind == PEER_WORKER) {
+            zsys_warning("broker: worker %s is unreachable: its jobs go to others", p->name);
             pf_dispatch_worker_remove(b->dispatch, p->worker, "worker unreachable");
             peer_drop(b, p);
         }

@@ -49,7 +49,8 @@ typedef struct {
     atomic_int stopping;
     int wake[2]; /* pipe: the solver writes a byte when an answer is ready */
     int threads;
-    int hang_kind, hung; /* test hook; hung is the solver thread's own */
+    int hang_kind, hung; /* test hooks; hung is the solver thread's own */
+    int delay_ms;
 } shared_t;
 
 struct pf_worker {
@@ -99,9 +100,11 @@ static void wake_socket_thread(shared_t *sh)
 
 static void run_job(shared_t *sh, wjob_t *j)
 {
+    struct timespec ten_ms = {0, 10000000};
+    for (int t = 0; t < sh->delay_ms && !atomic_load(&j->cancel); t += 10)
+        nanosleep(&ten_ms, NULL);
     if (sh->hang_kind == (int)j->wire.kind && !sh->hung) {
         sh->hung = 1;
-        struct timespec ten_ms = {0, 10000000};
         while (!atomic_load(&j->cancel) && !atomic_load(&sh->stopping))
             nanosleep(&ten_ms, NULL);
         j->failed = 1;
@@ -748,6 +751,8 @@ pf_worker_t *pf_worker_new(const pf_worker_opts_t *opts, char *err, size_t errle
     for (int k = 0; hang && k < PF_JOB_KIND_COUNT; k++)
         if (streq(hang, pf_job_kind_name((pf_job_kind_t)k)))
             sh->hang_kind = k;
+    const char *delay = getenv("PF_WORKER_TEST_DELAY_MS");
+    sh->delay_ms = delay ? atoi(delay) : 0;
     if (pipe(sh->wake) != 0) {
         pf_fail(err, errlen, PF_ERR, "pipe: %s", strerror(errno));
         goto fail;

@@ -12,8 +12,11 @@
  * reconnect_max_ms (its identity changes, so the broker sees a new worker). A BYE from the broker
  * does the same.
  *
- * Test hook (tests only): PF_WORKER_TEST_HANG_KIND=<kind> (noop, dp_partition, map_probe) makes
- * the first job of that kind hang until it is cancelled, to test deadline re-sends. */
+ * Test hooks (tests only, read from the environment by pf_worker_new):
+ *   PF_WORKER_TEST_HANG_KIND=<kind> (noop, dp_partition, map_probe): the first job of that kind
+ *   hangs until it is cancelled, to test deadline re-sends;
+ *   PF_WORKER_TEST_DELAY_MS=<ms>: every job sleeps that long first, so that a fast search lasts
+ *   long enough to kill or freeze a worker in the middle of it. */
 #ifndef PF_WORKER_H
 #define PF_WORKER_H
 

@@ -33,6 +33,7 @@ typedef struct wjob {
     _Atomic int state; /* jstate_t; QUEUED -> RUNNING -> FINISHED under the mailbox lock */
     int failed;     /* answer FAILED (error) instead of RESULT */
     int parked;     /* finished while disconnected: sent on the next connection */
+    double seconds; /* solver wall time */
     char error[256];
     uint8_t *result;
     size_t result_len;
@@ -117,6 +118,7 @@ static void run_job(shared_t *sh, wjob_t *j)
     job.threads = sh->threads;
     job.cancel = &j->cancel;
     int rc = pf_job_run(&job, &res);
+    j->seconds = res.seconds;
     /* A run-time failure (out of memory) may not happen elsewhere: FAILED lets the broker try
      * another worker. Infeasible partitions, not-found probes and bad parameters are answers. */
     if (rc == PF_ERR || (rc != PF_OK && atomic_load(&j->cancel))) {
@@ -313,8 +315,9 @@ static void drain_outbox(pf_worker_t *w)
         if (w->connected) {
             send_answer(w, j);
             if (w->o.verbose)
-                INFO(w, "worker %s: job %llu %s", w->name, (unsigned long long)j->id,
-                          j->failed ? j->error : "done");
+                INFO(w, "worker %s: job %llu (%s) %s in %.3f s", w->name,
+                     (unsigned long long)j->id, pf_job_kind_name(j->wire.kind),
+                     j->failed ? j->error : "done", j->seconds);
             held_remove(w, j);
             job_free(w, j);
         } else {

@@ -12,6 +12,7 @@ typedef struct {
 
 static const command_t commands[] = {
     {"check", cmd_check, "validate a graph or cluster file and print a summary"},
+    {"partition", cmd_partition, "cut a graph into S pipeline stages (coarsen, DP, refine)"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

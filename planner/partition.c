@@ -162,8 +162,8 @@ typedef struct {
     const pf_cost_model_t *cm;
     int S, nested, mode, k;
     double cap; /* stage values above it are treated as infeasible */
-    double *T;  /* T[(s-1) D + i] */
-    int *arg;
+    double *T;  /* T[s][F_i] at T[i S + s - 1]: one downset's cells are contiguous */
+    int *arg;   /* the F' of that cell */
 } dp_t;
 
 /* The value of stage F_i - F_j (j's set inside i's): eq. 3 time (+inf when eq. 14 memory does
@@ -193,31 +193,47 @@ static int is_subset(const uint64_t *a, const uint64_t *b, int words)
     return 1;
 }
 
-/* T[s][i] for every s this cell needs (2..min(S-1, |F_i|), or only S for V). */
+/* T[s][F_i] for every s this cell needs: 1, then 2..min(S-1, |F_i|), or only S for V.
+ *
+ * Bounds that skip a pair before its subset test and its edge list:
+ *   t(H) >= c_u(H) + |out(F) - out(F')| / B   (cut(H) >= |w(H -> V \ F) - w(F' -> H)|)
+ *   m(H) >= fixed(H) + k max(0, out(F') - out(F))   (w(F' -> H) >= out(F') - out(F))
+ * and a pair can only improve T[s][F] when both T[s-1][F'] and its own value are below the
+ * best T[s][F] so far. c_u(H) alone (monotone over prefixes) ends the scan of a nested family. */
 static void dp_cell(const dp_t *dp, long long i, int pop)
 {
     const dsinfo_t *in = dp->in;
-    long long D = in->D;
-    int S = dp->S, last = i == D - 1;
-    double *T = dp->T;
-    int *arg = dp->arg;
+    int S = dp->S, last = i == in->D - 1;
+    double *Ti = dp->T + (size_t)i * S;
+    int *argi = dp->arg + (size_t)i * S;
     double v1 = stage_value(dp, 0, i);
-    T[i] = v1 <= dp->cap ? v1 : INFINITY;
+    Ti[0] = v1 <= dp->cap ? v1 : INFINITY;
     if (S == 1)
         return;
     int slo = last ? S : 2, shi = last ? S : (S - 1 < pop ? S - 1 : pop);
     if (slo > shi || pop < 2)
         return;
     const uint64_t *fi = pf_downsets_get(dp->ds, i);
-    double lim = INFINITY; /* max over s of the best so far: a pair must beat it somewhere */
-    const double *lb = dp->mode == BY_TIME ? in->cu : in->fixed; /* t(H) >= c_u(H), m >= fixed */
+    const int by_time = dp->mode == BY_TIME;
+    const double *base = by_time ? in->cu : in->fixed;
+    const double per_byte = by_time ? pf_bytes_ms(1.0, dp->cm->flat_gbps) : (double)dp->k;
+    double lim = INFINITY; /* max over s of the best so far */
     for (long long j = in->class_start[pop] - 1; j >= 1; j--) {
-        double low = lb[i] - lb[j];
+        double low = base[i] - base[j];
         if (low >= lim || low > dp->cap) {
             if (dp->nested)
-                break; /* prefixes: low only grows as j shrinks */
+                break; /* prefixes: this only grows as j shrinks */
             continue;
         }
+        double dout = in->out[i] - in->out[j];
+        low += per_byte * (by_time ? fabs(dout) : fmax(0.0, -dout));
+        const double *Tj = dp->T + (size_t)j * S;
+        double thr = -INFINITY;
+        for (int s = slo; s <= shi; s++)
+            if (Tj[s - 2] < Ti[s - 1] && Ti[s - 1] > thr)
+                thr = Ti[s - 1];
+        if (low >= thr || low > dp->cap)
+            continue;
         if (!dp->nested && !is_subset(pf_downsets_get(dp->ds, j), fi, in->words))
             continue;
         double val = stage_value(dp, j, i);
@@ -225,13 +241,12 @@ static void dp_cell(const dp_t *dp, long long i, int pop)
             continue;
         double newlim = 0;
         for (int s = slo; s <= shi; s++) {
-            double cand = fmax(T[(size_t)(s - 2) * D + j], val);
-            double *cell = &T[(size_t)(s - 1) * D + i];
-            if (cand < *cell) {
-                *cell = cand;
-                arg[(size_t)(s - 1) * D + i] = (int)j;
+            double cand = fmax(Tj[s - 2], val);
+            if (cand < Ti[s - 1]) {
+                Ti[s - 1] = cand;
+                argi[s - 1] = (int)j;
             }
-            newlim = fmax(newlim, *cell);
+            newlim = fmax(newlim, Ti[s - 1]);
         }
         lim = newlim;
     }
@@ -251,7 +266,7 @@ static double dp_solve(dp_t *dp, int nt)
         for (long long i = lo; i < hi; i++)
             dp_cell(dp, i, c);
     }
-    return dp->T[(size_t)(dp->S - 1) * D + D - 1];
+    return dp->T[(size_t)(D - 1) * dp->S + dp->S - 1];
 }
 
 /* Stages of an optimal chain: op_stage[v] for every op (hyper-op) of the graph. */
@@ -260,7 +275,7 @@ static void dp_chain(const dp_t *dp, int *op_stage)
     long long D = dp->in->D, i = D - 1;
     int words = dp->in->words;
     for (int s = dp->S; s >= 1; s--) {
-        long long j = s > 1 ? dp->arg[(size_t)(s - 1) * D + i] : 0;
+        long long j = s > 1 ? dp->arg[(size_t)i * dp->S + s - 1] : 0;
         const uint64_t *fi = pf_downsets_get(dp->ds, i), *fj = pf_downsets_get(dp->ds, j);
         for (int w = 0; w < words; w++) {
             uint64_t x = fi[w] & ~fj[w];

@@ -12,6 +12,7 @@ typedef struct {
 
 static const command_t commands[] = {
     {"check", cmd_check, "validate a graph or cluster file and print a summary"},
+    {"import", cmd_import, "convert a PipeDream or Piper profile into a graph file"},
     {"partition", cmd_partition, "cut a graph into S pipeline stages (coarsen, DP, refine)"},
 };
 

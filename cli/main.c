@@ -14,6 +14,7 @@ static const command_t commands[] = {
     {"check", cmd_check, "validate a graph or cluster file and print a summary"},
     {"import", cmd_import, "convert a PipeDream or Piper profile into a graph file"},
     {"partition", cmd_partition, "cut a graph into S pipeline stages (coarsen, DP, refine)"},
+    {"model", cmd_model, "generate a GPT, BERT, ResNet or U-Net graph with analytic costs"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -58,6 +58,7 @@ typedef struct {
     int *edst;
     double *ebytes;
     long long *class_start; /* first index of each size 0..n, and D at n + 1 */
+    int *pop;               /* ops per downset */
 } dsinfo_t;
 
 static void dsinfo_free(dsinfo_t *in)
@@ -69,6 +70,7 @@ static void dsinfo_free(dsinfo_t *in)
     free(in->edst);
     free(in->ebytes);
     free(in->class_start);
+    free(in->pop);
     memset(in, 0, sizeof *in);
 }
 
@@ -123,10 +125,13 @@ static int dsinfo_build(const pf_graph_t *g, const pf_downsets_t *ds, const pf_c
     in->out = malloc((size_t)D * sizeof *in->out);
     in->estart = calloc((size_t)D + 1, sizeof *in->estart);
     in->class_start = calloc((size_t)n + 2, sizeof *in->class_start);
-    if (!in->cu || !in->fixed || !in->out || !in->estart || !in->class_start)
+    in->pop = malloc((size_t)D * sizeof *in->pop);
+    if (!in->cu || !in->fixed || !in->out || !in->estart || !in->class_start || !in->pop)
         goto oom;
-    for (long long i = 0; i < D; i++)
-        in->class_start[pf_downsets_popcount(ds, i) + 1]++;
+    for (long long i = 0; i < D; i++) {
+        in->pop[i] = pf_downsets_popcount(ds, i);
+        in->class_start[in->pop[i] + 1]++;
+    }
     for (int c = 0; c <= n; c++)
         in->class_start[c + 1] += in->class_start[c];
 #pragma omp parallel for schedule(dynamic, 64) num_threads(nt)
@@ -161,9 +166,16 @@ typedef struct {
     const dsinfo_t *in;
     const pf_cost_model_t *cm;
     int S, nested, mode, k;
-    double cap; /* stage values above it are treated as infeasible */
-    double *T;  /* T[s][F_i] at T[i S + s - 1]: one downset's cells are contiguous */
-    int *arg;   /* the F' of that cell */
+    double cap;         /* stage values above it are treated as infeasible */
+    double floor_value; /* a lower bound of the answer: cells are clamped up to it */
+    const double *base; /* c_u (BY_TIME) or fixed memory (BY_MEMORY) per downset */
+    long long *order;   /* downsets sorted by base; the s* arrays are in that order, so the
+                         * scan in dp_cell reads memory sequentially */
+    double *sbase, *sout, *smin_t; /* base, out(F), min over s of T[s][F] */
+    int *spop;
+    double *T;   /* T[s][F] at T[rank(F) S + s - 1], rank = position in `order`: the scan
+                  * reads the rows of consecutive candidates */
+    int *arg;    /* the F' of cell (F, s) at arg[F S + s - 1] (F = downset index) */
 } dp_t;
 
 /* The value of stage F_i - F_j (j's set inside i's): eq. 3 time (+inf when eq. 14 memory does
@@ -195,50 +207,65 @@ static int is_subset(const uint64_t *a, const uint64_t *b, int words)
 
 /* T[s][F_i] for every s this cell needs: 1, then 2..min(S-1, |F_i|), or only S for V.
  *
- * Bounds that skip a pair before its subset test and its edge list:
+ * Candidates F' are scanned by decreasing c_u(F'), from c_u(F_i) down: the last stage
+ * H = F_i - F' has t(H) >= c_u(H) = c_u(F_i) - c_u(F'), which grows along the scan, so the scan
+ * ends once it reaches the largest best value over the stage counts (nothing further can improve
+ * any of them). Per pair, before the subset test and the edge list:
  *   t(H) >= c_u(H) + |out(F) - out(F')| / B   (cut(H) >= |w(H -> V \ F) - w(F' -> H)|)
  *   m(H) >= fixed(H) + k max(0, out(F') - out(F))   (w(F' -> H) >= out(F') - out(F))
- * and a pair can only improve T[s][F] when both T[s-1][F'] and its own value are below the
- * best T[s][F] so far. c_u(H) alone (monotone over prefixes) ends the scan of a nested family. */
-static void dp_cell(const dp_t *dp, long long i, int pop)
+ * and the pair must beat the best of some s where T[s-1][F'] is below it too.
+ * BY_MEMORY runs the same with fixed memory in place of c_u.
+ * Cells are clamped up to a lower bound L of the answer (max(largest op, total / S)):
+ * max(T, L) obeys the same recurrence and gives the same answer, and a cell whose stage counts
+ * all reach L is done. */
+static void dp_cell(const dp_t *dp, long long i, long long rank_i, int pop)
 {
     const dsinfo_t *in = dp->in;
-    int S = dp->S, last = i == in->D - 1;
-    double *Ti = dp->T + (size_t)i * S;
+    long long D = in->D;
+    int S = dp->S, last = i == D - 1;
+    double *Ti = dp->T + (size_t)rank_i * S;
     int *argi = dp->arg + (size_t)i * S;
     double v1 = stage_value(dp, 0, i);
-    Ti[0] = v1 <= dp->cap ? v1 : INFINITY;
+    Ti[0] = v1 <= dp->cap ? fmax(v1, dp->floor_value) : INFINITY;
     if (S == 1)
         return;
     int slo = last ? S : 2, shi = last ? S : (S - 1 < pop ? S - 1 : pop);
-    if (slo > shi || pop < 2)
+    if (slo > shi)
         return;
     const uint64_t *fi = pf_downsets_get(dp->ds, i);
+    const double *sbase = dp->sbase, *sout = dp->sout, *smin_t = dp->smin_t;
+    const int *spop = dp->spop;
     const int by_time = dp->mode == BY_TIME;
-    const double *base = by_time ? in->cu : in->fixed;
     const double per_byte = by_time ? pf_bytes_ms(1.0, dp->cm->flat_gbps) : (double)dp->k;
+    const double bi = dp->base[i], oi = in->out[i];
     double lim = INFINITY; /* max over s of the best so far */
-    for (long long j = in->class_start[pop] - 1; j >= 1; j--) {
-        double low = base[i] - base[j];
-        if (low >= lim || low > dp->cap) {
-            if (dp->nested)
-                break; /* prefixes: this only grows as j shrinks */
+    long long top = rank_i; /* subsets whose rounded c_u ties or exceeds F_i's by an ulp */
+    while (top + 1 < D && sbase[top + 1] <= bi + 1e-12 * fabs(bi))
+        top++;
+    for (long long q = top; q >= 0; q--) {
+        double low = bi - sbase[q];
+        if (low >= lim || low > dp->cap)
+            break;
+        if (spop[q] >= pop || smin_t[q] >= lim) /* not a proper subset; or T too high */
             continue;
-        }
-        double dout = in->out[i] - in->out[j];
+        double dout = oi - sout[q];
         low += per_byte * (by_time ? fabs(dout) : fmax(0.0, -dout));
-        const double *Tj = dp->T + (size_t)j * S;
+        if (low >= lim || low > dp->cap)
+            continue;
+        long long j = dp->order[q];
+        const double *Tj = dp->T + (size_t)q * S;
         double thr = -INFINITY;
         for (int s = slo; s <= shi; s++)
             if (Tj[s - 2] < Ti[s - 1] && Ti[s - 1] > thr)
                 thr = Ti[s - 1];
-        if (low >= thr || low > dp->cap)
+        if (low >= thr)
             continue;
         if (!dp->nested && !is_subset(pf_downsets_get(dp->ds, j), fi, in->words))
             continue;
         double val = stage_value(dp, j, i);
         if (!(val <= dp->cap))
             continue;
+        val = fmax(val, dp->floor_value);
         double newlim = 0;
         for (int s = slo; s <= shi; s++) {
             double cand = fmax(Tj[s - 2], val);
@@ -249,24 +276,103 @@ static void dp_cell(const dp_t *dp, long long i, int pop)
             newlim = fmax(newlim, Ti[s - 1]);
         }
         lim = newlim;
+        if (lim <= dp->floor_value)
+            break;
     }
 }
 
-static double dp_solve(dp_t *dp, int nt)
+typedef struct {
+    double key;
+    long long idx;
+} keyed_t;
+
+static int cmp_keyed(const void *a, const void *b)
+{
+    const keyed_t *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static void dp_free_sorted(dp_t *dp)
+{
+    free(dp->sbase);
+    free(dp->sout);
+    free(dp->smin_t);
+    free(dp->spop);
+    dp->sbase = dp->sout = dp->smin_t = NULL;
+    dp->spop = NULL;
+}
+
+static int dp_solve(dp_t *dp, int nt, double *value)
 {
     const dsinfo_t *in = dp->in;
     long long D = in->D;
+    keyed_t *kv = malloc((size_t)D * sizeof *kv);
+    dp->order = malloc((size_t)D * sizeof *dp->order);
+    if (!kv || !dp->order) {
+        free(kv);
+        free(dp->order);
+        dp->order = NULL;
+        return PF_ERR;
+    }
+    dp->base = dp->mode == BY_TIME ? in->cu : in->fixed;
+    for (long long i = 0; i < D; i++) {
+        kv[i].key = dp->base[i];
+        kv[i].idx = i;
+    }
+    qsort(kv, (size_t)D, sizeof *kv, cmp_keyed);
+    for (long long i = 0; i < D; i++)
+        dp->order[i] = kv[i].idx;
+    free(kv);
+    long long *rank = malloc((size_t)D * sizeof *rank);
+    if (!rank) {
+        free(dp->order);
+        dp->order = NULL;
+        return PF_ERR;
+    }
+    dp->sbase = malloc((size_t)D * sizeof *dp->sbase);
+    dp->sout = malloc((size_t)D * sizeof *dp->sout);
+    dp->smin_t = malloc((size_t)D * sizeof *dp->smin_t);
+    dp->spop = malloc((size_t)D * sizeof *dp->spop);
+    if (!dp->sbase || !dp->sout || !dp->smin_t || !dp->spop) {
+        free(rank);
+        free(dp->order);
+        dp->order = NULL;
+        dp_free_sorted(dp);
+        return PF_ERR;
+    }
+    for (long long q = 0; q < D; q++) {
+        long long i = dp->order[q];
+        rank[i] = q;
+        dp->sbase[q] = dp->base[i];
+        dp->sout[q] = in->out[i];
+        dp->spop[q] = in->pop[i];
+        dp->smin_t[q] = INFINITY;
+    }
     for (size_t x = 0; x < (size_t)dp->S * (size_t)D; x++) {
         dp->T[x] = INFINITY;
         dp->arg[x] = -1;
     }
+    /* All downsets of one size are independent: each reads smaller ones only. */
     for (int c = 1; c <= in->n; c++) {
         long long lo = in->class_start[c], hi = in->class_start[c + 1];
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (hi - lo > 1)
         for (long long i = lo; i < hi; i++)
-            dp_cell(dp, i, c);
+        {
+            dp_cell(dp, i, rank[i], c);
+            double m = INFINITY;
+            for (int x = 0; x < dp->S; x++)
+                m = fmin(m, dp->T[(size_t)rank[i] * dp->S + x]);
+            dp->smin_t[rank[i]] = m;
+        }
     }
-    return dp->T[(size_t)(D - 1) * dp->S + dp->S - 1];
+    *value = dp->T[(size_t)rank[D - 1] * dp->S + dp->S - 1];
+    free(rank);
+    free(dp->order);
+    dp->order = NULL;
+    dp_free_sorted(dp);
+    return PF_OK;
 }
 
 /* Stages of an optimal chain: op_stage[v] for every op (hyper-op) of the graph. */
@@ -294,13 +400,21 @@ static int dp_run(const pf_graph_t *g, const pf_downsets_t *ds, int nested,
 {
     dsinfo_t in = {0}, pin = {0};
     pf_downsets_t *prefixes = NULL;
-    int rc = PF_ERR;
+    int rc = PF_ERR, n = pf_graph_nops(g);
     long long D = pf_downsets_size(ds);
     dp_t dp = {.ds = ds, .cm = cm, .S = S, .nested = nested, .mode = mode,
                .k = pf_cost_stash_k(cm), .cap = INFINITY};
     *value = INFINITY;
-    if (D < 2 || pf_downsets_popcount(ds, D - 1) != pf_graph_nops(g))
+    if (D < 2 || pf_downsets_popcount(ds, D - 1) != n)
         return pf_fail(err, errlen, PF_ERR, "partition: downsets do not end with the whole graph");
+    /* Lower bound of the answer: some stage holds the largest op, some the average. */
+    double biggest = 0, total = 0;
+    for (int v = 0; v < n; v++) {
+        double x = mode == BY_TIME ? pf_graph_cu_ms(g, v) : pf_cost_op_mem_bytes(g, v, cm);
+        biggest = fmax(biggest, x);
+        total += x;
+    }
+    dp.floor_value = fmax(biggest, total / S) * (1 - 1e-12);
     dp.T = malloc((size_t)S * (size_t)D * sizeof *dp.T);
     dp.arg = malloc((size_t)S * (size_t)D * sizeof *dp.arg);
     if (!dp.T || !dp.arg || dsinfo_build(g, ds, cm, nt, &in) != PF_OK)
@@ -308,21 +422,25 @@ static int dp_run(const pf_graph_t *g, const pf_downsets_t *ds, int nested,
     if (!nested && S > 1) {
         /* Upper bound from the prefixes of one topological order (all of them downsets). */
         dp_t pre = dp;
+        double ub;
         prefixes = pf_downsets_topo_prefixes(g);
         if (!prefixes || dsinfo_build(g, prefixes, cm, nt, &pin) != PF_OK)
             goto oom;
         pre.ds = prefixes;
         pre.in = &pin;
         pre.nested = 1;
-        double ub = dp_solve(&pre, nt);
+        if (dp_solve(&pre, nt, &ub) != PF_OK)
+            goto oom;
         if (isfinite(ub))
             dp.cap = ub * (1 + 1e-9);
     }
     dp.in = &in;
-    *value = dp_solve(&dp, nt);
+    if (dp_solve(&dp, nt, value) != PF_OK)
+        goto oom;
     if (!isfinite(*value) && isfinite(dp.cap)) { /* only rounding could get here: no cap */
         dp.cap = INFINITY;
-        *value = dp_solve(&dp, nt);
+        if (dp_solve(&dp, nt, value) != PF_OK)
+            goto oom;
     }
     if (isfinite(*value) && op_stage)
         dp_chain(&dp, op_stage);

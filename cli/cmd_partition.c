@@ -27,7 +27,7 @@ static void help(FILE *f)
             "  -r, --replicas R      replicas per stage (default devices / S)\n"
             "  -m, --microbatches MB micro-batches per step (default %d); eq. 14 stashes\n"
             "                        min(MB, S) stage inputs\n"
-            "  -k, --coarsen K       hyper-ops to keep (default clamp(8 S, 32, ops));\n"
+            "  -k, --coarsen K       hyper-ops to keep (default clamp(8 S, 48, ops));\n"
             "                        -1 = no coarsening (DP on the ops themselves)\n"
             "      --alpha A         eq. 4 weight of communication when coarsening (default 1)\n"
             "      --no-refine       skip the refinement\n"

@@ -25,8 +25,8 @@
 int pf_coarsen_default_k(int stages, int nops)
 {
     long long k = 8LL * (stages > 0 ? stages : 1);
-    if (k < 32)
-        k = 32;
+    if (k < 48)
+        k = 48;
     if (k > nops)
         k = nops;
     return (int)k;

@@ -595,8 +595,8 @@ int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partit
     }
     if (n < S)
         return pf_fail(err, errlen, PF_EINFEASIBLE,
-                       "no partition into %d stages: graph %s has only %d ops", S,
-                       pf_graph_name(g), n);
+                       "no partition into %d stages: graph %s has only %d op%s", S,
+                       pf_graph_name(g), n, n == 1 ? "" : "s");
     group = malloc((size_t)n * sizeof *group);
     hstage = malloc((size_t)n * sizeof *hstage);
     op_stage = malloc((size_t)n * sizeof *op_stage);
@@ -650,9 +650,10 @@ int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partit
         fmt_bytes(a, sizeof a, cm.mem_limit_bytes);
         fmt_bytes(b, sizeof b, si.best_mem_bytes);
         rc = pf_fail(err, errlen, PF_EINFEASIBLE,
-                     "no partition into %d stages fits %s per device; the best found needs %s "
+                     "no partition into %d stage%s fits %s per device; the best found needs %s "
                      "on its largest stage%s",
-                     S, a, b, si.exact ? "" : " (searched topological prefixes only)");
+                     S, S == 1 ? "" : "s", a, b,
+                     si.exact ? "" : " (searched topological prefixes only)");
         goto fail;
     }
     for (int v = 0; v < n; v++)

@@ -2,6 +2,7 @@
  * the hyper-op graph prices every union of hyper-ops as cost.h prices its ops. */
 #include "planner/coarsen.h"
 #include "planner/cost.h"
+#include "planner/import.h"
 #include "planner/util.h"
 #include "tests/testutil.h"
 
@@ -92,11 +93,11 @@ static void test_memory(void)
     pf_graph_destroy(&g);
 }
 
-/* The hook keeps its own union-find and checks, after every fusion, that the quotient graph
- * has no cycle (Kahn's algorithm over the hyper-ops). */
+/* The hook keeps its own union-find and checks, after every fusion, that the two hyper-ops
+ * were adjacent and that the quotient graph has no cycle (Kahn's algorithm over the hyper-ops). */
 typedef struct {
     const pf_graph_t *g;
-    int *uf, *indeg, *queue;
+    int *uf, *root, *deg, *start, *adj, *queue;
     int fusions, cyclic, not_adjacent;
 } hook_t;
 
@@ -120,49 +121,63 @@ static void on_fuse(void *ctx, int a, int b)
     h->not_adjacent += !adjacent || ra == rb;
     h->uf[rb] = ra;
     h->fusions++;
-    for (int v = 0; v < n; v++)
-        h->indeg[v] = 0;
+    /* quotient adjacency (CSR over roots) and in-degrees */
+    for (int v = 0; v < n; v++) {
+        h->root[v] = uf_find(h->uf, v);
+        h->deg[v] = 0;
+        h->start[v] = 0;
+    }
+    h->start[n] = 0;
     for (int e = 0; e < m; e++) {
         const pf_edge_t *ed = pf_graph_edge(h->g, e);
-        int x = uf_find(h->uf, ed->src), y = uf_find(h->uf, ed->dst);
-        if (x != y)
-            h->indeg[y]++;
+        int x = h->root[ed->src], y = h->root[ed->dst];
+        if (x != y) {
+            h->start[x + 1]++;
+            h->deg[y]++;
+        }
     }
+    for (int v = 0; v < n; v++)
+        h->start[v + 1] += h->start[v];
+    for (int e = 0; e < m; e++) {
+        const pf_edge_t *ed = pf_graph_edge(h->g, e);
+        int x = h->root[ed->src], y = h->root[ed->dst];
+        if (x != y)
+            h->adj[h->start[x]++] = y;
+    }
+    for (int v = n; v > 0; v--)
+        h->start[v] = h->start[v - 1];
+    h->start[0] = 0;
     int head = 0, tail = 0, roots = 0;
     for (int v = 0; v < n; v++)
-        if (uf_find(h->uf, v) == v) {
+        if (h->root[v] == v) {
             roots++;
-            if (h->indeg[v] == 0)
+            if (h->deg[v] == 0)
                 h->queue[tail++] = v;
         }
     while (head < tail) {
         int x = h->queue[head++];
-        for (int v = 0; v < n; v++) { /* out-edges of hyper-op x: the ops of x */
-            if (uf_find(h->uf, v) != x)
-                continue;
-            int cnt;
-            const int *out = pf_graph_out(h->g, v, &cnt);
-            for (int i = 0; i < cnt; i++) {
-                int y = uf_find(h->uf, pf_graph_edge(h->g, out[i])->dst);
-                if (y != x && --h->indeg[y] == 0)
-                    h->queue[tail++] = y;
-            }
-        }
+        for (int k = h->start[x]; k < h->start[x + 1]; k++)
+            if (--h->deg[h->adj[k]] == 0)
+                h->queue[tail++] = h->adj[k];
     }
     h->cyclic += tail != roots;
 }
 
-/* Acyclic after every fusion; the final numbering is topological; the hyper-op graph builds. */
-void pf_test_coarsen_check_acyclic(const pf_graph_t *g, int k, double alpha);
-void pf_test_coarsen_check_acyclic(const pf_graph_t *g, int k, double alpha)
+/* Acyclic after every fusion; the final numbering is topological and matches the hook's
+ * union-find; the hyper-op graph builds (pf_graph_finalize finds no cycle). */
+static void check_acyclic(const pf_graph_t *g, int k, double alpha)
 {
-    int n = pf_graph_nops(g), ng = 0;
+    int n = pf_graph_nops(g), m = pf_graph_nedges(g), ng = 0;
     char err[512];
     hook_t h = {.g = g};
     h.uf = malloc((size_t)n * sizeof *h.uf);
-    h.indeg = malloc((size_t)n * sizeof *h.indeg);
+    h.root = malloc((size_t)n * sizeof *h.root);
+    h.deg = malloc((size_t)n * sizeof *h.deg);
+    h.start = malloc((size_t)(n + 1) * sizeof *h.start);
+    h.adj = malloc((size_t)(m + 1) * sizeof *h.adj);
     h.queue = malloc((size_t)n * sizeof *h.queue);
     int *group = malloc((size_t)n * sizeof *group);
+    int *rep = malloc((size_t)n * sizeof *rep);
     for (int v = 0; v < n; v++)
         h.uf[v] = v;
     pf_cost_model_t cm = model(1e18);
@@ -171,24 +186,38 @@ void pf_test_coarsen_check_acyclic(const pf_graph_t *g, int k, double alpha)
     CU_ASSERT_EQUAL(h.fusions, n - ng);
     CU_ASSERT_EQUAL(h.cyclic, 0);
     CU_ASSERT_EQUAL(h.not_adjacent, 0);
-    CU_ASSERT(ng >= k);
+    CU_ASSERT(ng >= (k < n ? k : n));
     int backwards = 0, mismatch = 0;
-    for (int e = 0; e < pf_graph_nedges(g); e++) {
+    for (int e = 0; e < m; e++) {
         const pf_edge_t *ed = pf_graph_edge(g, e);
         backwards += group[ed->src] > group[ed->dst];
     }
+    /* same partition of the ops: group <-> union-find root is a bijection */
+    for (int x = 0; x < ng; x++)
+        rep[x] = -1;
+    for (int v = 0; v < n; v++) {
+        int r = uf_find(h.uf, v);
+        if (rep[group[v]] < 0)
+            rep[group[v]] = r;
+        mismatch += rep[group[v]] != r;
+    }
+    int roots = 0;
     for (int v = 0; v < n; v++)
-        for (int w = v + 1; w < n; w++)
-            mismatch += (group[v] == group[w]) != (uf_find(h.uf, v) == uf_find(h.uf, w));
+        roots += uf_find(h.uf, v) == v;
+    CU_ASSERT_EQUAL(roots, ng);
     CU_ASSERT_EQUAL(backwards, 0);
     CU_ASSERT_EQUAL(mismatch, 0);
     pf_graph_t *hg = NULL;
     CU_ASSERT_EQUAL(pf_coarsen_hyper_graph(g, group, ng, &hg, err, sizeof err), PF_OK);
     pf_graph_destroy(&hg);
     free(h.uf);
-    free(h.indeg);
+    free(h.root);
+    free(h.deg);
+    free(h.start);
+    free(h.adj);
     free(h.queue);
     free(group);
+    free(rep);
 }
 
 static void test_acyclic_random(void)
@@ -197,7 +226,7 @@ static void test_acyclic_random(void)
         int n = 20 + (int)(seed * 7 % 150);
         pf_graph_t *g = pf_test_random_dag(seed, n, seed % 2 ? 0.03 : 0.1);
         CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-        pf_test_coarsen_check_acyclic(g, 1 + (int)(seed % 12), (double)(seed % 3) * 50);
+        check_acyclic(g, 1 + (int)(seed % 12), (double)(seed % 3) * 50);
         pf_graph_destroy(&g);
     }
 }
@@ -243,6 +272,30 @@ static void test_hyper_graph_prices(void)
     }
 }
 
+/* Every PipeDream profile, K in {1, 8, 32}, alpha in {0.01, 1, 100} (Parmesan's values). */
+static void test_acyclic_pipedream(void)
+{
+    static const char *models[] = {"alexnet", "vgg16", "resnet18", "resnet50", "resnet101",
+                                   "resnext50", "resnext101", "inception_v3", "densenet121",
+                                   "squeezenet1_0", "nasnetamobile", "nasnetalarge", "gnmt",
+                                   "gnmt_large"};
+    static const double alphas[] = {0.01, 1, 100};
+    char rel[128], path[1024], err[512];
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        snprintf(rel, sizeof rel, "pipedream/%s.txt", models[i]);
+        pf_graph_t *g = NULL;
+        int rc = pf_import_pipedream(pf_test_data(rel, path, sizeof path), 0, &g, err, sizeof err);
+        CU_ASSERT_EQUAL(rc, PF_OK);
+        if (rc != PF_OK) {
+            fprintf(stderr, "%s\n", err);
+            continue;
+        }
+        for (int a = 0; a < 3; a++)
+            check_acyclic(g, a == 0 ? 1 : a == 1 ? 8 : 32, alphas[a]);
+        pf_graph_destroy(&g);
+    }
+}
+
 static void test_bad_grouping(void)
 {
     const double cu[] = {1, 1, 1}, bytes[] = {1, 1};
@@ -260,10 +313,11 @@ static void test_bad_grouping(void)
 
 static void test_default_k(void)
 {
-    CU_ASSERT_EQUAL(pf_coarsen_default_k(2, 1000), 32);
+    CU_ASSERT_EQUAL(pf_coarsen_default_k(2, 1000), 48);
     CU_ASSERT_EQUAL(pf_coarsen_default_k(8, 1000), 64);
     CU_ASSERT_EQUAL(pf_coarsen_default_k(16, 1000), 128);
     CU_ASSERT_EQUAL(pf_coarsen_default_k(4, 20), 20);
+    CU_ASSERT_EQUAL(pf_coarsen_default_k(7, 1000), 56);
 }
 
 void pf_suite_coarsen(void)
@@ -273,6 +327,8 @@ void pf_suite_coarsen(void)
     CU_add_test(s, "non-convex pairs are never fused", test_convexity);
     CU_add_test(s, "fused hyper-ops fit the device", test_memory);
     CU_add_test(s, "acyclic after every fusion (random DAGs)", test_acyclic_random);
+    CU_add_test(s, "acyclic after every fusion (every PipeDream profile)",
+                test_acyclic_pipedream);
     CU_add_test(s, "hyper-op graph prices unions exactly as cost.h", test_hyper_graph_prices);
     CU_add_test(s, "bad groupings are rejected", test_bad_grouping);
     CU_add_test(s, "default K", test_default_k);

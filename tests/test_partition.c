@@ -429,7 +429,7 @@ static void test_options(void)
     CU_ASSERT_STRING_EQUAL(p->model, "hand");
     CU_ASSERT(p->partition_search.present);
     CU_ASSERT_EQUAL(p->partition_search.ops, 6);
-    CU_ASSERT_EQUAL(p->partition_search.hyper_ops, 6); /* K = clamp(24, 32, 6) = 6 */
+    CU_ASSERT_EQUAL(p->partition_search.hyper_ops, 6); /* K = clamp(24, 48, 6) = 6 */
     PF_ASSERT_CLOSE(p->partition_search.flat_gbps, 10, 1e-12);
     pf_plan_destroy(&p);
     o.stages = 7; /* more stages than ops */

@@ -28,7 +28,7 @@ static void help(FILE *f)
             "  -m, --microbatches MB micro-batches per step (default %d); eq. 14 stashes\n"
             "                        min(MB, S) stage inputs\n"
             "  -k, --coarsen K       hyper-ops to keep (default clamp(8 S, 48, ops));\n"
-            "                        -1 = no coarsening (DP on the ops themselves)\n"
+            "                        -1 = no coarsening (DP on the ops themselves), 0 = default\n"
             "      --alpha A         eq. 4 weight of communication when coarsening (default 1)\n"
             "      --no-refine       skip the refinement\n"
             "      --flat-gbps X     bandwidth for stage traffic (default: the cluster's median)\n"

@@ -17,10 +17,11 @@
  *   t(H)    = c_u(H) + cut(H) / B_flat                                           (eq. 3)
  *   m(H)    = fixed(F) - fixed(F') + k x w(F' -> H)   (the edges into H all come from F')
  *                                                                         (eq. 14, k = min(MB, S))
- * Pruning: t(H) >= c_u(H), so a pair whose compute alone reaches the best value found for F at
- * every stage count is skipped before the subset test. An upper bound from the DP over the
- * topological prefixes (a sub-family of the downsets, cheap) also prunes: a stage slower than
- * that bound cannot be part of an optimal chain.
+ * Pruning (details at dp_cell): t(H) >= c_u(H), so candidates F' are scanned by decreasing
+ * c_u(F') and the scan ends when the compute alone reaches the best value found for F at every
+ * stage count; pairs are skipped before the subset test by cheap bounds. An upper bound from the
+ * DP over the topological prefixes (a sub-family of the downsets, cheap) also prunes: a stage
+ * slower than that bound cannot be part of an optimal chain; a lower bound ends cells early.
  *
  * Parallelism: T[.][F] reads T[.][F'] of strictly smaller downsets only, so all downsets of one
  * size class are independent; each thread owns whole cells T[2..S][F] (one F at a time) and reads

@@ -271,6 +271,36 @@ static void test_diamond(void)
     pf_graph_destroy(&g);
 }
 
+/* The DP clamps cells up to a lower bound of the answer (largest op, total / S); when the
+ * optimum is that bound the chain must still be valid and reach it. Edges carry 0 bytes.
+ *   c_u 1, 1, 1, 1, S = 2: total / S = 2 = {0,1}|{2,3}.
+ *   c_u 10, 1, 1, 1, 1, S = 3: the largest op, 10: {0}|{...}|{...} with the rest split 2 + 2
+ *   (or 1 + 3): the answer is 10 either way and every stage must be nonempty. */
+static void test_lower_bound_binds(void)
+{
+    const double cu4[] = {1, 1, 1, 1}, cu5[] = {10, 1, 1, 1, 1}, zero[] = {0, 0, 0, 0};
+    const int e[][2] = {{0, 1}, {1, 2}, {2, 3}, {3, 4}};
+    pf_graph_t *a = mk(4, cu4, NULL, 3, e, zero), *b = mk(5, cu5, NULL, 4, e, zero);
+    pf_cluster_t *c = flat_cluster(4, 1e12, 1);
+    pf_plan_t *p;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(run(a, c, 2, 0, &p, err, sizeof err), PF_OK);
+    PF_ASSERT_CLOSE(p->partition_objective_ms, 2, 1e-12);
+    CU_ASSERT_EQUAL(p->stage_list[0].nops, 2);
+    pf_plan_destroy(&p);
+    for (int S = 2; S <= 4; S++) {
+        CU_ASSERT_EQUAL_FATAL(run(b, c, S, 0, &p, err, sizeof err), PF_OK);
+        PF_ASSERT_CLOSE(p->partition_objective_ms, 10, 1e-12);
+        CU_ASSERT_EQUAL(pf_plan_validate(p, b, c, err, sizeof err), PF_OK);
+        for (int s = 0; s < S; s++)
+            CU_ASSERT(p->stage_list[s].nops >= 1);
+        pf_plan_destroy(&p);
+    }
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&a);
+    pf_graph_destroy(&b);
+}
+
 /* Two branches: 0 -> {1, 2} -> 3, c_u = 1, 1, 10, 10, every edge 1 ms. Kahn's order is
  * 0, 1, 2, 3, so its prefixes miss {0, 2}.
  *   prefixes, S = 2: {0}|{1,2,3}: max(1+2, 21+2) = 23; {0,1}|{2,3}: max(2+2, 20+2) = 22;
@@ -553,6 +583,8 @@ void pf_suite_partition(void)
     CU_add_test(s, "DP equals exhaustive search over downset chains (200 DAGs)", test_brute_force);
     CU_add_test(s, "chain, worked by hand", test_chain);
     CU_add_test(s, "diamond, worked by hand", test_diamond);
+    CU_add_test(s, "the DP's lower-bound clamp when the bound is the answer",
+                test_lower_bound_binds);
     CU_add_test(s, "best cut needs another topological order; prefixes do worse",
                 test_needs_other_order);
     CU_add_test(s, "memory forces a stage boundary", test_memory_forces_boundary);

@@ -15,6 +15,7 @@ static const command_t commands[] = {
     {"cluster", cmd_cluster, "generate a cluster file (DGX-1, hierarchy, mesh, torus, random)"},
     {"model", cmd_model, "generate a GPT, BERT, ResNet or U-Net graph with analytic costs"},
     {"import", cmd_import, "convert a PipeDream or Piper profile into a graph file"},
+    {"partition", cmd_partition, "cut a graph into S pipeline stages (coarsen, DP, refine)"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

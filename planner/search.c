@@ -1,4 +1,5 @@
 #include "planner/search.h"
+#include "planner/coarsen.h"
 #include "planner/cost.h"
 #include "planner/util.h"
 
@@ -19,9 +20,19 @@ typedef struct {
     double target_ms; /* probe */
 } job_rec_t;
 
+/* Phase 0: one coarsening per (alpha, K), shared by the DP jobs of every S that uses that K. */
+typedef struct {
+    double alpha;
+    int k;
+    int *group; /* op -> hyper-op */
+    int ngroups;
+    double seconds;
+} coarse_t;
+
 typedef struct {
     int stages, replicas;
     double alpha;
+    int coarse; /* index into coarse[], -1 = the DP runs on atomic ops */
     uint64_t job;
     int answered, status;
     char error[256];
@@ -64,6 +75,8 @@ struct pf_search {
     int ncancelled, cancelled_cap;
     long long issued, answered, cancelled_total;
 
+    coarse_t *coarse;
+    int ncoarse;
     dp_entry_t *dp;
     int ndp, dp_left;
     candidate_t *cand;
@@ -520,12 +533,47 @@ static void finish(pf_search_t *s)
     p->simulated_step_ms = pf_map_step_estimate_ms(cd->sg, s->c, dev, p->microbatches);
     set_baseline(s, cd, &p->cs_map, pf_map_cs, cs_dev, p->microbatches);
     set_baseline(s, cd, &p->p2p_map, pf_map_p2p, cs_dev, p->microbatches);
+    if (s->dp[cd->dp].coarse >= 0)
+        p->partition_search.coarsen_s = s->coarse[s->dp[cd->dp].coarse].seconds;
     p->search.present = 1;
     p->search.jobs = s->njobs;
     free(cs_dev);
     s->result = p;
     s->phase = PF_PHASE_DONE;
     s->status = PF_OK;
+}
+
+/* ---- phase 0 ---- */
+
+/* The grouping for (alpha, K), computed on first use. -1 = no coarsening (K >= ops). */
+static int coarse_for(pf_search_t *s, const pf_cost_model_t *cm, double alpha, int k, char *err,
+                      size_t errlen, int *rc)
+{
+    int n = pf_graph_nops(s->g);
+    *rc = PF_OK;
+    if (k >= n)
+        return -1;
+    for (int i = 0; i < s->ncoarse; i++)
+        if (s->coarse[i].alpha == alpha && s->coarse[i].k == k)
+            return i;
+    coarse_t *c = &s->coarse[s->ncoarse];
+    memset(c, 0, sizeof *c);
+    c->alpha = alpha;
+    c->k = k;
+    c->group = malloc((size_t)n * sizeof *c->group);
+    if (!c->group) {
+        *rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+        return -1;
+    }
+    pf_coarsen_opts_t co = {.k = k, .alpha = alpha};
+    double t0 = pf_now_s();
+    *rc = pf_coarsen_run(s->g, cm, &co, c->group, &c->ngroups, err, errlen);
+    c->seconds = pf_now_s() - t0;
+    if (*rc != PF_OK) {
+        free(c->group);
+        return -1;
+    }
+    return s->ncoarse++;
 }
 
 /* ---- public ---- */
@@ -589,7 +637,8 @@ int pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_op
         goto fail;
     }
     s->dp = calloc((size_t)nst * o.nalphas, sizeof *s->dp);
-    if (!s->dp) {
+    s->coarse = calloc((size_t)nst * o.nalphas, sizeof *s->coarse);
+    if (!s->dp || !s->coarse) {
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto fail;
     }
@@ -599,6 +648,13 @@ int pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_op
             e->stages = stages_list[i];
             e->replicas = o.replicas ? o.replicas : D / stages_list[i];
             e->alpha = o.alphas[a];
+            e->coarse = -1;
+            if (o.coarsen_k >= 0) {
+                int k = o.coarsen_k > 0 ? o.coarsen_k : pf_coarsen_default_k(e->stages, n);
+                e->coarse = coarse_for(s, &cm, e->alpha, k, err, errlen, &rc);
+                if (rc != PF_OK)
+                    goto fail;
+            }
             e->job = new_job(s, PF_JOB_DP_PARTITION, s->ndp, 0);
             if (!e->job) {
                 rc = pf_fail(err, errlen, PF_ERR, "out of memory");
@@ -626,6 +682,9 @@ void pf_search_destroy(pf_search_t **sp)
         pf_stage_graph_destroy(&s->cand[c].sg);
     for (int k = 0; k < s->ntask; k++)
         free(s->task[k].best_dev);
+    for (int i = 0; i < s->ncoarse; i++)
+        free(s->coarse[i].group);
+    free(s->coarse);
     free(s->dp);
     free(s->cand);
     free(s->task);
@@ -655,6 +714,10 @@ int pf_search_job(const pf_search_t *s, uint64_t id, pf_job_t *job)
         job->partition.flat_gbps = s->o.flat_gbps;
         job->partition.coarsen_k = s->o.coarsen_k;
         job->partition.alpha = e->alpha;
+        if (e->coarse >= 0) {
+            job->partition.group = s->coarse[e->coarse].group;
+            job->partition.ngroups = s->coarse[e->coarse].ngroups;
+        }
         job->partition.refine = s->o.refine;
         if (s->o.max_downsets > 0)
             job->partition.max_downsets = s->o.max_downsets;

@@ -12,6 +12,7 @@ typedef struct {
 
 static const command_t commands[] = {
     {"check", cmd_check, "validate a graph or cluster file and print a summary"},
+    {"map", cmd_map, "map a partition's stage replicas onto devices (Parmesan V)"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -38,5 +38,6 @@ int cli_read_file(const char *path, char **buf, size_t *len, char *err, size_t e
 int cmd_check(int argc, char **argv);
 int cmd_map(int argc, char **argv);
 int cmd_model(int argc, char **argv);
+int cmd_cluster(int argc, char **argv);
 
 #endif

@@ -14,6 +14,7 @@ static const command_t commands[] = {
     {"check", cmd_check, "validate a graph or cluster file and print a summary"},
     {"map", cmd_map, "map a partition's stage replicas onto devices (Parmesan V)"},
     {"model", cmd_model, "generate a GPT, BERT, ResNet or U-Net graph with analytic costs"},
+    {"cluster", cmd_cluster, "generate a cluster file (DGX-1, hierarchy, mesh, torus, random)"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

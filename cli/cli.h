@@ -39,5 +39,6 @@ int cmd_check(int argc, char **argv);
 int cmd_map(int argc, char **argv);
 int cmd_model(int argc, char **argv);
 int cmd_cluster(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 
 #endif

@@ -15,6 +15,7 @@ static const command_t commands[] = {
     {"map", cmd_map, "map a partition's stage replicas onto devices (Parmesan V)"},
     {"model", cmd_model, "generate a GPT, BERT, ResNet or U-Net graph with analytic costs"},
     {"cluster", cmd_cluster, "generate a cluster file (DGX-1, hierarchy, mesh, torus, random)"},
+    {"import", cmd_import, "convert a PipeDream or Piper profile into a graph file"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

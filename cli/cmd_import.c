@@ -1,0 +1,74 @@
+/* planfarm import pipedream|piper FILE: turn a real profile into a graph file. */
+#include "cli/cli.h"
+#include "planner/graph.h"
+#include "planner/import.h"
+#include "planner/util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void help(FILE *f)
+{
+    fprintf(f,
+            "usage: planfarm import pipedream|piper FILE [--microbatch N] [-o GRAPH]\n\n"
+            "Converts a PipeDream layer profile (text) or a Piper planner input (JSON, its\n"
+            "single-device \"vanilla\" configuration) into a graph file. FILE may be - for\n"
+            "stdin.\n\n"
+            "  --microbatch N  the batch size the profile was measured at, recorded in the graph\n"
+            "                  (default: known for the shipped profiles, alexnet 256, vgg16 and\n"
+            "                  resnet50 128, resnet101 64, Piper resnet 128; otherwise 1)\n"
+            "  -o GRAPH        output file (default or -: stdout)\n\n"
+            "A one-line summary goes to stderr. Exit status 2 when the profile is invalid; the\n"
+            "message names the file and the line (PipeDream) or the JSON path (Piper).\n");
+}
+
+int cmd_import(int argc, char **argv)
+{
+    static const struct option opts[] = {{"microbatch", required_argument, 0, 'm'},
+                                         {"output", required_argument, 0, 'o'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    char err[CLI_ERRLEN] = "";
+    const char *out_path = NULL;
+    long long microbatch = 0;
+    int c, rc;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm':
+            if (cli_int("import", "--microbatch", optarg, 1, 1 << 30, &microbatch))
+                return CLI_USAGE;
+            break;
+        case 'o':
+            out_path = optarg;
+            break;
+        case 'h':
+            help(stdout);
+            return CLI_OK;
+        default:
+            return cli_usage_error("import", "unknown option");
+        }
+    }
+    if (argc - optind != 2)
+        return cli_usage_error("import", "expected a format (pipedream or piper) and one FILE");
+    const char *format = argv[optind], *path = argv[optind + 1];
+    int (*import)(const char *, int, pf_graph_t **, char *, size_t);
+    if (!strcmp(format, "pipedream"))
+        import = pf_import_pipedream;
+    else if (!strcmp(format, "piper"))
+        import = pf_import_piper;
+    else
+        return cli_usage_error("import", "unknown format '%s' (pipedream or piper)", format);
+
+    pf_graph_t *g;
+    if ((rc = import(path, (int)microbatch, &g, err, sizeof err)) != PF_OK)
+        return cli_report("import", rc, err);
+    rc = pf_graph_save(g, out_path, err, sizeof err);
+    if (rc == PF_OK)
+        fprintf(stderr, "imported %s: %d ops, %d edges, micro-batch %d%s\n", pf_graph_name(g),
+                pf_graph_nops(g), pf_graph_nedges(g), pf_graph_microbatch(g),
+                microbatch ? "" : pf_graph_microbatch(g) > 1 ? " (the profiled batch)" :
+                " (not known for this profile; see --microbatch)");
+    pf_graph_destroy(&g);
+    return rc == PF_OK ? CLI_OK : cli_report("import", rc, err);
+}

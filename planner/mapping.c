@@ -172,7 +172,7 @@ static int check_input(const pf_stage_graph_t *sg, const pf_cluster_t *c, char *
 /* Best of the CS map, the p2p map and a seeded random one-to-one mapping (in that order of
  * preference on ties), under the context's instantiation. */
 static int upper_bound(const pf_mapctx_t *cx, const pf_stage_graph_t *sg, int D, uint64_t seed,
-                       int *dev, double *upper_ms)
+                       const int *initial, int *dev, double *upper_ms)
 {
     int N = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg);
     int *tmp = malloc((size_t)(D > N ? D : N) * sizeof *tmp);
@@ -200,6 +200,10 @@ static int upper_bound(const pf_mapctx_t *cx, const pf_stage_graph_t *sg, int D,
         *upper_ms = t;
         memcpy(dev, tmp, (size_t)N * sizeof *dev);
     }
+    if (initial && (t = pf_mapctx_objective_ms(cx, initial)) < *upper_ms) {
+        *upper_ms = t;
+        memcpy(dev, initial, (size_t)N * sizeof *dev);
+    }
     free(tmp);
     return PF_OK;
 }
@@ -215,9 +219,24 @@ int pf_map_bounds(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t i
     if (!cx)
         return pf_fail(err, errlen, PF_ERR, "out of memory");
     *lower_ms = pf_mapctx_lower_bound_ms(cx);
-    rc = upper_bound(cx, sg, pf_cluster_ndevices(c), seed, dev, upper_ms);
+    rc = upper_bound(cx, sg, pf_cluster_ndevices(c), seed, NULL, dev, upper_ms);
     pf_mapctx_destroy(&cx);
     return rc == PF_OK ? PF_OK : pf_fail(err, errlen, rc, "out of memory");
+}
+
+/* PF_OK when dev maps N stage replicas one-to-one into D devices. */
+static int check_mapping(const int *dev, int N, int D)
+{
+    unsigned char *used = calloc((size_t)D, 1);
+    int rc = used ? PF_OK : PF_ERR;
+    for (int x = 0; x < N && rc == PF_OK; x++) {
+        if (dev[x] < 0 || dev[x] >= D || used[dev[x]])
+            rc = PF_EINPUT;
+        else
+            used[dev[x]] = 1;
+    }
+    free(used);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- Algorithm 2 */
@@ -299,7 +318,7 @@ int pf_map_search(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_ma
     int N = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg), K = o->batch;
     double t0 = pf_now_s();
     pf_mapctx_t *cx = NULL;
-    int *devs = NULL, *cancelled = NULL;
+    int *devs = NULL, *cancelled = NULL, *initial = NULL;
     double *targets = NULL;
     pf_probe_result_t *res = NULL;
     memset(st, 0, sizeof *st);
@@ -314,12 +333,22 @@ int pf_map_search(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_ma
     cancelled = malloc((size_t)K * sizeof *cancelled);
     targets = malloc((size_t)K * sizeof *targets);
     res = malloc((size_t)K * sizeof *res);
-    if (!cx || !devs || !cancelled || !targets || !res) {
+    initial = malloc((size_t)N * sizeof *initial);
+    if (!cx || !devs || !cancelled || !targets || !res || !initial) {
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto done;
     }
     double tl = pf_mapctx_lower_bound_ms(cx), tr;
-    if (upper_bound(cx, sg, pf_cluster_ndevices(c), o->seed, dev, &tr) != PF_OK) {
+    if (o->initial) { /* copied: it may be the caller's dev */
+        if ((rc = check_mapping(o->initial, N, pf_cluster_ndevices(c))) != PF_OK) {
+            pf_fail(err, errlen, rc, "initial mapping: %s",
+                    rc == PF_ERR ? "out of memory" : "not one device per stage replica");
+            goto done;
+        }
+        memcpy(initial, o->initial, (size_t)N * sizeof *initial);
+    }
+    if (upper_bound(cx, sg, pf_cluster_ndevices(c), o->seed, o->initial ? initial : NULL, dev,
+                    &tr) != PF_OK) {
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto done;
     }
@@ -378,6 +407,7 @@ done:
     free(cancelled);
     free(targets);
     free(res);
+    free(initial);
     return rc;
 }
 
@@ -403,6 +433,72 @@ static void baseline(pf_baseline_t *b, const pf_stage_graph_t *sg, const pf_clus
     b->simulated_step_ms = pf_map_step_estimate_ms(sg, c, dev, microbatches);
 }
 
+static void add_counts(pf_map_stats_t *sum, const pf_map_stats_t *st)
+{
+    sum->probes += st->probes;
+    sum->probes_timed_out += st->probes_timed_out;
+    sum->nodes += st->nodes;
+    sum->symmetric_pruned += st->symmetric_pruned;
+    sum->bound_pruned += st->bound_pruned;
+    sum->seconds += st->seconds;
+}
+
+int pf_map_search_auto(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_map_opts_t *o,
+                       int *dev, pf_map_stats_t *st, pf_inst_t *used, char *err, size_t errlen)
+{
+    int N = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg), rc;
+    int *other = malloc((size_t)N * sizeof *other);
+    pf_map_stats_t sum, st2;
+    pf_map_opts_t opt = *o;
+    memset(st, 0, sizeof *st);
+    memset(&sum, 0, sizeof sum);
+    if (!other)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    /* 1. the instantiation the ratio picks, 2. the other one: keep the better under full */
+    opt.inst = pf_map_auto_instantiation(sg);
+    if ((rc = pf_map_search(sg, c, &opt, dev, st, err, errlen)) != PF_OK)
+        goto done;
+    *used = opt.inst;
+    add_counts(&sum, st);
+    int proven = st->lower_proven;
+    double full = pf_map_objective_ms(sg, c, PF_INST_FULL, dev);
+    opt.inst = opt.inst == PF_INST_M ? PF_INST_AR : PF_INST_M;
+    if ((rc = pf_map_search(sg, c, &opt, other, &st2, err, errlen)) != PF_OK)
+        goto done;
+    add_counts(&sum, &st2);
+    proven &= st2.lower_proven;
+    double full2 = pf_map_objective_ms(sg, c, PF_INST_FULL, other);
+    if (full2 < full) {
+        memcpy(dev, other, (size_t)N * sizeof *dev);
+        full = full2;
+        *st = st2;
+        *used = opt.inst;
+    }
+    /* 3. full, starting from that mapping: each instantiation ignores one term, and a mapping
+     * tuned for one can be poor under the other (an m mapping may scatter the all-reduce rings) */
+    opt.inst = PF_INST_FULL;
+    opt.initial = dev;
+    if ((rc = pf_map_search(sg, c, &opt, other, &st2, err, errlen)) != PF_OK)
+        goto done;
+    add_counts(&sum, &st2);
+    proven &= st2.lower_proven;
+    if (st2.objective_ms < full) {
+        memcpy(dev, other, (size_t)N * sizeof *dev);
+        *st = st2;
+        *used = PF_INST_FULL;
+    }
+    st->probes = sum.probes;
+    st->probes_timed_out = sum.probes_timed_out;
+    st->nodes = sum.nodes;
+    st->symmetric_pruned = sum.symmetric_pruned;
+    st->bound_pruned = sum.bound_pruned;
+    st->seconds = sum.seconds;
+    st->lower_proven = proven;
+done:
+    free(other);
+    return rc;
+}
+
 int pf_map_plan(const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t *p, const pf_map_opts_t *o,
                 char *err, size_t errlen)
 {
@@ -411,46 +507,23 @@ int pf_map_plan(const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t *p, const 
         return rc;
     int N = p->stages * p->replicas;
     pf_stage_graph_t *sg = pf_stage_graph_from_plan(g, p);
-    int *dev = malloc((size_t)N * sizeof *dev), *other = malloc((size_t)N * sizeof *other);
-    if (!sg || !dev || !other) {
+    int *dev = malloc((size_t)N * sizeof *dev), *base = malloc((size_t)N * sizeof *base);
+    pf_map_stats_t st;
+    pf_inst_t used = o->inst;
+    if (!sg || !dev || !base) {
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto done;
     }
-    pf_map_opts_t opt = *o;
-    pf_map_stats_t st, st2;
-    if (o->auto_inst)
-        opt.inst = pf_map_auto_instantiation(sg);
-    if ((rc = pf_map_search(sg, c, &opt, dev, &st, err, errlen)) != PF_OK)
+    rc = o->auto_inst ? pf_map_search_auto(sg, c, o, dev, &st, &used, err, errlen)
+                      : pf_map_search(sg, c, o, dev, &st, err, errlen);
+    if (rc != PF_OK)
         goto done;
-    pf_inst_t used = opt.inst;
-    double full = pf_map_objective_ms(sg, c, PF_INST_FULL, dev);
-    int probes = st.probes, timed_out = st.probes_timed_out;
-    long long sym = st.symmetric_pruned;
-    double seconds = st.seconds;
-    if (o->auto_inst) {
-        /* Also run the instantiation the ratio did not pick; keep the better mapping under
-         * full (the primary one on a tie). */
-        opt.inst = opt.inst == PF_INST_M ? PF_INST_AR : PF_INST_M;
-        if ((rc = pf_map_search(sg, c, &opt, other, &st2, err, errlen)) != PF_OK)
-            goto done;
-        probes += st2.probes;
-        timed_out += st2.probes_timed_out;
-        sym += st2.symmetric_pruned;
-        seconds += st2.seconds;
-        double full2 = pf_map_objective_ms(sg, c, PF_INST_FULL, other);
-        if (full2 < full) {
-            memcpy(dev, other, (size_t)N * sizeof *dev);
-            full = full2;
-            st = st2;
-            used = opt.inst;
-        }
-    }
     if (write_devices(p, dev) != PF_OK) {
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto done;
     }
     p->devices = pf_cluster_ndevices(c);
-    p->objective_ms = full;
+    p->objective_ms = pf_map_objective_ms(sg, c, PF_INST_FULL, dev);
     p->simulated_step_ms = pf_map_step_estimate_ms(sg, c, dev, p->microbatches);
     p->mapping.present = 1;
     snprintf(p->mapping.instantiation, sizeof p->mapping.instantiation, "%s", pf_inst_name(used));
@@ -458,18 +531,18 @@ int pf_map_plan(const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t *p, const 
     p->mapping.lower_bound_ms = st.lower_ms;
     p->mapping.initial_lower_bound_ms = st.initial_lower_ms;
     p->mapping.initial_upper_bound_ms = st.initial_upper_ms;
-    p->mapping.probes = probes;
-    p->mapping.probes_timed_out = timed_out;
-    p->mapping.symmetric_pruned = sym;
-    p->mapping.seconds = seconds;
-    pf_map_cs(sg, other);
-    baseline(&p->cs_map, sg, c, other, p->microbatches);
-    pf_map_p2p(sg, other);
-    baseline(&p->p2p_map, sg, c, other, p->microbatches);
+    p->mapping.probes = st.probes;
+    p->mapping.probes_timed_out = st.probes_timed_out;
+    p->mapping.symmetric_pruned = st.symmetric_pruned;
+    p->mapping.seconds = st.seconds;
+    pf_map_cs(sg, base);
+    baseline(&p->cs_map, sg, c, base, p->microbatches);
+    pf_map_p2p(sg, base);
+    baseline(&p->p2p_map, sg, c, base, p->microbatches);
     rc = PF_OK;
 done:
     pf_stage_graph_destroy(&sg);
     free(dev);
-    free(other);
+    free(base);
     return rc;
 }

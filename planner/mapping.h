@@ -79,7 +79,7 @@ int pf_map_probe(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t in
                  pf_probe_result_t *res, char *err, size_t errlen);
 
 #define PF_MAP_DEFAULT_REL_EPS 1e-3
-#define PF_MAP_DEFAULT_PROBE_SECONDS 5.0
+#define PF_MAP_DEFAULT_PROBE_SECONDS 1.0
 
 typedef struct {
     pf_inst_t inst;
@@ -90,6 +90,7 @@ typedef struct {
     int symmetry;
     int threads;
     uint64_t seed;
+    const int *initial;   /* optional S x R mapping added to the initial upper bound's candidates */
 } pf_map_opts_t;
 
 typedef struct {
@@ -99,8 +100,8 @@ typedef struct {
     double initial_lower_ms, initial_upper_ms, lower_ms, objective_ms, seconds;
 } pf_map_stats_t;
 
-/* Defaults: instantiation m, no auto, rel_eps 1e-3, batch 1, probe_seconds 5, symmetry on,
- * threads 0 (OpenMP's default), seed 1. */
+/* Defaults: instantiation m, no auto, rel_eps 1e-3, batch 1, probe_seconds 1, symmetry on,
+ * threads 0 (OpenMP's default), seed 1, no initial mapping. */
 void pf_map_opts_init(pf_map_opts_t *o);
 
 /* Algorithm 1 for one instantiation: dev gets the best mapping found (o->auto_inst is ignored
@@ -108,10 +109,18 @@ void pf_map_opts_init(pf_map_opts_t *o);
 int pf_map_search(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_map_opts_t *o,
                   int *dev, pf_map_stats_t *st, char *err, size_t errlen);
 
+/* Auto (Parmesan V-B, last paragraph, extended): search under the instantiation the ratio picks
+ * and under the other one, keep the better mapping under full, then run a full search whose
+ * initial upper bound includes it (so the result is never worse under full than either search,
+ * the CS map or the p2p map). *used gets the instantiation whose search produced the mapping
+ * kept; st holds that search's numbers except probes, probes_timed_out, nodes, symmetric_pruned,
+ * bound_pruned and seconds, which add up all three searches, and lower_proven (all three). */
+int pf_map_search_auto(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_map_opts_t *o,
+                       int *dev, pf_map_stats_t *st, pf_inst_t *used, char *err, size_t errlen);
+
 /* What `planfarm map` does: map p (whose stages have ops), write the devices, objective_ms
- * (full), the mapping section, the baselines and simulated_step_ms into p. With o->auto_inst the
- * mapping section's numbers are those of the search whose mapping was kept, except probes,
- * probes_timed_out, symmetric_pruned and seconds, which add up both searches. */
+ * (full), the mapping section, the baselines and simulated_step_ms into p. With o->auto_inst it
+ * runs pf_map_search_auto, else pf_map_search under o->inst. */
 int pf_map_plan(const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t *p, const pf_map_opts_t *o,
                 char *err, size_t errlen);
 

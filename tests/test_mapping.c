@@ -601,7 +601,10 @@ static void test_map_plan(void)
     CU_ASSERT(p->cs_map.present && p->p2p_map.present);
     pf_map_cs(sg, cs);
     PF_ASSERT_CLOSE(p->cs_map.objective_ms, pf_map_objective_ms(sg, c, PF_INST_FULL, cs), 0);
-    /* auto keeps the better of the two under full, so it is never worse than either search */
+    /* auto keeps the better of the two under full and polishes it with a full search that
+     * starts from it and from the baselines: never worse than either search or baseline */
+    CU_ASSERT(p->objective_ms <= p->cs_map.objective_ms);
+    CU_ASSERT(p->objective_ms <= p->p2p_map.objective_ms);
     pf_map_opts_t om = exact_opts(PF_INST_M, 1, 1, 1);
     pf_map_stats_t st;
     int d2[8];

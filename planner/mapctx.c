@@ -93,6 +93,20 @@ static int cmp_asc(const void *a, const void *b)
     return -cmp_desc(a, b);
 }
 
+typedef struct {
+    double key;
+    int d;
+} keyed_t;
+
+/* By key, then device index: a total order, so qsort's result does not depend on its algorithm. */
+static int cmp_keyed(const void *a, const void *b)
+{
+    const keyed_t *p = a, *q = b;
+    if (p->key != q->key)
+        return p->key < q->key ? -1 : 1;
+    return (p->d > q->d) - (p->d < q->d);
+}
+
 void pf_mapctx_destroy(pf_mapctx_t **cxp)
 {
     if (!cxp || !*cxp)
@@ -141,7 +155,8 @@ static int static_bounds(pf_mapctx_t *cx)
     double *row_bw = malloc((size_t)D * sizeof *row_bw);
     double *row_lat = malloc((size_t)D * sizeof *row_lat);
     double *msgs = malloc((size_t)(cx->max_deg + 1) * sizeof *msgs);
-    if (!row_bw || !row_lat || !msgs)
+    keyed_t *ranked = malloc((size_t)D * sizeof *ranked);
+    if (!row_bw || !row_lat || !msgs || !ranked)
         goto done;
     for (int d = 0; d < D; d++) {
         int n = 0;
@@ -216,25 +231,20 @@ static int static_bounds(pf_mapctx_t *cx)
         cx->lower_ms = fmax(cx->lower_ms, best);
     }
     for (int s = 0; s < S; s++) {
-        int *idx = (int *)row_bw; /* D ints fit in D doubles */
-        const double *key = cx->static_lb + (size_t)s * D;
-        for (int d = 0; d < D; d++)
-            idx[d] = d;
-        /* insertion sort by (key, index): D is small, and qsort has no context argument */
-        for (int i = 1; i < D; i++) {
-            int v = idx[i], j = i;
-            while (j > 0 && key[idx[j - 1]] > key[v])
-                idx[j] = idx[j - 1], j--;
-            idx[j] = v;
+        for (int d = 0; d < D; d++) {
+            ranked[d].key = cx->static_lb[(size_t)s * D + d];
+            ranked[d].d = d;
         }
+        qsort(ranked, (size_t)D, sizeof *ranked, cmp_keyed);
         for (int i = 0; i < D; i++)
-            cx->rank[(size_t)s * D + idx[i]] = i;
+            cx->rank[(size_t)s * D + ranked[i].d] = i;
     }
     rc = PF_OK;
 done:
     free(row_bw);
     free(row_lat);
     free(msgs);
+    free(ranked);
     return rc;
 }
 
@@ -523,10 +533,7 @@ typedef struct {
     double old;
 } undo_t;
 
-typedef struct {
-    double score;
-    int d;
-} cand_t;
+typedef keyed_t cand_t; /* key = the candidate's score */
 
 typedef struct {
     const pf_mapctx_t *cx;
@@ -703,14 +710,6 @@ static void unassign(dfs_t *st, int depth)
     st->dev[x] = -1;
 }
 
-static int cmp_cand(const void *a, const void *b)
-{
-    const cand_t *p = a, *q = b;
-    if (p->score != q->score)
-        return p->score < q->score ? -1 : 1;
-    return (p->d > q->d) - (p->d < q->d);
-}
-
 /* Pushes the candidates of depth onto the candidate stack, best first; returns how many. */
 static int gen_candidates(dfs_t *st, int depth)
 {
@@ -749,11 +748,11 @@ static int gen_candidates(dfs_t *st, int depth)
             st->bound_pruned++;
             continue;
         }
-        st->cand[st->ncand].score = score;
+        st->cand[st->ncand].key = score;
         st->cand[st->ncand++].d = d;
     }
     int n = st->ncand - base;
-    qsort(st->cand + base, (size_t)n, sizeof *st->cand, cmp_cand);
+    qsort(st->cand + base, (size_t)n, sizeof *st->cand, cmp_keyed);
     return n;
 }
 

@@ -352,6 +352,8 @@ int pf_map_search(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_ma
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto done;
     }
+    if (o->known_lower_ms > tl && isfinite(o->known_lower_ms))
+        tl = o->known_lower_ms;
     st->initial_lower_ms = tl;
     st->initial_upper_ms = tr;
     tl = fmin(tl, tr); /* equal in exact arithmetic when the heuristic is optimal */
@@ -461,13 +463,13 @@ int pf_map_search_auto(const pf_stage_graph_t *sg, const pf_cluster_t *c, const 
     *used = opt.inst;
     add_counts(&sum, st);
     int proven = st->lower_proven;
-    double full = pf_map_objective_ms(sg, c, PF_INST_FULL, dev);
+    double full = pf_map_objective_ms(sg, c, PF_INST_FULL, dev), lower_first = st->lower_ms;
     opt.inst = opt.inst == PF_INST_M ? PF_INST_AR : PF_INST_M;
     if ((rc = pf_map_search(sg, c, &opt, other, &st2, err, errlen)) != PF_OK)
         goto done;
     add_counts(&sum, &st2);
     proven &= st2.lower_proven;
-    double full2 = pf_map_objective_ms(sg, c, PF_INST_FULL, other);
+    double full2 = pf_map_objective_ms(sg, c, PF_INST_FULL, other), lower_second = st2.lower_ms;
     if (full2 < full) {
         memcpy(dev, other, (size_t)N * sizeof *dev);
         full = full2;
@@ -475,9 +477,11 @@ int pf_map_search_auto(const pf_stage_graph_t *sg, const pf_cluster_t *c, const 
         *used = opt.inst;
     }
     /* 3. full, starting from that mapping: each instantiation ignores one term, and a mapping
-     * tuned for one can be poor under the other (an m mapping may scatter the all-reduce rings) */
+     * tuned for one can be poor under the other (an m mapping may scatter the all-reduce rings).
+     * full >= m and full >= ar for every mapping, so both searches' lower bounds bound it too. */
     opt.inst = PF_INST_FULL;
     opt.initial = dev;
+    opt.known_lower_ms = fmax(lower_first, lower_second);
     if ((rc = pf_map_search(sg, c, &opt, other, &st2, err, errlen)) != PF_OK)
         goto done;
     add_counts(&sum, &st2);

@@ -91,6 +91,8 @@ typedef struct {
     int threads;
     uint64_t seed;
     const int *initial;   /* optional S x R mapping added to the initial upper bound's candidates */
+    double known_lower_ms; /* optional lower bound known from elsewhere; the initial lower bound
+                              is the larger of it and eq. 10/11 (0 = none) */
 } pf_map_opts_t;
 
 typedef struct {

@@ -36,9 +36,10 @@ int cli_read_file(const char *path, char **buf, size_t *len, char *err, size_t e
 
 /* Sub-commands: argv[0] is the sub-command's name. */
 int cmd_check(int argc, char **argv);
-int cmd_map(int argc, char **argv);
 int cmd_model(int argc, char **argv);
 int cmd_cluster(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_partition(int argc, char **argv);
+int cmd_map(int argc, char **argv);
 
 #endif

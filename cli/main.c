@@ -12,10 +12,11 @@ typedef struct {
 
 static const command_t commands[] = {
     {"check", cmd_check, "validate a graph or cluster file and print a summary"},
-    {"map", cmd_map, "map a partition's stage replicas onto devices (Parmesan V)"},
     {"model", cmd_model, "generate a GPT, BERT, ResNet or U-Net graph with analytic costs"},
     {"cluster", cmd_cluster, "generate a cluster file (DGX-1, hierarchy, mesh, torus, random)"},
     {"import", cmd_import, "convert a PipeDream or Piper profile into a graph file"},
+    {"partition", cmd_partition, "cut a graph into S pipeline stages (coarsen, DP, refine)"},
+    {"map", cmd_map, "map a partition's stage replicas onto devices (Parmesan V)"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

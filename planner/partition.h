@@ -9,7 +9,15 @@
 
 #include "planner/cluster.h"
 #include "planner/graph.h"
+#include "planner/cost.h"
+#include "planner/downsets.h"
 #include "planner/plan.h"
+
+/* Default cap on the downsets of the (coarsened) graph before the DP falls back to the prefixes
+ * of one topological order. The DP looks at pairs of downsets (pruned, but quadratic at worst):
+ * 20,000 keeps the worst case we measured (a wide random DAG) near a second or two on one core,
+ * and lets the exact DP run on Piper's GNMT input (17,914 downsets). */
+#define PF_PARTITION_DEFAULT_MAX_DOWNSETS 20000LL
 
 typedef struct {
     int stages;             /* S >= 1 */
@@ -35,5 +43,14 @@ void pf_partition_opts_init(pf_partition_opts_t *o);
  * (the message names the op or the stage); PF_EINPUT for bad options. */
 int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partition_opts_t *o,
                      pf_plan_t **out, char *err, size_t errlen);
+
+/* The DP of eq. 13 alone, on g as it is (no coarsening, no refinement): ds must be
+ * pf_downsets_enumerate(g) (nested = 0) or pf_downsets_topo_prefixes(g) (nested = 1).
+ * *objective_ms = min over chains of ds of max t(F_i - F_i-1) with every stage fitting
+ * cm->mem_limit_bytes, INFINITY when none fits; then op_stage (g's size) gets the stage of
+ * every op of an optimal chain. threads <= 0 = OpenMP's default. */
+int pf_partition_dp(const pf_graph_t *g, const pf_downsets_t *ds, int nested,
+                    const pf_cost_model_t *cm, int stages, int threads, double *objective_ms,
+                    int *op_stage, char *err, size_t errlen);
 
 #endif

@@ -78,6 +78,11 @@ struct pf_mapctx {
     int *chk_off, *chk; /* CSR by depth: stage replicas whose time is complete there */
     int *low_ref;       /* by depth: stage replica whose device bounds the candidates, or -1 */
     int *rank;          /* S x D: rank of d among the devices by (static_lb of s, index) */
+    /* Ring connectivity: a maximum spanning tree of the devices under w(a, b) = the faster
+     * direction of the link, its D - 1 edges by decreasing w, and ring_bpms[d] = the largest b
+     * such that d's component in {links with w >= b} holds at least R devices. */
+    int *mst_a, *mst_b;
+    double *mst_w, *ring_bpms;
 };
 
 /* ---------------------------------------------------------------- precomputation */
@@ -132,6 +137,10 @@ void pf_mapctx_destroy(pf_mapctx_t **cxp)
     free(cx->chk);
     free(cx->low_ref);
     free(cx->rank);
+    free(cx->mst_a);
+    free(cx->mst_b);
+    free(cx->mst_w);
+    free(cx->ring_bpms);
     free(cx);
     *cxp = NULL;
 }
@@ -141,6 +150,118 @@ static double lbterm(const pf_mapctx_t *cx, int d, double bytes)
     return cx->min_lat_out[d] + bytes / cx->max_bw_out[d];
 }
 
+static int uf_find(int *parent, int a)
+{
+    while (parent[a] != a)
+        a = parent[a] = parent[parent[a]];
+    return a;
+}
+
+/* Ring connectivity bound. All R replicas of a stage sit on one all-reduce ring, so if every ring
+ * link has bandwidth >= b, the R devices are connected by links with w >= b: they lie in one
+ * component of the graph G(b) of those links. Components of G(b) are those of the maximum
+ * spanning tree's edges with w >= b (Kruskal), so one pass over the tree's edges by decreasing w
+ * gives, for every device d, the largest b at which d's component reaches R devices: a ring
+ * through d has a link no faster than that. This is what eq. 11 misses on hierarchical systems:
+ * a ring larger than a machine must cross the slow network, whatever the best two links of d. */
+static int ring_connectivity(pf_mapctx_t *cx)
+{
+    int D = cx->D, R = cx->R, n = 0, rc = PF_ERR;
+    double *key = malloc((size_t)D * sizeof *key);
+    int *from = malloc((size_t)D * sizeof *from), *in = calloc((size_t)D, sizeof *in);
+    int *parent = malloc((size_t)D * sizeof *parent), *size = malloc((size_t)D * sizeof *size);
+    int *next = malloc((size_t)D * sizeof *next), *last = malloc((size_t)D * sizeof *last);
+    keyed_t *edges = malloc((size_t)D * sizeof *edges);
+    if (!key || !from || !in || !parent || !size || !next || !last || !edges)
+        goto done;
+    /* Prim, O(D^2), maximising w */
+    for (int d = 0; d < D; d++) {
+        key[d] = -1;
+        from[d] = -1;
+    }
+    key[0] = INFINITY;
+    for (int it = 0; it < D; it++) {
+        int u = -1;
+        for (int d = 0; d < D; d++)
+            if (!in[d] && (u < 0 || key[d] > key[u]))
+                u = d;
+        in[u] = 1;
+        if (from[u] >= 0) {
+            cx->mst_a[n] = from[u];
+            cx->mst_b[n] = u;
+            edges[n].key = -key[u]; /* ascending sort of -w = descending w */
+            edges[n].d = n;
+            n++;
+        }
+        for (int d = 0; d < D; d++) {
+            if (in[d])
+                continue;
+            double w = fmax(cx->bw_bpms[(size_t)u * D + d], cx->bw_bpms[(size_t)d * D + u]);
+            if (w > key[d]) {
+                key[d] = w;
+                from[d] = u;
+            }
+        }
+    }
+    qsort(edges, (size_t)n, sizeof *edges, cmp_keyed);
+    {
+        int *a = from, *b = in; /* reuse as scratch: the tree sorted by decreasing w */
+        for (int i = 0; i < n; i++) {
+            a[i] = cx->mst_a[edges[i].d];
+            b[i] = cx->mst_b[edges[i].d];
+        }
+        for (int i = 0; i < n; i++) {
+            cx->mst_a[i] = a[i];
+            cx->mst_b[i] = b[i];
+            cx->mst_w[i] = -edges[i].key;
+        }
+    }
+    /* Kruskal over the tree; member lists (next, last) so that a component is walked once, when
+     * it first reaches R devices. */
+    for (int d = 0; d < D; d++) {
+        parent[d] = d;
+        size[d] = 1;
+        next[d] = -1;
+        last[d] = d;
+        cx->ring_bpms[d] = R <= 1 ? INFINITY : 0;
+    }
+    for (int i = 0; i < n && R > 1; i++) {
+        int ra = uf_find(parent, cx->mst_a[i]), rb = uf_find(parent, cx->mst_b[i]);
+        int small_a = size[ra] < R, small_b = size[rb] < R;
+        if (size[ra] < size[rb]) {
+            int t = ra;
+            ra = rb;
+            rb = t;
+            t = small_a;
+            small_a = small_b;
+            small_b = t;
+        }
+        if (size[ra] + size[rb] >= R) {
+            if (small_a)
+                for (int d = ra; d >= 0; d = next[d])
+                    cx->ring_bpms[d] = cx->mst_w[i];
+            if (small_b)
+                for (int d = rb; d >= 0; d = next[d])
+                    cx->ring_bpms[d] = cx->mst_w[i];
+        }
+        parent[rb] = ra;
+        size[ra] += size[rb];
+        next[last[ra]] = rb;
+        last[ra] = last[rb];
+    }
+    rc = PF_OK;
+done:
+    free(key);
+    free(from);
+    free(in);
+    free(parent);
+    free(size);
+    free(next);
+    free(last);
+    free(edges);
+    return rc;
+}
+
 /* Eq. 10 by sorting (Proposition 1). For stage s on device d, its k neighbours' messages sorted
  * descending pair with d's k fastest outgoing links (rearrangement inequality: sum M_i / B_i over
  * distinct links is least when the largest message takes the fastest link), plus the k smallest
@@ -148,7 +269,8 @@ static double lbterm(const pf_mapctx_t *cx, int d, double bytes)
  * placement's). Eq. 11: the ring pairs that touch x = (s, r) are (prev -> x) and (x -> next), on
  * two distinct other devices when R >= 3 (one device, both directions, when R = 2); the best pair
  * is among the two fastest links in and the two fastest out of d, so trying those 4 combinations
- * gives the exact minimum of max(T / B(e, d), T / B(d, f)). */
+ * gives the exact minimum of max(T / B(e, d), T / B(d, f)); the ring connectivity bound above
+ * is another lower bound of the same term, and the larger of the two is kept. */
 static int static_bounds(pf_mapctx_t *cx)
 {
     int S = cx->S, D = cx->D, R = cx->R, rc = PF_ERR;
@@ -211,6 +333,8 @@ static int static_bounds(pf_mapctx_t *cx)
                         best_pair = fmax(best_pair, fmin(cx->bw_bpms[(size_t)in[i] * D + d],
                                                          cx->bw_bpms[(size_t)d * D + out[j]]));
         }
+        /* the ring connectivity bound (ring_connectivity) can only raise it */
+        best_pair = fmin(best_pair, cx->ring_bpms[d]);
         for (int s = 0; s < S; s++)
             cx->static_ar[(size_t)s * D + d] = R > 1 ? cx->ar_bytes[s] / best_pair : 0.0;
     }
@@ -400,10 +524,15 @@ pf_mapctx_t *pf_mapctx_new(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf
     cx->chk = malloc((size_t)N * sizeof(int));
     cx->low_ref = malloc((size_t)N * sizeof(int));
     cx->rank = malloc(SD * sizeof(int));
+    cx->mst_a = malloc((size_t)D * sizeof(int));
+    cx->mst_b = malloc((size_t)D * sizeof(int));
+    cx->mst_w = malloc((size_t)D * sizeof(double));
+    cx->ring_bpms = malloc((size_t)D * sizeof(double));
     if (!cx->cu || !cx->ar_bytes || !cx->adj_off || !cx->lat_ms || !cx->bw_bpms ||
         !cx->min_lat_out || !cx->max_bw_out || !cx->max_bw_in || !cx->cls || !cx->static_m ||
         !cx->static_ar || !cx->static_lb || !cx->order || !cx->pos || !cx->chk_off ||
-        !cx->chk || !cx->low_ref || !cx->rank)
+        !cx->chk || !cx->low_ref || !cx->rank || !cx->mst_a || !cx->mst_b || !cx->mst_w ||
+        !cx->ring_bpms)
         goto fail;
 
     int nadj = 0;
@@ -462,7 +591,7 @@ pf_mapctx_t *pf_mapctx_new(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf
             cx->cls[d] = d;
         cx->ncls = D;
     }
-    if (static_bounds(cx) != PF_OK)
+    if (ring_connectivity(cx) != PF_OK || static_bounds(cx) != PF_OK)
         goto fail;
     /* ar: stage-major; m: replica-major; full: stage-major when all-reduce dominates (the auto
      * selection's ratio). */
@@ -526,6 +655,10 @@ typedef struct {
     double deadline_s;
     int *dev_out;
     double objective_ms;
+    /* Ring components at this target (ar, full; NULL otherwise): comp[s * D + d] = the component
+     * of d in the graph of links fast enough for stage s's ring (w >= T(s) / (t - c_u(s))),
+     * comp_devices[s * D + c] = devices in component c. */
+    int *comp, *comp_devices;
 } shared_t;
 
 typedef struct {
@@ -552,6 +685,9 @@ typedef struct {
     int *cls_stamp, stamp;
     long long nodes, sym_pruned, bound_pruned;
     int branch;
+    int *comp_free;  /* S x D: free devices per ring component (ar, full) */
+    int *placed;     /* S: replicas of each stage placed */
+    int *stage_comp; /* S: the component of a stage's placed replicas, -1 = none yet */
 } dfs_t;
 
 static void dfs_free(dfs_t *st)
@@ -566,6 +702,9 @@ static void dfs_free(dfs_t *st)
     free(st->log);
     free(st->cand);
     free(st->cls_stamp);
+    free(st->comp_free);
+    free(st->placed);
+    free(st->stage_comp);
 }
 
 static int dfs_init(dfs_t *st, const pf_mapctx_t *cx, shared_t *sh, double target)
@@ -592,6 +731,18 @@ static int dfs_init(dfs_t *st, const pf_mapctx_t *cx, shared_t *sh, double targe
         !st->log || !st->cand || !st->cls_stamp) {
         dfs_free(st);
         return PF_ERR;
+    }
+    if (sh->comp) {
+        st->comp_free = malloc((size_t)S * D * sizeof *st->comp_free);
+        st->placed = calloc((size_t)S, sizeof *st->placed);
+        st->stage_comp = malloc((size_t)S * sizeof *st->stage_comp);
+        if (!st->comp_free || !st->placed || !st->stage_comp) {
+            dfs_free(st);
+            return PF_ERR;
+        }
+        memcpy(st->comp_free, sh->comp_devices, (size_t)S * D * sizeof *st->comp_free);
+        for (int s = 0; s < S; s++)
+            st->stage_comp[s] = -1;
     }
     for (int x = 0; x < N; x++)
         st->dev[x] = -1;
@@ -681,6 +832,58 @@ static int place(dfs_t *st, int x, int d, int commit, double *score)
     return ok;
 }
 
+/* Ring capacity (exact): all replicas of a stage must share one ring component (else a ring link
+ * is too slow for the target), so placing x on d needs d in the component the stage already uses,
+ * enough free devices left there for the stage's unplaced replicas, and enough left in every
+ * other started stage's component for its own. */
+static int ring_ok(const dfs_t *st, int x, int d)
+{
+    const pf_mapctx_t *cx = st->cx;
+    const int *comp = st->sh->comp;
+    int S = cx->S, D = cx->D, R = cx->R, s = x / R;
+    if (!comp)
+        return 1;
+    int c = comp[(size_t)s * D + d];
+    if (st->stage_comp[s] >= 0 && st->stage_comp[s] != c)
+        return 0;
+    if (st->comp_free[(size_t)s * D + c] - 1 < R - st->placed[s] - 1)
+        return 0;
+    for (int s2 = 0; s2 < S; s2++) {
+        int c2 = st->stage_comp[s2];
+        if (s2 == s || c2 < 0 || comp[(size_t)s2 * D + d] != c2)
+            continue;
+        if (st->comp_free[(size_t)s2 * D + c2] - 1 < R - st->placed[s2])
+            return 0;
+    }
+    return 1;
+}
+
+static void ring_take(dfs_t *st, int x, int d)
+{
+    const pf_mapctx_t *cx = st->cx;
+    const int *comp = st->sh->comp;
+    int S = cx->S, D = cx->D, s = x / cx->R;
+    if (!comp)
+        return;
+    for (int s2 = 0; s2 < S; s2++)
+        st->comp_free[(size_t)s2 * D + comp[(size_t)s2 * D + d]]--;
+    if (st->placed[s]++ == 0)
+        st->stage_comp[s] = comp[(size_t)s * D + d];
+}
+
+static void ring_release(dfs_t *st, int x, int d)
+{
+    const pf_mapctx_t *cx = st->cx;
+    const int *comp = st->sh->comp;
+    int S = cx->S, D = cx->D, s = x / cx->R;
+    if (!comp)
+        return;
+    for (int s2 = 0; s2 < S; s2++)
+        st->comp_free[(size_t)s2 * D + comp[(size_t)s2 * D + d]]++;
+    if (--st->placed[s] == 0)
+        st->stage_comp[s] = -1;
+}
+
 /* Place order[depth] on d and run the checking scheme. Returns 0 (state to be undone by the
  * caller with undo_to and unassign) when a bound or an exact stage time exceeds the target. */
 static int commit(dfs_t *st, int depth, int d)
@@ -688,9 +891,11 @@ static int commit(dfs_t *st, int depth, int d)
     const pf_mapctx_t *cx = st->cx;
     int x = cx->order[depth];
     double score;
+    int ring = ring_ok(st, x, d);
     st->dev[x] = d;
     st->used[d] = 1;
-    if (!place(st, x, d, 1, &score))
+    ring_take(st, x, d);
+    if (!ring || !place(st, x, d, 1, &score))
         return 0;
     double tp = st->tp[depth];
     for (int i = cx->chk_off[depth]; i < cx->chk_off[depth + 1]; i++) {
@@ -706,6 +911,7 @@ static int commit(dfs_t *st, int depth, int d)
 static void unassign(dfs_t *st, int depth)
 {
     int x = st->cx->order[depth];
+    ring_release(st, x, st->dev[x]);
     st->used[st->dev[x]] = 0;
     st->dev[x] = -1;
 }
@@ -744,7 +950,8 @@ static int gen_candidates(dfs_t *st, int depth)
             st->cls_stamp[c] = st->stamp;
         }
         double score;
-        if (cx->static_lb[(size_t)s * D + d] > st->t_prune || !place(st, x, d, 0, &score)) {
+        if (cx->static_lb[(size_t)s * D + d] > st->t_prune || !ring_ok(st, x, d) ||
+            !place(st, x, d, 0, &score)) {
             st->bound_pruned++;
             continue;
         }
@@ -817,6 +1024,38 @@ static int dfs(dfs_t *st, int depth)
     return 0;
 }
 
+/* The ring components of every stage at target t (see ring_ok). */
+static int ring_components(const pf_mapctx_t *cx, double t_prune, shared_t *sh)
+{
+    int S = cx->S, D = cx->D;
+    int *parent = malloc((size_t)D * sizeof *parent);
+    sh->comp = malloc((size_t)S * D * sizeof *sh->comp);
+    sh->comp_devices = calloc((size_t)S * D, sizeof *sh->comp_devices);
+    if (!parent || !sh->comp || !sh->comp_devices) {
+        free(parent);
+        free(sh->comp);
+        free(sh->comp_devices);
+        sh->comp = sh->comp_devices = NULL;
+        return PF_ERR;
+    }
+    for (int s = 0; s < S; s++) {
+        double room = t_prune - cx->cu[s], T = cx->ar_bytes[s];
+        /* the slowest ring link allowed; T = 0: any; no room: none */
+        double need = T == 0 ? 0 : room > 0 ? T / room : INFINITY;
+        for (int d = 0; d < D; d++)
+            parent[d] = d;
+        for (int i = 0; i < D - 1 && cx->mst_w[i] >= need; i++)
+            parent[uf_find(parent, cx->mst_a[i])] = uf_find(parent, cx->mst_b[i]);
+        for (int d = 0; d < D; d++) {
+            int c = uf_find(parent, d);
+            sh->comp[(size_t)s * D + d] = c;
+            sh->comp_devices[(size_t)s * D + c]++;
+        }
+    }
+    free(parent);
+    return PF_OK;
+}
+
 /* A top-level branch: the devices of the first len stage replicas in the mapping order. */
 typedef struct {
     int len;
@@ -841,13 +1080,19 @@ int pf_mapctx_probe(const pf_mapctx_t *cx, double target_ms, double deadline_s, 
     sh.deadline_s = deadline_s;
     sh.dev_out = dev;
     sh.objective_ms = NAN;
+    sh.comp = sh.comp_devices = NULL;
     if (threads <= 0)
         threads = omp_get_max_threads();
-    if (dfs_init(&st0, cx, &sh, target_ms) != PF_OK)
+    if (cx->use_ar && ring_components(cx, target_ms + fabs(target_ms) * PRUNE_SLACK, &sh) != PF_OK)
         return PF_ERR;
+    if (dfs_init(&st0, cx, &sh, target_ms) != PF_OK) {
+        free(sh.comp);
+        free(sh.comp_devices);
+        return PF_ERR;
+    }
     if (cx->lower_ms > st0.t_prune) { /* eq. 10 / 11 already rule the target out */
-        dfs_free(&st0);
-        return PF_OK;
+        rc = PF_OK;
+        goto done;
     }
 
     /* Branches in sequential DFS order: level 1, or levels 1 and 2 when level 1 alone would
@@ -945,5 +1190,7 @@ int pf_mapctx_probe(const pf_mapctx_t *cx, double target_ms, double deadline_s, 
 done:
     free(br);
     dfs_free(&st0);
+    free(sh.comp);
+    free(sh.comp_devices);
     return rc;
 }

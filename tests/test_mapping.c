@@ -513,6 +513,62 @@ static void test_symmetry(void)
     pf_cluster_destroy(&c);
 }
 
+/* ---------------------------------------------------------------- ring connectivity */
+
+/* Two machines of 4 GPUs (11 GB/s inside, 1.1 across; latencies do not enter eq. 7). One stage,
+ * R = 8, c_u = 1 ms, P = 1.1e9 bytes: T = 2 x 7/8 x 1.1e9 = 1.925e9 bytes. Any ring through all 8
+ * devices crosses between the machines, so the optimum under ar is 1 + 1.925e9 / 1.1e9 B/s =
+ * 1 + 1750 = 1751 ms, whatever the order. Eq. 11 alone sees each device's two 11 GB/s
+ * neighbours (1 + 175 = 176 ms); the ring connectivity bound (8 devices are connected only once
+ * the 1.1 GB/s links count) gives 1751, so the search needs no probe and a probe just below the
+ * optimum stops at the root. With S = 2, R = 4 the rings fit in one machine each: 11 GB/s. */
+static void test_ring_connectivity(void)
+{
+    char err[256];
+    double cu[2] = {1, 1}, P[2] = {1.1e9, 1.1e9}, M[4] = {0, 1e6, 1e6, 0};
+    pf_cluster_t *c = two_level(2, 4);
+    pf_stage_graph_t *sg = pf_stage_graph_new(1, 8, cu, P, M);
+    int dev[8];
+    double lo, hi;
+    CU_ASSERT_EQUAL(pf_map_bounds(sg, c, PF_INST_AR, 1, &lo, &hi, dev, err, sizeof err), PF_OK);
+    PF_ASSERT_CLOSE(lo, 1751.0, 1e-12);
+    PF_ASSERT_CLOSE(brute_force(sg, c, PF_INST_AR), 1751.0, 1e-12);
+    pf_probe_result_t res;
+    CU_ASSERT_EQUAL(pf_map_probe(sg, c, PF_INST_AR, 1750.0, 0, 0, 1, dev, &res, err, sizeof err),
+                    PF_OK);
+    CU_ASSERT(!res.found);
+    CU_ASSERT_EQUAL(res.nodes, 0);
+    pf_stage_graph_destroy(&sg);
+
+    /* two stages of 4: 2 x 3/4 x 1.1e9 = 1.65e9 bytes over 11 GB/s = 150 ms, each ring inside a
+     * machine; a probe below 151 ms must fail, and one at 151 must find that mapping */
+    sg = pf_stage_graph_new(2, 4, cu, P, M);
+    CU_ASSERT_EQUAL(pf_map_bounds(sg, c, PF_INST_AR, 1, &lo, &hi, dev, err, sizeof err), PF_OK);
+    PF_ASSERT_CLOSE(lo, 151.0, 1e-12);
+    CU_ASSERT_EQUAL(pf_map_probe(sg, c, PF_INST_AR, 151.0, 0, 1, 1, dev, &res, err, sizeof err),
+                    PF_OK);
+    CU_ASSERT(res.found);
+    CU_ASSERT((dev[0] < 4) == (dev[1] < 4) && (dev[0] < 4) == (dev[3] < 4));
+    CU_ASSERT((dev[4] < 4) == (dev[7] < 4) && (dev[0] < 4) != (dev[4] < 4));
+    pf_stage_graph_destroy(&sg);
+
+    /* three stages of 4 on two machines: one ring must cross, 1 + 1.65e9 / 1.1e9 = 1501 ms;
+     * eq. 11 and the per-device bound both say 151, the capacity check in the probe proves it */
+    pf_cluster_t *c12 = two_level(2, 6);
+    double cu3[3] = {1, 1, 1}, P3[3] = {1.1e9, 1.1e9, 1.1e9}, M3[9] = {0};
+    sg = pf_stage_graph_new(3, 4, cu3, P3, M3);
+    CU_ASSERT_EQUAL(pf_map_probe(sg, c12, PF_INST_AR, 1500.0, 0, 1, 1, dev, &res, err, sizeof err),
+                    PF_OK);
+    CU_ASSERT(!res.found);
+    CU_ASSERT(res.nodes < 100);
+    CU_ASSERT_EQUAL(pf_map_probe(sg, c12, PF_INST_AR, 1501.0, 0, 1, 1, dev, &res, err, sizeof err),
+                    PF_OK);
+    CU_ASSERT(res.found);
+    pf_stage_graph_destroy(&sg);
+    pf_cluster_destroy(&c12);
+    pf_cluster_destroy(&c);
+}
+
 /* ---------------------------------------------------------------- deadline, batch, errors */
 
 static void test_deadline_and_errors(void)
@@ -673,6 +729,7 @@ void pf_suite_mapping(void)
     CU_add_test(s, "search and probe = brute force (m, ar, full)", test_brute_force);
     CU_add_test(s, "Theorem 3: feasible <=> Hamiltonian path", test_theorem3_reduction);
     CU_add_test(s, "symmetry pruning keeps the optimum", test_symmetry);
+    CU_add_test(s, "ring connectivity bound and ring capacity", test_ring_connectivity);
     CU_add_test(s, "deadline, batch, bad input", test_deadline_and_errors);
     CU_add_test(s, "map a plan; the map command", test_map_plan);
 }

@@ -338,7 +338,12 @@ static int static_bounds(pf_mapctx_t *cx)
         for (int s = 0; s < S; s++)
             cx->static_ar[(size_t)s * D + d] = R > 1 ? cx->ar_bytes[s] / best_pair : 0.0;
     }
-    /* static_lb adds the terms in the order the exact evaluation does: c_u + m + ar. */
+    /* static_lb adds the terms in the order the exact evaluation does: c_u + m + ar. For full it
+     * is the joint bound c_u(s) + static_m(s, d) + static_ar(s, d), valid because a replica x of
+     * s on d pays at least static_m in eq. 8 (above) and its stage's ring max includes the two
+     * pairs touching x, each at least static_ar, so full(x) = c_u + eq. 8 + eq. 9 >= the sum; it
+     * dominates max(m bound, ar bound) since both terms are >= 0. Proposition 1's argument then
+     * carries over: min over d of it, max over s, is <= the optimum of eq. 5 under full. */
     cx->lower_ms = 0;
     for (int s = 0; s < S; s++) {
         double best = INFINITY;

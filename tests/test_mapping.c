@@ -528,7 +528,7 @@ static void test_ring_connectivity(void)
     double cu[2] = {1, 1}, P[2] = {1.1e9, 1.1e9}, M[4] = {0, 1e6, 1e6, 0};
     pf_cluster_t *c = two_level(2, 4);
     pf_stage_graph_t *sg = pf_stage_graph_new(1, 8, cu, P, M);
-    int dev[8];
+    int dev[12];
     double lo, hi;
     CU_ASSERT_EQUAL(pf_map_bounds(sg, c, PF_INST_AR, 1, &lo, &hi, dev, err, sizeof err), PF_OK);
     PF_ASSERT_CLOSE(lo, 1751.0, 1e-12);

@@ -12,6 +12,10 @@
  *    all of it. A candidate is rejected when the bound of any stage it touches exceeds t; the
  *    paper's checking scheme (exact times of the stage replicas that become complete) runs too
  *    and is what decides acceptance.
+ *  - Ring capacity (ar, full). At target t a ring link of stage s must carry at least
+ *    T(s) / (t - c_u(s)), so the replicas of s share one component of the graph of such links
+ *    (ring_components); a placement that leaves a started stage's component with fewer free
+ *    devices than its unplaced replicas is cut (ring_ok).
  *  - Device symmetry. If swapping devices a and b is an automorphism of the bandwidth and latency
  *    matrices and neither is used by the partial mapping, the subtrees below x -> a and x -> b
  *    mirror each other (swap a and b in every mapping), so only the lowest-index free member of

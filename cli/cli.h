@@ -40,5 +40,6 @@ int cmd_cluster(int argc, char **argv);
 int cmd_model(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_partition(int argc, char **argv);
+int cmd_map(int argc, char **argv);
 
 #endif

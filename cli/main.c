@@ -16,6 +16,7 @@ static const command_t commands[] = {
     {"model", cmd_model, "generate a GPT, BERT, ResNet or U-Net graph with analytic costs"},
     {"import", cmd_import, "convert a PipeDream or Piper profile into a graph file"},
     {"partition", cmd_partition, "cut a graph into S pipeline stages (coarsen, DP, refine)"},
+    {"map", cmd_map, "map a partition's stage replicas onto devices (Parmesan V)"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

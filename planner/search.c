@@ -57,7 +57,7 @@ typedef struct {
 typedef struct {
     int dp;
     pf_stage_graph_t *sg;
-    int task[2], ntasks;
+    int task[3], ntasks; /* m and/or ar, then full (auto) */
 } candidate_t;
 
 struct pf_search {
@@ -112,7 +112,7 @@ void pf_search_opts_init(pf_search_opts_t *o)
     o->candidates = 3;
     o->probes_in_flight = 4;
     o->rel_eps = 1e-3;
-    o->probe_seconds = 10;
+    o->probe_seconds = 1; /* as `planfarm map`: a timed-out probe only costs optimality proof */
     o->symmetry = 1;
     o->auto_inst = 1;
     o->inst = PF_INST_FULL;
@@ -237,6 +237,7 @@ static int refill(pf_search_t *s, map_task_t *t, int task_index)
 }
 
 static void finish(pf_search_t *s);
+static int add_full_task(pf_search_t *s, int cand);
 
 static void task_done(pf_search_t *s, map_task_t *t)
 {
@@ -246,6 +247,13 @@ static void task_done(pf_search_t *s, map_task_t *t)
     for (int i = 0; i < t->nflight; i++)
         cancel_job(s, t->in_flight[i]);
     t->nflight = 0;
+    /* auto: once the m and ar searches of a candidate are over, search under full from the
+     * better of their mappings (each ignores one term, so its optimum can be poor under full) */
+    candidate_t *cd = &s->cand[t->cand];
+    if (s->o.auto_inst && t->inst != PF_INST_FULL && cd->ntasks == 2 &&
+        s->task[cd->task[0]].done && s->task[cd->task[1]].done &&
+        add_full_task(s, t->cand) != PF_OK)
+        fail(s, PF_ERR, "out of memory");
     if (--s->tasks_left == 0)
         finish(s);
 }
@@ -351,6 +359,31 @@ static int add_task(pf_search_t *s, int cand, pf_inst_t inst)
     return PF_OK;
 }
 
+static int add_full_task(pf_search_t *s, int cand)
+{
+    candidate_t *cd = &s->cand[cand];
+    const map_task_t *a = &s->task[cd->task[0]], *b = &s->task[cd->task[1]];
+    int nx = pf_stage_graph_stages(cd->sg) * pf_stage_graph_replicas(cd->sg);
+    int index = s->ntask, rc = add_task(s, cand, PF_INST_FULL);
+    if (rc != PF_OK)
+        return rc;
+    map_task_t *t = &s->task[index];
+    double fa = pf_map_objective_ms(cd->sg, s->c, PF_INST_FULL, a->best_dev);
+    double fb = pf_map_objective_ms(cd->sg, s->c, PF_INST_FULL, b->best_dev);
+    const map_task_t *seed = fa <= fb ? a : b;
+    if (fmin(fa, fb) < t->hi) {
+        t->hi = t->best_obj = t->init_hi = fmin(fa, fb);
+        memcpy(t->best_dev, seed->best_dev, (size_t)nx * sizeof *t->best_dev);
+    }
+    /* full >= m and full >= ar for every mapping: their lower bounds bound it too */
+    t->lo = t->init_lo = fmin(t->hi, fmax(t->lo, fmax(a->lo, b->lo)));
+    if (converged(s, t)) {
+        task_done(s, t);
+        return PF_OK;
+    }
+    return refill(s, t, index);
+}
+
 static void start_mapping(pf_search_t *s)
 {
     int *order = malloc((size_t)s->ndp * sizeof *order), nfeasible = 0, best_infeasible = -1;
@@ -382,7 +415,7 @@ static void start_mapping(pf_search_t *s)
     /* one candidate per S: its best alpha */
     int want = s->o.candidates, n = 0;
     s->cand = calloc((size_t)want, sizeof *s->cand);
-    s->task = calloc((size_t)want * 2, sizeof *s->task);
+    s->task = calloc((size_t)want * 3, sizeof *s->task);
     if (!s->cand || !s->task) {
         free(order);
         fail(s, PF_ERR, "out of memory");
@@ -429,17 +462,18 @@ static void start_mapping(pf_search_t *s)
             return;
         }
     }
-    for (int k = 0; k < s->ntask; k++) {
+    /* tasks_left counts one extra until every first search is launched, so that a candidate
+     * whose bounds meet at once cannot finish the whole search early */
+    s->tasks_left++;
+    int first = s->ntask;
+    for (int k = 0; k < first && !pf_search_done(s); k++) {
         map_task_t *t = &s->task[k];
-        if (converged(s, t)) {
-            t->done = 1;
-            s->tasks_left--;
-        } else if (refill(s, t, k) != PF_OK) {
+        if (converged(s, t))
+            task_done(s, t);
+        else if (refill(s, t, k) != PF_OK)
             fail(s, PF_ERR, "out of memory");
-            return;
-        }
     }
-    if (s->tasks_left == 0)
+    if (--s->tasks_left == 0 && !pf_search_done(s))
         finish(s);
 }
 
@@ -511,10 +545,13 @@ static void finish(pf_search_t *s)
         p->mapping.lower_bound_ms = t->lo;
         p->mapping.initial_lower_bound_ms = t->init_lo;
         p->mapping.initial_upper_bound_ms = t->init_hi;
-        p->mapping.probes = t->probes;
-        p->mapping.probes_timed_out = t->timed_out;
-        p->mapping.symmetric_pruned = t->sym_pruned;
-        p->mapping.seconds = t->seconds;
+        for (int k = 0; k < cd->ntasks; k++) { /* work of all the candidate's searches */
+            const map_task_t *x = &s->task[cd->task[k]];
+            p->mapping.probes += x->probes;
+            p->mapping.probes_timed_out += x->timed_out;
+            p->mapping.symmetric_pruned += x->sym_pruned;
+            p->mapping.seconds += x->seconds;
+        }
     } else {
         pf_map_cs(cd->sg, cs_dev);
     }

@@ -37,7 +37,7 @@ typedef struct {
     int candidates;       /* partitions carried into mapping; default 3 */
     int probes_in_flight; /* W per binary search; default 4 */
     double rel_eps;       /* binary search stops when t_r - t_l <= rel_eps * t_r; default 1e-3 */
-    double probe_seconds; /* per-probe budget; default 10 */
+    double probe_seconds; /* per-probe budget; default 1 */
     int symmetry;         /* prune interchangeable devices in probes; default on */
     int auto_inst;        /* default 1: both instantiations, keep the better under "full" */
     pf_inst_t inst;       /* when auto_inst = 0 */

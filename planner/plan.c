@@ -388,19 +388,24 @@ fail:
     return rc;
 }
 
+typedef struct {
+    const pf_graph_t *g;
+    const pf_cluster_t *c;
+    pf_plan_t **out;
+} plan_read_t;
+
+static int convert_plan(json_t *root, void *ctx, char *err, size_t errlen)
+{
+    plan_read_t *r = ctx;
+    return from_json(root, r->g, r->c, r->out, err, errlen);
+}
+
 int pf_plan_load(const char *path, const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t **out,
                  char *err, size_t errlen)
 {
-    json_t *root;
+    plan_read_t r = {g, c, out};
     *out = NULL;
-    int rc = pf_json_load_file(path, &root, err, errlen);
-    if (rc != PF_OK)
-        return rc;
-    rc = from_json(root, g, c, out, err, errlen);
-    json_decref(root);
-    if (rc != PF_OK)
-        pf_err_prefix(err, errlen, path && strcmp(path, "-") ? path : "<stdin>");
-    return rc;
+    return pf_json_read_file(path, convert_plan, &r, err, errlen);
 }
 
 static void key_num(pf_jw_t *w, const char *k, double x)

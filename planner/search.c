@@ -680,18 +680,20 @@ int pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_op
         goto fail;
     }
     for (int i = 0; i < nst; i++) {
-        for (int a = 0; a < o.nalphas; a++) {
+        int S = stages_list[i];
+        int k = o.coarsen_k > 0   ? o.coarsen_k
+                : o.coarsen_k < 0 ? n
+                                  : pf_partition_default_k(g, S, o.max_downsets);
+        /* alpha only shapes the coarsening: without one, a single DP job per S */
+        int nalphas = k < n ? o.nalphas : 1;
+        for (int a = 0; a < nalphas; a++) {
             dp_entry_t *e = &s->dp[s->ndp];
-            e->stages = stages_list[i];
-            e->replicas = o.replicas ? o.replicas : D / stages_list[i];
+            e->stages = S;
+            e->replicas = o.replicas ? o.replicas : D / S;
             e->alpha = o.alphas[a];
-            e->coarse = -1;
-            if (o.coarsen_k >= 0) {
-                int k = o.coarsen_k > 0 ? o.coarsen_k : pf_coarsen_default_k(e->stages, n);
-                e->coarse = coarse_for(s, &cm, e->alpha, k, err, errlen, &rc);
-                if (rc != PF_OK)
-                    goto fail;
-            }
+            e->coarse = coarse_for(s, &cm, e->alpha, k, err, errlen, &rc);
+            if (rc != PF_OK)
+                goto fail;
             e->job = new_job(s, PF_JOB_DP_PARTITION, s->ndp, 0);
             if (!e->job) {
                 rc = pf_fail(err, errlen, PF_ERR, "out of memory");

@@ -211,19 +211,30 @@ static void test_job_bookkeeping(void)
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     pf_search_t *s;
+    /* 8 ops have few downsets: by default no coarsening, so alpha is moot and each S gets one
+     * DP job (D = 4: S in {1, 2, 4}) */
     CU_ASSERT_EQUAL_FATAL(pf_search_new(g, c, &o, &s, err, sizeof err), PF_OK);
-    /* D = 4: S in {1, 2, 4}, three alphas each: nine DP jobs, ids 1..9 */
+    pf_search_status_t st;
     uint64_t id, ids[16];
     pf_job_t job;
     int n = 0;
+    while (n < 16 && pf_search_next_job(s, &id, &job))
+        CU_ASSERT(job.partition.group == NULL && ++n);
+    CU_ASSERT_EQUAL(n, 3);
+    pf_search_destroy(&s);
+    /* coarsening to K = 4 hyper-ops: one grouping per alpha, three alphas per S: nine DP jobs,
+     * ids 1..9 */
+    o.coarsen_k = 4;
+    CU_ASSERT_EQUAL_FATAL(pf_search_new(g, c, &o, &s, err, sizeof err), PF_OK);
+    n = 0;
     while (n < 16 && pf_search_next_job(s, &id, &job)) {
         CU_ASSERT_EQUAL(job.kind, PF_JOB_DP_PARTITION);
+        CU_ASSERT(job.partition.group != NULL && job.partition.ngroups == 4);
         ids[n++] = id;
     }
     CU_ASSERT_EQUAL(n, 9);
     for (int i = 0; i < n; i++)
         CU_ASSERT_EQUAL(ids[i], (uint64_t)i + 1);
-    pf_search_status_t st;
     pf_search_get_status(s, &st);
     CU_ASSERT_EQUAL(st.phase, PF_PHASE_PARTITION);
     CU_ASSERT_EQUAL(st.jobs_outstanding, 9);

@@ -18,6 +18,7 @@ static const command_t commands[] = {
     {"model", cmd_model, "generate a GPT, BERT, ResNet or U-Net graph with analytic costs"},
     {"import", cmd_import, "convert a PipeDream or Piper profile into a graph file"},
     {"partition", cmd_partition, "cut a graph into S pipeline stages (coarsen, DP, refine)"},
+    {"map", cmd_map, "map a partition's stage replicas onto devices (Parmesan V)"},
     {"plan", cmd_plan, "the whole search: stages, replicas, devices (embedded or --broker)"},
     {"broker", cmd_broker, "serve plan requests to clients and their jobs to workers"},
     {"worker", cmd_worker, "run partition and mapping jobs for a broker"},

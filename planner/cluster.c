@@ -338,33 +338,22 @@ fail:
     return rc;
 }
 
+static int convert_cluster(json_t *root, void *out, char *err, size_t errlen)
+{
+    return from_json(root, out, err, errlen);
+}
+
 int pf_cluster_load_buffer(const char *text, size_t len, const char *label, pf_cluster_t **out,
                            char *err, size_t errlen)
 {
-    json_t *root;
     *out = NULL;
-    int rc = pf_json_load_buffer(text, len, label, &root, err, errlen);
-    if (rc != PF_OK)
-        return rc;
-    rc = from_json(root, out, err, errlen);
-    json_decref(root);
-    if (rc != PF_OK)
-        pf_err_prefix(err, errlen, label);
-    return rc;
+    return pf_json_read_buffer(text, len, label, convert_cluster, out, err, errlen);
 }
 
 int pf_cluster_load(const char *path, pf_cluster_t **out, char *err, size_t errlen)
 {
-    json_t *root;
     *out = NULL;
-    int rc = pf_json_load_file(path, &root, err, errlen);
-    if (rc != PF_OK)
-        return rc;
-    rc = from_json(root, out, err, errlen);
-    json_decref(root);
-    if (rc != PF_OK)
-        pf_err_prefix(err, errlen, path && strcmp(path, "-") ? path : "<stdin>");
-    return rc;
+    return pf_json_read_file(path, convert_cluster, out, err, errlen);
 }
 
 static void write_matrix(pf_jw_t *w, const char *key, const double *m, int n)

@@ -14,9 +14,11 @@ typedef struct {
 struct pf_graph {
     char *name;
     int microbatch;
-    int nops, ops_cap;
+    int nops;
+    size_t ops_cap;
     pf_op_t *ops;
-    int nedges, edges_cap;
+    int nedges;
+    size_t edges_cap;
     pf_edge_t *edges;
     int finalized;
     /* CSR: out_start[v]..out_start[v+1] index out_list (edge indices); same for in. */
@@ -62,24 +64,9 @@ void pf_graph_destroy(pf_graph_t **gp)
     *gp = NULL;
 }
 
-static int grow(void **arr, int *cap, int need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    int nc = *cap ? *cap * 2 : 64;
-    while (nc < need)
-        nc *= 2;
-    void *p = realloc(*arr, (size_t)nc * elem);
-    if (!p)
-        return -1;
-    *arr = p;
-    *cap = nc;
-    return 0;
-}
-
 int pf_graph_add_op(pf_graph_t *g, const pf_op_t *op)
 {
-    if (g->finalized || grow((void **)&g->ops, &g->ops_cap, g->nops + 1, sizeof *g->ops))
+    if (g->finalized || pf_grow((void **)&g->ops, &g->ops_cap, (size_t)g->nops + 1, sizeof *g->ops))
         return -1;
     pf_op_t o = *op;
     char fallback[32];
@@ -102,7 +89,7 @@ int pf_graph_add_edge(pf_graph_t *g, int src, int dst, double bytes)
 {
     if (g->finalized || src < 0 || dst < 0 || src >= g->nops || dst >= g->nops)
         return -1;
-    if (grow((void **)&g->edges, &g->edges_cap, g->nedges + 1, sizeof *g->edges))
+    if (pf_grow((void **)&g->edges, &g->edges_cap, (size_t)g->nedges + 1, sizeof *g->edges))
         return -1;
     g->edges[g->nedges] = (pf_edge_t){src, dst, bytes};
     return g->nedges++;
@@ -469,33 +456,22 @@ fail:
     return rc;
 }
 
+static int convert_graph(json_t *root, void *out, char *err, size_t errlen)
+{
+    return from_json(root, out, err, errlen);
+}
+
 int pf_graph_load_buffer(const char *text, size_t len, const char *label, pf_graph_t **out,
                          char *err, size_t errlen)
 {
-    json_t *root;
     *out = NULL;
-    int rc = pf_json_load_buffer(text, len, label, &root, err, errlen);
-    if (rc != PF_OK)
-        return rc;
-    rc = from_json(root, out, err, errlen);
-    json_decref(root);
-    if (rc != PF_OK)
-        pf_err_prefix(err, errlen, label);
-    return rc;
+    return pf_json_read_buffer(text, len, label, convert_graph, out, err, errlen);
 }
 
 int pf_graph_load(const char *path, pf_graph_t **out, char *err, size_t errlen)
 {
-    json_t *root;
     *out = NULL;
-    int rc = pf_json_load_file(path, &root, err, errlen);
-    if (rc != PF_OK)
-        return rc;
-    rc = from_json(root, out, err, errlen);
-    json_decref(root);
-    if (rc != PF_OK)
-        pf_err_prefix(err, errlen, path && strcmp(path, "-") ? path : "<stdin>");
-    return rc;
+    return pf_json_read_file(path, convert_graph, out, err, errlen);
 }
 
 static void write_shape(pf_jw_t *w, const char *key, const pf_shape_t *s)

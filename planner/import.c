@@ -107,21 +107,6 @@ static const char *label_of(const char *path)
     return path && strcmp(path, "-") ? path : "<stdin>";
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap * 2 : 64;
-    while (nc < need)
-        nc *= 2;
-    void *p = realloc(*arr, nc * elem);
-    if (!p)
-        return -1;
-    *arr = p;
-    *cap = nc;
-    return 0;
-}
-
 /* microbatch 0: the shipped profile's batch size when known, else 1. */
 static int resolve_microbatch(const char *format, const char *stem, int nops, int microbatch)
 {
@@ -270,7 +255,7 @@ static int pd_activation(pd_reader_t *r, long line, const char *s, const char *e
             int rc = pd_number(r, line, "activation_size", s, stop, &x);
             if (rc != PF_OK)
                 return rc;
-            if (grow((void **)&r->act, &r->act_cap, r->nact + 1, sizeof *r->act))
+            if (pf_grow((void **)&r->act, &r->act_cap, r->nact + 1, sizeof *r->act))
                 return pf_fail(r->err, r->errlen, PF_ERR, "out of memory");
             r->act[r->nact++] = x;
             n->act_n++;
@@ -285,7 +270,7 @@ static int pd_activation(pd_reader_t *r, long line, const char *s, const char *e
     int rc = pd_number(r, line, "activation_size", s, end, &x);
     if (rc != PF_OK)
         return rc;
-    if (grow((void **)&r->act, &r->act_cap, r->nact + 1, sizeof *r->act))
+    if (pf_grow((void **)&r->act, &r->act_cap, r->nact + 1, sizeof *r->act))
         return pf_fail(r->err, r->errlen, PF_ERR, "out of memory");
     r->act[r->nact++] = x;
     n->act_n = 1;
@@ -328,7 +313,7 @@ static int pd_edge_line(pd_reader_t *r, long line, const char *s, const char *en
         excerpt(ex, sizeof ex, s, (size_t)(end - s));
         return pd_fail(r, line, "expected an edge '<tab>nodeA -- nodeB', got '%s'", ex);
     }
-    if (grow((void **)&r->edges, &r->edges_cap, r->nedges + 1, sizeof *r->edges))
+    if (pf_grow((void **)&r->edges, &r->edges_cap, r->nedges + 1, sizeof *r->edges))
         return pf_fail(r->err, r->errlen, PF_ERR, "out of memory");
     r->edges[r->nedges++] = (pd_edge_t){a, b, line, -1, -1};
     return PF_OK;
@@ -419,7 +404,7 @@ static int pd_node_line(pd_reader_t *r, long line, const char *s, const char *en
     for (int k = 0; k < 4; k++)
         if (!seen[k])
             return pd_fail(r, line, "node%lld: missing field %s", (long long)n.id, pd_keys[k]);
-    if (grow((void **)&r->nodes, &r->nodes_cap, r->nnodes + 1, sizeof *r->nodes))
+    if (pf_grow((void **)&r->nodes, &r->nodes_cap, r->nnodes + 1, sizeof *r->nodes))
         return pf_fail(r->err, r->errlen, PF_ERR, "out of memory");
     r->nodes[r->nnodes++] = n;
     return PF_OK;

@@ -38,6 +38,37 @@ int pf_json_load_buffer(const char *text, size_t len, const char *label, json_t 
     return *out ? PF_OK : load_error(&je, label, err, errlen);
 }
 
+static int convert_root(json_t *root, const char *label, pf_json_convert_fn convert, void *ctx,
+                        char *err, size_t errlen)
+{
+    int rc = convert(root, ctx, err, errlen);
+    json_decref(root);
+    if (rc != PF_OK)
+        pf_err_prefix(err, errlen, label);
+    return rc;
+}
+
+int pf_json_read_file(const char *path, pf_json_convert_fn convert, void *ctx, char *err,
+                      size_t errlen)
+{
+    json_t *root;
+    int rc = pf_json_load_file(path, &root, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    return convert_root(root, path && strcmp(path, "-") ? path : "<stdin>", convert, ctx, err,
+                        errlen);
+}
+
+int pf_json_read_buffer(const char *text, size_t len, const char *label,
+                        pf_json_convert_fn convert, void *ctx, char *err, size_t errlen)
+{
+    json_t *root;
+    int rc = pf_json_load_buffer(text, len, label, &root, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    return convert_root(root, label, convert, ctx, err, errlen);
+}
+
 static int field(json_t *obj, const char *path, const char *key, int flags, json_t **v,
                  char *err, size_t errlen)
 {

@@ -18,6 +18,14 @@ int pf_json_load_file(const char *path, json_t **out, char *err, size_t errlen);
 int pf_json_load_buffer(const char *text, size_t len, const char *label, json_t **out,
                         char *err, size_t errlen);
 
+/* Parse a file or buffer and hand the root to `convert`; when convert fails, its message gets the
+ * file name (or label) in front: "<file>: ops[3].fwd_ms: negative". */
+typedef int (*pf_json_convert_fn)(json_t *root, void *ctx, char *err, size_t errlen);
+int pf_json_read_file(const char *path, pf_json_convert_fn convert, void *ctx, char *err,
+                      size_t errlen);
+int pf_json_read_buffer(const char *text, size_t len, const char *label,
+                        pf_json_convert_fn convert, void *ctx, char *err, size_t errlen);
+
 /* Field flags for the readers. */
 enum {
     PF_JR_REQUIRED = 1, /* missing key is an error (otherwise *out = dflt) */

@@ -24,7 +24,7 @@ typedef struct {
     int replicas;           /* R >= 1; 0 = devices / S */
     int microbatches;       /* MB; 0 = PF_DEFAULT_MICROBATCHES */
     double flat_gbps;       /* B_flat; <= 0 = median off-diagonal bandwidth of the cluster */
-    int coarsen_k;          /* hyper-ops to keep; 0 = default from S; < 0 = no coarsening */
+    int coarsen_k;          /* hyper-ops to keep; 0 = pf_partition_default_k; < 0 = none */
     double alpha;           /* eq. 4 weight of communication; default 1 */
     int refine;             /* IV-C on (default) or off */
     int refine_max_moves;   /* I, default 100 */
@@ -37,6 +37,11 @@ typedef struct {
 } pf_partition_opts_t;
 
 void pf_partition_opts_init(pf_partition_opts_t *o);
+
+/* K when the caller gives none: |V| (no coarsening) when the graph has at most max_downsets
+ * downsets (0 = the default cap), so the DP is exact on the ops themselves; otherwise
+ * pf_coarsen_default_k(stages, |V|). */
+int pf_partition_default_k(const pf_graph_t *g, int stages, long long max_downsets);
 
 /* Returns PF_OK and a plan without devices (stage ops, per-stage compute/time/memory,
  * partition_objective_ms, partition_search stats); PF_EINFEASIBLE when no partition fits memory

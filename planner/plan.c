@@ -233,6 +233,43 @@ static int find_device(const pf_cluster_t *c, int64_t id)
     return -1;
 }
 
+/* The partitioner's part of "search" travels with the plan from `partition` to `map`. */
+static int read_partition_search(json_t *root, pf_plan_t *p, char *err, size_t errlen)
+{
+    json_t *se = json_object_get(root, "search"), *exact;
+    int64_t ops, hyper, moves, downsets;
+    int rc;
+    if (!json_is_object(se) || !json_object_get(se, "downsets"))
+        return PF_OK;
+    if ((rc = pf_jr_int(se, "search", "ops", PF_JR_NONNEG, 0, &ops, err, errlen)) ||
+        (rc = pf_jr_int(se, "search", "hyper_ops", PF_JR_NONNEG, 0, &hyper, err, errlen)) ||
+        (rc = pf_jr_int(se, "search", "downsets", PF_JR_NONNEG, 0, &downsets, err, errlen)) ||
+        (rc = pf_jr_number(se, "search", "alpha", PF_JR_NONNEG, NAN, &p->partition_search.alpha,
+                           err, errlen)) ||
+        (rc = pf_jr_number(se, "search", "flat_gbps", PF_JR_NONNEG, NAN,
+                           &p->partition_search.flat_gbps, err, errlen)) ||
+        (rc = pf_jr_number(se, "search", "coarsen_s", PF_JR_NONNEG, NAN,
+                           &p->partition_search.coarsen_s, err, errlen)) ||
+        (rc = pf_jr_number(se, "search", "dp_s", PF_JR_NONNEG, NAN, &p->partition_search.dp_s,
+                           err, errlen)) ||
+        (rc = pf_jr_number(se, "search", "refine_s", PF_JR_NONNEG, NAN,
+                           &p->partition_search.refine_s, err, errlen)) ||
+        (rc = pf_jr_int(se, "search", "refine_moves", PF_JR_NONNEG, 0, &moves, err, errlen)) ||
+        (rc = pf_jr_number(se, "search", "objective_before_refine_ms", PF_JR_NONNEG, NAN,
+                           &p->partition_search.objective_before_refine_ms, err, errlen)))
+        return rc;
+    if (ops > 1 << 30 || hyper > 1 << 30 || moves > 1 << 30)
+        return pf_fail(err, errlen, PF_EINPUT, "search: counts out of range");
+    exact = json_object_get(se, "exact");
+    p->partition_search.present = 1;
+    p->partition_search.ops = (int)ops;
+    p->partition_search.hyper_ops = (int)hyper;
+    p->partition_search.refine_moves = (int)moves;
+    p->partition_search.downsets = downsets;
+    p->partition_search.exact = !exact || json_is_true(exact);
+    return PF_OK;
+}
+
 static int from_json(json_t *root, const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t **out,
                      char *err, size_t errlen)
 {
@@ -308,6 +345,14 @@ static int from_json(json_t *root, const pf_graph_t *g, const pf_cluster_t *c, p
             rc = pf_fail(err, errlen, PF_ERR, "out of memory");
             goto fail;
         }
+        pf_stage_t *sl = &p->stage_list[s];
+        if ((rc = pf_jr_number(st, path, "compute_ms", PF_JR_NONNEG, NAN, &sl->compute_ms, err,
+                               errlen)) ||
+            (rc = pf_jr_number(st, path, "time_ms", PF_JR_NONNEG, NAN, &sl->time_ms, err,
+                               errlen)) ||
+            (rc = pf_jr_number(st, path, "peak_mem_bytes", PF_JR_NONNEG, NAN,
+                               &sl->peak_mem_bytes, err, errlen)))
+            goto fail;
         if (jdev && json_array_size(jdev) > 0) {
             if (json_array_size(jdev) != (size_t)replicas) {
                 rc = pf_fail(err, errlen, PF_EINPUT, "%s.devices: %zu entries, replicas = %lld",
@@ -331,7 +376,8 @@ static int from_json(json_t *root, const pf_graph_t *g, const pf_cluster_t *c, p
             }
         }
     }
-    if ((rc = pf_plan_validate(p, g, c, err, errlen)) != PF_OK)
+    if ((rc = read_partition_search(root, p, err, errlen)) != PF_OK ||
+        (rc = pf_plan_validate(p, g, c, err, errlen)) != PF_OK)
         goto fail;
     free(ops);
     *out = p;
@@ -342,19 +388,24 @@ fail:
     return rc;
 }
 
+typedef struct {
+    const pf_graph_t *g;
+    const pf_cluster_t *c;
+    pf_plan_t **out;
+} plan_read_t;
+
+static int convert_plan(json_t *root, void *ctx, char *err, size_t errlen)
+{
+    plan_read_t *r = ctx;
+    return from_json(root, r->g, r->c, r->out, err, errlen);
+}
+
 int pf_plan_load(const char *path, const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t **out,
                  char *err, size_t errlen)
 {
-    json_t *root;
+    plan_read_t r = {g, c, out};
     *out = NULL;
-    int rc = pf_json_load_file(path, &root, err, errlen);
-    if (rc != PF_OK)
-        return rc;
-    rc = from_json(root, g, c, out, err, errlen);
-    json_decref(root);
-    if (rc != PF_OK)
-        pf_err_prefix(err, errlen, path && strcmp(path, "-") ? path : "<stdin>");
-    return rc;
+    return pf_json_read_file(path, convert_plan, &r, err, errlen);
 }
 
 static void key_num(pf_jw_t *w, const char *k, double x)

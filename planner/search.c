@@ -1,4 +1,5 @@
 #include "planner/search.h"
+#include "planner/coarsen.h"
 #include "planner/cost.h"
 #include "planner/util.h"
 
@@ -19,9 +20,19 @@ typedef struct {
     double target_ms; /* probe */
 } job_rec_t;
 
+/* Phase 0: one coarsening per (alpha, K), shared by the DP jobs of every S that uses that K. */
+typedef struct {
+    double alpha;
+    int k;
+    int *group; /* op -> hyper-op */
+    int ngroups;
+    double seconds;
+} coarse_t;
+
 typedef struct {
     int stages, replicas;
     double alpha;
+    int coarse; /* index into coarse[], -1 = the DP runs on atomic ops */
     uint64_t job;
     int answered, status;
     char error[256];
@@ -46,7 +57,7 @@ typedef struct {
 typedef struct {
     int dp;
     pf_stage_graph_t *sg;
-    int task[2], ntasks;
+    int task[3], ntasks; /* m and/or ar, then full (auto) */
 } candidate_t;
 
 struct pf_search {
@@ -64,6 +75,8 @@ struct pf_search {
     int ncancelled, cancelled_cap;
     long long issued, answered, cancelled_total;
 
+    coarse_t *coarse;
+    int ncoarse;
     dp_entry_t *dp;
     int ndp, dp_left;
     candidate_t *cand;
@@ -99,7 +112,7 @@ void pf_search_opts_init(pf_search_opts_t *o)
     o->candidates = 3;
     o->probes_in_flight = 4;
     o->rel_eps = 1e-3;
-    o->probe_seconds = 10;
+    o->probe_seconds = 1; /* as `planfarm map`: a timed-out probe only costs optimality proof */
     o->symmetry = 1;
     o->auto_inst = 1;
     o->inst = PF_INST_FULL;
@@ -224,6 +237,7 @@ static int refill(pf_search_t *s, map_task_t *t, int task_index)
 }
 
 static void finish(pf_search_t *s);
+static int add_full_task(pf_search_t *s, int cand);
 
 static void task_done(pf_search_t *s, map_task_t *t)
 {
@@ -233,6 +247,13 @@ static void task_done(pf_search_t *s, map_task_t *t)
     for (int i = 0; i < t->nflight; i++)
         cancel_job(s, t->in_flight[i]);
     t->nflight = 0;
+    /* auto: once the m and ar searches of a candidate are over, search under full from the
+     * better of their mappings (each ignores one term, so its optimum can be poor under full) */
+    candidate_t *cd = &s->cand[t->cand];
+    if (s->o.auto_inst && t->inst != PF_INST_FULL && cd->ntasks == 2 &&
+        s->task[cd->task[0]].done && s->task[cd->task[1]].done &&
+        add_full_task(s, t->cand) != PF_OK)
+        fail(s, PF_ERR, "out of memory");
     if (--s->tasks_left == 0)
         finish(s);
 }
@@ -338,6 +359,31 @@ static int add_task(pf_search_t *s, int cand, pf_inst_t inst)
     return PF_OK;
 }
 
+static int add_full_task(pf_search_t *s, int cand)
+{
+    candidate_t *cd = &s->cand[cand];
+    const map_task_t *a = &s->task[cd->task[0]], *b = &s->task[cd->task[1]];
+    int nx = pf_stage_graph_stages(cd->sg) * pf_stage_graph_replicas(cd->sg);
+    int index = s->ntask, rc = add_task(s, cand, PF_INST_FULL);
+    if (rc != PF_OK)
+        return rc;
+    map_task_t *t = &s->task[index];
+    double fa = pf_map_objective_ms(cd->sg, s->c, PF_INST_FULL, a->best_dev);
+    double fb = pf_map_objective_ms(cd->sg, s->c, PF_INST_FULL, b->best_dev);
+    const map_task_t *seed = fa <= fb ? a : b;
+    if (fmin(fa, fb) < t->hi) {
+        t->hi = t->best_obj = t->init_hi = fmin(fa, fb);
+        memcpy(t->best_dev, seed->best_dev, (size_t)nx * sizeof *t->best_dev);
+    }
+    /* full >= m and full >= ar for every mapping: their lower bounds bound it too */
+    t->lo = t->init_lo = fmin(t->hi, fmax(t->lo, fmax(a->lo, b->lo)));
+    if (converged(s, t)) {
+        task_done(s, t);
+        return PF_OK;
+    }
+    return refill(s, t, index);
+}
+
 static void start_mapping(pf_search_t *s)
 {
     int *order = malloc((size_t)s->ndp * sizeof *order), nfeasible = 0, best_infeasible = -1;
@@ -369,7 +415,7 @@ static void start_mapping(pf_search_t *s)
     /* one candidate per S: its best alpha */
     int want = s->o.candidates, n = 0;
     s->cand = calloc((size_t)want, sizeof *s->cand);
-    s->task = calloc((size_t)want * 2, sizeof *s->task);
+    s->task = calloc((size_t)want * 3, sizeof *s->task);
     if (!s->cand || !s->task) {
         free(order);
         fail(s, PF_ERR, "out of memory");
@@ -416,17 +462,18 @@ static void start_mapping(pf_search_t *s)
             return;
         }
     }
-    for (int k = 0; k < s->ntask; k++) {
+    /* tasks_left counts one extra until every first search is launched, so that a candidate
+     * whose bounds meet at once cannot finish the whole search early */
+    s->tasks_left++;
+    int first = s->ntask;
+    for (int k = 0; k < first && !pf_search_done(s); k++) {
         map_task_t *t = &s->task[k];
-        if (converged(s, t)) {
-            t->done = 1;
-            s->tasks_left--;
-        } else if (refill(s, t, k) != PF_OK) {
+        if (converged(s, t))
+            task_done(s, t);
+        else if (refill(s, t, k) != PF_OK)
             fail(s, PF_ERR, "out of memory");
-            return;
-        }
     }
-    if (s->tasks_left == 0)
+    if (--s->tasks_left == 0 && !pf_search_done(s))
         finish(s);
 }
 
@@ -498,10 +545,13 @@ static void finish(pf_search_t *s)
         p->mapping.lower_bound_ms = t->lo;
         p->mapping.initial_lower_bound_ms = t->init_lo;
         p->mapping.initial_upper_bound_ms = t->init_hi;
-        p->mapping.probes = t->probes;
-        p->mapping.probes_timed_out = t->timed_out;
-        p->mapping.symmetric_pruned = t->sym_pruned;
-        p->mapping.seconds = t->seconds;
+        for (int k = 0; k < cd->ntasks; k++) { /* work of all the candidate's searches */
+            const map_task_t *x = &s->task[cd->task[k]];
+            p->mapping.probes += x->probes;
+            p->mapping.probes_timed_out += x->timed_out;
+            p->mapping.symmetric_pruned += x->sym_pruned;
+            p->mapping.seconds += x->seconds;
+        }
     } else {
         pf_map_cs(cd->sg, cs_dev);
     }
@@ -520,12 +570,47 @@ static void finish(pf_search_t *s)
     p->simulated_step_ms = pf_map_step_estimate_ms(cd->sg, s->c, dev, p->microbatches);
     set_baseline(s, cd, &p->cs_map, pf_map_cs, cs_dev, p->microbatches);
     set_baseline(s, cd, &p->p2p_map, pf_map_p2p, cs_dev, p->microbatches);
+    if (s->dp[cd->dp].coarse >= 0)
+        p->partition_search.coarsen_s = s->coarse[s->dp[cd->dp].coarse].seconds;
     p->search.present = 1;
     p->search.jobs = s->njobs;
     free(cs_dev);
     s->result = p;
     s->phase = PF_PHASE_DONE;
     s->status = PF_OK;
+}
+
+/* ---- phase 0 ---- */
+
+/* The grouping for (alpha, K), computed on first use. -1 = no coarsening (K >= ops). */
+static int coarse_for(pf_search_t *s, const pf_cost_model_t *cm, double alpha, int k, char *err,
+                      size_t errlen, int *rc)
+{
+    int n = pf_graph_nops(s->g);
+    *rc = PF_OK;
+    if (k >= n)
+        return -1;
+    for (int i = 0; i < s->ncoarse; i++)
+        if (s->coarse[i].alpha == alpha && s->coarse[i].k == k)
+            return i;
+    coarse_t *c = &s->coarse[s->ncoarse];
+    memset(c, 0, sizeof *c);
+    c->alpha = alpha;
+    c->k = k;
+    c->group = malloc((size_t)n * sizeof *c->group);
+    if (!c->group) {
+        *rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+        return -1;
+    }
+    pf_coarsen_opts_t co = {.k = k, .alpha = alpha};
+    double t0 = pf_now_s();
+    *rc = pf_coarsen_run(s->g, cm, &co, c->group, &c->ngroups, err, errlen);
+    c->seconds = pf_now_s() - t0;
+    if (*rc != PF_OK) {
+        free(c->group);
+        return -1;
+    }
+    return s->ncoarse++;
 }
 
 /* ---- public ---- */
@@ -589,16 +674,26 @@ int pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_op
         goto fail;
     }
     s->dp = calloc((size_t)nst * o.nalphas, sizeof *s->dp);
-    if (!s->dp) {
+    s->coarse = calloc((size_t)nst * o.nalphas, sizeof *s->coarse);
+    if (!s->dp || !s->coarse) {
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto fail;
     }
     for (int i = 0; i < nst; i++) {
-        for (int a = 0; a < o.nalphas; a++) {
+        int S = stages_list[i];
+        int k = o.coarsen_k > 0   ? o.coarsen_k
+                : o.coarsen_k < 0 ? n
+                                  : pf_partition_default_k(g, S, o.max_downsets);
+        /* alpha only shapes the coarsening: without one, a single DP job per S */
+        int nalphas = k < n ? o.nalphas : 1;
+        for (int a = 0; a < nalphas; a++) {
             dp_entry_t *e = &s->dp[s->ndp];
-            e->stages = stages_list[i];
-            e->replicas = o.replicas ? o.replicas : D / stages_list[i];
+            e->stages = S;
+            e->replicas = o.replicas ? o.replicas : D / S;
             e->alpha = o.alphas[a];
+            e->coarse = coarse_for(s, &cm, e->alpha, k, err, errlen, &rc);
+            if (rc != PF_OK)
+                goto fail;
             e->job = new_job(s, PF_JOB_DP_PARTITION, s->ndp, 0);
             if (!e->job) {
                 rc = pf_fail(err, errlen, PF_ERR, "out of memory");
@@ -626,6 +721,9 @@ void pf_search_destroy(pf_search_t **sp)
         pf_stage_graph_destroy(&s->cand[c].sg);
     for (int k = 0; k < s->ntask; k++)
         free(s->task[k].best_dev);
+    for (int i = 0; i < s->ncoarse; i++)
+        free(s->coarse[i].group);
+    free(s->coarse);
     free(s->dp);
     free(s->cand);
     free(s->task);
@@ -655,6 +753,10 @@ int pf_search_job(const pf_search_t *s, uint64_t id, pf_job_t *job)
         job->partition.flat_gbps = s->o.flat_gbps;
         job->partition.coarsen_k = s->o.coarsen_k;
         job->partition.alpha = e->alpha;
+        if (e->coarse >= 0) {
+            job->partition.group = s->coarse[e->coarse].group;
+            job->partition.ngroups = s->coarse[e->coarse].ngroups;
+        }
         job->partition.refine = s->o.refine;
         if (s->o.max_downsets > 0)
             job->partition.max_downsets = s->o.max_downsets;

@@ -1,7 +1,7 @@
 /* search: one plan request as a state machine of jobs (DESIGN.md "The search"). Pure logic, no
  * I/O: the embedded mode, the broker and the tests drive the very same code.
  *
- *   phase 0  validate; coarsening is done by each DP job from (alpha, K)
+ *   phase 0  validate; coarsen once per (alpha, K) (IV-B, eq. 4): DP jobs carry the grouping
  *   phase 2  one DP_PARTITION job per (S, alpha), S x R = devices, alpha in {0.01, 1, 100}
  *   phase 3  for the best few partitions (ranked by a flat-bandwidth step estimate per sample),
  *            one binary search per instantiation (m and ar, unless its variable term is zero):
@@ -37,7 +37,7 @@ typedef struct {
     int candidates;       /* partitions carried into mapping; default 3 */
     int probes_in_flight; /* W per binary search; default 4 */
     double rel_eps;       /* binary search stops when t_r - t_l <= rel_eps * t_r; default 1e-3 */
-    double probe_seconds; /* per-probe budget; default 10 */
+    double probe_seconds; /* per-probe budget; default 1 */
     int symmetry;         /* prune interchangeable devices in probes; default on */
     int auto_inst;        /* default 1: both instantiations, keep the better under "full" */
     pf_inst_t inst;       /* when auto_inst = 0 */

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,23 @@ char *pf_strdup(const char *s)
     if (d)
         memcpy(d, s, n);
     return d;
+}
+
+int pf_grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t nc = *cap ? *cap * 2 : 64;
+    while (nc < need)
+        nc *= 2;
+    if (elem && nc > SIZE_MAX / elem)
+        return -1;
+    void *p = realloc(*arr, nc * elem);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = nc;
+    return 0;
 }
 
 double pf_now_s(void)

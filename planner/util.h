@@ -23,6 +23,9 @@ int pf_fail(char *err, size_t errlen, int code, const char *fmt, ...)
 void pf_err_prefix(char *err, size_t errlen, const char *prefix);
 
 char *pf_strdup(const char *s);        /* NULL in, NULL out */
+/* Make *arr hold at least `need` elements of `elem` bytes, doubling: 0 or -1 (out of memory,
+ * *arr untouched). */
+int pf_grow(void **arr, size_t *cap, size_t need, size_t elem);
 double pf_now_s(void);                 /* monotonic clock, seconds */
 int pf_is_finite_nonneg(double x);
 

@@ -1,0 +1,148 @@
+/* planfarm map GRAPH CLUSTER PLAN: map a partition's stage replicas onto devices (Parmesan V). */
+#include "cli/cli.h"
+#include "planner/cluster.h"
+#include "planner/graph.h"
+#include "planner/mapping.h"
+#include "planner/plan.h"
+#include "planner/util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void help(FILE *f)
+{
+    fprintf(f,
+            "usage: planfarm map GRAPH CLUSTER PLAN [options]\n\n"
+            "Maps every stage replica of PLAN (a plan whose stages have ops, as 'planfarm\n"
+            "partition' writes it; devices may be absent) onto one device of CLUSTER, minimising\n"
+            "the largest stage time (Parmesan's binary search over a target with an exact DFS\n"
+            "probe per target). Writes the plan with devices, objective_ms (full: c_u + eq. 6 +\n"
+            "eq. 7 terms), the mapping section, the CS map and p2p map baselines and\n"
+            "simulated_step_ms (the analytic estimate (MB + S - 1) x max(c_u + p2p) +\n"
+            "max all-reduce, until a simulator exists). PLAN may be - (stdin).\n\n"
+            "  --instantiation I  m (eq. 6), ar (eq. 7), full (both) or auto (default): auto\n"
+            "                     picks m or ar by all-reduce / inter-stage bytes, runs the other\n"
+            "                     too, keeps the better mapping under full and refines it with a\n"
+            "                     full search\n"
+            "  --probe-seconds X  deadline of one probe (default %g; 0 = none, exact but\n"
+            "                     possibly slow); a probe past it counts as 'not found'\n"
+            "  --eps E            stop when t_r - t_l <= E x t_r (default %g)\n"
+            "  --batch K          K probes per round at targets splitting [t_l, t_r] evenly, run\n"
+            "                     side by side, one thread each (default 1: bisection, each probe\n"
+            "                     on every thread)\n"
+            "  --no-symmetry      do not prune interchangeable devices and replica orderings\n"
+            "  --threads N        OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
+            "  --seed N           seed of the random mapping in the initial upper bound (default 1)\n"
+            "  -o OUT             output plan (default -: stdout)\n\n"
+            "Exit status 2 on bad usage or input (more stage replicas than devices, ...).\n",
+            PF_MAP_DEFAULT_PROBE_SECONDS, PF_MAP_DEFAULT_REL_EPS);
+}
+
+static void summary(const pf_plan_t *p)
+{
+    fprintf(stderr,
+            "planfarm map: %d x %d stage replicas on %d devices: objective %.4g ms (full; %s "
+            "%.4g ms), CS map %.4g ms (%.2fx), p2p map %.4g ms (%.2fx); %d probes (%d timed out) "
+            "in %.2f s\n",
+            p->stages, p->replicas, p->devices, p->objective_ms, p->mapping.instantiation,
+            p->mapping.objective_ms, p->cs_map.objective_ms,
+            p->cs_map.objective_ms / p->objective_ms, p->p2p_map.objective_ms,
+            p->p2p_map.objective_ms / p->objective_ms, p->mapping.probes,
+            p->mapping.probes_timed_out, p->mapping.seconds);
+}
+
+int cmd_map(int argc, char **argv)
+{
+    static const struct option opts[] = {{"instantiation", required_argument, 0, 'i'},
+                                         {"probe-seconds", required_argument, 0, 'p'},
+                                         {"eps", required_argument, 0, 'e'},
+                                         {"batch", required_argument, 0, 'b'},
+                                         {"no-symmetry", no_argument, 0, 'n'},
+                                         {"threads", required_argument, 0, 't'},
+                                         {"seed", required_argument, 0, 's'},
+                                         {"output", required_argument, 0, 'o'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    pf_map_opts_t o;
+    const char *out = "-";
+    char err[CLI_ERRLEN] = "";
+    long long v;
+    int c, rc;
+    pf_map_opts_init(&o);
+    o.auto_inst = 1;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'i':
+            if (!strcmp(optarg, "auto")) {
+                o.auto_inst = 1;
+            } else if (pf_inst_parse(optarg, &o.inst) == PF_OK) {
+                o.auto_inst = 0;
+            } else {
+                return cli_usage_error("map", "--instantiation: '%s' is not m, ar, full or auto",
+                                       optarg);
+            }
+            break;
+        case 'p':
+            if (cli_double("map", "--probe-seconds", optarg, 0, 1e9, &o.probe_seconds))
+                return CLI_USAGE;
+            break;
+        case 'e':
+            if (cli_double("map", "--eps", optarg, 0, 1, &o.rel_eps))
+                return CLI_USAGE;
+            break;
+        case 'b':
+            if (cli_int("map", "--batch", optarg, 1, 1024, &v))
+                return CLI_USAGE;
+            o.batch = (int)v;
+            break;
+        case 'n':
+            o.symmetry = 0;
+            break;
+        case 't':
+            if (cli_int("map", "--threads", optarg, 1, 4096, &v))
+                return CLI_USAGE;
+            o.threads = (int)v;
+            break;
+        case 's':
+            if (cli_int("map", "--seed", optarg, 0, (1LL << 62), &v))
+                return CLI_USAGE;
+            o.seed = (uint64_t)v;
+            break;
+        case 'o':
+            out = optarg;
+            break;
+        case 'h':
+            help(stdout);
+            return CLI_OK;
+        default:
+            return cli_usage_error("map", "unknown option");
+        }
+    }
+    if (argc - optind != 3)
+        return cli_usage_error("map", "expected GRAPH CLUSTER PLAN");
+    const char *gpath = argv[optind], *cpath = argv[optind + 1], *ppath = argv[optind + 2];
+    if ((!strcmp(gpath, "-")) + (!strcmp(cpath, "-")) + (!strcmp(ppath, "-")) > 1)
+        return cli_usage_error("map", "only one of GRAPH, CLUSTER, PLAN can be - (stdin)");
+
+    pf_graph_t *g = NULL;
+    pf_cluster_t *cl = NULL;
+    pf_plan_t *p = NULL;
+    if ((rc = pf_graph_load(gpath, &g, err, sizeof err)) != PF_OK ||
+        (rc = pf_cluster_load(cpath, &cl, err, sizeof err)) != PF_OK ||
+        (rc = pf_plan_load(ppath, g, cl, &p, err, sizeof err)) != PF_OK)
+        goto done;
+    if ((rc = pf_map_plan(g, cl, p, &o, err, sizeof err)) != PF_OK) {
+        pf_err_prefix(err, sizeof err, strcmp(ppath, "-") ? ppath : "<stdin>");
+        goto done;
+    }
+    if ((rc = pf_plan_save(p, g, cl, out, err, sizeof err)) != PF_OK)
+        goto done;
+    if (cli_stderr_tty())
+        summary(p);
+done:
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&cl);
+    pf_graph_destroy(&g);
+    return rc == PF_OK ? CLI_OK : cli_report("map", rc, err);
+}

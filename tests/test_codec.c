@@ -1,0 +1,305 @@
+/* codec: round trips of every planner object through protobuf, and rejection of malformed
+ * messages (truncated bytes, out-of-range indices, wrong sizes). */
+#include "planner/util.h"
+#include "proto/codec.h"
+#include "tests/testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static pf_cluster_t *small_cluster(int with_latency)
+{
+    pf_cluster_t *c = pf_cluster_new("c3", 3);
+    for (int i = 0; i < 3; i++) {
+        pf_device_t d = {.id = 40 + i, .host = i / 2, .name = NULL, .mem_bytes = 1e9 * (i + 1),
+                         .tflops = 100};
+        pf_cluster_set_device(c, i, &d);
+    }
+    pf_cluster_set_link(c, 0, 1, 10.5, with_latency ? 2.5 : 0);
+    pf_cluster_set_link(c, 0, 2, 20, with_latency ? 3 : 0);
+    pf_cluster_set_link(c, 1, 2, 1.25, with_latency ? 4 : 0);
+    pf_cluster_set_bw(c, 2, 1, 1.5); /* asymmetric on purpose */
+    return c;
+}
+
+static void test_graph_round_trip(void)
+{
+    char err[256];
+    pf_graph_t *g = pf_test_random_dag(3, 9, 0.3);
+    uint8_t *buf;
+    size_t len;
+    CU_ASSERT_EQUAL_FATAL(pf_codec_encode_graph(g, &buf, &len), PF_OK);
+    pf_graph_t *h;
+    CU_ASSERT_EQUAL_FATAL(pf_codec_decode_graph(buf, len, &h, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_graph_nops(h), pf_graph_nops(g));
+    CU_ASSERT_EQUAL(pf_graph_nedges(h), pf_graph_nedges(g));
+    for (int v = 0; v < pf_graph_nops(g); v++) {
+        const pf_op_t *a = pf_graph_op(g, v), *b = pf_graph_op(h, v);
+        CU_ASSERT(a->id == b->id && a->fwd_ms == b->fwd_ms && a->bwd_ms == b->bwd_ms);
+        CU_ASSERT(a->param_bytes == b->param_bytes && a->mem_bwd_bytes == b->mem_bwd_bytes);
+        CU_ASSERT_STRING_EQUAL(a->name, b->name);
+    }
+    for (int e = 0; e < pf_graph_nedges(g); e++) {
+        CU_ASSERT_EQUAL(pf_graph_edge(g, e)->src, pf_graph_edge(h, e)->src);
+        CU_ASSERT(pf_graph_edge(g, e)->bytes == pf_graph_edge(h, e)->bytes);
+    }
+    /* every strict prefix of the bytes is rejected or decodes to a valid graph: never a crash */
+    for (size_t cut = 0; cut < len; cut += 1 + len / 50) {
+        pf_graph_t *x = NULL;
+        int rc = pf_codec_decode_graph(buf, cut, &x, err, sizeof err);
+        CU_ASSERT(rc == PF_OK || rc == PF_EINPUT);
+        pf_graph_destroy(&x);
+    }
+    free(buf);
+    pf_graph_destroy(&h);
+    pf_graph_destroy(&g);
+}
+
+static void test_graph_bad_messages(void)
+{
+    char err[256];
+    pf_arena_t *a = pf_arena_new();
+    pf_graph_t *g = pf_test_random_dag(4, 5, 0.2), *x;
+    Planfarm__Graph *m = pf_codec_graph_to_pb(a, g);
+    m->edges[0]->dst = 77;
+    CU_ASSERT_EQUAL(pf_codec_graph_from_pb(m, &x, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "graph.edges[0]: op index out of range");
+    m->edges[0]->dst = m->edges[0]->src; /* self-loop: caught by the graph's own validation */
+    CU_ASSERT_EQUAL(pf_codec_graph_from_pb(m, &x, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "self-loop"));
+    m->edges[0]->dst = 4;
+    m->ops[1]->fwd_ms = -1;
+    CU_ASSERT_EQUAL(pf_codec_graph_from_pb(m, &x, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "graph: ops[1].fwd_ms: negative (-1)");
+    m->ops[1]->fwd_ms = 1;
+    m->microbatch = 0;
+    CU_ASSERT_EQUAL(pf_codec_graph_from_pb(m, &x, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NULL(x);
+    uint8_t junk[] = {0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01};
+    CU_ASSERT_EQUAL(pf_codec_decode_graph(junk, sizeof junk, &x, err, sizeof err), PF_EINPUT);
+    pf_arena_destroy(&a);
+    pf_graph_destroy(&g);
+}
+
+static void test_cluster_round_trip(void)
+{
+    char err[256];
+    for (int lat = 0; lat <= 1; lat++) {
+        pf_cluster_t *c = small_cluster(lat), *d;
+        uint8_t *buf;
+        size_t len;
+        CU_ASSERT_EQUAL_FATAL(pf_codec_encode_cluster(c, &buf, &len), PF_OK);
+        CU_ASSERT_EQUAL_FATAL(pf_codec_decode_cluster(buf, len, &d, err, sizeof err), PF_OK);
+        CU_ASSERT_EQUAL(memcmp(pf_cluster_bw_matrix(c), pf_cluster_bw_matrix(d), 9 * sizeof(double)),
+                        0);
+        CU_ASSERT_EQUAL(memcmp(pf_cluster_lat_matrix(c), pf_cluster_lat_matrix(d),
+                               9 * sizeof(double)),
+                        0);
+        CU_ASSERT_EQUAL(pf_cluster_has_latency(d), lat);
+        CU_ASSERT_EQUAL(pf_cluster_device(d, 2)->id, 42);
+        CU_ASSERT_EQUAL(pf_cluster_device(d, 2)->host, 1);
+        free(buf);
+        pf_cluster_destroy(&d);
+        pf_cluster_destroy(&c);
+    }
+    pf_arena_t *a = pf_arena_new();
+    pf_cluster_t *c = small_cluster(0), *d;
+    Planfarm__Cluster *m = pf_codec_cluster_to_pb(a, c);
+    m->n_bandwidth_gbps = 8;
+    CU_ASSERT_EQUAL(pf_codec_cluster_from_pb(m, &d, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "cluster.bandwidth_gbps: 8 entries, expected 9");
+    m->n_bandwidth_gbps = 9;
+    double zero[9] = {0};
+    m->bandwidth_gbps = zero;
+    CU_ASSERT_EQUAL(pf_codec_cluster_from_pb(m, &d, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "cluster: bandwidth_gbps[0][1]: zero"));
+    pf_arena_destroy(&a);
+    pf_cluster_destroy(&c);
+}
+
+static pf_plan_t *mapped_plan(void)
+{
+    pf_plan_t *p = pf_plan_new(2, 1);
+    int a[] = {0, 1, 2}, b[] = {3, 4};
+    pf_plan_set_stage_ops(p, 0, a, 3);
+    pf_plan_set_stage_ops(p, 1, b, 2);
+    pf_plan_stage_devices(p, 0)[0] = 2;
+    pf_plan_stage_devices(p, 1)[0] = 0;
+    pf_plan_set_names(p, "m", "c3");
+    p->devices = 3;
+    p->partition_objective_ms = 12.25;
+    p->objective_ms = 13.5;
+    p->stage_list[1].peak_mem_bytes = 1e9;
+    p->mapping.present = 1;
+    snprintf(p->mapping.instantiation, sizeof p->mapping.instantiation, "ar");
+    p->mapping.probes = 7;
+    p->mapping.symmetric_pruned = 123456789012LL;
+    p->cs_map = (pf_baseline_t){1, 20, 90};
+    p->partition_search.present = 1;
+    p->partition_search.downsets = 42;
+    p->partition_search.exact = 1;
+    return p;
+}
+
+static void test_plan_and_results(void)
+{
+    char err[256];
+    pf_arena_t *a = pf_arena_new();
+    pf_plan_t *p = mapped_plan(), *q;
+    Planfarm__Plan *m = pf_codec_plan_to_pb(a, p);
+    CU_ASSERT_EQUAL_FATAL(pf_codec_plan_from_pb(m, 5, 3, &q, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(q->stages, 2);
+    CU_ASSERT_EQUAL(q->stage_list[0].nops, 3);
+    CU_ASSERT_EQUAL(q->stage_list[1].ops[1], 4);
+    CU_ASSERT_EQUAL(q->stage_list[0].devices[0], 2);
+    CU_ASSERT(q->partition_objective_ms == 12.25 && q->objective_ms == 13.5);
+    CU_ASSERT(isnan(q->simulated_step_ms)); /* absent stays absent */
+    CU_ASSERT_STRING_EQUAL(q->mapping.instantiation, "ar");
+    CU_ASSERT_EQUAL(q->mapping.symmetric_pruned, 123456789012LL);
+    CU_ASSERT(q->cs_map.present && !q->p2p_map.present && q->cs_map.simulated_step_ms == 90);
+    CU_ASSERT(q->partition_search.present && q->partition_search.downsets == 42);
+    CU_ASSERT(!q->search.present);
+    pf_plan_destroy(&q);
+    /* indices must lie inside the graph and the cluster the job named */
+    CU_ASSERT_EQUAL(pf_codec_plan_from_pb(m, 4, 3, &q, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "plan.stage_list[1].ops[1]: index out of range");
+    CU_ASSERT_EQUAL(pf_codec_plan_from_pb(m, 5, 2, &q, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "plan.stage_list[0].devices[0]: out of range");
+
+    /* results: a partition and a probe */
+    pf_job_result_t r = {.kind = PF_JOB_DP_PARTITION, .status = PF_OK, .plan = p, .seconds = 1.5};
+    Planfarm__JobResult *rm = pf_codec_result_to_pb(a, 77, &r);
+    pf_job_result_t back;
+    CU_ASSERT_EQUAL_FATAL(pf_codec_result_from_pb(rm, 5, 3, &back, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(rm->id, 77u);
+    CU_ASSERT(back.plan && back.plan->stage_list[1].nops == 2 && back.seconds == 1.5);
+    pf_job_result_clear(&back);
+    int dev[3] = {2, 0, 1};
+    pf_job_result_t pr = {.kind = PF_JOB_MAP_PROBE, .status = PF_OK, .devices = dev,
+                          .ndevices = 3};
+    pr.probe = (pf_probe_result_t){.found = 1, .objective_ms = 4.5, .nodes = 99};
+    rm = pf_codec_result_to_pb(a, 78, &pr);
+    CU_ASSERT_EQUAL_FATAL(pf_codec_result_from_pb(rm, 5, 3, &back, err, sizeof err), PF_OK);
+    CU_ASSERT(back.probe.found && back.probe.objective_ms == 4.5 && back.probe.nodes == 99);
+    CU_ASSERT(back.ndevices == 3 && back.devices[0] == 2 && back.devices[2] == 1);
+    pf_job_result_clear(&back);
+    rm->probe->devices[1] = 2; /* a device used twice */
+    CU_ASSERT_EQUAL(pf_codec_result_from_pb(rm, 5, 3, &back, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "result.probe.devices[1]: out of range or repeated");
+    rm->status = 5;
+    CU_ASSERT_EQUAL(pf_codec_result_from_pb(rm, 5, 3, &back, err, sizeof err), PF_EINPUT);
+    pf_plan_destroy(&p);
+    pf_arena_destroy(&a);
+}
+
+static void test_jobs(void)
+{
+    char err[256];
+    pf_arena_t *a = pf_arena_new();
+    pf_graph_t *g = pf_test_random_dag(8, 6, 0.2);
+    pf_cluster_t *c = small_cluster(1);
+    pf_blob_ref_t gr = {.hash = {1, 2, 3}, .hash_len = 20, .size = 100};
+    pf_blob_ref_t cr = {.hash = {9}, .hash_len = 20, .size = 50};
+    int group[6] = {0, 0, 1, 1, 2, 2};
+    pf_job_t job = {.kind = PF_JOB_DP_PARTITION, .graph = g, .cluster = c};
+    pf_partition_opts_init(&job.partition);
+    job.partition.stages = 2;
+    job.partition.replicas = 1;
+    job.partition.alpha = 100;
+    job.partition.group = group;
+    job.partition.ngroups = 3;
+    Planfarm__Job *m = pf_codec_job_to_pb(a, 5, 2, &job, &gr, &cr);
+    pf_wire_job_t w;
+    CU_ASSERT_EQUAL_FATAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_OK);
+    CU_ASSERT(w.id == 5 && w.attempt == 2 && w.kind == PF_JOB_DP_PARTITION);
+    CU_ASSERT(w.graph.hash_len == 20 && w.graph.hash[2] == 3 && w.cluster.size == 50);
+    CU_ASSERT(w.partition.stages == 2 && w.partition.alpha == 100 && w.partition.ngroups == 3);
+    CU_ASSERT(w.partition.group && w.partition.group[4] == 2);
+    pf_wire_job_clear(&w);
+    m->partition->group[3] = 3; /* >= ngroups */
+    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "job.partition.group[3]: out of range");
+    m->graph = NULL;
+    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "job.graph: missing");
+
+    double cu[2] = {3, 4}, par[2] = {1e6, 2e6}, msg[4] = {0, 5e5, 5e5, 0};
+    pf_stage_graph_t *sg = pf_stage_graph_new(2, 1, cu, par, msg);
+    pf_job_t probe = {.kind = PF_JOB_MAP_PROBE, .cluster = c, .stage_graph = sg,
+                      .inst = PF_INST_AR, .target_ms = 7.5, .budget_s = 2, .symmetry = 1};
+    m = pf_codec_job_to_pb(a, 6, 0, &probe, NULL, &cr);
+    CU_ASSERT_EQUAL_FATAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_OK);
+    CU_ASSERT(w.inst == PF_INST_AR && w.target_ms == 7.5 && w.budget_s == 2 && w.symmetry);
+    CU_ASSERT_EQUAL(pf_stage_graph_stages(w.stage_graph), 2);
+    CU_ASSERT(pf_stage_graph_msg_bytes(w.stage_graph, 0, 1) == 5e5);
+    CU_ASSERT(pf_stage_graph_cu_ms(w.stage_graph, 1) == 4);
+    pf_job_t bound;
+    pf_wire_job_bind(&w, NULL, c, &bound);
+    CU_ASSERT(bound.cluster == c && bound.stage_graph == w.stage_graph && bound.target_ms == 7.5);
+    pf_wire_job_clear(&w);
+    m->probe->stage_graph->msg_bytes[1] = 1; /* asymmetric M */
+    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    m->probe->stage_graph->msg_bytes[1] = 5e5;
+    m->probe->instantiation = 9;
+    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    m->kind = 42;
+    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "job.kind: unknown (42)");
+    pf_stage_graph_destroy(&sg);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+    pf_arena_destroy(&a);
+}
+
+static void test_header_and_options(void)
+{
+    char err[128];
+    uint8_t h[4];
+    pf_msg_t k;
+    pf_wire_header(PF_MSG_SUBMIT, h);
+    CU_ASSERT_EQUAL(pf_wire_parse_header(h, 4, &k, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(k, PF_MSG_SUBMIT);
+    CU_ASSERT_EQUAL(pf_wire_parse_header(h, 3, &k, err, sizeof err), PF_EINPUT);
+    h[2] = 7;
+    CU_ASSERT_EQUAL(pf_wire_parse_header(h, 4, &k, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "protocol version 7, expected 1");
+    h[2] = PF_WIRE_VERSION;
+    h[3] = 99;
+    CU_ASSERT_EQUAL(pf_wire_parse_header(h, 4, &k, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "unknown message kind 99");
+    h[0] = 'X';
+    CU_ASSERT_EQUAL(pf_wire_parse_header(h, 4, &k, err, sizeof err), PF_EINPUT);
+
+    pf_arena_t *a = pf_arena_new();
+    pf_search_opts_t o, back;
+    pf_search_opts_init(&o);
+    o.stages = 4;
+    o.microbatches = 8;
+    o.refine = 0;
+    o.auto_inst = 0;
+    o.inst = PF_INST_M;
+    o.rel_eps = 1e-4;
+    o.seed = 99;
+    Planfarm__PlanOptions *m = pf_codec_options_to_pb(a, &o);
+    CU_ASSERT_EQUAL_FATAL(pf_codec_options_from_pb(m, &back, err, sizeof err), PF_OK);
+    CU_ASSERT(back.stages == 4 && back.microbatches == 8 && !back.refine && !back.auto_inst);
+    CU_ASSERT(back.inst == PF_INST_M && back.rel_eps == 1e-4 && back.seed == 99);
+    CU_ASSERT(back.symmetry && back.nalphas == 3 && back.candidates == o.candidates);
+    m->instantiation = "bogus";
+    CU_ASSERT_EQUAL(pf_codec_options_from_pb(m, &back, err, sizeof err), PF_EINPUT);
+    m->instantiation = "auto";
+    m->rel_eps = 2;
+    CU_ASSERT_EQUAL(pf_codec_options_from_pb(m, &back, err, sizeof err), PF_EINPUT);
+    pf_arena_destroy(&a);
+}
+
+void pf_suite_codec(void)
+{
+    CU_pSuite s = CU_add_suite("codec", NULL, NULL);
+    CU_add_test(s, "graph round trip; truncated bytes never crash", test_graph_round_trip);
+    CU_add_test(s, "graph messages with bad indices and numbers", test_graph_bad_messages);
+    CU_add_test(s, "cluster round trip; bad sizes and zero bandwidth", test_cluster_round_trip);
+    CU_add_test(s, "plan and job results round trip; out-of-range indices", test_plan_and_results);
+    CU_add_test(s, "partition and probe jobs round trip; bad fields", test_jobs);
+    CU_add_test(s, "frame header and plan options", test_header_and_options);
+}

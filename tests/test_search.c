@@ -1,0 +1,287 @@
+/* search: the request state machine driven by a fake executor that runs jobs inline, in order
+ * and then in random order with duplicated and lost answers. The partition must not change and
+ * the objective must stay within the binary search's epsilon of the in-order run. */
+#include "planner/rng.h"
+#include "planner/search.h"
+#include "planner/models.h"
+#include "planner/topology.h"
+#include "planner/util.h"
+#include "tests/testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    uint64_t id;
+    pf_job_t job;
+} pending_t;
+
+typedef struct {
+    long long run, duplicates, lost, late_cancelled;
+} chaos_stats_t;
+
+/* In order: every job runs as soon as it is issued, its answer goes straight back. */
+static pf_plan_t *run_in_order(const pf_graph_t *g, const pf_cluster_t *c,
+                               const pf_search_opts_t *o)
+{
+    char err[512];
+    pf_search_t *s;
+    if (pf_search_new(g, c, o, &s, err, sizeof err) != PF_OK) {
+        fprintf(stderr, "search: %s\n", err);
+        return NULL;
+    }
+    uint64_t id;
+    pf_job_t job;
+    while (pf_search_next_job(s, &id, &job)) {
+        pf_job_result_t res;
+        pf_job_run(&job, &res);
+        CU_ASSERT_EQUAL(pf_search_answer(s, id, &res), 1);
+        pf_job_result_clear(&res);
+    }
+    CU_ASSERT(pf_search_done(s));
+    pf_plan_t *p = NULL;
+    if (pf_search_result(s, &p, err, sizeof err) != PF_OK)
+        fprintf(stderr, "search result: %s\n", err);
+    pf_search_destroy(&s);
+    return p;
+}
+
+/* Random order: a pool of issued jobs; each step runs a random one and then loses its answer
+ * (the job stays in the pool to be sent again, as the broker would after a worker death),
+ * answers it twice, or answers it once. Cancelled jobs are sometimes answered anyway. */
+static pf_plan_t *run_chaos(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
+                            uint64_t seed, chaos_stats_t *cs)
+{
+    char err[512];
+    pf_search_t *s;
+    pf_rng_t rng;
+    pf_rng_seed(&rng, seed);
+    if (pf_search_new(g, c, o, &s, err, sizeof err) != PF_OK)
+        return NULL;
+    pending_t *pool = NULL;
+    int n = 0, cap = 0;
+    for (;;) {
+        uint64_t id;
+        pf_job_t job;
+        while (pf_search_next_job(s, &id, &job)) {
+            if (n == cap) {
+                cap = cap ? 2 * cap : 64;
+                pool = realloc(pool, (size_t)cap * sizeof *pool);
+            }
+            pool[n++] = (pending_t){id, job};
+        }
+        uint64_t gone[64];
+        int k = pf_search_take_cancelled(s, gone, 64);
+        for (int i = 0; i < k; i++)
+            for (int j = 0; j < n; j++)
+                if (pool[j].id == gone[i] && pf_rng_uniform(&rng) < 0.7) {
+                    pool[j] = pool[--n]; /* most cancelled jobs are dropped, some still answer */
+                    break;
+                }
+        if (n == 0)
+            break;
+        int pick = (int)pf_rng_below(&rng, (uint64_t)n);
+        pending_t p = pool[pick];
+        pf_job_result_t res;
+        pf_job_run(&p.job, &res);
+        cs->run++;
+        double u = pf_rng_uniform(&rng);
+        if (u < 0.2) {
+            cs->lost++; /* answer lost: the job must be describable again and stays pending */
+            pf_job_t again;
+            if (pf_search_job(s, p.id, &again))
+                pool[pick].job = again;
+            else
+                pool[pick] = pool[--n];
+        } else {
+            pool[pick] = pool[--n];
+            int used = pf_search_answer(s, p.id, &res);
+            cs->late_cancelled += !used;
+            if (u < 0.35) {
+                cs->duplicates++;
+                CU_ASSERT_EQUAL(pf_search_answer(s, p.id, &res), 0); /* duplicates are ignored */
+            }
+        }
+        pf_job_result_clear(&res);
+    }
+    free(pool);
+    CU_ASSERT(pf_search_done(s));
+    pf_plan_t *plan = NULL;
+    if (pf_search_result(s, &plan, err, sizeof err) != PF_OK)
+        fprintf(stderr, "chaos search result: %s\n", err);
+    pf_search_destroy(&s);
+    return plan;
+}
+
+static int same_partition(const pf_plan_t *a, const pf_plan_t *b)
+{
+    if (a->stages != b->stages || a->replicas != b->replicas)
+        return 0;
+    for (int s = 0; s < a->stages; s++) {
+        if (a->stage_list[s].nops != b->stage_list[s].nops)
+            return 0;
+        if (memcmp(a->stage_list[s].ops, b->stage_list[s].ops,
+                   (size_t)a->stage_list[s].nops * sizeof(int)))
+            return 0;
+    }
+    return 1;
+}
+
+static void check_against_in_order(const pf_graph_t *g, const pf_cluster_t *c,
+                                   const pf_search_opts_t *o, int seeds)
+{
+    pf_plan_t *ref = run_in_order(g, c, o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ref);
+    CU_ASSERT(pf_plan_is_mapped(ref));
+    CU_ASSERT(ref->mapping.present && ref->cs_map.present && ref->p2p_map.present);
+    /* the plan's objective is "full" under its devices, never worse than the CS baseline's
+     * candidate mapping by more than the search's epsilon */
+    chaos_stats_t cs = {0};
+    for (int seed = 1; seed <= seeds; seed++) {
+        pf_plan_t *p = run_chaos(g, c, o, (uint64_t)seed, &cs);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT(same_partition(ref, p));
+        PF_ASSERT_CLOSE(p->objective_ms, ref->objective_ms, 2 * o->rel_eps);
+        pf_plan_destroy(&p);
+    }
+    /* the runs did exercise what they claim to: probes, losses, duplicates, late answers */
+    CU_ASSERT(ref->mapping.probes > 0);
+    CU_ASSERT(cs.lost > 0 && cs.duplicates > 0 && cs.late_cancelled > 0);
+    if (getenv("PF_TEST_VERBOSE"))
+        fprintf(stderr, "\n  jobs %lld (in order), probes %d; chaos: run %lld lost %lld dup %lld "
+                "late %lld\n", ref->search.jobs, ref->mapping.probes, cs.run, cs.lost,
+                cs.duplicates, cs.late_cancelled);
+    pf_plan_destroy(&ref);
+}
+
+static void test_chaos_random_dag(void)
+{
+    char err[256];
+    pf_graph_t *g = pf_test_random_dag(11, 14, 0.15);
+    pf_topo_opts_t to;
+    pf_topo_opts_init(&to, PF_TOPO_UNIFORM);
+    to.devices = 8;
+    to.seed = 3;
+    pf_cluster_t *c;
+    CU_ASSERT_EQUAL_FATAL(pf_topo_build(&to, &c, err, sizeof err), PF_OK);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.candidates = 2;
+    o.probes_in_flight = 3;
+    o.rel_eps = 1e-3;
+    o.coarsen_k = -1;
+    check_against_in_order(g, c, &o, 6);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+static void test_chaos_bert(void)
+{
+    char err[256];
+    pf_model_opts_t mo;
+    pf_model_opts_init(&mo, PF_MODEL_BERT);
+    mo.layers = 4;
+    pf_graph_t *g;
+    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
+    pf_topo_opts_t to;
+    pf_topo_opts_init(&to, PF_TOPO_RANDOM_BLK2);
+    to.devices = 8;
+    to.seed = 5;
+    pf_cluster_t *c;
+    CU_ASSERT_EQUAL_FATAL(pf_topo_build(&to, &c, err, sizeof err), PF_OK);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.probes_in_flight = 4;
+    check_against_in_order(g, c, &o, 4);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+static void test_job_bookkeeping(void)
+{
+    char err[256];
+    pf_graph_t *g = pf_test_random_dag(5, 8, 0.2);
+    pf_topo_opts_t to;
+    pf_topo_opts_init(&to, PF_TOPO_HIER);
+    to.machines = 2;
+    to.gpus_per_machine = 2;
+    pf_cluster_t *c;
+    pf_topo_build(&to, &c, err, sizeof err);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    pf_search_t *s;
+    /* 8 ops have few downsets: by default no coarsening, so alpha is moot and each S gets one
+     * DP job (D = 4: S in {1, 2, 4}) */
+    CU_ASSERT_EQUAL_FATAL(pf_search_new(g, c, &o, &s, err, sizeof err), PF_OK);
+    pf_search_status_t st;
+    uint64_t id, ids[16];
+    pf_job_t job;
+    int n = 0;
+    while (n < 16 && pf_search_next_job(s, &id, &job))
+        CU_ASSERT(job.partition.group == NULL && ++n);
+    CU_ASSERT_EQUAL(n, 3);
+    pf_search_destroy(&s);
+    /* coarsening to K = 4 hyper-ops: one grouping per alpha, three alphas per S: nine DP jobs,
+     * ids 1..9 */
+    o.coarsen_k = 4;
+    CU_ASSERT_EQUAL_FATAL(pf_search_new(g, c, &o, &s, err, sizeof err), PF_OK);
+    n = 0;
+    while (n < 16 && pf_search_next_job(s, &id, &job)) {
+        CU_ASSERT_EQUAL(job.kind, PF_JOB_DP_PARTITION);
+        CU_ASSERT(job.partition.group != NULL && job.partition.ngroups == 4);
+        ids[n++] = id;
+    }
+    CU_ASSERT_EQUAL(n, 9);
+    for (int i = 0; i < n; i++)
+        CU_ASSERT_EQUAL(ids[i], (uint64_t)i + 1);
+    pf_search_get_status(s, &st);
+    CU_ASSERT_EQUAL(st.phase, PF_PHASE_PARTITION);
+    CU_ASSERT_EQUAL(st.jobs_outstanding, 9);
+    /* unknown ids and wrong kinds are ignored */
+    pf_job_result_t res = {.kind = PF_JOB_DP_PARTITION, .status = PF_OK};
+    CU_ASSERT_EQUAL(pf_search_answer(s, 99, &res), 0);
+    res.kind = PF_JOB_MAP_PROBE;
+    CU_ASSERT_EQUAL(pf_search_answer(s, 1, &res), 0);
+    /* a poisoned job fails the whole request with its error */
+    pf_search_job_failed(s, 3, "worker crashed");
+    CU_ASSERT(pf_search_done(s));
+    pf_plan_t *p;
+    CU_ASSERT_EQUAL(pf_search_result(s, &p, err, sizeof err), PF_ERR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "worker crashed"));
+    CU_ASSERT_EQUAL(pf_search_take_cancelled(s, ids, 16), 8); /* the other outstanding jobs */
+    pf_search_destroy(&s);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+static void test_infeasible_op(void)
+{
+    char err[256];
+    pf_graph_t *g = pf_test_random_dag(5, 6, 0.2); /* params up to 1e8 bytes: x4 state */
+    pf_cluster_t *c = pf_cluster_new("tiny", 2);
+    for (int i = 0; i < 2; i++) {
+        pf_device_t d = {.id = i, .mem_bytes = 1e6};
+        pf_cluster_set_device(c, i, &d);
+    }
+    pf_cluster_set_link(c, 0, 1, 10, 0);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    pf_search_t *s;
+    CU_ASSERT_EQUAL(pf_search_new(g, c, &o, &s, err, sizeof err), PF_EINFEASIBLE);
+    CU_ASSERT_PTR_NULL(s);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "with its parameter state; devices have"));
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+void pf_suite_search(void)
+{
+    CU_pSuite s = CU_add_suite("search", NULL, NULL);
+    CU_add_test(s, "job ids, status, ignored answers, poisoned job", test_job_bookkeeping);
+    CU_add_test(s, "an op too big for any device fails before any job", test_infeasible_op);
+    CU_add_test(s, "random order, duplicates, losses: random DAG on uniform_dist",
+                test_chaos_random_dag);
+    CU_add_test(s, "random order, duplicates, losses: BERT-4 on random_blk_2",
+                test_chaos_bert);
+}

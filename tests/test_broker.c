@@ -154,8 +154,8 @@ static pf_cluster_t *tiny_cluster(int n)
 
 /* ---- requests without workers ---- */
 
-/* A 3-op graph on 4 devices: S in {1, 2} (S = 4 exceeds the ops), 3 alphas each: 6 DP jobs
- * queued. An op needing 2 GB on 1 GB devices makes the request exist, FAILED, status -3. */
+/* A 3-op graph on 4 devices: S in {1, 2} (S = 4 exceeds the ops); 3 ops need no coarsening, so
+ * alpha is moot and each S is one DP job: 2 DP jobs queued. An op needing 2 GB on 1 GB devices makes the request exist, FAILED, status -3. */
 static void test_requests(void)
 {
     pf_broker_opts_t o;
@@ -178,8 +178,8 @@ static void test_requests(void)
     CU_ASSERT_EQUAL(strspn(id + 1, "0123456789abcdef"), 8);
     CU_ASSERT_EQUAL(st->state, PLANFARM__REQUEST_STATE__REQ_QUEUED); /* no worker yet */
     CU_ASSERT_STRING_EQUAL(st->phase, "partition");
-    CU_ASSERT_EQUAL(st->jobs_queued, 6);
-    CU_ASSERT_EQUAL(st->jobs_outstanding, 6);
+    CU_ASSERT_EQUAL(st->jobs_queued, 2);
+    CU_ASSERT_EQUAL(st->jobs_outstanding, 2);
     CU_ASSERT_STRING_EQUAL(st->label, "tiny");
     planfarm__request_status__free_unpacked(st, NULL);
 

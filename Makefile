@@ -134,12 +134,15 @@ sanitize: setup
 
 EXAMPLE_GRAPH := examples/bert-large.json
 EXAMPLE_CLUSTER := examples/dgx1x4.json
+# BERT-large (the generator's defaults) on 4 x DGX-1, planned end to end through the embedded
+# broker and one worker thread per core; the summary goes to stderr, the plan to build/plan.json.
 run: setup
 	$(MAKE) planfarm
-	./planfarm model bert --layers 24 --hidden 1024 --heads 16 --seq 512 --microbatch 8 -o $(BUILD)/bert-large.json
+	./planfarm model bert -o $(BUILD)/bert-large.json
 	./planfarm cluster dgx1 --machines 4 -o $(BUILD)/dgx1x4.json
 	./planfarm check $(BUILD)/bert-large.json
 	./planfarm check $(BUILD)/dgx1x4.json
+	./planfarm plan $(BUILD)/bert-large.json $(BUILD)/dgx1x4.json -o $(BUILD)/plan.json
 
 clean:
 	rm -rf $(BUILD) build-asan planfarm

@@ -317,6 +317,7 @@ static void finish(pf_broker_t *b, request_t *r)
         plan->search.present = 1;
         plan->search.wall_s = r->t_end - r->t_start;
         plan->search.workers = r->workers_max;
+        r->last.best_objective_ms = plan->objective_ms; /* the plan's, once there is one */
         FILE *f = open_memstream(&r->plan_json, &r->plan_len);
         if (!f) {
             rc = pf_fail(err, sizeof err, PF_ERR, "out of memory writing the plan");

@@ -28,7 +28,9 @@ static void print_status(const Planfarm__RequestStatus *st)
            (long long)st->jobs_issued, (long long)st->jobs_answered,
            (long long)st->jobs_outstanding, (long long)st->jobs_queued);
     if (isfinite(st->best_objective_ms))
-        printf("  best:     %.6g ms\n", st->best_objective_ms);
+        printf("  %s %.6g ms\n",
+               st->state == PLANFARM__REQUEST_STATE__REQ_DONE ? "plan:    " : "best:    ",
+               st->best_objective_ms);
     printf("  wall:     %.2f s, %u workers connected\n", st->wall_s, st->workers);
     if (st->error && st->error[0])
         printf("  error:    %s\n", st->error);
@@ -40,7 +42,8 @@ static void help(FILE *f, what_t what)
 {
     static const char *usage[] = {"status ID", "cancel ID", "list"};
     static const char *text[] = {
-        "Prints a request's state, phase, job counts, best objective so far and wall time.\n",
+        "Prints a request's state, phase, job counts, the best mapping objective found so far\n"
+        "(the plan's objective once it is done) and wall time.\n",
         "Stops a request: its queued jobs are dropped and its running jobs cancelled at the\n"
         "workers. A finished request is left as it is.\n",
         "Prints every request the broker remembers (the last 1000 finished ones and all\n"

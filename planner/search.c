@@ -132,8 +132,10 @@ static uint64_t new_job(pf_search_t *s, pf_job_kind_t kind, int owner, double ta
         s->jobs_cap = nc;
     }
     if (s->qtail == s->qcap) {
-        /* compact, then grow */
-        memmove(s->queue, s->queue + s->qhead, (size_t)(s->qtail - s->qhead) * sizeof *s->queue);
+        /* compact, then grow (no memmove on the first call: the queue is still NULL) */
+        if (s->qhead > 0)
+            memmove(s->queue, s->queue + s->qhead,
+                    (size_t)(s->qtail - s->qhead) * sizeof *s->queue);
         s->qtail -= s->qhead;
         s->qhead = 0;
         if (s->qtail == s->qcap) {
@@ -836,6 +838,8 @@ void pf_search_cancel(pf_search_t *s, const char *why)
 int pf_search_take_cancelled(pf_search_t *s, uint64_t *ids, int cap)
 {
     int n = s->ncancelled < cap ? s->ncancelled : cap;
+    if (n <= 0) /* s->cancelled may still be NULL */
+        return 0;
     memcpy(ids, s->cancelled + (s->ncancelled - n), (size_t)n * sizeof *ids);
     s->ncancelled -= n;
     return n;

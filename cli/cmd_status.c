@@ -24,9 +24,12 @@ static void print_status(const Planfarm__RequestStatus *st)
 {
     printf("request %s (%s): %s\n", st->request_id, st->label, state_name(st->state));
     printf("  phase:    %s\n", st->phase);
-    printf("  jobs:     %lld issued, %lld answered, %lld outstanding (%lld queued)\n",
+    long long cancelled = st->jobs_issued - st->jobs_answered - st->jobs_outstanding;
+    printf("  jobs:     %lld issued: %lld answered, %lld outstanding (%lld queued), %lld "
+           "cancelled\n",
            (long long)st->jobs_issued, (long long)st->jobs_answered,
-           (long long)st->jobs_outstanding, (long long)st->jobs_queued);
+           (long long)st->jobs_outstanding, (long long)st->jobs_queued,
+           cancelled > 0 ? cancelled : 0);
     if (isfinite(st->best_objective_ms))
         printf("  %s %.6g ms\n",
                st->state == PLANFARM__REQUEST_STATE__REQ_DONE ? "plan:    " : "best:    ",

@@ -60,12 +60,13 @@ static void progress_line(const Planfarm__RequestStatus *st)
     char best[48] = "-";
     if (isfinite(st->best_objective_ms))
         snprintf(best, sizeof best, "%.4g ms", st->best_objective_ms);
+    long long cancelled = st->jobs_issued - st->jobs_answered - st->jobs_outstanding;
     fprintf(stderr,
-            "\r\033[K%s: %-9s jobs %lld/%lld answered, %lld running, %lld queued; best %s; "
-            "%u workers; %.1f s",
-            st->request_id, st->phase, (long long)st->jobs_answered, (long long)st->jobs_issued,
-            (long long)(st->jobs_outstanding - st->jobs_queued), (long long)st->jobs_queued, best,
-            st->workers, st->wall_s);
+            "\r\033[K%s: %-9s jobs: %lld answered, %lld running, %lld queued, %lld cancelled; "
+            "best %s; %u workers; %.1f s",
+            st->request_id, st->phase, (long long)st->jobs_answered,
+            (long long)(st->jobs_outstanding - st->jobs_queued), (long long)st->jobs_queued,
+            cancelled > 0 ? cancelled : 0, best, st->workers, st->wall_s);
     fflush(stderr);
 }
 

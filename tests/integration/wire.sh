@@ -63,7 +63,7 @@ state() { "$BIN" status "$1" --broker "$EP" 2>/dev/null | sed -n '1s/.*: //p'; }
 # wait_answered ID N: until N jobs of the request are answered (or 30 s).
 wait_answered() {
     for _ in $(seq 1 600); do
-        n=$("$BIN" status "$1" --broker "$EP" 2>/dev/null | sed -n 's/.*issued, \([0-9]*\) answered.*/\1/p')
+        n=$("$BIN" status "$1" --broker "$EP" 2>/dev/null | sed -n 's/.*issued: \([0-9]*\) answered.*/\1/p')
         [ -n "$n" ] && [ "$n" -ge "$2" ] && return 0
         sleep 0.05
     done

@@ -39,8 +39,8 @@ static int run_probe(const pf_job_t *job, pf_job_result_t *res)
         return pf_fail(res->error, sizeof res->error, PF_ERR, "out of memory");
     double deadline = job->budget_s > 0 ? pf_now_s() + job->budget_s : 0;
     int rc = pf_map_probe(job->stage_graph, job->cluster, job->inst, job->target_ms, deadline,
-                          job->symmetry, job->threads, res->devices, &res->probe, res->error,
-                          sizeof res->error);
+                          job->symmetry, job->threads, job->cancel, res->devices, &res->probe,
+                          res->error, sizeof res->error);
     if (rc == PF_OK && res->probe.found) {
         res->ndevices = n;
     } else {

@@ -242,8 +242,9 @@ static int check_mapping(const int *dev, int N, int D)
 /* ---------------------------------------------------------------- Algorithm 2 */
 
 int pf_map_probe(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t inst,
-                 double target_ms, double deadline_s, int symmetry, int threads, int *dev,
-                 pf_probe_result_t *res, char *err, size_t errlen)
+                 double target_ms, double deadline_s, int symmetry, int threads,
+                 const atomic_int *cancel, int *dev, pf_probe_result_t *res, char *err,
+                 size_t errlen)
 {
     int rc = check_input(sg, c, err, errlen);
     if (rc != PF_OK)
@@ -253,7 +254,7 @@ int pf_map_probe(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t in
     pf_mapctx_t *cx = pf_mapctx_new(sg, c, inst, symmetry);
     if (!cx)
         return pf_fail(err, errlen, PF_ERR, "out of memory");
-    rc = pf_mapctx_probe(cx, target_ms, deadline_s, threads, NULL, dev, res, NULL);
+    rc = pf_mapctx_probe(cx, target_ms, deadline_s, threads, cancel, dev, res, NULL);
     pf_mapctx_destroy(&cx);
     return rc == PF_OK ? PF_OK : pf_fail(err, errlen, rc, "out of memory");
 }

@@ -15,6 +15,7 @@
 #include "planner/plan.h"
 #include "planner/stage_graph.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 typedef enum { PF_INST_M = 0, PF_INST_AR = 1, PF_INST_FULL = 2 } pf_inst_t;
@@ -71,12 +72,14 @@ typedef struct {
 
 /* Algorithm 2: DFS with the precomputed checking scheme, pruning against target_ms. OpenMP over
  * the top-level branches with early exit. deadline_s is an absolute pf_now_s() time (0 = none).
- * symmetry = 1 prunes interchangeable devices. threads = 0: OpenMP's default.
+ * symmetry = 1 prunes interchangeable devices. threads = 0: OpenMP's default. cancel (may be
+ * NULL): another thread sets it to abandon the probe, which then reports not found.
  * The answer does not depend on the thread count: the mapping returned is the one a sequential
  * DFS would find first (unless the deadline strikes). */
 int pf_map_probe(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t inst,
-                 double target_ms, double deadline_s, int symmetry, int threads, int *dev,
-                 pf_probe_result_t *res, char *err, size_t errlen);
+                 double target_ms, double deadline_s, int symmetry, int threads,
+                 const atomic_int *cancel, int *dev, pf_probe_result_t *res, char *err,
+                 size_t errlen);
 
 #define PF_MAP_DEFAULT_REL_EPS 1e-3
 #define PF_MAP_DEFAULT_PROBE_SECONDS 1.0

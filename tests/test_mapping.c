@@ -168,17 +168,17 @@ static void check_against_brute(const pf_stage_graph_t *sg, const pf_cluster_t *
     PF_ASSERT_CLOSE(st.objective_ms, pf_map_objective_ms(sg, c, inst, dev), 0);
 
     pf_probe_result_t res;
-    CU_ASSERT_EQUAL(pf_map_probe(sg, c, inst, opt * (1 + 1e-9), 0, symmetry, threads, dev, &res,
+    CU_ASSERT_EQUAL(pf_map_probe(sg, c, inst, opt * (1 + 1e-9), 0, symmetry, threads, NULL, dev, &res,
                                  err, sizeof err), PF_OK);
     CU_ASSERT(res.found);
     CU_ASSERT(res.objective_ms <= opt * (1 + 1e-9));
     CU_ASSERT(is_injective(dev, N, D));
     PF_ASSERT_CLOSE(res.objective_ms, pf_map_objective_ms(sg, c, inst, dev), 0);
     /* the same mapping whatever the thread count */
-    CU_ASSERT_EQUAL(pf_map_probe(sg, c, inst, opt * (1 + 1e-9), 0, symmetry, 1, dev2, &res, err,
+    CU_ASSERT_EQUAL(pf_map_probe(sg, c, inst, opt * (1 + 1e-9), 0, symmetry, 1, NULL, dev2, &res, err,
                                  sizeof err), PF_OK);
     CU_ASSERT(memcmp(dev, dev2, (size_t)N * sizeof *dev) == 0);
-    CU_ASSERT_EQUAL(pf_map_probe(sg, c, inst, opt * (1 - 1e-6), 0, symmetry, threads, dev, &res,
+    CU_ASSERT_EQUAL(pf_map_probe(sg, c, inst, opt * (1 - 1e-6), 0, symmetry, threads, NULL, dev, &res,
                                  err, sizeof err), PF_OK);
     CU_ASSERT(!res.found);
     CU_ASSERT(!res.timed_out);
@@ -398,7 +398,7 @@ static void check_hamiltonian(const int adj[8][8], int n, const char *what)
     int want = has_ham_path_rec(adj, n, used, -1, 0);
     for (int sym = 0; sym < 2; sym++) {
         pf_probe_result_t res;
-        CU_ASSERT_EQUAL_FATAL(pf_map_probe(sg, c, PF_INST_M, 1.0, 0, sym, 1, dev, &res, err,
+        CU_ASSERT_EQUAL_FATAL(pf_map_probe(sg, c, PF_INST_M, 1.0, 0, sym, 1, NULL, dev, &res, err,
                                            sizeof err), PF_OK);
         if (res.found != want)
             fprintf(stderr, "\n  %s: Hamiltonian path %d, probe found %d\n", what, want,
@@ -479,9 +479,9 @@ static void test_symmetry(void)
                 pf_probe_result_t with, without;
                 for (int side = 0; side < 2; side++) {
                     double t = side ? opt * (1 + 1e-9) : opt * (1 - 1e-6);
-                    CU_ASSERT_EQUAL(pf_map_probe(sg, cc, (pf_inst_t)inst, t, 0, 1, 1, dev, &with,
+                    CU_ASSERT_EQUAL(pf_map_probe(sg, cc, (pf_inst_t)inst, t, 0, 1, 1, NULL, dev, &with,
                                                  err, sizeof err), PF_OK);
-                    CU_ASSERT_EQUAL(pf_map_probe(sg, cc, (pf_inst_t)inst, t, 0, 0, 1, dev,
+                    CU_ASSERT_EQUAL(pf_map_probe(sg, cc, (pf_inst_t)inst, t, 0, 0, 1, NULL, dev,
                                                  &without, err, sizeof err), PF_OK);
                     CU_ASSERT_EQUAL(with.found, side);
                     CU_ASSERT_EQUAL(without.found, side);
@@ -534,7 +534,7 @@ static void test_ring_connectivity(void)
     PF_ASSERT_CLOSE(lo, 1751.0, 1e-12);
     PF_ASSERT_CLOSE(brute_force(sg, c, PF_INST_AR), 1751.0, 1e-12);
     pf_probe_result_t res;
-    CU_ASSERT_EQUAL(pf_map_probe(sg, c, PF_INST_AR, 1750.0, 0, 0, 1, dev, &res, err, sizeof err),
+    CU_ASSERT_EQUAL(pf_map_probe(sg, c, PF_INST_AR, 1750.0, 0, 0, 1, NULL, dev, &res, err, sizeof err),
                     PF_OK);
     CU_ASSERT(!res.found);
     CU_ASSERT_EQUAL(res.nodes, 0);
@@ -545,7 +545,7 @@ static void test_ring_connectivity(void)
     sg = pf_stage_graph_new(2, 4, cu, P, M);
     CU_ASSERT_EQUAL(pf_map_bounds(sg, c, PF_INST_AR, 1, &lo, &hi, dev, err, sizeof err), PF_OK);
     PF_ASSERT_CLOSE(lo, 151.0, 1e-12);
-    CU_ASSERT_EQUAL(pf_map_probe(sg, c, PF_INST_AR, 151.0, 0, 1, 1, dev, &res, err, sizeof err),
+    CU_ASSERT_EQUAL(pf_map_probe(sg, c, PF_INST_AR, 151.0, 0, 1, 1, NULL, dev, &res, err, sizeof err),
                     PF_OK);
     CU_ASSERT(res.found);
     CU_ASSERT((dev[0] < 4) == (dev[1] < 4) && (dev[0] < 4) == (dev[3] < 4));
@@ -557,11 +557,11 @@ static void test_ring_connectivity(void)
     pf_cluster_t *c12 = two_level(2, 6);
     double cu3[3] = {1, 1, 1}, P3[3] = {1.1e9, 1.1e9, 1.1e9}, M3[9] = {0};
     sg = pf_stage_graph_new(3, 4, cu3, P3, M3);
-    CU_ASSERT_EQUAL(pf_map_probe(sg, c12, PF_INST_AR, 1500.0, 0, 1, 1, dev, &res, err, sizeof err),
+    CU_ASSERT_EQUAL(pf_map_probe(sg, c12, PF_INST_AR, 1500.0, 0, 1, 1, NULL, dev, &res, err, sizeof err),
                     PF_OK);
     CU_ASSERT(!res.found);
     CU_ASSERT(res.nodes < 100);
-    CU_ASSERT_EQUAL(pf_map_probe(sg, c12, PF_INST_AR, 1501.0, 0, 1, 1, dev, &res, err, sizeof err),
+    CU_ASSERT_EQUAL(pf_map_probe(sg, c12, PF_INST_AR, 1501.0, 0, 1, 1, NULL, dev, &res, err, sizeof err),
                     PF_OK);
     CU_ASSERT(res.found);
     pf_stage_graph_destroy(&sg);
@@ -585,7 +585,7 @@ static void test_deadline_and_errors(void)
                           PF_OK);
     pf_probe_result_t res;
     double t0 = pf_now_s();
-    CU_ASSERT_EQUAL(pf_map_probe(sg, c, PF_INST_M, 16.35, t0 + 0.03, 1, 2, dev, &res, err,
+    CU_ASSERT_EQUAL(pf_map_probe(sg, c, PF_INST_M, 16.35, t0 + 0.03, 1, 2, NULL, dev, &res, err,
                                  sizeof err), PF_OK);
     CU_ASSERT(pf_now_s() - t0 < 0.5);
     CU_ASSERT(res.timed_out);

@@ -275,11 +275,41 @@ static void test_infeasible_op(void)
     pf_graph_destroy(&g);
 }
 
+/* The job door passes the cancel flag to the probe: a raised flag abandons even a probe whose
+ * target any mapping meets. */
+static void test_cancelled_probe(void)
+{
+    char err[256];
+    pf_topo_opts_t to;
+    pf_topo_opts_init(&to, PF_TOPO_UNIFORM);
+    to.devices = 8;
+    pf_cluster_t *c;
+    CU_ASSERT_EQUAL_FATAL(pf_topo_build(&to, &c, err, sizeof err), PF_OK);
+    double cu[4] = {1, 2, 3, 4}, par[4] = {1e6, 1e6, 1e6, 1e6}, msg[16] = {0};
+    msg[1] = msg[4] = 1e6;
+    pf_stage_graph_t *sg = pf_stage_graph_new(4, 2, cu, par, msg);
+    atomic_int cancel;
+    atomic_init(&cancel, 0);
+    pf_job_t job = {.kind = PF_JOB_MAP_PROBE, .cluster = c, .stage_graph = sg,
+                    .inst = PF_INST_FULL, .target_ms = 1e12, .symmetry = 1, .cancel = &cancel};
+    pf_job_result_t res;
+    CU_ASSERT_EQUAL(pf_job_run(&job, &res), PF_OK);
+    CU_ASSERT(res.probe.found && res.ndevices == 8);
+    pf_job_result_clear(&res);
+    atomic_store(&cancel, 1);
+    CU_ASSERT_EQUAL(pf_job_run(&job, &res), PF_OK);
+    CU_ASSERT(!res.probe.found && res.devices == NULL);
+    pf_job_result_clear(&res);
+    pf_stage_graph_destroy(&sg);
+    pf_cluster_destroy(&c);
+}
+
 void pf_suite_search(void)
 {
     CU_pSuite s = CU_add_suite("search", NULL, NULL);
     CU_add_test(s, "job ids, status, ignored answers, poisoned job", test_job_bookkeeping);
     CU_add_test(s, "an op too big for any device fails before any job", test_infeasible_op);
+    CU_add_test(s, "a cancelled probe job stops and reports not found", test_cancelled_probe);
     CU_add_test(s, "random order, duplicates, losses: random DAG on uniform_dist",
                 test_chaos_random_dag);
     CU_add_test(s, "random order, duplicates, losses: BERT-4 on random_blk_2",

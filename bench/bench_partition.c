@@ -128,7 +128,8 @@ static int profiles(void)
     if (!c)
         return 1;
     printf("1. Profiles on dgx1 x4 (32 V100, 16 GiB; B_flat = median bandwidth %.1f GB/s), default "
-           "K = clamp(8S, 48, ops), alpha 1,\n   cap %lld downsets; times in ms (best of 3); "
+           "K (the ops themselves when their\n   downsets fit the cap, else clamp(8S, 48, ops)), "
+           "alpha 1, cap %lld downsets; times in ms (best of 3); "
            "'x' = DP time with 1 thread / with %d threads.\n",
            pf_cluster_bw_median(c), PF_PARTITION_DEFAULT_MAX_DOWNSETS, nt);
     printf("%-24s %5s %3s %4s %8s %5s %9s %9s %9s %5s %9s %11s %11s %6s\n", "profile", "ops", "S",
@@ -457,7 +458,8 @@ static int bert24_quality(void)
         return 1;
     printf("\n5. BERT-24 (%d ops) on dgx1 x4: objective (ms) of the exact DP on all downsets of "
            "the ops, of the DP on the\n   prefixes of one topological order (what Alpa and "
-           "PipeDream search), and of coarsening (default K) before and\n   after refinement. "
+           "PipeDream search), and of coarsening forced to K = clamp(8S, 48, ops) (the\n   default "
+           "when the downsets exceed the cap) before and after refinement. "
            "Ratios against the exact optimum.\n",
            pf_graph_nops(g));
     printf("%4s %9s %11s %11s %7s %11s %7s %11s %7s %6s\n", "S", "downsets", "exact",
@@ -465,7 +467,8 @@ static int bert24_quality(void)
     for (int S = 2; S <= 16; S *= 2) {
         result_t ex = run(g, c, S, 1, -1, 0, 0, 0);
         result_t pre = run(g, c, S, 1, -1, 0, 0, 1);
-        result_t co = run(g, c, S, 1, 0, 0, 1, 0);
+        int K = pf_coarsen_default_k(S, pf_graph_nops(g));
+        result_t co = run(g, c, S, 1, K, 0, 1, 0);
         if (ex.rc != PF_OK || pre.rc != PF_OK || co.rc != PF_OK) {
             printf("%4d  %s%s%s\n", S, ex.err, pre.err, co.err);
             continue;
@@ -476,6 +479,7 @@ static int bert24_quality(void)
         char err[256];
         o.stages = S;
         o.replicas = 1;
+        o.coarsen_k = K;
         int moves = 0;
         if (pf_partition_run(g, c, &o, &p, err, sizeof err) == PF_OK)
             moves = p->partition_search.refine_moves;

@@ -17,7 +17,7 @@ static void help(FILE *f)
             "  --microbatch N  the batch size the profile was measured at, recorded in the graph\n"
             "                  (default: known for the shipped profiles, alexnet 256, vgg16 and\n"
             "                  resnet50 128, resnet101 64, Piper resnet 128; otherwise 1)\n"
-            "  -o GRAPH        output file (default or -: stdout)\n\n"
+            "  -o, --output GRAPH  output file (default or -: stdout)\n\n"
             "A one-line summary goes to stderr. Exit status 2 when the profile is invalid; the\n"
             "message names the file and the line (PipeDream) or the JSON path (Piper).\n");
 }

@@ -83,7 +83,7 @@ static void help(FILE *f)
             "  --efficiency E  fraction of the peak a kernel reaches, in (0, 1] (default %g)\n"
             "  --hbm-gbps G    memory bandwidth for memory-bound ops, GB/s (default %g)\n"
             "  --name NAME     graph name (default from the kind and the shape)\n"
-            "  -o GRAPH        output file (default stdout)\n\n"
+            "  -o, --output GRAPH  output file (default or -: stdout)\n\n"
             "Op time: FLOPs / (T x 1e12 x E) for linear, matmul and conv; a roofline\n"
             "max(that, bytes moved / G) for the memory-bound ops (norms, softmax, activations,\n"
             "adds, pooling, embedding). Exit status 2 on an impossible shape.\n",

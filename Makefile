@@ -132,8 +132,6 @@ sanitize: setup
 	    LDLIBS="-lm -lpthread -fopenmp -fsanitize=address,undefined" build-asan/pf_tests
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 PF_DATA=$(CURDIR)/tests/data build-asan/pf_tests
 
-EXAMPLE_GRAPH := examples/bert-large.json
-EXAMPLE_CLUSTER := examples/dgx1x4.json
 # BERT-large (the generator's defaults) on 4 x DGX-1, planned end to end through the embedded
 # broker and one worker thread per core; the summary goes to stderr, the plan to build/plan.json.
 run: setup

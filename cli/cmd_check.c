@@ -32,8 +32,9 @@ static void summarize_graph(const pf_graph_t *g, long long max_downsets)
         bwd += pf_graph_op(g, v)->bwd_ms;
     }
     cli_fmt_bytes(pb, sizeof pb, pf_graph_total_param_bytes(g));
-    printf("graph %s: %d ops, %d edges, micro-batch %d\n", pf_graph_name(g), pf_graph_nops(g),
-           pf_graph_nedges(g), pf_graph_microbatch(g));
+    printf("graph %s: %d op%s, %d edge%s, micro-batch %d\n", pf_graph_name(g), pf_graph_nops(g),
+           pf_graph_nops(g) == 1 ? "" : "s", pf_graph_nedges(g), pf_graph_nedges(g) == 1 ? "" : "s",
+           pf_graph_microbatch(g));
     printf("  compute:      %.3f ms per micro-batch (forward %.3f + backward %.3f)\n", fwd + bwd,
            fwd, bwd);
     printf("  parameters:   %.0f bytes (%s)\n", pf_graph_total_param_bytes(g), pb);
@@ -55,7 +56,9 @@ static void summarize_cluster(const pf_cluster_t *c)
             hi = pf_cluster_device(c, i)->mem_bytes;
     cli_fmt_bytes(a, sizeof a, lo);
     cli_fmt_bytes(b, sizeof b, hi);
-    printf("cluster %s: %d devices on %d hosts\n", pf_cluster_name(c), n, pf_cluster_nhosts(c));
+    int hosts = pf_cluster_nhosts(c);
+    printf("cluster %s: %d device%s on %d host%s\n", pf_cluster_name(c), n, n == 1 ? "" : "s",
+           hosts, hosts == 1 ? "" : "s");
     printf("  memory:       %s .. %s per device\n", a, b);
     if (n > 1)
         printf("  bandwidth:    min %g, median %g, max %g GB/s (%s)\n", pf_cluster_bw_min(c),
@@ -114,7 +117,16 @@ int cmd_check(int argc, char **argv)
     json_t *root = json_loadb(buf, len, 0, &je);
     int is_graph = root && json_object_get(root, "ops") != NULL;
     int is_cluster = root && json_object_get(root, "devices") != NULL;
+    int is_plan = root && json_object_get(root, "stage_list") != NULL;
     json_decref(root);
+    if (is_plan && !is_graph) {
+        free(buf);
+        snprintf(err, sizeof err,
+                 "%s: a plan file (it has \"stage_list\"): check reads graphs and clusters; a "
+                 "plan is read against its graph and cluster by 'planfarm map'",
+                 label);
+        return cli_report("check", PF_EINPUT, err);
+    }
     if (root && !is_graph && !is_cluster) {
         free(buf);
         snprintf(err, sizeof err, "%s: neither a graph (no \"ops\") nor a cluster (no \"devices\")",

@@ -59,9 +59,15 @@ int main(int argc, char **argv)
         printf("planfarm 0.1\n");
         return CLI_OK;
     }
-    for (size_t i = 0; i < NCOMMANDS; i++)
-        if (!strcmp(argv[1], commands[i].name))
-            return commands[i].run(argc - 1, argv + 1);
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        if (strcmp(argv[1], commands[i].name))
+            continue;
+        /* getopt prefixes its own messages ("unrecognized option") with argv[0] */
+        char self[64];
+        snprintf(self, sizeof self, "planfarm %s", commands[i].name);
+        argv[1] = self;
+        return commands[i].run(argc - 1, argv + 1);
+    }
     fprintf(stderr, "planfarm: '%s' is not a command\n\n", argv[1]);
     usage(stderr);
     return CLI_USAGE;

@@ -349,7 +349,8 @@ static void fetch(pf_worker_t *w, const pf_blob_ref_t *r)
     }
 }
 
-/* Pin what the cache has; fetch what it lacks; queue the job when it has everything. */
+/* Pin what the cache has; fetch what it lacks; queue the job when it has everything and it fits
+ * what it got (else it is answered FAILED and forgotten: j is gone). */
 static void try_start(pf_worker_t *w, wjob_t *j)
 {
     if (need_blob(&j->wire.graph, j->graph) &&
@@ -370,6 +371,12 @@ static void try_start(pf_worker_t *w, wjob_t *j)
     }
     if (missing) {
         j->state = J_WAITING;
+        return;
+    }
+    char err[256];
+    if (pf_wire_job_check(&j->wire, pf_cached_graph(j->graph), pf_cached_cluster(j->cluster), err,
+                          sizeof err) != PF_OK) {
+        drop_job(w, j, err);
         return;
     }
     shared_t *sh = w->sh;
@@ -448,9 +455,16 @@ static void on_blob(pf_worker_t *w, const uint8_t *data, size_t len)
         fail_waiting(w, &m->hash, why);
         goto done;
     }
-    for (wjob_t *j = zlistx_first(w->held); j; j = zlistx_next(w->held))
-        if (j->state == J_WAITING)
+    /* try_start may drop a job from `held`: collect first */
+    zlistx_t *waiting = zlistx_new();
+    if (waiting) {
+        for (wjob_t *j = zlistx_first(w->held); j; j = zlistx_next(w->held))
+            if (j->state == J_WAITING)
+                zlistx_add_end(waiting, j);
+        for (wjob_t *j = zlistx_first(waiting); j; j = zlistx_next(waiting))
             try_start(w, j);
+        zlistx_destroy(&waiting);
+    }
 done:
     planfarm__blob__free_unpacked(m, NULL);
 }

@@ -869,6 +869,10 @@ static int recv_one(pf_broker_t *b)
         n++;
     }
     b->msgs_in++;
+    /* Stamped on arrival, not when the batch began: a slow message (a large SUBMIT) would
+     * otherwise age every heartbeat read after it, and the next tick would find their workers
+     * silent. */
+    b->now = pf_now_s();
     handle(b, parts, n);
     for (int i = 0; i < (n < 3 ? n : 3); i++)
         zmq_msg_close(&parts[i]);

@@ -4,6 +4,7 @@
 #include "broker/blobstore.h"
 #include "broker/broker.h"
 #include "broker/client.h"
+#include "planner/models.h"
 #include "planner/util.h"
 #include "tests/testutil.h"
 #include "worker/worker.h"
@@ -63,6 +64,14 @@ static void test_blobstore(void)
 }
 
 /* ---- helpers ---- */
+
+static void send_frames(zsock_t *s, int n, const void *const *data, const size_t *len)
+{
+    zmsg_t *m = zmsg_new();
+    for (int i = 0; i < n; i++)
+        zmsg_addmem(m, data[i], len[i]);
+    zmsg_send(&m, s);
+}
 
 static zactor_t *start_broker(pf_broker_opts_t *o, char *endpoint, size_t len)
 {
@@ -150,6 +159,146 @@ static pf_cluster_t *tiny_cluster(int n)
     char err[256];
     CU_ASSERT_EQUAL(pf_cluster_validate(c, err, sizeof err), PF_OK);
     return c;
+}
+
+/* ---- scripted peers ---- */
+
+static void peer_send(zsock_t *s, pf_msg_t kind, const ProtobufCMessage *m)
+{
+    uint8_t hdr[PF_WIRE_HEADER_LEN], *buf;
+    size_t len;
+    pf_wire_header(kind, hdr);
+    pf_codec_pack(m, &buf, &len);
+    const void *f[] = {hdr, buf};
+    size_t l[] = {sizeof hdr, len};
+    send_frames(s, 2, f, l);
+    free(buf);
+}
+
+/* One message waiting on s (no wait): its kind, or 0 when none; the body goes to *body (may be
+ * NULL) and is freed by the caller. */
+static int peer_poll(zsock_t *s, zframe_t **body)
+{
+    if (body)
+        *body = NULL;
+    if (!(zsock_events(s) & ZMQ_POLLIN))
+        return 0;
+    zmsg_t *m = zmsg_recv(s);
+    zframe_t *h = m ? zmsg_pop(m) : NULL, *b = m ? zmsg_pop(m) : NULL;
+    pf_msg_t kind = 0;
+    char err[64];
+    if (!h || pf_wire_parse_header(zframe_data(h), zframe_size(h), &kind, err, sizeof err))
+        kind = 0;
+    if (body) {
+        *body = b;
+        b = NULL;
+    }
+    zframe_destroy(&h);
+    zframe_destroy(&b);
+    zmsg_destroy(&m);
+    return kind;
+}
+
+/* A fake worker that runs only NOOP jobs (so a request's jobs never go to it). */
+static zsock_t *fake_worker(const char *ep, uint32_t credits)
+{
+    zsock_t *s = zsock_new_dealer(ep);
+    Planfarm__JobKind kinds[] = {PLANFARM__JOB_KIND__JOB_NOOP};
+    Planfarm__Ready m = PLANFARM__READY__INIT;
+    m.protocol = PF_WIRE_VERSION;
+    m.credits = credits;
+    m.kinds = kinds;
+    m.n_kinds = 1;
+    m.name = "fake";
+    peer_send(s, PF_MSG_READY, &m.base);
+    return s;
+}
+
+static pf_graph_t *gpt_graph(int layers)
+{
+    pf_model_opts_t mo;
+    pf_model_opts_init(&mo, PF_MODEL_GPT);
+    mo.layers = layers;
+    pf_graph_t *g = NULL;
+    char err[256];
+    CU_ASSERT_EQUAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
+    return g;
+}
+
+/* A SUBMIT whose graph keeps the broker's one thread busy for a while (an 8000-layer GPT, 112 k
+ * ops to decode, check and store: about 0.5 s on the 2-core development machine) while a worker
+ * heartbeats every 10 ms and the broker declares a worker dead after 3 x 50 ms of silence. The
+ * heartbeats that arrived meanwhile are read right after the SUBMIT, in the same batch, so the
+ * worker was never silent and must not be declared dead (the broker would forget it and answer
+ * its next heartbeat with BYE). The broker used to stamp them with the time the batch began. */
+static void test_slow_message_keeps_workers(void)
+{
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    o.endpoint = "tcp://127.0.0.1:0";
+    o.heartbeat_ms = 50;
+    o.liveness = 3;
+    o.quiet = 1;
+    char ep[256];
+    /* the SUBMIT is packed first: making it takes longer than the liveness */
+    pf_graph_t *g = gpt_graph(8000);
+    pf_cluster_t *cl = tiny_cluster(64);
+    pf_search_opts_t so;
+    pf_search_opts_init(&so);
+    pf_arena_t *a = pf_arena_new();
+    Planfarm__Submit m = PLANFARM__SUBMIT__INIT;
+    m.graph = pf_codec_graph_to_pb(a, g);
+    m.cluster = pf_codec_cluster_to_pb(a, cl);
+    m.options = pf_codec_options_to_pb(a, &so);
+    uint8_t hdr[PF_WIRE_HEADER_LEN], *body;
+    size_t len;
+    pf_wire_header(PF_MSG_SUBMIT, hdr);
+    CU_ASSERT_EQUAL_FATAL(pf_codec_pack(&m.base, &body, &len), PF_OK);
+
+    zactor_t *b = start_broker(&o, ep, sizeof ep);
+    zsock_t *w = fake_worker(ep, 1);
+    zsock_t *client = zsock_new_dealer(ep);
+    Planfarm__Heartbeat hb = PLANFARM__HEARTBEAT__INIT;
+    int byes = 0;
+    for (int i = 0; i < 10; i++) { /* registered, heartbeating */
+        zclock_sleep(10);
+        peer_send(w, PF_MSG_HEARTBEAT, &hb.base);
+        while (peer_poll(w, NULL) == PF_MSG_BYE)
+            byes++;
+    }
+    long long bad, dispatched;
+    int workers;
+    broker_stats(b, &bad, &dispatched, &workers);
+    CU_ASSERT_EQUAL(workers, 1);
+
+    double t0 = pf_now_s();
+    const void *f[] = {hdr, body};
+    size_t l[] = {sizeof hdr, len};
+    send_frames(client, 2, f, l);
+    int replied = 0;
+    double t_reply = 0;
+    while (pf_now_s() - t0 < 30 && (!replied || pf_now_s() - t_reply < 0.3)) {
+        zclock_sleep(10);
+        peer_send(w, PF_MSG_HEARTBEAT, &hb.base);
+        while (peer_poll(w, NULL) == PF_MSG_BYE)
+            byes++;
+        if (!replied && peer_poll(client, NULL) == PF_MSG_SUBMIT_REPLY) {
+            replied = 1;
+            t_reply = pf_now_s();
+        }
+    }
+    CU_ASSERT(replied);
+    CU_ASSERT_EQUAL(byes, 0);
+    broker_stats(b, &bad, &dispatched, &workers);
+    CU_ASSERT_EQUAL(workers, 1);
+
+    free(body);
+    pf_arena_destroy(&a);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&cl);
+    zsock_destroy(&client);
+    zsock_destroy(&w);
+    zactor_destroy(&b);
 }
 
 /* ---- requests without workers ---- */
@@ -280,14 +429,6 @@ static void test_eviction(void)
 
 /* ---- a hostile client ---- */
 
-static void send_frames(zsock_t *s, int n, const void *const *data, const size_t *len)
-{
-    zmsg_t *m = zmsg_new();
-    for (int i = 0; i < n; i++)
-        zmsg_addmem(m, data[i], len[i]);
-    zmsg_send(&m, s);
-}
-
 /* Nine malformed messages, each counted once, then a message above the size bound (libzmq drops
  * that connection before the broker sees it); the broker keeps serving a worker and a client. */
 static void test_hostile(void)
@@ -408,4 +549,6 @@ void pf_suite_broker(void)
     CU_add_test(s, "finished requests are evicted oldest first", test_eviction);
     CU_add_test(s, "hostile client", test_hostile);
     CU_add_test(s, "client timeout", test_client_timeout);
+    CU_add_test(s, "a slow message does not make workers look dead",
+                test_slow_message_keeps_workers);
 }

@@ -24,7 +24,9 @@
             zsys_info(__VA_ARGS__);                                                             \
     } while (0)
 
-typedef enum { PEER_NEW, PEER_WORKER, PEER_CLIENT } peer_kind_t;
+/* PEER_GONE: a worker declared dead or unreachable. Its late RESULTs are still used (jobs are
+ * pure); a peer that never sent READY may not answer jobs at all. Forgotten after PEER_IDLE_S. */
+typedef enum { PEER_NEW, PEER_WORKER, PEER_CLIENT, PEER_GONE } peer_kind_t;
 
 typedef struct {
     char key[2 * IDENTITY_MAX + 1]; /* hex of the identity: the peers table's key */
@@ -137,6 +139,13 @@ static peer_t *peer_get(pf_broker_t *b, const uint8_t *id, size_t len)
 static void peer_drop(pf_broker_t *b, peer_t *p)
 {
     zhashx_delete(b->peers, p->key); /* frees p */
+}
+
+/* A worker taken out of the dispatch core without saying BYE: remembered as PEER_GONE. */
+static void peer_bury(peer_t *p)
+{
+    p->kind = PEER_GONE;
+    p->worker = -1;
 }
 
 /* A message we will not serve: counted always, logged once per peer. */
@@ -255,7 +264,7 @@ static void on_worker_dead(void *ctx, void *worker_user)
     peer_t *p = worker_user;
     zsys_warning("broker: worker %s is silent for %d heartbeats: its jobs go to others", p->name,
                  b->o.liveness);
-    peer_drop(b, p);
+    peer_bury(p);
 }
 
 /* ---- requests ---- */
@@ -779,11 +788,14 @@ static void on_worker_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_
         malformed(b, p, "%s is a worker message and this peer is a client", pf_msg_name(kind));
         return;
     }
-    if (p->kind == PEER_NEW) {
-        /* A worker we declared dead (or never met): a late RESULT is still used, then it is told
-         * to register again (Majordomo's DISCONNECT). */
-        if (kind == PF_MSG_RESULT)
+    if (p->kind == PEER_NEW || p->kind == PEER_GONE) {
+        /* A worker we declared dead: a late RESULT is still used. A peer that never sent READY
+         * answers nothing (job ids are easy to guess). Either is told to register again
+         * (Majordomo's DISCONNECT). */
+        if (kind == PF_MSG_RESULT && p->kind == PEER_GONE)
             on_result(b, p, data, len);
+        else if (kind == PF_MSG_RESULT)
+            malformed(b, p, "RESULT from a peer that never sent READY");
         if (kind != PF_MSG_BYE)
             send_bye(b, p, "unknown worker: send READY");
         return;
@@ -887,7 +899,7 @@ static void drop_gone(pf_broker_t *b)
         if (p && p->kind == PEER_WORKER) {
             zsys_warning("broker: worker %s is unreachable: its jobs go to others", p->name);
             pf_dispatch_worker_remove(b->dispatch, p->worker, "worker unreachable");
-            peer_drop(b, p);
+            peer_bury(p);
         }
         free(key);
     }

@@ -427,6 +427,111 @@ static void test_eviction(void)
     zactor_destroy(&b);
 }
 
+/* ---- who may answer a job ---- */
+
+static void send_result(zsock_t *s, uint64_t id, int status)
+{
+    Planfarm__JobResult r = PLANFARM__JOB_RESULT__INIT;
+    r.id = id;
+    r.kind = PLANFARM__JOB_KIND__JOB_DP_PARTITION;
+    r.status = status;
+    r.error = "no partition (scripted)";
+    peer_send(s, PF_MSG_RESULT, &r.base);
+}
+
+static Planfarm__RequestStatus *status_of(pf_client_t *c, const char *id)
+{
+    char err[512];
+    Planfarm__RequestStatus *st = NULL;
+    CU_ASSERT_EQUAL(pf_client_status(c, id, &st, err, sizeof err), PF_OK);
+    return st;
+}
+
+/* The tiny request has two DP jobs. A scripted worker takes both and goes silent: declared dead
+ * (2 x 50 ms), its jobs are queued again. Its late RESULT for one of them is still used (jobs
+ * are pure). A peer that never said READY sends a RESULT for the other (job ids are easy to
+ * guess: request sequence << 32 | job number): it is dropped as malformed, not taken as the
+ * answer; the request keeps one job queued instead of failing as "infeasible". */
+static void test_results_only_from_workers(void)
+{
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    o.endpoint = "tcp://127.0.0.1:0";
+    o.heartbeat_ms = 50;
+    o.liveness = 2;
+    o.quiet = 1;
+    char ep[256], err[512], id[32];
+    zactor_t *b = start_broker(&o, ep, sizeof ep);
+    pf_client_t *c = pf_client_new(ep, 5000, err, sizeof err);
+    pf_graph_t *g = tiny_graph(10);
+    pf_cluster_t *cl = tiny_cluster(4);
+    pf_search_opts_t so;
+    pf_search_opts_init(&so);
+    Planfarm__RequestStatus *st;
+    CU_ASSERT_EQUAL_FATAL(pf_client_submit(c, g, cl, &so, "tiny", &st, err, sizeof err), PF_OK);
+    snprintf(id, sizeof id, "%s", st->request_id);
+    planfarm__request_status__free_unpacked(st, NULL);
+
+    zsock_t *w = zsock_new_dealer(ep);
+    Planfarm__JobKind kinds[] = {PLANFARM__JOB_KIND__JOB_DP_PARTITION};
+    Planfarm__Ready ready = PLANFARM__READY__INIT;
+    ready.protocol = PF_WIRE_VERSION;
+    ready.credits = 2;
+    ready.kinds = kinds;
+    ready.n_kinds = 1;
+    peer_send(w, PF_MSG_READY, &ready.base);
+    uint64_t jobs[2] = {0, 0};
+    int njobs = 0;
+    for (double t0 = pf_now_s(); njobs < 2 && pf_now_s() - t0 < 5;) {
+        zframe_t *body;
+        int kind = peer_poll(w, &body);
+        if (kind == PF_MSG_JOB) {
+            Planfarm__Job *j = planfarm__job__unpack(NULL, zframe_size(body), zframe_data(body));
+            if (j)
+                jobs[njobs++] = j->id;
+            planfarm__job__free_unpacked(j, NULL);
+        } else if (!kind) {
+            zclock_sleep(5);
+        }
+        zframe_destroy(&body);
+    }
+    CU_ASSERT_EQUAL_FATAL(njobs, 2);
+    long long bad0, bad, dispatched;
+    int workers = 1;
+    for (double t0 = pf_now_s(); workers > 0 && pf_now_s() - t0 < 5;) { /* silent: dead */
+        zclock_sleep(20);
+        broker_stats(b, &bad0, &dispatched, &workers);
+    }
+    CU_ASSERT_EQUAL_FATAL(workers, 0);
+    st = status_of(c, id);
+    CU_ASSERT_EQUAL(st->jobs_queued, 2);
+    planfarm__request_status__free_unpacked(st, NULL);
+
+    send_result(w, jobs[0], PF_EINFEASIBLE); /* late, from the worker declared dead: used */
+    zsock_t *evil = zsock_new_dealer(ep);
+    send_result(evil, jobs[1], PF_EINFEASIBLE); /* from a stranger: dropped */
+    int evil_bye = 0;
+    for (double t0 = pf_now_s(); !evil_bye && pf_now_s() - t0 < 5;) {
+        zclock_sleep(5);
+        evil_bye = peer_poll(evil, NULL) == PF_MSG_BYE; /* told to send READY */
+    }
+    CU_ASSERT(evil_bye);
+    st = status_of(c, id);
+    CU_ASSERT_EQUAL(st->jobs_answered, 1);
+    CU_ASSERT_EQUAL(st->jobs_queued, 1);
+    CU_ASSERT_EQUAL(st->state, PLANFARM__REQUEST_STATE__REQ_RUNNING); /* not failed */
+    planfarm__request_status__free_unpacked(st, NULL);
+    broker_stats(b, &bad, &dispatched, &workers);
+    CU_ASSERT_EQUAL(bad - bad0, 1);
+
+    zsock_destroy(&evil);
+    zsock_destroy(&w);
+    pf_client_destroy(&c);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&cl);
+    zactor_destroy(&b);
+}
+
 /* ---- a hostile client ---- */
 
 /* Nine malformed messages, each counted once, then a message above the size bound (libzmq drops
@@ -549,6 +654,8 @@ void pf_suite_broker(void)
     CU_add_test(s, "finished requests are evicted oldest first", test_eviction);
     CU_add_test(s, "hostile client", test_hostile);
     CU_add_test(s, "client timeout", test_client_timeout);
+    CU_add_test(s, "results only from workers (or workers declared dead)",
+                test_results_only_from_workers);
     CU_add_test(s, "a slow message does not make workers look dead",
                 test_slow_message_keeps_workers);
 }

@@ -532,6 +532,118 @@ static void test_results_only_from_workers(void)
     zactor_destroy(&b);
 }
 
+/* A DP answer whose plan is S stages of the given op lists (stage s: ops[s][0..n[s])). */
+static void send_partition(zsock_t *s, const Planfarm__Job *job, int nstages, const int *const *ops,
+                           const int *n)
+{
+    pf_plan_t *p = pf_plan_new(nstages, (int)job->partition->replicas);
+    for (int st = 0; st < nstages; st++)
+        pf_plan_set_stage_ops(p, st, ops[st], n[st]);
+    p->microbatches = (int)job->partition->microbatches;
+    p->partition_objective_ms = 9;
+    pf_arena_t *a = pf_arena_new();
+    Planfarm__JobResult r = PLANFARM__JOB_RESULT__INIT;
+    r.id = job->id;
+    r.kind = PLANFARM__JOB_KIND__JOB_DP_PARTITION;
+    r.status = PF_OK;
+    r.plan = pf_codec_plan_to_pb(a, p);
+    peer_send(s, PF_MSG_RESULT, &r.base);
+    pf_arena_destroy(&a);
+    pf_plan_destroy(&p);
+}
+
+/* The next JOB the scripted worker gets (NULL after 5 s); free with planfarm__job__free_unpacked. */
+static Planfarm__Job *next_job(zsock_t *w)
+{
+    for (double t0 = pf_now_s(); pf_now_s() - t0 < 5;) {
+        zframe_t *body;
+        int kind = peer_poll(w, &body);
+        Planfarm__Job *j = kind == PF_MSG_JOB ? planfarm__job__unpack(NULL, zframe_size(body),
+                                                                      zframe_data(body))
+                                              : NULL;
+        zframe_destroy(&body);
+        if (j)
+            return j;
+        if (!kind)
+            zclock_sleep(5);
+    }
+    return NULL;
+}
+
+/* The tiny request's one-stage job (3 ops, S = 1, R = 4) answered with a plan that leaves op 2
+ * in no stage: not a partition of the graph, so the broker must not hand it to the search. It is
+ * counted as a failed attempt and the job comes back (attempt 1); the same job answered with all
+ * three ops is then taken. Likewise a plan with the wrong number of stages. */
+static void test_partition_answers_checked(void)
+{
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    o.endpoint = "tcp://127.0.0.1:0";
+    o.quiet = 1;
+    char ep[256], err[512], id[32];
+    zactor_t *b = start_broker(&o, ep, sizeof ep);
+    pf_client_t *c = pf_client_new(ep, 5000, err, sizeof err);
+    pf_graph_t *g = tiny_graph(10);
+    pf_cluster_t *cl = tiny_cluster(4);
+    pf_search_opts_t so;
+    pf_search_opts_init(&so);
+    so.stages = 1; /* one DP job */
+    Planfarm__RequestStatus *st;
+    CU_ASSERT_EQUAL_FATAL(pf_client_submit(c, g, cl, &so, "tiny", &st, err, sizeof err), PF_OK);
+    snprintf(id, sizeof id, "%s", st->request_id);
+    CU_ASSERT_EQUAL(st->jobs_queued, 1);
+    planfarm__request_status__free_unpacked(st, NULL);
+
+    zsock_t *w = zsock_new_dealer(ep);
+    Planfarm__JobKind kinds[] = {PLANFARM__JOB_KIND__JOB_DP_PARTITION};
+    Planfarm__Ready ready = PLANFARM__READY__INIT;
+    ready.protocol = PF_WIRE_VERSION;
+    ready.credits = 1;
+    ready.kinds = kinds;
+    ready.n_kinds = 1;
+    peer_send(w, PF_MSG_READY, &ready.base);
+    Planfarm__Job *job = next_job(w);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(job);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(job->partition);
+    CU_ASSERT_EQUAL(job->partition->stages, 1);
+    CU_ASSERT_EQUAL(job->attempt, 0);
+    static const int first_two[] = {0, 1}, all[] = {0, 1, 2}, last[] = {2};
+    const int *ops_missing[] = {first_two}, *ops_all[] = {all}, *ops_split[] = {first_two, last};
+    int n_missing[] = {2}, n_all[] = {3}, n_split[] = {2, 1};
+    send_partition(w, job, 1, ops_missing, n_missing);
+    Planfarm__Job *again = next_job(w);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(again);
+    CU_ASSERT_EQUAL(again->id, job->id);
+    CU_ASSERT_EQUAL(again->attempt, 1);
+    st = status_of(c, id);
+    CU_ASSERT_EQUAL(st->jobs_answered, 0);
+    planfarm__request_status__free_unpacked(st, NULL);
+    /* two stages for a one-stage job: refused too */
+    send_partition(w, again, 2, ops_split, n_split);
+    planfarm__job__free_unpacked(again, NULL);
+    again = next_job(w);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(again);
+    CU_ASSERT_EQUAL(again->attempt, 2);
+    send_partition(w, again, 1, ops_all, n_all);
+    planfarm__job__free_unpacked(again, NULL);
+    int answered = 0;
+    for (double t0 = pf_now_s(); !answered && pf_now_s() - t0 < 5;) {
+        zclock_sleep(10);
+        st = status_of(c, id);
+        answered = st && st->jobs_answered == 1;
+        if (st)
+            planfarm__request_status__free_unpacked(st, NULL);
+    }
+    CU_ASSERT(answered);
+
+    planfarm__job__free_unpacked(job, NULL);
+    zsock_destroy(&w);
+    pf_client_destroy(&c);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&cl);
+    zactor_destroy(&b);
+}
+
 /* ---- a hostile client ---- */
 
 /* Nine malformed messages, each counted once, then a message above the size bound (libzmq drops
@@ -656,6 +768,8 @@ void pf_suite_broker(void)
     CU_add_test(s, "client timeout", test_client_timeout);
     CU_add_test(s, "results only from workers (or workers declared dead)",
                 test_results_only_from_workers);
+    CU_add_test(s, "partition answers are checked against the graph and the job",
+                test_partition_answers_checked);
     CU_add_test(s, "a slow message does not make workers look dead",
                 test_slow_message_keeps_workers);
 }

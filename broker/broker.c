@@ -16,7 +16,12 @@
 #define IDENTITY_MAX 255
 #define PEER_IDLE_S 600   /* a client (or a peer that only sent garbage) is forgotten after this */
 #define DRAIN_BATCH 4096  /* messages handled before timers and dispatch get a turn */
-#define MAX_CREDITS 10000
+#define MAX_CREDITS 1000
+/* Messages queued for (and from) one peer. A worker is sent at most its credits in jobs, as many
+ * cancels, a blob or two per job and a heartbeat per interval; a client one reply per request.
+ * Past this a send fails (ROUTER_MANDATORY: EAGAIN): a client's reply is dropped, a worker is
+ * dropped, and a peer that never reads cannot make the broker hold its replies without bound. */
+#define PEER_HWM (10 * MAX_CREDITS)
 /* Routine events (requests, workers joining and leaving); warnings are never quiet. */
 #define INFO(b, ...)                                                                            \
     do {                                                                                        \
@@ -1084,8 +1089,8 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
         goto fail;
     }
     zsock_set_router_mandatory(b->router, 1);
-    zsock_set_sndhwm(b->router, 1000000);
-    zsock_set_rcvhwm(b->router, 1000000);
+    zsock_set_sndhwm(b->router, PEER_HWM);
+    zsock_set_rcvhwm(b->router, PEER_HWM);
     zsock_set_linger(b->router, 100);
     int64_t maxmsg = b->o.max_msg_bytes;
     zmq_setsockopt(zsock_resolve(b->router), ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);

@@ -644,6 +644,51 @@ static void test_partition_answers_checked(void)
     zactor_destroy(&b);
 }
 
+/* A client that sends 30000 STATUS requests and reads none of the replies. The broker queues
+ * replies for one peer only up to its high-water mark, then drops them (ROUTER_MANDATORY says
+ * EAGAIN), so a peer that never reads cannot make it hold unbounded memory. Over inproc the
+ * queue between the two sockets is the broker's SNDHWM plus this client's RCVHWM (1000), with no
+ * kernel buffers in between: the client finds at most that many replies waiting. */
+static void test_unread_replies_bounded(void)
+{
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    o.endpoint = "inproc://test-broker-unread";
+    o.quiet = 1;
+    char ep[256];
+    zactor_t *b = start_broker(&o, ep, sizeof ep);
+    zsock_t *s = zsock_new(ZMQ_DEALER);
+    zsock_set_rcvhwm(s, 1000);
+    zsock_set_sndhwm(s, 0);
+    CU_ASSERT_EQUAL_FATAL(zsock_connect(s, "%s", ep), 0);
+    enum { N = 30000 };
+    Planfarm__RequestRef ref = PLANFARM__REQUEST_REF__INIT;
+    ref.request_id = "r00000000";
+    for (int i = 0; i < N; i++)
+        peer_send(s, PF_MSG_STATUS, &ref.base);
+    long long bad, dispatched;
+    int workers;
+    for (double t0 = pf_now_s(); pf_now_s() - t0 < 20;) { /* until the broker has read them */
+        zstr_send(b, "STATS");
+        char *st = zstr_recv(b);
+        double wall, busy;
+        long long in = 0, out = 0;
+        sscanf(st, "STATS %lf %lf %lld %lld %lld %lld %d", &wall, &busy, &in, &out, &bad,
+               &dispatched, &workers);
+        free(st);
+        if (in >= N)
+            break;
+        zclock_sleep(10);
+    }
+    int waiting = 0;
+    while (peer_poll(s, NULL) == PF_MSG_ERROR)
+        waiting++;
+    CU_ASSERT(waiting >= 1000);
+    CU_ASSERT(waiting <= 12000);
+    zsock_destroy(&s);
+    zactor_destroy(&b);
+}
+
 /* ---- a hostile client ---- */
 
 /* Nine malformed messages, each counted once, then a message above the size bound (libzmq drops
@@ -770,6 +815,7 @@ void pf_suite_broker(void)
                 test_results_only_from_workers);
     CU_add_test(s, "partition answers are checked against the graph and the job",
                 test_partition_answers_checked);
+    CU_add_test(s, "replies a client never reads are bounded", test_unread_replies_bounded);
     CU_add_test(s, "a slow message does not make workers look dead",
                 test_slow_message_keeps_workers);
 }

@@ -99,6 +99,7 @@ void pf_broker_opts_init(pf_broker_opts_t *o)
     o->probe_margin_s = 30;
     o->noop_timeout_s = 30;
     o->max_finished = 1000;
+    o->max_running = 64;
 }
 
 static double hb_s(const pf_broker_t *b)
@@ -458,10 +459,25 @@ static int store_blob(pf_broker_t *b, const ProtobufCMessage *m, int kind, pf_bl
     return rc;
 }
 
+static int running_requests(pf_broker_t *b)
+{
+    int n = 0;
+    for (request_t *r = zlistx_first(b->order); r; r = zlistx_next(b->order))
+        n += r->search != NULL;
+    return n;
+}
+
 static void on_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
 {
     char err[512] = "";
     int rc;
+    int running = running_requests(b);
+    if (running >= b->o.max_running) { /* before decoding: a flood costs little */
+        snprintf(err, sizeof err, "broker busy: %d requests are running; try again later",
+                 running);
+        send_error(b, p, PF_ERR, err);
+        return;
+    }
     Planfarm__Submit *m = planfarm__submit__unpack(NULL, len, data);
     if (!m) {
         malformed(b, p, "SUBMIT: not a valid Submit message");
@@ -1058,9 +1074,9 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
     if (!b->o.endpoint)
         b->o.endpoint = PF_BROKER_DEFAULT_ENDPOINT;
     if (b->o.heartbeat_ms <= 0 || b->o.liveness <= 0 || b->o.max_attempts <= 0 ||
-        b->o.max_msg_bytes <= 0) {
-        pf_fail(err, errlen, PF_EINPUT, "broker: heartbeat, liveness, attempts and message size "
-                                        "must be positive");
+        b->o.max_msg_bytes <= 0 || b->o.max_running <= 0) {
+        pf_fail(err, errlen, PF_EINPUT, "broker: heartbeat, liveness, attempts, message size and "
+                                        "running requests must be positive");
         goto fail;
     }
     pf_dispatch_opts_t dopts;

@@ -689,6 +689,55 @@ static void test_unread_replies_bounded(void)
     zactor_destroy(&b);
 }
 
+/* max_running = 2: two requests waiting for workers fill the broker; a third SUBMIT gets an
+ * ErrorReply (PF_ERR) and creates nothing; once one of the two is cancelled (finished), a
+ * SUBMIT is taken again. A request that fails at once is finished and does not count. */
+static void test_running_requests_bounded(void)
+{
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    o.endpoint = "tcp://127.0.0.1:0";
+    o.max_running = 2;
+    o.quiet = 1;
+    char ep[256], err[512], first[32] = "";
+    zactor_t *b = start_broker(&o, ep, sizeof ep);
+    pf_client_t *c = pf_client_new(ep, 5000, err, sizeof err);
+    pf_graph_t *g = tiny_graph(10), *big = tiny_graph(2e9);
+    pf_cluster_t *cl = tiny_cluster(4);
+    pf_search_opts_t so;
+    pf_search_opts_init(&so);
+    Planfarm__RequestStatus *st;
+    CU_ASSERT_EQUAL_FATAL(pf_client_submit(c, big, cl, &so, "infeasible", &st, err, sizeof err),
+                          PF_OK);
+    CU_ASSERT_EQUAL(st->state, PLANFARM__REQUEST_STATE__REQ_FAILED);
+    planfarm__request_status__free_unpacked(st, NULL);
+    for (int k = 0; k < 2; k++) {
+        CU_ASSERT_EQUAL_FATAL(pf_client_submit(c, g, cl, &so, "tiny", &st, err, sizeof err),
+                              PF_OK);
+        if (k == 0)
+            snprintf(first, sizeof first, "%s", st->request_id);
+        planfarm__request_status__free_unpacked(st, NULL);
+    }
+    CU_ASSERT_EQUAL(pf_client_submit(c, g, cl, &so, "one too many", &st, err, sizeof err),
+                    PF_ERR);
+    CU_ASSERT_PTR_NULL(st);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "broker busy: 2 requests are running"));
+    Planfarm__ListReply *l;
+    CU_ASSERT_EQUAL(pf_client_list(c, &l, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(l->n_requests, 3);
+    planfarm__list_reply__free_unpacked(l, NULL);
+    CU_ASSERT_EQUAL(pf_client_cancel(c, first, &st, err, sizeof err), PF_OK);
+    planfarm__request_status__free_unpacked(st, NULL);
+    CU_ASSERT_EQUAL(pf_client_submit(c, g, cl, &so, "room again", &st, err, sizeof err), PF_OK);
+    if (st)
+        planfarm__request_status__free_unpacked(st, NULL);
+    pf_client_destroy(&c);
+    pf_graph_destroy(&g);
+    pf_graph_destroy(&big);
+    pf_cluster_destroy(&cl);
+    zactor_destroy(&b);
+}
+
 /* ---- a hostile client ---- */
 
 /* Nine malformed messages, each counted once, then a message above the size bound (libzmq drops
@@ -816,6 +865,7 @@ void pf_suite_broker(void)
     CU_add_test(s, "partition answers are checked against the graph and the job",
                 test_partition_answers_checked);
     CU_add_test(s, "replies a client never reads are bounded", test_unread_replies_bounded);
+    CU_add_test(s, "running requests are bounded", test_running_requests_bounded);
     CU_add_test(s, "a slow message does not make workers look dead",
                 test_slow_message_keeps_workers);
 }

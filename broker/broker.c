@@ -506,7 +506,9 @@ static void on_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
         send_error(b, p, PF_ERR, "broker: out of memory");
         goto done;
     }
-    r->seq = ++b->next_seq;
+    if (++b->next_seq == 0) /* 0 would make job ids that benchmark NOOP ids use */
+        ++b->next_seq;
+    r->seq = b->next_seq;
     snprintf(r->label, sizeof r->label, "%s", m->label ? m->label : "");
     r->t_start = r->t_end = b->now;
     r->workers_max = pf_dispatch_workers(b->dispatch);
@@ -1117,6 +1119,14 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
     char *last = zsock_last_endpoint(b->router); /* with the port a "tcp://...:0" got */
     snprintf(b->endpoint, sizeof b->endpoint, "%s", last ? last : b->o.endpoint);
     free(last);
+    /* Request numbers (the high half of job ids) start at random: a worker that outlived a
+     * broker sends the answers it finished meanwhile to the next broker on that endpoint, which
+     * must not take them for answers to its own jobs. */
+    zuuid_t *u = zuuid_new();
+    if (u) {
+        memcpy(&b->next_seq, zuuid_data(u), sizeof b->next_seq);
+        zuuid_destroy(&u);
+    }
     b->t_start = b->now = pf_now_s();
     return b;
 fail:

@@ -738,6 +738,55 @@ static void test_running_requests_bounded(void)
     zactor_destroy(&b);
 }
 
+/* The id of the first job a fresh broker hands out for the tiny request (S = 1). */
+static uint64_t first_job_id(void)
+{
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    o.endpoint = "tcp://127.0.0.1:0";
+    o.quiet = 1;
+    char ep[256], err[512];
+    zactor_t *b = start_broker(&o, ep, sizeof ep);
+    pf_client_t *c = pf_client_new(ep, 5000, err, sizeof err);
+    pf_graph_t *g = tiny_graph(10);
+    pf_cluster_t *cl = tiny_cluster(4);
+    pf_search_opts_t so;
+    pf_search_opts_init(&so);
+    so.stages = 1;
+    Planfarm__RequestStatus *st;
+    CU_ASSERT_EQUAL(pf_client_submit(c, g, cl, &so, "tiny", &st, err, sizeof err), PF_OK);
+    if (st)
+        planfarm__request_status__free_unpacked(st, NULL);
+    zsock_t *w = zsock_new_dealer(ep);
+    Planfarm__JobKind kinds[] = {PLANFARM__JOB_KIND__JOB_DP_PARTITION};
+    Planfarm__Ready ready = PLANFARM__READY__INIT;
+    ready.protocol = PF_WIRE_VERSION;
+    ready.credits = 1;
+    ready.kinds = kinds;
+    ready.n_kinds = 1;
+    peer_send(w, PF_MSG_READY, &ready.base);
+    Planfarm__Job *job = next_job(w);
+    uint64_t id = job ? job->id : 0;
+    planfarm__job__free_unpacked(job, NULL);
+    zsock_destroy(&w);
+    pf_client_destroy(&c);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&cl);
+    zactor_destroy(&b);
+    return id;
+}
+
+/* A worker that outlives its broker sends the answers it finished while away to the broker it
+ * reconnects to; a restarted broker must not take them for its own jobs. Job ids of two broker
+ * instances differ (their request numbers start at random), so such an answer is ignored as
+ * unknown. Equal ids here would mean a chance of 1 in 2^32. */
+static void test_job_ids_differ_across_brokers(void)
+{
+    uint64_t a = first_job_id(), b = first_job_id();
+    CU_ASSERT(a != 0 && b != 0);
+    CU_ASSERT(a != b);
+}
+
 /* ---- a hostile client ---- */
 
 /* Nine malformed messages, each counted once, then a message above the size bound (libzmq drops
@@ -866,6 +915,7 @@ void pf_suite_broker(void)
                 test_partition_answers_checked);
     CU_add_test(s, "replies a client never reads are bounded", test_unread_replies_bounded);
     CU_add_test(s, "running requests are bounded", test_running_requests_bounded);
+    CU_add_test(s, "job ids differ across broker instances", test_job_ids_differ_across_brokers);
     CU_add_test(s, "a slow message does not make workers look dead",
                 test_slow_message_keeps_workers);
 }

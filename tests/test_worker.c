@@ -419,10 +419,89 @@ static void test_group_mismatch(void)
     zsock_destroy(&router);
 }
 
+/* Credits 2: the worker agreed to hold two jobs. A broker that sends a third while both wait for
+ * a blob gets FAILED for it (a worker never holds more than it agreed to: each job may carry a
+ * stage graph of up to the message bound). Once one is cancelled, a new one is taken again. */
+static void test_credits_enforced(void)
+{
+    zsock_t *router = zsock_new(ZMQ_ROUTER);
+    int port = zsock_bind(router, "tcp://127.0.0.1:*");
+    char ep[64];
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+    zframe_t *who;
+    zactor_t *w = worker_at(router, ep, &who);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(who);
+    uint8_t hash[20] = {0xee};
+    Planfarm__BlobRef ref = PLANFARM__BLOB_REF__INIT;
+    ref.hash.data = hash;
+    ref.hash.len = 20;
+    ref.kind = PLANFARM__BLOB_KIND__BLOB_CLUSTER;
+    double cu[1] = {1}, par[1] = {0}, msg[1] = {0};
+    Planfarm__StageGraph sg = PLANFARM__STAGE_GRAPH__INIT;
+    sg.stages = 1;
+    sg.replicas = 1;
+    sg.cu_ms = cu;
+    sg.n_cu_ms = 1;
+    sg.param_bytes = par;
+    sg.n_param_bytes = 1;
+    sg.msg_bytes = msg;
+    sg.n_msg_bytes = 1;
+    Planfarm__ProbeParams pp = PLANFARM__PROBE_PARAMS__INIT;
+    pp.stage_graph = &sg;
+    pp.target_ms = 5;
+    Planfarm__Job job = PLANFARM__JOB__INIT;
+    job.kind = PLANFARM__JOB_KIND__JOB_MAP_PROBE;
+    job.cluster = &ref;
+    job.probe = &pp;
+    for (uint64_t id = 1; id <= 3; id++) {
+        job.id = id;
+        send_to(router, who, PF_MSG_JOB, &job.base);
+    }
+    /* one FETCH for the blob both held jobs wait for, and FAILED for job 3 */
+    recv_t r;
+    int fetches = 0;
+    uint64_t failed = 0;
+    while (expect(router, &r, 0, 1000)) {
+        if (r.kind == PF_MSG_FETCH)
+            fetches++;
+        if (r.kind == PF_MSG_FAILED) {
+            Planfarm__Failed *fl =
+                planfarm__failed__unpack(NULL, zframe_size(r.body), zframe_data(r.body));
+            failed = fl ? fl->job_id : 0;
+            if (fl)
+                CU_ASSERT_PTR_NOT_NULL(strstr(fl->error, "credits"));
+            planfarm__failed__free_unpacked(fl, NULL);
+        }
+        recv_clear(&r);
+        if (failed)
+            break;
+    }
+    recv_clear(&r);
+    CU_ASSERT_EQUAL(fetches, 1);
+    CU_ASSERT_EQUAL(failed, 3);
+    /* cancel job 1 (FAILED "cancelled"); job 4 is then held: no answer for it */
+    uint64_t one[] = {1};
+    Planfarm__Cancel cancel = PLANFARM__CANCEL__INIT;
+    cancel.job_ids = one;
+    cancel.n_job_ids = 1;
+    send_to(router, who, PF_MSG_CANCEL, &cancel.base);
+    CU_ASSERT(expect(router, &r, 0, 2000) && r.kind == PF_MSG_FAILED);
+    recv_clear(&r);
+    job.id = 4;
+    send_to(router, who, PF_MSG_JOB, &job.base);
+    CU_ASSERT(!expect(router, &r, 0, 300));
+    recv_clear(&r);
+
+    zactor_destroy(&w);
+    zframe_destroy(&who);
+    zsock_destroy(&router);
+}
+
 void pf_suite_worker(void)
 {
     CU_pSuite s = CU_add_suite("worker", NULL, NULL);
     CU_add_test(s, "blob cache: LRU by bytes, pins", test_cache);
     CU_add_test(s, "protocol against a scripted broker", test_protocol);
     CU_add_test(s, "a grouping shorter than its graph is refused", test_group_mismatch);
+    CU_add_test(s, "a job past the worker's credits is refused", test_credits_enforced);
 }

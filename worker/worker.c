@@ -33,6 +33,7 @@ typedef struct wjob {
     _Atomic int state; /* jstate_t; QUEUED -> RUNNING -> FINISHED under the mailbox lock */
     int failed;     /* answer FAILED (error) instead of RESULT */
     int parked;     /* finished while disconnected: sent on the next connection */
+    int conn;       /* the connection it came on (pf_worker.conn then) */
     double seconds; /* solver wall time */
     char error[256];
     uint8_t *result;
@@ -66,6 +67,7 @@ struct pf_worker {
     zlistx_t *held;     /* wjob_t: every job this worker holds */
     zhashx_t *fetching; /* hex hash -> FETCH sent, BLOB awaited */
     int connected;
+    int conn; /* connections made so far: credits count the jobs of the current one */
     double broker_seen, next_heartbeat, reconnect_at;
     int backoff_ms;
     int warned;
@@ -481,12 +483,25 @@ static void on_job(pf_worker_t *w, const uint8_t *data, size_t len)
         malformed(w, "JOB %llu: already held", (unsigned long long)m->id);
         goto done;
     }
+    /* READY promised the broker `credits` jobs at most (jobs left from an earlier connection
+     * are the old broker identity's, not counted); more would grow without bound. */
+    int mine = 0;
+    for (wjob_t *h = zlistx_first(w->held); h; h = zlistx_next(w->held))
+        mine += h->conn == w->conn;
+    if (mine >= w->o.credits) {
+        char why[96];
+        snprintf(why, sizeof why, "worker: holds %d jobs already, its credits", mine);
+        malformed(w, "JOB %llu: past the credits", (unsigned long long)m->id);
+        send_failed(w, m->id, why);
+        goto done;
+    }
     wjob_t *j = calloc(1, sizeof *j);
     if (!j) {
         send_failed(w, m->id, "worker: out of memory");
         goto done;
     }
     j->id = m->id;
+    j->conn = w->conn;
     if (pf_codec_job_from_pb(m, &j->wire, err, sizeof err) != PF_OK) {
         char why[320];
         snprintf(why, sizeof why, "cannot decode the job: %s", err);
@@ -576,6 +591,7 @@ static int connect_broker(pf_worker_t *w)
     m.name = w->name;
     send_msg(w, PF_MSG_READY, &m.base);
     w->connected = 1;
+    w->conn++;
     w->broker_seen = pf_now_s();
     w->next_heartbeat = w->broker_seen + hb_s(w);
     w->warned = 0;

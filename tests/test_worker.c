@@ -497,6 +497,46 @@ static void test_credits_enforced(void)
     zsock_destroy(&router);
 }
 
+/* A broker that answers every READY with BYE (a protocol version it does not speak): the worker
+ * reconnects after a back-off that doubles each time (20, 40, 80, 160 ms with a 20 ms
+ * heartbeat), not at the heartbeat rate forever. Worked out: the 4th wait is 160 ms; at a
+ * constant 20 ms it would be about 20. */
+static void test_backoff_after_bye(void)
+{
+    zsock_t *router = zsock_new(ZMQ_ROUTER);
+    int port = zsock_bind(router, "tcp://127.0.0.1:*");
+    char ep[64];
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+    pf_worker_opts_t o;
+    pf_worker_opts_init(&o);
+    o.endpoint = ep;
+    o.threads = 1;
+    o.heartbeat_ms = 20;
+    o.liveness = 1000;
+    o.reconnect_max_ms = 10000;
+    o.quiet = 1;
+    zactor_t *w = zactor_new(pf_worker_actor, &o);
+    char *ok = zstr_recv(w);
+    free(ok);
+    double t[5];
+    int n = 0;
+    recv_t r;
+    Planfarm__Bye bye = PLANFARM__BYE__INIT;
+    bye.reason = "protocol 1 not supported (this broker speaks 2)";
+    while (n < 5 && expect(router, &r, 0, 3000)) {
+        if (r.kind == PF_MSG_READY) {
+            t[n++] = pf_now_s();
+            send_to(router, r.identity, PF_MSG_BYE, &bye.base);
+        }
+        recv_clear(&r);
+    }
+    CU_ASSERT_EQUAL_FATAL(n, 5);
+    CU_ASSERT(t[4] - t[3] > 0.1);
+    CU_ASSERT(t[4] - t[3] > 1.5 * (t[2] - t[1]));
+    zactor_destroy(&w);
+    zsock_destroy(&router);
+}
+
 void pf_suite_worker(void)
 {
     CU_pSuite s = CU_add_suite("worker", NULL, NULL);
@@ -504,4 +544,6 @@ void pf_suite_worker(void)
     CU_add_test(s, "protocol against a scripted broker", test_protocol);
     CU_add_test(s, "a grouping shorter than its graph is refused", test_group_mismatch);
     CU_add_test(s, "a job past the worker's credits is refused", test_credits_enforced);
+    CU_add_test(s, "reconnects back off when the broker keeps saying BYE",
+                test_backoff_after_bye);
 }

@@ -627,7 +627,11 @@ static void on_message(pf_worker_t *w, zmq_msg_t *parts, int n)
     const uint8_t *data = zmq_msg_data(&parts[1]);
     size_t len = zmq_msg_size(&parts[1]);
     w->broker_seen = pf_now_s();
-    w->backoff_ms = w->o.heartbeat_ms;
+    /* A broker that sends anything but BYE is serving us: the next reconnect starts quick
+     * again. BYE keeps the back-off growing (a broker that refuses every READY, e.g. another
+     * protocol version, is not hammered at the heartbeat rate). */
+    if (kind != PF_MSG_BYE)
+        w->backoff_ms = w->o.heartbeat_ms;
     switch (kind) {
     case PF_MSG_JOB: on_job(w, data, len); break;
     case PF_MSG_BLOB: on_blob(w, data, len); break;

@@ -16,7 +16,12 @@
 #define IDENTITY_MAX 255
 #define PEER_IDLE_S 600   /* a client (or a peer that only sent garbage) is forgotten after this */
 #define DRAIN_BATCH 4096  /* messages handled before timers and dispatch get a turn */
-#define MAX_CREDITS 10000
+#define MAX_CREDITS 1000
+/* Messages queued for (and from) one peer. A worker is sent at most its credits in jobs, as many
+ * cancels, a blob or two per job and a heartbeat per interval; a client one reply per request.
+ * Past this a send fails (ROUTER_MANDATORY: EAGAIN): a client's reply is dropped, a worker is
+ * dropped, and a peer that never reads cannot make the broker hold its replies without bound. */
+#define PEER_HWM (10 * MAX_CREDITS)
 /* Routine events (requests, workers joining and leaving); warnings are never quiet. */
 #define INFO(b, ...)                                                                            \
     do {                                                                                        \
@@ -24,7 +29,9 @@
             zsys_info(__VA_ARGS__);                                                             \
     } while (0)
 
-typedef enum { PEER_NEW, PEER_WORKER, PEER_CLIENT } peer_kind_t;
+/* PEER_GONE: a worker declared dead or unreachable. Its late RESULTs are still used (jobs are
+ * pure); a peer that never sent READY may not answer jobs at all. Forgotten after PEER_IDLE_S. */
+typedef enum { PEER_NEW, PEER_WORKER, PEER_CLIENT, PEER_GONE } peer_kind_t;
 
 typedef struct {
     char key[2 * IDENTITY_MAX + 1]; /* hex of the identity: the peers table's key */
@@ -92,6 +99,7 @@ void pf_broker_opts_init(pf_broker_opts_t *o)
     o->probe_margin_s = 30;
     o->noop_timeout_s = 30;
     o->max_finished = 1000;
+    o->max_running = 64;
 }
 
 static double hb_s(const pf_broker_t *b)
@@ -137,6 +145,13 @@ static peer_t *peer_get(pf_broker_t *b, const uint8_t *id, size_t len)
 static void peer_drop(pf_broker_t *b, peer_t *p)
 {
     zhashx_delete(b->peers, p->key); /* frees p */
+}
+
+/* A worker taken out of the dispatch core without saying BYE: remembered as PEER_GONE. */
+static void peer_bury(peer_t *p)
+{
+    p->kind = PEER_GONE;
+    p->worker = -1;
 }
 
 /* A message we will not serve: counted always, logged once per peer. */
@@ -255,7 +270,7 @@ static void on_worker_dead(void *ctx, void *worker_user)
     peer_t *p = worker_user;
     zsys_warning("broker: worker %s is silent for %d heartbeats: its jobs go to others", p->name,
                  b->o.liveness);
-    peer_drop(b, p);
+    peer_bury(p);
 }
 
 /* ---- requests ---- */
@@ -444,10 +459,25 @@ static int store_blob(pf_broker_t *b, const ProtobufCMessage *m, int kind, pf_bl
     return rc;
 }
 
+static int running_requests(pf_broker_t *b)
+{
+    int n = 0;
+    for (request_t *r = zlistx_first(b->order); r; r = zlistx_next(b->order))
+        n += r->search != NULL;
+    return n;
+}
+
 static void on_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
 {
     char err[512] = "";
     int rc;
+    int running = running_requests(b);
+    if (running >= b->o.max_running) { /* before decoding: a flood costs little */
+        snprintf(err, sizeof err, "broker busy: %d requests are running; try again later",
+                 running);
+        send_error(b, p, PF_ERR, err);
+        return;
+    }
     Planfarm__Submit *m = planfarm__submit__unpack(NULL, len, data);
     if (!m) {
         malformed(b, p, "SUBMIT: not a valid Submit message");
@@ -476,7 +506,9 @@ static void on_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
         send_error(b, p, PF_ERR, "broker: out of memory");
         goto done;
     }
-    r->seq = ++b->next_seq;
+    if (++b->next_seq == 0) /* 0 would make job ids that benchmark NOOP ids use */
+        ++b->next_seq;
+    r->seq = b->next_seq;
     snprintf(r->label, sizeof r->label, "%s", m->label ? m->label : "");
     r->t_start = r->t_end = b->now;
     r->workers_max = pf_dispatch_workers(b->dispatch);
@@ -677,6 +709,26 @@ done:
     planfarm__ready__free_unpacked(m, NULL);
 }
 
+/* A partition becomes the search's input (its stage graphs, then the plan): it must split the
+ * request's graph (every op in exactly one stage, stages in the graph's order) into the stages,
+ * replicas and micro-batches the job asked for, with a finite objective to rank it by. */
+static int check_partition(const request_t *r, const pf_job_t *job, const pf_plan_t *p, char *err,
+                           size_t errlen)
+{
+    const pf_partition_opts_t *o = &job->partition;
+    if (p->stages != o->stages || p->replicas != o->replicas ||
+        (o->microbatches > 0 && p->microbatches != o->microbatches))
+        return pf_fail(err, errlen, PF_EINPUT,
+                       "partition of %d stages x %d replicas, %d micro-batches for a job of %d x "
+                       "%d, %d",
+                       p->stages, p->replicas, p->microbatches, o->stages, o->replicas,
+                       o->microbatches);
+    if (!isfinite(p->partition_objective_ms) || p->partition_objective_ms < 0)
+        return pf_fail(err, errlen, PF_EINPUT, "partition objective %g ms",
+                       p->partition_objective_ms);
+    return pf_plan_validate(p, r->g, r->c, err, errlen);
+}
+
 static void on_result(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
 {
     char err[256];
@@ -712,6 +764,9 @@ static void on_result(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
         rc = pf_fail(err, sizeof err, PF_EINPUT, "result kind %s for a %s job",
                      pf_job_kind_name(res.kind), pf_job_kind_name(job.kind));
     }
+    if (rc == PF_OK && res.kind == PF_JOB_DP_PARTITION && res.status == PF_OK &&
+        (rc = check_partition(r, &job, res.plan, err, sizeof err)) != PF_OK)
+        pf_job_result_clear(&res);
     if (rc != PF_OK) {
         char why[400];
         malformed(b, p, "RESULT for job %llu: %s", (unsigned long long)m->id, err);
@@ -779,11 +834,14 @@ static void on_worker_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_
         malformed(b, p, "%s is a worker message and this peer is a client", pf_msg_name(kind));
         return;
     }
-    if (p->kind == PEER_NEW) {
-        /* A worker we declared dead (or never met): a late RESULT is still used, then it is told
-         * to register again (Majordomo's DISCONNECT). */
-        if (kind == PF_MSG_RESULT)
+    if (p->kind == PEER_NEW || p->kind == PEER_GONE) {
+        /* A worker we declared dead: a late RESULT is still used. A peer that never sent READY
+         * answers nothing (job ids are easy to guess). Either is told to register again
+         * (Majordomo's DISCONNECT). */
+        if (kind == PF_MSG_RESULT && p->kind == PEER_GONE)
             on_result(b, p, data, len);
+        else if (kind == PF_MSG_RESULT)
+            malformed(b, p, "RESULT from a peer that never sent READY");
         if (kind != PF_MSG_BYE)
             send_bye(b, p, "unknown worker: send READY");
         return;
@@ -869,6 +927,10 @@ static int recv_one(pf_broker_t *b)
         n++;
     }
     b->msgs_in++;
+    /* Stamped on arrival, not when the batch began: a slow message (a large SUBMIT) would
+     * otherwise age every heartbeat read after it, and the next tick would find their workers
+     * silent. */
+    b->now = pf_now_s();
     handle(b, parts, n);
     for (int i = 0; i < (n < 3 ? n : 3); i++)
         zmq_msg_close(&parts[i]);
@@ -883,7 +945,7 @@ static void drop_gone(pf_broker_t *b)
         if (p && p->kind == PEER_WORKER) {
             zsys_warning("broker: worker %s is unreachable: its jobs go to others", p->name);
             pf_dispatch_worker_remove(b->dispatch, p->worker, "worker unreachable");
-            peer_drop(b, p);
+            peer_bury(p);
         }
         free(key);
     }
@@ -1014,9 +1076,9 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
     if (!b->o.endpoint)
         b->o.endpoint = PF_BROKER_DEFAULT_ENDPOINT;
     if (b->o.heartbeat_ms <= 0 || b->o.liveness <= 0 || b->o.max_attempts <= 0 ||
-        b->o.max_msg_bytes <= 0) {
-        pf_fail(err, errlen, PF_EINPUT, "broker: heartbeat, liveness, attempts and message size "
-                                        "must be positive");
+        b->o.max_msg_bytes <= 0 || b->o.max_running <= 0) {
+        pf_fail(err, errlen, PF_EINPUT, "broker: heartbeat, liveness, attempts, message size and "
+                                        "running requests must be positive");
         goto fail;
     }
     pf_dispatch_opts_t dopts;
@@ -1045,8 +1107,8 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
         goto fail;
     }
     zsock_set_router_mandatory(b->router, 1);
-    zsock_set_sndhwm(b->router, 1000000);
-    zsock_set_rcvhwm(b->router, 1000000);
+    zsock_set_sndhwm(b->router, PEER_HWM);
+    zsock_set_rcvhwm(b->router, PEER_HWM);
     zsock_set_linger(b->router, 100);
     int64_t maxmsg = b->o.max_msg_bytes;
     zmq_setsockopt(zsock_resolve(b->router), ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
@@ -1057,6 +1119,14 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
     char *last = zsock_last_endpoint(b->router); /* with the port a "tcp://...:0" got */
     snprintf(b->endpoint, sizeof b->endpoint, "%s", last ? last : b->o.endpoint);
     free(last);
+    /* Request numbers (the high half of job ids) start at random: a worker that outlived a
+     * broker sends the answers it finished meanwhile to the next broker on that endpoint, which
+     * must not take them for answers to its own jobs. */
+    zuuid_t *u = zuuid_new();
+    if (u) {
+        memcpy(&b->next_seq, zuuid_data(u), sizeof b->next_seq);
+        zuuid_destroy(&u);
+    }
     b->t_start = b->now = pf_now_s();
     return b;
 fail:

@@ -32,6 +32,8 @@ typedef struct {
     double probe_margin_s;  /* a probe's deadline is its budget plus this; default 30 */
     double noop_timeout_s;  /* default 30 */
     int max_finished;       /* finished requests kept for STATUS / RESULT; default 1000 */
+    int max_running;        /* unfinished requests at once; a SUBMIT past it is refused (each
+                             * holds its graph, cluster, blobs and search); default 64 */
     int verbose;            /* also log job failures and failed sends */
     int quiet;              /* no routine log lines (embedded mode); warnings still show */
 } pf_broker_opts_t;

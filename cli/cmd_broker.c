@@ -12,7 +12,7 @@ static void help(FILE *f)
     fprintf(f,
             "usage: planfarm broker [--bind ENDPOINT] [--heartbeat-ms N] [--liveness N]\n"
             "                       [--max-attempts N] [--max-msg-mb N] [--dp-timeout S]\n"
-            "                       [--probe-margin S] [--verbose]\n\n"
+            "                       [--probe-margin S] [--max-requests N] [--verbose]\n\n"
             "Serves plan requests (planfarm submit/status/result/cancel/list, planfarm plan\n"
             "--broker) and hands their jobs to workers (planfarm worker). Runs until SIGINT or\n"
             "SIGTERM, then tells its workers BYE.\n\n"
@@ -27,14 +27,15 @@ static void help(FILE *f)
             "  --max-msg-mb N      larger frames drop the connection (default %lld)\n"
             "  --dp-timeout S      deadline of one partition job on one worker (default %g)\n"
             "  --probe-margin S    a mapping probe's deadline is its budget + S (default %g)\n"
+            "  --max-requests N    unfinished requests at once; more are refused (default %d)\n"
             "  --verbose           log every job failure and send error\n",
             d.endpoint, d.heartbeat_ms, d.liveness, d.max_attempts,
-            (long long)(d.max_msg_bytes >> 20), d.dp_timeout_s, d.probe_margin_s);
+            (long long)(d.max_msg_bytes >> 20), d.dp_timeout_s, d.probe_margin_s, d.max_running);
 }
 
 int cmd_broker(int argc, char **argv)
 {
-    enum { O_BIND = 1, O_HB, O_LIVE, O_ATTEMPTS, O_MAXMSG, O_DPT, O_PM, O_VERBOSE };
+    enum { O_BIND = 1, O_HB, O_LIVE, O_ATTEMPTS, O_MAXMSG, O_DPT, O_PM, O_MAXREQ, O_VERBOSE };
     static const struct option opts[] = {{"bind", required_argument, 0, O_BIND},
                                          {"heartbeat-ms", required_argument, 0, O_HB},
                                          {"liveness", required_argument, 0, O_LIVE},
@@ -42,6 +43,7 @@ int cmd_broker(int argc, char **argv)
                                          {"max-msg-mb", required_argument, 0, O_MAXMSG},
                                          {"dp-timeout", required_argument, 0, O_DPT},
                                          {"probe-margin", required_argument, 0, O_PM},
+                                         {"max-requests", required_argument, 0, O_MAXREQ},
                                          {"verbose", no_argument, 0, O_VERBOSE},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
@@ -83,6 +85,11 @@ int cmd_broker(int argc, char **argv)
             if (cli_double("broker", "--probe-margin", optarg, 0, 1e7, &x))
                 return CLI_USAGE;
             o.probe_margin_s = x;
+            break;
+        case O_MAXREQ:
+            if (cli_int("broker", "--max-requests", optarg, 1, 1000000, &v))
+                return CLI_USAGE;
+            o.max_running = (int)v;
             break;
         case O_VERBOSE: o.verbose = 1; break;
         case 'h': help(stdout); return CLI_OK;

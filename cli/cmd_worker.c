@@ -18,8 +18,8 @@ static void help(FILE *f)
             "on SIGINT or SIGTERM it says BYE and exits.\n\n"
             "  --connect ENDPOINT  the broker, e.g. tcp://127.0.0.1:5710\n"
             "  --threads N         OpenMP threads per job (default: all cores)\n"
-            "  --credits C         jobs held at once, running or queued here (default %d;\n"
-            "                      more hides the round trip to the broker)\n"
+            "  --credits C         jobs held at once, running or queued here (default %d,\n"
+            "                      at most 1000; more hides the round trip to the broker)\n"
             "  --heartbeat-ms N    as the broker's (default %d)\n"
             "  --liveness N        broker heartbeats missed before reconnecting (default %d)\n"
             "  --cache-mb N        decoded graphs and clusters kept, by blob size (default %zu)\n"
@@ -55,7 +55,7 @@ int cmd_worker(int argc, char **argv)
             o.threads = (int)v;
             break;
         case O_CREDITS:
-            if (cli_int("worker", "--credits", optarg, 1, 10000, &v))
+            if (cli_int("worker", "--credits", optarg, 1, 1000, &v))
                 return CLI_USAGE;
             o.credits = (int)v;
             break;

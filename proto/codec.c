@@ -823,6 +823,7 @@ int pf_codec_job_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *err, 
                 }
                 out->group[v] = (int)pp->group[v];
             }
+            out->group_len = pp->n_group;
             out->partition.group = out->group;
             out->partition.ngroups = (int)pp->ngroups;
         }
@@ -850,6 +851,25 @@ int pf_codec_job_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *err, 
     default:
         return pf_fail(err, errlen, PF_EINPUT, "job.kind: unknown (%d)", (int)m->kind);
     }
+}
+
+int pf_wire_job_check(const pf_wire_job_t *w, const pf_graph_t *graph,
+                      const pf_cluster_t *cluster, char *err, size_t errlen)
+{
+    if (w->kind == PF_JOB_DP_PARTITION) {
+        if (!graph || !cluster)
+            return pf_fail(err, errlen, PF_EINPUT, "job %llu: its blobs are not a graph and a "
+                           "cluster", (unsigned long long)w->id);
+        /* the solver reads group[v] for every op v */
+        if (w->group && w->group_len != (size_t)pf_graph_nops(graph))
+            return pf_fail(err, errlen, PF_EINPUT,
+                           "job.partition.group: %zu entries for a graph of %d ops", w->group_len,
+                           pf_graph_nops(graph));
+    } else if (w->kind == PF_JOB_MAP_PROBE && !cluster) {
+        return pf_fail(err, errlen, PF_EINPUT, "job %llu: its blob is not a cluster",
+                       (unsigned long long)w->id);
+    }
+    return PF_OK;
 }
 
 void pf_wire_job_bind(const pf_wire_job_t *w, const pf_graph_t *graph,

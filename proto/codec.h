@@ -101,6 +101,7 @@ typedef struct {
     pf_blob_ref_t graph, cluster;
     pf_partition_opts_t partition; /* .group points into `group` below */
     int *group;
+    size_t group_len; /* entries in group: the graph's op count, checked once it is known */
     pf_stage_graph_t *stage_graph;
     pf_inst_t inst;
     double target_ms, budget_s;
@@ -117,6 +118,11 @@ Planfarm__Job *pf_codec_job_to_pb(pf_arena_t *a, uint64_t id, uint32_t attempt,
                                   const pf_blob_ref_t *cluster);
 int pf_codec_job_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *err, size_t errlen);
 void pf_wire_job_clear(pf_wire_job_t *j);
+/* What the decode could not check: the job against the blobs its refs resolved to (the graph
+ * and cluster a DP job needs, a grouping with exactly one entry per op of that graph). PF_OK, or
+ * PF_EINPUT and why. A worker calls it before the job goes to a solver. */
+int pf_wire_job_check(const pf_wire_job_t *w, const pf_graph_t *graph,
+                      const pf_cluster_t *cluster, char *err, size_t errlen);
 /* Fill *job from w and the resolved inputs (graph may be NULL for kinds that need none). */
 void pf_wire_job_bind(const pf_wire_job_t *w, const pf_graph_t *graph,
                       const pf_cluster_t *cluster, pf_job_t *job);

@@ -4,6 +4,7 @@
 #include "broker/blobstore.h"
 #include "broker/broker.h"
 #include "broker/client.h"
+#include "planner/models.h"
 #include "planner/util.h"
 #include "tests/testutil.h"
 #include "worker/worker.h"
@@ -63,6 +64,14 @@ static void test_blobstore(void)
 }
 
 /* ---- helpers ---- */
+
+static void send_frames(zsock_t *s, int n, const void *const *data, const size_t *len)
+{
+    zmsg_t *m = zmsg_new();
+    for (int i = 0; i < n; i++)
+        zmsg_addmem(m, data[i], len[i]);
+    zmsg_send(&m, s);
+}
 
 static zactor_t *start_broker(pf_broker_opts_t *o, char *endpoint, size_t len)
 {
@@ -150,6 +159,146 @@ static pf_cluster_t *tiny_cluster(int n)
     char err[256];
     CU_ASSERT_EQUAL(pf_cluster_validate(c, err, sizeof err), PF_OK);
     return c;
+}
+
+/* ---- scripted peers ---- */
+
+static void peer_send(zsock_t *s, pf_msg_t kind, const ProtobufCMessage *m)
+{
+    uint8_t hdr[PF_WIRE_HEADER_LEN], *buf;
+    size_t len;
+    pf_wire_header(kind, hdr);
+    pf_codec_pack(m, &buf, &len);
+    const void *f[] = {hdr, buf};
+    size_t l[] = {sizeof hdr, len};
+    send_frames(s, 2, f, l);
+    free(buf);
+}
+
+/* One message waiting on s (no wait): its kind, or 0 when none; the body goes to *body (may be
+ * NULL) and is freed by the caller. */
+static int peer_poll(zsock_t *s, zframe_t **body)
+{
+    if (body)
+        *body = NULL;
+    if (!(zsock_events(s) & ZMQ_POLLIN))
+        return 0;
+    zmsg_t *m = zmsg_recv(s);
+    zframe_t *h = m ? zmsg_pop(m) : NULL, *b = m ? zmsg_pop(m) : NULL;
+    pf_msg_t kind = 0;
+    char err[64];
+    if (!h || pf_wire_parse_header(zframe_data(h), zframe_size(h), &kind, err, sizeof err))
+        kind = 0;
+    if (body) {
+        *body = b;
+        b = NULL;
+    }
+    zframe_destroy(&h);
+    zframe_destroy(&b);
+    zmsg_destroy(&m);
+    return kind;
+}
+
+/* A fake worker that runs only NOOP jobs (so a request's jobs never go to it). */
+static zsock_t *fake_worker(const char *ep, uint32_t credits)
+{
+    zsock_t *s = zsock_new_dealer(ep);
+    Planfarm__JobKind kinds[] = {PLANFARM__JOB_KIND__JOB_NOOP};
+    Planfarm__Ready m = PLANFARM__READY__INIT;
+    m.protocol = PF_WIRE_VERSION;
+    m.credits = credits;
+    m.kinds = kinds;
+    m.n_kinds = 1;
+    m.name = "fake";
+    peer_send(s, PF_MSG_READY, &m.base);
+    return s;
+}
+
+static pf_graph_t *gpt_graph(int layers)
+{
+    pf_model_opts_t mo;
+    pf_model_opts_init(&mo, PF_MODEL_GPT);
+    mo.layers = layers;
+    pf_graph_t *g = NULL;
+    char err[256];
+    CU_ASSERT_EQUAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
+    return g;
+}
+
+/* A SUBMIT whose graph keeps the broker's one thread busy for a while (an 8000-layer GPT, 112 k
+ * ops to decode, check and store: about 0.5 s on the 2-core development machine) while a worker
+ * heartbeats every 10 ms and the broker declares a worker dead after 3 x 50 ms of silence. The
+ * heartbeats that arrived meanwhile are read right after the SUBMIT, in the same batch, so the
+ * worker was never silent and must not be declared dead (the broker would forget it and answer
+ * its next heartbeat with BYE). The broker used to stamp them with the time the batch began. */
+static void test_slow_message_keeps_workers(void)
+{
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    o.endpoint = "tcp://127.0.0.1:0";
+    o.heartbeat_ms = 50;
+    o.liveness = 3;
+    o.quiet = 1;
+    char ep[256];
+    /* the SUBMIT is packed first: making it takes longer than the liveness */
+    pf_graph_t *g = gpt_graph(8000);
+    pf_cluster_t *cl = tiny_cluster(64);
+    pf_search_opts_t so;
+    pf_search_opts_init(&so);
+    pf_arena_t *a = pf_arena_new();
+    Planfarm__Submit m = PLANFARM__SUBMIT__INIT;
+    m.graph = pf_codec_graph_to_pb(a, g);
+    m.cluster = pf_codec_cluster_to_pb(a, cl);
+    m.options = pf_codec_options_to_pb(a, &so);
+    uint8_t hdr[PF_WIRE_HEADER_LEN], *body;
+    size_t len;
+    pf_wire_header(PF_MSG_SUBMIT, hdr);
+    CU_ASSERT_EQUAL_FATAL(pf_codec_pack(&m.base, &body, &len), PF_OK);
+
+    zactor_t *b = start_broker(&o, ep, sizeof ep);
+    zsock_t *w = fake_worker(ep, 1);
+    zsock_t *client = zsock_new_dealer(ep);
+    Planfarm__Heartbeat hb = PLANFARM__HEARTBEAT__INIT;
+    int byes = 0;
+    for (int i = 0; i < 10; i++) { /* registered, heartbeating */
+        zclock_sleep(10);
+        peer_send(w, PF_MSG_HEARTBEAT, &hb.base);
+        while (peer_poll(w, NULL) == PF_MSG_BYE)
+            byes++;
+    }
+    long long bad, dispatched;
+    int workers;
+    broker_stats(b, &bad, &dispatched, &workers);
+    CU_ASSERT_EQUAL(workers, 1);
+
+    double t0 = pf_now_s();
+    const void *f[] = {hdr, body};
+    size_t l[] = {sizeof hdr, len};
+    send_frames(client, 2, f, l);
+    int replied = 0;
+    double t_reply = 0;
+    while (pf_now_s() - t0 < 30 && (!replied || pf_now_s() - t_reply < 0.3)) {
+        zclock_sleep(10);
+        peer_send(w, PF_MSG_HEARTBEAT, &hb.base);
+        while (peer_poll(w, NULL) == PF_MSG_BYE)
+            byes++;
+        if (!replied && peer_poll(client, NULL) == PF_MSG_SUBMIT_REPLY) {
+            replied = 1;
+            t_reply = pf_now_s();
+        }
+    }
+    CU_ASSERT(replied);
+    CU_ASSERT_EQUAL(byes, 0);
+    broker_stats(b, &bad, &dispatched, &workers);
+    CU_ASSERT_EQUAL(workers, 1);
+
+    free(body);
+    pf_arena_destroy(&a);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&cl);
+    zsock_destroy(&client);
+    zsock_destroy(&w);
+    zactor_destroy(&b);
 }
 
 /* ---- requests without workers ---- */
@@ -278,15 +427,367 @@ static void test_eviction(void)
     zactor_destroy(&b);
 }
 
-/* ---- a hostile client ---- */
+/* ---- who may answer a job ---- */
 
-static void send_frames(zsock_t *s, int n, const void *const *data, const size_t *len)
+static void send_result(zsock_t *s, uint64_t id, int status)
 {
-    zmsg_t *m = zmsg_new();
-    for (int i = 0; i < n; i++)
-        zmsg_addmem(m, data[i], len[i]);
-    zmsg_send(&m, s);
+    Planfarm__JobResult r = PLANFARM__JOB_RESULT__INIT;
+    r.id = id;
+    r.kind = PLANFARM__JOB_KIND__JOB_DP_PARTITION;
+    r.status = status;
+    r.error = "no partition (scripted)";
+    peer_send(s, PF_MSG_RESULT, &r.base);
 }
+
+static Planfarm__RequestStatus *status_of(pf_client_t *c, const char *id)
+{
+    char err[512];
+    Planfarm__RequestStatus *st = NULL;
+    CU_ASSERT_EQUAL(pf_client_status(c, id, &st, err, sizeof err), PF_OK);
+    return st;
+}
+
+/* The tiny request has two DP jobs. A scripted worker takes both and goes silent: declared dead
+ * (2 x 50 ms), its jobs are queued again. Its late RESULT for one of them is still used (jobs
+ * are pure). A peer that never said READY sends a RESULT for the other (job ids are easy to
+ * guess: request sequence << 32 | job number): it is dropped as malformed, not taken as the
+ * answer; the request keeps one job queued instead of failing as "infeasible". */
+static void test_results_only_from_workers(void)
+{
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    o.endpoint = "tcp://127.0.0.1:0";
+    o.heartbeat_ms = 50;
+    o.liveness = 2;
+    o.quiet = 1;
+    char ep[256], err[512], id[32];
+    zactor_t *b = start_broker(&o, ep, sizeof ep);
+    pf_client_t *c = pf_client_new(ep, 5000, err, sizeof err);
+    pf_graph_t *g = tiny_graph(10);
+    pf_cluster_t *cl = tiny_cluster(4);
+    pf_search_opts_t so;
+    pf_search_opts_init(&so);
+    Planfarm__RequestStatus *st;
+    CU_ASSERT_EQUAL_FATAL(pf_client_submit(c, g, cl, &so, "tiny", &st, err, sizeof err), PF_OK);
+    snprintf(id, sizeof id, "%s", st->request_id);
+    planfarm__request_status__free_unpacked(st, NULL);
+
+    zsock_t *w = zsock_new_dealer(ep);
+    Planfarm__JobKind kinds[] = {PLANFARM__JOB_KIND__JOB_DP_PARTITION};
+    Planfarm__Ready ready = PLANFARM__READY__INIT;
+    ready.protocol = PF_WIRE_VERSION;
+    ready.credits = 2;
+    ready.kinds = kinds;
+    ready.n_kinds = 1;
+    peer_send(w, PF_MSG_READY, &ready.base);
+    uint64_t jobs[2] = {0, 0};
+    int njobs = 0;
+    for (double t0 = pf_now_s(); njobs < 2 && pf_now_s() - t0 < 5;) {
+        zframe_t *body;
+        int kind = peer_poll(w, &body);
+        if (kind == PF_MSG_JOB) {
+            Planfarm__Job *j = planfarm__job__unpack(NULL, zframe_size(body), zframe_data(body));
+            if (j)
+                jobs[njobs++] = j->id;
+            planfarm__job__free_unpacked(j, NULL);
+        } else if (!kind) {
+            zclock_sleep(5);
+        }
+        zframe_destroy(&body);
+    }
+    CU_ASSERT_EQUAL_FATAL(njobs, 2);
+    long long bad0, bad, dispatched;
+    int workers = 1;
+    for (double t0 = pf_now_s(); workers > 0 && pf_now_s() - t0 < 5;) { /* silent: dead */
+        zclock_sleep(20);
+        broker_stats(b, &bad0, &dispatched, &workers);
+    }
+    CU_ASSERT_EQUAL_FATAL(workers, 0);
+    st = status_of(c, id);
+    CU_ASSERT_EQUAL(st->jobs_queued, 2);
+    planfarm__request_status__free_unpacked(st, NULL);
+
+    send_result(w, jobs[0], PF_EINFEASIBLE); /* late, from the worker declared dead: used */
+    zsock_t *evil = zsock_new_dealer(ep);
+    send_result(evil, jobs[1], PF_EINFEASIBLE); /* from a stranger: dropped */
+    int evil_bye = 0;
+    for (double t0 = pf_now_s(); !evil_bye && pf_now_s() - t0 < 5;) {
+        zclock_sleep(5);
+        evil_bye = peer_poll(evil, NULL) == PF_MSG_BYE; /* told to send READY */
+    }
+    CU_ASSERT(evil_bye);
+    st = status_of(c, id);
+    CU_ASSERT_EQUAL(st->jobs_answered, 1);
+    CU_ASSERT_EQUAL(st->jobs_queued, 1);
+    CU_ASSERT_EQUAL(st->state, PLANFARM__REQUEST_STATE__REQ_RUNNING); /* not failed */
+    planfarm__request_status__free_unpacked(st, NULL);
+    broker_stats(b, &bad, &dispatched, &workers);
+    CU_ASSERT_EQUAL(bad - bad0, 1);
+
+    zsock_destroy(&evil);
+    zsock_destroy(&w);
+    pf_client_destroy(&c);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&cl);
+    zactor_destroy(&b);
+}
+
+/* A DP answer whose plan is S stages of the given op lists (stage s: ops[s][0..n[s])). */
+static void send_partition(zsock_t *s, const Planfarm__Job *job, int nstages, const int *const *ops,
+                           const int *n)
+{
+    pf_plan_t *p = pf_plan_new(nstages, (int)job->partition->replicas);
+    for (int st = 0; st < nstages; st++)
+        pf_plan_set_stage_ops(p, st, ops[st], n[st]);
+    p->microbatches = (int)job->partition->microbatches;
+    p->partition_objective_ms = 9;
+    pf_arena_t *a = pf_arena_new();
+    Planfarm__JobResult r = PLANFARM__JOB_RESULT__INIT;
+    r.id = job->id;
+    r.kind = PLANFARM__JOB_KIND__JOB_DP_PARTITION;
+    r.status = PF_OK;
+    r.plan = pf_codec_plan_to_pb(a, p);
+    peer_send(s, PF_MSG_RESULT, &r.base);
+    pf_arena_destroy(&a);
+    pf_plan_destroy(&p);
+}
+
+/* The next JOB the scripted worker gets (NULL after 5 s); free with planfarm__job__free_unpacked. */
+static Planfarm__Job *next_job(zsock_t *w)
+{
+    for (double t0 = pf_now_s(); pf_now_s() - t0 < 5;) {
+        zframe_t *body;
+        int kind = peer_poll(w, &body);
+        Planfarm__Job *j = kind == PF_MSG_JOB ? planfarm__job__unpack(NULL, zframe_size(body),
+                                                                      zframe_data(body))
+                                              : NULL;
+        zframe_destroy(&body);
+        if (j)
+            return j;
+        if (!kind)
+            zclock_sleep(5);
+    }
+    return NULL;
+}
+
+/* The tiny request's one-stage job (3 ops, S = 1, R = 4) answered with a plan that leaves op 2
+ * in no stage: not a partition of the graph, so the broker must not hand it to the search. It is
+ * counted as a failed attempt and the job comes back (attempt 1); the same job answered with all
+ * three ops is then taken. Likewise a plan with the wrong number of stages. */
+static void test_partition_answers_checked(void)
+{
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    o.endpoint = "tcp://127.0.0.1:0";
+    o.quiet = 1;
+    char ep[256], err[512], id[32];
+    zactor_t *b = start_broker(&o, ep, sizeof ep);
+    pf_client_t *c = pf_client_new(ep, 5000, err, sizeof err);
+    pf_graph_t *g = tiny_graph(10);
+    pf_cluster_t *cl = tiny_cluster(4);
+    pf_search_opts_t so;
+    pf_search_opts_init(&so);
+    so.stages = 1; /* one DP job */
+    Planfarm__RequestStatus *st;
+    CU_ASSERT_EQUAL_FATAL(pf_client_submit(c, g, cl, &so, "tiny", &st, err, sizeof err), PF_OK);
+    snprintf(id, sizeof id, "%s", st->request_id);
+    CU_ASSERT_EQUAL(st->jobs_queued, 1);
+    planfarm__request_status__free_unpacked(st, NULL);
+
+    zsock_t *w = zsock_new_dealer(ep);
+    Planfarm__JobKind kinds[] = {PLANFARM__JOB_KIND__JOB_DP_PARTITION};
+    Planfarm__Ready ready = PLANFARM__READY__INIT;
+    ready.protocol = PF_WIRE_VERSION;
+    ready.credits = 1;
+    ready.kinds = kinds;
+    ready.n_kinds = 1;
+    peer_send(w, PF_MSG_READY, &ready.base);
+    Planfarm__Job *job = next_job(w);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(job);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(job->partition);
+    CU_ASSERT_EQUAL(job->partition->stages, 1);
+    CU_ASSERT_EQUAL(job->attempt, 0);
+    static const int first_two[] = {0, 1}, all[] = {0, 1, 2}, last[] = {2};
+    const int *ops_missing[] = {first_two}, *ops_all[] = {all}, *ops_split[] = {first_two, last};
+    int n_missing[] = {2}, n_all[] = {3}, n_split[] = {2, 1};
+    send_partition(w, job, 1, ops_missing, n_missing);
+    Planfarm__Job *again = next_job(w);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(again);
+    CU_ASSERT_EQUAL(again->id, job->id);
+    CU_ASSERT_EQUAL(again->attempt, 1);
+    st = status_of(c, id);
+    CU_ASSERT_EQUAL(st->jobs_answered, 0);
+    planfarm__request_status__free_unpacked(st, NULL);
+    /* two stages for a one-stage job: refused too */
+    send_partition(w, again, 2, ops_split, n_split);
+    planfarm__job__free_unpacked(again, NULL);
+    again = next_job(w);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(again);
+    CU_ASSERT_EQUAL(again->attempt, 2);
+    send_partition(w, again, 1, ops_all, n_all);
+    planfarm__job__free_unpacked(again, NULL);
+    int answered = 0;
+    for (double t0 = pf_now_s(); !answered && pf_now_s() - t0 < 5;) {
+        zclock_sleep(10);
+        st = status_of(c, id);
+        answered = st && st->jobs_answered == 1;
+        if (st)
+            planfarm__request_status__free_unpacked(st, NULL);
+    }
+    CU_ASSERT(answered);
+
+    planfarm__job__free_unpacked(job, NULL);
+    zsock_destroy(&w);
+    pf_client_destroy(&c);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&cl);
+    zactor_destroy(&b);
+}
+
+/* A client that sends 30000 STATUS requests and reads none of the replies. The broker queues
+ * replies for one peer only up to its high-water mark, then drops them (ROUTER_MANDATORY says
+ * EAGAIN), so a peer that never reads cannot make it hold unbounded memory. Over inproc the
+ * queue between the two sockets is the broker's SNDHWM plus this client's RCVHWM (1000), with no
+ * kernel buffers in between: the client finds at most that many replies waiting. */
+static void test_unread_replies_bounded(void)
+{
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    o.endpoint = "inproc://test-broker-unread";
+    o.quiet = 1;
+    char ep[256];
+    zactor_t *b = start_broker(&o, ep, sizeof ep);
+    zsock_t *s = zsock_new(ZMQ_DEALER);
+    zsock_set_rcvhwm(s, 1000);
+    zsock_set_sndhwm(s, 0);
+    CU_ASSERT_EQUAL_FATAL(zsock_connect(s, "%s", ep), 0);
+    enum { N = 30000 };
+    Planfarm__RequestRef ref = PLANFARM__REQUEST_REF__INIT;
+    ref.request_id = "r00000000";
+    for (int i = 0; i < N; i++)
+        peer_send(s, PF_MSG_STATUS, &ref.base);
+    long long bad, dispatched;
+    int workers;
+    for (double t0 = pf_now_s(); pf_now_s() - t0 < 20;) { /* until the broker has read them */
+        zstr_send(b, "STATS");
+        char *st = zstr_recv(b);
+        double wall, busy;
+        long long in = 0, out = 0;
+        sscanf(st, "STATS %lf %lf %lld %lld %lld %lld %d", &wall, &busy, &in, &out, &bad,
+               &dispatched, &workers);
+        free(st);
+        if (in >= N)
+            break;
+        zclock_sleep(10);
+    }
+    int waiting = 0;
+    while (peer_poll(s, NULL) == PF_MSG_ERROR)
+        waiting++;
+    CU_ASSERT(waiting >= 1000);
+    CU_ASSERT(waiting <= 12000);
+    zsock_destroy(&s);
+    zactor_destroy(&b);
+}
+
+/* max_running = 2: two requests waiting for workers fill the broker; a third SUBMIT gets an
+ * ErrorReply (PF_ERR) and creates nothing; once one of the two is cancelled (finished), a
+ * SUBMIT is taken again. A request that fails at once is finished and does not count. */
+static void test_running_requests_bounded(void)
+{
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    o.endpoint = "tcp://127.0.0.1:0";
+    o.max_running = 2;
+    o.quiet = 1;
+    char ep[256], err[512], first[32] = "";
+    zactor_t *b = start_broker(&o, ep, sizeof ep);
+    pf_client_t *c = pf_client_new(ep, 5000, err, sizeof err);
+    pf_graph_t *g = tiny_graph(10), *big = tiny_graph(2e9);
+    pf_cluster_t *cl = tiny_cluster(4);
+    pf_search_opts_t so;
+    pf_search_opts_init(&so);
+    Planfarm__RequestStatus *st;
+    CU_ASSERT_EQUAL_FATAL(pf_client_submit(c, big, cl, &so, "infeasible", &st, err, sizeof err),
+                          PF_OK);
+    CU_ASSERT_EQUAL(st->state, PLANFARM__REQUEST_STATE__REQ_FAILED);
+    planfarm__request_status__free_unpacked(st, NULL);
+    for (int k = 0; k < 2; k++) {
+        CU_ASSERT_EQUAL_FATAL(pf_client_submit(c, g, cl, &so, "tiny", &st, err, sizeof err),
+                              PF_OK);
+        if (k == 0)
+            snprintf(first, sizeof first, "%s", st->request_id);
+        planfarm__request_status__free_unpacked(st, NULL);
+    }
+    CU_ASSERT_EQUAL(pf_client_submit(c, g, cl, &so, "one too many", &st, err, sizeof err),
+                    PF_ERR);
+    CU_ASSERT_PTR_NULL(st);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "broker busy: 2 requests are running"));
+    Planfarm__ListReply *l;
+    CU_ASSERT_EQUAL(pf_client_list(c, &l, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(l->n_requests, 3);
+    planfarm__list_reply__free_unpacked(l, NULL);
+    CU_ASSERT_EQUAL(pf_client_cancel(c, first, &st, err, sizeof err), PF_OK);
+    planfarm__request_status__free_unpacked(st, NULL);
+    CU_ASSERT_EQUAL(pf_client_submit(c, g, cl, &so, "room again", &st, err, sizeof err), PF_OK);
+    if (st)
+        planfarm__request_status__free_unpacked(st, NULL);
+    pf_client_destroy(&c);
+    pf_graph_destroy(&g);
+    pf_graph_destroy(&big);
+    pf_cluster_destroy(&cl);
+    zactor_destroy(&b);
+}
+
+/* The id of the first job a fresh broker hands out for the tiny request (S = 1). */
+static uint64_t first_job_id(void)
+{
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    o.endpoint = "tcp://127.0.0.1:0";
+    o.quiet = 1;
+    char ep[256], err[512];
+    zactor_t *b = start_broker(&o, ep, sizeof ep);
+    pf_client_t *c = pf_client_new(ep, 5000, err, sizeof err);
+    pf_graph_t *g = tiny_graph(10);
+    pf_cluster_t *cl = tiny_cluster(4);
+    pf_search_opts_t so;
+    pf_search_opts_init(&so);
+    so.stages = 1;
+    Planfarm__RequestStatus *st;
+    CU_ASSERT_EQUAL(pf_client_submit(c, g, cl, &so, "tiny", &st, err, sizeof err), PF_OK);
+    if (st)
+        planfarm__request_status__free_unpacked(st, NULL);
+    zsock_t *w = zsock_new_dealer(ep);
+    Planfarm__JobKind kinds[] = {PLANFARM__JOB_KIND__JOB_DP_PARTITION};
+    Planfarm__Ready ready = PLANFARM__READY__INIT;
+    ready.protocol = PF_WIRE_VERSION;
+    ready.credits = 1;
+    ready.kinds = kinds;
+    ready.n_kinds = 1;
+    peer_send(w, PF_MSG_READY, &ready.base);
+    Planfarm__Job *job = next_job(w);
+    uint64_t id = job ? job->id : 0;
+    planfarm__job__free_unpacked(job, NULL);
+    zsock_destroy(&w);
+    pf_client_destroy(&c);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&cl);
+    zactor_destroy(&b);
+    return id;
+}
+
+/* A worker that outlives its broker sends the answers it finished while away to the broker it
+ * reconnects to; a restarted broker must not take them for its own jobs. Job ids of two broker
+ * instances differ (their request numbers start at random), so such an answer is ignored as
+ * unknown. Equal ids here would mean a chance of 1 in 2^32. */
+static void test_job_ids_differ_across_brokers(void)
+{
+    uint64_t a = first_job_id(), b = first_job_id();
+    CU_ASSERT(a != 0 && b != 0);
+    CU_ASSERT(a != b);
+}
+
+/* ---- a hostile client ---- */
 
 /* Nine malformed messages, each counted once, then a message above the size bound (libzmq drops
  * that connection before the broker sees it); the broker keeps serving a worker and a client. */
@@ -408,4 +909,13 @@ void pf_suite_broker(void)
     CU_add_test(s, "finished requests are evicted oldest first", test_eviction);
     CU_add_test(s, "hostile client", test_hostile);
     CU_add_test(s, "client timeout", test_client_timeout);
+    CU_add_test(s, "results only from workers (or workers declared dead)",
+                test_results_only_from_workers);
+    CU_add_test(s, "partition answers are checked against the graph and the job",
+                test_partition_answers_checked);
+    CU_add_test(s, "replies a client never reads are bounded", test_unread_replies_bounded);
+    CU_add_test(s, "running requests are bounded", test_running_requests_bounded);
+    CU_add_test(s, "job ids differ across broker instances", test_job_ids_differ_across_brokers);
+    CU_add_test(s, "a slow message does not make workers look dead",
+                test_slow_message_keeps_workers);
 }

@@ -270,9 +270,280 @@ static void test_protocol(void)
     zsock_destroy(&router);
 }
 
+/* A worker under test, connected to a scripted broker on `router`; returns it after its READY
+ * (identity in *who). */
+static zactor_t *worker_at(zsock_t *router, const char *ep, zframe_t **who)
+{
+    pf_worker_opts_t o;
+    pf_worker_opts_init(&o);
+    o.endpoint = ep;
+    o.credits = 2;
+    o.threads = 1;
+    o.heartbeat_ms = 50;
+    o.liveness = 100;
+    o.name = "w-under-test";
+    o.quiet = 1;
+    zactor_t *w = zactor_new(pf_worker_actor, &o);
+    char *ok = zstr_recv(w);
+    CU_ASSERT_STRING_EQUAL(ok, "OK");
+    free(ok);
+    recv_t r;
+    *who = NULL;
+    if (expect(router, &r, 0, 3000) && r.kind == PF_MSG_READY)
+        *who = zframe_dup(r.identity);
+    recv_clear(&r);
+    return w;
+}
+
+/* Answer the worker's FETCH with the blob whose bytes are buf[0..len) (kind k). */
+static void serve_fetch(zsock_t *router, zframe_t *who, const uint8_t *buf, size_t len,
+                        const uint8_t *hash, Planfarm__BlobKind k)
+{
+    Planfarm__Blob blob = PLANFARM__BLOB__INIT;
+    blob.hash.data = (uint8_t *)hash;
+    blob.hash.len = 20;
+    blob.kind = k;
+    blob.data.data = (uint8_t *)buf;
+    blob.data.len = len;
+    send_to(router, who, PF_MSG_BLOB, &blob.base);
+}
+
+static void sha1(const uint8_t *buf, size_t len, uint8_t out[20])
+{
+    zdigest_t *d = zdigest_new();
+    zdigest_update(d, buf, len);
+    memcpy(out, zdigest_data(d), 20);
+    zdigest_destroy(&d);
+}
+
+/* A partition job whose grouping has 1 entry for a 3-op graph: the solver would read group[1]
+ * and group[2] past the end of the array. The worker fetches both blobs, then answers FAILED
+ * naming the grouping, without running it. */
+static void test_group_mismatch(void)
+{
+    zsock_t *router = zsock_new(ZMQ_ROUTER);
+    int port = zsock_bind(router, "tcp://127.0.0.1:*");
+    char ep[64];
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+    zframe_t *who;
+    zactor_t *w = worker_at(router, ep, &who);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(who);
+
+    pf_graph_t *g = pf_graph_new("three", 1);
+    for (int v = 0; v < 3; v++) {
+        pf_op_t op = {.id = v, .name = "op", .fwd_ms = 1, .bwd_ms = 1};
+        pf_graph_add_op(g, &op);
+    }
+    pf_graph_add_edge(g, 0, 1, 10);
+    pf_graph_add_edge(g, 1, 2, 10);
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
+    pf_cluster_t *c = pf_cluster_new("two", 2);
+    for (int i = 0; i < 2; i++) {
+        pf_device_t d = {.id = i, .name = "gpu", .mem_bytes = 1e9, .tflops = 1};
+        pf_cluster_set_device(c, i, &d);
+        pf_cluster_set_bw(c, i, 1 - i, 10);
+    }
+    CU_ASSERT_EQUAL_FATAL(pf_cluster_validate(c, err, sizeof err), PF_OK);
+    uint8_t *gbuf, *cbuf, gh[20], ch[20];
+    size_t glen, clen;
+    CU_ASSERT_EQUAL_FATAL(pf_codec_encode_graph(g, &gbuf, &glen), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_codec_encode_cluster(c, &cbuf, &clen), PF_OK);
+    sha1(gbuf, glen, gh);
+    sha1(cbuf, clen, ch);
+
+    Planfarm__BlobRef gref = PLANFARM__BLOB_REF__INIT, cref = PLANFARM__BLOB_REF__INIT;
+    gref.hash.data = gh;
+    gref.hash.len = 20;
+    gref.kind = PLANFARM__BLOB_KIND__BLOB_GRAPH;
+    cref.hash.data = ch;
+    cref.hash.len = 20;
+    cref.kind = PLANFARM__BLOB_KIND__BLOB_CLUSTER;
+    uint32_t group[1] = {0};
+    Planfarm__PartitionParams pp = PLANFARM__PARTITION_PARAMS__INIT;
+    pp.stages = 1;
+    pp.replicas = 1;
+    pp.group = group;
+    pp.n_group = 1;
+    pp.ngroups = 1;
+    Planfarm__Job job = PLANFARM__JOB__INIT;
+    job.id = 5;
+    job.kind = PLANFARM__JOB_KIND__JOB_DP_PARTITION;
+    job.graph = &gref;
+    job.cluster = &cref;
+    job.partition = &pp;
+    send_to(router, who, PF_MSG_JOB, &job.base);
+    recv_t r;
+    for (int k = 0; k < 2; k++) { /* two FETCHes, in either order */
+        CU_ASSERT_FATAL(expect(router, &r, 0, 3000));
+        CU_ASSERT_EQUAL_FATAL(r.kind, PF_MSG_FETCH);
+        Planfarm__Fetch *f =
+            planfarm__fetch__unpack(NULL, zframe_size(r.body), zframe_data(r.body));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        if (f->hash.len == 20 && !memcmp(f->hash.data, gh, 20))
+            serve_fetch(router, who, gbuf, glen, gh, PLANFARM__BLOB_KIND__BLOB_GRAPH);
+        else
+            serve_fetch(router, who, cbuf, clen, ch, PLANFARM__BLOB_KIND__BLOB_CLUSTER);
+        planfarm__fetch__free_unpacked(f, NULL);
+        recv_clear(&r);
+    }
+    CU_ASSERT_FATAL(expect(router, &r, 0, 3000));
+    CU_ASSERT_EQUAL(r.kind, PF_MSG_FAILED);
+    if (r.kind == PF_MSG_FAILED) {
+        Planfarm__Failed *fl =
+            planfarm__failed__unpack(NULL, zframe_size(r.body), zframe_data(r.body));
+        CU_ASSERT_EQUAL(fl->job_id, 5);
+        CU_ASSERT_PTR_NOT_NULL(strstr(fl->error, "job.partition.group: 1 entries for a graph of "
+                                                 "3 ops"));
+        planfarm__failed__free_unpacked(fl, NULL);
+    }
+    recv_clear(&r);
+
+    /* the same blobs with a full grouping run: RESULT */
+    uint32_t full[3] = {0, 1, 2};
+    pp.group = full;
+    pp.n_group = 3;
+    pp.ngroups = 3;
+    job.id = 6;
+    send_to(router, who, PF_MSG_JOB, &job.base);
+    CU_ASSERT_FATAL(expect(router, &r, 0, 5000));
+    CU_ASSERT_EQUAL(r.kind, PF_MSG_RESULT);
+    recv_clear(&r);
+
+    zactor_destroy(&w);
+    free(gbuf);
+    free(cbuf);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&c);
+    zframe_destroy(&who);
+    zsock_destroy(&router);
+}
+
+/* Credits 2: the worker agreed to hold two jobs. A broker that sends a third while both wait for
+ * a blob gets FAILED for it (a worker never holds more than it agreed to: each job may carry a
+ * stage graph of up to the message bound). Once one is cancelled, a new one is taken again. */
+static void test_credits_enforced(void)
+{
+    zsock_t *router = zsock_new(ZMQ_ROUTER);
+    int port = zsock_bind(router, "tcp://127.0.0.1:*");
+    char ep[64];
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+    zframe_t *who;
+    zactor_t *w = worker_at(router, ep, &who);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(who);
+    uint8_t hash[20] = {0xee};
+    Planfarm__BlobRef ref = PLANFARM__BLOB_REF__INIT;
+    ref.hash.data = hash;
+    ref.hash.len = 20;
+    ref.kind = PLANFARM__BLOB_KIND__BLOB_CLUSTER;
+    double cu[1] = {1}, par[1] = {0}, msg[1] = {0};
+    Planfarm__StageGraph sg = PLANFARM__STAGE_GRAPH__INIT;
+    sg.stages = 1;
+    sg.replicas = 1;
+    sg.cu_ms = cu;
+    sg.n_cu_ms = 1;
+    sg.param_bytes = par;
+    sg.n_param_bytes = 1;
+    sg.msg_bytes = msg;
+    sg.n_msg_bytes = 1;
+    Planfarm__ProbeParams pp = PLANFARM__PROBE_PARAMS__INIT;
+    pp.stage_graph = &sg;
+    pp.target_ms = 5;
+    Planfarm__Job job = PLANFARM__JOB__INIT;
+    job.kind = PLANFARM__JOB_KIND__JOB_MAP_PROBE;
+    job.cluster = &ref;
+    job.probe = &pp;
+    for (uint64_t id = 1; id <= 3; id++) {
+        job.id = id;
+        send_to(router, who, PF_MSG_JOB, &job.base);
+    }
+    /* one FETCH for the blob both held jobs wait for, and FAILED for job 3 */
+    recv_t r;
+    int fetches = 0;
+    uint64_t failed = 0;
+    while (expect(router, &r, 0, 1000)) {
+        if (r.kind == PF_MSG_FETCH)
+            fetches++;
+        if (r.kind == PF_MSG_FAILED) {
+            Planfarm__Failed *fl =
+                planfarm__failed__unpack(NULL, zframe_size(r.body), zframe_data(r.body));
+            failed = fl ? fl->job_id : 0;
+            if (fl)
+                CU_ASSERT_PTR_NOT_NULL(strstr(fl->error, "credits"));
+            planfarm__failed__free_unpacked(fl, NULL);
+        }
+        recv_clear(&r);
+        if (failed)
+            break;
+    }
+    recv_clear(&r);
+    CU_ASSERT_EQUAL(fetches, 1);
+    CU_ASSERT_EQUAL(failed, 3);
+    /* cancel job 1 (FAILED "cancelled"); job 4 is then held: no answer for it */
+    uint64_t one[] = {1};
+    Planfarm__Cancel cancel = PLANFARM__CANCEL__INIT;
+    cancel.job_ids = one;
+    cancel.n_job_ids = 1;
+    send_to(router, who, PF_MSG_CANCEL, &cancel.base);
+    CU_ASSERT(expect(router, &r, 0, 2000) && r.kind == PF_MSG_FAILED);
+    recv_clear(&r);
+    job.id = 4;
+    send_to(router, who, PF_MSG_JOB, &job.base);
+    CU_ASSERT(!expect(router, &r, 0, 300));
+    recv_clear(&r);
+
+    zactor_destroy(&w);
+    zframe_destroy(&who);
+    zsock_destroy(&router);
+}
+
+/* A broker that answers every READY with BYE (a protocol version it does not speak): the worker
+ * reconnects after a back-off that doubles each time (20, 40, 80, 160 ms with a 20 ms
+ * heartbeat), not at the heartbeat rate forever. Worked out: the 4th wait is 160 ms; at a
+ * constant 20 ms it would be about 20. */
+static void test_backoff_after_bye(void)
+{
+    zsock_t *router = zsock_new(ZMQ_ROUTER);
+    int port = zsock_bind(router, "tcp://127.0.0.1:*");
+    char ep[64];
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+    pf_worker_opts_t o;
+    pf_worker_opts_init(&o);
+    o.endpoint = ep;
+    o.threads = 1;
+    o.heartbeat_ms = 20;
+    o.liveness = 1000;
+    o.reconnect_max_ms = 10000;
+    o.quiet = 1;
+    zactor_t *w = zactor_new(pf_worker_actor, &o);
+    char *ok = zstr_recv(w);
+    free(ok);
+    double t[5];
+    int n = 0;
+    recv_t r;
+    Planfarm__Bye bye = PLANFARM__BYE__INIT;
+    bye.reason = "protocol 1 not supported (this broker speaks 2)";
+    while (n < 5 && expect(router, &r, 0, 3000)) {
+        if (r.kind == PF_MSG_READY) {
+            t[n++] = pf_now_s();
+            send_to(router, r.identity, PF_MSG_BYE, &bye.base);
+        }
+        recv_clear(&r);
+    }
+    CU_ASSERT_EQUAL_FATAL(n, 5);
+    CU_ASSERT(t[4] - t[3] > 0.1);
+    CU_ASSERT(t[4] - t[3] > 1.5 * (t[2] - t[1]));
+    zactor_destroy(&w);
+    zsock_destroy(&router);
+}
+
 void pf_suite_worker(void)
 {
     CU_pSuite s = CU_add_suite("worker", NULL, NULL);
     CU_add_test(s, "blob cache: LRU by bytes, pins", test_cache);
     CU_add_test(s, "protocol against a scripted broker", test_protocol);
+    CU_add_test(s, "a grouping shorter than its graph is refused", test_group_mismatch);
+    CU_add_test(s, "a job past the worker's credits is refused", test_credits_enforced);
+    CU_add_test(s, "reconnects back off when the broker keeps saying BYE",
+                test_backoff_after_bye);
 }

@@ -33,6 +33,7 @@ typedef struct wjob {
     _Atomic int state; /* jstate_t; QUEUED -> RUNNING -> FINISHED under the mailbox lock */
     int failed;     /* answer FAILED (error) instead of RESULT */
     int parked;     /* finished while disconnected: sent on the next connection */
+    int conn;       /* the connection it came on (pf_worker.conn then) */
     double seconds; /* solver wall time */
     char error[256];
     uint8_t *result;
@@ -66,6 +67,7 @@ struct pf_worker {
     zlistx_t *held;     /* wjob_t: every job this worker holds */
     zhashx_t *fetching; /* hex hash -> FETCH sent, BLOB awaited */
     int connected;
+    int conn; /* connections made so far: credits count the jobs of the current one */
     double broker_seen, next_heartbeat, reconnect_at;
     int backoff_ms;
     int warned;
@@ -349,7 +351,8 @@ static void fetch(pf_worker_t *w, const pf_blob_ref_t *r)
     }
 }
 
-/* Pin what the cache has; fetch what it lacks; queue the job when it has everything. */
+/* Pin what the cache has; fetch what it lacks; queue the job when it has everything and it fits
+ * what it got (else it is answered FAILED and forgotten: j is gone). */
 static void try_start(pf_worker_t *w, wjob_t *j)
 {
     if (need_blob(&j->wire.graph, j->graph) &&
@@ -370,6 +373,12 @@ static void try_start(pf_worker_t *w, wjob_t *j)
     }
     if (missing) {
         j->state = J_WAITING;
+        return;
+    }
+    char err[256];
+    if (pf_wire_job_check(&j->wire, pf_cached_graph(j->graph), pf_cached_cluster(j->cluster), err,
+                          sizeof err) != PF_OK) {
+        drop_job(w, j, err);
         return;
     }
     shared_t *sh = w->sh;
@@ -448,9 +457,16 @@ static void on_blob(pf_worker_t *w, const uint8_t *data, size_t len)
         fail_waiting(w, &m->hash, why);
         goto done;
     }
-    for (wjob_t *j = zlistx_first(w->held); j; j = zlistx_next(w->held))
-        if (j->state == J_WAITING)
+    /* try_start may drop a job from `held`: collect first */
+    zlistx_t *waiting = zlistx_new();
+    if (waiting) {
+        for (wjob_t *j = zlistx_first(w->held); j; j = zlistx_next(w->held))
+            if (j->state == J_WAITING)
+                zlistx_add_end(waiting, j);
+        for (wjob_t *j = zlistx_first(waiting); j; j = zlistx_next(waiting))
             try_start(w, j);
+        zlistx_destroy(&waiting);
+    }
 done:
     planfarm__blob__free_unpacked(m, NULL);
 }
@@ -467,12 +483,25 @@ static void on_job(pf_worker_t *w, const uint8_t *data, size_t len)
         malformed(w, "JOB %llu: already held", (unsigned long long)m->id);
         goto done;
     }
+    /* READY promised the broker `credits` jobs at most (jobs left from an earlier connection
+     * are the old broker identity's, not counted); more would grow without bound. */
+    int mine = 0;
+    for (wjob_t *h = zlistx_first(w->held); h; h = zlistx_next(w->held))
+        mine += h->conn == w->conn;
+    if (mine >= w->o.credits) {
+        char why[96];
+        snprintf(why, sizeof why, "worker: holds %d jobs already, its credits", mine);
+        malformed(w, "JOB %llu: past the credits", (unsigned long long)m->id);
+        send_failed(w, m->id, why);
+        goto done;
+    }
     wjob_t *j = calloc(1, sizeof *j);
     if (!j) {
         send_failed(w, m->id, "worker: out of memory");
         goto done;
     }
     j->id = m->id;
+    j->conn = w->conn;
     if (pf_codec_job_from_pb(m, &j->wire, err, sizeof err) != PF_OK) {
         char why[320];
         snprintf(why, sizeof why, "cannot decode the job: %s", err);
@@ -562,6 +591,7 @@ static int connect_broker(pf_worker_t *w)
     m.name = w->name;
     send_msg(w, PF_MSG_READY, &m.base);
     w->connected = 1;
+    w->conn++;
     w->broker_seen = pf_now_s();
     w->next_heartbeat = w->broker_seen + hb_s(w);
     w->warned = 0;
@@ -597,7 +627,11 @@ static void on_message(pf_worker_t *w, zmq_msg_t *parts, int n)
     const uint8_t *data = zmq_msg_data(&parts[1]);
     size_t len = zmq_msg_size(&parts[1]);
     w->broker_seen = pf_now_s();
-    w->backoff_ms = w->o.heartbeat_ms;
+    /* A broker that sends anything but BYE is serving us: the next reconnect starts quick
+     * again. BYE keeps the back-off growing (a broker that refuses every READY, e.g. another
+     * protocol version, is not hammered at the heartbeat rate). */
+    if (kind != PF_MSG_BYE)
+        w->backoff_ms = w->o.heartbeat_ms;
     switch (kind) {
     case PF_MSG_JOB: on_job(w, data, len); break;
     case PF_MSG_BLOB: on_blob(w, data, len); break;

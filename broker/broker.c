@@ -488,6 +488,7 @@ static void on_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
         send_error(b, p, PF_ERR, "broker: out of memory");
         goto done;
     }
+    r->last.best_objective_ms = NAN; /* nothing mapped yet */
     if (!m->graph || !m->cluster) {
         send_error(b, p, PF_EINPUT, "SUBMIT: needs a graph and a cluster");
         goto done;
@@ -703,8 +704,8 @@ static void on_ready(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
     for (request_t *r = zlistx_first(b->order); r; r = zlistx_next(b->order))
         if (r->search && live > r->workers_max)
             r->workers_max = live;
-    INFO(b, "broker: worker %s ready: %u cores, %d credits (%d workers)", p->name, m->cores,
-              credits, live);
+    INFO(b, "broker: worker %s ready: %u cores, %d credits (%d worker%s)", p->name, m->cores,
+         credits, live, live == 1 ? "" : "s");
 done:
     planfarm__ready__free_unpacked(m, NULL);
 }

@@ -34,6 +34,13 @@ void cli_fmt_bytes(char *buf, size_t len, double bytes);
 /* Is stderr a terminal (progress lines go there only then)? */
 int cli_stderr_tty(void);
 
+/* A ZeroMQ endpoint this program can use: tcp://HOST:PORT (PORT may be * or 0 to bind),
+ * ipc://PATH or inproc://NAME. Prints "planfarm <cmd>: <flag>: ..." and returns -1 if not. */
+int cli_check_endpoint(const char *cmd, const char *flag, const char *endpoint);
+/* -o PATH can be written (its directory exists and is writable, it is not a directory): checked
+ * before a long search rather than after. "-" and NULL are stdout. Prints and returns -1. */
+int cli_check_output(const char *cmd, const char *path);
+
 /* Whole file ("-" = stdin) into a NUL-terminated buffer the caller frees. */
 int cli_read_file(const char *path, char **buf, size_t *len, char *err, size_t errlen);
 

@@ -98,6 +98,8 @@ int cmd_broker(int argc, char **argv)
     }
     if (optind != argc)
         return cli_usage_error("broker", "unexpected argument '%s'", argv[optind]);
+    if (o.endpoint && cli_check_endpoint("broker", "--bind", o.endpoint))
+        return CLI_USAGE;
     char err[CLI_ERRLEN];
     pf_broker_t *b = pf_broker_new(&o, err, sizeof err);
     if (!b)

@@ -104,6 +104,7 @@ int cmd_plan(int argc, char **argv)
                                          {"broker", required_argument, 0, O_BROKER},
                                          {"timeout", required_argument, 0, O_TIMEOUT},
                                          {"quiet", no_argument, 0, O_QUIET},
+                                         {"output", required_argument, 0, 'o'},
                                          {"help", no_argument, 0, 'h'},
                                          CLI_PLAN_OPTIONS,
                                          {0, 0, 0, 0}};
@@ -142,6 +143,8 @@ int cmd_plan(int argc, char **argv)
     }
     if (argc - optind != 2)
         return cli_usage_error("plan", "expected GRAPH and CLUSTER");
+    if (cli_check_output("plan", out) || (broker && cli_check_endpoint("plan", "--broker", broker)))
+        return CLI_USAGE;
 
     char err[CLI_ERRLEN] = "";
     embedded_t e = {0};
@@ -157,9 +160,6 @@ int cmd_plan(int argc, char **argv)
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         if (threads == 0)
             threads = cores / workers > 1 ? cores / workers : 1;
-        if (!quiet)
-            fprintf(stderr, "planfarm plan: embedded broker, %lld worker%s x %lld thread%s\n",
-                    workers, workers > 1 ? "s" : "", threads, threads > 1 ? "s" : "");
         if (embedded_start(&e, (int)workers, (int)threads, err, sizeof err) != PF_OK) {
             rc = cli_report("plan", PF_ERR, err);
             goto done;
@@ -170,8 +170,12 @@ int cmd_plan(int argc, char **argv)
         rc = cli_report("plan", PF_EINPUT, err);
         goto done;
     }
-    if ((rc = cli_submit("plan", client, g, cl, gpath, cpath, &so, &id)) == CLI_OK)
+    if ((rc = cli_submit("plan", client, g, cl, gpath, cpath, &so, &id)) == CLI_OK) {
+        if (!quiet && e.broker)
+            fprintf(stderr, "planfarm plan: embedded broker, %lld worker%s x %lld thread%s\n",
+                    workers, workers > 1 ? "s" : "", threads, threads > 1 ? "s" : "");
         rc = cli_wait_and_fetch("plan", client, id, out, !quiet, quiet);
+    }
 done:
     free(id);
     pf_graph_destroy(&g);

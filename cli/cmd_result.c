@@ -27,6 +27,7 @@ int cmd_result(int argc, char **argv)
     static const struct option opts[] = {{"broker", required_argument, 0, O_BROKER},
                                          {"timeout", required_argument, 0, O_TIMEOUT},
                                          {"quiet", no_argument, 0, O_QUIET},
+                                         {"output", required_argument, 0, 'o'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *broker = PF_BROKER_DEFAULT_ENDPOINT, *out = NULL;

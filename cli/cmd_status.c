@@ -34,7 +34,8 @@ static void print_status(const Planfarm__RequestStatus *st)
         printf("  %s %.6g ms\n",
                st->state == PLANFARM__REQUEST_STATE__REQ_DONE ? "plan:    " : "best:    ",
                st->best_objective_ms);
-    printf("  wall:     %.2f s, %u workers connected\n", st->wall_s, st->workers);
+    printf("  wall:     %.2f s, %u worker%s connected\n", st->wall_s, st->workers,
+           st->workers == 1 ? "" : "s");
     if (st->error && st->error[0])
         printf("  error:    %s\n", st->error);
 }
@@ -55,8 +56,9 @@ static void help(FILE *f, what_t what)
             "usage: planfarm %s [--broker ENDPOINT] [--timeout S]\n\n%s\n"
             "  --broker ENDPOINT   default %s\n"
             "  --timeout S         seconds to wait for the reply (default %g)\n\n"
-            "Exit status: 0 answered, 2 unknown request id, 1 no broker.\n",
-            usage[what], text[what], PF_BROKER_DEFAULT_ENDPOINT, CLI_DEFAULT_TIMEOUT_S);
+            "Exit status: 0 answered, %s1 no broker.\n",
+            usage[what], text[what], PF_BROKER_DEFAULT_ENDPOINT, CLI_DEFAULT_TIMEOUT_S,
+            what == ALL_LIST ? "" : "2 unknown request id, ");
 }
 
 static int run(int argc, char **argv, what_t what)

@@ -35,6 +35,7 @@ int cmd_submit(int argc, char **argv)
                                          {"wait", no_argument, 0, O_WAIT},
                                          {"timeout", required_argument, 0, O_TIMEOUT},
                                          {"quiet", no_argument, 0, O_QUIET},
+                                         {"output", required_argument, 0, 'o'},
                                          {"help", no_argument, 0, 'h'},
                                          CLI_PLAN_OPTIONS,
                                          {0, 0, 0, 0}};

@@ -84,6 +84,8 @@ int cmd_worker(int argc, char **argv)
         return cli_usage_error("worker", "unexpected argument '%s'", argv[optind]);
     if (!o.endpoint)
         return cli_usage_error("worker", "--connect ENDPOINT is required");
+    if (cli_check_endpoint("worker", "--connect", o.endpoint))
+        return CLI_USAGE;
     char err[CLI_ERRLEN];
     pf_worker_t *w = pf_worker_new(&o, err, sizeof err);
     if (!w)

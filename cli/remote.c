@@ -41,7 +41,10 @@ int cli_submit(const char *cmd, pf_client_t *client, const pf_graph_t *g, const 
     *id = NULL;
     snprintf(label, sizeof label, "%s on %s", basename_of(graph_path), basename_of(cluster_path));
     int rc = pf_client_submit(client, g, c, o, label, &st, err, sizeof err);
-    if (rc == PF_OK && !(*id = pf_strdup(st->request_id)))
+    if (rc == PF_OK && st->state == PLANFARM__REQUEST_STATE__REQ_FAILED)
+        rc = pf_fail(err, sizeof err, st->status ? st->status : PF_ERR, "%s (request %s)",
+                     st->error, st->request_id);
+    else if (rc == PF_OK && !(*id = pf_strdup(st->request_id)))
         rc = pf_fail(err, sizeof err, PF_ERR, "out of memory");
     if (st)
         planfarm__request_status__free_unpacked(st, NULL);
@@ -63,10 +66,11 @@ static void progress_line(const Planfarm__RequestStatus *st)
     long long cancelled = st->jobs_issued - st->jobs_answered - st->jobs_outstanding;
     fprintf(stderr,
             "\r\033[K%s: %-9s jobs: %lld answered, %lld running, %lld queued, %lld cancelled; "
-            "best %s; %u workers; %.1f s",
+            "best %s; %u worker%s; %.1f s",
             st->request_id, st->phase, (long long)st->jobs_answered,
             (long long)(st->jobs_outstanding - st->jobs_queued), (long long)st->jobs_queued,
-            cancelled > 0 ? cancelled : 0, best, st->workers, st->wall_s);
+            cancelled > 0 ? cancelled : 0, best, st->workers, st->workers == 1 ? "" : "s",
+            st->wall_s);
     fflush(stderr);
 }
 
@@ -95,10 +99,11 @@ static void summarize(const char *plan_json)
             jnum(p, "microbatches"), jnum(p, "devices"));
     fprintf(stderr, "  objective %.4g ms, step estimate %.4g ms", jnum(p, "objective_ms"), step);
     if (isfinite(jnum(cs, "simulated_step_ms")) && step > 0)
-        fprintf(stderr, "; CS map %.3gx, p2p map %.3gx slower", jnum(cs, "simulated_step_ms") / step,
-                jnum(p2p, "simulated_step_ms") / step);
-    fprintf(stderr, "\n  search: %g jobs, %.2f s wall, %g workers\n", jnum(search, "jobs"),
-            jnum(search, "wall_s"), jnum(search, "workers"));
+        fprintf(stderr, "\n  baselines' step estimates: CS map %.3gx ours, p2p map %.3gx ours",
+                jnum(cs, "simulated_step_ms") / step, jnum(p2p, "simulated_step_ms") / step);
+    double nw = jnum(search, "workers");
+    fprintf(stderr, "\n  search: %g jobs, %.2f s wall, %g worker%s\n", jnum(search, "jobs"),
+            jnum(search, "wall_s"), nw, nw == 1 ? "" : "s");
     json_decref(p);
 }
 

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libgen.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int cli_exit_code(int rc)
@@ -86,6 +88,52 @@ void cli_fmt_bytes(char *buf, size_t len, double bytes)
 int cli_stderr_tty(void)
 {
     return isatty(STDERR_FILENO);
+}
+
+int cli_check_endpoint(const char *cmd, const char *flag, const char *endpoint)
+{
+    const char *rest = NULL;
+    if (!strncmp(endpoint, "tcp://", 6)) {
+        rest = endpoint + 6;
+        const char *colon = strrchr(rest, ':');
+        char *end;
+        if (!colon || colon == rest || !colon[1])
+            rest = NULL;
+        else if (strcmp(colon + 1, "*") && (strtol(colon + 1, &end, 10) < 0 || *end))
+            rest = NULL;
+    } else if (!strncmp(endpoint, "ipc://", 6) || !strncmp(endpoint, "inproc://", 9)) {
+        rest = strstr(endpoint, "://") + 3;
+        if (!*rest)
+            rest = NULL;
+    }
+    if (rest)
+        return 0;
+    fprintf(stderr,
+            "planfarm %s: %s: '%s' is not an endpoint (tcp://HOST:PORT, ipc://PATH or "
+            "inproc://NAME)\n",
+            cmd, flag, endpoint);
+    return -1;
+}
+
+int cli_check_output(const char *cmd, const char *path)
+{
+    if (!path || !strcmp(path, "-"))
+        return 0;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "planfarm %s: -o %s: is a directory\n", cmd, path);
+        return -1;
+    }
+    char *copy = pf_strdup(path);
+    if (!copy)
+        return -1;
+    const char *dir = dirname(copy);
+    int ok = access(dir, W_OK) == 0;
+    if (!ok)
+        fprintf(stderr, "planfarm %s: -o %s: cannot write in %s: %s\n", cmd, path, dir,
+                strerror(errno));
+    free(copy);
+    return ok ? 0 : -1;
 }
 
 int cli_read_file(const char *path, char **buf, size_t *len, char *err, size_t errlen)

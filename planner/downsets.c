@@ -16,6 +16,7 @@ typedef struct {
     int n, words;
     const int *topo;
     int *missing;      /* per op: predecessors not yet in the current set */
+    int *next, *chosen; /* per depth 0..n (see walk) */
     uint64_t *cur;
     long long found, cap;
     pf_downsets_t *out; /* NULL when only counting */
@@ -42,33 +43,62 @@ static int store(walk_t *w, int pop)
     return 0;
 }
 
-/* Visit the current set (of `pop` ops, highest topological position `maxpos`), then its
- * children. Iterative over positions, recursive over depth: depth <= n. */
-static void walk(walk_t *w, int maxpos, int pop)
+/* Count (and store) the current set of `pop` ops; 0 when the walk must stop (past the cap, or
+ * out of memory). found ends at cap + 1 when there are more than cap downsets. */
+static int visit(walk_t *w, int pop)
 {
     if (w->found >= w->cap || w->oom) {
         w->found++;
-        return;
+        return 0;
     }
     w->found++;
     if (w->out && store(w, pop) != 0) {
         w->oom = 1;
-        return;
+        return 0;
     }
-    for (int pos = maxpos + 1; pos < w->n; pos++) {
-        int v = w->topo[pos];
-        if (w->missing[v] != 0)
-            continue;
-        int cnt;
-        const int *out = pf_graph_out(w->g, v, &cnt);
+    return 1;
+}
+
+static void add_op(walk_t *w, int v, int delta)
+{
+    int cnt;
+    const int *out = pf_graph_out(w->g, v, &cnt);
+    if (delta < 0)
         pf_bit_set(w->cur, v);
-        for (int k = 0; k < cnt; k++)
-            w->missing[pf_graph_edge(w->g, out[k])->dst]--;
-        walk(w, pos, pop + 1);
-        for (int k = 0; k < cnt; k++)
-            w->missing[pf_graph_edge(w->g, out[k])->dst]++;
+    else
         pf_bit_clear(w->cur, v);
-        if (w->found > w->cap || w->oom)
+    for (int k = 0; k < cnt; k++)
+        w->missing[pf_graph_edge(w->g, out[k])->dst] += delta;
+}
+
+/* Depth-first from the empty set, children in increasing topological position. Iterative: the
+ * depth reaches the size of the largest downset visited (n for a chain), and solver threads may
+ * have small stacks. next[d] = the next position to try below the set of depth d; chosen[d] = the
+ * op that depth d added. */
+static void walk(walk_t *w)
+{
+    int depth = 0;
+    if (!visit(w, 0))
+        return;
+    w->next[0] = 0;
+    for (;;) {
+        int pos = w->next[depth];
+        while (pos < w->n && w->missing[w->topo[pos]] != 0)
+            pos++;
+        if (pos >= w->n) { /* no child left: back to the parent */
+            if (depth == 0)
+                return;
+            add_op(w, w->chosen[depth], +1);
+            depth--;
+            continue;
+        }
+        w->next[depth] = pos + 1;
+        int v = w->topo[pos];
+        add_op(w, v, -1);
+        depth++;
+        w->chosen[depth] = v;
+        w->next[depth] = pos + 1; /* a child's op lies after every op of the set */
+        if (!visit(w, depth))
             return;
     }
 }
@@ -84,17 +114,21 @@ static long long run(const pf_graph_t *g, long long cap, pf_downsets_t *out, int
     w.out = out;
     w.missing = calloc((size_t)w.n, sizeof *w.missing);
     w.cur = calloc((size_t)w.words, sizeof *w.cur);
-    if (!w.missing || !w.cur) {
+    w.next = malloc(((size_t)w.n + 1) * sizeof *w.next);
+    w.chosen = malloc(((size_t)w.n + 1) * sizeof *w.chosen);
+    if (!w.missing || !w.cur || !w.next || !w.chosen) {
         *oom = 1;
         goto done;
     }
     for (int v = 0; v < w.n; v++)
         pf_graph_in(g, v, &w.missing[v]);
-    walk(&w, -1, 0);
+    walk(&w);
     *oom = w.oom;
 done:
     free(w.missing);
     free(w.cur);
+    free(w.next);
+    free(w.chosen);
     return w.found;
 }
 

@@ -41,6 +41,13 @@ static int run_probe(const pf_job_t *job, pf_job_result_t *res)
     int rc = pf_map_probe(job->stage_graph, job->cluster, job->inst, job->target_ms, deadline,
                           job->symmetry, job->threads, job->cancel, res->devices, &res->probe,
                           res->error, sizeof res->error);
+    if (rc == PF_OK && !res->probe.found && job->cancel && atomic_load(job->cancel)) {
+        /* Stopped by its flag, not exhausted: "no mapping meets the target" would be a claim
+         * the search moves t_l on (a deadline-cancelled copy's answer is still accepted), so
+         * this is no answer at all. (A probe that finished just before the flag rose is
+         * discarded too: its job was no longer wanted.) */
+        rc = pf_fail(res->error, sizeof res->error, PF_ERR, "cancelled");
+    }
     if (rc == PF_OK && res->probe.found) {
         res->ndevices = n;
     } else {

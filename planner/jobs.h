@@ -49,7 +49,9 @@ typedef struct {
 } pf_job_result_t;
 
 /* Runs the job; res is overwritten (call pf_job_result_clear before reusing one). Returns
- * res->status; infeasible partitions and not-found probes are answers, not failures. */
+ * res->status; infeasible partitions and not-found probes are answers, not failures. A probe
+ * whose cancel flag stopped it before it found a mapping returns PF_ERR ("cancelled"): it proved
+ * nothing about its target. */
 int pf_job_run(const pf_job_t *job, pf_job_result_t *res);
 void pf_job_result_clear(pf_job_result_t *res);
 /* Deep copy (plan and devices). */

@@ -422,10 +422,12 @@ int pf_refine_run(const pf_graph_t *g, const pf_cost_model_t *cm, int stages, in
     double eps3 = 1e-12 * fmax(1.0, pf_graph_total_cu_ms(g));
     const gain_t zero = {0, 0, 0, 0};
 
-    for (int a = 0; a < S; a++)
-        seen_stage[a] = -1;
     while (S > 1 && stats->moves < max_moves) {
         double obj = objective(&r), maxcu = max_compute(&r);
+        /* seen_stage[t] == v: target t already tried for v in this step (reset every step, or
+         * a pair tried in the previous step would be skipped) */
+        for (int a = 0; a < S; a++)
+            seen_stage[a] = -1;
         int best_v = -1, best_t = -1;
         gain_t best = zero;
         for (int v = 0; v < n; v++) {

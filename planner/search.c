@@ -260,6 +260,18 @@ static void task_done(pf_search_t *s, map_task_t *t)
         finish(s);
 }
 
+/* After the bounds moved (or were set): done, or keep W probes in flight. */
+static void advance(pf_search_t *s, map_task_t *t, int task_index)
+{
+    if (converged(s, t))
+        task_done(s, t);
+    else if (refill(s, t, task_index) != PF_OK)
+        fail(s, PF_ERR, "out of memory");
+    else if (t->nflight == 0) /* nothing left to probe strictly inside the interval (the
+                               * bounds are adjacent doubles): else no job would ever end it */
+        task_done(s, t);
+}
+
 static void probe_answered(pf_search_t *s, job_rec_t *j, const pf_job_result_t *res)
 {
     map_task_t *t = &s->task[j->owner];
@@ -299,12 +311,7 @@ static void probe_answered(pf_search_t *s, job_rec_t *j, const pf_job_result_t *
             i++;
         }
     }
-    if (converged(s, t))
-        task_done(s, t);
-    else if (refill(s, t, j->owner) != PF_OK)
-        fail(s, PF_ERR, "out of memory");
-    else if (t->nflight == 0) /* nothing left to probe strictly inside the interval */
-        task_done(s, t);
+    advance(s, t, j->owner);
 }
 
 /* Flat-bandwidth estimate used to rank partitions before they are mapped: the pipeline of
@@ -379,11 +386,8 @@ static int add_full_task(pf_search_t *s, int cand)
     }
     /* full >= m and full >= ar for every mapping: their lower bounds bound it too */
     t->lo = t->init_lo = fmin(t->hi, fmax(t->lo, fmax(a->lo, b->lo)));
-    if (converged(s, t)) {
-        task_done(s, t);
-        return PF_OK;
-    }
-    return refill(s, t, index);
+    advance(s, t, index);
+    return PF_OK;
 }
 
 static void start_mapping(pf_search_t *s)
@@ -469,11 +473,7 @@ static void start_mapping(pf_search_t *s)
     s->tasks_left++;
     int first = s->ntask;
     for (int k = 0; k < first && !pf_search_done(s); k++) {
-        map_task_t *t = &s->task[k];
-        if (converged(s, t))
-            task_done(s, t);
-        else if (refill(s, t, k) != PF_OK)
-            fail(s, PF_ERR, "out of memory");
+        advance(s, &s->task[k], k);
     }
     if (--s->tasks_left == 0 && !pf_search_done(s))
         finish(s);

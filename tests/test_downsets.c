@@ -2,6 +2,8 @@
 #include "planner/downsets.h"
 #include "tests/testutil.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,9 +84,58 @@ static void test_chain_and_antichain(void)
     pf_graph_destroy(&flat);
 }
 
+/* The walk goes as deep as the largest downset it reaches before the cap: a chain of n ops is
+ * walked n deep. Solver threads (workers, OpenMP) may have small stacks, so the depth must not
+ * cost stack: count and enumerate a 10,000-op chain (cap 8,000: the walk reaches depth 8,000 and
+ * stops; cap 20,000: every prefix, 10,001 downsets) in a thread with a 512 KiB stack (a recursive
+ * walk needs ~100 bytes a level). */
+typedef struct {
+    const pf_graph_t *g;
+    long long over, all, enumerated;
+} deep_t;
+
+static void *deep_walk(void *arg)
+{
+    deep_t *d = arg;
+    int capped;
+    d->over = pf_downsets_count(d->g, 8000);
+    d->all = pf_downsets_count(d->g, 20000);
+    pf_downsets_t *ds = pf_downsets_enumerate(d->g, 20000, &capped);
+    d->enumerated = ds ? pf_downsets_size(ds) : -2;
+    pf_downsets_destroy(&ds);
+    return NULL;
+}
+
+static void test_deep_chain(void)
+{
+    enum { N = 10000 };
+    char err[128];
+    pf_graph_t *g = pf_graph_new("chain", 1);
+    for (int i = 0; i < N; i++) {
+        pf_op_t op = {.id = i, .name = "op"};
+        pf_graph_add_op(g, &op);
+        if (i > 0)
+            pf_graph_add_edge(g, i - 1, i, 1);
+    }
+    CU_ASSERT_EQUAL_FATAL(pf_graph_finalize(g, err, sizeof err), 0);
+    deep_t d = {g, 0, 0, 0};
+    pthread_attr_t attr;
+    pthread_t th;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 1 << 19);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&th, &attr, deep_walk, &d), 0);
+    pthread_join(th, NULL);
+    pthread_attr_destroy(&attr);
+    CU_ASSERT_EQUAL(d.over, -1);
+    CU_ASSERT_EQUAL(d.all, N + 1);
+    CU_ASSERT_EQUAL(d.enumerated, N + 1);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_downsets(void)
 {
     CU_pSuite s = CU_add_suite("downsets", NULL, NULL);
     CU_add_test(s, "enumeration equals a scan of all subsets (60 random DAGs)", test_brute_force);
     CU_add_test(s, "chain, antichain, cap, topological prefixes", test_chain_and_antichain);
+    CU_add_test(s, "a 10,000-op chain on a 512 KiB stack", test_deep_chain);
 }

@@ -205,6 +205,165 @@ static void test_brute_force(void)
     }
 }
 
+/* ---------------------------------------------------------------- independent evaluator */
+
+/* DESIGN.md's stage time, from the raw numbers (not pf_map_*): c_u + eq. 6 over the neighbours
+ * in the same replica (lat us / 1000 + M / (B x 1e9) s in ms, sender's row) + eq. 7 over the ring
+ * 0, 1, ..., R-1, 0 (0 when R = 1). */
+typedef struct {
+    int S, R, D;
+    double cu[MAXN], P[MAXN], M[MAXN * MAXN], bw[MAXN * MAXN], lat[MAXN * MAXN];
+    int dev[MAXN], used[MAXN];
+    double best;
+} indep_t;
+
+static double indep_objective(const indep_t *x, pf_inst_t inst, const int *dev)
+{
+    double worst = 0;
+    for (int s = 0; s < x->S; s++)
+        for (int r = 0; r < x->R; r++) {
+            double t = x->cu[s], ring = 0;
+            int a = dev[s * x->R + r];
+            for (int s2 = 0; s2 < x->S && inst != PF_INST_AR; s2++)
+                if (s2 != s && x->M[s * x->S + s2] > 0) {
+                    int b = dev[s2 * x->R + r];
+                    t += x->lat[a * x->D + b] / 1000 +
+                         x->M[s * x->S + s2] / (x->bw[a * x->D + b] * 1e9) * 1e3;
+                }
+            for (int q = 0; q < x->R && inst != PF_INST_M && x->R > 1; q++) {
+                int u = dev[s * x->R + q], w = dev[s * x->R + (q + 1) % x->R];
+                ring = fmax(ring, 2.0 * (x->R - 1) / x->R * x->P[s] / (x->bw[u * x->D + w] * 1e9) *
+                                      1e3);
+            }
+            worst = fmax(worst, t + ring);
+        }
+    return worst;
+}
+
+static void indep_rec(indep_t *x, pf_inst_t inst, int k)
+{
+    if (k == x->S * x->R) {
+        x->best = fmin(x->best, indep_objective(x, inst, x->dev));
+        return;
+    }
+    for (int d = 0; d < x->D; d++)
+        if (!x->used[d]) {
+            x->used[d] = 1;
+            x->dev[k] = d;
+            indep_rec(x, inst, k + 1);
+            x->used[d] = 0;
+        }
+}
+
+/* Clusters the other tests lack, with up to 2 spare devices: kind 0, devices in 1-3 groups with
+ * a bandwidth and latency per ordered pair of groups (interchangeable devices, asymmetric
+ * between groups); 1, every direction drawn on its own; 2, latency-dominated (1-3 ms latencies,
+ * 100 GB/s, kilobyte messages); 3, two bandwidth values and no latency (ties everywhere).
+ * Stages with c_u or P = 0 now and then, S and R from 1. Checked: pf_map_objective_ms equals
+ * the evaluator above; eq. 10 / 11 / joint bound <= the optimum; the search reaches it within
+ * eps with and without symmetry pruning, 1 or 2 threads, batch 1 or 3; a probe at the optimum
+ * finds a mapping and one just below does not. */
+static void test_independent_evaluator(void)
+{
+    char err[256];
+    int cases = 0, with_classes = 0;
+    for (uint64_t seed = 1; seed <= 80; seed++) {
+        pf_rng_t rng;
+        pf_rng_seed(&rng, seed * 31 + 7);
+        static indep_t x;
+        memset(&x, 0, sizeof x);
+        do {
+            x.S = 1 + (int)pf_rng_below(&rng, 5);
+            x.R = 1 + (int)pf_rng_below(&rng, 4);
+        } while (x.S * x.R > 7);
+        int N = x.S * x.R, kind = (int)pf_rng_below(&rng, 4), groups = 1 + (int)pf_rng_below(&rng, 3);
+        x.D = N + (int)pf_rng_below(&rng, 3);
+        if (x.D > 8)
+            x.D = 8;
+        int grp[MAXN];
+        double gbw[3][3], glat[3][3];
+        for (int d = 0; d < x.D; d++)
+            grp[d] = (int)pf_rng_below(&rng, (uint64_t)groups);
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) {
+                gbw[a][b] = pf_rng_range(&rng, 1, 50);
+                glat[a][b] = pf_rng_range(&rng, 0, 30);
+            }
+        for (int a = 0; a < x.D; a++)
+            for (int b = 0; b < x.D; b++) {
+                double *bw = &x.bw[a * x.D + b], *lat = &x.lat[a * x.D + b];
+                if (a == b)
+                    continue;
+                if (kind == 0) {
+                    *bw = gbw[grp[a]][grp[b]];
+                    *lat = glat[grp[a]][grp[b]];
+                } else if (kind == 1) {
+                    *bw = pf_rng_range(&rng, 1, 50);
+                    *lat = pf_rng_range(&rng, 0, 30);
+                } else if (kind == 2) {
+                    *bw = 100;
+                    *lat = (double)(1 + pf_rng_below(&rng, 3)) * 1000;
+                } else {
+                    *bw = (double)(1 + pf_rng_below(&rng, 2)) * 10;
+                }
+            }
+        pf_cluster_t *c = new_cluster("indep", x.D);
+        for (int a = 0; a < x.D; a++)
+            for (int b = 0; b < x.D; b++)
+                if (a != b) {
+                    pf_cluster_set_bw(c, a, b, x.bw[a * x.D + b]);
+                    pf_cluster_set_lat(c, a, b, x.lat[a * x.D + b]);
+                }
+        int cls[MAXN];
+        with_classes += pf_map_device_classes(c, cls) < x.D;
+        double scale = kind == 2 ? 1e-3 : 1;
+        for (int s = 0; s < x.S; s++) {
+            x.cu[s] = pf_rng_uniform(&rng) < 0.2 ? 0 : pf_rng_range(&rng, 0, 10);
+            x.P[s] = pf_rng_uniform(&rng) < 0.2 ? 0 : pf_rng_range(&rng, 1e7, 3e8) * scale;
+        }
+        for (int s = 0; s < x.S; s++)
+            for (int t = s + 1; t < x.S; t++)
+                if (pf_rng_uniform(&rng) < (t == s + 1 ? 0.9 : 0.3))
+                    x.M[s * x.S + t] = x.M[t * x.S + s] = pf_rng_range(&rng, 1e7, 2e8) * scale;
+        pf_stage_graph_t *sg = pf_stage_graph_new(x.S, x.R, x.cu, x.P, x.M);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(sg);
+        for (int inst = 0; inst < 3; inst++) {
+            x.best = INFINITY;
+            indep_rec(&x, (pf_inst_t)inst, 0);
+            double opt = x.best, lo, hi;
+            int dev[MAXN];
+            cases++;
+            CU_ASSERT_EQUAL_FATAL(pf_map_bounds(sg, c, (pf_inst_t)inst, 5, &lo, &hi, dev, err,
+                                                sizeof err), PF_OK);
+            PF_ASSERT_CLOSE(pf_map_objective_ms(sg, c, (pf_inst_t)inst, dev),
+                            indep_objective(&x, (pf_inst_t)inst, dev), 1e-12);
+            CU_ASSERT(lo <= opt * (1 + 1e-12));
+            int sym = (int)(seed % 2), threads = 1 + (int)(seed / 2 % 2);
+            pf_map_opts_t o = exact_opts((pf_inst_t)inst, sym, threads, seed % 3 ? 1 : 3);
+            o.rel_eps = 1e-7;
+            pf_map_stats_t st;
+            CU_ASSERT_EQUAL_FATAL(pf_map_search(sg, c, &o, dev, &st, err, sizeof err), PF_OK);
+            CU_ASSERT(is_injective(dev, N, x.D));
+            CU_ASSERT(st.objective_ms <= opt * (1 + 1e-6) + 1e-12);
+            PF_ASSERT_CLOSE(st.objective_ms, indep_objective(&x, (pf_inst_t)inst, dev), 1e-12);
+            CU_ASSERT(st.lower_ms <= opt * (1 + 1e-12));
+            pf_probe_result_t res;
+            CU_ASSERT_EQUAL(pf_map_probe(sg, c, (pf_inst_t)inst, opt * (1 + 1e-9), 0, sym, threads,
+                                         NULL, dev, &res, err, sizeof err), PF_OK);
+            CU_ASSERT(res.found);
+            if (opt > 0) {
+                CU_ASSERT_EQUAL(pf_map_probe(sg, c, (pf_inst_t)inst, opt * (1 - 1e-7), 0, sym,
+                                             threads, NULL, dev, &res, err, sizeof err), PF_OK);
+                CU_ASSERT(!res.found);
+            }
+        }
+        pf_stage_graph_destroy(&sg);
+        pf_cluster_destroy(&c);
+    }
+    CU_ASSERT_EQUAL(cases, 240);
+    CU_ASSERT(with_classes >= 10); /* the symmetry rules had devices to prune */
+}
+
 /* ---------------------------------------------------------------- hand-worked example */
 
 /* Two stages, two replicas, four devices.
@@ -727,6 +886,9 @@ void pf_suite_mapping(void)
     CU_add_test(s, "CS and p2p device lists", test_baselines_three_by_two);
     CU_add_test(s, "stage graph from a plan", test_stage_graph_from_plan);
     CU_add_test(s, "search and probe = brute force (m, ar, full)", test_brute_force);
+    CU_add_test(s, "DESIGN.md's objective evaluated independently; search = brute force on "
+                   "grouped, asymmetric, latency-bound, tied clusters with spare devices",
+                test_independent_evaluator);
     CU_add_test(s, "Theorem 3: feasible <=> Hamiltonian path", test_theorem3_reduction);
     CU_add_test(s, "symmetry pruning keeps the optimum", test_symmetry);
     CU_add_test(s, "ring connectivity bound and ring capacity", test_ring_connectivity);

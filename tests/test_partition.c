@@ -3,6 +3,7 @@
 #include "planner/cost.h"
 #include "planner/downsets.h"
 #include "planner/partition.h"
+#include "planner/rng.h"
 #include "planner/util.h"
 #include "tests/testutil.h"
 
@@ -212,6 +213,183 @@ static void test_brute_force(void)
     CU_ASSERT(infeasible >= 10); /* the memory limits bite in some seeds */
     CU_ASSERT(feasible >= 100);
     CU_ASSERT_EQUAL(mismatches, 0);
+}
+
+/* ---- edge cases against DESIGN.md's formulas, evaluated here from scratch ---- */
+
+/* A small graph as plain arrays, ops indexed 0..n-1 in the order given to the graph. */
+typedef struct {
+    int n, m, src[48], dst[48];
+    double bytes[48], cu[10], param[10], mfwd[10], mbwd[10];
+} small_t;
+
+/* t(H) = sum c_u + (bytes of edges crossing H) / (B GB/s x 1e9) s, in ms (eq. 3). */
+static double indep_time_ms(const small_t *x, uint32_t h, double gbps)
+{
+    double t = 0, cut = 0;
+    for (int v = 0; v < x->n; v++)
+        if ((h >> v) & 1)
+            t += x->cu[v];
+    for (int e = 0; e < x->m; e++)
+        if (((h >> x->src[e]) & 1) != ((h >> x->dst[e]) & 1))
+            cut += x->bytes[e];
+    return t + cut / (gbps * 1e9) * 1e3;
+}
+
+/* m(H) = 4 x params + sum max(mem_fwd, mem_bwd) + min(MB, S) x (bytes of edges into H). */
+static double indep_mem_bytes(const small_t *x, uint32_t h, int mb, int S)
+{
+    double params = 0, peak = 0, in = 0;
+    for (int v = 0; v < x->n; v++)
+        if ((h >> v) & 1) {
+            params += x->param[v];
+            peak += fmax(x->mfwd[v], x->mbwd[v]);
+        }
+    for (int e = 0; e < x->m; e++)
+        if (((h >> x->dst[e]) & 1) && !((h >> x->src[e]) & 1))
+            in += x->bytes[e];
+    return 4 * params + peak + (mb < S ? mb : S) * in;
+}
+
+typedef struct {
+    const small_t *x;
+    uint32_t downs[1 << 10];
+    int nd, S, mb;
+    double gbps, limit, best;
+    double memo[1 << 10][11]; /* NAN = not computed */
+} chain_t;
+
+/* The least max stage time over chains downs[i] = F_0 < F_1 < ... < F_left = V of nonempty
+ * stages that fit (INFINITY when none): every chain, memoized on (F_0, left). */
+static double indep_best(chain_t *c, int i, int left)
+{
+    double *m = &c->memo[i][left];
+    if (!isnan(*m))
+        return *m;
+    uint32_t full = (1u << c->x->n) - 1, prev = c->downs[i];
+    double best = INFINITY;
+    for (int j = 0; j < c->nd; j++) {
+        uint32_t f = c->downs[j], h = f & ~prev;
+        if (f == prev || (f & prev) != prev || (left == 1) != (f == full))
+            continue;
+        if (indep_mem_bytes(c->x, h, c->mb, c->S) > c->limit)
+            continue;
+        double rest = left == 1 ? 0 : indep_best(c, j, left - 1);
+        best = fmin(best, fmax(indep_time_ms(c->x, h, c->gbps), rest));
+    }
+    return *m = best;
+}
+
+/* Random DAGs of 1..9 ops with what the 200-DAG test above lacks: parallel edges, zero-byte
+ * edges, zero-cost ops, integer costs (ties), S up to n + 1, a memory limit equal to some
+ * stage's memory (feasible exactly at the limit), ops added in a shuffled order with file ids
+ * neither 0..n-1 nor sorted; threads 1 and 2. Reference: the formulas above, not cost.h. */
+static void test_edge_cases_independent(void)
+{
+    const double gbps = 10;
+    const int mb = 4;
+    int feasible = 0, at_limit = 0, too_few_ops = 0, mismatches = 0;
+    char err[512];
+    for (uint64_t seed = 1; seed <= 400; seed++) {
+        pf_rng_t rng;
+        pf_rng_seed(&rng, seed);
+        small_t x = {.n = 1 + (int)pf_rng_below(&rng, 9)};
+        int ties = seed % 2;
+        for (int v = 0; v < x.n; v++) {
+            x.cu[v] = ties                              ? (double)pf_rng_below(&rng, 4)
+                      : pf_rng_uniform(&rng) < 0.2 ? 0
+                                                        : pf_rng_range(&rng, 0.1, 5);
+            x.param[v] = (double)pf_rng_below(&rng, 4) * 1e8;
+            x.mfwd[v] = (double)pf_rng_below(&rng, 3) * 1e8;
+            x.mbwd[v] = (double)pf_rng_below(&rng, 3) * 1e8;
+        }
+        /* edges between shuffled positions: op perm[i] -> op perm[j] for i < j */
+        int perm[10];
+        for (int i = 0; i < x.n; i++)
+            perm[i] = i;
+        for (int i = x.n - 1; i > 0; i--) {
+            int j = (int)pf_rng_below(&rng, (uint64_t)i + 1), t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+        for (int j = 1; j < x.n; j++)
+            for (int i = 0; i < j; i++) {
+                double u = pf_rng_uniform(&rng);
+                for (int k = 0; k < (u < 0.25 ? 1 : u < 0.32 ? 2 : 0) && x.m < 48; k++) {
+                    x.src[x.m] = perm[i];
+                    x.dst[x.m] = perm[j];
+                    x.bytes[x.m++] = pf_rng_uniform(&rng) < 0.2 ? 0
+                                     : ties ? (double)(1 + pf_rng_below(&rng, 3)) * 1e7
+                                            : pf_rng_range(&rng, 1e6, 5e7);
+                }
+            }
+        pf_graph_t *g = pf_graph_new("edge", 1);
+        for (int v = 0; v < x.n; v++) {
+            pf_op_t op = {.id = 1000 - 7 * v, .fwd_ms = x.cu[v], .param_bytes = x.param[v],
+                          .mem_fwd_bytes = x.mfwd[v], .mem_bwd_bytes = x.mbwd[v]};
+            pf_graph_add_op(g, &op);
+        }
+        for (int e = 0; e < x.m; e++)
+            pf_graph_add_edge(g, x.src[e], x.dst[e], x.bytes[e]);
+        CU_ASSERT_EQUAL_FATAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
+
+        static chain_t c;
+        memset(&c, 0, sizeof c);
+        c.x = &x;
+        c.S = 1 + (int)pf_rng_below(&rng, (uint64_t)x.n + 1);
+        c.mb = mb;
+        c.gbps = gbps;
+        c.limit = 1e30;
+        for (uint32_t h = 0; h < (1u << x.n); h++) {
+            int closed = 1;
+            for (int e = 0; e < x.m; e++)
+                closed &= !(((h >> x.dst[e]) & 1) && !((h >> x.src[e]) & 1));
+            if (closed)
+                c.downs[c.nd++] = h;
+        }
+        if (pf_rng_below(&rng, 3)) { /* the limit: some stage's own memory, at least every op */
+            uint32_t a = c.downs[pf_rng_below(&rng, (uint64_t)c.nd)];
+            uint32_t b = c.downs[pf_rng_below(&rng, (uint64_t)c.nd)];
+            uint32_t h = (a | b) & ~(a & b);
+            c.limit = indep_mem_bytes(&x, h ? h : (1u << x.n) - 1, mb, c.S);
+            for (int v = 0; v < x.n; v++)
+                c.limit = fmax(c.limit, 4 * x.param[v] + fmax(x.mfwd[v], x.mbwd[v]));
+        }
+        for (int i = 0; i < c.nd; i++)
+            for (int k = 0; k <= c.S; k++)
+                c.memo[i][k] = NAN;
+        c.best = indep_best(&c, 0, c.S); /* downs[0] is the empty set */
+        pf_cluster_t *cl = flat_cluster(12, c.limit, gbps);
+        pf_partition_opts_t o;
+        pf_partition_opts_init(&o);
+        o.stages = c.S;
+        o.replicas = 1;
+        o.microbatches = mb;
+        o.coarsen_k = -1;
+        o.refine = 0;
+        o.threads = 1 + (int)(seed % 2);
+        pf_plan_t *p = NULL;
+        int rc = pf_partition_run(g, cl, &o, &p, err, sizeof err);
+        too_few_ops += c.S > x.n;
+        if (!isfinite(c.best)) {
+            CU_ASSERT_EQUAL(rc, PF_EINFEASIBLE);
+            mismatches += rc != PF_EINFEASIBLE;
+        } else {
+            feasible++;
+            CU_ASSERT_EQUAL_FATAL(rc, PF_OK);
+            PF_ASSERT_CLOSE(p->partition_objective_ms, c.best, 1e-9);
+            mismatches += fabs(p->partition_objective_ms - c.best) > 1e-9 * fmax(1, c.best);
+            for (int s = 0; s < c.S; s++)
+                at_limit += p->stage_list[s].peak_mem_bytes == c.limit;
+        }
+        pf_plan_destroy(&p);
+        pf_cluster_destroy(&cl);
+        pf_graph_destroy(&g);
+    }
+    CU_ASSERT_EQUAL(mismatches, 0);
+    CU_ASSERT(feasible >= 200);
+    CU_ASSERT(at_limit >= 10);    /* stages that fit exactly were accepted */
+    CU_ASSERT(too_few_ops >= 20); /* S > ops: infeasible, named as such */
 }
 
 /* ---- hand-worked ---- */
@@ -581,6 +759,9 @@ void pf_suite_partition(void)
 {
     CU_pSuite s = CU_add_suite("partition", NULL, NULL);
     CU_add_test(s, "DP equals exhaustive search over downset chains (200 DAGs)", test_brute_force);
+    CU_add_test(s, "parallel/zero-byte edges, zero costs, ties, S > ops, memory at the limit: "
+                   "DESIGN.md's formulas by brute force",
+                test_edge_cases_independent);
     CU_add_test(s, "chain, worked by hand", test_chain);
     CU_add_test(s, "diamond, worked by hand", test_diamond);
     CU_add_test(s, "the DP's lower-bound clamp when the bound is the answer",

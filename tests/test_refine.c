@@ -139,6 +139,38 @@ static void test_reconverging_gain(void)
     pf_graph_destroy(&g);
 }
 
+/* A candidate evaluated in one step must be evaluated again in the next. Chain 0 -> ... -> 11,
+ * c_u = 0, 1 GB/s (1e6 bytes = 1 ms); bytes of edge i -> i+1: 10e6 for i <= 3, 5e6 for
+ * 4 <= i <= 6, 20e6 for i >= 7. Start {0..3}|{4..7}|{8..11}: stage times 10, 10 + 20 = 30, 20.
+ * No reconverging ops (g1 = 0). Step 1: moving op 7 to stage 2 saves 20e6 - 5e6 (g2 = 15e6,
+ * the best; moving op 4 to stage 0 saves only 5e6): times 10, 15, 5. Step 2: moving op 4 to
+ * stage 0 saves 10e6 - 5e6 (g2 = 5e6): times 5, 10, 5. Then every move saves nothing (0 bytes,
+ * max compute 0) or adds traffic: two moves, objective 30 -> 10, cut 30e6 -> 10e6 bytes. */
+static void test_candidate_reevaluated(void)
+{
+    double bytes[11];
+    int e[11][2];
+    for (int i = 0; i < 11; i++) {
+        e[i][0] = i;
+        e[i][1] = i + 1;
+        bytes[i] = i <= 3 ? 10e6 : i <= 6 ? 5e6 : 20e6;
+    }
+    const double cu[12] = {0};
+    pf_graph_t *g = mk(12, cu, 11, (const int(*)[2])e, bytes);
+    pf_cost_model_t cm = model(1e18);
+    int st[] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2};
+    const int want[] = {0, 0, 0, 0, 0, 1, 1, 2, 2, 2, 2, 2};
+    pf_refine_stats_t rs;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(pf_refine_run(g, &cm, 3, 100, st, &rs, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(rs.moves, 2);
+    CU_ASSERT_EQUAL(memcmp(st, want, sizeof want), 0);
+    PF_ASSERT_CLOSE(rs.objective_before_ms, 30, 1e-12);
+    PF_ASSERT_CLOSE(rs.objective_after_ms, 10, 1e-12);
+    PF_ASSERT_CLOSE(rs.cut_bytes_after, 10e6, 1e-12);
+    pf_graph_destroy(&g);
+}
+
 static void test_bad_input(void)
 {
     const int e[][2] = {{0, 1}};
@@ -152,13 +184,103 @@ static void test_bad_input(void)
     pf_graph_destroy(&g);
 }
 
+/* ---- an independent check that refinement stopped at a local optimum ---- */
+
+typedef struct {
+    long long dist_sum;
+    double cut_bytes, max_cu, objective;
+    int fits;
+} snapshot_t;
+
+/* D (boundary ops' distances), traffic, max compute, max t(H) and memory of a partition, all
+ * recomputed from scratch with cost.h (the hand-checked reference). */
+static snapshot_t snapshot(const pf_graph_t *g, const pf_cost_model_t *cm, int S, const int *st,
+                           const int *dist)
+{
+    snapshot_t x = {0, 0, 0, 0, 1};
+    int n = pf_graph_nops(g);
+    for (int v = 0; v < n; v++) {
+        int boundary = 0;
+        for (int e = 0; e < pf_graph_nedges(g); e++) {
+            const pf_edge_t *ed = pf_graph_edge(g, e);
+            if ((ed->src == v || ed->dst == v) && st[ed->src] != st[ed->dst])
+                boundary = 1;
+        }
+        x.dist_sum += boundary ? dist[v] : 0;
+    }
+    for (int e = 0; e < pf_graph_nedges(g); e++) {
+        const pf_edge_t *ed = pf_graph_edge(g, e);
+        if (st[ed->src] != st[ed->dst])
+            x.cut_bytes += ed->bytes;
+    }
+    for (int s = 0; s < S; s++) {
+        double cu = 0;
+        for (int v = 0; v < n; v++)
+            if (st[v] == s)
+                cu += pf_graph_cu_ms(g, v);
+        x.max_cu = fmax(x.max_cu, cu);
+        x.objective = fmax(x.objective, pf_cost_stage_time_ms(g, st, s, cm));
+        x.fits &= pf_cost_stage_mem_bytes(g, st, s, cm) <= cm->mem_limit_bytes;
+    }
+    return x;
+}
+
+/* Valid moves (refine.h's rules) whose gain (g1, g2, g3) is clearly positive, by brute force
+ * over every op and every stage of one of its neighbours. Moves within rounding of the
+ * objective guard or of a zero gain are not counted. */
+static int improving_moves(const pf_graph_t *g, const pf_cost_model_t *cm, int S, int *st)
+{
+    int n = pf_graph_nops(g), m = pf_graph_nedges(g), found = 0;
+    unsigned char *rc = malloc((size_t)n);
+    int *dist = malloc((size_t)n * sizeof *dist), *cnt = calloc((size_t)S, sizeof *cnt);
+    pf_refine_reconverging(g, rc, dist);
+    for (int v = 0; v < n; v++)
+        cnt[st[v]]++;
+    double total_bytes = 0;
+    for (int e = 0; e < m; e++)
+        total_bytes += pf_graph_edge(g, e)->bytes;
+    snapshot_t now = snapshot(g, cm, S, st, dist);
+    for (int v = 0; v < n; v++) {
+        int s = st[v];
+        for (int e = 0; e < m; e++) {
+            const pf_edge_t *ed = pf_graph_edge(g, e);
+            int t = ed->src == v ? st[ed->dst] : ed->dst == v ? st[ed->src] : s;
+            if (t == s || cnt[s] <= 1)
+                continue;
+            int order_ok = 1;
+            for (int f = 0; f < m; f++) {
+                const pf_edge_t *x = pf_graph_edge(g, f);
+                if ((x->src == v && st[x->dst] < t) || (x->dst == v && st[x->src] > t))
+                    order_ok = 0;
+            }
+            if (!order_ok)
+                continue;
+            st[v] = t;
+            snapshot_t after = snapshot(g, cm, S, st, dist);
+            st[v] = s;
+            if (!after.fits || after.objective > now.objective * (1 - 1e-9))
+                continue;
+            long long g1 = now.dist_sum - after.dist_sum;
+            double g2 = now.cut_bytes - after.cut_bytes, g3 = now.max_cu - after.max_cu;
+            if (g1 > 0 || (g1 == 0 && g2 > 1e-9 * total_bytes) ||
+                (g1 == 0 && fabs(g2) <= 1e-12 * total_bytes && g3 > 1e-9 * now.max_cu))
+                found++;
+        }
+    }
+    free(rc);
+    free(dist);
+    free(cnt);
+    return found;
+}
+
 /* Property: random DAGs, a coarsened DP partition (so there is room to improve), memory limits
  * that bite. After refinement: objective not worse, every edge goes forward, stages nonempty,
- * every stage fits, at most I moves; the internal bookkeeping matches cost.h. */
+ * every stage fits, at most I moves; the internal bookkeeping matches cost.h; and when it
+ * stopped before I moves, no valid move with a clearly positive gain is left (brute force). */
 static void test_property(void)
 {
     char err[512];
-    int improved = 0, moved = 0;
+    int improved = 0, moved = 0, had_moves = 0;
     for (uint64_t seed = 1; seed <= 40; seed++) {
         int n = 30 + (int)(seed * 13 % 90), S = 2 + (int)(seed % 4);
         pf_graph_t *g = pf_test_random_dag(500 + seed, n, seed % 2 ? 0.02 : 0.06);
@@ -191,11 +313,14 @@ static void test_property(void)
         int *st = pf_plan_op_stage(p, n);
         double before = p->partition_objective_ms;
         int max_moves = seed % 5 ? 100 : 2;
+        had_moves += improving_moves(g, &cm, S, st) > 0; /* the check below can fail */
         pf_refine_stats_t rs;
         CU_ASSERT_EQUAL_FATAL(pf_refine_run(g, &cm, S, max_moves, st, &rs, err, sizeof err),
                               PF_OK);
         CU_ASSERT(rs.moves <= max_moves);
         moved += rs.moves > 0;
+        if (rs.moves < max_moves) /* it stopped because no valid move has a positive gain */
+            CU_ASSERT_EQUAL(improving_moves(g, &cm, S, st), 0);
         int *ops = malloc((size_t)n * sizeof *ops);
         for (int s = 0; s < S; s++) {
             int k = 0;
@@ -225,6 +350,7 @@ static void test_property(void)
         pf_graph_destroy(&g);
     }
     CU_ASSERT(moved >= 10); /* the property is not vacuous */
+    CU_ASSERT(had_moves >= 10);
     (void)improved;
 }
 
@@ -235,6 +361,7 @@ void pf_suite_refine(void)
     CU_add_test(s, "gain 2: less traffic, worked by hand", test_comm_gain);
     CU_add_test(s, "a move that worsens the objective is rejected", test_objective_guard);
     CU_add_test(s, "gain 1 (reconverging distance) beats gain 2", test_reconverging_gain);
+    CU_add_test(s, "a move skipped by one step is a candidate in the next", test_candidate_reevaluated);
     CU_add_test(s, "bad partitions are rejected", test_bad_input);
     CU_add_test(s, "never worse, valid, fits memory (random DAGs)", test_property);
 }

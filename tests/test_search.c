@@ -276,7 +276,9 @@ static void test_infeasible_op(void)
 }
 
 /* The job door passes the cancel flag to the probe: a raised flag abandons even a probe whose
- * target any mapping meets. */
+ * target any mapping meets, and the abandoned probe is no answer (PF_ERR "cancelled"), never
+ * "no mapping at this target": a copy cancelled at its deadline is still answered, and a
+ * not-found answer would move t_l up to a target that some mapping meets. */
 static void test_cancelled_probe(void)
 {
     char err[256];
@@ -297,11 +299,49 @@ static void test_cancelled_probe(void)
     CU_ASSERT(res.probe.found && res.ndevices == 8);
     pf_job_result_clear(&res);
     atomic_store(&cancel, 1);
-    CU_ASSERT_EQUAL(pf_job_run(&job, &res), PF_OK);
+    CU_ASSERT_EQUAL(pf_job_run(&job, &res), PF_ERR);
+    CU_ASSERT_STRING_EQUAL(res.error, "cancelled");
     CU_ASSERT(!res.probe.found && res.devices == NULL);
     pf_job_result_clear(&res);
     pf_stage_graph_destroy(&sg);
     pf_cluster_destroy(&c);
+}
+
+/* Bounds that start as adjacent doubles. Two ops of c_u = 1000 ms, one edge of 1 byte, S = 2 on
+ * two devices: B(0,1) = 1e7 GB/s (1 byte in 1e-13 ms), B(1,0) = 5e6 GB/s (2e-13 ms). The ulp of
+ * 1000 is 2^-43 = 1.14e-13 ms, so a stage costs 1000 + 1 ulp when it sends over 0 -> 1 and
+ * 1000 + 2 ulp over 1 -> 0. Eq. 10 gives t_l = 1000 + 1 ulp (each stage on its best device),
+ * every mapping has one stage on the slow direction: t_r = 1000 + 2 ulp. With eps = 1e-300 the
+ * interval is not converged, yet no target lies strictly inside it: the search must end there
+ * (it used to wait for a probe it never issued). */
+static void test_adjacent_bounds(void)
+{
+    char err[256];
+    pf_graph_t *g = pf_graph_new("two", 1);
+    pf_op_t a = {.id = 0, .fwd_ms = 1000}, b = {.id = 1, .fwd_ms = 1000};
+    pf_graph_add_op(g, &a);
+    pf_graph_add_op(g, &b);
+    pf_graph_add_edge(g, 0, 1, 1);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
+    pf_cluster_t *c = pf_cluster_new("asym", 2);
+    for (int i = 0; i < 2; i++) {
+        pf_device_t d = {.id = i, .mem_bytes = 1e12};
+        pf_cluster_set_device(c, i, &d);
+    }
+    pf_cluster_set_bw(c, 0, 1, 1e7);
+    pf_cluster_set_bw(c, 1, 0, 5e6);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.stages = 2;
+    o.rel_eps = 1e-300;
+    pf_plan_t *p = run_in_order(g, c, &o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    double one = nextafter(1000.0, INFINITY), two = nextafter(one, INFINITY);
+    CU_ASSERT_EQUAL(p->objective_ms, two);
+    CU_ASSERT_EQUAL(p->mapping.lower_bound_ms, one);
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
 }
 
 void pf_suite_search(void)
@@ -309,7 +349,8 @@ void pf_suite_search(void)
     CU_pSuite s = CU_add_suite("search", NULL, NULL);
     CU_add_test(s, "job ids, status, ignored answers, poisoned job", test_job_bookkeeping);
     CU_add_test(s, "an op too big for any device fails before any job", test_infeasible_op);
-    CU_add_test(s, "a cancelled probe job stops and reports not found", test_cancelled_probe);
+    CU_add_test(s, "a cancelled probe job stops and is no answer (PF_ERR)", test_cancelled_probe);
+    CU_add_test(s, "bounds that start as adjacent doubles end the search", test_adjacent_bounds);
     CU_add_test(s, "random order, duplicates, losses: random DAG on uniform_dist",
                 test_chaos_random_dag);
     CU_add_test(s, "random order, duplicates, losses: BERT-4 on random_blk_2",

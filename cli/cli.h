@@ -28,9 +28,6 @@ int cli_int(const char *cmd, const char *flag, const char *arg, long long lo, lo
 int cli_double(const char *cmd, const char *flag, const char *arg, double lo, double hi,
                double *out);
 
-/* Human-readable sizes for summaries: "1.50 GiB". */
-void cli_fmt_bytes(char *buf, size_t len, double bytes);
-
 /* Is stderr a terminal (progress lines go there only then)? */
 int cli_stderr_tty(void);
 

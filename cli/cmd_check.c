@@ -31,7 +31,7 @@ static void summarize_graph(const pf_graph_t *g, long long max_downsets)
         fwd += pf_graph_op(g, v)->fwd_ms;
         bwd += pf_graph_op(g, v)->bwd_ms;
     }
-    cli_fmt_bytes(pb, sizeof pb, pf_graph_total_param_bytes(g));
+    pf_fmt_bytes(pb, sizeof pb, pf_graph_total_param_bytes(g));
     printf("graph %s: %d op%s, %d edge%s, micro-batch %d\n", pf_graph_name(g), pf_graph_nops(g),
            pf_graph_nops(g) == 1 ? "" : "s", pf_graph_nedges(g), pf_graph_nedges(g) == 1 ? "" : "s",
            pf_graph_microbatch(g));
@@ -54,8 +54,8 @@ static void summarize_cluster(const pf_cluster_t *c)
     for (int i = 0; i < n; i++)
         if (pf_cluster_device(c, i)->mem_bytes > hi)
             hi = pf_cluster_device(c, i)->mem_bytes;
-    cli_fmt_bytes(a, sizeof a, lo);
-    cli_fmt_bytes(b, sizeof b, hi);
+    pf_fmt_bytes(a, sizeof a, lo);
+    pf_fmt_bytes(b, sizeof b, hi);
     int hosts = pf_cluster_nhosts(c);
     printf("cluster %s: %d device%s on %d host%s\n", pf_cluster_name(c), n, n == 1 ? "" : "s",
            hosts, hosts == 1 ? "" : "s");

@@ -140,6 +140,8 @@ int cmd_model(int argc, char **argv)
                 return cli_usage_error("model", "--precision: '%s' is not fp16, bf16 or fp32",
                                        optarg);
         } else if (c == OPT_NAME) {
+            if (!*optarg)
+                return cli_usage_error("model", "--name: empty");
             name = optarg;
         } else if (c == 'o') {
             out = optarg;

@@ -74,17 +74,6 @@ int cli_double(const char *cmd, const char *flag, const char *arg, double lo, do
     return 0;
 }
 
-void cli_fmt_bytes(char *buf, size_t len, double bytes)
-{
-    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    int u = 0;
-    while (bytes >= 1024 && u < 5) {
-        bytes /= 1024;
-        u++;
-    }
-    snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", bytes, unit[u]);
-}
-
 int cli_stderr_tty(void)
 {
     return isatty(STDERR_FILENO);

@@ -1,6 +1,7 @@
 /* mapping: costs (eq. 5-9), baselines, bounds (eq. 10, 11), Algorithm 1 and `planfarm map`.
  * The DFS probe (Algorithm 2) and the precomputation it needs live in planner/mapctx.c. */
 #include "planner/mapping.h"
+#include "planner/cost.h"
 #include "planner/mapctx.h"
 #include "planner/rng.h"
 #include "planner/util.h"
@@ -504,11 +505,37 @@ done:
     return rc;
 }
 
+/* A plan may come from a partition made for other devices: every stage must fit these. */
+static int check_memory(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p, char *err,
+                        size_t errlen)
+{
+    pf_cost_model_t cm;
+    int *op_stage = pf_plan_op_stage(p, pf_graph_nops(g));
+    if (!op_stage)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    pf_cost_model_init(&cm, c, p->stages, p->microbatches, 0);
+    int rc = PF_OK;
+    for (int s = 0; s < p->stages && rc == PF_OK; s++) {
+        double need = pf_cost_stage_mem_bytes(g, op_stage, s, &cm); /* eq. 14 + state */
+        if (need > cm.mem_limit_bytes) {
+            char a[32], b[32];
+            pf_fmt_bytes(a, sizeof a, need);
+            pf_fmt_bytes(b, sizeof b, cm.mem_limit_bytes);
+            rc = pf_fail(err, errlen, PF_EINFEASIBLE,
+                         "stage %d needs %s, devices of %s have %s: partition the graph for "
+                         "this cluster",
+                         s, a, pf_cluster_name(c), b);
+        }
+    }
+    free(op_stage);
+    return rc;
+}
+
 int pf_map_plan(const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t *p, const pf_map_opts_t *o,
                 char *err, size_t errlen)
 {
     int rc = pf_plan_validate(p, g, c, err, errlen);
-    if (rc != PF_OK)
+    if (rc != PF_OK || (rc = check_memory(g, c, p, err, errlen)) != PF_OK)
         return rc;
     int N = p->stages * p->replicas;
     pf_stage_graph_t *sg = pf_stage_graph_from_plan(g, p);

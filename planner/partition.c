@@ -486,17 +486,6 @@ int pf_partition_dp(const pf_graph_t *g, const pf_downsets_t *ds, int nested,
 
 /* ---- the whole flow ---- */
 
-static void fmt_bytes(char *buf, size_t len, double bytes)
-{
-    static const char *unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    int u = 0;
-    while (bytes >= 1024 && u < 5) {
-        bytes /= 1024;
-        u++;
-    }
-    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
-}
-
 typedef struct {
     long long downsets;
     int exact;
@@ -598,8 +587,8 @@ int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partit
         double need = pf_cost_op_mem_bytes(g, v, &cm);
         if (need > cm.mem_limit_bytes) {
             const pf_op_t *op = pf_graph_op(g, v);
-            fmt_bytes(a, sizeof a, need);
-            fmt_bytes(b, sizeof b, cm.mem_limit_bytes);
+            pf_fmt_bytes(a, sizeof a, need);
+            pf_fmt_bytes(b, sizeof b, cm.mem_limit_bytes);
             return pf_fail(err, errlen, PF_EINFEASIBLE,
                            "op %lld (%s) needs %s with its parameter state; devices have %s",
                            (long long)op->id, op->name, a, b);
@@ -659,8 +648,8 @@ int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partit
         }
     }
     if (!isfinite(obj)) {
-        fmt_bytes(a, sizeof a, cm.mem_limit_bytes);
-        fmt_bytes(b, sizeof b, si.best_mem_bytes);
+        pf_fmt_bytes(a, sizeof a, cm.mem_limit_bytes);
+        pf_fmt_bytes(b, sizeof b, si.best_mem_bytes);
         rc = pf_fail(err, errlen, PF_EINFEASIBLE,
                      "no partition into %d stage%s fits %s per device; the best found needs %s "
                      "on its largest stage%s",
@@ -700,7 +689,8 @@ int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partit
     p->partition_search.hyper_ops = nh;
     p->partition_search.downsets = si.downsets;
     p->partition_search.exact = si.exact;
-    p->partition_search.alpha = o->alpha;
+    /* alpha (eq. 4) only weighs fusions: without coarsening it played no part */
+    p->partition_search.alpha = nh < n ? o->alpha : NAN;
     p->partition_search.flat_gbps = cm.flat_gbps;
     p->partition_search.coarsen_s = t1 - t0;
     p->partition_search.dp_s = t2 - t1;

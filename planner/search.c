@@ -488,40 +488,47 @@ static void set_baseline(pf_search_t *s, const candidate_t *cd, pf_baseline_t *b
     b->simulated_step_ms = pf_map_step_estimate_ms(cd->sg, s->c, scratch, mb);
 }
 
-static void finish(pf_search_t *s)
+/* The candidate a plan would come from now: each candidate's best mapping so far under "full",
+ * candidates ranked by estimated step time per sample (so different R compare fairly).
+ * *task = -1 when the winner had nothing to map (S = R = 1). Returns -1 without candidates. */
+static int leading_candidate(const pf_search_t *s, int *task, double *full_ms)
 {
-    int best_c = -1, best_t = -1;
+    int best_c = -1;
     double best_per_sample = INFINITY;
-    int *cs_dev = NULL;
     for (int c = 0; c < s->ncand; c++) {
-        candidate_t *cd = &s->cand[c];
+        const candidate_t *cd = &s->cand[c];
         const pf_plan_t *p = s->dp[cd->dp].plan;
-        int chosen = -1;
+        int chosen = -1, dev0 = 0;
         double chosen_full = INFINITY;
         for (int k = 0; k < cd->ntasks; k++) {
-            map_task_t *t = &s->task[cd->task[k]];
+            const map_task_t *t = &s->task[cd->task[k]];
             double full = pf_map_objective_ms(cd->sg, s->c, PF_INST_FULL, t->best_dev);
             if (full < chosen_full) {
                 chosen_full = full;
                 chosen = cd->task[k];
             }
         }
-        double step;
-        if (chosen >= 0) {
-            step = pf_map_step_estimate_ms(cd->sg, s->c, s->task[chosen].best_dev,
-                                           p->microbatches);
-        } else { /* S = R = 1: one device, nothing to map */
-            int dev0 = 0;
-            step = pf_map_step_estimate_ms(cd->sg, s->c, &dev0, p->microbatches);
-        }
+        const int *dev = chosen >= 0 ? s->task[chosen].best_dev : &dev0;
+        if (chosen < 0)
+            chosen_full = pf_map_objective_ms(cd->sg, s->c, PF_INST_FULL, dev);
+        double step = pf_map_step_estimate_ms(cd->sg, s->c, dev, p->microbatches);
         double per_sample = step / ((double)pf_graph_microbatch(s->g) * p->microbatches *
                                     p->replicas);
         if (per_sample < best_per_sample) {
             best_per_sample = per_sample;
             best_c = c;
-            best_t = chosen;
+            *task = chosen;
+            *full_ms = chosen_full;
         }
     }
+    return best_c;
+}
+
+static void finish(pf_search_t *s)
+{
+    int best_t = -1, *cs_dev = NULL;
+    double full_ms;
+    int best_c = leading_candidate(s, &best_t, &full_ms);
     if (best_c < 0) {
         fail(s, PF_ERR, "no candidate survived mapping");
         return;
@@ -630,6 +637,10 @@ int pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_op
     if (o.stages && o.replicas && (long long)o.stages * o.replicas > D)
         return pf_fail(err, errlen, PF_EINPUT, "--stages x --replicas = %d exceeds %d devices",
                        o.stages * o.replicas, D);
+    if (o.coarsen_k > 0 && o.stages > o.coarsen_k)
+        return pf_fail(err, errlen, PF_EINPUT,
+                       "--coarsen: K = %d hyper-ops cannot make %d stages (K must be >= S)",
+                       o.coarsen_k, o.stages);
     if (o.nalphas <= 0 || o.nalphas > PF_SEARCH_MAX_ALPHAS || o.candidates <= 0 ||
         o.probes_in_flight <= 0 || o.probes_in_flight > MAX_IN_FLIGHT || !(o.rel_eps > 0))
         return pf_fail(err, errlen, PF_EINPUT,
@@ -642,12 +653,14 @@ int pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_op
     pf_cost_model_init(&cm, c, 1, o.microbatches, o.flat_gbps);
     for (int v = 0; v < n; v++) {
         double need = pf_cost_op_mem_bytes(g, v, &cm);
-        if (need > cm.mem_limit_bytes)
+        if (need > cm.mem_limit_bytes) {
+            char a[32], b[32];
+            pf_fmt_bytes(a, sizeof a, need);
+            pf_fmt_bytes(b, sizeof b, cm.mem_limit_bytes);
             return pf_fail(err, errlen, PF_EINFEASIBLE,
-                           "op %lld (%s) needs %.2f GiB with its parameter state; devices have "
-                           "%.2f GiB",
-                           (long long)pf_graph_op(g, v)->id, pf_graph_op(g, v)->name,
-                           need / 1073741824.0, cm.mem_limit_bytes / 1073741824.0);
+                           "op %lld (%s) needs %s with its parameter state; devices have %s",
+                           (long long)pf_graph_op(g, v)->id, pf_graph_op(g, v)->name, a, b);
+        }
     }
 
     pf_search_t *s = calloc(1, sizeof *s);
@@ -667,7 +680,8 @@ int pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_op
     } else if (o.replicas) {
         stages_list[nst++] = D / o.replicas;
     } else {
-        for (int S = 1; S <= D && S <= n && S <= o.max_stages && nst < 64; S++)
+        int most = o.coarsen_k > 0 && o.coarsen_k < n ? o.coarsen_k : n; /* stages need ops */
+        for (int S = 1; S <= D && S <= most && S <= o.max_stages && nst < 64; S++)
             if (D % S == 0)
                 stages_list[nst++] = S;
     }
@@ -862,12 +876,12 @@ void pf_search_get_status(const pf_search_t *s, pf_search_status_t *st)
         out += s->jobs[i].state == J_OUT;
     st->jobs_outstanding = out;
     st->best_objective_ms = NAN;
-    for (int k = 0; k < s->ntask; k++) {
-        const map_task_t *t = &s->task[k];
-        double full = pf_map_objective_ms(s->cand[t->cand].sg, s->c, PF_INST_FULL, t->best_dev);
-        if (isnan(st->best_objective_ms) || full < st->best_objective_ms)
-            st->best_objective_ms = full;
-    }
+    int task;
+    double full_ms;
+    if (s->result)
+        st->best_objective_ms = s->result->objective_ms;
+    else if (s->phase == PF_PHASE_MAP && leading_candidate(s, &task, &full_ms) >= 0)
+        st->best_objective_ms = full_ms;
 }
 
 int pf_search_result(pf_search_t *s, pf_plan_t **plan, char *err, size_t errlen)

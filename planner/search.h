@@ -56,7 +56,8 @@ const char *pf_search_phase_name(pf_search_phase_t p);
 typedef struct {
     pf_search_phase_t phase;
     long long jobs_issued, jobs_answered, jobs_outstanding, jobs_cancelled;
-    double best_objective_ms; /* best mapping objective (full) found so far; NAN = none */
+    double best_objective_ms; /* objective (full) of the plan as it would be now: the leading
+                               * candidate's best mapping so far; NAN before any mapping */
 } pf_search_status_t;
 
 void pf_search_opts_init(pf_search_opts_t *o);

@@ -65,6 +65,17 @@ int pf_grow(void **arr, size_t *cap, size_t need, size_t elem)
     return 0;
 }
 
+void pf_fmt_bytes(char *buf, size_t len, double bytes)
+{
+    static const char *unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 5) {
+        bytes /= 1024;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
+}
+
 double pf_now_s(void)
 {
     struct timespec ts;

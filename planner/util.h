@@ -27,6 +27,8 @@ char *pf_strdup(const char *s);        /* NULL in, NULL out */
  * *arr untouched). */
 int pf_grow(void **arr, size_t *cap, size_t need, size_t elem);
 double pf_now_s(void);                 /* monotonic clock, seconds */
+/* "1.5 GiB", "512 bytes": sizes in messages people read (binary units, one decimal). */
+void pf_fmt_bytes(char *buf, size_t len, double bytes);
 int pf_is_finite_nonneg(double x);
 
 /* Milliseconds to move `bytes` over `gbps` GB/s (1 GB/s = 1e9 bytes/s). */

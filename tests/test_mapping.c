@@ -879,9 +879,37 @@ static void test_map_plan(void)
     pf_cluster_destroy(&c);
 }
 
+/* A plan partitioned for other devices must fit these: the stage that does not is named. */
+static void test_map_plan_memory(void)
+{
+    char err[256];
+    pf_graph_t *g = pf_test_random_dag(21, 6, 0.2); /* params >= 0, up to 1e8 bytes per op */
+    pf_cluster_t *c = pf_cluster_new("small", 2);
+    for (int i = 0; i < 2; i++) {
+        pf_device_t d = {.id = i, .mem_bytes = 1e6};
+        pf_cluster_set_device(c, i, &d);
+    }
+    pf_cluster_set_link(c, 0, 1, 10, 0);
+    pf_plan_t *p = pf_plan_new(2, 1);
+    int a[] = {0, 1, 2}, b[] = {3, 4, 5};
+    pf_plan_set_stage_ops(p, 0, a, 3);
+    pf_plan_set_stage_ops(p, 1, b, 3);
+    pf_map_opts_t o;
+    pf_map_opts_init(&o);
+    CU_ASSERT_EQUAL(pf_map_plan(g, c, p, &o, err, sizeof err), PF_EINFEASIBLE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "stage 0 needs"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "devices of small have 976.6 KiB"));
+    CU_ASSERT(!pf_plan_is_mapped(p));
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_mapping(void)
 {
     CU_pSuite s = CU_add_suite("mapping", NULL, NULL);
+    CU_add_test(s, "a plan whose stages do not fit the devices: exit 3, names the stage",
+                test_map_plan_memory);
     CU_add_test(s, "eq. 6/7 stage times, eq. 10/11 bounds, worked by hand", test_hand_worked);
     CU_add_test(s, "CS and p2p device lists", test_baselines_three_by_two);
     CU_add_test(s, "stage graph from a plan", test_stage_graph_from_plan);

@@ -40,9 +40,13 @@ static pf_plan_t *run_in_order(const pf_graph_t *g, const pf_cluster_t *c,
         pf_job_result_clear(&res);
     }
     CU_ASSERT(pf_search_done(s));
+    pf_search_status_t st;
+    pf_search_get_status(s, &st);
     pf_plan_t *p = NULL;
     if (pf_search_result(s, &p, err, sizeof err) != PF_OK)
         fprintf(stderr, "search result: %s\n", err);
+    /* the status's "best" is the plan's objective, not the lowest of any candidate */
+    CU_ASSERT(p && st.best_objective_ms == p->objective_ms);
     pf_search_destroy(&s);
     return p;
 }

@@ -1,5 +1,6 @@
 /* The search options that `planfarm plan` and `planfarm submit` share (pf_search_opts_t). */
 #include "cli/cli.h"
+#include "planner/partition.h"
 #include "planner/cost.h"
 #include "planner/mapping.h"
 #include "planner/util.h"
@@ -104,19 +105,23 @@ void cli_planopts_help(FILE *f)
             "  --replicas R          replicas per stage (default devices / S)\n"
             "  --max-stages N        largest S tried when --stages is absent (default %d)\n"
             "  --microbatches MB     micro-batches per step (default %d)\n"
-            "  --coarsen K           hyper-ops kept by operator clustering (default: the "
-            "partitioner's, -1 = none)\n"
-            "  --max-downsets N      past N downsets, DP over topological prefixes\n"
+            "  --coarsen K           hyper-ops kept by operator clustering (default: none when\n"
+            "                        the ops' downsets fit --max-downsets, else clamp(8 S, 48,\n"
+            "                        ops); -1 = none)\n"
+            "  --max-downsets N      past N downsets, DP over topological prefixes (default "
+            "%lld)\n"
             "  --no-refine           skip the boundary refinement (Parmesan IV-C)\n"
             "  --flat-gbps X         bandwidth for partitioning (default: median of the "
             "cluster)\n"
             "  --candidates N        partitions carried into mapping (default %d)\n"
             "  --probes-in-flight W  mapping probes in flight per binary search (default %d)\n"
             "  --eps X               binary search stops at t_r - t_l <= X t_r (default %g)\n"
-            "  --probe-seconds X     budget of one mapping probe (default %g)\n"
+            "  --probe-seconds X     budget of one mapping probe, > 0: distributed probes need a\n"
+            "                        deadline (default %g)\n"
             "  --no-symmetry         do not prune interchangeable devices in probes\n"
             "  --instantiation I     m, ar, full or auto (default auto: both, keep the better)\n"
             "  --seed N              seed of the random upper-bound mapping (default %llu)\n",
-            d.max_stages, PF_DEFAULT_MICROBATCHES, d.candidates, d.probes_in_flight, d.rel_eps,
+            d.max_stages, PF_DEFAULT_MICROBATCHES, PF_PARTITION_DEFAULT_MAX_DOWNSETS,
+            d.candidates, d.probes_in_flight, d.rel_eps,
             d.probe_seconds, (unsigned long long)d.seed);
 }

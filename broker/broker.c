@@ -4,6 +4,7 @@
 #include "planner/search.h"
 #include "planner/util.h"
 #include "proto/codec.h"
+#include "proto/wire.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -907,34 +908,17 @@ static void handle(pf_broker_t *b, zmq_msg_t *parts, int nparts)
  * then dropped). Returns 0 when nothing is waiting. */
 static int recv_one(pf_broker_t *b)
 {
-    void *s = zsock_resolve(b->router);
     zmq_msg_t parts[3];
-    int n = 0, more = 1;
-    zmq_msg_init(&parts[0]);
-    if (zmq_msg_recv(&parts[0], s, ZMQ_DONTWAIT) < 0) {
-        zmq_msg_close(&parts[0]);
+    int n = pf_wire_recv(zsock_resolve(b->router), parts, 3);
+    if (n == 0)
         return 0;
-    }
-    n = 1;
-    more = zmq_msg_more(&parts[0]);
-    while (more) {
-        zmq_msg_t *m = &parts[n < 3 ? n : 2];
-        if (n >= 3)
-            zmq_msg_close(m);
-        zmq_msg_init(m);
-        if (zmq_msg_recv(m, s, 0) < 0)
-            break;
-        more = zmq_msg_more(m);
-        n++;
-    }
     b->msgs_in++;
     /* Stamped on arrival, not when the batch began: a slow message (a large SUBMIT) would
      * otherwise age every heartbeat read after it, and the next tick would find their workers
      * silent. */
     b->now = pf_now_s();
     handle(b, parts, n);
-    for (int i = 0; i < (n < 3 ? n : 3); i++)
-        zmq_msg_close(&parts[i]);
+    pf_wire_close(parts, n, 3);
     return 1;
 }
 

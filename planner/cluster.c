@@ -369,16 +369,9 @@ static void write_matrix(pf_jw_t *w, const char *key, const double *m, int n)
     pf_jw_arr_end(w);
 }
 
-int pf_cluster_save(const pf_cluster_t *c, const char *path, char *err, size_t errlen)
+static void emit_cluster(pf_jw_t *w, const void *ctx)
 {
-    FILE *f = pf_json_open_out(path, err, errlen);
-    if (!f)
-        return PF_ERR;
-    pf_jw_t *w = pf_jw_new(f);
-    if (!w) {
-        pf_json_close_out(f, path, NULL, 0);
-        return pf_fail(err, errlen, PF_ERR, "out of memory");
-    }
+    const pf_cluster_t *c = ctx;
     pf_jw_obj_begin(w);
     pf_jw_key(w, "name");
     pf_jw_str(w, c->name);
@@ -399,9 +392,9 @@ int pf_cluster_save(const pf_cluster_t *c, const char *path, char *err, size_t e
     if (c->has_lat)
         write_matrix(w, "latency_us", c->lat, c->n);
     pf_jw_obj_end(w);
-    int rc = pf_jw_finish(&w);
-    int rc2 = pf_json_close_out(f, path, err, errlen);
-    if (rc != PF_OK && rc2 == PF_OK)
-        return pf_fail(err, errlen, PF_ERR, "%s: write failed", path ? path : "<stdout>");
-    return rc2;
+}
+
+int pf_cluster_save(const pf_cluster_t *c, const char *path, char *err, size_t errlen)
+{
+    return pf_json_save(path, emit_cluster, c, err, errlen);
 }

@@ -485,16 +485,9 @@ static void write_shape(pf_jw_t *w, const char *key, const pf_shape_t *s)
     pf_jw_arr_end(w);
 }
 
-int pf_graph_save(const pf_graph_t *g, const char *path, char *err, size_t errlen)
+static void emit_graph(pf_jw_t *w, const void *ctx)
 {
-    FILE *f = pf_json_open_out(path, err, errlen);
-    if (!f)
-        return PF_ERR;
-    pf_jw_t *w = pf_jw_new(f);
-    if (!w) {
-        pf_json_close_out(f, path, NULL, 0);
-        return pf_fail(err, errlen, PF_ERR, "out of memory");
-    }
+    const pf_graph_t *g = ctx;
     pf_jw_obj_begin(w);
     pf_jw_key(w, "name");
     pf_jw_str(w, g->name);
@@ -530,9 +523,9 @@ int pf_graph_save(const pf_graph_t *g, const char *path, char *err, size_t errle
     }
     pf_jw_arr_end(w);
     pf_jw_obj_end(w);
-    int rc = pf_jw_finish(&w);
-    int rc2 = pf_json_close_out(f, path, err, errlen);
-    if (rc != PF_OK && rc2 == PF_OK)
-        return pf_fail(err, errlen, PF_ERR, "%s: write failed", path ? path : "<stdout>");
-    return rc2;
+}
+
+int pf_graph_save(const pf_graph_t *g, const char *path, char *err, size_t errlen)
+{
+    return pf_json_save(path, emit_graph, g, err, errlen);
 }

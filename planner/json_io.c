@@ -353,6 +353,28 @@ void pf_jw_null(pf_jw_t *w)
     fputs("null", w->f);
 }
 
+int pf_json_write(FILE *f, pf_json_emit_fn emit, const void *ctx, char *err, size_t errlen)
+{
+    pf_jw_t *w = pf_jw_new(f);
+    if (!w)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    emit(w, ctx);
+    return pf_jw_finish(&w) == PF_OK ? PF_OK : pf_fail(err, errlen, PF_ERR, "write failed");
+}
+
+int pf_json_save(const char *path, pf_json_emit_fn emit, const void *ctx, char *err,
+                 size_t errlen)
+{
+    FILE *f = pf_json_open_out(path, err, errlen);
+    if (!f)
+        return PF_ERR;
+    int rc = pf_json_write(f, emit, ctx, err, errlen);
+    int rc2 = pf_json_close_out(f, path, rc == PF_OK ? err : NULL, errlen);
+    if (rc != PF_OK)
+        pf_err_prefix(err, errlen, path && strcmp(path, "-") ? path : "<stdout>");
+    return rc != PF_OK ? rc : rc2;
+}
+
 FILE *pf_json_open_out(const char *path, char *err, size_t errlen)
 {
     if (!path || strcmp(path, "-") == 0)

@@ -71,6 +71,14 @@ void pf_jw_null(pf_jw_t *w);
 /* Shortest "%.{15,16,17}g" text of x that strtod reads back exactly. buf >= 32 bytes. */
 void pf_json_fmt_double(char *buf, size_t len, double x);
 
+/* Write a whole file: open PATH ("-" or NULL = stdout), let `emit` write one value, check the
+ * stream, close. PF_OK or PF_ERR with "<path>: <problem>". */
+typedef void (*pf_json_emit_fn)(pf_jw_t *w, const void *ctx);
+int pf_json_save(const char *path, pf_json_emit_fn emit, const void *ctx, char *err,
+                 size_t errlen);
+/* The same onto an open stream (not closed). */
+int pf_json_write(FILE *f, pf_json_emit_fn emit, const void *ctx, char *err, size_t errlen);
+
 /* Open PATH for writing ("-" or NULL = stdout). Close with pf_json_close_out. */
 FILE *pf_json_open_out(const char *path, char *err, size_t errlen);
 int pf_json_close_out(FILE *f, const char *path, char *err, size_t errlen);

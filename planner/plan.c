@@ -427,12 +427,18 @@ static void write_baseline(pf_jw_t *w, const char *k, const pf_baseline_t *b)
     pf_jw_obj_end(w);
 }
 
-int pf_plan_write(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c, FILE *f,
-                  char *err, size_t errlen)
+typedef struct {
+    const pf_plan_t *p;
+    const pf_graph_t *g;
+    const pf_cluster_t *c;
+} plan_emit_t;
+
+static void emit_plan(pf_jw_t *w, const void *ctx)
 {
-    pf_jw_t *w = pf_jw_new(f);
-    if (!w)
-        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    const plan_emit_t *e = ctx;
+    const pf_plan_t *p = e->p;
+    const pf_graph_t *g = e->g;
+    const pf_cluster_t *c = e->c;
     pf_jw_obj_begin(w);
     pf_jw_key(w, "model"); pf_jw_str(w, p->model ? p->model : pf_graph_name(g));
     pf_jw_key(w, "cluster"); pf_jw_str(w, p->cluster ? p->cluster : pf_cluster_name(c));
@@ -514,18 +520,18 @@ int pf_plan_write(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c
         pf_jw_obj_end(w);
     }
     pf_jw_obj_end(w);
-    return pf_jw_finish(&w) == PF_OK ? PF_OK : pf_fail(err, errlen, PF_ERR, "write failed");
+}
+
+int pf_plan_write(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c, FILE *f,
+                  char *err, size_t errlen)
+{
+    plan_emit_t e = {p, g, c};
+    return pf_json_write(f, emit_plan, &e, err, errlen);
 }
 
 int pf_plan_save(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c,
                  const char *path, char *err, size_t errlen)
 {
-    FILE *f = pf_json_open_out(path, err, errlen);
-    if (!f)
-        return PF_ERR;
-    int rc = pf_plan_write(p, g, c, f, err, errlen);
-    int rc2 = pf_json_close_out(f, path, rc == PF_OK ? err : NULL, errlen);
-    if (rc != PF_OK)
-        pf_err_prefix(err, errlen, path ? path : "<stdout>");
-    return rc != PF_OK ? rc : rc2;
+    plan_emit_t e = {p, g, c};
+    return pf_json_save(path, emit_plan, &e, err, errlen);
 }

@@ -2,6 +2,7 @@
 #include "planner/jobs.h"
 #include "planner/util.h"
 #include "proto/codec.h"
+#include "proto/wire.h"
 #include "worker/cache.h"
 
 #include <errno.h>
@@ -654,29 +655,12 @@ static int recv_one(pf_worker_t *w)
 {
     if (!w->dealer)
         return 0;
-    void *s = zsock_resolve(w->dealer);
     zmq_msg_t parts[2];
-    int n = 0, more;
-    zmq_msg_init(&parts[0]);
-    if (zmq_msg_recv(&parts[0], s, ZMQ_DONTWAIT) < 0) {
-        zmq_msg_close(&parts[0]);
+    int n = pf_wire_recv(zsock_resolve(w->dealer), parts, 2);
+    if (n == 0)
         return 0;
-    }
-    n = 1;
-    more = zmq_msg_more(&parts[0]);
-    while (more) {
-        zmq_msg_t *m = &parts[n < 2 ? n : 1];
-        if (n >= 2)
-            zmq_msg_close(m);
-        zmq_msg_init(m);
-        if (zmq_msg_recv(m, s, 0) < 0)
-            break;
-        more = zmq_msg_more(m);
-        n++;
-    }
     on_message(w, parts, n);
-    for (int i = 0; i < (n < 2 ? n : 2); i++)
-        zmq_msg_close(&parts[i]);
+    pf_wire_close(parts, n, 2);
     return 1;
 }
 

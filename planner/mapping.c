@@ -160,20 +160,25 @@ int pf_map_device_classes(const pf_cluster_t *c, int *cls)
 
 /* Whether a_i <-> b_i (i < m), every other device fixed, is an automorphism of W off the
  * diagonal: W(a_i, a_j) = W(b_i, b_j) for i != j (inside the blocks), W(a_i, b_j) = W(b_i, a_j)
- * (between them), and rows and columns equal towards every device k outside (pair[k] == 0). */
+ * (between them), and rows and columns equal towards every device k outside (pair[k] == 0).
+ * *work counts the pairs of entries compared. */
 static int swap_is_automorphism(const double *W, int D, const int *A, const int *B, int m,
                                 const unsigned char *pair, long long *work)
 {
     for (int i = 0; i < m; i++) {
         size_t ai = (size_t)A[i] * D, bi = (size_t)B[i] * D;
-        *work += 2 * (m + (long long)D);
         for (int j = 0; j < m; j++)
-            if ((i != j && W[ai + A[j]] != W[bi + B[j]]) || W[ai + B[j]] != W[bi + A[j]])
+            if ((i != j && W[ai + A[j]] != W[bi + B[j]]) || W[ai + B[j]] != W[bi + A[j]]) {
+                *work += j + 1;
                 return 0;
+            }
         for (int k = 0; k < D; k++)
             if (!pair[k] && (W[ai + k] != W[bi + k] ||
-                             W[(size_t)k * D + A[i]] != W[(size_t)k * D + B[i]]))
+                             W[(size_t)k * D + A[i]] != W[(size_t)k * D + B[i]])) {
+                *work += m + k + 1;
                 return 0;
+            }
+        *work += m + D;
     }
     return 1;
 }

@@ -9,9 +9,14 @@
  *     better); the wall time of our search. Every probe has a 0.25 s deadline so the table
  *     finishes; "t/o" counts probes that ran out of time (the mapping is valid, only not proven
  *     optimal).
- * (b) Symmetry pruning: the whole search with and without it, on Parmesan's two-level system
- *     (4 machines x 4 GPUs) and on 4x DGX-1: nodes and seconds, and their ratios.
- * (c) The multi-target enhancement (--batch K) against plain bisection on this machine. */
+ * (b) Symmetry pruning: the whole search with all rules, without the host-block rule (the rules
+ *     before it: interchangeable devices and replica orders) and with none, on Parmesan's
+ *     two-level system (4 machines x 4 GPUs) and on 4x DGX-1 (no interchangeable GPUs, 4
+ *     interchangeable machines), U-Net and ResNet-50 (PipeDream's profile, $PF_DATA or
+ *     tests/data): nodes and seconds, and their ratios.
+ * (c) The multi-target enhancement (--batch K) against plain bisection on this machine.
+ * PF_MAP_TABLES (e.g. "b") runs only the tables it names. */
+#include "planner/import.h"
 #include "planner/mapping.h"
 #include "planner/models.h"
 #include "planner/partition.h"
@@ -164,9 +169,55 @@ static int table3(const pf_graph_t *g)
     return 0;
 }
 
-/* (b): the whole search with and without symmetry pruning. */
-static int symmetry_row(const char *label, const pf_graph_t *g, pf_cluster_t *c, int S, int R,
+/* (b): the whole search under each set of symmetry rules: all of them, all but the host-block
+ * rule (the rules before it), none. */
+static int symmetry_row(const char *label, const pf_stage_graph_t *sg, const pf_cluster_t *c,
                         pf_inst_t inst)
+{
+    static const int modes[3] = {PF_MAP_SYM_ALL, PF_MAP_SYM_NO_BLOCKS, PF_MAP_SYM_OFF};
+    char err[512];
+    int S = pf_stage_graph_stages(sg), R = pf_stage_graph_replicas(sg);
+    int *dev = malloc((size_t)S * R * sizeof *dev);
+    pf_map_stats_t st[3];
+    if (!dev)
+        return 1;
+    for (int i = 0; i < 3; i++) {
+        pf_map_opts_t o;
+        pf_map_opts_init(&o);
+        o.inst = inst;
+        o.symmetry = modes[i];
+        o.probe_seconds = SYM_PROBE_SECONDS;
+        if (pf_map_search(sg, c, &o, dev, &st[i], err, sizeof err) != PF_OK) {
+            fprintf(stderr, "%s\n", err);
+            free(dev);
+            return 1;
+        }
+    }
+    char sr[16], tx[3][32];
+    snprintf(sr, sizeof sr, "(%d,%d)", S, R);
+    for (int i = 0; i < 3; i++) { /* a time ratio of two sub-10 ms runs is noise */
+        snprintf(tx[i], sizeof tx[i], "-");
+        if (fmax(st[i].seconds, st[0].seconds) >= 0.01)
+            snprintf(tx[i], sizeof tx[i], "%.1fx", st[i].seconds / fmax(st[0].seconds, 1e-4));
+    }
+    char to[48];
+    snprintf(to, sizeof to, "%d/%d/%d", st[0].probes_timed_out, st[1].probes_timed_out,
+             st[2].probes_timed_out);
+    printf("%-10s %-8s %7s %4s %9.3f %9.3f %10lld %10lld %10lld %7.2f %7.2f %7.2f %8.1fx %8.1fx "
+           "%9s %9s %8s %10lld\n",
+           label, pf_cluster_name(c), sr, pf_inst_name(inst), st[0].objective_ms,
+           st[2].objective_ms, st[0].nodes, st[1].nodes, st[2].nodes, st[0].seconds,
+           st[1].seconds, st[2].seconds,
+           (double)st[1].nodes / (double)(st[0].nodes ? st[0].nodes : 1),
+           (double)st[2].nodes / (double)(st[0].nodes ? st[0].nodes : 1), tx[1], tx[2], to,
+           st[0].block_pruned);
+    fflush(stdout);
+    free(dev);
+    return 0;
+}
+
+static int partition_row(const char *label, const pf_graph_t *g, const pf_cluster_t *c, int S,
+                         int R, pf_inst_t inst)
 {
     char err[512];
     pf_stage_graph_t *sg = partition_stage_graph(g, c, S, R, err, sizeof err);
@@ -174,61 +225,56 @@ static int symmetry_row(const char *label, const pf_graph_t *g, pf_cluster_t *c,
         fprintf(stderr, "%s\n", err);
         return 1;
     }
-    int N = S * R, *dev = malloc((size_t)N * sizeof *dev);
-    pf_map_stats_t st[2];
-    for (int sym = 1; sym >= 0; sym--) {
-        pf_map_opts_t o;
-        pf_map_opts_init(&o);
-        o.inst = inst;
-        o.symmetry = sym;
-        o.probe_seconds = SYM_PROBE_SECONDS;
-        if (pf_map_search(sg, c, &o, dev, &st[sym], err, sizeof err) != PF_OK) {
-            fprintf(stderr, "%s\n", err);
-            return 1;
-        }
-    }
-    char sr[16];
-    snprintf(sr, sizeof sr, "(%d,%d)", S, R);
-    char tx[32] = "-"; /* a time ratio of two sub-10 ms runs is noise */
-    if (st[0].seconds >= 0.01)
-        snprintf(tx, sizeof tx, "%.1fx", st[0].seconds / fmax(st[1].seconds, 1e-4));
-    printf("%-14s %7s %4s %10.3f %10.3f %11lld %11lld %9.3f %9.3f %8.1fx %9s %4d/%-4d %12lld\n",
-           label, sr, pf_inst_name(inst), st[1].objective_ms, st[0].objective_ms, st[1].nodes,
-           st[0].nodes, st[1].seconds, st[0].seconds,
-           (double)st[0].nodes / (double)(st[1].nodes ? st[1].nodes : 1), tx,
-           st[1].probes_timed_out, st[0].probes_timed_out, st[1].symmetric_pruned);
-    fflush(stdout);
-    free(dev);
+    int rc = symmetry_row(label, sg, c, inst);
     pf_stage_graph_destroy(&sg);
-    return 0;
+    return rc;
 }
 
-static int symmetry_table(const pf_graph_t *g)
+static int symmetry_table(const pf_graph_t *unet_g)
 {
-    char err[512];
+    char err[512], path[1024];
     pf_topo_opts_t to;
     pf_cluster_t *hier = NULL, *dgx = NULL;
+    pf_graph_t *resnet = NULL;
+    const char *data = getenv("PF_DATA") ? getenv("PF_DATA") : "tests/data";
+    snprintf(path, sizeof path, "%s/pipedream/resnet50.txt", data);
     pf_topo_opts_init(&to, PF_TOPO_HIER);
     if (pf_topo_build(&to, &hier, err, sizeof err) != PF_OK)
         return 1;
     pf_topo_opts_init(&to, PF_TOPO_DGX1);
-    if (pf_topo_build(&to, &dgx, err, sizeof err) != PF_OK) {
+    if (pf_topo_build(&to, &dgx, err, sizeof err) != PF_OK ||
+        pf_import_pipedream(path, 0, &resnet, err, sizeof err) != PF_OK) {
+        fprintf(stderr, "%s\n", err);
         pf_cluster_destroy(&hier);
+        pf_cluster_destroy(&dgx);
         return 1;
     }
-    int cls[64];
-    printf("(b) the search (Algorithm 1, probes of at most %g s) with and without symmetry "
-           "pruning;\n    two-level 4x4: %d device classes, 4x DGX-1: %d (no two DGX-1 GPUs are "
-           "interchangeable: only the replica rule applies, and it rarely fires)\n",
-           SYM_PROBE_SECONDS, pf_map_device_classes(hier, cls), pf_map_device_classes(dgx, cls));
-    printf("%-14s %7s %4s %10s %10s %11s %11s %9s %9s %9s %9s %9s %12s\n", "cluster", "(S,R)",
-           "inst", "obj sym", "obj no", "nodes sym", "nodes no", "sec sym", "sec no", "nodes x",
-           "time x", "t/o", "sym pruned");
-    int rc = symmetry_row("two-level 4x4", g, hier, 4, 4, PF_INST_FULL) ||
-             symmetry_row("two-level 4x4", g, hier, 8, 2, PF_INST_FULL) ||
-             symmetry_row("two-level 4x4", g, hier, 16, 1, PF_INST_M) ||
-             symmetry_row("4x DGX-1", g, dgx, 4, 8, PF_INST_M) ||
-             symmetry_row("4x DGX-1", g, dgx, 16, 2, PF_INST_M);
+    int cls[64], blk[64], bcls[64];
+    printf("(b) the search (Algorithm 1, probes of at most %g s) with all symmetry rules "
+           "(\"all\"), without the\n    host-block rule (\"noblk\": device classes and replica orders) and "
+           "with none; %s: %d device\n    classes, %d host blocks; %s: %d device classes "
+           "(no two DGX-1 GPUs are interchangeable), %d host blocks\n",
+           SYM_PROBE_SECONDS, pf_cluster_name(hier), pf_map_device_classes(hier, cls),
+           pf_map_host_blocks(hier, blk, bcls, NULL), pf_cluster_name(dgx),
+           pf_map_device_classes(dgx, cls), pf_map_host_blocks(dgx, blk, bcls, NULL));
+    printf("%-10s %-8s %7s %4s %9s %9s %10s %10s %10s %7s %7s %7s %9s %9s %9s %9s %8s %10s\n",
+           "graph", "cluster", "(S,R)", "inst", "obj all", "obj none", "nodes all", "noblk",
+           "none", "sec all", "noblk", "none", "nodes", "nodes", "time", "time", "t/o",
+           "blk");
+    printf("%-10s %-8s %7s %4s %9s %9s %10s %10s %10s %7s %7s %7s %9s %9s %9s %9s %8s %10s\n",
+           "", "", "", "", "ms", "ms", "", "", "", "", "", "", "noblk/all", "none/all",
+           "noblk/all", "none/all", "al/nb/no", "pruned");
+    int rc = partition_row("U-Net", unet_g, hier, 4, 4, PF_INST_FULL) ||
+             partition_row("U-Net", unet_g, hier, 8, 2, PF_INST_FULL) ||
+             partition_row("U-Net", unet_g, hier, 16, 1, PF_INST_M) ||
+             partition_row("U-Net", unet_g, dgx, 4, 8, PF_INST_M) ||
+             partition_row("U-Net", unet_g, dgx, 16, 2, PF_INST_M) ||
+             partition_row("U-Net", unet_g, dgx, 8, 4, PF_INST_AR) ||
+             partition_row("U-Net", unet_g, dgx, 8, 4, PF_INST_FULL) ||
+             partition_row("ResNet-50", resnet, dgx, 8, 4, PF_INST_FULL);
+    printf("    t/o: probes past the deadline (all/noblk/none); a search with such probes ran them "
+           "to the deadline, so\n    its node counts measure speed, not the size of the tree\n\n");
+    pf_graph_destroy(&resnet);
     pf_cluster_destroy(&hier);
     pf_cluster_destroy(&dgx);
     return rc;
@@ -294,7 +340,10 @@ int pf_bench_mapping(void)
         fprintf(stderr, "unet: %s\n", err);
         return 1;
     }
-    int rc = table3(g) || symmetry_table(g) || batch_table(g);
+    const char *only = getenv("PF_MAP_TABLES");
+    int rc = ((!only || strchr(only, 'a')) && table3(g)) ||
+             ((!only || strchr(only, 'b')) && symmetry_table(g)) ||
+             ((!only || strchr(only, 'c')) && batch_table(g));
     pf_graph_destroy(&g);
     return rc;
 }

@@ -18,21 +18,43 @@
  *    devices than its unplaced replicas is cut (ring_ok).
  *  - Device symmetry. If swapping devices a and b is an automorphism of the bandwidth and latency
  *    matrices and neither is used by the partial mapping, the subtrees below x -> a and x -> b
- *    mirror each other (swap a and b in every mapping), so only the lowest-index free member of
- *    each class is tried.
- *  - Replica symmetry. Devices are ranked per stage s by (static bound of s on d, d): "a <_s b".
- *    m is invariant under permuting whole replicas: we keep only mappings whose first stage s0
- *    (in the mapping order) has devices increasing in <_s0 with the replica index. ar is
- *    invariant under rotating one stage's ring: replica 0 of every stage s holds its <_s-least
- *    device. full is invariant under rotating all stages' replicas together: replica 0 of the
- *    first stage holds its least device (only with the stage-major order, see below). Ranking by
- *    the static bound, not the index, keeps the rule in step with the greedy candidate order (an
- *    index order made m probes thrash: replica 0 takes the best device, and replica 1 is then
- *    confined to higher indices). Both rules combine: members of one class have equal static
- *    bounds, so for every stage their rank follows their index, and the lowest-index free member
- *    is also the least. If a solution uses x -> b with a < b in one class, swapping a and b and
- *    then re-sorting (m) or re-rotating (ar, full) the replicas that are still unplaced gives a
- *    solution below x -> a that keeps every constraint.
+ *    mirror each other (swap a and b in every mapping), so of each class only the first free
+ *    member in the canonical order (below) that passes the replica and block rules is tried.
+ *  - Host blocks (pf_map_host_blocks). Blocks of one class trade places wholesale: i-th device of
+ *    one <-> i-th of the other is an automorphism. A candidate in a block that no placed device
+ *    uses is tried only when that block is the first unused one of its class (blocks in order of
+ *    their lowest device), so the used blocks of a class are always its first ones. The partial
+ *    mapping p uses none of the unused blocks, so permuting them fixes p; swapping the candidate's
+ *    block B with the first unused block F maps every completion of p + (x -> B[i]) to one of
+ *    p + (x -> F[i]) with the same stage times. 4 x DGX-1: no device classes, 4! block orders.
+ *  - Replica symmetry. Devices are ranked per stage s by (static bound of s on d, canonical
+ *    position of d): "a <_s b". m is invariant under permuting whole replicas: we keep only
+ *    mappings whose first stage s0 (in the mapping order) has devices increasing in <_s0 with the
+ *    replica index. ar is invariant under rotating one stage's ring: replica 0 of every stage s
+ *    holds its <_s-least device. full is invariant under rotating all stages' replicas together:
+ *    replica 0 of the first stage holds its least device (only with the stage-major order, see
+ *    below). Ranking by the static bound, not the index, keeps the rule in step with the greedy
+ *    candidate order (an index order made m probes thrash: replica 0 takes the best device, and
+ *    replica 1 is then confined to higher indices).
+ *  - Canonical order: the blocks of a class one after another in block order, each by position,
+ *    the class where its lowest device is; other devices by index. With hosts numbered machine by
+ *    machine (DGX-1 x 4) it is the index order, and without blocks it is.
+ *  - Why the rules combine, exactly. Claim: if a mapping sigma meeting t extends the partial
+ *    mapping p and obeys the replica rules, some child that the rules keep has such a mapping
+ *    too. d = sigma(x) passes the replica rule. If the block rule skips d = B[i], let h swap B and
+ *    F; if the class rule skips d, let h swap d and the class's representative a. h is an
+ *    automorphism that fixes p, so h(sigma) meets t and extends p + (x -> h(d)), and after
+ *    re-sorting (m) or re-rotating (ar) the replicas not yet placed it obeys the replica rules
+ *    again, provided that in every <_s h keeps each free device above every placed device it was
+ *    above, and above h(d) when it was above d. It does: static bounds are invariant under
+ *    automorphisms (sorted rows, best links, ring connectivity); a is the least of its class
+ *    (equal bounds, first in canonical order); F precedes B, and the used blocks of the class
+ *    precede both, so the swap moves no free device across a placed one or across F[i], B[i].
+ *    F[i] passes the block rule; if the class rule skips it, one class step more ends at a
+ *    device every rule keeps. Hence the block rule runs before the class rule (the class
+ *    representative must be a device it keeps), the class representative is taken in canonical
+ *    order, and ties are broken canonically, not by index (interleaved blocks, tested: an index
+ *    tie-break lets a swap carry a free device below a placed one).
  *
  * Mapping order (why): m couples only stage replicas of one replica, so replica by replica makes
  * every stage replica's time known within S placements; inside a replica, stages go in
@@ -74,6 +96,11 @@ struct pf_mapctx {
     double *min_lat_out;            /* D: smallest latency out of d */
     double *max_bw_out, *max_bw_in; /* D: fastest link out of / into d */
     int *cls, ncls;                 /* device classes */
+    /* Host blocks (pf_map_host_blocks; none unless symmetry is PF_MAP_SYM_ALL): blk[d] = d's
+     * block or -1, blk_class[b] = b's class, blk_kpos[b] = b's place among its class's blocks
+     * (block order); canon = the devices in canonical order, canon_pos its inverse. */
+    int *blk, nblk, *blk_class, *blk_kpos, nbcls;
+    int *canon, *canon_pos;
     double *static_m, *static_ar;   /* S x D: eq. 10 / eq. 11 terms at device d */
     double *static_lb;              /* S x D: c_u + the terms the instantiation uses */
     double lower_ms;
@@ -132,6 +159,11 @@ void pf_mapctx_destroy(pf_mapctx_t **cxp)
     free(cx->max_bw_out);
     free(cx->max_bw_in);
     free(cx->cls);
+    free(cx->blk);
+    free(cx->blk_class);
+    free(cx->blk_kpos);
+    free(cx->canon);
+    free(cx->canon_pos);
     free(cx->static_m);
     free(cx->static_ar);
     free(cx->static_lb);
@@ -366,11 +398,11 @@ static int static_bounds(pf_mapctx_t *cx)
     for (int s = 0; s < S; s++) {
         for (int d = 0; d < D; d++) {
             ranked[d].key = cx->static_lb[(size_t)s * D + d];
-            ranked[d].d = d;
+            ranked[d].d = cx->canon_pos[d];
         }
         qsort(ranked, (size_t)D, sizeof *ranked, cmp_keyed);
         for (int i = 0; i < D; i++)
-            cx->rank[(size_t)s * D + ranked[i].d] = i;
+            cx->rank[(size_t)s * D + cx->canon[ranked[i].d]] = i;
     }
     rc = PF_OK;
 done:
@@ -379,6 +411,76 @@ done:
     free(msgs);
     free(ranked);
     return rc;
+}
+
+/* Canonical position of a device: (anchor, place of its block in its class, position in the
+ * block); the anchor of a block device is the lowest device of its class's first block, of any
+ * other device the device itself. */
+typedef struct {
+    int anchor, kpos, pos, d;
+} canon_key_t;
+
+static int cmp_canon(const void *a, const void *b)
+{
+    const canon_key_t *p = a, *q = b;
+    if (p->anchor != q->anchor)
+        return p->anchor < q->anchor ? -1 : 1;
+    if (p->kpos != q->kpos)
+        return p->kpos < q->kpos ? -1 : 1;
+    return (p->pos > q->pos) - (p->pos < q->pos);
+}
+
+/* Host blocks and the canonical order (see the top of the file): the blocks of a class one after
+ * another in block order, each block's devices by position, the class placed where its first
+ * device is; other devices by index. Where blocks are index intervals in class order (hosts
+ * numbered machine by machine, as DGX-1 x 4), this is the index order. */
+static int host_blocks(pf_mapctx_t *cx, const pf_cluster_t *c)
+{
+    int D = cx->D;
+    cx->nblk = cx->nbcls = 0;
+    if (cx->symmetry == PF_MAP_SYM_ALL && (cx->nblk = pf_map_host_blocks(c, cx->blk,
+                                                                        cx->blk_class, NULL)) < 0)
+        return PF_ERR;
+    if (cx->symmetry != PF_MAP_SYM_ALL)
+        for (int d = 0; d < D; d++)
+            cx->blk[d] = -1;
+    int *count = calloc((size_t)D, sizeof *count); /* per class, then per block */
+    int *anchor = malloc((size_t)D * sizeof *anchor); /* per class */
+    canon_key_t *key = malloc((size_t)D * sizeof *key);
+    if (!count || !anchor || !key) {
+        free(count);
+        free(anchor);
+        free(key);
+        return PF_ERR;
+    }
+    for (int b = 0; b < cx->nblk; b++) {
+        int k = cx->blk_class[b];
+        cx->blk_kpos[b] = count[k]++;
+        cx->nbcls = k + 1 > cx->nbcls ? k + 1 : cx->nbcls;
+    }
+    for (int k = 0; k < cx->nbcls; k++)
+        anchor[k] = -1;
+    memset(count, 0, (size_t)D * sizeof *count);
+    for (int d = 0; d < D; d++) { /* blocks are numbered by lowest device, positions by index */
+        int b = cx->blk[d];
+        if (b < 0) {
+            key[d] = (canon_key_t){d, 0, 0, d};
+            continue;
+        }
+        int k = cx->blk_class[b];
+        if (anchor[k] < 0)
+            anchor[k] = d;
+        key[d] = (canon_key_t){anchor[k], cx->blk_kpos[b], count[b]++, d};
+    }
+    qsort(key, (size_t)D, sizeof *key, cmp_canon);
+    for (int i = 0; i < D; i++) {
+        cx->canon[i] = key[i].d;
+        cx->canon_pos[key[i].d] = i;
+    }
+    free(count);
+    free(anchor);
+    free(key);
+    return PF_OK;
 }
 
 /* Stage order: ar by decreasing static bound; m and full in maximum-cardinality order. */
@@ -524,6 +626,11 @@ pf_mapctx_t *pf_mapctx_new(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf
     cx->max_bw_out = malloc((size_t)D * sizeof(double));
     cx->max_bw_in = malloc((size_t)D * sizeof(double));
     cx->cls = malloc((size_t)D * sizeof *cx->cls);
+    cx->blk = malloc((size_t)D * sizeof(int));
+    cx->blk_class = malloc((size_t)D * sizeof(int));
+    cx->blk_kpos = malloc((size_t)D * sizeof(int));
+    cx->canon = malloc((size_t)D * sizeof(int));
+    cx->canon_pos = malloc((size_t)D * sizeof(int));
     cx->static_m = malloc(SD * sizeof(double));
     cx->static_ar = malloc(SD * sizeof(double));
     cx->static_lb = malloc(SD * sizeof(double));
@@ -538,7 +645,8 @@ pf_mapctx_t *pf_mapctx_new(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf
     cx->mst_w = malloc((size_t)D * sizeof(double));
     cx->ring_bpms = malloc((size_t)D * sizeof(double));
     if (!cx->cu || !cx->ar_bytes || !cx->adj_off || !cx->lat_ms || !cx->bw_bpms ||
-        !cx->min_lat_out || !cx->max_bw_out || !cx->max_bw_in || !cx->cls || !cx->static_m ||
+        !cx->min_lat_out || !cx->max_bw_out || !cx->max_bw_in || !cx->cls || !cx->blk ||
+        !cx->blk_class || !cx->blk_kpos || !cx->canon || !cx->canon_pos || !cx->static_m ||
         !cx->static_ar || !cx->static_lb || !cx->order || !cx->pos || !cx->chk_off ||
         !cx->chk || !cx->low_ref || !cx->rank || !cx->mst_a || !cx->mst_b || !cx->mst_w ||
         !cx->ring_bpms)
@@ -600,7 +708,8 @@ pf_mapctx_t *pf_mapctx_new(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf
             cx->cls[d] = d;
         cx->ncls = D;
     }
-    if (ring_connectivity(cx) != PF_OK || static_bounds(cx) != PF_OK)
+    if (host_blocks(cx, c) != PF_OK || ring_connectivity(cx) != PF_OK ||
+        static_bounds(cx) != PF_OK)
         goto fail;
     /* ar: stage-major; m: replica-major; full: stage-major when all-reduce dominates (the auto
      * selection's ratio). */
@@ -692,7 +801,9 @@ typedef struct {
     cand_t *cand;
     int ncand, cand_cap;
     int *cls_stamp, stamp;
-    long long nodes, sym_pruned, bound_pruned;
+    int *blk_used;  /* nblk: placed devices per block */
+    int *blk_open;  /* nbcls: blocks in use per class (always the first ones in block order) */
+    long long nodes, sym_pruned, block_pruned, bound_pruned;
     int branch;
     int *comp_free;  /* S x D: free devices per ring component (ar, full) */
     int *placed;     /* S: replicas of each stage placed */
@@ -711,6 +822,8 @@ static void dfs_free(dfs_t *st)
     free(st->log);
     free(st->cand);
     free(st->cls_stamp);
+    free(st->blk_used);
+    free(st->blk_open);
     free(st->comp_free);
     free(st->placed);
     free(st->stage_comp);
@@ -736,8 +849,10 @@ static int dfs_init(dfs_t *st, const pf_mapctx_t *cx, shared_t *sh, double targe
     st->log = malloc((size_t)st->log_cap * sizeof *st->log);
     st->cand = malloc((size_t)st->cand_cap * sizeof *st->cand);
     st->cls_stamp = calloc((size_t)cx->ncls, sizeof *st->cls_stamp);
+    st->blk_used = calloc((size_t)(cx->nblk ? cx->nblk : 1), sizeof *st->blk_used);
+    st->blk_open = calloc((size_t)(cx->nbcls ? cx->nbcls : 1), sizeof *st->blk_open);
     if (!st->dev || !st->used || !st->acc || !st->rem || !st->mmax || !st->arlb || !st->tp ||
-        !st->log || !st->cand || !st->cls_stamp) {
+        !st->log || !st->cand || !st->cls_stamp || !st->blk_used || !st->blk_open) {
         dfs_free(st);
         return PF_ERR;
     }
@@ -900,9 +1015,11 @@ static int commit(dfs_t *st, int depth, int d)
     const pf_mapctx_t *cx = st->cx;
     int x = cx->order[depth];
     double score;
-    int ring = ring_ok(st, x, d);
+    int ring = ring_ok(st, x, d), b = cx->blk[d];
     st->dev[x] = d;
     st->used[d] = 1;
+    if (b >= 0 && st->blk_used[b]++ == 0)
+        st->blk_open[cx->blk_class[b]]++;
     ring_take(st, x, d);
     if (!ring || !place(st, x, d, 1, &score))
         return 0;
@@ -919,9 +1036,12 @@ static int commit(dfs_t *st, int depth, int d)
 
 static void unassign(dfs_t *st, int depth)
 {
-    int x = st->cx->order[depth];
-    ring_release(st, x, st->dev[x]);
-    st->used[st->dev[x]] = 0;
+    const pf_mapctx_t *cx = st->cx;
+    int x = cx->order[depth], d = st->dev[x], b = cx->blk[d];
+    ring_release(st, x, d);
+    st->used[d] = 0;
+    if (b >= 0 && --st->blk_used[b] == 0)
+        st->blk_open[cx->blk_class[b]]--;
     st->dev[x] = -1;
 }
 
@@ -943,11 +1063,19 @@ static int gen_candidates(dfs_t *st, int depth)
         st->cand_cap = cap;
     }
     st->stamp++;
-    for (int d = 0; d < D; d++) {
+    for (int i = 0; i < D; i++) { /* canonical order: a class's first member is its least */
+        int d = cx->canon[i], b = cx->blk[d];
         if (st->used[d])
             continue;
         if (rank[d] <= low) { /* excluded by the replica order */
             st->sym_pruned++;
+            continue;
+        }
+        /* a block not in use opens only as its class's first unused one; before the class
+         * rule, whose representative must be a device that this rule keeps */
+        if (b >= 0 && st->blk_used[b] == 0 && cx->blk_kpos[b] != st->blk_open[cx->blk_class[b]]) {
+            st->sym_pruned++;
+            st->block_pruned++;
             continue;
         }
         if (cx->symmetry) {
@@ -1142,10 +1270,11 @@ int pf_mapctx_probe(const pf_mapctx_t *cx, double target_ms, double deadline_s, 
         goto done;
     res->nodes = st0.nodes;
     res->symmetric_pruned = st0.sym_pruned;
+    res->block_pruned = st0.block_pruned;
     res->bound_pruned = st0.bound_pruned;
 
-    long long nodes = 0, symp = 0, boundp = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : nodes, symp, boundp)
+    long long nodes = 0, symp = 0, blockp = 0, boundp = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : nodes, symp, blockp, boundp)
     {
         dfs_t st;
         int ok = dfs_init(&st, cx, &sh, target_ms) == PF_OK;
@@ -1175,12 +1304,14 @@ int pf_mapctx_probe(const pf_mapctx_t *cx, double target_ms, double deadline_s, 
         if (ok) {
             nodes += st.nodes;
             symp += st.sym_pruned;
+            blockp += st.block_pruned;
             boundp += st.bound_pruned;
             dfs_free(&st);
         }
     }
     res->nodes += nodes;
     res->symmetric_pruned += symp;
+    res->block_pruned += blockp;
     res->bound_pruned += boundp;
     if (atomic_load(&sh.failed))
         goto done;

@@ -2,9 +2,10 @@
  * cluster and instantiation) and the DFS probe of Algorithm 2 that runs on it. pf_map_search
  * builds one context and probes it many times; pf_map_probe builds one per call.
  *
- * Precomputed: the postal-model tables in ms, the device classes (mapping.h), the static
- * per-(stage, device) lower bounds of eq. 10 / eq. 11 (Proposition 1, by sorting), the mapping
- * order and the checking scheme (which stage replicas' times become known at each depth). */
+ * Precomputed: the postal-model tables in ms, the device classes and host blocks (mapping.h),
+ * the canonical device order, the static per-(stage, device) lower bounds of eq. 10 / eq. 11
+ * (Proposition 1, by sorting), the mapping order and the checking scheme (which stage replicas'
+ * times become known at each depth). */
 #ifndef PF_MAPCTX_H
 #define PF_MAPCTX_H
 
@@ -14,7 +15,7 @@
 
 typedef struct pf_mapctx pf_mapctx_t;
 
-/* NULL when out of memory or S x R > D. symmetry = 0 turns off both symmetry rules. */
+/* NULL when out of memory or S x R > D. symmetry: PF_MAP_SYM_* (mapping.h). */
 pf_mapctx_t *pf_mapctx_new(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t inst,
                            int symmetry);
 void pf_mapctx_destroy(pf_mapctx_t **cx);

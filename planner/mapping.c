@@ -156,6 +156,196 @@ int pf_map_device_classes(const pf_cluster_t *c, int *cls)
     return n;
 }
 
+/* ---------------------------------------------------------------- host blocks */
+
+/* Whether a_i <-> b_i (i < m), every other device fixed, is an automorphism of W off the
+ * diagonal: W(a_i, a_j) = W(b_i, b_j) for i != j (inside the blocks), W(a_i, b_j) = W(b_i, a_j)
+ * (between them), and rows and columns equal towards every device k outside (pair[k] == 0).
+ * *work counts the pairs of entries compared. */
+static int swap_is_automorphism(const double *W, int D, const int *A, const int *B, int m,
+                                const unsigned char *pair, long long *work)
+{
+    for (int i = 0; i < m; i++) {
+        size_t ai = (size_t)A[i] * D, bi = (size_t)B[i] * D;
+        for (int j = 0; j < m; j++)
+            if ((i != j && W[ai + A[j]] != W[bi + B[j]]) || W[ai + B[j]] != W[bi + A[j]]) {
+                *work += j + 1;
+                return 0;
+            }
+        for (int k = 0; k < D; k++)
+            if (!pair[k] && (W[ai + k] != W[bi + k] ||
+                             W[(size_t)k * D + A[i]] != W[(size_t)k * D + B[i]])) {
+                *work += m + k + 1;
+                return 0;
+            }
+        *work += m + D;
+    }
+    return 1;
+}
+
+/* Classes of the groups of one proposal (gid[d]: group of d, groups numbered in order of their
+ * lowest device). Writes block / block_class as pf_map_host_blocks documents; returns the number
+ * of blocks, -1 when out of memory. */
+static int blocks_of_groups(const pf_cluster_t *c, const int *gid, int ngrp, int *block,
+                            int *block_class, long long *work, int *capped)
+{
+    int D = pf_cluster_ndevices(c), nclass = 0, nblk = 0, rc = -1;
+    const double *bw = pf_cluster_bw_matrix(c), *lat = pf_cluster_lat_matrix(c);
+    size_t G = (size_t)ngrp; /* >= 1: D >= 2 here */
+    int *off = calloc(G + 1, sizeof *off), *mem = malloc((size_t)D * sizeof *mem);
+    int *gclass = malloc(G * sizeof *gclass), *first = malloc(G * sizeof *first);
+    int *members = calloc(G, sizeof *members), *renum = malloc(G * sizeof *renum);
+    unsigned char *pair = calloc((size_t)D, 1);
+    if (!off || !mem || !gclass || !first || !members || !renum || !pair)
+        goto done;
+    for (int d = 0; d < D; d++)
+        off[gid[d] + 1]++;
+    for (int g = 0; g < ngrp; g++)
+        off[g + 1] += off[g];
+    for (int d = 0; d < D; d++) /* members by index: a device's position = its rank inside */
+        mem[off[gid[d]] + members[gid[d]]++] = d;
+    for (int g = 0; g < ngrp; g++) {
+        int m = off[g + 1] - off[g];
+        gclass[g] = -1;
+        if (m < 2 || *capped)
+            continue;
+        for (int k = 0; k < nclass && gclass[g] < 0; k++) {
+            int f = first[k];
+            if (off[f + 1] - off[f] != m)
+                continue;
+            if (*work > PF_MAP_BLOCK_BUDGET) {
+                *capped = 1;
+                break;
+            }
+            for (int i = 0; i < m; i++)
+                pair[mem[off[f] + i]] = pair[mem[off[g] + i]] = 1;
+            if (swap_is_automorphism(bw, D, mem + off[f], mem + off[g], m, pair, work) &&
+                swap_is_automorphism(lat, D, mem + off[f], mem + off[g], m, pair, work))
+                gclass[g] = k;
+            for (int i = 0; i < m; i++)
+                pair[mem[off[f] + i]] = pair[mem[off[g] + i]] = 0;
+        }
+        if (gclass[g] < 0 && !*capped)
+            first[gclass[g] = nclass++] = g;
+    }
+    /* keep the classes of two or more blocks, renumbered by first block */
+    memset(members, 0, (size_t)ngrp * sizeof *members);
+    for (int g = 0; g < ngrp; g++)
+        if (gclass[g] >= 0)
+            members[gclass[g]]++;
+    for (int k = 0; k < nclass; k++)
+        renum[k] = -1;
+    int nkept = 0;
+    for (int d = 0; d < D; d++)
+        block[d] = -1;
+    for (int g = 0; g < ngrp; g++) {
+        int k = gclass[g];
+        if (k < 0 || members[k] < 2)
+            continue;
+        if (renum[k] < 0)
+            renum[k] = nkept++;
+        block_class[nblk] = renum[k];
+        for (int i = off[g]; i < off[g + 1]; i++)
+            block[mem[i]] = nblk;
+        nblk++;
+    }
+    rc = nblk;
+done:
+    free(off);
+    free(mem);
+    free(gclass);
+    free(first);
+    free(members);
+    free(renum);
+    free(pair);
+    return rc;
+}
+
+typedef struct {
+    int host, d;
+} host_dev_t;
+
+static int cmp_host_dev(const void *a, const void *b)
+{
+    const host_dev_t *p = a, *q = b;
+    if (p->host != q->host)
+        return p->host < q->host ? -1 : 1;
+    return (p->d > q->d) - (p->d < q->d);
+}
+
+static int root_of(int *parent, int a)
+{
+    while (parent[a] != a)
+        a = parent[a] = parent[parent[a]];
+    return a;
+}
+
+int pf_map_host_blocks(const pf_cluster_t *c, int *block, int *block_class, int *capped)
+{
+    int D = pf_cluster_ndevices(c), n = -1, ngrp = 0, cap = 0;
+    long long work = 0;
+    if (capped)
+        *capped = 0;
+    if (D < 2) {
+        for (int d = 0; d < D; d++)
+            block[d] = -1;
+        return 0;
+    }
+    int *gid = malloc((size_t)D * sizeof *gid), *parent = malloc((size_t)D * sizeof *parent);
+    host_dev_t *hd = malloc((size_t)D * sizeof *hd);
+    if (!gid || !parent || !hd)
+        goto done;
+    /* 1. the host field: groups numbered in order of their lowest device (parent[g]: the group
+     * of the g-th distinct host in sorted order, -1 until its lowest device is met) */
+    for (int d = 0; d < D; d++)
+        hd[d] = (host_dev_t){pf_cluster_device(c, d)->host, d};
+    qsort(hd, (size_t)D, sizeof *hd, cmp_host_dev);
+    for (int i = 0, h = -1; i < D; i++) {
+        if (i == 0 || hd[i].host != hd[i - 1].host)
+            parent[++h] = -1;
+        gid[hd[i].d] = h;
+    }
+    for (int d = 0; d < D; d++) {
+        int h = gid[d];
+        if (parent[h] < 0)
+            parent[h] = ngrp++;
+    }
+    for (int d = 0; d < D; d++)
+        gid[d] = parent[gid[d]];
+    n = blocks_of_groups(c, gid, ngrp, block, block_class, &work, &cap);
+    if (n != 0)
+        goto done;
+    /* 2. components of the links faster (either direction) than the slowest link */
+    const double *bw = pf_cluster_bw_matrix(c);
+    double slowest = INFINITY;
+    for (int a = 0; a < D; a++)
+        for (int b = 0; b < D; b++)
+            if (a != b)
+                slowest = fmin(slowest, bw[(size_t)a * D + b]);
+    for (int d = 0; d < D; d++)
+        parent[d] = d;
+    for (int a = 0; a < D; a++)
+        for (int b = a + 1; b < D; b++)
+            if (fmax(bw[(size_t)a * D + b], bw[(size_t)b * D + a]) > slowest) {
+                int ra = root_of(parent, a), rb = root_of(parent, b);
+                if (ra != rb) /* the root stays the component's lowest device */
+                    parent[ra > rb ? ra : rb] = ra < rb ? ra : rb;
+            }
+    ngrp = 0;
+    for (int d = 0; d < D; d++) {
+        int r = root_of(parent, d);
+        gid[d] = r == d ? ngrp++ : gid[r];
+    }
+    n = blocks_of_groups(c, gid, ngrp, block, block_class, &work, &cap);
+done:
+    if (capped)
+        *capped = cap;
+    free(gid);
+    free(parent);
+    free(hd);
+    return n;
+}
+
 /* ---------------------------------------------------------------- bounds */
 
 static int check_input(const pf_stage_graph_t *sg, const pf_cluster_t *c, char *err,
@@ -269,7 +459,7 @@ void pf_map_opts_init(pf_map_opts_t *o)
     o->rel_eps = PF_MAP_DEFAULT_REL_EPS;
     o->batch = 1;
     o->probe_seconds = PF_MAP_DEFAULT_PROBE_SECONDS;
-    o->symmetry = 1;
+    o->symmetry = PF_MAP_SYM_ALL;
     o->seed = 1;
 }
 
@@ -383,6 +573,7 @@ int pf_map_search(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_ma
             st->probes++;
             st->nodes += res[i].nodes;
             st->symmetric_pruned += res[i].symmetric_pruned;
+            st->block_pruned += res[i].block_pruned;
             st->bound_pruned += res[i].bound_pruned;
             st->probes_timed_out += res[i].timed_out;
             if (res[i].found && res[i].objective_ms < new_tr) {
@@ -443,6 +634,7 @@ static void add_counts(pf_map_stats_t *sum, const pf_map_stats_t *st)
     sum->probes_timed_out += st->probes_timed_out;
     sum->nodes += st->nodes;
     sum->symmetric_pruned += st->symmetric_pruned;
+    sum->block_pruned += st->block_pruned;
     sum->bound_pruned += st->bound_pruned;
     sum->seconds += st->seconds;
 }
@@ -497,6 +689,7 @@ int pf_map_search_auto(const pf_stage_graph_t *sg, const pf_cluster_t *c, const 
     st->probes_timed_out = sum.probes_timed_out;
     st->nodes = sum.nodes;
     st->symmetric_pruned = sum.symmetric_pruned;
+    st->block_pruned = sum.block_pruned;
     st->bound_pruned = sum.bound_pruned;
     st->seconds = sum.seconds;
     st->lower_proven = proven;

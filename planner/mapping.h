@@ -52,6 +52,22 @@ void pf_map_p2p(const pf_stage_graph_t *sg, int *dev);
  * their lowest device); returns the number of classes, or -1 when out of memory. */
 int pf_map_device_classes(const pf_cluster_t *c, int *cls);
 
+/* Host blocks: groups of devices (a machine, typically) that can trade places wholesale. Blocks A
+ * and B of one class have the same size m, and the map a_i <-> b_i (i-th device of A <-> i-th of
+ * B, by index; every other device fixed) is an automorphism of the bandwidth and latency matrices
+ * (rows and columns: inside A and B, between them, and to and from every other device). Being
+ * swappable is an equivalence (the swap of A and C is (A B)(B C)(A B)), so each block is checked
+ * against the first block of each class. Blocks are proposed by the devices' host field and, when
+ * that gives no class of two or more blocks, by the components of the links faster than the
+ * slowest one; only the matrices decide. Blocks of one device, and blocks alone in their class,
+ * are dropped. block[d] gets d's block (numbered by lowest device) or -1; block_class[b] (room for
+ * D entries) the class of block b, numbered by first block; *capped (may be NULL) is set to 1 when
+ * the budget of PF_MAP_BLOCK_BUDGET comparisons of matrix entries ran out (about 0.3 s), leaving
+ * the blocks not yet compared in no class (less pruning, never wrong). 4096 devices in 512 DGX-1:
+ * one class, 0.3 s. Returns the number of blocks, or -1 when out of memory. */
+#define PF_MAP_BLOCK_BUDGET (1LL << 28)
+int pf_map_host_blocks(const pf_cluster_t *c, int *block, int *block_class, int *capped);
+
 /* Initial interval of Algorithm 1: lower = eq. 10 (m) / eq. 11 (ar) by sorting (Proposition 1);
  * full: the joint bound max_s (c_u(s) + min_d (eq. 10 term + eq. 11 term at d)), never below the
  * larger of both; upper = the best of a random mapping (seeded) and the heuristic maps (CS, p2p),
@@ -66,13 +82,21 @@ typedef struct {
     double objective_ms;        /* of the mapping found */
     long long nodes;            /* DFS nodes visited */
     long long symmetric_pruned; /* candidate devices skipped as symmetric to one already tried
-                                   (interchangeable devices, and replica orderings) */
+                                   (interchangeable devices, replica orderings, host blocks) */
+    long long block_pruned;     /* of those, skipped by the host-block rule */
     long long bound_pruned;     /* candidate devices rejected by a stage-time bound or check */
 } pf_probe_result_t;
 
+/* Symmetry rules of the probe (the symmetry argument of pf_map_probe and pf_mapctx_new, and
+ * pf_map_opts_t.symmetry): none; all of them (interchangeable devices, replica orderings, host
+ * blocks); all but host blocks (to measure what the block rule adds). */
+#define PF_MAP_SYM_OFF 0
+#define PF_MAP_SYM_ALL 1
+#define PF_MAP_SYM_NO_BLOCKS 2
+
 /* Algorithm 2: DFS with the precomputed checking scheme, pruning against target_ms. OpenMP over
  * the top-level branches with early exit. deadline_s is an absolute pf_now_s() time (0 = none).
- * symmetry = 1 prunes interchangeable devices. threads = 0: OpenMP's default. cancel (may be
+ * symmetry: PF_MAP_SYM_*. threads = 0: OpenMP's default. cancel (may be
  * NULL): another thread sets it to abandon the probe, which then reports not found.
  * The answer does not depend on the thread count: the mapping returned is the one a sequential
  * DFS would find first (unless the deadline strikes). */
@@ -90,7 +114,7 @@ typedef struct {
     double rel_eps;       /* stop when t_r - t_l <= rel_eps * t_r */
     int batch;            /* targets per round splitting [t_l, t_r] evenly (1 = plain bisection) */
     double probe_seconds; /* per-probe deadline; <= 0 = none */
-    int symmetry;
+    int symmetry;         /* PF_MAP_SYM_* */
     int threads;
     uint64_t seed;
     const int *initial;   /* optional S x R mapping added to the initial upper bound's candidates */
@@ -101,11 +125,11 @@ typedef struct {
 typedef struct {
     int probes, probes_timed_out;
     int lower_proven;     /* 1 when no probe timed out: lower_ms is then a proven bound */
-    long long nodes, symmetric_pruned, bound_pruned;
+    long long nodes, symmetric_pruned, block_pruned, bound_pruned;
     double initial_lower_ms, initial_upper_ms, lower_ms, objective_ms, seconds;
 } pf_map_stats_t;
 
-/* Defaults: instantiation m, no auto, rel_eps 1e-3, batch 1, probe_seconds 1, symmetry on,
+/* Defaults: instantiation m, no auto, rel_eps 1e-3, batch 1, probe_seconds 1, PF_MAP_SYM_ALL,
  * threads 0 (OpenMP's default), seed 1, no initial mapping. */
 void pf_map_opts_init(pf_map_opts_t *o);
 
@@ -119,7 +143,8 @@ int pf_map_search(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_ma
  * initial upper bound includes it (so the result is never worse under full than either search,
  * the CS map or the p2p map). *used gets the instantiation whose search produced the mapping
  * kept; st holds that search's numbers except probes, probes_timed_out, nodes, symmetric_pruned,
- * bound_pruned and seconds, which add up all three searches, and lower_proven (all three). */
+ * block_pruned, bound_pruned and seconds, which add up all three searches, and lower_proven (all
+ * three). */
 int pf_map_search_auto(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_map_opts_t *o,
                        int *dev, pf_map_stats_t *st, pf_inst_t *used, char *err, size_t errlen);
 

@@ -68,6 +68,9 @@ int cmd_submit(int argc, char **argv)
         return cli_usage_error("submit", "expected GRAPH and CLUSTER");
     if (out && !wait)
         return cli_usage_error("submit", "-o needs --wait (or use `planfarm result ID -o PLAN`)");
+    if (cli_check_output("submit", out) ||
+        (broker && cli_check_endpoint("submit", "--broker", broker)))
+        return CLI_USAGE;
     char err[CLI_ERRLEN], *id = NULL;
     const char *gpath = argv[optind], *cpath = argv[optind + 1];
     pf_graph_t *g;

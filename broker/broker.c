@@ -711,26 +711,6 @@ done:
     planfarm__ready__free_unpacked(m, NULL);
 }
 
-/* A partition becomes the search's input (its stage graphs, then the plan): it must split the
- * request's graph (every op in exactly one stage, stages in the graph's order) into the stages,
- * replicas and micro-batches the job asked for, with a finite objective to rank it by. */
-static int check_partition(const request_t *r, const pf_job_t *job, const pf_plan_t *p, char *err,
-                           size_t errlen)
-{
-    const pf_partition_opts_t *o = &job->partition;
-    if (p->stages != o->stages || p->replicas != o->replicas ||
-        (o->microbatches > 0 && p->microbatches != o->microbatches))
-        return pf_fail(err, errlen, PF_EINPUT,
-                       "partition of %d stages x %d replicas, %d micro-batches for a job of %d x "
-                       "%d, %d",
-                       p->stages, p->replicas, p->microbatches, o->stages, o->replicas,
-                       o->microbatches);
-    if (!isfinite(p->partition_objective_ms) || p->partition_objective_ms < 0)
-        return pf_fail(err, errlen, PF_EINPUT, "partition objective %g ms",
-                       p->partition_objective_ms);
-    return pf_plan_validate(p, r->g, r->c, err, errlen);
-}
-
 static void on_result(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
 {
     char err[256];
@@ -761,13 +741,7 @@ static void on_result(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
     pf_job_result_t res;
     int rc = pf_codec_result_from_pb(m, pf_graph_nops(r->g), pf_cluster_ndevices(r->c), &res, err,
                                      sizeof err);
-    if (rc == PF_OK && res.kind != job.kind) {
-        pf_job_result_clear(&res);
-        rc = pf_fail(err, sizeof err, PF_EINPUT, "result kind %s for a %s job",
-                     pf_job_kind_name(res.kind), pf_job_kind_name(job.kind));
-    }
-    if (rc == PF_OK && res.kind == PF_JOB_DP_PARTITION && res.status == PF_OK &&
-        (rc = check_partition(r, &job, res.plan, err, sizeof err)) != PF_OK)
+    if (rc == PF_OK && (rc = pf_search_check_answer(r->search, sid, &res, err, sizeof err)))
         pf_job_result_clear(&res);
     if (rc != PF_OK) {
         char why[400];

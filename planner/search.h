@@ -73,7 +73,15 @@ void pf_search_destroy(pf_search_t **s);
 int pf_search_next_job(pf_search_t *s, uint64_t *id, pf_job_t *job);
 /* Describe an issued job again (to re-send it); 0 when the id is unknown or not needed now. */
 int pf_search_job(const pf_search_t *s, uint64_t id, pf_job_t *job);
-/* Feed an answer: returns 1 when it was used, 0 when ignored (unknown, duplicate, cancelled). */
+/* Is res a valid answer to job id? The driver asks before it counts a job as done: a partition
+ * must split the request's graph into the stages, replicas and micro-batches the job asked for;
+ * a found mapping must be a mapping of every stage replica that costs what it claims and meets
+ * the probe's target (recomputed here). Solver verdicts (infeasible, errors) pass. PF_EINPUT
+ * with the reason otherwise. */
+int pf_search_check_answer(const pf_search_t *s, uint64_t id, const pf_job_result_t *res,
+                           char *err, size_t errlen);
+/* Feed an answer: returns 1 when it was used, 0 when ignored (unknown, duplicate, cancelled, or
+ * failing pf_search_check_answer: that job stays outstanding). */
 int pf_search_answer(pf_search_t *s, uint64_t id, const pf_job_result_t *res);
 /* A job that could not be run at all (it killed max_attempts workers): the search fails with
  * this error. */

@@ -222,8 +222,10 @@ static void test_job_bookkeeping(void)
     uint64_t id, ids[16];
     pf_job_t job;
     int n = 0;
-    while (n < 16 && pf_search_next_job(s, &id, &job))
-        CU_ASSERT(job.partition.group == NULL && ++n);
+    while (n < 16 && pf_search_next_job(s, &id, &job)) {
+        CU_ASSERT_PTR_NULL(job.partition.group);
+        n++;
+    }
     CU_ASSERT_EQUAL(n, 3);
     pf_search_destroy(&s);
     /* coarsening to K = 4 hyper-ops: one grouping per alpha, three alphas per S: nine DP jobs,
@@ -348,11 +350,90 @@ static void test_adjacent_bounds(void)
     pf_graph_destroy(&g);
 }
 
+/* Answers are checked against their jobs before they move anything: a partition of the wrong
+ * shape, a "found" mapping that repeats a device or costs more than it claims. A rejected answer
+ * leaves its job outstanding, and the right answer is then taken. */
+static void test_bad_answers(void)
+{
+    char err[256];
+    pf_graph_t *g = pf_test_random_dag(9, 10, 0.2);
+    pf_topo_opts_t to;
+    pf_topo_opts_init(&to, PF_TOPO_UNIFORM);
+    to.devices = 4;
+    to.seed = 7;
+    pf_cluster_t *c;
+    CU_ASSERT_EQUAL_FATAL(pf_topo_build(&to, &c, err, sizeof err), PF_OK);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.stages = 2; /* R = 2: one DP job, then m and ar probes */
+    o.candidates = 1;
+    o.probes_in_flight = 1;
+    pf_search_t *s;
+    CU_ASSERT_EQUAL_FATAL(pf_search_new(g, c, &o, &s, err, sizeof err), PF_OK);
+    uint64_t id;
+    pf_job_t job;
+    CU_ASSERT_FATAL(pf_search_next_job(s, &id, &job));
+    pf_job_result_t res;
+    CU_ASSERT_EQUAL_FATAL(pf_job_run(&job, &res), PF_OK);
+    /* the plan the job asked for, but claiming 3 replicas */
+    res.plan->replicas = 3;
+    CU_ASSERT_EQUAL(pf_search_check_answer(s, id, &res, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "partition of 2 stages x 3 replicas"));
+    CU_ASSERT_EQUAL(pf_search_answer(s, id, &res), 0);
+    res.plan->replicas = 2;
+    int *ops = res.plan->stage_list[1].ops; /* op in two stages */
+    ops[0] = res.plan->stage_list[0].ops[0];
+    CU_ASSERT_EQUAL(pf_search_check_answer(s, id, &res, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "is also in stage"));
+    pf_job_result_clear(&res);
+    pf_search_job(s, id, &job); /* still outstanding: run it again */
+    CU_ASSERT_EQUAL_FATAL(pf_job_run(&job, &res), PF_OK);
+    CU_ASSERT_EQUAL(pf_search_check_answer(s, id, &res, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_search_answer(s, id, &res), 1);
+    pf_job_result_clear(&res);
+
+    /* the first probe; answer "found" with forged mappings */
+    int probed = 0;
+    while (!probed && pf_search_next_job(s, &id, &job)) {
+        if (job.kind != PF_JOB_MAP_PROBE)
+            continue;
+        probed = 1;
+        pf_job_t easy = job;
+        easy.target_ms = 1e30; /* any mapping meets it: a real mapping to forge from */
+        CU_ASSERT_EQUAL_FATAL(pf_job_run(&easy, &res), PF_OK);
+        CU_ASSERT_FATAL(res.probe.found && res.ndevices == 4);
+        double real = res.probe.objective_ms;
+        res.probe.objective_ms = real / 2; /* claims less than it costs */
+        CU_ASSERT_EQUAL(pf_search_check_answer(s, id, &res, err, sizeof err), PF_EINPUT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "it costs"));
+        res.probe.objective_ms = real;
+        if (real > job.target_ms) { /* honest about the cost, but above the target */
+            CU_ASSERT_EQUAL(pf_search_check_answer(s, id, &res, err, sizeof err), PF_EINPUT);
+        }
+        res.devices[1] = res.devices[0];
+        CU_ASSERT_EQUAL(pf_search_check_answer(s, id, &res, err, sizeof err), PF_EINPUT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "out of range or taken"));
+        CU_ASSERT_EQUAL(pf_search_answer(s, id, &res), 0);
+        pf_job_result_clear(&res);
+        /* the honest answer to the real probe is taken */
+        CU_ASSERT_EQUAL(pf_job_run(&job, &res), PF_OK);
+        CU_ASSERT_EQUAL(pf_search_check_answer(s, id, &res, err, sizeof err), PF_OK);
+        CU_ASSERT_EQUAL(pf_search_answer(s, id, &res), 1);
+        pf_job_result_clear(&res);
+    }
+    CU_ASSERT(probed);
+    pf_search_destroy(&s);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_search(void)
 {
     CU_pSuite s = CU_add_suite("search", NULL, NULL);
     CU_add_test(s, "job ids, status, ignored answers, poisoned job", test_job_bookkeeping);
     CU_add_test(s, "an op too big for any device fails before any job", test_infeasible_op);
+    CU_add_test(s, "answers are checked against their jobs; a rejected one is sent again",
+                test_bad_answers);
     CU_add_test(s, "a cancelled probe job stops and is no answer (PF_ERR)", test_cancelled_probe);
     CU_add_test(s, "bounds that start as adjacent doubles end the search", test_adjacent_bounds);
     CU_add_test(s, "random order, duplicates, losses: random DAG on uniform_dist",

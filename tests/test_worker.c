@@ -123,12 +123,20 @@ static void send_to(zsock_t *router, zframe_t *identity, pf_msg_t kind, const Pr
     free(buf);
 }
 
-static void test_protocol(void)
+/* The broker's side, played by the test: a ROUTER on a loopback port the kernel picks. */
+static zsock_t *scripted_router(char *ep, size_t len)
 {
     zsock_t *router = zsock_new(ZMQ_ROUTER);
     int port = zsock_bind(router, "tcp://127.0.0.1:*");
+    CU_ASSERT(port > 0);
+    snprintf(ep, len, "tcp://127.0.0.1:%d", port);
+    return router;
+}
+
+static void test_protocol(void)
+{
     char ep[64];
-    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+    zsock_t *router = scripted_router(ep, sizeof ep);
     pf_worker_opts_t o;
     pf_worker_opts_init(&o);
     o.endpoint = ep;
@@ -321,10 +329,8 @@ static void sha1(const uint8_t *buf, size_t len, uint8_t out[20])
  * naming the grouping, without running it. */
 static void test_group_mismatch(void)
 {
-    zsock_t *router = zsock_new(ZMQ_ROUTER);
-    int port = zsock_bind(router, "tcp://127.0.0.1:*");
     char ep[64];
-    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+    zsock_t *router = scripted_router(ep, sizeof ep);
     zframe_t *who;
     zactor_t *w = worker_at(router, ep, &who);
     CU_ASSERT_PTR_NOT_NULL_FATAL(who);
@@ -424,10 +430,8 @@ static void test_group_mismatch(void)
  * stage graph of up to the message bound). Once one is cancelled, a new one is taken again. */
 static void test_credits_enforced(void)
 {
-    zsock_t *router = zsock_new(ZMQ_ROUTER);
-    int port = zsock_bind(router, "tcp://127.0.0.1:*");
     char ep[64];
-    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+    zsock_t *router = scripted_router(ep, sizeof ep);
     zframe_t *who;
     zactor_t *w = worker_at(router, ep, &who);
     CU_ASSERT_PTR_NOT_NULL_FATAL(who);
@@ -503,10 +507,8 @@ static void test_credits_enforced(void)
  * constant 20 ms it would be about 20. */
 static void test_backoff_after_bye(void)
 {
-    zsock_t *router = zsock_new(ZMQ_ROUTER);
-    int port = zsock_bind(router, "tcp://127.0.0.1:*");
     char ep[64];
-    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+    zsock_t *router = scripted_router(ep, sizeof ep);
     pf_worker_opts_t o;
     pf_worker_opts_init(&o);
     o.endpoint = ep;

@@ -33,8 +33,7 @@ typedef struct {
     int stages, replicas;
     double alpha;
     int coarse; /* index into coarse[], -1 = the DP runs on atomic ops */
-    uint64_t job;
-    int answered, status;
+    int status;
     char error[256];
     pf_plan_t *plan;
     double flat_ms_per_sample; /* ranking before mapping */
@@ -49,7 +48,7 @@ typedef struct {
     uint64_t in_flight[MAX_IN_FLIGHT];
     int nflight;
     int probes, timed_out;
-    long long nodes, sym_pruned;
+    long long sym_pruned;
     double seconds;
     int done;
 } map_task_t;
@@ -284,7 +283,6 @@ static void probe_answered(pf_search_t *s, job_rec_t *j, const pf_job_result_t *
             break;
         }
     t->probes++;
-    t->nodes += res->probe.nodes;
     t->sym_pruned += res->probe.symmetric_pruned;
     t->seconds += res->seconds;
     if (res->probe.found) { /* checked by pf_search_check_answer */
@@ -710,8 +708,7 @@ int pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_op
             e->coarse = coarse_for(s, &cm, e->alpha, k, err, errlen, &rc);
             if (rc != PF_OK)
                 goto fail;
-            e->job = new_job(s, PF_JOB_DP_PARTITION, s->ndp, 0);
-            if (!e->job) {
+            if (!new_job(s, PF_JOB_DP_PARTITION, s->ndp, 0)) {
                 rc = pf_fail(err, errlen, PF_ERR, "out of memory");
                 goto fail;
             }
@@ -874,7 +871,6 @@ int pf_search_answer(pf_search_t *s, uint64_t id, const pf_job_result_t *res)
     s->answered++;
     if (j->kind == PF_JOB_DP_PARTITION) {
         dp_entry_t *e = &s->dp[j->owner];
-        e->answered = 1;
         e->status = res->status;
         snprintf(e->error, sizeof e->error, "%s", res->error);
         if (res->status == PF_OK) {

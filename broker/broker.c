@@ -96,9 +96,7 @@ void pf_broker_opts_init(pf_broker_opts_t *o)
     o->liveness = 5;
     o->max_attempts = 3;
     o->max_msg_bytes = 256LL << 20;
-    o->dp_timeout_s = 1800;
-    o->probe_margin_s = 30;
-    o->noop_timeout_s = 30;
+    pf_job_limits_init(&o->limits);
     o->max_finished = 1000;
     o->max_running = 64;
 }
@@ -300,16 +298,6 @@ static void request_free(request_t **rp)
     *rp = NULL;
 }
 
-static double job_timeout_s(const pf_broker_t *b, const pf_job_t *job)
-{
-    switch (job->kind) {
-    case PF_JOB_MAP_PROBE:
-        return job->budget_s > 0 ? job->budget_s + b->o.probe_margin_s : b->o.dp_timeout_s;
-    case PF_JOB_DP_PARTITION: return b->o.dp_timeout_s;
-    default: return b->o.noop_timeout_s;
-    }
-}
-
 /* Blobs, graph and cluster of a request that no longer runs; safe to call twice. */
 static void release_inputs(pf_broker_t *b, request_t *r)
 {
@@ -374,7 +362,7 @@ static void advance(pf_broker_t *b, request_t *r)
     uint64_t sid;
     pf_job_t job;
     while (r->search && pf_search_next_job(r->search, &sid, &job)) {
-        if (pf_dispatch_submit(b->dispatch, job_id_of(r, sid), job.kind, job_timeout_s(b, &job),
+        if (pf_dispatch_submit(b->dispatch, job_id_of(r, sid), job.kind, pf_job_timeout_s(&job, &b->o.limits),
                                r, sid) != PF_OK) {
             pf_search_cancel(r->search, "broker: out of memory queueing a job");
             break;
@@ -957,7 +945,7 @@ static void on_pipe(pf_broker_t *b, int *stop)
         b->noop_t0 = pf_now_s();
         b->noop_left += n;
         for (long long i = 0; i < n; i++)
-            pf_dispatch_submit(b->dispatch, ++b->next_noop, PF_JOB_NOOP, b->o.noop_timeout_s, NULL,
+            pf_dispatch_submit(b->dispatch, ++b->next_noop, PF_JOB_NOOP, b->o.limits.noop_s, NULL,
                                0);
         if (n <= 0)
             zstr_sendf(b->pipe, "DONE %.6f", 0.0);

@@ -14,6 +14,8 @@
 #ifndef PF_BROKER_H
 #define PF_BROKER_H
 
+#include "planner/jobs.h"
+
 #include <czmq.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,9 +30,7 @@ typedef struct {
     int liveness;           /* heartbeats a worker may miss before it is dead; default 5 */
     int max_attempts;       /* workers a job may outlive before it is poisoned; default 3 */
     int64_t max_msg_bytes;  /* ZMQ_MAXMSGSIZE: larger frames drop the connection; 256 MiB */
-    double dp_timeout_s;    /* deadline of one DP_PARTITION job on one worker; default 1800 */
-    double probe_margin_s;  /* a probe's deadline is its budget plus this; default 30 */
-    double noop_timeout_s;  /* default 30 */
+    pf_job_limits_t limits; /* deadlines of one attempt of a job (planner/jobs.h) */
     int max_finished;       /* finished requests kept for STATUS / RESULT; default 1000 */
     int max_running;        /* unfinished requests at once; a SUBMIT past it is refused (each
                              * holds its graph, cluster, blobs and search); default 64 */

@@ -30,7 +30,7 @@ static void help(FILE *f)
             "  --max-requests N    unfinished requests at once; more are refused (default %d)\n"
             "  --verbose           log every job failure and send error\n",
             d.endpoint, d.heartbeat_ms, d.liveness, d.max_attempts,
-            (long long)(d.max_msg_bytes >> 20), d.dp_timeout_s, d.probe_margin_s, d.max_running);
+            (long long)(d.max_msg_bytes >> 20), d.limits.solve_s, d.limits.margin_s, d.max_running);
 }
 
 int cmd_broker(int argc, char **argv)
@@ -79,12 +79,12 @@ int cmd_broker(int argc, char **argv)
         case O_DPT:
             if (cli_double("broker", "--dp-timeout", optarg, 0.01, 1e7, &x))
                 return CLI_USAGE;
-            o.dp_timeout_s = x;
+            o.limits.solve_s = x;
             break;
         case O_PM:
             if (cli_double("broker", "--probe-margin", optarg, 0, 1e7, &x))
                 return CLI_USAGE;
-            o.probe_margin_s = x;
+            o.limits.margin_s = x;
             break;
         case O_MAXREQ:
             if (cli_int("broker", "--max-requests", optarg, 1, 1000000, &v))

@@ -1,6 +1,12 @@
-/* jobs: the one door into the solvers. Every job kind is a pure function of its inputs:
- * pf_job_run(job) -> result. The worker and the embedded mode's threads call only this, so a new
- * job kind touches the planner and the .proto, nothing else. */
+/* jobs: the one door into the solvers, and the one place that knows the job kinds.
+ *
+ * Every job kind is a pure function of its inputs: pf_job_run(job) -> result. Each kind has one
+ * descriptor in the table of jobs.c: its name, the inputs a worker must resolve before it runs
+ * it, the deadline of one attempt, its run function and the check of an answer against its job.
+ * The broker, the worker, the search and the wire codec look a kind up there (the codec's
+ * per-kind hooks sit in proto/job_codec.c, keyed by the same enum, since the planner knows no
+ * protobuf). Adding a kind = one descriptor here, one solver file, one .proto message and its
+ * codec hooks. */
 #ifndef PF_JOBS_H
 #define PF_JOBS_H
 
@@ -19,8 +25,6 @@ typedef enum {
     PF_JOB_MAP_PROBE = 2,    /* one target of one candidate's binary search (Alg. 2) */
     PF_JOB_KIND_COUNT
 } pf_job_kind_t;
-
-const char *pf_job_kind_name(pf_job_kind_t k);
 
 /* Inputs are borrowed: the caller keeps them alive while the job runs. */
 typedef struct {
@@ -47,6 +51,42 @@ typedef struct {
     int ndevices;
     double seconds;   /* solver wall time */
 } pf_job_result_t;
+
+/* Limits an operator sets on one attempt of a job (broker options); each kind derives its
+ * deadline from them. */
+typedef struct {
+    double solve_s;  /* a solver job without a budget of its own; default 1800 */
+    double margin_s; /* added to a job's own budget (a probe's); default 30 */
+    double noop_s;   /* default 30 */
+} pf_job_limits_t;
+
+void pf_job_limits_init(pf_job_limits_t *l);
+
+/* Blobs a worker resolves before it runs a job of the kind. */
+enum { PF_JOB_NEEDS_GRAPH = 1u << 0, PF_JOB_NEEDS_CLUSTER = 1u << 1 };
+
+typedef struct {
+    pf_job_kind_t kind;
+    const char *name; /* "dp_partition": logs, test hooks, the wire's kind list */
+    unsigned needs;   /* PF_JOB_NEEDS_* */
+    int (*run)(const pf_job_t *job, pf_job_result_t *res);
+    /* Seconds one attempt may take before the job is sent again. */
+    double (*timeout_s)(const pf_job_t *job, const pf_job_limits_t *lim);
+    /* Is res a well-formed answer to job, by the job's own inputs? Solver verdicts (status !=
+     * PF_OK) pass: what they mean is the search's business. PF_EINPUT and why otherwise. */
+    int (*check)(const pf_job_t *job, const pf_job_result_t *res, char *err, size_t errlen);
+} pf_job_kind_desc_t;
+
+/* The kind's descriptor; NULL when k is not a kind. */
+const pf_job_kind_desc_t *pf_job_kind_desc(pf_job_kind_t k);
+/* The descriptor's name, "unknown" for anything else. */
+const char *pf_job_kind_name(pf_job_kind_t k);
+/* The kind named `name`, or -1. */
+int pf_job_kind_by_name(const char *name);
+double pf_job_timeout_s(const pf_job_t *job, const pf_job_limits_t *lim);
+/* The kind's check, after res->kind == job->kind; PF_EINPUT for an unknown kind. */
+int pf_job_check_answer(const pf_job_t *job, const pf_job_result_t *res, char *err,
+                        size_t errlen);
 
 /* Runs the job; res is overwritten (call pf_job_result_clear before reusing one). Returns
  * res->status; infeasible partitions and not-found probes are answers, not failures. A probe

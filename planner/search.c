@@ -802,60 +802,14 @@ int pf_search_next_job(pf_search_t *s, uint64_t *id, pf_job_t *job)
 int pf_search_check_answer(const pf_search_t *s, uint64_t id, const pf_job_result_t *res,
                            char *err, size_t errlen)
 {
-    const job_rec_t *j = job_of(s, id);
-    if (!j)
+    pf_job_t job;
+    if (!job_of(s, id))
         return pf_fail(err, errlen, PF_EINPUT, "job %llu is not one of this search's",
                        (unsigned long long)id);
-    if (res->kind != j->kind)
-        return pf_fail(err, errlen, PF_EINPUT, "a %s answer for a %s job",
-                       pf_job_kind_name(res->kind), pf_job_kind_name(j->kind));
-    if (res->status != PF_OK)
-        return PF_OK; /* the solver's own verdict: the search decides what it means */
-    if (j->kind == PF_JOB_DP_PARTITION) {
-        /* the partition becomes the candidate's stage graph and, maybe, the plan */
-        const dp_entry_t *e = &s->dp[j->owner];
-        const pf_plan_t *p = res->plan;
-        if (!p)
-            return pf_fail(err, errlen, PF_EINPUT, "partition answer without a plan");
-        if (p->stages != e->stages || p->replicas != e->replicas ||
-            p->microbatches != s->o.microbatches)
-            return pf_fail(err, errlen, PF_EINPUT,
-                           "partition of %d stages x %d replicas, %d micro-batches for a job of "
-                           "%d x %d, %d",
-                           p->stages, p->replicas, p->microbatches, e->stages, e->replicas,
-                           s->o.microbatches);
-        if (!isfinite(p->partition_objective_ms) || p->partition_objective_ms < 0)
-            return pf_fail(err, errlen, PF_EINPUT, "partition objective %g ms",
-                           p->partition_objective_ms);
-        return pf_plan_validate(p, s->g, s->c, err, errlen);
-    }
-    if (j->kind == PF_JOB_MAP_PROBE && res->probe.found) {
-        /* a found mapping moves t_r: it must be a mapping, and meet the target, by our count */
-        const map_task_t *t = &s->task[j->owner];
-        const pf_stage_graph_t *sg = s->cand[t->cand].sg;
-        int nx = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg), D = s->ndev;
-        if (!res->devices || res->ndevices != nx)
-            return pf_fail(err, errlen, PF_EINPUT, "a mapping of %d stage replicas, not %d",
-                           res->devices ? res->ndevices : 0, nx);
-        char *used = calloc((size_t)D, 1);
-        if (!used)
-            return pf_fail(err, errlen, PF_ERR, "out of memory");
-        int bad = -1;
-        for (int x = 0; x < nx && bad < 0; x++)
-            if (res->devices[x] < 0 || res->devices[x] >= D || used[res->devices[x]]++)
-                bad = x;
-        free(used);
-        if (bad >= 0)
-            return pf_fail(err, errlen, PF_EINPUT, "mapping: stage replica %d on device %d, "
-                           "out of range or taken", bad, res->devices[bad]);
-        double obj = pf_map_objective_ms(sg, s->c, t->inst, res->devices);
-        if (!(fabs(obj - res->probe.objective_ms) <= 1e-9 * fmax(1, obj)) ||
-            obj > j->target_ms * (1 + 1e-9))
-            return pf_fail(err, errlen, PF_EINPUT,
-                           "mapping claimed %g ms at target %g ms; it costs %g ms",
-                           res->probe.objective_ms, j->target_ms, obj);
-    }
-    return PF_OK;
+    if (!pf_search_job(s, id, &job))
+        return pf_fail(err, errlen, PF_EINPUT, "job %llu is no longer wanted",
+                       (unsigned long long)id);
+    return pf_job_check_answer(&job, res, err, errlen);
 }
 
 int pf_search_answer(pf_search_t *s, uint64_t id, const pf_job_result_t *res)

@@ -856,19 +856,23 @@ int pf_codec_job_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *err, 
 int pf_wire_job_check(const pf_wire_job_t *w, const pf_graph_t *graph,
                       const pf_cluster_t *cluster, char *err, size_t errlen)
 {
-    if (w->kind == PF_JOB_DP_PARTITION) {
-        if (!graph || !cluster)
-            return pf_fail(err, errlen, PF_EINPUT, "job %llu: its blobs are not a graph and a "
-                           "cluster", (unsigned long long)w->id);
-        /* the solver reads group[v] for every op v */
-        if (w->group && w->group_len != (size_t)pf_graph_nops(graph))
-            return pf_fail(err, errlen, PF_EINPUT,
-                           "job.partition.group: %zu entries for a graph of %d ops", w->group_len,
-                           pf_graph_nops(graph));
-    } else if (w->kind == PF_JOB_MAP_PROBE && !cluster) {
-        return pf_fail(err, errlen, PF_EINPUT, "job %llu: its blob is not a cluster",
-                       (unsigned long long)w->id);
-    }
+    const pf_job_kind_desc_t *d = pf_job_kind_desc(w->kind);
+    if (!d)
+        return pf_fail(err, errlen, PF_EINPUT, "job %llu: unknown kind %d",
+                       (unsigned long long)w->id, (int)w->kind);
+    if (((d->needs & PF_JOB_NEEDS_GRAPH) && !graph) ||
+        ((d->needs & PF_JOB_NEEDS_CLUSTER) && !cluster))
+        return pf_fail(err, errlen, PF_EINPUT, "job %llu: its blobs are not the %s%s%s a %s job "
+                       "needs", (unsigned long long)w->id,
+                       d->needs & PF_JOB_NEEDS_GRAPH ? "graph" : "",
+                       (d->needs & PF_JOB_NEEDS_GRAPH) && (d->needs & PF_JOB_NEEDS_CLUSTER)
+                           ? " and " : "",
+                       d->needs & PF_JOB_NEEDS_CLUSTER ? "cluster" : "", d->name);
+    /* the partitioner reads group[v] for every op v */
+    if (w->group && graph && w->group_len != (size_t)pf_graph_nops(graph))
+        return pf_fail(err, errlen, PF_EINPUT,
+                       "job.partition.group: %zu entries for a graph of %d ops", w->group_len,
+                       pf_graph_nops(graph));
     return PF_OK;
 }
 
@@ -930,8 +934,7 @@ int pf_codec_result_from_pb(const Planfarm__JobResult *m, int nops, int ndevices
 {
     int rc;
     memset(out, 0, sizeof *out);
-    if (m->kind != PLANFARM__JOB_KIND__JOB_NOOP && m->kind != PLANFARM__JOB_KIND__JOB_DP_PARTITION &&
-        m->kind != PLANFARM__JOB_KIND__JOB_MAP_PROBE)
+    if (!pf_job_kind_desc((pf_job_kind_t)m->kind))
         return pf_fail(err, errlen, PF_EINPUT, "result.kind: unknown (%d)", (int)m->kind);
     if (m->status != PF_OK && m->status != PF_ERR && m->status != PF_EINPUT &&
         m->status != PF_EINFEASIBLE)

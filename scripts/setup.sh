@@ -1,11 +1,21 @@
 #!/bin/sh
-# Installs the Debian packages planfarm builds against, only when one is missing.
-# Called by `make run` and `make test`; safe to run again.
+# Installs the Debian packages of scripts/packages.txt that are missing, for the groups named
+# (default: build). Called by `make run` (build) and `make test` (build test); safe to run again.
+#   scripts/setup.sh [--list] [GROUP...]   --list prints the packages instead of installing
 set -eu
-PKGS="build-essential pkg-config libzmq3-dev libczmq-dev libprotobuf-c-dev protobuf-c-compiler \
-libcunit1-dev libjansson-dev libsqlite3-dev"
+here=$(dirname "$0")
+list=0
+if [ "${1:-}" = "--list" ]; then list=1; shift; fi
+[ $# -gt 0 ] || set -- build
+pkgs=""
+for g in "$@"; do
+    found=$(awk -v g="$g" '!/^#/ && $1 == g { print $2 }' "$here/packages.txt")
+    [ -n "$found" ] || { echo "setup: no package group '$g' in $here/packages.txt" >&2; exit 2; }
+    pkgs="$pkgs $found"
+done
+if [ $list = 1 ]; then echo "${pkgs# }"; exit 0; fi
 missing=""
-for p in $PKGS; do
+for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0

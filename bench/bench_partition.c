@@ -333,7 +333,7 @@ static int coarsening(void)
            K);
     printf("%-24s %7s %7s %10s %12s %9s %10s\n", "graph", "ops", "edges", "queue ms",
            "rescan ms", "speedup", "us/op");
-    pf_cost_model_t cm = {.flat_gbps = 10, .microbatches = 4, .stages = 8, .opt_factor = 4,
+    pf_cost_model_t cm = {.flat_gbps = 10, .microbatches = 4, .stages = 8, .state_factor = 4,
                           .mem_limit_bytes = 1e18};
     const int sizes[] = {1000, 2000, 5000, 10000};
     for (int kind = 0; kind < 2; kind++) {

@@ -379,7 +379,7 @@ int pf_coarsen_run(const pf_graph_t *g, const pf_cost_model_t *cm, const pf_coar
     const int *topo = pf_graph_topo(g);
     for (int v = 0; v < n; v++) {
         st.cu[v] = pf_graph_cu_ms(g, v);
-        st.mem[v] = pf_cost_op_mem_bytes(g, v, cm);
+        st.mem[v] = pf_cost_op_mem_bytes(g, v, cm) - cm->reserve_bytes; /* once per stage */
         st.alive[v] = 1;
         st.parent[v] = v;
         st.idx[v] = -1;
@@ -415,7 +415,7 @@ int pf_coarsen_run(const pf_graph_t *g, const pf_cost_model_t *cm, const pf_coar
         int u = c.tail, v = c.head, na;
         if (!st.alive[u] || !st.alive[v] || st.ver[u] != c.ver_tail || st.ver[v] != c.ver_head)
             continue; /* stale: a newer entry for this pair is (or was) in the heap */
-        if (st.mem[u] + st.mem[v] > cm->mem_limit_bytes)
+        if (st.mem[u] + st.mem[v] + cm->reserve_bytes > cm->mem_limit_bytes)
             continue;
         if (!convex_pair(&st, u, v, &na))
             continue;
@@ -495,9 +495,9 @@ int pf_coarsen_hyper_graph(const pf_graph_t *g, const int *group, int ngroups, p
             op.fwd_ms += x->fwd_ms;
             op.bwd_ms += x->bwd_ms;
             op.param_bytes += x->param_bytes;
-            op.mem_fwd_bytes += fmax(x->mem_fwd_bytes, x->mem_bwd_bytes);
+            op.mem_fwd_bytes += x->mem_fwd_bytes; /* stored activations add up (cost.h) */
+            op.mem_bwd_bytes = fmax(op.mem_bwd_bytes, x->mem_bwd_bytes);
         }
-        op.mem_bwd_bytes = op.mem_fwd_bytes;
         if (pf_graph_add_op(h, &op) < 0)
             goto oom;
     }

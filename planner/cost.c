@@ -12,13 +12,29 @@ void pf_cost_model_init(pf_cost_model_t *cm, const pf_cluster_t *c, int stages, 
         cm->flat_gbps = 1.0;
     cm->microbatches = microbatches > 0 ? microbatches : PF_DEFAULT_MICROBATCHES;
     cm->stages = stages > 0 ? stages : 1;
-    cm->opt_factor = PF_DEFAULT_OPT_FACTOR;
     cm->mem_limit_bytes = pf_cluster_min_mem_bytes(c);
+    pf_training_t t;
+    pf_training_init(&t);
+    pf_cost_model_set_training(cm, &t, 1, 0);
 }
 
-int pf_cost_stash_k(const pf_cost_model_t *cm)
+void pf_cost_model_set_training(pf_cost_model_t *cm, const pf_training_t *t, int replicas,
+                                double reserve_bytes)
 {
-    return cm->microbatches < cm->stages ? cm->microbatches : cm->stages;
+    cm->train = *t;
+    cm->state_factor = pf_training_state_factor(t, replicas);
+    cm->reserve_bytes = reserve_bytes;
+}
+
+int pf_cost_inflight(const pf_cost_model_t *cm, int s)
+{
+    return pf_training_inflight(&cm->train, cm->stages, cm->microbatches, s);
+}
+
+double pf_cost_mem_bytes(const pf_cost_model_t *cm, int s, double param_bytes, double act_bytes)
+{
+    return cm->state_factor * param_bytes + pf_cost_inflight(cm, s) * act_bytes +
+           cm->reserve_bytes;
 }
 
 double pf_cost_stage_time_ms(const pf_graph_t *g, const int *op_stage, int s,
@@ -40,28 +56,22 @@ double pf_cost_stage_time_ms(const pf_graph_t *g, const int *op_stage, int s,
 double pf_cost_stage_mem_bytes(const pf_graph_t *g, const int *op_stage, int s,
                                const pf_cost_model_t *cm)
 {
-    double params = 0, peak = 0, in_bytes = 0;
-    int n = pf_graph_nops(g), m = pf_graph_nedges(g);
+    double params = 0, act = 0;
+    int n = pf_graph_nops(g);
     for (int v = 0; v < n; v++) {
         if (op_stage[v] != s)
             continue;
         const pf_op_t *o = pf_graph_op(g, v);
         params += o->param_bytes;
-        peak += fmax(o->mem_fwd_bytes, o->mem_bwd_bytes);
+        act += o->mem_fwd_bytes;
     }
-    for (int e = 0; e < m; e++) {
-        const pf_edge_t *ed = pf_graph_edge(g, e);
-        if (op_stage[ed->dst] == s && op_stage[ed->src] != s)
-            in_bytes += ed->bytes;
-    }
-    /* eq. 14 restated per micro-batch (DESIGN.md), plus parameter state */
-    return cm->opt_factor * params + peak + pf_cost_stash_k(cm) * in_bytes;
+    return pf_cost_mem_bytes(cm, s, params, act);
 }
 
 double pf_cost_op_mem_bytes(const pf_graph_t *g, int v, const pf_cost_model_t *cm)
 {
     const pf_op_t *o = pf_graph_op(g, v);
-    return cm->opt_factor * o->param_bytes + fmax(o->mem_fwd_bytes, o->mem_bwd_bytes);
+    return cm->state_factor * o->param_bytes + o->mem_fwd_bytes + cm->reserve_bytes;
 }
 
 int pf_cost_fill_plan(pf_plan_t *p, const pf_graph_t *g, const pf_cost_model_t *cm)

@@ -4,8 +4,11 @@
  *   c_u(v)  = fwd_ms + bwd_ms
  *   c_m(e)  = bytes(e) / B_flat
  *   t(H)    = sum_{v in H} c_u(v) + sum_{e crossing H's boundary} c_m(e)            (eq. 3)
- *   m(H)    = opt_factor x sum_{v in H} param_bytes + sum_{v in H} max(mem_fwd, mem_bwd)
- *             + k x (bytes of edges into H),  k = min(MB, S)                         (eq. 14)
+ *   m(H, s) = state_factor x sum_{v in H} param_bytes + k_s x sum_{v in H} mem_fwd + reserve
+ *             k_s = micro-batches stage s holds at its peak (min(MB, S - s) under 1F1B)
+ *   (DESIGN.md "Memory per device": eq. 14 of Parmesan generalised to parameter state as
+ *   training holds it and activations of the micro-batches in flight; planner/training.h
+ *   gives state_factor, k_s and, under full recomputation, the reserve.)
  */
 #ifndef PF_COST_H
 #define PF_COST_H
@@ -13,33 +16,42 @@
 #include "planner/cluster.h"
 #include "planner/graph.h"
 #include "planner/plan.h"
+#include "planner/training.h"
 
-#define PF_DEFAULT_OPT_FACTOR 4.0 /* weights, gradients, two optimizer moments */
 #define PF_DEFAULT_MICROBATCHES 4 /* Parmesan's setting (Sec. VIII) */
 
 typedef struct {
-    double flat_gbps;   /* B_flat: partitioning ignores topology */
-    int microbatches;   /* MB */
-    int stages;         /* S */
-    double opt_factor;  /* parameter-state multiplier */
+    double flat_gbps;       /* B_flat: partitioning ignores topology */
+    int microbatches;       /* MB */
+    int stages;             /* S */
+    double state_factor;    /* parameter state per byte of parameters (training.h) */
+    double reserve_bytes;   /* transient held on every stage (full recomputation) */
     double mem_limit_bytes; /* smallest device memory */
+    pf_training_t train;
 } pf_cost_model_t;
 
 /* Defaults from the cluster: B_flat = median off-diagonal bandwidth (or flat_gbps when > 0),
- * memory limit = smallest device. */
+ * memory limit = smallest device, default training (mixed-precision Adam, 1F1B, no ZeRO, no
+ * recomputation) with one replica. */
 void pf_cost_model_init(pf_cost_model_t *cm, const pf_cluster_t *c, int stages, int microbatches,
                         double flat_gbps);
+/* How the stages train: state_factor for `replicas` data-parallel replicas (ZeRO divides over
+ * them), the schedule's micro-batches in flight, and the reserve of pf_training_view. */
+void pf_cost_model_set_training(pf_cost_model_t *cm, const pf_training_t *t, int replicas,
+                                double reserve_bytes);
 
-/* k of eq. 14: stage inputs stashed by 1F1B. */
-int pf_cost_stash_k(const pf_cost_model_t *cm);
+/* k_s: micro-batches whose activations stage s (0-based) holds at its peak. */
+int pf_cost_inflight(const pf_cost_model_t *cm, int s);
+/* Stage s's memory from the sums of its ops' parameter bytes and stored activations. */
+double pf_cost_mem_bytes(const pf_cost_model_t *cm, int s, double param_bytes, double act_bytes);
 
 /* Stage costs for the ops with op_stage[v] == s. */
 double pf_cost_stage_time_ms(const pf_graph_t *g, const int *op_stage, int s,
                              const pf_cost_model_t *cm);
 double pf_cost_stage_mem_bytes(const pf_graph_t *g, const int *op_stage, int s,
                                const pf_cost_model_t *cm);
-/* The least memory any stage holding op v needs: its parameter state and its own peak (a stage
- * that also holds v's producers stashes no input for it). Above the device memory = infeasible. */
+/* The least memory any stage holding op v needs: its parameter state, one micro-batch of its
+ * activations (the last stage holds one) and the reserve. Above the device memory = infeasible. */
 double pf_cost_op_mem_bytes(const pf_graph_t *g, int v, const pf_cost_model_t *cm);
 
 /* Fill compute_ms, time_ms, peak_mem_bytes of every stage and partition_objective_ms. */

@@ -6,17 +6,18 @@
  *   T[s][F] = min over downsets F' strictly inside F of max(T[s-1][F'], t(F - F'))
  * and the answer is T[S][V]. A stage F - F' is nonempty, so T[s][F] = +inf when |F| < s.
  *
- * Pricing a pair without walking the graph. Per downset X we keep c_u(X), its fixed memory
- * (opt_factor x params + sum of max(mem_fwd, mem_bwd)), out(X) = bytes of edges leaving X, and
- * the list of those edges (usually few). For H = F - F':
+ * Pricing a pair without walking the graph. Per downset X we keep c_u(X), its parameter state
+ * fixed(X) = state_factor x params, its stored activations act(X) = sum of mem_fwd, out(X) =
+ * bytes of edges leaving X, and the list of those edges (usually few). For H = F - F':
  *   c_u(H)  = c_u(F) - c_u(F')
  *   w(F' -> H) = bytes of the edges leaving F' whose head is in F  (F's bitset tells)
  *   cut(H)  = w(F' -> H) + w(H -> V \ F) = out(F) - out(F') + 2 w(F' -> H)
  *             (out(F') = w(F' -> H) + w(F' -> V \ F), out(F) = w(H -> V \ F) + w(F' -> V \ F);
  *              this is out(F') + out(F) - 2 w(F' -> V \ F))
  *   t(H)    = c_u(H) + cut(H) / B_flat                                           (eq. 3)
- *   m(H)    = fixed(F) - fixed(F') + k x w(F' -> H)   (the edges into H all come from F')
- *                                                                         (eq. 14, k = min(MB, S))
+ *   m(H, s) = fixed(F) - fixed(F') + k_s (act(F) - act(F')) + reserve
+ *             (eq. 14 generalised, planner/cost.h; k_s depends on H's place s in the chain,
+ *             so the memory test is made per stage count)
  * Pruning (details at dp_cell): t(H) >= c_u(H), so candidates F' are scanned by decreasing
  * c_u(F') and the scan ends when the compute alone reaches the best value found for F at every
  * stage count; pairs are skipped before the subset test by cheap bounds. An upper bound from the
@@ -58,6 +59,7 @@ void pf_partition_opts_init(pf_partition_opts_t *o)
     o->refine = 1;
     o->refine_max_moves = 100;
     o->max_downsets = PF_PARTITION_DEFAULT_MAX_DOWNSETS;
+    pf_training_init(&o->train);
 }
 
 /* ---- per-downset sums ---- */
@@ -65,7 +67,7 @@ void pf_partition_opts_init(pf_partition_opts_t *o)
 typedef struct {
     long long D;
     int words, n;
-    double *cu, *fixed, *out;
+    double *cu, *fixed, *act, *mbase, *out; /* mbase = fixed + act: memory at k_s = 1 */
     long long *estart; /* out-edge list of downset i: [estart[i], estart[i+1]) */
     int *edst;
     double *ebytes;
@@ -77,6 +79,8 @@ static void dsinfo_free(dsinfo_t *in)
 {
     free(in->cu);
     free(in->fixed);
+    free(in->act);
+    free(in->mbase);
     free(in->out);
     free(in->estart);
     free(in->edst);
@@ -89,11 +93,11 @@ static void dsinfo_free(dsinfo_t *in)
 /* Sums over the ops of downset i (in index order, so equal sets get equal rounding); with
  * dst != NULL also its leaving edges. Returns how many edges leave. */
 static long long downset_sums(const pf_graph_t *g, const pf_cost_model_t *cm, const uint64_t *b,
-                              int words, double *cu, double *fixed, double *out, int *dst,
-                              double *bytes)
+                              int words, double *cu, double *fixed, double *act, double *out,
+                              int *dst, double *bytes)
 {
     long long k = 0;
-    double c = 0, f = 0, o = 0;
+    double c = 0, f = 0, a = 0, o = 0;
     for (int w = 0; w < words; w++) {
         uint64_t x = b[w];
         while (x) {
@@ -101,7 +105,8 @@ static long long downset_sums(const pf_graph_t *g, const pf_cost_model_t *cm, co
             x &= x - 1;
             const pf_op_t *op = pf_graph_op(g, v);
             c += pf_graph_cu_ms(g, v);
-            f += cm->opt_factor * op->param_bytes + fmax(op->mem_fwd_bytes, op->mem_bwd_bytes);
+            f += cm->state_factor * op->param_bytes;
+            a += op->mem_fwd_bytes;
             int cnt;
             const int *e = pf_graph_out(g, v, &cnt);
             for (int i = 0; i < cnt; i++) {
@@ -119,6 +124,7 @@ static long long downset_sums(const pf_graph_t *g, const pf_cost_model_t *cm, co
     }
     *cu = c;
     *fixed = f;
+    *act = a;
     *out = o;
     return k;
 }
@@ -134,11 +140,13 @@ static int dsinfo_build(const pf_graph_t *g, const pf_downsets_t *ds, const pf_c
     in->words = pf_downsets_words(ds);
     in->cu = malloc((size_t)D * sizeof *in->cu);
     in->fixed = malloc((size_t)D * sizeof *in->fixed);
+    in->act = malloc((size_t)D * sizeof *in->act);
+    in->mbase = malloc((size_t)D * sizeof *in->mbase);
     in->out = malloc((size_t)D * sizeof *in->out);
     in->estart = calloc((size_t)D + 1, sizeof *in->estart);
     in->class_start = calloc((size_t)n + 2, sizeof *in->class_start);
     in->pop = malloc((size_t)D * sizeof *in->pop);
-    if (!in->cu || !in->fixed || !in->out || !in->estart || !in->class_start || !in->pop)
+    if (!in->cu || !in->fixed || !in->act || !in->mbase || !in->out || !in->estart || !in->class_start || !in->pop)
         goto oom;
     for (long long i = 0; i < D; i++) {
         in->pop[i] = pf_downsets_popcount(ds, i);
@@ -149,9 +157,11 @@ static int dsinfo_build(const pf_graph_t *g, const pf_downsets_t *ds, const pf_c
 #pragma omp parallel for schedule(dynamic, 64) num_threads(nt)
     for (long long i = 0; i < D; i++)
         in->estart[i + 1] = downset_sums(g, cm, pf_downsets_get(ds, i), in->words, &in->cu[i],
-                                         &in->fixed[i], &in->out[i], NULL, NULL);
-    for (long long i = 0; i < D; i++)
+                                         &in->fixed[i], &in->act[i], &in->out[i], NULL, NULL);
+    for (long long i = 0; i < D; i++) {
         in->estart[i + 1] += in->estart[i];
+        in->mbase[i] = in->fixed[i] + in->act[i];
+    }
     size_t ne = (size_t)in->estart[D];
     in->edst = malloc((ne ? ne : 1) * sizeof *in->edst);
     in->ebytes = malloc((ne ? ne : 1) * sizeof *in->ebytes);
@@ -159,8 +169,8 @@ static int dsinfo_build(const pf_graph_t *g, const pf_downsets_t *ds, const pf_c
         goto oom;
 #pragma omp parallel for schedule(dynamic, 64) num_threads(nt)
     for (long long i = 0; i < D; i++) {
-        double c, f, o;
-        downset_sums(g, cm, pf_downsets_get(ds, i), in->words, &c, &f, &o,
+        double c, f, a, o;
+        downset_sums(g, cm, pf_downsets_get(ds, i), in->words, &c, &f, &a, &o,
                      in->edst + in->estart[i], in->ebytes + in->estart[i]);
     }
     return PF_OK;
@@ -177,10 +187,10 @@ typedef struct {
     const pf_downsets_t *ds;
     const dsinfo_t *in;
     const pf_cost_model_t *cm;
-    int S, nested, mode, k;
+    int S, nested, mode;
     double cap;         /* stage values above it are treated as infeasible */
     double floor_value; /* a lower bound of the answer: cells are clamped up to it */
-    const double *base; /* c_u (BY_TIME) or fixed memory (BY_MEMORY) per downset */
+    const double *base; /* c_u (BY_TIME) or memory at k_s = 1 (BY_MEMORY) per downset */
     long long *order;   /* downsets sorted by base; the s* arrays are in that order, so the
                          * scan in dp_cell reads memory sequentially */
     double *sbase, *sout, *smin_t; /* base, out(F), min over s of T[s][F] */
@@ -190,9 +200,9 @@ typedef struct {
     int *arg;    /* the F' of cell (F, s) at arg[F S + s - 1] (F = downset index) */
 } dp_t;
 
-/* The value of stage F_i - F_j (j's set inside i's): eq. 3 time (+inf when eq. 14 memory does
- * not fit), or its memory in BY_MEMORY mode. */
-static double stage_value(const dp_t *dp, long long j, long long i)
+/* Stage H = F_i - F_j (j's set inside i's): its eq. 3 time, and its parameter state and stored
+ * activations for the memory test. */
+static double stage_time(const dp_t *dp, long long j, long long i, double *fixed, double *act)
 {
     const dsinfo_t *in = dp->in;
     const uint64_t *fi = pf_downsets_get(dp->ds, i);
@@ -200,13 +210,20 @@ static double stage_value(const dp_t *dp, long long j, long long i)
     for (long long e = in->estart[j]; e < in->estart[j + 1]; e++)
         if (pf_bit_test(fi, in->edst[e]))
             into += in->ebytes[e];
-    double mem = in->fixed[i] - in->fixed[j] + dp->k * into;
-    if (dp->mode == BY_MEMORY)
-        return mem;
-    if (mem > dp->cm->mem_limit_bytes)
-        return INFINITY;
+    *fixed = in->fixed[i] - in->fixed[j];
+    *act = in->act[i] - in->act[j];
     double cut = in->out[i] - in->out[j] + 2 * into;
     return in->cu[i] - in->cu[j] + pf_bytes_ms(cut, dp->cm->flat_gbps);
+}
+
+/* H's value as stage s (1-based) of a chain: its time, +inf when its memory does not fit; its
+ * memory in BY_MEMORY mode. */
+static double value_at(const dp_t *dp, double time, double fixed, double act, int s)
+{
+    double mem = fixed + pf_cost_inflight(dp->cm, s - 1) * act + dp->cm->reserve_bytes;
+    if (dp->mode == BY_MEMORY)
+        return mem;
+    return mem > dp->cm->mem_limit_bytes ? INFINITY : time;
 }
 
 static int is_subset(const uint64_t *a, const uint64_t *b, int words)
@@ -224,9 +241,9 @@ static int is_subset(const uint64_t *a, const uint64_t *b, int words)
  * ends once it reaches the largest best value over the stage counts (nothing further can improve
  * any of them). Per pair, before the subset test and the edge list:
  *   t(H) >= c_u(H) + |out(F) - out(F')| / B   (cut(H) >= |w(H -> V \ F) - w(F' -> H)|)
- *   m(H) >= fixed(H) + k max(0, out(F') - out(F))   (w(F' -> H) >= out(F') - out(F))
+ *   m(H, s) >= fixed(H) + act(H)                    (k_s >= 1)
  * and the pair must beat the best of some s where T[s-1][F'] is below it too.
- * BY_MEMORY runs the same with fixed memory in place of c_u.
+ * BY_MEMORY runs the same with the memory at k_s = 1 in place of c_u.
  * Cells are clamped up to a lower bound L of the answer (max(largest op, total / S)):
  * max(T, L) obeys the same recurrence and gives the same answer, and a cell whose stage counts
  * all reach L is done. */
@@ -237,7 +254,8 @@ static void dp_cell(const dp_t *dp, long long i, long long rank_i, int pop)
     int S = dp->S, last = i == D - 1;
     double *Ti = dp->T + (size_t)rank_i * S;
     int *argi = dp->arg + (size_t)i * S;
-    double v1 = stage_value(dp, 0, i);
+    double f1, a1, t1 = stage_time(dp, 0, i, &f1, &a1);
+    double v1 = value_at(dp, t1, f1, a1, 1);
     Ti[0] = v1 <= dp->cap ? fmax(v1, dp->floor_value) : INFINITY;
     if (S == 1)
         return;
@@ -248,7 +266,7 @@ static void dp_cell(const dp_t *dp, long long i, long long rank_i, int pop)
     const double *sbase = dp->sbase, *sout = dp->sout, *smin_t = dp->smin_t;
     const int *spop = dp->spop;
     const int by_time = dp->mode == BY_TIME;
-    const double per_byte = by_time ? pf_bytes_ms(1.0, dp->cm->flat_gbps) : (double)dp->k;
+    const double per_byte = by_time ? pf_bytes_ms(1.0, dp->cm->flat_gbps) : 0;
     const double bi = dp->base[i], oi = in->out[i];
     double lim = INFINITY; /* max over s of the best so far */
     long long top = rank_i; /* subsets whose rounded c_u ties or exceeds F_i's by an ulp */
@@ -274,13 +292,15 @@ static void dp_cell(const dp_t *dp, long long i, long long rank_i, int pop)
             continue;
         if (!dp->nested && !is_subset(pf_downsets_get(dp->ds, j), fi, in->words))
             continue;
-        double val = stage_value(dp, j, i);
-        if (!(val <= dp->cap))
-            continue;
-        val = fmax(val, dp->floor_value);
+        double fx, ac, tm = stage_time(dp, j, i, &fx, &ac);
         double newlim = 0;
         for (int s = slo; s <= shi; s++) {
-            double cand = fmax(Tj[s - 2], val);
+            double val = value_at(dp, tm, fx, ac, s);
+            if (!(val <= dp->cap)) {
+                newlim = fmax(newlim, Ti[s - 1]);
+                continue;
+            }
+            double cand = fmax(Tj[s - 2], fmax(val, dp->floor_value));
             if (cand < Ti[s - 1]) {
                 Ti[s - 1] = cand;
                 argi[s - 1] = (int)j;
@@ -328,7 +348,7 @@ static int dp_solve(dp_t *dp, int nt, double *value)
         dp->order = NULL;
         return PF_ERR;
     }
-    dp->base = dp->mode == BY_TIME ? in->cu : in->fixed;
+    dp->base = dp->mode == BY_TIME ? in->cu : in->mbase;
     for (long long i = 0; i < D; i++) {
         kv[i].key = dp->base[i];
         kv[i].idx = i;
@@ -414,19 +434,19 @@ static int dp_run(const pf_graph_t *g, const pf_downsets_t *ds, int nested,
     pf_downsets_t *prefixes = NULL;
     int rc = PF_ERR, n = pf_graph_nops(g);
     long long D = pf_downsets_size(ds);
-    dp_t dp = {.ds = ds, .cm = cm, .S = S, .nested = nested, .mode = mode,
-               .k = pf_cost_stash_k(cm), .cap = INFINITY};
+    dp_t dp = {.ds = ds, .cm = cm, .S = S, .nested = nested, .mode = mode, .cap = INFINITY};
     *value = INFINITY;
     if (D < 2 || pf_downsets_popcount(ds, D - 1) != n)
         return pf_fail(err, errlen, PF_ERR, "partition: downsets do not end with the whole graph");
-    /* Lower bound of the answer: some stage holds the largest op, some the average. */
-    double biggest = 0, total = 0;
+    /* Lower bound of the answer: some stage holds the largest op, some the average (each stage
+     * holds the reserve once). */
+    double biggest = 0, total = 0, reserve = mode == BY_TIME ? 0 : cm->reserve_bytes;
     for (int v = 0; v < n; v++) {
         double x = mode == BY_TIME ? pf_graph_cu_ms(g, v) : pf_cost_op_mem_bytes(g, v, cm);
         biggest = fmax(biggest, x);
-        total += x;
+        total += x - reserve;
     }
-    dp.floor_value = fmax(biggest, total / S) * (1 - 1e-12);
+    dp.floor_value = fmax(biggest, total / S + reserve) * (1 - 1e-12);
     dp.T = malloc((size_t)S * (size_t)D * sizeof *dp.T);
     dp.arg = malloc((size_t)S * (size_t)D * sizeof *dp.arg);
     if (!dp.T || !dp.arg || dsinfo_build(g, ds, cm, nt, &in) != PF_OK)
@@ -540,6 +560,11 @@ static int check_opts(const pf_graph_t *g, const pf_cluster_t *c, const pf_parti
                        o->max_downsets);
     if (o->threads < 0 || o->refine_max_moves < 0)
         return pf_fail(err, errlen, PF_EINPUT, "threads and refinement moves must be >= 0");
+    if (!(o->reserve_bytes >= 0) || !isfinite(o->reserve_bytes))
+        return pf_fail(err, errlen, PF_EINPUT, "reserve: %g bytes", o->reserve_bytes);
+    int rc = pf_training_check(&o->train, err, errlen);
+    if (rc != PF_OK)
+        return rc;
     if (!o->group && o->coarsen_k > 0 && o->coarsen_k < S)
         return pf_fail(err, errlen, PF_EINPUT,
                        "coarsen: K = %d hyper-ops cannot make %d stages (K must be >= S)",
@@ -583,6 +608,7 @@ int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partit
     if ((rc = check_opts(g, c, o, &R, err, errlen)) != PF_OK)
         return rc;
     pf_cost_model_init(&cm, c, S, o->microbatches, o->flat_gbps);
+    pf_cost_model_set_training(&cm, &o->train, R, o->reserve_bytes);
     for (int v = 0; v < n; v++) {
         double need = pf_cost_op_mem_bytes(g, v, &cm);
         if (need > cm.mem_limit_bytes) {

@@ -30,6 +30,8 @@ typedef struct {
     int refine_max_moves;   /* I, default 100 */
     long long max_downsets; /* past this, DP over topological prefixes (exact = 0) */
     int threads;            /* OpenMP threads; 0 = OpenMP's default */
+    pf_training_t train;    /* memory: parameter state, micro-batches in flight (training.h) */
+    double reserve_bytes;   /* held on every stage: pf_training_view's reserve for this graph */
     /* Optional coarsening computed once per alpha by the search (phase 0): group[v] in
      * [0, ngroups). When set, coarsen_k and alpha are not used for coarsening. */
     const int *group;

@@ -1,7 +1,7 @@
 /* refine: iterative refinement (Parmesan IV-C); the rules are in refine.h.
  *
- * Per stage we keep c_u, the fixed memory (parameter state + peaks), the bytes of edges into the
- * stage and the bytes of edges crossing its boundary; per op the number of its edges that cross
+ * Per stage we keep c_u, its parameter state and stored activations (cost.h's memory), and the
+ * bytes of edges crossing its boundary; per op the number of its edges that cross
  * a stage boundary (> 0 = boundary op). A move of v from s to t changes these for s and t only
  * (an edge from v to a third stage crosses before and after), so one candidate costs
  * O(deg(v) + S) and a step O(n + m + candidates x (deg + S)). */
@@ -162,13 +162,13 @@ done:
 typedef struct {
     const pf_graph_t *g;
     const pf_cost_model_t *cm;
-    int n, S, k;
+    int n, S;
     int *stage, *cnt, *cross, *dist;
-    double *cu, *fix, *inb, *cutb;
+    double *cu, *fix, *act, *cutb; /* fix: parameter state; act: stored activations */
     long long D;
     double comm;
     /* scratch for one candidate */
-    double *dcut, *din;
+    double *dcut;
     int *dcross, *touched, *tmark, tstamp;
 } ref_t;
 
@@ -198,7 +198,7 @@ static double max_compute(const ref_t *r)
     return worst;
 }
 
-/* The deltas of moving v to t into dcut, din, dcross (touched lists the neighbours); returns 0
+/* The deltas of moving v to t into dcut, dcross (touched lists the neighbours); returns 0
  * when the move breaks the pipeline order or empties a stage. */
 static int deltas(ref_t *r, int v, int t, double *dcomm, long long *dD, int *ntouched)
 {
@@ -208,7 +208,7 @@ static int deltas(ref_t *r, int v, int t, double *dcomm, long long *dD, int *nto
         return 0;
     r->tstamp++;
     for (int a = 0; a < r->S; a++)
-        r->dcut[a] = r->din[a] = 0;
+        r->dcut[a] = 0;
     *dcomm = 0;
     int cross_after = 0;
     for (int dir = 0; dir < 2; dir++) {
@@ -227,12 +227,10 @@ static int deltas(ref_t *r, int v, int t, double *dcomm, long long *dD, int *nto
             if (before) {
                 r->dcut[s] -= b;
                 r->dcut[q] -= b;
-                r->din[dir ? s : q] -= b;
             }
             if (after) {
                 r->dcut[t] += b;
                 r->dcut[q] += b;
-                r->din[dir ? t : q] += b;
             }
             cross_after += after;
             if (before != after) {
@@ -272,10 +270,9 @@ static int evaluate(ref_t *r, int v, int t, double obj, double maxcu, gain_t *ga
         return 0;
     const pf_op_t *op = pf_graph_op(r->g, v);
     double c = pf_graph_cu_ms(r->g, v);
-    double f = r->cm->opt_factor * op->param_bytes + fmax(op->mem_fwd_bytes, op->mem_bwd_bytes);
-    double limit = r->cm->mem_limit_bytes;
-    if (r->fix[s] - f + r->k * (r->inb[s] + r->din[s]) > limit ||
-        r->fix[t] + f + r->k * (r->inb[t] + r->din[t]) > limit)
+    double p = op->param_bytes, a = op->mem_fwd_bytes, limit = r->cm->mem_limit_bytes;
+    if (pf_cost_mem_bytes(r->cm, s, r->fix[s] - p, r->act[s] - a) > limit ||
+        pf_cost_mem_bytes(r->cm, t, r->fix[t] + p, r->act[t] + a) > limit)
         return 0;
     double newobj = 0, newmax = 0;
     for (int a = 0; a < r->S; a++) {
@@ -312,15 +309,14 @@ static void apply(ref_t *r, int v, int t)
     deltas(r, v, t, &dcomm, &dD, &nt);
     const pf_op_t *op = pf_graph_op(r->g, v);
     double c = pf_graph_cu_ms(r->g, v);
-    double f = r->cm->opt_factor * op->param_bytes + fmax(op->mem_fwd_bytes, op->mem_bwd_bytes);
-    for (int a = 0; a < r->S; a++) {
+    for (int a = 0; a < r->S; a++)
         r->cutb[a] += r->dcut[a];
-        r->inb[a] += r->din[a];
-    }
     r->cu[s] -= c;
     r->cu[t] += c;
-    r->fix[s] -= f;
-    r->fix[t] += f;
+    r->fix[s] -= op->param_bytes;
+    r->fix[t] += op->param_bytes;
+    r->act[s] -= op->mem_fwd_bytes;
+    r->act[t] += op->mem_fwd_bytes;
     r->cnt[s]--;
     r->cnt[t]++;
     r->comm += dcomm;
@@ -355,22 +351,20 @@ int pf_refine_run(const pf_graph_t *g, const pf_cost_model_t *cm, int stages, in
     r.cm = cm;
     r.n = n;
     r.S = S;
-    r.k = pf_cost_stash_k(cm);
     r.stage = op_stage;
     r.cnt = calloc((size_t)S + 1, sizeof *r.cnt);
     r.cross = calloc((size_t)n, sizeof *r.cross);
     r.dist = malloc((size_t)n * sizeof *r.dist);
     r.cu = calloc((size_t)S + 1, sizeof *r.cu);
     r.fix = calloc((size_t)S + 1, sizeof *r.fix);
-    r.inb = calloc((size_t)S + 1, sizeof *r.inb);
+    r.act = calloc((size_t)S + 1, sizeof *r.act);
     r.cutb = calloc((size_t)S + 1, sizeof *r.cutb);
     r.dcut = calloc((size_t)S + 1, sizeof *r.dcut);
-    r.din = calloc((size_t)S + 1, sizeof *r.din);
     r.dcross = calloc((size_t)n, sizeof *r.dcross);
     r.touched = malloc((size_t)(2 * m + 1) * sizeof *r.touched);
     r.tmark = calloc((size_t)n, sizeof *r.tmark);
-    if (!r.tmark || !reconv || !seen_stage || !r.cnt || !r.cross || !r.dist || !r.cu || !r.fix || !r.inb ||
-        !r.cutb || !r.dcut || !r.din || !r.dcross || !r.touched) {
+    if (!r.tmark || !reconv || !seen_stage || !r.cnt || !r.cross || !r.dist || !r.cu || !r.fix || !r.act ||
+        !r.cutb || !r.dcut || !r.dcross || !r.touched) {
         rc = pf_fail(err, errlen, PF_ERR, "refine: out of memory");
         goto done;
     }
@@ -387,7 +381,8 @@ int pf_refine_run(const pf_graph_t *g, const pf_cost_model_t *cm, int stages, in
         const pf_op_t *op = pf_graph_op(g, v);
         r.cnt[s]++;
         r.cu[s] += pf_graph_cu_ms(g, v);
-        r.fix[s] += cm->opt_factor * op->param_bytes + fmax(op->mem_fwd_bytes, op->mem_bwd_bytes);
+        r.fix[s] += op->param_bytes;
+        r.act[s] += op->mem_fwd_bytes;
     }
     double total_bytes = 0;
     for (int e = 0; e < m; e++) {
@@ -402,7 +397,6 @@ int pf_refine_run(const pf_graph_t *g, const pf_cost_model_t *cm, int stages, in
         if (a != b) {
             r.cutb[a] += ed->bytes;
             r.cutb[b] += ed->bytes;
-            r.inb[b] += ed->bytes;
             r.comm += ed->bytes;
             r.cross[ed->src]++;
             r.cross[ed->dst]++;
@@ -472,10 +466,9 @@ done:
     free(r.dist);
     free(r.cu);
     free(r.fix);
-    free(r.inb);
+    free(r.act);
     free(r.cutb);
     free(r.dcut);
-    free(r.din);
     free(r.dcross);
     free(r.touched);
     free(r.tmark);

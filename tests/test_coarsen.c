@@ -12,7 +12,7 @@
 
 static pf_cost_model_t model(double mem_limit)
 {
-    pf_cost_model_t cm = {.flat_gbps = 1, .microbatches = 4, .stages = 2, .opt_factor = 4,
+    pf_cost_model_t cm = {.flat_gbps = 1, .microbatches = 4, .stages = 2, .state_factor = 4,
                           .mem_limit_bytes = mem_limit};
     return cm;
 }

@@ -25,6 +25,12 @@ static void help(FILE *f)
             "               1.4 GB/s between machines\n"
             "  nvswitch     machines x 8 H100 (80 GB, 989 TFLOPs dense bf16): 370 GB/s through\n"
             "               NVSwitch, 50 GB/s (400 Gb/s NDR) per GPU pair between machines\n"
+            "  dgx-a100     machines x 8 A100 80GB (312 TFLOPs dense bf16): 250 GB/s peer copy\n"
+            "               through NVSwitch, 25 GB/s (8x HDR 200 Gb/s) per GPU between machines;\n"
+            "               latency 2.5 us inside a machine, 5 us between\n"
+            "  dgx-h100     machines x 8 H100 80GB (989 TFLOPs dense bf16): 370 GB/s peer copy\n"
+            "               (measured 371-377), 50 GB/s (8x NDR 400 Gb/s) per GPU between\n"
+            "               machines; latency 2.5 us inside a machine, 5 us between\n"
             "  mesh2d, torus2d, mesh3d, torus3d\n"
             "               one device per grid point, bandwidth by hop count (Parmesan Table IX)\n"
             "  random-blk1  random nodes of 2-8 devices, one U[1e-4, 1e-2] MB/us bandwidth per\n"
@@ -34,10 +40,12 @@ static void help(FILE *f)
             "  uniform      every pair U[1e-5, 1e-2] MB/us\n"
             "Random bandwidths are drawn in MB/us and written in GB/s with the paper's\n"
             "1 GB/s = 1024/10^6 MB/us (GB/s = MB/us x 976.5625).\n\n"
-            "  --machines N      hier, dgx1, nvswitch: machines (default 4)\n"
+            "  --machines N      hier, dgx1, nvswitch, dgx-*: machines (default 4)\n"
             "  --gpus N          hier, nvswitch: GPUs per machine (default 4 and 8)\n"
-            "  --intra-gbps X    hier, nvswitch: bandwidth inside a machine (default 11, 370)\n"
-            "  --inter-gbps X    hier, dgx1, nvswitch: between machines (default 1.1, 1.4, 50)\n"
+            "  --intra-gbps X    hier, nvswitch, dgx-*: bandwidth inside a machine\n"
+            "                    (default 11, 370, dgx-a100 250, dgx-h100 370)\n"
+            "  --inter-gbps X    hier, dgx1, nvswitch, dgx-*: between machines\n"
+            "                    (default 1.1, 1.4, 50, dgx-a100 25, dgx-h100 50)\n"
             "  --dims XxY[xZ]    mesh/torus: grid size (default 4x4, 4x4x4)\n"
             "  --devices D       random kinds: devices (default 64)\n"
             "  --seed S          random kinds: same seed, byte-identical file (default 1)\n"
@@ -45,10 +53,14 @@ static void help(FILE *f)
             "                    16 for mesh, torus and random kinds)\n"
             "  --tflops X        peak TFLOPs per device (default: the kind's GPU; 125 otherwise);\n"
             "                    recorded only: op times come from the graph file\n"
-            "  --latency-us X    latency of every pair; 0 (default) writes no latency matrix\n"
+            "  --latency-us X    latency of every pair (inside a machine where an inter-machine\n"
+            "                    latency is set); 0 (default but dgx-*: 2.5) and no inter-machine\n"
+            "                    latency write no latency matrix\n"
+            "  --inter-latency-us X  machine kinds: latency between machines (dgx-*: 5;\n"
+            "                    others 0 = --latency-us)\n"
             "  --name NAME       cluster name (default from the kind, e.g. dgx1x4)\n"
             "  -o, --output FILE write there (default or -: stdout)\n\n"
-            "At most %d devices. Hosts: machine (hier, dgx1, nvswitch), node (random-blk1/2),\n"
+            "At most %d devices. Hosts: machine (hier, dgx1, nvswitch, dgx-*), node (random-blk1/2),\n"
             "one per device (mesh, torus, uniform). Exit status 2 on bad flags.\n",
             PF_TOPO_MAX_DEVICES);
 }
@@ -89,13 +101,14 @@ static int parse_dims(const char *arg, int want, int dims[3], const char *kind)
 
 enum {
     O_MACHINES = 256, O_GPUS, O_INTRA, O_INTER, O_DIMS, O_DEVICES, O_SEED, O_MEM, O_TFLOPS,
-    O_LATENCY, O_NAME, O_LAST
+    O_LATENCY, O_INTER_LATENCY, O_NAME, O_LAST
 };
 
 /* Which kinds a flag applies to; a flag given for another kind is a usage error rather than
  * silently ignored. */
 #define K(k) (1u << (k))
-#define K_MACHINES (K(PF_TOPO_HIER) | K(PF_TOPO_DGX1) | K(PF_TOPO_NVSWITCH))
+#define K_DGX (K(PF_TOPO_DGX_A100) | K(PF_TOPO_DGX_H100))
+#define K_MACHINES (K(PF_TOPO_HIER) | K(PF_TOPO_DGX1) | K(PF_TOPO_NVSWITCH) | K_DGX)
 #define K_GRID (K(PF_TOPO_MESH2D) | K(PF_TOPO_TORUS2D) | K(PF_TOPO_MESH3D) | K(PF_TOPO_TORUS3D))
 #define K_RANDOM (K(PF_TOPO_RANDOM_BLK1) | K(PF_TOPO_RANDOM_BLK2) | K(PF_TOPO_UNIFORM))
 
@@ -105,11 +118,14 @@ static const struct {
     unsigned kinds;
     const char *which;
 } applies[] = {
-    {O_MACHINES, "--machines", K_MACHINES, "hier, dgx1 and nvswitch"},
+    {O_MACHINES, "--machines", K_MACHINES, "hier, dgx1, nvswitch, dgx-a100 and dgx-h100"},
     {O_GPUS, "--gpus", K(PF_TOPO_HIER) | K(PF_TOPO_NVSWITCH),
-     "hier and nvswitch; a DGX-1 has 8"},
-    {O_INTRA, "--intra-gbps", K(PF_TOPO_HIER) | K(PF_TOPO_NVSWITCH), "hier and nvswitch"},
-    {O_INTER, "--inter-gbps", K_MACHINES, "hier, dgx1 and nvswitch"},
+     "hier and nvswitch; a DGX has 8"},
+    {O_INTRA, "--intra-gbps", K(PF_TOPO_HIER) | K(PF_TOPO_NVSWITCH) | K_DGX,
+     "hier, nvswitch, dgx-a100 and dgx-h100"},
+    {O_INTER, "--inter-gbps", K_MACHINES, "hier, dgx1, nvswitch, dgx-a100 and dgx-h100"},
+    {O_INTER_LATENCY, "--inter-latency-us", K_MACHINES,
+     "hier, dgx1, nvswitch, dgx-a100 and dgx-h100"},
     {O_DIMS, "--dims", K_GRID, "mesh2d, torus2d, mesh3d and torus3d"},
     {O_DEVICES, "--devices", K_RANDOM, "random-blk1, random-blk2 and uniform"},
     {O_SEED, "--seed", K_RANDOM, "random-blk1, random-blk2 and uniform"},
@@ -127,6 +143,8 @@ int cmd_cluster(int argc, char **argv)
                                          {"mem-gb", required_argument, 0, O_MEM},
                                          {"tflops", required_argument, 0, O_TFLOPS},
                                          {"latency-us", required_argument, 0, O_LATENCY},
+                                         {"inter-latency-us", required_argument, 0,
+                                          O_INTER_LATENCY},
                                          {"name", required_argument, 0, O_NAME},
                                          {"output", required_argument, 0, 'o'},
                                          {"help", no_argument, 0, 'h'},
@@ -155,7 +173,8 @@ int cmd_cluster(int argc, char **argv)
     if (pf_topo_parse_kind(argv[optind], &kind) != PF_OK)
         return cli_usage_error(CMD,
                                "unknown kind '%s' (expected hier, dgx1, nvswitch, mesh2d, "
-                               "torus2d, mesh3d, torus3d, random-blk1, random-blk2 or uniform)",
+                               "torus2d, mesh3d, torus3d, random-blk1, random-blk2, uniform, "
+                               "dgx-a100 or dgx-h100)",
                                argv[optind]);
     const char *kname = pf_topo_kind_name(kind);
     for (size_t i = 0; i < sizeof applies / sizeof applies[0]; i++)
@@ -196,7 +215,8 @@ int cmd_cluster(int argc, char **argv)
         int positive;
     } reals[] = {{O_INTRA, "--intra-gbps", 1}, {O_INTER, "--inter-gbps", 1},
                  {O_MEM, "--mem-gb", 1},       {O_TFLOPS, "--tflops", 0},
-                 {O_LATENCY, "--latency-us", 0}};
+                 {O_LATENCY, "--latency-us", 0},
+                 {O_INTER_LATENCY, "--inter-latency-us", 0}};
     for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) {
         const char *arg = given[reals[i].opt];
         if (!arg)
@@ -210,6 +230,7 @@ int cmd_cluster(int argc, char **argv)
         case O_INTER: o.inter_gbps = x; break;
         case O_MEM: o.mem_bytes = x * GIB; break;
         case O_TFLOPS: o.tflops = x; break;
+        case O_INTER_LATENCY: o.inter_latency_us = x; break;
         default: o.latency_us = x; break;
         }
     }

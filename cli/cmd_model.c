@@ -1,4 +1,4 @@
-/* planfarm model gpt|bert|resnet|unet [shape flags] [-o GRAPH]: generate a graph with analytic
+/* planfarm model gpt|bert|llama|moe|vit|resnet|unet [shape flags] [-o GRAPH]: generate a graph with analytic
  * op costs (planner/models.h). */
 #include "cli/cli.h"
 #include "planner/models.h"
@@ -10,7 +10,13 @@
 #include <string.h>
 
 #define KIND_BIT(k) (1u << (k))
-#define K_TRANSFORMER (KIND_BIT(PF_MODEL_GPT) | KIND_BIT(PF_MODEL_BERT))
+#define K_TEXT                                                                                   \
+    (KIND_BIT(PF_MODEL_GPT) | KIND_BIT(PF_MODEL_BERT) | KIND_BIT(PF_MODEL_LLAMA) |              \
+     KIND_BIT(PF_MODEL_MOE))
+#define K_LLAMA (KIND_BIT(PF_MODEL_LLAMA) | KIND_BIT(PF_MODEL_MOE))
+#define K_MOE KIND_BIT(PF_MODEL_MOE)
+#define K_VIT KIND_BIT(PF_MODEL_VIT)
+#define K_TRANSFORMER (K_TEXT | K_VIT)
 #define K_RESNET KIND_BIT(PF_MODEL_RESNET)
 #define K_UNET KIND_BIT(PF_MODEL_UNET)
 #define K_ALL (K_TRANSFORMER | K_RESNET | K_UNET)
@@ -24,12 +30,16 @@ static const struct {
     {"layers", offsetof(pf_model_opts_t, layers), K_TRANSFORMER},
     {"hidden", offsetof(pf_model_opts_t, hidden), K_TRANSFORMER},
     {"heads", offsetof(pf_model_opts_t, heads), K_TRANSFORMER},
-    {"seq", offsetof(pf_model_opts_t, seq), K_TRANSFORMER},
-    {"vocab", offsetof(pf_model_opts_t, vocab), K_TRANSFORMER},
+    {"seq", offsetof(pf_model_opts_t, seq), K_TEXT},
+    {"vocab", offsetof(pf_model_opts_t, vocab), K_TEXT},
     {"ffn", offsetof(pf_model_opts_t, ffn), K_TRANSFORMER},
+    {"kv-heads", offsetof(pf_model_opts_t, kv_heads), K_LLAMA},
+    {"experts", offsetof(pf_model_opts_t, experts), K_MOE},
+    {"top-k", offsetof(pf_model_opts_t, top_k), K_MOE},
+    {"patch", offsetof(pf_model_opts_t, patch), K_VIT},
     {"depth", offsetof(pf_model_opts_t, depth), K_RESNET},
-    {"image", offsetof(pf_model_opts_t, image), K_RESNET | K_UNET},
-    {"classes", offsetof(pf_model_opts_t, classes), K_RESNET | K_UNET},
+    {"image", offsetof(pf_model_opts_t, image), K_RESNET | K_UNET | K_VIT},
+    {"classes", offsetof(pf_model_opts_t, classes), K_RESNET | K_UNET | K_VIT},
     {"levels", offsetof(pf_model_opts_t, levels), K_UNET},
     {"channels", offsetof(pf_model_opts_t, channels), K_UNET},
     {"microbatch", offsetof(pf_model_opts_t, microbatch), K_ALL},
@@ -47,17 +57,18 @@ static const struct {
 };
 #define N_DBL_FLAGS (int)(sizeof dbl_flags / sizeof dbl_flags[0])
 
-enum { OPT_INT = 256, OPT_DBL = 512, OPT_PRECISION = 768, OPT_NAME };
+enum { OPT_INT = 256, OPT_DBL = 512, OPT_PRECISION = 768, OPT_NAME, OPT_PRESET };
 
 static void help(FILE *f)
 {
-    pf_model_opts_t g, b, r, u;
+    pf_model_opts_t g, b, r, u, m;
     pf_model_opts_init(&g, PF_MODEL_GPT);
     pf_model_opts_init(&b, PF_MODEL_BERT);
     pf_model_opts_init(&r, PF_MODEL_RESNET);
     pf_model_opts_init(&u, PF_MODEL_UNET);
+    pf_model_opts_init(&m, PF_MODEL_MOE);
     fprintf(f,
-            "usage: planfarm model gpt|bert|resnet|unet [shape flags] [-o GRAPH]\n\n"
+            "usage: planfarm model gpt|bert|llama|moe|vit|resnet|unet [shape flags] [-o GRAPH]\n\n"
             "Generates an operator graph with analytic costs (FLOPs from the shapes; backward =\n"
             "2 x forward) and writes it as JSON (-o -, or no -o: stdout).\n\n"
             "gpt, bert (defaults: gpt = GPT-2 XL, bert = BERT-Large):\n"
@@ -67,6 +78,20 @@ static void help(FILE *f)
             "  --seq S         sequence length (gpt %d, bert %d)\n"
             "  --vocab V       vocabulary (gpt %d, bert %d)\n"
             "  --ffn F         MLP inner size (default 4 x H)\n"
+            "llama (RMSNorm, rotary, grouped-query attention, SwiGLU, no biases):\n"
+            "  --preset P      7b (default), 13b, 70b (Llama 2) or 405b (Llama 3.1); the flags\n"
+            "                  above and --kv-heads then change the preset's shape\n"
+            "  --kv-heads K    key/value heads; must divide A (default A: no grouping)\n"
+            "moe (llama blocks whose MLP is top-k routed SwiGLU experts; default Mixtral 8x7B):\n"
+            "  --experts E     experts per layer (default %d)\n"
+            "  --top-k K       experts per token (default %d); each expert gets\n"
+            "                  microbatch x seq x K / E tokens, which must be a whole number\n"
+            "  and the llama flags but --preset (defaults %d layers, hidden %d, %d heads,\n"
+            "  %d kv heads, ffn %d per expert, seq %d, vocab %d)\n"
+            "vit (patch embedding + the bert encoder block + a class-token head):\n"
+            "  --preset P      b (default, ViT-B/16), l (ViT-L/16) or h (ViT-H/14)\n"
+            "  --image N, --patch P, --classes C  (default 224, preset's patch, 1000);\n"
+            "                  --layers, --hidden, --heads, --ffn as for gpt\n"
             "resnet:\n"
             "  --depth D       18, 34, 50, 101 or 152 (default %d)\n"
             "  --image N       image side (default %d)\n"
@@ -77,7 +102,8 @@ static void help(FILE *f)
             "  --image N       image side, divisible by 2^L (default %d)\n"
             "  --classes C     output channels (default %d)\n"
             "every kind:\n"
-            "  --microbatch B  samples per micro-batch (gpt %d, bert %d, resnet %d, unet %d)\n"
+            "  --microbatch B  samples per micro-batch (gpt %d, bert %d, llama and moe 1, vit 32,\n"
+            "                  resnet %d, unet %d)\n"
             "  --precision P   fp16, bf16 (2 bytes) or fp32 (4 bytes) (default fp16)\n"
             "  --tflops T      device peak TFLOPs (default %g, V100-like)\n"
             "  --efficiency E  fraction of the peak a kernel reaches, in (0, 1] (default %g)\n"
@@ -86,16 +112,19 @@ static void help(FILE *f)
             "  -o, --output GRAPH  output file (default or -: stdout)\n\n"
             "Op time: FLOPs / (T x 1e12 x E) for linear, matmul and conv; a roofline\n"
             "max(that, bytes moved / G) for the memory-bound ops (norms, softmax, activations,\n"
-            "adds, pooling, embedding). Exit status 2 on an impossible shape.\n",
+            "dropout, adds, pooling, embedding, MoE dispatch and combine). Saved activations of\n"
+            "a transformer layer: Korthikanti et al. 2022, sbh(34 + 5as/h) for gpt and bert.\n"
+            "Exit status 2 on an impossible shape.\n",
             g.layers, b.layers, g.hidden, b.hidden, g.heads, b.heads, g.seq, b.seq, g.vocab,
-            b.vocab, r.depth, r.image, r.classes, u.levels, u.channels, u.image, u.classes,
+            b.vocab, m.experts, m.top_k, m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, m.seq,
+            m.vocab, r.depth, r.image, r.classes, u.levels, u.channels, u.image, u.classes,
             g.microbatch, b.microbatch, r.microbatch, u.microbatch, g.tflops, g.efficiency,
             g.hbm_gbps);
 }
 
 int cmd_model(int argc, char **argv)
 {
-    struct option opts[N_INT_FLAGS + N_DBL_FLAGS + 5];
+    struct option opts[N_INT_FLAGS + N_DBL_FLAGS + 6];
     int n = 0;
     for (int i = 0; i < N_INT_FLAGS; i++)
         opts[n++] = (struct option){int_flags[i].name, required_argument, 0, OPT_INT + i};
@@ -103,6 +132,7 @@ int cmd_model(int argc, char **argv)
         opts[n++] = (struct option){dbl_flags[i].name, required_argument, 0, OPT_DBL + i};
     opts[n++] = (struct option){"precision", required_argument, 0, OPT_PRECISION};
     opts[n++] = (struct option){"name", required_argument, 0, OPT_NAME};
+    opts[n++] = (struct option){"preset", required_argument, 0, OPT_PRESET};
     opts[n++] = (struct option){"output", required_argument, 0, 'o'};
     opts[n++] = (struct option){"help", no_argument, 0, 'h'};
     opts[n] = (struct option){0, 0, 0, 0};
@@ -112,7 +142,7 @@ int cmd_model(int argc, char **argv)
     double dbl_val[N_DBL_FLAGS];
     int int_given[N_INT_FLAGS] = {0}, dbl_given[N_DBL_FLAGS] = {0};
     int precision_bytes = 0;
-    const char *out = NULL, *name = NULL;
+    const char *out = NULL, *name = NULL, *preset = NULL;
     char err[CLI_ERRLEN] = "";
     int c;
     optind = 1;
@@ -143,6 +173,8 @@ int cmd_model(int argc, char **argv)
             if (!*optarg)
                 return cli_usage_error("model", "--name: empty");
             name = optarg;
+        } else if (c == OPT_PRESET) {
+            preset = optarg;
         } else if (c == 'o') {
             out = optarg;
         } else if (c == 'h') {
@@ -153,14 +185,20 @@ int cmd_model(int argc, char **argv)
         }
     }
     if (argc - optind != 1)
-        return cli_usage_error("model", "expected one model kind: gpt, bert, resnet or unet");
+        return cli_usage_error("model", "expected one model kind: gpt, bert, llama, moe, vit, "
+                                        "resnet or unet");
     pf_model_kind_t kind;
     if (pf_model_parse_kind(argv[optind], &kind) != PF_OK)
-        return cli_usage_error("model", "'%s' is not a model kind (gpt, bert, resnet, unet)",
+        return cli_usage_error("model",
+                               "'%s' is not a model kind (gpt, bert, llama, moe, vit, resnet, "
+                               "unet)",
                                argv[optind]);
 
     pf_model_opts_t o;
     pf_model_opts_init(&o, kind);
+    /* The preset first: explicit shape flags change it. */
+    if (preset && pf_model_apply_preset(&o, preset, err, sizeof err) != PF_OK)
+        return cli_usage_error("model", "%s", err);
     for (int i = 0; i < N_INT_FLAGS; i++) {
         if (!int_given[i])
             continue;

@@ -40,6 +40,29 @@ static const unsigned char dgx1_links[DGX1_GPUS][DGX1_GPUS] = {
 #define NVSWITCH_INTRA_GBPS 370.0
 #define NVSWITCH_INTER_GBPS 50.0
 
+/* DGX A100 and DGX H100 (8 GPUs, NVSwitch inside, one InfiniBand HCA per GPU between machines).
+ * Inside: the unidirectional bandwidth one GPU reaches copying to a peer. H100: 371-377 GB/s
+ * measured (shared/data README; p2pBandwidthLatencyTest), 370 as the nvswitch kind, of an NVLink 4
+ * peak of 18 links x 25 GB/s = 450 GB/s per direction (82 %). A100: NVLink 3, 12 links x 25 GB/s
+ * = 300 GB/s per direction (NVIDIA's "600 GB/s" counts both); no measurement is at hand, so the
+ * H100's measured 82 % of peak gives 247, rounded to 250 GB/s.
+ * Between machines: A100 8x HDR 200 Gb/s = 25 GB/s per GPU; H100 8x NDR 400 Gb/s = 50 GB/s per GPU
+ * (DGX A100 / DGX H100 datasheets).
+ * Memory: A100 80GB and H100 80GB HBM3, both quoted as 80 GiB (A100 80GB reports 81920 MiB).
+ * TFLOPs: dense bf16 tensor-core peak, 312 (A100 SXM) and 989 (H100 SXM) (NVIDIA datasheets).
+ * Latency: a small peer copy over NVLink/NVSwitch takes about 2-3 us (p2pBandwidthLatencyTest's
+ * GPU-to-GPU latency); a small message over InfiniBand with GPUDirect RDMA about 5 us end to end
+ * (wire ~1-2 us plus the host-side posting and completion): 2.5 and 5 us. */
+#define DGX_GPUS 8
+#define A100_MEM_BYTES (80 * GIB)
+#define A100_TFLOPS 312.0
+#define DGX_A100_INTRA_GBPS 250.0
+#define DGX_A100_INTER_GBPS 25.0
+#define DGX_H100_INTRA_GBPS 370.0
+#define DGX_H100_INTER_GBPS 50.0
+#define DGX_NVLINK_LATENCY_US 2.5
+#define DGX_IB_LATENCY_US 5.0
+
 /* Random kinds (App. D-B), bounds in MB/us as the paper draws them. */
 #define BLK1_INTRA_LO_MBUS 1e-4
 #define BLK1_INTRA_HI_MBUS 1e-2
@@ -67,6 +90,8 @@ static const struct {
     {"random-blk1", "random_blk_1", PF_TOPO_RANDOM_BLK1},
     {"random-blk2", "random_blk_2", PF_TOPO_RANDOM_BLK2},
     {"uniform", "uniform_dist", PF_TOPO_UNIFORM},
+    {"dgx-a100", NULL, PF_TOPO_DGX_A100},
+    {"dgx-h100", NULL, PF_TOPO_DGX_H100},
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
@@ -98,6 +123,11 @@ static int is_grid(pf_topo_kind_t k)
 static int grid_ndims(pf_topo_kind_t k)
 {
     return k == PF_TOPO_MESH3D || k == PF_TOPO_TORUS3D ? 3 : 2;
+}
+
+static int is_dgx_nvswitch(pf_topo_kind_t k)
+{
+    return k == PF_TOPO_DGX_A100 || k == PF_TOPO_DGX_H100;
 }
 
 static int is_random(pf_topo_kind_t k)
@@ -137,6 +167,18 @@ void pf_topo_opts_init(pf_topo_opts_t *o, pf_topo_kind_t kind)
         o->mem_bytes = H100_MEM_BYTES;
         o->tflops = H100_TFLOPS;
         break;
+    case PF_TOPO_DGX_A100:
+    case PF_TOPO_DGX_H100: {
+        int a100 = kind == PF_TOPO_DGX_A100;
+        o->gpus_per_machine = DGX_GPUS;
+        o->intra_gbps = a100 ? DGX_A100_INTRA_GBPS : DGX_H100_INTRA_GBPS;
+        o->inter_gbps = a100 ? DGX_A100_INTER_GBPS : DGX_H100_INTER_GBPS;
+        o->mem_bytes = a100 ? A100_MEM_BYTES : H100_MEM_BYTES;
+        o->tflops = a100 ? A100_TFLOPS : H100_TFLOPS;
+        o->latency_us = DGX_NVLINK_LATENCY_US;
+        o->inter_latency_us = DGX_IB_LATENCY_US;
+        break;
+    }
     default:
         break;
     }
@@ -188,6 +230,9 @@ static int check_opts(const pf_topo_opts_t *o, int *ndev, char *err, size_t errl
         return pf_fail(err, errlen, PF_EINPUT, "tflops: %g, must be >= 0", o->tflops);
     if (!isfinite(o->latency_us) || o->latency_us < 0)
         return pf_fail(err, errlen, PF_EINPUT, "latency: %g us, must be >= 0", o->latency_us);
+    if (!isfinite(o->inter_latency_us) || o->inter_latency_us < 0)
+        return pf_fail(err, errlen, PF_EINPUT, "inter-machine latency: %g us, must be >= 0",
+                       o->inter_latency_us);
     if (is_grid(o->kind)) {
         int nd = grid_ndims(o->kind);
         long long n = 1;
@@ -222,6 +267,9 @@ static int check_opts(const pf_topo_opts_t *o, int *ndev, char *err, size_t errl
     if (o->kind == PF_TOPO_DGX1 && o->gpus_per_machine != DGX1_GPUS)
         return pf_fail(err, errlen, PF_EINPUT, "dgx1: %d GPUs per machine, a DGX-1 has %d",
                        o->gpus_per_machine, DGX1_GPUS);
+    if (is_dgx_nvswitch(o->kind) && o->gpus_per_machine != DGX_GPUS)
+        return pf_fail(err, errlen, PF_EINPUT, "%s: %d GPUs per machine, a DGX has %d", kind,
+                       o->gpus_per_machine, DGX_GPUS);
     if (o->kind != PF_TOPO_DGX1 &&
         (rc = check_positive("intra-machine bandwidth (GB/s)", o->intra_gbps, err, errlen)))
         return rc;
@@ -240,8 +288,8 @@ static void name_default(const pf_topo_opts_t *o, char *buf, size_t len)
     const char *kind = pf_topo_kind_name(o->kind);
     if (o->kind == PF_TOPO_HIER || o->kind == PF_TOPO_NVSWITCH)
         snprintf(buf, len, "%s%dx%d", kind, o->machines, o->gpus_per_machine);
-    else if (o->kind == PF_TOPO_DGX1)
-        snprintf(buf, len, "dgx1x%d", o->machines);
+    else if (o->kind == PF_TOPO_DGX1 || is_dgx_nvswitch(o->kind))
+        snprintf(buf, len, "%sx%d", kind, o->machines);
     else if (is_grid(o->kind) && grid_ndims(o->kind) == 2)
         snprintf(buf, len, "%s-%dx%d", kind, o->dims[0], o->dims[1]);
     else if (is_grid(o->kind))
@@ -431,9 +479,12 @@ int pf_topo_build(const pf_topo_opts_t *o, pf_cluster_t **out, char *err, size_t
                            .mem_bytes = opts.mem_bytes, .tflops = opts.tflops};
         if ((rc = pf_cluster_set_device(d.c, i, &dev)) != PF_OK)
             goto fail;
-        for (int j = 0; j < d.n && opts.latency_us > 0; j++)
+        for (int j = 0; j < d.n && (opts.latency_us > 0 || opts.inter_latency_us > 0); j++)
             if (j != i)
-                pf_cluster_set_lat(d.c, i, j, opts.latency_us);
+                pf_cluster_set_lat(d.c, i, j,
+                                   opts.inter_latency_us > 0 && d.host[i] != d.host[j]
+                                       ? opts.inter_latency_us
+                                       : opts.latency_us);
     }
     /* A builder bug must not reach a file: the generated cluster passes the reader's checks. */
     if ((rc = pf_cluster_validate(d.c, err, errlen)) != PF_OK)

@@ -1,10 +1,11 @@
 /* topology: cluster generators (issue "foundation", item 3): Parmesan's two-level hierarchy and
- * DGX-1 (App. D-B), an NVSwitch (H100-like) system, 2D/3D mesh and torus with bandwidth by hop
+ * DGX-1 (App. D-B), an NVSwitch (H100-like) system, DGX A100 and DGX H100 machines (8 GPUs on
+ * NVSwitch, InfiniBand between machines, intra- and inter-machine latency), 2D/3D mesh and torus with bandwidth by hop
  * count (Table IX), and the random topologies random_blk_1, random_blk_2, uniform_dist.
  *
  * Every generated bandwidth matrix is symmetric (one value per unordered pair). Random kinds
  * draw from planner/rng.h in a fixed order, so the same seed gives the same cluster on every
- * machine. Hosts: machine index (hier, dgx1, nvswitch), node index (random_blk_1/2), and one host
+ * machine. Hosts: machine index (hier, dgx1, nvswitch, dgx-a100, dgx-h100), node index (random_blk_1/2), and one host
  * per device (mesh, torus, uniform: no device shares a machine with another). */
 #ifndef PF_TOPOLOGY_H
 #define PF_TOPOLOGY_H
@@ -30,22 +31,27 @@ typedef enum {
     PF_TOPO_TORUS3D,
     PF_TOPO_RANDOM_BLK1,
     PF_TOPO_RANDOM_BLK2,
-    PF_TOPO_UNIFORM
+    PF_TOPO_UNIFORM,
+    PF_TOPO_DGX_A100,
+    PF_TOPO_DGX_H100
 } pf_topo_kind_t;
 
 typedef struct {
     pf_topo_kind_t kind;
     const char *name;       /* cluster name; NULL = derived ("dgx1x4", "torus2d-4x4", ...) */
-    int machines, gpus_per_machine; /* hier, dgx1 (8 GPUs, fixed), nvswitch */
-    double intra_gbps, inter_gbps;  /* hier, nvswitch; dgx1 uses inter_gbps only */
+    int machines, gpus_per_machine; /* hier, dgx1, dgx-a100, dgx-h100 (8 GPUs, fixed), nvswitch */
+    double intra_gbps, inter_gbps;  /* hier, nvswitch, dgx-a100/h100; dgx1 uses inter_gbps only */
     int dims[3];            /* mesh/torus: x, y (, z); 2D kinds need dims[2] = 1 */
     int devices;            /* random kinds */
     uint64_t seed;          /* random kinds: same seed, same file */
-    double mem_bytes, tflops, latency_us; /* every device; latency 0 = no latency matrix */
+    double mem_bytes, tflops;       /* every device */
+    /* latency of every pair, or only of pairs on one machine where inter_latency_us > 0
+     * (machine kinds); both 0 = no latency matrix. dgx-a100/h100 default to 2.5 and 5. */
+    double latency_us, inter_latency_us;
 } pf_topo_opts_t;
 
 /* "hier", "dgx1", "nvswitch", "mesh2d", "torus2d", "mesh3d", "torus3d", "random-blk1",
- * "random-blk2", "uniform" (also the paper's names random_blk_1, random_blk_2, uniform_dist).
+ * "random-blk2", "uniform", "dgx-a100", "dgx-h100" (also the paper's names random_blk_1, random_blk_2, uniform_dist).
  * PF_OK or PF_EINPUT. */
 int pf_topo_parse_kind(const char *s, pf_topo_kind_t *kind);
 const char *pf_topo_kind_name(pf_topo_kind_t kind); /* the CLI spelling */

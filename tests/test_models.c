@@ -130,30 +130,35 @@ static void test_memory_and_shapes(void)
     pf_graph_t *g = build(&o);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     const pf_op_t *q = op(g, "layers.0.attn.q");
-    /* keeps its input: out 512 + in 512; backward: grad out 512 + grad in 512 */
-    PF_ASSERT_CLOSE(q->mem_fwd_bytes, 1024, 0);
+    /* saves its input (the Q/K/V input, 512); backward: grad out 512 + grad in 512 */
+    PF_ASSERT_CLOSE(q->mem_fwd_bytes, 512, 0);
+    PF_ASSERT_CLOSE(op(g, "layers.0.attn.k")->mem_fwd_bytes, 0, 0); /* q saved the tensor */
     PF_ASSERT_CLOSE(q->mem_bwd_bytes, 1024, 0);
     PF_ASSERT_CLOSE(q->param_bytes, (16 * 16 + 16) * 2, 0);
     CU_ASSERT(q->weight.ndim == 2 && q->weight.dim[0] == 16 && q->weight.dim[1] == 16);
     CU_ASSERT(q->input.ndim == 3 && q->input.dim[0] == 2 && q->input.dim[2] == 16);
     CU_ASSERT_STRING_EQUAL(q->type, "linear");
     const pf_op_t *sm = op(g, "layers.0.attn.softmax");
-    /* keeps only its output (1024); backward 1024 + 1024 */
+    /* saves only its output (1024); backward 1024 + 1024 */
     PF_ASSERT_CLOSE(sm->mem_fwd_bytes, 1024, 0);
     PF_ASSERT_CLOSE(sm->mem_bwd_bytes, 2048, 0);
     CU_ASSERT(sm->output.ndim == 4 && sm->output.dim[1] == 4 && sm->output.dim[3] == 8);
-    /* embed: out 512 + ids 128 kept; the ids get no gradient */
-    PF_ASSERT_CLOSE(op(g, "embed")->mem_fwd_bytes, 640, 0);
+    /* embed: saves the ids 2 x 8 x 8 B = 128; the ids get no gradient */
+    PF_ASSERT_CLOSE(op(g, "embed")->mem_fwd_bytes, 128, 0);
     PF_ASSERT_CLOSE(op(g, "embed")->mem_bwd_bytes, 512, 0);
-    /* residual add keeps nothing; gradients of both inputs */
-    PF_ASSERT_CLOSE(op(g, "layers.0.attn.residual")->mem_fwd_bytes, 512, 0);
+    /* the head saves its input 512 and its logits [2, 8, 32] x 2 = 1024 */
+    PF_ASSERT_CLOSE(op(g, "head")->mem_fwd_bytes, 1536, 0);
+    /* residual add saves nothing; gradients of both inputs */
+    PF_ASSERT_CLOSE(op(g, "layers.0.attn.residual")->mem_fwd_bytes, 0, 0);
     PF_ASSERT_CLOSE(op(g, "layers.0.attn.residual")->mem_bwd_bytes, 1536, 0);
     pf_graph_destroy(&g);
 
     o.precision_bytes = 4; /* fp32 doubles every byte count */
     g = build(&o);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    PF_ASSERT_CLOSE(op(g, "layers.0.attn.q")->mem_fwd_bytes, 2048, 0);
+    PF_ASSERT_CLOSE(op(g, "layers.0.attn.q")->mem_fwd_bytes, 1024, 0);
+    /* a dropout mask stays 1 byte per element: out_dropout saves 2 x 8 x 16 = 256 either way */
+    PF_ASSERT_CLOSE(op(g, "layers.0.attn.out_dropout")->mem_fwd_bytes, 256, 0);
     PF_ASSERT_CLOSE(edge_bytes(g, "layers.0.attn.scores", "layers.0.attn.softmax"), 2048, 0);
     pf_graph_destroy(&g);
 }
@@ -164,12 +169,13 @@ static void test_transformer_wiring(void)
     tiny_gpt(&o, 2);
     pf_graph_t *g = build(&o);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    /* embed + 14 per layer + final_ln + head = 1 + 28 + 2 = 31 ops.
+    /* embed + 17 per layer + final_ln + head = 1 + 34 + 2 = 37 ops.
      * Edges per layer: into ln1 and the skip into attn.residual 2, ln1 -> q,k,v 3, q,k -> scores
-     * 2, -> softmax 1, softmax,v -> context 2, -> out 1, -> residual 1, residual -> ln2 and the
-     * skip 2, ln2 -> fc1 -> gelu -> fc2 -> residual 4: 18; plus -> final_ln -> head 2: 38. */
-    CU_ASSERT_EQUAL(pf_graph_nops(g), 31);
-    CU_ASSERT_EQUAL(pf_graph_nedges(g), 38);
+     * 2, -> softmax -> dropout 2, dropout,v -> context 2, -> out -> out_dropout -> residual 3,
+     * residual -> ln2 and the skip 2, ln2 -> fc1 -> gelu -> fc2 -> dropout -> residual 5: 21;
+     * plus -> final_ln -> head 2: 44. */
+    CU_ASSERT_EQUAL(pf_graph_nops(g), 37);
+    CU_ASSERT_EQUAL(pf_graph_nedges(g), 44);
     /* the residual skips: the block input -> the add, around attention and around the MLP */
     PF_ASSERT_CLOSE(edge_bytes(g, "layers.0.mlp.residual", "layers.1.ln1"), 512, 0);
     PF_ASSERT_CLOSE(edge_bytes(g, "layers.0.mlp.residual", "layers.1.attn.residual"), 512, 0);
@@ -183,11 +189,15 @@ static void test_transformer_wiring(void)
         PF_ASSERT_CLOSE(edge_bytes(g, "layers.1.ln1", qkv[i]), 512, 0);
         CU_ASSERT_EQUAL(in_degree(g, qkv[i]), 1);
     }
-    /* scores read Q and K; context reads softmax (b a s^2 x 2 = 1024 B) and V */
+    /* scores read Q and K; context reads the dropped probabilities (b a s^2 x 2 = 1024 B) and V */
     PF_ASSERT_CLOSE(edge_bytes(g, "layers.1.attn.q", "layers.1.attn.scores"), 512, 0);
     PF_ASSERT_CLOSE(edge_bytes(g, "layers.1.attn.k", "layers.1.attn.scores"), 512, 0);
     CU_ASSERT_EQUAL(in_degree(g, "layers.1.attn.scores"), 2);
-    PF_ASSERT_CLOSE(edge_bytes(g, "layers.1.attn.softmax", "layers.1.attn.context"), 1024, 0);
+    PF_ASSERT_CLOSE(edge_bytes(g, "layers.1.attn.softmax", "layers.1.attn.dropout"), 1024, 0);
+    PF_ASSERT_CLOSE(edge_bytes(g, "layers.1.attn.dropout", "layers.1.attn.context"), 1024, 0);
+    CU_ASSERT(edge_bytes(g, "layers.1.attn.softmax", "layers.1.attn.context") < 0);
+    PF_ASSERT_CLOSE(edge_bytes(g, "layers.1.attn.out_dropout", "layers.1.attn.residual"), 512, 0);
+    PF_ASSERT_CLOSE(edge_bytes(g, "layers.1.mlp.dropout", "layers.1.mlp.residual"), 512, 0);
     PF_ASSERT_CLOSE(edge_bytes(g, "layers.1.attn.v", "layers.1.attn.context"), 512, 0);
     CU_ASSERT_EQUAL(in_degree(g, "layers.1.attn.context"), 2);
     PF_ASSERT_CLOSE(edge_bytes(g, "layers.1.mlp.fc1", "layers.1.mlp.gelu"), 2048, 0);
@@ -195,12 +205,12 @@ static void test_transformer_wiring(void)
     PF_ASSERT_CLOSE(edge_bytes(g, "final_ln", "head"), 512, 0);
     pf_graph_destroy(&g);
 
-    /* BERT: the same blocks, the MLM head adds dense, gelu, ln, decoder: 34 ops, 41 edges */
+    /* BERT: the same blocks, the MLM head adds dense, gelu, ln, decoder: 40 ops, 47 edges */
     o.kind = PF_MODEL_BERT;
     g = build(&o);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    CU_ASSERT_EQUAL(pf_graph_nops(g), 34);
-    CU_ASSERT_EQUAL(pf_graph_nedges(g), 41);
+    CU_ASSERT_EQUAL(pf_graph_nops(g), 40);
+    CU_ASSERT_EQUAL(pf_graph_nedges(g), 47);
     CU_ASSERT(op_named(g, "head.decoder") >= 0);
     /* bidirectional and causal attention cost the same (models.c: dense kernels) */
     PF_ASSERT_CLOSE(op(g, "layers.1.attn.scores")->fwd_ms, 4.096e-6, 1e-12);
@@ -342,16 +352,21 @@ static void test_unet_skips(void)
 
 static void test_names_and_types(void)
 {
-    static const char *types[] = {"matmul", "linear", "embedding", "conv", "layernorm",
-                                  "batchnorm", "softmax", "add", "gelu", "relu", "maxpool",
-                                  "avgpool", "concat"};
+    static const char *types[] = {"matmul",  "linear",  "embedding", "conv",   "layernorm",
+                                  "batchnorm", "softmax", "add",     "gelu",   "relu",
+                                  "maxpool", "avgpool", "concat",    "dropout", "rmsnorm",
+                                  "rotary",  "silu",    "mul",       "moe_dispatch",
+                                  "moe_combine"};
     pf_model_opts_t o;
-    for (int kind = PF_MODEL_GPT; kind <= PF_MODEL_UNET; kind++) {
+    for (int kind = 0; kind < PF_MODEL_NKINDS; kind++) {
         pf_model_opts_init(&o, (pf_model_kind_t)kind);
         if (kind <= PF_MODEL_BERT)
             tiny_gpt(&o, 4), o.kind = (pf_model_kind_t)kind;
         if (kind == PF_MODEL_UNET)
             o.levels = 3, o.channels = 8, o.image = 64;
+        if (kind == PF_MODEL_LLAMA || kind == PF_MODEL_MOE || kind == PF_MODEL_VIT)
+            o.layers = 4, o.hidden = 16, o.heads = 4, o.kv_heads = 2, o.ffn = 32, o.seq = 8,
+            o.vocab = 32, o.microbatch = 2, o.image = 32, o.patch = 8, o.experts = 4;
         pf_graph_t *g = build(&o);
         CU_ASSERT_PTR_NOT_NULL_FATAL(g);
         for (int v = 0; v < pf_graph_nops(g); v++) {
@@ -363,10 +378,14 @@ static void test_names_and_types(void)
             CU_ASSERT_EQUAL(x->id, v);
             CU_ASSERT(x->fwd_ms > 0 && x->output.ndim > 0);
         }
-        const char *names[4][3] = {{"embed", "layers.3.attn.q", "layers.3.mlp.fc1"},
-                                   {"embed", "layers.3.attn.q", "head.decoder"},
-                                   {"layer2.1.conv2", "layer3.5.bn3", "fc"},
-                                   {"enc.2.conv1", "dec.2.up", "mid.conv2"}};
+        const char *names[PF_MODEL_NKINDS][3] = {
+            {"embed", "layers.3.attn.q", "layers.3.mlp.fc1"},
+            {"embed", "layers.3.attn.q", "head.decoder"},
+            {"layer2.1.conv2", "layer3.5.bn3", "fc"},
+            {"enc.2.conv1", "dec.2.up", "mid.conv2"},
+            {"layers.3.attn.rotary_k", "layers.3.mlp.gate", "layers.3.mlp.down"},
+            {"layers.3.moe.router", "layers.3.moe.experts.3.down", "layers.3.moe.combine"},
+            {"patch_embed", "layers.3.attn.dropout", "head"}};
         for (int i = 0; i < 3; i++)
             CU_ASSERT(op_named(g, names[kind][i]) >= 0);
         pf_graph_destroy(&g);
@@ -374,6 +393,9 @@ static void test_names_and_types(void)
     pf_model_kind_t k;
     CU_ASSERT_EQUAL(pf_model_parse_kind("unet", &k), PF_OK);
     CU_ASSERT_EQUAL(k, PF_MODEL_UNET);
+    CU_ASSERT_EQUAL(pf_model_parse_kind("moe", &k), PF_OK);
+    CU_ASSERT_EQUAL(k, PF_MODEL_MOE);
+    CU_ASSERT_STRING_EQUAL(pf_model_kind_name(PF_MODEL_VIT), "vit");
     CU_ASSERT_EQUAL(pf_model_parse_kind("swin", &k), PF_EINPUT);
     CU_ASSERT_EQUAL(pf_model_parse_kind(NULL, &k), PF_EINPUT);
 }
@@ -473,7 +495,19 @@ static void test_cli(void)
     } cases[] = {
         {"model --help", 0, "usage: planfarm model"},
         {"model bert --layers 2 -o %s/b.json", 0, NULL},
-        {"check %s/b.json", 0, "graph bert-2l-1024h: 34 ops, 41 edges, micro-batch 8"},
+        {"check %s/b.json", 0, "graph bert-2l-1024h: 40 ops, 47 edges, micro-batch 8"},
+        /* 1 + 80 x 18 + 2 ops */
+        {"model llama --preset 70b | %s check -", 0, "graph llama-80l-8192h: 1443 ops"},
+        /* patch_embed, embed, 2 x 17, final_ln, head */
+        {"model vit --preset l --layers 2 | %s check -", 0, "graph vit-2l-1024h: 38 ops"},
+        /* 1 + (16 + 5 x 4) + 2 */
+        {"model moe --layers 1 --experts 4 | %s check -", 0, "graph moe-1l-4096h-4e: 39 ops"},
+        {"model llama --preset 8b", 2, "--preset: '8b' is not a llama preset (7b, 13b, 70b, 405b)"},
+        {"model gpt --preset 7b", 2, "--preset: gpt has no presets"},
+        {"model gpt --kv-heads 2", 2, "--kv-heads does not apply to gpt"},
+        {"model llama --kv-heads 5", 2, "--kv-heads: 5 does not divide 32 heads"},
+        {"model moe --top-k 9", 2, "--top-k: 9 is not in [1, 8 experts]"},
+        {"model vit --patch 15", 2, "--patch: image 224 is not divisible by patch 15"},
         {"model unet --levels 2 --image 32 --channels 4 --name u -o - | %s check -", 0,
          "graph u: 27 ops, 28 edges"},
         {"model bert --hidden 1000", 2, "--heads: hidden 1000 is not divisible by 16 heads"},
@@ -500,6 +534,273 @@ static void test_cli(void)
     }
 }
 
+/* Sum of mem_fwd_bytes over the ops whose name starts with `prefix`; `which` selects:
+ * 0 all, 1 replicated under tensor parallelism, 2 the rest, 3 the attention core. */
+enum { ALL_OPS, REPLICATED, SHARDED, CORE };
+static double saved_bytes(const pf_graph_t *g, const char *prefix, int which)
+{
+    /* what stays whole on every rank under Megatron's split: the layernorm inputs, the Q/K/V
+     * input (saved by q), the fc1 input and the two dropout masks on the residual path */
+    static const char *replicated[] = {".ln1", ".ln2", ".attn.q", ".mlp.fc1",
+                                       ".attn.out_dropout", ".mlp.dropout"};
+    double sum = 0;
+    for (int v = 0; v < pf_graph_nops(g); v++) {
+        const pf_op_t *x = pf_graph_op(g, v);
+        if (strncmp(x->name, prefix, strlen(prefix)))
+            continue;
+        int rep = 0;
+        for (size_t k = 0; k < sizeof replicated / sizeof replicated[0]; k++) {
+            size_t n = strlen(x->name), m = strlen(replicated[k]);
+            rep |= n >= m && !strcmp(x->name + n - m, replicated[k]);
+        }
+        if (which == ALL_OPS || (which == REPLICATED && rep) || (which == SHARDED && !rep) ||
+            (which == CORE && pf_model_op_attention_core(x)))
+            sum += x->mem_fwd_bytes;
+    }
+    return sum;
+}
+
+static void test_korthikanti_layer(void)
+{
+    pf_model_opts_t o;
+    tiny_gpt(&o, 2);
+    pf_graph_t *g = build(&o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    /* b = 2, s = 8, h = 16, a = 4: sbh = 256, as^2b = 4 x 64 x 2 = 512; fp16, 1-byte masks.
+     *   ln1 2sbh 512, q 2sbh 512, k 0, v 0, scores (Q, K) 4sbh 1024, softmax 2as^2b 1024,
+     *   attn.dropout mask as^2b 512 + output 2as^2b 1024, context V 2sbh 512, out 2sbh 512,
+     *   out_dropout mask sbh 256, ln2 512, fc1 512, gelu 8sbh 2048, fc2 8sbh 2048,
+     *   mlp.dropout 256, residuals 0.
+     * Sum 11264 = sbh(34 + 5as/h) = 256 x (34 + 5 x 4 x 8 / 16) = 256 x 44. */
+    static const struct {
+        const char *op;
+        double bytes;
+    } want[] = {{"ln1", 512},          {"attn.q", 512},        {"attn.k", 0},
+                {"attn.v", 0},         {"attn.scores", 1024},  {"attn.softmax", 1024},
+                {"attn.dropout", 1536}, {"attn.context", 512}, {"attn.out", 512},
+                {"attn.out_dropout", 256}, {"attn.residual", 0}, {"ln2", 512},
+                {"mlp.fc1", 512},      {"mlp.gelu", 2048},     {"mlp.fc2", 2048},
+                {"mlp.dropout", 256},  {"mlp.residual", 0}};
+    double sum = 0;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "layers.1.%s", want[i].op);
+        PF_ASSERT_CLOSE(op(g, name)->mem_fwd_bytes, want[i].bytes, 0);
+        sum += want[i].bytes;
+    }
+    PF_ASSERT_CLOSE(sum, 11264, 0);
+    PF_ASSERT_CLOSE(saved_bytes(g, "layers.1.", ALL_OPS), 11264, 0); /* no op left out */
+    /* Tensor parallelism: replicated 10sbh = 2560, the rest 24sbh + 5as^2b = 6144 + 2560;
+     * selective recomputation drops exactly 5as^2b = 2560 (softmax and attn.dropout). */
+    PF_ASSERT_CLOSE(saved_bytes(g, "layers.1.", REPLICATED), 2560, 0);
+    PF_ASSERT_CLOSE(saved_bytes(g, "layers.1.", SHARDED), 8704, 0);
+    PF_ASSERT_CLOSE(saved_bytes(g, "layers.1.", CORE), 2560, 0);
+    CU_ASSERT(pf_model_op_attention_core(op(g, "layers.1.attn.softmax")));
+    CU_ASSERT(pf_model_op_attention_core(op(g, "layers.1.attn.dropout")));
+    CU_ASSERT(!pf_model_op_attention_core(op(g, "layers.1.attn.out_dropout")));
+    CU_ASSERT(!pf_model_op_attention_core(op(g, "layers.1.mlp.dropout")));
+    pf_graph_destroy(&g);
+
+    /* Other shapes, GPT and BERT: sbh(34 + 5as/h) per layer; under t-way tensor parallelism
+     * replicated + rest / t = sbh(10 + 24/t + 5as/(ht)). */
+    static const struct {
+        pf_model_kind_t kind;
+        int b, s, h, a;
+    } shapes[] = {{PF_MODEL_GPT, 3, 32, 64, 8}, {PF_MODEL_BERT, 1, 24, 96, 6},
+                  {PF_MODEL_GPT, 2, 128, 48, 4}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        pf_model_opts_init(&o, shapes[i].kind);
+        o.layers = 3, o.microbatch = shapes[i].b, o.seq = shapes[i].s, o.hidden = shapes[i].h;
+        o.heads = shapes[i].a, o.vocab = 50;
+        g = build(&o);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+        double sbh = (double)shapes[i].s * shapes[i].b * shapes[i].h;
+        double ratio = 5.0 * shapes[i].a * shapes[i].s / shapes[i].h;
+        for (int l = 0; l < 3; l++) {
+            char prefix[32];
+            snprintf(prefix, sizeof prefix, "layers.%d.", l);
+            PF_ASSERT_CLOSE(saved_bytes(g, prefix, ALL_OPS), sbh * (34 + ratio), 0);
+            for (int t = 1; t <= 8; t *= 2)
+                PF_ASSERT_CLOSE(saved_bytes(g, prefix, REPLICATED) +
+                                    saved_bytes(g, prefix, SHARDED) / t,
+                                sbh * (10 + 24.0 / t + ratio / t), 1e-12);
+            PF_ASSERT_CLOSE(saved_bytes(g, prefix, CORE), sbh * ratio, 0);
+        }
+        pf_graph_destroy(&g);
+    }
+}
+
+static double total_params(pf_model_kind_t kind, const char *preset, int *nops)
+{
+    pf_model_opts_t o;
+    char err[256] = "";
+    pf_model_opts_init(&o, kind);
+    CU_ASSERT_EQUAL(pf_model_apply_preset(&o, preset, err, sizeof err), PF_OK);
+    pf_graph_t *g = build(&o);
+    if (!g)
+        return -1;
+    double p = pf_graph_total_param_bytes(g) / o.precision_bytes;
+    *nops = pf_graph_nops(g);
+    pf_graph_destroy(&g);
+    return p;
+}
+
+static void test_llama(void)
+{
+    /* 7B: per layer q, out 2h^2 + k, v 2h(kv d) + gate, up, down 3hf + two RMSNorm scales 2h
+     * = 2 x 4096^2 x 2 + 3 x 4096 x 11008 + 8192 = 67108864 + 135266304 + 8192 = 202383360;
+     * x 32 = 6476267520; + embed and head 2 x 32000 x 4096 = 262144000 + final norm 4096
+     * = 6738415616 (published: 6.74e9). Ops: embed + 18 per layer + final_ln + head. */
+    static const struct {
+        const char *preset;
+        double published;
+        int layers;
+    } want[] = {{"7b", 6.74e9, 32}, {"13b", 13.0e9, 40}, {"70b", 69e9, 80}, {"405b", 405e9, 126}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        int nops = 0;
+        double p = total_params(PF_MODEL_LLAMA, want[i].preset, &nops);
+        PF_ASSERT_CLOSE(p / want[i].published, 1.0, 0.02);
+        CU_ASSERT_EQUAL(nops, 1 + 18 * want[i].layers + 2);
+        if (i == 0)
+            PF_ASSERT_CLOSE(p, 6738415616.0, 0);
+    }
+
+    pf_model_opts_t o;
+    pf_model_opts_init(&o, PF_MODEL_LLAMA);
+    CU_ASSERT_EQUAL(o.hidden, 4096); /* the default is 7b */
+    char err[256];
+    CU_ASSERT_EQUAL(pf_model_apply_preset(&o, "70b", err, sizeof err), PF_OK);
+    o.layers = 2;
+    pf_graph_t *g = build(&o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    /* 64 heads of d = 128, 8 kv heads: k and v are 8192 -> 1024 */
+    const pf_op_t *k = op(g, "layers.1.attn.k");
+    CU_ASSERT(k->weight.ndim == 2 && k->weight.dim[0] == 8192 && k->weight.dim[1] == 1024);
+    CU_ASSERT(k->output.ndim == 3 && k->output.dim[1] == 4096 && k->output.dim[2] == 1024);
+    PF_ASSERT_CLOSE(k->param_bytes, 8192.0 * 1024 * 2, 0); /* no bias */
+    const pf_op_t *sc = op(g, "layers.1.attn.scores");
+    CU_ASSERT(sc->output.ndim == 4 && sc->output.dim[1] == 64 && sc->output.dim[3] == 4096);
+    const pf_op_t *gate = op(g, "layers.1.mlp.gate");
+    CU_ASSERT(gate->weight.dim[0] == 8192 && gate->weight.dim[1] == 28672);
+    CU_ASSERT(op(g, "layers.1.mlp.down")->weight.dim[0] == 28672);
+    const pf_op_t *norm = op(g, "layers.1.ln1");
+    CU_ASSERT_STRING_EQUAL(norm->type, "rmsnorm");
+    CU_ASSERT(norm->weight.ndim == 1 && norm->weight.dim[0] == 8192);
+    PF_ASSERT_CLOSE(norm->param_bytes, 8192 * 2, 0);
+    CU_ASSERT_EQUAL(in_degree(g, "layers.1.mlp.mul"), 2); /* silu(gate) * up */
+    CU_ASSERT(op_named(g, "layers.1.attn.dropout") < 0);  /* no dropout in llama */
+    pf_graph_destroy(&g);
+
+    /* Tiny GQA: b 2, s 8, h 16, a 4, kv 2 (d 4): K is [2, 8, 8] = 256 B. scores save the
+     * rotated Q 512 + K 256; context saves V 256; the rotations save nothing.
+     * FLOPs with f 32: q 2bsh^2 = 8192, k 2bsh(kv d) = 4096, scores 2bs^2h = 4096. */
+    pf_model_opts_init(&o, PF_MODEL_LLAMA);
+    o.layers = 1, o.hidden = 16, o.heads = 4, o.kv_heads = 2, o.ffn = 32, o.seq = 8;
+    o.vocab = 32, o.microbatch = 2, o.tflops = 2, o.efficiency = 0.5;
+    g = build(&o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    PF_ASSERT_CLOSE(op(g, "layers.0.attn.scores")->mem_fwd_bytes, 768, 0);
+    PF_ASSERT_CLOSE(op(g, "layers.0.attn.context")->mem_fwd_bytes, 256, 0);
+    PF_ASSERT_CLOSE(op(g, "layers.0.attn.rotary_k")->mem_fwd_bytes, 0, 0);
+    PF_ASSERT_CLOSE(op(g, "layers.0.attn.softmax")->mem_fwd_bytes, 1024, 0); /* 2as^2b */
+    PF_ASSERT_CLOSE(op(g, "layers.0.attn.q")->fwd_ms, 8192e-9, 1e-12);
+    PF_ASSERT_CLOSE(op(g, "layers.0.attn.k")->fwd_ms, 4096e-9, 1e-12);
+    PF_ASSERT_CLOSE(op(g, "layers.0.attn.scores")->fwd_ms, 4096e-9, 1e-12);
+    PF_ASSERT_CLOSE(edge_bytes(g, "layers.0.attn.rotary_k", "layers.0.attn.scores"), 256, 0);
+    pf_graph_destroy(&g);
+}
+
+static void test_moe(void)
+{
+    /* Mixtral 8x7B: per layer attention 2 x 4096^2 + 2 x 4096 x 1024 = 41943040, experts
+     * 8 x 3 x 4096 x 14336 = 1409286144, router 4096 x 8 = 32768, norms 8192: 1451270144;
+     * x 32 = 46440644608 + 2 x 32000 x 4096 + 4096 = 46702792704 (published 46.7B).
+     * Ops: 1 + 32 x (16 + 5 x 8) + 2 = 1795. */
+    pf_model_opts_t o;
+    pf_model_opts_init(&o, PF_MODEL_MOE);
+    pf_graph_t *g = build(&o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    PF_ASSERT_CLOSE(pf_graph_total_param_bytes(g) / 2, 46702792704.0, 0);
+    CU_ASSERT_EQUAL(pf_graph_nops(g), 1795);
+    /* tokens x k / E = 4096 x 2 / 8 = 1024 rows per expert */
+    const pf_op_t *gate = op(g, "layers.5.moe.experts.3.gate");
+    CU_ASSERT(gate->input.ndim == 2 && gate->input.dim[0] == 1024 && gate->input.dim[1] == 4096);
+    CU_ASSERT(gate->weight.dim[0] == 4096 && gate->weight.dim[1] == 14336);
+    CU_ASSERT(pf_model_op_expert(gate));
+    CU_ASSERT(!pf_model_op_expert(op(g, "layers.5.moe.router")));
+    CU_ASSERT(!pf_model_op_expert(op(g, "layers.5.moe.experts.3.silu"))); /* no weight */
+    int experts = 0;
+    for (int v = 0; v < pf_graph_nops(g); v++)
+        experts += pf_model_op_expert(pf_graph_op(g, v));
+    CU_ASSERT_EQUAL(experts, 32 * 8 * 3);
+    CU_ASSERT_EQUAL(in_degree(g, "layers.5.moe.combine"), 9); /* 8 experts + the router */
+    pf_graph_destroy(&g);
+
+    /* Tiny: b 2, s 8, h 16, f 32, E 4, k 2: 2 x 8 x 2 / 4 = 8 rows per expert.
+     * gate 2 x 8 x 16 x 32 = 8192 FLOPs (a dense MLP over all 16 tokens: 16384; k / E = 1/2).
+     * The dispatch -> gate edge carries the 8 routed rows: 8 x 16 x 2 = 256 B. */
+    pf_model_opts_init(&o, PF_MODEL_MOE);
+    o.layers = 1, o.hidden = 16, o.heads = 4, o.kv_heads = 2, o.ffn = 32, o.seq = 8;
+    o.vocab = 32, o.microbatch = 2, o.experts = 4, o.top_k = 2, o.tflops = 2;
+    o.efficiency = 0.5;
+    g = build(&o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    PF_ASSERT_CLOSE(op(g, "layers.0.moe.experts.2.gate")->fwd_ms, 8192e-9, 1e-12);
+    PF_ASSERT_CLOSE(op(g, "layers.0.moe.experts.2.down")->fwd_ms, 8192e-9, 1e-12);
+    PF_ASSERT_CLOSE(edge_bytes(g, "layers.0.moe.dispatch", "layers.0.moe.experts.2.gate"), 256, 0);
+    PF_ASSERT_CLOSE(edge_bytes(g, "layers.0.moe.experts.2.down", "layers.0.moe.combine"), 256, 0);
+    PF_ASSERT_CLOSE(op(g, "layers.0.moe.experts.2.gate")->mem_fwd_bytes, 256, 0);
+    PF_ASSERT_CLOSE(op(g, "layers.0.moe.experts.2.up")->mem_fwd_bytes, 0, 0);
+    pf_graph_destroy(&g);
+
+    char err[256] = "";
+    pf_model_opts_init(&o, PF_MODEL_MOE);
+    o.seq = 4095; /* 4095 x 2 = 8190 routed tokens over 8 experts */
+    CU_ASSERT_EQUAL(pf_model_build(&o, &g, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "--experts: 8190 routed tokens"));
+    o.seq = 4096, o.experts = 0;
+    CU_ASSERT_EQUAL(pf_model_build(&o, &g, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "--experts: 0 is not in [1, 1024]"));
+}
+
+static void test_vit(void)
+{
+    /* ViT-B/16: patch conv 768 x 3 x 16 x 16 + 768 = 590592; class token 768 and positions
+     * 197 x 768 = 151296; 12 layers of 12h^2 + 13h = 7087872; final_ln 1536; head
+     * 768 x 1000 + 1000 = 769000: 86567656 (timm's vit_base_patch16_224 count; "86M" in
+     * Dosovitskiy et al. Table 1). L/16 304326632 ("307M"), H/14 632045800 ("632M"). */
+    static const struct {
+        const char *preset;
+        double params;
+        int layers;
+    } want[] = {{"b", 86567656, 12}, {"l", 304326632, 24}, {"h", 632045800, 32}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        int nops = 0;
+        PF_ASSERT_CLOSE(total_params(PF_MODEL_VIT, want[i].preset, &nops), want[i].params, 0);
+        CU_ASSERT_EQUAL(nops, 2 + 17 * want[i].layers + 2);
+    }
+    pf_model_opts_t o;
+    pf_model_opts_init(&o, PF_MODEL_VIT);
+    o.layers = 1;
+    pf_graph_t *g = build(&o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    const pf_op_t *pe = op(g, "patch_embed");
+    CU_ASSERT(pe->weight.dim[0] == 768 && pe->weight.dim[2] == 16 && pe->output.dim[2] == 14);
+    /* (224 / 16)^2 + 1 = 197 tokens */
+    CU_ASSERT(op(g, "embed")->output.dim[1] == 197);
+    const pf_op_t *sc = op(g, "layers.0.attn.scores");
+    CU_ASSERT(sc->output.dim[0] == 32 && sc->output.dim[1] == 12 && sc->output.dim[3] == 197);
+    const pf_op_t *hd = op(g, "head");
+    CU_ASSERT(hd->input.ndim == 2 && hd->input.dim[1] == 768 && hd->output.dim[1] == 1000);
+    /* the head reads the class token only: 32 x 768 x 2 B */
+    PF_ASSERT_CLOSE(edge_bytes(g, "final_ln", "head"), 32.0 * 768 * 2, 0);
+    pf_graph_destroy(&g);
+    char err[256] = "";
+    pf_model_opts_init(&o, PF_MODEL_VIT);
+    CU_ASSERT_EQUAL(pf_model_apply_preset(&o, "g", err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "--preset: 'g' is not a vit preset (b, l, h)");
+}
+
 void pf_suite_models(void)
 {
     CU_pSuite s = CU_add_suite("models", NULL, NULL);
@@ -508,7 +809,12 @@ void pf_suite_models(void)
     CU_add_test(s, "mem_fwd / mem_bwd / params / shapes by hand", test_memory_and_shapes);
     CU_add_test(s, "2-layer op and edge counts, residual and attention wiring",
                 test_transformer_wiring);
+    CU_add_test(s, "saved activations per layer = sbh(34 + 5as/h), TP and selective split",
+                test_korthikanti_layer);
     CU_add_test(s, "BERT-Large: 12h^2 + 13h per layer, total", test_bert_large_params);
+    CU_add_test(s, "Llama 2/3.1 presets: parameters, ops, GQA shapes and bytes", test_llama);
+    CU_add_test(s, "MoE (Mixtral 8x7B): parameters, expert rows and marks", test_moe);
+    CU_add_test(s, "ViT-B/L/H: parameters, ops, patch tokens", test_vit);
     CU_add_test(s, "ResNet-18/50/101/152 params and MACs vs torchvision", test_resnet);
     CU_add_test(s, "U-Net long skips carry the activation bytes", test_unet_skips);
     CU_add_test(s, "hierarchical names and known types", test_names_and_types);

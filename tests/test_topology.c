@@ -249,6 +249,67 @@ static void test_hier_and_nvswitch(void)
     pf_cluster_destroy(&c);
 }
 
+/* DGX A100 / H100: 8 GPUs per host on NVSwitch (one bandwidth inside), InfiniBand between
+ * (per GPU), latency by host. */
+static void test_dgx_nvswitch(void)
+{
+    static const struct {
+        pf_topo_kind_t kind;
+        double intra, inter, tflops;
+        const char *name;
+    } want[] = {{PF_TOPO_DGX_A100, 250, 25, 312, "dgx-a100x3"},
+                {PF_TOPO_DGX_H100, 370, 50, 989, "dgx-h100x3"}};
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        pf_topo_opts_t o;
+        pf_topo_opts_init(&o, want[k].kind);
+        o.machines = 3;
+        pf_cluster_t *c = build(&o); /* also checks validity and symmetry */
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_EQUAL(pf_cluster_ndevices(c), 24);
+        CU_ASSERT_EQUAL(pf_cluster_nhosts(c), 3);
+        CU_ASSERT_STRING_EQUAL(pf_cluster_name(c), want[k].name);
+        /* Host blocks: device i on host i / 8; every pair inside a block has the NVSwitch
+         * figure and 2.5 us, every pair across blocks the InfiniBand one and 5 us. Of the
+         * 24 x 23 = 552 ordered pairs 3 x 8 x 7 = 168 are inside a host. */
+        for (int a = 0; a < 24; a++) {
+            CU_ASSERT_EQUAL(pf_cluster_device(c, a)->host, a / 8);
+            CU_ASSERT_EQUAL(pf_cluster_device(c, a)->mem_bytes, 80 * GIB);
+            CU_ASSERT_EQUAL(pf_cluster_device(c, a)->tflops, want[k].tflops);
+            for (int b = 0; b < 24; b++) {
+                if (a == b)
+                    continue;
+                int same = a / 8 == b / 8;
+                CU_ASSERT_EQUAL(pf_cluster_bw_gbps(c, a, b), same ? want[k].intra : want[k].inter);
+                CU_ASSERT_EQUAL(pf_cluster_lat_us(c, a, b), same ? 2.5 : 5);
+            }
+        }
+        CU_ASSERT_EQUAL(count_bw(c, want[k].intra), 168);
+        CU_ASSERT_EQUAL(count_bw(c, want[k].inter), 552 - 168);
+        CU_ASSERT_EQUAL(pf_cluster_bw_median(c), want[k].inter);
+        /* postal model across hosts: 5 us + 1e9 B / inter GB/s */
+        PF_ASSERT_CLOSE(pf_cluster_xfer_ms(c, 0, 23, 1e9), 0.005 + 1e3 / want[k].inter, 1e-12);
+        pf_cluster_destroy(&c);
+    }
+    /* own inter-machine latency, no intra latency: only cross-host pairs get one */
+    pf_topo_opts_t o;
+    pf_topo_opts_init(&o, PF_TOPO_DGX_H100);
+    o.machines = 2, o.latency_us = 0, o.inter_latency_us = 8;
+    pf_cluster_t *c = build(&o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(pf_cluster_lat_us(c, 0, 7), 0);
+    CU_ASSERT_EQUAL(pf_cluster_lat_us(c, 7, 8), 8);
+    pf_cluster_destroy(&c);
+    pf_topo_opts_init(&o, PF_TOPO_DGX_A100);
+    o.gpus_per_machine = 4;
+    char err[256] = "";
+    CU_ASSERT_EQUAL(pf_topo_build(&o, &c, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "dgx-a100: 4 GPUs per machine, a DGX has 8");
+    pf_topo_opts_init(&o, PF_TOPO_DGX_A100);
+    o.inter_latency_us = -1;
+    CU_ASSERT_EQUAL(pf_topo_build(&o, &c, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NULL(c);
+}
+
 static pf_cluster_t *build_random(pf_topo_kind_t kind, int devices, uint64_t seed)
 {
     pf_topo_opts_t o;
@@ -551,6 +612,13 @@ static void test_cli(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "cluster torus2d-4x4: 16 devices on 16 hosts"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "min 14.6, median 39, max 78.1 GB/s (symmetric)"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "latency:      5 .. 5 us"));
+    CU_ASSERT_EQUAL(run(out, sizeof out, "@ cluster dgx-a100 --machines 2 | @ check -"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "cluster dgx-a100x2: 16 devices on 2 hosts"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "min 25, median 25, max 250 GB/s (symmetric)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "latency:      2.5 .. 5 us"));
+    CU_ASSERT_EQUAL(run(out, sizeof out,
+                        "@ cluster dgx-h100 --machines 2 --inter-latency-us 7 | @ check -"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "latency:      2.5 .. 7 us"));
     CU_ASSERT_EQUAL(run(out, sizeof out, "@ cluster dgx1 --machines 2 --mem-gb 32"), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"mem_bytes\": 34359738368")); /* 32 x 2^30 */
     CU_ASSERT_EQUAL(run(out, sizeof out, "@ cluster --help"), 0);
@@ -569,6 +637,8 @@ static void test_cli(void)
         {"dgx1 --gpus 4", "--gpus does not apply to dgx1"},
         {"hier --dims 4x4", "--dims does not apply to hier"},
         {"hier --inter-gbps 0", "--inter-gbps: must be positive"},
+        {"dgx-h100 --gpus 4", "--gpus does not apply to dgx-h100"},
+        {"torus2d --inter-latency-us 3", "--inter-latency-us does not apply to torus2d"},
         {"random-blk1 --seed x", "--seed: 'x' is not an integer"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -589,6 +659,7 @@ void pf_suite_topology(void)
     CU_add_test(s, "3D mesh and torus, odd dimensions", test_grid_3d);
     CU_add_test(s, "DGX-1 link matrix and inter-machine bandwidth", test_dgx1);
     CU_add_test(s, "two-level hierarchy and NVSwitch", test_hier_and_nvswitch);
+    CU_add_test(s, "DGX A100 / H100: host blocks, bandwidth, latency, device", test_dgx_nvswitch);
     CU_add_test(s, "random kinds: same seed same cluster, other seed differs",
                 test_random_determinism);
     CU_add_test(s, "random_blk_1: node sizes, per-node bandwidth, fixed inter-node",

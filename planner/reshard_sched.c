@@ -15,7 +15,7 @@ struct pf_rsched {
     int *cand_off; /* ntasks + 1 offsets into cand_host / cand_ms */
     int *cand_host;
     double *cand_ms;
-    size_t recv_off_cap, recv_cap, cand_off_cap, cand_cap;
+    size_t recv_off_cap, recv_cap, cand_off_cap, cand_cap, cand_ms_cap;
     int max_cand, max_recv;
 };
 
@@ -111,10 +111,8 @@ int pf_rsched_add_task(pf_rsched_t *s, int nrecv, const int *recv_hosts, int nca
     if (pf_grow((void **)&s->recv_off, &s->recv_off_cap, (size_t)t + 2, sizeof(int)) ||
         pf_grow((void **)&s->cand_off, &s->cand_off_cap, (size_t)t + 2, sizeof(int)) ||
         pf_grow((void **)&s->recv, &s->recv_cap, nr, sizeof(int)) ||
-        pf_grow((void **)&s->cand_host, &s->cand_cap, nc, sizeof(int)))
-        return pf_fail(err, errlen, PF_ERR, "reshard schedule: out of memory");
-    size_t cap = s->cand_cap;
-    if (pf_grow((void **)&s->cand_ms, &cap, s->cand_cap, sizeof(double)))
+        pf_grow((void **)&s->cand_host, &s->cand_cap, nc, sizeof(int)) ||
+        pf_grow((void **)&s->cand_ms, &s->cand_ms_cap, nc, sizeof(double)))
         return pf_fail(err, errlen, PF_ERR, "reshard schedule: out of memory");
     memcpy(s->recv + s->recv_off[t], recv_hosts, (size_t)nrecv * sizeof(int));
     memcpy(s->cand_host + s->cand_off[t], cand_hosts, (size_t)ncand * sizeof(int));

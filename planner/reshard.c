@@ -362,7 +362,8 @@ static int dense_host(const int *hosts, int nhosts, int h)
     return -1;
 }
 
-/* Fastest allowed strategy for one sender (ties: the simpler, lower enum). */
+/* Fastest allowed strategy for one sender. Ties, up to rounding (a pipelined chain to one
+ * receiver sums k pieces back to T), go to the simpler strategy, the lower enum. */
 static double best_strategy(const pf_reshard_net_t *net, const pf_reshard_opts_t *o, int sender,
                             int ndst, const int *dst, double bytes, int *strategy, int *chunks)
 {
@@ -373,7 +374,7 @@ static double best_strategy(const pf_reshard_net_t *net, const pf_reshard_opts_t
             continue;
         double ms = pf_reshard_strategy_ms(net, (pf_xfer_strategy_t)s, sender, ndst, dst, bytes,
                                            o->max_chunks, &k);
-        if (ms < best) {
+        if (ms < best * (1 - 1e-9)) {
             best = ms;
             *strategy = s;
             *chunks = k;

@@ -492,6 +492,84 @@ static void test_h100_gpt_layer(void)
     json_decref(root);
 }
 
+static int file_has(const char *path, const char *needle)
+{
+    char buf[1 << 16];
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, needle) != NULL;
+}
+
+/* The two commands on the chain of test_from_plan: the first line's form, the SVG files (names
+ * escaped), and exit status 2 on bad input. */
+static void test_commands(void)
+{
+    char err[256], gpath[600], cpath[600], ppath[600], upath[600], svg[600], cmd[4096],
+        out[8192];
+    pf_graph_t *g = chain4();
+    pf_cluster_t *c = flat_cluster(4, 100, 0);
+    pf_device_t d = {.id = 0, .host = 0, .name = "gpu<0>&", .mem_bytes = 80e9};
+    pf_cluster_set_device(c, 0, &d);
+    pf_plan_t *p = chain4_plan();
+    const char *dir = pf_test_tmpdir();
+    snprintf(gpath, sizeof gpath, "%s/sim_g.json", dir);
+    snprintf(cpath, sizeof cpath, "%s/sim_c.json", dir);
+    snprintf(ppath, sizeof ppath, "%s/sim_p.json", dir);
+    snprintf(upath, sizeof upath, "%s/sim_unmapped.json", dir);
+    snprintf(svg, sizeof svg, "%s/sim_tl.svg", dir);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_save(g, gpath, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_cluster_save(c, cpath, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_plan_save(p, g, c, ppath, err, sizeof err), PF_OK);
+    free(p->stage_list[0].devices);
+    p->stage_list[0].devices = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_plan_save(p, g, c, upath, err, sizeof err), PF_OK);
+
+    /* the figures are test_from_plan's; here the form of the first line and the files */
+    snprintf(cmd, sizeof cmd, "%s simulate %s %s %s --schedule gpipe --microbatches 8 "
+             "--timeline %s", pf_test_bin(), gpath, cpath, ppath, svg);
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 0);
+    double step;
+    int pct;
+    char sched[32];
+    CU_ASSERT_EQUAL(sscanf(out, "step %lf ms (%31[^,], 8 micro-batches, bubble %d%%)", &step,
+                           sched, &pct), 3);
+    CU_ASSERT_STRING_EQUAL(sched, "gpipe");
+    CU_ASSERT(step >= 8 * 21);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "peak_mem"));
+    CU_ASSERT(file_has(svg, "<svg") && file_has(svg, "</svg>") && file_has(svg, "gpu&lt;0&gt;&amp;"));
+    CU_ASSERT(file_has(svg, "idle (bubble)"));
+    snprintf(cmd, sizeof cmd, "%s simulate %s %s %s --schedule pipedream", pf_test_bin(), gpath,
+             cpath, ppath);
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 2);
+    snprintf(cmd, sizeof cmd, "%s simulate %s %s %s", pf_test_bin(), gpath, cpath, upath);
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "sim_unmapped.json"));
+    snprintf(cmd, sizeof cmd, "%s simulate --help", pf_test_bin());
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--schedule"));
+
+    snprintf(svg, sizeof svg, "%s/sim_map.svg", dir);
+    snprintf(cmd, sizeof cmd, "%s draw %s %s %s -o %s", pf_test_bin(), ppath, cpath, gpath, svg);
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 0);
+    CU_ASSERT(file_has(svg, "</svg>") && file_has(svg, "gpu&lt;0&gt;&amp;: stage 0"));
+    CU_ASSERT(file_has(svg, "host 1"));
+    snprintf(cmd, sizeof cmd, "%s draw %s %s -o %s", pf_test_bin(), ppath, cpath, svg);
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 0);
+    CU_ASSERT(file_has(svg, "links used"));
+    snprintf(cmd, sizeof cmd, "%s draw %s %s", pf_test_bin(), upath, cpath);
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 2);
+    snprintf(cmd, sizeof cmd, "%s draw --help", pf_test_bin());
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 0);
+
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_simulate(void)
 {
     CU_pSuite s = CU_add_suite("simulate", NULL, NULL);
@@ -506,4 +584,5 @@ void pf_suite_simulate(void)
     CU_add_test(s, "bad input is refused with its place", test_bad_input);
     CU_add_test(s, "input from a graph and a mapped plan", test_from_plan);
     CU_add_test(s, "one GPT layer vs its H100 measurement (10%)", test_h100_gpt_layer);
+    CU_add_test(s, "planfarm simulate and planfarm draw", test_commands);
 }

@@ -95,6 +95,8 @@ int cmd_model(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_partition(int argc, char **argv);
 int cmd_map(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
+int cmd_draw(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_broker(int argc, char **argv);
 int cmd_worker(int argc, char **argv);

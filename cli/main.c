@@ -19,6 +19,8 @@ static const command_t commands[] = {
     {"import", cmd_import, "convert a PipeDream or Piper profile into a graph file"},
     {"partition", cmd_partition, "cut a graph into S pipeline stages (coarsen, DP, refine)"},
     {"map", cmd_map, "map a partition's stage replicas onto devices (Parmesan V)"},
+    {"simulate", cmd_simulate, "simulate one training step of a mapped plan (timeline as SVG)"},
+    {"draw", cmd_draw, "draw a mapped plan on its cluster as SVG"},
     {"plan", cmd_plan, "the whole search: stages, replicas, devices (embedded or --broker)"},
     {"broker", cmd_broker, "serve plan requests to clients and their jobs to workers"},
     {"worker", cmd_worker, "run partition and mapping jobs for a broker"},

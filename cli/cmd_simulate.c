@@ -1,0 +1,143 @@
+/* planfarm simulate GRAPH CLUSTER PLAN: one training step of a mapped plan in the task-graph
+ * simulator (planner/simulate.h); figures on stdout, the timeline as SVG on request. */
+#include "cli/cli.h"
+#include "planner/cluster.h"
+#include "planner/draw.h"
+#include "planner/graph.h"
+#include "planner/plan.h"
+#include "planner/simulate.h"
+#include "planner/util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void help(FILE *f)
+{
+    fprintf(f,
+            "usage: planfarm simulate GRAPH CLUSTER PLAN [options]\n\n"
+            "Simulates one training step of PLAN (a mapped plan: every stage replica has a\n"
+            "device) on CLUSTER: per device a compute and a communication stream; forward and\n"
+            "backward of every stage replica per micro-batch, p2p transfers between consecutive\n"
+            "stages (latency + bytes / bandwidth, sender and receiver busy), the ring all-reduce\n"
+            "of each stage's gradients (eq. 7) and the optimizer. Prints the step time, the\n"
+            "bubble, and per device its busy time and peak memory. PLAN may be - (stdin).\n\n"
+            "  --schedule S        gpipe, 1f1b, eager-1f1b or signal (free communication: a lower\n"
+            "                      bound); default: the plan's schedule\n"
+            "  --microbatches MB   micro-batches per step (default: the plan's)\n"
+            "  --buckets N         gradient all-reduce buckets per stage (default 1)\n"
+            "  --timeline OUT.svg  write the timeline: one row per device, bubbles visible\n\n"
+            "Exit status 2 on bad usage or input (an unmapped plan, a bad schedule, ...).\n");
+}
+
+static void print_figures(const pf_sim_result_t *r, const pf_cluster_t *c)
+{
+    printf("step %.2f ms (%s, %d micro-batches, bubble %.0f%%)\n", r->step_ms,
+           pf_sched_name(r->schedule), r->microbatches, 100 * r->bubble_fraction);
+    if (r->schedule == PF_SCHED_SIGNAL)
+        printf("  (communication free; best compute order: %s)\n", pf_sched_name(r->order));
+    printf("%-6s %-20s %5s %7s %10s %10s %12s\n", "device", "name", "stage", "replica", "busy_ms",
+           "comm_ms", "peak_mem");
+    for (int i = 0; i < r->ndevices; i++) {
+        char mem[32];
+        int per_stage = r->replicas * r->tp;
+        pf_fmt_bytes(mem, sizeof mem, r->peak_mem_bytes[i]);
+        printf("%-6d %-20s %5d %7d %10.3f %10.3f %12s\n",
+               (int)pf_cluster_device(c, r->device[i])->id,
+               pf_cluster_device(c, r->device[i])->name, i / per_stage,
+               i % per_stage / r->tp, r->busy_ms[i], r->comm_busy_ms[i], mem);
+    }
+}
+
+int cmd_simulate(int argc, char **argv)
+{
+    static const struct option opts[] = {{"schedule", required_argument, 0, 's'},
+                                         {"microbatches", required_argument, 0, 'm'},
+                                         {"buckets", required_argument, 0, 'b'},
+                                         {"timeline", required_argument, 0, 't'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *timeline = NULL;
+    int have_sched = 0, microbatches = 0, buckets = 1;
+    pf_sched_t sched = PF_SCHED_1F1B;
+    char err[CLI_ERRLEN] = "";
+    long long v;
+    int c, rc;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            if (pf_sched_parse(optarg, &sched) != PF_OK)
+                return cli_usage_error("simulate", "--schedule: '%s' is not gpipe, 1f1b, "
+                                       "eager-1f1b or signal", optarg);
+            have_sched = 1;
+            break;
+        case 'm':
+            if (cli_int("simulate", "--microbatches", optarg, 1, 1 << 16, &v))
+                return CLI_USAGE;
+            microbatches = (int)v;
+            break;
+        case 'b':
+            if (cli_int("simulate", "--buckets", optarg, 1, 1 << 16, &v))
+                return CLI_USAGE;
+            buckets = (int)v;
+            break;
+        case 't':
+            timeline = optarg;
+            break;
+        case 'h':
+            help(stdout);
+            return CLI_OK;
+        default:
+            return cli_usage_error("simulate", "unknown option");
+        }
+    }
+    if (argc - optind != 3)
+        return cli_usage_error("simulate", "expected GRAPH CLUSTER PLAN");
+    const char *gpath = argv[optind], *cpath = argv[optind + 1], *ppath = argv[optind + 2];
+    if ((!strcmp(gpath, "-")) + (!strcmp(cpath, "-")) + (!strcmp(ppath, "-")) > 1)
+        return cli_usage_error("simulate", "only one of GRAPH, CLUSTER, PLAN can be - (stdin)");
+    if (timeline && !strcmp(timeline, "-"))
+        return cli_usage_error("simulate", "--timeline: give a file name, not -");
+    if (timeline && cli_check_output("simulate", timeline))
+        return CLI_USAGE;
+
+    pf_graph_t *g = NULL;
+    pf_cluster_t *cl = NULL;
+    pf_plan_t *p = NULL;
+    pf_sim_input_t in = {0};
+    pf_sim_result_t *r = NULL;
+    FILE *f = NULL;
+    if ((rc = pf_graph_load(gpath, &g, err, sizeof err)) != PF_OK ||
+        (rc = pf_cluster_load(cpath, &cl, err, sizeof err)) != PF_OK ||
+        (rc = pf_plan_load(ppath, g, cl, &p, err, sizeof err)) != PF_OK)
+        goto done;
+    if ((rc = pf_sim_input_from_plan(g, cl, p, &in, err, sizeof err)) != PF_OK) {
+        pf_err_prefix(err, sizeof err, strcmp(ppath, "-") ? ppath : "<stdin>");
+        goto done;
+    }
+    if (have_sched)
+        in.schedule = sched;
+    if (microbatches)
+        in.microbatches = microbatches;
+    in.buckets = buckets;
+    in.timeline = timeline != NULL;
+    if ((rc = pf_simulate(&in, &r, err, sizeof err)) != PF_OK)
+        goto done;
+    print_figures(r, cl);
+    if (timeline) {
+        if (!(f = fopen(timeline, "w"))) {
+            rc = pf_fail(err, sizeof err, PF_ERR, "%s: cannot write", timeline);
+            goto done;
+        }
+        rc = pf_draw_timeline_svg(r, cl, p->model, f, err, sizeof err);
+        if (fclose(f) != 0 && rc == PF_OK)
+            rc = pf_fail(err, sizeof err, PF_ERR, "%s: write failed", timeline);
+    }
+done:
+    pf_sim_result_destroy(&r);
+    pf_sim_input_clear(&in);
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&cl);
+    pf_graph_destroy(&g);
+    return rc == PF_OK ? CLI_OK : cli_report("simulate", rc, err);
+}

@@ -1,0 +1,588 @@
+/* simulate: hand-worked pipeline timelines, bounds checked on random pipelines, the builder from
+ * a plan, one GPT layer against its H100 measurement, and the two commands. */
+#include "planner/json_io.h"
+#include "planner/simulate.h"
+#include "planner/util.h"
+#include "tests/testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* D devices, every link `gbps` and `lat_us`, two devices per host. */
+static pf_cluster_t *flat_cluster(int D, double gbps, double lat_us)
+{
+    pf_cluster_t *c = pf_cluster_new("flat", D);
+    for (int i = 0; i < D; i++) {
+        pf_device_t d = {.id = i, .host = i / 2, .mem_bytes = 80e9};
+        pf_cluster_set_device(c, i, &d);
+        for (int j = 0; j < i; j++)
+            pf_cluster_set_link(c, i, j, gbps, lat_us);
+    }
+    return c;
+}
+
+typedef struct {
+    pf_sim_input_t in;
+    pf_sim_stage_t stage[8];
+    int dev[8][16];
+} pipe_t;
+
+/* S stages x R replicas (T = 1), every stage f, b; replica r of stage s on device s R + r. */
+static void pipe_init(pipe_t *p, const pf_cluster_t *c, int S, int R, int MB, double f, double b,
+                      pf_sched_t sched)
+{
+    memset(p, 0, sizeof *p);
+    p->in = (pf_sim_input_t){.stages = S, .replicas = R, .tp = 1, .microbatches = MB,
+                             .buckets = 1, .schedule = sched, .timeline = 1,
+                             .stage = p->stage, .cluster = c};
+    for (int s = 0; s < S; s++) {
+        p->stage[s] = (pf_sim_stage_t){.fwd_ms = f, .bwd_ms = b, .devices = p->dev[s]};
+        for (int r = 0; r < R; r++)
+            p->dev[s][r] = s * R + r;
+    }
+}
+
+static double step_of(pipe_t *p, pf_sched_t sched)
+{
+    char err[256];
+    pf_sim_result_t *r = NULL;
+    p->in.schedule = sched;
+    int rc = pf_simulate(&p->in, &r, err, sizeof err);
+    CU_ASSERT_EQUAL_FATAL(rc, PF_OK);
+    double ms = r->step_ms;
+    pf_sim_result_destroy(&r);
+    return ms;
+}
+
+/* Zero communication, equal stages: every schedule fills and drains the pipeline once,
+ * step = (MB + S - 1) x (f + b), e.g. S = 4, MB = 8, f = 1, b = 2: 11 x 3 = 33 ms; the bubble is
+ * (S - 1) / (MB + S - 1) = 3 / 11. Seed 003: without communication eager-1F1B equals 1F1B. */
+static void test_equal_stages_no_comm(void)
+{
+    pf_cluster_t *c = flat_cluster(4, 100, 0);
+    int stages[] = {2, 4}, mbs[] = {4, 8};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            int S = stages[i], MB = mbs[j];
+            pipe_t p;
+            pipe_init(&p, c, S, 1, MB, 1.0, 2.0, PF_SCHED_1F1B);
+            double want = (MB + S - 1) * 3.0;
+            PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_GPIPE), want, 1e-12);
+            PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_1F1B), want, 1e-12);
+            PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_EAGER_1F1B), want, 1e-12);
+            PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_SIGNAL), want, 1e-12);
+            char err[256];
+            pf_sim_result_t *r = NULL;
+            p.in.schedule = PF_SCHED_1F1B;
+            CU_ASSERT_EQUAL_FATAL(pf_simulate(&p.in, &r, err, sizeof err), PF_OK);
+            PF_ASSERT_CLOSE(r->bubble_fraction, (S - 1.0) / (MB + S - 1.0), 1e-12);
+            CU_ASSERT_EQUAL(r->ndevices, S);
+            for (int d = 0; d < S; d++)
+                PF_ASSERT_CLOSE(r->busy_ms[d], MB * 3.0, 1e-12);
+            pf_sim_result_destroy(&r);
+        }
+    pf_cluster_destroy(&c);
+}
+
+/* Peak memory: 1F1B stashes min(MB, S - s) micro-batches on stage s, GPipe all MB, eager-1F1B
+ * min(MB, 2 (S - s) - 1). With static 1000 and act 10 bytes, stage 0 of S = 4, MB = 8 under
+ * 1F1B: 1000 + 4 x 10. */
+static void test_peak_memory(void)
+{
+    pf_cluster_t *c = flat_cluster(4, 100, 0);
+    char err[256];
+    int mbs[] = {2, 8};
+    for (int j = 0; j < 2; j++) {
+        int S = 4, MB = mbs[j];
+        pipe_t p;
+        pipe_init(&p, c, S, 1, MB, 1.0, 2.0, PF_SCHED_1F1B);
+        for (int s = 0; s < S; s++) {
+            p.stage[s].static_bytes = 1000;
+            p.stage[s].act_bytes = 10;
+        }
+        pf_sched_t sch[] = {PF_SCHED_GPIPE, PF_SCHED_1F1B, PF_SCHED_EAGER_1F1B};
+        for (int k = 0; k < 3; k++) {
+            pf_sim_result_t *r = NULL;
+            p.in.schedule = sch[k];
+            CU_ASSERT_EQUAL_FATAL(pf_simulate(&p.in, &r, err, sizeof err), PF_OK);
+            for (int s = 0; s < S; s++) {
+                int want = sch[k] == PF_SCHED_GPIPE  ? MB
+                           : sch[k] == PF_SCHED_1F1B ? (MB < S - s ? MB : S - s)
+                                                     : (MB < 2 * (S - s) - 1 ? MB : 2 * (S - s) - 1);
+                CU_ASSERT_EQUAL(r->peak_inflight[s], want);
+                PF_ASSERT_CLOSE(r->peak_mem_bytes[s], 1000 + 10.0 * want, 1e-12);
+            }
+            pf_sim_result_destroy(&r);
+        }
+    }
+    pf_cluster_destroy(&c);
+}
+
+/* Two stages of different speed, 1 ms transfers each way (1e9 bytes at 1000 GB/s):
+ * stage 0 f = 1, b = 2; stage 1 f = 2, b = 4; MB = 2; 1F1B orders: stage 0 F0 F1 B0 B1, stage 1
+ * F0 B0 F1 B1.
+ *   stage 0: F0 [0,1]  send0 [1,2]  F1 [1,2]  send1 [2,3]
+ *   stage 1: F0 [2,4]  B0 [4,8]  grad0 [8,9]  F1 [8,10]  B1 [10,14]  grad1 [14,15]
+ *   stage 0: B0 [9,11]  B1 [15,17]                                     step 17 ms.
+ * Without communication (signal): stage 1 F0 [1,3] B0 [3,7] F1 [7,9] B1 [9,13], stage 0 B1
+ * [13,15]: 15 ms. */
+static void test_unequal_stages_by_hand(void)
+{
+    pf_cluster_t *c = flat_cluster(2, 1000, 0);
+    pipe_t p;
+    pipe_init(&p, c, 2, 1, 2, 1.0, 2.0, PF_SCHED_1F1B);
+    p.stage[1].fwd_ms = 2;
+    p.stage[1].bwd_ms = 4;
+    p.stage[0].send_bytes = 1e9;
+    char err[256];
+    pf_sim_result_t *r = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_simulate(&p.in, &r, err, sizeof err), PF_OK);
+    PF_ASSERT_CLOSE(r->step_ms, 17.0, 1e-12);
+    PF_ASSERT_CLOSE(r->busy_ms[0], 6.0, 1e-12);
+    PF_ASSERT_CLOSE(r->busy_ms[1], 12.0, 1e-12);
+    PF_ASSERT_CLOSE(r->comm_busy_ms[0], 4.0, 1e-12);
+    PF_ASSERT_CLOSE(r->bubble_fraction, 1 - 18.0 / 34.0, 1e-12);
+    /* the events of device 0's compute stream, in order */
+    double want[4][2] = {{0, 1}, {1, 2}, {9, 11}, {15, 17}};
+    int n = 0;
+    for (int i = 0; i < r->nevents; i++) {
+        const pf_sim_event_t *e = &r->events[i];
+        if (e->device != 0 || e->stream != PF_STREAM_COMPUTE)
+            continue;
+        CU_ASSERT_FATAL(n < 4);
+        PF_ASSERT_CLOSE(e->start_ms, want[n][0], 1e-12);
+        PF_ASSERT_CLOSE(e->end_ms, want[n][1], 1e-12);
+        CU_ASSERT_EQUAL(e->kind, n < 2 ? PF_EV_FWD : PF_EV_BWD);
+        n++;
+    }
+    CU_ASSERT_EQUAL(n, 4);
+    pf_sim_result_destroy(&r);
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_SIGNAL), 15.0, 1e-12);
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_GPIPE), 17.0, 1e-12);
+    pf_cluster_destroy(&c);
+}
+
+/* Two transfers over one device pair share it: stage 0 f = 0.1, each send 1 ms. send0 [0.1,1.1],
+ * send1 ready at 0.2 waits for the link: [1.1, 2.1]. */
+static void test_shared_link(void)
+{
+    pf_cluster_t *c = flat_cluster(2, 1000, 0);
+    pipe_t p;
+    pipe_init(&p, c, 2, 1, 2, 0.1, 0.2, PF_SCHED_GPIPE);
+    p.stage[0].send_bytes = 1e9;
+    char err[256];
+    pf_sim_result_t *r = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_simulate(&p.in, &r, err, sizeof err), PF_OK);
+    int n = 0;
+    for (int i = 0; i < r->nevents; i++) {
+        const pf_sim_event_t *e = &r->events[i];
+        if (e->device == 0 && e->kind == PF_EV_SEND) {
+            PF_ASSERT_CLOSE(e->start_ms, n == 0 ? 0.1 : 1.1, 1e-12);
+            PF_ASSERT_CLOSE(e->end_ms, n == 0 ? 1.1 : 2.1, 1e-12);
+            n++;
+        }
+    }
+    CU_ASSERT_EQUAL(n, 2);
+    pf_sim_result_destroy(&r);
+    pf_cluster_destroy(&c);
+}
+
+/* Gradient all-reduce, S = 2, R = 2, MB = 4, f = 1, b = 2, no p2p traffic: the pipeline ends at
+ * (4 + 1) x 3 = 15 ms. Ring of eq. 7 over 2 replicas: 2 (R - 1) / R x P / B = 4e9 B / 1000 GB/s
+ * = 4 ms, plus 2 (R - 1) = 2 latencies of 10 us: stage 0's all-reduce after its last backward
+ * ends at 15 + 4.02 ms. Two buckets of 2 + 0.02 ms: bucket 0 ready half-way through the last
+ * backward [13, 15], at 14: [14, 16.02]; bucket 1 ready at 15 waits: [16.02, 18.04]. An
+ * optimizer step of 0.5 ms follows. */
+static void test_allreduce(void)
+{
+    pf_cluster_t *c = flat_cluster(4, 1000, 10);
+    pipe_t p;
+    pipe_init(&p, c, 2, 2, 4, 1.0, 2.0, PF_SCHED_1F1B);
+    p.stage[0].param_bytes = p.stage[1].param_bytes = 4e9;
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_1F1B), 15 + 4.02, 1e-12);
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_GPIPE), 15 + 4.02, 1e-12);
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_SIGNAL), 15, 1e-12);
+    p.in.buckets = 2;
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_1F1B), 18.04, 1e-12);
+    p.stage[0].optimizer_ms = p.stage[1].optimizer_ms = 0.5;
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_1F1B), 18.54, 1e-12);
+    /* R = 1: nothing to reduce */
+    pipe_init(&p, c, 2, 1, 4, 1.0, 2.0, PF_SCHED_1F1B);
+    p.stage[0].param_bytes = p.stage[1].param_bytes = 4e9;
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_1F1B), 15, 1e-12);
+    pf_cluster_destroy(&c);
+}
+
+/* Tensor parallelism: T = 2, collectives 0.5 ms per forward and backward on the compute stream:
+ * stage time 1 + 0.5 + 2 + 0.5 = 4, S = 2, MB = 4: 5 x 4 = 20 ms; every device of a group is
+ * busy 16 ms. */
+static void test_tensor_parallel(void)
+{
+    pf_cluster_t *c = flat_cluster(4, 1000, 0);
+    pipe_t p;
+    pipe_init(&p, c, 2, 1, 4, 1.0, 2.0, PF_SCHED_1F1B);
+    p.in.tp = 2;
+    for (int s = 0; s < 2; s++) {
+        p.stage[s].tp_fwd_ms = p.stage[s].tp_bwd_ms = 0.5;
+        p.dev[s][0] = 2 * s;
+        p.dev[s][1] = 2 * s + 1;
+    }
+    char err[256];
+    pf_sim_result_t *r = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_simulate(&p.in, &r, err, sizeof err), PF_OK);
+    PF_ASSERT_CLOSE(r->step_ms, 20, 1e-12);
+    CU_ASSERT_EQUAL(r->ndevices, 4);
+    for (int d = 0; d < 4; d++)
+        PF_ASSERT_CLOSE(r->busy_ms[d], 16, 1e-12);
+    int tp = 0;
+    for (int i = 0; i < r->nevents; i++)
+        tp += r->events[i].kind == PF_EV_TP;
+    CU_ASSERT_EQUAL(tp, 4 * 2 * 4); /* 4 devices x 2 collectives x 4 micro-batches */
+    pf_sim_result_destroy(&r);
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_SIGNAL), 15, 1e-12); /* collectives free too */
+    pf_cluster_destroy(&c);
+}
+
+/* With communication, on equal stages: eager-1F1B never slower than 1F1B (seed 003, Sec. 4)
+ * while a transfer (here 0.2, 1 and 2 ms) fits in a stage's compute (f + b = 3 ms), the regime
+ * where there is compute to overlap it with. Past that the communication stream is the
+ * bottleneck and its order decides (S = 2, MB = 4, 3 ms transfers: 1F1B 27.04, eager 30.04 ms);
+ * on random stages, replicas and links: signal below every schedule and MB x the slowest stage
+ * below signal. */
+static void test_bounds(void)
+{
+    char err[256];
+    int stages[] = {2, 4}, mbs[] = {4, 8};
+    double sends[] = {0.2e9, 1e9, 2e9};
+    pf_cluster_t *c = flat_cluster(4, 1000, 5);
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            for (int k = 0; k < 3; k++) {
+                pipe_t p;
+                pipe_init(&p, c, stages[i], 1, mbs[j], 1.0, 2.0, PF_SCHED_1F1B);
+                for (int s = 0; s < stages[i]; s++)
+                    p.stage[s].send_bytes = sends[k];
+                double one = step_of(&p, PF_SCHED_1F1B), eager = step_of(&p, PF_SCHED_EAGER_1F1B);
+                CU_ASSERT(eager <= one + 1e-9);
+                CU_ASSERT(step_of(&p, PF_SCHED_SIGNAL) <= eager + 1e-9);
+                if (k == 1 && j == 1) /* 1 ms transfers: eager hides them, 1F1B cannot */
+                    CU_ASSERT(eager < one - 1);
+            }
+    pf_cluster_destroy(&c);
+
+    unsigned seed = 7;
+    for (int trial = 0; trial < 200; trial++) {
+        int S = 1 + (int)(rand_r(&seed) % 4), R = 1 + (int)(rand_r(&seed) % 2);
+        int MB = 1 + (int)(rand_r(&seed) % 8);
+        pf_cluster_t *cl = pf_cluster_new("rnd", S * R);
+        for (int a = 0; a < S * R; a++) {
+            pf_device_t d = {.id = a, .mem_bytes = 1};
+            pf_cluster_set_device(cl, a, &d);
+            for (int b = 0; b < a; b++)
+                pf_cluster_set_link(cl, a, b, 100 + rand_r(&seed) % 900, rand_r(&seed) % 50);
+        }
+        pipe_t p;
+        pipe_init(&p, cl, S, R, MB, 1, 1, PF_SCHED_1F1B);
+        p.in.buckets = 1 + (int)(rand_r(&seed) % 3);
+        double slowest = 0;
+        for (int s = 0; s < S; s++) {
+            pf_sim_stage_t *st = &p.stage[s];
+            st->fwd_ms = 0.5 + rand_r(&seed) % 100 / 20.0;
+            st->bwd_ms = 0.5 + rand_r(&seed) % 100 / 10.0;
+            st->recompute_ms = rand_r(&seed) % 2 ? st->fwd_ms : 0;
+            st->send_bytes = rand_r(&seed) % 100 * 1e7;
+            st->param_bytes = rand_r(&seed) % 100 * 1e8;
+            st->optimizer_ms = rand_r(&seed) % 3 * 0.1;
+            slowest = fmax(slowest, st->fwd_ms + st->bwd_ms + st->recompute_ms);
+        }
+        double sig = step_of(&p, PF_SCHED_SIGNAL);
+        CU_ASSERT(MB * slowest <= sig + 1e-9);
+        pf_sched_t sch[] = {PF_SCHED_GPIPE, PF_SCHED_1F1B, PF_SCHED_EAGER_1F1B};
+        for (int k = 0; k < 3; k++) {
+            pf_sim_result_t *r = NULL;
+            p.in.schedule = sch[k];
+            CU_ASSERT_EQUAL_FATAL(pf_simulate(&p.in, &r, err, sizeof err), PF_OK);
+            CU_ASSERT(sig <= r->step_ms + 1e-9);
+            CU_ASSERT(r->bubble_fraction >= -1e-12 && r->bubble_fraction < 1);
+            /* no stream runs two events at once */
+            for (int e = 1; e < r->nevents; e++) {
+                const pf_sim_event_t *a = &r->events[e - 1], *b = &r->events[e];
+                if (a->device == b->device && a->stream == b->stream)
+                    CU_ASSERT(b->start_ms >= a->end_ms - 1e-9);
+            }
+            pf_sim_result_destroy(&r);
+        }
+        pf_cluster_destroy(&cl);
+    }
+}
+
+static void test_bad_input(void)
+{
+    pf_cluster_t *c = flat_cluster(4, 100, 0);
+    char err[256];
+    pf_sim_result_t *r = NULL;
+    pipe_t p;
+    pipe_init(&p, c, 2, 2, 4, 1.0, 2.0, PF_SCHED_1F1B);
+    p.dev[1][1] = 0;
+    CU_ASSERT_EQUAL(pf_simulate(&p.in, &r, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "used twice"));
+    p.dev[1][1] = 4;
+    CU_ASSERT_EQUAL(pf_simulate(&p.in, &r, err, sizeof err), PF_EINPUT);
+    p.dev[1][1] = 3;
+    p.stage[1].bwd_ms = -1;
+    CU_ASSERT_EQUAL(pf_simulate(&p.in, &r, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "stage 1: bwd_ms"));
+    p.stage[1].bwd_ms = 2;
+    p.in.microbatches = 0;
+    CU_ASSERT_EQUAL(pf_simulate(&p.in, &r, err, sizeof err), PF_EINPUT);
+    p.in.microbatches = 4;
+    p.in.replicas = 3; /* 6 devices on 4 */
+    CU_ASSERT_EQUAL(pf_simulate(&p.in, &r, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NULL(r);
+    pf_sched_t s;
+    CU_ASSERT_EQUAL(pf_sched_parse("eager-1f1b", &s), PF_OK);
+    CU_ASSERT_EQUAL(s, PF_SCHED_EAGER_1F1B);
+    CU_ASSERT_EQUAL(pf_sched_parse("pipedream", &s), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(pf_sched_name(PF_SCHED_SIGNAL), "signal");
+    pf_cluster_destroy(&c);
+}
+
+/* 0 -> 1 -> 2 -> 3 with a skip 0 -> 2; stages {0, 1} | {2, 3}, replicas on devices (0, 1) and
+ * (2, 3). Stage 0: fwd 1 + 2, bwd 2 + 4, params 10 + 20, send = edges crossing the cut: 1->2
+ * (300) + 0->2 (50) = 350, acts 100 + 200. Stage 1: acts 300 + 400 + its input 350. */
+static pf_graph_t *chain4(void)
+{
+    char err[128];
+    pf_graph_t *g = pf_graph_new("chain", 1);
+    for (int i = 0; i < 4; i++) {
+        pf_op_t op = {.id = i, .fwd_ms = i + 1, .bwd_ms = 2 * (i + 1), .param_bytes = 10 * (i + 1),
+                      .mem_fwd_bytes = 100 * (i + 1)};
+        pf_graph_add_op(g, &op);
+    }
+    pf_graph_add_edge(g, 0, 1, 100);
+    pf_graph_add_edge(g, 1, 2, 300);
+    pf_graph_add_edge(g, 2, 3, 500);
+    pf_graph_add_edge(g, 0, 2, 50);
+    CU_ASSERT_EQUAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
+    return g;
+}
+
+static pf_plan_t *chain4_plan(void)
+{
+    pf_plan_t *p = pf_plan_new(2, 2);
+    int a[] = {0, 1}, b[] = {2, 3};
+    pf_plan_set_stage_ops(p, 0, a, 2);
+    pf_plan_set_stage_ops(p, 1, b, 2);
+    for (int s = 0; s < 2; s++)
+        for (int r = 0; r < 2; r++)
+            pf_plan_stage_devices(p, s)[r] = 2 * s + r;
+    p->microbatches = 4;
+    p->devices = 4;
+    return p;
+}
+
+static void test_from_plan(void)
+{
+    char err[256];
+    pf_graph_t *g = chain4();
+    pf_cluster_t *c = flat_cluster(4, 100, 0);
+    pf_plan_t *p = chain4_plan();
+    pf_sim_input_t in;
+    CU_ASSERT_EQUAL_FATAL(pf_sim_input_from_plan(g, c, p, &in, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(in.stages, 2);
+    CU_ASSERT_EQUAL(in.replicas, 2);
+    CU_ASSERT_EQUAL(in.microbatches, 4);
+    CU_ASSERT_EQUAL(in.schedule, PF_SCHED_1F1B);
+    PF_ASSERT_CLOSE(in.stage[0].fwd_ms, 3, 1e-12);
+    PF_ASSERT_CLOSE(in.stage[0].bwd_ms, 6, 1e-12);
+    PF_ASSERT_CLOSE(in.stage[1].fwd_ms, 7, 1e-12);
+    PF_ASSERT_CLOSE(in.stage[0].param_bytes, 30, 1e-12);
+    PF_ASSERT_CLOSE(in.stage[0].static_bytes, 120, 1e-12);
+    PF_ASSERT_CLOSE(in.stage[0].send_bytes, 350, 1e-12);
+    PF_ASSERT_CLOSE(in.stage[1].send_bytes, 0, 1e-12);
+    PF_ASSERT_CLOSE(in.stage[0].act_bytes, 300, 1e-12);
+    PF_ASSERT_CLOSE(in.stage[1].act_bytes, 1050, 1e-12);
+    CU_ASSERT_EQUAL(in.stage[1].devices[1], 3);
+    pf_sim_result_t *r = NULL;
+    CU_ASSERT_EQUAL(pf_simulate(&in, &r, err, sizeof err), PF_OK);
+    CU_ASSERT(r && r->step_ms >= 4 * 21);
+    pf_sim_result_destroy(&r);
+    pf_sim_input_clear(&in);
+    pf_sim_input_clear(&in);
+    CU_ASSERT_PTR_NULL(in.stage);
+
+    free(p->stage_list[1].devices); /* unmapped */
+    p->stage_list[1].devices = NULL;
+    CU_ASSERT_EQUAL(pf_sim_input_from_plan(g, c, p, &in, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "no devices"));
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+/* One GPT layer (hidden 4096, heads 32, seq 2048, micro-batch 1) measured on one H100: the
+ * layer's ops as a chain with their measured forward and backward times, simulated on one device
+ * (S = R = T = 1, MB = 1), against the whole layer measured in one piece. The per-op sums are
+ * 1.420 ms forward and 5.028 ms forward + backward against 1.330 and 4.905 measured (6.8% and
+ * 2.5%: a whole layer launches fewer kernels than its ops one by one). */
+static void test_h100_gpt_layer(void)
+{
+    char path[600], err[512];
+    json_t *root = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_json_load_file(pf_test_data("h100/h100_reference.json", path,
+                                                         sizeof path), &root, err, sizeof err),
+                          PF_OK);
+    json_t *layers = json_object_get(root, "gpt_layers"), *layer = NULL, *L;
+    size_t i;
+    json_array_foreach(layers, i, L)
+    {
+        if (json_integer_value(json_object_get(L, "hidden")) == 4096 &&
+            json_integer_value(json_object_get(L, "microbatch")) == 1 &&
+            json_object_get(L, "whole_layer"))
+            layer = L;
+    }
+    CU_ASSERT_PTR_NOT_NULL_FATAL(layer);
+    json_t *whole = json_object_get(layer, "whole_layer"), *ops = json_object_get(layer, "ops");
+    double want_fwd = json_real_value(json_object_get(whole, "fwd_ms"));
+    double want_fb = json_real_value(json_object_get(whole, "fwd_bwd_ms"));
+    CU_ASSERT_FATAL(want_fwd > 0 && want_fb > want_fwd && json_array_size(ops) == 9);
+
+    pf_graph_t *g = pf_graph_new("gpt-layer-4096", 1);
+    json_t *op;
+    json_array_foreach(ops, i, op)
+    {
+        pf_op_t o = {.id = (int64_t)i, .name = json_string_value(json_object_get(op, "op")),
+                     .fwd_ms = json_number_value(json_object_get(op, "fwd_ms")),
+                     .bwd_ms = json_number_value(json_object_get(op, "bwd_ms")),
+                     .param_bytes = json_number_value(json_object_get(op, "param_bytes"))};
+        CU_ASSERT_EQUAL(pf_graph_add_op(g, &o), (int)i);
+        if (i > 0)
+            pf_graph_add_edge(g, (int)i - 1, (int)i,
+                              json_number_value(json_object_get(json_array_get(ops, i - 1),
+                                                                "out_bytes")));
+    }
+    CU_ASSERT_EQUAL_FATAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
+    pf_cluster_t *c = pf_cluster_new("h100", 1);
+    pf_device_t d = {.id = 0, .mem_bytes = 80e9, .tflops = 989};
+    pf_cluster_set_device(c, 0, &d);
+    pf_plan_t *p = pf_plan_new(1, 1);
+    int all[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+    pf_plan_set_stage_ops(p, 0, all, 9);
+    pf_plan_stage_devices(p, 0)[0] = 0;
+    p->microbatches = 1;
+    p->devices = 1;
+    pf_sim_input_t in;
+    CU_ASSERT_EQUAL_FATAL(pf_sim_input_from_plan(g, c, p, &in, err, sizeof err), PF_OK);
+    in.timeline = 1;
+    pf_sim_result_t *r = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_simulate(&in, &r, err, sizeof err), PF_OK);
+    double fwd = -1;
+    for (int e = 0; e < r->nevents; e++)
+        if (r->events[e].kind == PF_EV_FWD)
+            fwd = r->events[e].end_ms - r->events[e].start_ms;
+    CU_ASSERT(fabs(fwd - want_fwd) <= 0.10 * want_fwd);
+    CU_ASSERT(fabs(r->step_ms - want_fb) <= 0.10 * want_fb);
+    PF_ASSERT_CLOSE(r->bubble_fraction, 0, 1e-12);
+    pf_sim_result_destroy(&r);
+    pf_sim_input_clear(&in);
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+    json_decref(root);
+}
+
+static int file_has(const char *path, const char *needle)
+{
+    char buf[1 << 16];
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, needle) != NULL;
+}
+
+/* The two commands on the chain of test_from_plan: the first line's form, the SVG files (names
+ * escaped), and exit status 2 on bad input. */
+static void test_commands(void)
+{
+    char err[256], gpath[600], cpath[600], ppath[600], upath[600], svg[600], cmd[4096],
+        out[8192];
+    pf_graph_t *g = chain4();
+    pf_cluster_t *c = flat_cluster(4, 100, 0);
+    pf_device_t d = {.id = 0, .host = 0, .name = "gpu<0>&", .mem_bytes = 80e9};
+    pf_cluster_set_device(c, 0, &d);
+    pf_plan_t *p = chain4_plan();
+    const char *dir = pf_test_tmpdir();
+    snprintf(gpath, sizeof gpath, "%s/sim_g.json", dir);
+    snprintf(cpath, sizeof cpath, "%s/sim_c.json", dir);
+    snprintf(ppath, sizeof ppath, "%s/sim_p.json", dir);
+    snprintf(upath, sizeof upath, "%s/sim_unmapped.json", dir);
+    snprintf(svg, sizeof svg, "%s/sim_tl.svg", dir);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_save(g, gpath, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_cluster_save(c, cpath, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_plan_save(p, g, c, ppath, err, sizeof err), PF_OK);
+    free(p->stage_list[0].devices);
+    p->stage_list[0].devices = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_plan_save(p, g, c, upath, err, sizeof err), PF_OK);
+
+    /* the figures are test_from_plan's; here the form of the first line and the files */
+    snprintf(cmd, sizeof cmd, "%s simulate %s %s %s --schedule gpipe --microbatches 8 "
+             "--timeline %s", pf_test_bin(), gpath, cpath, ppath, svg);
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 0);
+    double step;
+    int pct;
+    char sched[32];
+    CU_ASSERT_EQUAL(sscanf(out, "step %lf ms (%31[^,], 8 micro-batches, bubble %d%%)", &step,
+                           sched, &pct), 3);
+    CU_ASSERT_STRING_EQUAL(sched, "gpipe");
+    CU_ASSERT(step >= 8 * 21);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "peak_mem"));
+    CU_ASSERT(file_has(svg, "<svg") && file_has(svg, "</svg>") && file_has(svg, "gpu&lt;0&gt;&amp;"));
+    CU_ASSERT(file_has(svg, "idle (bubble)"));
+    snprintf(cmd, sizeof cmd, "%s simulate %s %s %s --schedule pipedream", pf_test_bin(), gpath,
+             cpath, ppath);
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 2);
+    snprintf(cmd, sizeof cmd, "%s simulate %s %s %s", pf_test_bin(), gpath, cpath, upath);
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "sim_unmapped.json"));
+    snprintf(cmd, sizeof cmd, "%s simulate --help", pf_test_bin());
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--schedule"));
+
+    snprintf(svg, sizeof svg, "%s/sim_map.svg", dir);
+    snprintf(cmd, sizeof cmd, "%s draw %s %s %s -o %s", pf_test_bin(), ppath, cpath, gpath, svg);
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 0);
+    CU_ASSERT(file_has(svg, "</svg>") && file_has(svg, "gpu&lt;0&gt;&amp;: stage 0"));
+    CU_ASSERT(file_has(svg, "host 1"));
+    snprintf(cmd, sizeof cmd, "%s draw %s %s -o %s", pf_test_bin(), ppath, cpath, svg);
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 0);
+    CU_ASSERT(file_has(svg, "links used"));
+    snprintf(cmd, sizeof cmd, "%s draw %s %s", pf_test_bin(), upath, cpath);
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 2);
+    snprintf(cmd, sizeof cmd, "%s draw --help", pf_test_bin());
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 0);
+
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+void pf_suite_simulate(void)
+{
+    CU_pSuite s = CU_add_suite("simulate", NULL, NULL);
+    CU_add_test(s, "equal stages, no communication: (MB + S - 1)(f + b)",
+                test_equal_stages_no_comm);
+    CU_add_test(s, "peak memory: micro-batches in flight per schedule", test_peak_memory);
+    CU_add_test(s, "unequal stages with transfers, worked by hand", test_unequal_stages_by_hand);
+    CU_add_test(s, "transfers on one device pair serialize", test_shared_link);
+    CU_add_test(s, "ring all-reduce (eq. 7), buckets, optimizer", test_allreduce);
+    CU_add_test(s, "tensor-parallel collectives block compute", test_tensor_parallel);
+    CU_add_test(s, "eager <= 1F1B; MB x slowest <= signal <= every schedule", test_bounds);
+    CU_add_test(s, "bad input is refused with its place", test_bad_input);
+    CU_add_test(s, "input from a graph and a mapped plan", test_from_plan);
+    CU_add_test(s, "one GPT layer vs its H100 measurement (10%)", test_h100_gpt_layer);
+    CU_add_test(s, "planfarm simulate and planfarm draw", test_commands);
+}

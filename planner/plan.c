@@ -23,6 +23,7 @@ pf_plan_t *pf_plan_new(int stages, int replicas)
     p->tensor_parallel = 1;
     p->microbatches = 4;
     snprintf(p->schedule, sizeof p->schedule, "1f1b");
+    pf_training_init(&p->train);
     p->partition_objective_ms = NAN;
     p->objective_ms = NAN;
     p->simulated_step_ms = NAN;

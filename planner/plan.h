@@ -9,6 +9,7 @@
 
 #include "planner/cluster.h"
 #include "planner/graph.h"
+#include "planner/training.h"
 
 #include <stdio.h>
 
@@ -31,6 +32,7 @@ typedef struct {
     char *model, *cluster;
     int devices, stages, replicas, tensor_parallel, microbatches;
     char schedule[16];
+    pf_training_t train;           /* how the stages train: memory and recomputation */
     pf_stage_t *stage_list;        /* `stages` entries */
     double partition_objective_ms; /* max t(H) */
     double objective_ms;           /* mapping objective, "full" (eq. 5 with eq. 6 + 7 terms) */

@@ -665,7 +665,7 @@ int pf_sim_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_
             for (int b = s + 1; b < S; b++)
                 st->send_bytes += pf_stage_graph_msg_bytes(sg, a, b);
         st->param_bytes = pf_stage_graph_param_bytes(sg, s);
-        st->static_bytes = PF_DEFAULT_OPT_FACTOR * st->param_bytes;
+        st->static_bytes = pf_training_state_factor(&p->train, R) * st->param_bytes;
         if (s > 0)
             st->act_bytes += in->stage[s - 1].send_bytes;
         if (!(st->devices = malloc((size_t)R * sizeof *st->devices)))

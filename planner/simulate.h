@@ -61,7 +61,7 @@ typedef struct {
  * stage's ops; param_bytes = P(s) (stage graph); send_bytes = bytes of the edges that cross the
  * cut after stage s (a pipeline relays skip connections through the stages between);
  * act_bytes = sum of mem_fwd_bytes + the bytes entering the stage (its stashed input, eq. 14);
- * static_bytes = PF_DEFAULT_OPT_FACTOR x P(s). Schedule and micro-batches from the plan.
+ * static_bytes = the plan training's parameter state x P(s) (training.h). Schedule and micro-batches from the plan.
  * Allocates in->stage and its device arrays: release them with pf_sim_input_clear. */
 int pf_sim_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p,
                            pf_sim_input_t *in, char *err, size_t errlen);

@@ -1,0 +1,406 @@
+#!/usr/bin/python3
+"""Tests of tools/torch2planfarm.py: a small GPT and a Llama-style block written here, and
+torchvision's resnet18 (weights=None: nothing is downloaded). Each graph is checked number by
+number against hand-worked costs and then given to `planfarm check` and `planfarm plan` on one
+DGX-1. Run with the Python that has torch (Debian: /usr/bin/python3 with python3-torch and
+python3-torchvision):
+
+    /usr/bin/python3 tests/tools/test_torch2planfarm.py
+
+PF_BIN names the planfarm binary (default ./planfarm at the repository root). Skips, with exit
+status 0, when torch is not importable. Ends with "N passed, N failed"; exit status 1 on a failure.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOL = os.path.join(ROOT, "tools", "torch2planfarm.py")
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError:
+    torch = None
+
+if torch is not None:
+    import torch2planfarm as t2p
+
+    class GPTBlock(nn.Module):
+        def __init__(self, h, heads):
+            super().__init__()
+            self.heads = heads
+            self.ln1 = nn.LayerNorm(h)
+            self.qkv = nn.Linear(h, 3 * h)
+            self.proj = nn.Linear(h, h)
+            self.ln2 = nn.LayerNorm(h)
+            self.fc1 = nn.Linear(h, 4 * h)
+            self.act = nn.GELU()
+            self.fc2 = nn.Linear(4 * h, h)
+
+        def forward(self, x):
+            b, s, h = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(h, dim=2)
+            q = q.view(b, s, self.heads, h // self.heads).transpose(1, 2)
+            k = k.view(b, s, self.heads, h // self.heads).transpose(1, 2)
+            v = v.view(b, s, self.heads, h // self.heads).transpose(1, 2)
+            att = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(h // self.heads)
+            mask = torch.ones(s, s, device=x.device).tril()
+            att = att.masked_fill(mask == 0, float("-inf"))
+            att = F.softmax(att, dim=-1)
+            y = torch.matmul(att, v).transpose(1, 2).reshape(b, s, h)
+            x = x + self.proj(y)
+            return x + self.fc2(self.act(self.fc1(self.ln2(x))))
+
+    class TinyGPT(nn.Module):
+        def __init__(self, vocab=100, h=32, heads=4, layers=2, seq=16):
+            super().__init__()
+            self.wte = nn.Embedding(vocab, h)
+            self.wpe = nn.Embedding(seq, h)
+            self.blocks = nn.ModuleList([GPTBlock(h, heads) for _ in range(layers)])
+            self.ln_f = nn.LayerNorm(h)
+            self.head = nn.Linear(h, vocab, bias=False)
+
+        def forward(self, idx):
+            pos = torch.arange(idx.shape[1], device=idx.device)
+            x = self.wte(idx) + self.wpe(pos)
+            for blk in self.blocks:
+                x = blk(x)
+            return self.head(self.ln_f(x))
+
+    class RMSNorm(nn.Module):
+        def __init__(self, h, eps=1e-6):
+            super().__init__()
+            self.eps = eps
+            self.weight = nn.Parameter(torch.ones(h))
+
+        def forward(self, x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+    def rotate(x, cos, sin):
+        half = x.shape[-1] // 2
+        x1, x2 = x[..., :half], x[..., half:]
+        return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+    class LlamaBlock(nn.Module):
+        """Pre-norm block: RMSNorm, grouped-query attention with rotary positions, SwiGLU."""
+
+        def __init__(self, h=64, heads=8, kv_heads=2, ffn=128, seq=16):
+            super().__init__()
+            self.heads, self.kv_heads, self.hd = heads, kv_heads, h // heads
+            self.attn_norm = RMSNorm(h)
+            self.wq = nn.Linear(h, h, bias=False)
+            self.wk = nn.Linear(h, kv_heads * self.hd, bias=False)
+            self.wv = nn.Linear(h, kv_heads * self.hd, bias=False)
+            self.wo = nn.Linear(h, h, bias=False)
+            self.ffn_norm = RMSNorm(h)
+            self.w1 = nn.Linear(h, ffn, bias=False)
+            self.w3 = nn.Linear(h, ffn, bias=False)
+            self.w2 = nn.Linear(ffn, h, bias=False)
+            inv = 1.0 / (10000 ** (torch.arange(0, self.hd, 2).float() / self.hd))
+            ang = torch.outer(torch.arange(seq).float(), inv)
+            self.register_buffer("cos", torch.cat((ang, ang), -1).cos())
+            self.register_buffer("sin", torch.cat((ang, ang), -1).sin())
+
+        def forward(self, x):
+            b, s, h = x.shape
+            y = self.attn_norm(x)
+            q = self.wq(y).view(b, s, self.heads, self.hd).transpose(1, 2)
+            k = self.wk(y).view(b, s, self.kv_heads, self.hd).transpose(1, 2)
+            v = self.wv(y).view(b, s, self.kv_heads, self.hd).transpose(1, 2)
+            q, k = rotate(q, self.cos, self.sin), rotate(k, self.cos, self.sin)
+            rep = self.heads // self.kv_heads
+            k = k.repeat_interleave(rep, dim=1)
+            v = v.repeat_interleave(rep, dim=1)
+            att = F.softmax(torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(self.hd), dim=-1)
+            o = torch.matmul(att, v).transpose(1, 2).reshape(b, s, h)
+            x = x + self.wo(o)
+            z = self.ffn_norm(x)
+            return x + self.w2(F.silu(self.w1(z)) * self.w3(z))
+
+    class TinyLlama(nn.Module):
+        def __init__(self, vocab=128, h=64, layers=2, seq=16):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, h)
+            self.layers = nn.ModuleList([LlamaBlock(h=h, seq=seq) for _ in range(layers)])
+            self.norm = RMSNorm(h)
+            self.lm_head = nn.Linear(h, vocab, bias=False)
+
+        def forward(self, idx):
+            x = self.embed(idx)
+            for layer in self.layers:
+                x = layer(x)
+            return self.lm_head(self.norm(x))
+
+    def tiny_gpt():
+        """Factory for the command-line test: (model, example inputs)."""
+        return TinyGPT(), (torch.zeros(2, 16, dtype=torch.long),)
+
+# Cost model defaults of the tool (a V100): 125 TFLOP/s x 0.5 efficiency, 900 GB/s, fp16.
+PEAK = 125e12 * 0.5
+HBM = 900e9
+
+
+def planfarm_bin():
+    return os.environ.get("PF_BIN", os.path.join(ROOT, "planfarm"))
+
+
+def run(*args):
+    return subprocess.run(list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True)
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def by_name(self, g):
+        return {op["name"]: op for op in g["ops"]}
+
+    def assert_plans(self, path):
+        """`planfarm check` accepts the graph and `planfarm plan` plans it on one DGX-1."""
+        pf = planfarm_bin()
+        self.assertTrue(os.access(pf, os.X_OK), "%s: not built (make -j2)" % pf)
+        r = run(pf, "check", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("graph ", r.stdout + r.stderr)
+        cluster = os.path.join(self.dir, "c.json")
+        r = run(pf, "cluster", "dgx1", "--machines", "1", "-o", cluster)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        plan = os.path.join(self.dir, "plan.json")
+        r = run(pf, "plan", path, cluster, "--probe-seconds", "0.2", "-o", plan)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(plan) as f:
+            p = json.load(f)
+        with open(path) as f:
+            n_ops = len(json.load(f)["ops"])
+        placed = sorted(v for s in p["stage_list"] for v in s["ops"])
+        self.assertEqual(placed, list(range(n_ops)))  # every op in exactly one stage
+        return p
+
+
+class TestGPT(Base):
+    def setUp(self):
+        super().setUp()
+        torch.manual_seed(0)
+        self.model = TinyGPT()
+        self.path = os.path.join(self.dir, "gpt.json")
+        self.g = t2p.export(self.model, torch.zeros(2, 16, dtype=torch.long), self.path,
+                            name="tiny-gpt")
+
+    def test_names_and_types(self):
+        ops = self.by_name(self.g)
+        expect = {"wte": "embedding", "wpe": "embedding", "add": "add",
+                  "blocks.0.ln1": "layernorm", "blocks.0.qkv": "linear",
+                  "blocks.0.matmul": "matmul", "blocks.0.softmax": "softmax",
+                  "blocks.0.matmul_1": "matmul", "blocks.0.proj": "linear",
+                  "blocks.0.add": "add", "blocks.0.act": "gelu", "blocks.1.fc2": "linear",
+                  "ln_f": "layernorm", "head": "linear"}
+        for name, kind in expect.items():
+            self.assertIn(name, ops)
+            self.assertEqual(ops[name]["type"], kind, name)
+        # The two blocks give the same names up to the index: what TAP's PRUNEGRAPH keys on.
+        b0 = [n[len("blocks.0."):] for n in ops if n.startswith("blocks.0.")]
+        b1 = [n[len("blocks.1."):] for n in ops if n.startswith("blocks.1.")]
+        self.assertEqual(b0, b1)
+        # Folded: views, split, the causal mask (a constant) and arange; no such op exists.
+        for op in self.g["ops"]:
+            self.assertNotIn(op["type"], ("view", "transpose", "split", "tril", "arange",
+                                          "ones", "getitem", "reshape"), op["name"])
+
+    def test_linear_numbers(self):
+        op = self.by_name(self.g)["blocks.0.fc1"]
+        # x [2, 16, 32] -> [2, 16, 128]: 2 x 32 rows x 32 x 128 = 262144 FLOPs,
+        # / 62.5e12 FLOP/s = 4.194304e-9 s = 4.194304e-6 ms; backward twice that.
+        self.assertAlmostEqual(op["fwd_ms"], 262144 / PEAK * 1e3, places=15)
+        self.assertAlmostEqual(op["bwd_ms"], 2 * op["fwd_ms"], places=15)
+        # 32 x 128 weights + 128 biases = 4224 parameters x 2 bytes.
+        self.assertEqual(op["param_bytes"], 8448)
+        self.assertEqual(op["weight"], [32, 128])
+        self.assertEqual(op["input"], [2, 16, 32])
+        self.assertEqual(op["output"], [2, 16, 128])
+        # mem_fwd: output 4096 x 2 + kept input 1024 x 2 = 10240; mem_bwd: 8192 + 2048.
+        self.assertEqual(op["mem_fwd_bytes"], 10240)
+        self.assertEqual(op["mem_bwd_bytes"], 10240)
+
+    def test_memory_bound_and_edges(self):
+        ops = self.by_name(self.g)
+        sm = ops["blocks.0.softmax"]
+        # scores [2, 4, 16, 16] = 2048 elements: reads the masked scores (4096 B), writes 4096 B;
+        # 8192 B / 900 GB/s = 9.1022e-9 s, above 5 x 2048 FLOPs / 62.5e12 = 1.6e-10 s.
+        self.assertAlmostEqual(sm["fwd_ms"], 8192 / HBM * 1e3, places=15)
+        self.assertEqual(sm["param_bytes"], 0)
+        mf = ops["blocks.0.masked_fill"]
+        self.assertEqual(mf["type"], "masked_fill")
+        # The mask is a constant: masked_fill reads only the scores, 2048 x 2 bytes, from its
+        # producer (the score matmul divided by sqrt(d): the div op).
+        ids = {op["id"]: op["name"] for op in self.g["ops"]}
+        into_mf = [(ids[e["src"]], e["bytes"]) for e in self.g["edges"]
+                   if e["dst"] == mf["id"]]
+        self.assertEqual(into_mf, [("blocks.0.truediv", 4096)])
+        # qkv is split three ways (views): q, k and v reach the matmuls; each edge carries the
+        # 2 x 16 x 32 x 2 = 2048 bytes of its third, at most qkv's 6144 bytes of output.
+        qkv = ops["blocks.0.qkv"]["id"]
+        out = sorted((ids[e["dst"]], e["bytes"]) for e in self.g["edges"] if e["src"] == qkv)
+        self.assertEqual(out, [("blocks.0.matmul", 4096), ("blocks.0.matmul_1", 2048)])
+        # Embedding: 2 x 16 tokens x 32 x 2 B = 2048 B out, + 2 x 16 int64 ids = 256 B read,
+        # one row read per token (2048 B): (2 x 2048 + 256) / 900e9 s.
+        wte = ops["wte"]
+        self.assertAlmostEqual(wte["fwd_ms"], (2 * 2048 + 256) / HBM * 1e3, places=15)
+        self.assertEqual(wte["param_bytes"], 100 * 32 * 2)
+
+    def test_totals(self):
+        params = sum(p.numel() for p in self.model.parameters())
+        self.assertEqual(sum(op["param_bytes"] for op in self.g["ops"]), 2 * params)
+        self.assertEqual(self.g["microbatch"], 2)
+        self.assertEqual(self.g["name"], "tiny-gpt")
+        ids = [op["id"] for op in self.g["ops"]]
+        self.assertEqual(ids, list(range(len(ids))))
+        for e in self.g["edges"]:
+            self.assertLess(e["src"], e["dst"])  # ops are written in a topological order
+
+    def test_plans(self):
+        self.assert_plans(self.path)
+
+    def test_cli(self):
+        out = os.path.join(self.dir, "cli.json")
+        r = run(sys.executable, TOOL, os.path.abspath(__file__) + ":tiny_gpt", "--dtype", "fp32",
+                "--tflops", "10", "--efficiency", "1", "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("wrote TinyGPT", r.stderr)
+        with open(out) as f:
+            g = json.load(f)
+        fc1 = self.by_name(g)["blocks.0.fc1"]
+        # fp32, 10 TFLOP/s at efficiency 1: 262144 / 1e13 s; params 4224 x 4 bytes.
+        self.assertAlmostEqual(fc1["fwd_ms"], 262144 / 1e13 * 1e3, places=15)
+        self.assertEqual(fc1["param_bytes"], 4224 * 4)
+        # --measure on a machine without CUDA says so and keeps the analytic times.
+        if not torch.cuda.is_available():
+            r = run(sys.executable, TOOL, os.path.abspath(__file__) + ":tiny_gpt",
+                    "--measure", "-o", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("CUDA is not available", r.stderr)
+
+    def test_cli_errors(self):
+        for args, msg in (([], "MODULE:FACTORY"),
+                          (["nope.py:f"], "no such file"),
+                          ([os.path.abspath(__file__) + ":missing"], "has no attribute"),
+                          ([os.path.abspath(__file__) + ":tiny_gpt", "--input-shape", "2,x"],
+                           "--input-shape"),
+                          ([os.path.abspath(__file__) + ":tiny_gpt", "--tflops", "-1"],
+                           "--tflops")):
+            r = run(sys.executable, TOOL, *(args or ["torchvision.models"]))
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertIn(msg, r.stderr)
+
+
+class TestResNet18(Base):
+    def test_resnet18(self):
+        import torchvision
+        model = torchvision.models.resnet18(weights=None)
+        path = os.path.join(self.dir, "r18.json")
+        g = t2p.export(model, torch.randn(2, 3, 64, 64), path)
+        # torchvision's resnet18: 11,689,512 parameters, counted in fp16.
+        self.assertEqual(sum(op["param_bytes"] for op in g["ops"]), 2 * 11689512)
+        ops = self.by_name(g)
+        conv1 = ops["conv1"]
+        # 7x7/2 conv, 3 -> 64 channels on 64x64: out [2, 64, 32, 32] = 131072 elements,
+        # 2 x 131072 x 3 x 49 = 38535168 FLOPs / 62.5e12 = 6.1656e-7 s.
+        self.assertAlmostEqual(conv1["fwd_ms"], 38535168 / PEAK * 1e3, places=15)
+        self.assertEqual(conv1["weight"], [64, 3, 7, 7])
+        # A module called twice (each block's relu) gets a second name.
+        self.assertIn("layer1.0.relu_1", ops)
+        self.assertEqual(ops["layer1.0.add"]["type"], "add")
+        self.assertEqual(ops["fc"]["weight"], [512, 1000])
+        # 20 convs + 20 batchnorms (with the 3 downsample pairs), 17 relus, 8 adds, maxpool,
+        # avgpool, fc: flatten is a view. 20 + 20 + 17 + 8 + 3 = 68.
+        self.assertEqual(len(g["ops"]), 68)
+        self.assert_plans(path)
+
+
+class TestLlama(Base):
+    def setUp(self):
+        super().setUp()
+        torch.manual_seed(0)
+        self.model = TinyLlama()
+        self.path = os.path.join(self.dir, "llama.json")
+        self.g = t2p.export(self.model, torch.zeros(2, 16, dtype=torch.long), self.path)
+
+    def test_structure(self):
+        ops = self.by_name(self.g)
+        # RMSNorm is one op (a *Norm class is a leaf) of type layernorm with a [1, h] weight.
+        norm = ops["layers.0.attn_norm"]
+        self.assertEqual(norm["type"], "layernorm")
+        self.assertEqual(norm["module_class"], "RMSNorm")
+        self.assertEqual(norm["weight"], [1, 64])
+        self.assertEqual(norm["param_bytes"], 128)
+        # GQA: k and v project 64 -> 2 kv heads x 8 = 16.
+        self.assertEqual(ops["layers.0.wk"]["weight"], [64, 16])
+        self.assertEqual(ops["layers.0.wk"]["output"], [2, 16, 16])
+        # SwiGLU: silu(w1 z) * w3 z, then w2.
+        self.assertEqual(ops["layers.0.silu"]["type"], "silu")
+        ids = {op["id"]: op["name"] for op in self.g["ops"]}
+        into_w2 = [ids[e["src"]] for e in self.g["edges"] if e["dst"] == ops["layers.0.w2"]["id"]]
+        self.assertEqual(into_w2, ["layers.0.mul_4"])
+        mul = ops["layers.0.mul_4"]
+        srcs = sorted(ids[e["src"]] for e in self.g["edges"] if e["dst"] == mul["id"])
+        self.assertEqual(srcs, ["layers.0.silu", "layers.0.w3"])
+        # Rotary: the cos/sin tables are buffers (constants), so x * cos reads only x; the
+        # rotated half is a cat of a neg and a slice of the same projection.
+        self.assertEqual(ops["layers.0.cat"]["type"], "concat")
+        self.assertEqual(ops["layers.0.neg"]["type"], "neg")
+        # The wq output [2, 16, 64] (4096 B in fp16) reaches the rotary's first mul whole, and
+        # the cat through its two halves: 2048 (neg of x2) from neg, 2048 (x1) from wq.
+        wq = ops["layers.0.wq"]["id"]
+        out = sorted((ids[e["dst"]], e["bytes"]) for e in self.g["edges"] if e["src"] == wq)
+        self.assertEqual(out, [("layers.0.cat", 2048), ("layers.0.mul", 4096),
+                               ("layers.0.neg", 2048)])
+        # All parameters once, in fp16.
+        params = sum(p.numel() for p in self.model.parameters())
+        self.assertEqual(sum(op["param_bytes"] for op in self.g["ops"]), 2 * params)
+        b0 = [n[len("layers.0."):] for n in ops if n.startswith("layers.0.")]
+        b1 = [n[len("layers.1."):] for n in ops if n.startswith("layers.1.")]
+        self.assertEqual(b0, b1)
+
+    def test_swiglu_numbers(self):
+        ops = self.by_name(self.g)
+        w1 = ops["layers.0.w1"]
+        # 2 x 32 rows x 64 x 128 = 524288 FLOPs; no bias: 8192 parameters x 2 B.
+        self.assertAlmostEqual(w1["fwd_ms"], 524288 / PEAK * 1e3, places=15)
+        self.assertEqual(w1["param_bytes"], 16384)
+        silu = ops["layers.0.silu"]
+        # [2, 16, 128] = 4096 elements: 8192 B in + 8192 B out over 900 GB/s; it keeps its input:
+        # mem_fwd = 8192 + 8192.
+        self.assertAlmostEqual(silu["fwd_ms"], 16384 / HBM * 1e3, places=15)
+        self.assertEqual(silu["mem_fwd_bytes"], 16384)
+
+    def test_plans(self):
+        self.assert_plans(self.path)
+
+
+def main():
+    if torch is None:
+        print("SKIP test_torch2planfarm: torch is not importable by %s (Debian: apt-get install "
+              "python3-torch python3-torchvision; run with /usr/bin/python3)" % sys.executable)
+        print("0 passed, 0 failed")
+        return 0
+    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
+    result = unittest.TextTestRunner(verbosity=2).run(suite)
+    failed = len(result.failures) + len(result.errors)
+    print("%d passed, %d failed" % (result.testsRun - failed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

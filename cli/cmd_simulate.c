@@ -32,9 +32,9 @@ static void help(FILE *f)
 static void print_figures(const pf_sim_result_t *r, const pf_cluster_t *c)
 {
     printf("step %.2f ms (%s, %d micro-batches, bubble %.0f%%)\n", r->step_ms,
-           pf_sched_name(r->schedule), r->microbatches, 100 * r->bubble_fraction);
-    if (r->schedule == PF_SCHED_SIGNAL)
-        printf("  (communication free; best compute order: %s)\n", pf_sched_name(r->order));
+           pf_schedule_name(r->schedule), r->microbatches, 100 * r->bubble_fraction);
+    if (r->schedule == PF_SCHEDULE_SIGNAL)
+        printf("  (communication free; best compute order: %s)\n", pf_schedule_name(r->order));
     printf("%-6s %-20s %5s %7s %10s %10s %12s\n", "device", "name", "stage", "replica", "busy_ms",
            "comm_ms", "peak_mem");
     for (int i = 0; i < r->ndevices; i++) {
@@ -58,7 +58,7 @@ int cmd_simulate(int argc, char **argv)
                                          {0, 0, 0, 0}};
     const char *timeline = NULL;
     int have_sched = 0, microbatches = 0, buckets = 1;
-    pf_sched_t sched = PF_SCHED_1F1B;
+    pf_schedule_t sched = PF_SCHEDULE_1F1B;
     char err[CLI_ERRLEN] = "";
     long long v;
     int c, rc;
@@ -66,7 +66,7 @@ int cmd_simulate(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 's':
-            if (pf_sched_parse(optarg, &sched) != PF_OK)
+            if ((int)(sched = pf_schedule_parse(optarg)) < 0)
                 return cli_usage_error("simulate", "--schedule: '%s' is not gpipe, 1f1b, "
                                        "eager-1f1b or signal", optarg);
             have_sched = 1;

@@ -8,23 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const sched_names[] = {"gpipe", "1f1b", "eager-1f1b", "signal"};
-
-const char *pf_sched_name(pf_sched_t s)
-{
-    return (unsigned)s < 4 ? sched_names[s] : "?";
-}
-
-int pf_sched_parse(const char *name, pf_sched_t *out)
-{
-    for (int i = 0; name && i < 4; i++)
-        if (!strcmp(name, sched_names[i])) {
-            *out = (pf_sched_t)i;
-            return PF_OK;
-        }
-    return PF_EINPUT;
-}
-
 /* ---- the task graph ---- */
 
 enum { T_FWD, T_BWD, T_OPT, T_XFER_F, T_XFER_B, T_AR, T_ABSENT };
@@ -104,17 +87,17 @@ static int add_edge(sim_t *x, size_t from, size_t to, double frac)
  * min(MB, S - s). Eager-1F1B (seed 003, Fig. 4b) runs more warm-up forwards: we take one extra
  * per downstream stage, W = min(MB, 2 (S - s - 1)), so that between a stage's two dependent
  * tasks there is always another micro-batch's forward to overlap the transfer with. */
-static void stage_order(pf_sched_t order, int S, int MB, int s, int *out)
+static void stage_order(pf_schedule_t order, int S, int MB, int s, int *out)
 {
     int n = 0;
-    if (order == PF_SCHED_GPIPE) {
+    if (order == PF_SCHEDULE_GPIPE) {
         for (int m = 0; m < MB; m++)
             out[n++] = m;
         for (int m = MB - 1; m >= 0; m--) /* autograd unwinds the newest micro-batch first */
             out[n++] = -1 - m;
         return;
     }
-    int warm = order == PF_SCHED_EAGER_1F1B ? 2 * (S - s - 1) : S - s - 1;
+    int warm = order == PF_SCHEDULE_EAGER_1F1B ? 2 * (S - s - 1) : S - s - 1;
     if (warm > MB)
         warm = MB;
     for (int m = 0; m < warm; m++)
@@ -142,7 +125,7 @@ static double allreduce_ms(const sim_t *x, int s, int k, double bytes)
     return steps * max_lat_us / 1000.0 + steps / x->R * pf_bytes_ms(bytes, min_bw);
 }
 
-static int build(sim_t *x, pf_sched_t order, int comm_free)
+static int build(sim_t *x, pf_schedule_t order, int comm_free)
 {
     const pf_sim_input_t *in = x->in;
     int S = x->S, R = x->R, T = x->T, MB = x->MB, NB = x->NB;
@@ -456,7 +439,7 @@ static int validate(const pf_sim_input_t *in, char *err, size_t errlen)
                        "simulate: stages %d, replicas %d, tensor_parallel %d, microbatches %d, "
                        "buckets %d: all must be >= 1",
                        in->stages, in->replicas, in->tp, in->microbatches, in->buckets);
-    if ((unsigned)in->schedule > PF_SCHED_SIGNAL)
+    if ((unsigned)in->schedule > PF_SCHEDULE_SIGNAL)
         return pf_fail(err, errlen, PF_EINPUT, "simulate: unknown schedule %d", in->schedule);
     int D = pf_cluster_ndevices(in->cluster);
     long long need = (long long)in->stages * in->replicas * in->tp;
@@ -507,7 +490,7 @@ static int validate(const pf_sim_input_t *in, char *err, size_t errlen)
 }
 
 /* One simulation of one compute order into a fresh result. */
-static int simulate_order(const pf_sim_input_t *in, pf_sched_t order, int comm_free,
+static int simulate_order(const pf_sim_input_t *in, pf_schedule_t order, int comm_free,
                           pf_sim_result_t **out, char *err, size_t errlen)
 {
     sim_t x = {.in = in, .S = in->stages, .R = in->replicas, .T = in->tp,
@@ -557,7 +540,7 @@ static int simulate_order(const pf_sim_input_t *in, pf_sched_t order, int comm_f
     if ((rc = run(&x, res)) != PF_OK) {
         if (rc > 0)
             rc = pf_fail(err, errlen, PF_ERR, "simulate: the %s order left tasks that never "
-                         "became ready", pf_sched_name(order));
+                         "became ready", pf_schedule_name(order));
         else
             rc = pf_fail(err, errlen, PF_ERR, "simulate: out of memory");
         goto fail;
@@ -589,12 +572,12 @@ int pf_simulate(const pf_sim_input_t *in, pf_sim_result_t **out, char *err, size
     int rc = validate(in, err, errlen);
     if (rc != PF_OK)
         return rc;
-    if (in->schedule != PF_SCHED_SIGNAL)
+    if (in->schedule != PF_SCHEDULE_SIGNAL)
         return simulate_order(in, in->schedule, 0, out, err, errlen);
     /* Free communication cannot delay any task of a fixed compute order (every start time is a
      * longest path over the same compute durations), so the best order without communication
      * bounds every schedule with it from below. */
-    static const pf_sched_t orders[] = {PF_SCHED_GPIPE, PF_SCHED_1F1B, PF_SCHED_EAGER_1F1B};
+    static const pf_schedule_t orders[] = {PF_SCHEDULE_GPIPE, PF_SCHEDULE_1F1B, PF_SCHEDULE_EAGER_1F1B};
     for (int i = 0; i < 3; i++) {
         pf_sim_result_t *r = NULL;
         if ((rc = simulate_order(in, orders[i], 1, &r, err, errlen)) != PF_OK) {
@@ -637,8 +620,8 @@ int pf_sim_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_
     if (p->tensor_parallel != 1)
         return pf_fail(err, errlen, PF_EINPUT, "tensor_parallel %d: plans carry one device per "
                        "replica so far", p->tensor_parallel);
-    pf_sched_t sched = PF_SCHED_1F1B;
-    if (p->schedule[0] && pf_sched_parse(p->schedule, &sched) != PF_OK)
+    pf_schedule_t sched = PF_SCHEDULE_1F1B;
+    if (p->schedule[0] && (int)(sched = pf_schedule_parse(p->schedule)) < 0)
         return pf_fail(err, errlen, PF_EINPUT, "schedule: '%s' is not gpipe, 1f1b, eager-1f1b "
                        "or signal", p->schedule);
     int S = p->stages, R = p->replicas;

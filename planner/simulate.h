@@ -18,20 +18,11 @@
 #include "planner/graph.h"
 #include "planner/plan.h"
 
+#include "planner/training.h"
+
 #include <stddef.h>
 
-typedef enum {
-    PF_SCHED_GPIPE,       /* all forwards, then all backwards (newest micro-batch first) */
-    PF_SCHED_1F1B,        /* S - s - 1 warm-up forwards on stage s, then one forward, one backward */
-    PF_SCHED_EAGER_1F1B,  /* seed 003 Sec. 4: 2 (S - s - 1) warm-up forwards, so that a transfer
-                             overlaps the next forward instead of stalling its consumer */
-    PF_SCHED_SIGNAL       /* seed 003 "Signal Send/Recv": communication free, data dependencies
-                             kept; the best of the three orders above, a lower bound on each */
-} pf_sched_t;
-
-/* "gpipe", "1f1b", "eager-1f1b", "signal". */
-const char *pf_sched_name(pf_sched_t s);
-int pf_sched_parse(const char *name, pf_sched_t *out); /* PF_OK or PF_EINPUT */
+/* Schedules: pf_schedule_t (planner/training.h). */
 
 /* One stage, per micro-batch of one replica. Times are per device of a tensor-parallel group
  * (each of the T devices runs them at once); bytes of a whole replica unless said. */
@@ -51,7 +42,7 @@ typedef struct {
 typedef struct {
     int stages, replicas, tp, microbatches; /* S, R, T (>= 1), MB */
     int buckets;                /* gradient all-reduce buckets per stage (0 or 1: one) */
-    pf_sched_t schedule;
+    pf_schedule_t schedule;
     int timeline;               /* 1: record the events (pictures); 0: figures only */
     pf_sim_stage_t *stage;      /* S entries */
     const pf_cluster_t *cluster;
@@ -84,8 +75,8 @@ typedef struct {
 } pf_sim_event_t;
 
 typedef struct {
-    pf_sched_t schedule;   /* as asked */
-    pf_sched_t order;      /* the compute order simulated (for signal: the best one) */
+    pf_schedule_t schedule;   /* as asked */
+    pf_schedule_t order;      /* the compute order simulated (for signal: the best one) */
     int stages, replicas, tp, microbatches;
     double step_ms;
     double bubble_fraction;   /* 1 - compute busy / (devices x step) */

@@ -24,14 +24,15 @@ int pf_training_check(const pf_training_t *t, char *err, size_t errlen)
     if (t->zero < 0 || t->zero > 3)
         return pf_fail(err, errlen, PF_EINPUT, "ZeRO stage %d is not 0, 1, 2 or 3", t->zero);
     if ((unsigned)t->optimizer > PF_OPTIMIZER_SGD || (unsigned)t->recompute > PF_RECOMPUTE_FULL ||
-        (unsigned)t->schedule > PF_SCHEDULE_GPIPE)
+        (unsigned)t->schedule >= PF_SCHEDULE_COUNT)
         return pf_fail(err, errlen, PF_EINPUT, "training options out of range");
     return PF_OK;
 }
 
 static const char *const optimizer_names[] = {"adam", "sgd"};
 static const char *const recompute_names[] = {"none", "selective", "full"};
-static const char *const schedule_names[] = {"1f1b", "gpipe"};
+static const char *const schedule_names[PF_SCHEDULE_COUNT] = {"1f1b", "gpipe", "eager-1f1b",
+                                                               "signal"};
 
 const char *pf_precision_name(int precision_bytes)
 {
@@ -47,7 +48,7 @@ const char *pf_recompute_name(pf_recompute_t r)
 }
 const char *pf_schedule_name(pf_schedule_t s)
 {
-    return (unsigned)s <= PF_SCHEDULE_GPIPE ? schedule_names[s] : "?";
+    return (unsigned)s < PF_SCHEDULE_COUNT ? schedule_names[s] : "?";
 }
 
 static int parse_name(const char *s, const char *const *names, int n)
@@ -68,7 +69,7 @@ int pf_precision_parse(const char *s)
 }
 int pf_optimizer_parse(const char *s) { return parse_name(s, optimizer_names, 2); }
 int pf_recompute_parse(const char *s) { return parse_name(s, recompute_names, 3); }
-int pf_schedule_parse(const char *s) { return parse_name(s, schedule_names, 2); }
+int pf_schedule_parse(const char *s) { return parse_name(s, schedule_names, PF_SCHEDULE_COUNT); }
 
 void pf_training_state_split(const pf_training_t *t, int replicas, pf_state_split_t *out)
 {
@@ -94,7 +95,7 @@ int pf_training_inflight(const pf_training_t *t, int stages, int microbatches, i
 {
     if (t->schedule == PF_SCHEDULE_GPIPE)
         return microbatches;
-    int k = stages - s;
+    int k = t->schedule == PF_SCHEDULE_EAGER_1F1B ? 2 * (stages - s) - 1 : stages - s;
     return k < microbatches ? (k > 1 ? k : 1) : microbatches;
 }
 

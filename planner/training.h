@@ -28,7 +28,18 @@
 
 typedef enum { PF_OPTIMIZER_ADAM, PF_OPTIMIZER_SGD } pf_optimizer_t;
 typedef enum { PF_RECOMPUTE_NONE, PF_RECOMPUTE_SELECTIVE, PF_RECOMPUTE_FULL } pf_recompute_t;
-typedef enum { PF_SCHEDULE_1F1B, PF_SCHEDULE_GPIPE } pf_schedule_t;
+/* Pipeline schedules (the simulator runs them; memory counts their micro-batches in flight). */
+typedef enum {
+    PF_SCHEDULE_1F1B,       /* S - s - 1 warm-up forwards on stage s, then one forward, one
+                               backward (PipeDream-flush) */
+    PF_SCHEDULE_GPIPE,      /* all forwards, then all backwards (newest micro-batch first) */
+    PF_SCHEDULE_EAGER_1F1B, /* seed 003 Sec. 4: 2 (S - s - 1) warm-up forwards, so that a transfer
+                               overlaps the next forward instead of stalling its consumer */
+    PF_SCHEDULE_SIGNAL      /* seed 003 "Signal Send/Recv": communication free, data dependencies
+                               kept; the best of the three orders above, a lower bound on each
+                               (a bound to compare with, not a schedule to run) */
+} pf_schedule_t;
+#define PF_SCHEDULE_COUNT 4
 
 typedef struct {
     int precision_bytes;      /* 2 (bf16, fp16) or 4 (fp32); default 2 */
@@ -45,7 +56,7 @@ int pf_training_check(const pf_training_t *t, char *err, size_t errlen);
 const char *pf_precision_name(int precision_bytes); /* "bf16" for 2, "fp32" for 4 */
 const char *pf_optimizer_name(pf_optimizer_t o);
 const char *pf_recompute_name(pf_recompute_t r);
-const char *pf_schedule_name(pf_schedule_t s);
+const char *pf_schedule_name(pf_schedule_t s); /* "1f1b", "gpipe", "eager-1f1b", "signal" */
 /* Parse names as printed; -1 when unknown ("fp16" parses to 2). */
 int pf_precision_parse(const char *s);
 int pf_optimizer_parse(const char *s);
@@ -62,7 +73,8 @@ void pf_training_state_split(const pf_training_t *t, int replicas, pf_state_spli
 double pf_training_state_factor(const pf_training_t *t, int replicas);
 
 /* Micro-batches whose activations stage s (0-based) of S holds at its peak: min(MB, S - s)
- * under 1F1B (it starts S - s forwards before its first backward), MB under GPipe. */
+ * under 1F1B (it starts S - s forwards before its first backward), min(MB, 2 (S - s) - 1) under
+ * eager-1F1B, MB under GPipe; the signal bound counts as 1F1B. */
 int pf_training_inflight(const pf_training_t *t, int stages, int microbatches, int s);
 
 /* The op's block: length of the prefix of `name` up to its first numeric component ("layers.7"

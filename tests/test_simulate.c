@@ -30,7 +30,7 @@ typedef struct {
 
 /* S stages x R replicas (T = 1), every stage f, b; replica r of stage s on device s R + r. */
 static void pipe_init(pipe_t *p, const pf_cluster_t *c, int S, int R, int MB, double f, double b,
-                      pf_sched_t sched)
+                      pf_schedule_t sched)
 {
     memset(p, 0, sizeof *p);
     p->in = (pf_sim_input_t){.stages = S, .replicas = R, .tp = 1, .microbatches = MB,
@@ -43,7 +43,7 @@ static void pipe_init(pipe_t *p, const pf_cluster_t *c, int S, int R, int MB, do
     }
 }
 
-static double step_of(pipe_t *p, pf_sched_t sched)
+static double step_of(pipe_t *p, pf_schedule_t sched)
 {
     char err[256];
     pf_sim_result_t *r = NULL;
@@ -66,15 +66,15 @@ static void test_equal_stages_no_comm(void)
         for (int j = 0; j < 2; j++) {
             int S = stages[i], MB = mbs[j];
             pipe_t p;
-            pipe_init(&p, c, S, 1, MB, 1.0, 2.0, PF_SCHED_1F1B);
+            pipe_init(&p, c, S, 1, MB, 1.0, 2.0, PF_SCHEDULE_1F1B);
             double want = (MB + S - 1) * 3.0;
-            PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_GPIPE), want, 1e-12);
-            PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_1F1B), want, 1e-12);
-            PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_EAGER_1F1B), want, 1e-12);
-            PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_SIGNAL), want, 1e-12);
+            PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_GPIPE), want, 1e-12);
+            PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_1F1B), want, 1e-12);
+            PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_EAGER_1F1B), want, 1e-12);
+            PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_SIGNAL), want, 1e-12);
             char err[256];
             pf_sim_result_t *r = NULL;
-            p.in.schedule = PF_SCHED_1F1B;
+            p.in.schedule = PF_SCHEDULE_1F1B;
             CU_ASSERT_EQUAL_FATAL(pf_simulate(&p.in, &r, err, sizeof err), PF_OK);
             PF_ASSERT_CLOSE(r->bubble_fraction, (S - 1.0) / (MB + S - 1.0), 1e-12);
             CU_ASSERT_EQUAL(r->ndevices, S);
@@ -96,19 +96,19 @@ static void test_peak_memory(void)
     for (int j = 0; j < 2; j++) {
         int S = 4, MB = mbs[j];
         pipe_t p;
-        pipe_init(&p, c, S, 1, MB, 1.0, 2.0, PF_SCHED_1F1B);
+        pipe_init(&p, c, S, 1, MB, 1.0, 2.0, PF_SCHEDULE_1F1B);
         for (int s = 0; s < S; s++) {
             p.stage[s].static_bytes = 1000;
             p.stage[s].act_bytes = 10;
         }
-        pf_sched_t sch[] = {PF_SCHED_GPIPE, PF_SCHED_1F1B, PF_SCHED_EAGER_1F1B};
+        pf_schedule_t sch[] = {PF_SCHEDULE_GPIPE, PF_SCHEDULE_1F1B, PF_SCHEDULE_EAGER_1F1B};
         for (int k = 0; k < 3; k++) {
             pf_sim_result_t *r = NULL;
             p.in.schedule = sch[k];
             CU_ASSERT_EQUAL_FATAL(pf_simulate(&p.in, &r, err, sizeof err), PF_OK);
             for (int s = 0; s < S; s++) {
-                int want = sch[k] == PF_SCHED_GPIPE  ? MB
-                           : sch[k] == PF_SCHED_1F1B ? (MB < S - s ? MB : S - s)
+                int want = sch[k] == PF_SCHEDULE_GPIPE  ? MB
+                           : sch[k] == PF_SCHEDULE_1F1B ? (MB < S - s ? MB : S - s)
                                                      : (MB < 2 * (S - s) - 1 ? MB : 2 * (S - s) - 1);
                 CU_ASSERT_EQUAL(r->peak_inflight[s], want);
                 PF_ASSERT_CLOSE(r->peak_mem_bytes[s], 1000 + 10.0 * want, 1e-12);
@@ -131,7 +131,7 @@ static void test_unequal_stages_by_hand(void)
 {
     pf_cluster_t *c = flat_cluster(2, 1000, 0);
     pipe_t p;
-    pipe_init(&p, c, 2, 1, 2, 1.0, 2.0, PF_SCHED_1F1B);
+    pipe_init(&p, c, 2, 1, 2, 1.0, 2.0, PF_SCHEDULE_1F1B);
     p.stage[1].fwd_ms = 2;
     p.stage[1].bwd_ms = 4;
     p.stage[0].send_bytes = 1e9;
@@ -158,8 +158,8 @@ static void test_unequal_stages_by_hand(void)
     }
     CU_ASSERT_EQUAL(n, 4);
     pf_sim_result_destroy(&r);
-    PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_SIGNAL), 15.0, 1e-12);
-    PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_GPIPE), 17.0, 1e-12);
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_SIGNAL), 15.0, 1e-12);
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_GPIPE), 17.0, 1e-12);
     pf_cluster_destroy(&c);
 }
 
@@ -169,7 +169,7 @@ static void test_shared_link(void)
 {
     pf_cluster_t *c = flat_cluster(2, 1000, 0);
     pipe_t p;
-    pipe_init(&p, c, 2, 1, 2, 0.1, 0.2, PF_SCHED_GPIPE);
+    pipe_init(&p, c, 2, 1, 2, 0.1, 0.2, PF_SCHEDULE_GPIPE);
     p.stage[0].send_bytes = 1e9;
     char err[256];
     pf_sim_result_t *r = NULL;
@@ -198,19 +198,19 @@ static void test_allreduce(void)
 {
     pf_cluster_t *c = flat_cluster(4, 1000, 10);
     pipe_t p;
-    pipe_init(&p, c, 2, 2, 4, 1.0, 2.0, PF_SCHED_1F1B);
+    pipe_init(&p, c, 2, 2, 4, 1.0, 2.0, PF_SCHEDULE_1F1B);
     p.stage[0].param_bytes = p.stage[1].param_bytes = 4e9;
-    PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_1F1B), 15 + 4.02, 1e-12);
-    PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_GPIPE), 15 + 4.02, 1e-12);
-    PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_SIGNAL), 15, 1e-12);
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_1F1B), 15 + 4.02, 1e-12);
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_GPIPE), 15 + 4.02, 1e-12);
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_SIGNAL), 15, 1e-12);
     p.in.buckets = 2;
-    PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_1F1B), 18.04, 1e-12);
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_1F1B), 18.04, 1e-12);
     p.stage[0].optimizer_ms = p.stage[1].optimizer_ms = 0.5;
-    PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_1F1B), 18.54, 1e-12);
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_1F1B), 18.54, 1e-12);
     /* R = 1: nothing to reduce */
-    pipe_init(&p, c, 2, 1, 4, 1.0, 2.0, PF_SCHED_1F1B);
+    pipe_init(&p, c, 2, 1, 4, 1.0, 2.0, PF_SCHEDULE_1F1B);
     p.stage[0].param_bytes = p.stage[1].param_bytes = 4e9;
-    PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_1F1B), 15, 1e-12);
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_1F1B), 15, 1e-12);
     pf_cluster_destroy(&c);
 }
 
@@ -221,7 +221,7 @@ static void test_tensor_parallel(void)
 {
     pf_cluster_t *c = flat_cluster(4, 1000, 0);
     pipe_t p;
-    pipe_init(&p, c, 2, 1, 4, 1.0, 2.0, PF_SCHED_1F1B);
+    pipe_init(&p, c, 2, 1, 4, 1.0, 2.0, PF_SCHEDULE_1F1B);
     p.in.tp = 2;
     for (int s = 0; s < 2; s++) {
         p.stage[s].tp_fwd_ms = p.stage[s].tp_bwd_ms = 0.5;
@@ -240,7 +240,7 @@ static void test_tensor_parallel(void)
         tp += r->events[i].kind == PF_EV_TP;
     CU_ASSERT_EQUAL(tp, 4 * 2 * 4); /* 4 devices x 2 collectives x 4 micro-batches */
     pf_sim_result_destroy(&r);
-    PF_ASSERT_CLOSE(step_of(&p, PF_SCHED_SIGNAL), 15, 1e-12); /* collectives free too */
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_SIGNAL), 15, 1e-12); /* collectives free too */
     pf_cluster_destroy(&c);
 }
 
@@ -260,12 +260,12 @@ static void test_bounds(void)
         for (int j = 0; j < 2; j++)
             for (int k = 0; k < 3; k++) {
                 pipe_t p;
-                pipe_init(&p, c, stages[i], 1, mbs[j], 1.0, 2.0, PF_SCHED_1F1B);
+                pipe_init(&p, c, stages[i], 1, mbs[j], 1.0, 2.0, PF_SCHEDULE_1F1B);
                 for (int s = 0; s < stages[i]; s++)
                     p.stage[s].send_bytes = sends[k];
-                double one = step_of(&p, PF_SCHED_1F1B), eager = step_of(&p, PF_SCHED_EAGER_1F1B);
+                double one = step_of(&p, PF_SCHEDULE_1F1B), eager = step_of(&p, PF_SCHEDULE_EAGER_1F1B);
                 CU_ASSERT(eager <= one + 1e-9);
-                CU_ASSERT(step_of(&p, PF_SCHED_SIGNAL) <= eager + 1e-9);
+                CU_ASSERT(step_of(&p, PF_SCHEDULE_SIGNAL) <= eager + 1e-9);
                 if (k == 1 && j == 1) /* 1 ms transfers: eager hides them, 1F1B cannot */
                     CU_ASSERT(eager < one - 1);
             }
@@ -283,7 +283,7 @@ static void test_bounds(void)
                 pf_cluster_set_link(cl, a, b, 100 + rand_r(&seed) % 900, rand_r(&seed) % 50);
         }
         pipe_t p;
-        pipe_init(&p, cl, S, R, MB, 1, 1, PF_SCHED_1F1B);
+        pipe_init(&p, cl, S, R, MB, 1, 1, PF_SCHEDULE_1F1B);
         p.in.buckets = 1 + (int)(rand_r(&seed) % 3);
         double slowest = 0;
         for (int s = 0; s < S; s++) {
@@ -296,9 +296,9 @@ static void test_bounds(void)
             st->optimizer_ms = rand_r(&seed) % 3 * 0.1;
             slowest = fmax(slowest, st->fwd_ms + st->bwd_ms + st->recompute_ms);
         }
-        double sig = step_of(&p, PF_SCHED_SIGNAL);
+        double sig = step_of(&p, PF_SCHEDULE_SIGNAL);
         CU_ASSERT(MB * slowest <= sig + 1e-9);
-        pf_sched_t sch[] = {PF_SCHED_GPIPE, PF_SCHED_1F1B, PF_SCHED_EAGER_1F1B};
+        pf_schedule_t sch[] = {PF_SCHEDULE_GPIPE, PF_SCHEDULE_1F1B, PF_SCHEDULE_EAGER_1F1B};
         for (int k = 0; k < 3; k++) {
             pf_sim_result_t *r = NULL;
             p.in.schedule = sch[k];
@@ -323,7 +323,7 @@ static void test_bad_input(void)
     char err[256];
     pf_sim_result_t *r = NULL;
     pipe_t p;
-    pipe_init(&p, c, 2, 2, 4, 1.0, 2.0, PF_SCHED_1F1B);
+    pipe_init(&p, c, 2, 2, 4, 1.0, 2.0, PF_SCHEDULE_1F1B);
     p.dev[1][1] = 0;
     CU_ASSERT_EQUAL(pf_simulate(&p.in, &r, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "used twice"));
@@ -340,11 +340,11 @@ static void test_bad_input(void)
     p.in.replicas = 3; /* 6 devices on 4 */
     CU_ASSERT_EQUAL(pf_simulate(&p.in, &r, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NULL(r);
-    pf_sched_t s;
-    CU_ASSERT_EQUAL(pf_sched_parse("eager-1f1b", &s), PF_OK);
-    CU_ASSERT_EQUAL(s, PF_SCHED_EAGER_1F1B);
-    CU_ASSERT_EQUAL(pf_sched_parse("pipedream", &s), PF_EINPUT);
-    CU_ASSERT_STRING_EQUAL(pf_sched_name(PF_SCHED_SIGNAL), "signal");
+    pf_schedule_t s;
+    CU_ASSERT_EQUAL((s = pf_schedule_parse("eager-1f1b")), PF_SCHEDULE_EAGER_1F1B);
+    CU_ASSERT_EQUAL(s, PF_SCHEDULE_EAGER_1F1B);
+    CU_ASSERT_EQUAL(pf_schedule_parse("pipedream"), -1);
+    CU_ASSERT_STRING_EQUAL(pf_schedule_name(PF_SCHEDULE_SIGNAL), "signal");
     pf_cluster_destroy(&c);
 }
 
@@ -393,7 +393,7 @@ static void test_from_plan(void)
     CU_ASSERT_EQUAL(in.stages, 2);
     CU_ASSERT_EQUAL(in.replicas, 2);
     CU_ASSERT_EQUAL(in.microbatches, 4);
-    CU_ASSERT_EQUAL(in.schedule, PF_SCHED_1F1B);
+    CU_ASSERT_EQUAL(in.schedule, PF_SCHEDULE_1F1B);
     PF_ASSERT_CLOSE(in.stage[0].fwd_ms, 3, 1e-12);
     PF_ASSERT_CLOSE(in.stage[0].bwd_ms, 6, 1e-12);
     PF_ASSERT_CLOSE(in.stage[1].fwd_ms, 7, 1e-12);

@@ -1,0 +1,106 @@
+/* tp_groups: tensor-parallel groups on DGX-1 (Parmesan's NVLink matrix, worked by hand) and the
+ * group cluster the pipeline sees. */
+#include "planner/topology.h"
+#include "planner/tp_groups.h"
+#include "planner/util.h"
+#include "tests/testutil.h"
+
+#include <string.h>
+
+static pf_cluster_t *dgx1(int machines)
+{
+    char err[256];
+    pf_topo_opts_t o;
+    pf_topo_opts_init(&o, PF_TOPO_DGX1);
+    o.machines = machines;
+    pf_cluster_t *c = NULL;
+    CU_ASSERT_EQUAL(pf_topo_build(&o, &c, err, sizeof err), PF_OK);
+    return c;
+}
+
+static void test_degrees(void)
+{
+    pf_cluster_t *c = dgx1(4);
+    int t[16], n = pf_tp_degrees(c, 0, t, 16);
+    int want[] = {1, 2, 4, 8};
+    CU_ASSERT_EQUAL_FATAL(n, 4);
+    for (int i = 0; i < n; i++)
+        CU_ASSERT_EQUAL(t[i], want[i]);
+    n = pf_tp_degrees(c, 1, t, 16); /* across hosts: every divisor of 32 */
+    CU_ASSERT_EQUAL(n, 6);
+    CU_ASSERT_EQUAL(t[5], 32);
+    char err[256];
+    CU_ASSERT_PTR_NULL(pf_tp_groups_new(c, 3, 0, err, sizeof err));
+    CU_ASSERT_STRING_EQUAL(err, "tensor-parallel degree 3 does not divide the 32 devices of "
+                                "cluster dgx1x4");
+    CU_ASSERT_PTR_NULL(pf_tp_groups_new(c, 16, 0, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "does not divide the 8 devices of host 0"));
+    pf_cluster_destroy(&c);
+}
+
+static void test_dgx1_groups(void)
+{
+    char err[256];
+    pf_cluster_t *c = dgx1(2);
+    /* T = 2: the DGX-1 rows give double NVLinks 0-1, 0-4, 1-3, 2-3, 2-6, 4-5, 5-7, 6-7; the
+     * perfect matchings of double links are {01,23,45,67} and {04,13,26,57}; the first one
+     * found (lowest devices first) is kept: every pair at 43.2 GB/s */
+    pf_tp_groups_t *g = pf_tp_groups_new(c, 2, 0, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL(pf_tp_groups_count(g), 8);
+    const int want2[8][2] = {{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}};
+    for (int k = 0; k < 8; k++)
+        CU_ASSERT(memcmp(pf_tp_groups_members(g, k), want2[k], sizeof want2[k]) == 0);
+    PF_ASSERT_CLOSE(pf_tp_groups_link_gbps(g), 43.2, 1e-12);
+    /* group cluster: {0,1} -> {2,3} is min(bw(0,2), bw(1,3)) = min(21.4, 43.2); {0,1} -> {8,9}
+     * crosses machines: 1.4 */
+    const pf_cluster_t *gc = pf_tp_groups_cluster(g);
+    CU_ASSERT_EQUAL(pf_cluster_ndevices(gc), 8);
+    PF_ASSERT_CLOSE(pf_cluster_bw_gbps(gc, 0, 1), 21.4, 1e-12);
+    PF_ASSERT_CLOSE(pf_cluster_bw_gbps(gc, 0, 4), 1.4, 1e-12);
+    /* {4,5} -> {6,7}: min(bw(4,6), bw(5,7)) = min(21.4, 43.2) */
+    PF_ASSERT_CLOSE(pf_cluster_bw_gbps(gc, 2, 3), 21.4, 1e-12);
+    CU_ASSERT_EQUAL(pf_cluster_device(gc, 5)->host, 1);
+    CU_ASSERT_EQUAL(pf_cluster_validate(gc, err, sizeof err), PF_OK);
+    pf_tp_groups_destroy(&g);
+    CU_ASSERT_PTR_NULL(g);
+    pf_tp_groups_destroy(&g);
+
+    /* T = 4: no quad of a DGX-1 is all NVLink-double; {0,1,2,3} and {4,5,6,7} have every pair on
+     * NVLink, slowest 21.4 (0-2, 0-3, 1-2 and 4-6, 4-7, 5-6); a quad mixing the halves has a
+     * PCIe pair (10.1), e.g. 0-5 */
+    g = pf_tp_groups_new(c, 4, 0, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    const int want4[4][4] = {{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}, {12, 13, 14, 15}};
+    for (int k = 0; k < 4; k++)
+        CU_ASSERT(memcmp(pf_tp_groups_members(g, k), want4[k], sizeof want4[k]) == 0);
+    PF_ASSERT_CLOSE(pf_tp_groups_link_gbps(g), 21.4, 1e-12);
+    pf_tp_groups_destroy(&g);
+
+    /* T = 8: the whole machine, slowest link PCIe */
+    g = pf_tp_groups_new(c, 8, 0, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    PF_ASSERT_CLOSE(pf_tp_groups_link_gbps(g), 10.1, 1e-12);
+    PF_ASSERT_CLOSE(pf_cluster_bw_gbps(pf_tp_groups_cluster(g), 0, 1), 1.4, 1e-12);
+    pf_tp_groups_destroy(&g);
+
+    /* T = 1: the cluster itself */
+    g = pf_tp_groups_new(c, 1, 0, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_PTR_EQUAL(pf_tp_groups_cluster(g), c);
+    CU_ASSERT_EQUAL(pf_tp_groups_link_gbps(g), 0);
+    pf_tp_groups_destroy(&g);
+    /* across hosts, T = 16: one group of both machines, slowest link between them */
+    g = pf_tp_groups_new(c, 16, 1, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    PF_ASSERT_CLOSE(pf_tp_groups_link_gbps(g), 1.4, 1e-12);
+    pf_tp_groups_destroy(&g);
+    pf_cluster_destroy(&c);
+}
+
+void pf_suite_tp_groups(void)
+{
+    CU_pSuite s = CU_add_suite("tp_groups", NULL, NULL);
+    CU_add_test(s, "degrees that divide every host", test_degrees);
+    CU_add_test(s, "DGX-1 groups and the group cluster, by hand", test_dgx1_groups);
+}

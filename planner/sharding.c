@@ -384,7 +384,7 @@ int pf_shard_op_rules(const pf_shard_op_t *op, pf_shard_t w, int n, pf_shard_sig
     sig_list_t l = {.sigs = sigs, .max = max};
     int r = op->output.ndim, last = r - 1;
     pf_op_kind_t kind = pf_shard_classify(op);
-    if (n < 1 || w.kind == PF_SHARD_P)
+    if (n < 1 || w.kind == PF_SHARD_P || op->nin < 0 || op->nin > PF_SHARD_MAX_IN)
         return 0;
     if (w.kind == PF_SHARD_S && (!op->has_weight || !divides(&op->weight, w.dim, n)))
         return 0;

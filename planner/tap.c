@@ -473,11 +473,18 @@ static double max_out_bytes(const pf_graph_t *g, int v)
     return b;
 }
 
-static int uses_batch_split(const pf_shard_sig_t *s, int nin)
+/* Tensor parallelism splits features: the last dimension, or dimension 1 (heads, channels) of a
+ * 4-D tensor. Any other split (batch, sequence, space) is data or sequence parallelism. */
+static int feature_dim(pf_shard_t p, int rank)
 {
-    int hit = s->out.kind == PF_SHARD_S && s->out.dim == 0;
-    for (int k = 0; k < nin; k++)
-        hit |= s->in[k].kind == PF_SHARD_S && s->in[k].dim == 0;
+    return p.kind != PF_SHARD_S || p.dim == rank - 1 || (rank == 4 && p.dim == 1);
+}
+
+static int splits_tokens(const pf_shard_sig_t *s, const pf_shard_op_t *d)
+{
+    int hit = !feature_dim(s->out, d->output.ndim);
+    for (int k = 0; k < d->nin; k++)
+        hit |= !feature_dim(s->in[k], d->in[k].ndim);
     return hit;
 }
 
@@ -557,7 +564,7 @@ static int inst_build(inst_t *t, const pf_graph_t *g, const int *ops, int nops, 
                 c = 1;
             }
             for (int i = 0; i < c; i++)
-                if (o->allow_batch_split || !uses_batch_split(&s[i], d.nin))
+                if (o->allow_token_split || !splits_tokens(&s[i], &d))
                     s[kept++] = s[i];
             t->nsig[j * 3 + w] = kept;
         }

@@ -16,8 +16,11 @@
  *    before one conversion. The unit's inputs are B and its outputs must be B, so units chain.
  *    Plan cost = per-device time (compute / T where the work is split, plus every collective),
  *    then per-device memory (param_state_factor x parameters + activations) to break ties, then
- *    the lower plan index. Activations are never split on dimension 0 (the batch belongs to data
- *    parallelism) unless allow_batch_split.
+ *    the lower plan index. Activations are split only on features (the last dimension, or dim 1
+ *    of a 4-D tensor: heads, channels) unless allow_token_split: batch, sequence and spatial
+ *    splits are data or sequence parallelism, which this module does not plan (with them on, a
+ *    fast link makes sequence-split residual branches win, and the unit boundary, held B, cannot
+ *    express Korthikanti et al.'s sequence parallelism faithfully).
  * 3. Rewrite and validate: the winner's choices (weight properties and signatures) are applied
  *    to every instance and inferred again on its own shapes and numbers; every instance must give
  *    the same properties.
@@ -38,7 +41,7 @@
 typedef struct {
     int min_duplicate;         /* PRUNEGRAPH's minDuplicate (default 2) */
     int max_unit_weights;      /* larger units are planned op by op (default 12, 3^12 plans) */
-    int allow_batch_split;     /* let activations split on dim 0 (default 0) */
+    int allow_token_split;     /* let activations split on batch, sequence or space (default 0) */
     double param_state_factor; /* memory per parameter byte, for the memory tie-break (default 1) */
 } pf_tap_opts_t;
 

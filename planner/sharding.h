@@ -6,9 +6,9 @@
  * B = broadcast (every device holds all of it), P = partial sum (every device holds a tensor of
  * the full shape; the logical tensor is their sum).
  *
- * Costs: the seed's A.3 volumes are the naive gather-then-broadcast totals (pf_conv_seed_volume_bytes);
- * the times planfarm uses are ring algorithms on the group's slowest link (DESIGN.md "sharding"):
- * per device, all-reduce sends 2(n-1)/n |T|, all-gather and reduce-scatter (n-1)/n |T|,
+ * Costs: the seed's A.3 volumes are the naive gather-then-broadcast totals
+ * (pf_conv_seed_volume_bytes); the times planfarm uses are ring algorithms on the group's
+ * slowest link (DESIGN.md "sharding"): per device, all-reduce sends 2(n-1)/n |T|, all-gather and reduce-scatter (n-1)/n |T|,
  * all-to-all (n-1)/n^2 |T|; time = bytes / bw + steps x latency (ring steps: 2(n-1) for an
  * all-reduce, n-1 for the others). A.1.2's reduce-scatter analysis is the n-1 / n case.
  *
@@ -57,7 +57,7 @@ typedef enum {
     PF_CONV_REDUCESCATTER, /* P -> S */
     PF_CONV_ALLREDUCE,     /* P -> B */
     PF_CONV_I2P,           /* B -> P: one device keeps the tensor, the others hold zeros (local) */
-    PF_CONV_SPLIT,         /* B -> S: each device keeps its slice (local; not one of the seed's six) */
+    PF_CONV_SPLIT,         /* B -> S: each device keeps its slice (local; not among the six) */
     PF_CONV_NKINDS
 } pf_conv_kind_t;
 

@@ -52,7 +52,8 @@ static int rec_cmp(const void *pa, const void *pb)
         return c;
     if (a->inst_len != b->inst_len)
         return a->inst_len - b->inst_len;
-    if ((c = memcmp(a->name + a->fam_len, b->name + b->fam_len, (size_t)(a->inst_len - a->fam_len))))
+    if ((c = memcmp(a->name + a->fam_len, b->name + b->fam_len,
+                    (size_t)(a->inst_len - a->fam_len))))
         return c;
     return a->pos - b->pos;
 }
@@ -311,7 +312,8 @@ pf_tap_units_t *pf_tap_units_new(const pf_graph_t *g, const pf_tap_opts_t *o, ch
         return NULL;
     }
     if (!u || !(best = malloc(sizeof *best * (size_t)n)) ||
-        !(rel = malloc(sizeof *rel * (size_t)n)) || !(in_block = calloc((size_t)n, sizeof *in_block)) ||
+        !(rel = malloc(sizeof *rel * (size_t)n)) ||
+        !(in_block = calloc((size_t)n, sizeof *in_block)) ||
         !(u->unit_of = malloc(sizeof *u->unit_of * (size_t)n)))
         goto oom;
     /* every numeric component of every name is a candidate block level */
@@ -343,7 +345,8 @@ pf_tap_units_t *pf_tap_units_new(const pf_graph_t *g, const pf_tap_opts_t *o, ch
         for (int r = f; r < l; r++) {
             recs[r].count = count;
             int v = recs[r].v;
-            if (count >= o->min_duplicate && (best[v] < 0 || recs[r].fam_len < recs[best[v]].fam_len))
+            if (count >= o->min_duplicate &&
+                (best[v] < 0 || recs[r].fam_len < recs[best[v]].fam_len))
                 best[v] = r;
         }
     }
@@ -505,7 +508,8 @@ static int inst_build(inst_t *t, const pf_graph_t *g, const int *ops, int nops, 
         !(t->in_edge = malloc(sizeof(int) * (size_t)(ne + 1))) ||
         !(t->widx = malloc(sizeof(int) * (size_t)nops)) ||
         !(t->ext_out = malloc(sizeof(int) * (size_t)nops)) ||
-        !(t->tens_edge = malloc(sizeof(int) * nt)) || !(t->tens_bytes = malloc(sizeof(double) * nt)) ||
+        !(t->tens_edge = malloc(sizeof(int) * nt)) ||
+        !(t->tens_bytes = malloc(sizeof(double) * nt)) ||
         !(t->nsig = calloc((size_t)nops * 3, sizeof(int))) ||
         !(t->sig = malloc(sizeof *t->sig * (size_t)nops * 3 * PF_SHARD_MAX_SIGS)))
         goto fail;
@@ -592,7 +596,8 @@ static int scratch_new(scratch_t *sc, const inst_t *t)
     if (!(sc->prop = malloc(sizeof *sc->prop * nt)) ||
         !(sc->fwd_done = malloc(sizeof *sc->fwd_done * nt * MAX_DONE)) ||
         !(sc->grad_done = malloc(sizeof *sc->grad_done * nt * MAX_DONE)) ||
-        !(sc->nfwd = malloc(sizeof *sc->nfwd * nt)) || !(sc->ngrad = malloc(sizeof *sc->ngrad * nt)) ||
+        !(sc->nfwd = malloc(sizeof *sc->nfwd * nt)) ||
+        !(sc->ngrad = malloc(sizeof *sc->ngrad * nt)) ||
         !(sc->choice = malloc(sizeof *sc->choice * (size_t)(t->nops + 1)))) {
         scratch_free(sc);
         return PF_ERR;
@@ -781,7 +786,8 @@ static int check_args(const pf_tap_units_t *u, int unit, int T, const pf_shard_l
 {
     if (T < 1)
         return pf_fail(err, errlen, PF_EINPUT, "tap: tensor-parallel degree %d is below 1", T);
-    if (!link || !(link->gbps > 0) || !isfinite(link->gbps) || !pf_is_finite_nonneg(link->latency_us))
+    if (!link || !(link->gbps > 0) || !isfinite(link->gbps) ||
+        !pf_is_finite_nonneg(link->latency_us))
         return pf_fail(err, errlen, PF_EINPUT,
                        "tap: the TP group's link needs gbps > 0 and latency_us >= 0");
     if (u && (unit < 0 || unit >= u->nunits))
@@ -822,7 +828,8 @@ int pf_tap_enum_slice(const pf_graph_t *g, const pf_tap_units_t *u, int unit, in
         return rc;
     const unit_t *un = &u->units[unit];
     if (lo > hi || hi > pow3(un->nweights))
-        return pf_fail(err, errlen, PF_EINPUT, "tap: slice [%llu, %llu) is outside unit %s's %llu plans",
+        return pf_fail(err, errlen, PF_EINPUT,
+                       "tap: slice [%llu, %llu) is outside unit %s's %llu plans",
                        (unsigned long long)lo, (unsigned long long)hi, un->name,
                        (unsigned long long)pow3(un->nweights));
     memset(out, 0, sizeof *out);

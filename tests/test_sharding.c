@@ -136,7 +136,8 @@ static void test_division_and_or(void)
     PF_ASSERT_CLOSE(c.ms, 0.615, 1e-12);
 }
 
-#define SH(...) ((pf_shape_t){(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}})
+#define SH(...)                                                                                  \
+    ((pf_shape_t){(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}})
 
 static int find_sig(const pf_shard_sig_t *s, int n, pf_shard_t out)
 {

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SH(...) ((pf_shape_t){(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}})
+#define SH(...)                                                                                  \
+    ((pf_shape_t){(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}})
 
 /* b = 8, s = 512, h = 1024, 16 heads, fp16: one activation s b h 2 = 8388608 bytes. */
 #define ACT_BYTES (8.0 * 512 * 1024 * 2)

@@ -776,7 +776,7 @@ static int eval_plan(const inst_t *t, uint64_t plan, const int *forced, scratch_
         }
     *time_ms = time;
     *mem_bytes = mem;
-    return 0;
+    return t->o->mem_limit_bytes > 0 && mem > t->o->mem_limit_bytes ? -1 : 0;
 }
 
 /* ---- enumeration ---- */

@@ -43,6 +43,8 @@ typedef struct {
     int max_unit_weights;      /* larger units are planned op by op (default 12, 3^12 plans) */
     int allow_token_split;     /* let activations split on batch, sequence or space (default 0) */
     double param_state_factor; /* memory per parameter byte, for the memory tie-break (default 1) */
+    double mem_limit_bytes;    /* a plan whose instance needs more per device is infeasible
+                                  (param_state_factor x parameters + mem_fwd); 0 = no limit */
 } pf_tap_opts_t;
 
 void pf_tap_opts_init(pf_tap_opts_t *o);

@@ -345,6 +345,14 @@ static void test_tiny_by_hand(void)
     CU_ASSERT_EQUAL(pf_tap_merge(one, 9, &merged, err, sizeof err), PF_OK);
     for (int i = 0; i < PF_TAP_KEEP; i++)
         CU_ASSERT_EQUAL(merged.best[i].plan, whole.best[i].plan);
+    /* a memory limit just below Megatron's need: the winner changes, and needs less */
+    pf_tap_slice_t lim;
+    o.mem_limit_bytes = whole.best[0].mem_bytes - 1;
+    CU_ASSERT_EQUAL(pf_tap_enum_slice(g, u, k, 2, &link, &o, 0, 9, &lim, err, sizeof err), PF_OK);
+    CU_ASSERT(lim.feasible < whole.feasible);
+    CU_ASSERT(lim.nbest == 0 ||
+              (lim.best[0].plan != 5 && lim.best[0].mem_bytes < o.mem_limit_bytes));
+    o.mem_limit_bytes = 0;
 
     /* the rewrite on b.1: A = 0.5 fwd, 1 + 1 (its input gradient's all-reduce) bwd;
      * C = 0.5 + 1 (the output's all-reduce) fwd, 1 bwd; params / 2; A's mem_fwd 5e8 = 4e8

@@ -466,14 +466,33 @@ static void inst_free(inst_t *t)
     memset(t, 0, sizeof *t);
 }
 
-static double max_out_bytes(const pf_graph_t *g, int v)
+static double shape_elems(const pf_shape_t *s)
+{
+    double n = s->ndim ? 1 : 0;
+    for (int i = 0; i < s->ndim; i++)
+        n *= (double)s->dim[i];
+    return n;
+}
+
+/* The bytes of op v's output: what its out-edges carry; for a graph output (the head's logits),
+ * its output shape at the bytes per element of its first input that has a shape. */
+static double output_bytes(const pf_graph_t *g, int v)
 {
     int n;
-    const int *out = pf_graph_out(g, v, &n);
+    const int *out = pf_graph_out(g, v, &n), *in;
     double b = 0;
     for (int k = 0; k < n; k++)
         b = fmax(b, pf_graph_edge(g, out[k])->bytes);
-    return b;
+    if (n > 0)
+        return b;
+    in = pf_graph_in(g, v, &n);
+    for (int k = 0; k < n; k++) {
+        const pf_edge_t *e = pf_graph_edge(g, in[k]);
+        double elems = shape_elems(&pf_graph_op(g, e->src)->output);
+        if (elems > 0)
+            return e->bytes / elems * shape_elems(&pf_graph_op(g, v)->output);
+    }
+    return 0;
 }
 
 /* Tensor parallelism splits features: the last dimension, or dimension 1 (heads, channels) of a
@@ -517,7 +536,7 @@ static int inst_build(inst_t *t, const pf_graph_t *g, const int *ops, int nops, 
     for (int j = 0; j < nops; j++) {
         const pf_op_t *op = pf_graph_op(g, ops[j]);
         t->tens_edge[j] = -1;
-        t->tens_bytes[j] = max_out_bytes(g, ops[j]);
+        t->tens_bytes[j] = output_bytes(g, ops[j]);
         t->widx[j] = op->param_bytes > 0 ? nw++ : -1;
         int nout;
         const int *out = pf_graph_out(g, ops[j], &nout);

@@ -29,7 +29,10 @@
  * charged to the producer of the tensor it converts (forward: after the producer; backward: the
  * gradient reaching the producer), a unit input's conversions to its first reader; a weight
  * gradient that is partial (B weight on split activations) is all-reduced in the op's backward,
- * once per micro-batch (conservative: training with accumulation reduces it once per step). */
+ * once per micro-batch (conservative: training with accumulation reduces it once per step).
+ * A residual add may take the P output of a row-parallel linear with its other input I2P'd
+ * (free): the all-reduce Megatron-LM does after the linear then lands on the add's output, same
+ * volume. A graph output's tensor (no out-edges) is sized from its output shape. */
 #ifndef PF_TAP_H
 #define PF_TAP_H
 

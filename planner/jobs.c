@@ -5,33 +5,74 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The setting a job plans on: NULL (the graph and cluster as they are) for T = 1 and no
+ * recomputation, else built here from the job's own inputs (tp_setting.h). */
+static int job_setting(const pf_job_t *job, pf_tp_setting_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (job->setting.tp <= 1 && job->setting.train.recompute == PF_RECOMPUTE_NONE)
+        return PF_OK;
+    *out = pf_tp_setting_new(job->graph, job->cluster, &job->setting, err, errlen);
+    return *out ? PF_OK : PF_EINPUT;
+}
+
 static int run_partition(const pf_job_t *job, pf_job_result_t *res)
 {
     pf_partition_opts_t o = job->partition;
+    pf_tp_setting_t *set = NULL;
     if (!job->graph || !job->cluster)
         return pf_fail(res->error, sizeof res->error, PF_EINPUT, "partition job without inputs");
     if (job->threads > 0)
         o.threads = job->threads;
-    return pf_partition_run(job->graph, job->cluster, &o, &res->plan, res->error,
-                            sizeof res->error);
+    int rc = job_setting(job, &set, res->error, sizeof res->error);
+    if (rc != PF_OK)
+        return rc;
+    const pf_graph_t *g = set ? pf_tp_setting_graph(set) : job->graph;
+    const pf_cluster_t *c = set ? pf_tp_setting_cluster(set) : job->cluster;
+    o.train = job->setting.train;
+    o.reserve_bytes = set ? pf_tp_setting_reserve_bytes(set) : 0;
+    rc = pf_partition_run(g, c, &o, &res->plan, res->error, sizeof res->error);
+    if (rc == PF_OK)
+        res->plan->train = job->setting.train;
+    pf_tp_setting_destroy(&set);
+    return rc;
+}
+
+/* The cluster a probe maps onto: the group cluster of its degree T. */
+static const pf_cluster_t *probe_cluster(const pf_job_t *job, pf_tp_groups_t **own, char *err,
+                                         size_t errlen)
+{
+    *own = NULL;
+    if (job->setting.tp <= 1)
+        return job->cluster;
+    *own = pf_tp_groups_new(job->cluster, job->setting.tp, job->setting.across_hosts, err,
+                            errlen);
+    return *own ? pf_tp_groups_cluster(*own) : NULL;
 }
 
 static int run_probe(const pf_job_t *job, pf_job_result_t *res)
 {
+    pf_tp_groups_t *groups = NULL;
     if (!job->stage_graph || !job->cluster)
         return pf_fail(res->error, sizeof res->error, PF_EINPUT, "probe job without inputs");
-    int n = pf_stage_graph_stages(job->stage_graph) * pf_stage_graph_replicas(job->stage_graph);
-    if (n > pf_cluster_ndevices(job->cluster))
-        return pf_fail(res->error, sizeof res->error, PF_EINPUT,
-                       "probe job: %d stage replicas for %d devices", n,
-                       pf_cluster_ndevices(job->cluster));
+    const pf_cluster_t *c = probe_cluster(job, &groups, res->error, sizeof res->error);
+    if (!c)
+        return PF_EINPUT;
+    int rc, n = pf_stage_graph_stages(job->stage_graph) * pf_stage_graph_replicas(job->stage_graph);
+    if (n > pf_cluster_ndevices(c)) {
+        rc = pf_fail(res->error, sizeof res->error, PF_EINPUT,
+                     "probe job: %d stage replicas for %d devices", n, pf_cluster_ndevices(c));
+        goto done;
+    }
     res->devices = malloc((size_t)n * sizeof *res->devices);
-    if (!res->devices)
-        return pf_fail(res->error, sizeof res->error, PF_ERR, "out of memory");
+    if (!res->devices) {
+        rc = pf_fail(res->error, sizeof res->error, PF_ERR, "out of memory");
+        goto done;
+    }
     double deadline = job->budget_s > 0 ? pf_now_s() + job->budget_s : 0;
-    int rc = pf_map_probe(job->stage_graph, job->cluster, job->inst, job->target_ms, deadline,
-                          job->symmetry, job->threads, job->cancel, res->devices, &res->probe,
-                          res->error, sizeof res->error);
+    rc = pf_map_probe(job->stage_graph, c, job->inst, job->target_ms, deadline, job->symmetry,
+                      job->threads, job->cancel, res->devices, &res->probe, res->error,
+                      sizeof res->error);
     if (rc == PF_OK && !res->probe.found && job->cancel && atomic_load(job->cancel)) {
         /* Stopped by its flag, not exhausted: "no mapping meets the target" would be a claim
          * the search moves t_l on (a deadline-cancelled copy's answer is still accepted), so
@@ -45,6 +86,35 @@ static int run_probe(const pf_job_t *job, pf_job_result_t *res)
         free(res->devices);
         res->devices = NULL;
     }
+done:
+    pf_tp_groups_destroy(&groups);
+    return rc;
+}
+
+/* One slice of one unit's plans (TAP, seed 001): the units are rebuilt from the graph (PRUNEGRAPH
+ * is deterministic) and the collectives priced on the link of the job's groups. */
+static int run_tap_enum(const pf_job_t *job, pf_job_result_t *res)
+{
+    pf_tp_groups_t *groups = NULL;
+    pf_tap_units_t *units = NULL;
+    int rc = PF_EINPUT;
+    if (!job->graph || !job->cluster)
+        return pf_fail(res->error, sizeof res->error, PF_EINPUT, "TAP job without inputs");
+    if (job->setting.tp < 2)
+        return pf_fail(res->error, sizeof res->error, PF_EINPUT, "TAP job for degree %d",
+                       job->setting.tp);
+    pf_tap_opts_t to = job->setting.tap;
+    to.param_state_factor = pf_training_state_factor(&job->setting.train, 1);
+    if (!(groups = pf_tp_groups_new(job->cluster, job->setting.tp, job->setting.across_hosts,
+                                    res->error, sizeof res->error)) ||
+        !(units = pf_tap_units_new(job->graph, &to, res->error, sizeof res->error)))
+        goto done;
+    pf_shard_link_t link = {pf_tp_groups_link_gbps(groups), pf_tp_groups_link_lat_us(groups)};
+    rc = pf_tap_enum_slice(job->graph, units, job->tap_unit, job->setting.tp, &link, &to,
+                           job->tap_lo, job->tap_hi, &res->tap, res->error, sizeof res->error);
+done:
+    pf_tap_units_destroy(&units);
+    pf_tp_groups_destroy(&groups);
     return rc;
 }
 
@@ -79,27 +149,67 @@ static int check_probe(const pf_job_t *job, const pf_job_result_t *res, char *er
     if (!res->probe.found)
         return PF_OK;
     const pf_stage_graph_t *sg = job->stage_graph;
-    int nx = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg);
-    int D = pf_cluster_ndevices(job->cluster);
-    if (!res->devices || res->ndevices != nx)
-        return pf_fail(err, errlen, PF_EINPUT, "a mapping of %d stage replicas, not %d",
-                       res->devices ? res->ndevices : 0, nx);
-    char *used = calloc((size_t)D, 1);
-    if (!used)
-        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    pf_tp_groups_t *groups = NULL;
+    int nx = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg), rc = PF_OK;
+    const pf_cluster_t *c = probe_cluster(job, &groups, err, errlen);
+    if (!c)
+        return PF_EINPUT;
+    int D = pf_cluster_ndevices(c);
+    char *used = NULL;
+    if (!res->devices || res->ndevices != nx) {
+        rc = pf_fail(err, errlen, PF_EINPUT, "a mapping of %d stage replicas, not %d",
+                     res->devices ? res->ndevices : 0, nx);
+        goto done;
+    }
+    if (!(used = calloc((size_t)D, 1))) {
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+        goto done;
+    }
     int bad = -1;
     for (int x = 0; x < nx && bad < 0; x++)
         if (res->devices[x] < 0 || res->devices[x] >= D || used[res->devices[x]]++)
             bad = x;
-    free(used);
-    if (bad >= 0)
-        return pf_fail(err, errlen, PF_EINPUT, "mapping: stage replica %d on device %d, "
-                       "out of range or taken", bad, res->devices[bad]);
-    double obj = pf_map_objective_ms(sg, job->cluster, job->inst, res->devices);
+    if (bad >= 0) {
+        rc = pf_fail(err, errlen, PF_EINPUT, "mapping: stage replica %d on device %d, out of "
+                     "range or taken", bad, res->devices[bad]);
+        goto done;
+    }
+    double obj = pf_map_objective_ms(sg, c, job->inst, res->devices);
     if (!(fabs(obj - res->probe.objective_ms) <= 1e-9 * fmax(1, obj)) ||
         obj > job->target_ms * (1 + 1e-9))
-        return pf_fail(err, errlen, PF_EINPUT, "mapping claimed %g ms at target %g ms; it costs %g ms",
-                       res->probe.objective_ms, job->target_ms, obj);
+        rc = pf_fail(err, errlen, PF_EINPUT, "mapping claimed %g ms at target %g ms; it costs "
+                     "%g ms", res->probe.objective_ms, job->target_ms, obj);
+done:
+    free(used);
+    pf_tp_groups_destroy(&groups);
+    return rc;
+}
+
+/* The best plans of a slice: in the slice, ranked, finite. */
+static int check_tap_enum(const pf_job_t *job, const pf_job_result_t *res, char *err,
+                          size_t errlen)
+{
+    const pf_tap_slice_t *t = &res->tap;
+    if (t->unit != job->tap_unit || t->T != job->setting.tp || t->lo != job->tap_lo ||
+        t->hi != job->tap_hi)
+        return pf_fail(err, errlen, PF_EINPUT, "TAP answer for unit %d, T %d, plans [%llu, %llu) "
+                       "to a job of unit %d, T %d, [%llu, %llu)", t->unit, t->T,
+                       (unsigned long long)t->lo, (unsigned long long)t->hi, job->tap_unit,
+                       job->setting.tp, (unsigned long long)job->tap_lo,
+                       (unsigned long long)job->tap_hi);
+    if (t->nbest < 0 || t->nbest > PF_TAP_KEEP || t->feasible > t->hi - t->lo ||
+        (uint64_t)t->nbest > t->feasible)
+        return pf_fail(err, errlen, PF_EINPUT, "TAP answer: %d best of %llu feasible plans",
+                       t->nbest, (unsigned long long)t->feasible);
+    for (int i = 0; i < t->nbest; i++) {
+        const pf_tap_cand_t *b = &t->best[i];
+        if (b->plan < t->lo || b->plan >= t->hi || !isfinite(b->time_ms) || b->time_ms < 0 ||
+            !isfinite(b->mem_bytes) || b->mem_bytes < 0 ||
+            (i > 0 && b->time_ms < t->best[i - 1].time_ms))
+            return pf_fail(err, errlen, PF_EINPUT, "TAP answer: best[%d] is plan %llu at "
+                           "%g ms, out of its slice or order", i, (unsigned long long)b->plan,
+                           b->time_ms);
+    }
     return PF_OK;
 }
 
@@ -144,6 +254,8 @@ static const pf_job_kind_desc_t kinds[PF_JOB_KIND_COUNT] = {
                              timeout_solve, check_partition},
     [PF_JOB_MAP_PROBE] = {PF_JOB_MAP_PROBE, "map_probe", PF_JOB_NEEDS_CLUSTER, run_probe,
                           timeout_budgeted, check_probe},
+    [PF_JOB_TAP_ENUM] = {PF_JOB_TAP_ENUM, "tap_enum", PF_JOB_NEEDS_GRAPH | PF_JOB_NEEDS_CLUSTER,
+                         run_tap_enum, timeout_solve, check_tap_enum},
 };
 
 const pf_job_kind_desc_t *pf_job_kind_desc(pf_job_kind_t k)
@@ -165,6 +277,14 @@ int pf_job_kind_by_name(const char *name)
         if (kinds[k].name && strcmp(kinds[k].name, name) == 0)
             return k;
     return -1;
+}
+
+void pf_job_init(pf_job_t *job, pf_job_kind_t kind)
+{
+    memset(job, 0, sizeof *job);
+    job->kind = kind;
+    pf_partition_opts_init(&job->partition);
+    pf_tp_setting_opts_init(&job->setting);
 }
 
 void pf_job_limits_init(pf_job_limits_t *l)

@@ -15,6 +15,8 @@
 #include "planner/mapping.h"
 #include "planner/partition.h"
 #include "planner/plan.h"
+#include "planner/tap.h"
+#include "planner/tp_setting.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -23,6 +25,7 @@ typedef enum {
     PF_JOB_NOOP = 0,         /* does nothing: dispatch benchmarks, liveness checks */
     PF_JOB_DP_PARTITION = 1, /* one (S, R, alpha): DP over downsets + refinement */
     PF_JOB_MAP_PROBE = 2,    /* one target of one candidate's binary search (Alg. 2) */
+    PF_JOB_TAP_ENUM = 3,     /* one slice of one TAP unit's 3^N plans for one degree T */
     PF_JOB_KIND_COUNT
 } pf_job_kind_t;
 
@@ -37,6 +40,12 @@ typedef struct {
     double target_ms;            /* MAP_PROBE */
     double budget_s;             /* MAP_PROBE: seconds before "timed out"; <= 0 = none */
     int symmetry;                /* MAP_PROBE */
+    /* Tensor parallelism and training (DP_PARTITION, MAP_PROBE, TAP_ENUM): graph and cluster are
+     * the request's own; a job plans on the setting they make (tp_setting.h). tp 1 and the
+     * default training: the graph and cluster as they are. .tap_plans is borrowed. */
+    pf_tp_setting_opts_t setting;
+    int tap_unit;                /* TAP_ENUM: the unit, and plans [tap_lo, tap_hi) of it */
+    uint64_t tap_lo, tap_hi;
     int threads;                 /* OpenMP threads; 0 = default */
     const atomic_int *cancel;    /* optional: set non-zero to stop the job early */
 } pf_job_t;
@@ -49,6 +58,7 @@ typedef struct {
     pf_probe_result_t probe; /* MAP_PROBE */
     int *devices;     /* MAP_PROBE when found: S x R devices (owned) */
     int ndevices;
+    pf_tap_slice_t tap; /* TAP_ENUM */
     double seconds;   /* solver wall time */
 } pf_job_result_t;
 
@@ -87,6 +97,9 @@ double pf_job_timeout_s(const pf_job_t *job, const pf_job_limits_t *lim);
 /* The kind's check, after res->kind == job->kind; PF_EINPUT for an unknown kind. */
 int pf_job_check_answer(const pf_job_t *job, const pf_job_result_t *res, char *err,
                         size_t errlen);
+
+/* A job of the kind with every parameter at its default (tp 1, default training). */
+void pf_job_init(pf_job_t *job, pf_job_kind_t kind);
 
 /* Runs the job; res is overwritten (call pf_job_result_clear before reusing one). Returns
  * res->status; infeasible partitions and not-found probes are answers, not failures. A probe

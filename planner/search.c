@@ -753,8 +753,7 @@ int pf_search_job(const pf_search_t *s, uint64_t id, pf_job_t *job)
     const job_rec_t *j = job_of(s, id);
     if (!j || (j->state != J_OUT && j->state != J_QUEUED))
         return 0;
-    memset(job, 0, sizeof *job);
-    job->kind = j->kind;
+    pf_job_init(job, j->kind);
     job->cluster = s->c;
     if (j->kind == PF_JOB_DP_PARTITION) {
         const dp_entry_t *e = &s->dp[j->owner];

@@ -879,8 +879,7 @@ int pf_wire_job_check(const pf_wire_job_t *w, const pf_graph_t *graph,
 void pf_wire_job_bind(const pf_wire_job_t *w, const pf_graph_t *graph,
                       const pf_cluster_t *cluster, pf_job_t *job)
 {
-    memset(job, 0, sizeof *job);
-    job->kind = w->kind;
+    pf_job_init(job, w->kind);
     job->graph = graph;
     job->cluster = cluster;
     job->partition = w->partition;

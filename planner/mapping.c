@@ -349,24 +349,48 @@ done:
 
 /* ---------------------------------------------------------------- planfarm map */
 
-static int write_devices(pf_plan_t *p, const int *dev)
+int pf_map_fill_plan(pf_plan_t *p, const pf_stage_graph_t *sg, const pf_cluster_t *c,
+                     const int *dev, pf_inst_t used, const pf_map_stats_t *st)
 {
-    for (int s = 0; s < p->stages; s++) {
+    int S = pf_stage_graph_stages(sg), R = pf_stage_graph_replicas(sg);
+    int *base = malloc((size_t)S * R * sizeof *base);
+    if (!base)
+        return PF_ERR;
+    for (int s = 0; s < S; s++) {
         int *d = pf_plan_stage_devices(p, s);
-        if (!d)
+        if (!d) {
+            free(base);
             return PF_ERR;
-        for (int r = 0; r < p->replicas; r++)
-            d[r] = dev[s * p->replicas + r];
+        }
+        for (int r = 0; r < R; r++)
+            d[r] = dev[s * R + r];
     }
+    p->devices = pf_cluster_ndevices(c);
+    p->objective_ms = pf_map_objective_ms(sg, c, PF_INST_FULL, dev);
+    p->simulated_step_ms = pf_map_step_estimate_ms(sg, c, dev, p->microbatches);
+    if (st) {
+        p->mapping.present = 1;
+        snprintf(p->mapping.instantiation, sizeof p->mapping.instantiation, "%s",
+                 pf_inst_name(used));
+        p->mapping.objective_ms = st->objective_ms;
+        p->mapping.lower_bound_ms = st->lower_ms;
+        p->mapping.initial_lower_bound_ms = st->initial_lower_ms;
+        p->mapping.initial_upper_bound_ms = st->initial_upper_ms;
+        p->mapping.probes = st->probes;
+        p->mapping.probes_timed_out = st->probes_timed_out;
+        p->mapping.symmetric_pruned = st->symmetric_pruned;
+        p->mapping.seconds = st->seconds;
+    }
+    pf_baseline_t *bl[2] = {&p->cs_map, &p->p2p_map};
+    void (*heuristic[2])(const pf_stage_graph_t *, int *) = {pf_map_cs, pf_map_p2p};
+    for (int i = 0; i < 2; i++) {
+        heuristic[i](sg, base);
+        bl[i]->present = 1;
+        bl[i]->objective_ms = pf_map_objective_ms(sg, c, PF_INST_FULL, base);
+        bl[i]->simulated_step_ms = pf_map_step_estimate_ms(sg, c, base, p->microbatches);
+    }
+    free(base);
     return PF_OK;
-}
-
-static void baseline(pf_baseline_t *b, const pf_stage_graph_t *sg, const pf_cluster_t *c,
-                     const int *dev, int microbatches)
-{
-    b->present = 1;
-    b->objective_ms = pf_map_objective_ms(sg, c, PF_INST_FULL, dev);
-    b->simulated_step_ms = pf_map_step_estimate_ms(sg, c, dev, microbatches);
 }
 
 static void add_counts(pf_map_stats_t *sum, const pf_map_stats_t *st)
@@ -473,10 +497,10 @@ int pf_map_plan(const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t *p, const 
         return rc;
     int N = p->stages * p->replicas;
     pf_stage_graph_t *sg = pf_stage_graph_from_plan(g, p);
-    int *dev = malloc((size_t)N * sizeof *dev), *base = malloc((size_t)N * sizeof *base);
+    int *dev = malloc((size_t)N * sizeof *dev);
     pf_map_stats_t st;
     pf_inst_t used = o->inst;
-    if (!sg || !dev || !base) {
+    if (!sg || !dev) {
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto done;
     }
@@ -484,31 +508,13 @@ int pf_map_plan(const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t *p, const 
                       : pf_map_search(sg, c, o, dev, &st, err, errlen);
     if (rc != PF_OK)
         goto done;
-    if (write_devices(p, dev) != PF_OK) {
+    if (pf_map_fill_plan(p, sg, c, dev, used, &st) != PF_OK) {
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto done;
     }
-    p->devices = pf_cluster_ndevices(c);
-    p->objective_ms = pf_map_objective_ms(sg, c, PF_INST_FULL, dev);
-    p->simulated_step_ms = pf_map_step_estimate_ms(sg, c, dev, p->microbatches);
-    p->mapping.present = 1;
-    snprintf(p->mapping.instantiation, sizeof p->mapping.instantiation, "%s", pf_inst_name(used));
-    p->mapping.objective_ms = st.objective_ms;
-    p->mapping.lower_bound_ms = st.lower_ms;
-    p->mapping.initial_lower_bound_ms = st.initial_lower_ms;
-    p->mapping.initial_upper_bound_ms = st.initial_upper_ms;
-    p->mapping.probes = st.probes;
-    p->mapping.probes_timed_out = st.probes_timed_out;
-    p->mapping.symmetric_pruned = st.symmetric_pruned;
-    p->mapping.seconds = st.seconds;
-    pf_map_cs(sg, base);
-    baseline(&p->cs_map, sg, c, base, p->microbatches);
-    pf_map_p2p(sg, base);
-    baseline(&p->p2p_map, sg, c, base, p->microbatches);
     rc = PF_OK;
 done:
     pf_stage_graph_destroy(&sg);
     free(dev);
-    free(base);
     return rc;
 }

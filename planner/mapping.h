@@ -102,6 +102,13 @@ int pf_map_search(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_ma
 int pf_map_search_auto(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_map_opts_t *o,
                        int *dev, pf_map_stats_t *st, pf_inst_t *used, char *err, size_t errlen);
 
+/* The one writer of a mapping into a plan (`planfarm map` and the search): the stage devices from
+ * dev (S x R), devices, objective_ms (full), simulated_step_ms, the CS map and p2p map baselines
+ * and, when st is not NULL, the mapping section (instantiation used, st's numbers). PF_OK or
+ * PF_ERR (out of memory). */
+int pf_map_fill_plan(pf_plan_t *p, const pf_stage_graph_t *sg, const pf_cluster_t *c,
+                     const int *dev, pf_inst_t used, const pf_map_stats_t *st);
+
 /* What `planfarm map` does: map p (whose stages have ops), write the devices, objective_ms
  * (full), the mapping section, the baselines and simulated_step_ms into p. With o->auto_inst it
  * runs pf_map_search_auto, else pf_map_search under o->inst. */

@@ -583,17 +583,8 @@ int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partit
     if ((rc = check_opts(g, c, o, &R, err, errlen)) != PF_OK)
         return rc;
     pf_cost_model_init(&cm, c, S, o->microbatches, o->flat_gbps);
-    for (int v = 0; v < n; v++) {
-        double need = pf_cost_op_mem_bytes(g, v, &cm);
-        if (need > cm.mem_limit_bytes) {
-            const pf_op_t *op = pf_graph_op(g, v);
-            pf_fmt_bytes(a, sizeof a, need);
-            pf_fmt_bytes(b, sizeof b, cm.mem_limit_bytes);
-            return pf_fail(err, errlen, PF_EINFEASIBLE,
-                           "op %lld (%s) needs %s with its parameter state; devices have %s",
-                           (long long)op->id, op->name, a, b);
-        }
-    }
+    if ((rc = pf_cost_check_ops_fit(g, &cm, err, errlen)) != PF_OK)
+        return rc;
     if (n < S)
         return pf_fail(err, errlen, PF_EINFEASIBLE,
                        "no partition into %d stages: graph %s has only %d op%s", S,

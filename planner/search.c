@@ -322,7 +322,8 @@ static double flat_ms_per_sample(const pf_search_t *s, const pf_plan_t *p)
         double params = 0;
         for (int i = 0; i < p->stage_list[st].nops; i++)
             params += pf_graph_op(s->g, p->stage_list[st].ops[i])->param_bytes;
-        double t = R > 1 ? pf_bytes_ms(2.0 * (R - 1) / R * params, s->flat_gbps) : 0; /* eq. 7 */
+        double t = R > 1 ? pf_bytes_ms(pf_cost_ring_allreduce_bytes(params, R), s->flat_gbps)
+                         : 0; /* eq. 7 at B_flat */
         if (t > ar)
             ar = t;
     }
@@ -477,15 +478,6 @@ static void start_mapping(pf_search_t *s)
         finish(s);
 }
 
-static void set_baseline(pf_search_t *s, const candidate_t *cd, pf_baseline_t *b,
-                         void (*map)(const pf_stage_graph_t *, int *), int *scratch, int mb)
-{
-    map(cd->sg, scratch);
-    b->present = 1;
-    b->objective_ms = pf_map_objective_ms(cd->sg, s->c, PF_INST_FULL, scratch);
-    b->simulated_step_ms = pf_map_step_estimate_ms(cd->sg, s->c, scratch, mb);
-}
-
 /* The candidate a plan would come from now: each candidate's best mapping so far under "full",
  * candidates ranked by estimated step time per sample (so different R compare fairly).
  * *task = -1 when the winner had nothing to map (S = R = 1). Returns -1 without candidates. */
@@ -542,41 +534,33 @@ static void finish(pf_search_t *s)
         return;
     }
     const int *dev = cs_dev;
+    pf_map_stats_t st = {0}, *stp = NULL;
+    pf_inst_t used = PF_INST_FULL;
     if (best_t >= 0) {
-        map_task_t *t = &s->task[best_t];
+        const map_task_t *t = &s->task[best_t];
         dev = t->best_dev;
-        p->mapping.present = 1;
-        snprintf(p->mapping.instantiation, sizeof p->mapping.instantiation, "%s",
-                 pf_inst_name(t->inst));
-        p->mapping.objective_ms = t->best_obj;
-        p->mapping.lower_bound_ms = t->lo;
-        p->mapping.initial_lower_bound_ms = t->init_lo;
-        p->mapping.initial_upper_bound_ms = t->init_hi;
+        used = t->inst;
+        stp = &st;
+        st.objective_ms = t->best_obj;
+        st.lower_ms = t->lo;
+        st.initial_lower_ms = t->init_lo;
+        st.initial_upper_ms = t->init_hi;
         for (int k = 0; k < cd->ntasks; k++) { /* work of all the candidate's searches */
             const map_task_t *x = &s->task[cd->task[k]];
-            p->mapping.probes += x->probes;
-            p->mapping.probes_timed_out += x->timed_out;
-            p->mapping.symmetric_pruned += x->sym_pruned;
-            p->mapping.seconds += x->seconds;
+            st.probes += x->probes;
+            st.probes_timed_out += x->timed_out;
+            st.symmetric_pruned += x->sym_pruned;
+            st.seconds += x->seconds;
         }
     } else {
         pf_map_cs(cd->sg, cs_dev);
     }
-    for (int st = 0; st < S; st++) {
-        int *d = pf_plan_stage_devices(p, st);
-        if (!d) {
-            pf_plan_destroy(&p);
-            free(cs_dev);
-            fail(s, PF_ERR, "out of memory");
-            return;
-        }
-        for (int r = 0; r < R; r++)
-            d[r] = dev[st * R + r];
+    if (pf_map_fill_plan(p, cd->sg, s->c, dev, used, stp) != PF_OK) {
+        pf_plan_destroy(&p);
+        free(cs_dev);
+        fail(s, PF_ERR, "out of memory");
+        return;
     }
-    p->objective_ms = pf_map_objective_ms(cd->sg, s->c, PF_INST_FULL, dev);
-    p->simulated_step_ms = pf_map_step_estimate_ms(cd->sg, s->c, dev, p->microbatches);
-    set_baseline(s, cd, &p->cs_map, pf_map_cs, cs_dev, p->microbatches);
-    set_baseline(s, cd, &p->p2p_map, pf_map_p2p, cs_dev, p->microbatches);
     if (s->dp[cd->dp].coarse >= 0)
         p->partition_search.coarsen_s = s->coarse[s->dp[cd->dp].coarse].seconds;
     p->search.present = 1;
@@ -649,17 +633,8 @@ int pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_op
     /* An op that cannot fit alone makes every partition infeasible: say so before any job. */
     pf_cost_model_t cm;
     pf_cost_model_init(&cm, c, 1, o.microbatches, o.flat_gbps);
-    for (int v = 0; v < n; v++) {
-        double need = pf_cost_op_mem_bytes(g, v, &cm);
-        if (need > cm.mem_limit_bytes) {
-            char a[32], b[32];
-            pf_fmt_bytes(a, sizeof a, need);
-            pf_fmt_bytes(b, sizeof b, cm.mem_limit_bytes);
-            return pf_fail(err, errlen, PF_EINFEASIBLE,
-                           "op %lld (%s) needs %s with its parameter state; devices have %s",
-                           (long long)pf_graph_op(g, v)->id, pf_graph_op(g, v)->name, a, b);
-        }
-    }
+    if ((rc = pf_cost_check_ops_fit(g, &cm, err, errlen)) != PF_OK)
+        return rc;
 
     pf_search_t *s = calloc(1, sizeof *s);
     if (!s)

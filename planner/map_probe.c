@@ -81,7 +81,8 @@ typedef struct {
     undo_t *log;
     int nlog, log_cap;
     cand_t *cand;
-    int ncand, cand_cap;
+    int ncand;
+    size_t cand_cap;
     int *cls_stamp, stamp;
     int *blk_used;  /* nblk: placed devices per block */
     int *blk_open;  /* nbcls: blocks in use per class (always the first ones in block order) */
@@ -334,15 +335,9 @@ static int gen_candidates(dfs_t *st, int depth)
     int D = cx->D, x = cx->order[depth], s = x / cx->R, base = st->ncand;
     const int *rank = cx->rank + (size_t)s * D;
     int low = cx->low_ref[depth] >= 0 ? rank[st->dev[cx->low_ref[depth]]] : -1;
-    if (st->ncand + D > st->cand_cap) {
-        int cap = 2 * (st->ncand + D);
-        cand_t *c = realloc(st->cand, (size_t)cap * sizeof *c);
-        if (!c) {
-            atomic_store(&st->sh->failed, 1);
-            return 0;
-        }
-        st->cand = c;
-        st->cand_cap = cap;
+    if (pf_grow((void **)&st->cand, &st->cand_cap, (size_t)st->ncand + D, sizeof *st->cand)) {
+        atomic_store(&st->sh->failed, 1);
+        return 0;
     }
     st->stamp++;
     for (int i = 0; i < D; i++) { /* canonical order: a class's first member is its least */
@@ -487,7 +482,8 @@ int pf_mapctx_probe(const pf_mapctx_t *cx, double target_ms, double deadline_s, 
     /* Branches in sequential DFS order: level 1, or levels 1 and 2 when level 1 alone would
      * leave threads idle. */
     st0.nodes = 1;
-    int n0 = gen_candidates(&st0, 0), cap = n0 ? n0 : 1;
+    int n0 = gen_candidates(&st0, 0);
+    size_t cap = n0 ? (size_t)n0 : 1;
     int two = threads > 1 && cx->N > 1 && n0 < 4 * threads;
     br = malloc((size_t)cap * sizeof *br);
     if (!br)
@@ -502,13 +498,8 @@ int pf_mapctx_probe(const pf_mapctx_t *cx, double target_ms, double deadline_s, 
         if (commit(&st0, 0, d0)) {
             st0.nodes++;
             int base = st0.ncand, n1 = gen_candidates(&st0, 1);
-            if (nbr + n1 > cap) {
-                cap = 2 * (nbr + n1);
-                branch_t *b = realloc(br, (size_t)cap * sizeof *b);
-                if (!b)
-                    goto done;
-                br = b;
-            }
+            if (pf_grow((void **)&br, &cap, (size_t)nbr + n1, sizeof *br))
+                goto done;
             for (int j = 0; j < n1; j++)
                 br[nbr++] = (branch_t){2, {d0, st0.cand[base + j].d}};
             st0.ncand = base;

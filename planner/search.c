@@ -67,11 +67,14 @@ struct pf_search {
     int ndev;
 
     job_rec_t *jobs; /* id = index + 1 */
-    long long njobs, jobs_cap;
+    long long njobs;
+    size_t jobs_cap;
     uint64_t *queue; /* ids waiting to be issued, FIFO */
-    long long qhead, qtail, qcap;
+    long long qhead, qtail;
+    size_t qcap;
     uint64_t *cancelled;
-    int ncancelled, cancelled_cap;
+    int ncancelled;
+    size_t cancelled_cap;
     long long issued, answered, cancelled_total;
 
     coarse_t *coarse;
@@ -122,29 +125,17 @@ void pf_search_opts_init(pf_search_opts_t *o)
 
 static uint64_t new_job(pf_search_t *s, pf_job_kind_t kind, int owner, double target_ms)
 {
-    if (s->njobs == s->jobs_cap) {
-        long long nc = s->jobs_cap ? 2 * s->jobs_cap : 64;
-        job_rec_t *j = realloc(s->jobs, (size_t)nc * sizeof *j);
-        if (!j)
-            return 0;
-        s->jobs = j;
-        s->jobs_cap = nc;
-    }
-    if (s->qtail == s->qcap) {
+    if (pf_grow((void **)&s->jobs, &s->jobs_cap, (size_t)s->njobs + 1, sizeof *s->jobs))
+        return 0;
+    if ((size_t)s->qtail == s->qcap) {
         /* compact, then grow (no memmove on the first call: the queue is still NULL) */
         if (s->qhead > 0)
             memmove(s->queue, s->queue + s->qhead,
                     (size_t)(s->qtail - s->qhead) * sizeof *s->queue);
         s->qtail -= s->qhead;
         s->qhead = 0;
-        if (s->qtail == s->qcap) {
-            long long nc = s->qcap ? 2 * s->qcap : 64;
-            uint64_t *q = realloc(s->queue, (size_t)nc * sizeof *q);
-            if (!q)
-                return 0;
-            s->queue = q;
-            s->qcap = nc;
-        }
+        if (pf_grow((void **)&s->queue, &s->qcap, (size_t)s->qtail + 1, sizeof *s->queue))
+            return 0;
     }
     s->jobs[s->njobs] = (job_rec_t){kind, J_QUEUED, owner, target_ms};
     uint64_t id = (uint64_t)++s->njobs;
@@ -170,14 +161,9 @@ static void cancel_job(pf_search_t *s, uint64_t id)
     s->cancelled_total++;
     if (!was_out)
         return;
-    if (s->ncancelled == s->cancelled_cap) {
-        int nc = s->cancelled_cap ? 2 * s->cancelled_cap : 32;
-        uint64_t *p = realloc(s->cancelled, (size_t)nc * sizeof *p);
-        if (!p)
-            return; /* the answer will be ignored anyway */
-        s->cancelled = p;
-        s->cancelled_cap = nc;
-    }
+    if (pf_grow((void **)&s->cancelled, &s->cancelled_cap, (size_t)s->ncancelled + 1,
+                sizeof *s->cancelled))
+        return; /* the answer will be ignored anyway */
     s->cancelled[s->ncancelled++] = id;
 }
 

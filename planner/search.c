@@ -592,62 +592,84 @@ static int coarse_for(pf_search_t *s, const pf_cost_model_t *cm, double alpha, i
 
 /* ---- public ---- */
 
-int pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *opts,
-                  pf_search_t **out, char *err, size_t errlen)
+/* The options with their defaults filled in. */
+static pf_search_opts_t resolved(const pf_search_opts_t *opts)
 {
     pf_search_opts_t o = *opts;
-    int D = pf_cluster_ndevices(c), n = pf_graph_nops(g), rc;
-    *out = NULL;
     if (o.microbatches <= 0)
         o.microbatches = PF_DEFAULT_MICROBATCHES;
+    return o;
+}
+
+/* The stage counts S to partition for (S x R = D, or the one the options fix; S <= ops, S <=
+ * coarsen_k hyper-ops): up to 64 into list; returns how many. */
+static int stage_counts(const pf_search_opts_t *o, int D, int n, int *list)
+{
+    int nst = 0;
+    if (o->stages) {
+        list[nst++] = o->stages;
+    } else if (o->replicas) {
+        list[nst++] = D / o->replicas;
+    } else {
+        int most = o->coarsen_k > 0 && o->coarsen_k < n ? o->coarsen_k : n; /* stages need ops */
+        for (int S = 1; S <= D && S <= most && S <= o->max_stages && nst < 64; S++)
+            if (D % S == 0)
+                list[nst++] = S;
+    }
+    return nst;
+}
+
+int pf_search_validate(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *opts,
+                       char *err, size_t errlen)
+{
+    pf_search_opts_t o = resolved(opts);
+    int D = pf_cluster_ndevices(c), stages_list[64];
     if (o.stages < 0 || o.replicas < 0 || o.stages > D || o.replicas > D)
-        return pf_fail(err, errlen, PF_EINPUT, "--stages / --replicas: must lie in [1, %d]", D);
+        return pf_fail(err, errlen, PF_EINPUT, "stages / replicas: must lie in [1, %d]", D);
     if (o.stages && o.replicas && (long long)o.stages * o.replicas > D)
-        return pf_fail(err, errlen, PF_EINPUT, "--stages x --replicas = %d exceeds %d devices",
+        return pf_fail(err, errlen, PF_EINPUT, "stages x replicas = %d exceeds %d devices",
                        o.stages * o.replicas, D);
     if (o.coarsen_k > 0 && o.stages > o.coarsen_k)
         return pf_fail(err, errlen, PF_EINPUT,
-                       "--coarsen: K = %d hyper-ops cannot make %d stages (K must be >= S)",
+                       "coarsen_k: K = %d hyper-ops cannot make %d stages (K must be >= S)",
                        o.coarsen_k, o.stages);
     if (o.nalphas <= 0 || o.nalphas > PF_SEARCH_MAX_ALPHAS || o.candidates <= 0 ||
         o.probes_in_flight <= 0 || o.probes_in_flight > MAX_IN_FLIGHT || !(o.rel_eps > 0))
         return pf_fail(err, errlen, PF_EINPUT,
                        "search options: need 1-%d alphas, candidates >= 1, 1-%d probes in "
-                       "flight, eps > 0",
+                       "flight, rel_eps > 0",
                        PF_SEARCH_MAX_ALPHAS, MAX_IN_FLIGHT);
+    int nst = stage_counts(&o, D, pf_graph_nops(g), stages_list);
+    if (nst == 0 || stages_list[0] < 1)
+        return pf_fail(err, errlen, PF_EINPUT, "no (stages, replicas) fits %d devices", D);
 
     /* An op that cannot fit alone makes every partition infeasible: say so before any job. */
     pf_cost_model_t cm;
     pf_cost_model_init(&cm, c, 1, o.microbatches, o.flat_gbps);
-    if ((rc = pf_cost_check_ops_fit(g, &cm, err, errlen)) != PF_OK)
-        return rc;
+    return pf_cost_check_ops_fit(g, &cm, err, errlen);
+}
 
+pf_search_t *pf_search_new(const pf_graph_t *g, const pf_cluster_t *c,
+                           const pf_search_opts_t *opts, char *err, size_t errlen)
+{
+    pf_search_opts_t o = resolved(opts);
+    int D = pf_cluster_ndevices(c), n = pf_graph_nops(g), rc, stages_list[64];
+    if (pf_search_validate(g, c, opts, err, errlen) != PF_OK)
+        return NULL;
+    pf_cost_model_t cm;
+    pf_cost_model_init(&cm, c, 1, o.microbatches, o.flat_gbps);
     pf_search_t *s = calloc(1, sizeof *s);
-    if (!s)
-        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    if (!s) {
+        pf_fail(err, errlen, PF_ERR, "out of memory");
+        return NULL;
+    }
     s->g = g;
     s->c = c;
     s->o = o;
     s->ndev = D;
     s->flat_gbps = cm.flat_gbps;
     s->phase = PF_PHASE_PARTITION;
-
-    /* (S, R) pairs with S x R = D (or the one the options fix), S <= ops */
-    int stages_list[64], nst = 0;
-    if (o.stages) {
-        stages_list[nst++] = o.stages;
-    } else if (o.replicas) {
-        stages_list[nst++] = D / o.replicas;
-    } else {
-        int most = o.coarsen_k > 0 && o.coarsen_k < n ? o.coarsen_k : n; /* stages need ops */
-        for (int S = 1; S <= D && S <= most && S <= o.max_stages && nst < 64; S++)
-            if (D % S == 0)
-                stages_list[nst++] = S;
-    }
-    if (nst == 0 || stages_list[0] < 1) {
-        rc = pf_fail(err, errlen, PF_EINPUT, "no (stages, replicas) fits %d devices", D);
-        goto fail;
-    }
+    int nst = stage_counts(&o, D, n, stages_list);
     s->dp = calloc((size_t)nst * o.nalphas, sizeof *s->dp);
     s->coarse = calloc((size_t)nst * o.nalphas, sizeof *s->coarse);
     if (!s->dp || !s->coarse) {
@@ -677,11 +699,10 @@ int pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_op
         }
     }
     s->dp_left = s->ndp;
-    *out = s;
-    return PF_OK;
+    return s;
 fail:
     pf_search_destroy(&s);
-    return rc;
+    return NULL;
 }
 
 void pf_search_destroy(pf_search_t **sp)

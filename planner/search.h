@@ -62,10 +62,15 @@ typedef struct {
 
 void pf_search_opts_init(pf_search_opts_t *o);
 
-/* PF_OK, or PF_EINPUT (bad options: message names the option), PF_EINFEASIBLE (an op alone does
- * not fit any device). g and c are borrowed and must outlive the search. */
-int pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
-                  pf_search_t **out, char *err, size_t errlen);
+/* The checks pf_search_new runs first: PF_OK, PF_EINPUT (bad options: the message names the
+ * option field, e.g. "coarsen_k: ..."), PF_EINFEASIBLE (an op alone fits no device). */
+int pf_search_validate(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
+                       char *err, size_t errlen);
+/* A search, or NULL with the reason in err (what pf_search_validate says, or out of memory:
+ * callers that need the status code call pf_search_validate first). g and c are borrowed and
+ * must outlive the search. */
+pf_search_t *pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
+                           char *err, size_t errlen);
 void pf_search_destroy(pf_search_t **s);
 
 /* The next job to run, if one is ready: returns 1 and fills *id and *job (pointers in *job stay

@@ -532,20 +532,20 @@ static int check_opts(const pf_graph_t *g, const pf_cluster_t *c, const pf_parti
     if (o->microbatches < 0)
         return pf_fail(err, errlen, PF_EINPUT, "microbatches: %d is negative", o->microbatches);
     if (!isfinite(o->flat_gbps))
-        return pf_fail(err, errlen, PF_EINPUT, "flat bandwidth: not a finite number");
+        return pf_fail(err, errlen, PF_EINPUT, "flat_gbps: not a finite number");
     if (!(o->alpha >= 0) || !isfinite(o->alpha))
         return pf_fail(err, errlen, PF_EINPUT, "alpha: %g, must be finite and >= 0", o->alpha);
     if (o->max_downsets < 1)
-        return pf_fail(err, errlen, PF_EINPUT, "max downsets: %lld, must be at least 1",
+        return pf_fail(err, errlen, PF_EINPUT, "max_downsets: %lld, must be at least 1",
                        o->max_downsets);
     if (o->threads < 0 || o->refine_max_moves < 0)
-        return pf_fail(err, errlen, PF_EINPUT, "threads and refinement moves must be >= 0");
+        return pf_fail(err, errlen, PF_EINPUT, "threads / refine_max_moves: must be >= 0");
     if (!o->group && o->coarsen_k > 0 && o->coarsen_k < S)
         return pf_fail(err, errlen, PF_EINPUT,
-                       "coarsen: K = %d hyper-ops cannot make %d stages (K must be >= S)",
+                       "coarsen_k: K = %d hyper-ops cannot make %d stages (K must be >= S)",
                        o->coarsen_k, S);
     if (o->group && (o->ngroups < 1 || o->ngroups > pf_graph_nops(g)))
-        return pf_fail(err, errlen, PF_EINPUT, "grouping: %d groups for %d ops", o->ngroups,
+        return pf_fail(err, errlen, PF_EINPUT, "group: %d groups for %d ops", o->ngroups,
                        pf_graph_nops(g));
     *replicas = R;
     return PF_OK;

@@ -627,7 +627,7 @@ int pf_search_validate(const pf_graph_t *g, const pf_cluster_t *c, const pf_sear
     if (o.stages < 0 || o.replicas < 0 || o.stages > D || o.replicas > D)
         return pf_fail(err, errlen, PF_EINPUT, "stages / replicas: must lie in [1, %d]", D);
     if (o.stages && o.replicas && (long long)o.stages * o.replicas > D)
-        return pf_fail(err, errlen, PF_EINPUT, "stages x replicas = %d exceeds %d devices",
+        return pf_fail(err, errlen, PF_EINPUT, "stages x replicas: %d exceeds %d devices",
                        o.stages * o.replicas, D);
     if (o.coarsen_k > 0 && o.stages > o.coarsen_k)
         return pf_fail(err, errlen, PF_EINPUT,

@@ -115,7 +115,7 @@ void pf_search_opts_init(pf_search_opts_t *o)
     o->probes_in_flight = 4;
     o->rel_eps = 1e-3;
     o->probe_seconds = 1; /* as `planfarm map`: a timed-out probe only costs optimality proof */
-    o->symmetry = 1;
+    o->symmetry = PF_MAP_SYM_ALL;
     o->auto_inst = 1;
     o->inst = PF_INST_FULL;
     o->seed = 1;

@@ -1,14 +1,21 @@
 /* search: one plan request as a state machine of jobs (DESIGN.md "The search"). Pure logic, no
  * I/O: the embedded mode, the broker and the tests drive the very same code.
  *
- *   phase 0  validate; coarsen once per (alpha, K) (IV-B, eq. 4): DP jobs carry the grouping
- *   phase 2  one DP_PARTITION job per (S, alpha), S x R = devices, alpha in {0.01, 1, 100}
- *   phase 3  for the best few partitions (ranked by a flat-bandwidth step estimate per sample),
- *            one binary search per instantiation (m and ar, unless its variable term is zero):
- *            W MAP_PROBE jobs in flight at targets splitting [t_l, t_r] evenly; each answer moves
- *            the bounds, and probes whose targets fell outside are cancelled
- *   end      each candidate keeps the better of its mappings under "full"; candidates are ranked
- *            by estimated step time per sample; the winner and its CS / p2p baselines form the plan
+ *   new        validate (pf_search_validate); for each S (S x R = devices, or the S / R the
+ *              options fix) coarsen once per (alpha, K) (IV-B, eq. 4) and queue one DP_PARTITION
+ *              job per (S, alpha), alpha in {0.01, 1, 100}; one per S when K >= ops (no
+ *              coarsening, so alpha plays no part). DP jobs carry the grouping.
+ *   partition  (PF_PHASE_PARTITION) the DP answers come in; the best few partitions (ranked by a
+ *              flat-bandwidth step estimate per sample, eq. 7 at B_flat) become candidates
+ *   map        (PF_PHASE_MAP) per candidate one binary search (Alg. 1) per instantiation: m and
+ *              ar with auto_inst (skipping one whose variable term is identically zero), else the
+ *              one asked for; W MAP_PROBE jobs in flight at targets splitting [t_l, t_r] evenly;
+ *              each answer moves the bounds, and probes whose targets fell outside are cancelled.
+ *              With auto_inst, once both are over, one more search under full starts from the
+ *              better of their mappings.
+ *   done       each candidate keeps the better of its mappings under "full"; candidates are ranked
+ *              by estimated step time per sample; the winner, its CS / p2p baselines and the
+ *              search's counts form the plan (pf_map_fill_plan)
  *
  * Jobs are pure functions of their inputs, so a lost answer is recovered by running the job
  * again (pf_search_job gives its description back) and duplicates are ignored. */
@@ -38,7 +45,7 @@ typedef struct {
     int probes_in_flight; /* W per binary search; default 4 */
     double rel_eps;       /* binary search stops when t_r - t_l <= rel_eps * t_r; default 1e-3 */
     double probe_seconds; /* per-probe budget; default 1 */
-    int symmetry;         /* prune interchangeable devices in probes; default on */
+    int symmetry;         /* the probes' symmetry rules, PF_MAP_SYM_* (map_symmetry.h); default ALL */
     int auto_inst;        /* default 1: both instantiations, keep the better under "full" */
     pf_inst_t inst;       /* when auto_inst = 0 */
     uint64_t seed;

@@ -30,7 +30,7 @@ typedef struct {
     int refine_max_moves;   /* I, default 100 */
     long long max_downsets; /* past this, DP over topological prefixes (exact = 0) */
     int threads;            /* OpenMP threads; 0 = OpenMP's default */
-    /* Optional coarsening computed once per alpha by the search (phase 0): group[v] in
+    /* Optional coarsening computed once per (alpha, K) by the search (pf_search_new): group[v] in
      * [0, ngroups). When set, coarsen_k and alpha are not used for coarsening. */
     const int *group;
     int ngroups;

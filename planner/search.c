@@ -183,7 +183,7 @@ static void fail(pf_search_t *s, int code, const char *fmt, ...)
         cancel_job(s, (uint64_t)i + 1);
 }
 
-/* ---- phase 3: binary searches ---- */
+/* ---- the map phase: binary searches (Alg. 1) ---- */
 
 static int converged(const pf_search_t *s, const map_task_t *t)
 {
@@ -557,7 +557,7 @@ static void finish(pf_search_t *s)
     s->status = PF_OK;
 }
 
-/* ---- phase 0 ---- */
+/* ---- coarsening, done in pf_search_new ---- */
 
 /* The grouping for (alpha, K), computed on first use. -1 = no coarsening (K >= ops). */
 static int coarse_for(pf_search_t *s, const pf_cost_model_t *cm, double alpha, int k, char *err,

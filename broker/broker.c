@@ -503,7 +503,9 @@ static void on_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
     r->t_start = r->t_end = b->now;
     r->workers_max = pf_dispatch_workers(b->dispatch);
     r->state = PLANFARM__REQUEST_STATE__REQ_QUEUED;
-    rc = pf_search_new(r->g, r->c, &opts, &r->search, err, sizeof err);
+    rc = pf_search_validate(r->g, r->c, &opts, err, sizeof err);
+    if (rc == PF_OK && !(r->search = pf_search_new(r->g, r->c, &opts, err, sizeof err)))
+        rc = PF_ERR;
     if (rc != PF_OK) { /* the request exists, failed, so that STATUS and RESULT can say why */
         r->state = PLANFARM__REQUEST_STATE__REQ_FAILED;
         r->status = rc;

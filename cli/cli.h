@@ -18,6 +18,16 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_INFEASIBLE = 3 };
 int cli_exit_code(int rc);
 /* "planfarm <cmd>: <message>\n" on stderr; returns cli_exit_code(rc). */
 int cli_report(const char *cmd, int rc, const char *msg);
+/* The planner names its inputs (option fields), the CLI its flags: in the subject of a message
+ * (the text before its first ": ") each field that map names (a { NULL } entry ends it) becomes
+ * its flag, e.g. "coarsen_k: K = 2 ..." -> "--coarsen: K = 2 ...". */
+typedef struct {
+    const char *field, *flag;
+} cli_flag_t;
+void cli_flag_names(char *msg, size_t len, const cli_flag_t *map);
+/* The fields of pf_search_opts_t that plan options set, with their flags (cli/planopts.c). */
+extern const cli_flag_t cli_planopt_flags[];
+
 /* "planfarm <cmd>: <formatted>\n" on stderr, then returns CLI_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

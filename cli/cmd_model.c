@@ -46,6 +46,18 @@ static const struct {
 };
 #define N_INT_FLAGS (int)(sizeof int_flags / sizeof int_flags[0])
 
+/* pf_model_opts_t fields as the planner's messages name them, and their flags. */
+static const cli_flag_t model_flags[] = {
+    {"layers", "--layers"},     {"hidden", "--hidden"},         {"heads", "--heads"},
+    {"seq", "--seq"},           {"vocab", "--vocab"},           {"ffn", "--ffn"},
+    {"depth", "--depth"},       {"image", "--image"},           {"classes", "--classes"},
+    {"levels", "--levels"},     {"channels", "--channels"},     {"microbatch", "--microbatch"},
+    {"tflops", "--tflops"},     {"efficiency", "--efficiency"}, {"hbm_gbps", "--hbm-gbps"},
+    {"precision_bytes", "--precision"}, {"kv_heads", "--kv-heads"}, {"experts", "--experts"},
+    {"top_k", "--top-k"},       {"patch", "--patch"},           {"preset", "--preset"},
+    {NULL, NULL},
+};
+
 static const struct {
     const char *name;
     size_t offset;
@@ -197,8 +209,10 @@ int cmd_model(int argc, char **argv)
     pf_model_opts_t o;
     pf_model_opts_init(&o, kind);
     /* The preset first: explicit shape flags change it. */
-    if (preset && pf_model_apply_preset(&o, preset, err, sizeof err) != PF_OK)
+    if (preset && pf_model_apply_preset(&o, preset, err, sizeof err) != PF_OK) {
+        cli_flag_names(err, sizeof err, model_flags);
         return cli_usage_error("model", "%s", err);
+    }
     for (int i = 0; i < N_INT_FLAGS; i++) {
         if (!int_given[i])
             continue;
@@ -216,8 +230,10 @@ int cmd_model(int argc, char **argv)
 
     pf_graph_t *g;
     int rc = pf_model_build(&o, &g, err, sizeof err);
-    if (rc != PF_OK)
+    if (rc != PF_OK) {
+        cli_flag_names(err, sizeof err, model_flags);
         return cli_report("model", rc, err);
+    }
     rc = pf_graph_save(g, out, err, sizeof err);
     if (rc == PF_OK && out && strcmp(out, "-"))
         fprintf(stderr, "planfarm model: wrote %s (%d ops, %d edges) to %s\n", pf_graph_name(g),

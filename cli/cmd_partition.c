@@ -56,6 +56,15 @@ static void summary(const pf_plan_t *p)
             p->partition_search.refine_s);
 }
 
+/* pf_partition_opts_t fields as the planner's messages name them, and their flags. */
+static const cli_flag_t partition_flags[] = {
+    {"stages", "--stages"},         {"replicas", "--replicas"},
+    {"microbatches", "--microbatches"}, {"coarsen_k", "--coarsen"},
+    {"alpha", "--alpha"},           {"flat_gbps", "--flat-gbps"},
+    {"max_downsets", "--max-downsets"}, {"threads", "--threads"},
+    {NULL, NULL},
+};
+
 int cmd_partition(int argc, char **argv)
 {
     enum { OPT_ALPHA = 256, OPT_NO_REFINE, OPT_FLAT, OPT_MAXDS };
@@ -150,6 +159,7 @@ int cmd_partition(int argc, char **argv)
         pf_plan_destroy(&p);
         pf_graph_destroy(&g);
         pf_cluster_destroy(&cl);
+        cli_flag_names(err, sizeof err, partition_flags);
         return cli_report(cmd, rc, err);
     }
     if (cli_stderr_tty())

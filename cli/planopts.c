@@ -7,6 +7,15 @@
 
 #include <string.h>
 
+const cli_flag_t cli_planopt_flags[] = {
+    {"stages", "--stages"},       {"replicas", "--replicas"},
+    {"microbatches", "--microbatches"}, {"coarsen_k", "--coarsen"},
+    {"max_downsets", "--max-downsets"}, {"flat_gbps", "--flat-gbps"},
+    {"candidates", "--candidates"}, {"probes_in_flight", "--probes-in-flight"},
+    {"rel_eps", "--eps"},         {"probe_seconds", "--probe-seconds"},
+    {"max_stages", "--max-stages"}, {NULL, NULL},
+};
+
 int cli_planopt(const char *cmd, int code, const char *arg, pf_search_opts_t *o)
 {
     long long i;

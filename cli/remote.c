@@ -41,9 +41,11 @@ int cli_submit(const char *cmd, pf_client_t *client, const pf_graph_t *g, const 
     *id = NULL;
     snprintf(label, sizeof label, "%s on %s", basename_of(graph_path), basename_of(cluster_path));
     int rc = pf_client_submit(client, g, c, o, label, &st, err, sizeof err);
-    if (rc == PF_OK && st->state == PLANFARM__REQUEST_STATE__REQ_FAILED)
+    if (rc == PF_OK && st->state == PLANFARM__REQUEST_STATE__REQ_FAILED) {
         rc = pf_fail(err, sizeof err, st->status ? st->status : PF_ERR, "%s (request %s)",
                      st->error, st->request_id);
+        cli_flag_names(err, sizeof err, cli_planopt_flags);
+    }
     else if (rc == PF_OK && !(*id = pf_strdup(st->request_id)))
         rc = pf_fail(err, sizeof err, PF_ERR, "out of memory");
     if (st)

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,35 @@ int cli_report(const char *cmd, int rc, const char *msg)
 {
     fprintf(stderr, "planfarm %s: %s\n", cmd, msg && *msg ? msg : "failed");
     return cli_exit_code(rc);
+}
+
+void cli_flag_names(char *msg, size_t len, const cli_flag_t *map)
+{
+    const char *colon = strstr(msg, ": ");
+    if (!colon)
+        return;
+    char out[CLI_ERRLEN];
+    size_t n = 0, subject = (size_t)(colon - msg);
+    for (size_t i = 0; msg[i] && n + 1 < sizeof out;) {
+        size_t w = 0;
+        if (i < subject)
+            while (i + w < subject && (islower((unsigned char)msg[i + w]) || msg[i + w] == '_'))
+                w++;
+        const char *flag = NULL;
+        for (const cli_flag_t *m = map; w && m->field; m++)
+            if (strlen(m->field) == w && !strncmp(msg + i, m->field, w))
+                flag = m->flag;
+        if (flag) {
+            n += (size_t)snprintf(out + n, sizeof out - n, "%s", flag);
+            n = n < sizeof out ? n : sizeof out - 1;
+            i += w;
+        } else {
+            for (size_t k = 0; k < (w ? w : 1) && n + 1 < sizeof out; k++)
+                out[n++] = msg[i++];
+        }
+    }
+    out[n] = '\0';
+    snprintf(msg, len, "%s", out);
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)

@@ -39,7 +39,8 @@ typedef struct {
 
 typedef struct {
     link_t *a;
-    int n, cap;
+    int n;
+    size_t cap;
 } links_t;
 
 typedef struct {
@@ -66,14 +67,8 @@ typedef struct {
 
 static int links_push(links_t *l, int nbr, double bytes)
 {
-    if (l->n == l->cap) {
-        int nc = l->cap ? 2 * l->cap : 4;
-        link_t *a = realloc(l->a, (size_t)nc * sizeof *a);
-        if (!a)
-            return -1;
-        l->a = a;
-        l->cap = nc;
-    }
+    if (pf_grow((void **)&l->a, &l->cap, (size_t)l->n + 1, sizeof *l->a))
+        return -1;
     l->a[l->n].nbr = nbr;
     l->a[l->n++].bytes = bytes;
     return 0;
@@ -90,14 +85,8 @@ static int cand_less(const cand_t *x, const cand_t *y)
 
 static int heap_push(state_t *st, int tail, int head, double bytes)
 {
-    if (st->nheap == st->capheap) {
-        size_t nc = st->capheap ? 2 * st->capheap : 1024;
-        cand_t *h = realloc(st->heap, nc * sizeof *h);
-        if (!h)
-            return -1;
-        st->heap = h;
-        st->capheap = nc;
-    }
+    if (pf_grow((void **)&st->heap, &st->capheap, st->nheap + 1, sizeof *st->heap))
+        return -1;
     /* eq. 4 */
     cand_t c = {st->cu[tail] + st->cu[head] - st->alpha * pf_bytes_ms(bytes, st->cm->flat_gbps),
                 tail, head, st->ver[tail], st->ver[head]};

@@ -94,3 +94,21 @@ int pf_cost_fill_plan(pf_plan_t *p, const pf_graph_t *g, const pf_cost_model_t *
     free(op_stage);
     return PF_OK;
 }
+
+int pf_cost_check_ops_fit(const pf_graph_t *g, const pf_cost_model_t *cm, char *err,
+                          size_t errlen)
+{
+    for (int v = 0; v < pf_graph_nops(g); v++) {
+        double need = pf_cost_op_mem_bytes(g, v, cm);
+        if (need > cm->mem_limit_bytes) {
+            const pf_op_t *op = pf_graph_op(g, v);
+            char a[32], b[32];
+            pf_fmt_bytes(a, sizeof a, need);
+            pf_fmt_bytes(b, sizeof b, cm->mem_limit_bytes);
+            return pf_fail(err, errlen, PF_EINFEASIBLE,
+                           "op %lld (%s) needs %s with its parameter state; devices have %s",
+                           (long long)op->id, op->name, a, b);
+        }
+    }
+    return PF_OK;
+}

@@ -54,6 +54,18 @@ double pf_cost_stage_mem_bytes(const pf_graph_t *g, const int *op_stage, int s,
  * activations (the last stage holds one) and the reserve. Above the device memory = infeasible. */
 double pf_cost_op_mem_bytes(const pf_graph_t *g, int v, const pf_cost_model_t *cm);
 
+/* PF_OK when every op fits a device alone (pf_cost_op_mem_bytes <= mem_limit_bytes), else
+ * PF_EINFEASIBLE naming the first op that does not: no partition can then be feasible. */
+int pf_cost_check_ops_fit(const pf_graph_t *g, const pf_cost_model_t *cm, char *err,
+                          size_t errlen);
+
+/* Eq. 7's volume: a ring all-reduce of param_bytes over R replicas sends 2 (R - 1) / R x
+ * param_bytes through each replica's link (0 when R = 1). */
+static inline double pf_cost_ring_allreduce_bytes(double param_bytes, int replicas)
+{
+    return replicas > 1 ? 2.0 * (replicas - 1) / replicas * param_bytes : 0.0;
+}
+
 /* Fill compute_ms, time_ms, peak_mem_bytes of every stage and partition_objective_ms. */
 int pf_cost_fill_plan(pf_plan_t *p, const pf_graph_t *g, const pf_cost_model_t *cm);
 

@@ -5,7 +5,8 @@
 #include <string.h>
 
 struct pf_downsets {
-    long long count, cap_alloc;
+    long long count;
+    size_t cap_bits, cap_pop; /* allocated entries of bits (in sets) and pop */
     int words;
     uint64_t *bits; /* count x words */
     int *pop;
@@ -26,18 +27,10 @@ typedef struct {
 static int store(walk_t *w, int pop)
 {
     pf_downsets_t *ds = w->out;
-    if (ds->count == ds->cap_alloc) {
-        long long nc = ds->cap_alloc ? ds->cap_alloc * 2 : 1024;
-        uint64_t *b = realloc(ds->bits, (size_t)nc * (size_t)ds->words * sizeof *b);
-        if (!b)
-            return -1;
-        ds->bits = b;
-        int *p = realloc(ds->pop, (size_t)nc * sizeof *p);
-        if (!p)
-            return -1;
-        ds->pop = p;
-        ds->cap_alloc = nc;
-    }
+    size_t need = (size_t)ds->count + 1;
+    if (pf_grow((void **)&ds->bits, &ds->cap_bits, need, (size_t)ds->words * sizeof *ds->bits) ||
+        pf_grow((void **)&ds->pop, &ds->cap_pop, need, sizeof *ds->pop))
+        return -1;
     memcpy(ds->bits + (size_t)ds->count * ds->words, w->cur, (size_t)ds->words * sizeof(uint64_t));
     ds->pop[ds->count++] = pop;
     return 0;
@@ -167,7 +160,7 @@ static int sort_by_size(pf_downsets_t *ds, int n)
     free(ds->pop);
     ds->bits = bits;
     ds->pop = pop;
-    ds->cap_alloc = ds->count;
+    ds->cap_bits = ds->cap_pop = (size_t)ds->count;
     return 0;
 }
 
@@ -197,7 +190,8 @@ pf_downsets_t *pf_downsets_topo_prefixes(const pf_graph_t *g)
     if (!ds)
         return NULL;
     ds->words = (n + 63) / 64;
-    ds->count = ds->cap_alloc = n + 1;
+    ds->count = n + 1;
+    ds->cap_bits = ds->cap_pop = (size_t)n + 1;
     ds->bits = calloc((size_t)(n + 1) * (size_t)ds->words, sizeof *ds->bits);
     ds->pop = malloc((size_t)(n + 1) * sizeof *ds->pop);
     if (!ds->bits || !ds->pop) {

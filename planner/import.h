@@ -48,7 +48,8 @@
  * (PF_EINPUT) read "<file>: <JSON path>: <problem>", e.g. `nodes[3].TMPCs: no "1" vanilla
  * configuration`; JSON syntax errors "<file>:<line>:<column>: ...".
  *
- * Both readers accept path "-" (stdin). The graph is named after the file ("vgg16"). */
+ * Both readers accept path "-" (stdin). The graph is named after the file ("vgg16").
+ * The readers are import_pipedream.c and import_piper.c; import.c holds what they share. */
 #ifndef PF_IMPORT_H
 #define PF_IMPORT_H
 
@@ -69,5 +70,27 @@ int pf_import_known_microbatch(const char *format, const char *stem, int nops);
 /* Op type for a PyTorch module class name ("Conv2d" -> "conv", "Input0" -> "input"); unknown
  * classes map to their name in lower case. Never NULL; points to static storage or into buf. */
 const char *pf_import_type_of(const char *class_name, char *buf, size_t len);
+
+/* ---- shared by the two readers (import_pipedream.c, import_piper.c) ---- */
+
+#define PF_IMPORT_MAX_CLASS_CHARS 64
+
+/* "dir/vgg16.txt" -> "vgg16"; "-" -> "stdin". */
+void pf_import_file_stem(const char *path, char *buf, size_t len);
+/* path for messages: "<stdin>" for "-" */
+const char *pf_import_label(const char *path);
+/* microbatch 0: the shipped profile's batch size when known, else 1. */
+int pf_import_resolve_microbatch(const char *format, const char *stem, int nops, int microbatch);
+
+/* The id index: node ids sorted (pf_import_key_cmp: by id, then order, the node's place in the
+ * file, so that of two nodes with one id the later one is reported), looked up by binary search
+ * (pf_import_key_find: the index of a key with that id, or -1). */
+typedef struct {
+    int64_t id;
+    long order;
+    int index;
+} pf_import_key_t;
+int pf_import_key_cmp(const void *a, const void *b);
+int pf_import_key_find(const pf_import_key_t *keys, size_t n, int64_t id);
 
 #endif

@@ -1,12 +1,11 @@
-/* jobs: the one door into the solvers, and the one place that knows the job kinds.
+/* jobs: the one door into the solvers, and the one place in the planner that knows the job kinds.
  *
  * Every job kind is a pure function of its inputs: pf_job_run(job) -> result. Each kind has one
  * descriptor in the table of jobs.c: its name, the inputs a worker must resolve before it runs
  * it, the deadline of one attempt, its run function and the check of an answer against its job.
- * The broker, the worker, the search and the wire codec look a kind up there (the codec's
- * per-kind hooks sit in proto/job_codec.c, keyed by the same enum, since the planner knows no
- * protobuf). Adding a kind = one descriptor here, one solver file, one .proto message and its
- * codec hooks. */
+ * The broker, the worker and the search look a kind up there. The planner knows no protobuf, so
+ * a kind's wire messages are encoded in proto/ (its job codec), keyed by the same enum. Adding a
+ * kind = one descriptor here, one solver file, one .proto message and its encoder in proto/. */
 #ifndef PF_JOBS_H
 #define PF_JOBS_H
 
@@ -77,7 +76,7 @@ enum { PF_JOB_NEEDS_GRAPH = 1u << 0, PF_JOB_NEEDS_CLUSTER = 1u << 1 };
 
 typedef struct {
     pf_job_kind_t kind;
-    const char *name; /* "dp_partition": logs, test hooks, the wire's kind list */
+    const char *name; /* "dp_partition": logs, options that name a kind, the wire's kind list */
     unsigned needs;   /* PF_JOB_NEEDS_* */
     int (*run)(const pf_job_t *job, pf_job_result_t *res);
     /* Seconds one attempt may take before the job is sent again. */

@@ -1,8 +1,9 @@
-/* mapping: costs (eq. 5-9), baselines, bounds (eq. 10, 11), Algorithm 1 and `planfarm map`.
- * The DFS probe (Algorithm 2) and the precomputation it needs live in planner/mapctx.c. */
+/* mapping: costs (eq. 5-9), baselines, the initial interval (eq. 10, 11 and the heuristic maps),
+ * Algorithm 1 and `planfarm map`. The precomputation of one instantiation is map_context.c, the
+ * bounds map_bounds.c, the DFS probe (Algorithm 2) map_probe.c, its symmetry map_symmetry.c. */
 #include "planner/mapping.h"
 #include "planner/cost.h"
-#include "planner/mapctx.h"
+#include "planner/map_context.h"
 #include "planner/rng.h"
 #include "planner/util.h"
 
@@ -11,31 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-const char *pf_inst_name(pf_inst_t inst)
-{
-    switch (inst) {
-    case PF_INST_M: return "m";
-    case PF_INST_AR: return "ar";
-    case PF_INST_FULL: return "full";
-    }
-    return "?";
-}
-
-int pf_inst_parse(const char *s, pf_inst_t *out)
-{
-    if (!s)
-        return PF_EINPUT;
-    if (!strcmp(s, "m"))
-        *out = PF_INST_M;
-    else if (!strcmp(s, "ar"))
-        *out = PF_INST_AR;
-    else if (!strcmp(s, "full"))
-        *out = PF_INST_FULL;
-    else
-        return PF_EINPUT;
-    return PF_OK;
-}
 
 /* ---------------------------------------------------------------- costs */
 
@@ -95,13 +71,6 @@ double pf_map_step_estimate_ms(const pf_stage_graph_t *sg, const pf_cluster_t *c
     return (microbatches + S - 1) * pipe + ar;
 }
 
-pf_inst_t pf_map_auto_instantiation(const pf_stage_graph_t *sg)
-{
-    double ar = pf_stage_graph_total_allreduce_bytes(sg);
-    double p2p = pf_stage_graph_total_p2p_bytes(sg);
-    return ar > p2p ? PF_INST_AR : PF_INST_M; /* ratio ar / p2p > 1, without dividing by 0 */
-}
-
 void pf_map_cs(const pf_stage_graph_t *sg, int *dev)
 {
     int N = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg);
@@ -115,235 +84,6 @@ void pf_map_p2p(const pf_stage_graph_t *sg, int *dev)
     for (int s = 0; s < S; s++)
         for (int r = 0; r < R; r++)
             dev[s * R + r] = r * S + s;
-}
-
-/* Transposition (a b) is an automorphism of both matrices. Being one is an equivalence relation
- * ((a c) = (a b)(b c)(a b)), so comparing a device with each class's first member suffices. */
-static int swappable(const double *bw, const double *lat, int D, int a, int b)
-{
-    size_t A = (size_t)a * D, B = (size_t)b * D;
-    if (bw[A + b] != bw[B + a] || lat[A + b] != lat[B + a])
-        return 0;
-    for (int k = 0; k < D; k++) {
-        if (k == a || k == b)
-            continue;
-        if (bw[A + k] != bw[B + k] || lat[A + k] != lat[B + k] ||
-            bw[(size_t)k * D + a] != bw[(size_t)k * D + b] ||
-            lat[(size_t)k * D + a] != lat[(size_t)k * D + b])
-            return 0;
-    }
-    return 1;
-}
-
-int pf_map_device_classes(const pf_cluster_t *c, int *cls)
-{
-    int D = pf_cluster_ndevices(c), n = 0;
-    const double *bw = pf_cluster_bw_matrix(c), *lat = pf_cluster_lat_matrix(c);
-    int *first = malloc((size_t)D * sizeof *first);
-    if (!first)
-        return -1;
-    for (int d = 0; d < D; d++) {
-        cls[d] = -1;
-        for (int k = 0; k < n && cls[d] < 0; k++)
-            if (swappable(bw, lat, D, first[k], d))
-                cls[d] = k;
-        if (cls[d] < 0) {
-            first[n] = d;
-            cls[d] = n++;
-        }
-    }
-    free(first);
-    return n;
-}
-
-/* ---------------------------------------------------------------- host blocks */
-
-/* Whether a_i <-> b_i (i < m), every other device fixed, is an automorphism of W off the
- * diagonal: W(a_i, a_j) = W(b_i, b_j) for i != j (inside the blocks), W(a_i, b_j) = W(b_i, a_j)
- * (between them), and rows and columns equal towards every device k outside (pair[k] == 0).
- * *work counts the pairs of entries compared. */
-static int swap_is_automorphism(const double *W, int D, const int *A, const int *B, int m,
-                                const unsigned char *pair, long long *work)
-{
-    for (int i = 0; i < m; i++) {
-        size_t ai = (size_t)A[i] * D, bi = (size_t)B[i] * D;
-        for (int j = 0; j < m; j++)
-            if ((i != j && W[ai + A[j]] != W[bi + B[j]]) || W[ai + B[j]] != W[bi + A[j]]) {
-                *work += j + 1;
-                return 0;
-            }
-        for (int k = 0; k < D; k++)
-            if (!pair[k] && (W[ai + k] != W[bi + k] ||
-                             W[(size_t)k * D + A[i]] != W[(size_t)k * D + B[i]])) {
-                *work += m + k + 1;
-                return 0;
-            }
-        *work += m + D;
-    }
-    return 1;
-}
-
-/* Classes of the groups of one proposal (gid[d]: group of d, groups numbered in order of their
- * lowest device). Writes block / block_class as pf_map_host_blocks documents; returns the number
- * of blocks, -1 when out of memory. */
-static int blocks_of_groups(const pf_cluster_t *c, const int *gid, int ngrp, int *block,
-                            int *block_class, long long *work, int *capped)
-{
-    int D = pf_cluster_ndevices(c), nclass = 0, nblk = 0, rc = -1;
-    const double *bw = pf_cluster_bw_matrix(c), *lat = pf_cluster_lat_matrix(c);
-    size_t G = (size_t)ngrp; /* >= 1: D >= 2 here */
-    int *off = calloc(G + 1, sizeof *off), *mem = malloc((size_t)D * sizeof *mem);
-    int *gclass = malloc(G * sizeof *gclass), *first = malloc(G * sizeof *first);
-    int *members = calloc(G, sizeof *members), *renum = malloc(G * sizeof *renum);
-    unsigned char *pair = calloc((size_t)D, 1);
-    if (!off || !mem || !gclass || !first || !members || !renum || !pair)
-        goto done;
-    for (int d = 0; d < D; d++)
-        off[gid[d] + 1]++;
-    for (int g = 0; g < ngrp; g++)
-        off[g + 1] += off[g];
-    for (int d = 0; d < D; d++) /* members by index: a device's position = its rank inside */
-        mem[off[gid[d]] + members[gid[d]]++] = d;
-    for (int g = 0; g < ngrp; g++) {
-        int m = off[g + 1] - off[g];
-        gclass[g] = -1;
-        if (m < 2 || *capped)
-            continue;
-        for (int k = 0; k < nclass && gclass[g] < 0; k++) {
-            int f = first[k];
-            if (off[f + 1] - off[f] != m)
-                continue;
-            if (*work > PF_MAP_BLOCK_BUDGET) {
-                *capped = 1;
-                break;
-            }
-            for (int i = 0; i < m; i++)
-                pair[mem[off[f] + i]] = pair[mem[off[g] + i]] = 1;
-            if (swap_is_automorphism(bw, D, mem + off[f], mem + off[g], m, pair, work) &&
-                swap_is_automorphism(lat, D, mem + off[f], mem + off[g], m, pair, work))
-                gclass[g] = k;
-            for (int i = 0; i < m; i++)
-                pair[mem[off[f] + i]] = pair[mem[off[g] + i]] = 0;
-        }
-        if (gclass[g] < 0 && !*capped)
-            first[gclass[g] = nclass++] = g;
-    }
-    /* keep the classes of two or more blocks, renumbered by first block */
-    memset(members, 0, (size_t)ngrp * sizeof *members);
-    for (int g = 0; g < ngrp; g++)
-        if (gclass[g] >= 0)
-            members[gclass[g]]++;
-    for (int k = 0; k < nclass; k++)
-        renum[k] = -1;
-    int nkept = 0;
-    for (int d = 0; d < D; d++)
-        block[d] = -1;
-    for (int g = 0; g < ngrp; g++) {
-        int k = gclass[g];
-        if (k < 0 || members[k] < 2)
-            continue;
-        if (renum[k] < 0)
-            renum[k] = nkept++;
-        block_class[nblk] = renum[k];
-        for (int i = off[g]; i < off[g + 1]; i++)
-            block[mem[i]] = nblk;
-        nblk++;
-    }
-    rc = nblk;
-done:
-    free(off);
-    free(mem);
-    free(gclass);
-    free(first);
-    free(members);
-    free(renum);
-    free(pair);
-    return rc;
-}
-
-typedef struct {
-    int host, d;
-} host_dev_t;
-
-static int cmp_host_dev(const void *a, const void *b)
-{
-    const host_dev_t *p = a, *q = b;
-    if (p->host != q->host)
-        return p->host < q->host ? -1 : 1;
-    return (p->d > q->d) - (p->d < q->d);
-}
-
-static int root_of(int *parent, int a)
-{
-    while (parent[a] != a)
-        a = parent[a] = parent[parent[a]];
-    return a;
-}
-
-int pf_map_host_blocks(const pf_cluster_t *c, int *block, int *block_class, int *capped)
-{
-    int D = pf_cluster_ndevices(c), n = -1, ngrp = 0, cap = 0;
-    long long work = 0;
-    if (capped)
-        *capped = 0;
-    if (D < 2) {
-        for (int d = 0; d < D; d++)
-            block[d] = -1;
-        return 0;
-    }
-    int *gid = malloc((size_t)D * sizeof *gid), *parent = malloc((size_t)D * sizeof *parent);
-    host_dev_t *hd = malloc((size_t)D * sizeof *hd);
-    if (!gid || !parent || !hd)
-        goto done;
-    /* 1. the host field: groups numbered in order of their lowest device (parent[g]: the group
-     * of the g-th distinct host in sorted order, -1 until its lowest device is met) */
-    for (int d = 0; d < D; d++)
-        hd[d] = (host_dev_t){pf_cluster_device(c, d)->host, d};
-    qsort(hd, (size_t)D, sizeof *hd, cmp_host_dev);
-    for (int i = 0, h = -1; i < D; i++) {
-        if (i == 0 || hd[i].host != hd[i - 1].host)
-            parent[++h] = -1;
-        gid[hd[i].d] = h;
-    }
-    for (int d = 0; d < D; d++) {
-        int h = gid[d];
-        if (parent[h] < 0)
-            parent[h] = ngrp++;
-    }
-    for (int d = 0; d < D; d++)
-        gid[d] = parent[gid[d]];
-    n = blocks_of_groups(c, gid, ngrp, block, block_class, &work, &cap);
-    if (n != 0)
-        goto done;
-    /* 2. components of the links faster (either direction) than the slowest link */
-    const double *bw = pf_cluster_bw_matrix(c);
-    double slowest = INFINITY;
-    for (int a = 0; a < D; a++)
-        for (int b = 0; b < D; b++)
-            if (a != b)
-                slowest = fmin(slowest, bw[(size_t)a * D + b]);
-    for (int d = 0; d < D; d++)
-        parent[d] = d;
-    for (int a = 0; a < D; a++)
-        for (int b = a + 1; b < D; b++)
-            if (fmax(bw[(size_t)a * D + b], bw[(size_t)b * D + a]) > slowest) {
-                int ra = root_of(parent, a), rb = root_of(parent, b);
-                if (ra != rb) /* the root stays the component's lowest device */
-                    parent[ra > rb ? ra : rb] = ra < rb ? ra : rb;
-            }
-    ngrp = 0;
-    for (int d = 0; d < D; d++) {
-        int r = root_of(parent, d);
-        gid[d] = r == d ? ngrp++ : gid[r];
-    }
-    n = blocks_of_groups(c, gid, ngrp, block, block_class, &work, &cap);
-done:
-    if (capped)
-        *capped = cap;
-    free(gid);
-    free(parent);
-    free(hd);
-    return n;
 }
 
 /* ---------------------------------------------------------------- bounds */
@@ -406,9 +146,9 @@ int pf_map_bounds(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t i
     int rc = check_input(sg, c, err, errlen);
     if (rc != PF_OK)
         return rc;
-    pf_mapctx_t *cx = pf_mapctx_new(sg, c, inst, 0);
+    pf_mapctx_t *cx = pf_mapctx_new(sg, c, inst, 0, err, errlen);
     if (!cx)
-        return pf_fail(err, errlen, PF_ERR, "out of memory");
+        return PF_ERR; /* check_input ruled out the other reason */
     *lower_ms = pf_mapctx_lower_bound_ms(cx);
     rc = upper_bound(cx, sg, pf_cluster_ndevices(c), seed, NULL, dev, upper_ms);
     pf_mapctx_destroy(&cx);
@@ -442,9 +182,9 @@ int pf_map_probe(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t in
         return rc;
     if (isnan(target_ms))
         return pf_fail(err, errlen, PF_EINPUT, "probe target is not a number");
-    pf_mapctx_t *cx = pf_mapctx_new(sg, c, inst, symmetry);
+    pf_mapctx_t *cx = pf_mapctx_new(sg, c, inst, symmetry, err, errlen);
     if (!cx)
-        return pf_fail(err, errlen, PF_ERR, "out of memory");
+        return PF_ERR; /* check_input ruled out the other reason */
     rc = pf_mapctx_probe(cx, target_ms, deadline_s, threads, cancel, dev, res, NULL);
     pf_mapctx_destroy(&cx);
     return rc == PF_OK ? PF_OK : pf_fail(err, errlen, rc, "out of memory");
@@ -520,7 +260,8 @@ int pf_map_search(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_ma
         return pf_fail(err, errlen, PF_EINPUT, "rel_eps must be a number >= 0");
     if (K < 1 || K > 1024)
         return pf_fail(err, errlen, PF_EINPUT, "batch must be in [1, 1024]");
-    cx = pf_mapctx_new(sg, c, o->inst, o->symmetry);
+    if (!(cx = pf_mapctx_new(sg, c, o->inst, o->symmetry, err, errlen)))
+        return PF_ERR; /* check_input ruled out the other reason */
     devs = malloc((size_t)K * N * sizeof *devs);
     cancelled = malloc((size_t)K * sizeof *cancelled);
     targets = malloc((size_t)K * sizeof *targets);
@@ -608,24 +349,48 @@ done:
 
 /* ---------------------------------------------------------------- planfarm map */
 
-static int write_devices(pf_plan_t *p, const int *dev)
+int pf_map_fill_plan(pf_plan_t *p, const pf_stage_graph_t *sg, const pf_cluster_t *c,
+                     const int *dev, pf_inst_t used, const pf_map_stats_t *st)
 {
-    for (int s = 0; s < p->stages; s++) {
+    int S = pf_stage_graph_stages(sg), R = pf_stage_graph_replicas(sg);
+    int *base = malloc((size_t)S * R * sizeof *base);
+    if (!base)
+        return PF_ERR;
+    for (int s = 0; s < S; s++) {
         int *d = pf_plan_stage_devices(p, s);
-        if (!d)
+        if (!d) {
+            free(base);
             return PF_ERR;
-        for (int r = 0; r < p->replicas; r++)
-            d[r] = dev[s * p->replicas + r];
+        }
+        for (int r = 0; r < R; r++)
+            d[r] = dev[s * R + r];
     }
+    p->devices = pf_cluster_ndevices(c);
+    p->objective_ms = pf_map_objective_ms(sg, c, PF_INST_FULL, dev);
+    p->simulated_step_ms = pf_map_step_estimate_ms(sg, c, dev, p->microbatches);
+    if (st) {
+        p->mapping.present = 1;
+        snprintf(p->mapping.instantiation, sizeof p->mapping.instantiation, "%s",
+                 pf_inst_name(used));
+        p->mapping.objective_ms = st->objective_ms;
+        p->mapping.lower_bound_ms = st->lower_ms;
+        p->mapping.initial_lower_bound_ms = st->initial_lower_ms;
+        p->mapping.initial_upper_bound_ms = st->initial_upper_ms;
+        p->mapping.probes = st->probes;
+        p->mapping.probes_timed_out = st->probes_timed_out;
+        p->mapping.symmetric_pruned = st->symmetric_pruned;
+        p->mapping.seconds = st->seconds;
+    }
+    pf_baseline_t *bl[2] = {&p->cs_map, &p->p2p_map};
+    void (*heuristic[2])(const pf_stage_graph_t *, int *) = {pf_map_cs, pf_map_p2p};
+    for (int i = 0; i < 2; i++) {
+        heuristic[i](sg, base);
+        bl[i]->present = 1;
+        bl[i]->objective_ms = pf_map_objective_ms(sg, c, PF_INST_FULL, base);
+        bl[i]->simulated_step_ms = pf_map_step_estimate_ms(sg, c, base, p->microbatches);
+    }
+    free(base);
     return PF_OK;
-}
-
-static void baseline(pf_baseline_t *b, const pf_stage_graph_t *sg, const pf_cluster_t *c,
-                     const int *dev, int microbatches)
-{
-    b->present = 1;
-    b->objective_ms = pf_map_objective_ms(sg, c, PF_INST_FULL, dev);
-    b->simulated_step_ms = pf_map_step_estimate_ms(sg, c, dev, microbatches);
 }
 
 static void add_counts(pf_map_stats_t *sum, const pf_map_stats_t *st)
@@ -732,10 +497,10 @@ int pf_map_plan(const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t *p, const 
         return rc;
     int N = p->stages * p->replicas;
     pf_stage_graph_t *sg = pf_stage_graph_from_plan(g, p);
-    int *dev = malloc((size_t)N * sizeof *dev), *base = malloc((size_t)N * sizeof *base);
+    int *dev = malloc((size_t)N * sizeof *dev);
     pf_map_stats_t st;
     pf_inst_t used = o->inst;
-    if (!sg || !dev || !base) {
+    if (!sg || !dev) {
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto done;
     }
@@ -743,31 +508,13 @@ int pf_map_plan(const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t *p, const 
                       : pf_map_search(sg, c, o, dev, &st, err, errlen);
     if (rc != PF_OK)
         goto done;
-    if (write_devices(p, dev) != PF_OK) {
+    if (pf_map_fill_plan(p, sg, c, dev, used, &st) != PF_OK) {
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto done;
     }
-    p->devices = pf_cluster_ndevices(c);
-    p->objective_ms = pf_map_objective_ms(sg, c, PF_INST_FULL, dev);
-    p->simulated_step_ms = pf_map_step_estimate_ms(sg, c, dev, p->microbatches);
-    p->mapping.present = 1;
-    snprintf(p->mapping.instantiation, sizeof p->mapping.instantiation, "%s", pf_inst_name(used));
-    p->mapping.objective_ms = st.objective_ms;
-    p->mapping.lower_bound_ms = st.lower_ms;
-    p->mapping.initial_lower_bound_ms = st.initial_lower_ms;
-    p->mapping.initial_upper_bound_ms = st.initial_upper_ms;
-    p->mapping.probes = st.probes;
-    p->mapping.probes_timed_out = st.probes_timed_out;
-    p->mapping.symmetric_pruned = st.symmetric_pruned;
-    p->mapping.seconds = st.seconds;
-    pf_map_cs(sg, base);
-    baseline(&p->cs_map, sg, c, base, p->microbatches);
-    pf_map_p2p(sg, base);
-    baseline(&p->p2p_map, sg, c, base, p->microbatches);
     rc = PF_OK;
 done:
     pf_stage_graph_destroy(&sg);
     free(dev);
-    free(base);
     return rc;
 }

@@ -96,9 +96,9 @@ int pf_model_apply_preset(pf_model_opts_t *o, const char *preset, char *err, siz
         snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "", presets[i].name);
     }
     if (!*names)
-        return pf_fail(err, errlen, PF_EINPUT, "--preset: %s has no presets (llama and vit do)",
+        return pf_fail(err, errlen, PF_EINPUT, "preset: %s has no presets (llama and vit do)",
                        pf_model_kind_name(o->kind));
-    return pf_fail(err, errlen, PF_EINPUT, "--preset: '%s' is not a %s preset (%s)",
+    return pf_fail(err, errlen, PF_EINPUT, "preset: '%s' is not a %s preset (%s)",
                    preset ? preset : "(null)", pf_model_kind_name(o->kind), names);
 }
 
@@ -157,16 +157,16 @@ static int64_t checked_product(int n, const int64_t *f)
     checked_product((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),                \
                     (int64_t[]){__VA_ARGS__})
 
-static int too_large(char *err, size_t errlen, const char *flags, const char *what)
+static int too_large(char *err, size_t errlen, const char *fields, const char *what)
 {
-    return pf_fail(err, errlen, PF_EINPUT, "%s: %s would hold more than 2^53 elements", flags,
+    return pf_fail(err, errlen, PF_EINPUT, "%s: %s would hold more than 2^53 elements", fields,
                    what);
 }
 
-static int check_positive(char *err, size_t errlen, const char *flag, long long v)
+static int check_positive(char *err, size_t errlen, const char *field, long long v)
 {
     if (v <= 0)
-        return pf_fail(err, errlen, PF_EINPUT, "%s: must be positive (got %lld)", flag, v);
+        return pf_fail(err, errlen, PF_EINPUT, "%s: must be positive (got %lld)", field, v);
     return PF_OK;
 }
 
@@ -192,74 +192,74 @@ static int64_t seq_of(const pf_model_opts_t *o)
 static int validate_vit_image(const pf_model_opts_t *o, char *err, size_t errlen)
 {
     int rc;
-    if ((rc = check_positive(err, errlen, "--image", o->image)) ||
-        (rc = check_positive(err, errlen, "--patch", o->patch)) ||
-        (rc = check_positive(err, errlen, "--classes", o->classes)))
+    if ((rc = check_positive(err, errlen, "image", o->image)) ||
+        (rc = check_positive(err, errlen, "patch", o->patch)) ||
+        (rc = check_positive(err, errlen, "classes", o->classes)))
         return rc;
     if (o->image % o->patch)
-        return pf_fail(err, errlen, PF_EINPUT, "--patch: image %d is not divisible by patch %d",
+        return pf_fail(err, errlen, PF_EINPUT, "patch: image %d is not divisible by patch %d",
                        o->image, o->patch);
     if (PRODUCT(o->microbatch, PF_MODEL_VIT_IN_CHANNELS, o->image, o->image) < 0)
-        return too_large(err, errlen, "--microbatch x --image^2", "the image");
+        return too_large(err, errlen, "microbatch x image^2", "the image");
     if (PRODUCT(o->hidden, o->classes) < 0 || PRODUCT(o->microbatch, o->classes) < 0)
-        return too_large(err, errlen, "--hidden x --classes", "the head");
+        return too_large(err, errlen, "hidden x classes", "the head");
     return PF_OK;
 }
 
 static int validate_moe(const pf_model_opts_t *o, char *err, size_t errlen)
 {
     if (o->experts < 1 || o->experts > PF_MODEL_MAX_EXPERTS)
-        return pf_fail(err, errlen, PF_EINPUT, "--experts: %d is not in [1, %d]", o->experts,
+        return pf_fail(err, errlen, PF_EINPUT, "experts: %d is not in [1, %d]", o->experts,
                        PF_MODEL_MAX_EXPERTS);
     if (o->top_k < 1 || o->top_k > o->experts)
-        return pf_fail(err, errlen, PF_EINPUT, "--top-k: %d is not in [1, %d experts]", o->top_k,
+        return pf_fail(err, errlen, PF_EINPUT, "top_k: %d is not in [1, %d experts]", o->top_k,
                        o->experts);
     /* Balanced routing: every expert gets tokens x top_k / experts rows. */
     int64_t routed = (int64_t)o->microbatch * o->seq * o->top_k;
     if (routed % o->experts)
         return pf_fail(err, errlen, PF_EINPUT,
-                       "--experts: %lld routed tokens (microbatch x seq x top-k) are not "
+                       "experts: %lld routed tokens (microbatch x seq x top-k) are not "
                        "divisible by %d experts",
                        (long long)routed, o->experts);
     if (PRODUCT(o->experts, o->hidden, ffn_of(o)) < 0)
-        return too_large(err, errlen, "--experts x --hidden x --ffn", "a layer's experts");
+        return too_large(err, errlen, "experts x hidden x ffn", "a layer's experts");
     return PF_OK;
 }
 
 static int validate_transformer(const pf_model_opts_t *o, char *err, size_t errlen)
 {
     int rc, vit = o->kind == PF_MODEL_VIT;
-    if ((rc = check_positive(err, errlen, "--layers", o->layers)) ||
-        (rc = check_positive(err, errlen, "--hidden", o->hidden)) ||
-        (rc = check_positive(err, errlen, "--heads", o->heads)))
+    if ((rc = check_positive(err, errlen, "layers", o->layers)) ||
+        (rc = check_positive(err, errlen, "hidden", o->hidden)) ||
+        (rc = check_positive(err, errlen, "heads", o->heads)))
         return rc;
     if (vit && (rc = validate_vit_image(o, err, errlen)))
         return rc;
-    if (!vit && ((rc = check_positive(err, errlen, "--seq", o->seq)) ||
-                 (rc = check_positive(err, errlen, "--vocab", o->vocab))))
+    if (!vit && ((rc = check_positive(err, errlen, "seq", o->seq)) ||
+                 (rc = check_positive(err, errlen, "vocab", o->vocab))))
         return rc;
     if (o->ffn < 0)
-        return pf_fail(err, errlen, PF_EINPUT, "--ffn: must be positive (got %d)", o->ffn);
+        return pf_fail(err, errlen, PF_EINPUT, "ffn: must be positive (got %d)", o->ffn);
     if (o->layers > PF_MODEL_MAX_LAYERS)
-        return pf_fail(err, errlen, PF_EINPUT, "--layers: %d is more than %d", o->layers,
+        return pf_fail(err, errlen, PF_EINPUT, "layers: %d is more than %d", o->layers,
                        PF_MODEL_MAX_LAYERS);
     if (o->hidden % o->heads)
-        return pf_fail(err, errlen, PF_EINPUT, "--heads: hidden %d is not divisible by %d heads",
+        return pf_fail(err, errlen, PF_EINPUT, "heads: hidden %d is not divisible by %d heads",
                        o->hidden, o->heads);
     if (is_llama_like(o->kind) && (o->kv_heads < 0 || (o->kv_heads && o->heads % o->kv_heads)))
         return pf_fail(err, errlen, PF_EINPUT,
-                       "--kv-heads: %d does not divide %d heads (grouped-query attention)",
+                       "kv_heads: %d does not divide %d heads (grouped-query attention)",
                        o->kv_heads, o->heads);
     int64_t b = o->microbatch, s = seq_of(o), h = o->hidden, a = o->heads, f = ffn_of(o),
             v = vit ? o->classes : o->vocab;
     if (PRODUCT(b, s, h) < 0 || PRODUCT(b, s, f) < 0)
-        return too_large(err, errlen, "--microbatch x --seq x --hidden/--ffn", "an activation");
+        return too_large(err, errlen, "microbatch x seq x hidden/ffn", "an activation");
     if (PRODUCT(b, a, s, s) < 0)
-        return too_large(err, errlen, "--microbatch x --heads x --seq^2", "the attention scores");
+        return too_large(err, errlen, "microbatch x heads x seq^2", "the attention scores");
     if (PRODUCT(b, s, v) < 0)
-        return too_large(err, errlen, "--microbatch x --seq x --vocab", "the logits");
+        return too_large(err, errlen, "microbatch x seq x vocab", "the logits");
     if (PRODUCT(h, f) < 0 || PRODUCT(v + s + 2, h) < 0)
-        return too_large(err, errlen, "--hidden x --ffn/--vocab", "a weight");
+        return too_large(err, errlen, "hidden x ffn/vocab", "a weight");
     if (o->kind == PF_MODEL_MOE)
         return validate_moe(o, err, errlen);
     return PF_OK;
@@ -270,62 +270,62 @@ static int validate_resnet(const pf_model_opts_t *o, char *err, size_t errlen)
     if (o->depth != 18 && o->depth != 34 && o->depth != 50 && o->depth != 101 &&
         o->depth != 152)
         return pf_fail(err, errlen, PF_EINPUT,
-                       "--depth: %d is not one of 18, 34, 50, 101, 152", o->depth);
-    if ((rc = check_positive(err, errlen, "--image", o->image)) ||
-        (rc = check_positive(err, errlen, "--classes", o->classes)))
+                       "depth: %d is not one of 18, 34, 50, 101, 152", o->depth);
+    if ((rc = check_positive(err, errlen, "image", o->image)) ||
+        (rc = check_positive(err, errlen, "classes", o->classes)))
         return rc;
     /* Every activation has at most 2048 channels on at most (image + 1)^2 pixels. */
     int64_t side = (int64_t)o->image + 1;
     if (PRODUCT(o->microbatch, 2048, side, side) < 0)
-        return too_large(err, errlen, "--microbatch x --image^2", "an activation");
+        return too_large(err, errlen, "microbatch x image^2", "an activation");
     if (PRODUCT(2049, o->classes) < 0 || PRODUCT(o->microbatch, o->classes) < 0)
-        return too_large(err, errlen, "--classes", "the classifier");
+        return too_large(err, errlen, "classes", "the classifier");
     return PF_OK;
 }
 
 static int validate_unet(const pf_model_opts_t *o, char *err, size_t errlen)
 {
     int rc;
-    if ((rc = check_positive(err, errlen, "--levels", o->levels)) ||
-        (rc = check_positive(err, errlen, "--channels", o->channels)) ||
-        (rc = check_positive(err, errlen, "--image", o->image)) ||
-        (rc = check_positive(err, errlen, "--classes", o->classes)))
+    if ((rc = check_positive(err, errlen, "levels", o->levels)) ||
+        (rc = check_positive(err, errlen, "channels", o->channels)) ||
+        (rc = check_positive(err, errlen, "image", o->image)) ||
+        (rc = check_positive(err, errlen, "classes", o->classes)))
         return rc;
     if (o->levels > PF_MODEL_MAX_LEVELS)
-        return pf_fail(err, errlen, PF_EINPUT, "--levels: %d is more than %d", o->levels,
+        return pf_fail(err, errlen, PF_EINPUT, "levels: %d is more than %d", o->levels,
                        PF_MODEL_MAX_LEVELS);
     int64_t scale = (int64_t)1 << o->levels;
     if (o->image % scale)
         return pf_fail(err, errlen, PF_EINPUT,
-                       "--image: %d is not divisible by 2^levels = %lld (each level halves it)",
+                       "image: %d is not divisible by 2^levels = %lld (each level halves it)",
                        o->image, (long long)scale);
     int64_t deepest = PRODUCT(o->channels, scale); /* channels at the bottom */
     if (deepest < 0 || PRODUCT(deepest, deepest, 9) < 0)
-        return too_large(err, errlen, "--channels x 2^--levels", "the deepest conv's weight");
+        return too_large(err, errlen, "channels x 2^levels", "the deepest conv's weight");
     /* The largest activation is dec.0.concat: 2 x channels on the full image. */
     int64_t c = (int64_t)o->channels > o->classes ? o->channels : o->classes;
     if (PRODUCT(o->microbatch, 2, c, o->image, o->image) < 0 ||
         PRODUCT(o->microbatch, PF_MODEL_UNET_IN_CHANNELS, o->image, o->image) < 0)
-        return too_large(err, errlen, "--microbatch x --channels x --image^2", "an activation");
+        return too_large(err, errlen, "microbatch x channels x image^2", "an activation");
     return PF_OK;
 }
 
 static int validate(const pf_model_opts_t *o, char *err, size_t errlen)
 {
     int rc;
-    if ((rc = check_positive(err, errlen, "--microbatch", o->microbatch)))
+    if ((rc = check_positive(err, errlen, "microbatch", o->microbatch)))
         return rc;
     if (o->precision_bytes != 2 && o->precision_bytes != 4)
         return pf_fail(err, errlen, PF_EINPUT,
-                       "--precision: %d bytes is none of fp16, bf16 (2) or fp32 (4)",
+                       "precision_bytes: %d bytes is none of fp16, bf16 (2) or fp32 (4)",
                        o->precision_bytes);
     if (!isfinite(o->tflops) || o->tflops <= 0)
-        return pf_fail(err, errlen, PF_EINPUT, "--tflops: must be positive (got %g)", o->tflops);
+        return pf_fail(err, errlen, PF_EINPUT, "tflops: must be positive (got %g)", o->tflops);
     if (!isfinite(o->efficiency) || o->efficiency <= 0 || o->efficiency > 1)
-        return pf_fail(err, errlen, PF_EINPUT, "--efficiency: must lie in (0, 1] (got %g)",
+        return pf_fail(err, errlen, PF_EINPUT, "efficiency: must lie in (0, 1] (got %g)",
                        o->efficiency);
     if (!isfinite(o->hbm_gbps) || o->hbm_gbps <= 0)
-        return pf_fail(err, errlen, PF_EINPUT, "--hbm-gbps: must be positive (got %g)",
+        return pf_fail(err, errlen, PF_EINPUT, "hbm_gbps: must be positive (got %g)",
                        o->hbm_gbps);
     if (is_transformer(o->kind))
         return validate_transformer(o, err, errlen);

@@ -552,25 +552,25 @@ static int check_opts(const pf_graph_t *g, const pf_cluster_t *c, const pf_parti
     if (o->microbatches < 0)
         return pf_fail(err, errlen, PF_EINPUT, "microbatches: %d is negative", o->microbatches);
     if (!isfinite(o->flat_gbps))
-        return pf_fail(err, errlen, PF_EINPUT, "flat bandwidth: not a finite number");
+        return pf_fail(err, errlen, PF_EINPUT, "flat_gbps: not a finite number");
     if (!(o->alpha >= 0) || !isfinite(o->alpha))
         return pf_fail(err, errlen, PF_EINPUT, "alpha: %g, must be finite and >= 0", o->alpha);
     if (o->max_downsets < 1)
-        return pf_fail(err, errlen, PF_EINPUT, "max downsets: %lld, must be at least 1",
+        return pf_fail(err, errlen, PF_EINPUT, "max_downsets: %lld, must be at least 1",
                        o->max_downsets);
     if (o->threads < 0 || o->refine_max_moves < 0)
-        return pf_fail(err, errlen, PF_EINPUT, "threads and refinement moves must be >= 0");
+        return pf_fail(err, errlen, PF_EINPUT, "threads / refine_max_moves: must be >= 0");
     if (!(o->reserve_bytes >= 0) || !isfinite(o->reserve_bytes))
-        return pf_fail(err, errlen, PF_EINPUT, "reserve: %g bytes", o->reserve_bytes);
+        return pf_fail(err, errlen, PF_EINPUT, "reserve_bytes: %g", o->reserve_bytes);
     int rc = pf_training_check(&o->train, err, errlen);
     if (rc != PF_OK)
         return rc;
     if (!o->group && o->coarsen_k > 0 && o->coarsen_k < S)
         return pf_fail(err, errlen, PF_EINPUT,
-                       "coarsen: K = %d hyper-ops cannot make %d stages (K must be >= S)",
+                       "coarsen_k: K = %d hyper-ops cannot make %d stages (K must be >= S)",
                        o->coarsen_k, S);
     if (o->group && (o->ngroups < 1 || o->ngroups > pf_graph_nops(g)))
-        return pf_fail(err, errlen, PF_EINPUT, "grouping: %d groups for %d ops", o->ngroups,
+        return pf_fail(err, errlen, PF_EINPUT, "group: %d groups for %d ops", o->ngroups,
                        pf_graph_nops(g));
     *replicas = R;
     return PF_OK;
@@ -609,17 +609,8 @@ int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partit
         return rc;
     pf_cost_model_init(&cm, c, S, o->microbatches, o->flat_gbps);
     pf_cost_model_set_training(&cm, &o->train, R, o->reserve_bytes);
-    for (int v = 0; v < n; v++) {
-        double need = pf_cost_op_mem_bytes(g, v, &cm);
-        if (need > cm.mem_limit_bytes) {
-            const pf_op_t *op = pf_graph_op(g, v);
-            pf_fmt_bytes(a, sizeof a, need);
-            pf_fmt_bytes(b, sizeof b, cm.mem_limit_bytes);
-            return pf_fail(err, errlen, PF_EINFEASIBLE,
-                           "op %lld (%s) needs %s with its parameter state; devices have %s",
-                           (long long)op->id, op->name, a, b);
-        }
-    }
+    if ((rc = pf_cost_check_ops_fit(g, &cm, err, errlen)) != PF_OK)
+        return rc;
     if (n < S)
         return pf_fail(err, errlen, PF_EINFEASIBLE,
                        "no partition into %d stages: graph %s has only %d op%s", S,

@@ -32,7 +32,7 @@ typedef struct {
     int threads;            /* OpenMP threads; 0 = OpenMP's default */
     pf_training_t train;    /* memory: parameter state, micro-batches in flight (training.h) */
     double reserve_bytes;   /* held on every stage: pf_training_view's reserve for this graph */
-    /* Optional coarsening computed once per alpha by the search (phase 0): group[v] in
+    /* Optional coarsening computed once per (alpha, K) by the search (pf_search_new): group[v] in
      * [0, ngroups). When set, coarsen_k and alpha are not used for coarsening. */
     const int *group;
     int ngroups;

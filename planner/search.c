@@ -67,11 +67,14 @@ struct pf_search {
     int ndev;
 
     job_rec_t *jobs; /* id = index + 1 */
-    long long njobs, jobs_cap;
+    long long njobs;
+    size_t jobs_cap;
     uint64_t *queue; /* ids waiting to be issued, FIFO */
-    long long qhead, qtail, qcap;
+    long long qhead, qtail;
+    size_t qcap;
     uint64_t *cancelled;
-    int ncancelled, cancelled_cap;
+    int ncancelled;
+    size_t cancelled_cap;
     long long issued, answered, cancelled_total;
 
     coarse_t *coarse;
@@ -112,7 +115,7 @@ void pf_search_opts_init(pf_search_opts_t *o)
     o->probes_in_flight = 4;
     o->rel_eps = 1e-3;
     o->probe_seconds = 1; /* as `planfarm map`: a timed-out probe only costs optimality proof */
-    o->symmetry = 1;
+    o->symmetry = PF_MAP_SYM_ALL;
     o->auto_inst = 1;
     o->inst = PF_INST_FULL;
     o->seed = 1;
@@ -122,29 +125,17 @@ void pf_search_opts_init(pf_search_opts_t *o)
 
 static uint64_t new_job(pf_search_t *s, pf_job_kind_t kind, int owner, double target_ms)
 {
-    if (s->njobs == s->jobs_cap) {
-        long long nc = s->jobs_cap ? 2 * s->jobs_cap : 64;
-        job_rec_t *j = realloc(s->jobs, (size_t)nc * sizeof *j);
-        if (!j)
-            return 0;
-        s->jobs = j;
-        s->jobs_cap = nc;
-    }
-    if (s->qtail == s->qcap) {
+    if (pf_grow((void **)&s->jobs, &s->jobs_cap, (size_t)s->njobs + 1, sizeof *s->jobs))
+        return 0;
+    if ((size_t)s->qtail == s->qcap) {
         /* compact, then grow (no memmove on the first call: the queue is still NULL) */
         if (s->qhead > 0)
             memmove(s->queue, s->queue + s->qhead,
                     (size_t)(s->qtail - s->qhead) * sizeof *s->queue);
         s->qtail -= s->qhead;
         s->qhead = 0;
-        if (s->qtail == s->qcap) {
-            long long nc = s->qcap ? 2 * s->qcap : 64;
-            uint64_t *q = realloc(s->queue, (size_t)nc * sizeof *q);
-            if (!q)
-                return 0;
-            s->queue = q;
-            s->qcap = nc;
-        }
+        if (pf_grow((void **)&s->queue, &s->qcap, (size_t)s->qtail + 1, sizeof *s->queue))
+            return 0;
     }
     s->jobs[s->njobs] = (job_rec_t){kind, J_QUEUED, owner, target_ms};
     uint64_t id = (uint64_t)++s->njobs;
@@ -170,14 +161,9 @@ static void cancel_job(pf_search_t *s, uint64_t id)
     s->cancelled_total++;
     if (!was_out)
         return;
-    if (s->ncancelled == s->cancelled_cap) {
-        int nc = s->cancelled_cap ? 2 * s->cancelled_cap : 32;
-        uint64_t *p = realloc(s->cancelled, (size_t)nc * sizeof *p);
-        if (!p)
-            return; /* the answer will be ignored anyway */
-        s->cancelled = p;
-        s->cancelled_cap = nc;
-    }
+    if (pf_grow((void **)&s->cancelled, &s->cancelled_cap, (size_t)s->ncancelled + 1,
+                sizeof *s->cancelled))
+        return; /* the answer will be ignored anyway */
     s->cancelled[s->ncancelled++] = id;
 }
 
@@ -197,7 +183,7 @@ static void fail(pf_search_t *s, int code, const char *fmt, ...)
         cancel_job(s, (uint64_t)i + 1);
 }
 
-/* ---- phase 3: binary searches ---- */
+/* ---- the map phase: binary searches (Alg. 1) ---- */
 
 static int converged(const pf_search_t *s, const map_task_t *t)
 {
@@ -322,7 +308,8 @@ static double flat_ms_per_sample(const pf_search_t *s, const pf_plan_t *p)
         double params = 0;
         for (int i = 0; i < p->stage_list[st].nops; i++)
             params += pf_graph_op(s->g, p->stage_list[st].ops[i])->param_bytes;
-        double t = R > 1 ? pf_bytes_ms(2.0 * (R - 1) / R * params, s->flat_gbps) : 0; /* eq. 7 */
+        double t = R > 1 ? pf_bytes_ms(pf_cost_ring_allreduce_bytes(params, R), s->flat_gbps)
+                         : 0; /* eq. 7 at B_flat */
         if (t > ar)
             ar = t;
     }
@@ -477,15 +464,6 @@ static void start_mapping(pf_search_t *s)
         finish(s);
 }
 
-static void set_baseline(pf_search_t *s, const candidate_t *cd, pf_baseline_t *b,
-                         void (*map)(const pf_stage_graph_t *, int *), int *scratch, int mb)
-{
-    map(cd->sg, scratch);
-    b->present = 1;
-    b->objective_ms = pf_map_objective_ms(cd->sg, s->c, PF_INST_FULL, scratch);
-    b->simulated_step_ms = pf_map_step_estimate_ms(cd->sg, s->c, scratch, mb);
-}
-
 /* The candidate a plan would come from now: each candidate's best mapping so far under "full",
  * candidates ranked by estimated step time per sample (so different R compare fairly).
  * *task = -1 when the winner had nothing to map (S = R = 1). Returns -1 without candidates. */
@@ -542,41 +520,33 @@ static void finish(pf_search_t *s)
         return;
     }
     const int *dev = cs_dev;
+    pf_map_stats_t st = {0}, *stp = NULL;
+    pf_inst_t used = PF_INST_FULL;
     if (best_t >= 0) {
-        map_task_t *t = &s->task[best_t];
+        const map_task_t *t = &s->task[best_t];
         dev = t->best_dev;
-        p->mapping.present = 1;
-        snprintf(p->mapping.instantiation, sizeof p->mapping.instantiation, "%s",
-                 pf_inst_name(t->inst));
-        p->mapping.objective_ms = t->best_obj;
-        p->mapping.lower_bound_ms = t->lo;
-        p->mapping.initial_lower_bound_ms = t->init_lo;
-        p->mapping.initial_upper_bound_ms = t->init_hi;
+        used = t->inst;
+        stp = &st;
+        st.objective_ms = t->best_obj;
+        st.lower_ms = t->lo;
+        st.initial_lower_ms = t->init_lo;
+        st.initial_upper_ms = t->init_hi;
         for (int k = 0; k < cd->ntasks; k++) { /* work of all the candidate's searches */
             const map_task_t *x = &s->task[cd->task[k]];
-            p->mapping.probes += x->probes;
-            p->mapping.probes_timed_out += x->timed_out;
-            p->mapping.symmetric_pruned += x->sym_pruned;
-            p->mapping.seconds += x->seconds;
+            st.probes += x->probes;
+            st.probes_timed_out += x->timed_out;
+            st.symmetric_pruned += x->sym_pruned;
+            st.seconds += x->seconds;
         }
     } else {
         pf_map_cs(cd->sg, cs_dev);
     }
-    for (int st = 0; st < S; st++) {
-        int *d = pf_plan_stage_devices(p, st);
-        if (!d) {
-            pf_plan_destroy(&p);
-            free(cs_dev);
-            fail(s, PF_ERR, "out of memory");
-            return;
-        }
-        for (int r = 0; r < R; r++)
-            d[r] = dev[st * R + r];
+    if (pf_map_fill_plan(p, cd->sg, s->c, dev, used, stp) != PF_OK) {
+        pf_plan_destroy(&p);
+        free(cs_dev);
+        fail(s, PF_ERR, "out of memory");
+        return;
     }
-    p->objective_ms = pf_map_objective_ms(cd->sg, s->c, PF_INST_FULL, dev);
-    p->simulated_step_ms = pf_map_step_estimate_ms(cd->sg, s->c, dev, p->microbatches);
-    set_baseline(s, cd, &p->cs_map, pf_map_cs, cs_dev, p->microbatches);
-    set_baseline(s, cd, &p->p2p_map, pf_map_p2p, cs_dev, p->microbatches);
     if (s->dp[cd->dp].coarse >= 0)
         p->partition_search.coarsen_s = s->coarse[s->dp[cd->dp].coarse].seconds;
     p->search.present = 1;
@@ -587,7 +557,7 @@ static void finish(pf_search_t *s)
     s->status = PF_OK;
 }
 
-/* ---- phase 0 ---- */
+/* ---- coarsening, done in pf_search_new ---- */
 
 /* The grouping for (alpha, K), computed on first use. -1 = no coarsening (K >= ops). */
 static int coarse_for(pf_search_t *s, const pf_cost_model_t *cm, double alpha, int k, char *err,
@@ -622,71 +592,84 @@ static int coarse_for(pf_search_t *s, const pf_cost_model_t *cm, double alpha, i
 
 /* ---- public ---- */
 
-int pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *opts,
-                  pf_search_t **out, char *err, size_t errlen)
+/* The options with their defaults filled in. */
+static pf_search_opts_t resolved(const pf_search_opts_t *opts)
 {
     pf_search_opts_t o = *opts;
-    int D = pf_cluster_ndevices(c), n = pf_graph_nops(g), rc;
-    *out = NULL;
     if (o.microbatches <= 0)
         o.microbatches = PF_DEFAULT_MICROBATCHES;
+    return o;
+}
+
+/* The stage counts S to partition for (S x R = D, or the one the options fix; S <= ops, S <=
+ * coarsen_k hyper-ops): up to 64 into list; returns how many. */
+static int stage_counts(const pf_search_opts_t *o, int D, int n, int *list)
+{
+    int nst = 0;
+    if (o->stages) {
+        list[nst++] = o->stages;
+    } else if (o->replicas) {
+        list[nst++] = D / o->replicas;
+    } else {
+        int most = o->coarsen_k > 0 && o->coarsen_k < n ? o->coarsen_k : n; /* stages need ops */
+        for (int S = 1; S <= D && S <= most && S <= o->max_stages && nst < 64; S++)
+            if (D % S == 0)
+                list[nst++] = S;
+    }
+    return nst;
+}
+
+int pf_search_validate(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *opts,
+                       char *err, size_t errlen)
+{
+    pf_search_opts_t o = resolved(opts);
+    int D = pf_cluster_ndevices(c), stages_list[64];
     if (o.stages < 0 || o.replicas < 0 || o.stages > D || o.replicas > D)
-        return pf_fail(err, errlen, PF_EINPUT, "--stages / --replicas: must lie in [1, %d]", D);
+        return pf_fail(err, errlen, PF_EINPUT, "stages / replicas: must lie in [1, %d]", D);
     if (o.stages && o.replicas && (long long)o.stages * o.replicas > D)
-        return pf_fail(err, errlen, PF_EINPUT, "--stages x --replicas = %d exceeds %d devices",
+        return pf_fail(err, errlen, PF_EINPUT, "stages x replicas: %d exceeds %d devices",
                        o.stages * o.replicas, D);
     if (o.coarsen_k > 0 && o.stages > o.coarsen_k)
         return pf_fail(err, errlen, PF_EINPUT,
-                       "--coarsen: K = %d hyper-ops cannot make %d stages (K must be >= S)",
+                       "coarsen_k: K = %d hyper-ops cannot make %d stages (K must be >= S)",
                        o.coarsen_k, o.stages);
     if (o.nalphas <= 0 || o.nalphas > PF_SEARCH_MAX_ALPHAS || o.candidates <= 0 ||
         o.probes_in_flight <= 0 || o.probes_in_flight > MAX_IN_FLIGHT || !(o.rel_eps > 0))
         return pf_fail(err, errlen, PF_EINPUT,
                        "search options: need 1-%d alphas, candidates >= 1, 1-%d probes in "
-                       "flight, eps > 0",
+                       "flight, rel_eps > 0",
                        PF_SEARCH_MAX_ALPHAS, MAX_IN_FLIGHT);
+    int nst = stage_counts(&o, D, pf_graph_nops(g), stages_list);
+    if (nst == 0 || stages_list[0] < 1)
+        return pf_fail(err, errlen, PF_EINPUT, "no (stages, replicas) fits %d devices", D);
 
     /* An op that cannot fit alone makes every partition infeasible: say so before any job. */
     pf_cost_model_t cm;
     pf_cost_model_init(&cm, c, 1, o.microbatches, o.flat_gbps);
-    for (int v = 0; v < n; v++) {
-        double need = pf_cost_op_mem_bytes(g, v, &cm);
-        if (need > cm.mem_limit_bytes) {
-            char a[32], b[32];
-            pf_fmt_bytes(a, sizeof a, need);
-            pf_fmt_bytes(b, sizeof b, cm.mem_limit_bytes);
-            return pf_fail(err, errlen, PF_EINFEASIBLE,
-                           "op %lld (%s) needs %s with its parameter state; devices have %s",
-                           (long long)pf_graph_op(g, v)->id, pf_graph_op(g, v)->name, a, b);
-        }
-    }
+    return pf_cost_check_ops_fit(g, &cm, err, errlen);
+}
 
+pf_search_t *pf_search_new(const pf_graph_t *g, const pf_cluster_t *c,
+                           const pf_search_opts_t *opts, char *err, size_t errlen)
+{
+    pf_search_opts_t o = resolved(opts);
+    int D = pf_cluster_ndevices(c), n = pf_graph_nops(g), rc, stages_list[64];
+    if (pf_search_validate(g, c, opts, err, errlen) != PF_OK)
+        return NULL;
+    pf_cost_model_t cm;
+    pf_cost_model_init(&cm, c, 1, o.microbatches, o.flat_gbps);
     pf_search_t *s = calloc(1, sizeof *s);
-    if (!s)
-        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    if (!s) {
+        pf_fail(err, errlen, PF_ERR, "out of memory");
+        return NULL;
+    }
     s->g = g;
     s->c = c;
     s->o = o;
     s->ndev = D;
     s->flat_gbps = cm.flat_gbps;
     s->phase = PF_PHASE_PARTITION;
-
-    /* (S, R) pairs with S x R = D (or the one the options fix), S <= ops */
-    int stages_list[64], nst = 0;
-    if (o.stages) {
-        stages_list[nst++] = o.stages;
-    } else if (o.replicas) {
-        stages_list[nst++] = D / o.replicas;
-    } else {
-        int most = o.coarsen_k > 0 && o.coarsen_k < n ? o.coarsen_k : n; /* stages need ops */
-        for (int S = 1; S <= D && S <= most && S <= o.max_stages && nst < 64; S++)
-            if (D % S == 0)
-                stages_list[nst++] = S;
-    }
-    if (nst == 0 || stages_list[0] < 1) {
-        rc = pf_fail(err, errlen, PF_EINPUT, "no (stages, replicas) fits %d devices", D);
-        goto fail;
-    }
+    int nst = stage_counts(&o, D, n, stages_list);
     s->dp = calloc((size_t)nst * o.nalphas, sizeof *s->dp);
     s->coarse = calloc((size_t)nst * o.nalphas, sizeof *s->coarse);
     if (!s->dp || !s->coarse) {
@@ -716,11 +699,10 @@ int pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_op
         }
     }
     s->dp_left = s->ndp;
-    *out = s;
-    return PF_OK;
+    return s;
 fail:
     pf_search_destroy(&s);
-    return rc;
+    return NULL;
 }
 
 void pf_search_destroy(pf_search_t **sp)

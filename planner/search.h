@@ -1,14 +1,21 @@
 /* search: one plan request as a state machine of jobs (DESIGN.md "The search"). Pure logic, no
  * I/O: the embedded mode, the broker and the tests drive the very same code.
  *
- *   phase 0  validate; coarsen once per (alpha, K) (IV-B, eq. 4): DP jobs carry the grouping
- *   phase 2  one DP_PARTITION job per (S, alpha), S x R = devices, alpha in {0.01, 1, 100}
- *   phase 3  for the best few partitions (ranked by a flat-bandwidth step estimate per sample),
- *            one binary search per instantiation (m and ar, unless its variable term is zero):
- *            W MAP_PROBE jobs in flight at targets splitting [t_l, t_r] evenly; each answer moves
- *            the bounds, and probes whose targets fell outside are cancelled
- *   end      each candidate keeps the better of its mappings under "full"; candidates are ranked
- *            by estimated step time per sample; the winner and its CS / p2p baselines form the plan
+ *   new        validate (pf_search_validate); for each S (S x R = devices, or the S / R the
+ *              options fix) coarsen once per (alpha, K) (IV-B, eq. 4) and queue one DP_PARTITION
+ *              job per (S, alpha), alpha in {0.01, 1, 100}; one per S when K >= ops (no
+ *              coarsening, so alpha plays no part). DP jobs carry the grouping.
+ *   partition  (PF_PHASE_PARTITION) the DP answers come in; the best few partitions (ranked by a
+ *              flat-bandwidth step estimate per sample, eq. 7 at B_flat) become candidates
+ *   map        (PF_PHASE_MAP) per candidate one binary search (Alg. 1) per instantiation: m and
+ *              ar with auto_inst (skipping one whose variable term is identically zero), else the
+ *              one asked for; W MAP_PROBE jobs in flight at targets splitting [t_l, t_r] evenly;
+ *              each answer moves the bounds, and probes whose targets fell outside are cancelled.
+ *              With auto_inst, once both are over, one more search under full starts from the
+ *              better of their mappings.
+ *   done       each candidate keeps the better of its mappings under "full"; candidates are ranked
+ *              by estimated step time per sample; the winner, its CS / p2p baselines and the
+ *              search's counts form the plan (pf_map_fill_plan)
  *
  * Jobs are pure functions of their inputs, so a lost answer is recovered by running the job
  * again (pf_search_job gives its description back) and duplicates are ignored. */
@@ -38,7 +45,7 @@ typedef struct {
     int probes_in_flight; /* W per binary search; default 4 */
     double rel_eps;       /* binary search stops when t_r - t_l <= rel_eps * t_r; default 1e-3 */
     double probe_seconds; /* per-probe budget; default 1 */
-    int symmetry;         /* prune interchangeable devices in probes; default on */
+    int symmetry;         /* the probes' symmetry rules, PF_MAP_SYM_* (map_symmetry.h); default ALL */
     int auto_inst;        /* default 1: both instantiations, keep the better under "full" */
     pf_inst_t inst;       /* when auto_inst = 0 */
     uint64_t seed;
@@ -62,10 +69,15 @@ typedef struct {
 
 void pf_search_opts_init(pf_search_opts_t *o);
 
-/* PF_OK, or PF_EINPUT (bad options: message names the option), PF_EINFEASIBLE (an op alone does
- * not fit any device). g and c are borrowed and must outlive the search. */
-int pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
-                  pf_search_t **out, char *err, size_t errlen);
+/* The checks pf_search_new runs first: PF_OK, PF_EINPUT (bad options: the message names the
+ * option field, e.g. "coarsen_k: ..."), PF_EINFEASIBLE (an op alone fits no device). */
+int pf_search_validate(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
+                       char *err, size_t errlen);
+/* A search, or NULL with the reason in err (what pf_search_validate says, or out of memory:
+ * callers that need the status code call pf_search_validate first). g and c are borrowed and
+ * must outlive the search. */
+pf_search_t *pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
+                           char *err, size_t errlen);
 void pf_search_destroy(pf_search_t **s);
 
 /* The next job to run, if one is ready: returns 1 and fills *id and *job (pointers in *job stay

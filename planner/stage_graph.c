@@ -1,4 +1,5 @@
 #include "planner/stage_graph.h"
+#include "planner/cost.h"
 #include "planner/util.h"
 
 #include <math.h>
@@ -156,8 +157,7 @@ const int *pf_stage_graph_neighbors(const pf_stage_graph_t *sg, int s, int *coun
 
 double pf_stage_graph_allreduce_bytes(const pf_stage_graph_t *sg, int s)
 {
-    int R = sg->replicas;
-    return R > 1 ? 2.0 * (R - 1) / R * sg->param_bytes[s] : 0.0;
+    return pf_cost_ring_allreduce_bytes(sg->param_bytes[s], sg->replicas); /* eq. 7 */
 }
 
 double pf_stage_graph_total_allreduce_bytes(const pf_stage_graph_t *sg)

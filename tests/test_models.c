@@ -409,26 +409,26 @@ static void test_bad_options(void)
         long long value;
         const char *expect;
     } bad[] = {
-        {PF_MODEL_BERT, "hidden", 1000, "--heads: hidden 1000 is not divisible by 16 heads"},
-        {PF_MODEL_GPT, "hidden", 0, "--hidden: must be positive (got 0)"},
-        {PF_MODEL_GPT, "layers", -3, "--layers: must be positive"},
-        {PF_MODEL_GPT, "layers", 10001, "--layers: 10001 is more than 10000"},
-        {PF_MODEL_BERT, "microbatch", 0, "--microbatch: must be positive"},
+        {PF_MODEL_BERT, "hidden", 1000, "heads: hidden 1000 is not divisible by 16 heads"},
+        {PF_MODEL_GPT, "hidden", 0, "hidden: must be positive (got 0)"},
+        {PF_MODEL_GPT, "layers", -3, "layers: must be positive"},
+        {PF_MODEL_GPT, "layers", 10001, "layers: 10001 is more than 10000"},
+        {PF_MODEL_BERT, "microbatch", 0, "microbatch: must be positive"},
         /* 8 x 16 x (2^30)^2 scores; 2^30 x 2^32 weight; 8 x 2^30 x 2^30 logits */
-        {PF_MODEL_BERT, "seq", 1 << 30, "--microbatch x --heads x --seq^2"},
-        {PF_MODEL_BERT, "hidden", 1 << 30, "--hidden x --ffn/--vocab"},
-        {PF_MODEL_GPT, "ffn", -1, "--ffn: must be positive"},
-        {PF_MODEL_RESNET, "depth", 42, "--depth: 42 is not one of 18, 34, 50, 101, 152"},
-        {PF_MODEL_RESNET, "image", 0, "--image: must be positive"},
-        {PF_MODEL_RESNET, "image", 2000000000, "--microbatch x --image^2"},
-        {PF_MODEL_UNET, "image", 100, "--image: 100 is not divisible by 2^levels = 16"},
-        {PF_MODEL_UNET, "levels", 31, "--levels: 31 is more than 30"},
-        {PF_MODEL_UNET, "channels", 1 << 30, "--channels x 2^--levels"},
-        {PF_MODEL_UNET, "classes", 0, "--classes: must be positive"},
-        {PF_MODEL_GPT, "precision", 3, "--precision: 3 bytes"},
-        {PF_MODEL_GPT, "efficiency", 2, "--efficiency: must lie in (0, 1]"},
-        {PF_MODEL_GPT, "tflops", 0, "--tflops: must be positive"},
-        {PF_MODEL_UNET, "hbm", -1, "--hbm-gbps: must be positive"},
+        {PF_MODEL_BERT, "seq", 1 << 30, "microbatch x heads x seq^2"},
+        {PF_MODEL_BERT, "hidden", 1 << 30, "hidden x ffn/vocab"},
+        {PF_MODEL_GPT, "ffn", -1, "ffn: must be positive"},
+        {PF_MODEL_RESNET, "depth", 42, "depth: 42 is not one of 18, 34, 50, 101, 152"},
+        {PF_MODEL_RESNET, "image", 0, "image: must be positive"},
+        {PF_MODEL_RESNET, "image", 2000000000, "microbatch x image^2"},
+        {PF_MODEL_UNET, "image", 100, "image: 100 is not divisible by 2^levels = 16"},
+        {PF_MODEL_UNET, "levels", 31, "levels: 31 is more than 30"},
+        {PF_MODEL_UNET, "channels", 1 << 30, "channels x 2^levels"},
+        {PF_MODEL_UNET, "classes", 0, "classes: must be positive"},
+        {PF_MODEL_GPT, "precision", 3, "precision_bytes: 3 bytes"},
+        {PF_MODEL_GPT, "efficiency", 2, "efficiency: must lie in (0, 1]"},
+        {PF_MODEL_GPT, "tflops", 0, "tflops: must be positive"},
+        {PF_MODEL_UNET, "hbm", -1, "hbm_gbps: must be positive"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         pf_model_opts_t o;
@@ -757,10 +757,10 @@ static void test_moe(void)
     pf_model_opts_init(&o, PF_MODEL_MOE);
     o.seq = 4095; /* 4095 x 2 = 8190 routed tokens over 8 experts */
     CU_ASSERT_EQUAL(pf_model_build(&o, &g, err, sizeof err), PF_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "--experts: 8190 routed tokens"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "experts: 8190 routed tokens"));
     o.seq = 4096, o.experts = 0;
     CU_ASSERT_EQUAL(pf_model_build(&o, &g, err, sizeof err), PF_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "--experts: 0 is not in [1, 1024]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "experts: 0 is not in [1, 1024]"));
 }
 
 static void test_vit(void)
@@ -798,7 +798,7 @@ static void test_vit(void)
     char err[256] = "";
     pf_model_opts_init(&o, PF_MODEL_VIT);
     CU_ASSERT_EQUAL(pf_model_apply_preset(&o, "g", err, sizeof err), PF_EINPUT);
-    CU_ASSERT_STRING_EQUAL(err, "--preset: 'g' is not a vit preset (b, l, h)");
+    CU_ASSERT_STRING_EQUAL(err, "preset: 'g' is not a vit preset (b, l, h)");
 }
 
 void pf_suite_models(void)

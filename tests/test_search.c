@@ -26,8 +26,8 @@ static pf_plan_t *run_in_order(const pf_graph_t *g, const pf_cluster_t *c,
                                const pf_search_opts_t *o)
 {
     char err[512];
-    pf_search_t *s;
-    if (pf_search_new(g, c, o, &s, err, sizeof err) != PF_OK) {
+    pf_search_t *s = pf_search_new(g, c, o, err, sizeof err);
+    if (!s) {
         fprintf(stderr, "search: %s\n", err);
         return NULL;
     }
@@ -61,7 +61,7 @@ static pf_plan_t *run_chaos(const pf_graph_t *g, const pf_cluster_t *c, const pf
     pf_search_t *s;
     pf_rng_t rng;
     pf_rng_seed(&rng, seed);
-    if (pf_search_new(g, c, o, &s, err, sizeof err) != PF_OK)
+    if (!(s = pf_search_new(g, c, o, err, sizeof err)))
         return NULL;
     pending_t *pool = NULL;
     int n = 0, cap = 0;
@@ -217,7 +217,7 @@ static void test_job_bookkeeping(void)
     pf_search_t *s;
     /* 8 ops have few downsets: by default no coarsening, so alpha is moot and each S gets one
      * DP job (D = 4: S in {1, 2, 4}) */
-    CU_ASSERT_EQUAL_FATAL(pf_search_new(g, c, &o, &s, err, sizeof err), PF_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s = pf_search_new(g, c, &o, err, sizeof err));
     pf_search_status_t st;
     uint64_t id, ids[16];
     pf_job_t job;
@@ -231,7 +231,7 @@ static void test_job_bookkeeping(void)
     /* coarsening to K = 4 hyper-ops: one grouping per alpha, three alphas per S: nine DP jobs,
      * ids 1..9 */
     o.coarsen_k = 4;
-    CU_ASSERT_EQUAL_FATAL(pf_search_new(g, c, &o, &s, err, sizeof err), PF_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s = pf_search_new(g, c, &o, err, sizeof err));
     n = 0;
     while (n < 16 && pf_search_next_job(s, &id, &job)) {
         CU_ASSERT_EQUAL(job.kind, PF_JOB_DP_PARTITION);
@@ -273,9 +273,10 @@ static void test_infeasible_op(void)
     pf_cluster_set_link(c, 0, 1, 10, 0);
     pf_search_opts_t o;
     pf_search_opts_init(&o);
-    pf_search_t *s;
-    CU_ASSERT_EQUAL(pf_search_new(g, c, &o, &s, err, sizeof err), PF_EINFEASIBLE);
-    CU_ASSERT_PTR_NULL(s);
+    CU_ASSERT_EQUAL(pf_search_validate(g, c, &o, err, sizeof err), PF_EINFEASIBLE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "with its parameter state; devices have"));
+    err[0] = '\0';
+    CU_ASSERT_PTR_NULL(pf_search_new(g, c, &o, err, sizeof err));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "with its parameter state; devices have"));
     pf_cluster_destroy(&c);
     pf_graph_destroy(&g);
@@ -369,7 +370,7 @@ static void test_bad_answers(void)
     o.candidates = 1;
     o.probes_in_flight = 1;
     pf_search_t *s;
-    CU_ASSERT_EQUAL_FATAL(pf_search_new(g, c, &o, &s, err, sizeof err), PF_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s = pf_search_new(g, c, &o, err, sizeof err));
     uint64_t id;
     pf_job_t job;
     CU_ASSERT_FATAL(pf_search_next_job(s, &id, &job));

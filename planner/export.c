@@ -389,9 +389,9 @@ pf_export_t *pf_export_new(const pf_plan_t *p, const pf_graph_t *g, const pf_clu
         goto fail;
     }
     x->world = x->S * x->R * x->T;
-    if ((rc = pf_plan_validate(p, g, c, err, errlen)) != PF_OK ||
-        (rc = pf_training_check(&p->train, err, errlen)) != PF_OK ||
-        (rc = check_devices(x, err, errlen)) != PF_OK)
+    if ((rc = check_devices(x, err, errlen)) != PF_OK ||
+        (rc = pf_plan_validate(p, g, c, err, errlen)) != PF_OK ||
+        (rc = pf_training_check(&p->train, err, errlen)) != PF_OK)
         goto fail;
     rc = PF_ERR;
     size_t nstages = (unsigned)x->S, world = (unsigned)x->world;

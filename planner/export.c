@@ -625,6 +625,13 @@ int pf_export_write_launch(const pf_export_t *x, FILE *f, char *err, size_t errl
         put_comment_text(f, x->reason);
         fprintf(f, "\n");
     }
+    for (int n = 1; n < x->nnodes; n++)
+        if (x->nodes[n].nproc != x->nodes[0].nproc) {
+            fprintf(f, "# Hosts run different numbers of ranks: Megatron-LM picks its GPU as "
+                    "rank %% GPUs, which\n# is the local rank only when every host runs the "
+                    "same number.\n");
+            break;
+        }
     fprintf(f, "# rank  pp  dp  tp  node  local  device\n");
     for (int gr = 0; gr < x->world; gr++) {
         const pf_export_node_t *nd = node_of_rank(x, gr);

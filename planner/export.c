@@ -627,9 +627,9 @@ int pf_export_write_launch(const pf_export_t *x, FILE *f, char *err, size_t errl
     }
     for (int n = 1; n < x->nnodes; n++)
         if (x->nodes[n].nproc != x->nodes[0].nproc) {
-            fprintf(f, "# Hosts run different numbers of ranks: Megatron-LM picks its GPU as "
-                    "rank %% GPUs, which\n# is the local rank only when every host runs the "
-                    "same number.\n");
+            fprintf(f, "# Hosts run different numbers of ranks: a script that picks its GPU as "
+                    "rank %% GPUs (older\n# Megatron-LM) needs every host to run the same "
+                    "number; use LOCAL_RANK.\n");
             break;
         }
     fprintf(f, "# rank  pp  dp  tp  node  local  device\n");

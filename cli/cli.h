@@ -107,6 +107,7 @@ int cmd_partition(int argc, char **argv);
 int cmd_map(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_draw(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_broker(int argc, char **argv);
 int cmd_worker(int argc, char **argv);

@@ -21,6 +21,7 @@ static const command_t commands[] = {
     {"map", cmd_map, "map a partition's stage replicas onto devices (Parmesan V)"},
     {"simulate", cmd_simulate, "simulate one training step of a mapped plan (timeline as SVG)"},
     {"draw", cmd_draw, "draw a mapped plan on its cluster as SVG"},
+    {"export", cmd_export, "a plan as Megatron-LM flags, a DeepSpeed config, torchrun layout"},
     {"plan", cmd_plan, "the whole search: stages, replicas, devices (embedded or --broker)"},
     {"broker", cmd_broker, "serve plan requests to clients and their jobs to workers"},
     {"worker", cmd_worker, "run partition and mapping jobs for a broker"},

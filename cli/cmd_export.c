@@ -1,0 +1,143 @@
+/* planfarm export megatron|deepspeed|torchrun GRAPH CLUSTER PLAN: a mapped, layer-aligned plan
+ * as the launch settings of a training framework (planner/export.h). */
+#include "cli/cli.h"
+#include "planner/cluster.h"
+#include "planner/export.h"
+#include "planner/graph.h"
+#include "planner/plan.h"
+#include "planner/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void help(FILE *f)
+{
+    fprintf(f,
+            "usage: planfarm export megatron|deepspeed|torchrun GRAPH CLUSTER PLAN [-o DIR|-]\n\n"
+            "Writes what a training framework needs to run PLAN (mapped and layer-aligned: every\n"
+            "layers.N block whole in one stage, consecutive blocks per stage):\n"
+            "  megatron   megatron_args.sh: MEGATRON_PARALLEL_ARGS, a bash array of Megatron-LM\n"
+            "             flags (tensor/pipeline sizes, layers and an uneven split, micro and\n"
+            "             global batch, precision, distributed optimizer, recomputation,\n"
+            "             sequence parallel); add them to pretrain_gpt.py's other arguments\n"
+            "  deepspeed  ds_config.json: batch sizes, ZeRO stage, bf16, pipeline stages; its\n"
+            "             \"planfarm\" section lists layers_per_stage and layer_boundaries (stage s\n"
+            "             builds layers [b[s], b[s+1])): DeepSpeed's PipelineModule has no option\n"
+            "             for explicit cuts, so set its parts from them (see README)\n"
+            "  torchrun   only the two files below\n"
+            "and for every kind hostfile (HOST slots=N) and launch.sh: `launch.sh HOST SCRIPT\n"
+            "[ARGS...]` on every host sets CUDA_VISIBLE_DEVICES and runs torchrun with that\n"
+            "host's --node-rank, so that global rank pp x (R x T) + dp x T + tp (Megatron-LM's\n"
+            "order) runs on the device the plan chose. When torchrun cannot realise the plan's\n"
+            "placement (a host's ranks are not one contiguous block) the closest layout is\n"
+            "written and a warning says why.\n\n"
+            "  -o DIR   write the files into DIR (created if missing); - or none: all to stdout\n\n"
+            "Exit status 2 on bad usage or input, including a plan that is not layer-aligned or\n"
+            "that the framework cannot express (the message says why).\n");
+}
+
+typedef int (*writer_fn)(const pf_export_t *, FILE *, char *, size_t);
+
+typedef struct {
+    const char *file;
+    writer_fn write;
+} output_t;
+
+/* Write one output to DIR/file (removed again if its writer refuses) or to stdout. */
+static int write_output(const pf_export_t *x, const output_t *o, const char *dir, int first,
+                        char *err, size_t errlen)
+{
+    if (!dir) {
+        if (!first)
+            printf("\n");
+        printf("# ==> %s <==\n", o->file);
+        return o->write(x, stdout, err, errlen);
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, o->file);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return pf_fail(err, errlen, PF_ERR, "%s: cannot write: %s", path, strerror(errno));
+    int rc = o->write(x, f, err, errlen);
+    if (fclose(f) != 0 && rc == PF_OK)
+        rc = pf_fail(err, errlen, PF_ERR, "%s: write failed", path);
+    if (rc != PF_OK)
+        remove(path);
+    else if (!strcmp(o->file, "launch.sh"))
+        chmod(path, 0755);
+    return rc;
+}
+
+int cmd_export(int argc, char **argv)
+{
+    static const struct option opts[] = {{"output", required_argument, 0, 'o'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *out = NULL;
+    char err[CLI_ERRLEN] = "";
+    int c, rc;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            out = optarg;
+            break;
+        case 'h':
+            help(stdout);
+            return CLI_OK;
+        default:
+            return cli_usage_error("export", "unknown option");
+        }
+    }
+    if (argc - optind != 4)
+        return cli_usage_error("export", "expected KIND GRAPH CLUSTER PLAN (see --help)");
+    pf_export_kind_t kind;
+    if (pf_export_parse_kind(argv[optind], &kind) != PF_OK)
+        return cli_usage_error("export", "'%s' is not megatron, deepspeed or torchrun",
+                               argv[optind]);
+    const char *gpath = argv[optind + 1], *cpath = argv[optind + 2], *ppath = argv[optind + 3];
+    if ((!strcmp(gpath, "-")) + (!strcmp(cpath, "-")) + (!strcmp(ppath, "-")) > 1)
+        return cli_usage_error("export", "only one of GRAPH, CLUSTER, PLAN can be - (stdin)");
+    const char *dir = out && strcmp(out, "-") ? out : NULL;
+    if (dir && mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return cli_usage_error("export", "-o %s: cannot create: %s", dir, strerror(errno));
+
+    const output_t main_out[] = {{"megatron_args.sh", pf_export_write_megatron},
+                                 {"ds_config.json", pf_export_write_deepspeed},
+                                 {NULL, NULL}};
+    const output_t outputs[] = {main_out[kind], {"hostfile", pf_export_write_hostfile},
+                                {"launch.sh", pf_export_write_launch}};
+    pf_graph_t *g = NULL;
+    pf_cluster_t *cl = NULL;
+    pf_plan_t *p = NULL;
+    pf_export_t *x = NULL;
+    if ((rc = pf_graph_load(gpath, &g, err, sizeof err)) != PF_OK ||
+        (rc = pf_cluster_load(cpath, &cl, err, sizeof err)) != PF_OK ||
+        (rc = pf_plan_load(ppath, g, cl, &p, err, sizeof err)) != PF_OK)
+        goto done;
+    if (!(x = pf_export_new(p, g, cl, &rc, err, sizeof err))) {
+        pf_err_prefix(err, sizeof err, strcmp(ppath, "-") ? ppath : "<stdin>");
+        goto done;
+    }
+    /* the framework's own file first: when it refuses the plan, nothing else is written */
+    int written = 0;
+    for (size_t i = 0; i < sizeof outputs / sizeof outputs[0] && rc == PF_OK; i++)
+        if (outputs[i].file &&
+            (rc = write_output(x, &outputs[i], dir, written++ == 0, err, sizeof err)) != PF_OK &&
+            i == 0)
+            pf_err_prefix(err, sizeof err, pf_export_kind_name(kind));
+    if (rc == PF_OK && !pf_export_exact(x))
+        fprintf(stderr, "planfarm export: warning: the layout is not the plan's: %s\n",
+                pf_export_reason(x));
+    if (rc == PF_OK && dir)
+        fprintf(stderr, "planfarm export: wrote %s%shostfile, launch.sh to %s\n",
+                outputs[0].file ? outputs[0].file : "", outputs[0].file ? ", " : "", dir);
+done:
+    pf_export_destroy(&x);
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&cl);
+    pf_graph_destroy(&g);
+    return rc == PF_OK ? CLI_OK : cli_report("export", rc, err);
+}

@@ -1,0 +1,590 @@
+/* export: every Megatron-LM flag and DeepSpeed key of a hand-made plan, uneven and refused layer
+ * splits, and the rank -> device map inverted for every rank. */
+#include "planner/export.h"
+#include "planner/models.h"
+#include "planner/plan.h"
+#include "planner/rng.h"
+#include "planner/topology.h"
+#include "planner/util.h"
+#include "tests/testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* GPT with `layers` layers, hidden 64, 4 heads, seq 16, vocab 100, microbatch 4. Op ids: embed
+ * 0, layer i = 1 + 17i .. 17 + 17i (ln1 first, mlp.residual last; ln2 is 1 + 17i + 11),
+ * final_ln 1 + 17 layers, head 2 + 17 layers. */
+static pf_graph_t *small_gpt(int layers)
+{
+    pf_model_opts_t o;
+    pf_model_opts_init(&o, PF_MODEL_GPT);
+    o.layers = layers;
+    o.hidden = 64;
+    o.heads = 4;
+    o.seq = 16;
+    o.vocab = 100;
+    o.microbatch = 4;
+    char err[256];
+    pf_graph_t *g = NULL;
+    CU_ASSERT_EQUAL(pf_model_build(&o, &g, err, sizeof err), PF_OK);
+    return g;
+}
+
+/* Two DGX H100 machines: devices 0-7 are node0/gpu0-7, 8-15 node1/gpu0-7. */
+static pf_cluster_t *two_hosts(void)
+{
+    pf_topo_opts_t o;
+    pf_topo_opts_init(&o, PF_TOPO_DGX_H100);
+    o.machines = 2;
+    char err[256];
+    pf_cluster_t *c = NULL;
+    CU_ASSERT_EQUAL(pf_topo_build(&o, &c, err, sizeof err), PF_OK);
+    return c;
+}
+
+/* Stage s gets ops [cut[s], cut[s + 1]). */
+static pf_plan_t *cut_plan(const pf_graph_t *g, int stages, int replicas, int tp, const int *cut)
+{
+    pf_plan_t *p = pf_plan_new(stages, replicas);
+    int ops[4096];
+    for (int s = 0; s < stages; s++) {
+        for (int v = cut[s]; v < cut[s + 1]; v++)
+            ops[v - cut[s]] = v;
+        pf_plan_set_stage_ops(p, s, ops, cut[s + 1] - cut[s]);
+    }
+    (void)g;
+    p->tensor_parallel = tp;
+    /* pf_plan_stage_devices allocates R entries; a tensor-parallel plan holds R x T */
+    for (int s = 0; s < stages; s++) {
+        p->stage_list[s].devices = malloc((size_t)(replicas * tp) * sizeof(int));
+        for (int i = 0; i < replicas * tp; i++)
+            p->stage_list[s].devices[i] = -1;
+    }
+    pf_plan_set_names(p, pf_graph_name(g), "two-dgx-h100");
+    return p;
+}
+
+/* The example: GPT with 4 layers in 2 stages (embed + layers 0-2 | layer 3 + final_ln + head),
+ * 2 replicas x 2 tensor-parallel ranks, 8 micro-batches, bf16 Adam, ZeRO 1, selective
+ * recomputation. Stage 0 runs on node1, stage 1 on node0, each replica's two ranks on a
+ * swapped GPU pair, so the exact layout must reorder hosts and GPUs:
+ *   stage 0: replica 0 -> devices 9, 8 (node1/gpu1, gpu0), replica 1 -> 11, 10
+ *   stage 1: replica 0 -> 3, 2, replica 1 -> 1, 0                                           */
+static pf_plan_t *example_plan(const pf_graph_t *g)
+{
+    const int cut[] = {0, 52, 71};
+    pf_plan_t *p = cut_plan(g, 2, 2, 2, cut);
+    const int dev[2][4] = {{9, 8, 11, 10}, {3, 2, 1, 0}};
+    for (int s = 0; s < 2; s++)
+        memcpy(p->stage_list[s].devices, dev[s], sizeof dev[s]);
+    p->microbatches = 8;
+    p->train.precision_bytes = 2;
+    p->train.zero = 1;
+    p->train.recompute = PF_RECOMPUTE_SELECTIVE;
+    return p;
+}
+
+/* Text a writer produces, in a buffer the caller frees. */
+typedef int (*writer_fn)(const pf_export_t *, FILE *, char *, size_t);
+static char *written(const pf_export_t *x, writer_fn w, int *rc, char *err, size_t errlen)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    *rc = w(x, f, err, errlen);
+    fclose(f);
+    return buf;
+}
+
+static void test_megatron_flags(void)
+{
+    pf_graph_t *g = small_gpt(4);
+    pf_cluster_t *c = two_hosts();
+    pf_plan_t *p = example_plan(g);
+    char err[512] = "";
+    int rc;
+    pf_export_t *x = pf_export_new(p, g, c, &rc, err, sizeof err);
+    if (!x)
+        fprintf(stderr, "\n  %s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_EQUAL(pf_export_layers(x), 4);
+    CU_ASSERT_EQUAL(pf_export_stage_layers(x, 0), 3);
+    CU_ASSERT_EQUAL(pf_export_stage_layers(x, 1), 1);
+    CU_ASSERT_EQUAL(pf_export_stage_first_layer(x, 1), 3);
+    CU_ASSERT_EQUAL(pf_export_world(x), 8);         /* 2 x 2 x 2 */
+    CU_ASSERT_EQUAL(pf_export_global_batch(x), 64); /* 4 samples x 8 micro-batches x 2 replicas */
+    /* T = 2: sequence parallel; first 3 layers, last 1 (S = 2 has no middle: both given);
+     * ZeRO 1: distributed optimizer; selective recomputation; bf16 */
+    const char *want =
+        "# Megatron-LM arguments for plan gpt-4l-64h on two-dgx-h100 (planfarm export)\n"
+        "# 2 pipeline stages x 2 data-parallel replicas x 2 tensor-parallel ranks = 8 ranks.\n"
+        "# The data-parallel size is implied: world / (pipeline x tensor). Ranks follow "
+        "Megatron-LM's\n"
+        "# order rank = pp x 4 + dp x 2 + tp; launch.sh puts each on the plan's device.\n"
+        "# layers per stage: 3 1\n"
+        "MEGATRON_PARALLEL_ARGS=(\n"
+        "    --tensor-model-parallel-size 2\n"
+        "    --pipeline-model-parallel-size 2\n"
+        "    --num-layers 4\n"
+        "    # uneven split: Megatron-LM divides the layers of the stages not named here evenly\n"
+        "    --decoder-first-pipeline-num-layers 3\n"
+        "    --decoder-last-pipeline-num-layers 1\n"
+        "    # global batch = micro-batch 4 x 8 micro-batches x 2 replicas\n"
+        "    --micro-batch-size 4\n"
+        "    --global-batch-size 64\n"
+        "    --bf16\n"
+        "    --optimizer adam\n"
+        "    --use-distributed-optimizer\n"
+        "    --recompute-granularity selective\n"
+        "    # tensor parallel > 1: Megatron-LM recommends sequence parallelism with it\n"
+        "    --sequence-parallel\n"
+        ")\n";
+    char *got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, PF_OK);
+    CU_ASSERT_STRING_EQUAL(got, want);
+    free(got);
+    pf_export_destroy(&x);
+
+    /* full recomputation, fp32 SGD, no ZeRO, T = 1 on the same split: no sequence parallel, no
+     * distributed optimizer, no precision flag */
+    p->train.recompute = PF_RECOMPUTE_FULL;
+    p->train.precision_bytes = 4;
+    p->train.optimizer = PF_OPTIMIZER_SGD;
+    p->train.zero = 0;
+    p->tensor_parallel = 1;
+    x = pf_export_new(p, g, c, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_EQUAL(pf_export_world(x), 4);
+    got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "    # fp32: no mixed-precision flag\n"
+                                       "    --optimizer sgd\n"
+                                       "    --recompute-granularity full\n"
+                                       "    --recompute-method uniform\n"
+                                       "    --recompute-num-layers 1\n)\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "--tensor-model-parallel-size 1\n"));
+    CU_ASSERT_PTR_NULL(strstr(got, "--sequence-parallel"));
+    CU_ASSERT_PTR_NULL(strstr(got, "--bf16"));
+    CU_ASSERT_PTR_NULL(strstr(got, "--use-distributed-optimizer"));
+    free(got);
+    pf_export_destroy(&x);
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+static void test_deepspeed_config(void)
+{
+    pf_graph_t *g = small_gpt(4);
+    pf_cluster_t *c = two_hosts();
+    pf_plan_t *p = example_plan(g);
+    char err[512] = "";
+    int rc;
+    pf_export_t *x = pf_export_new(p, g, c, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    /* train_batch_size = 4 x 8 x 2 = 64 = micro x accumulation x data-parallel size; boundaries
+     * 0 | 3 | 4: stage 0 builds layers 0-2, stage 1 layer 3 */
+    const char *want = "{\n"
+                       "  \"train_batch_size\": 64,\n"
+                       "  \"train_micro_batch_size_per_gpu\": 4,\n"
+                       "  \"gradient_accumulation_steps\": 8,\n"
+                       "  \"zero_optimization\": { \"stage\": 1 },\n"
+                       "  \"bf16\": { \"enabled\": true },\n"
+                       "  \"fp16\": { \"enabled\": false },\n"
+                       "  \"pipeline\": { \"stages\": 2, \"activation_checkpoint_interval\": 0 },\n"
+                       "  \"planfarm\": {\n"
+                       "    \"model\": \"gpt-4l-64h\",\n"
+                       "    \"cluster\": \"two-dgx-h100\",\n"
+                       "    \"pipeline_parallel\": 2,\n"
+                       "    \"data_parallel\": 2,\n"
+                       "    \"tensor_parallel\": 2,\n"
+                       "    \"num_layers\": 4,\n"
+                       "    \"layers_per_stage\": [3, 1],\n"
+                       "    \"layer_boundaries\": [0, 3, 4],\n"
+                       "    \"recompute\": \"selective\",\n"
+                       "    \"optimizer\": \"adam\",\n"
+                       "    \"schedule\": \"1f1b\"\n"
+                       "  }\n"
+                       "}\n";
+    char *got = written(x, pf_export_write_deepspeed, &rc, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, PF_OK);
+    CU_ASSERT_STRING_EQUAL(got, want);
+    free(got);
+    pf_export_destroy(&x);
+    /* ZeRO 2 with a pipeline: DeepSpeed's pipeline engine refuses it, so do we */
+    p->train.zero = 2;
+    x = pf_export_new(p, g, c, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    got = written(x, pf_export_write_deepspeed, &rc, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "ZeRO 2 with 2 pipeline stages: DeepSpeed's pipeline engine "
+                                "supports ZeRO stage 0 or 1 only");
+    free(got);
+    pf_export_destroy(&x);
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+/* Every rank g: the plan's device of (s, r, k) = g's Megatron-LM coordinates, and the layout's
+ * node and CUDA_VISIBLE_DEVICES entry lead to that same device. */
+static void check_every_rank(const pf_export_t *x, const pf_plan_t *p, const pf_cluster_t *c)
+{
+    int R = p->replicas, T = p->tensor_parallel, W = pf_export_world(x), D = pf_cluster_ndevices(c);
+    int *hits = calloc((size_t)D, sizeof *hits);
+    for (int gr = 0; gr < W; gr++) {
+        int s = gr / (R * T), r = gr % (R * T) / T, k = gr % T;
+        CU_ASSERT_EQUAL(pf_export_rank(p, s, r, k), gr);
+        CU_ASSERT_EQUAL(pf_export_plan_rank_device(x, gr), pf_export_device(p, s, r, k));
+        int n = 0;
+        while (gr >= pf_export_node(x, n)->first_rank + pf_export_node(x, n)->nproc)
+            n++;
+        const pf_export_node_t *nd = pf_export_node(x, n);
+        CU_ASSERT_EQUAL(nd->node_rank, n);
+        int gpu = nd->gpus[gr - nd->first_rank], found = -1;
+        char name[96];
+        for (int d = 0; d < D; d++) {
+            snprintf(name, sizeof name, "%s/gpu%d", nd->name, gpu);
+            if (pf_cluster_device(c, d)->host == nd->host && !strcmp(pf_cluster_device(c, d)->name,
+                                                                    name))
+                found = d;
+        }
+        CU_ASSERT_EQUAL(found, pf_export_layout_rank_device(x, gr));
+        if (found >= 0)
+            hits[found]++;
+        if (pf_export_exact(x))
+            CU_ASSERT_EQUAL(found, pf_export_plan_rank_device(x, gr));
+        /* a rank whose planned device is on the node it lands on keeps that device */
+        if (pf_cluster_device(c, pf_export_plan_rank_device(x, gr))->host == nd->host)
+            CU_ASSERT_EQUAL(found, pf_export_plan_rank_device(x, gr));
+    }
+    for (int d = 0; d < D; d++)
+        CU_ASSERT(hits[d] <= 1);
+    free(hits);
+}
+
+static void test_rank_layout(void)
+{
+    pf_graph_t *g = small_gpt(4);
+    pf_cluster_t *c = two_hosts();
+    pf_plan_t *p = example_plan(g);
+    char err[512] = "";
+    int rc;
+    pf_export_t *x = pf_export_new(p, g, c, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    /* ranks 0-3 are stage 0 (node1), 4-7 stage 1 (node0): node1 is node rank 0; rank 0 = (pp 0,
+     * dp 0, tp 0) -> device 9 = node1/gpu1, rank 1 -> gpu0, rank 2 -> gpu3, rank 3 -> gpu2 */
+    CU_ASSERT(pf_export_exact(x));
+    CU_ASSERT_STRING_EQUAL(pf_export_reason(x), "");
+    CU_ASSERT_EQUAL_FATAL(pf_export_nnodes(x), 2);
+    const pf_export_node_t *n0 = pf_export_node(x, 0), *n1 = pf_export_node(x, 1);
+    CU_ASSERT_STRING_EQUAL(n0->name, "node1");
+    CU_ASSERT_EQUAL(n0->first_rank, 0);
+    CU_ASSERT_EQUAL(n0->nproc, 4);
+    const int want0[] = {1, 0, 3, 2}, want1[] = {3, 2, 1, 0};
+    CU_ASSERT_EQUAL(memcmp(n0->gpus, want0, sizeof want0), 0);
+    CU_ASSERT_STRING_EQUAL(n1->name, "node0");
+    CU_ASSERT_EQUAL(n1->first_rank, 4);
+    CU_ASSERT_EQUAL(memcmp(n1->gpus, want1, sizeof want1), 0);
+    check_every_rank(x, p, c);
+
+    int wrc;
+    char *host = written(x, pf_export_write_hostfile, &wrc, err, sizeof err);
+    CU_ASSERT_STRING_EQUAL(host, "node1 slots=4\nnode0 slots=4\n");
+    free(host);
+    char *sh = written(x, pf_export_write_launch, &wrc, err, sizeof err);
+    CU_ASSERT_EQUAL(wrc, PF_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(sh, "#    5   1   0   1     1      2  node0/gpu2\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(sh, "node1) node_rank=0; nproc=4; gpus=1,0,3,2 ;;\n"
+                                      "node0) node_rank=1; nproc=4; gpus=3,2,1,0 ;;\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(sh, "exec torchrun --nnodes 2 --nproc-per-node \"$nproc\" "
+                                      "--node-rank \"$node_rank\" --master-addr node1 "));
+    CU_ASSERT_PTR_NULL(strstr(sh, "NOT EXACT"));
+    free(sh);
+    pf_export_destroy(&x);
+    pf_plan_destroy(&p);
+
+    /* Not realisable: 2 stages x 2 replicas, replica 0 on node0, replica 1 on node1: ranks 0, 2
+     * on node0 and 1, 3 on node1. node0 takes ranks 0-1: rank 0 keeps device 0, rank 1
+     * (planned 8 on node1) gets node0's other planned device 1; node1 takes ranks 2-3: rank 2
+     * (planned 1) gets 8, rank 3 keeps 9. 2 of 4 ranks keep their devices. */
+    const int cut[] = {0, 52, 71};
+    p = cut_plan(g, 2, 2, 1, cut);
+    p->stage_list[0].devices[0] = 0;
+    p->stage_list[0].devices[1] = 8;
+    p->stage_list[1].devices[0] = 1;
+    p->stage_list[1].devices[1] = 9;
+    x = pf_export_new(p, g, c, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT(!pf_export_exact(x));
+    CU_ASSERT_STRING_EQUAL(pf_export_reason(x),
+                           "torchrun gives each node one contiguous block of ranks, but the plan "
+                           "puts ranks 0, 2 on node0; this layout keeps 2 of 4 ranks on their "
+                           "planned devices");
+    const int run[] = {0, 1, 8, 9};
+    for (int gr = 0; gr < 4; gr++)
+        CU_ASSERT_EQUAL(pf_export_layout_rank_device(x, gr), run[gr]);
+    check_every_rank(x, p, c);
+    sh = written(x, pf_export_write_launch, &wrc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(sh, "#    1   0   1   0     0      1  node0/gpu1 (planned "
+                                      "node1/gpu0)\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(sh, "# NOT EXACT: torchrun gives"));
+    free(sh);
+    pf_export_destroy(&x);
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+/* Brute force: random placements of 2 stages x 2 replicas x 2 ranks on the 16 GPUs. Exact iff
+ * every host's ranks are one contiguous block (checked here independently); every rank's layout
+ * device is reached through its node and CUDA_VISIBLE_DEVICES; the layout uses each planned
+ * device once. */
+static void test_layout_brute_force(void)
+{
+    pf_graph_t *g = small_gpt(4);
+    pf_cluster_t *c = two_hosts();
+    const int cut[] = {0, 52, 71};
+    pf_rng_t rng;
+    pf_rng_seed(&rng, 14);
+    int nexact = 0;
+    for (int trial = 0; trial < 200; trial++) {
+        pf_plan_t *p = cut_plan(g, 2, 2, 2, cut);
+        int perm[16];
+        for (int i = 0; i < 16; i++)
+            perm[i] = i;
+        for (int i = 15; i > 0; i--) {
+            int j = (int)pf_rng_below(&rng, (uint64_t)i + 1), t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+        if (trial % 2) { /* half the trials: one stage per host, GPUs shuffled inside */
+            int first_host = trial / 2 % 2, gpu[8];
+            for (int i = 0; i < 8; i++)
+                gpu[i] = i;
+            for (int i = 7; i > 0; i--) {
+                int j = (int)pf_rng_below(&rng, (uint64_t)i + 1), t = gpu[i];
+                gpu[i] = gpu[j];
+                gpu[j] = t;
+            }
+            for (int i = 0; i < 8; i++)
+                perm[i] = (i < 4 ? first_host : 1 - first_host) * 8 + gpu[i];
+        }
+        for (int i = 0; i < 8; i++)
+            p->stage_list[i / 4].devices[i % 4] = perm[i];
+        char err[256];
+        int rc;
+        pf_export_t *x = pf_export_new(p, g, c, &rc, err, sizeof err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+        int contiguous = 1;
+        for (int h = 0; h < 2; h++) {
+            int lo = 99, hi = -1, n = 0;
+            for (int gr = 0; gr < 8; gr++)
+                if (perm[gr] / 8 == h) { /* rank gr = 4s + 2r + k = index into perm */
+                    lo = gr < lo ? gr : lo;
+                    hi = gr > hi ? gr : hi;
+                    n++;
+                }
+            contiguous &= n == 0 || hi - lo + 1 == n;
+        }
+        CU_ASSERT_EQUAL(pf_export_exact(x), contiguous);
+        nexact += contiguous;
+        check_every_rank(x, p, c);
+        int used[16] = {0};
+        for (int gr = 0; gr < 8; gr++)
+            used[pf_export_layout_rank_device(x, gr)]++;
+        for (int gr = 0; gr < 8; gr++)
+            CU_ASSERT_EQUAL(used[perm[gr]], 1);
+        pf_export_destroy(&x);
+        pf_plan_destroy(&p);
+    }
+    CU_ASSERT(nexact > 10 && nexact < 190); /* both kinds were exercised */
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+/* 8 layers on 4 stages, T = R = 1: layer i = ops 1 + 17i .. 17 + 17i, final_ln 137, head 138. */
+static char *megatron_for(const pf_graph_t *g, const pf_cluster_t *c, const int *cut, int *rc,
+                          char *err, size_t errlen)
+{
+    pf_plan_t *p = cut_plan(g, 4, 1, 1, cut);
+    for (int s = 0; s < 4; s++)
+        p->stage_list[s].devices[0] = s;
+    char *got = NULL;
+    pf_export_t *x = pf_export_new(p, g, c, rc, err, errlen);
+    if (x)
+        got = written(x, pf_export_write_megatron, rc, err, errlen);
+    pf_export_destroy(&x);
+    pf_plan_destroy(&p);
+    return got;
+}
+
+static void test_uneven_split(void)
+{
+    pf_graph_t *g = small_gpt(8);
+    pf_cluster_t *c = two_hosts();
+    char err[512] = "";
+    int rc;
+    /* 1, 2, 2, 3 layers: stage 0 = embed + layer 0 (ops 0-17), 1 = layers 1-2 (18-51),
+     * 2 = layers 3-4 (52-85), 3 = layers 5-7 + final_ln + head (86-138); the middle is even (2),
+     * so first 1 and last 3 are given */
+    const int a[] = {0, 18, 52, 86, 139};
+    char *got = megatron_for(g, c, a, &rc, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, PF_OK);
+    CU_ASSERT_PTR_NOT_NULL(got && strstr(got, "    --num-layers 8\n"
+                                              "    # uneven split: Megatron-LM divides the layers "
+                                              "of the stages not named here evenly\n"
+                                              "    --decoder-first-pipeline-num-layers 1\n"
+                                              "    --decoder-last-pipeline-num-layers 3\n"));
+    free(got);
+    /* 2, 2, 2, 2 is even: no split flags */
+    const int even[] = {0, 35, 69, 103, 139};
+    got = megatron_for(g, c, even, &rc, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, PF_OK);
+    CU_ASSERT_PTR_NULL(got && strstr(got, "pipeline-num-layers"));
+    CU_ASSERT_PTR_NOT_NULL(got && strstr(got, "# layers per stage: 2 2 2 2\n"));
+    free(got);
+    /* 3, 2, 2, 1: middle even, first 3 and last 1 */
+    const int b[] = {0, 52, 86, 120, 139};
+    got = megatron_for(g, c, b, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL(got && strstr(got, "--decoder-first-pipeline-num-layers 3\n"
+                                              "    --decoder-last-pipeline-num-layers 1\n"));
+    free(got);
+    /* 2, 2, 3, 1: first equals the middle's 2 would be fine, but the middle stages differ */
+    const int bad[] = {0, 35, 69, 120, 139};
+    got = megatron_for(g, c, bad, &rc, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "stages 1 and 2 hold 2 and 3 layers: Megatron-LM gives the middle "
+                                "stages equal layer counts (--decoder-first/last-pipeline-num-layers "
+                                "set only the first and the last stage)");
+    free(got);
+    /* 1, 1, 1, 5: the first equals the middle, only the last is given (Megatron-LM splits the
+     * other 8 - 5 = 3 layers over 3 stages) */
+    const int last_only[] = {0, 18, 35, 52, 139};
+    got = megatron_for(g, c, last_only, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL(got && strstr(got, "    --decoder-last-pipeline-num-layers 5\n"));
+    CU_ASSERT_PTR_NULL(got && strstr(got, "--decoder-first"));
+    free(got);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+static void test_refused(void)
+{
+    pf_graph_t *g = small_gpt(4);
+    pf_cluster_t *c = two_hosts();
+    char err[512] = "";
+    int rc;
+    /* cut inside layer 1: its ln1 .. attn.residual (ops 18-28) in stage 0, ln2 (29) on in 1 */
+    const int inside[] = {0, 29, 71};
+    pf_plan_t *p = cut_plan(g, 2, 1, 1, inside);
+    p->stage_list[0].devices[0] = 0;
+    p->stage_list[1].devices[0] = 1;
+    CU_ASSERT_PTR_NULL(pf_export_new(p, g, c, &rc, err, sizeof err));
+    CU_ASSERT_EQUAL(rc, PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "stage 1 cuts block layers.1: ops layers.1.ln2 .. in stage 1, "
+                                "layers.1.ln1 .. in stage 0");
+    pf_plan_destroy(&p);
+    /* a last stage with only final_ln and head holds no layer */
+    const int tail[] = {0, 52, 69, 71};
+    p = cut_plan(g, 3, 1, 1, tail);
+    for (int s = 0; s < 3; s++)
+        p->stage_list[s].devices[0] = s;
+    CU_ASSERT_PTR_NULL(pf_export_new(p, g, c, &rc, err, sizeof err));
+    CU_ASSERT_STRING_EQUAL(err, "stage 2 holds no block: Megatron-LM and DeepSpeed give every "
+                                "pipeline stage whole layers");
+    pf_plan_destroy(&p);
+    /* unmapped, and a device used twice across tensor-parallel ranks */
+    const int two[] = {0, 52, 71};
+    p = cut_plan(g, 2, 1, 2, two);
+    CU_ASSERT_PTR_NULL(pf_export_new(p, g, c, &rc, err, sizeof err));
+    CU_ASSERT_STRING_EQUAL(err, "stage 0 replica 0 tensor-parallel rank 0: no device");
+    const int dup[2][2] = {{0, 1}, {2, 1}};
+    for (int s = 0; s < 2; s++)
+        memcpy(p->stage_list[s].devices, dup[s], sizeof dup[s]);
+    CU_ASSERT_PTR_NULL(pf_export_new(p, g, c, &rc, err, sizeof err));
+    CU_ASSERT_STRING_EQUAL(err, "stage 1 replica 0 tensor-parallel rank 1: device node0/gpu1 is "
+                                "used twice");
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+/* planfarm export through the binary: files written, stdout, refusals and bad usage. */
+static void test_cli(void)
+{
+    pf_graph_t *g = small_gpt(4);
+    pf_cluster_t *c = two_hosts();
+    const int cut[] = {0, 52, 71}, inside[] = {0, 29, 71};
+    char gpath[600], cpath[600], ppath[600], qpath[600], dir[600], err[512];
+    const char *tmp = pf_test_tmpdir();
+    snprintf(gpath, sizeof gpath, "%s/export-gpt.json", tmp);
+    snprintf(cpath, sizeof cpath, "%s/export-cluster.json", tmp);
+    snprintf(ppath, sizeof ppath, "%s/export-plan.json", tmp);
+    snprintf(qpath, sizeof qpath, "%s/export-cut.json", tmp);
+    snprintf(dir, sizeof dir, "%s/export-out", tmp);
+    CU_ASSERT_EQUAL(pf_graph_save(g, gpath, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_cluster_save(c, cpath, err, sizeof err), PF_OK);
+    pf_plan_t *p = cut_plan(g, 2, 2, 1, cut);
+    const int dev[2][2] = {{8, 9}, {0, 1}};
+    for (int s = 0; s < 2; s++)
+        memcpy(p->stage_list[s].devices, dev[s], sizeof dev[s]);
+    CU_ASSERT_EQUAL(pf_plan_save(p, g, c, ppath, err, sizeof err), PF_OK);
+    pf_plan_destroy(&p);
+    p = cut_plan(g, 2, 1, 1, inside);
+    p->stage_list[0].devices[0] = 0;
+    p->stage_list[1].devices[0] = 1;
+    CU_ASSERT_EQUAL(pf_plan_save(p, g, c, qpath, err, sizeof err), PF_OK);
+    pf_plan_destroy(&p);
+
+    struct {
+        const char *args, *expect;
+        int cut_plan, status;
+    } cases[] = {
+        {"megatron %s %s %s", "    --pipeline-model-parallel-size 2\n", 0, 0},
+        {"megatron %s %s %s -o -", "node1 slots=2\nnode0 slots=2\n", 0, 0},
+        {"deepspeed %s %s %s", "\"train_batch_size\": 32,", 0, 0}, /* 4 x 4 micro-batches x 2 */
+        {"torchrun %s %s %s", "node1) node_rank=0; nproc=2; gpus=0,1 ;;", 0, 0},
+        {"megatron %s %s %s -o %s", "wrote", 0, 0},
+        {"megatron %s %s %s", "stage 1 cuts block layers.1", 1, 2},
+        {"slurm %s %s %s", "'slurm' is not megatron, deepspeed or torchrun", 0, 2},
+        {"megatron %s %s", "expected KIND GRAPH CLUSTER PLAN", 0, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[2600], cmd[3000], out[8192];
+        snprintf(args, sizeof args, cases[i].args, gpath, cpath,
+                 cases[i].cut_plan ? qpath : ppath, dir);
+        snprintf(cmd, sizeof cmd, "%s export %s", pf_test_bin(), args);
+        int st = pf_test_run(cmd, out, sizeof out);
+        if (st != cases[i].status || !strstr(out, cases[i].expect))
+            fprintf(stderr, "\n  '%s': status %d, output:\n%s\n", cmd, st, out);
+        CU_ASSERT_EQUAL(st, cases[i].status);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, cases[i].expect));
+    }
+    /* -o DIR wrote the three files; launch.sh runs: an unknown host is refused by name */
+    char cmd[3000], out[4096];
+    snprintf(cmd, sizeof cmd, "grep -c . %s/megatron_args.sh %s/hostfile %s/launch.sh && "
+             "sh %s/launch.sh nodeX train.py", dir, dir, dir, dir);
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "/hostfile:2\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "launch.sh: 'nodeX' is not a host of this plan: node1 "
+                                       "node0"));
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+void pf_suite_export(void)
+{
+    CU_pSuite s = CU_add_suite("export", NULL, NULL);
+    CU_add_test(s, "Megatron-LM: every flag of the example plan, by hand", test_megatron_flags);
+    CU_add_test(s, "DeepSpeed: config of the example plan; ZeRO 2 with a pipeline refused",
+                test_deepspeed_config);
+    CU_add_test(s, "rank layout: hosts and GPUs reordered, every rank inverted; not realisable",
+                test_rank_layout);
+    CU_add_test(s, "rank layout, brute force over random placements", test_layout_brute_force);
+    CU_add_test(s, "uneven layer splits: first/last flags, unequal middle refused",
+                test_uneven_split);
+    CU_add_test(s, "plans that cut a layer or leave a stage without one are refused",
+                test_refused);
+    CU_add_test(s, "planfarm export through the binary", test_cli);
+}

@@ -3,7 +3,8 @@
 #   make run      install what is missing, build, plan an example model end to end
 #   make test     install what is missing, build, run every CUnit suite and integration test
 #   make bench    benchmarks (ratios against baselines measured in the same run);
-#                 BENCH="partition mapping" runs only those
+#                 BENCH="partition mapping" runs only those (BENCH=peers: the peers)
+#   make bench-peers   planfarm against PipeDream and Piper themselves (bench/peers.sh)
 #   make sanitize build and run the unit tests under ASan/UBSan
 #   make check-layers   fail on any #include that points up the layers (README "Architecture")
 
@@ -45,7 +46,7 @@ BENCH_OBJ   := $(call obj,$(BENCH_SRC))
 
 LIBS := $(BUILD)/libpfnet.a $(BUILD)/libpfproto.a $(BUILD)/libplanner.a
 
-.PHONY: setup-test all run test unit integration bench bench-build sanitize clean setup check-layers
+.PHONY: setup-test all run test unit integration bench bench-build bench-peers sanitize clean setup check-layers
 all: planfarm
 
 # Debian packages (scripts/packages.txt): `build` for make and make run, `test` for make test.
@@ -130,7 +131,15 @@ bench-build: setup
 	$(MAKE) planfarm $(BUILD)/pf_bench
 
 bench: bench-build
-	PF_DATA=$(CURDIR)/tests/data $(BUILD)/pf_bench $(BENCH)
+	$(if $(BENCH),$(if $(filter-out peers,$(BENCH)),PF_DATA=$(CURDIR)/tests/data $(BUILD)/pf_bench $(filter-out peers,$(BENCH))),PF_DATA=$(CURDIR)/tests/data $(BUILD)/pf_bench)
+	$(if $(BENCH),$(if $(filter peers,$(BENCH)),$(MAKE) bench-peers),$(MAKE) bench-peers)
+
+# planfarm against PipeDream's optimizer and Piper's planner themselves, on their own inputs, in
+# the same run (bench/peers.sh; SKIP when ../shared/peers is absent).
+bench-peers: setup
+	@./scripts/setup.sh bench
+	$(MAKE) planfarm
+	BUILD=$(BUILD) ./bench/peers.sh
 
 sanitize: setup-test
 	$(MAKE) BUILD=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" \

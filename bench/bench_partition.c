@@ -5,7 +5,8 @@
  *      all threads;
  *   2. coarsening 1k-10k-op graphs with the priority queue against a rescan per fusion;
  *   3. the whole (S, R) sweep for BERT-48 on 32 devices (target: under 2 s);
- *   4. the exact DP (no coarsening) on Piper's inputs against Piper's own times;
+ *   4. the exact DP (no coarsening) on Piper's inputs, 1 thread against all (Piper itself runs
+ *      on the same inputs in bench/peers.sh, `make bench-peers`);
  *   5. BERT-24: coarsened (+ refined) against the exact DP and against topological prefixes. */
 #include "planner/coarsen.h"
 #include "planner/cost.h"
@@ -406,24 +407,20 @@ static int bert48_sweep(void)
 
 static int piper_exact(void)
 {
-    static const struct {
-        const char *file;
-        double piper_s;
-    } inputs[] = {{"piper/gnmt.json", 385}, {"piper/resnet.json", 2.5},
-                  {"piper/bert32a100.json", 0.06}};
+    static const char *const inputs[] = {"piper/gnmt.json", "piper/resnet.json",
+                                         "piper/bert32a100.json"};
     pf_cluster_t *c = dgx1(1);
     if (!c)
         return 1;
     printf("\n4. Exact DP (no coarsening: --coarsen -1, no refinement) on Piper's inputs, 8 "
            "devices (dgx1), S = 1..8 with R = 1, summed\n"
-           "   (best of 3 runs each). Piper's figure (algo.cpp, 2-core machine, 8 devices) solves a more general "
-           "problem (per-stage data/tensor\n   parallel degrees, every S), so the ratio is "
-           "indicative only. 'all' = %d threads.\n",
+           "   (best of 3 runs each). 'all' = %d threads. Piper's own planner on these inputs, "
+           "in the same run:\n   make bench-peers.\n",
            omp_get_max_threads());
     printf("%-22s %3s %9s %11s %10s %10s %6s\n", "input", "S", "downsets", "objective",
            "1t s", "all s", "x");
     for (size_t f = 0; f < sizeof inputs / sizeof inputs[0]; f++) {
-        pf_graph_t *g = import(inputs[f].file);
+        pf_graph_t *g = import(inputs[f]);
         if (!g)
             continue;
         double one = 0, all = 0;
@@ -433,15 +430,13 @@ static int piper_exact(void)
             one += a.wall_s;
             all += b.wall_s;
             if (a.rc != PF_OK)
-                printf("%-22s %3d %s\n", inputs[f].file, S, a.err);
+                printf("%-22s %3d %s\n", inputs[f], S, a.err);
             else
-                printf("%-22s %3d %9lld %11.3f %10.3f %10.3f %6.2f\n", inputs[f].file, S,
+                printf("%-22s %3d %9lld %11.3f %10.3f %10.3f %6.2f\n", inputs[f], S,
                        a.downsets, a.objective_ms, a.wall_s, b.wall_s, a.wall_s / b.wall_s);
         }
-        printf("%-22s %3s %9s %11s %10.3f %10.3f %6.2f   Piper %.2f s: %.0f x ours (all "
-               "threads)\n",
-               inputs[f].file, "sum", "", "", one, all, one / all, inputs[f].piper_s,
-               inputs[f].piper_s / all);
+        printf("%-22s %3s %9s %11s %10.3f %10.3f %6.2f\n", inputs[f], "sum", "", "", one, all,
+               one / all);
         pf_graph_destroy(&g);
     }
     pf_cluster_destroy(&c);

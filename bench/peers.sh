@@ -1,0 +1,244 @@
+#!/bin/bash
+# bench/peers.sh (`make bench-peers`): planfarm against the peers themselves, in the same run, on
+# the peers' own inputs. Nothing of the peers is in this repository: Piper's planner is compiled
+# from ../shared/peers/piper into build/peers/, PipeDream's optimizer runs from
+# ../shared/peers/pipedream. Every number printed is measured here; see bench/RESULTS.md for what
+# each column means and how the peers' problems map onto planfarm's.
+#
+# Environment: PF_PEERS (default ../shared/peers), PF_PEER_DATA (../shared/data), BUILD (build),
+# PF_PEER_TIMEOUT_S (600: a peer run past it is killed and reported, not waited for),
+# PF_PEER_ONLY (pipedream|piper: one half only), PF_PIPEDREAM_PROFILES, PF_PIPER_INPUTS
+# (space-separated subsets, e.g. "alexnet vgg16" or "bert32a100:8 resnet:32").
+set -u
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+peers=${PF_PEERS:-$root/../shared/peers}
+data=${PF_PEER_DATA:-$root/../shared/data}
+out=$root/${BUILD:-build}/peers
+pf=$root/planfarm
+timeout_s=${PF_PEER_TIMEOUT_S:-600}
+only=${PF_PEER_ONLY:-}
+
+skip() { echo "SKIP bench-peers: $*"; exit 0; }
+
+if [ ! -d "$peers/piper" ] || [ ! -d "$peers/pipedream/optimizer" ]; then
+    skip "no peers at $peers (set PF_PEERS to the directory holding piper/ and pipedream/)"
+fi
+if [ ! -d "$data/pipedream" ] || [ ! -d "$data/piper" ]; then
+    skip "no reference data at $data (set PF_PEER_DATA)"
+fi
+[ -x "$pf" ] || { echo "bench-peers: $pf not built (make planfarm)" >&2; exit 1; }
+
+# What each half needs (scripts/packages.txt, group bench).
+missing=""
+command -v jq >/dev/null 2>&1 || missing="$missing jq"
+command -v timeout >/dev/null 2>&1 || missing="$missing coreutils"
+piper_ok=1 pipedream_ok=1
+command -v g++ >/dev/null 2>&1 || { missing="$missing g++"; piper_ok=0; }
+[ -f /usr/include/nlohmann/json.hpp ] || { missing="$missing nlohmann-json3-dev"; piper_ok=0; }
+/usr/bin/python3 -c 'import graphviz' 2>/dev/null || { missing="$missing python3-graphviz"; pipedream_ok=0; }
+/usr/bin/python3 -c 'import numpy' 2>/dev/null || { missing="$missing python3-numpy"; pipedream_ok=0; }
+case $missing in *jq* | *coreutils*) skip "missing Debian packages:$missing (scripts/setup.sh bench)" ;; esac
+[ -n "$missing" ] && echo "bench-peers: missing Debian packages:$missing (scripts/setup.sh bench); skipping what needs them"
+mkdir -p "$out"
+
+now_ns() { date +%s%N; }
+# seconds between two now_ns stamps
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b - a) / 1e9 }'; }
+ratio() { awk -v p="$1" -v q="$2" 'BEGIN { if (q > 0) printf "%.1f", p / q; else print "-" }'; }
+
+echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date +%Y-%m-%d)"
+echo "times: wall seconds of whole processes (start-up, reading the input, solving), one run each"
+
+# ---------------------------------------------------------------- PipeDream
+# PipeDream's optimizer with --straight_pipeline (every stage on one worker: no replication), -n N
+# workers, no memory constraint (its default), no activation compression (its default, under which
+# its pipeline time is the slowest stage's compute alone: communication only enters through
+# data-parallel replication, which a straight pipeline has none of).
+# planfarm: the same problem is `partition --stages N --replicas 1` on a flat cluster of N
+# devices at the same bandwidth, memory large enough never to bind (PipeDream checks none), on
+# PipeDream's view of the profile (its main() zeroes and removes the Input sources: alexnet's
+# input op alone is 600 ms) and with --flat-gbps so large that eq. 3's communication term
+# vanishes: that is PipeDream's straight-pipeline objective, which the DP then minimises.
+pipedream() {
+    bw_gbps=10
+    bw_bytes=10000000000
+    echo
+    echo "== PipeDream (optimizer_graph_hierarchical.py --straight_pipeline -b $bw_bytes) against planfarm partition --stages N --replicas 1"
+    echo "   planfarm s = import + partition --flat-gbps 1e12 (PipeDream's objective); PipeDream s = the optimizer's process"
+    echo "   'x' = PipeDream s / planfarm s; both on PipeDream's view of the profile (Input sources zeroed, as its main() does)"
+    echo "   PD model: PipeDream's 'Time per stage in pipeline' (max stage forward + backward, Input ops zeroed), ms"
+    echo "   pf model: planfarm's eq. 5 'full' objective from planfarm map at the real $bw_gbps GB/s (flat cluster, R = 1:"
+    echo "   eq. 3, max over stages of compute + bytes crossing the stage boundary / $bw_gbps GB/s), ms"
+    t0=$(now_ns); /usr/bin/python3 -c 'import numpy, graphviz'; t1=$(now_ns)
+    echo "   (Python start-up with numpy and graphviz alone: $(secs "$t0" "$t1") s of every PipeDream run)"
+    printf '%-15s %2s %9s %9s %7s | %10s %10s %8s | %10s %10s %8s\n' profile N "pf s" "PD s" x \
+        "pf:PD" "PD:PD" "pf/PD" "pf:pf" "PD:pf" "pf/PD"
+    for n in 4 8; do
+        "$pf" cluster hier --machines 1 --gpus "$n" --intra-gbps "$bw_gbps" --mem-gb 4096 \
+            --name "flat$n" -o "$out/flat$n.json" || return 1
+    done
+    profiles=${PF_PIPEDREAM_PROFILES:-alexnet vgg16 resnet18 resnet50 resnet101 resnext50 resnext101
+        squeezenet1_0 inception_v3 densenet121 nasnetamobile nasnetalarge gnmt gnmt_large}
+    for p in $profiles; do
+        for n in 4 8; do
+            pd_row "$p" "$n"
+        done
+    done
+}
+
+# PipeDream's stage assignment (its gpus=N.txt: "nodeK -- ... -- stage_id=S") as planfarm stage
+# lists, put into planfarm's own plan for the same graph so that `planfarm map` prices it.
+# Ops PipeDream drops (unused __getitem__ sinks) go to their producer's stage.
+pd_plan() { # pd_graph_txt pf_graph pf_plan -> stdout
+    awk '/^node[0-9]+ -- .* -- stage_id=[0-9]+$/ {
+            split($1, a, "node"); n = split($0, f, "stage_id="); print a[2], f[n] }' "$1" >"$out/pd.stages"
+    jq --slurpfile g "$2" --rawfile st "$out/pd.stages" '
+        ($st | split("\n") | map(select(length > 0) | split(" ") | map(tonumber))
+             | map({key: (.[0] | tostring), value: .[1]}) | from_entries) as $sid
+        | ($g[0].edges | map({key: (.dst | tostring), value: .src}) | from_entries) as $prod
+        | [$g[0].ops[].id | . as $id | {id: $id, s: ($sid[$id | tostring] // $sid[$prod[$id | tostring] | tostring])}] as $a
+        | ($a | map(.s) | max + 1) as $S
+        | .stages = $S
+        | .stage_list = [range($S) as $s | {id: $s, ops: [$a[] | select(.s == $s) | .id], devices: [$s]}]' "$3"
+}
+
+pf_objective() { # graph cluster plan -> eq. 5 full objective (ms), or the error
+    "$pf" map "$1" "$2" "$3" --instantiation full 2>"$out/map.err" | jq -r '.objective_ms' ||
+        echo "map failed: $(head -c 200 "$out/map.err")"
+}
+
+pd_row() {
+    p=$1 n=$2
+    file=$data/pipedream/$p.txt
+    g=$out/pd-$p.json plan=$out/pd-$p-$n.plan.json pdo=$out/pd-$p-$n
+    rm -rf "$pdo" && mkdir -p "$pdo"
+    t0=$(now_ns)
+    "$pf" import pipedream "$file" -o "$g.raw" 2>/dev/null
+    rc=$?
+    t1=$(now_ns)
+    # not timed: PipeDream's view of the profile (Input sources cost and carry nothing)
+    [ $rc = 0 ] && jq '([.ops[] | select((.name | test("^node[0-9]+\\.Input")) and .type == "input") | .id]) as $in
+        | .ops |= map(if (.id | IN($in[])) then .fwd_ms = 0 | .bwd_ms = 0 | .param_bytes = 0
+                       | .mem_fwd_bytes = 0 | .mem_bwd_bytes = 0 else . end)
+        | .edges |= map(if (.src | IN($in[])) then .bytes = 0 else . end)' "$g.raw" >"$g"
+    t2=$(now_ns)
+    [ $rc = 0 ] && "$pf" partition "$g" "$out/flat$n.json" --stages "$n" --replicas 1 \
+        --flat-gbps 1e12 -o "$plan" 2>"$out/pf.err"
+    rc=$?
+    t3=$(now_ns)
+    pf_s=$(awk -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" 'BEGIN { printf "%.3f", (b - a + d - c) / 1e9 }')
+    [ $rc = 0 ] || { echo "$p $n: planfarm failed: $(cat "$out/pf.err")"; return; }
+    t0=$(now_ns)
+    (cd "$peers/pipedream/optimizer" &&
+        timeout "$timeout_s" /usr/bin/python3 optimizer_graph_hierarchical.py -f "$file" -n "$n" \
+            -b "$bw_bytes" --straight_pipeline -o "$pdo") >"$pdo.log" 2>&1
+    rc=$?
+    t1=$(now_ns)
+    pd_s=$(secs "$t0" "$t1")
+    if [ $rc = 124 ]; then
+        printf '%-15s %2s %9s %9s  PipeDream did not finish in %s s\n' "$p" "$n" "$pf_s" "-" "$timeout_s"
+        return
+    fi
+    pd_ms=$(awk '/^Time per stage in pipeline:/ { printf "%.6f", $NF * 1000 }' "$pdo.log")
+    if [ $rc != 0 ] || [ -z "$pd_ms" ]; then
+        echo "$p $n: PipeDream failed (rc $rc): $(tail -n 2 "$pdo.log")"
+        return
+    fi
+    # planfarm's plan under PipeDream's model: max over stages of forward + backward, Input ops zeroed
+    pf_pd=$(jq -r --slurpfile g "$g" '
+        ($g[0].ops | map({key: (.id | tostring), value: (if (.name | test("^node[0-9]+\\.Input")) then 0
+                                                         else .fwd_ms + .bwd_ms end)}) | from_entries) as $c
+        | [.stage_list[] | [.ops[] | $c[tostring]] | add] | max' "$plan")
+    pd_plan "$pdo/gpus=$n.txt" "$g" "$plan" >"$pdo/pd.plan.json"
+    pf_pf=$(pf_objective "$g" "$out/flat$n.json" "$plan")
+    pd_pf=$(pf_objective "$g" "$out/flat$n.json" "$pdo/pd.plan.json")
+    printf '%-15s %2s %9s %9s %7s | %10.3f %10.3f %8.4f | %10.3f %10.3f %8.4f\n' "$p" "$n" "$pf_s" "$pd_s" \
+        "$(ratio "$pd_s" "$pf_s")" "$pf_pd" "$pd_ms" "$(awk -v a="$pf_pd" -v b="$pd_ms" 'BEGIN{print a/b}')" \
+        "$pf_pf" "$pd_pf" "$(awk -v a="$pf_pf" -v b="$pd_pf" 'BEGIN{print a/b}')"
+}
+
+# ---------------------------------------------------------------- Piper
+# Piper's driver (driver.cpp, unmodified) with `notp`: every node keeps its 1-device configurations
+# (plain and with activation recomputation), so Piper searches stages x per-stage data-parallel
+# degree. planfarm: `plan` (every S x R = D, constant R per stage, no recomputation) on a flat
+# cluster of D devices at the file's bandwidth, 16 GiB each, MB = D micro-batches in flight (so that
+# stage s stashes S - s inputs, as Piper's 1F1B memory term does for a constant degree).
+# planfarm's plan is priced under Piper's model by Piper's own getTPSForResult (bench/piper_eval.cpp).
+piper_build() {
+    for prog in piper_run piper_eval; do
+        src=$peers/piper/driver.cpp
+        [ $prog = piper_eval ] && src=$root/bench/piper_eval.cpp
+        if [ ! -x "$out/$prog" ] || [ "$src" -nt "$out/$prog" ] || [ "$peers/piper/algo.cpp" -nt "$out/$prog" ]; then
+            echo "   building $out/$prog (g++ -O3 -std=c++17)"
+            g++ -O3 -std=c++17 -w -I"$peers/piper" "$src" -o "$out/$prog" || return 1
+        fi
+    done
+}
+
+piper() {
+    echo
+    echo "== Piper (driver.cpp FILE D 16 notp) against planfarm plan, D devices of 16 GiB"
+    echo "   Piper s = the driver's process (its own solve_s in brackets); planfarm s = import + plan; 'x' = Piper s / planfarm s"
+    echo "   Piper model: time_per_sample of getTPSForResult (inf: a stage does not fit Piper's memory model)"
+    echo "   pf model: planfarm's plan objective_ms (eq. 5 full); Piper's plan has per-stage degrees planfarm cannot express"
+    piper_build || { echo "bench-peers: building Piper failed" >&2; return 1; }
+    printf '%-11s %4s %4s %9s %18s %7s | %12s %12s %9s | %10s  %s\n' input D mode "pf s" "Piper s (solve)" x \
+        "pf:Piper" "Piper:Piper" "pf/Piper" "pf:pf" "Piper's stages (d each)"
+    inputs=${PF_PIPER_INPUTS:-bert32a100:8 resnet:8 gnmt:8 bert32a100:32 resnet:32 gnmt:32 bert32a100:512 resnet:512 gnmt:512}
+    for in in $inputs; do
+        piper_row "${in%%:*}" "${in##*:}"
+    done
+}
+
+piper_row() {
+    m=$1 d=$2
+    file=$data/piper/$m.json
+    g=$out/piper-$m.json plan=$out/piper-$m-$d.plan.json
+    gbps=$(jq -r '.bandwidth / 1e9' "$file")
+    cl=$out/piper-flat$d.json
+    "$pf" cluster hier --machines 1 --gpus "$d" --intra-gbps "$gbps" --mem-gb 16 --name "flat$d" -o "$cl" || return
+    t0=$(now_ns)
+    "$pf" import piper "$file" -o "$g" 2>/dev/null &&
+        "$pf" plan "$g" "$cl" --microbatches "$d" --quiet -o "$plan" 2>"$out/pf.err"
+    rc=$?
+    t1=$(now_ns)
+    pf_s=$(secs "$t0" "$t1")
+    if [ $rc = 0 ]; then
+        pf_pf=$(jq -r '.objective_ms' "$plan")
+        jq -r '.replicas as $r | .stage_list[] | "\($r) " + (.ops | map(tostring) | join(" "))' "$plan" >"$out/pf.stages"
+        pf_piper=$("$out/piper_eval" "$file" "$d" 16 notp "$out/pf.stages" 2>/dev/null | jq -r '.time_per_sample')
+        [ "$pf_piper" = "1e+30" ] && pf_piper=inf
+    else
+        pf_pf="fail($rc)" pf_piper=-
+    fi
+    t0=$(now_ns)
+    timeout "$timeout_s" "$out/piper_run" "$file" "$d" 16 notp >"$out/piper.out" 2>"$out/piper.err"
+    rc=$?
+    t1=$(now_ns)
+    pi_s=$(secs "$t0" "$t1")
+    if [ $rc = 124 ]; then
+        printf '%-11s %4s %4s %9s %18s   Piper did not finish in %s s: skipped\n' "$m" "$d" notp "$pf_s" "> $timeout_s" "$timeout_s"
+    elif [ $rc != 0 ]; then
+        printf '%-11s %4s %4s %9s  Piper failed (rc %s): %s\n' "$m" "$d" notp "$pf_s" "$rc" "$(head -c 200 "$out/piper.out")"
+    else
+        solve=$(jq -r '.solve_s' "$out/piper.out")
+        tps=$(jq -r '.time_per_sample' "$out/piper.out")
+        stages=$(awk '/^formed a stage with nodes/ { for (i = 1; i <= NF; i++) if ($i ~ /^d=/) { sub("d=", "", $i); s = s (s ? "," : "") $i } }
+                      END { print s }' "$out/piper.err")
+        printf '%-11s %4s %4s %9s %9s (%6.3f) %7s | %12s %12s %9s | %10.3f  %s\n' "$m" "$d" notp "$pf_s" "$pi_s" "$solve" \
+            "$(ratio "$pi_s" "$pf_s")" "$pf_piper" "$tps" \
+            "$(awk -v a="$pf_piper" -v b="$tps" 'BEGIN{ if (a == "inf") print "inf"; else printf "%.4f", a / b }')" \
+            "$pf_pf" "$stages"
+    fi
+    printf '%-11s %4s %4s   full problem (Piper with tensor parallelism): pending tensor parallelism in planfarm\n' "$m" "$d" full
+}
+
+status=0
+if [ "$only" != piper ]; then
+    if [ $pipedream_ok = 1 ]; then pipedream || status=1; else echo "SKIP PipeDream: missing packages"; fi
+fi
+if [ "$only" != pipedream ]; then
+    if [ $piper_ok = 1 ]; then piper || status=1; else echo "SKIP Piper: missing packages"; fi
+fi
+exit $status

@@ -1,0 +1,78 @@
+// piper_eval: prices a pipeline given from outside (planfarm's plan) under Piper's own cost model,
+// by calling Piper's Graph::getTPSForResult. Built by bench/peers.sh against Piper's unmodified
+// algo.cpp from ../shared/peers/piper (found through -I); nothing of Piper is kept in this repo.
+//
+// Use: piper_eval FILE MAX_DEVICES MEM_GIB notp|full STAGES
+//   FILE, MAX_DEVICES, MEM_GIB, notp: exactly what Piper's driver.cpp takes, and the instance is
+//   built the same way (notp keeps only each node's 1-device configurations).
+//   STAGES: one stage a line, "R id id ...": the stage's data-parallel degree, then the Piper node
+//   ids of its nodes (the `id` field of the input file), stages in pipeline order.
+// Prints {"time_per_sample": X}; X is Piper's INFTY (printed as "inf") when a stage does not fit.
+// Every node runs Piper's "vanilla" configuration (no activation recomputation, no tensor
+// parallelism): the only kind of stage planfarm's restricted problem produces.
+#define main piper_original_main
+#include "algo.cpp"
+#undef main
+
+static int usage()
+{
+    cerr << "usage: piper_eval FILE MAX_DEVICES MEM_GIB notp|full STAGES" << endl;
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 6)
+        return usage();
+    ifstream in(argv[1]);
+    if (!in) {
+        cerr << "piper_eval: cannot open " << argv[1] << endl;
+        return 2;
+    }
+    json j;
+    in >> j;
+    if (string(argv[4]) == "notp")
+        for (auto &node : j["nodes"]) {
+            json keep = json::object();
+            if (node["TMPCs"].count("1"))
+                keep["1"] = node["TMPCs"]["1"];
+            node["TMPCs"] = keep;
+        }
+    else if (string(argv[4]) != "full")
+        return usage();
+    j["maxDevices"] = atoi(argv[2]);
+    j["maxMemoryPerDevice"] = atof(argv[3]) * (1 << 30);
+    Instance ins = j.get<Instance>();
+
+    ifstream stages_in(argv[5]);
+    if (!stages_in) {
+        cerr << "piper_eval: cannot open " << argv[5] << endl;
+        return 2;
+    }
+    Result r;
+    string line;
+    int lineno = 0;
+    while (getline(stages_in, line)) {
+        lineno++;
+        istringstream fields(line);
+        ResultStage rs;
+        if (!(fields >> rs.dataParallelDegree))
+            continue;
+        rs.tensorParallelDegree = 1;
+        int id;
+        while (fields >> id) {
+            if (!ins.newNumber.count(id)) {
+                cerr << "piper_eval: " << argv[5] << ":" << lineno << ": node " << id
+                     << " is not in " << argv[1] << endl;
+                return 2;
+            }
+            const int v = ins.newNumber.at(id);
+            rs.nodes.push_back(v);
+            rs.TMPCids[v] = "vanilla";
+        }
+        r.stages.push_back(rs);
+    }
+    Graph g(ins);
+    cout << "{\"time_per_sample\": " << setprecision(12) << g.getTPSForResult(r) << "}" << endl;
+    return 0;
+}

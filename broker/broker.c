@@ -3,7 +3,7 @@
 #include "broker/dispatch.h"
 #include "planner/search.h"
 #include "planner/util.h"
-#include "proto/codec.h"
+#include "proto/job_codec.h"
 #include "proto/wire.h"
 
 #include <errno.h>

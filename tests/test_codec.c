@@ -1,7 +1,7 @@
 /* codec: round trips of every planner object through protobuf, and rejection of malformed
  * messages (truncated bytes, out-of-range indices, wrong sizes). */
 #include "planner/util.h"
-#include "proto/codec.h"
+#include "proto/job_codec.h"
 #include "tests/testutil.h"
 
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * missing blob and FAILED when the blob cannot be had, CANCEL of a waiting job, heartbeats,
  * and a new connection (new identity, READY again) after a BYE. */
 #include "planner/util.h"
-#include "proto/codec.h"
+#include "proto/job_codec.h"
 #include "tests/testutil.h"
 #include "worker/cache.h"
 #include "worker/worker.h"

@@ -1,7 +1,7 @@
 #include "worker/worker.h"
 #include "planner/jobs.h"
 #include "planner/util.h"
-#include "proto/codec.h"
+#include "proto/job_codec.h"
 #include "proto/wire.h"
 #include "worker/cache.h"
 

@@ -47,6 +47,17 @@ int pf_wire_parse_header(const void *data, size_t size, pf_msg_t *kind, char *er
     return PF_OK;
 }
 
+const char *pf_request_state_name(Planfarm__RequestState s)
+{
+    switch (s) {
+    case PLANFARM__REQUEST_STATE__REQ_QUEUED: return "queued";
+    case PLANFARM__REQUEST_STATE__REQ_RUNNING: return "running";
+    case PLANFARM__REQUEST_STATE__REQ_DONE: return "done";
+    case PLANFARM__REQUEST_STATE__REQ_FAILED: return "failed";
+    default: return "cancelled";
+    }
+}
+
 /* ---- arena ---- */
 
 typedef struct chunk {

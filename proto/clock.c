@@ -20,6 +20,11 @@ pf_clock_t pf_manual_clock_init(pf_manual_clock_t *m, double t_s)
     return (pf_clock_t){manual_now_s, m};
 }
 
+pf_clock_t pf_manual_clock(pf_manual_clock_t *m)
+{
+    return (pf_clock_t){manual_now_s, m};
+}
+
 void pf_manual_clock_advance(pf_manual_clock_t *m, double dt_s)
 {
     atomic_fetch_add(&m->now_us, llround(dt_s * 1e6));

@@ -18,8 +18,10 @@ typedef struct {
     atomic_llong now_us;
 } pf_manual_clock_t;
 
-/* A pf_clock_t reading m, starting at t_s. */
+/* Sets m to t_s and returns a pf_clock_t reading it. */
 pf_clock_t pf_manual_clock_init(pf_manual_clock_t *m, double t_s);
+/* A pf_clock_t reading m as it is (a second reader of the same clock). */
+pf_clock_t pf_manual_clock(pf_manual_clock_t *m);
 void pf_manual_clock_advance(pf_manual_clock_t *m, double dt_s);
 
 #endif

@@ -5,6 +5,8 @@
 #   make bench    benchmarks (ratios against baselines measured in the same run);
 #                 BENCH="partition mapping" runs only those
 #   make sanitize build and run the unit tests under ASan/UBSan
+#   make stress-test  `make test` 20 times and `make sanitize` 5 times under two CPU hogs per
+#                 core (STRESS_N, STRESS_SANITIZE_N change the counts)
 
 BUILD   ?= build
 V       ?= 0
@@ -44,7 +46,7 @@ BENCH_OBJ   := $(call obj,$(BENCH_SRC))
 
 LIBS := $(BUILD)/libpfnet.a $(BUILD)/libpfproto.a $(BUILD)/libplanner.a
 
-.PHONY: all run test unit integration bench sanitize clean setup layers
+.PHONY: all run test unit integration bench sanitize clean setup layers stress-test
 all: planfarm
 
 setup:
@@ -131,6 +133,9 @@ sanitize: setup
 	$(MAKE) BUILD=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" \
 	    LDLIBS="-lm -lpthread -fopenmp -fsanitize=address,undefined" build-asan/pf_tests
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 PF_DATA=$(CURDIR)/tests/data build-asan/pf_tests
+
+stress-test:
+	sh tests/stress.sh $(or $(STRESS_N),20) $(or $(STRESS_SANITIZE_N),5)
 
 # BERT-large (the generator's defaults) on 4 x DGX-1, planned end to end through the embedded
 # broker and one worker thread per core; the summary goes to stderr, the plan to build/plan.json.

@@ -7,6 +7,8 @@
 #   make bench-peers   planfarm against PipeDream and Piper themselves (bench/peers.sh)
 #   make sanitize build and run the unit tests under ASan/UBSan
 #   make check-layers   fail on any #include that points up the layers (README "Architecture")
+#   make stress-test  `make test` 20 times and `make sanitize` 5 times under two CPU hogs per
+#                 core (STRESS_N, STRESS_SANITIZE_N change the counts)
 
 BUILD   ?= build
 V       ?= 0
@@ -46,7 +48,7 @@ BENCH_OBJ   := $(call obj,$(BENCH_SRC))
 
 LIBS := $(BUILD)/libpfnet.a $(BUILD)/libpfproto.a $(BUILD)/libplanner.a
 
-.PHONY: setup-test all run test unit integration bench bench-build bench-peers sanitize clean setup check-layers
+.PHONY: setup-test all run test unit integration bench bench-build bench-peers sanitize clean setup check-layers stress-test
 all: planfarm
 
 # Debian packages (scripts/packages.txt): `build` for make and make run, `test` for make test.
@@ -145,6 +147,9 @@ sanitize: setup-test
 	$(MAKE) BUILD=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" \
 	    LDLIBS="-lm -lpthread -fopenmp -fsanitize=address,undefined" build-asan/pf_tests
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 PF_DATA=$(CURDIR)/tests/data build-asan/pf_tests
+
+stress-test:
+	sh tests/stress.sh $(or $(STRESS_N),20) $(or $(STRESS_SANITIZE_N),5)
 
 # BERT-large (the generator's defaults) on 4 x DGX-1, planned end to end through the embedded
 # broker and one worker thread per core; the summary goes to stderr, the plan to build/plan.json.

@@ -5,7 +5,7 @@
 #ifndef PF_BLOBSTORE_H
 #define PF_BLOBSTORE_H
 
-#include "proto/codec.h"
+#include "proto/job_codec.h"
 
 #include <stddef.h>
 #include <stdint.h>

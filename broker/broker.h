@@ -4,9 +4,15 @@
  *
  * One thread does everything: it receives a batch of messages, lets the dispatch core
  * (broker/dispatch.h) and the requests' search state machines (planner/search.h: pure logic,
- * never a solver) react, then hands queued jobs to workers with free credits. Every
- * `heartbeat_ms` it sends heartbeats, expires silent workers (their jobs go back to the queue)
- * and re-sends jobs past their deadline.
+ * never a solver) react, then hands queued jobs to workers with free credits. Once per
+ * `heartbeat_ms` of its clock (options; the monotonic clock unless a test moves time by hand) it
+ * sends heartbeats, re-sends jobs past their deadline, and declares dead the workers it has not
+ * heard from through `liveness` of these intervals (their jobs go back to the queue). Liveness
+ * counts the loop's own intervals, not seconds: a broker that was busy or not scheduled does not
+ * blame its workers for the time it lost.
+ *
+ * Files: peers.c (registry, sending), requests.c, client_proto.c, worker_proto.c, broker.c (the
+ * loop); broker_int.h is what they share.
  *
  * Network input is never trusted: a message with the wrong frame count, a bad header, an
  * undecodable or invalid body, or a kind its sender may not send is counted, logged once per
@@ -15,6 +21,7 @@
 #define PF_BROKER_H
 
 #include "planner/jobs.h"
+#include "proto/clock.h"
 
 #include <czmq.h>
 #include <stddef.h>
@@ -27,7 +34,8 @@ typedef struct pf_broker pf_broker_t;
 typedef struct {
     const char *endpoint;   /* bind address; default PF_BROKER_DEFAULT_ENDPOINT */
     int heartbeat_ms;       /* default 1000 */
-    int liveness;           /* heartbeats a worker may miss before it is dead; default 5 */
+    int liveness;           /* heartbeat intervals of the broker's loop a worker may stay silent
+                             * through before it is dead; default 5 */
     int max_attempts;       /* workers a job may outlive before it is poisoned; default 3 */
     int64_t max_msg_bytes;  /* ZMQ_MAXMSGSIZE: larger frames drop the connection; 256 MiB */
     pf_job_limits_t limits; /* deadlines of one attempt of a job (planner/jobs.h) */
@@ -36,6 +44,7 @@ typedef struct {
                              * holds its graph, cluster, blobs and search); default 64 */
     int verbose;            /* also log job failures and failed sends */
     int quiet;              /* no routine log lines (embedded mode); warnings still show */
+    pf_clock_t clock;       /* heartbeats, liveness, deadlines; default (zeroed) monotonic */
 } pf_broker_opts_t;
 
 void pf_broker_opts_init(pf_broker_opts_t *o);
@@ -47,11 +56,12 @@ void pf_broker_destroy(pf_broker_t **b);
 /* The bound endpoint (a tcp port of 0 or * is resolved). */
 const char *pf_broker_endpoint(const pf_broker_t *b);
 
-/* Serves until SIGINT or SIGTERM. PF_OK, or PF_ERR when polling failed. */
+/* Serves until SIGINT or SIGTERM. PF_OK, or PF_ERR when it cannot poll its socket. */
 int pf_broker_run(pf_broker_t *b);
 
 typedef struct {
-    double wall_s, busy_s;        /* busy: time spent handling messages and timers */
+    double wall_s, busy_s; /* monotonic seconds since pf_broker_new, and those spent handling
+                            * messages and timers (not the options' clock: a measurement) */
     long long msgs_in, msgs_out, malformed;
     long long dispatched, answered, requeued, poisoned;
     int workers;

@@ -8,7 +8,7 @@
 #include "planner/cluster.h"
 #include "planner/graph.h"
 #include "planner/search.h"
-#include "proto/codec.h"
+#include "proto/job_codec.h"
 
 #include <stddef.h>
 

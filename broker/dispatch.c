@@ -32,7 +32,7 @@ typedef struct {
     int credits;
     unsigned kinds;
     void *user;
-    double last_seen;
+    int silent_ticks; /* ticks since its last message */
     held_t *held; /* `credits` slots */
     int nheld;
 } worker_t;
@@ -78,7 +78,7 @@ static int id_cmp(const void *a, const void *b)
 void pf_dispatch_opts_init(pf_dispatch_opts_t *o)
 {
     o->max_attempts = 3;
-    o->liveness_s = 5;
+    o->liveness = 5;
 }
 
 pf_dispatch_t *pf_dispatch_new(const pf_dispatch_opts_t *o, const pf_dispatch_events_t *ev)
@@ -243,7 +243,7 @@ static void requeue(pf_dispatch_t *d, job_t *j, const char *why)
 
 /* ---- workers ---- */
 
-int pf_dispatch_worker_add(pf_dispatch_t *d, int credits, unsigned kinds, void *user, double now)
+int pf_dispatch_worker_add(pf_dispatch_t *d, int credits, unsigned kinds, void *user)
 {
     if (credits < 1)
         credits = 1;
@@ -275,17 +275,16 @@ int pf_dispatch_worker_add(pf_dispatch_t *d, int credits, unsigned kinds, void *
     w->credits = credits;
     w->kinds = kinds;
     w->user = user;
-    w->last_seen = now;
     d->live_workers++;
     d->credits += credits;
     d->credits_free += credits;
     return slot;
 }
 
-void pf_dispatch_worker_seen(pf_dispatch_t *d, int w, double now)
+void pf_dispatch_worker_seen(pf_dispatch_t *d, int w)
 {
     if (valid_worker(d, w))
-        d->w[w].last_seen = now;
+        d->w[w].silent_ticks = 0;
 }
 
 static void remove_worker(pf_dispatch_t *d, int wi, const char *why)
@@ -512,10 +511,9 @@ void pf_dispatch_tick(pf_dispatch_t *d, double now)
         worker_t *w = &d->w[wi];
         if (!w->in_use)
             continue;
-        double silent = now - w->last_seen;
-        if (silent > d->o.liveness_s) {
+        if (w->silent_ticks++ >= d->o.liveness) {
             char why[96];
-            snprintf(why, sizeof why, "worker silent for %.1f s", silent);
+            snprintf(why, sizeof why, "worker silent for %d heartbeats", d->o.liveness);
             void *user = w->user;
             remove_worker(d, wi, why);
             push_event(d, EV_DEAD, user, 0, 0, NULL);

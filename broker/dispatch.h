@@ -1,4 +1,5 @@
-/* dispatch: the broker's job bookkeeping without sockets or clocks (the caller passes `now`), so
+/* dispatch: the broker's job bookkeeping without sockets or clocks (the caller passes `now` and
+ * calls pf_dispatch_tick once per heartbeat interval), so
  * credit accounting, re-queueing and poisoning are unit-tested without a network.
  *
  *   queue     FIFO of jobs waiting for a worker; a job that comes back (worker died, deadline,
@@ -31,14 +32,17 @@ typedef struct {
     /* A job failed max_attempts times; it has been removed. */
     void (*poisoned)(void *ctx, void *owner, uint64_t owner_job, uint64_t job_id,
                      const char *error);
-    /* A worker stayed silent past its liveness; its jobs are back in the queue and its handle
-     * is no longer valid. */
+    /* A worker stayed silent for `liveness` ticks; its jobs are back in the queue and its
+     * handle is no longer valid. */
     void (*worker_dead)(void *ctx, void *worker_user);
 } pf_dispatch_events_t;
 
 typedef struct {
-    int max_attempts;  /* default 3 */
-    double liveness_s; /* silence after which a worker is dead; default 5 */
+    int max_attempts; /* default 3 */
+    /* Ticks (the owner's heartbeat intervals) a worker may stay silent; dead at the next one.
+     * Counted in the owner's own ticks, not in seconds: an owner that was busy (a large message)
+     * or not scheduled ticks late, and its workers are not blamed for the time it lost. */
+    int liveness; /* default 5 */
 } pf_dispatch_opts_t;
 
 void pf_dispatch_opts_init(pf_dispatch_opts_t *o);
@@ -48,10 +52,9 @@ void pf_dispatch_destroy(pf_dispatch_t **d);
 /* ---- workers (handles are small ints, reused after a worker is removed) ---- */
 
 /* kinds: bit (1 << pf_job_kind_t) for each kind it runs. Returns the handle or PF_ERR. */
-int pf_dispatch_worker_add(pf_dispatch_t *d, int credits, unsigned kinds, void *user,
-                           double now);
-/* Any message from the worker. */
-void pf_dispatch_worker_seen(pf_dispatch_t *d, int w, double now);
+int pf_dispatch_worker_add(pf_dispatch_t *d, int credits, unsigned kinds, void *user);
+/* Any message from the worker: it is not silent in the current tick. */
+void pf_dispatch_worker_seen(pf_dispatch_t *d, int w);
 /* Gone (BYE, unreachable): its live jobs go back to the queue, one attempt counted each. */
 void pf_dispatch_worker_remove(pf_dispatch_t *d, int w, const char *why);
 int pf_dispatch_worker_held(const pf_dispatch_t *d, int w); /* jobs held, cancelled included */
@@ -97,8 +100,9 @@ void pf_dispatch_cancel(pf_dispatch_t *d, uint64_t id);
 /* Every outstanding job of this owner. */
 void pf_dispatch_cancel_owner(pf_dispatch_t *d, void *owner);
 
-/* Deadlines and liveness: a job past its deadline is cancelled at its worker and queued again
- * (one attempt); a worker silent for liveness_s is removed. */
+/* One heartbeat interval of the owner. Deadlines: a job past its deadline at `now` is cancelled
+ * at its worker and queued again (one attempt). Liveness: a worker that sent nothing since the
+ * last `liveness` ticks is removed. */
 void pf_dispatch_tick(pf_dispatch_t *d, double now);
 
 typedef struct {

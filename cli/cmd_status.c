@@ -9,20 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *state_name(Planfarm__RequestState s)
-{
-    switch (s) {
-    case PLANFARM__REQUEST_STATE__REQ_QUEUED: return "queued";
-    case PLANFARM__REQUEST_STATE__REQ_RUNNING: return "running";
-    case PLANFARM__REQUEST_STATE__REQ_DONE: return "done";
-    case PLANFARM__REQUEST_STATE__REQ_FAILED: return "failed";
-    default: return "cancelled";
-    }
-}
-
 static void print_status(const Planfarm__RequestStatus *st)
 {
-    printf("request %s (%s): %s\n", st->request_id, st->label, state_name(st->state));
+    printf("request %s (%s): %s\n", st->request_id, st->label, pf_request_state_name(st->state));
     printf("  phase:    %s\n", st->phase);
     long long cancelled = st->jobs_issued - st->jobs_answered - st->jobs_outstanding;
     printf("  jobs:     %lld issued: %lld answered, %lld outstanding (%lld queued), %lld "
@@ -104,7 +93,7 @@ static int run(int argc, char **argv, what_t what)
                 snprintf(jobs, sizeof jobs, "%lld/%lld", (long long)st->jobs_answered,
                          (long long)st->jobs_issued);
                 printf("%-10s %-9s %-9s %9s %10.4g %9.2f  %s\n", st->request_id,
-                       state_name(st->state), st->phase, jobs, st->best_objective_ms, st->wall_s,
+                       pf_request_state_name(st->state), st->phase, jobs, st->best_objective_ms, st->wall_s,
                        st->label);
             }
             planfarm__list_reply__free_unpacked(l, NULL);

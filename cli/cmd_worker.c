@@ -30,7 +30,10 @@ static void help(FILE *f)
 
 int cmd_worker(int argc, char **argv)
 {
-    enum { O_CONNECT = 1, O_THREADS, O_CREDITS, O_HB, O_LIVE, O_CACHE, O_NAME, O_VERBOSE };
+    enum {
+        O_CONNECT = 1, O_THREADS, O_CREDITS, O_HB, O_LIVE, O_CACHE, O_NAME, O_VERBOSE,
+        O_TEST_HANG, O_TEST_DELAY
+    };
     static const struct option opts[] = {{"connect", required_argument, 0, O_CONNECT},
                                          {"threads", required_argument, 0, O_THREADS},
                                          {"credits", required_argument, 0, O_CREDITS},
@@ -39,6 +42,9 @@ int cmd_worker(int argc, char **argv)
                                          {"cache-mb", required_argument, 0, O_CACHE},
                                          {"name", required_argument, 0, O_NAME},
                                          {"verbose", no_argument, 0, O_VERBOSE},
+                                         /* hidden: tests/integration's hooks (worker.h) */
+                                         {"test-hang-kind", required_argument, 0, O_TEST_HANG},
+                                         {"test-delay-ms", required_argument, 0, O_TEST_DELAY},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     pf_worker_opts_t o;
@@ -76,6 +82,12 @@ int cmd_worker(int argc, char **argv)
             break;
         case O_NAME: o.name = optarg; break;
         case O_VERBOSE: o.verbose = 1; break;
+        case O_TEST_HANG: o.test_hang_kind = optarg; break;
+        case O_TEST_DELAY:
+            if (cli_int("worker", "--test-delay-ms", optarg, 0, 3600000, &v))
+                return CLI_USAGE;
+            o.test_delay_ms = (int)v;
+            break;
         case 'h': help(stdout); return CLI_OK;
         default: return cli_usage_error("worker", "unknown option");
         }

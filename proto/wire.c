@@ -1,4 +1,136 @@
 #include "proto/wire.h"
+#include "planner/util.h"
+
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const msg_names[] = {
+    [PF_MSG_READY] = "READY",           [PF_MSG_HEARTBEAT] = "HEARTBEAT",
+    [PF_MSG_RESULT] = "RESULT",         [PF_MSG_FAILED] = "FAILED",
+    [PF_MSG_FETCH] = "FETCH",           [PF_MSG_BYE] = "BYE",
+    [PF_MSG_JOB] = "JOB",               [PF_MSG_BLOB] = "BLOB",
+    [PF_MSG_CANCEL] = "CANCEL",         [PF_MSG_SUBMIT] = "SUBMIT",
+    [PF_MSG_STATUS] = "STATUS",         [PF_MSG_RESULT_REQ] = "RESULT_REQ",
+    [PF_MSG_CANCEL_REQ] = "CANCEL_REQ", [PF_MSG_LIST] = "LIST",
+    [PF_MSG_SUBMIT_REPLY] = "SUBMIT_REPLY", [PF_MSG_STATUS_REPLY] = "STATUS_REPLY",
+    [PF_MSG_RESULT_REPLY] = "RESULT_REPLY", [PF_MSG_LIST_REPLY] = "LIST_REPLY",
+    [PF_MSG_ERROR] = "ERROR",
+};
+
+const char *pf_msg_name(int kind)
+{
+    if (kind < 0 || kind >= (int)(sizeof msg_names / sizeof msg_names[0]) || !msg_names[kind])
+        return "?";
+    return msg_names[kind];
+}
+
+void pf_wire_header(pf_msg_t kind, uint8_t out[PF_WIRE_HEADER_LEN])
+{
+    out[0] = 'P';
+    out[1] = 'F';
+    out[2] = PF_WIRE_VERSION;
+    out[3] = (uint8_t)kind;
+}
+
+int pf_wire_parse_header(const void *data, size_t size, pf_msg_t *kind, char *err, size_t errlen)
+{
+    const uint8_t *b = data;
+    if (size != PF_WIRE_HEADER_LEN || b[0] != 'P' || b[1] != 'F')
+        return pf_fail(err, errlen, PF_EINPUT, "bad protocol tag");
+    if (b[2] != PF_WIRE_VERSION)
+        return pf_fail(err, errlen, PF_EINPUT, "protocol version %d, expected %d", b[2],
+                       PF_WIRE_VERSION);
+    if (strcmp(pf_msg_name(b[3]), "?") == 0)
+        return pf_fail(err, errlen, PF_EINPUT, "unknown message kind %d", b[3]);
+    *kind = (pf_msg_t)b[3];
+    return PF_OK;
+}
+
+const char *pf_request_state_name(Planfarm__RequestState s)
+{
+    switch (s) {
+    case PLANFARM__REQUEST_STATE__REQ_QUEUED: return "queued";
+    case PLANFARM__REQUEST_STATE__REQ_RUNNING: return "running";
+    case PLANFARM__REQUEST_STATE__REQ_DONE: return "done";
+    case PLANFARM__REQUEST_STATE__REQ_FAILED: return "failed";
+    default: return "cancelled";
+    }
+}
+
+/* ---- arena ---- */
+
+typedef struct chunk {
+    struct chunk *next;
+    size_t used, cap;
+    alignas(max_align_t) unsigned char data[];
+} chunk_t;
+
+struct pf_arena {
+    chunk_t *head;
+};
+
+pf_arena_t *pf_arena_new(void)
+{
+    return calloc(1, sizeof(pf_arena_t));
+}
+
+void pf_arena_destroy(pf_arena_t **ap)
+{
+    if (!ap || !*ap)
+        return;
+    for (chunk_t *c = (*ap)->head, *n; c; c = n) {
+        n = c->next;
+        free(c);
+    }
+    free(*ap);
+    *ap = NULL;
+}
+
+void *pf_arena_alloc(pf_arena_t *a, size_t size)
+{
+    size = (size + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1);
+    if (size == 0)
+        size = alignof(max_align_t);
+    chunk_t *c = a->head;
+    if (!c || c->cap - c->used < size) {
+        size_t cap = size > 65536 ? size : 65536;
+        c = malloc(sizeof *c + cap);
+        if (!c)
+            return NULL;
+        c->cap = cap;
+        c->used = 0;
+        c->next = a->head;
+        a->head = c;
+    }
+    void *p = c->data + c->used;
+    c->used += size;
+    memset(p, 0, size);
+    return p;
+}
+
+
+int pf_codec_pack(const ProtobufCMessage *m, uint8_t **buf, size_t *len)
+{
+    size_t n = protobuf_c_message_get_packed_size(m);
+    *buf = malloc(n ? n : 1);
+    if (!*buf)
+        return PF_ERR;
+    *len = protobuf_c_message_pack(m, *buf);
+    return PF_OK;
+}
+
+void pf_wire_hex(const uint8_t *bytes, size_t len, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < len; i++) {
+        out[2 * i] = digits[bytes[i] >> 4];
+        out[2 * i + 1] = digits[bytes[i] & 15];
+    }
+    out[2 * len] = '\0';
+}
+
+/* ---- reading a message ---- */
 
 int pf_wire_recv(void *socket, zmq_msg_t *parts, int max)
 {

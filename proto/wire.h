@@ -1,10 +1,78 @@
-/* wire: reading one ZeroMQ message off a socket as the protocol expects it (DESIGN.md "The
- * wire": [identity,] header, body). Shared by the broker and the worker so both bound what a
- * peer can make them hold in the same way. */
+/* wire: the framing every message shares (DESIGN.md "The wire"). Frame 1 of every message is a
+ * 4-byte header ("PF", version, kind); frame 2 is one protobuf message of proto/planfarm.proto,
+ * built in an arena and packed here; a broker's ROUTER adds the peer identity in front. Reading
+ * one such message off a socket is shared by the broker and the worker so both bound what a peer
+ * can make them hold in the same way. The bodies are model_codec.h's and job_codec.h's. */
 #ifndef PF_WIRE_H
 #define PF_WIRE_H
 
+#include "proto/planfarm.pb-c.h"
+
+#include <stddef.h>
+#include <stdint.h>
 #include <zmq.h>
+
+
+#define PF_WIRE_VERSION 1
+#define PF_WIRE_HEADER_LEN 4
+
+typedef enum {
+    /* worker -> broker */
+    PF_MSG_READY = 1,
+    PF_MSG_HEARTBEAT = 2, /* both ways */
+    PF_MSG_RESULT = 3,
+    PF_MSG_FAILED = 4,
+    PF_MSG_FETCH = 5,
+    PF_MSG_BYE = 6, /* both ways */
+    /* broker -> worker */
+    PF_MSG_JOB = 10,
+    PF_MSG_BLOB = 11,
+    PF_MSG_CANCEL = 12,
+    /* client -> broker */
+    PF_MSG_SUBMIT = 20,
+    PF_MSG_STATUS = 21,
+    PF_MSG_RESULT_REQ = 22,
+    PF_MSG_CANCEL_REQ = 23,
+    PF_MSG_LIST = 24,
+    /* broker -> client */
+    PF_MSG_SUBMIT_REPLY = 30, /* RequestStatus */
+    PF_MSG_STATUS_REPLY = 31, /* RequestStatus */
+    PF_MSG_RESULT_REPLY = 32, /* ResultReply */
+    PF_MSG_LIST_REPLY = 34,   /* ListReply */
+    PF_MSG_ERROR = 35         /* ErrorReply */
+} pf_msg_t;
+
+const char *pf_msg_name(int kind); /* "READY", ...; "?" when unknown */
+void pf_wire_header(pf_msg_t kind, uint8_t out[PF_WIRE_HEADER_LEN]);
+/* PF_OK and the kind, or PF_EINPUT ("bad protocol tag", "protocol version 7, expected 1",
+ * "unknown message kind 99"). */
+int pf_wire_parse_header(const void *data, size_t size, pf_msg_t *kind, char *err, size_t errlen);
+
+/* A request's state as people read it: "queued", "running", "done", "failed", "cancelled". */
+const char *pf_request_state_name(Planfarm__RequestState s);
+
+/* Messages are built in an arena: every nested allocation goes away with it. */
+typedef struct pf_arena pf_arena_t;
+pf_arena_t *pf_arena_new(void);
+void pf_arena_destroy(pf_arena_t **a);
+void *pf_arena_alloc(pf_arena_t *a, size_t size); /* zeroed; NULL when out of memory */
+
+/* Serialize any message into a malloc'd buffer. */
+int pf_codec_pack(const ProtobufCMessage *m, uint8_t **buf, size_t *len);
+
+
+/* Zeroed arena storage for n objects of a type. */
+#define PF_ANEW(a, type, n) ((type *)pf_arena_alloc((a), sizeof(type) * (size_t)(n)))
+
+/* Bounds on what a decoded message may ask us to allocate; ZMQ_MAXMSGSIZE bounds the bytes,
+ * these bound the counts inside them. */
+#define PF_WIRE_MAX_OPS (1 << 24)
+#define PF_WIRE_MAX_DEVICES (1 << 14)
+#define PF_WIRE_MAX_STAGE_REPLICAS (1 << 16)
+
+/* Lower-case hex of a hash (or any bytes) into out (2 x len + 1 bytes): blob names in tables and
+ * logs. */
+void pf_wire_hex(const uint8_t *bytes, size_t len, char *out);
 
 /* Receive one whole message without blocking. The first `max` frames land in parts[0..max-1]
  * (initialised; close them with pf_wire_close); any further frames are received and dropped.

@@ -7,6 +7,7 @@
 #include "planner/models.h"
 #include "planner/util.h"
 #include "tests/testutil.h"
+#include "proto/clock.h"
 #include "worker/worker.h"
 
 #include <czmq.h>
@@ -65,6 +66,11 @@ static void test_blobstore(void)
 
 /* ---- helpers ---- */
 
+/* Bounds on waits for something that must happen (a reply, a state): generous, since they only
+ * end a failing test; a passing one waits only as long as the event takes. */
+#define EVENT_WAIT_S 30.0
+
+
 static void send_frames(zsock_t *s, int n, const void *const *data, const size_t *len)
 {
     zmsg_t *m = zmsg_new();
@@ -73,8 +79,13 @@ static void send_frames(zsock_t *s, int n, const void *const *data, const size_t
     zmsg_send(&m, s);
 }
 
+/* Every broker and worker of these tests reads this clock, and it moves only when a test moves it:
+ * heartbeats, liveness and deadlines happen when a test says, whatever the machine's load. */
+static pf_manual_clock_t test_clock;
+
 static zactor_t *start_broker(pf_broker_opts_t *o, char *endpoint, size_t len)
 {
+    o->clock = pf_manual_clock_init(&test_clock, 0);
     zactor_t *a = zactor_new(pf_broker_actor, o);
     char *status = NULL, *text = NULL;
     zstr_recvx(a, &status, &text, NULL);
@@ -94,6 +105,7 @@ static zactor_t *start_worker(const char *endpoint, int credits)
     o.threads = 1;
     o.heartbeat_ms = 100;
     o.name = "test-worker";
+    o.clock = pf_manual_clock(&test_clock);
     zactor_t *a = zactor_new(pf_worker_actor, &o);
     char *status = zstr_recv(a);
     CU_ASSERT_STRING_EQUAL(status, "OK");
@@ -114,14 +126,14 @@ static void broker_stats(zactor_t *b, long long *malformed, long long *dispatche
     free(s);
 }
 
-/* Run n NOOP jobs through the broker; 1 when all were answered within 10 s. */
+/* Run n NOOP jobs through the broker; 1 when all were answered. */
 static int noop_round(zactor_t *b, int n)
 {
     char num[32];
     snprintf(num, sizeof num, "%d", n);
     zstr_sendx(b, "NOOP", num, NULL);
     zpoller_t *p = zpoller_new(b, NULL);
-    void *which = zpoller_wait(p, 10000);
+    void *which = zpoller_wait(p, (int)(EVENT_WAIT_S * 1000));
     zpoller_destroy(&p);
     if (!which)
         return 0;
@@ -225,12 +237,58 @@ static pf_graph_t *gpt_graph(int layers)
     return g;
 }
 
-/* A SUBMIT whose graph keeps the broker's one thread busy for a while (an 8000-layer GPT, 112 k
- * ops to decode, check and store: about 0.5 s on the 2-core development machine) while a worker
- * heartbeats every 10 ms and the broker declares a worker dead after 3 x 50 ms of silence. The
- * heartbeats that arrived meanwhile are read right after the SUBMIT, in the same batch, so the
- * worker was never silent and must not be declared dead (the broker would forget it and answer
- * its next heartbeat with BYE). The broker used to stamp them with the time the batch began. */
+/* A round trip from the scripted worker (a FETCH of a blob nobody has, answered by a BLOB with an
+ * error): everything it sent before has been read by the broker. Counts the BYEs seen meanwhile. */
+static int worker_sync(zsock_t *w, int *byes)
+{
+    static uint8_t nohash[20];
+    Planfarm__Fetch f = PLANFARM__FETCH__INIT;
+    f.hash.data = nohash;
+    f.hash.len = sizeof nohash;
+    peer_send(w, PF_MSG_FETCH, &f.base);
+    for (double t0 = pf_now_s(); pf_now_s() - t0 < EVENT_WAIT_S;) {
+        int kind = peer_poll(w, NULL);
+        if (kind == PF_MSG_BLOB)
+            return 1;
+        if (kind == PF_MSG_BYE)
+            (*byes)++;
+        if (!kind)
+            zclock_sleep(2);
+    }
+    return 0;
+}
+
+/* Moves the clock 1.5 heartbeat intervals on (exactly one tick: the next is due one interval
+ * after this one, and an exact multiple could fall a rounding error short of it) and waits for
+ * the broker's tick: a HEARTBEAT at the scripted worker, or (a worker just declared dead is sent
+ * none) no workers left. Returns the broker's worker count after the tick. */
+static int broker_tick(zactor_t *b, zsock_t *w, double hb_s)
+{
+    pf_manual_clock_advance(&test_clock, 1.5 * hb_s);
+    long long bad, dispatched;
+    int workers = -1;
+    for (double t0 = pf_now_s(); pf_now_s() - t0 < EVENT_WAIT_S;) {
+        int kind = peer_poll(w, NULL);
+        if (kind == PF_MSG_HEARTBEAT)
+            break;
+        broker_stats(b, &bad, &dispatched, &workers);
+        if (workers == 0)
+            break;
+        if (!kind)
+            zclock_sleep(2);
+    }
+    broker_stats(b, &bad, &dispatched, &workers);
+    return workers;
+}
+
+/* Liveness counts the broker's own heartbeat intervals, not seconds. A SUBMIT whose graph keeps
+ * the broker's one thread busy for a while (an 8000-layer GPT, 112 k ops to decode, check and
+ * store) while the clock jumps 10 s, 200 intervals of 50 ms, far past liveness 3: the broker
+ * ticks once when it is done, and the worker's heartbeat read in the same batch (or just after)
+ * keeps it alive. Timing it in seconds, the jump alone would kill the worker (it did, under
+ * load, when the heartbeat was stamped with the time its batch began). Then the worker goes
+ * silent: ticks 1, 2 and 3 find it silent through 1, 2 and 3 intervals and send it heartbeats;
+ * the 4th declares it dead. */
 static void test_slow_message_keeps_workers(void)
 {
     pf_broker_opts_t o;
@@ -240,7 +298,6 @@ static void test_slow_message_keeps_workers(void)
     o.liveness = 3;
     o.quiet = 1;
     char ep[256];
-    /* the SUBMIT is packed first: making it takes longer than the liveness */
     pf_graph_t *g = gpt_graph(8000);
     pf_cluster_t *cl = tiny_cluster(64);
     pf_search_opts_t so;
@@ -260,37 +317,31 @@ static void test_slow_message_keeps_workers(void)
     zsock_t *client = zsock_new_dealer(ep);
     Planfarm__Heartbeat hb = PLANFARM__HEARTBEAT__INIT;
     int byes = 0;
-    for (int i = 0; i < 10; i++) { /* registered, heartbeating */
-        zclock_sleep(10);
-        peer_send(w, PF_MSG_HEARTBEAT, &hb.base);
-        while (peer_poll(w, NULL) == PF_MSG_BYE)
-            byes++;
-    }
+    CU_ASSERT_FATAL(worker_sync(w, &byes));
     long long bad, dispatched;
     int workers;
     broker_stats(b, &bad, &dispatched, &workers);
     CU_ASSERT_EQUAL(workers, 1);
 
-    double t0 = pf_now_s();
     const void *f[] = {hdr, body};
     size_t l[] = {sizeof hdr, len};
     send_frames(client, 2, f, l);
+    pf_manual_clock_advance(&test_clock, 10.0);
+    peer_send(w, PF_MSG_HEARTBEAT, &hb.base);
     int replied = 0;
-    double t_reply = 0;
-    while (pf_now_s() - t0 < 30 && (!replied || pf_now_s() - t_reply < 0.3)) {
-        zclock_sleep(10);
-        peer_send(w, PF_MSG_HEARTBEAT, &hb.base);
-        while (peer_poll(w, NULL) == PF_MSG_BYE)
-            byes++;
-        if (!replied && peer_poll(client, NULL) == PF_MSG_SUBMIT_REPLY) {
-            replied = 1;
-            t_reply = pf_now_s();
-        }
+    for (double t0 = pf_now_s(); !replied && pf_now_s() - t0 < EVENT_WAIT_S;) {
+        zclock_sleep(5);
+        replied = peer_poll(client, NULL) == PF_MSG_SUBMIT_REPLY;
     }
     CU_ASSERT(replied);
+    CU_ASSERT(worker_sync(w, &byes));
     CU_ASSERT_EQUAL(byes, 0);
     broker_stats(b, &bad, &dispatched, &workers);
     CU_ASSERT_EQUAL(workers, 1);
+
+    for (int k = 1; k <= 3; k++)
+        CU_ASSERT_EQUAL(broker_tick(b, w, 0.05), 1);
+    CU_ASSERT_EQUAL(broker_tick(b, w, 0.05), 0);
 
     free(body);
     pf_arena_destroy(&a);
@@ -448,7 +499,7 @@ static Planfarm__RequestStatus *status_of(pf_client_t *c, const char *id)
 }
 
 /* The tiny request has two DP jobs. A scripted worker takes both and goes silent: declared dead
- * (2 x 50 ms), its jobs are queued again. Its late RESULT for one of them is still used (jobs
+ * (liveness 2: at the third tick of the test's clock), its jobs are queued again. Its late RESULT for one of them is still used (jobs
  * are pure). A peer that never said READY sends a RESULT for the other (job ids are easy to
  * guess: request sequence << 32 | job number): it is dropped as malformed, not taken as the
  * answer; the request keeps one job queued instead of failing as "infeasible". */
@@ -482,7 +533,7 @@ static void test_results_only_from_workers(void)
     peer_send(w, PF_MSG_READY, &ready.base);
     uint64_t jobs[2] = {0, 0};
     int njobs = 0;
-    for (double t0 = pf_now_s(); njobs < 2 && pf_now_s() - t0 < 5;) {
+    for (double t0 = pf_now_s(); njobs < 2 && pf_now_s() - t0 < EVENT_WAIT_S;) {
         zframe_t *body;
         int kind = peer_poll(w, &body);
         if (kind == PF_MSG_JOB) {
@@ -498,11 +549,10 @@ static void test_results_only_from_workers(void)
     CU_ASSERT_EQUAL_FATAL(njobs, 2);
     long long bad0, bad, dispatched;
     int workers = 1;
-    for (double t0 = pf_now_s(); workers > 0 && pf_now_s() - t0 < 5;) { /* silent: dead */
-        zclock_sleep(20);
-        broker_stats(b, &bad0, &dispatched, &workers);
-    }
-    CU_ASSERT_EQUAL_FATAL(workers, 0);
+    CU_ASSERT_EQUAL(broker_tick(b, w, 0.05), 1);
+    CU_ASSERT_EQUAL(broker_tick(b, w, 0.05), 1);
+    CU_ASSERT_EQUAL_FATAL(broker_tick(b, w, 0.05), 0); /* silent: dead */
+    broker_stats(b, &bad0, &dispatched, &workers);
     st = status_of(c, id);
     CU_ASSERT_EQUAL(st->jobs_queued, 2);
     planfarm__request_status__free_unpacked(st, NULL);
@@ -511,7 +561,7 @@ static void test_results_only_from_workers(void)
     zsock_t *evil = zsock_new_dealer(ep);
     send_result(evil, jobs[1], PF_EINFEASIBLE); /* from a stranger: dropped */
     int evil_bye = 0;
-    for (double t0 = pf_now_s(); !evil_bye && pf_now_s() - t0 < 5;) {
+    for (double t0 = pf_now_s(); !evil_bye && pf_now_s() - t0 < EVENT_WAIT_S;) {
         zclock_sleep(5);
         evil_bye = peer_poll(evil, NULL) == PF_MSG_BYE; /* told to send READY */
     }
@@ -555,7 +605,7 @@ static void send_partition(zsock_t *s, const Planfarm__Job *job, int nstages, co
 /* The next JOB the scripted worker gets (NULL after 5 s); free with planfarm__job__free_unpacked. */
 static Planfarm__Job *next_job(zsock_t *w)
 {
-    for (double t0 = pf_now_s(); pf_now_s() - t0 < 5;) {
+    for (double t0 = pf_now_s(); pf_now_s() - t0 < EVENT_WAIT_S;) {
         zframe_t *body;
         int kind = peer_poll(w, &body);
         Planfarm__Job *j = kind == PF_MSG_JOB ? planfarm__job__unpack(NULL, zframe_size(body),
@@ -627,7 +677,7 @@ static void test_partition_answers_checked(void)
     send_partition(w, again, 1, ops_all, n_all);
     planfarm__job__free_unpacked(again, NULL);
     int answered = 0;
-    for (double t0 = pf_now_s(); !answered && pf_now_s() - t0 < 5;) {
+    for (double t0 = pf_now_s(); !answered && pf_now_s() - t0 < EVENT_WAIT_S;) {
         zclock_sleep(10);
         st = status_of(c, id);
         answered = st && st->jobs_answered == 1;
@@ -668,7 +718,7 @@ static void test_unread_replies_bounded(void)
         peer_send(s, PF_MSG_STATUS, &ref.base);
     long long bad, dispatched;
     int workers;
-    for (double t0 = pf_now_s(); pf_now_s() - t0 < 20;) { /* until the broker has read them */
+    for (double t0 = pf_now_s(); pf_now_s() - t0 < EVENT_WAIT_S;) { /* until the broker has read them */
         zstr_send(b, "STATS");
         char *st = zstr_recv(b);
         double wall, busy;
@@ -892,7 +942,7 @@ static void test_client_timeout(void)
         double t0 = pf_now_s();
         CU_ASSERT_EQUAL(pf_client_status(c, "r00000000", &st, err, sizeof err), PF_ERR);
         double dt = pf_now_s() - t0;
-        CU_ASSERT(dt >= 0.19 && dt < 2.0);
+        CU_ASSERT(dt >= 0.19 && dt < EVENT_WAIT_S); /* ended by the timeout, not hung */
         snprintf(want, sizeof want, "no broker at %s: timed out after 0.2 s", ep);
         CU_ASSERT_STRING_EQUAL(err, want);
         CU_ASSERT_PTR_NULL(st);

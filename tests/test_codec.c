@@ -1,7 +1,7 @@
 /* codec: round trips of every planner object through protobuf, and rejection of malformed
  * messages (truncated bytes, out-of-range indices, wrong sizes). */
 #include "planner/util.h"
-#include "proto/codec.h"
+#include "proto/job_codec.h"
 #include "tests/testutil.h"
 
 #include <stdlib.h>
@@ -201,8 +201,10 @@ static void test_jobs(void)
     pf_blob_ref_t gr = {.hash = {1, 2, 3}, .hash_len = 20, .size = 100};
     pf_blob_ref_t cr = {.hash = {9}, .hash_len = 20, .size = 50};
     int group[6] = {0, 0, 1, 1, 2, 2};
-    pf_job_t job = {.kind = PF_JOB_DP_PARTITION, .graph = g, .cluster = c};
-    pf_partition_opts_init(&job.partition);
+    pf_job_t job;
+    pf_job_init(&job, PF_JOB_DP_PARTITION);
+    job.graph = g;
+    job.cluster = c;
     job.partition.stages = 2;
     job.partition.replicas = 1;
     job.partition.alpha = 100;

@@ -48,13 +48,13 @@ static void ev_dead(void *ctx, void *worker_user)
     e->ndead++;
 }
 
-static pf_dispatch_t *make(events_t *e, int max_attempts, double liveness_s)
+static pf_dispatch_t *make(events_t *e, int max_attempts, int liveness)
 {
     memset(e, 0, sizeof *e);
     pf_dispatch_opts_t o;
     pf_dispatch_opts_init(&o);
     o.max_attempts = max_attempts;
-    o.liveness_s = liveness_s;
+    o.liveness = liveness;
     pf_dispatch_events_t ev = {e, ev_cancel, ev_poison, ev_dead};
     return pf_dispatch_new(&o, &ev);
 }
@@ -69,8 +69,8 @@ static void test_credits(void)
     events_t e;
     pf_dispatch_t *d = make(&e, 3, 10);
     char A, B;
-    int a = pf_dispatch_worker_add(d, 2, ALL_KINDS, &A, 0);
-    int b = pf_dispatch_worker_add(d, 1, ALL_KINDS, &B, 0);
+    int a = pf_dispatch_worker_add(d, 2, ALL_KINDS, &A);
+    int b = pf_dispatch_worker_add(d, 1, ALL_KINDS, &B);
     CU_ASSERT(a >= 0 && b >= 0 && a != b);
     for (uint64_t id = 1; id <= 5; id++)
         CU_ASSERT_EQUAL(pf_dispatch_submit(d, id, PF_JOB_NOOP, 60, &owner_tag, 100 + id), PF_OK);
@@ -125,15 +125,16 @@ static void test_credits(void)
     pf_dispatch_destroy(&d);
 }
 
-/* B goes silent: with liveness 10 s, a tick at t = 10.5 (last seen 0) removes it and puts its
- * job 2 at the front of the queue with one attempt counted; it goes out next, as attempt 1. */
+/* B goes silent: with liveness 2, the third tick without a message from it (silent through two
+ * whole intervals) removes it and puts its job 2 at the front of the queue with one attempt
+ * counted; it goes out next, as attempt 1. A, heard from between the ticks, stays. */
 static void test_worker_death(void)
 {
     events_t e;
-    pf_dispatch_t *d = make(&e, 3, 10);
+    pf_dispatch_t *d = make(&e, 3, 2);
     char A, B;
-    int a = pf_dispatch_worker_add(d, 1, ALL_KINDS, &A, 0);
-    int b = pf_dispatch_worker_add(d, 1, ALL_KINDS, &B, 0);
+    int a = pf_dispatch_worker_add(d, 1, ALL_KINDS, &A);
+    int b = pf_dispatch_worker_add(d, 1, ALL_KINDS, &B);
     for (uint64_t id = 1; id <= 3; id++)
         pf_dispatch_submit(d, id, PF_JOB_DP_PARTITION, 600, NULL, id);
     pf_dispatch_assign_t x, y;
@@ -141,8 +142,12 @@ static void test_worker_death(void)
     CU_ASSERT_EQUAL(pf_dispatch_next(d, 0, &y), 1);
     CU_ASSERT_EQUAL(x.worker, a);
     CU_ASSERT_EQUAL(y.worker, b);
-    pf_dispatch_worker_seen(d, a, 10);
-    pf_dispatch_tick(d, 10.5);
+    pf_dispatch_tick(d, 1);
+    pf_dispatch_worker_seen(d, a);
+    pf_dispatch_tick(d, 2);
+    CU_ASSERT_EQUAL(e.ndead, 0); /* B silent through one interval: not yet */
+    pf_dispatch_worker_seen(d, a);
+    pf_dispatch_tick(d, 3);
     CU_ASSERT_EQUAL(e.ndead, 1);
     CU_ASSERT_PTR_EQUAL(e.dead[0], &B);
     CU_ASSERT_EQUAL(pf_dispatch_workers(d), 1);
@@ -162,7 +167,7 @@ static void test_worker_death(void)
     CU_ASSERT_EQUAL(pf_dispatch_result(d, -1, 2), 1);
     CU_ASSERT_EQUAL(e.ncancel, 1); /* A's live copy of 2 is cancelled */
     /* An explicit removal (BYE) re-queues too. */
-    int c = pf_dispatch_worker_add(d, 4, ALL_KINDS, &B, 12);
+    int c = pf_dispatch_worker_add(d, 4, ALL_KINDS, &B);
     CU_ASSERT_EQUAL(pf_dispatch_next(d, 12, &x), 1);
     CU_ASSERT_EQUAL(x.job_id, 3);
     CU_ASSERT_EQUAL(x.worker, c);
@@ -180,7 +185,7 @@ static void test_poison(void)
     events_t e;
     pf_dispatch_t *d = make(&e, 3, 10);
     char A;
-    int a = pf_dispatch_worker_add(d, 1, ALL_KINDS, &A, 0);
+    int a = pf_dispatch_worker_add(d, 1, ALL_KINDS, &A);
     pf_dispatch_submit(d, 42, PF_JOB_MAP_PROBE, 60, &owner_tag, 7);
     pf_dispatch_assign_t x;
     const char *errs[] = {"blob lost", "decode error", "out of memory"};
@@ -215,7 +220,7 @@ static void test_deadline(void)
     events_t e;
     pf_dispatch_t *d = make(&e, 3, 1000);
     char A, B;
-    int a = pf_dispatch_worker_add(d, 2, ALL_KINDS, &A, 0);
+    int a = pf_dispatch_worker_add(d, 2, ALL_KINDS, &A);
     pf_dispatch_submit(d, 9, PF_JOB_MAP_PROBE, 30, NULL, 9);
     pf_dispatch_assign_t x;
     CU_ASSERT_EQUAL(pf_dispatch_next(d, 0, &x), 1);
@@ -228,7 +233,7 @@ static void test_deadline(void)
     /* A has a free credit but holds a copy of job 9: nothing goes out. */
     CU_ASSERT_EQUAL(pf_dispatch_next(d, 31, &x), 0);
     CU_ASSERT_EQUAL(pf_dispatch_worker_held(d, a), 1);
-    int b = pf_dispatch_worker_add(d, 1, ALL_KINDS, &B, 31);
+    int b = pf_dispatch_worker_add(d, 1, ALL_KINDS, &B);
     CU_ASSERT_EQUAL(pf_dispatch_next(d, 31, &x), 1);
     CU_ASSERT_EQUAL(x.worker, b);
     CU_ASSERT_EQUAL(x.attempt, 1);
@@ -264,7 +269,7 @@ static void test_cancel_and_kinds(void)
     events_t e;
     pf_dispatch_t *d = make(&e, 3, 1000);
     char A;
-    int a = pf_dispatch_worker_add(d, 1, 1u << PF_JOB_NOOP, &A, 0);
+    int a = pf_dispatch_worker_add(d, 1, 1u << PF_JOB_NOOP, &A);
     pf_dispatch_submit(d, 1, PF_JOB_DP_PARTITION, 60, NULL, 1);
     pf_dispatch_submit(d, 2, PF_JOB_NOOP, 60, NULL, 2);
     pf_dispatch_assign_t x;

@@ -3,7 +3,7 @@
  * missing blob and FAILED when the blob cannot be had, CANCEL of a waiting job, heartbeats,
  * and a new connection (new identity, READY again) after a BYE. */
 #include "planner/util.h"
-#include "proto/codec.h"
+#include "proto/job_codec.h"
 #include "tests/testutil.h"
 #include "worker/cache.h"
 #include "worker/worker.h"
@@ -157,7 +157,7 @@ static void test_protocol(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(ready);
     CU_ASSERT_EQUAL(ready->protocol, PF_WIRE_VERSION);
     CU_ASSERT_EQUAL(ready->credits, 3);
-    CU_ASSERT_EQUAL(ready->n_kinds, 3);
+    CU_ASSERT_EQUAL(ready->n_kinds, PF_JOB_KIND_COUNT); /* every kind of the table */
     CU_ASSERT_STRING_EQUAL(ready->name, "w-under-test");
     CU_ASSERT(ready->cores >= 1);
     planfarm__ready__free_unpacked(ready, NULL);

@@ -1,5 +1,5 @@
 #include "worker/cache.h"
-#include "proto/codec.h"
+#include "proto/job_codec.h"
 
 #include <czmq.h>
 #include <stdlib.h>

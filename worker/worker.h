@@ -1,24 +1,18 @@
 /* worker: runs jobs for a broker (DESIGN.md "The wire"; zguide ch. 4, Paranoid Pirate worker).
  *
- * Two threads. The socket thread owns a DEALER connected to the broker: it sends READY (cores,
- * protocol, job kinds, credits, name), heartbeats every interval, fetches missing blobs, queues
- * jobs and sends answers. The solver thread runs one job at a time through pf_job_run, the one
- * door into the solvers, so a long OpenMP solve never stops the heartbeats. The solver thread
- * holds no ZeroMQ socket: jobs and answers pass through a mutex-guarded mailbox and a pipe wakes
- * the socket thread, so a solve that never returns cannot block the context at shutdown.
+ * Two threads. The socket thread (worker.c) owns a DEALER connected to the broker: it sends READY
+ * (cores, protocol, job kinds, credits, name), heartbeats every interval, fetches missing blobs,
+ * queues jobs and sends answers. The solver thread (worker/solver.h) runs one job at a time, so a
+ * long OpenMP solve never stops the heartbeats.
  *
- * A broker silent for `liveness` heartbeats is presumed dead: the worker drops the jobs it had
- * not started, closes the socket and connects a new one after a back-off that doubles up to
- * reconnect_max_ms (its identity changes, so the broker sees a new worker). A BYE from the broker
- * does the same.
- *
- * Test hooks (tests only, read from the environment by pf_worker_new):
- *   PF_WORKER_TEST_HANG_KIND=<kind> (noop, dp_partition, map_probe): the first job of that kind
- *   hangs until it is cancelled, to test deadline re-sends;
- *   PF_WORKER_TEST_DELAY_MS=<ms>: every job sleeps that long first, so that a fast search lasts
- *   long enough to kill or freeze a worker in the middle of it. */
+ * A broker silent through `liveness` heartbeat intervals of the worker's loop (on the options'
+ * clock) is presumed dead: the worker drops the jobs it had not started, closes the socket and
+ * connects a new one after a back-off that doubles up to reconnect_max_ms (its identity changes,
+ * so the broker sees a new worker). A BYE from the broker does the same. */
 #ifndef PF_WORKER_H
 #define PF_WORKER_H
+
+#include "proto/clock.h"
 
 #include <czmq.h>
 #include <stddef.h>
@@ -38,6 +32,13 @@ typedef struct {
     const char *name;      /* shown in broker logs; default host:pid */
     int verbose;           /* log every job */
     int quiet;             /* no routine log lines (embedded mode); warnings still show */
+    pf_clock_t clock;      /* heartbeats, liveness, back-off; default (zeroed) monotonic */
+    /* Test hooks (tests and tests/integration only; never set in production):
+     * test_hang_kind: a job kind name (planner/jobs.h); the first job of that kind hangs until it
+     * is cancelled, to test deadline re-sends. test_delay_ms: every job sleeps that long first,
+     * so that a fast search lasts long enough to kill or freeze a worker in the middle of it. */
+    const char *test_hang_kind;
+    int test_delay_ms;
 } pf_worker_opts_t;
 
 void pf_worker_opts_init(pf_worker_opts_t *o);

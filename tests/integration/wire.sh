@@ -2,10 +2,10 @@
 # The distributed spine end to end, on loopback only: a broker and worker processes plan a
 # generated BERT and an imported ResNet-50 and must agree with the embedded `planfarm plan`;
 # faults: a worker killed with SIGKILL mid-search, a worker frozen with SIGSTOP (silent, then
-# back), a job that hangs past its deadline (PF_WORKER_TEST_HANG_KIND, a test-only hook read by
+# back), a job that hangs past its deadline (--test-hang-kind, a hidden test-only worker flag:
 # the worker), and a hostile client. Every process is started here and killed on exit. The
 # searches take tens of milliseconds, so the fault runs slow every job down by 40 ms
-# (PF_WORKER_TEST_DELAY_MS, the other test-only hook) to have a middle to kill a worker in.
+# (--test-delay-ms, the other hidden test hook) to have a middle to kill a worker in.
 #
 # Needs PF_BIN (planfarm), PF_TESTTOOL (build/pf_testtool), PF_DATA (tests/data).
 set -eu
@@ -45,11 +45,11 @@ start_broker() {
     [ -n "$EP" ] || fail "broker $name did not start"
 }
 
-# start_worker NAME [flags]: sets WORKER_PID. WORKER_ENV: assignments for its environment.
-WORKER_ENV=""
+# start_worker NAME [flags]: sets WORKER_PID. WORKER_TEST: hidden test-hook flags for it.
+WORKER_TEST=""
 start_worker() {
     name=$1; shift
-    env $WORKER_ENV "$BIN" worker --connect "$EP" --threads 1 --heartbeat-ms $HB --liveness $LIVENESS \
+    "$BIN" worker $WORKER_TEST --connect "$EP" --threads 1 --heartbeat-ms $HB --liveness $LIVENESS \
         --name "$name" "$@" >"$TMP/$name.log" 2>&1 &
     WORKER_PID=$!
     PIDS="$PIDS $WORKER_PID"
@@ -84,11 +84,11 @@ pass "embedded plans"
 
 # ---- one broker, three workers, both models ----
 start_broker farm --max-msg-mb 8
-WORKER_ENV=PF_WORKER_TEST_DELAY_MS=40
+WORKER_TEST="--test-delay-ms 40"
 start_worker w1; W1=$WORKER_PID
 start_worker w2; W2=$WORKER_PID
 start_worker w3; W3=$WORKER_PID
-WORKER_ENV=""
+WORKER_TEST=""
 "$BIN" submit "$TMP/bert.json" "$TMP/dgx1.json" --broker "$EP" --wait --quiet \
     -o "$TMP/bert.farm.json" || fail "submit --wait of BERT"
 "$TOOL" compare "$TMP/bert.embedded.json" "$TMP/bert.farm.json" $EPS || fail "BERT plans differ"
@@ -155,9 +155,9 @@ grep -q "interrupted, shutting down" "$TMP/farm.log" || fail "the broker did not
 # itself, so it passes its 2 s deadline, is cancelled there and re-sent to the other worker.
 # One probe in flight per binary search: the search cannot finish without the hung answer.
 start_broker hangfarm --probe-margin 1
-WORKER_ENV=PF_WORKER_TEST_HANG_KIND=map_probe
+WORKER_TEST="--test-hang-kind map_probe"
 start_worker hang
-WORKER_ENV=""
+WORKER_TEST=""
 start_worker ok
 "$BIN" submit "$TMP/bert.json" "$TMP/dgx1.json" --broker "$EP" --wait --quiet --probe-seconds 1 \
     --probes-in-flight 1 \

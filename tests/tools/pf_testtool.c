@@ -8,7 +8,7 @@
  *       headers, wrong versions and kinds, undecodable bodies, too many frames, a worker message
  *       from a client, one frame of HUGE_MB MiB: run the broker with a smaller --max-msg-mb),
  *       then exit 0. */
-#include "proto/codec.h"
+#include "proto/job_codec.h"
 
 #include <czmq.h>
 #include <jansson.h>

@@ -1,0 +1,135 @@
+/* broker_int: what the broker's files share and nothing else sees: the broker, its peers and
+ * its requests, and the functions one file offers the others.
+ *
+ *   peers.c         the peer registry (ROUTER identity -> peer) and sending to one peer
+ *   requests.c      requests: their search driven through the dispatch core, their status
+ *   client_proto.c  what clients send (SUBMIT, STATUS, RESULT_REQ, CANCEL_REQ, LIST)
+ *   worker_proto.c  what workers send (READY, HEARTBEAT, RESULT, FAILED, FETCH, BYE), jobs out
+ *   broker.c        the loop, heartbeats and the public API */
+#ifndef PF_BROKER_INT_H
+#define PF_BROKER_INT_H
+
+#include "broker/blobstore.h"
+#include "broker/broker.h"
+#include "broker/dispatch.h"
+#include "planner/search.h"
+#include "proto/job_codec.h"
+#include "proto/peer_io.h"
+
+#include <czmq.h>
+
+#define IDENTITY_MAX 255
+#define PEER_IDLE_S 600   /* a client (or a peer that only sent garbage) is forgotten after this */
+#define DRAIN_BATCH 4096  /* messages handled before timers and dispatch get a turn */
+#define MAX_CREDITS 1000
+/* Messages queued for (and from) one peer. A worker is sent at most its credits in jobs, as many
+ * cancels, a blob or two per job and a heartbeat per interval; a client one reply per request.
+ * Past this a send fails (ROUTER_MANDATORY: EAGAIN): a client's reply is dropped, a worker is
+ * dropped, and a peer that never reads cannot make the broker hold its replies without bound. */
+#define PEER_HWM (10 * MAX_CREDITS)
+
+
+/* PEER_GONE: a worker declared dead or unreachable. Its late RESULTs are still used (jobs are
+ * pure); a peer that never sent READY may not answer jobs at all. Forgotten after PEER_IDLE_S. */
+typedef enum { PEER_NEW, PEER_WORKER, PEER_CLIENT, PEER_GONE } peer_kind_t;
+
+typedef struct {
+    char key[2 * IDENTITY_MAX + 1]; /* hex of the identity: the peers table's key */
+    uint8_t id[IDENTITY_MAX];
+    size_t id_len;
+    peer_kind_t kind;
+    int worker; /* dispatch handle when a worker */
+    char name[64];
+    int warned;
+    double last_seen, last_heartbeat_sent;
+} peer_t;
+
+typedef struct {
+    char id[16];
+    uint32_t seq; /* high half of its jobs' dispatch ids */
+    char label[128];
+    pf_graph_t *g;
+    pf_cluster_t *c;
+    pf_blob_ref_t gref, cref;
+    pf_search_t *search; /* NULL once finished */
+    Planfarm__RequestState state;
+    int status;
+    char error[512];
+    int cancelled;
+    double t_start, t_end;
+    int workers_max;
+    pf_search_status_t last; /* snapshot when it finished */
+    char *plan_json;
+    size_t plan_len;
+} request_t;
+
+struct pf_broker {
+    pf_broker_opts_t o;
+    char endpoint[256];
+    zsock_t *router;
+    pf_dispatch_t *dispatch;
+    pf_blobstore_t *blobs;
+    zhashx_t *peers;    /* key -> peer_t */
+    zhashx_t *requests; /* id -> request_t */
+    zlistx_t *order;    /* request_t in submission order */
+    zlistx_t *gone;     /* keys (strings) of peers found unreachable while sending */
+    uint32_t next_seq;
+    uint64_t next_noop;
+    double t_start_wall; /* monotonic, for the stats */
+    double now;          /* the options' clock, read as each message arrives */
+    pf_pack_buf_t pack;
+    /* bench */
+    zsock_t *pipe;
+    long long noop_left;
+    double noop_t0;
+    /* stats */
+    double busy_s;
+    long long msgs_in, msgs_out, malformed, nrequests;
+};
+
+/* ---- peers.c ---- */
+void pf_broker_peer_free(void **item); /* the peers table's destructor */
+/* The peer with this identity, created (PEER_NEW) on first sight; NULL when out of memory. */
+peer_t *pf_broker_peer_get(pf_broker_t *b, const uint8_t *id, size_t len);
+void pf_broker_peer_drop(pf_broker_t *b, peer_t *p); /* forgets p (and frees it) */
+/* A worker taken out of the dispatch core without saying BYE: remembered as PEER_GONE. */
+void pf_broker_peer_bury(peer_t *p);
+/* A message the broker will not serve: counted always, logged once per peer. */
+void pf_broker_malformed(pf_broker_t *b, peer_t *p, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int pf_broker_send(pf_broker_t *b, peer_t *p, pf_msg_t kind, const ProtobufCMessage *m);
+void pf_broker_send_error(pf_broker_t *b, peer_t *p, int status, const char *msg);
+void pf_broker_send_bye(pf_broker_t *b, peer_t *p, const char *reason);
+/* Workers a send found unreachable leave the dispatch core (their jobs go to others). */
+void pf_broker_drop_gone(pf_broker_t *b);
+
+/* ---- requests.c ---- */
+void pf_broker_request_free(request_t **r);
+void pf_broker_request_item_free(void **item); /* the requests table's destructor */
+/* Blobs, graph and cluster of a request that no longer runs; safe to call twice. */
+void pf_broker_request_release(pf_broker_t *b, request_t *r);
+/* Feed the dispatch core with what the search wants now, cancel what it no longer needs, and
+ * finish the request when its search is done. */
+void pf_broker_request_advance(pf_broker_t *b, request_t *r);
+void pf_broker_request_status(pf_broker_t *b, request_t *r, Planfarm__RequestStatus *m);
+request_t *pf_broker_request_find(pf_broker_t *b, const char *id);
+/* Finished requests beyond max_finished go, oldest first. */
+void pf_broker_requests_evict(pf_broker_t *b);
+int pf_broker_request_new_id(pf_broker_t *b, char *out, size_t len);
+/* dispatch event: a job of a request failed max_attempts times */
+void pf_broker_on_poisoned(void *ctx, void *owner, uint64_t owner_job, uint64_t job_id,
+                           const char *error);
+
+/* ---- client_proto.c ---- */
+void pf_broker_on_client(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t *data,
+                         size_t len);
+
+/* ---- worker_proto.c ---- */
+void pf_broker_on_worker_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t *data,
+                             size_t len);
+void pf_broker_send_job(pf_broker_t *b, const pf_dispatch_assign_t *a);
+/* dispatch events */
+void pf_broker_on_cancel(void *ctx, void *worker_user, uint64_t job_id);
+void pf_broker_on_worker_dead(void *ctx, void *worker_user);
+
+#endif

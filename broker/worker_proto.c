@@ -1,0 +1,240 @@
+#include "broker/broker_int.h"
+#include "planner/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- dispatch events ---- */
+
+void pf_broker_on_cancel(void *ctx, void *worker_user, uint64_t job_id)
+{
+    pf_broker_t *b = ctx;
+    peer_t *p = worker_user;
+    Planfarm__Cancel m = PLANFARM__CANCEL__INIT;
+    m.job_ids = &job_id;
+    m.n_job_ids = 1;
+    pf_broker_send(b, p, PF_MSG_CANCEL, &m.base);
+}
+
+
+void pf_broker_on_worker_dead(void *ctx, void *worker_user)
+{
+    pf_broker_t *b = ctx;
+    peer_t *p = worker_user;
+    zsys_warning("broker: worker %s is silent for %d heartbeats: its jobs go to others", p->name,
+                 b->o.liveness);
+    pf_broker_peer_bury(p);
+}
+
+
+/* ---- messages ---- */
+
+void pf_broker_send_job(pf_broker_t *b, const pf_dispatch_assign_t *a)
+{
+    peer_t *p = a->worker_user;
+    request_t *r = a->owner;
+    if (!r) { /* benchmark */
+        Planfarm__Job m = PLANFARM__JOB__INIT;
+        m.id = a->job_id;
+        m.attempt = a->attempt;
+        m.kind = PLANFARM__JOB_KIND__JOB_NOOP;
+        pf_broker_send(b, p, PF_MSG_JOB, &m.base);
+        return;
+    }
+    pf_job_t job;
+    if (!r->search || !pf_search_job(r->search, a->owner_job, &job)) {
+        /* no longer wanted: take it back before it goes out, credit included */
+        pf_dispatch_result(b->dispatch, a->worker, a->job_id);
+        return;
+    }
+    r->state = PLANFARM__REQUEST_STATE__REQ_RUNNING; /* queued until a job goes out */
+    pf_arena_t *arena = pf_arena_new();
+    Planfarm__Job *m =
+        arena ? pf_codec_job_to_pb(arena, a->job_id, a->attempt, &job, &r->gref, &r->cref) : NULL;
+    if (!m) {
+        zsys_error("broker: out of memory encoding job %llu", (unsigned long long)a->job_id);
+        pf_dispatch_failed(b->dispatch, a->worker, a->job_id, "broker: out of memory encoding");
+    } else {
+        pf_broker_send(b, p, PF_MSG_JOB, &m->base);
+    }
+    pf_arena_destroy(&arena);
+}
+
+static unsigned kinds_mask(const Planfarm__Ready *m)
+{
+    unsigned mask = 0;
+    for (size_t i = 0; i < m->n_kinds; i++)
+        if ((int)m->kinds[i] >= 0 && (int)m->kinds[i] < PF_JOB_KIND_COUNT)
+            mask |= 1u << m->kinds[i];
+    return mask;
+}
+
+static void on_ready(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
+{
+    Planfarm__Ready *m = planfarm__ready__unpack(NULL, len, data);
+    if (!m) {
+        pf_broker_malformed(b, p, "READY: not a valid Ready message");
+        return;
+    }
+    if (m->protocol != PF_WIRE_VERSION) {
+        char why[96];
+        snprintf(why, sizeof why, "protocol %u not supported (this broker speaks %d)",
+                 m->protocol, PF_WIRE_VERSION);
+        pf_broker_malformed(b, p, "READY: %s", why);
+        pf_broker_send_bye(b, p, why);
+        goto done;
+    }
+    if (p->kind == PEER_WORKER) /* READY again: it restarted; what it held is lost */
+        pf_dispatch_worker_remove(b->dispatch, p->worker, "worker sent READY again");
+    int credits = m->credits == 0 ? 1 : m->credits > MAX_CREDITS ? MAX_CREDITS : (int)m->credits;
+    unsigned kinds = kinds_mask(m);
+    if (kinds == 0)
+        kinds = 1u << PF_JOB_NOOP;
+    int w = pf_dispatch_worker_add(b->dispatch, credits, kinds, p);
+    if (w < 0) {
+        zsys_error("broker: out of memory registering a worker");
+        pf_broker_send_bye(b, p, "broker: out of memory");
+        goto done;
+    }
+    p->kind = PEER_WORKER;
+    p->worker = w;
+    p->last_heartbeat_sent = b->now;
+    if (m->name && m->name[0])
+        snprintf(p->name, sizeof p->name, "%.63s", m->name);
+    int live = pf_dispatch_workers(b->dispatch);
+    for (request_t *r = zlistx_first(b->order); r; r = zlistx_next(b->order))
+        if (r->search && live > r->workers_max)
+            r->workers_max = live;
+    pf_peer_info(b->o.quiet, "broker: worker %s ready: %u cores, %d credits (%d worker%s)", p->name, m->cores,
+         credits, live, live == 1 ? "" : "s");
+done:
+    planfarm__ready__free_unpacked(m, NULL);
+}
+
+static void on_result(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
+{
+    char err[256];
+    int w = p->kind == PEER_WORKER ? p->worker : -1;
+    Planfarm__JobResult *m = planfarm__job_result__unpack(NULL, len, data);
+    if (!m) {
+        pf_broker_malformed(b, p, "RESULT: not a valid JobResult");
+        return;
+    }
+    void *owner;
+    uint64_t sid;
+    if (!pf_dispatch_job_owner(b->dispatch, m->id, &owner, &sid)) {
+        pf_dispatch_result(b->dispatch, w, m->id); /* frees the credit; the answer is not needed */
+        goto done;
+    }
+    request_t *r = owner;
+    if (!r) {
+        if (pf_dispatch_result(b->dispatch, w, m->id) && b->noop_left > 0 && --b->noop_left == 0 &&
+            b->pipe)
+            zstr_sendf(b->pipe, "DONE %.6f", pf_now_s() - b->noop_t0);
+        goto done;
+    }
+    pf_job_t job;
+    if (!r->search || !pf_search_job(r->search, sid, &job)) {
+        pf_dispatch_result(b->dispatch, w, m->id);
+        goto done;
+    }
+    pf_job_result_t res;
+    int rc = pf_codec_result_from_pb(m, pf_graph_nops(r->g), pf_cluster_ndevices(r->c), &res, err,
+                                     sizeof err);
+    if (rc == PF_OK && (rc = pf_search_check_answer(r->search, sid, &res, err, sizeof err)))
+        pf_job_result_clear(&res);
+    if (rc != PF_OK) {
+        char why[400];
+        pf_broker_malformed(b, p, "RESULT for job %llu: %s", (unsigned long long)m->id, err);
+        snprintf(why, sizeof why, "%s sent an invalid result: %s", p->name, err);
+        pf_dispatch_failed(b->dispatch, w, m->id, why);
+        goto done;
+    }
+    if (pf_dispatch_result(b->dispatch, w, m->id)) {
+        pf_search_answer(r->search, sid, &res);
+        pf_broker_request_advance(b, r);
+    }
+    pf_job_result_clear(&res);
+done:
+    planfarm__job_result__free_unpacked(m, NULL);
+}
+
+static void on_failed(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
+{
+    Planfarm__Failed *m = planfarm__failed__unpack(NULL, len, data);
+    if (!m) {
+        pf_broker_malformed(b, p, "FAILED: not a valid Failed message");
+        return;
+    }
+    char why[400];
+    snprintf(why, sizeof why, "%s: %.256s", p->name, m->error ? m->error : "failed");
+    if (pf_dispatch_failed(b->dispatch, p->worker, m->job_id, why) && b->o.verbose)
+        pf_peer_info(b->o.quiet, "broker: job %llu failed on %s", (unsigned long long)m->job_id, why);
+    planfarm__failed__free_unpacked(m, NULL);
+}
+
+static void on_fetch(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
+{
+    Planfarm__Fetch *m = planfarm__fetch__unpack(NULL, len, data);
+    if (!m) {
+        pf_broker_malformed(b, p, "FETCH: not a valid Fetch message");
+        return;
+    }
+    Planfarm__Blob reply = PLANFARM__BLOB__INIT;
+    const uint8_t *bytes;
+    size_t n;
+    int kind;
+    reply.hash = m->hash;
+    if (pf_blobstore_get(b->blobs, m->hash.data, m->hash.len, &kind, &bytes, &n) == PF_OK) {
+        reply.kind = (Planfarm__BlobKind)kind;
+        reply.data.data = (uint8_t *)bytes;
+        reply.data.len = n;
+    } else {
+        reply.error = "no blob with that hash (its requests have finished)";
+    }
+    pf_broker_send(b, p, PF_MSG_BLOB, &reply.base);
+    planfarm__fetch__free_unpacked(m, NULL);
+}
+
+void pf_broker_on_worker_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t *data,
+                          size_t len)
+{
+    if (kind == PF_MSG_READY) {
+        if (p->kind == PEER_CLIENT)
+            pf_broker_malformed(b, p, "READY from a client");
+        else
+            on_ready(b, p, data, len);
+        return;
+    }
+    if (p->kind == PEER_CLIENT) {
+        pf_broker_malformed(b, p, "%s is a worker message and this peer is a client", pf_msg_name(kind));
+        return;
+    }
+    if (p->kind == PEER_NEW || p->kind == PEER_GONE) {
+        /* A worker we declared dead: a late RESULT is still used. A peer that never sent READY
+         * answers nothing (job ids are easy to guess). Either is told to register again
+         * (Majordomo's DISCONNECT). */
+        if (kind == PF_MSG_RESULT && p->kind == PEER_GONE)
+            on_result(b, p, data, len);
+        else if (kind == PF_MSG_RESULT)
+            pf_broker_malformed(b, p, "RESULT from a peer that never sent READY");
+        if (kind != PF_MSG_BYE)
+            pf_broker_send_bye(b, p, "unknown worker: send READY");
+        return;
+    }
+    pf_dispatch_worker_seen(b->dispatch, p->worker);
+    switch (kind) {
+    case PF_MSG_HEARTBEAT: break;
+    case PF_MSG_RESULT: on_result(b, p, data, len); break;
+    case PF_MSG_FAILED: on_failed(b, p, data, len); break;
+    case PF_MSG_FETCH: on_fetch(b, p, data, len); break;
+    case PF_MSG_BYE:
+        pf_peer_info(b->o.quiet, "broker: worker %s left", p->name);
+        pf_dispatch_worker_remove(b->dispatch, p->worker, "worker left");
+        pf_broker_peer_drop(b, p);
+        break;
+    default: break;
+    }
+}
+

@@ -1,0 +1,27 @@
+/* clock: where the broker and the worker read the time. Their heartbeats, liveness and job
+ * deadlines are decisions about time; taking the clock from options lets a test move time by
+ * hand, so those decisions do not depend on how loaded the machine running the test is. */
+#ifndef PF_CLOCK_H
+#define PF_CLOCK_H
+
+#include <stdatomic.h>
+
+typedef struct {
+    double (*now_s)(void *ctx); /* NULL: the monotonic clock (pf_now_s) */
+    void *ctx;
+} pf_clock_t;
+
+double pf_clock_now(const pf_clock_t *c);
+
+/* A clock that moves only when told (tests): microseconds, shared between threads. */
+typedef struct {
+    atomic_llong now_us;
+} pf_manual_clock_t;
+
+/* Sets m to t_s and returns a pf_clock_t reading it. */
+pf_clock_t pf_manual_clock_init(pf_manual_clock_t *m, double t_s);
+/* A pf_clock_t reading m as it is (a second reader of the same clock). */
+pf_clock_t pf_manual_clock(pf_manual_clock_t *m);
+void pf_manual_clock_advance(pf_manual_clock_t *m, double dt_s);
+
+#endif

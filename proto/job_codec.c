@@ -1,0 +1,685 @@
+#include "proto/job_codec.h"
+#include "planner/util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- blob references ---- */
+
+static Planfarm__BlobRef *ref_to_pb(pf_arena_t *a, const pf_blob_ref_t *r, Planfarm__BlobKind k)
+{
+    if (!r || r->hash_len == 0)
+        return NULL;
+    Planfarm__BlobRef *m = PF_ANEW(a, Planfarm__BlobRef, 1);
+    uint8_t *h = PF_ANEW(a, uint8_t, r->hash_len);
+    if (!m || !h)
+        return NULL;
+    planfarm__blob_ref__init(m);
+    memcpy(h, r->hash, r->hash_len);
+    m->hash.data = h;
+    m->hash.len = r->hash_len;
+    m->kind = k;
+    m->size = r->size;
+    return m;
+}
+
+static int ref_from_pb(const Planfarm__BlobRef *m, Planfarm__BlobKind want, pf_blob_ref_t *r,
+                       const char *what, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    if (!m)
+        return pf_fail(err, errlen, PF_EINPUT, "job.%s: missing", what);
+    if (m->hash.len == 0 || m->hash.len > PF_HASH_MAX || m->kind != want)
+        return pf_fail(err, errlen, PF_EINPUT, "job.%s: bad blob reference", what);
+    memcpy(r->hash, m->hash.data, m->hash.len);
+    r->hash_len = m->hash.len;
+    r->size = m->size;
+    return PF_OK;
+}
+
+/* ---- the setting every solver job plans on (tp_setting.h) ---- */
+
+#define MAX_TP 4096
+
+static Planfarm__Setting *setting_to_pb(pf_arena_t *a, const pf_tp_setting_opts_t *o)
+{
+    Planfarm__Setting *m = PF_ANEW(a, Planfarm__Setting, 1);
+    Planfarm__Training *t = PF_ANEW(a, Planfarm__Training, 1);
+    Planfarm__TapOptions *to = PF_ANEW(a, Planfarm__TapOptions, 1);
+    if (!m || !t || !to)
+        return NULL;
+    planfarm__setting__init(m);
+    planfarm__training__init(t);
+    planfarm__tap_options__init(to);
+    m->tp = o->tp > 0 ? (uint32_t)o->tp : 1;
+    m->across_hosts = o->across_hosts != 0;
+    if (o->tap_plans && o->ntap_plans > 0) {
+        uint64_t *p = PF_ANEW(a, uint64_t, o->ntap_plans);
+        if (!p)
+            return NULL;
+        memcpy(p, o->tap_plans, (size_t)o->ntap_plans * sizeof *p);
+        m->tap_plans = p;
+        m->n_tap_plans = (size_t)o->ntap_plans;
+    }
+    t->precision_bytes = (uint32_t)o->train.precision_bytes;
+    t->optimizer = (uint32_t)o->train.optimizer;
+    t->zero = (uint32_t)o->train.zero;
+    t->recompute = (uint32_t)o->train.recompute;
+    t->schedule = (uint32_t)o->train.schedule;
+    to->min_duplicate = (uint32_t)o->tap.min_duplicate;
+    to->max_unit_weights = (uint32_t)o->tap.max_unit_weights;
+    to->allow_token_split = o->tap.allow_token_split != 0;
+    m->train = t;
+    m->tap = to;
+    return m;
+}
+
+/* No setting on the wire: T = 1 and the default training. */
+static int setting_from_pb(const Planfarm__Setting *m, pf_wire_job_t *out, char *err,
+                           size_t errlen)
+{
+    pf_tp_setting_opts_t *o = &out->setting;
+    pf_tp_setting_opts_init(o);
+    if (!m)
+        return PF_OK;
+    if (m->tp > MAX_TP)
+        return pf_fail(err, errlen, PF_EINPUT, "job.setting.tp: %u out of range", m->tp);
+    o->tp = m->tp ? (int)m->tp : 1;
+    o->across_hosts = m->across_hosts;
+    if (m->n_tap_plans) {
+        if (m->n_tap_plans > PF_WIRE_MAX_OPS)
+            return pf_fail(err, errlen, PF_EINPUT, "job.setting.tap_plans: %zu entries",
+                           m->n_tap_plans);
+        if (!(out->tap_plans = malloc(m->n_tap_plans * sizeof *out->tap_plans)))
+            return pf_fail(err, errlen, PF_ERR, "out of memory");
+        memcpy(out->tap_plans, m->tap_plans, m->n_tap_plans * sizeof *out->tap_plans);
+        o->tap_plans = out->tap_plans;
+        o->ntap_plans = (int)m->n_tap_plans;
+    }
+    if (m->train) {
+        const Planfarm__Training *t = m->train;
+        if (t->optimizer > PF_OPTIMIZER_SGD || t->recompute > PF_RECOMPUTE_FULL ||
+            t->schedule >= PF_SCHEDULE_COUNT || t->zero > 3 ||
+            (t->precision_bytes != 0 && t->precision_bytes != 2 && t->precision_bytes != 4))
+            return pf_fail(err, errlen, PF_EINPUT, "job.setting.train: out of range");
+        if (t->precision_bytes) /* 0: not given, the default */
+            o->train.precision_bytes = (int)t->precision_bytes;
+        o->train.optimizer = (pf_optimizer_t)t->optimizer;
+        o->train.zero = (int)t->zero;
+        o->train.recompute = (pf_recompute_t)t->recompute;
+        o->train.schedule = (pf_schedule_t)t->schedule;
+    }
+    if (m->tap) {
+        if (m->tap->min_duplicate > 1u << 20 || m->tap->max_unit_weights > 39)
+            return pf_fail(err, errlen, PF_EINPUT, "job.setting.tap: out of range");
+        o->tap.min_duplicate = (int)m->tap->min_duplicate;
+        o->tap.max_unit_weights = (int)m->tap->max_unit_weights;
+        o->tap.allow_token_split = m->tap->allow_token_split;
+    }
+    return PF_OK;
+}
+
+/* ---- per-kind hooks ---- */
+
+/* A kind's part of the Job and JobResult messages. Encoders return PF_OK or PF_ERR (out of
+ * memory); decoders PF_OK or the error and its reason. answer_from_pb sees only PF_OK answers:
+ * a solver's verdict carries no payload. */
+typedef struct {
+    int (*params_to_pb)(pf_arena_t *a, const pf_job_t *job, const pf_blob_ref_t *graph,
+                        const pf_blob_ref_t *cluster, Planfarm__Job *m);
+    int (*params_from_pb)(const Planfarm__Job *m, pf_wire_job_t *out, char *err, size_t errlen);
+    int (*answer_to_pb)(pf_arena_t *a, const pf_job_result_t *res, Planfarm__JobResult *m);
+    int (*answer_from_pb)(const Planfarm__JobResult *m, int nops, int ndevices,
+                          pf_job_result_t *out, char *err, size_t errlen);
+} job_codec_t;
+
+/* NOOP: no parameters, no answer. */
+
+static int noop_params_to_pb(pf_arena_t *a, const pf_job_t *job, const pf_blob_ref_t *graph,
+                             const pf_blob_ref_t *cluster, Planfarm__Job *m)
+{
+    (void)a, (void)job, (void)graph, (void)cluster, (void)m;
+    return PF_OK;
+}
+
+static int noop_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *err,
+                               size_t errlen)
+{
+    (void)m, (void)out, (void)err, (void)errlen;
+    return PF_OK;
+}
+
+static int noop_answer_to_pb(pf_arena_t *a, const pf_job_result_t *res, Planfarm__JobResult *m)
+{
+    (void)a, (void)res, (void)m;
+    return PF_OK;
+}
+
+static int noop_answer_from_pb(const Planfarm__JobResult *m, int nops, int ndevices,
+                               pf_job_result_t *out, char *err, size_t errlen)
+{
+    (void)m, (void)nops, (void)ndevices, (void)out, (void)err, (void)errlen;
+    return PF_OK;
+}
+
+/* DP_PARTITION: PartitionParams and the graph and cluster blobs; answers with a Plan. */
+
+static int dp_params_to_pb(pf_arena_t *a, const pf_job_t *job, const pf_blob_ref_t *graph,
+                           const pf_blob_ref_t *cluster, Planfarm__Job *m)
+{
+    const pf_partition_opts_t *o = &job->partition;
+    Planfarm__PartitionParams *pp = PF_ANEW(a, Planfarm__PartitionParams, 1);
+    if (!pp || !(m->graph = ref_to_pb(a, graph, PLANFARM__BLOB_KIND__BLOB_GRAPH)) ||
+        !(m->cluster = ref_to_pb(a, cluster, PLANFARM__BLOB_KIND__BLOB_CLUSTER)))
+        return PF_ERR;
+    planfarm__partition_params__init(pp);
+    pp->stages = (uint32_t)o->stages;
+    pp->replicas = (uint32_t)o->replicas;
+    pp->microbatches = (uint32_t)o->microbatches;
+    pp->flat_gbps = o->flat_gbps;
+    pp->coarsen_k = o->coarsen_k;
+    pp->alpha = o->alpha;
+    pp->refine = o->refine != 0;
+    pp->refine_max_moves = (uint32_t)o->refine_max_moves;
+    pp->max_downsets = o->max_downsets;
+    if (o->group && job->graph) {
+        int n = pf_graph_nops(job->graph);
+        uint32_t *g = PF_ANEW(a, uint32_t, n);
+        if (!g)
+            return PF_ERR;
+        for (int v = 0; v < n; v++)
+            g[v] = (uint32_t)o->group[v];
+        pp->group = g;
+        pp->n_group = (size_t)n;
+        pp->ngroups = (uint32_t)o->ngroups;
+    }
+    m->partition = pp;
+    return PF_OK;
+}
+
+static int dp_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *err, size_t errlen)
+{
+    int rc;
+    const Planfarm__PartitionParams *pp = m->partition;
+    if ((rc = ref_from_pb(m->graph, PLANFARM__BLOB_KIND__BLOB_GRAPH, &out->graph, "graph", err,
+                          errlen)) ||
+        (rc = ref_from_pb(m->cluster, PLANFARM__BLOB_KIND__BLOB_CLUSTER, &out->cluster, "cluster",
+                          err, errlen)))
+        return rc;
+    if (!pp)
+        return pf_fail(err, errlen, PF_EINPUT, "job.partition: missing");
+    if (pp->stages == 0 || pp->stages > PF_WIRE_MAX_DEVICES || pp->replicas > PF_WIRE_MAX_DEVICES ||
+        pp->microbatches > (1u << 20) || !isfinite(pp->flat_gbps) || !isfinite(pp->alpha) ||
+        pp->alpha < 0 || pp->refine_max_moves > (1u << 20))
+        return pf_fail(err, errlen, PF_EINPUT, "job.partition: parameter out of range");
+    pf_partition_opts_init(&out->partition);
+    out->partition.stages = (int)pp->stages;
+    out->partition.replicas = (int)pp->replicas;
+    out->partition.microbatches = (int)pp->microbatches;
+    out->partition.flat_gbps = pp->flat_gbps;
+    out->partition.coarsen_k = pp->coarsen_k;
+    out->partition.alpha = pp->alpha;
+    out->partition.refine = pp->refine;
+    out->partition.refine_max_moves = (int)pp->refine_max_moves;
+    if (pp->max_downsets > 0)
+        out->partition.max_downsets = pp->max_downsets;
+    if (pp->n_group) {
+        if (pp->n_group > PF_WIRE_MAX_OPS || pp->ngroups == 0 || pp->ngroups > pp->n_group)
+            return pf_fail(err, errlen, PF_EINPUT, "job.partition.group: bad sizes");
+        out->group = malloc(pp->n_group * sizeof *out->group);
+        if (!out->group)
+            return pf_fail(err, errlen, PF_ERR, "out of memory");
+        for (size_t v = 0; v < pp->n_group; v++) {
+            if (pp->group[v] >= pp->ngroups)
+                return pf_fail(err, errlen, PF_EINPUT, "job.partition.group[%zu]: out of range",
+                               v);
+            out->group[v] = (int)pp->group[v];
+        }
+        out->group_len = pp->n_group;
+        out->partition.group = out->group;
+        out->partition.ngroups = (int)pp->ngroups;
+    }
+    return PF_OK;
+}
+
+static int dp_answer_to_pb(pf_arena_t *a, const pf_job_result_t *res, Planfarm__JobResult *m)
+{
+    if (res->plan && !(m->plan = pf_codec_plan_to_pb(a, res->plan)))
+        return PF_ERR;
+    return PF_OK;
+}
+
+static int dp_answer_from_pb(const Planfarm__JobResult *m, int nops, int ndevices,
+                             pf_job_result_t *out, char *err, size_t errlen)
+{
+    if (!m->plan)
+        return pf_fail(err, errlen, PF_EINPUT, "result.plan: missing");
+    return pf_codec_plan_from_pb(m->plan, nops, ndevices, &out->plan, err, errlen);
+}
+
+/* MAP_PROBE: ProbeParams (the stage graph travels inline) and the cluster blob; answers with a
+ * ProbeAnswer (a mapping when found). */
+
+static int probe_params_to_pb(pf_arena_t *a, const pf_job_t *job, const pf_blob_ref_t *graph,
+                              const pf_blob_ref_t *cluster, Planfarm__Job *m)
+{
+    (void)graph;
+    Planfarm__ProbeParams *pp = PF_ANEW(a, Planfarm__ProbeParams, 1);
+    if (!pp || !(m->cluster = ref_to_pb(a, cluster, PLANFARM__BLOB_KIND__BLOB_CLUSTER)))
+        return PF_ERR;
+    planfarm__probe_params__init(pp);
+    if (!(pp->stage_graph = pf_codec_stage_graph_to_pb(a, job->stage_graph)))
+        return PF_ERR;
+    pp->instantiation = (uint32_t)job->inst;
+    pp->target_ms = job->target_ms;
+    pp->budget_s = job->budget_s;
+    pp->symmetry = job->symmetry != 0;
+    m->probe = pp;
+    return PF_OK;
+}
+
+static int probe_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *err,
+                                size_t errlen)
+{
+    int rc;
+    const Planfarm__ProbeParams *pp = m->probe;
+    if ((rc = ref_from_pb(m->cluster, PLANFARM__BLOB_KIND__BLOB_CLUSTER, &out->cluster, "cluster",
+                          err, errlen)))
+        return rc;
+    if (!pp || !pp->stage_graph)
+        return pf_fail(err, errlen, PF_EINPUT, "job.probe: missing");
+    if (pp->instantiation > PF_INST_FULL || !pf_is_finite_nonneg(pp->target_ms) ||
+        !isfinite(pp->budget_s))
+        return pf_fail(err, errlen, PF_EINPUT, "job.probe: parameter out of range");
+    if ((rc = pf_codec_stage_graph_from_pb(pp->stage_graph, &out->stage_graph, err, errlen)))
+        return rc;
+    out->inst = (pf_inst_t)pp->instantiation;
+    out->target_ms = pp->target_ms;
+    out->budget_s = pp->budget_s;
+    out->symmetry = pp->symmetry;
+    return PF_OK;
+}
+
+static int probe_answer_to_pb(pf_arena_t *a, const pf_job_result_t *res, Planfarm__JobResult *m)
+{
+    Planfarm__ProbeAnswer *pa = PF_ANEW(a, Planfarm__ProbeAnswer, 1);
+    if (!pa)
+        return PF_ERR;
+    planfarm__probe_answer__init(pa);
+    pa->found = res->probe.found != 0;
+    pa->timed_out = res->probe.timed_out != 0;
+    pa->objective_ms = res->probe.objective_ms;
+    pa->nodes = res->probe.nodes;
+    pa->symmetric_pruned = res->probe.symmetric_pruned;
+    if (res->devices && res->ndevices > 0) {
+        int32_t *d = PF_ANEW(a, int32_t, res->ndevices);
+        if (!d)
+            return PF_ERR;
+        for (int i = 0; i < res->ndevices; i++)
+            d[i] = res->devices[i];
+        pa->devices = d;
+        pa->n_devices = (size_t)res->ndevices;
+    }
+    m->probe = pa;
+    return PF_OK;
+}
+
+static int probe_answer_from_pb(const Planfarm__JobResult *m, int nops, int ndevices,
+                                pf_job_result_t *out, char *err, size_t errlen)
+{
+    (void)nops;
+    const Planfarm__ProbeAnswer *pa = m->probe;
+    if (!pa)
+        return pf_fail(err, errlen, PF_EINPUT, "result.probe: missing");
+    out->probe.found = pa->found;
+    out->probe.timed_out = pa->timed_out;
+    out->probe.objective_ms = pa->objective_ms;
+    out->probe.nodes = pa->nodes;
+    out->probe.symmetric_pruned = pa->symmetric_pruned;
+    if (!pa->found)
+        return PF_OK;
+    if (pa->n_devices == 0 || pa->n_devices > (size_t)ndevices ||
+        !pf_is_finite_nonneg(pa->objective_ms))
+        return pf_fail(err, errlen, PF_EINPUT, "result.probe: bad mapping");
+    int rc = PF_OK;
+    char *used = calloc((size_t)ndevices, 1);
+    out->devices = malloc(pa->n_devices * sizeof *out->devices);
+    if (!out->devices || !used) {
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < pa->n_devices; i++) {
+        int d = pa->devices[i];
+        if (d < 0 || d >= ndevices || used[d]++) {
+            rc = pf_fail(err, errlen, PF_EINPUT,
+                         "result.probe.devices[%zu]: out of range or repeated", i);
+            goto done;
+        }
+        out->devices[i] = d;
+    }
+    out->ndevices = (int)pa->n_devices;
+done:
+    free(used);
+    return rc;
+}
+
+/* TAP_ENUM: TapParams, the graph and cluster blobs; answers with the slice's best plans. */
+
+static int tap_params_to_pb(pf_arena_t *a, const pf_job_t *job, const pf_blob_ref_t *graph,
+                            const pf_blob_ref_t *cluster, Planfarm__Job *m)
+{
+    Planfarm__TapParams *tp = PF_ANEW(a, Planfarm__TapParams, 1);
+    if (!tp || !(m->graph = ref_to_pb(a, graph, PLANFARM__BLOB_KIND__BLOB_GRAPH)) ||
+        !(m->cluster = ref_to_pb(a, cluster, PLANFARM__BLOB_KIND__BLOB_CLUSTER)))
+        return PF_ERR;
+    planfarm__tap_params__init(tp);
+    tp->unit = (uint32_t)job->tap_unit;
+    tp->lo = job->tap_lo;
+    tp->hi = job->tap_hi;
+    m->tap = tp;
+    return PF_OK;
+}
+
+static int tap_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *err,
+                              size_t errlen)
+{
+    int rc;
+    if ((rc = ref_from_pb(m->graph, PLANFARM__BLOB_KIND__BLOB_GRAPH, &out->graph, "graph", err,
+                          errlen)) ||
+        (rc = ref_from_pb(m->cluster, PLANFARM__BLOB_KIND__BLOB_CLUSTER, &out->cluster,
+                          "cluster", err, errlen)))
+        return rc;
+    if (!m->tap)
+        return pf_fail(err, errlen, PF_EINPUT, "job.tap: missing");
+    if (m->tap->unit > PF_WIRE_MAX_OPS || m->tap->lo >= m->tap->hi || out->setting.tp < 2)
+        return pf_fail(err, errlen, PF_EINPUT, "job.tap: unit %u, plans [%llu, %llu) at T %d",
+                       m->tap->unit, (unsigned long long)m->tap->lo,
+                       (unsigned long long)m->tap->hi, out->setting.tp);
+    out->tap_unit = (int)m->tap->unit;
+    out->tap_lo = m->tap->lo;
+    out->tap_hi = m->tap->hi;
+    return PF_OK;
+}
+
+static int tap_answer_to_pb(pf_arena_t *a, const pf_job_result_t *res, Planfarm__JobResult *m)
+{
+    const pf_tap_slice_t *t = &res->tap;
+    Planfarm__TapAnswer *ta = PF_ANEW(a, Planfarm__TapAnswer, 1);
+    Planfarm__TapCandidate **best = PF_ANEW(a, Planfarm__TapCandidate *, PF_TAP_KEEP);
+    if (!ta || !best)
+        return PF_ERR;
+    planfarm__tap_answer__init(ta);
+    ta->unit = (uint32_t)t->unit;
+    ta->tp = (uint32_t)t->T;
+    ta->lo = t->lo;
+    ta->hi = t->hi;
+    ta->feasible = t->feasible;
+    for (int i = 0; i < t->nbest && i < PF_TAP_KEEP; i++) {
+        if (!(best[i] = PF_ANEW(a, Planfarm__TapCandidate, 1)))
+            return PF_ERR;
+        planfarm__tap_candidate__init(best[i]);
+        best[i]->plan = t->best[i].plan;
+        best[i]->time_ms = t->best[i].time_ms;
+        best[i]->mem_bytes = t->best[i].mem_bytes;
+        ta->n_best++;
+    }
+    ta->best = best;
+    m->tap = ta;
+    return PF_OK;
+}
+
+static int tap_answer_from_pb(const Planfarm__JobResult *m, int nops, int ndevices,
+                              pf_job_result_t *out, char *err, size_t errlen)
+{
+    (void)nops, (void)ndevices;
+    const Planfarm__TapAnswer *ta = m->tap;
+    if (!ta)
+        return pf_fail(err, errlen, PF_EINPUT, "result.tap: missing");
+    if (ta->n_best > PF_TAP_KEEP || ta->unit > PF_WIRE_MAX_OPS || ta->tp > MAX_TP)
+        return pf_fail(err, errlen, PF_EINPUT, "result.tap: out of range");
+    pf_tap_slice_t *t = &out->tap;
+    t->unit = (int)ta->unit;
+    t->T = (int)ta->tp;
+    t->lo = ta->lo;
+    t->hi = ta->hi;
+    t->feasible = ta->feasible;
+    t->nbest = (int)ta->n_best;
+    for (size_t i = 0; i < ta->n_best; i++) {
+        if (!ta->best[i])
+            return pf_fail(err, errlen, PF_EINPUT, "result.tap.best[%zu]: missing", i);
+        t->best[i].plan = ta->best[i]->plan;
+        t->best[i].time_ms = ta->best[i]->time_ms;
+        t->best[i].mem_bytes = ta->best[i]->mem_bytes;
+    }
+    return PF_OK; /* ranges and order: pf_job_check_answer */
+}
+
+/* One entry per job kind, indexed by pf_job_kind_t; the wire's JobKind numbers are the same. */
+static const job_codec_t job_codecs[] = {
+    [PF_JOB_NOOP] = {noop_params_to_pb, noop_params_from_pb, noop_answer_to_pb,
+                     noop_answer_from_pb},
+    [PF_JOB_DP_PARTITION] = {dp_params_to_pb, dp_params_from_pb, dp_answer_to_pb,
+                             dp_answer_from_pb},
+    [PF_JOB_MAP_PROBE] = {probe_params_to_pb, probe_params_from_pb, probe_answer_to_pb,
+                          probe_answer_from_pb},
+    [PF_JOB_TAP_ENUM] = {tap_params_to_pb, tap_params_from_pb, tap_answer_to_pb,
+                         tap_answer_from_pb},
+};
+_Static_assert(sizeof job_codecs / sizeof job_codecs[0] == PF_JOB_KIND_COUNT,
+               "every job kind of planner/jobs.h needs its entry in job_codecs");
+_Static_assert((int)PLANFARM__JOB_KIND__JOB_NOOP == PF_JOB_NOOP &&
+                   (int)PLANFARM__JOB_KIND__JOB_DP_PARTITION == PF_JOB_DP_PARTITION &&
+                   (int)PLANFARM__JOB_KIND__JOB_MAP_PROBE == PF_JOB_MAP_PROBE &&
+                   (int)PLANFARM__JOB_KIND__JOB_TAP_ENUM == PF_JOB_TAP_ENUM,
+               "planfarm.proto's JobKind numbers are pf_job_kind_t's");
+
+/* The kind's hooks; NULL for a number that is no kind (or a kind left without hooks). */
+static const job_codec_t *job_codec(int kind)
+{
+    if (kind < 0 || kind >= PF_JOB_KIND_COUNT || !job_codecs[kind].params_from_pb)
+        return NULL;
+    return &job_codecs[kind];
+}
+
+/* ---- jobs ---- */
+
+Planfarm__Job *pf_codec_job_to_pb(pf_arena_t *a, uint64_t id, uint32_t attempt,
+                                  const pf_job_t *job, const pf_blob_ref_t *graph,
+                                  const pf_blob_ref_t *cluster)
+{
+    const job_codec_t *jc = job_codec((int)job->kind);
+    Planfarm__Job *m = PF_ANEW(a, Planfarm__Job, 1);
+    if (!jc || !m)
+        return NULL;
+    planfarm__job__init(m);
+    m->id = id;
+    m->attempt = attempt;
+    m->kind = (Planfarm__JobKind)job->kind;
+    m->threads = job->threads > 0 ? (uint32_t)job->threads : 0;
+    if (!(m->setting = setting_to_pb(a, &job->setting)))
+        return NULL;
+    return jc->params_to_pb(a, job, graph, cluster, m) == PF_OK ? m : NULL;
+}
+
+void pf_wire_job_clear(pf_wire_job_t *j)
+{
+    if (!j)
+        return;
+    free(j->group);
+    free(j->tap_plans);
+    pf_stage_graph_destroy(&j->stage_graph);
+    memset(j, 0, sizeof *j);
+}
+
+int pf_codec_job_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    out->id = m->id;
+    out->attempt = m->attempt;
+    out->threads = m->threads > 4096 ? 0 : (int)m->threads;
+    if (m->id == 0)
+        return pf_fail(err, errlen, PF_EINPUT, "job.id: zero");
+    const job_codec_t *jc = job_codec((int)m->kind);
+    if (!jc)
+        return pf_fail(err, errlen, PF_EINPUT, "job.kind: unknown (%d)", (int)m->kind);
+    out->kind = (pf_job_kind_t)m->kind;
+    int rc = setting_from_pb(m->setting, out, err, errlen);
+    if (rc == PF_OK)
+        rc = jc->params_from_pb(m, out, err, errlen);
+    if (rc != PF_OK)
+        pf_wire_job_clear(out);
+    return rc;
+}
+
+int pf_wire_job_check(const pf_wire_job_t *w, const pf_graph_t *graph,
+                      const pf_cluster_t *cluster, char *err, size_t errlen)
+{
+    const pf_job_kind_desc_t *d = pf_job_kind_desc(w->kind);
+    if (!d)
+        return pf_fail(err, errlen, PF_EINPUT, "job %llu: unknown kind %d",
+                       (unsigned long long)w->id, (int)w->kind);
+    if (((d->needs & PF_JOB_NEEDS_GRAPH) && !graph) ||
+        ((d->needs & PF_JOB_NEEDS_CLUSTER) && !cluster))
+        return pf_fail(err, errlen, PF_EINPUT, "job %llu: its blobs are not the %s%s%s a %s job "
+                       "needs", (unsigned long long)w->id,
+                       d->needs & PF_JOB_NEEDS_GRAPH ? "graph" : "",
+                       (d->needs & PF_JOB_NEEDS_GRAPH) && (d->needs & PF_JOB_NEEDS_CLUSTER)
+                           ? " and " : "",
+                       d->needs & PF_JOB_NEEDS_CLUSTER ? "cluster" : "", d->name);
+    /* the partitioner reads group[v] for every op v */
+    if (w->group && graph && w->group_len != (size_t)pf_graph_nops(graph))
+        return pf_fail(err, errlen, PF_EINPUT,
+                       "job.partition.group: %zu entries for a graph of %d ops", w->group_len,
+                       pf_graph_nops(graph));
+    return PF_OK;
+}
+
+void pf_wire_job_bind(const pf_wire_job_t *w, const pf_graph_t *graph,
+                      const pf_cluster_t *cluster, pf_job_t *job)
+{
+    pf_job_init(job, w->kind);
+    job->graph = graph;
+    job->cluster = cluster;
+    job->partition = w->partition;
+    job->stage_graph = w->stage_graph;
+    job->inst = w->inst;
+    job->target_ms = w->target_ms;
+    job->budget_s = w->budget_s;
+    job->symmetry = w->symmetry;
+    job->threads = w->threads;
+    job->setting = w->setting;
+    job->tap_unit = w->tap_unit;
+    job->tap_lo = w->tap_lo;
+    job->tap_hi = w->tap_hi;
+}
+
+/* ---- results ---- */
+
+Planfarm__JobResult *pf_codec_result_to_pb(pf_arena_t *a, uint64_t id, const pf_job_result_t *res)
+{
+    const job_codec_t *jc = job_codec((int)res->kind);
+    Planfarm__JobResult *m = PF_ANEW(a, Planfarm__JobResult, 1);
+    if (!jc || !m)
+        return NULL;
+    planfarm__job_result__init(m);
+    m->id = id;
+    m->kind = (Planfarm__JobKind)res->kind;
+    m->status = res->status;
+    m->error = (char *)res->error;
+    m->seconds = res->seconds;
+    return jc->answer_to_pb(a, res, m) == PF_OK ? m : NULL;
+}
+
+int pf_codec_result_from_pb(const Planfarm__JobResult *m, int nops, int ndevices,
+                            pf_job_result_t *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    const job_codec_t *jc = job_codec((int)m->kind);
+    if (!jc)
+        return pf_fail(err, errlen, PF_EINPUT, "result.kind: unknown (%d)", (int)m->kind);
+    if (m->status != PF_OK && m->status != PF_ERR && m->status != PF_EINPUT &&
+        m->status != PF_EINFEASIBLE)
+        return pf_fail(err, errlen, PF_EINPUT, "result.status: unknown (%d)", m->status);
+    out->kind = (pf_job_kind_t)m->kind;
+    out->status = m->status;
+    out->seconds = isfinite(m->seconds) ? m->seconds : 0;
+    snprintf(out->error, sizeof out->error, "%s", m->error ? m->error : "");
+    if (out->status != PF_OK)
+        return PF_OK;
+    int rc = jc->answer_from_pb(m, nops, ndevices, out, err, errlen);
+    if (rc != PF_OK)
+        pf_job_result_clear(out);
+    return rc;
+}
+
+/* ---- requests ---- */
+
+Planfarm__PlanOptions *pf_codec_options_to_pb(pf_arena_t *a, const pf_search_opts_t *o)
+{
+    Planfarm__PlanOptions *m = PF_ANEW(a, Planfarm__PlanOptions, 1);
+    if (!m)
+        return NULL;
+    planfarm__plan_options__init(m);
+    m->stages = (uint32_t)o->stages;
+    m->replicas = (uint32_t)o->replicas;
+    m->microbatches = (uint32_t)o->microbatches;
+    m->coarsen_k = o->coarsen_k;
+    m->max_downsets = o->max_downsets;
+    m->no_refine = !o->refine;
+    m->flat_gbps = o->flat_gbps;
+    m->candidates = (uint32_t)o->candidates;
+    m->probes_in_flight = (uint32_t)o->probes_in_flight;
+    m->rel_eps = o->rel_eps;
+    m->probe_seconds = o->probe_seconds;
+    m->no_symmetry = !o->symmetry;
+    m->instantiation = (char *)(o->auto_inst ? "auto" : pf_inst_name(o->inst));
+    m->seed = o->seed;
+    m->max_stages = (uint32_t)o->max_stages;
+    return m;
+}
+
+int pf_codec_options_from_pb(const Planfarm__PlanOptions *m, pf_search_opts_t *o, char *err,
+                             size_t errlen)
+{
+    pf_search_opts_init(o);
+    if (!m)
+        return PF_OK;
+    if (m->stages > PF_WIRE_MAX_DEVICES || m->replicas > PF_WIRE_MAX_DEVICES ||
+        m->microbatches > (1u << 20) ||
+        m->candidates > 64 || m->probes_in_flight > 64 || m->max_stages > PF_WIRE_MAX_DEVICES ||
+        !isfinite(m->flat_gbps) || m->flat_gbps < 0 || !isfinite(m->rel_eps) || m->rel_eps < 0 ||
+        m->rel_eps >= 1 || !isfinite(m->probe_seconds) || m->probe_seconds < 0)
+        return pf_fail(err, errlen, PF_EINPUT, "options: a value is out of range");
+    o->stages = (int)m->stages;
+    o->replicas = (int)m->replicas;
+    o->microbatches = (int)m->microbatches;
+    o->coarsen_k = m->coarsen_k;
+    o->max_downsets = m->max_downsets > 0 ? m->max_downsets : 0;
+    o->refine = !m->no_refine;
+    o->flat_gbps = m->flat_gbps;
+    if (m->candidates)
+        o->candidates = (int)m->candidates;
+    if (m->probes_in_flight)
+        o->probes_in_flight = (int)m->probes_in_flight;
+    if (m->rel_eps > 0)
+        o->rel_eps = m->rel_eps;
+    if (m->probe_seconds > 0)
+        o->probe_seconds = m->probe_seconds;
+    o->symmetry = !m->no_symmetry;
+    if (m->seed)
+        o->seed = m->seed;
+    if (m->max_stages)
+        o->max_stages = (int)m->max_stages;
+    const char *inst = m->instantiation ? m->instantiation : "";
+    if (inst[0] == '\0' || strcmp(inst, "auto") == 0) {
+        o->auto_inst = 1;
+    } else {
+        o->auto_inst = 0;
+        if (pf_inst_parse(inst, &o->inst) != PF_OK)
+            return pf_fail(err, errlen, PF_EINPUT, "options.instantiation: '%s' is not m, ar, full "
+                           "or auto", inst);
+    }
+    return PF_OK;
+}

@@ -62,19 +62,19 @@ struct pf_echo {
     char *endpoint;
 };
 
-/* The echo thread: tells the caller its endpoint (or "!reason"), then answers until $TERM. */
+/* The echo thread: signals that it runs (zactor_new waits for that), tells the caller its
+ * endpoint (or "!reason"), then answers until $TERM. */
 static void echo_actor(zsock_t *pipe, void *args)
 {
+    zsock_signal(pipe, 0);
     zsock_t *rep = zsock_new(ZMQ_REP);
     int port = rep ? zsock_bind(rep, "%s", (const char *)args) : -1;
     if (port < 0) {
         zstr_sendf(pipe, "!cannot bind %s: %s", (const char *)args, zmq_strerror(zmq_errno()));
         zsock_destroy(&rep);
-        zsock_signal(pipe, 0);
         return;
     }
     zstr_send(pipe, zsock_endpoint(rep));
-    zsock_signal(pipe, 0);
     zpoller_t *poller = zpoller_new(pipe, rep, NULL);
     while (poller) {
         zsock_t *which = zpoller_wait(poller, -1);
@@ -107,8 +107,6 @@ pf_echo_t *pf_echo_new(const char *bind_endpoint, char *err, size_t errlen)
     }
     e->actor = zactor_new(echo_actor, (void *)bind_endpoint);
     char *ep = e->actor ? zstr_recv(e->actor) : NULL;
-    if (e->actor)
-        zsock_wait(e->actor);
     if (!ep || ep[0] == '!') {
         pf_fail(err, errlen, PF_ERR, "echo: %s", ep ? ep + 1 : "cannot start its thread");
         zstr_free(&ep);

@@ -7,6 +7,10 @@
 
 #define GEMM_SIDE 8192          /* the square bf16 GEMM for a device's TFLOP/s */
 #define HBM_BYTES 1073741824.0  /* HBM copy size, as in tests/data/h100 */
+/* Default sweeps end at 256 MiB for GPU copies (as tests/data/h100) and 16 MiB for the
+ * ping-pong, where one round trip of 256 MiB copies half a gigabyte through the TCP stack. */
+#define PF_GPU_SWEEP_MAX_BYTES 268435456.0
+#define PF_CPU_SWEEP_MAX_BYTES 16777216.0
 
 void pf_local_opts_default(pf_local_opts_t *o)
 {
@@ -15,14 +19,15 @@ void pf_local_opts_default(pf_local_opts_t *o)
     o->cpu_stream_bytes = (size_t)256 << 20;
 }
 
-static int sweep_sizes(const pf_local_opts_t *o, double *sizes)
+/* The default sweep: 4 B .. max_bytes by x4. */
+static int sweep_sizes(const pf_local_opts_t *o, double max_bytes, double *sizes)
 {
     if (o->nsizes > 0) {
         memcpy(sizes, o->sizes, (size_t)o->nsizes * sizeof *sizes);
         return o->nsizes;
     }
     int n = 0;
-    for (double b = 4; b <= 268435456.0; b *= 4)
+    for (double b = 4; b <= max_bytes; b *= 4)
         sizes[n++] = b;
     return n;
 }
@@ -38,7 +43,7 @@ static int profile_cpu(const pf_local_opts_t *o, pf_progress_fn progress, void *
                        pf_assembly_t *into, pf_local_report_t *rep, char *err, size_t errlen)
 {
     double sizes[PF_SWEEP_MAX], gbps;
-    int n = sweep_sizes(o, sizes), done = 0, rc;
+    int n = sweep_sizes(o, PF_CPU_SWEEP_MAX_BYTES, sizes), done = 0, rc;
     pf_device_rec_t d;
     pf_echo_t *echo = NULL;
     tick(progress, pctx, &done, 2, "cpu memory bandwidth");
@@ -87,7 +92,7 @@ static int profile_gpu(const pf_local_opts_t *o, const pf_cuda_api_t *api, int n
                        pf_local_report_t *rep, char *err, size_t errlen)
 {
     double sizes[PF_SWEEP_MAX];
-    int n = sweep_sizes(o, sizes), done = 0, rc;
+    int n = sweep_sizes(o, PF_GPU_SWEEP_MAX_BYTES, sizes), done = 0, rc;
     int npairs = ngpu * (ngpu - 1) * (o->peer_off ? 2 : 1);
     int total = 2 * ngpu + npairs + 2 * ngpu + (ngpu > 1 ? 2 : 0);
     char what[96], host[PF_REC_NAME];

@@ -17,7 +17,8 @@
 #include <stddef.h>
 
 typedef struct {
-    int nsizes;                  /* 0 = the default sweep, 4 B .. 256 MiB by x4 (14 sizes) */
+    int nsizes;                  /* 0 = the default sweep by x4 from 4 B: to 256 MiB for GPU
+                                  * copies (14 sizes), to 16 MiB for the ping-pong (12) */
     double sizes[PF_SWEEP_MAX];
     int reps;                    /* timed runs per size (median); default 10 */
     int peer_off;                /* also sweep GPU pairs with peer access off */

@@ -135,7 +135,7 @@ static void print_tables(const pf_assembly_t *a, const pf_local_report_t *rep)
         fputc('\n', stderr);
     }
     int nl = pf_assembly_nlinks(a);
-    if (nl > 0 || rep->has_loopback)
+    if (nl > 0 || rep->loopback.rec.nsizes > 0)
         fprintf(stderr, "links (postal fit; latency = smallest message):\n  %-10s %-10s %-18s "
                         "%10s %10s %10s %12s\n", "from", "to", "method", "lat us", "GB/s",
                 "fit err", "table below");
@@ -143,6 +143,9 @@ static void print_tables(const pf_assembly_t *a, const pf_local_report_t *rep)
         print_link(pf_assembly_link(a, i), 0);
     if (rep->has_loopback)
         print_link(&rep->loopback, 0);
+    else if (rep->loopback.rec.nsizes > 0)
+        fprintf(stderr, "  host       host       %-18s %s\n", rep->loopback.rec.method,
+                rep->loopback_status);
     if (rep->nccl_all_reduce_gbps > 0)
         fprintf(stderr, "NCCL bus bandwidth: all-reduce %.1f GB/s, all-gather %.1f GB/s\n",
                 rep->nccl_all_reduce_gbps, rep->nccl_all_gather_gbps);

@@ -34,8 +34,9 @@ typedef struct {
     double nccl_all_reduce_gbps; /* bus bandwidth at the largest sweep size; 0 = not measured */
     double nccl_all_gather_gbps;
     char nccl_status[128];
-    int has_loopback;            /* CPU mode: loopback ping-pong fit */
-    pf_link_fit_t loopback;
+    int has_loopback;            /* CPU mode: loopback ping-pong fitted */
+    pf_link_fit_t loopback;      /* its record (always, in CPU mode) and fit */
+    char loopback_status[128];   /* why it could not be fitted */
 } pf_local_report_t;
 
 /* Called before each probe: done of total probes finished, `what` the one starting. */

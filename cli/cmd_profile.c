@@ -279,14 +279,16 @@ int cmd_profile(int argc, char **argv)
         pf_cuda_close(&cuda);
         return cli_report(CMD, PF_ERR, err);
     }
+    int ngpus = 0;
+    if (cuda && pf_cuda_api(cuda)->device_count(&ngpus, err, sizeof err) == PF_OK && ngpus == 0) {
+        snprintf(loader_err, sizeof loader_err, "no GPU found");
+        pf_cuda_close(&cuda);
+    }
     if (!cuda)
         fprintf(stderr, "planfarm profile: %s: measuring the CPU and the loopback network\n",
                 loader_err);
     rc = pf_profile_local(&o, cuda, loader_err, cli_stderr_tty() ? progress_bar : NULL, NULL, a,
                           &rep, err, sizeof err);
-    if (rc == PF_OK && cuda && rep.ngpus == 0)
-        fprintf(stderr, "planfarm profile: %s: measuring the CPU and the loopback network\n",
-                rep.cuda_status);
     if (rc == PF_OK)
         rc = pf_assembly_build(a, &cl, err, sizeof err);
     if (rc == PF_OK)

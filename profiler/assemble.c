@@ -102,6 +102,9 @@ int pf_assembly_add_link(pf_assembly_t *a, const pf_link_rec_t *l, char *err, si
         return pf_fail(err, errlen, PF_EINPUT, "%s: unknown source %d", where, (int)l->source);
     if (!pf_is_finite_nonneg(l->when_unix_s))
         return pf_fail(err, errlen, PF_EINPUT, "%s: bad time", where);
+    if (l->topo_level < -1 || l->topo_level > 100 || l->nvlinks < 0 || l->nvlinks > 64)
+        return pf_fail(err, errlen, PF_EINPUT, "%s: topology level %d, %d NVLinks", where,
+                       l->topo_level, l->nvlinks);
     if ((rc = pf_postal_fit(l->bytes, l->ms, l->nsizes, PF_POSTAL_TOL, &lf.fit, err, errlen))) {
         pf_err_prefix(err, errlen, where);
         return rc;
@@ -296,6 +299,10 @@ static void emit_provenance(pf_jw_t *w, const void *ctx)
         pf_jw_key(w, "method"); pf_jw_str(w, l->rec.method);
         pf_jw_key(w, "measured_by"); pf_jw_str(w, l->rec.measured_by);
         write_when(w, l->rec.when_unix_s);
+        if (l->rec.topo_level >= 0) {
+            pf_jw_key(w, "nvml_topology"); pf_jw_int(w, l->rec.topo_level);
+            pf_jw_key(w, "nvlinks"); pf_jw_int(w, l->rec.nvlinks);
+        }
         pf_jw_key(w, "lat_us"); pf_jw_num(w, l->fit.lat_ms * 1e3);
         pf_jw_key(w, "gbps"); pf_jw_num(w, l->fit.gbps);
         pf_jw_key(w, "fit_rel_rms"); pf_jw_num(w, l->fit.fit_rel_rms);

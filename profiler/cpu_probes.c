@@ -213,6 +213,7 @@ int pf_cpu_pingpong_rec(const char *connect_endpoint, const char *src_host, cons
     pf_record_name(rec->src_host, src_host);
     pf_record_name(rec->dst_host, dst_host);
     rec->src_index = rec->dst_index = PF_END_HOST;
+    rec->topo_level = -1;
     rec->source = PF_SRC_CPU;
     pf_record_name(rec->method, "zmq_tcp_pingpong");
     pf_record_stamp(rec->measured_by, &rec->when_unix_s);

@@ -81,6 +81,7 @@ static void link_rec(pf_link_rec_t *l, const char *host, int src, int dst, const
     l->src_index = src;
     l->dst_index = dst;
     l->source = PF_SRC_GPU;
+    l->topo_level = -1;
     pf_record_name(l->method, method);
     l->nsizes = n;
     memcpy(l->bytes, sizes, (size_t)n * sizeof *sizes);
@@ -135,6 +136,10 @@ static int profile_gpu(const pf_local_opts_t *o, const pf_cuda_api_t *api, int n
                          pass ? "off" : "on");
                 tick(progress, pctx, &done, total, what);
                 link_rec(&l, host, a, b, pass ? "cuda_copy_no_p2p" : "cuda_peer_copy", sizes, n);
+                if (api->topology(a, b, &l.topo_level, &l.nvlinks, NULL, 0) != PF_OK) {
+                    l.topo_level = -1; /* no NVML: the sweep alone tells the link */
+                    l.nvlinks = 0;
+                }
                 rc = api->copy_sweep(a, b, !pass, sizes, n, o->reps, l.ms, err, errlen);
                 if (rc != PF_OK && !pass) { /* no peer access between them: the staged copy */
                     pf_record_name(l.method, "cuda_copy_no_p2p");

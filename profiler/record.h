@@ -42,6 +42,10 @@ typedef struct {
     char method[PF_REC_NAME];      /* "cuda_peer_copy", "cuda_copy_no_p2p", "zmq_tcp_pingpong" */
     char measured_by[PF_REC_NAME];
     double when_unix_s;
+    int topo_level;                /* GPU pairs: NVML common ancestor (0 board, 10 one switch,
+                                    * 20 several, 30 host bridge, 40 NUMA node, 50 system);
+                                    * -1 unknown (no NVML, or not a GPU pair) */
+    int nvlinks;                   /* NVLinks from src to dst; 0 when none or unknown */
     int nsizes;                    /* <= PF_SWEEP_MAX */
     double bytes[PF_SWEEP_MAX];
     double ms[PF_SWEEP_MAX];

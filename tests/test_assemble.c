@@ -11,7 +11,8 @@
 static pf_link_rec_t link_rec(const char *sh, int si, const char *dh, int di, double lat_us,
                               double gbps, pf_source_t src, const char *method)
 {
-    pf_link_rec_t l = {.src_index = si, .dst_index = di, .source = src, .when_unix_s = 1.7e9};
+    pf_link_rec_t l = {.src_index = si, .dst_index = di, .source = src, .when_unix_s = 1.7e9,
+                       .topo_level = src == PF_SRC_GPU ? 10 : -1, .nvlinks = src == PF_SRC_GPU};
     pf_record_name(l.src_host, sh);
     pf_record_name(l.dst_host, dh);
     pf_record_name(l.method, method);
@@ -136,6 +137,12 @@ static void test_two_hosts(void)
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(nl, "method")), "zmq_tcp_pingpong");
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(nl, "measured_by")), "agent-pair");
     CU_ASSERT_EQUAL(json_array_size(json_object_get(nl, "used_for")), 32);
+    CU_ASSERT_PTR_NULL(json_object_get(nl, "nvml_topology")); /* a network link: none */
+    json_t *l01 = json_array_get(links, 0);                   /* a:0 -> a:1 */
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(l01, "nvml_topology")), 10);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(l01, "nvlinks")), 1);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(l01, "dst_index")), 1);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(l01, "used_for")), 1);
     PF_ASSERT_CLOSE(json_number_value(json_object_get(nl, "gbps")), 12.5, 1e-9);
     CU_ASSERT(json_number_value(json_object_get(nl, "fit_rel_rms")) < 1e-9);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(nl, "when")),
@@ -164,6 +171,9 @@ static void test_missing_and_bad(void)
     d.mem_bytes = 1;
     CU_ASSERT_EQUAL(pf_assembly_add_device(a, &d, err, sizeof err), PF_EINPUT);
     pf_link_rec_t l = link_rec("a", 0, "a", 0, 1, 1, PF_SRC_GPU, "x");
+    CU_ASSERT_EQUAL(pf_assembly_add_link(a, &l, err, sizeof err), PF_EINPUT);
+    l = link_rec("a", 0, "a", 1, 1, 1, PF_SRC_GPU, "x");
+    l.nvlinks = -3;
     CU_ASSERT_EQUAL(pf_assembly_add_link(a, &l, err, sizeof err), PF_EINPUT);
     l = link_rec("a", 0, "a", 1, 1, 1, PF_SRC_GPU, "x");
     l.nsizes = PF_SWEEP_MAX + 1;

@@ -33,6 +33,8 @@ NVCC    ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/
 CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_90,code=compute_90
 NVCCFLAGS ?= -O2 -std=c++17 $(CUDA_ARCH)
+# cuBLAS is found where nvcc's toolkit keeps it, whatever the loader's path says at run time.
+CUDA_LIBDIR ?= $(if $(NVCC),$(abspath $(dir $(NVCC))../lib64))
 CUDA_SRC := $(wildcard profiler/cuda/*.cu)
 
 PLANNER_SRC := $(wildcard planner/*.c)
@@ -95,7 +97,7 @@ $(BUILD)/libpfcuda.so: $(CUDA_SRC) profiler/cuda_abi.h
 	@mkdir -p $(dir $@)
 	@test -n "$(NVCC)" || { echo "libpfcuda.so: no nvcc found (set NVCC=/path/to/nvcc)" >&2; exit 1; }
 	$(call say,NVCC,$@)$(NVCC) $(NVCCFLAGS) -I. -Xcompiler -fPIC,-Wall,-Werror,-fvisibility=hidden \
-	    -shared -o $@ $(CUDA_SRC) -lcublas
+	    -shared -o $@ $(CUDA_SRC) -L$(CUDA_LIBDIR) -Xlinker -rpath,$(CUDA_LIBDIR) -lcublas
 
 cuda: $(BUILD)/libpfcuda.so
 

@@ -9,6 +9,8 @@
 #   make check-layers   fail on any #include that points up the layers (README "Architecture")
 #   make stress-test  `make test` 20 times and `make sanitize` 5 times under two CPU hogs per
 #                 core (STRESS_N, STRESS_SANITIZE_N change the counts)
+#   make cuda     build/libpfcuda.so, the profiler's CUDA probes (only where nvcc is found)
+#   make test-gpu build it and run the GPU suite against tests/data/h100 (needs an H100)
 
 BUILD   ?= build
 V       ?= 0
@@ -27,7 +29,17 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 OPT     ?= -O2
 CFLAGS  ?=
 CFLAGS  += -std=c11 -Wall -Wextra -Werror $(OPT) -g -fopenmp -D_GNU_SOURCE -I. -I$(BUILD)
-LDLIBS  += -lm -lpthread -fopenmp
+LDLIBS  += -lm -lpthread -fopenmp -ldl
+
+# The profiler's CUDA probes are a separate shared object, loaded with dlopen at run time, so
+# that everything else builds and tests with no CUDA at all. NVCC= (empty) turns them off.
+NVCC    ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
+CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+             -gencode arch=compute_90,code=compute_90
+NVCCFLAGS ?= -O2 -std=c++17 $(CUDA_ARCH)
+# cuBLAS is found where nvcc's toolkit keeps it, whatever the loader's path says at run time.
+CUDA_LIBDIR ?= $(if $(NVCC),$(abspath $(dir $(NVCC))../lib64))
+CUDA_SRC := $(wildcard profiler/cuda/*.cu)
 
 PLANNER_SRC := $(wildcard planner/*.c)
 PROTO_SRC   := $(wildcard proto/*.c)
@@ -48,8 +60,8 @@ BENCH_OBJ   := $(call obj,$(BENCH_SRC))
 
 LIBS := $(BUILD)/libpfnet.a $(BUILD)/libpfproto.a $(BUILD)/libplanner.a
 
-.PHONY: setup-test all run test unit integration bench bench-build bench-peers sanitize clean setup check-layers stress-test
-all: planfarm
+.PHONY: setup-test all run test unit integration bench bench-build bench-peers sanitize clean setup check-layers stress-test cuda test-gpu
+all: planfarm $(if $(NVCC),$(BUILD)/libpfcuda.so)
 
 # Debian packages (scripts/packages.txt): `build` for make and make run, `test` for make test.
 setup:
@@ -87,6 +99,14 @@ $(BUILD)/.empty.o:
 	@mkdir -p $(BUILD) && echo 'typedef int pf_empty_unit;' > $(BUILD)/.empty.c
 	$(Q)$(CC) $(CFLAGS) -c $(BUILD)/.empty.c -o $@
 $(BUILD)/libpfnet.a: | $(BUILD)/.empty.o
+
+$(BUILD)/libpfcuda.so: $(CUDA_SRC) profiler/cuda_abi.h
+	@mkdir -p $(dir $@)
+	@test -n "$(NVCC)" || { echo "libpfcuda.so: no nvcc found (set NVCC=/path/to/nvcc)" >&2; exit 1; }
+	$(call say,NVCC,$@)$(NVCC) $(NVCCFLAGS) -I. -Xcompiler -fPIC,-Wall,-Werror,-fvisibility=hidden \
+	    -shared -o $@ $(CUDA_SRC) -L$(CUDA_LIBDIR) -Xlinker -rpath,$(CUDA_LIBDIR) -lcublas
+
+cuda: $(BUILD)/libpfcuda.so
 
 planfarm: $(CLI_OBJ) $(LIBS)
 	$(call say,LD,$@)$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIBS) $(PKG_LIBS) $(LDLIBS)
@@ -128,6 +148,12 @@ integration: planfarm $(BUILD)/pf_testtool
 
 test: setup-test
 	$(MAKE) check-layers unit integration
+
+# On a machine with a GPU: the CUDA probes against tests/data/h100 (within 10%), then a
+# profiled cluster planned end to end. The GPU suite registers itself only when PF_GPU_TESTS=1.
+test-gpu: planfarm $(BUILD)/pf_tests $(BUILD)/libpfcuda.so
+	PF_GPU_TESTS=1 PF_CUDA_LIB=$(CURDIR)/$(BUILD)/libpfcuda.so PF_BIN=$(CURDIR)/planfarm \
+	    PF_DATA=$(CURDIR)/tests/data $(BUILD)/pf_tests gpu
 
 bench-build: setup
 	$(MAKE) planfarm $(BUILD)/pf_bench

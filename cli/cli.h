@@ -116,5 +116,6 @@ int cmd_status(int argc, char **argv);
 int cmd_result(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_list(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 
 #endif

@@ -369,9 +369,16 @@ static void write_matrix(pf_jw_t *w, const char *key, const double *m, int n)
     pf_jw_arr_end(w);
 }
 
+typedef struct {
+    const pf_cluster_t *c;
+    void (*extra)(pf_jw_t *w, const void *ctx);
+    const void *extra_ctx;
+} emit_ctx_t;
+
 static void emit_cluster(pf_jw_t *w, const void *ctx)
 {
-    const pf_cluster_t *c = ctx;
+    const emit_ctx_t *e = ctx;
+    const pf_cluster_t *c = e->c;
     pf_jw_obj_begin(w);
     pf_jw_key(w, "name");
     pf_jw_str(w, c->name);
@@ -391,10 +398,20 @@ static void emit_cluster(pf_jw_t *w, const void *ctx)
     write_matrix(w, "bandwidth_gbps", c->bw, c->n);
     if (c->has_lat)
         write_matrix(w, "latency_us", c->lat, c->n);
+    if (e->extra)
+        e->extra(w, e->extra_ctx);
     pf_jw_obj_end(w);
 }
 
 int pf_cluster_save(const pf_cluster_t *c, const char *path, char *err, size_t errlen)
 {
-    return pf_json_save(path, emit_cluster, c, err, errlen);
+    return pf_cluster_save_extra(c, path, NULL, NULL, err, errlen);
+}
+
+int pf_cluster_save_extra(const pf_cluster_t *c, const char *path,
+                          void (*extra)(pf_jw_t *w, const void *ctx), const void *extra_ctx,
+                          char *err, size_t errlen)
+{
+    emit_ctx_t e = {c, extra, extra_ctx};
+    return pf_json_save(path, emit_cluster, &e, err, errlen);
 }

@@ -59,5 +59,11 @@ int pf_cluster_load(const char *path, pf_cluster_t **out, char *err, size_t errl
 int pf_cluster_load_buffer(const char *text, size_t len, const char *label, pf_cluster_t **out,
                            char *err, size_t errlen);
 int pf_cluster_save(const pf_cluster_t *c, const char *path, char *err, size_t errlen);
+/* The same, and `extra` (when not NULL) writes more top-level key/value pairs after the matrices
+ * with the json_io writer: the profiler's "provenance" section. Readers ignore unknown keys. */
+typedef struct pf_jw pf_jw_t;
+int pf_cluster_save_extra(const pf_cluster_t *c, const char *path,
+                          void (*extra)(pf_jw_t *w, const void *ctx), const void *extra_ctx,
+                          char *err, size_t errlen);
 
 #endif

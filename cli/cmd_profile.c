@@ -1,0 +1,306 @@
+/* planfarm profile --local: measure this host's GPUs (or, without any, its CPU and loopback
+ * network) and write a cluster file; with --graph, a graph with measured op times. */
+#include "cli/cli.h"
+#include "planner/cluster.h"
+#include "planner/graph.h"
+#include "planner/util.h"
+#include "profiler/assemble.h"
+#include "profiler/calibrate.h"
+#include "profiler/cuda_loader.h"
+#include "profiler/local.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CMD "profile"
+
+static void help(FILE *f)
+{
+    fprintf(f,
+            "usage: planfarm profile --local [flags] [-o CLUSTER]\n"
+            "       planfarm profile --local --graph GRAPH [flags] [-o MEASURED_GRAPH]\n\n"
+            "Measures this host and writes a cluster file whose bandwidth and latency matrices\n"
+            "are postal-model fits (latency + bytes / bandwidth, Parmesan's p2p look-up table)\n"
+            "of copy sweeps, with a \"provenance\" section: who measured what and when, cpu or\n"
+            "gpu, each fit's error and the look-up table below the size where the fit holds.\n\n"
+            "With the CUDA probes (libpfcuda.so, built by make where nvcc is found) and a GPU:\n"
+            "one device per GPU with its measured bf16 GEMM TFLOP/s (8192^3) and HBM copy\n"
+            "bandwidth; copy sweeps for every ordered GPU pair (peer access on, and off with\n"
+            "--peer-off) and host <-> device; NCCL all-reduce and all-gather bus bandwidth when\n"
+            "libnccl loads. Without them (\"no CUDA probes: built without nvcc\", or \"no GPU\n"
+            "found\") the host itself is written as one device named \"cpu\" (its RAM, its\n"
+            "STREAM copy bandwidth, tflops 0 = unknown) and a loopback TCP ping-pong is measured\n"
+            "and shown; such a one-device cluster checks and plans (one stage), and says \"cpu\"\n"
+            "in its provenance. Exit status 0 in both cases.\n\n"
+            "--graph times every op of GRAPH on GPU --device by its shape class (GEMMs with\n"
+            "cuBLAS; layernorm, softmax, elementwise and unfused attention kernels) and writes\n"
+            "the graph with measured fwd_ms/bwd_ms; ops with no probe (embedding, conv, missing\n"
+            "shapes) keep their analytic cost and are listed. It needs a GPU: without one it\n"
+            "says why and exits 1, writing nothing.\n\n"
+            "  --local           profile this host (the agent mode comes with the broker)\n"
+            "  -o, --output FILE the cluster (or, with --graph, the measured graph); default or\n"
+            "                    -: stdout. Tables and progress go to stderr\n"
+            "  --cluster-out F   with --graph: also write the cluster to F\n"
+            "  --graph GRAPH     calibrate this graph's op times\n"
+            "  --device N        GPU for --graph (default 0)\n"
+            "  --dtype T         bf16 (default), fp16 or fp32 for --graph\n"
+            "  --sizes LIST      copy sweep sizes, comma-separated, K/M/G = 2^10/2^20/2^30\n"
+            "                    (default 4,16,64,...,256M by x4 for GPU copies, to 16M for\n"
+            "                    the ping-pong; 2 .. %d sizes)\n"
+            "  --reps N          timed runs per measurement, median taken (default 10)\n"
+            "  --peer-off        also sweep every GPU pair with peer access off\n"
+            "  --name NAME       cluster name (default: profiled-<host>)\n"
+            "  -q, --quiet       no tables\n",
+            PF_SWEEP_MAX);
+}
+
+/* "4,64K,1M" into sizes; -1 after a usage message. */
+static int parse_sizes(const char *arg, pf_local_opts_t *o)
+{
+    const char *p = arg;
+    o->nsizes = 0;
+    while (*p) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p || !(v >= 1)) {
+            cli_usage_error(CMD, "--sizes: '%s': expected positive sizes like 4,64K,1M", arg);
+            return -1;
+        }
+        double mul = *end == 'K' ? 1024.0 : *end == 'M' ? 1048576.0 : *end == 'G' ? 1073741824.0
+                                                                                  : 1;
+        if (mul > 1)
+            end++;
+        if ((*end && *end != ',') || o->nsizes == PF_SWEEP_MAX || v * mul > 1073741824.0) {
+            cli_usage_error(CMD, "--sizes: '%s': at most %d sizes of at most 1G, comma-separated",
+                            arg, PF_SWEEP_MAX);
+            return -1;
+        }
+        o->sizes[o->nsizes++] = v * mul;
+        p = *end ? end + 1 : end;
+    }
+    if (o->nsizes < 2) {
+        cli_usage_error(CMD, "--sizes: '%s': at least 2 sizes for a fit", arg);
+        return -1;
+    }
+    return 0;
+}
+
+static void progress_bar(void *ctx, int done, int total, const char *what)
+{
+    (void)ctx;
+    int width = 30, fill = total > 0 ? done * width / total : width;
+    fprintf(stderr, "\r[%.*s%*s] %3d/%-3d %-48.48s", fill, "##############################",
+            width - fill, "", done, total, what);
+    if (done == total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static void end_name(char *buf, size_t len, const char *host, int index, int show_host)
+{
+    if (index == PF_END_HOST)
+        snprintf(buf, len, "%s%shost", show_host ? host : "", show_host ? ":" : "");
+    else
+        snprintf(buf, len, "%s%sgpu%d", show_host ? host : "", show_host ? ":" : "", index);
+}
+
+static void print_link(const pf_link_fit_t *l, int show_host)
+{
+    char a[80], b[80], xo[32];
+    end_name(a, sizeof a, l->rec.src_host, l->rec.src_index, show_host);
+    end_name(b, sizeof b, l->rec.dst_host, l->rec.dst_index, show_host);
+    if (l->fit.crossover_bytes > 0)
+        pf_fmt_bytes(xo, sizeof xo, l->fit.crossover_bytes);
+    else
+        snprintf(xo, sizeof xo, "-");
+    fprintf(stderr, "  %-10s %-10s %-18s %10.2f %10.2f %9.1f%% %12s\n", a, b, l->rec.method,
+            l->fit.lat_floor_ms * 1e3, l->fit.gbps, 100 * l->fit.fit_rel_rms, xo);
+}
+
+static void print_tables(const pf_assembly_t *a, const pf_local_report_t *rep)
+{
+    char mem[32];
+    fprintf(stderr, "devices:\n");
+    for (int i = 0; i < pf_assembly_ndevices(a); i++) {
+        const pf_device_rec_t *d = pf_assembly_device(a, i);
+        pf_fmt_bytes(mem, sizeof mem, d->mem_bytes);
+        fprintf(stderr, "  %2d  %-28s %s  %10s", i, d->name, pf_source_name(d->source), mem);
+        if (d->tflops > 0)
+            fprintf(stderr, "  %7.1f TFLOP/s", d->tflops);
+        if (d->mem_gbps > 0)
+            fprintf(stderr, "  %8.1f GB/s copy", d->mem_gbps);
+        if (d->sm_count > 0)
+            fprintf(stderr, "  %d SMs at %.0f MHz", d->sm_count, d->clock_mhz);
+        fputc('\n', stderr);
+    }
+    int nl = pf_assembly_nlinks(a);
+    if (nl > 0 || rep->loopback.rec.nsizes > 0)
+        fprintf(stderr, "links (postal fit; latency = smallest message):\n  %-10s %-10s %-18s "
+                        "%10s %10s %10s %12s\n", "from", "to", "method", "lat us", "GB/s",
+                "fit err", "table below");
+    for (int i = 0; i < nl; i++)
+        print_link(pf_assembly_link(a, i), 0);
+    if (rep->has_loopback)
+        print_link(&rep->loopback, 0);
+    else if (rep->loopback.rec.nsizes > 0)
+        fprintf(stderr, "  host       host       %-18s %s\n", rep->loopback.rec.method,
+                rep->loopback_status);
+    if (rep->nccl_all_reduce_gbps > 0)
+        fprintf(stderr, "NCCL bus bandwidth: all-reduce %.1f GB/s, all-gather %.1f GB/s\n",
+                rep->nccl_all_reduce_gbps, rep->nccl_all_gather_gbps);
+    else if (rep->nccl_status[0])
+        fprintf(stderr, "NCCL: %s\n", rep->nccl_status);
+}
+
+static int calibrate(const char *graph_path, const char *out, const pf_cuda_t *cuda, int dev,
+                     int dtype, int reps, int quiet)
+{
+    char err[CLI_ERRLEN];
+    pf_graph_t *g = NULL, *m = NULL;
+    pf_calib_report_t rep = {0};
+    int rc, n = 0;
+    if ((rc = pf_graph_load(graph_path, &g, err, sizeof err)) != PF_OK)
+        return cli_report(CMD, rc, err);
+    pf_cuda_api(cuda)->device_count(&n, err, sizeof err);
+    if (dev >= n) {
+        pf_graph_destroy(&g);
+        snprintf(err, sizeof err, "--device %d: this host has %d GPU%s", dev, n, n == 1 ? "" : "s");
+        return cli_report(CMD, PF_EINPUT, err);
+    }
+    pf_local_gpu_t timer = {pf_cuda_api(cuda), dev, reps};
+    rc = pf_calibrate_graph(g, dtype, pf_local_op_timer, &timer, &m, &rep, err, sizeof err);
+    if (rc == PF_OK)
+        rc = pf_graph_save(m, out, err, sizeof err);
+    if (rc == PF_OK && !quiet) {
+        fprintf(stderr, "graph %s: %d of %d ops timed (%d shape classes), %d kept analytic\n",
+                pf_graph_name(g), rep.ntimed, pf_graph_nops(g), rep.nclasses, rep.nskipped);
+        for (int i = 0; i < rep.nskipped; i++)
+            fprintf(stderr, "  kept ops[%d] %s: %s\n", rep.skipped[i].op,
+                    pf_graph_op(g, rep.skipped[i].op)->name, rep.skipped[i].why);
+    }
+    pf_calib_report_clear(&rep);
+    pf_graph_destroy(&m);
+    pf_graph_destroy(&g);
+    return rc == PF_OK ? CLI_OK : cli_report(CMD, rc, err);
+}
+
+int cmd_profile(int argc, char **argv)
+{
+    static const struct option opts[] = {{"local", no_argument, 0, 'L'},
+                                         {"output", required_argument, 0, 'o'},
+                                         {"cluster-out", required_argument, 0, 'C'},
+                                         {"graph", required_argument, 0, 'g'},
+                                         {"device", required_argument, 0, 'd'},
+                                         {"dtype", required_argument, 0, 't'},
+                                         {"sizes", required_argument, 0, 's'},
+                                         {"reps", required_argument, 0, 'r'},
+                                         {"peer-off", no_argument, 0, 'P'},
+                                         {"name", required_argument, 0, 'n'},
+                                         {"quiet", no_argument, 0, 'q'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    pf_local_opts_t o;
+    const char *out = NULL, *cluster_out = NULL, *graph = NULL, *name = NULL;
+    int local = 0, quiet = 0, dtype = PF_DT_BF16, c, rc;
+    long long v, device = 0;
+    char err[CLI_ERRLEN] = "", loader_err[CLI_ERRLEN] = "", cname[PF_REC_NAME + 16];
+    pf_local_opts_default(&o);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'L': local = 1; break;
+        case 'o': out = optarg; break;
+        case 'C': cluster_out = optarg; break;
+        case 'g': graph = optarg; break;
+        case 'n': name = optarg; break;
+        case 'q': quiet = 1; break;
+        case 'P': o.peer_off = 1; break;
+        case 'd':
+            if (cli_int(CMD, "--device", optarg, 0, 1023, &device))
+                return CLI_USAGE;
+            break;
+        case 'r':
+            if (cli_int(CMD, "--reps", optarg, 1, 10000, &v))
+                return CLI_USAGE;
+            o.reps = (int)v;
+            break;
+        case 's':
+            if (parse_sizes(optarg, &o))
+                return CLI_USAGE;
+            break;
+        case 't':
+            if (!strcmp(optarg, "bf16")) dtype = PF_DT_BF16;
+            else if (!strcmp(optarg, "fp16")) dtype = PF_DT_FP16;
+            else if (!strcmp(optarg, "fp32")) dtype = PF_DT_FP32;
+            else return cli_usage_error(CMD, "--dtype: '%s': bf16, fp16 or fp32", optarg);
+            break;
+        case 'h': help(stdout); return CLI_OK;
+        default: return cli_usage_error(CMD, "unknown option (see --help)");
+        }
+    }
+    if (optind != argc)
+        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    if (!local)
+        return cli_usage_error(CMD, "--local is required: the agent mode (planfarm agent) "
+                                    "comes with the broker's profiler protocol");
+    if (cluster_out && !graph)
+        return cli_usage_error(CMD, "--cluster-out goes with --graph (else use -o)");
+    if (cli_check_output(CMD, out) || (cluster_out && cli_check_output(CMD, cluster_out)))
+        return CLI_USAGE;
+
+    pf_cuda_t *cuda = pf_cuda_open(loader_err, sizeof loader_err);
+    if (graph) {
+        int n = 0;
+        if (cuda)
+            pf_cuda_api(cuda)->device_count(&n, err, sizeof err);
+        if (!cuda || n == 0) {
+            fprintf(stderr, "planfarm profile: %s: cannot time the ops of %s; nothing written\n",
+                    cuda ? "no GPU found" : loader_err, graph);
+            pf_cuda_close(&cuda);
+            return CLI_FAIL;
+        }
+        rc = calibrate(graph, out, cuda, (int)device, dtype, o.reps, quiet);
+        if (rc != CLI_OK || !cluster_out) {
+            pf_cuda_close(&cuda);
+            return rc;
+        }
+        out = cluster_out;
+    }
+
+    pf_local_report_t rep;
+    pf_assembly_t *a = NULL;
+    pf_cluster_t *cl = NULL;
+    char host[PF_REC_NAME];
+    double when;
+    pf_record_stamp(host, &when);
+    snprintf(cname, sizeof cname, "profiled-%s", host);
+    if (!(a = pf_assembly_new(name ? name : cname, err, sizeof err))) {
+        pf_cuda_close(&cuda);
+        return cli_report(CMD, PF_ERR, err);
+    }
+    int ngpus = 0;
+    if (cuda && pf_cuda_api(cuda)->device_count(&ngpus, err, sizeof err) == PF_OK && ngpus == 0) {
+        snprintf(loader_err, sizeof loader_err, "no GPU found");
+        pf_cuda_close(&cuda);
+    }
+    if (!cuda)
+        fprintf(stderr, "planfarm profile: %s: measuring the CPU and the loopback network\n",
+                loader_err);
+    rc = pf_profile_local(&o, cuda, loader_err, cli_stderr_tty() ? progress_bar : NULL, NULL, a,
+                          &rep, err, sizeof err);
+    if (rc == PF_OK)
+        rc = pf_assembly_build(a, &cl, err, sizeof err);
+    if (rc == PF_OK)
+        rc = pf_assembly_save(a, cl, out, err, sizeof err);
+    if (rc == PF_OK && !quiet) {
+        print_tables(a, &rep);
+        fprintf(stderr, "cluster %s: %d device%s (%s) written to %s\n", pf_cluster_name(cl),
+                pf_cluster_ndevices(cl), pf_cluster_ndevices(cl) == 1 ? "" : "s",
+                rep.ngpus ? "gpu" : "cpu", out && strcmp(out, "-") ? out : "stdout");
+    }
+    pf_cluster_destroy(&cl);
+    pf_assembly_destroy(&a);
+    pf_cuda_close(&cuda);
+    return rc == PF_OK ? CLI_OK : cli_report(CMD, rc, err);
+}

@@ -37,6 +37,9 @@ int cli_int(const char *cmd, const char *flag, const char *arg, long long lo, lo
             long long *out);
 int cli_double(const char *cmd, const char *flag, const char *arg, double lo, double hi,
                double *out);
+/* A name flag whose value is none of `known`: prints "planfarm <cmd>: --flag: 'x' is not
+ * <known>" and returns -1. */
+int cli_bad_name(const char *cmd, const char *flag, const char *arg, const char *known);
 
 /* Is stderr a terminal (progress lines go there only then)? */
 int cli_stderr_tty(void);
@@ -70,7 +73,17 @@ int cli_read_file(const char *path, char **buf, size_t *len, char *err, size_t e
     {"no-symmetry", no_argument, 0, CLI_PLANOPT_BASE + 11},                                     \
     {"instantiation", required_argument, 0, CLI_PLANOPT_BASE + 12},                             \
     {"seed", required_argument, 0, CLI_PLANOPT_BASE + 13},                                      \
-    {"max-stages", required_argument, 0, CLI_PLANOPT_BASE + 14}
+    {"max-stages", required_argument, 0, CLI_PLANOPT_BASE + 14},                                \
+    {"tp", required_argument, 0, CLI_PLANOPT_BASE + 15},                                        \
+    {"max-tp", required_argument, 0, CLI_PLANOPT_BASE + 16},                                    \
+    {"tp-across-hosts", no_argument, 0, CLI_PLANOPT_BASE + 17},                                 \
+    {"precision", required_argument, 0, CLI_PLANOPT_BASE + 18},                                 \
+    {"optimizer", required_argument, 0, CLI_PLANOPT_BASE + 19},                                 \
+    {"zero", required_argument, 0, CLI_PLANOPT_BASE + 20},                                      \
+    {"recompute", required_argument, 0, CLI_PLANOPT_BASE + 21},                                 \
+    {"schedule", required_argument, 0, CLI_PLANOPT_BASE + 22},                                  \
+    {"global-batch", required_argument, 0, CLI_PLANOPT_BASE + 23},                              \
+    {"layer-aligned", no_argument, 0, CLI_PLANOPT_BASE + 24}
 
 /* One getopt_long code: 1 when it was a plan option (applied to *o), 0 when it is not one, -1
  * when its value is bad (message printed). */

@@ -13,7 +13,9 @@ const cli_flag_t cli_planopt_flags[] = {
     {"max_downsets", "--max-downsets"}, {"flat_gbps", "--flat-gbps"},
     {"candidates", "--candidates"}, {"probes_in_flight", "--probes-in-flight"},
     {"rel_eps", "--eps"},         {"probe_seconds", "--probe-seconds"},
-    {"max_stages", "--max-stages"}, {NULL, NULL},
+    {"max_stages", "--max-stages"}, {"tp", "--tp"}, {"max_tp", "--max-tp"},
+    {"global_batch", "--global-batch"}, {"layer_aligned", "--layer-aligned"},
+    {"precision", "--precision"}, {"zero", "--zero"}, {NULL, NULL},
 };
 
 int cli_planopt(const char *cmd, int code, const char *arg, pf_search_opts_t *o)
@@ -98,6 +100,49 @@ int cli_planopt(const char *cmd, int code, const char *arg, pf_search_opts_t *o)
             return -1;
         o->max_stages = (int)i;
         return 1;
+    case 15:
+        if (cli_int(cmd, "--tp", arg, 1, 4096, &i))
+            return -1;
+        o->tp = (int)i;
+        return 1;
+    case 16:
+        if (cli_int(cmd, "--max-tp", arg, 1, 4096, &i))
+            return -1;
+        o->max_tp = (int)i;
+        return 1;
+    case 17:
+        o->tp_across_hosts = 1;
+        return 1;
+    case 18:
+        if ((o->train.precision_bytes = pf_precision_parse(arg)) < 0)
+            return cli_bad_name(cmd, "--precision", arg, "bf16, fp16 or fp32");
+        return 1;
+    case 19:
+        if ((int)(o->train.optimizer = pf_optimizer_parse(arg)) < 0)
+            return cli_bad_name(cmd, "--optimizer", arg, "adam or sgd");
+        return 1;
+    case 20:
+        if (cli_int(cmd, "--zero", arg, 0, 3, &i))
+            return -1;
+        o->train.zero = (int)i;
+        return 1;
+    case 21:
+        if ((int)(o->train.recompute = pf_recompute_parse(arg)) < 0)
+            return cli_bad_name(cmd, "--recompute", arg, "none, selective or full");
+        return 1;
+    case 22:
+        if ((int)(o->train.schedule = pf_schedule_parse(arg)) < 0 ||
+            o->train.schedule == PF_SCHEDULE_SIGNAL)
+            return cli_bad_name(cmd, "--schedule", arg, "1f1b, gpipe or eager-1f1b");
+        return 1;
+    case 23:
+        if (cli_int(cmd, "--global-batch", arg, 1, 1LL << 40, &i))
+            return -1;
+        o->global_batch = i;
+        return 1;
+    case 24:
+        o->layer_aligned = 1;
+        return 1;
     default:
         return 0;
     }
@@ -129,8 +174,28 @@ void cli_planopts_help(FILE *f)
             "                        deadline (default %g)\n"
             "  --no-symmetry         do not prune interchangeable devices in probes\n"
             "  --instantiation I     m, ar, full or auto (default auto: both, keep the better)\n"
-            "  --seed N              seed of the random upper-bound mapping (default %llu)\n",
+            "  --seed N              seed of the random upper-bound mapping (default %llu)\n"
+            "\ntensor parallelism (TAP finds each weight's split; DESIGN.md \"tap, sharding\"):\n"
+            "  --tp T                only tensor-parallel degree T (default: every T that divides\n"
+            "                        each host's devices, up to --max-tp; 1 for graphs without\n"
+            "                        weight shapes)\n"
+            "  --max-tp N            largest T tried (default %d)\n"
+            "  --tp-across-hosts     a tensor-parallel group may span hosts\n"
+            "\ntraining (memory per GPU, DESIGN.md \"Memory per device\"):\n"
+            "  --precision P         bf16, fp16 or fp32: bytes per parameter of param_bytes and\n"
+            "                        the master copy rule (default bf16: 16 B per parameter with\n"
+            "                        Adam)\n"
+            "  --optimizer O         adam or sgd (with momentum) (default adam)\n"
+            "  --zero Z              ZeRO stage 0-3 over the data-parallel group (default 0)\n"
+            "  --recompute R         none, selective or full activation recomputation (default\n"
+            "                        none)\n"
+            "  --schedule S          1f1b, gpipe or eager-1f1b: micro-batches held in flight\n"
+            "                        (default 1f1b)\n"
+            "  --global-batch N      samples per step: micro-batch x MB x replicas = N (MB follows\n"
+            "                        from R; replaces --microbatches)\n"
+            "  --layer-aligned       stage boundaries only between repeated blocks (what Megatron\n"
+            "                        and DeepSpeed run; planfarm export needs it)\n",
             d.max_stages, PF_DEFAULT_MICROBATCHES, PF_PARTITION_DEFAULT_MAX_DOWNSETS,
             d.candidates, d.probes_in_flight, d.rel_eps,
-            d.probe_seconds, (unsigned long long)d.seed);
+            d.probe_seconds, (unsigned long long)d.seed, d.max_tp);
 }

@@ -96,9 +96,44 @@ static void summarize(const char *plan_json)
     const char *model = json_string_value(json_object_get(p, "model"));
     const char *cluster = json_string_value(json_object_get(p, "cluster"));
     double step = jnum(p, "simulated_step_ms");
-    fprintf(stderr, "plan for %s on %s: %g stages x %g replicas, %g micro-batches, %g devices\n",
-            model ? model : "?", cluster ? cluster : "?", jnum(p, "stages"), jnum(p, "replicas"),
-            jnum(p, "microbatches"), jnum(p, "devices"));
+    double S = jnum(p, "stages"), R = jnum(p, "replicas"), T = jnum(p, "tensor_parallel");
+    if (!isfinite(T))
+        T = 1;
+    fprintf(stderr, "plan for %s on %s: PP %g x DP %g x TP %g = %g of %g GPUs, %g micro-batches "
+            "(global batch %g)\n", model ? model : "?", cluster ? cluster : "?", S, R, T,
+            S * R * T, jnum(p, "devices"), jnum(p, "microbatches"), jnum(p, "global_batch"));
+    /* the fullest stage against the device's memory (DESIGN.md "Memory per device") */
+    json_t *stages = json_object_get(p, "stage_list"), *worst = NULL;
+    double peak = -1, cap = jnum(p, "device_mem_bytes");
+    for (size_t i = 0; i < json_array_size(stages); i++) {
+        json_t *st = json_array_get(stages, i);
+        if (jnum(st, "peak_mem_bytes") > peak) {
+            peak = jnum(st, "peak_mem_bytes");
+            worst = st;
+        }
+    }
+    json_t *mem = worst ? json_object_get(worst, "memory") : NULL;
+    if (worst && isfinite(cap)) {
+        char a[32], b[32];
+        pf_fmt_bytes(a, sizeof a, peak);
+        pf_fmt_bytes(b, sizeof b, cap);
+        fprintf(stderr, "  memory per GPU: %s of %s (stage %g", a, b, jnum(worst, "id"));
+        if (mem) {
+            static const char *const part[] = {"weights", "gradients", "optimizer",
+                                               "activations"};
+            for (int k = 0; k < 4; k++) {
+                char key[32];
+                snprintf(key, sizeof key, "%s_bytes", part[k]);
+                pf_fmt_bytes(a, sizeof a, jnum(mem, key));
+                fprintf(stderr, "%s %s %s", k ? "," : ":", part[k], a);
+            }
+        }
+        fprintf(stderr, ")\n");
+    }
+    json_t *comm = json_object_get(p, "communication_ms_per_step");
+    if (comm)
+        fprintf(stderr, "  communication per step: TP %.4g ms, PP %.4g ms, DP %.4g ms\n",
+                jnum(comm, "tp"), jnum(comm, "pp"), jnum(comm, "dp"));
     fprintf(stderr, "  objective %.4g ms, step estimate %.4g ms", jnum(p, "objective_ms"), step);
     if (isfinite(jnum(cs, "simulated_step_ms")) && step > 0)
         fprintf(stderr, "\n  baselines' step estimates: CS map %.3gx ours, p2p map %.3gx ours",

@@ -86,6 +86,12 @@ int cli_int(const char *cmd, const char *flag, const char *arg, long long lo, lo
     return 0;
 }
 
+int cli_bad_name(const char *cmd, const char *flag, const char *arg, const char *known)
+{
+    fprintf(stderr, "planfarm %s: %s: '%s' is not %s\n", cmd, flag, arg, known);
+    return -1;
+}
+
 int cli_double(const char *cmd, const char *flag, const char *arg, double lo, double hi,
                double *out)
 {

@@ -22,6 +22,7 @@ void pf_cost_model_set_training(pf_cost_model_t *cm, const pf_training_t *t, int
                                 double reserve_bytes)
 {
     cm->train = *t;
+    cm->replicas = replicas > 0 ? replicas : 1;
     cm->state_factor = pf_training_state_factor(t, replicas);
     cm->reserve_bytes = reserve_bytes;
 }
@@ -87,6 +88,19 @@ int pf_cost_fill_plan(pf_plan_t *p, const pf_graph_t *g, const pf_cost_model_t *
             st->compute_ms += pf_graph_cu_ms(g, st->ops[i]);
         st->time_ms = pf_cost_stage_time_ms(g, op_stage, s, cm);
         st->peak_mem_bytes = pf_cost_stage_mem_bytes(g, op_stage, s, cm);
+        double params = 0, act = 0;
+        for (int i = 0; i < st->nops; i++) {
+            params += pf_graph_op(g, st->ops[i])->param_bytes;
+            act += pf_graph_op(g, st->ops[i])->mem_fwd_bytes;
+        }
+        pf_state_split_t sp;
+        pf_training_state_split(&cm->train, cm->replicas, &sp);
+        st->mem_weights_bytes = sp.weights * params;
+        st->mem_grads_bytes = sp.grads * params;
+        st->mem_optimizer_bytes = (sp.master + sp.moments) * params;
+        st->inflight = pf_cost_inflight(cm, s);
+        st->mem_activations_bytes = st->inflight * act;
+        st->mem_reserve_bytes = cm->reserve_bytes;
         if (st->time_ms > worst)
             worst = st->time_ms;
     }

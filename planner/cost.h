@@ -28,6 +28,7 @@ typedef struct {
     double reserve_bytes;   /* transient held on every stage (full recomputation) */
     double mem_limit_bytes; /* smallest device memory */
     pf_training_t train;
+    int replicas;           /* the data-parallel group ZeRO divides over */
 } pf_cost_model_t;
 
 /* Defaults from the cluster: B_flat = median off-diagonal bandwidth (or flat_gbps when > 0),
@@ -66,7 +67,8 @@ static inline double pf_cost_ring_allreduce_bytes(double param_bytes, int replic
     return replicas > 1 ? 2.0 * (replicas - 1) / replicas * param_bytes : 0.0;
 }
 
-/* Fill compute_ms, time_ms, peak_mem_bytes of every stage and partition_objective_ms. */
+/* Fill compute_ms, time_ms, peak_mem_bytes and its parts (mem_*_bytes, inflight) of every stage,
+ * and partition_objective_ms. */
 int pf_cost_fill_plan(pf_plan_t *p, const pf_graph_t *g, const pf_cost_model_t *cm);
 
 #endif

@@ -472,6 +472,7 @@ static int check_memory(const pf_graph_t *g, const pf_cluster_t *c, const pf_pla
     if (!op_stage)
         return pf_fail(err, errlen, PF_ERR, "out of memory");
     pf_cost_model_init(&cm, c, p->stages, p->microbatches, 0);
+    pf_cost_model_set_training(&cm, &p->train, p->replicas, 0);
     int rc = PF_OK;
     for (int s = 0; s < p->stages && rc == PF_OK; s++) {
         double need = pf_cost_stage_mem_bytes(g, op_stage, s, &cm); /* eq. 14 + state */

@@ -29,9 +29,12 @@ pf_plan_t *pf_plan_new(int stages, int replicas)
     p->simulated_step_ms = NAN;
     p->mapping.objective_ms = p->mapping.lower_bound_ms = NAN;
     p->mapping.initial_lower_bound_ms = p->mapping.initial_upper_bound_ms = NAN;
-    for (int s = 0; s < stages; s++)
-        p->stage_list[s].compute_ms = p->stage_list[s].time_ms =
-            p->stage_list[s].peak_mem_bytes = NAN;
+    for (int s = 0; s < stages; s++) {
+        pf_stage_t *st = &p->stage_list[s];
+        st->compute_ms = st->time_ms = st->peak_mem_bytes = NAN;
+        st->mem_weights_bytes = st->mem_grads_bytes = st->mem_optimizer_bytes = NAN;
+        st->mem_activations_bytes = st->mem_reserve_bytes = NAN;
+    }
     return p;
 }
 
@@ -45,6 +48,9 @@ void pf_plan_destroy(pf_plan_t **pp)
         free(p->stage_list[s].devices);
     }
     free(p->stage_list);
+    free(p->tp_split);
+    free(p->tp_colls);
+    free(p->tp_comm_ms);
     free(p->model);
     free(p->cluster);
     free(p);
@@ -67,14 +73,51 @@ int pf_plan_set_stage_ops(pf_plan_t *p, int s, const int *ops, int nops)
 int *pf_plan_stage_devices(pf_plan_t *p, int s)
 {
     pf_stage_t *st = &p->stage_list[s];
+    int n = p->replicas * p->tensor_parallel;
     if (!st->devices) {
-        st->devices = malloc((size_t)p->replicas * sizeof(int));
+        st->devices = malloc((size_t)n * sizeof(int));
         if (!st->devices)
             return NULL;
-        for (int r = 0; r < p->replicas; r++)
+        for (int r = 0; r < n; r++)
             st->devices[r] = -1;
     }
     return st->devices;
+}
+
+int pf_plan_set_tensor_parallel(pf_plan_t *p, int T)
+{
+    if (T < 1)
+        return PF_EINPUT;
+    for (int s = 0; s < p->stages; s++) {
+        free(p->stage_list[s].devices);
+        p->stage_list[s].devices = NULL;
+    }
+    p->tensor_parallel = T;
+    return PF_OK;
+}
+
+int pf_plan_alloc_tp(pf_plan_t *p, int nops)
+{
+    free(p->tp_split);
+    free(p->tp_colls);
+    free(p->tp_comm_ms);
+    p->tp_split = calloc((size_t)nops + 1, sizeof *p->tp_split);
+    p->tp_colls = calloc((size_t)nops + 1, sizeof *p->tp_colls);
+    p->tp_comm_ms = calloc((size_t)nops + 1, sizeof *p->tp_comm_ms);
+    if (!p->tp_split || !p->tp_colls || !p->tp_comm_ms) {
+        free(p->tp_split);
+        free(p->tp_colls);
+        free(p->tp_comm_ms);
+        p->tp_split = NULL;
+        p->tp_colls = NULL;
+        p->tp_comm_ms = NULL;
+        p->tp_nops = 0;
+        return PF_ERR;
+    }
+    for (int v = 0; v < nops; v++)
+        p->tp_split[v] = -2;
+    p->tp_nops = nops;
+    return PF_OK;
 }
 
 int pf_plan_is_mapped(const pf_plan_t *p)
@@ -82,7 +125,7 @@ int pf_plan_is_mapped(const pf_plan_t *p)
     for (int s = 0; s < p->stages; s++) {
         if (!p->stage_list[s].devices)
             return 0;
-        for (int r = 0; r < p->replicas; r++)
+        for (int r = 0; r < p->replicas * p->tensor_parallel; r++)
             if (p->stage_list[s].devices[r] < 0)
                 return 0;
     }
@@ -107,7 +150,18 @@ pf_plan_t *pf_plan_clone(const pf_plan_t *src)
     *p = *src;
     p->stage_list = keep;
     p->model = p->cluster = NULL;
+    p->tp_split = NULL;
+    p->tp_colls = NULL;
+    p->tp_comm_ms = NULL;
+    p->tp_nops = 0;
     pf_plan_set_names(p, src->model, src->cluster);
+    if (src->tp_nops > 0) {
+        if (pf_plan_alloc_tp(p, src->tp_nops) != PF_OK)
+            goto fail;
+        memcpy(p->tp_split, src->tp_split, (size_t)src->tp_nops * sizeof *p->tp_split);
+        memcpy(p->tp_colls, src->tp_colls, (size_t)src->tp_nops * sizeof *p->tp_colls);
+        memcpy(p->tp_comm_ms, src->tp_comm_ms, (size_t)src->tp_nops * sizeof *p->tp_comm_ms);
+    }
     for (int s = 0; s < src->stages; s++) {
         const pf_stage_t *a = &src->stage_list[s];
         pf_stage_t *b = &p->stage_list[s];
@@ -121,7 +175,7 @@ pf_plan_t *pf_plan_clone(const pf_plan_t *src)
             int *d = pf_plan_stage_devices(p, s);
             if (!d)
                 goto fail;
-            memcpy(d, a->devices, (size_t)src->replicas * sizeof *d);
+            memcpy(d, a->devices, (size_t)src->replicas * src->tensor_parallel * sizeof *d);
         }
     }
     if ((src->model && !p->model) || (src->cluster && !p->cluster))
@@ -158,9 +212,9 @@ int pf_plan_validate(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto fail;
     }
-    if ((long long)p->stages * p->replicas > D) {
-        pf_fail(err, errlen, rc, "stages x replicas = %d x %d exceeds %d devices", p->stages,
-                p->replicas, D);
+    if ((long long)p->stages * p->replicas * p->tensor_parallel > D) {
+        pf_fail(err, errlen, rc, "stages x replicas x tensor_parallel = %d x %d x %d exceeds %d "
+                "devices", p->stages, p->replicas, p->tensor_parallel, D);
         goto fail;
     }
     for (int v = 0; v < n; v++)
@@ -185,7 +239,7 @@ int pf_plan_validate(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t
             owner[v] = s;
         }
         if (st->devices) {
-            for (int r = 0; r < p->replicas; r++) {
+            for (int r = 0; r < p->replicas * p->tensor_parallel; r++) {
                 int d = st->devices[r];
                 if (d < 0 || d >= D) {
                     pf_fail(err, errlen, rc, "stage_list[%d].devices[%d]: not a device", s, r);
@@ -235,6 +289,38 @@ static int find_device(const pf_cluster_t *c, int64_t id)
 }
 
 /* The partitioner's part of "search" travels with the plan from `partition` to `map`. */
+/* "training": absent = the default (mixed-precision Adam, no ZeRO, no recomputation, 1F1B). */
+static int read_training(json_t *root, pf_training_t *t, char *err, size_t errlen)
+{
+    const char *prec, *opt, *rec, *sched;
+    int64_t zero;
+    json_t *jt = json_object_get(root, "training");
+    pf_training_init(t);
+    if (!jt)
+        return PF_OK;
+    if (!json_is_object(jt))
+        return pf_fail(err, errlen, PF_EINPUT, "plan.training: not an object");
+    int rc;
+    if ((rc = pf_jr_string(jt, "plan.training", "precision", 0, "bf16", &prec, err, errlen)) ||
+        (rc = pf_jr_string(jt, "plan.training", "optimizer", 0, "adam", &opt, err, errlen)) ||
+        (rc = pf_jr_string(jt, "plan.training", "recompute", 0, "none", &rec, err, errlen)) ||
+        (rc = pf_jr_int(jt, "plan.training", "zero", PF_JR_NONNEG, 0, &zero, err, errlen)))
+        return rc;
+    sched = json_string_value(json_object_get(root, "schedule"));
+    int a = pf_precision_parse(prec), b = pf_optimizer_parse(opt), c = pf_recompute_parse(rec);
+    int d = sched ? pf_schedule_parse(sched) : PF_SCHEDULE_1F1B;
+    if (a < 0 || b < 0 || c < 0 || zero > 3)
+        return pf_fail(err, errlen, PF_EINPUT, "plan.training: precision '%s', optimizer '%s', "
+                       "recompute '%s' or zero %lld is not known", prec, opt, rec,
+                       (long long)zero);
+    t->precision_bytes = a;
+    t->optimizer = (pf_optimizer_t)b;
+    t->recompute = (pf_recompute_t)c;
+    t->zero = (int)zero;
+    t->schedule = d >= 0 ? (pf_schedule_t)d : PF_SCHEDULE_1F1B;
+    return PF_OK;
+}
+
 static int read_partition_search(json_t *root, pf_plan_t *p, char *err, size_t errlen)
 {
     json_t *se = json_object_get(root, "search"), *exact;
@@ -300,9 +386,8 @@ static int from_json(json_t *root, const pf_graph_t *g, const pf_cluster_t *c, p
     if (json_array_size(list) != (size_t)stages)
         return pf_fail(err, errlen, PF_EINPUT, "stage_list: %zu entries, but stages = %lld",
                        json_array_size(list), (long long)stages);
-    if (tp != 1)
-        return pf_fail(err, errlen, PF_EINPUT,
-                       "plan.tensor_parallel: %lld not supported by this reader (only 1)",
+    if (tp > 1 << 16)
+        return pf_fail(err, errlen, PF_EINPUT, "plan.tensor_parallel: %lld too large",
                        (long long)tp);
     p = pf_plan_new((int)stages, (int)replicas);
     ops = malloc((size_t)pf_graph_nops(g) * sizeof *ops);
@@ -311,7 +396,10 @@ static int from_json(json_t *root, const pf_graph_t *g, const pf_cluster_t *c, p
         goto fail;
     }
     p->microbatches = (int)mb;
+    p->tensor_parallel = (int)tp;
     p->devices = pf_cluster_ndevices(c);
+    if ((rc = read_training(root, &p->train, err, errlen)) != PF_OK)
+        goto fail;
     snprintf(p->schedule, sizeof p->schedule, "%s", schedule);
     pf_plan_set_names(p, model, cluster);
     if ((rc = pf_jr_number(root, "plan", "partition_objective_ms", PF_JR_NONNEG, NAN,
@@ -365,14 +453,27 @@ static int from_json(json_t *root, const pf_graph_t *g, const pf_cluster_t *c, p
                 rc = pf_fail(err, errlen, PF_ERR, "out of memory");
                 goto fail;
             }
+            /* T = 1: one device id per replica; T > 1: a list of T ids per replica */
             for (int r = 0; r < replicas; r++) {
                 json_t *v = json_array_get(jdev, (size_t)r);
-                d[r] = json_is_integer(v) ? find_device(c, json_integer_value(v)) : -1;
-                if (d[r] < 0) {
-                    rc = pf_fail(err, errlen, PF_EINPUT,
-                                 "%s.devices[%d]: not a device id of cluster %s", path, r,
-                                 pf_cluster_name(c));
+                if (tp > 1 && (!json_is_array(v) || json_array_size(v) != (size_t)tp)) {
+                    rc = pf_fail(err, errlen, PF_EINPUT, "%s.devices[%d]: not a list of %lld "
+                                 "device ids (tensor_parallel)", path, r, (long long)tp);
                     goto fail;
+                }
+                for (int k = 0; k < tp; k++) {
+                    json_t *x = tp > 1 ? json_array_get(v, (size_t)k) : v;
+                    int *dk = &d[r * tp + k];
+                    *dk = json_is_integer(x) ? find_device(c, json_integer_value(x)) : -1;
+                    if (*dk < 0) {
+                        rc = tp > 1 ? pf_fail(err, errlen, PF_EINPUT, "%s.devices[%d][%d]: not a "
+                                              "device id of cluster %s", path, r, k,
+                                              pf_cluster_name(c))
+                                    : pf_fail(err, errlen, PF_EINPUT, "%s.devices[%d]: not a "
+                                              "device id of cluster %s", path, r,
+                                              pf_cluster_name(c));
+                        goto fail;
+                    }
                 }
             }
         }
@@ -434,6 +535,95 @@ typedef struct {
     const pf_cluster_t *c;
 } plan_emit_t;
 
+/* The stage's memory by part (DESIGN.md "Memory per device"), when cost.c filled it. */
+static void write_memory(pf_jw_t *w, const pf_stage_t *st)
+{
+    if (!isfinite(st->mem_weights_bytes))
+        return;
+    pf_jw_key(w, "memory");
+    pf_jw_obj_begin_inline(w);
+    key_num(w, "weights_bytes", st->mem_weights_bytes);
+    key_num(w, "gradients_bytes", st->mem_grads_bytes);
+    key_num(w, "optimizer_bytes", st->mem_optimizer_bytes);
+    key_num(w, "activations_bytes", st->mem_activations_bytes);
+    pf_jw_key(w, "microbatches_in_flight"); pf_jw_int(w, st->inflight);
+    key_num(w, "reserve_bytes", st->mem_reserve_bytes);
+    pf_jw_obj_end(w);
+}
+
+/* The repeated blocks a stage holds (layers.3 .. layers.7: what Megatron and DeepSpeed count) and
+ * its op names. */
+static void write_blocks(pf_jw_t *w, const pf_graph_t *g, const pf_stage_t *st)
+{
+    const char *first = NULL, *last = NULL;
+    size_t first_len = 0, last_len = 0;
+    int count = 0;
+    for (int i = 0; i < st->nops; i++) {
+        const char *name = pf_graph_op(g, st->ops[i])->name;
+        size_t len = pf_training_block_len(name);
+        if (!len)
+            continue;
+        if (!last || len != last_len || strncmp(name, last, len)) {
+            count++; /* ops come in topological order: a block's ops are consecutive here */
+            if (!first) {
+                first = name;
+                first_len = len;
+            }
+            last = name;
+            last_len = len;
+        }
+    }
+    if (count) {
+        char a[256], b[256];
+        snprintf(a, sizeof a, "%.*s", (int)(first_len < 255 ? first_len : 255), first);
+        snprintf(b, sizeof b, "%.*s", (int)(last_len < 255 ? last_len : 255), last);
+        pf_jw_key(w, "blocks");
+        pf_jw_obj_begin_inline(w);
+        pf_jw_key(w, "first"); pf_jw_str(w, a);
+        pf_jw_key(w, "last"); pf_jw_str(w, b);
+        pf_jw_key(w, "count"); pf_jw_int(w, count);
+        pf_jw_obj_end(w);
+    }
+    pf_jw_key(w, "op_names");
+    pf_jw_arr_begin_inline(w);
+    for (int i = 0; i < st->nops; i++)
+        pf_jw_str(w, pf_graph_op(g, st->ops[i])->name);
+    pf_jw_arr_end(w);
+}
+
+/* Per stage under tensor parallelism: how each weight is split and the collectives per
+ * micro-batch (TAP's plan, tap.h). */
+static void write_stage_tp(pf_jw_t *w, const pf_plan_t *p, const pf_graph_t *g,
+                           const pf_stage_t *st)
+{
+    if (p->tp_nops != pf_graph_nops(g) || p->tensor_parallel < 2)
+        return;
+    double ms = 0;
+    int colls = 0;
+    pf_jw_key(w, "tensor_parallel");
+    pf_jw_obj_begin(w);
+    pf_jw_key(w, "weights");
+    pf_jw_obj_begin(w);
+    for (int i = 0; i < st->nops; i++) {
+        int v = st->ops[i];
+        ms += p->tp_comm_ms[v];
+        colls += p->tp_colls[v];
+        if (p->tp_split[v] == -2)
+            continue;
+        char split[16];
+        if (p->tp_split[v] < 0)
+            snprintf(split, sizeof split, "replicated");
+        else
+            snprintf(split, sizeof split, "S(%d)", p->tp_split[v]);
+        pf_jw_key(w, pf_graph_op(g, v)->name);
+        pf_jw_str(w, split);
+    }
+    pf_jw_obj_end(w);
+    pf_jw_key(w, "collectives_per_microbatch"); pf_jw_int(w, colls);
+    key_num(w, "comm_ms_per_microbatch", ms);
+    pf_jw_obj_end(w);
+}
+
 static void emit_plan(pf_jw_t *w, const void *ctx)
 {
     const plan_emit_t *e = ctx;
@@ -444,11 +634,21 @@ static void emit_plan(pf_jw_t *w, const void *ctx)
     pf_jw_key(w, "model"); pf_jw_str(w, p->model ? p->model : pf_graph_name(g));
     pf_jw_key(w, "cluster"); pf_jw_str(w, p->cluster ? p->cluster : pf_cluster_name(c));
     pf_jw_key(w, "devices"); pf_jw_int(w, pf_cluster_ndevices(c));
+    pf_jw_key(w, "device_mem_bytes"); pf_jw_num(w, pf_cluster_min_mem_bytes(c));
     pf_jw_key(w, "stages"); pf_jw_int(w, p->stages);
     pf_jw_key(w, "replicas"); pf_jw_int(w, p->replicas);
     pf_jw_key(w, "tensor_parallel"); pf_jw_int(w, p->tensor_parallel);
     pf_jw_key(w, "microbatches"); pf_jw_int(w, p->microbatches);
+    pf_jw_key(w, "global_batch");
+    pf_jw_int(w, (long long)pf_graph_microbatch(g) * p->microbatches * p->replicas);
     pf_jw_key(w, "schedule"); pf_jw_str(w, p->schedule);
+    pf_jw_key(w, "training");
+    pf_jw_obj_begin_inline(w);
+    pf_jw_key(w, "precision"); pf_jw_str(w, pf_precision_name(p->train.precision_bytes));
+    pf_jw_key(w, "optimizer"); pf_jw_str(w, pf_optimizer_name(p->train.optimizer));
+    pf_jw_key(w, "zero"); pf_jw_int(w, p->train.zero);
+    pf_jw_key(w, "recompute"); pf_jw_str(w, pf_recompute_name(p->train.recompute));
+    pf_jw_obj_end(w);
     pf_jw_key(w, "stage_list");
     pf_jw_arr_begin(w);
     for (int s = 0; s < p->stages; s++) {
@@ -463,11 +663,22 @@ static void emit_plan(pf_jw_t *w, const void *ctx)
         key_num(w, "compute_ms", st->compute_ms);
         key_num(w, "time_ms", st->time_ms);
         key_num(w, "peak_mem_bytes", st->peak_mem_bytes);
+        write_memory(w, st);
+        write_blocks(w, g, st);
+        write_stage_tp(w, p, g, st);
         pf_jw_key(w, "devices");
         pf_jw_arr_begin_inline(w);
-        for (int r = 0; st->devices && r < p->replicas; r++)
-            if (st->devices[r] >= 0)
-                pf_jw_int(w, pf_cluster_device(c, st->devices[r])->id);
+        int T = p->tensor_parallel;
+        for (int r = 0; st->devices && r < p->replicas; r++) {
+            if (st->devices[r * T] < 0)
+                continue;
+            if (T > 1)
+                pf_jw_arr_begin_inline(w);
+            for (int k = 0; k < T; k++)
+                pf_jw_int(w, pf_cluster_device(c, st->devices[r * T + k])->id);
+            if (T > 1)
+                pf_jw_arr_end(w);
+        }
         pf_jw_arr_end(w);
         pf_jw_obj_end(w);
     }
@@ -475,6 +686,14 @@ static void emit_plan(pf_jw_t *w, const void *ctx)
     key_num(w, "partition_objective_ms", p->partition_objective_ms);
     key_num(w, "objective_ms", p->objective_ms);
     key_num(w, "simulated_step_ms", p->simulated_step_ms);
+    if (p->comm.present) {
+        pf_jw_key(w, "communication_ms_per_step");
+        pf_jw_obj_begin_inline(w);
+        key_num(w, "tp", p->comm.tp_ms);
+        key_num(w, "pp", p->comm.pp_ms);
+        key_num(w, "dp", p->comm.dp_ms);
+        pf_jw_obj_end(w);
+    }
     if (p->mapping.present) {
         pf_jw_key(w, "mapping");
         pf_jw_obj_begin(w);

@@ -18,8 +18,14 @@ typedef struct {
     int *ops;              /* op indices, in topological order */
     double compute_ms;     /* sum of c_u over its ops */
     double time_ms;        /* t(H), eq. 3, with the flat bandwidth */
-    double peak_mem_bytes; /* m(H), eq. 14 + parameter state */
-    int *devices;          /* replicas entries (device indices); NULL until mapped */
+    double peak_mem_bytes; /* m(H, s): parameter state + activations in flight + reserve */
+    /* peak_mem_bytes by part, per device (NAN until cost.c fills them): weights, gradients,
+     * optimizer state (fp32 master and moments), activations of `inflight` micro-batches */
+    double mem_weights_bytes, mem_grads_bytes, mem_optimizer_bytes, mem_activations_bytes;
+    double mem_reserve_bytes;
+    int inflight;
+    int *devices; /* replicas x tensor_parallel device indices, replica r's T devices at
+                   * [r T, r T + T); NULL until mapped */
 } pf_stage_t;
 
 typedef struct {
@@ -60,6 +66,17 @@ typedef struct {
         int refine_moves;
         double objective_before_refine_ms;
     } partition_search;
+    /* Tensor parallelism per op of the graph (tp_nops entries; 0 = none recorded): the split of
+     * its weight (-2 no weight, -1 replicated, d >= 0 split on dim d), its collectives per
+     * micro-batch (forward + backward) and their time per device. */
+    int tp_nops;
+    signed char *tp_split;
+    int *tp_colls;
+    double *tp_comm_ms;
+    struct { /* one step's communication per device of the slowest stage for each kind */
+        int present;
+        double tp_ms, pp_ms, dp_ms;
+    } comm;
     struct { /* the distributed search */
         int present;
         long long jobs;
@@ -72,8 +89,13 @@ pf_plan_t *pf_plan_new(int stages, int replicas);
 void pf_plan_destroy(pf_plan_t **p);
 /* Copies ops (indices). */
 int pf_plan_set_stage_ops(pf_plan_t *p, int s, const int *ops, int nops);
-/* Allocates stage s's device array (all -1) if needed and returns it. */
+/* Allocates stage s's device array (replicas x tensor_parallel entries, all -1) if needed and
+ * returns it. */
 int *pf_plan_stage_devices(pf_plan_t *p, int s);
+/* Sets T (drops any mapping: device arrays change size). PF_EINPUT for T < 1. */
+int pf_plan_set_tensor_parallel(pf_plan_t *p, int T);
+/* Per-op tensor-parallel arrays for a graph of nops ops (zeroed: no weight, no collective). */
+int pf_plan_alloc_tp(pf_plan_t *p, int nops);
 int pf_plan_is_mapped(const pf_plan_t *p);
 void pf_plan_set_names(pf_plan_t *p, const char *model, const char *cluster);
 pf_plan_t *pf_plan_clone(const pf_plan_t *p);

@@ -1,6 +1,7 @@
 #include "planner/search.h"
 #include "planner/coarsen.h"
 #include "planner/cost.h"
+#include "planner/tp_groups.h"
 #include "planner/util.h"
 
 #include <math.h>
@@ -10,18 +11,39 @@
 #include <string.h>
 
 #define MAX_IN_FLIGHT 64
+#define MAX_TP_DEGREES 16
+/* Plans per TAP_ENUM job: 3^9; a transformer block has about 6 weights (729 plans), so most
+ * units are one job per T. */
+#define TAP_SLICE 19683
 
 enum { J_QUEUED, J_OUT, J_ANSWERED, J_CANCELLED };
 
 typedef struct {
     pf_job_kind_t kind;
     int state;
-    int owner;        /* DP: dp entry; probe: map task */
+    int owner;        /* DP: dp entry; probe: map task; TAP: tap job */
     double target_ms; /* probe */
 } job_rec_t;
 
-/* Phase 0: one coarsening per (alpha, K), shared by the DP jobs of every S that uses that K. */
+/* One tensor-parallel degree: its TAP phase (T > 1), then the setting its DP jobs plan on. */
 typedef struct {
+    pf_tp_setting_opts_t opts; /* .tap_plans = plans once TAP is over */
+    pf_tp_setting_t *set;      /* NULL until then */
+    uint64_t *plans;           /* the chosen plan of every TAP unit */
+    pf_tap_slice_t *best;      /* per unit, the best of the slices answered so far */
+    int tap_left;              /* TAP_ENUM jobs outstanding */
+    int ndp;                   /* DP entries of this T */
+    char why[256];             /* why this T was dropped, if it was */
+} tp_entry_t;
+
+typedef struct {
+    int tp, unit;
+    uint64_t lo, hi;
+} tap_job_t;
+
+/* Phase 0: one coarsening per (T, alpha, K), shared by the DP jobs of every S that uses it. */
+typedef struct {
+    int tp; /* index into tp[] */
     double alpha;
     int k;
     int *group; /* op -> hyper-op */
@@ -30,9 +52,10 @@ typedef struct {
 } coarse_t;
 
 typedef struct {
-    int stages, replicas;
+    int stages, replicas, microbatches;
+    int tp;     /* index into tp[] */
     double alpha;
-    int coarse; /* index into coarse[], -1 = the DP runs on atomic ops */
+    int coarse; /* index into coarse[], -1 = the DP runs on atomic ops (or blocks) */
     int status;
     char error[256];
     pf_plan_t *plan;
@@ -55,6 +78,7 @@ typedef struct {
 
 typedef struct {
     int dp;
+    const pf_cluster_t *cluster; /* the group cluster of its T */
     pf_stage_graph_t *sg;
     int task[3], ntasks; /* m and/or ar, then full (auto) */
 } candidate_t;
@@ -77,10 +101,20 @@ struct pf_search {
     size_t cancelled_cap;
     long long issued, answered, cancelled_total;
 
+    tp_entry_t *tp;
+    int ntp, tp_left;      /* degrees, and those still in TAP */
+    pf_tap_units_t *units; /* TAP units of g (when some T > 1) */
+    tap_job_t *tapjob;
+    int ntapjob;
+    size_t tapjob_cap;
+    int *block_group;      /* layer-aligned: op -> block group */
+    int nblock_groups;
     coarse_t *coarse;
     int ncoarse;
+    size_t coarse_cap;
     dp_entry_t *dp;
     int ndp, dp_left;
+    size_t dp_cap;
     candidate_t *cand;
     int ncand;
     map_task_t *task;
@@ -91,6 +125,16 @@ struct pf_search {
     char error[512];
     pf_plan_t *result;
 };
+
+static const pf_graph_t *tp_graph(const pf_search_t *s, int tpi)
+{
+    return pf_tp_setting_graph(s->tp[tpi].set);
+}
+
+static const pf_cluster_t *tp_cluster(const pf_search_t *s, int tpi)
+{
+    return pf_tp_setting_cluster(s->tp[tpi].set);
+}
 
 const char *pf_search_phase_name(pf_search_phase_t p)
 {
@@ -119,6 +163,8 @@ void pf_search_opts_init(pf_search_opts_t *o)
     o->auto_inst = 1;
     o->inst = PF_INST_FULL;
     o->seed = 1;
+    o->max_tp = 8;
+    pf_training_init(&o->train);
 }
 
 /* ---- bookkeeping ---- */
@@ -300,15 +346,21 @@ static void probe_answered(pf_search_t *s, job_rec_t *j, const pf_job_result_t *
 
 /* Flat-bandwidth estimate used to rank partitions before they are mapped: the pipeline of
  * DESIGN.md's step estimate with every transfer at B_flat, divided by the samples of a step. */
-static double flat_ms_per_sample(const pf_search_t *s, const pf_plan_t *p)
+static double flat_ms_per_sample(const pf_search_t *s, const dp_entry_t *e)
 {
+    const pf_plan_t *p = e->plan;
+    const pf_graph_t *g = tp_graph(s, e->tp);
     int S = p->stages, R = p->replicas, MB = p->microbatches;
     double ar = 0;
     for (int st = 0; st < S; st++) {
-        double params = 0;
+        double params = 0; /* per device of the stage's group */
         for (int i = 0; i < p->stage_list[st].nops; i++)
-            params += pf_graph_op(s->g, p->stage_list[st].ops[i])->param_bytes;
-        double t = R > 1 ? pf_bytes_ms(pf_cost_ring_allreduce_bytes(params, R), s->flat_gbps)
+            params += pf_graph_op(g, p->stage_list[st].ops[i])->param_bytes;
+        double flat = s->o.flat_gbps > 0 ? s->o.flat_gbps
+                                         : pf_cluster_bw_median(tp_cluster(s, e->tp));
+        if (!(flat > 0))
+            flat = s->flat_gbps;
+        double t = R > 1 ? pf_bytes_ms(pf_cost_ring_allreduce_bytes(params, R), flat)
                          : 0; /* eq. 7 at B_flat */
         if (t > ar)
             ar = t;
@@ -325,6 +377,8 @@ static int cmp_dp(const void *a, const void *b, void *ctx)
         return x->flat_ms_per_sample < y->flat_ms_per_sample ? -1 : 1;
     if (x->stages != y->stages)
         return x->stages - y->stages;
+    if (x->tp != y->tp)
+        return x->tp - y->tp;
     return x->alpha < y->alpha ? -1 : x->alpha > y->alpha;
 }
 
@@ -340,8 +394,8 @@ static int add_task(pf_search_t *s, int cand, pf_inst_t inst)
     t->best_dev = malloc((size_t)nx * sizeof *t->best_dev);
     if (!t->best_dev)
         return PF_ERR;
-    int rc = pf_map_bounds(cd->sg, s->c, inst, s->o.seed, &t->lo, &t->hi, t->best_dev, err,
-                           sizeof err);
+    int rc = pf_map_bounds(cd->sg, cd->cluster, inst, s->o.seed, &t->lo, &t->hi, t->best_dev,
+                           err, sizeof err);
     if (rc != PF_OK)
         return rc;
     t->init_lo = t->lo;
@@ -362,8 +416,8 @@ static int add_full_task(pf_search_t *s, int cand)
     if (rc != PF_OK)
         return rc;
     map_task_t *t = &s->task[index];
-    double fa = pf_map_objective_ms(cd->sg, s->c, PF_INST_FULL, a->best_dev);
-    double fb = pf_map_objective_ms(cd->sg, s->c, PF_INST_FULL, b->best_dev);
+    double fa = pf_map_objective_ms(cd->sg, cd->cluster, PF_INST_FULL, a->best_dev);
+    double fb = pf_map_objective_ms(cd->sg, cd->cluster, PF_INST_FULL, b->best_dev);
     const map_task_t *seed = fa <= fb ? a : b;
     if (fmin(fa, fb) < t->hi) {
         t->hi = t->best_obj = t->init_hi = fmin(fa, fb);
@@ -385,7 +439,7 @@ static void start_mapping(pf_search_t *s)
     for (int i = 0; i < s->ndp; i++) {
         dp_entry_t *e = &s->dp[i];
         if (e->status == PF_OK && e->plan) {
-            e->flat_ms_per_sample = flat_ms_per_sample(s, e->plan);
+            e->flat_ms_per_sample = flat_ms_per_sample(s, e);
             order[nfeasible++] = i;
         } else if (e->status == PF_EINFEASIBLE) {
             if (best_infeasible < 0 || e->stages > s->dp[best_infeasible].stages)
@@ -397,13 +451,18 @@ static void start_mapping(pf_search_t *s)
         }
     }
     if (nfeasible == 0) {
-        /* the deepest pipeline spreads memory the most: its message is the one to show */
-        fail(s, PF_EINFEASIBLE, "%s", best_infeasible >= 0 ? s->dp[best_infeasible].error : "");
+        /* the deepest pipeline spreads memory the most: its message is the one to show; without
+         * any DP job, why the degrees were dropped */
+        const char *why = best_infeasible >= 0 ? s->dp[best_infeasible].error : "";
+        for (int t = 0; !*why && t < s->ntp; t++)
+            why = s->tp[t].why;
+        fail(s, PF_EINFEASIBLE, "%s",
+             *why ? why : "no (stages, replicas, tensor-parallel degree) fits the options");
         free(order);
         return;
     }
     qsort_r(order, (size_t)nfeasible, sizeof *order, cmp_dp, s);
-    /* one candidate per S: its best alpha */
+    /* one candidate per (S, T): its best alpha */
     int want = s->o.candidates, n = 0;
     s->cand = calloc((size_t)want, sizeof *s->cand);
     s->task = calloc((size_t)want * 3, sizeof *s->task);
@@ -414,12 +473,14 @@ static void start_mapping(pf_search_t *s)
     }
     for (int k = 0; k < nfeasible && n < want; k++) {
         int dup = 0;
+        const dp_entry_t *e = &s->dp[order[k]];
         for (int c = 0; c < n; c++)
-            dup |= s->dp[s->cand[c].dp].stages == s->dp[order[k]].stages;
+            dup |= s->dp[s->cand[c].dp].stages == e->stages && s->dp[s->cand[c].dp].tp == e->tp;
         if (dup)
             continue;
         s->cand[n].dp = order[k];
-        s->cand[n].sg = pf_stage_graph_from_plan(s->g, s->dp[order[k]].plan);
+        s->cand[n].cluster = tp_cluster(s, e->tp);
+        s->cand[n].sg = pf_stage_graph_from_plan(tp_graph(s, e->tp), e->plan);
         if (!s->cand[n].sg) {
             free(order);
             fail(s, PF_ERR, "out of memory");
@@ -478,7 +539,7 @@ static int leading_candidate(const pf_search_t *s, int *task, double *full_ms)
         double chosen_full = INFINITY;
         for (int k = 0; k < cd->ntasks; k++) {
             const map_task_t *t = &s->task[cd->task[k]];
-            double full = pf_map_objective_ms(cd->sg, s->c, PF_INST_FULL, t->best_dev);
+            double full = pf_map_objective_ms(cd->sg, cd->cluster, PF_INST_FULL, t->best_dev);
             if (full < chosen_full) {
                 chosen_full = full;
                 chosen = cd->task[k];
@@ -486,8 +547,8 @@ static int leading_candidate(const pf_search_t *s, int *task, double *full_ms)
         }
         const int *dev = chosen >= 0 ? s->task[chosen].best_dev : &dev0;
         if (chosen < 0)
-            chosen_full = pf_map_objective_ms(cd->sg, s->c, PF_INST_FULL, dev);
-        double step = pf_map_step_estimate_ms(cd->sg, s->c, dev, p->microbatches);
+            chosen_full = pf_map_objective_ms(cd->sg, cd->cluster, PF_INST_FULL, dev);
+        double step = pf_map_step_estimate_ms(cd->sg, cd->cluster, dev, p->microbatches);
         double per_sample = step / ((double)pf_graph_microbatch(s->g) * p->microbatches *
                                     p->replicas);
         if (per_sample < best_per_sample) {
@@ -498,6 +559,83 @@ static int leading_candidate(const pf_search_t *s, int *task, double *full_ms)
         }
     }
     return best_c;
+}
+
+/* The winner's groups become their T devices (tp_groups.h); its TAP plan goes into the plan
+ * per op (weight splits, collectives and their time per micro-batch). */
+static int expand_tp(const pf_search_t *s, int tpi, pf_plan_t *p)
+{
+    const tp_entry_t *t = &s->tp[tpi];
+    int T = t->opts.tp, S = p->stages, R = p->replicas, n = pf_graph_nops(s->g);
+    p->devices = s->ndev;
+    if (T == 1)
+        return PF_OK;
+    const pf_tp_groups_t *groups = pf_tp_setting_groups(t->set);
+    int *grp = malloc((size_t)S * R * sizeof *grp);
+    if (!grp)
+        return PF_ERR;
+    for (int st = 0; st < S; st++)
+        memcpy(grp + (size_t)st * R, p->stage_list[st].devices, (size_t)R * sizeof *grp);
+    pf_plan_set_tensor_parallel(p, T);
+    for (int st = 0; st < S; st++) {
+        int *d = pf_plan_stage_devices(p, st);
+        if (!d) {
+            free(grp);
+            return PF_ERR;
+        }
+        for (int r = 0; r < R; r++)
+            memcpy(d + (size_t)r * T, pf_tp_groups_members(groups, grp[st * R + r]),
+                   (size_t)T * sizeof *d);
+    }
+    free(grp);
+    const pf_tap_result_t *tap = pf_tp_setting_tap(t->set);
+    if (!tap || pf_plan_alloc_tp(p, n) != PF_OK)
+        return tap ? PF_ERR : PF_OK;
+    for (int v = 0; v < n; v++) {
+        const pf_tap_op_t *o = &tap->ops[v];
+        if (pf_graph_op(s->g, v)->weight.ndim > 0)
+            p->tp_split[v] = (signed char)(o->weight.kind == PF_SHARD_S ? o->weight.dim : -1);
+        p->tp_comm_ms[v] = o->fwd_comm_ms + o->bwd_comm_ms;
+    }
+    /* collectives are listed on the representative instance of each unit: count them on the
+     * op in the same position of every instance */
+    for (int u = 0; u < tap->nunits; u++) {
+        const pf_tap_unit_plan_t *up = &tap->units[u];
+        const int *rep0 = pf_tap_unit_instance(s->units, u, 0);
+        for (int k = 0; k < up->ncolls; k++) {
+            int pos = -1;
+            for (int j = 0; rep0 && j < up->nops && pos < 0; j++)
+                if (rep0[j] == up->colls[k].op)
+                    pos = j;
+            for (int i = 0; pos >= 0 && i < up->ninstances; i++)
+                p->tp_colls[pf_tap_unit_instance(s->units, u, i)[pos]]++;
+        }
+    }
+    return PF_OK;
+}
+
+/* One step's communication on the slowest stage for each kind: tensor parallel (the stage's
+ * collectives, MB micro-batches), pipeline (eq. 6 term, MB micro-batches) and data parallel
+ * (eq. 7 term, once). */
+static void step_comm(const candidate_t *cd, const int *dev, pf_plan_t *p)
+{
+    int S = pf_stage_graph_stages(cd->sg), R = pf_stage_graph_replicas(cd->sg);
+    int MB = p->microbatches;
+    p->comm.present = 1;
+    p->comm.tp_ms = p->comm.pp_ms = p->comm.dp_ms = 0;
+    for (int st = 0; st < S; st++) {
+        double tp = 0, cu = pf_stage_graph_cu_ms(cd->sg, st);
+        for (int i = 0; p->tp_nops && i < p->stage_list[st].nops; i++)
+            tp += p->tp_comm_ms[p->stage_list[st].ops[i]];
+        p->comm.tp_ms = fmax(p->comm.tp_ms, MB * tp);
+        for (int r = 0; r < R; r++) {
+            int x = st * R + r;
+            double m = pf_map_stage_time_ms(cd->sg, cd->cluster, PF_INST_M, dev, x) - cu;
+            double ar = pf_map_stage_time_ms(cd->sg, cd->cluster, PF_INST_AR, dev, x) - cu;
+            p->comm.pp_ms = fmax(p->comm.pp_ms, MB * m);
+            p->comm.dp_ms = fmax(p->comm.dp_ms, ar);
+        }
+    }
 }
 
 static void finish(pf_search_t *s)
@@ -541,12 +679,26 @@ static void finish(pf_search_t *s)
     } else {
         pf_map_cs(cd->sg, cs_dev);
     }
-    if (pf_map_fill_plan(p, cd->sg, s->c, dev, used, stp) != PF_OK) {
+    if (pf_map_fill_plan(p, cd->sg, cd->cluster, dev, used, stp) != PF_OK ||
+        expand_tp(s, s->dp[cd->dp].tp, p) != PF_OK) {
         pf_plan_destroy(&p);
         free(cs_dev);
         fail(s, PF_ERR, "out of memory");
         return;
     }
+    /* the partition came over the wire: give it the request's names, training and memory parts */
+    pf_plan_set_names(p, pf_graph_name(s->g), pf_cluster_name(s->c));
+    p->train = s->o.train;
+    snprintf(p->schedule, sizeof p->schedule, "%s", pf_schedule_name(s->o.train.schedule));
+    {
+        const dp_entry_t *e = &s->dp[cd->dp];
+        pf_cost_model_t cm;
+        pf_cost_model_init(&cm, cd->cluster, p->stages, e->microbatches, s->o.flat_gbps);
+        pf_cost_model_set_training(&cm, &s->o.train, p->replicas,
+                                   pf_tp_setting_reserve_bytes(s->tp[e->tp].set));
+        pf_cost_fill_plan(p, tp_graph(s, e->tp), &cm);
+    }
+    step_comm(cd, dev, p);
     if (s->dp[cd->dp].coarse >= 0)
         p->partition_search.coarsen_s = s->coarse[s->dp[cd->dp].coarse].seconds;
     p->search.present = 1;
@@ -559,19 +711,26 @@ static void finish(pf_search_t *s)
 
 /* ---- coarsening, done in pf_search_new ---- */
 
-/* The grouping for (alpha, K), computed on first use. -1 = no coarsening (K >= ops). */
-static int coarse_for(pf_search_t *s, const pf_cost_model_t *cm, double alpha, int k, char *err,
-                      size_t errlen, int *rc)
+/* The grouping of T's graph for (alpha, K), computed on first use. -1 = no coarsening (K >=
+ * ops). */
+static int coarse_for(pf_search_t *s, int tpi, const pf_cost_model_t *cm, double alpha, int k,
+                      char *err, size_t errlen, int *rc)
 {
-    int n = pf_graph_nops(s->g);
+    const pf_graph_t *g = tp_graph(s, tpi);
+    int n = pf_graph_nops(g);
     *rc = PF_OK;
     if (k >= n)
         return -1;
     for (int i = 0; i < s->ncoarse; i++)
-        if (s->coarse[i].alpha == alpha && s->coarse[i].k == k)
+        if (s->coarse[i].tp == tpi && s->coarse[i].alpha == alpha && s->coarse[i].k == k)
             return i;
+    if (pf_grow((void **)&s->coarse, &s->coarse_cap, (size_t)s->ncoarse + 1, sizeof *s->coarse)) {
+        *rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+        return -1;
+    }
     coarse_t *c = &s->coarse[s->ncoarse];
     memset(c, 0, sizeof *c);
+    c->tp = tpi;
     c->alpha = alpha;
     c->k = k;
     c->group = malloc((size_t)n * sizeof *c->group);
@@ -581,7 +740,7 @@ static int coarse_for(pf_search_t *s, const pf_cost_model_t *cm, double alpha, i
     }
     pf_coarsen_opts_t co = {.k = k, .alpha = alpha};
     double t0 = pf_now_s();
-    *rc = pf_coarsen_run(s->g, cm, &co, c->group, &c->ngroups, err, errlen);
+    *rc = pf_coarsen_run(g, cm, &co, c->group, &c->ngroups, err, errlen);
     c->seconds = pf_now_s() - t0;
     if (*rc != PF_OK) {
         free(c->group);
@@ -619,6 +778,9 @@ static int stage_counts(const pf_search_opts_t *o, int D, int n, int *list)
     return nst;
 }
 
+static int tp_degrees(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
+                      int *out);
+
 int pf_search_validate(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *opts,
                        char *err, size_t errlen)
 {
@@ -643,17 +805,217 @@ int pf_search_validate(const pf_graph_t *g, const pf_cluster_t *c, const pf_sear
     if (nst == 0 || stages_list[0] < 1)
         return pf_fail(err, errlen, PF_EINPUT, "no (stages, replicas) fits %d devices", D);
 
-    /* An op that cannot fit alone makes every partition infeasible: say so before any job. */
+    int rc = pf_training_check(&o.train, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    if (o.tp < 0 || o.max_tp < 1 || o.global_batch < 0)
+        return pf_fail(err, errlen, PF_EINPUT, "tp, max_tp, global_batch: out of range");
+    int degrees[MAX_TP_DEGREES], nt = tp_degrees(g, c, &o, degrees);
+    if (nt == 0)
+        return pf_fail(err, errlen, PF_EINPUT, "tp: %d does not divide the devices of every "
+                       "host of cluster %s%s", o.tp, pf_cluster_name(c),
+                       o.tp_across_hosts ? "" : " (groups stay inside a host)");
+    /* An op that cannot fit alone makes every partition infeasible: say so before any job
+     * (with T > 1 an op's weight may be split, so only then can it tell) */
+    if (degrees[nt - 1] > 1)
+        return PF_OK;
     pf_cost_model_t cm;
     pf_cost_model_init(&cm, c, 1, o.microbatches, o.flat_gbps);
+    pf_cost_model_set_training(&cm, &o.train, 1, 0);
     return pf_cost_check_ops_fit(g, &cm, err, errlen);
+}
+
+/* Layer-aligned plans: every repeated block (training.h) is one group; ops outside blocks join
+ * the block before them (the first block for those ahead of every block), so each stage holds
+ * whole blocks and the embedding and head ride with the first and last. */
+static int block_groups(const pf_graph_t *g, int *group, int *ngroups)
+{
+    int n = pf_graph_nops(g), k = -1, pending = 0;
+    const int *topo = pf_graph_topo(g);
+    const char *cur = NULL;
+    size_t cur_len = 0;
+    for (int i = 0; i < n; i++) {
+        int v = topo[i];
+        const char *name = pf_graph_op(g, v)->name;
+        size_t len = pf_training_block_len(name);
+        if (len && (!cur || len != cur_len || strncmp(name, cur, len))) {
+            k++;
+            cur = name;
+            cur_len = len;
+        }
+        if (k < 0) {
+            group[v] = -1; /* ahead of every block: the first block's */
+            pending++;
+        } else {
+            group[v] = k;
+        }
+    }
+    if (k < 0)
+        return PF_EINPUT; /* no repeated block at all */
+    for (int v = 0; pending && v < n; v++)
+        if (group[v] < 0)
+            group[v] = 0;
+    /* groups must be convex: a block's ops are contiguous in topological order here, and an op
+     * outside blocks joins a neighbour in that order, so every group is an interval of it */
+    *ngroups = k + 1;
+    return PF_OK;
+}
+
+/* The tensor-parallel degrees to try, ascending. */
+static int tp_degrees(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
+                      int *out)
+{
+    int list[MAX_TP_DEGREES], n = pf_tp_degrees(c, o->tp_across_hosts, list, MAX_TP_DEGREES), k = 0;
+    int weights = 0;
+    for (int v = 0; v < pf_graph_nops(g) && !weights; v++)
+        weights = pf_graph_op(g, v)->weight.ndim > 0;
+    for (int i = 0; i < n; i++) {
+        int T = list[i];
+        if (o->tp ? T == o->tp : (T == 1 || (weights && T <= o->max_tp)))
+            out[k++] = T;
+    }
+    return k;
+}
+
+/* The micro-batches per replica for R replicas: the option, or what the global batch leaves
+ * (0 when it does not divide). */
+static int microbatches_for(const pf_search_t *s, int R)
+{
+    if (!s->o.global_batch)
+        return s->o.microbatches;
+    long long per_step = (long long)pf_graph_microbatch(s->g) * R;
+    if (per_step <= 0 || s->o.global_batch % per_step)
+        return 0;
+    long long mb = s->o.global_batch / per_step;
+    return mb <= 1 << 20 ? (int)mb : 0;
+}
+
+/* Phase 2 for one degree: its DP jobs, one per (S, alpha) with S x R = devices / T. */
+static int add_dp_entries(pf_search_t *s, int tpi, char *err, size_t errlen)
+{
+    tp_entry_t *t = &s->tp[tpi];
+    const pf_graph_t *g = tp_graph(s, tpi);
+    const pf_cluster_t *c = tp_cluster(s, tpi);
+    int D = pf_cluster_ndevices(c), n = pf_graph_nops(g), rc, stages_list[64];
+    int nst = stage_counts(&s->o, D, n, stages_list);
+    for (int i = 0; i < nst; i++) {
+        int S = stages_list[i], R = s->o.replicas ? s->o.replicas : D / S;
+        int MB = microbatches_for(s, R);
+        if (S < 1 || R < 1 || (long long)S * R > D || MB < 1)
+            continue;
+        pf_cost_model_t cm;
+        pf_cost_model_init(&cm, c, 1, MB, s->o.flat_gbps);
+        pf_cost_model_set_training(&cm, &s->o.train, 1, pf_tp_setting_reserve_bytes(t->set));
+        int k = s->block_group       ? n
+                : s->o.coarsen_k > 0 ? s->o.coarsen_k
+                : s->o.coarsen_k < 0 ? n
+                                     : pf_partition_default_k(g, S, s->o.max_downsets);
+        /* alpha only shapes the coarsening: without one, a single DP job per S */
+        int nalphas = k < n ? s->o.nalphas : 1;
+        for (int a = 0; a < nalphas; a++) {
+            if (pf_grow((void **)&s->dp, &s->dp_cap, (size_t)s->ndp + 1, sizeof *s->dp))
+                return pf_fail(err, errlen, PF_ERR, "out of memory");
+            dp_entry_t *e = &s->dp[s->ndp];
+            memset(e, 0, sizeof *e);
+            e->stages = S;
+            e->replicas = R;
+            e->microbatches = MB;
+            e->tp = tpi;
+            e->alpha = s->o.alphas[a];
+            e->coarse = coarse_for(s, tpi, &cm, e->alpha, k, err, errlen, &rc);
+            if (rc != PF_OK)
+                return rc;
+            if (!new_job(s, PF_JOB_DP_PARTITION, s->ndp, 0))
+                return pf_fail(err, errlen, PF_ERR, "out of memory");
+            s->ndp++;
+            s->dp_left++;
+            t->ndp++;
+        }
+    }
+    return PF_OK;
+}
+
+/* Builds T's setting (once its TAP plans are chosen, or at once for T = 1) and queues its DP
+ * jobs. A setting that cannot be built drops the degree (its reason kept); PF_ERR only for
+ * running out of memory. */
+static int open_degree(pf_search_t *s, int tpi, char *err, size_t errlen)
+{
+    tp_entry_t *t = &s->tp[tpi];
+    char why[256];
+    t->set = pf_tp_setting_new(s->g, s->c, &t->opts, why, sizeof why);
+    if (!t->set) {
+        snprintf(t->why, sizeof t->why, "tensor parallelism %d: %.200s", t->opts.tp, why);
+        return PF_OK;
+    }
+    return add_dp_entries(s, tpi, err, errlen);
+}
+
+/* Phase 1 for T > 1: one TAP_ENUM job per slice of every unit with weights. */
+static int add_tap_jobs(pf_search_t *s, int tpi, char *err, size_t errlen)
+{
+    tp_entry_t *t = &s->tp[tpi];
+    int nu = pf_tap_units_count(s->units);
+    t->plans = calloc((size_t)nu + 1, sizeof *t->plans);
+    t->best = calloc((size_t)nu + 1, sizeof *t->best);
+    if (!t->plans || !t->best)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    t->opts.tap_plans = t->plans;
+    t->opts.ntap_plans = nu;
+    for (int u = 0; u < nu; u++) {
+        pf_tap_unit_info_t info;
+        pf_tap_unit_info(s->units, u, &info);
+        t->best[u].unit = u;
+        t->best[u].T = t->opts.tp;
+        if (info.nweights == 0) { /* one plan: nothing to choose */
+            t->best[u].hi = 1;
+            t->best[u].feasible = 1;
+            t->best[u].nbest = 1;
+            continue;
+        }
+        for (uint64_t lo = 0; lo < info.nplans; lo += TAP_SLICE) {
+            if (pf_grow((void **)&s->tapjob, &s->tapjob_cap, (size_t)s->ntapjob + 1,
+                        sizeof *s->tapjob))
+                return pf_fail(err, errlen, PF_ERR, "out of memory");
+            uint64_t hi = info.nplans - lo > TAP_SLICE ? lo + TAP_SLICE : info.nplans;
+            s->tapjob[s->ntapjob] = (tap_job_t){tpi, u, lo, hi};
+            if (!new_job(s, PF_JOB_TAP_ENUM, s->ntapjob, 0))
+                return pf_fail(err, errlen, PF_ERR, "out of memory");
+            s->ntapjob++;
+            t->tap_left++;
+        }
+    }
+    return PF_OK;
+}
+
+/* The slices of T are in: every unit takes its best plan; then the degree opens. */
+static void tap_done(pf_search_t *s, int tpi)
+{
+    tp_entry_t *t = &s->tp[tpi];
+    char err[256];
+    for (int u = 0; u < pf_tap_units_count(s->units); u++) {
+        if (t->best[u].nbest == 0) {
+            pf_tap_unit_info_t info;
+            pf_tap_unit_info(s->units, u, &info);
+            snprintf(t->why, sizeof t->why, "tensor parallelism %d: no plan of unit %s fits",
+                     t->opts.tp, info.name);
+            break;
+        }
+        t->plans[u] = t->best[u].best[0].plan;
+    }
+    if (!t->why[0] && open_degree(s, tpi, err, sizeof err) != PF_OK) {
+        fail(s, PF_ERR, "%s", err);
+        return;
+    }
+    s->tp_left--;
+    if (s->tp_left == 0 && s->dp_left == 0)
+        start_mapping(s);
 }
 
 pf_search_t *pf_search_new(const pf_graph_t *g, const pf_cluster_t *c,
                            const pf_search_opts_t *opts, char *err, size_t errlen)
 {
     pf_search_opts_t o = resolved(opts);
-    int D = pf_cluster_ndevices(c), n = pf_graph_nops(g), rc, stages_list[64];
+    int D = pf_cluster_ndevices(c), rc, degrees[MAX_TP_DEGREES];
     if (pf_search_validate(g, c, opts, err, errlen) != PF_OK)
         return NULL;
     pf_cost_model_t cm;
@@ -669,38 +1031,71 @@ pf_search_t *pf_search_new(const pf_graph_t *g, const pf_cluster_t *c,
     s->ndev = D;
     s->flat_gbps = cm.flat_gbps;
     s->phase = PF_PHASE_PARTITION;
-    int nst = stage_counts(&o, D, n, stages_list);
-    s->dp = calloc((size_t)nst * o.nalphas, sizeof *s->dp);
-    s->coarse = calloc((size_t)nst * o.nalphas, sizeof *s->coarse);
-    if (!s->dp || !s->coarse) {
+    int nt = tp_degrees(g, c, &o, degrees);
+    s->tp = calloc((size_t)nt, sizeof *s->tp);
+    if (!s->tp) {
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto fail;
     }
-    for (int i = 0; i < nst; i++) {
-        int S = stages_list[i];
-        int k = o.coarsen_k > 0   ? o.coarsen_k
-                : o.coarsen_k < 0 ? n
-                                  : pf_partition_default_k(g, S, o.max_downsets);
-        /* alpha only shapes the coarsening: without one, a single DP job per S */
-        int nalphas = k < n ? o.nalphas : 1;
-        for (int a = 0; a < nalphas; a++) {
-            dp_entry_t *e = &s->dp[s->ndp];
-            e->stages = S;
-            e->replicas = o.replicas ? o.replicas : D / S;
-            e->alpha = o.alphas[a];
-            e->coarse = coarse_for(s, &cm, e->alpha, k, err, errlen, &rc);
-            if (rc != PF_OK)
-                goto fail;
-            if (!new_job(s, PF_JOB_DP_PARTITION, s->ndp, 0)) {
-                rc = pf_fail(err, errlen, PF_ERR, "out of memory");
-                goto fail;
-            }
-            s->ndp++;
+    if (o.layer_aligned) {
+        if (!(s->block_group = malloc((size_t)pf_graph_nops(g) * sizeof *s->block_group))) {
+            rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+            goto fail;
+        }
+        if (block_groups(g, s->block_group, &s->nblock_groups) != PF_OK) {
+            rc = pf_fail(err, errlen, PF_EINPUT, "layer_aligned: graph %s has no repeated "
+                         "blocks (dotted names with a number, such as layers.7.mlp)",
+                         pf_graph_name(g));
+            goto fail;
         }
     }
-    s->dp_left = s->ndp;
+    for (int i = 0; i < nt; i++) {
+        tp_entry_t *t = &s->tp[s->ntp++];
+        pf_tp_setting_opts_init(&t->opts);
+        t->opts.tp = degrees[i];
+        t->opts.across_hosts = o.tp_across_hosts;
+        t->opts.train = o.train;
+        if (degrees[i] > 1 && !s->units &&
+            !(s->units = pf_tap_units_new(g, &t->opts.tap, err, errlen))) {
+            rc = PF_EINPUT;
+            goto fail;
+        }
+        if (degrees[i] == 1)
+            rc = open_degree(s, s->ntp - 1, err, errlen);
+        else
+            rc = add_tap_jobs(s, s->ntp - 1, err, errlen);
+        if (rc != PF_OK)
+            goto fail;
+        if (degrees[i] > 1 && t->tap_left == 0) { /* no unit had a weight to split */
+            s->tp_left++;
+            tap_done(s, s->ntp - 1);
+            if (s->phase == PF_PHASE_FAILED) {
+                rc = pf_fail(err, errlen, s->status, "%s", s->error);
+                goto fail;
+            }
+        } else if (degrees[i] > 1) {
+            s->tp_left++;
+        }
+    }
+    if (s->ndp == 0 && s->tp_left == 0) {
+        /* nothing to partition: say why */
+        const char *why = "";
+        for (int i = 0; i < s->ntp && !*why; i++)
+            why = s->tp[i].why;
+        if (*why)
+            rc = pf_fail(err, errlen, PF_EINFEASIBLE, "%s", why);
+        else if (o.global_batch)
+            rc = pf_fail(err, errlen, PF_EINFEASIBLE,
+                         "global_batch: no (stages, replicas, tensor-parallel degree) gives %lld "
+                         "samples per step (micro-batch %d x micro-batches x replicas)",
+                         o.global_batch, pf_graph_microbatch(g));
+        else
+            rc = pf_fail(err, errlen, PF_EINPUT, "no (stages, replicas) fits %d devices", D);
+        goto fail;
+    }
     return s;
 fail:
+    (void)rc;
     pf_search_destroy(&s);
     return NULL;
 }
@@ -718,6 +1113,15 @@ void pf_search_destroy(pf_search_t **sp)
         free(s->task[k].best_dev);
     for (int i = 0; i < s->ncoarse; i++)
         free(s->coarse[i].group);
+    for (int i = 0; i < s->ntp; i++) {
+        pf_tp_setting_destroy(&s->tp[i].set);
+        free(s->tp[i].plans);
+        free(s->tp[i].best);
+    }
+    free(s->tp);
+    pf_tap_units_destroy(&s->units);
+    free(s->tapjob);
+    free(s->block_group);
     free(s->coarse);
     free(s->dp);
     free(s->cand);
@@ -736,27 +1140,43 @@ int pf_search_job(const pf_search_t *s, uint64_t id, pf_job_t *job)
     if (!j || (j->state != J_OUT && j->state != J_QUEUED))
         return 0;
     pf_job_init(job, j->kind);
+    job->graph = s->g;
     job->cluster = s->c;
     if (j->kind == PF_JOB_DP_PARTITION) {
         const dp_entry_t *e = &s->dp[j->owner];
-        job->graph = s->g;
-        pf_partition_opts_init(&job->partition);
+        job->setting = s->tp[e->tp].opts;
         job->partition.stages = e->stages;
         job->partition.replicas = e->replicas;
-        job->partition.microbatches = s->o.microbatches;
+        job->partition.microbatches = e->microbatches;
         job->partition.flat_gbps = s->o.flat_gbps;
         job->partition.coarsen_k = s->o.coarsen_k;
         job->partition.alpha = e->alpha;
+        job->partition.train = s->o.train;
         if (e->coarse >= 0) {
             job->partition.group = s->coarse[e->coarse].group;
             job->partition.ngroups = s->coarse[e->coarse].ngroups;
+        } else if (s->block_group) {
+            job->partition.group = s->block_group;
+            job->partition.ngroups = s->nblock_groups;
         }
-        job->partition.refine = s->o.refine;
+        /* refinement moves single ops across boundaries: it would cut blocks */
+        job->partition.refine = s->o.refine && !s->block_group;
         if (s->o.max_downsets > 0)
             job->partition.max_downsets = s->o.max_downsets;
+    } else if (j->kind == PF_JOB_TAP_ENUM) {
+        const tap_job_t *t = &s->tapjob[j->owner];
+        job->setting = s->tp[t->tp].opts;
+        job->setting.tap_plans = NULL; /* being chosen */
+        job->setting.ntap_plans = 0;
+        job->tap_unit = t->unit;
+        job->tap_lo = t->lo;
+        job->tap_hi = t->hi;
     } else {
         const map_task_t *t = &s->task[j->owner];
-        job->stage_graph = s->cand[t->cand].sg;
+        const candidate_t *cd = &s->cand[t->cand];
+        job->graph = NULL; /* a probe needs the cluster and its stage graph only */
+        job->setting = s->tp[s->dp[cd->dp].tp].opts;
+        job->stage_graph = cd->sg;
         job->inst = t->inst;
         job->target_ms = j->target_ms;
         job->budget_s = s->o.probe_seconds;
@@ -815,8 +1235,24 @@ int pf_search_answer(pf_search_t *s, uint64_t id, const pf_job_result_t *res)
                 return 1;
             }
         }
-        if (--s->dp_left == 0)
+        if (--s->dp_left == 0 && s->tp_left == 0)
             start_mapping(s);
+    } else if (j->kind == PF_JOB_TAP_ENUM) {
+        const tap_job_t *tj = &s->tapjob[j->owner];
+        tp_entry_t *t = &s->tp[tj->tp];
+        if (res->status != PF_OK) {
+            fail(s, res->status, "TAP job failed: %s", res->error);
+            return 1;
+        }
+        pf_tap_slice_t both[2] = {t->best[tj->unit], res->tap}, merged;
+        int n = both[0].hi > both[0].lo ? 2 : 1; /* the unit's first answer stands alone */
+        if (pf_tap_merge(n == 2 ? both : both + 1, n, &merged, NULL, 0) != PF_OK) {
+            fail(s, PF_ERR, "TAP answers of unit %d do not merge", tj->unit);
+            return 1;
+        }
+        t->best[tj->unit] = merged;
+        if (--t->tap_left == 0)
+            tap_done(s, tj->tp);
     } else if (j->kind == PF_JOB_MAP_PROBE) {
         if (res->status != PF_OK) {
             fail(s, res->status, "mapping probe failed: %s", res->error);

@@ -1,12 +1,22 @@
 /* search: one plan request as a state machine of jobs (DESIGN.md "The search"). Pure logic, no
  * I/O: the embedded mode, the broker and the tests drive the very same code.
  *
- *   new        validate (pf_search_validate); for each S (S x R = devices, or the S / R the
- *              options fix) coarsen once per (alpha, K) (IV-B, eq. 4) and queue one DP_PARTITION
- *              job per (S, alpha), alpha in {0.01, 1, 100}; one per S when K >= ops (no
- *              coarsening, so alpha plays no part). DP jobs carry the grouping.
+ *   new        validate (pf_search_validate); pick the tensor-parallel degrees T (each dividing
+ *              every host's devices, unless they may span hosts; only 1 when no op has a weight
+ *              shape); T = 1 goes straight to partitioning, every T > 1 first to TAP
+ *   tap        (phase 1, PF_PHASE_PARTITION) per T > 1 and TAP unit (tap.h) one TAP_ENUM job
+ *              per slice of its 3^N plans; when a T's slices are in, its units take their best
+ *              plans and the setting of T (tp_setting.h: the per-device graph, the group
+ *              cluster) is built, and its DP jobs are queued
+ *   dp         for each (S, T) (S x R x T = devices, or the S / R the options fix; with a global
+ *              batch only the R whose micro-batch count MB = batch / (microbatch x R) is whole)
+ *              coarsen once per (alpha, K) (IV-B, eq. 4) and queue one DP_PARTITION job per
+ *              (S, T, alpha), alpha in {0.01, 1, 100}; one per (S, T) when K >= ops (no
+ *              coarsening, so alpha plays no part). DP jobs carry the grouping; layer-aligned
+ *              plans group every repeated block (training.h) into one op and do not refine.
  *   partition  (PF_PHASE_PARTITION) the DP answers come in; the best few partitions (ranked by a
- *              flat-bandwidth step estimate per sample, eq. 7 at B_flat) become candidates
+ *              flat-bandwidth step estimate per sample, eq. 7 at B_flat), one per (S, T), become
+ *              candidates, mapped onto the group cluster of their T
  *   map        (PF_PHASE_MAP) per candidate one binary search (Alg. 1) per instantiation: m and
  *              ar with auto_inst (skipping one whose variable term is identically zero), else the
  *              one asked for; W MAP_PROBE jobs in flight at targets splitting [t_l, t_r] evenly;
@@ -15,7 +25,7 @@
  *              better of their mappings.
  *   done       each candidate keeps the better of its mappings under "full"; candidates are ranked
  *              by estimated step time per sample; the winner, its CS / p2p baselines and the
- *              search's counts form the plan (pf_map_fill_plan)
+ *              search's counts form the plan (pf_map_fill_plan); a group becomes its T devices
  *
  * Jobs are pure functions of their inputs, so a lost answer is recovered by running the job
  * again (pf_search_job gives its description back) and duplicates are ignored. */
@@ -49,6 +59,13 @@ typedef struct {
     int auto_inst;        /* default 1: both instantiations, keep the better under "full" */
     pf_inst_t inst;       /* when auto_inst = 0 */
     uint64_t seed;
+    int tp;               /* tensor-parallel degree T; 0 = every degree that divides each host's
+                           * devices, up to max_tp */
+    int max_tp;           /* default 8 */
+    int tp_across_hosts;  /* T may span hosts (and divide only the device count) */
+    pf_training_t train;  /* precision, optimizer, ZeRO, recomputation, schedule */
+    long long global_batch; /* samples per step; 0 = free: MB = microbatches */
+    int layer_aligned;    /* stage boundaries only between repeated blocks */
 } pf_search_opts_t;
 
 typedef enum {

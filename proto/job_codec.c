@@ -637,6 +637,18 @@ Planfarm__PlanOptions *pf_codec_options_to_pb(pf_arena_t *a, const pf_search_opt
     m->instantiation = (char *)(o->auto_inst ? "auto" : pf_inst_name(o->inst));
     m->seed = o->seed;
     m->max_stages = (uint32_t)o->max_stages;
+    m->tp = (uint32_t)o->tp;
+    m->max_tp = (uint32_t)o->max_tp;
+    m->tp_across_hosts = o->tp_across_hosts != 0;
+    m->global_batch = (uint64_t)o->global_batch;
+    m->layer_aligned = o->layer_aligned != 0;
+    pf_tp_setting_opts_t so;
+    pf_tp_setting_opts_init(&so);
+    so.train = o->train;
+    Planfarm__Setting *st = setting_to_pb(a, &so);
+    if (!st)
+        return NULL;
+    m->train = st->train;
     return m;
 }
 
@@ -672,6 +684,24 @@ int pf_codec_options_from_pb(const Planfarm__PlanOptions *m, pf_search_opts_t *o
         o->seed = m->seed;
     if (m->max_stages)
         o->max_stages = (int)m->max_stages;
+    if (m->tp > MAX_TP || m->max_tp > MAX_TP || m->global_batch > (1ULL << 40))
+        return pf_fail(err, errlen, PF_EINPUT, "options: tp, max_tp or global_batch out of range");
+    o->tp = (int)m->tp;
+    if (m->max_tp)
+        o->max_tp = (int)m->max_tp;
+    o->tp_across_hosts = m->tp_across_hosts;
+    o->global_batch = (long long)m->global_batch;
+    o->layer_aligned = m->layer_aligned;
+    if (m->train) {
+        Planfarm__Setting st = PLANFARM__SETTING__INIT;
+        pf_wire_job_t w;
+        memset(&w, 0, sizeof w);
+        st.train = m->train;
+        int rc = setting_from_pb(&st, &w, err, errlen);
+        if (rc != PF_OK)
+            return rc;
+        o->train = w.setting.train;
+    }
     const char *inst = m->instantiation ? m->instantiation : "";
     if (inst[0] == '\0' || strcmp(inst, "auto") == 0) {
         o->auto_inst = 1;

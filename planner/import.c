@@ -51,9 +51,9 @@ const char *pf_import_type_of(const char *cls, char *buf, size_t len)
         return "input";
     if (!buf || len == 0)
         return "";
-    size_t n = 0;
-    for (; cls[n] && n + 1 < len; n++)
-        buf[n] = (char)tolower((unsigned char)cls[n]);
+    size_t n = pf_utf8_fit(cls, len - 1), i = 0;
+    for (; i < n; i++)
+        buf[i] = (char)tolower((unsigned char)cls[i]);
     buf[n] = '\0';
     return buf;
 }
@@ -920,9 +920,10 @@ static int piper_build(json_t *root, int microbatch, const char *stem,
         if (!name[0])
             snprintf(namebuf, sizeof namebuf, "node%lld", (long long)id);
         else if (same > 1)
-            snprintf(namebuf, sizeof namebuf, "%.200s.%d", name, seen[first]++);
+            snprintf(namebuf, sizeof namebuf, "%.*s.%d", (int)pf_utf8_fit(name, 200), name,
+                     seen[first]++);
         else
-            snprintf(namebuf, sizeof namebuf, "%.200s", name);
+            snprintf(namebuf, sizeof namebuf, "%.*s", (int)pf_utf8_fit(name, 200), name);
 
         pf_op_t op = {.id = id,
                       .name = namebuf,

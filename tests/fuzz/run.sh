@@ -48,11 +48,12 @@ replay)
     done ;;
 merge)
     for t in $targets; do
-        rm -rf "$build/merged/$t" && mkdir -p "$build/merged/$t"
+        rm -rf "$build/merged/$t" && mkdir -p "$build/merged/$t" "tests/fuzz/corpus/$t" "$build/corpus/$t"
         "$build/fuzz_$t" -merge=1 -max_len=65536 "$build/merged/$t" "tests/fuzz/corpus/$t" \
             "$build/seeds/$t" "$build/corpus/$t" >/dev/null 2>&1
         rm -rf "tests/fuzz/corpus/$t" && mkdir -p "tests/fuzz/corpus/$t"
-        cp "$build/merged/$t"/* "tests/fuzz/corpus/$t/"
+        # the committed corpus stays small (< 2 MB in all): inputs over 16 kB stay local
+        find "$build/merged/$t" -type f -size -16k -exec cp {} "tests/fuzz/corpus/$t/" \;
         echo "fuzz_$t: $(ls "tests/fuzz/corpus/$t" | wc -l) inputs, $(du -sk "tests/fuzz/corpus/$t" | cut -f1) kB"
     done ;;
 *) echo "usage: run.sh fuzz|replay|merge BUILD [SECONDS]" >&2; exit 2 ;;

@@ -7,6 +7,7 @@
  *   decode_result                a partition result and a probe result
  *   decode_options               the default options and a set with every field given
  *   wire_header                  every message kind's header
+ *   piper                        a three-node planner input
  * The text-format seeds (pipedream, piper) are files of tests/data; run.sh copies them. */
 #include "planner/models.h"
 #include "planner/plan.h"
@@ -228,6 +229,21 @@ static int job_seeds(const pf_graph_t *g, const pf_cluster_t *c)
     return rc;
 }
 
+/* Piper's planner input, three nodes (the shipped ones exceed the fuzzer's -max_len). */
+static int piper_seed(void)
+{
+    static const char text[] =
+        "{\"nodes\": [{\"id\": 0, \"name\": \"embed\", \"TMPCs\": {\"1\": [{\"id\": "
+        "\"vanilla\", \"timePerSample\": 3, \"parameterSize\": 4096, \"memoryUsageA\": 512}]}},\n"
+        " {\"id\": 1, \"name\": \"Linear\", \"TMPCs\": {\"1\": [{\"id\": \"vanilla\", "
+        "\"timePerSample\": 6, \"parameterSize\": 8192, \"memoryUsageA\": 256}]}},\n"
+        " {\"id\": 2, \"name\": \"node2\", \"TMPCs\": {\"1\": [{\"id\": \"vanilla\", "
+        "\"timePerSample\": 1.5, \"parameterSize\": 0, \"memoryUsageA\": 256}]}}],\n"
+        " \"edges\": [{\"sourceId\": 0, \"destId\": 1, \"communicationCost\": 512},\n"
+        " {\"sourceId\": 1, \"destId\": 2, \"communicationCost\": 256}]}\n";
+    return write_bytes("piper", "three_nodes.json", (const uint8_t *)text, sizeof text - 1);
+}
+
 static int header_seeds(void)
 {
     for (int k = 0; k < 256; k++) {
@@ -256,7 +272,8 @@ int main(int argc, char **argv)
     pf_cluster_t *c = pf_fuzz_cluster(), *big = two_level();
     int rc = g && c && big && graph_seeds("fuzz", g) == 0 && model_seeds() == 0 &&
                      cluster_seeds("fuzz4", c) == 0 && cluster_seeds("hier2x8", big) == 0 &&
-                     plan_seeds(g, c) == 0 && job_seeds(g, c) == 0 && header_seeds() == 0
+                     plan_seeds(g, c) == 0 && job_seeds(g, c) == 0 && header_seeds() == 0 &&
+                     piper_seed() == 0
                  ? 0
                  : 1;
     if (rc)

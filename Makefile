@@ -11,6 +11,8 @@
 #                 core (STRESS_N, STRESS_SANITIZE_N change the counts)
 #   make cuda     build/libpfcuda.so, the profiler's CUDA probes (only where nvcc is found)
 #   make test-gpu build it and run the GPU suite against tests/data/h100 (needs an H100)
+#   make fuzz     libFuzzer targets (tests/fuzz), FUZZ_SECONDS each (default 60); make fuzz-replay
+#                 runs the committed corpus once (CI)
 
 BUILD   ?= build
 V       ?= 0
@@ -60,7 +62,7 @@ BENCH_OBJ   := $(call obj,$(BENCH_SRC))
 
 LIBS := $(BUILD)/libpfnet.a $(BUILD)/libpfproto.a $(BUILD)/libplanner.a
 
-.PHONY: setup-test all run test unit integration bench bench-build bench-peers sanitize clean setup check-layers stress-test cuda test-gpu
+.PHONY: setup-test all run test unit integration bench bench-build bench-peers sanitize clean setup check-layers stress-test cuda test-gpu fuzz fuzz-build fuzz-replay fuzz-merge
 all: planfarm $(if $(NVCC),$(BUILD)/libpfcuda.so)
 
 # Debian packages (scripts/packages.txt): `build` for make and make run, `test` for make test.
@@ -177,6 +179,27 @@ sanitize: setup-test
 stress-test:
 	sh tests/stress.sh $(or $(STRESS_N),20) $(or $(STRESS_SANITIZE_N),5)
 
+# Fuzzing: the libraries again with clang, ASan, UBSan and coverage in build-fuzz/; one binary per
+# tests/fuzz/fuzz_<target>.c; seeds from build/pf_fuzz_seeds and tests/data (tests/fuzz/run.sh).
+FUZZ_SECONDS ?= 60
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,build-fuzz/fuzz_%,$(wildcard tests/fuzz/fuzz_*.c))
+$(BUILD)/pf_fuzz_seeds: tests/fuzz/seeds.c tests/fuzz/fuzz.h $(LIBS)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIBS) $(PKG_LIBS) $(LDLIBS)
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h build-fuzz/libplanner.a
+	clang $(filter-out -O2 -I$(BUILD),$(CFLAGS)) -O1 $(FUZZ_SAN) -fsanitize=fuzzer -Ibuild-fuzz \
+	    $(PKG_CFLAGS) -o $@ $< build-fuzz/libpfproto.a build-fuzz/libplanner.a $(PKG_LIBS) $(LDLIBS)
+fuzz-build: setup-test
+	$(MAKE) BUILD=build-fuzz CC=clang OPT="-O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link" \
+	    build-fuzz/libplanner.a build-fuzz/libpfproto.a
+	$(MAKE) $(BUILD)/pf_fuzz_seeds $(FUZZ_TARGETS)
+fuzz: fuzz-build
+	sh tests/fuzz/run.sh fuzz build-fuzz $(FUZZ_SECONDS)
+fuzz-replay: fuzz-build
+	sh tests/fuzz/run.sh replay build-fuzz
+fuzz-merge: fuzz-build
+	sh tests/fuzz/run.sh merge build-fuzz
+
 # BERT-large (the generator's defaults) on 4 x DGX-1, planned end to end through the embedded
 # broker and one worker thread per core; the summary goes to stderr, the plan to build/plan.json.
 run: setup
@@ -188,6 +211,6 @@ run: setup
 	./planfarm plan $(BUILD)/bert-large.json $(BUILD)/dgx1x4.json -o $(BUILD)/plan.json
 
 clean:
-	rm -rf $(BUILD) build-asan planfarm
+	rm -rf $(BUILD) build-asan build-fuzz planfarm
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -101,12 +101,28 @@ static int cmp_i64(const void *a, const void *b)
 
 int pf_cluster_validate(const pf_cluster_t *c, char *err, size_t errlen)
 {
+    char where[64];
+    int rc;
+    if ((rc = pf_check_utf8(c->name, "cluster.name", err, errlen)) != PF_OK)
+        return rc;
     for (int i = 0; i < c->n; i++) {
         const pf_device_t *d = &c->dev[i];
+        if (d->id < 0)
+            return pf_fail(err, errlen, PF_EINPUT, "devices[%d].id: negative (%lld)", i,
+                           (long long)d->id);
+        snprintf(where, sizeof where, "devices[%d].name", i);
+        if ((rc = pf_check_utf8(d->name, where, err, errlen)) != PF_OK)
+            return rc;
         if (!isfinite(d->mem_bytes) || d->mem_bytes <= 0)
             return pf_fail(err, errlen, PF_EINPUT, "devices[%d].mem_bytes: must be positive", i);
+        snprintf(where, sizeof where, "devices[%d].mem_bytes", i);
+        if ((rc = pf_check_range(d->mem_bytes, PF_MAX_BYTES, "bytes", where, err, errlen)))
+            return rc;
         if (!isfinite(d->tflops) || d->tflops < 0)
             return pf_fail(err, errlen, PF_EINPUT, "devices[%d].tflops: negative", i);
+        snprintf(where, sizeof where, "devices[%d].tflops", i);
+        if ((rc = pf_check_range(d->tflops, PF_MAX_TFLOPS, "TFLOPs", where, err, errlen)))
+            return rc;
         if (d->host < 0)
             return pf_fail(err, errlen, PF_EINPUT, "devices[%d].host: negative", i);
     }
@@ -130,12 +146,20 @@ int pf_cluster_validate(const pf_cluster_t *c, char *err, size_t errlen)
             if (!isfinite(lat) || lat < 0)
                 return pf_fail(err, errlen, PF_EINPUT, "latency_us[%d][%d]: %s", a, b,
                                isfinite(lat) ? "negative" : "not finite");
+            if (lat > PF_MAX_US)
+                return pf_fail(err, errlen, PF_EINPUT,
+                               "latency_us[%d][%d]: %g is above the limit of %g us", a, b, lat,
+                               PF_MAX_US);
             if (a == b)
                 continue;
             if (!isfinite(bw))
                 return pf_fail(err, errlen, PF_EINPUT, "bandwidth_gbps[%d][%d]: not finite", a, b);
             if (bw < 0)
                 return pf_fail(err, errlen, PF_EINPUT, "bandwidth_gbps[%d][%d]: negative", a, b);
+            if (bw > PF_MAX_GBPS)
+                return pf_fail(err, errlen, PF_EINPUT,
+                               "bandwidth_gbps[%d][%d]: %g is above the limit of %g GB/s", a, b,
+                               bw, PF_MAX_GBPS);
             if (bw == 0)
                 return pf_fail(err, errlen, PF_EINPUT,
                                "bandwidth_gbps[%d][%d]: zero (devices %d and %d cannot talk)", a,

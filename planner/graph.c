@@ -119,38 +119,120 @@ static int lookup_id(const id_index_t *ids, int n, int64_t id)
     return -1;
 }
 
-static int check_numbers(const pf_graph_t *g, char *err, size_t errlen)
+/* What every graph must satisfy whatever built it (file, import, wire, generator): ids not
+ * negative, names and types valid UTF-8 (they are written back into JSON), numbers finite and
+ * within the bounds of util.h. */
+static int check_ops(const pf_graph_t *g, char *err, size_t errlen)
 {
+    char where[64];
+    int rc;
+    if ((rc = pf_check_utf8(g->name, "graph.name", err, errlen)) != PF_OK)
+        return rc;
     for (int i = 0; i < g->nops; i++) {
         const pf_op_t *o = &g->ops[i];
+        if (o->id < 0)
+            return pf_fail(err, errlen, PF_EINPUT, "ops[%d].id: negative (%lld)", i,
+                           (long long)o->id);
+        snprintf(where, sizeof where, "ops[%d].name", i);
+        if ((rc = pf_check_utf8(o->name, where, err, errlen)) != PF_OK)
+            return rc;
+        snprintf(where, sizeof where, "ops[%d].type", i);
+        if ((rc = pf_check_utf8(o->type, where, err, errlen)) != PF_OK)
+            return rc;
         const struct {
-            const char *key;
-            double v;
-        } f[] = {{"fwd_ms", o->fwd_ms},
-                 {"bwd_ms", o->bwd_ms},
-                 {"param_bytes", o->param_bytes},
-                 {"mem_fwd_bytes", o->mem_fwd_bytes},
-                 {"mem_bwd_bytes", o->mem_bwd_bytes}};
+            const char *key, *unit;
+            double v, max;
+        } f[] = {{"fwd_ms", "ms", o->fwd_ms, PF_MAX_MS},
+                 {"bwd_ms", "ms", o->bwd_ms, PF_MAX_MS},
+                 {"param_bytes", "bytes", o->param_bytes, PF_MAX_BYTES},
+                 {"mem_fwd_bytes", "bytes", o->mem_fwd_bytes, PF_MAX_BYTES},
+                 {"mem_bwd_bytes", "bytes", o->mem_bwd_bytes, PF_MAX_BYTES}};
         for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
-            if (!isfinite(f[k].v))
-                return pf_fail(err, errlen, PF_EINPUT, "ops[%d].%s: not finite", i, f[k].key);
-            if (f[k].v < 0)
-                return pf_fail(err, errlen, PF_EINPUT, "ops[%d].%s: negative (%g)", i, f[k].key,
-                               f[k].v);
+            snprintf(where, sizeof where, "ops[%d].%s", i, f[k].key);
+            if ((rc = pf_check_range(f[k].v, f[k].max, f[k].unit, where, err, errlen)) != PF_OK)
+                return rc;
         }
     }
     for (int e = 0; e < g->nedges; e++) {
         const pf_edge_t *ed = &g->edges[e];
-        if (!isfinite(ed->bytes))
-            return pf_fail(err, errlen, PF_EINPUT, "edges[%d].bytes: not finite", e);
-        if (ed->bytes < 0)
-            return pf_fail(err, errlen, PF_EINPUT, "edges[%d].bytes: negative (%g)", e,
-                           ed->bytes);
+        snprintf(where, sizeof where, "edges[%d].bytes", e);
+        if ((rc = pf_check_range(ed->bytes, PF_MAX_BYTES, "bytes", where, err, errlen)) != PF_OK)
+            return rc;
         if (ed->src == ed->dst)
             return pf_fail(err, errlen, PF_EINPUT, "edges[%d]: self-loop on op %lld", e,
                            (long long)g->ops[ed->src].id);
     }
     return PF_OK;
+}
+
+static int cmp_edge_index(const void *a, const void *b, void *ctx)
+{
+    const pf_edge_t *edges = ctx;
+    const pf_edge_t *x = &edges[*(const int *)a], *y = &edges[*(const int *)b];
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    if (x->dst != y->dst)
+        return x->dst < y->dst ? -1 : 1;
+    return *(const int *)a - *(const int *)b;
+}
+
+/* Files list each edge once: a second src -> dst is a mistake (the builder would add the
+ * bytes up), so name both places. */
+static int check_repeated_edges(const pf_graph_t *g, char *err, size_t errlen)
+{
+    if (g->nedges < 2)
+        return PF_OK;
+    int *order = malloc((size_t)g->nedges * sizeof *order), rc = PF_OK;
+    if (!order)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    for (int e = 0; e < g->nedges; e++)
+        order[e] = e;
+    qsort_r(order, (size_t)g->nedges, sizeof *order, cmp_edge_index, g->edges);
+    for (int k = 1; k < g->nedges && rc == PF_OK; k++) {
+        const pf_edge_t *a = &g->edges[order[k - 1]], *b = &g->edges[order[k]];
+        if (a->src == b->src && a->dst == b->dst)
+            rc = pf_fail(err, errlen, PF_EINPUT, "edges[%d] repeats edges[%d] (op %lld -> op %lld)",
+                         order[k], order[k - 1], (long long)g->ops[a->src].id,
+                         (long long)g->ops[a->dst].id);
+    }
+    free(order);
+    return rc;
+}
+
+/* "graph has a cycle: op 1 (a) -> op 2 (b) -> op 1": the cycle through `start`, found by
+ * following pred[] (pred[v] = an op before v, on the cycle) back to start. Long cycles show
+ * their first 8 ops and the count. */
+static int cycle_error(const pf_graph_t *g, int start, const int *pred, char *err, size_t errlen)
+{
+    enum { SHOW = 8 };
+    int ring[SHOW], len = 0;
+    /* pred leads backwards; collect the ring forwards starting at start */
+    int v = start;
+    do {
+        len++;
+        v = pred[v];
+    } while (v != start);
+    /* forward order: start, then the op whose pred is start, ...: walk backwards and place
+     * each op at its forward position */
+    v = start;
+    for (int k = 0; k < len; k++) {
+        int pos = k == 0 ? 0 : len - k;
+        if (pos < SHOW)
+            ring[pos] = v;
+        v = pred[v];
+    }
+    char msg[1024];
+    size_t n = (size_t)snprintf(msg, sizeof msg, "graph has a cycle:");
+    for (int k = 0; k < len && k < SHOW && n < sizeof msg; k++) {
+        const pf_op_t *o = &g->ops[ring[k]];
+        n += (size_t)snprintf(msg + n, sizeof msg - n, "%s op %lld (%.60s)", k ? " ->" : "",
+                              (long long)o->id, o->name);
+    }
+    if (len > SHOW && n < sizeof msg)
+        n += (size_t)snprintf(msg + n, sizeof msg - n, " -> ... (%d ops on the cycle)", len);
+    if (n < sizeof msg)
+        snprintf(msg + n, sizeof msg - n, " -> op %lld", (long long)g->ops[start].id);
+    return pf_fail(err, errlen, PF_EINPUT, "%s", msg);
 }
 
 /* Kahn's algorithm with a min-heap on op index, so equal inputs give equal orders. */
@@ -197,7 +279,7 @@ static int topo_sort(pf_graph_t *g, char *err, size_t errlen)
     if (done < n) {
         /* Every op left has a predecessor that is also left: walking predecessors must
          * revisit an op, and the first revisited one lies on a cycle. */
-        int *seen = heap; /* reuse: 0 = not on the walk */
+        int *seen = heap, *pred = g->topo_pos; /* reuse: topo_pos is refilled on success */
         memset(seen, 0, (size_t)n * sizeof *seen);
         int v = 0;
         while (indeg[v] == 0) v++;
@@ -205,11 +287,10 @@ static int topo_sort(pf_graph_t *g, char *err, size_t errlen)
             seen[v] = 1;
             for (int k = g->in_start[v]; k < g->in_start[v + 1]; k++) {
                 int u = g->edges[g->in_list[k]].src;
-                if (indeg[u] > 0) { v = u; break; }
+                if (indeg[u] > 0) { pred[v] = u; v = u; break; }
             }
         }
-        rc = pf_fail(err, errlen, PF_EINPUT, "graph has a cycle through op %lld (%s)",
-                     (long long)g->ops[v].id, g->ops[v].name);
+        rc = cycle_error(g, v, pred, err, errlen);
         goto fail;
     }
     rc = PF_OK;
@@ -260,7 +341,7 @@ int pf_graph_finalize(pf_graph_t *g, char *err, size_t errlen)
     int rc;
     if (g->nops == 0)
         return pf_fail(err, errlen, PF_EINPUT, "graph has no ops");
-    if ((rc = check_numbers(g, err, errlen)) != PF_OK)
+    if ((rc = check_ops(g, err, errlen)) != PF_OK)
         return rc;
     g->by_id = malloc((size_t)g->nops * sizeof *g->by_id);
     g->topo = malloc((size_t)g->nops * sizeof(int));
@@ -445,6 +526,8 @@ static int from_json(json_t *root, pf_graph_t **out, char *err, size_t errlen)
             rc = pf_fail(err, errlen, PF_ERR, "out of memory");
     }
     free(ids);
+    if (rc == PF_OK)
+        rc = check_repeated_edges(g, err, errlen);
     if (rc == PF_OK)
         rc = pf_graph_finalize(g, err, errlen);
     if (rc != PF_OK)

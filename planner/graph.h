@@ -39,12 +39,16 @@ void pf_graph_destroy(pf_graph_t **g);
  * becomes "op<id>"). */
 int pf_graph_add_op(pf_graph_t *g, const pf_op_t *op);
 /* Returns the new edge's index, or -1 (out of memory, or an index out of range). Parallel
- * edges are allowed: their bytes add up wherever a cut is priced. */
+ * edges are allowed here (generators and coarsening may build them): their bytes add up
+ * wherever a cut is priced. Graph files may not repeat an edge (pf_graph_load rejects it:
+ * "edges[7] repeats edges[2] (op 3 -> op 4)"). */
 int pf_graph_add_edge(pf_graph_t *g, int src, int dst, double bytes);
 
-/* Validate and freeze. Rejects (PF_EINPUT): an empty graph, duplicate op ids, negative or
- * non-finite numbers ("ops[12].fwd_ms: negative"), self-loops and cycles ("graph has a cycle
- * through op 17"). Messages name ops by file id and by position (ops[i], edges[j]). */
+/* Validate and freeze. Rejects (PF_EINPUT): an empty graph, negative or duplicate op ids,
+ * names and types that are not valid UTF-8 ("ops[3].name: invalid UTF-8 at byte 7"), negative,
+ * non-finite or absurd numbers ("ops[12].fwd_ms: 1e+308 is above the limit of 1e+09 ms", the
+ * bounds of util.h), self-loops and cycles ("graph has a cycle: op 17 (a) -> op 18 (b) ->
+ * op 17"). Messages name ops by file id and by position (ops[i], edges[j]). */
 int pf_graph_finalize(pf_graph_t *g, char *err, size_t errlen);
 
 const char *pf_graph_name(const pf_graph_t *g);

@@ -43,9 +43,9 @@ const char *pf_import_type_of(const char *cls, char *buf, size_t len)
         return "input";
     if (!buf || len == 0)
         return "";
-    size_t n = 0;
-    for (; cls[n] && n + 1 < len; n++)
-        buf[n] = (char)tolower((unsigned char)cls[n]);
+    size_t n = pf_utf8_fit(cls, len - 1), i = 0;
+    for (; i < n; i++)
+        buf[i] = (char)tolower((unsigned char)cls[i]);
     buf[n] = '\0';
     return buf;
 }

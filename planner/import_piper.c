@@ -146,9 +146,10 @@ static int piper_build(json_t *root, int microbatch, const char *stem,
         if (!name[0])
             snprintf(namebuf, sizeof namebuf, "node%lld", (long long)id);
         else if (same > 1)
-            snprintf(namebuf, sizeof namebuf, "%.200s.%d", name, seen[first]++);
+            snprintf(namebuf, sizeof namebuf, "%.*s.%d", (int)pf_utf8_fit(name, 200), name,
+                     seen[first]++);
         else
-            snprintf(namebuf, sizeof namebuf, "%.200s", name);
+            snprintf(namebuf, sizeof namebuf, "%.*s", (int)pf_utf8_fit(name, 200), name);
 
         pf_op_t op = {.id = id,
                       .name = namebuf,

@@ -27,9 +27,33 @@ char *pf_strdup(const char *s);        /* NULL in, NULL out */
  * *arr untouched). */
 int pf_grow(void **arr, size_t *cap, size_t need, size_t elem);
 double pf_now_s(void);                 /* monotonic clock, seconds */
-/* "1.5 GiB", "512 bytes": sizes in messages people read (binary units, one decimal). */
+/* "1.5 GiB", "512 bytes": sizes in messages people read (binary units, one decimal). Every
+ * magnitude keeps its unit: past 1024 YiB the number goes to exponent form ("8.3e+13 YiB");
+ * non-finite sizes print as "inf bytes" / "nan bytes". buf >= 32 bytes. */
 void pf_fmt_bytes(char *buf, size_t len, double bytes);
 int pf_is_finite_nonneg(double x);
+
+/* Upper bounds on what an input may claim. None is a physical limit; they keep sums finite
+ * (1e9 ms over 2^26 ops is 6.7e16 ms, far from overflow) and catch unit mix-ups. */
+#define PF_MAX_MS 1e9        /* an op's time */
+#define PF_MAX_BYTES 1e18    /* parameters, activations, an edge, device memory */
+#define PF_MAX_GBPS 1e9      /* a link's bandwidth */
+#define PF_MAX_US 1e9        /* a link's latency */
+#define PF_MAX_TFLOPS 1e9    /* a device's peak */
+
+/* Byte offset of the first byte of s that does not start a valid UTF-8 sequence (overlong
+ * forms, UTF-16 surrogates and code points above U+10FFFF count as invalid), or -1 when s is
+ * valid. */
+long pf_utf8_invalid_at(const char *s);
+/* The longest prefix of s of at most max bytes that does not cut a character in two: what to
+ * keep when a name must be shortened. */
+size_t pf_utf8_fit(const char *s, size_t max);
+/* PF_OK, or PF_EINPUT with "<where>: invalid UTF-8 at byte N". */
+int pf_check_utf8(const char *s, const char *where, char *err, size_t errlen);
+/* PF_OK when 0 <= x <= max; PF_EINPUT otherwise with "<where>: not finite",
+ * "<where>: negative (-2)" or "<where>: 1e+308 is above the limit of 1e+09 <unit>". */
+int pf_check_range(double x, double max, const char *unit, const char *where, char *err,
+                   size_t errlen);
 
 /* Milliseconds to move `bytes` over `gbps` GB/s (1 GB/s = 1e9 bytes/s). */
 static inline double pf_bytes_ms(double bytes, double gbps)

@@ -50,6 +50,51 @@ static void test_bad_files(void)
     }
 }
 
+/* Input gaps of issue 12: each file and its whole message. */
+static const struct {
+    const char *text, *expect;
+} gaps[] = {
+    {"{\"devices\": [{\"id\": -1, \"mem_bytes\": 1e9}], \"bandwidth_gbps\": [[0]]}",
+     "c.json: devices[0].id: negative (-1)"},
+    {"{\"devices\": [{\"id\": 0, \"mem_bytes\": 1e30}], \"bandwidth_gbps\": [[0]]}",
+     "c.json: devices[0].mem_bytes: 1e+30 is above the limit of 1e+18 bytes"},
+    {"{\"devices\": [{\"id\": 0, \"mem_bytes\": 1e9, \"tflops\": 1e300}], "
+     "\"bandwidth_gbps\": [[0]]}",
+     "c.json: devices[0].tflops: 1e+300 is above the limit of 1e+09 TFLOPs"},
+    {"{\"devices\": [" DEV(0) ", " DEV(1) "], \"bandwidth_gbps\": [[0, 1e308], [1, 0]]}",
+     "c.json: bandwidth_gbps[0][1]: 1e+308 is above the limit of 1e+09 GB/s"},
+    {"{\"devices\": [" DEV(0) ", " DEV(1) "], \"bandwidth_gbps\": [[0, 1], [1, 0]], "
+     "\"latency_us\": [[0, 1], [2e9, 0]]}",
+     "c.json: latency_us[1][0]: 2e+09 is above the limit of 1e+09 us"},
+    /* jansson refuses bad UTF-8 and lone surrogates itself; the message is its own */
+    {"{\"name\": \"\\udc00\", \"devices\": [" DEV(0) "], \"bandwidth_gbps\": [[0]]}",
+     "c.json:1:17: invalid Unicode '\\uDC00' near '\"\\udc00\"'"},
+};
+
+static void test_input_gaps(void)
+{
+    for (size_t i = 0; i < sizeof gaps / sizeof gaps[0]; i++) {
+        char err[512] = "";
+        pf_cluster_t *c = NULL;
+        int rc = pf_cluster_load(pf_test_write("c.json", gaps[i].text), &c, err, sizeof err);
+        CU_ASSERT_EQUAL(rc, PF_EINPUT);
+        CU_ASSERT_PTR_NULL(c);
+        const char *base = strstr(err, "c.json");
+        int ok = base && strcmp(base, gaps[i].expect) == 0;
+        if (!ok)
+            fprintf(stderr, "\n  case %zu: got '%s', want '%s'\n", i, err, gaps[i].expect);
+        CU_ASSERT(ok);
+    }
+    /* names set in memory (a decoded message, a generator) are checked by validate */
+    char err[256];
+    pf_cluster_t *c = pf_cluster_new("ok", 1);
+    pf_device_t d = {.id = 0, .name = "gpu\xc3(", .mem_bytes = 1e9};
+    CU_ASSERT_EQUAL(pf_cluster_set_device(c, 0, &d), PF_OK);
+    CU_ASSERT_EQUAL(pf_cluster_validate(c, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "devices[0].name: invalid UTF-8 at byte 3");
+    pf_cluster_destroy(&c);
+}
+
 static void test_stats_and_round_trip(void)
 {
     char err[256], path[700];
@@ -98,4 +143,5 @@ void pf_suite_cluster(void)
     CU_pSuite s = CU_add_suite("cluster", NULL, NULL);
     CU_add_test(s, "bad files: each message names the place", test_bad_files);
     CU_add_test(s, "statistics, postal model, round trip", test_stats_and_round_trip);
+    CU_add_test(s, "negative ids, absurd numbers, bad UTF-8: exact messages", test_input_gaps);
 }

@@ -65,10 +65,108 @@ static void test_cycle_named(void)
     pf_graph_add_edge(g, 2, 3, 1);
     pf_graph_add_edge(g, 3, 1, 1);
     CU_ASSERT_EQUAL(pf_graph_finalize(g, err, sizeof err), PF_EINPUT);
-    /* the op named must be one of 1, 2, 3 */
-    CU_ASSERT(strstr(err, "graph has a cycle through op 1 ") || strstr(err, "op 2 ") ||
-              strstr(err, "op 3 "));
-    CU_ASSERT_PTR_NULL(strstr(err, "op 0 "));
+    /* op 0 is sorted away; the walk starts at the lowest op left (1) and goes forward */
+    CU_ASSERT_STRING_EQUAL(err, "graph has a cycle: op 1 (op1) -> op 2 (op2) -> op 3 (op3) -> op 1");
+    pf_graph_destroy(&g);
+
+    /* a ring of 10: the first 8 ops shown, then the count */
+    g = pf_graph_new("ring", 1);
+    for (int i = 0; i < 10; i++) {
+        pf_op_t op = {.id = 100 + i};
+        pf_graph_add_op(g, &op);
+    }
+    for (int i = 0; i < 10; i++)
+        pf_graph_add_edge(g, i, (i + 1) % 10, 1);
+    CU_ASSERT_EQUAL(pf_graph_finalize(g, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "graph has a cycle: op 100 (op100) -> op 101 (op101) -> op 102 "
+                                "(op102) -> op 103 (op103) -> op 104 (op104) -> op 105 (op105) "
+                                "-> op 106 (op106) -> op 107 (op107) -> ... (10 ops on the "
+                                "cycle) -> op 100");
+    pf_graph_destroy(&g);
+}
+
+#define OP(id) "{\"id\": " #id ", \"fwd_ms\": 1, \"bwd_ms\": 1}"
+#define EDGE(a, b) "{\"src\": " #a ", \"dst\": " #b ", \"bytes\": 1}"
+
+/* Input gaps of issue 12: each file and its whole message (after the directory). */
+static const struct {
+    const char *text, *expect;
+} gaps[] = {
+    {"{\"ops\": [{\"id\": 0, \"fwd_ms\": 1e308, \"bwd_ms\": 1}], \"edges\": []}",
+     "bad.json: ops[0].fwd_ms: 1e+308 is above the limit of 1e+09 ms"},
+    {"{\"ops\": [" OP(0) ", {\"id\": 1, \"fwd_ms\": 1, \"bwd_ms\": 1.5e9}], \"edges\": []}",
+     "bad.json: ops[1].bwd_ms: 1.5e+09 is above the limit of 1e+09 ms"},
+    {"{\"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1, \"param_bytes\": 2e18}], "
+     "\"edges\": []}",
+     "bad.json: ops[0].param_bytes: 2e+18 is above the limit of 1e+18 bytes"},
+    {"{\"ops\": [" OP(0) ", " OP(1) "], \"edges\": [{\"src\": 0, \"dst\": 1, \"bytes\": 1e19}]}",
+     "bad.json: edges[0].bytes: 1e+19 is above the limit of 1e+18 bytes"},
+    {"{\"ops\": [" OP(-4) "], \"edges\": []}", "bad.json: ops[0].id: negative (-4)"},
+    {"{\"ops\": [" OP(2) ", " OP(3) ", " OP(4) "], \"edges\": [" EDGE(2, 3) ", " EDGE(3, 4) ", "
+     EDGE(2, 4) ", " EDGE(3, 4) "]}",
+     "bad.json: edges[3] repeats edges[1] (op 3 -> op 4)"},
+    {"{\"ops\": [" OP(7) ", {\"id\": 8, \"name\": \"layers.3.b\", \"fwd_ms\": 1, \"bwd_ms\": "
+     "1}], \"edges\": [" EDGE(7, 8) ", " EDGE(8, 7) "]}",
+     "bad.json: graph has a cycle: op 7 (op7) -> op 8 (layers.3.b) -> op 7"},
+    /* jansson itself rejects invalid UTF-8 and lone surrogates in JSON text */
+    {"{\"ops\": [{\"id\": 0, \"name\": \"a\xff\", \"fwd_ms\": 1, \"bwd_ms\": 1}], \"edges\": []}",
+     "bad.json:1:29: unable to decode byte 0xff near '\"a'"},
+    {"{\"ops\": [{\"id\": 0, \"name\": \"\\ud800\", \"fwd_ms\": 1, \"bwd_ms\": 1}], "
+     "\"edges\": []}",
+     "bad.json:1:35: invalid Unicode '\\uD800' near '\"\\ud800\"'"},
+};
+
+static void test_input_gaps(void)
+{
+    for (size_t i = 0; i < sizeof gaps / sizeof gaps[0]; i++) {
+        char err[512] = "", path[700];
+        pf_graph_t *g = (pf_graph_t *)1;
+        snprintf(path, sizeof path, "%s", pf_test_write("bad.json", gaps[i].text));
+        CU_ASSERT_EQUAL(pf_graph_load(path, &g, err, sizeof err), PF_EINPUT);
+        CU_ASSERT_PTR_NULL(g);
+        const char *base = strstr(err, "bad.json");
+        int ok = base && strcmp(base, gaps[i].expect) == 0;
+        if (!ok)
+            fprintf(stderr, "\n  case %zu: got '%s', want '%s'\n", i, err, gaps[i].expect);
+        CU_ASSERT(ok);
+    }
+}
+
+/* What JSON cannot carry but an import, a decoded message or a generator can: finalize checks
+ * names, types and the graph's own name. */
+static void test_bad_utf8_in_memory(void)
+{
+    static const struct {
+        const char *graph, *name, *type, *expect;
+    } cases[] = {
+        {"g", "layers.0\xff", "", "ops[1].name: invalid UTF-8 at byte 8"},
+        {"g", "ok", "mat\xed\xa0\x80", "ops[1].type: invalid UTF-8 at byte 3"}, /* U+D800 */
+        {"g", "\xc0\xaf", "", "ops[1].name: invalid UTF-8 at byte 0"},      /* overlong '/' */
+        {"g", "x\xf4\x90\x80\x80", "", "ops[1].name: invalid UTF-8 at byte 1"}, /* > U+10FFFF */
+        {"g", "abc\xe2\x82", "", "ops[1].name: invalid UTF-8 at byte 3"},  /* truncated */
+        {"bad\x80", "ok", "", "graph.name: invalid UTF-8 at byte 3"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char err[256] = "";
+        pf_graph_t *g = pf_graph_new(cases[i].graph, 1);
+        pf_op_t a = {.id = 0, .name = "first.\xc3\xa9"}, b = {.id = 1, .name = cases[i].name,
+                                                           .type = cases[i].type};
+        pf_graph_add_op(g, &a);
+        pf_graph_add_op(g, &b);
+        CU_ASSERT_EQUAL(pf_graph_finalize(g, err, sizeof err), PF_EINPUT);
+        CU_ASSERT_STRING_EQUAL(err, cases[i].expect);
+        pf_graph_destroy(&g);
+    }
+    /* the builder keeps parallel edges (generated graphs): only files must not repeat one */
+    char err[256];
+    pf_graph_t *g = pf_graph_new("par", 1);
+    for (int i = 0; i < 2; i++) {
+        pf_op_t op = {.id = i};
+        pf_graph_add_op(g, &op);
+    }
+    pf_graph_add_edge(g, 0, 1, 3);
+    pf_graph_add_edge(g, 0, 1, 4);
+    CU_ASSERT_EQUAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
     pf_graph_destroy(&g);
 }
 
@@ -109,7 +207,7 @@ static const struct {
     {"{\"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1}, {\"id\": 1, \"fwd_ms\": 1, \"bwd_ms\": "
      "1}], \"edges\": [{\"src\": 0, \"dst\": 1, \"bytes\": 1}, {\"src\": 1, \"dst\": 0, \"bytes\": "
      "1}]}",
-     "bad.json: graph has a cycle through op "},
+     "bad.json: graph has a cycle: op 0 (op0) -> op 1 (op1) -> op 0"},
 };
 
 static void test_bad_files(void)
@@ -186,4 +284,7 @@ void pf_suite_graph(void)
     CU_add_test(s, "bad files: each message names the place", test_bad_files);
     CU_add_test(s, "missing file", test_missing_file);
     CU_add_test(s, "write then read gives the same graph", test_round_trip);
+    CU_add_test(s, "absurd numbers, negative ids, repeated edges, cycles: exact messages",
+                test_input_gaps);
+    CU_add_test(s, "invalid UTF-8 in names and types built in memory", test_bad_utf8_in_memory);
 }

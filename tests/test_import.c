@@ -365,6 +365,12 @@ static const struct {
     {N1 "forward_compute_time=1, backward_compute_time=2, activation_size=3, parameter_size=4, "
         "backward_compute_time=2",
      "bad.txt:1: node1: backward_compute_time given twice"},
+    {N1 "forward_compute_time=1e308, backward_compute_time=2, activation_size=3, "
+        "parameter_size=4",
+     "bad.txt: ops[0].fwd_ms: 1e+308 is above the limit of 1e+09 ms"},
+    {N1 "forward_compute_time=1, backward_compute_time=2, activation_size=3, "
+        "parameter_size=5e18",
+     "bad.txt: ops[0].param_bytes: 5e+18 is above the limit of 1e+18 bytes"},
 };
 
 static void check_message(const char *err, const char *name, const char *expect, size_t i)
@@ -605,7 +611,11 @@ static const struct {
     {"{\"nodes\": [" PNODE(0, "") ", " PNODE(1, "") "], \"edges\": [{\"sourceId\": 0, "
      "\"destId\": 1, \"communicationCost\": 1}, {\"sourceId\": 1, \"destId\": 0, "
      "\"communicationCost\": 1}]}",
-     "bad.json: graph has a cycle through op 0 (n.0)"},
+     "bad.json: graph has a cycle: op 0 (n.0) -> op 1 (n.1) -> op 0"},
+    /* 3e9 ms per sample: fwd = 1e9 (at the limit), bwd = 2e9 (above it) */
+    {"{\"nodes\": [{\"id\": 0, \"name\": \"n\", \"TMPCs\": {\"1\": [{\"id\": \"vanilla\", "
+     "\"timePerSample\": 3e9, \"parameterSize\": 4, \"memoryUsageA\": 5}]}}], \"edges\": []}",
+     "bad.json: ops[0].bwd_ms: 2e+09 is above the limit of 1e+09 ms"},
 };
 
 static void test_piper_bad_inputs(void)
@@ -636,6 +646,45 @@ static void test_piper_bad_inputs(void)
                                         &g, err, sizeof err),
                     PF_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "gnmt.json:1: expected a node"));
+}
+
+/* Names that come from outside JSON or are shortened stay valid UTF-8: PipeDream descriptions
+ * are raw bytes (non-printable ones become '?'); Piper names are cut to 200 bytes and types to
+ * 64, never inside a character. */
+static void test_names_stay_utf8(void)
+{
+    char err[512];
+    pf_graph_t *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_import_pipedream(pf_test_write("u.txt", "node1 -- \xff\xc3(x) -- "
+                                                            "forward_compute_time=1, "
+                                                            "backward_compute_time=2, "
+                                                            "activation_size=3, "
+                                                            "parameter_size=4\n"),
+                                              0, &g, err, sizeof err),
+                          PF_OK);
+    CU_ASSERT_STRING_EQUAL(pf_graph_op(g, 0)->name, "node1.??");
+    pf_graph_destroy(&g);
+
+    char a199[200], text[1024], a63[64];
+    memset(a199, 'a', 199);
+    a199[199] = '\0';
+    memcpy(a63, a199, 63);
+    a63[63] = '\0';
+#define PIPER_NODE(id, name)                                                                       \
+    "{\"id\": " #id ", \"name\": \"" name "\", \"TMPCs\": {\"1\": [{\"id\": \"vanilla\", "       \
+    "\"timePerSample\": 3, \"parameterSize\": 4, \"memoryUsageA\": 5}]}}"
+    snprintf(text, sizeof text,
+             "{\"nodes\": [" PIPER_NODE(0, "%s\xc3\xa9z") ", " PIPER_NODE(1, "%s\xc3\xa9") "], "
+             "\"edges\": []}",
+             a199, a63);
+    CU_ASSERT_EQUAL_FATAL(pf_import_piper(pf_test_write("u.json", text), 0, &g, err, sizeof err),
+                          PF_OK);
+    /* 199 + 2 bytes of U+00E9 > 200: the e-acute goes whole */
+    CU_ASSERT_STRING_EQUAL(pf_graph_op(g, 0)->name, a199);
+    /* the type: 63 + 2 > 64 bytes, so 63 a's; the name (65 bytes) is whole */
+    CU_ASSERT_STRING_EQUAL(pf_graph_op(g, 1)->type, a63);
+    CU_ASSERT_EQUAL(strlen(pf_graph_op(g, 1)->name), 65);
+    pf_graph_destroy(&g);
 }
 
 /* ---- round trip and helpers ---- */
@@ -748,6 +797,7 @@ void pf_suite_import(void)
     CU_add_test(s, "piper: counts, totals, Piper's downset counts", test_piper_files);
     CU_add_test(s, "piper resnet = pipedream resnet50", test_piper_matches_pipedream);
     CU_add_test(s, "piper: bad inputs and their messages", test_piper_bad_inputs);
+    CU_add_test(s, "names stay valid UTF-8 (raw bytes, shortened names)", test_names_stay_utf8);
     CU_add_test(s, "import -> save -> load is the same graph", test_round_trip);
     CU_add_test(s, "known micro-batches, type table", test_known_microbatch_and_types);
     CU_add_test(s, "planfarm import | check", test_cli);

@@ -1,0 +1,15 @@
+/* The options of a SUBMIT (pf_codec_options_from_pb). */
+#include "planner/util.h"
+#include "proto/codec.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char err[512];
+    Planfarm__PlanOptions *m = planfarm__plan_options__unpack(NULL, size, data);
+    if (!m)
+        return 0;
+    pf_search_opts_t o;
+    pf_codec_options_from_pb(m, &o, err, sizeof err);
+    planfarm__plan_options__free_unpacked(m, NULL);
+    return 0;
+}

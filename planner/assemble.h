@@ -12,7 +12,7 @@
 #define PF_ASSEMBLE_H
 
 #include "planner/cluster.h"
-#include "profiler/record.h"
+#include "planner/record.h"
 
 #include <stddef.h>
 

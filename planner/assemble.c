@@ -308,3 +308,24 @@ int pf_assembly_save(const pf_assembly_t *a, const pf_cluster_t *c, const char *
         return pf_fail(err, errlen, PF_ERR, "assembly: save before build");
     return pf_cluster_save_extra(c, path, emit_provenance, a, err, errlen);
 }
+
+int pf_assembly_json(const pf_assembly_t *a, const pf_cluster_t *c, char **json, size_t *len,
+                     char *err, size_t errlen)
+{
+    *json = NULL;
+    *len = 0;
+    if (!a->origin || a->norigin != pf_cluster_ndevices(c))
+        return pf_fail(err, errlen, PF_ERR, "assembly: write before build");
+    FILE *f = open_memstream(json, len);
+    if (!f)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    int rc = pf_cluster_write_extra(c, f, emit_provenance, a, err, errlen);
+    if (fclose(f) != 0 && rc == PF_OK)
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+    if (rc != PF_OK) {
+        free(*json);
+        *json = NULL;
+        *len = 0;
+    }
+    return rc;
+}

@@ -51,15 +51,18 @@ static int send_msg(pf_agent_t *a, pf_msg_t kind, const ProtobufCMessage *m)
 
 /* ---- tasks ---- */
 
-/* The host this agent speaks for goes into every record (a GPU record is stamped with
- * gethostname, which two agents on one machine share). */
+/* The host this agent speaks for, and its name as the measurer, go into every record of its
+ * own host (probes stamp them with gethostname, which two agents on one machine share). */
 static void own_records(pf_agent_t *a, pf_measurement_t *m)
 {
-    for (int i = 0; i < m->ndev; i++)
+    for (int i = 0; i < m->ndev; i++) {
         pf_record_name(m->dev[i].host, a->host);
+        pf_record_name(m->dev[i].measured_by, a->name);
+    }
     for (int i = 0; i < m->nlink; i++) {
         pf_record_name(m->link[i].src_host, a->host);
         pf_record_name(m->link[i].dst_host, a->host);
+        pf_record_name(m->link[i].measured_by, a->name);
     }
 }
 
@@ -142,8 +145,10 @@ static int task_pingpong(pf_agent_t *a, const pf_profile_task_t *t, pf_measureme
                                  t->reps > 0 ? t->reps : DEFAULT_REPS,
                                  t->timeout_s > 0 ? t->timeout_s : DEFAULT_TIMEOUT_S, m->link,
                                  err, errlen);
-    if (rc == PF_OK)
+    if (rc == PF_OK) {
         m->nlink = 1;
+        pf_record_name(m->link[0].measured_by, a->name);
+    }
     return rc;
 }
 

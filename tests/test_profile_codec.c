@@ -269,8 +269,21 @@ static Planfarm__ProfileClusterReply *round_with(zsock_t *agent, zsock_t *client
 {
     Planfarm__ProfileClusterRequest req = PLANFARM__PROFILE_CLUSTER_REQUEST__INIT;
     req.cluster_name = "unit";
-    send_msg(client, PF_MSG_PROFILE_CLUSTER, &req.base);
     zframe_t *body = NULL;
+    /* The agent's REGISTER and the client's request come on two connections, in no set order:
+     * until the broker has the agent it answers "no profiler agent", and the client asks again
+     * (a bounded count of tries, not a time). */
+    for (int tries = 0; tries < 1000; tries++) {
+        send_msg(client, PF_MSG_PROFILE_CLUSTER, &req.base);
+        zpoller_t *p = zpoller_new(agent, client, NULL);
+        void *which = zpoller_wait(p, 10000);
+        zpoller_destroy(&p);
+        if (which != client)
+            break;
+        CU_ASSERT_EQUAL_FATAL(recv_msg(client, &body), PF_MSG_ERROR);
+        zframe_destroy(&body);
+        zclock_sleep(5);
+    }
     CU_ASSERT_EQUAL_FATAL(recv_msg(agent, &body), PF_MSG_PROFILE);
     pf_profile_task_t t;
     char err[256];

@@ -52,6 +52,8 @@ static void handle(pf_broker_t *b, zmq_msg_t *parts, int nparts)
     }
     const uint8_t *data = zmq_msg_data(&parts[2]);
     size_t len = zmq_msg_size(&parts[2]);
+    if (pf_broker_on_agent_msg(b, p, kind, data, len))
+        return;
     if (kind >= PF_MSG_READY && kind <= PF_MSG_BYE) {
         pf_broker_on_worker_msg(b, p, kind, data, len);
     } else if (kind >= PF_MSG_SUBMIT && kind <= PF_MSG_LIST) {
@@ -95,6 +97,7 @@ static void pump(pf_broker_t *b)
 static void tick(pf_broker_t *b)
 {
     pf_dispatch_tick(b->dispatch, b->now);
+    pf_broker_agents_tick(b);
     Planfarm__Heartbeat hb = PLANFARM__HEARTBEAT__INIT;
     zlistx_t *stale = zlistx_new();
     for (peer_t *p = zhashx_first(b->peers); p; p = zhashx_next(b->peers)) {
@@ -104,7 +107,7 @@ static void tick(pf_broker_t *b)
                 pf_broker_send(b, p, PF_MSG_HEARTBEAT, &hb.base);
                 p->last_heartbeat_sent = b->now;
             }
-        } else if (b->now - p->last_seen > PEER_IDLE_S && stale) {
+        } else if (p->kind != PEER_AGENT && b->now - p->last_seen > PEER_IDLE_S && stale) {
             zlistx_add_end(stale, p);
         }
     }
@@ -223,7 +226,8 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
     b->requests = zhashx_new();
     b->order = zlistx_new();
     b->gone = zlistx_new();
-    if (!b->dispatch || !b->blobs || !b->peers || !b->requests || !b->order || !b->gone) {
+    if (!b->dispatch || !b->blobs || !b->peers || !b->requests || !b->order || !b->gone ||
+        pf_broker_agents_init(b) != PF_OK) {
         pf_fail(err, errlen, PF_ERR, "out of memory");
         goto fail;
     }
@@ -275,6 +279,7 @@ void pf_broker_destroy(pf_broker_t **bp)
         for (peer_t *p = zhashx_first(b->peers); p; p = zhashx_next(b->peers))
             if (p->kind == PEER_WORKER)
                 pf_broker_send_bye(b, p, "broker shutting down");
+    pf_broker_agents_free(b);
     zsock_destroy(&b->router);
     zlistx_destroy(&b->order);
     zhashx_destroy(&b->requests); /* before the dispatch core: searches go with their requests */

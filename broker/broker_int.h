@@ -5,6 +5,8 @@
  *   requests.c      requests: their search driven through the dispatch core, their status
  *   client_proto.c  what clients send (SUBMIT, STATUS, RESULT_REQ, CANCEL_REQ, LIST)
  *   worker_proto.c  what workers send (READY, HEARTBEAT, RESULT, FAILED, FETCH, BYE), jobs out
+ *   agent_proto.c   profiler agents (REGISTER, MEASUREMENT, HEARTBEAT, BYE) and profiling
+ *                   rounds (a client's PROFILE_CLUSTER)
  *   broker.c        the loop, heartbeats and the public API */
 #ifndef PF_BROKER_INT_H
 #define PF_BROKER_INT_H
@@ -31,7 +33,7 @@
 
 /* PEER_GONE: a worker declared dead or unreachable. Its late RESULTs are still used (jobs are
  * pure); a peer that never sent READY may not answer jobs at all. Forgotten after PEER_IDLE_S. */
-typedef enum { PEER_NEW, PEER_WORKER, PEER_CLIENT, PEER_GONE } peer_kind_t;
+typedef enum { PEER_NEW, PEER_WORKER, PEER_CLIENT, PEER_GONE, PEER_AGENT } peer_kind_t;
 
 typedef struct {
     char key[2 * IDENTITY_MAX + 1]; /* hex of the identity: the peers table's key */
@@ -78,6 +80,7 @@ struct pf_broker {
     double t_start_wall; /* monotonic, for the stats */
     double now;          /* the options' clock, read as each message arrives */
     pf_pack_buf_t pack;
+    struct pf_broker_agents *agents; /* agent_proto.c */
     /* bench */
     zsock_t *pipe;
     long long noop_left;
@@ -131,5 +134,15 @@ void pf_broker_send_job(pf_broker_t *b, const pf_dispatch_assign_t *a);
 /* dispatch events */
 void pf_broker_on_cancel(void *ctx, void *worker_user, uint64_t job_id);
 void pf_broker_on_worker_dead(void *ctx, void *worker_user);
+
+/* ---- agent_proto.c ---- */
+int pf_broker_agents_init(pf_broker_t *b); /* PF_OK or PF_ERR (out of memory) */
+void pf_broker_agents_free(pf_broker_t *b);
+/* Messages of agents (REGISTER, MEASUREMENT; HEARTBEAT and BYE once registered) and a client's
+ * PROFILE_CLUSTER; returns 0 when the message is not the agents' (the caller goes on). */
+int pf_broker_on_agent_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t *data,
+                           size_t len);
+/* Once per heartbeat interval: heartbeats to agents, their liveness, a round's deadlines. */
+void pf_broker_agents_tick(pf_broker_t *b);
 
 #endif

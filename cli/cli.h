@@ -124,6 +124,7 @@ int cmd_export(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_broker(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
 int cmd_submit(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_result(int argc, char **argv);

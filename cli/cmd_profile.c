@@ -1,13 +1,18 @@
 /* planfarm profile --local: measure this host's GPUs (or, without any, its CPU and loopback
- * network) and write a cluster file; with --graph, a graph with measured op times. */
+ * network) and write a cluster file; with --graph, a graph with measured op times.
+ * planfarm profile --broker EP: a profiling round over the broker's agents, the cluster it
+ * assembles written out. */
 #include "cli/cli.h"
+#include "broker/client.h"
 #include "planner/cluster.h"
 #include "planner/graph.h"
 #include "planner/util.h"
-#include "profiler/assemble.h"
+#include "planner/assemble.h"
+#include "profiler/record.h"
 #include "profiler/calibrate.h"
 #include "profiler/cuda_loader.h"
 #include "profiler/local.h"
+#include "proto/profile_codec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +24,9 @@ static void help(FILE *f)
 {
     fprintf(f,
             "usage: planfarm profile --local [flags] [-o CLUSTER]\n"
-            "       planfarm profile --local --graph GRAPH [flags] [-o MEASURED_GRAPH]\n\n"
+            "       planfarm profile --local --graph GRAPH [flags] [-o MEASURED_GRAPH]\n"
+            "       planfarm profile --broker ENDPOINT [--sizes L] [--reps N] [--timeout S]\n"
+            "                        [--stream-mb N] [--name NAME] [-o CLUSTER]\n\n"
             "Measures this host and writes a cluster file whose bandwidth and latency matrices\n"
             "are postal-model fits (latency + bytes / bandwidth, Parmesan's p2p look-up table)\n"
             "of copy sweeps, with a \"provenance\" section: who measured what and when, cpu or\n"
@@ -38,7 +45,16 @@ static void help(FILE *f)
             "the graph with measured fwd_ms/bwd_ms; ops with no probe (embedding, conv, missing\n"
             "shapes) keep their analytic cost and are listed. It needs a GPU: without one it\n"
             "says why and exits 1, writing nothing.\n\n"
-            "  --local           profile this host (the agent mode comes with the broker)\n"
+            "With --broker, the broker runs a round over its agents (planfarm agent, one per\n"
+            "host): each measures its own devices, then each pair of hosts measures the\n"
+            "network between them (one echoes, the other runs the ping-pong sweep); the broker\n"
+            "assembles the cluster from every record and sends it back. What failed is listed\n"
+            "on stderr; a cluster with a pair nobody measured is refused, never invented.\n\n"
+            "  --local           profile this host\n"
+            "  --broker EP       profile the broker's agents, e.g. tcp://127.0.0.1:5710\n"
+            "  --timeout S       with --broker: seconds to wait for the round (default 600); the\n"
+            "                    broker gives each probe task a tenth of it\n"
+            "  --stream-mb N     with --broker: STREAM array size on CPU hosts (default 256)\n"
             "  -o, --output FILE the cluster (or, with --graph, the measured graph); default or\n"
             "                    -: stdout. Tables and progress go to stderr\n"
             "  --cluster-out F   with --graph: also write the cluster to F\n"
@@ -185,6 +201,59 @@ static int calibrate(const char *graph_path, const char *out, const pf_cuda_t *c
     return rc == PF_OK ? CLI_OK : cli_report(CMD, rc, err);
 }
 
+/* The round on the broker; the reply's cluster is checked before it is written. */
+static int profile_broker(const char *endpoint, const pf_local_opts_t *o, const char *name,
+                          double timeout_s, long long stream_mb, const char *out, int quiet)
+{
+    char err[CLI_ERRLEN] = "";
+    Planfarm__ProfileClusterRequest req = PLANFARM__PROFILE_CLUSTER_REQUEST__INIT;
+    req.cluster_name = (char *)(name ? name : "profiled");
+    req.sizes = (double *)o->sizes;
+    req.n_sizes = (size_t)o->nsizes;
+    req.reps = (uint32_t)o->reps;
+    req.probe_timeout_s = timeout_s / 10;
+    req.stream_bytes = (uint64_t)stream_mb << 20;
+    pf_client_t *client = pf_client_new(endpoint, (int)(timeout_s * 1000), err, sizeof err);
+    if (!client)
+        return cli_report(CMD, PF_EINPUT, err);
+    const uint8_t *body;
+    size_t len;
+    Planfarm__ProfileClusterReply *m = NULL;
+    pf_cluster_t *cl = NULL;
+    int rc = pf_client_call(client, PF_MSG_PROFILE_CLUSTER, &req.base,
+                            PF_MSG_PROFILE_CLUSTER_REPLY, &body, &len, err, sizeof err);
+    if (rc == PF_OK && !(m = planfarm__profile_cluster_reply__unpack(NULL, len, body)))
+        rc = pf_fail(err, sizeof err, PF_ERR, "the broker's reply does not decode");
+    if (rc == PF_OK) {
+        for (size_t i = 0; !quiet && i < m->n_notes; i++)
+            fprintf(stderr, "  note: %s\n", m->notes[i]);
+        if (m->status != PF_OK)
+            rc = pf_fail(err, sizeof err, m->status == PF_EINPUT || m->status == PF_EINFEASIBLE
+                                              ? m->status : PF_ERR,
+                         "broker: %s", m->error ? m->error : "profiling failed");
+    }
+    if (rc == PF_OK && m->cluster_json)
+        rc = pf_cluster_load_buffer(m->cluster_json, strlen(m->cluster_json), "broker's cluster",
+                                    &cl, err, sizeof err);
+    if (rc == PF_OK) {
+        FILE *f = out && strcmp(out, "-") ? fopen(out, "w") : stdout;
+        if (!f || fputs(m->cluster_json, f) < 0 || (f != stdout && fclose(f) != 0))
+            rc = pf_fail(err, sizeof err, PF_ERR, "%s: cannot write", out);
+        else if (f == stdout)
+            fflush(stdout);
+    }
+    if (rc == PF_OK && !quiet)
+        fprintf(stderr, "cluster %s: %d device%s on %u host%s from %u agent%s, %u link record%s "
+                "(%llu dropped) written to %s\n", pf_cluster_name(cl), pf_cluster_ndevices(cl),
+                pf_cluster_ndevices(cl) == 1 ? "" : "s", m->hosts, m->hosts == 1 ? "" : "s",
+                m->agents, m->agents == 1 ? "" : "s", m->links, m->links == 1 ? "" : "s",
+                (unsigned long long)m->dropped_records, out && strcmp(out, "-") ? out : "stdout");
+    pf_cluster_destroy(&cl);
+    planfarm__profile_cluster_reply__free_unpacked(m, NULL);
+    pf_client_destroy(&client);
+    return rc == PF_OK ? CLI_OK : cli_report(CMD, rc, err);
+}
+
 int cmd_profile(int argc, char **argv)
 {
     static const struct option opts[] = {{"local", no_argument, 0, 'L'},
@@ -198,10 +267,15 @@ int cmd_profile(int argc, char **argv)
                                          {"peer-off", no_argument, 0, 'P'},
                                          {"name", required_argument, 0, 'n'},
                                          {"quiet", no_argument, 0, 'q'},
+                                         {"broker", required_argument, 0, 'B'},
+                                         {"timeout", required_argument, 0, 'T'},
+                                         {"stream-mb", required_argument, 0, 'S'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     pf_local_opts_t o;
-    const char *out = NULL, *cluster_out = NULL, *graph = NULL, *name = NULL;
+    const char *out = NULL, *cluster_out = NULL, *graph = NULL, *name = NULL, *broker = NULL;
+    double timeout_s = 600;
+    long long stream_mb = 256;
     int local = 0, quiet = 0, dtype = PF_DT_BF16, c, rc;
     long long v, device = 0;
     char err[CLI_ERRLEN] = "", loader_err[CLI_ERRLEN] = "", cname[PF_REC_NAME + 16];
@@ -210,6 +284,15 @@ int cmd_profile(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'L': local = 1; break;
+        case 'B': broker = optarg; break;
+        case 'T':
+            if (cli_double(CMD, "--timeout", optarg, 1, 86400, &timeout_s))
+                return CLI_USAGE;
+            break;
+        case 'S':
+            if (cli_int(CMD, "--stream-mb", optarg, 1, 16384, &stream_mb))
+                return CLI_USAGE;
+            break;
         case 'o': out = optarg; break;
         case 'C': cluster_out = optarg; break;
         case 'g': graph = optarg; break;
@@ -241,9 +324,17 @@ int cmd_profile(int argc, char **argv)
     }
     if (optind != argc)
         return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
-    if (!local)
-        return cli_usage_error(CMD, "--local is required: the agent mode (planfarm agent) "
-                                    "comes with the broker's profiler protocol");
+    if (local == !!broker)
+        return cli_usage_error(CMD, "one of --local and --broker ENDPOINT is required");
+    if (broker) {
+        if (graph || cluster_out || o.peer_off)
+            return cli_usage_error(CMD, "--graph, --cluster-out and --peer-off go with --local");
+        if (cli_check_endpoint(CMD, "--broker", broker) || cli_check_output(CMD, out))
+            return CLI_USAGE;
+        if (o.nsizes == 1)
+            return cli_usage_error(CMD, "--sizes: one size is no sweep");
+        return profile_broker(broker, &o, name, timeout_s, stream_mb, out, quiet);
+    }
     if (cluster_out && !graph)
         return cli_usage_error(CMD, "--cluster-out goes with --graph (else use -o)");
     if (cli_check_output(CMD, out) || (cluster_out && cli_check_output(CMD, cluster_out)))

@@ -25,6 +25,7 @@ static const command_t commands[] = {
     {"plan", cmd_plan, "the whole search: stages, replicas, devices (embedded or --broker)"},
     {"broker", cmd_broker, "serve plan requests to clients and their jobs to workers"},
     {"worker", cmd_worker, "run partition and mapping jobs for a broker"},
+    {"agent", cmd_agent, "profile this host's GPUs (or CPU) and network for a broker"},
     {"submit", cmd_submit, "send a plan request to a broker (prints its id; --wait)"},
     {"status", cmd_status, "state, jobs and best objective of a request"},
     {"result", cmd_result, "write the plan of a finished request"},

@@ -439,3 +439,11 @@ int pf_cluster_save_extra(const pf_cluster_t *c, const char *path,
     emit_ctx_t e = {c, extra, extra_ctx};
     return pf_json_save(path, emit_cluster, &e, err, errlen);
 }
+
+int pf_cluster_write_extra(const pf_cluster_t *c, FILE *f,
+                           void (*extra)(pf_jw_t *w, const void *ctx), const void *extra_ctx,
+                           char *err, size_t errlen)
+{
+    emit_ctx_t e = {c, extra, extra_ctx};
+    return pf_json_write(f, emit_cluster, &e, err, errlen);
+}

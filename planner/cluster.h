@@ -8,6 +8,7 @@
 #define PF_CLUSTER_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 typedef struct pf_cluster pf_cluster_t;
@@ -65,5 +66,9 @@ typedef struct pf_jw pf_jw_t;
 int pf_cluster_save_extra(const pf_cluster_t *c, const char *path,
                           void (*extra)(pf_jw_t *w, const void *ctx), const void *extra_ctx,
                           char *err, size_t errlen);
+/* The same onto an open stream (not closed): a cluster sent over the wire as text. */
+int pf_cluster_write_extra(const pf_cluster_t *c, FILE *f,
+                           void (*extra)(pf_jw_t *w, const void *ctx), const void *extra_ctx,
+                           char *err, size_t errlen);
 
 #endif

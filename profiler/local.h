@@ -11,7 +11,7 @@
 #ifndef PF_LOCAL_H
 #define PF_LOCAL_H
 
-#include "profiler/assemble.h"
+#include "planner/assemble.h"
 #include "profiler/cuda_loader.h"
 
 #include <stddef.h>

@@ -1,16 +1,8 @@
 #include "profiler/record.h"
 
 #include <stdio.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-const char *pf_source_name(pf_source_t s) { return s == PF_SRC_GPU ? "gpu" : "cpu"; }
-
-void pf_record_name(char dst[PF_REC_NAME], const char *src)
-{
-    snprintf(dst, PF_REC_NAME, "%s", src ? src : "");
-}
 
 void pf_record_stamp(char measured_by[PF_REC_NAME], double *when_unix_s)
 {

@@ -39,7 +39,15 @@ typedef enum {
     PF_MSG_STATUS_REPLY = 31, /* RequestStatus */
     PF_MSG_RESULT_REPLY = 32, /* ResultReply */
     PF_MSG_LIST_REPLY = 34,   /* ListReply */
-    PF_MSG_ERROR = 35         /* ErrorReply */
+    PF_MSG_ERROR = 35,        /* ErrorReply */
+    /* profiler agent -> broker (HEARTBEAT and BYE as workers send them) */
+    PF_MSG_REGISTER = 40,     /* AgentRegister */
+    PF_MSG_MEASUREMENT = 41,  /* Measurement */
+    /* broker -> agent */
+    PF_MSG_PROFILE = 42,      /* ProfileTask */
+    /* client -> broker, and the answer */
+    PF_MSG_PROFILE_CLUSTER = 43,       /* ProfileClusterRequest */
+    PF_MSG_PROFILE_CLUSTER_REPLY = 44  /* ProfileClusterReply */
 } pf_msg_t;
 
 const char *pf_msg_name(int kind); /* "READY", ...; "?" when unknown */

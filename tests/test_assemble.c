@@ -1,7 +1,7 @@
 /* assemble: a cluster from the recorded measurements of 2 hosts x 4 GPUs. */
 #include "planner/cluster.h"
 #include "planner/util.h"
-#include "profiler/assemble.h"
+#include "planner/assemble.h"
 #include "tests/testutil.h"
 
 #include <jansson.h>

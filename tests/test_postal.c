@@ -2,7 +2,7 @@
  * the crossover, and the H100's measured host -> device sweep. */
 #include "planner/rng.h"
 #include "planner/util.h"
-#include "profiler/postal.h"
+#include "planner/postal.h"
 #include "tests/testutil.h"
 
 #include <jansson.h>

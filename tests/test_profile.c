@@ -85,7 +85,7 @@ static void test_usage(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "usage: planfarm profile --local"));
     snprintf(cmd, sizeof cmd, "'%s' profile -o /dev/null", pf_test_bin());
     CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--local is required"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "one of --local and --broker ENDPOINT is required"));
     snprintf(cmd, sizeof cmd, "'%s' profile --local --sizes 4", pf_test_bin());
     CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 2);
     snprintf(cmd, sizeof cmd, "'%s' profile --local --sizes 4,2X", pf_test_bin());

@@ -1,4 +1,4 @@
-#include "profiler/postal.h"
+#include "planner/postal.h"
 #include "planner/util.h"
 
 #include <math.h>

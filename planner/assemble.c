@@ -1,4 +1,4 @@
-#include "profiler/assemble.h"
+#include "planner/assemble.h"
 #include "planner/json_io.h"
 #include "planner/util.h"
 
@@ -41,9 +41,6 @@ void pf_assembly_destroy(pf_assembly_t **ap)
     *ap = NULL;
 }
 
-/* Fixed-size name fields may come off the wire: they must hold a NUL and not be empty. */
-static int name_ok(const char *s) { return memchr(s, '\0', PF_REC_NAME) && s[0]; }
-
 static int find_host(const pf_assembly_t *a, const char *host)
 {
     for (size_t i = 0; i < a->ndev; i++)
@@ -54,25 +51,9 @@ static int find_host(const pf_assembly_t *a, const char *host)
 
 int pf_assembly_add_device(pf_assembly_t *a, const pf_device_rec_t *d, char *err, size_t errlen)
 {
-    if (!name_ok(d->host) || !memchr(d->name, '\0', PF_REC_NAME) ||
-        !memchr(d->measured_by, '\0', PF_REC_NAME))
-        return pf_fail(err, errlen, PF_EINPUT, "device record: host or a name is empty or "
-                                               "not terminated");
-    if (d->index < 0 || d->index > (1 << 15))
-        return pf_fail(err, errlen, PF_EINPUT, "device %s:%d: index out of range", d->host,
-                       d->index);
-    if (d->source != PF_SRC_CPU && d->source != PF_SRC_GPU)
-        return pf_fail(err, errlen, PF_EINPUT, "device %s:%d: unknown source %d", d->host,
-                       d->index, (int)d->source);
-    if (!(d->mem_bytes > 0) || !isfinite(d->mem_bytes))
-        return pf_fail(err, errlen, PF_EINPUT, "device %s:%d: mem_bytes is %g", d->host, d->index,
-                       d->mem_bytes);
-    if (!pf_is_finite_nonneg(d->tflops) || !pf_is_finite_nonneg(d->mem_gbps) ||
-        !pf_is_finite_nonneg(d->clock_mhz) || d->sm_count < 0 ||
-        !pf_is_finite_nonneg(d->when_unix_s))
-        return pf_fail(err, errlen, PF_EINPUT,
-                       "device %s:%d: tflops, mem_gbps, clock, SMs and time must be finite and "
-                       "non-negative", d->host, d->index);
+    int rc = pf_record_check_device(d, err, errlen);
+    if (rc != PF_OK)
+        return rc;
     for (size_t i = 0; i < a->ndev; i++)
         if (!strcmp(a->dev[i].host, d->host) && a->dev[i].index == d->index)
             return pf_fail(err, errlen, PF_EINPUT, "device %s:%d given twice", d->host,
@@ -88,23 +69,10 @@ int pf_assembly_add_link(pf_assembly_t *a, const pf_link_rec_t *l, char *err, si
     char where[2 * PF_REC_NAME + 64];
     pf_link_fit_t lf = {.rec = *l};
     int rc;
-    if (!name_ok(l->src_host) || !name_ok(l->dst_host) || !memchr(l->method, '\0', PF_REC_NAME) ||
-        !memchr(l->measured_by, '\0', PF_REC_NAME))
-        return pf_fail(err, errlen, PF_EINPUT, "link record: a host or a name is empty or not "
-                                               "terminated");
+    if ((rc = pf_record_check_link(l, err, errlen)) != PF_OK)
+        return rc;
     snprintf(where, sizeof where, "link %s:%d -> %s:%d", l->src_host, l->src_index, l->dst_host,
              l->dst_index);
-    if (l->src_index < PF_END_HOST || l->dst_index < PF_END_HOST)
-        return pf_fail(err, errlen, PF_EINPUT, "%s: device index below %d", where, PF_END_HOST);
-    if (!strcmp(l->src_host, l->dst_host) && l->src_index == l->dst_index)
-        return pf_fail(err, errlen, PF_EINPUT, "%s: both ends are the same", where);
-    if (l->source != PF_SRC_CPU && l->source != PF_SRC_GPU)
-        return pf_fail(err, errlen, PF_EINPUT, "%s: unknown source %d", where, (int)l->source);
-    if (!pf_is_finite_nonneg(l->when_unix_s))
-        return pf_fail(err, errlen, PF_EINPUT, "%s: bad time", where);
-    if (l->topo_level < -1 || l->topo_level > 100 || l->nvlinks < 0 || l->nvlinks > 64)
-        return pf_fail(err, errlen, PF_EINPUT, "%s: topology level %d, %d NVLinks", where,
-                       l->topo_level, l->nvlinks);
     if ((rc = pf_postal_fit(l->bytes, l->ms, l->nsizes, PF_POSTAL_TOL, &lf.fit, err, errlen))) {
         pf_err_prefix(err, errlen, where);
         return rc;
@@ -339,4 +307,25 @@ int pf_assembly_save(const pf_assembly_t *a, const pf_cluster_t *c, const char *
     if (!a->origin || a->norigin != pf_cluster_ndevices(c))
         return pf_fail(err, errlen, PF_ERR, "assembly: save before build");
     return pf_cluster_save_extra(c, path, emit_provenance, a, err, errlen);
+}
+
+int pf_assembly_json(const pf_assembly_t *a, const pf_cluster_t *c, char **json, size_t *len,
+                     char *err, size_t errlen)
+{
+    *json = NULL;
+    *len = 0;
+    if (!a->origin || a->norigin != pf_cluster_ndevices(c))
+        return pf_fail(err, errlen, PF_ERR, "assembly: write before build");
+    FILE *f = open_memstream(json, len);
+    if (!f)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    int rc = pf_cluster_write_extra(c, f, emit_provenance, a, err, errlen);
+    if (fclose(f) != 0 && rc == PF_OK)
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+    if (rc != PF_OK) {
+        free(*json);
+        *json = NULL;
+        *len = 0;
+    }
+    return rc;
 }

@@ -12,7 +12,7 @@
 #define PF_ASSEMBLE_H
 
 #include "planner/cluster.h"
-#include "profiler/record.h"
+#include "planner/record.h"
 
 #include <stddef.h>
 
@@ -51,5 +51,8 @@ int pf_assembly_build(pf_assembly_t *a, pf_cluster_t **out, char *err, size_t er
  * matrix entries it was used for. `c` must come from pf_assembly_build on `a`. */
 int pf_assembly_save(const pf_assembly_t *a, const pf_cluster_t *c, const char *path, char *err,
                      size_t errlen);
+/* The same into a malloc'd NUL-terminated string (*json, *len without the NUL). */
+int pf_assembly_json(const pf_assembly_t *a, const pf_cluster_t *c, char **json, size_t *len,
+                     char *err, size_t errlen);
 
 #endif

@@ -22,7 +22,7 @@ Q  :=
 say =
 endif
 CC      ?= cc
-PKGS    := libczmq libzmq libprotobuf-c jansson sqlite3 cunit
+PKGS    := libczmq libzmq libprotobuf-c jansson sqlite3 cunit libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

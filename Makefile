@@ -1,6 +1,6 @@
 # planfarm: one build for everything.
 #   make          build libplanner.a and the planfarm binary
-#   make run      install what is missing, build, plan an example model end to end
+#   make run      install what is missing, build, plan the examples/ models end to end
 #   make test     install what is missing, build, run every CUnit suite and integration test
 #   make bench    benchmarks (ratios against baselines measured in the same run);
 #                 BENCH="partition mapping" runs only those (BENCH=peers: the peers)
@@ -24,7 +24,7 @@ Q  :=
 say =
 endif
 CC      ?= cc
-PKGS    := libczmq libzmq libprotobuf-c jansson sqlite3 cunit
+PKGS    := libczmq libzmq libprotobuf-c jansson sqlite3 cunit libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -200,15 +200,16 @@ fuzz-replay: fuzz-build
 fuzz-merge: fuzz-build
 	sh tests/fuzz/run.sh merge build-fuzz
 
-# BERT-large (the generator's defaults) on 4 x DGX-1, planned end to end through the embedded
-# broker and one worker thread per core; the summary goes to stderr, the plan to build/plan.json.
+# The examples (examples/make-examples.sh) planned end to end through the embedded broker and
+# one worker thread per core: BERT-large on 4 x DGX-1, then Llama-7B on 2 x DGX-H100. The
+# summaries go to stderr, the plans to build/plan.json and build/llama-plan.json.
 run: setup
 	$(MAKE) planfarm
-	./planfarm model bert -o $(BUILD)/bert-large.json
-	./planfarm cluster dgx1 --machines 4 -o $(BUILD)/dgx1x4.json
-	./planfarm check $(BUILD)/bert-large.json
-	./planfarm check $(BUILD)/dgx1x4.json
-	./planfarm plan $(BUILD)/bert-large.json $(BUILD)/dgx1x4.json -o $(BUILD)/plan.json
+	examples/make-examples.sh $(BUILD)/examples
+	./planfarm check $(BUILD)/examples/bert-large.json
+	./planfarm check $(BUILD)/examples/dgx1x4.json
+	./planfarm plan $(BUILD)/examples/bert-large.json $(BUILD)/examples/dgx1x4.json -o $(BUILD)/plan.json
+	./planfarm plan $(BUILD)/examples/llama-7b.json $(BUILD)/examples/dgx-h100x2.json -o $(BUILD)/llama-plan.json
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz planfarm

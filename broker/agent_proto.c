@@ -588,6 +588,11 @@ int pf_broker_on_agent_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8
     return 1;
 }
 
+int pf_broker_agents_count(const pf_broker_t *b)
+{
+    return b->agents ? (int)zhashx_size(b->agents->agents) : 0;
+}
+
 void pf_broker_agents_tick(pf_broker_t *b)
 {
     struct pf_broker_agents *ag = b->agents;

@@ -159,6 +159,7 @@ static int loop(pf_broker_t *b, zsock_t *pipe)
     b->pipe = pipe;
     b->now = pf_clock_now(&b->o.clock);
     double next_tick = b->now + hb_s(b);
+    pf_broker_publish(b);
     int stop = 0, rc = PF_OK;
     while (!stop) {
         /* at most one interval: a test's clock may jump, and the loop must look at it again */
@@ -181,6 +182,7 @@ static int loop(pf_broker_t *b, zsock_t *pipe)
         b->now = pf_clock_now(&b->o.clock);
         if (b->now >= next_tick) {
             tick(b);
+            pf_broker_publish(b);
             next_tick = b->now + hb_s(b);
         }
         pf_broker_drop_gone(b);
@@ -262,6 +264,8 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
         memcpy(&b->next_seq, zuuid_data(u), sizeof b->next_seq);
         zuuid_destroy(&u);
     }
+    if (b->o.http_addr && !(b->http = pf_http_new(b->o.http_addr, err, errlen)))
+        goto fail;
     b->t_start_wall = pf_now_s();
     b->now = pf_clock_now(&b->o.clock);
     return b;
@@ -275,6 +279,7 @@ void pf_broker_destroy(pf_broker_t **bp)
     if (!bp || !*bp)
         return;
     pf_broker_t *b = *bp;
+    pf_http_destroy(&b->http); /* its thread first: it holds nothing of ours, but stops now */
     if (b->router && b->peers)
         for (peer_t *p = zhashx_first(b->peers); p; p = zhashx_next(b->peers))
             if (p->kind == PEER_WORKER)
@@ -301,6 +306,8 @@ int pf_broker_run(pf_broker_t *b)
 {
     pf_peer_info(b->o.quiet, "broker: serving on %s (heartbeat %d ms, liveness %d, max attempts %d)",
               b->endpoint, b->o.heartbeat_ms, b->o.liveness, b->o.max_attempts);
+    if (b->http)
+        pf_peer_info(b->o.quiet, "broker: status page and /metrics on %s", pf_http_url(b->http));
     return loop(b, NULL);
 }
 

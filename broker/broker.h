@@ -45,6 +45,8 @@ typedef struct {
     int verbose;            /* also log job failures and failed sends */
     int quiet;              /* no routine log lines (embedded mode); warnings still show */
     pf_clock_t clock;       /* heartbeats, liveness, deadlines; default (zeroed) monotonic */
+    const char *http_addr;  /* HOST:PORT of /metrics and the status page (broker/http.h);
+                             * NULL: none */
 } pf_broker_opts_t;
 
 void pf_broker_opts_init(pf_broker_opts_t *o);

@@ -14,6 +14,8 @@
 #include "broker/blobstore.h"
 #include "broker/broker.h"
 #include "broker/dispatch.h"
+#include "broker/http.h"
+#include "broker/metrics.h"
 #include "planner/search.h"
 #include "proto/job_codec.h"
 #include "proto/peer_io.h"
@@ -63,6 +65,7 @@ typedef struct {
     pf_search_status_t last; /* snapshot when it finished */
     char *plan_json;
     size_t plan_len;
+    int has_mapping_svg; /* the HTTP face holds its mapping picture (publish.c) */
 } request_t;
 
 struct pf_broker {
@@ -88,6 +91,9 @@ struct pf_broker {
     /* stats */
     double busy_s;
     long long msgs_in, msgs_out, malformed, nrequests;
+    /* the HTTP face (publish.c); NULL without --http */
+    pf_http_t *http;
+    pf_latency_hist_t latency[PF_JOB_KIND_COUNT]; /* answers timed by kind */
 };
 
 /* ---- peers.c ---- */
@@ -144,5 +150,15 @@ int pf_broker_on_agent_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8
                            size_t len);
 /* Once per heartbeat interval: heartbeats to agents, their liveness, a round's deadlines. */
 void pf_broker_agents_tick(pf_broker_t *b);
+/* Registered agents. */
+int pf_broker_agents_count(const pf_broker_t *b);
+
+/* ---- publish.c ---- */
+/* Metrics and the request list to the HTTP face (once per heartbeat; nothing without one). */
+void pf_broker_publish(pf_broker_t *b);
+/* A request that just finished with a plan: its JSON and mapping picture to the HTTP face. */
+void pf_broker_publish_plan(pf_broker_t *b, request_t *r, const pf_plan_t *plan);
+/* A RESULT from worker w for job_id, before the dispatch core forgets the job: its latency. */
+void pf_broker_time_answer(pf_broker_t *b, int w, uint64_t job_id);
 
 #endif

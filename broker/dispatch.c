@@ -14,6 +14,7 @@ typedef struct {
     void *owner;
     uint64_t owner_job;
     double timeout_s, deadline;
+    double sent_at; /* `now` of the latest send */
     int attempts; /* failures counted so far */
     int sends;
     int worker;   /* holder of the live copy; -1 while queued */
@@ -60,6 +61,7 @@ struct pf_dispatch {
     event_t *events;
     int nev, evcap, flushing;
     pf_dispatch_stats_t st;
+    long long answered_by_kind[PF_JOB_KIND_COUNT];
 };
 
 /* Fibonacci hashing of a 64-bit id. */
@@ -390,6 +392,7 @@ int pf_dispatch_next(pf_dispatch_t *d, double now, pf_dispatch_assign_t *a)
     j->qhandle = NULL;
     j->worker = wi;
     j->deadline = now + j->timeout_s;
+    j->sent_at = now;
     w->held[w->nheld++] = (held_t){j->id, 1};
     d->credits_free--;
     d->st.dispatched++;
@@ -452,6 +455,8 @@ int pf_dispatch_result(pf_dispatch_t *d, int w, uint64_t id)
             cancel_live_copy(d, j); /* someone else is running it: no longer needed */
     }
     d->st.answered++;
+    if ((unsigned)j->kind < PF_JOB_KIND_COUNT)
+        d->answered_by_kind[j->kind]++;
     forget(d, j);
     flush(d);
     return 1;
@@ -561,4 +566,30 @@ void pf_dispatch_owner_counts(pf_dispatch_t *d, const void *owner, long long *qu
             else
                 (*queued)++;
         }
+}
+
+void pf_dispatch_kind_counts(pf_dispatch_t *d, pf_dispatch_kind_counts_t *k)
+{
+    memset(k, 0, sizeof *k);
+    memcpy(k->answered, d->answered_by_kind, sizeof k->answered);
+    for (job_t *j = zhashx_first(d->jobs); j; j = zhashx_next(d->jobs)) {
+        if ((unsigned)j->kind >= PF_JOB_KIND_COUNT)
+            continue;
+        if (j->worker >= 0)
+            k->running[j->kind]++;
+        else
+            k->queued[j->kind]++;
+    }
+}
+
+int pf_dispatch_job_sent(pf_dispatch_t *d, uint64_t id, pf_job_kind_t *kind, double *sent_at,
+                         int *worker)
+{
+    job_t *j = find(d, id);
+    if (!j || j->worker < 0)
+        return 0;
+    *kind = j->kind;
+    *sent_at = j->sent_at;
+    *worker = j->worker;
+    return 1;
 }

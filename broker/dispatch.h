@@ -116,4 +116,17 @@ void pf_dispatch_get_stats(const pf_dispatch_t *d, pf_dispatch_stats_t *st);
 void pf_dispatch_owner_counts(pf_dispatch_t *d, const void *owner, long long *queued,
                               long long *running);
 
+/* Jobs by kind (for the broker's /metrics): waiting in the queue, live copies held by workers,
+ * and answered since the core was made. */
+typedef struct {
+    long long queued[PF_JOB_KIND_COUNT], running[PF_JOB_KIND_COUNT], answered[PF_JOB_KIND_COUNT];
+} pf_dispatch_kind_counts_t;
+void pf_dispatch_kind_counts(pf_dispatch_t *d, pf_dispatch_kind_counts_t *k);
+
+/* A job a worker holds: its kind, the `now` that the pf_dispatch_next which sent its live copy
+ * was given, and the worker holding that copy (the broker times answers with these). 1, or 0
+ * when the job is queued or not outstanding. */
+int pf_dispatch_job_sent(pf_dispatch_t *d, uint64_t id, pf_job_kind_t *kind, double *sent_at,
+                         int *worker);
+
 #endif

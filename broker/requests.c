@@ -55,6 +55,8 @@ static void finish(pf_broker_t *b, request_t *r)
             if (fclose(f) != 0 && rc == PF_OK)
                 rc = pf_fail(err, sizeof err, PF_ERR, "out of memory writing the plan");
         }
+        if (rc == PF_OK)
+            pf_broker_publish_plan(b, r, plan);
         pf_plan_destroy(&plan);
     }
     if (rc == PF_OK) {

@@ -121,6 +121,7 @@ static void on_result(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
         pf_broker_malformed(b, p, "RESULT: not a valid JobResult");
         return;
     }
+    pf_broker_time_answer(b, w, m->id);
     void *owner;
     uint64_t sid;
     if (!pf_dispatch_job_owner(b->dispatch, m->id, &owner, &sid)) {

@@ -12,7 +12,8 @@ static void help(FILE *f)
     fprintf(f,
             "usage: planfarm broker [--bind ENDPOINT] [--heartbeat-ms N] [--liveness N]\n"
             "                       [--max-attempts N] [--max-msg-mb N] [--dp-timeout S]\n"
-            "                       [--probe-margin S] [--max-requests N] [--verbose]\n\n"
+            "                       [--probe-margin S] [--max-requests N] [--http ADDR]\n"
+            "                       [--verbose]\n\n"
             "Serves plan requests (planfarm submit/status/result/cancel/list, planfarm plan\n"
             "--broker) and hands their jobs to workers (planfarm worker). Runs until SIGINT or\n"
             "SIGTERM, then tells its workers BYE.\n\n"
@@ -28,6 +29,9 @@ static void help(FILE *f)
             "  --dp-timeout S      deadline of one partition job on one worker (default %g)\n"
             "  --probe-margin S    a mapping probe's deadline is its budget + S (default %g)\n"
             "  --max-requests N    unfinished requests at once; more are refused (default %d)\n"
+            "  --http ADDR         serve /metrics (Prometheus) and a status page at / on\n"
+            "                      HOST:PORT, [IPv6]:PORT or :PORT (every interface; plain\n"
+            "                      HTTP, no authentication: loopback or a trusted network)\n"
             "  --verbose           log every job failure and send error\n",
             d.endpoint, d.heartbeat_ms, d.liveness, d.max_attempts,
             (long long)(d.max_msg_bytes >> 20), d.limits.solve_s, d.limits.margin_s, d.max_running);
@@ -35,7 +39,8 @@ static void help(FILE *f)
 
 int cmd_broker(int argc, char **argv)
 {
-    enum { O_BIND = 1, O_HB, O_LIVE, O_ATTEMPTS, O_MAXMSG, O_DPT, O_PM, O_MAXREQ, O_VERBOSE };
+    enum { O_BIND = 1, O_HB, O_LIVE, O_ATTEMPTS, O_MAXMSG, O_DPT, O_PM, O_MAXREQ, O_VERBOSE,
+           O_HTTP };
     static const struct option opts[] = {{"bind", required_argument, 0, O_BIND},
                                          {"heartbeat-ms", required_argument, 0, O_HB},
                                          {"liveness", required_argument, 0, O_LIVE},
@@ -45,6 +50,7 @@ int cmd_broker(int argc, char **argv)
                                          {"probe-margin", required_argument, 0, O_PM},
                                          {"max-requests", required_argument, 0, O_MAXREQ},
                                          {"verbose", no_argument, 0, O_VERBOSE},
+                                         {"http", required_argument, 0, O_HTTP},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     pf_broker_opts_t o;
@@ -92,6 +98,7 @@ int cmd_broker(int argc, char **argv)
             o.max_running = (int)v;
             break;
         case O_VERBOSE: o.verbose = 1; break;
+        case O_HTTP: o.http_addr = optarg; break;
         case 'h': help(stdout); return CLI_OK;
         default: return cli_usage_error("broker", "unknown option");
         }

@@ -3,9 +3,6 @@
 # ./planfarm (build it first: make). Nothing generated is kept in git.
 #
 #   examples/make-examples.sh [DIR]        (default build/examples, from the repository root)
-#
-# Llama-7B on 2 x DGX-H100 needs `planfarm model llama` and `planfarm cluster dgx-h100`; until
-# those generators exist the script says so and writes the others.
 set -eu
 cd "$(dirname "$0")/.."
 PF=${PF_BIN:-./planfarm}
@@ -29,16 +26,8 @@ gen resnet50.json model resnet
 gen gpt2-xl-h100.json model gpt --tflops 989 --hbm-gbps 3350
 gen nvswitch2.json cluster nvswitch --machines 2
 
-# Llama-7B (bf16, H100 costs) on 2 x DGX-H100, once the generators exist.
-if "$PF" model llama -o "$DIR/llama-7b.json" --tflops 989 --hbm-gbps 3350 2>"$DIR/.llama.err" &&
-    "$PF" cluster dgx-h100 --machines 2 -o "$DIR/dgx-h100x2.json" 2>>"$DIR/.llama.err"; then
-    rm -f "$DIR/.llama.err"
-    llama="llama-7b.json on dgx-h100x2.json"
-else
-    rm -f "$DIR/llama-7b.json" "$DIR/dgx-h100x2.json"
-    echo "make-examples: skipped Llama-7B on 2 x DGX-H100: this planfarm has no" \
-        "'model llama' or 'cluster dgx-h100' generator yet ($(head -1 "$DIR/.llama.err"))" >&2
-    rm -f "$DIR/.llama.err"
-    llama=""
-fi
-echo "make-examples: wrote bert-large, gpt2-xl, gpt2-xl-h100, resnet50, dgx1x4, nvswitch2${llama:+, $llama} to $DIR" >&2
+# Llama-7B (Llama 2 shapes, bf16, H100 costs) on 2 x DGX-H100 (NVSwitch inside, InfiniBand
+# between).
+gen llama-7b.json model llama --preset 7b --precision bf16 --tflops 989 --hbm-gbps 3350
+gen dgx-h100x2.json cluster dgx-h100 --machines 2
+echo "make-examples: wrote bert-large, gpt2-xl, gpt2-xl-h100, resnet50, llama-7b, dgx1x4, nvswitch2, dgx-h100x2 to $DIR" >&2

@@ -300,6 +300,51 @@ static void test_cancel_and_kinds(void)
     pf_dispatch_destroy(&d);
 }
 
+/* One worker with one credit; jobs 1 (dp_partition), 2 and 3 (map_probe). At t = 5 job 1 goes
+ * out: queued {probe 2}, running {dp 1}; job 1 was sent at 5 to that worker, job 2 is not out.
+ * Its answer counts one dp_partition answered; at t = 7 job 2 goes, sent at 7. */
+static void test_kind_counts(void)
+{
+    events_t e;
+    pf_dispatch_t *d = make(&e, 3, 10);
+    char A;
+    int a = pf_dispatch_worker_add(d, 1, ALL_KINDS, &A);
+    CU_ASSERT_EQUAL(pf_dispatch_submit(d, 1, PF_JOB_DP_PARTITION, 60, &owner_tag, 1), PF_OK);
+    CU_ASSERT_EQUAL(pf_dispatch_submit(d, 2, PF_JOB_MAP_PROBE, 60, &owner_tag, 2), PF_OK);
+    CU_ASSERT_EQUAL(pf_dispatch_submit(d, 3, PF_JOB_MAP_PROBE, 60, &owner_tag, 3), PF_OK);
+    pf_dispatch_assign_t as;
+    CU_ASSERT_EQUAL(pf_dispatch_next(d, 5, &as), 1);
+    CU_ASSERT_EQUAL(as.job_id, 1);
+    pf_dispatch_kind_counts_t k;
+    pf_dispatch_kind_counts(d, &k);
+    CU_ASSERT_EQUAL(k.queued[PF_JOB_DP_PARTITION], 0);
+    CU_ASSERT_EQUAL(k.queued[PF_JOB_MAP_PROBE], 2);
+    CU_ASSERT_EQUAL(k.running[PF_JOB_DP_PARTITION], 1);
+    CU_ASSERT_EQUAL(k.running[PF_JOB_MAP_PROBE], 0);
+    CU_ASSERT_EQUAL(k.answered[PF_JOB_DP_PARTITION], 0);
+    pf_job_kind_t kind = PF_JOB_NOOP;
+    double sent = 0;
+    int holder = -1;
+    CU_ASSERT_EQUAL(pf_dispatch_job_sent(d, 1, &kind, &sent, &holder), 1);
+    CU_ASSERT_EQUAL(kind, PF_JOB_DP_PARTITION);
+    CU_ASSERT_DOUBLE_EQUAL(sent, 5, 0);
+    CU_ASSERT_EQUAL(holder, a);
+    CU_ASSERT_EQUAL(pf_dispatch_job_sent(d, 2, &kind, &sent, &holder), 0);
+    CU_ASSERT_EQUAL(pf_dispatch_result(d, a, 1), 1);
+    CU_ASSERT_EQUAL(pf_dispatch_job_sent(d, 1, &kind, &sent, &holder), 0);
+    CU_ASSERT_EQUAL(pf_dispatch_next(d, 7, &as), 1);
+    CU_ASSERT_EQUAL(as.job_id, 2);
+    CU_ASSERT_EQUAL(pf_dispatch_job_sent(d, 2, &kind, &sent, &holder), 1);
+    CU_ASSERT_EQUAL(kind, PF_JOB_MAP_PROBE);
+    CU_ASSERT_DOUBLE_EQUAL(sent, 7, 0);
+    pf_dispatch_kind_counts(d, &k);
+    CU_ASSERT_EQUAL(k.answered[PF_JOB_DP_PARTITION], 1);
+    CU_ASSERT_EQUAL(k.running[PF_JOB_MAP_PROBE], 1);
+    CU_ASSERT_EQUAL(k.queued[PF_JOB_MAP_PROBE], 1);
+    CU_ASSERT_EQUAL(k.running[PF_JOB_DP_PARTITION], 0);
+    pf_dispatch_destroy(&d);
+}
+
 void pf_suite_dispatch(void)
 {
     CU_pSuite s = CU_add_suite("dispatch", NULL, NULL);
@@ -308,4 +353,5 @@ void pf_suite_dispatch(void)
     CU_add_test(s, "attempts poison a job", test_poison);
     CU_add_test(s, "deadline re-send and late answers", test_deadline);
     CU_add_test(s, "cancel and job kinds", test_cancel_and_kinds);
+    CU_add_test(s, "counts by kind and send times", test_kind_counts);
 }

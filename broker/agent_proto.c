@@ -92,6 +92,14 @@ int pf_broker_agents_init(pf_broker_t *b)
     return PF_OK;
 }
 
+/* Agents by host, then by name (their registration order is not kept). */
+static int cmp_agent(const void *pa, const void *pb)
+{
+    const agent_t *a = *(agent_t *const *)pa, *b = *(agent_t *const *)pb;
+    int c = strcmp(a->host, b->host);
+    return c ? c : strcmp(a->name, b->name);
+}
+
 static void round_free(round_t **rp)
 {
     round_t *r = *rp;
@@ -457,12 +465,20 @@ static void on_profile_cluster(pf_broker_t *b, peer_t *p, const uint8_t *data, s
     r->sweep.timeout_s = m->probe_timeout_s;
     r->sweep.stream_bytes = m->stream_bytes;
     r->task_timeout_s = m->probe_timeout_s > 0 ? m->probe_timeout_s : DEFAULT_TASK_TIMEOUT_S;
-    /* one agent per host: the first the agents table yields */
-    for (agent_t *a = zhashx_first(ag->agents); a; a = zhashx_next(ag->agents)) {
-        int seen = 0;
-        for (int i = 0; i < r->nhosts; i++)
-            seen |= !strcmp(r->hosts[i].host, a->host);
-        if (seen) {
+    /* one agent per host, the one of lowest name; hosts in name order, so that a round is the
+     * same whatever order the agents registered in (the agents table hashes random keys) */
+    size_t nag = zhashx_size(ag->agents), k = 0;
+    agent_t **sorted = malloc((nag ? nag : 1) * sizeof *sorted);
+    if (!sorted) {
+        pf_broker_send_error(b, p, PF_ERR, "broker: out of memory");
+        goto done;
+    }
+    for (agent_t *a = zhashx_first(ag->agents); a; a = zhashx_next(ag->agents))
+        sorted[k++] = a;
+    qsort(sorted, k, sizeof *sorted, cmp_agent);
+    for (size_t i = 0; i < k; i++) {
+        agent_t *a = sorted[i];
+        if (r->nhosts > 0 && !strcmp(r->hosts[r->nhosts - 1].host, a->host)) {
             round_note(r, "agent %s: host %s has another agent; skipped", a->name, a->host);
             continue;
         }
@@ -470,6 +486,7 @@ static void on_profile_cluster(pf_broker_t *b, peer_t *p, const uint8_t *data, s
         memcpy(r->hosts[r->nhosts].agent_key, a->key, sizeof a->key);
         r->nhosts++;
     }
+    free(sorted);
     ag->round = r;
     r->phase = ROUND_LOCAL;
     r->deadline = b->now + r->task_timeout_s;

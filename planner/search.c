@@ -815,6 +815,22 @@ int pf_search_validate(const pf_graph_t *g, const pf_cluster_t *c, const pf_sear
         return pf_fail(err, errlen, PF_EINPUT, "tp: %d does not divide the devices of every "
                        "host of cluster %s%s", o.tp, pf_cluster_name(c),
                        o.tp_across_hosts ? "" : " (groups stay inside a host)");
+    if (o.global_batch) { /* some (S, R, T) must make a whole number of micro-batches */
+        int ok = 0, list[64];
+        long long mb = pf_graph_microbatch(g);
+        for (int i = 0; i < nt && !ok; i++) {
+            int Dg = D / degrees[i], ns = stage_counts(&o, Dg, pf_graph_nops(g), list);
+            for (int k = 0; k < ns && !ok; k++) {
+                long long R = o.replicas ? o.replicas : Dg / list[k];
+                ok = R > 0 && o.global_batch % (mb * R) == 0;
+            }
+        }
+        if (!ok)
+            return pf_fail(err, errlen, PF_EINFEASIBLE,
+                           "global_batch: no (stages, replicas, tensor-parallel degree) gives "
+                           "%lld samples per step (micro-batch %lld x micro-batches x replicas)",
+                           o.global_batch, mb);
+    }
     /* An op that cannot fit alone makes every partition infeasible: say so before any job
      * (with T > 1 an op's weight may be split, so only then can it tell) */
     if (degrees[nt - 1] > 1)

@@ -80,6 +80,8 @@ wait_answered() {
     fail "embedded plan of BERT"
 "$BIN" plan "$TMP/resnet50.json" "$TMP/dgx1.json" -o "$TMP/resnet.embedded.json" --quiet ||
     fail "embedded plan of ResNet-50"
+"$BIN" plan "$TMP/bert.json" "$TMP/dgx1.json" --tp 2 -o "$TMP/bert-tp.embedded.json" --quiet ||
+    fail "embedded plan of BERT with tensor parallelism 2"
 pass "embedded plans"
 
 # ---- one broker, three workers, both models ----
@@ -92,6 +94,12 @@ WORKER_TEST=""
 "$BIN" submit "$TMP/bert.json" "$TMP/dgx1.json" --broker "$EP" --wait --quiet \
     -o "$TMP/bert.farm.json" || fail "submit --wait of BERT"
 "$TOOL" compare "$TMP/bert.embedded.json" "$TMP/bert.farm.json" $EPS || fail "BERT plans differ"
+# tensor parallelism: TAP_ENUM jobs on the workers give the embedded plan
+"$BIN" submit "$TMP/bert.json" "$TMP/dgx1.json" --tp 2 --broker "$EP" --wait --quiet \
+    -o "$TMP/bert-tp.farm.json" || fail "submit --wait of BERT with --tp 2"
+"$TOOL" compare "$TMP/bert-tp.embedded.json" "$TMP/bert-tp.farm.json" $EPS ||
+    fail "BERT plans with tensor parallelism differ"
+grep -q '"tensor_parallel": 2' "$TMP/bert-tp.farm.json" || fail "the farm's plan is not TP 2"
 ID=$("$BIN" submit "$TMP/resnet50.json" "$TMP/dgx1.json" --broker "$EP") || fail "submit ResNet"
 echo "$ID" | grep -Eq '^r[0-9a-f]{8}$' || fail "request id '$ID'"
 for _ in $(seq 1 600); do [ "$(state "$ID")" = done ] && break; sleep 0.05; done

@@ -32,7 +32,7 @@ static int compare(const char *pa, const char *pb, double eps)
     int bad = !a || !b;
     if (bad)
         goto done;
-    const char *keys[] = {"stages", "replicas", "devices", "microbatches"};
+    const char *keys[] = {"stages", "replicas", "devices", "microbatches", "tensor_parallel"};
     for (size_t k = 0; k < 4; k++)
         if (!json_equal(json_object_get(a, keys[k]), json_object_get(b, keys[k]))) {
             fprintf(stderr, "compare: %s differs: %lld vs %lld\n", keys[k],

@@ -460,7 +460,8 @@ static void on_profile_cluster(pf_broker_t *b, peer_t *p, const uint8_t *data, s
     pf_record_name(r->cluster_name, m->cluster_name && m->cluster_name[0] ? m->cluster_name
                                                                           : "profiled");
     r->sweep.nsizes = (int)m->n_sizes;
-    memcpy(r->sweep.sizes, m->sizes, m->n_sizes * sizeof *m->sizes);
+    if (m->n_sizes) /* none: the agents' default sweep */
+        memcpy(r->sweep.sizes, m->sizes, m->n_sizes * sizeof *m->sizes);
     r->sweep.reps = (int)m->reps;
     r->sweep.timeout_s = m->probe_timeout_s;
     r->sweep.stream_bytes = m->stream_bytes;

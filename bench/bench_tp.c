@@ -283,14 +283,17 @@ static int tap_broker(void)
         o.stages = 1;
         pf_bench_run_t run[2];
         for (int nw = 1; nw <= 2; nw++) {
-            char ep[256], name[32];
+            char ep[256], name[32], bind[64];
             zactor_t *w[2] = {0};
-            zactor_t *b = pf_bench_broker_start("inproc://bench-tap", ep, sizeof ep);
+            /* a fresh inproc name per broker: the previous one's unbind is asynchronous */
+            snprintf(bind, sizeof bind, "inproc://bench-tap-%d-%d", layers[i], nw);
+            zactor_t *b = pf_bench_broker_start(bind, ep, sizeof ep);
             for (int k = 0; b && k < nw; k++) {
                 snprintf(name, sizeof name, "tap-%d", k + 1);
                 w[k] = pf_bench_worker_start(ep, 2, 1, name);
             }
             memset(&run[nw - 1], 0, sizeof run[0]);
+            int started = b != NULL;
             if (b)
                 run[nw - 1] = pf_bench_client_search(ep, g, c, &o);
             for (int k = 0; k < nw; k++)
@@ -298,7 +301,7 @@ static int tap_broker(void)
             zactor_destroy(&b);
             if (!run[nw - 1].ok) {
                 fprintf(stderr, "bench tp: %d layers, %d workers: %s\n", layers[i], nw,
-                        run[nw - 1].err);
+                        started ? run[nw - 1].err : "the broker did not start");
                 rc = 1;
             }
         }

@@ -149,8 +149,8 @@ static void search_ideal(const pf_graph_t *g, const pf_cluster_t *c, const pf_se
                          double *t1_s)
 {
     static const int ns[] = {1, 2, 4, 8};
-    printf("in-process, 1 thread per job: jobs by kind (count, mean s, max s) and the makespan on "
-           "N ideal workers (no wire, no idle gap)\n");
+    printf("in-process, 1 thread per job: jobs by kind (count, mean, max, sum of wall s) and the "
+           "makespan in job CPU s on N ideal workers (no wire, no idle gap)\n");
     double m1 = 0;
     for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
         pf_bench_drive_t d;

@@ -71,22 +71,23 @@ int pf_bench_drive(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_o
             uint64_t id;
             double t0 = pf_now_s(), c0 = pf_bench_cpu_s();
             int got = pf_search_next_job(s, &id, &job);
-            double dt = pf_now_s() - t0;
-            acc_add(&out->search, dt, pf_bench_cpu_s() - c0);
+            double dc = pf_bench_cpu_s() - c0;
+            acc_add(&out->search, pf_now_s() - t0, dc);
             out->search.jobs--; /* counts answers, below */
-            now += dt;
+            now += dc;
             if (!got)
                 break;
             job.threads = threads;
             t0 = pf_now_s();
             c0 = pf_bench_cpu_s();
             pf_job_run(&job, &w[k].res);
-            dt = pf_now_s() - t0;
+            double dt = pf_now_s() - t0;
+            dc = pf_bench_cpu_s() - c0;
             if ((unsigned)job.kind < PF_JOB_KIND_COUNT)
-                acc_add(&out->kind[job.kind], dt, pf_bench_cpu_s() - c0);
+                acc_add(&out->kind[job.kind], dt, dc);
             w[k].busy = 1;
             w[k].id = id;
-            w[k].end_s = now + dt;
+            w[k].end_s = now + dc;
         }
         int first = -1;
         for (int k = 0; k < nworkers; k++)
@@ -99,9 +100,9 @@ int pf_bench_drive(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_o
         double t0 = pf_now_s(), c0 = pf_bench_cpu_s();
         pf_search_answer(s, w[first].id, &w[first].res);
         int n = pf_search_take_cancelled(s, cancelled, 256);
-        double dt = pf_now_s() - t0;
-        acc_add(&out->search, dt, pf_bench_cpu_s() - c0);
-        now += dt;
+        double dc = pf_bench_cpu_s() - c0;
+        acc_add(&out->search, pf_now_s() - t0, dc);
+        now += dc;
         pf_job_result_clear(&w[first].res);
         w[first].busy = 0;
         /* A cancelled job frees its worker now (the broker tells the worker to stop it). */

@@ -4,7 +4,8 @@
  *    time, and books each job's wall and CPU time by kind, and the state machine's own work
  *    (pf_search_next_job + pf_search_answer: merging TAP slices, building the settings of each T,
  *    coarsening) apart. With nworkers > 1 it also replays the search on that many virtual workers:
- *    a job occupies a worker for the time it really took, answers are fed back in the order the
+ *    a job occupies a worker for the CPU time it really took (with one thread per job, its run time
+ *    on an idle core whatever the machine's load), answers are fed back in the order the
  *    virtual workers finish, so the makespan is what N ideal workers (no wire, no idle gap) would
  *    take given the search's own dependencies - the ceiling of any farm's speed-up.
  * 2. The embedded broker and workers as CZMQ actors (inproc or TCP), and a search through them by
@@ -30,7 +31,7 @@ typedef struct {
     pf_bench_acc_t kind[PF_JOB_KIND_COUNT];
     pf_bench_acc_t search; /* the state machine's own calls */
     double wall_s, cpu_s;  /* the whole drive */
-    double makespan_s;     /* virtual, on nworkers workers (= sum of the above for 1) */
+    double makespan_s;     /* virtual CPU seconds on nworkers workers (1: the CPU sum) */
     int nworkers;
     int status;            /* pf_search_result's */
     char err[512];

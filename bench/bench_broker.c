@@ -5,10 +5,14 @@
  *    against a bare ZeroMQ DEALER/ROUTER ping-pong (one message in flight) measured in the same
  *    run on the same transport. One job is one round trip broker -> worker -> broker, plus the
  *    worker's hop to its solver thread and back.
- * 2. One large search: BERT-48 on 64 devices (8 x DGX-1), every (S, R), mapping probes, with 1 and
- *    2 embedded workers of PF_BENCH_THREADS OpenMP threads each (default 1): wall time, parallel
- *    efficiency T1 / (2 T2), jobs, and the share of the wall time the broker thread was busy.
- *    PF_BENCH_LAYERS overrides 48 (a smaller model for a quick look). */
+ * 2. One large search: BERT-48 on 64 devices (8 x DGX-1), every (S, R, T), mapping probes.
+ *    (a) In-process (bench/farm.h): the size of its jobs by kind, and its makespan replayed on
+ *        1, 2, 4 and 8 ideal workers - how much parallelism the search itself offers.
+ *    (b) A real broker and 1, 2 and 4 worker processes of PF_BENCH_THREADS OpenMP threads each
+ *        (default 1) on TCP loopback: wall time, efficiency T1 / (N TN), jobs dispatched,
+ *        messages, the broker loop's busy seconds, and the workers' busy share from the broker's
+ *        job latencies. PF_BENCH_LAYERS overrides 48 (a smaller model for a quick look). */
+#include "bench/farm.h"
 #include "broker/broker.h"
 #include "broker/client.h"
 #include "planner/models.h"
@@ -70,40 +74,6 @@ static double bare_rate(const char *bind, int n)
 
 /* ---- broker + worker ---- */
 
-static zactor_t *broker_start(const char *bind, char *ep, size_t len)
-{
-    pf_broker_opts_t o;
-    pf_broker_opts_init(&o);
-    o.endpoint = bind;
-    zactor_t *b = zactor_new(pf_broker_actor, &o);
-    char *status = NULL, *text = NULL;
-    zstr_recvx(b, &status, &text, NULL);
-    int ok = status && !strcmp(status, "OK");
-    snprintf(ep, len, "%s", text ? text : "");
-    free(status);
-    free(text);
-    if (!ok)
-        zactor_destroy(&b);
-    return b;
-}
-
-static zactor_t *worker_start(const char *ep, int credits, int threads, const char *name)
-{
-    pf_worker_opts_t o;
-    pf_worker_opts_init(&o);
-    o.endpoint = ep;
-    o.credits = credits;
-    o.threads = threads;
-    o.name = name;
-    zactor_t *w = zactor_new(pf_worker_actor, &o);
-    char *status = zstr_recv(w);
-    int ok = status && !strcmp(status, "OK");
-    free(status);
-    if (!ok)
-        zactor_destroy(&w);
-    return w;
-}
-
 static double noop_run(zactor_t *b, long n)
 {
     char num[32];
@@ -130,10 +100,10 @@ static double broker_rate(const char *bind, int credits, long n, double *busy_sh
 {
     char ep[256];
     *busy_share = 0;
-    zactor_t *b = broker_start(bind, ep, sizeof ep);
+    zactor_t *b = pf_bench_broker_start(bind, ep, sizeof ep);
     if (!b)
         return 0;
-    zactor_t *w = worker_start(ep, credits, 1, "bench-worker");
+    zactor_t *w = pf_bench_worker_start(ep, credits, 1, "bench-worker");
     noop_run(b, 1000); /* warm-up: the worker has registered, buffers are sized */
     double w0, b0, w1, b1;
     broker_busy(b, &w0, &b0);
@@ -172,63 +142,72 @@ static void dispatch_rates(void)
 
 /* ---- one large search ---- */
 
-typedef struct {
-    double wall_s, busy_s, broker_wall_s, objective_ms;
-    long long jobs;
-    int ok;
-} search_run_t;
-
-static search_run_t large_search(const pf_graph_t *g, const pf_cluster_t *c, int nworkers,
-                                 int threads)
+/* Job sizes and the search's own dependencies: the farm driver runs the search in-process (one
+ * thread per job) and replays it on N ideal workers (bench/farm.h): the speed-up no farm can
+ * pass. */
+static void search_ideal(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
+                         double *t1_s)
 {
-    search_run_t r = {0};
-    char ep[256], err[512], name[32], id[32];
-    zactor_t *workers[8] = {0};
-    zactor_t *b = broker_start("inproc://bench-search", ep, sizeof ep);
-    if (!b)
-        return r;
-    for (int i = 0; i < nworkers; i++) {
-        snprintf(name, sizeof name, "bench-%d", i + 1);
-        workers[i] = worker_start(ep, 2, threads, name);
-    }
-    pf_client_t *cl = pf_client_new(ep, 60000, err, sizeof err);
-    pf_search_opts_t so;
-    pf_search_opts_init(&so);
-    double w0, b0, w1, b1;
-    broker_busy(b, &w0, &b0);
-    double t0 = pf_now_s();
-    Planfarm__RequestStatus *st;
-    if (pf_client_submit(cl, g, c, &so, "bench", &st, err, sizeof err) != PF_OK) {
-        fprintf(stderr, "bench: submit: %s\n", err);
-        goto done;
-    }
-    snprintf(id, sizeof id, "%s", st->request_id);
-    planfarm__request_status__free_unpacked(st, NULL);
-    for (;;) {
-        if (pf_client_status(cl, id, &st, err, sizeof err) != PF_OK)
-            goto done;
-        int state = st->state;
-        r.jobs = st->jobs_issued;
-        r.objective_ms = st->best_objective_ms;
-        planfarm__request_status__free_unpacked(st, NULL);
-        if (state == PLANFARM__REQUEST_STATE__REQ_DONE) {
-            r.ok = 1;
-            break;
+    static const int ns[] = {1, 2, 4, 8};
+    printf("in-process, 1 thread per job: jobs by kind (count, mean, max, sum of wall s) and the "
+           "makespan in job CPU s on N ideal workers (no wire, no idle gap)\n");
+    double m1 = 0;
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+        pf_bench_drive_t d;
+        pf_bench_drive(g, c, o, 1, ns[i], &d);
+        if (i == 0) {
+            for (int k = 0; k < PF_JOB_KIND_COUNT; k++) {
+                const pf_bench_acc_t *a = &d.kind[k];
+                if (a->jobs)
+                    printf("  %-13s %5lld jobs  mean %.4f s  max %.4f s  sum %.2f s\n",
+                           pf_job_kind_name((pf_job_kind_t)k), a->jobs, a->wall_s / a->jobs,
+                           a->max_s, a->wall_s);
+            }
+            printf("  search's own work (next_job + answer): %.3f s\n", d.search.wall_s);
+            m1 = d.makespan_s;
+            *t1_s = m1;
         }
-        if (state != PLANFARM__REQUEST_STATE__REQ_RUNNING &&
-            state != PLANFARM__REQUEST_STATE__REQ_QUEUED)
-            break;
-        zclock_sleep(20);
+        long long jobs = 0;
+        for (int k = 0; k < PF_JOB_KIND_COUNT; k++)
+            jobs += d.kind[k].jobs;
+        printf("  N = %d: makespan %.2f s, %lld jobs, ideal speed-up %.2f, efficiency %.2f%s\n",
+               ns[i], d.makespan_s, jobs, d.makespan_s > 0 ? m1 / d.makespan_s : 0,
+               d.makespan_s > 0 ? m1 / (ns[i] * d.makespan_s) : 0,
+               d.status == PF_OK ? "" : "  (search failed)");
+        fflush(stdout);
+        pf_bench_drive_free(&d);
     }
-    r.wall_s = pf_now_s() - t0;
-    broker_busy(b, &w1, &b1);
-    r.busy_s = b1 - b0;
-    r.broker_wall_s = w1 - w0;
-done:
-    pf_client_destroy(&cl);
-    for (int i = 0; i < nworkers; i++)
-        zactor_destroy(&workers[i]);
-    zactor_destroy(&b);
+}
+
+typedef struct {
+    pf_bench_run_t run;
+    double dispatched, msgs_in, msgs_out, busy_s, lat_sum_s[PF_JOB_KIND_COUNT];
+} farm_run_t;
+
+/* One search on a broker and nworkers worker processes (planfarm broker / worker). */
+static farm_run_t farm_search(const pf_graph_t *g, const pf_cluster_t *c,
+                              const pf_search_opts_t *o, int nworkers, int threads)
+{
+    farm_run_t r;
+    memset(&r, 0, sizeof r);
+    pf_bench_farm_t f;
+    if (pf_bench_farm_start(&f, nworkers, threads, 2) != 0) {
+        snprintf(r.run.err, sizeof r.run.err, "could not start the broker and %d workers",
+                 nworkers);
+        return r;
+    }
+    r.run = pf_bench_client_search(f.endpoint, g, c, o);
+    r.dispatched = pf_bench_farm_metric(&f, "planfarm_jobs_dispatched_total");
+    r.msgs_in = pf_bench_farm_metric(&f, "planfarm_messages_received_total");
+    r.msgs_out = pf_bench_farm_metric(&f, "planfarm_messages_sent_total");
+    r.busy_s = pf_bench_farm_metric(&f, "planfarm_broker_busy_seconds_total");
+    for (int k = 0; k < PF_JOB_KIND_COUNT; k++) {
+        char series[128];
+        snprintf(series, sizeof series, "planfarm_job_latency_seconds_sum{kind=\"%s\"}",
+                 pf_job_kind_name((pf_job_kind_t)k));
+        r.lat_sum_s[k] = pf_bench_farm_metric(&f, series);
+    }
+    pf_bench_farm_stop(&f);
     return r;
 }
 
@@ -253,27 +232,41 @@ static int search_scaling(void)
         pf_graph_destroy(&g);
         return 1;
     }
-    printf("\nlarge search: BERT-%d (%d ops) on %s (%d devices), every (S, R), %d OpenMP "
-           "thread%s per worker\n",
-           mo.layers, pf_graph_nops(g), pf_cluster_name(c), pf_cluster_ndevices(c), threads,
-           threads > 1 ? "s" : "");
-    printf("%-8s %10s %8s %10s %12s %12s\n", "workers", "wall_s", "jobs", "speedup",
-           "efficiency", "broker busy");
+    pf_search_opts_t so;
+    pf_search_opts_init(&so);
+    printf("\nlarge search: BERT-%d (%d ops) on %s (%d devices), every (S, R, T)\n", mo.layers,
+           pf_graph_nops(g), pf_cluster_name(c), pf_cluster_ndevices(c));
+    double ideal_t1 = 0;
+    search_ideal(g, c, &so, &ideal_t1);
+    printf("worker processes (planfarm broker + N x planfarm worker --threads %d --credits 2, TCP "
+           "loopback); efficiency = T1 / (N x TN);\n"
+           "busy = sum of the broker's job latencies (send to answer, wire and the worker's queue "
+           "included) / (N x wall): an upper bound on the workers' busy fraction\n",
+           threads);
+    printf("%-8s %9s %6s %9s %11s %8s %9s %9s %7s %7s\n", "workers", "wall_s", "jobs",
+           "speed-up", "efficiency", "busy", "msgs in", "msgs out", "broker", "objective");
     fflush(stdout);
-    search_run_t one = large_search(g, c, 1, threads);
-    search_run_t two = large_search(g, c, 2, threads);
-    int rc = !(one.ok && two.ok);
-    search_run_t *runs[2] = {&one, &two};
-    for (int k = 0; k < 2; k++) {
-        search_run_t *r = runs[k];
-        double speedup = r->wall_s > 0 ? one.wall_s / r->wall_s : 0;
-        printf("%-8d %10.2f %8lld %10.2f %12.2f %11.2f%%%s\n", k + 1, r->wall_s, r->jobs, speedup,
-               speedup / (k + 1), r->broker_wall_s > 0 ? 100 * r->busy_s / r->broker_wall_s : 0,
-               r->ok ? "" : "  (failed)");
+    static const int ns[] = {1, 2, 4};
+    farm_run_t runs[3];
+    int rc = 0;
+    for (int i = 0; i < 3; i++) {
+        runs[i] = farm_search(g, c, &so, ns[i], threads);
+        farm_run_t *r = &runs[i];
+        double lat = 0;
+        for (int k = 0; k < PF_JOB_KIND_COUNT; k++)
+            lat += r->lat_sum_s[k] == r->lat_sum_s[k] ? r->lat_sum_s[k] : 0;
+        double speedup = r->run.wall_s > 0 ? runs[0].run.wall_s / r->run.wall_s : 0;
+        if (!r->run.ok) {
+            printf("%-8d failed: %s\n", ns[i], r->run.err);
+            rc = 1;
+            continue;
+        }
+        printf("%-8d %9.2f %6.0f %9.2f %11.2f %7.0f%% %9.0f %9.0f %6.2fs %9.3f\n", ns[i],
+               r->run.wall_s, r->dispatched, speedup, speedup / ns[i],
+               100 * lat / (ns[i] * r->run.wall_s), r->msgs_in, r->msgs_out, r->busy_s,
+               r->run.objective_ms);
+        fflush(stdout);
     }
-    if (one.ok && two.ok && one.objective_ms != two.objective_ms)
-        printf("note: best objective %.6g ms with 1 worker, %.6g ms with 2\n", one.objective_ms,
-               two.objective_ms);
     pf_graph_destroy(&g);
     pf_cluster_destroy(&c);
     return rc;

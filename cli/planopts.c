@@ -15,7 +15,8 @@ const cli_flag_t cli_planopt_flags[] = {
     {"rel_eps", "--eps"},         {"probe_seconds", "--probe-seconds"},
     {"max_stages", "--max-stages"}, {"tp", "--tp"}, {"max_tp", "--max-tp"},
     {"global_batch", "--global-batch"}, {"layer_aligned", "--layer-aligned"},
-    {"precision", "--precision"}, {"zero", "--zero"}, {NULL, NULL},
+    {"precision", "--precision"}, {"zero", "--zero"}, {"mem_headroom", "--mem-headroom"},
+    {NULL, NULL},
 };
 
 int cli_planopt(const char *cmd, int code, const char *arg, pf_search_opts_t *o)
@@ -143,6 +144,11 @@ int cli_planopt(const char *cmd, int code, const char *arg, pf_search_opts_t *o)
     case 24:
         o->layer_aligned = 1;
         return 1;
+    case 25:
+        if (cli_double(cmd, "--mem-headroom", arg, 0, 0.99, &x))
+            return -1;
+        o->mem_headroom = x;
+        return 1;
     default:
         return 0;
     }
@@ -194,8 +200,10 @@ void cli_planopts_help(FILE *f)
             "  --global-batch N      samples per step: micro-batch x MB x replicas = N (MB follows\n"
             "                        from R; replaces --microbatches)\n"
             "  --layer-aligned       stage boundaries only between repeated blocks (what Megatron\n"
-            "                        and DeepSpeed run; planfarm export needs it)\n",
+            "                        and DeepSpeed run; planfarm export needs it)\n"
+            "  --mem-headroom F      fraction of every GPU's memory left free for the CUDA\n"
+            "                        context, NCCL buffers and fragmentation (default %g)\n",
             d.max_stages, PF_DEFAULT_MICROBATCHES, PF_PARTITION_DEFAULT_MAX_DOWNSETS,
             d.candidates, d.probes_in_flight, d.rel_eps,
-            d.probe_seconds, (unsigned long long)d.seed, d.max_tp);
+            d.probe_seconds, (unsigned long long)d.seed, d.max_tp, d.mem_headroom);
 }

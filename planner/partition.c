@@ -560,6 +560,9 @@ static int check_opts(const pf_graph_t *g, const pf_cluster_t *c, const pf_parti
                        o->max_downsets);
     if (o->threads < 0 || o->refine_max_moves < 0)
         return pf_fail(err, errlen, PF_EINPUT, "threads / refine_max_moves: must be >= 0");
+    if (!(o->mem_headroom >= 0 && o->mem_headroom < 1))
+        return pf_fail(err, errlen, PF_EINPUT, "mem_headroom: %g is not in [0, 1)",
+                       o->mem_headroom);
     if (!(o->reserve_bytes >= 0) || !isfinite(o->reserve_bytes))
         return pf_fail(err, errlen, PF_EINPUT, "reserve_bytes: %g", o->reserve_bytes);
     int rc = pf_training_check(&o->train, err, errlen);
@@ -609,6 +612,7 @@ int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partit
         return rc;
     pf_cost_model_init(&cm, c, S, o->microbatches, o->flat_gbps);
     pf_cost_model_set_training(&cm, &o->train, R, o->reserve_bytes);
+    cm.mem_limit_bytes *= 1 - o->mem_headroom;
     if ((rc = pf_cost_check_ops_fit(g, &cm, err, errlen)) != PF_OK)
         return rc;
     if (n < S)

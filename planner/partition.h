@@ -32,6 +32,8 @@ typedef struct {
     int threads;            /* OpenMP threads; 0 = OpenMP's default */
     pf_training_t train;    /* memory: parameter state, micro-batches in flight (training.h) */
     double reserve_bytes;   /* held on every stage: pf_training_view's reserve for this graph */
+    double mem_headroom;    /* fraction of device memory kept free (CUDA context, NCCL buffers,
+                             * fragmentation); default 0 */
     /* Optional coarsening computed once per (alpha, K) by the search (pf_search_new): group[v] in
      * [0, ngroups). When set, coarsen_k and alpha are not used for coarsening. */
     const int *group;

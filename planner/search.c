@@ -164,6 +164,7 @@ void pf_search_opts_init(pf_search_opts_t *o)
     o->inst = PF_INST_FULL;
     o->seed = 1;
     o->max_tp = 8;
+    o->mem_headroom = 0.1;
     pf_training_init(&o->train);
 }
 
@@ -810,6 +811,9 @@ int pf_search_validate(const pf_graph_t *g, const pf_cluster_t *c, const pf_sear
         return rc;
     if (o.tp < 0 || o.max_tp < 1 || o.global_batch < 0)
         return pf_fail(err, errlen, PF_EINPUT, "tp, max_tp, global_batch: out of range");
+    if (!(o.mem_headroom >= 0 && o.mem_headroom < 1))
+        return pf_fail(err, errlen, PF_EINPUT, "mem_headroom: %g is not in [0, 1)",
+                       o.mem_headroom);
     int degrees[MAX_TP_DEGREES], nt = tp_degrees(g, c, &o, degrees);
     if (nt == 0)
         return pf_fail(err, errlen, PF_EINPUT, "tp: %d does not divide the devices of every "
@@ -838,6 +842,7 @@ int pf_search_validate(const pf_graph_t *g, const pf_cluster_t *c, const pf_sear
     pf_cost_model_t cm;
     pf_cost_model_init(&cm, c, 1, o.microbatches, o.flat_gbps);
     pf_cost_model_set_training(&cm, &o.train, 1, 0);
+    cm.mem_limit_bytes *= 1 - o.mem_headroom;
     return pf_cost_check_ops_fit(g, &cm, err, errlen);
 }
 
@@ -922,6 +927,7 @@ static int add_dp_entries(pf_search_t *s, int tpi, char *err, size_t errlen)
         pf_cost_model_t cm;
         pf_cost_model_init(&cm, c, 1, MB, s->o.flat_gbps);
         pf_cost_model_set_training(&cm, &s->o.train, 1, pf_tp_setting_reserve_bytes(t->set));
+        cm.mem_limit_bytes *= 1 - s->o.mem_headroom;
         int k = s->block_group       ? n
                 : s->o.coarsen_k > 0 ? s->o.coarsen_k
                 : s->o.coarsen_k < 0 ? n
@@ -1168,6 +1174,7 @@ int pf_search_job(const pf_search_t *s, uint64_t id, pf_job_t *job)
         job->partition.coarsen_k = s->o.coarsen_k;
         job->partition.alpha = e->alpha;
         job->partition.train = s->o.train;
+        job->partition.mem_headroom = s->o.mem_headroom;
         if (e->coarse >= 0) {
             job->partition.group = s->coarse[e->coarse].group;
             job->partition.ngroups = s->coarse[e->coarse].ngroups;

@@ -66,6 +66,8 @@ typedef struct {
     pf_training_t train;  /* precision, optimizer, ZeRO, recomputation, schedule */
     long long global_batch; /* samples per step; 0 = free: MB = microbatches */
     int layer_aligned;    /* stage boundaries only between repeated blocks */
+    double mem_headroom;  /* fraction of every device's memory a plan leaves free (CUDA context,
+                           * NCCL buffers, allocator fragmentation); default 0.1 */
 } pf_search_opts_t;
 
 typedef enum {

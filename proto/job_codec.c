@@ -184,6 +184,7 @@ static int dp_params_to_pb(pf_arena_t *a, const pf_job_t *job, const pf_blob_ref
     pp->refine = o->refine != 0;
     pp->refine_max_moves = (uint32_t)o->refine_max_moves;
     pp->max_downsets = o->max_downsets;
+    pp->mem_headroom = o->mem_headroom;
     if (o->group && job->graph) {
         int n = pf_graph_nops(job->graph);
         uint32_t *g = PF_ANEW(a, uint32_t, n);
@@ -225,6 +226,9 @@ static int dp_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *e
     out->partition.refine_max_moves = (int)pp->refine_max_moves;
     if (pp->max_downsets > 0)
         out->partition.max_downsets = pp->max_downsets;
+    if (!(pp->mem_headroom >= 0 && pp->mem_headroom < 1))
+        return pf_fail(err, errlen, PF_EINPUT, "job.partition.mem_headroom: %g", pp->mem_headroom);
+    out->partition.mem_headroom = pp->mem_headroom;
     if (pp->n_group) {
         if (pp->n_group > PF_WIRE_MAX_OPS || pp->ngroups == 0 || pp->ngroups > pp->n_group)
             return pf_fail(err, errlen, PF_EINPUT, "job.partition.group: bad sizes");
@@ -642,6 +646,8 @@ Planfarm__PlanOptions *pf_codec_options_to_pb(pf_arena_t *a, const pf_search_opt
     m->tp_across_hosts = o->tp_across_hosts != 0;
     m->global_batch = (uint64_t)o->global_batch;
     m->layer_aligned = o->layer_aligned != 0;
+    m->mem_headroom_set = 1;
+    m->mem_headroom = o->mem_headroom;
     pf_tp_setting_opts_t so;
     pf_tp_setting_opts_init(&so);
     so.train = o->train;
@@ -692,6 +698,12 @@ int pf_codec_options_from_pb(const Planfarm__PlanOptions *m, pf_search_opts_t *o
     o->tp_across_hosts = m->tp_across_hosts;
     o->global_batch = (long long)m->global_batch;
     o->layer_aligned = m->layer_aligned;
+    if (m->mem_headroom_set) {
+        if (!(m->mem_headroom >= 0 && m->mem_headroom < 1))
+            return pf_fail(err, errlen, PF_EINPUT, "options.mem_headroom: %g is not in [0, 1)",
+                           m->mem_headroom);
+        o->mem_headroom = m->mem_headroom;
+    }
     if (m->train) {
         Planfarm__Setting st = PLANFARM__SETTING__INIT;
         pf_wire_job_t w;

@@ -45,12 +45,19 @@ typedef struct {
     int verbose;            /* also log job failures and failed sends */
     int quiet;              /* no routine log lines (embedded mode); warnings still show */
     pf_clock_t clock;       /* heartbeats, liveness, deadlines; default (zeroed) monotonic */
+    const char *journal_path; /* SQLite journal (broker/journal.h); NULL: requests live in memory
+                               * only. Unfinished requests in it are restored by pf_broker_new */
+    int prep_delay_ms;      /* test hook: the helper thread sleeps this long before each setup */
 } pf_broker_opts_t;
 
 void pf_broker_opts_init(pf_broker_opts_t *o);
 
 /* Binds the ROUTER socket; NULL and a message on failure. */
 pf_broker_t *pf_broker_new(const pf_broker_opts_t *o, char *err, size_t errlen);
+/* Expire the journal's finished requests submitted more than expire_days ago (at start), and
+ * with compact also VACUUM it (planfarm broker --compact). *removed counts the expired ones. */
+int pf_broker_journal_compact_or_expire(const char *path, double expire_days, int compact,
+                                        long long *removed, char *err, size_t errlen);
 /* Sends BYE to every worker, then closes. */
 void pf_broker_destroy(pf_broker_t **b);
 /* The bound endpoint (a tcp port of 0 or * is resolved). */
@@ -66,6 +73,10 @@ typedef struct {
     long long dispatched, answered, requeued, poisoned;
     int workers;
     long long requests;
+    double max_stall_s;  /* longest turn of the loop (monotonic): how long STATUS could wait */
+    double prep_max_s;   /* longest request setup on the helper thread */
+    int preparing;       /* requests whose setup is queued or running */
+    long long restored, replayed_answers, journal_errors;
 } pf_broker_stats_t;
 
 void pf_broker_get_stats(const pf_broker_t *b, pf_broker_stats_t *st);
@@ -76,7 +87,7 @@ void pf_broker_get_stats(const pf_broker_t *b, pf_broker_stats_t *st);
  *   "NOOP" <n>   queue n empty jobs (dispatch benchmarks); when all are answered the actor sends
  *                "DONE" <seconds>
  *   "STATS"      replies "STATS" <wall_s> <busy_s> <msgs_in> <msgs_out> <malformed>
- *                <dispatched> <workers>
+ *                <dispatched> <workers> <max_stall_s> <preparing>
  *   "$TERM"      stop (BYE to workers). */
 void pf_broker_actor(zsock_t *pipe, void *args);
 

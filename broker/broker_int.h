@@ -12,6 +12,8 @@
 #include "broker/blobstore.h"
 #include "broker/broker.h"
 #include "broker/dispatch.h"
+#include "broker/journal.h"
+#include "broker/prep.h"
 #include "planner/search.h"
 #include "proto/job_codec.h"
 #include "proto/peer_io.h"
@@ -61,6 +63,10 @@ typedef struct {
     pf_search_status_t last; /* snapshot when it finished */
     char *plan_json;
     size_t plan_len;
+    char key[PF_JOURNAL_KEY_LEN]; /* hash of its inputs and options (broker/journal.h) */
+    int priority;
+    int preparing; /* its setup is on the helper thread (search NULL, not finished) */
+    int restored;  /* from the journal: its journaled answers are replayed once prepared */
 } request_t;
 
 struct pf_broker {
@@ -82,7 +88,11 @@ struct pf_broker {
     zsock_t *pipe;
     long long noop_left;
     double noop_t0;
+    pf_journal_t *journal; /* NULL: --journal none */
+    pf_prep_t *prep;
     /* stats */
+    double max_stall_s, prep_max_s;
+    long long restored, replayed_answers, journal_errors;
     double busy_s;
     long long msgs_in, msgs_out, malformed, nrequests;
 };
@@ -119,6 +129,23 @@ int pf_broker_request_new_id(pf_broker_t *b, char *out, size_t len);
 /* dispatch event: a job of a request failed max_attempts times */
 void pf_broker_on_poisoned(void *ctx, void *owner, uint64_t owner_job, uint64_t job_id,
                            const char *error);
+
+/* ---- intake.c ---- */
+/* SUBMIT: keyed, journaled, answered "preparing", set up on the helper thread. */
+void pf_broker_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len);
+/* Requests whose setup the helper thread finished go on (the loop polls pf_prep_sock). */
+void pf_broker_prep_done(pf_broker_t *b);
+/* Unfinished requests of the journal prepared again, finished ones listed (pf_broker_new). */
+int pf_broker_restore(pf_broker_t *b, char *err, size_t errlen);
+/* A finished request no longer in memory, by id (or, id NULL, the newest done one with key),
+ * brought back from the journal; NULL when there is none. */
+request_t *pf_broker_request_recall(pf_broker_t *b, const char *id, const char *key);
+/* The journal's view of a request's end and of an answer its search used. */
+void pf_broker_journal_end(pf_broker_t *b, request_t *r);
+void pf_broker_journal_answer(pf_broker_t *b, request_t *r, uint64_t sid, const uint8_t *data,
+                              size_t len);
+/* Requests preparing or running (the max_running cap). */
+int pf_broker_requests_running(pf_broker_t *b);
 
 /* ---- client_proto.c ---- */
 void pf_broker_on_client(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t *data,

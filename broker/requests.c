@@ -69,6 +69,7 @@ static void finish(pf_broker_t *b, request_t *r)
     }
     pf_dispatch_cancel_owner(b->dispatch, r);
     pf_search_destroy(&r->search);
+    pf_broker_journal_end(b, r);
     pf_broker_request_release(b, r);
     pf_peer_info(b->o.quiet, "broker: request %s %s after %.2f s, %lld jobs%s%s", r->id, pf_request_state_name(r->state),
               r->t_end - r->t_start, r->last.jobs_issued, r->error[0] ? ": " : "", r->error);
@@ -108,6 +109,7 @@ void pf_broker_request_status(pf_broker_t *b, request_t *r, Planfarm__RequestSta
     m->request_id = r->id;
     m->state = r->state;
     m->phase = (char *)(r->search ? pf_search_phase_name(st.phase) : pf_request_state_name(r->state));
+    int live = r->search || r->preparing;
     m->jobs_issued = st.jobs_issued;
     m->jobs_answered = st.jobs_answered;
     m->jobs_outstanding = st.jobs_outstanding;
@@ -116,7 +118,7 @@ void pf_broker_request_status(pf_broker_t *b, request_t *r, Planfarm__RequestSta
     m->status = r->status;
     m->error = r->error;
     m->label = r->label;
-    m->wall_s = (r->search ? b->now : r->t_end) - r->t_start;
+    m->wall_s = (live ? b->now : r->t_end) - r->t_start;
     m->workers = (uint32_t)pf_dispatch_workers(b->dispatch);
 }
 
@@ -129,12 +131,12 @@ void pf_broker_requests_evict(pf_broker_t *b)
 {
     size_t finished = 0;
     for (request_t *r = zlistx_first(b->order); r; r = zlistx_next(b->order))
-        finished += r->search == NULL;
+        finished += r->search == NULL && !r->preparing;
     void *h = zlistx_first(b->order) ? zlistx_cursor(b->order) : NULL;
     while (h && finished > (size_t)b->o.max_finished) {
         request_t *r = zlistx_handle_item(h);
         void *next = zlistx_next(b->order) ? zlistx_cursor(b->order) : NULL;
-        if (!r->search) {
+        if (!r->search && !r->preparing) {
             zlistx_delete(b->order, h);
             zhashx_delete(b->requests, r->id); /* the table's destructor frees it */
             finished--;

@@ -152,7 +152,8 @@ static void on_result(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
         goto done;
     }
     if (pf_dispatch_result(b->dispatch, w, m->id)) {
-        pf_search_answer(r->search, sid, &res);
+        if (pf_search_answer(r->search, sid, &res)) /* in the order used: replayed so */
+            pf_broker_journal_answer(b, r, sid, data, len);
         pf_broker_request_advance(b, r);
     }
     pf_job_result_clear(&res);

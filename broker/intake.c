@@ -102,6 +102,7 @@ static void end_unprepared(pf_broker_t *b, request_t *r, int rc, const char *err
     pf_broker_journal_end(b, r);
     pf_peer_info(b->o.quiet, "broker: request %s %s: %s", r->id, pf_request_state_name(r->state),
                  r->error);
+    pf_broker_requests_evict(b);
 }
 
 /* ---- SUBMIT ---- */
@@ -197,13 +198,13 @@ void pf_broker_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
         pf_broker_send_error(b, p, PF_ERR, "broker: out of memory");
         goto done;
     }
-    if (!t)
-        end_unprepared(b, r, PF_ERR, "broker: out of memory");
-    else
-        pf_prep_push(b->prep, t);
     pf_peer_info(b->o.quiet, "broker: request %s (%s): %zu ops on %zu devices, preparing", r->id,
                  r->label, m->graph->n_ops, m->cluster->n_devices);
     reply_status(b, p, r);
+    if (t)
+        pf_prep_push(b->prep, t);
+    else
+        end_unprepared(b, r, PF_ERR, "broker: out of memory"); /* may evict r */
     pf_broker_requests_evict(b);
 done:
     packed_free(&in);

@@ -88,6 +88,20 @@ static int recv_one(pf_broker_t *b)
 
 static void pump(pf_broker_t *b)
 {
+    /* Only as many jobs enter the dispatch core as it has free credits for; which ones is the
+     * lanes' turn-taking (broker/fair.h), so a queue a large request built never stands in front
+     * of a small request's jobs. */
+    if (pf_fair_queued(b->fair) > 0) {
+        pf_dispatch_stats_t ds;
+        pf_dispatch_get_stats(b->dispatch, &ds);
+        pf_fair_job_t j;
+        for (long long room = ds.credits_free - ds.queued; room > 0 && pf_fair_pop(b->fair, &j);
+             room--)
+            if (pf_dispatch_submit(b->dispatch, j.id, j.kind, j.timeout_s, j.owner,
+                                   j.owner_job) != PF_OK)
+                pf_broker_on_poisoned(b, j.owner, j.owner_job, j.id,
+                                      "broker: out of memory queueing a job");
+    }
     pf_dispatch_assign_t a;
     while (pf_dispatch_next(b->dispatch, b->now, &a))
         pf_broker_send_job(b, &a);
@@ -251,6 +265,10 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
     zlistx_set_duplicator(b->gone, (zlistx_duplicator_fn *)strdup);
     if (!(b->prep = pf_prep_new(b->o.prep_delay_ms, err, errlen)))
         goto fail;
+    if (!(b->fair = pf_fair_new(b->o.client_max_jobs))) {
+        pf_fail(err, errlen, PF_ERR, "out of memory");
+        goto fail;
+    }
     if (b->o.journal_path && !(b->journal = pf_journal_open(b->o.journal_path, err, errlen)))
         goto fail;
 
@@ -310,6 +328,7 @@ void pf_broker_destroy(pf_broker_t **bp)
     zhashx_destroy(&b->requests); /* before the dispatch core: searches go with their requests */
     pf_journal_close(&b->journal);
     pf_dispatch_destroy(&b->dispatch);
+    pf_fair_destroy(&b->fair);
     pf_blobstore_destroy(&b->blobs);
     zhashx_destroy(&b->peers);
     zlistx_destroy(&b->gone);

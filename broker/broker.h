@@ -48,6 +48,9 @@ typedef struct {
     const char *journal_path; /* SQLite journal (broker/journal.h); NULL: requests live in memory
                                * only. Unfinished requests in it are restored by pf_broker_new */
     int prep_delay_ms;      /* test hook: the helper thread sleeps this long before each setup */
+    int client_max_requests; /* unfinished requests one client may have; 0 = only max_running */
+    int client_max_jobs;    /* jobs of one client in the dispatch core at once; 0 = no quota.
+                             * Clients take turns for free credits either way (broker/fair.h) */
 } pf_broker_opts_t;
 
 void pf_broker_opts_init(pf_broker_opts_t *o);

@@ -12,6 +12,7 @@
 #include "broker/blobstore.h"
 #include "broker/broker.h"
 #include "broker/dispatch.h"
+#include "broker/fair.h"
 #include "broker/journal.h"
 #include "broker/prep.h"
 #include "planner/search.h"
@@ -65,6 +66,7 @@ typedef struct {
     size_t plan_len;
     char key[PF_JOURNAL_KEY_LEN]; /* hash of its inputs and options (broker/journal.h) */
     int priority;
+    char client[2 * IDENTITY_MAX + 1]; /* the submitter's key: its lane (broker/fair.h) */
     int preparing; /* its setup is on the helper thread (search NULL, not finished) */
     int restored;  /* from the journal: its journaled answers are replayed once prepared */
 } request_t;
@@ -90,6 +92,7 @@ struct pf_broker {
     double noop_t0;
     pf_journal_t *journal; /* NULL: --journal none */
     pf_prep_t *prep;
+    pf_fair_t *fair;
     /* stats */
     double max_stall_s, prep_max_s;
     long long restored, replayed_answers, journal_errors;
@@ -144,8 +147,14 @@ request_t *pf_broker_request_recall(pf_broker_t *b, const char *id, const char *
 void pf_broker_journal_end(pf_broker_t *b, request_t *r);
 void pf_broker_journal_answer(pf_broker_t *b, request_t *r, uint64_t sid, const uint8_t *data,
                               size_t len);
-/* Requests preparing or running (the max_running cap). */
-int pf_broker_requests_running(pf_broker_t *b);
+/* Requests preparing or running (the max_running cap); of one client when client is not NULL. */
+int pf_broker_requests_running(pf_broker_t *b, const char *client);
+/* A job of a request into its client's lane; cancelled jobs leave the lane or the dispatch core;
+ * a job the dispatch core no longer has frees its lane's quota. */
+int pf_broker_queue_job(pf_broker_t *b, request_t *r, uint64_t sid, const pf_job_t *job);
+void pf_broker_cancel_job(pf_broker_t *b, uint64_t job_id);
+void pf_broker_cancel_jobs(pf_broker_t *b, request_t *r);
+void pf_broker_job_left(pf_broker_t *b, uint64_t job_id);
 
 /* ---- client_proto.c ---- */
 void pf_broker_on_client(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t *data,

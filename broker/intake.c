@@ -160,10 +160,19 @@ void pf_broker_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
         reply_status(b, p, same);
         goto done;
     }
-    int running = pf_broker_requests_running(b);
+    int running = pf_broker_requests_running(b, NULL);
     if (running >= b->o.max_running) {
         snprintf(err, sizeof err, "broker busy: %d requests are running; try again later",
                  running);
+        pf_broker_send_error(b, p, PF_ERR, err);
+        goto done;
+    }
+    int mine = b->o.client_max_requests > 0 ? pf_broker_requests_running(b, p->key) : 0;
+    if (b->o.client_max_requests > 0 && mine >= b->o.client_max_requests) {
+        snprintf(err, sizeof err,
+                 "broker busy: %d of your requests are unfinished (the quota per client is %d); "
+                 "try again later",
+                 mine, b->o.client_max_requests);
         pf_broker_send_error(b, p, PF_ERR, err);
         goto done;
     }
@@ -173,6 +182,7 @@ void pf_broker_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
         goto done;
     }
     snprintf(r->key, sizeof r->key, "%s", key);
+    snprintf(r->client, sizeof r->client, "%s", p->key);
     r->priority = m->priority;
     if (b->journal) {
         pf_journal_request_t jr = {
@@ -274,9 +284,7 @@ static void replay(pf_broker_t *b, request_t *r)
     for (size_t i = 0; i < rp.nissued && r->search; i++) {
         pf_job_t job;
         if (pf_search_job(r->search, rp.issued[i], &job) &&
-            pf_dispatch_submit(b->dispatch, ((uint64_t)r->seq << 32) | (rp.issued[i] & 0xffffffffu),
-                               job.kind, pf_job_timeout_s(&job, &b->o.limits), r,
-                               rp.issued[i]) != PF_OK)
+            pf_broker_queue_job(b, r, rp.issued[i], &job) != PF_OK)
             pf_search_cancel(r->search, "broker: out of memory queueing a job");
     }
     free(rp.issued);
@@ -371,6 +379,7 @@ static int restore_row(void *ctx, const pf_journal_row_t *row)
     if (!r)
         return PF_ERR;
     snprintf(r->key, sizeof r->key, "%s", row->key);
+    snprintf(r->client, sizeof r->client, "%s", row->client);
     r->priority = row->priority;
     r->restored = 1;
     r->preparing = 1;
@@ -435,10 +444,44 @@ static request_t *find_key(pf_broker_t *b, const char *key)
     return pf_broker_request_recall(b, NULL, key);
 }
 
-int pf_broker_requests_running(pf_broker_t *b)
+int pf_broker_requests_running(pf_broker_t *b, const char *client)
 {
     int n = 0;
     for (request_t *r = zlistx_first(b->order); r; r = zlistx_next(b->order))
-        n += r->search != NULL || r->preparing;
+        n += (r->search != NULL || r->preparing) && (!client || !strcmp(r->client, client));
     return n;
+}
+
+/* ---- jobs through the lanes ---- */
+
+int pf_broker_queue_job(pf_broker_t *b, request_t *r, uint64_t sid, const pf_job_t *job)
+{
+    pf_fair_job_t j = {
+        .id = ((uint64_t)r->seq << 32) | (sid & 0xffffffffu),
+        .kind = job->kind,
+        .timeout_s = pf_job_timeout_s(job, &b->o.limits),
+        .owner = r,
+        .owner_job = sid,
+    };
+    return pf_fair_push(b->fair, r->client, r->priority, &j);
+}
+
+void pf_broker_cancel_job(pf_broker_t *b, uint64_t job_id)
+{
+    if (!pf_fair_cancel(b->fair, job_id)) /* not waiting in a lane: the dispatch core has it */
+        pf_dispatch_cancel(b->dispatch, job_id);
+}
+
+void pf_broker_cancel_jobs(pf_broker_t *b, request_t *r)
+{
+    pf_fair_cancel_owner(b->fair, r);
+    pf_dispatch_cancel_owner(b->dispatch, r);
+}
+
+void pf_broker_job_left(pf_broker_t *b, uint64_t job_id)
+{
+    void *owner;
+    uint64_t sid;
+    if (!pf_dispatch_job_owner(b->dispatch, job_id, &owner, &sid))
+        pf_fair_done(b->fair, job_id);
 }

@@ -133,7 +133,10 @@ pf_prep_t *pf_prep_new(int delay_ms, char *err, size_t errlen)
     p->delay_ms = delay_ms;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
-    snprintf(p->endpoint, sizeof p->endpoint, "inproc://pf-prep-%p", (void *)p);
+    /* a fresh name each time: an inproc name is freed asynchronously after its socket closes */
+    static unsigned long long made;
+    snprintf(p->endpoint, sizeof p->endpoint, "inproc://pf-prep-%llu",
+             __atomic_add_fetch(&made, 1, __ATOMIC_RELAXED));
     p->loop_end = zsock_new(ZMQ_PAIR);
     p->thread_end = zsock_new(ZMQ_PAIR);
     if (!p->loop_end || !p->thread_end || zsock_bind(p->loop_end, "%s", p->endpoint) != 0 ||

@@ -67,7 +67,7 @@ static void finish(pf_broker_t *b, request_t *r)
         r->status = rc;
         snprintf(r->error, sizeof r->error, "%s", err);
     }
-    pf_dispatch_cancel_owner(b->dispatch, r);
+    pf_broker_cancel_jobs(b, r);
     pf_search_destroy(&r->search);
     pf_broker_journal_end(b, r);
     pf_broker_request_release(b, r);
@@ -83,12 +83,11 @@ void pf_broker_request_advance(pf_broker_t *b, request_t *r)
     int n;
     while ((n = pf_search_take_cancelled(r->search, ids, 64)) > 0)
         for (int i = 0; i < n; i++)
-            pf_dispatch_cancel(b->dispatch, job_id_of(r, ids[i]));
+            pf_broker_cancel_job(b, job_id_of(r, ids[i]));
     uint64_t sid;
     pf_job_t job;
     while (r->search && pf_search_next_job(r->search, &sid, &job)) {
-        if (pf_dispatch_submit(b->dispatch, job_id_of(r, sid), job.kind, pf_job_timeout_s(&job, &b->o.limits),
-                               r, sid) != PF_OK) {
+        if (pf_broker_queue_job(b, r, sid, &job) != PF_OK) {
             pf_search_cancel(r->search, "broker: out of memory queueing a job");
             break;
         }
@@ -105,6 +104,7 @@ void pf_broker_request_status(pf_broker_t *b, request_t *r, Planfarm__RequestSta
     if (r->search) {
         pf_search_get_status(r->search, &st);
         pf_dispatch_owner_counts(b->dispatch, r, &queued, &running);
+        queued += pf_fair_owner_queued(b->fair, r); /* waiting for its client's turn */
     }
     m->request_id = r->id;
     m->state = r->state;
@@ -177,7 +177,7 @@ void pf_broker_on_poisoned(void *ctx, void *owner, uint64_t owner_job, uint64_t 
     pf_broker_t *b = ctx;
     request_t *r = owner;
     zsys_warning("broker: %s", error);
-    (void)job_id;
+    pf_fair_done(b->fair, job_id);
     if (!r) { /* a benchmark job */
         if (b->noop_left > 0)
             b->noop_left--;

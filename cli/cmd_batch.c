@@ -40,7 +40,7 @@ static void help(FILE *f)
 {
     fprintf(f,
             "usage: planfarm batch LIST... [--broker ENDPOINT] [-o DIR] [--patience S]\n"
-            "                      [--timeout S] [--quiet]\n\n"
+            "                      [--timeout S] [--priority N] [--quiet]\n\n"
             "Submits every request of the LIST files (one per line: GRAPH CLUSTER [plan\n"
             "options]; '#' starts a comment; relative paths are tried from the current\n"
             "directory, then from the list's), follows them with one progress bar on stderr\n"
@@ -55,6 +55,7 @@ static void help(FILE *f)
             "  --patience S        how long the broker may stay unreachable (a restart) before\n"
             "                      the batch gives up (default 300)\n"
             "  --timeout S         seconds to wait for each broker reply (default %g)\n"
+            "  --priority N        of every request of the batch (default 0; see submit)\n"
             "  --quiet             no progress bar, no summary\n\n"
             "Exit status: 0 every plan written, 2 a bad list, 3 some request infeasible (the\n"
             "others written), 1 otherwise.\n",
@@ -295,18 +296,20 @@ static int follow(pf_client_t *client, entry_t *e, int quiet, char *err, size_t 
 
 int cmd_batch(int argc, char **argv)
 {
-    enum { O_BROKER = 1, O_LIST, O_PATIENCE, O_TIMEOUT, O_QUIET };
+    enum { O_BROKER = 1, O_LIST, O_PATIENCE, O_TIMEOUT, O_QUIET, O_PRIORITY };
     static const struct option opts[] = {{"broker", required_argument, 0, O_BROKER},
                                          {"list", required_argument, 0, O_LIST},
                                          {"patience", required_argument, 0, O_PATIENCE},
                                          {"timeout", required_argument, 0, O_TIMEOUT},
                                          {"quiet", no_argument, 0, O_QUIET},
+                                         {"priority", required_argument, 0, O_PRIORITY},
                                          {"output", required_argument, 0, 'o'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *broker = PF_BROKER_DEFAULT_ENDPOINT, *outdir = NULL;
     const char *lists[256];
     int nlists = 0, quiet = 0, c;
+    long long priority = 0;
     double patience_s = 300, timeout_s = CLI_DEFAULT_TIMEOUT_S;
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
@@ -326,6 +329,10 @@ int cmd_batch(int argc, char **argv)
                 return CLI_USAGE;
             break;
         case O_QUIET: quiet = 1; break;
+        case O_PRIORITY:
+            if (cli_int("batch", "--priority", optarg, -1000000, 1000000, &priority))
+                return CLI_USAGE;
+            break;
         case 'o': outdir = optarg; break;
         case 'h': help(stdout); return CLI_OK;
         default: return cli_usage_error("batch", "unknown option");
@@ -356,6 +363,7 @@ int cmd_batch(int argc, char **argv)
         rc = cli_report("batch", PF_EINPUT, err);
     if (rc != CLI_OK)
         goto done;
+    pf_client_set_priority(client, (int)priority);
 
     int progress = !quiet && cli_stderr_tty();
     double t0 = zclock_mono() / 1e3, last_heard = t0;

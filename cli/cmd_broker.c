@@ -16,7 +16,8 @@ static void help(FILE *f)
             "usage: planfarm broker [--bind ENDPOINT] [--heartbeat-ms N] [--liveness N]\n"
             "                       [--max-attempts N] [--max-msg-mb N] [--dp-timeout S]\n"
             "                       [--probe-margin S] [--max-requests N] [--verbose]\n"
-            "                       [--journal PATH|none] [--expire-days N] [--compact]\n\n"
+            "                       [--journal PATH|none] [--expire-days N] [--compact]\n"
+            "                       [--client-requests N] [--client-jobs N]\n\n"
             "Serves plan requests (planfarm submit/status/result/cancel/list, planfarm plan\n"
             "--broker) and hands their jobs to workers (planfarm worker). Runs until SIGINT or\n"
             "SIGTERM, then tells its workers BYE.\n\n"
@@ -39,7 +40,11 @@ static void help(FILE *f)
             "                      ~/.local/state/planfarm/journal.db; none: memory only)\n"
             "  --expire-days N     finished requests older than N days leave the journal at\n"
             "                      start and on --compact (default 7)\n"
-            "  --compact           expire, then shrink the journal file, and exit\n",
+            "  --compact           expire, then shrink the journal file, and exit\n"
+            "  --client-requests N unfinished requests one client may have (default: only\n"
+            "                      --max-requests)\n"
+            "  --client-jobs N     jobs of one client handed to workers at once (default: no\n"
+            "                      quota; clients take turns for free workers either way)\n",
             d.endpoint, d.heartbeat_ms, d.liveness, d.max_attempts,
             (long long)(d.max_msg_bytes >> 20), d.limits.solve_s, d.limits.margin_s, d.max_running);
 }
@@ -47,7 +52,7 @@ static void help(FILE *f)
 int cmd_broker(int argc, char **argv)
 {
     enum { O_BIND = 1, O_HB, O_LIVE, O_ATTEMPTS, O_MAXMSG, O_DPT, O_PM, O_MAXREQ, O_VERBOSE,
-           O_JOURNAL, O_EXPIRE, O_COMPACT, O_PREP_DELAY };
+           O_JOURNAL, O_EXPIRE, O_COMPACT, O_PREP_DELAY, O_CLIENT_REQ, O_CLIENT_JOBS };
     static const struct option opts[] = {{"bind", required_argument, 0, O_BIND},
                                          {"heartbeat-ms", required_argument, 0, O_HB},
                                          {"liveness", required_argument, 0, O_LIVE},
@@ -60,6 +65,8 @@ int cmd_broker(int argc, char **argv)
                                          {"journal", required_argument, 0, O_JOURNAL},
                                          {"expire-days", required_argument, 0, O_EXPIRE},
                                          {"compact", no_argument, 0, O_COMPACT},
+                                         {"client-requests", required_argument, 0, O_CLIENT_REQ},
+                                         {"client-jobs", required_argument, 0, O_CLIENT_JOBS},
                                          /* hidden test hook: slow request setup down */
                                          {"test-prep-delay-ms", required_argument, 0, O_PREP_DELAY},
                                          {"help", no_argument, 0, 'h'},
@@ -118,6 +125,16 @@ int cmd_broker(int argc, char **argv)
                 return CLI_USAGE;
             break;
         case O_COMPACT: compact = 1; break;
+        case O_CLIENT_REQ:
+            if (cli_int("broker", "--client-requests", optarg, 1, 1000000, &v))
+                return CLI_USAGE;
+            o.client_max_requests = (int)v;
+            break;
+        case O_CLIENT_JOBS:
+            if (cli_int("broker", "--client-jobs", optarg, 1, 100000000, &v))
+                return CLI_USAGE;
+            o.client_max_jobs = (int)v;
+            break;
         case O_PREP_DELAY:
             if (cli_int("broker", "--test-prep-delay-ms", optarg, 0, 3600000, &v))
                 return CLI_USAGE;

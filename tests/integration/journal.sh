@@ -34,12 +34,13 @@ pass() { echo "ok: $*"; }
 # start_broker NAME JOURNAL [ENDPOINT]: sets EP and BROKER_PID (log appended: restarts add up).
 start_broker() {
     name=$1; journal=$2; bind=${3:-tcp://127.0.0.1:0}
-    before=$(grep -c "serving on" "$TMP/$name.log" 2>/dev/null || true)
+    touch "$TMP/$name.log"
+    before=$(grep -c "serving on" "$TMP/$name.log" || true)
     "$BIN" broker --bind "$bind" --journal "$journal" --heartbeat-ms $HB >>"$TMP/$name.log" 2>&1 &
     BROKER_PID=$!
     PIDS="$PIDS $BROKER_PID"
     for _ in $(seq 1 200); do
-        [ "$(grep -c "serving on" "$TMP/$name.log" 2>/dev/null || true)" -gt "${before:-0}" ] && break
+        [ "$(grep -c "serving on" "$TMP/$name.log" || true)" -gt "$before" ] && break
         sleep 0.05
     done
     EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/$name.log" | tail -n 1)
@@ -72,6 +73,9 @@ compare_dir() {
     done
     [ "$n" -eq 50 ] || fail "$n reference plans, expected 50"
 }
+
+# state ID: the request's state word (running, done, ...).
+state() { "$BIN" status "$1" --broker "$EP" 2>/dev/null | sed -n '1s/.*: //p'; }
 
 # requests EP: how many requests the broker lists.
 requests() { "$BIN" list --broker "$1" --timeout 2 | tail -n +2 | wc -l; }
@@ -149,6 +153,40 @@ compare_dir "$TMP/loop"
 grep -q "journaled answers replayed" "$TMP/loop.log" || fail "no restart replayed answers"
 stop_all
 pass "kill -9 $kills times during one batch: all 50 plans as undisturbed"
+
+# ---- fairness: a small request behind a large one ----
+# One worker holding one job at a time, every job slowed by 100 ms (--test-delay-ms, a hidden
+# test hook). The large request queues 15 partition jobs (S in 1..16, three alphas each:
+# --coarsen 16); the small one, from another client, 5 at most. Counted in jobs, not seconds:
+# while the small one runs, the large one may finish at most as many jobs as the small one
+# issued, plus 2 (the job on the worker when it came, and one poll's lag). First come, first
+# served would first run the large one's whole queue (checked to be longer than that bound).
+"$BIN" model gpt --layers 12 -o "$TMP/big.json" 2>/dev/null
+"$BIN" cluster dgx1 --machines 2 -o "$TMP/dgx1x2.json" 2>/dev/null
+start_broker fair none
+"$BIN" worker --connect "$EP" --threads 1 --credits 1 --heartbeat-ms $HB --test-delay-ms 100 \
+    --name slow >>"$TMP/slow.log" 2>&1 &
+PIDS="$PIDS $!"
+# jobs ID WHAT: issued, answered or queued jobs of a request.
+jobs() {
+    "$BIN" status "$1" --broker "$EP" |
+        sed -n "s/.*jobs: *\([0-9]*\) issued: \([0-9]*\) answered.*(\([0-9]*\) queued).*/\1 \2 \3/p" |
+        { read -r i a q; case $2 in issued) echo "$i";; answered) echo "$a";; *) echo "$q";; esac; }
+}
+LARGE=$("$BIN" submit "$TMP/big.json" "$TMP/dgx1x2.json" --broker "$EP" --coarsen 16)
+for _ in $(seq 1 200); do [ "$(jobs "$LARGE" issued)" -ge 15 ] && break; sleep 0.05; done
+SMALL=$("$BIN" submit "$TMP/gpt1.json" "$TMP/dgx1.json" --broker "$EP" --stages 1)
+A0=$(jobs "$LARGE" answered)
+Q0=$(jobs "$LARGE" queued)
+for _ in $(seq 1 600); do [ "$(state "$SMALL")" = "done" ] && break; sleep 0.02; done
+A1=$(jobs "$LARGE" answered)
+[ "$(state "$SMALL")" = "done" ] || fail "the small request did not finish"
+NS=$(jobs "$SMALL" issued)
+[ "$Q0" -gt $((NS + 2)) ] || fail "the large request queued only $Q0 jobs: no test of fairness"
+[ $((A1 - A0)) -le $((NS + 2)) ] ||
+    fail "the large request finished $((A1 - A0)) jobs while the small one ($NS jobs) ran"
+stop_all
+pass "fairness: $((A1 - A0)) large jobs ran beside the small request's $NS (FIFO: $Q0 first)"
 
 # ---- compact ----
 "$BIN" broker --journal "$TMP/loop.db" --compact --expire-days 0 >"$TMP/compact.out" ||

@@ -2,17 +2,20 @@
  * own message kinds). One ROUTER socket serves workers and clients; a peer is a worker once it
  * sends READY and a client once it sends a client message.
  *
- * One thread does everything: it receives a batch of messages, lets the dispatch core
- * (broker/dispatch.h) and the requests' search state machines (planner/search.h: pure logic,
- * never a solver) react, then hands queued jobs to workers with free credits. Once per
+ * One thread does everything but a request's setup: it receives a batch of messages, lets the
+ * dispatch core (broker/dispatch.h) and the requests' search state machines (planner/search.h:
+ * pure logic, never a solver) react, then hands queued jobs to workers with free credits, the
+ * clients taking turns (broker/fair.h). Decoding a submitted graph and building its search
+ * (phase 0 coarsening) run on a helper thread (broker/prep.h); requests, job answers and plans go
+ * to a journal (broker/journal.h) from which a restarted broker goes on. Once per
  * `heartbeat_ms` of its clock (options; the monotonic clock unless a test moves time by hand) it
  * sends heartbeats, re-sends jobs past their deadline, and declares dead the workers it has not
  * heard from through `liveness` of these intervals (their jobs go back to the queue). Liveness
  * counts the loop's own intervals, not seconds: a broker that was busy or not scheduled does not
  * blame its workers for the time it lost.
  *
- * Files: peers.c (registry, sending), requests.c, client_proto.c, worker_proto.c, broker.c (the
- * loop); broker_int.h is what they share.
+ * Files: peers.c (registry, sending), requests.c, intake.c (SUBMIT, setup, restart),
+ * client_proto.c, worker_proto.c, broker.c (the loop); broker_int.h is what they share.
  *
  * Network input is never trusted: a message with the wrong frame count, a bad header, an
  * undecodable or invalid body, or a kind its sender may not send is counted, logged once per

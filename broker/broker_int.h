@@ -3,6 +3,8 @@
  *
  *   peers.c         the peer registry (ROUTER identity -> peer) and sending to one peer
  *   requests.c      requests: their search driven through the dispatch core, their status
+ *   intake.c        SUBMIT (keyed, journaled, set up on the helper thread), restart from the
+ *                   journal, jobs through the clients' lanes
  *   client_proto.c  what clients send (SUBMIT, STATUS, RESULT_REQ, CANCEL_REQ, LIST)
  *   worker_proto.c  what workers send (READY, HEARTBEAT, RESULT, FAILED, FETCH, BYE), jobs out
  *   broker.c        the loop, heartbeats and the public API */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zmq.h>
 
 void pf_broker_opts_init(pf_broker_opts_t *o)
@@ -89,6 +90,20 @@ static int recv_one(pf_broker_t *b)
 
 static void pump(pf_broker_t *b)
 {
+    /* Only as many jobs enter the dispatch core as it has free credits for; which ones is the
+     * lanes' turn-taking (broker/fair.h), so a queue a large request built never stands in front
+     * of a small request's jobs. */
+    if (pf_fair_queued(b->fair) > 0) {
+        pf_dispatch_stats_t ds;
+        pf_dispatch_get_stats(b->dispatch, &ds);
+        pf_fair_job_t j;
+        for (long long room = ds.credits_free - ds.queued; room > 0 && pf_fair_pop(b->fair, &j);
+             room--)
+            if (pf_dispatch_submit(b->dispatch, j.id, j.kind, j.timeout_s, j.owner,
+                                   j.owner_job) != PF_OK)
+                pf_broker_on_poisoned(b, j.owner, j.owner_job, j.id,
+                                      "broker: out of memory queueing a job");
+    }
     pf_dispatch_assign_t a;
     while (pf_dispatch_next(b->dispatch, b->now, &a))
         pf_broker_send_job(b, &a);
@@ -142,16 +157,27 @@ static void on_pipe(pf_broker_t *b, int *stop)
     } else if (streq(cmd, "STATS")) {
         pf_broker_stats_t st;
         pf_broker_get_stats(b, &st);
-        zstr_sendf(b->pipe, "STATS %.6f %.6f %lld %lld %lld %lld %d", st.wall_s, st.busy_s,
-                   st.msgs_in, st.msgs_out, st.malformed, st.dispatched, st.workers);
+        zstr_sendf(b->pipe, "STATS %.6f %.6f %lld %lld %lld %lld %d %.6f %d", st.wall_s,
+                   st.busy_s, st.msgs_in, st.msgs_out, st.malformed, st.dispatched, st.workers,
+                   st.max_stall_s, st.preparing);
     }
     free(cmd);
     zmsg_destroy(&msg);
 }
 
+/* Answers and ends of this turn in one commit (acknowledged SUBMITs have committed already). */
+static void journal_commit(pf_broker_t *b)
+{
+    char err[512];
+    if (b->journal && pf_journal_commit(b->journal, err, sizeof err) != PF_OK) {
+        b->journal_errors++;
+        zsys_error("broker: %s", err);
+    }
+}
+
 static int loop(pf_broker_t *b, zsock_t *pipe)
 {
-    zpoller_t *poller = zpoller_new(b->router, pipe, NULL);
+    zpoller_t *poller = zpoller_new(b->router, pf_prep_sock(b->prep), pipe, NULL);
     if (!poller)
         return PF_ERR;
     if (pipe)
@@ -171,6 +197,8 @@ static int loop(pf_broker_t *b, zsock_t *pipe)
         b->now = pf_clock_now(&b->o.clock);
         if (pipe && which == pipe) {
             on_pipe(b, &stop);
+        } else if (which == pf_prep_sock(b->prep)) {
+            pf_broker_prep_done(b);
         } else if (which == b->router) {
             for (int i = 0; i < DRAIN_BATCH && recv_one(b); i++)
                 ;
@@ -188,7 +216,11 @@ static int loop(pf_broker_t *b, zsock_t *pipe)
         pf_broker_drop_gone(b);
         pump(b);
         pf_broker_drop_gone(b);
-        b->busy_s += pf_now_s() - t0;
+        journal_commit(b);
+        double turn_s = pf_now_s() - t0;
+        b->busy_s += turn_s;
+        if (turn_s > b->max_stall_s)
+            b->max_stall_s = turn_s;
     }
     zpoller_destroy(&poller);
     b->pipe = NULL;
@@ -237,6 +269,14 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
     zhashx_set_destructor(b->requests, pf_broker_request_item_free);
     zlistx_set_destructor(b->gone, (zlistx_destructor_fn *)zstr_free);
     zlistx_set_duplicator(b->gone, (zlistx_duplicator_fn *)strdup);
+    if (!(b->prep = pf_prep_new(b->o.prep_delay_ms, err, errlen)))
+        goto fail;
+    if (!(b->fair = pf_fair_new(b->o.client_max_jobs))) {
+        pf_fail(err, errlen, PF_ERR, "out of memory");
+        goto fail;
+    }
+    if (b->o.journal_path && !(b->journal = pf_journal_open(b->o.journal_path, err, errlen)))
+        goto fail;
 
     b->router = zsock_new(ZMQ_ROUTER);
     if (!b->router) {
@@ -268,6 +308,13 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
         goto fail;
     b->t_start_wall = pf_now_s();
     b->now = pf_clock_now(&b->o.clock);
+    /* after next_seq is drawn: restored requests take fresh numbers, so a worker that still
+     * answers the killed broker's jobs cannot be taken for answering these */
+    if (pf_broker_restore(b, err, errlen) != PF_OK)
+        goto fail;
+    if (b->restored)
+        pf_peer_info(b->o.quiet, "broker: journal %s: %lld unfinished requests restored",
+                     b->o.journal_path, b->restored);
     return b;
 fail:
     pf_broker_destroy(&b);
@@ -287,8 +334,11 @@ void pf_broker_destroy(pf_broker_t **bp)
     pf_broker_agents_free(b);
     zsock_destroy(&b->router);
     zlistx_destroy(&b->order);
+    pf_prep_destroy(&b->prep);    /* its thread may hold a search: stopped first */
     zhashx_destroy(&b->requests); /* before the dispatch core: searches go with their requests */
+    pf_journal_close(&b->journal);
     pf_dispatch_destroy(&b->dispatch);
+    pf_fair_destroy(&b->fair);
     pf_blobstore_destroy(&b->blobs);
     zhashx_destroy(&b->peers);
     zlistx_destroy(&b->gone);
@@ -327,6 +377,27 @@ void pf_broker_get_stats(const pf_broker_t *b, pf_broker_stats_t *st)
     st->poisoned = ds.poisoned;
     st->workers = ds.workers;
     st->requests = b->nrequests;
+    st->max_stall_s = b->max_stall_s;
+    st->prep_max_s = b->prep_max_s;
+    st->preparing = b->prep ? pf_prep_pending(b->prep) : 0;
+    st->restored = b->restored;
+    st->replayed_answers = b->replayed_answers;
+    st->journal_errors = b->journal_errors;
+}
+
+int pf_broker_journal_compact_or_expire(const char *path, double expire_days, int compact,
+                                        long long *removed, char *err, size_t errlen)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    pf_journal_t *j = pf_journal_open(path, err, errlen);
+    if (!j)
+        return PF_ERR;
+    int rc = pf_journal_expire(j, (double)ts.tv_sec - expire_days * 86400.0, removed, err, errlen);
+    if (rc == PF_OK && compact)
+        rc = pf_journal_compact(j, err, errlen);
+    pf_journal_close(&j);
+    return rc;
 }
 
 void pf_broker_actor(zsock_t *pipe, void *args)

@@ -2,17 +2,20 @@
  * own message kinds). One ROUTER socket serves workers and clients; a peer is a worker once it
  * sends READY and a client once it sends a client message.
  *
- * One thread does everything: it receives a batch of messages, lets the dispatch core
- * (broker/dispatch.h) and the requests' search state machines (planner/search.h: pure logic,
- * never a solver) react, then hands queued jobs to workers with free credits. Once per
+ * One thread does everything but a request's setup: it receives a batch of messages, lets the
+ * dispatch core (broker/dispatch.h) and the requests' search state machines (planner/search.h:
+ * pure logic, never a solver) react, then hands queued jobs to workers with free credits, the
+ * clients taking turns (broker/fair.h). Decoding a submitted graph and building its search
+ * (phase 0 coarsening) run on a helper thread (broker/prep.h); requests, job answers and plans go
+ * to a journal (broker/journal.h) from which a restarted broker goes on. Once per
  * `heartbeat_ms` of its clock (options; the monotonic clock unless a test moves time by hand) it
  * sends heartbeats, re-sends jobs past their deadline, and declares dead the workers it has not
  * heard from through `liveness` of these intervals (their jobs go back to the queue). Liveness
  * counts the loop's own intervals, not seconds: a broker that was busy or not scheduled does not
  * blame its workers for the time it lost.
  *
- * Files: peers.c (registry, sending), requests.c, client_proto.c, worker_proto.c, broker.c (the
- * loop); broker_int.h is what they share.
+ * Files: peers.c (registry, sending), requests.c, intake.c (SUBMIT, setup, restart),
+ * client_proto.c, worker_proto.c, broker.c (the loop); broker_int.h is what they share.
  *
  * Network input is never trusted: a message with the wrong frame count, a bad header, an
  * undecodable or invalid body, or a kind its sender may not send is counted, logged once per
@@ -47,12 +50,22 @@ typedef struct {
     pf_clock_t clock;       /* heartbeats, liveness, deadlines; default (zeroed) monotonic */
     const char *http_addr;  /* HOST:PORT of /metrics and the status page (broker/http.h);
                              * NULL: none */
+    const char *journal_path; /* SQLite journal (broker/journal.h); NULL: requests live in memory
+                               * only. Unfinished requests in it are restored by pf_broker_new */
+    int prep_delay_ms;      /* test hook: the helper thread sleeps this long before each setup */
+    int client_max_requests; /* unfinished requests one client may have; 0 = only max_running */
+    int client_max_jobs;    /* jobs of one client in the dispatch core at once; 0 = no quota.
+                             * Clients take turns for free credits either way (broker/fair.h) */
 } pf_broker_opts_t;
 
 void pf_broker_opts_init(pf_broker_opts_t *o);
 
 /* Binds the ROUTER socket; NULL and a message on failure. */
 pf_broker_t *pf_broker_new(const pf_broker_opts_t *o, char *err, size_t errlen);
+/* Expire the journal's finished requests submitted more than expire_days ago (at start), and
+ * with compact also VACUUM it (planfarm broker --compact). *removed counts the expired ones. */
+int pf_broker_journal_compact_or_expire(const char *path, double expire_days, int compact,
+                                        long long *removed, char *err, size_t errlen);
 /* Sends BYE to every worker, then closes. */
 void pf_broker_destroy(pf_broker_t **b);
 /* The bound endpoint (a tcp port of 0 or * is resolved). */
@@ -68,6 +81,10 @@ typedef struct {
     long long dispatched, answered, requeued, poisoned;
     int workers;
     long long requests;
+    double max_stall_s;  /* longest turn of the loop (monotonic): how long STATUS could wait */
+    double prep_max_s;   /* longest request setup on the helper thread */
+    int preparing;       /* requests whose setup is queued or running */
+    long long restored, replayed_answers, journal_errors;
 } pf_broker_stats_t;
 
 void pf_broker_get_stats(const pf_broker_t *b, pf_broker_stats_t *st);
@@ -78,7 +95,7 @@ void pf_broker_get_stats(const pf_broker_t *b, pf_broker_stats_t *st);
  *   "NOOP" <n>   queue n empty jobs (dispatch benchmarks); when all are answered the actor sends
  *                "DONE" <seconds>
  *   "STATS"      replies "STATS" <wall_s> <busy_s> <msgs_in> <msgs_out> <malformed>
- *                <dispatched> <workers>
+ *                <dispatched> <workers> <max_stall_s> <preparing>
  *   "$TERM"      stop (BYE to workers). */
 void pf_broker_actor(zsock_t *pipe, void *args);
 

@@ -3,6 +3,8 @@
  *
  *   peers.c         the peer registry (ROUTER identity -> peer) and sending to one peer
  *   requests.c      requests: their search driven through the dispatch core, their status
+ *   intake.c        SUBMIT (keyed, journaled, set up on the helper thread), restart from the
+ *                   journal, jobs through the clients' lanes
  *   client_proto.c  what clients send (SUBMIT, STATUS, RESULT_REQ, CANCEL_REQ, LIST)
  *   worker_proto.c  what workers send (READY, HEARTBEAT, RESULT, FAILED, FETCH, BYE), jobs out
  *   agent_proto.c   profiler agents (REGISTER, MEASUREMENT, HEARTBEAT, BYE) and profiling
@@ -16,6 +18,9 @@
 #include "broker/dispatch.h"
 #include "broker/http.h"
 #include "broker/metrics.h"
+#include "broker/fair.h"
+#include "broker/journal.h"
+#include "broker/prep.h"
 #include "planner/search.h"
 #include "proto/job_codec.h"
 #include "proto/peer_io.h"
@@ -66,6 +71,11 @@ typedef struct {
     char *plan_json;
     size_t plan_len;
     int has_mapping_svg; /* the HTTP face holds its mapping picture (publish.c) */
+    char key[PF_JOURNAL_KEY_LEN]; /* hash of its inputs and options (broker/journal.h) */
+    int priority;
+    char client[2 * IDENTITY_MAX + 1]; /* the submitter's key: its lane (broker/fair.h) */
+    int preparing; /* its setup is on the helper thread (search NULL, not finished) */
+    int restored;  /* from the journal: its journaled answers are replayed once prepared */
 } request_t;
 
 struct pf_broker {
@@ -88,7 +98,12 @@ struct pf_broker {
     zsock_t *pipe;
     long long noop_left;
     double noop_t0;
+    pf_journal_t *journal; /* NULL: --journal none */
+    pf_prep_t *prep;
+    pf_fair_t *fair;
     /* stats */
+    double max_stall_s, prep_max_s;
+    long long restored, replayed_answers, journal_errors;
     double busy_s;
     long long msgs_in, msgs_out, malformed, nrequests;
     /* the HTTP face (publish.c); NULL without --http */
@@ -128,6 +143,29 @@ int pf_broker_request_new_id(pf_broker_t *b, char *out, size_t len);
 /* dispatch event: a job of a request failed max_attempts times */
 void pf_broker_on_poisoned(void *ctx, void *owner, uint64_t owner_job, uint64_t job_id,
                            const char *error);
+
+/* ---- intake.c ---- */
+/* SUBMIT: keyed, journaled, answered "preparing", set up on the helper thread. */
+void pf_broker_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len);
+/* Requests whose setup the helper thread finished go on (the loop polls pf_prep_sock). */
+void pf_broker_prep_done(pf_broker_t *b);
+/* Unfinished requests of the journal prepared again, finished ones listed (pf_broker_new). */
+int pf_broker_restore(pf_broker_t *b, char *err, size_t errlen);
+/* A finished request no longer in memory, by id (or, id NULL, the newest done one with key),
+ * brought back from the journal; NULL when there is none. */
+request_t *pf_broker_request_recall(pf_broker_t *b, const char *id, const char *key);
+/* The journal's view of a request's end and of an answer its search used. */
+void pf_broker_journal_end(pf_broker_t *b, request_t *r);
+void pf_broker_journal_answer(pf_broker_t *b, request_t *r, uint64_t sid, const uint8_t *data,
+                              size_t len);
+/* Requests preparing or running (the max_running cap); of one client when client is not NULL. */
+int pf_broker_requests_running(pf_broker_t *b, const char *client);
+/* A job of a request into its client's lane; cancelled jobs leave the lane or the dispatch core;
+ * a job the dispatch core no longer has frees its lane's quota. */
+int pf_broker_queue_job(pf_broker_t *b, request_t *r, uint64_t sid, const pf_job_t *job);
+void pf_broker_cancel_job(pf_broker_t *b, uint64_t job_id);
+void pf_broker_cancel_jobs(pf_broker_t *b, request_t *r);
+void pf_broker_job_left(pf_broker_t *b, uint64_t job_id);
 
 /* ---- client_proto.c ---- */
 void pf_broker_on_client(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t *data,

@@ -11,6 +11,7 @@ struct pf_client {
     int timeout_ms;
     zsock_t *dealer; /* made on demand; dropped after a timeout */
     zmsg_t *reply;
+    int priority; /* of the requests it submits */
 };
 
 pf_client_t *pf_client_new(const char *endpoint, int timeout_ms, char *err, size_t errlen)
@@ -135,11 +136,17 @@ int pf_client_submit(pf_client_t *c, const pf_graph_t *g, const pf_cluster_t *cl
         return pf_fail(err, errlen, PF_ERR, "out of memory");
     }
     m.label = (char *)(label ? label : "");
+    m.priority = c->priority;
     rc = pf_client_call(c, PF_MSG_SUBMIT, &m.base, PF_MSG_SUBMIT_REPLY, &body, &len, err, errlen);
     pf_arena_destroy(&a);
     if (rc != PF_OK)
         return rc;
     return UNPACK("SUBMIT", planfarm__request_status__unpack, body, len, out, err, errlen);
+}
+
+void pf_client_set_priority(pf_client_t *c, int priority)
+{
+    c->priority = priority;
 }
 
 int pf_client_status(pf_client_t *c, const char *id, Planfarm__RequestStatus **out, char *err,

@@ -28,6 +28,9 @@ int pf_client_call(pf_client_t *c, pf_msg_t kind, const ProtobufCMessage *req, p
 int pf_client_submit(pf_client_t *c, const pf_graph_t *g, const pf_cluster_t *cl,
                      const pf_search_opts_t *o, const char *label, Planfarm__RequestStatus **out,
                      char *err, size_t errlen);
+/* Priority of the requests submitted from now on: among one client's requests, jobs of higher
+ * ones go to workers first (broker/fair.h); default 0. */
+void pf_client_set_priority(pf_client_t *c, int priority);
 int pf_client_status(pf_client_t *c, const char *id, Planfarm__RequestStatus **out, char *err,
                      size_t errlen);
 int pf_client_result(pf_client_t *c, const char *id, Planfarm__ResultReply **out, char *err,

@@ -69,8 +69,9 @@ static void finish(pf_broker_t *b, request_t *r)
         r->status = rc;
         snprintf(r->error, sizeof r->error, "%s", err);
     }
-    pf_dispatch_cancel_owner(b->dispatch, r);
+    pf_broker_cancel_jobs(b, r);
     pf_search_destroy(&r->search);
+    pf_broker_journal_end(b, r);
     pf_broker_request_release(b, r);
     pf_peer_info(b->o.quiet, "broker: request %s %s after %.2f s, %lld jobs%s%s", r->id, pf_request_state_name(r->state),
               r->t_end - r->t_start, r->last.jobs_issued, r->error[0] ? ": " : "", r->error);
@@ -84,12 +85,11 @@ void pf_broker_request_advance(pf_broker_t *b, request_t *r)
     int n;
     while ((n = pf_search_take_cancelled(r->search, ids, 64)) > 0)
         for (int i = 0; i < n; i++)
-            pf_dispatch_cancel(b->dispatch, job_id_of(r, ids[i]));
+            pf_broker_cancel_job(b, job_id_of(r, ids[i]));
     uint64_t sid;
     pf_job_t job;
     while (r->search && pf_search_next_job(r->search, &sid, &job)) {
-        if (pf_dispatch_submit(b->dispatch, job_id_of(r, sid), job.kind, pf_job_timeout_s(&job, &b->o.limits),
-                               r, sid) != PF_OK) {
+        if (pf_broker_queue_job(b, r, sid, &job) != PF_OK) {
             pf_search_cancel(r->search, "broker: out of memory queueing a job");
             break;
         }
@@ -106,10 +106,12 @@ void pf_broker_request_status(pf_broker_t *b, request_t *r, Planfarm__RequestSta
     if (r->search) {
         pf_search_get_status(r->search, &st);
         pf_dispatch_owner_counts(b->dispatch, r, &queued, &running);
+        queued += pf_fair_owner_queued(b->fair, r); /* waiting for its client's turn */
     }
     m->request_id = r->id;
     m->state = r->state;
     m->phase = (char *)(r->search ? pf_search_phase_name(st.phase) : pf_request_state_name(r->state));
+    int live = r->search || r->preparing;
     m->jobs_issued = st.jobs_issued;
     m->jobs_answered = st.jobs_answered;
     m->jobs_outstanding = st.jobs_outstanding;
@@ -118,7 +120,7 @@ void pf_broker_request_status(pf_broker_t *b, request_t *r, Planfarm__RequestSta
     m->status = r->status;
     m->error = r->error;
     m->label = r->label;
-    m->wall_s = (r->search ? b->now : r->t_end) - r->t_start;
+    m->wall_s = (live ? b->now : r->t_end) - r->t_start;
     m->workers = (uint32_t)pf_dispatch_workers(b->dispatch);
 }
 
@@ -131,12 +133,12 @@ void pf_broker_requests_evict(pf_broker_t *b)
 {
     size_t finished = 0;
     for (request_t *r = zlistx_first(b->order); r; r = zlistx_next(b->order))
-        finished += r->search == NULL;
+        finished += r->search == NULL && !r->preparing;
     void *h = zlistx_first(b->order) ? zlistx_cursor(b->order) : NULL;
     while (h && finished > (size_t)b->o.max_finished) {
         request_t *r = zlistx_handle_item(h);
         void *next = zlistx_next(b->order) ? zlistx_cursor(b->order) : NULL;
-        if (!r->search) {
+        if (!r->search && !r->preparing) {
             zlistx_delete(b->order, h);
             zhashx_delete(b->requests, r->id); /* the table's destructor frees it */
             finished--;
@@ -177,7 +179,7 @@ void pf_broker_on_poisoned(void *ctx, void *owner, uint64_t owner_job, uint64_t 
     pf_broker_t *b = ctx;
     request_t *r = owner;
     zsys_warning("broker: %s", error);
-    (void)job_id;
+    pf_fair_done(b->fair, job_id);
     if (!r) { /* a benchmark job */
         if (b->noop_left > 0)
             b->noop_left--;

@@ -46,6 +46,7 @@ void pf_broker_send_job(pf_broker_t *b, const pf_dispatch_assign_t *a)
     if (!r->search || !pf_search_job(r->search, a->owner_job, &job)) {
         /* no longer wanted: take it back before it goes out, credit included */
         pf_dispatch_result(b->dispatch, a->worker, a->job_id);
+        pf_broker_job_left(b, a->job_id);
         return;
     }
     r->state = PLANFARM__REQUEST_STATE__REQ_RUNNING; /* queued until a job goes out */
@@ -153,11 +154,13 @@ static void on_result(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
         goto done;
     }
     if (pf_dispatch_result(b->dispatch, w, m->id)) {
-        pf_search_answer(r->search, sid, &res);
+        if (pf_search_answer(r->search, sid, &res)) /* in the order used: replayed so */
+            pf_broker_journal_answer(b, r, sid, data, len);
         pf_broker_request_advance(b, r);
     }
     pf_job_result_clear(&res);
 done:
+    pf_broker_job_left(b, m->id);
     planfarm__job_result__free_unpacked(m, NULL);
 }
 
@@ -172,6 +175,7 @@ static void on_failed(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
     snprintf(why, sizeof why, "%s: %.256s", p->name, m->error ? m->error : "failed");
     if (pf_dispatch_failed(b->dispatch, p->worker, m->job_id, why) && b->o.verbose)
         pf_peer_info(b->o.quiet, "broker: job %llu failed on %s", (unsigned long long)m->job_id, why);
+    pf_broker_job_left(b, m->job_id);
     planfarm__failed__free_unpacked(m, NULL);
 }
 

@@ -127,6 +127,7 @@ int cmd_broker(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_submit(int argc, char **argv);
+int cmd_batch(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_result(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);

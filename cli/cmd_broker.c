@@ -1,9 +1,12 @@
 /* planfarm broker: serve plan requests to clients and jobs to workers until SIGINT/SIGTERM. */
 #include "broker/broker.h"
+#include "broker/journal.h"
 #include "cli/cli.h"
 #include "planner/util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static void help(FILE *f)
 {
@@ -13,7 +16,8 @@ static void help(FILE *f)
             "usage: planfarm broker [--bind ENDPOINT] [--heartbeat-ms N] [--liveness N]\n"
             "                       [--max-attempts N] [--max-msg-mb N] [--dp-timeout S]\n"
             "                       [--probe-margin S] [--max-requests N] [--http ADDR]\n"
-            "                       [--verbose]\n\n"
+            "                       [--verbose] [--journal PATH|none] [--expire-days N]\n"
+            "                       [--compact] [--client-requests N] [--client-jobs N]\n\n"
             "Serves plan requests (planfarm submit/status/result/cancel/list, planfarm plan\n"
             "--broker) and hands their jobs to workers (planfarm worker). Runs until SIGINT or\n"
             "SIGTERM, then tells its workers BYE.\n\n"
@@ -32,7 +36,18 @@ static void help(FILE *f)
             "  --http ADDR         serve /metrics (Prometheus) and a status page at / on\n"
             "                      HOST:PORT, [IPv6]:PORT or :PORT (every interface; plain\n"
             "                      HTTP, no authentication: loopback or a trusted network)\n"
-            "  --verbose           log every job failure and send error\n",
+            "  --verbose           log every job failure and send error\n"
+            "  --journal PATH      SQLite journal of requests, answers and plans: a restarted\n"
+            "                      broker goes on with what it had accepted (default\n"
+            "                      $XDG_STATE_HOME/planfarm/journal.db, else\n"
+            "                      ~/.local/state/planfarm/journal.db; none: memory only)\n"
+            "  --expire-days N     finished requests older than N days leave the journal at\n"
+            "                      start and on --compact (default 7)\n"
+            "  --compact           expire, then shrink the journal file, and exit\n"
+            "  --client-requests N unfinished requests one client may have (default: only\n"
+            "                      --max-requests)\n"
+            "  --client-jobs N     jobs of one client handed to workers at once (default: no\n"
+            "                      quota; clients take turns for free workers either way)\n",
             d.endpoint, d.heartbeat_ms, d.liveness, d.max_attempts,
             (long long)(d.max_msg_bytes >> 20), d.limits.solve_s, d.limits.margin_s, d.max_running);
 }
@@ -40,7 +55,7 @@ static void help(FILE *f)
 int cmd_broker(int argc, char **argv)
 {
     enum { O_BIND = 1, O_HB, O_LIVE, O_ATTEMPTS, O_MAXMSG, O_DPT, O_PM, O_MAXREQ, O_VERBOSE,
-           O_HTTP };
+           O_HTTP, O_JOURNAL, O_EXPIRE, O_COMPACT, O_PREP_DELAY, O_CLIENT_REQ, O_CLIENT_JOBS };
     static const struct option opts[] = {{"bind", required_argument, 0, O_BIND},
                                          {"heartbeat-ms", required_argument, 0, O_HB},
                                          {"liveness", required_argument, 0, O_LIVE},
@@ -51,12 +66,22 @@ int cmd_broker(int argc, char **argv)
                                          {"max-requests", required_argument, 0, O_MAXREQ},
                                          {"verbose", no_argument, 0, O_VERBOSE},
                                          {"http", required_argument, 0, O_HTTP},
+                                         {"journal", required_argument, 0, O_JOURNAL},
+                                         {"expire-days", required_argument, 0, O_EXPIRE},
+                                         {"compact", no_argument, 0, O_COMPACT},
+                                         {"client-requests", required_argument, 0, O_CLIENT_REQ},
+                                         {"client-jobs", required_argument, 0, O_CLIENT_JOBS},
+                                         /* hidden test hook: slow request setup down */
+                                         {"test-prep-delay-ms", required_argument, 0, O_PREP_DELAY},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     pf_broker_opts_t o;
     pf_broker_opts_init(&o);
     long long v;
-    double x;
+    double x, expire_days = 7;
+    int compact = 0;
+    const char *journal = NULL;
+    char journal_default[1024];
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -99,6 +124,27 @@ int cmd_broker(int argc, char **argv)
             break;
         case O_VERBOSE: o.verbose = 1; break;
         case O_HTTP: o.http_addr = optarg; break;
+        case O_JOURNAL: journal = optarg; break;
+        case O_EXPIRE:
+            if (cli_double("broker", "--expire-days", optarg, 0, 1e6, &expire_days))
+                return CLI_USAGE;
+            break;
+        case O_COMPACT: compact = 1; break;
+        case O_CLIENT_REQ:
+            if (cli_int("broker", "--client-requests", optarg, 1, 1000000, &v))
+                return CLI_USAGE;
+            o.client_max_requests = (int)v;
+            break;
+        case O_CLIENT_JOBS:
+            if (cli_int("broker", "--client-jobs", optarg, 1, 100000000, &v))
+                return CLI_USAGE;
+            o.client_max_jobs = (int)v;
+            break;
+        case O_PREP_DELAY:
+            if (cli_int("broker", "--test-prep-delay-ms", optarg, 0, 3600000, &v))
+                return CLI_USAGE;
+            o.prep_delay_ms = (int)v;
+            break;
         case 'h': help(stdout); return CLI_OK;
         default: return cli_usage_error("broker", "unknown option");
         }
@@ -108,6 +154,27 @@ int cmd_broker(int argc, char **argv)
     if (o.endpoint && cli_check_endpoint("broker", "--bind", o.endpoint))
         return CLI_USAGE;
     char err[CLI_ERRLEN];
+    if (!journal) {
+        if (pf_journal_default_path(journal_default, sizeof journal_default,
+                                    getenv("XDG_STATE_HOME"), getenv("HOME")) != PF_OK)
+            return cli_usage_error("broker", "no HOME or XDG_STATE_HOME: give --journal PATH "
+                                             "or --journal none");
+        journal = journal_default;
+    }
+    if (strcmp(journal, "none") != 0) {
+        long long removed = 0;
+        if (pf_broker_journal_compact_or_expire(journal, expire_days, compact, &removed, err,
+                                                sizeof err) != PF_OK)
+            return cli_report("broker", PF_ERR, err);
+        if (compact) {
+            printf("journal %s: %lld finished requests older than %g days removed, compacted\n",
+                   journal, removed, expire_days);
+            return CLI_OK;
+        }
+        o.journal_path = journal;
+    } else if (compact) {
+        return cli_usage_error("broker", "--compact needs a journal");
+    }
     pf_broker_t *b = pf_broker_new(&o, err, sizeof err);
     if (!b)
         return cli_report("broker", PF_ERR, err);

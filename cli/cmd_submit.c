@@ -12,7 +12,7 @@ static void help(FILE *f)
 {
     fprintf(f,
             "usage: planfarm submit GRAPH CLUSTER [--broker ENDPOINT] [--wait] [-o PLAN]\n"
-            "                       [--timeout S] [--quiet] [search options]\n\n"
+            "                       [--timeout S] [--priority N] [--quiet] [search options]\n\n"
             "Sends a plan request to a broker and prints its id (e.g. r1a2b3c4d) on stdout.\n"
             "Fetch the plan later with `planfarm result ID`. With --wait it follows the request\n"
             "(a progress line on stderr when it is a terminal), then writes the plan to PLAN\n"
@@ -21,6 +21,8 @@ static void help(FILE *f)
             "  --wait              wait for the plan\n"
             "  -o PLAN             with --wait: output file (- = stdout)\n"
             "  --timeout S         seconds to wait for each broker reply (default %g)\n"
+            "  --priority N        among your requests, higher ones get workers first\n"
+            "                      (default 0; clients take turns whatever their priorities)\n"
             "  --quiet             no summary, no progress line\n\n",
             PF_BROKER_DEFAULT_ENDPOINT, CLI_DEFAULT_TIMEOUT_S);
     cli_planopts_help(f);
@@ -30,11 +32,12 @@ static void help(FILE *f)
 
 int cmd_submit(int argc, char **argv)
 {
-    enum { O_BROKER = 1, O_WAIT, O_TIMEOUT, O_QUIET };
+    enum { O_BROKER = 1, O_WAIT, O_TIMEOUT, O_QUIET, O_PRIORITY };
     static const struct option opts[] = {{"broker", required_argument, 0, O_BROKER},
                                          {"wait", no_argument, 0, O_WAIT},
                                          {"timeout", required_argument, 0, O_TIMEOUT},
                                          {"quiet", no_argument, 0, O_QUIET},
+                                         {"priority", required_argument, 0, O_PRIORITY},
                                          {"output", required_argument, 0, 'o'},
                                          {"help", no_argument, 0, 'h'},
                                          CLI_PLAN_OPTIONS,
@@ -44,6 +47,7 @@ int cmd_submit(int argc, char **argv)
     const char *out = NULL, *broker = PF_BROKER_DEFAULT_ENDPOINT;
     double timeout_s = CLI_DEFAULT_TIMEOUT_S;
     int wait = 0, quiet = 0, c, r;
+    long long priority = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
         if ((r = cli_planopt("submit", c, optarg, &so)) != 0) {
@@ -60,6 +64,10 @@ int cmd_submit(int argc, char **argv)
                 return CLI_USAGE;
             break;
         case O_QUIET: quiet = 1; break;
+        case O_PRIORITY:
+            if (cli_int("submit", "--priority", optarg, -1000000, 1000000, &priority))
+                return CLI_USAGE;
+            break;
         case 'h': help(stdout); return CLI_OK;
         default: return cli_usage_error("submit", "unknown option");
         }
@@ -84,6 +92,7 @@ int cmd_submit(int argc, char **argv)
         pf_cluster_destroy(&cl);
         return cli_report("submit", PF_EINPUT, err);
     }
+    pf_client_set_priority(client, (int)priority);
     rc = cli_submit("submit", client, g, cl, gpath, cpath, &so, &id);
     pf_graph_destroy(&g);
     pf_cluster_destroy(&cl);

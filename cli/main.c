@@ -27,6 +27,7 @@ static const command_t commands[] = {
     {"worker", cmd_worker, "run partition and mapping jobs for a broker"},
     {"agent", cmd_agent, "profile this host's GPUs (or CPU) and network for a broker"},
     {"submit", cmd_submit, "send a plan request to a broker (prints its id; --wait)"},
+    {"batch", cmd_batch, "submit a list of requests, follow them, write every plan"},
     {"status", cmd_status, "state, jobs and best objective of a request"},
     {"result", cmd_result, "write the plan of a finished request"},
     {"cancel", cmd_cancel, "stop a request"},

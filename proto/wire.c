@@ -57,6 +57,7 @@ const char *pf_request_state_name(Planfarm__RequestState s)
     case PLANFARM__REQUEST_STATE__REQ_RUNNING: return "running";
     case PLANFARM__REQUEST_STATE__REQ_DONE: return "done";
     case PLANFARM__REQUEST_STATE__REQ_FAILED: return "failed";
+    case PLANFARM__REQUEST_STATE__REQ_PREPARING: return "preparing";
     default: return "cancelled";
     }
 }

@@ -356,6 +356,28 @@ static void test_slow_message_keeps_workers(void)
 
 /* A 3-op graph on 4 devices: S in {1, 2} (S = 4 exceeds the ops); 3 ops need no coarsening, so
  * alpha is moot and each S is one DP job: 2 DP jobs queued. An op needing 2 GB on 1 GB devices makes the request exist, FAILED, status -3. */
+static Planfarm__RequestStatus *status_of(pf_client_t *c, const char *id)
+{
+    char err[512];
+    Planfarm__RequestStatus *st = NULL;
+    CU_ASSERT_EQUAL(pf_client_status(c, id, &st, err, sizeof err), PF_OK);
+    return st;
+}
+
+/* A SUBMIT's reply says "preparing" (the setup runs on the broker's helper thread): the status
+ * once the setup is over (10 s at most). */
+static Planfarm__RequestStatus *prepared(pf_client_t *c, Planfarm__RequestStatus *st)
+{
+    char id[64];
+    for (int i = 0; st && st->state == PLANFARM__REQUEST_STATE__REQ_PREPARING && i < 2000; i++) {
+        snprintf(id, sizeof id, "%s", st->request_id);
+        planfarm__request_status__free_unpacked(st, NULL);
+        zclock_sleep(5);
+        st = status_of(c, id);
+    }
+    return st;
+}
+
 static void test_requests(void)
 {
     pf_broker_opts_t o;
@@ -371,6 +393,9 @@ static void test_requests(void)
 
     Planfarm__RequestStatus *st;
     CU_ASSERT_EQUAL_FATAL(pf_client_submit(c, g, cl, &so, "tiny", &st, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(st->state, PLANFARM__REQUEST_STATE__REQ_PREPARING);
+    CU_ASSERT_STRING_EQUAL(st->phase, "preparing");
+    st = prepared(c, st);
     char id[32];
     snprintf(id, sizeof id, "%s", st->request_id);
     CU_ASSERT_EQUAL(strlen(id), 9);
@@ -384,6 +409,7 @@ static void test_requests(void)
     planfarm__request_status__free_unpacked(st, NULL);
 
     CU_ASSERT_EQUAL(pf_client_submit(c, big, cl, &so, "big", &st, err, sizeof err), PF_OK);
+    st = prepared(c, st);
     CU_ASSERT_EQUAL(st->state, PLANFARM__REQUEST_STATE__REQ_FAILED);
     CU_ASSERT_EQUAL(st->status, PF_EINFEASIBLE);
     CU_ASSERT_PTR_NOT_NULL(strstr(st->error, "needs"));
@@ -395,6 +421,7 @@ static void test_requests(void)
     so.stages = 3;
     so.replicas = 2;
     CU_ASSERT_EQUAL(pf_client_submit(c, g, cl, &so, "bad", &st, err, sizeof err), PF_OK);
+    st = prepared(c, st);
     CU_ASSERT_EQUAL(st->state, PLANFARM__REQUEST_STATE__REQ_FAILED);
     CU_ASSERT_EQUAL(st->status, PF_EINPUT);
     planfarm__request_status__free_unpacked(st, NULL);
@@ -422,7 +449,8 @@ static void test_requests(void)
     }
     planfarm__list_reply__free_unpacked(l, NULL);
 
-    /* a graph that does not decode: ErrorReply, no request */
+    /* a graph that does not decode: the request exists (the graph is decoded on the helper
+     * thread, after the reply) and failed, saying where */
     pf_arena_t *a = pf_arena_new();
     Planfarm__Submit m = PLANFARM__SUBMIT__INIT;
     m.graph = pf_codec_graph_to_pb(a, g);
@@ -430,10 +458,16 @@ static void test_requests(void)
     m.graph->edges[1]->dst = 99;
     const uint8_t *body;
     size_t len;
-    CU_ASSERT_EQUAL(pf_client_call(c, PF_MSG_SUBMIT, &m.base, PF_MSG_SUBMIT_REPLY, &body, &len, err,
-                                   sizeof err),
-                    PF_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "edges[1]"));
+    CU_ASSERT_EQUAL_FATAL(pf_client_call(c, PF_MSG_SUBMIT, &m.base, PF_MSG_SUBMIT_REPLY, &body,
+                                         &len, err, sizeof err),
+                          PF_OK);
+    st = planfarm__request_status__unpack(NULL, len, body);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+    st = prepared(c, st);
+    CU_ASSERT_EQUAL(st->state, PLANFARM__REQUEST_STATE__REQ_FAILED);
+    CU_ASSERT_EQUAL(st->status, PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st->error, "edges[1]"));
+    planfarm__request_status__free_unpacked(st, NULL);
     pf_arena_destroy(&a);
 
     pf_client_destroy(&c);
@@ -459,8 +493,10 @@ static void test_eviction(void)
     pf_search_opts_init(&so);
     for (int k = 0; k < 3; k++) {
         Planfarm__RequestStatus *st;
+        so.seed = (uint64_t)k + 1; /* three different requests (the same inputs are one) */
         CU_ASSERT_EQUAL_FATAL(pf_client_submit(c, big, cl, &so, "big", &st, err, sizeof err),
                               PF_OK);
+        st = prepared(c, st);
         snprintf(k == 0 ? first : last, 32, "%s", st->request_id);
         planfarm__request_status__free_unpacked(st, NULL);
     }
@@ -490,13 +526,6 @@ static void send_result(zsock_t *s, uint64_t id, int status)
     peer_send(s, PF_MSG_RESULT, &r.base);
 }
 
-static Planfarm__RequestStatus *status_of(pf_client_t *c, const char *id)
-{
-    char err[512];
-    Planfarm__RequestStatus *st = NULL;
-    CU_ASSERT_EQUAL(pf_client_status(c, id, &st, err, sizeof err), PF_OK);
-    return st;
-}
 
 /* The tiny request has two DP jobs. A scripted worker takes both and goes silent: declared dead
  * (liveness 2: at the third tick of the test's clock), its jobs are queued again. Its late RESULT for one of them is still used (jobs
@@ -640,6 +669,7 @@ static void test_partition_answers_checked(void)
     so.stages = 1; /* one DP job */
     Planfarm__RequestStatus *st;
     CU_ASSERT_EQUAL_FATAL(pf_client_submit(c, g, cl, &so, "tiny", &st, err, sizeof err), PF_OK);
+    st = prepared(c, st);
     snprintf(id, sizeof id, "%s", st->request_id);
     CU_ASSERT_EQUAL(st->jobs_queued, 1);
     planfarm__request_status__free_unpacked(st, NULL);
@@ -759,15 +789,18 @@ static void test_running_requests_bounded(void)
     Planfarm__RequestStatus *st;
     CU_ASSERT_EQUAL_FATAL(pf_client_submit(c, big, cl, &so, "infeasible", &st, err, sizeof err),
                           PF_OK);
+    st = prepared(c, st);
     CU_ASSERT_EQUAL(st->state, PLANFARM__REQUEST_STATE__REQ_FAILED);
     planfarm__request_status__free_unpacked(st, NULL);
     for (int k = 0; k < 2; k++) {
+        so.seed = (uint64_t)k + 1; /* different requests: the same inputs would be one */
         CU_ASSERT_EQUAL_FATAL(pf_client_submit(c, g, cl, &so, "tiny", &st, err, sizeof err),
                               PF_OK);
         if (k == 0)
             snprintf(first, sizeof first, "%s", st->request_id);
         planfarm__request_status__free_unpacked(st, NULL);
     }
+    so.seed = 3;
     CU_ASSERT_EQUAL(pf_client_submit(c, g, cl, &so, "one too many", &st, err, sizeof err),
                     PF_ERR);
     CU_ASSERT_PTR_NULL(st);
@@ -778,6 +811,7 @@ static void test_running_requests_bounded(void)
     planfarm__list_reply__free_unpacked(l, NULL);
     CU_ASSERT_EQUAL(pf_client_cancel(c, first, &st, err, sizeof err), PF_OK);
     planfarm__request_status__free_unpacked(st, NULL);
+    so.seed = 4;
     CU_ASSERT_EQUAL(pf_client_submit(c, g, cl, &so, "room again", &st, err, sizeof err), PF_OK);
     if (st)
         planfarm__request_status__free_unpacked(st, NULL);

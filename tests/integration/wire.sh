@@ -32,7 +32,7 @@ pass() { echo "ok: $*"; }
 start_broker() {
     name=$1; shift
     : >"$TMP/$name.log"
-    "$BIN" broker --bind tcp://127.0.0.1:0 --heartbeat-ms $HB --liveness $LIVENESS "$@" \
+    "$BIN" broker --bind tcp://127.0.0.1:0 --journal none --heartbeat-ms $HB --liveness $LIVENESS "$@" \
         >"$TMP/$name.log" 2>&1 &
     PIDS="$PIDS $!"
     BROKER_PID=$!

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void pf_broker_time_answer(pf_broker_t *b, int w, uint64_t job_id)
 {
@@ -46,7 +47,10 @@ static void collect(pf_broker_t *b, pf_metrics_t *m)
     m->poisoned = ds.poisoned;
     m->workers = ds.workers;
     m->agents = pf_broker_agents_count(b);
-    m->journal_bytes = 0; /* nor a journal */
+    m->journal_bytes = 0;
+    struct stat jst; /* the database file (its WAL is checkpointed into it) */
+    if (b->journal && b->o.journal_path && stat(b->o.journal_path, &jst) == 0)
+        m->journal_bytes = (double)jst.st_size;
     m->msgs_in = st.msgs_in;
     m->msgs_out = st.msgs_out;
     m->malformed = st.malformed;

@@ -156,7 +156,7 @@ pass "kill -9 $kills times during one batch: all 50 plans as undisturbed"
 
 # ---- fairness: a small request behind a large one ----
 # One worker holding one job at a time, every job slowed by 100 ms (--test-delay-ms, a hidden
-# test hook). The large request queues 15 partition jobs (S in 1..16, three alphas each:
+# test hook), both without tensor parallelism (--tp 1). The large request queues 15 partition jobs (S in 1..16, three alphas each:
 # --coarsen 16); the small one, from another client, 5 at most. Counted in jobs, not seconds:
 # while the small one runs, the large one may finish at most as many jobs as the small one
 # issued, plus 2 (the job on the worker when it came, and one poll's lag). First come, first
@@ -173,9 +173,9 @@ jobs() {
         sed -n "s/.*jobs: *\([0-9]*\) issued: \([0-9]*\) answered.*(\([0-9]*\) queued).*/\1 \2 \3/p" |
         { read -r i a q; case $2 in issued) echo "$i";; answered) echo "$a";; *) echo "$q";; esac; }
 }
-LARGE=$("$BIN" submit "$TMP/big.json" "$TMP/dgx1x2.json" --broker "$EP" --coarsen 16)
+LARGE=$("$BIN" submit "$TMP/big.json" "$TMP/dgx1x2.json" --broker "$EP" --coarsen 16 --tp 1)
 for _ in $(seq 1 200); do [ "$(jobs "$LARGE" issued)" -ge 15 ] && break; sleep 0.05; done
-SMALL=$("$BIN" submit "$TMP/gpt1.json" "$TMP/dgx1.json" --broker "$EP" --stages 1)
+SMALL=$("$BIN" submit "$TMP/gpt1.json" "$TMP/dgx1.json" --broker "$EP" --stages 1 --tp 1)
 A0=$(jobs "$LARGE" answered)
 Q0=$(jobs "$LARGE" queued)
 for _ in $(seq 1 600); do [ "$(state "$SMALL")" = "done" ] && break; sleep 0.02; done

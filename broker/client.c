@@ -10,10 +10,17 @@ struct pf_client {
     char endpoint[256];
     int timeout_ms;
     zsock_t *dealer; /* made on demand; dropped after a timeout */
+    pf_curve_client_t keys;
     zmsg_t *reply;
 };
 
 pf_client_t *pf_client_new(const char *endpoint, int timeout_ms, char *err, size_t errlen)
+{
+    return pf_client_new_secure(endpoint, timeout_ms, NULL, err, errlen);
+}
+
+pf_client_t *pf_client_new_secure(const char *endpoint, int timeout_ms,
+                                  const pf_curve_opts_t *sec, char *err, size_t errlen)
 {
     if (!endpoint || !endpoint[0] || strlen(endpoint) >= 256) {
         pf_fail(err, errlen, PF_EINPUT, "bad broker endpoint");
@@ -26,6 +33,8 @@ pf_client_t *pf_client_new(const char *endpoint, int timeout_ms, char *err, size
     }
     snprintf(c->endpoint, sizeof c->endpoint, "%s", endpoint);
     c->timeout_ms = timeout_ms > 0 ? timeout_ms : 5000;
+    if (pf_curve_client_init(&c->keys, sec, "client", c->endpoint, err, errlen) != PF_OK)
+        pf_client_destroy(&c);
     return c;
 }
 
@@ -35,6 +44,7 @@ void pf_client_destroy(pf_client_t **cp)
         return;
     zsock_destroy(&(*cp)->dealer);
     zmsg_destroy(&(*cp)->reply);
+    pf_curve_client_clear(&(*cp)->keys);
     free(*cp);
     *cp = NULL;
 }
@@ -48,6 +58,7 @@ int pf_client_call(pf_client_t *c, pf_msg_t kind, const ProtobufCMessage *req, p
         if (!c->dealer)
             return pf_fail(err, errlen, PF_ERR, "cannot create a socket");
         zsock_set_linger(c->dealer, 0);
+        pf_curve_client_apply(&c->keys, c->dealer);
         if (zsock_connect(c->dealer, "%s", c->endpoint) < 0) {
             zsock_destroy(&c->dealer);
             return pf_fail(err, errlen, PF_EINPUT, "bad broker endpoint '%s'", c->endpoint);

@@ -59,15 +59,14 @@ static void on_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
         goto done;
     }
     if (pf_broker_request_new_id(b, r->id, sizeof r->id) != PF_OK ||
+        pf_broker_request_new_seq(b, &r->seq) != PF_OK ||
         store_blob(b, &m->graph->base, PLANFARM__BLOB_KIND__BLOB_GRAPH, &r->gref) != PF_OK ||
         store_blob(b, &m->cluster->base, PLANFARM__BLOB_KIND__BLOB_CLUSTER, &r->cref) != PF_OK) {
         pf_broker_request_release(b, r);
         pf_broker_send_error(b, p, PF_ERR, "broker: out of memory");
         goto done;
     }
-    if (++b->next_seq == 0) /* 0 would make job ids that benchmark NOOP ids use */
-        ++b->next_seq;
-    r->seq = b->next_seq;
+    snprintf(r->owner, sizeof r->owner, "%s", p->user);
     snprintf(r->label, sizeof r->label, "%s", m->label ? m->label : "");
     r->t_start = r->t_end = b->now;
     r->workers_max = pf_dispatch_workers(b->dispatch);
@@ -118,6 +117,8 @@ static request_t *client_ref(pf_broker_t *b, peer_t *p, const char *what, const 
         return NULL;
     }
     request_t *r = pf_broker_request_find(b, m->request_id);
+    if (r && !pf_broker_may_see(b, p, r))
+        r = NULL; /* another's request looks like no request: ids are not confirmed */
     if (!r) {
         char msg[160];
         snprintf(msg, sizeof msg, "unknown request id '%.64s'", m->request_id);
@@ -168,13 +169,16 @@ void pf_broker_on_client(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t
         if (!all || !ptr) {
             pf_broker_send_error(b, p, PF_ERR, "broker: out of memory");
         } else {
-            for (request_t *q = zlistx_first(b->order); q; q = zlistx_next(b->order), i++) {
+            for (request_t *q = zlistx_first(b->order); q; q = zlistx_next(b->order)) {
+                if (!pf_broker_may_see(b, p, q))
+                    continue;
                 pf_broker_request_status(b, q, &all[i]);
                 ptr[i] = &all[i];
+                i++;
             }
             Planfarm__ListReply m = PLANFARM__LIST_REPLY__INIT;
             m.requests = ptr;
-            m.n_requests = n;
+            m.n_requests = i;
             pf_broker_send(b, p, PF_MSG_LIST_REPLY, &m.base);
         }
         free(all);

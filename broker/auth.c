@@ -82,6 +82,14 @@ static int load_dir(pf_auth_t *a, int role_bit, const char *dir, char *err, size
     return rc;
 }
 
+int pf_auth_wanted(const pf_auth_opts_t *o)
+{
+    int any = o->cert != NULL;
+    for (int r = 0; r < NROLES; r++)
+        any |= o->dirs[r] != NULL;
+    return any;
+}
+
 pf_auth_t *pf_auth_new(const pf_auth_opts_t *o, char *err, size_t errlen)
 {
     if (!o->cert) {

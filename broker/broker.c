@@ -223,7 +223,7 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
     if (pf_curve_check_plain("broker", b->o.endpoint, b->o.auth.cert != NULL, b->o.auth.insecure,
                              err, errlen) != PF_OK)
         goto fail;
-    if (b->o.auth.cert && (!(b->auth = pf_auth_new(&b->o.auth, err, errlen)) ||
+    if (pf_auth_wanted(&b->o.auth) && (!(b->auth = pf_auth_new(&b->o.auth, err, errlen)) ||
                            pf_auth_start(b->auth, err, errlen) != PF_OK))
         goto fail;
     pf_dispatch_opts_t dopts;

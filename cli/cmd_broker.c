@@ -133,8 +133,13 @@ int cmd_broker(int argc, char **argv)
     if (o.endpoint && cli_check_endpoint("broker", "--bind", o.endpoint))
         return CLI_USAGE;
     char err[CLI_ERRLEN];
+    static const char *const dir_flags[] = {"--clients", "--workers", "--agents", "--admins"};
+    for (int r = 0; r < 4; r++)
+        if (o.auth.dirs[r] && !o.auth.cert)
+            return cli_usage_error("broker", "%s needs --cert (the broker's secret cert)",
+                                   dir_flags[r]);
     /* a refused endpoint is bad usage (2), not a failure to bind (1) */
-    if (!o.auth.cert && !o.auth.insecure && !pf_endpoint_is_local(o.endpoint)) {
+    if (!pf_auth_wanted(&o.auth) && !o.auth.insecure && !pf_endpoint_is_local(o.endpoint)) {
         pf_curve_check_plain("broker", o.endpoint, 0, 0, err, sizeof err);
         return cli_report("broker", PF_EINPUT, err);
     }

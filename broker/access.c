@@ -70,8 +70,11 @@ int pf_broker_may_see(const pf_broker_t *b, const peer_t *p, const request_t *r)
 void pf_broker_foreign_answer(pf_broker_t *b, peer_t *p, const char *what, uint64_t job_id)
 {
     b->foreign++;
-    pf_broker_malformed(b, p, "%s for job %llu, which is not held by this worker: dropped", what,
-                        (unsigned long long)job_id);
+    if (job_id)
+        pf_broker_malformed(b, p, "%s for job %llu, which this worker does not hold: dropped",
+                            what, (unsigned long long)job_id);
+    else
+        pf_broker_malformed(b, p, "%s from a peer that holds no job: dropped", what);
 }
 
 static int ref_is(const pf_blob_ref_t *ref, const uint8_t *hash, size_t len)

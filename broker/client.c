@@ -91,8 +91,12 @@ int pf_client_call(pf_client_t *c, pf_msg_t kind, const ProtobufCMessage *req, p
         zsock_destroy(&c->dealer);
         if (interrupted)
             return pf_fail(err, errlen, PF_ERR, "interrupted");
-        return pf_fail(err, errlen, PF_ERR, "no broker at %s: timed out after %g s", c->endpoint,
-                       c->timeout_ms / 1000.0);
+        /* a CURVE broker that does not know our key says nothing at all (zauth) */
+        return pf_fail(err, errlen, PF_ERR, "no broker at %s: timed out after %g s%s",
+                       c->endpoint, c->timeout_ms / 1000.0,
+                       c->keys.own ? " (or it does not list this key, or --broker-key is not "
+                                     "its key)"
+                                   : "");
     }
     c->reply = zmsg_recv(c->dealer);
     zframe_t *h = c->reply ? zmsg_first(c->reply) : NULL;

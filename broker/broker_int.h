@@ -134,7 +134,8 @@ void pf_broker_request_status(pf_broker_t *b, request_t *r, Planfarm__RequestSta
 request_t *pf_broker_request_find(pf_broker_t *b, const char *id);
 /* Finished requests beyond max_finished go, oldest first. */
 void pf_broker_requests_evict(pf_broker_t *b);
-/* A fresh request id (128 random bits) and job-id high half (random, unused by live requests). */
+/* A fresh request id (128 random bits) and job-id high half (random, unused by the requests
+ * remembered). */
 int pf_broker_request_new_id(pf_broker_t *b, char *out, size_t len);
 int pf_broker_request_new_seq(pf_broker_t *b, uint32_t *seq);
 /* dispatch event: a job of a request failed max_attempts times */

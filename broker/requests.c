@@ -159,8 +159,9 @@ int pf_broker_request_new_id(pf_broker_t *b, char *out, size_t len)
     return PF_ERR;
 }
 
-/* Random, not counted up: a worker that outlived a broker sends the answers it finished
- * meanwhile to the next broker on that endpoint, which must not take them for its own jobs. */
+/* Random, not counted up: job ids are not guessable from one another's request, and a worker
+ * that outlived a broker sends the answers it finished meanwhile to the next broker on that
+ * endpoint, which must not take them for its own jobs. */
 int pf_broker_request_new_seq(pf_broker_t *b, uint32_t *seq)
 {
     for (int tries = 0; tries < 100; tries++) {
@@ -168,7 +169,7 @@ int pf_broker_request_new_seq(pf_broker_t *b, uint32_t *seq)
             return PF_ERR;
         int used = 0;
         for (request_t *r = zlistx_first(b->order); r && !used; r = zlistx_next(b->order))
-            used = r->search && r->seq == *seq;
+            used = r->seq == *seq; /* finished ones too: workers may hold cancelled copies */
         if (!used)
             return PF_OK;
     }

@@ -87,8 +87,9 @@ static void on_ready(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
     }
     if (p->kind == PEER_WORKER) /* READY again: it restarted; what it held is lost */
         pf_dispatch_worker_remove(b->dispatch, p->worker, "worker sent READY again");
-    int credits = m->credits == 0 ? 1 : (int)(m->credits > (uint32_t)b->o.max_credits ? (uint32_t)b->o.max_credits : m->credits);
-    if (m->credits > (uint32_t)b->o.max_credits) /* a worker may not hoard jobs */
+    uint32_t cap = (uint32_t)b->o.max_credits; /* a worker may not hoard jobs */
+    int credits = m->credits == 0 ? 1 : (int)(m->credits > cap ? cap : m->credits);
+    if (m->credits > cap)
         zsys_warning("broker: worker %.63s asked for %u credits: given %d (--max-credits)",
                      m->name && m->name[0] ? m->name : p->name, m->credits, credits);
     unsigned kinds = kinds_mask(m);

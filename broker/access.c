@@ -61,9 +61,8 @@ int pf_broker_peer_may_send(pf_broker_t *b, peer_t *p, pf_msg_t kind)
     return 0;
 }
 
-int pf_broker_may_see(const pf_broker_t *b, const peer_t *p, const request_t *r)
+int pf_broker_may_see(const peer_t *p, const request_t *r)
 {
-    (void)b;
     return (p->roles & PF_ROLE_ADMIN) || !strcmp(p->user, r->owner);
 }
 

@@ -116,7 +116,7 @@ int pf_broker_peer_admit(pf_broker_t *b, peer_t **pp, zmq_msg_t *frame);
 /* May p send a message of this kind (its roles)? Counted and logged once when not. */
 int pf_broker_peer_may_send(pf_broker_t *b, peer_t *p, pf_msg_t kind);
 /* May p see (and cancel) r: its own, or p is an admin. */
-int pf_broker_may_see(const pf_broker_t *b, const peer_t *p, const request_t *r);
+int pf_broker_may_see(const peer_t *p, const request_t *r);
 /* An answer for a job p was not sent: dropped, counted (b->foreign), logged once per peer. */
 void pf_broker_foreign_answer(pf_broker_t *b, peer_t *p, const char *what, uint64_t job_id);
 /* Is this blob an input of a job that worker p holds? */

@@ -117,7 +117,7 @@ static request_t *client_ref(pf_broker_t *b, peer_t *p, const char *what, const 
         return NULL;
     }
     request_t *r = pf_broker_request_find(b, m->request_id);
-    if (r && !pf_broker_may_see(b, p, r))
+    if (r && !pf_broker_may_see(p, r))
         r = NULL; /* another's request looks like no request: ids are not confirmed */
     if (!r) {
         char msg[160];
@@ -170,7 +170,7 @@ void pf_broker_on_client(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t
             pf_broker_send_error(b, p, PF_ERR, "broker: out of memory");
         } else {
             for (request_t *q = zlistx_first(b->order); q; q = zlistx_next(b->order)) {
-                if (!pf_broker_may_see(b, p, q))
+                if (!pf_broker_may_see(p, q))
                     continue;
                 pf_broker_request_status(b, q, &all[i]);
                 ptr[i] = &all[i];

@@ -19,6 +19,7 @@ void pf_broker_opts_init(pf_broker_opts_t *o)
     pf_job_limits_init(&o->limits);
     o->max_finished = 1000;
     o->max_running = 64;
+    o->max_credits = 64;
 }
 
 static double hb_s(const pf_broker_t *b)
@@ -40,6 +41,8 @@ static void handle(pf_broker_t *b, zmq_msg_t *parts, int nparts)
         return;
     }
     p->last_seen = b->now;
+    if (nparts > 1 && pf_broker_peer_admit(b, &p, &parts[1]) != PF_OK)
+        return;
     if (nparts != 3) {
         pf_broker_malformed(b, p, "%d frames after the identity, expected 2", nparts - 1);
         return;
@@ -53,6 +56,8 @@ static void handle(pf_broker_t *b, zmq_msg_t *parts, int nparts)
     }
     const uint8_t *data = zmq_msg_data(&parts[2]);
     size_t len = zmq_msg_size(&parts[2]);
+    if (!pf_broker_peer_may_send(b, p, kind))
+        return;
     if (pf_broker_on_agent_msg(b, p, kind, data, len))
         return;
     if (kind >= PF_MSG_READY && kind <= PF_MSG_BYE) {
@@ -244,11 +249,20 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
     if (!b->o.endpoint)
         b->o.endpoint = PF_BROKER_DEFAULT_ENDPOINT;
     if (b->o.heartbeat_ms <= 0 || b->o.liveness <= 0 || b->o.max_attempts <= 0 ||
-        b->o.max_msg_bytes <= 0 || b->o.max_running <= 0) {
-        pf_fail(err, errlen, PF_EINPUT, "broker: heartbeat, liveness, attempts, message size and "
-                                        "running requests must be positive");
+        b->o.max_msg_bytes <= 0 || b->o.max_running <= 0 || b->o.max_credits <= 0 ||
+        b->o.max_credits > MAX_CREDITS) {
+        pf_fail(err, errlen, PF_EINPUT, "broker: heartbeat, liveness, attempts, message size, "
+                                        "running requests and credits (at most %d) must be "
+                                        "positive", MAX_CREDITS);
         goto fail;
     }
+    /* before anything listens: a refused endpoint binds nothing */
+    if (pf_curve_check_plain("broker", b->o.endpoint, b->o.auth.cert != NULL, b->o.auth.insecure,
+                             err, errlen) != PF_OK)
+        goto fail;
+    if (pf_auth_wanted(&b->o.auth) && (!(b->auth = pf_auth_new(&b->o.auth, err, errlen)) ||
+                           pf_auth_start(b->auth, err, errlen) != PF_OK))
+        goto fail;
     pf_dispatch_opts_t dopts;
     pf_dispatch_opts_init(&dopts);
     dopts.max_attempts = b->o.max_attempts;
@@ -287,6 +301,8 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
     zsock_set_sndhwm(b->router, PEER_HWM);
     zsock_set_rcvhwm(b->router, PEER_HWM);
     zsock_set_linger(b->router, 100);
+    if (b->auth)
+        pf_auth_apply_server(b->auth, b->router);
     int64_t maxmsg = b->o.max_msg_bytes;
     zmq_setsockopt(zsock_resolve(b->router), ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     if (zsock_bind(b->router, "%s", b->o.endpoint) < 0) {
@@ -296,19 +312,11 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
     char *last = zsock_last_endpoint(b->router); /* with the port a "tcp://...:0" got */
     snprintf(b->endpoint, sizeof b->endpoint, "%s", last ? last : b->o.endpoint);
     free(last);
-    /* Request numbers (the high half of job ids) start at random: a worker that outlived a
-     * broker sends the answers it finished meanwhile to the next broker on that endpoint, which
-     * must not take them for answers to its own jobs. */
-    zuuid_t *u = zuuid_new();
-    if (u) {
-        memcpy(&b->next_seq, zuuid_data(u), sizeof b->next_seq);
-        zuuid_destroy(&u);
-    }
     if (b->o.http_addr && !(b->http = pf_http_new(b->o.http_addr, err, errlen)))
         goto fail;
     b->t_start_wall = pf_now_s();
     b->now = pf_clock_now(&b->o.clock);
-    /* after next_seq is drawn: restored requests take fresh numbers, so a worker that still
+    /* restored requests take fresh job numbers (random high halves), so a worker that still
      * answers the killed broker's jobs cannot be taken for answering these */
     if (pf_broker_restore(b, err, errlen) != PF_OK)
         goto fail;
@@ -333,6 +341,7 @@ void pf_broker_destroy(pf_broker_t **bp)
                 pf_broker_send_bye(b, p, "broker shutting down");
     pf_broker_agents_free(b);
     zsock_destroy(&b->router);
+    pf_auth_destroy(&b->auth); /* after the socket: zauth answers its handshakes until then */
     zlistx_destroy(&b->order);
     pf_prep_destroy(&b->prep);    /* its thread may hold a search: stopped first */
     zhashx_destroy(&b->requests); /* before the dispatch core: searches go with their requests */
@@ -354,8 +363,12 @@ const char *pf_broker_endpoint(const pf_broker_t *b)
 
 int pf_broker_run(pf_broker_t *b)
 {
-    pf_peer_info(b->o.quiet, "broker: serving on %s (heartbeat %d ms, liveness %d, max attempts %d)",
-              b->endpoint, b->o.heartbeat_ms, b->o.liveness, b->o.max_attempts);
+    pf_peer_info(b->o.quiet, "broker: serving on %s (heartbeat %d ms, liveness %d, max attempts %d; "
+                             "%s)", b->endpoint, b->o.heartbeat_ms, b->o.liveness,
+                 b->o.max_attempts, b->auth ? "CURVE" : "plain, no keys");
+    if (b->auth)
+        pf_peer_info(b->o.quiet, "broker: public key %s; %zu keys allowed",
+                     pf_auth_public_txt(b->auth), pf_auth_keys(b->auth));
     if (b->http)
         pf_peer_info(b->o.quiet, "broker: status page and /metrics on %s", pf_http_url(b->http));
     return loop(b, NULL);
@@ -375,6 +388,7 @@ void pf_broker_get_stats(const pf_broker_t *b, pf_broker_stats_t *st)
     st->answered = ds.answered;
     st->requeued = ds.requeued;
     st->poisoned = ds.poisoned;
+    st->foreign_answers = b->foreign;
     st->workers = ds.workers;
     st->requests = b->nrequests;
     st->max_stall_s = b->max_stall_s;

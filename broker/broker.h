@@ -23,6 +23,7 @@
 #ifndef PF_BROKER_H
 #define PF_BROKER_H
 
+#include "broker/auth.h"
 #include "planner/jobs.h"
 #include "proto/clock.h"
 
@@ -45,6 +46,10 @@ typedef struct {
     int max_finished;       /* finished requests kept for STATUS / RESULT; default 1000 */
     int max_running;        /* unfinished requests at once; a SUBMIT past it is refused (each
                              * holds its graph, cluster, blobs and search); default 64 */
+    int max_credits;        /* jobs one worker may hold; a READY asking for more is clamped
+                             * (and logged); default 64 */
+    pf_auth_opts_t auth;    /* CurveZMQ and allow-lists (broker/auth.h); zeroed: plain, and
+                             * then only on a local endpoint unless auth.insecure */
     int verbose;            /* also log job failures and failed sends */
     int quiet;              /* no routine log lines (embedded mode); warnings still show */
     pf_clock_t clock;       /* heartbeats, liveness, deadlines; default (zeroed) monotonic */
@@ -79,6 +84,7 @@ typedef struct {
                             * messages and timers (not the options' clock: a measurement) */
     long long msgs_in, msgs_out, malformed;
     long long dispatched, answered, requeued, poisoned;
+    long long foreign_answers; /* RESULTs and FAILEDs for jobs the sender did not hold: dropped */
     int workers;
     long long requests;
     double max_stall_s;  /* longest turn of the loop (monotonic): how long STATUS could wait */

@@ -9,6 +9,7 @@
  *   worker_proto.c  what workers send (READY, HEARTBEAT, RESULT, FAILED, FETCH, BYE), jobs out
  *   agent_proto.c   profiler agents (REGISTER, MEASUREMENT, HEARTBEAT, BYE) and profiling
  *                   rounds (a client's PROFILE_CLUSTER)
+ *   access.c        who a peer is (its CURVE key), what its roles let it send and see
  *   broker.c        the loop, heartbeats and the public API */
 #ifndef PF_BROKER_INT_H
 #define PF_BROKER_INT_H
@@ -30,7 +31,7 @@
 #define IDENTITY_MAX 255
 #define PEER_IDLE_S 600   /* a client (or a peer that only sent garbage) is forgotten after this */
 #define DRAIN_BATCH 4096  /* messages handled before timers and dispatch get a turn */
-#define MAX_CREDITS 1000
+#define MAX_CREDITS 1000 /* the most --max-credits may allow */
 /* Messages queued for (and from) one peer. A worker is sent at most its credits in jobs, as many
  * cancels, a blob or two per job and a heartbeat per interval; a client one reply per request.
  * Past this a send fails (ROUTER_MANDATORY: EAGAIN): a client's reply is dropped, a worker is
@@ -48,14 +49,17 @@ typedef struct {
     size_t id_len;
     peer_kind_t kind;
     int worker; /* dispatch handle when a worker */
+    char user[PF_CURVE_KEY_TXT]; /* its CURVE public key (Z85); "" on a plain socket */
+    unsigned roles;              /* pf_role_t bits: of its key, or every role when plain */
     char name[64];
     int warned;
     double last_seen, last_heartbeat_sent;
 } peer_t;
 
 typedef struct {
-    char id[16];
-    uint32_t seq; /* high half of its jobs' dispatch ids */
+    char id[40];                  /* "r" and 32 hex digits: 128 random bits */
+    char owner[PF_CURVE_KEY_TXT]; /* the submitting client's key; "" on a plain socket */
+    uint32_t seq; /* high half of its jobs' dispatch ids: random */
     char label[128];
     pf_graph_t *g;
     pf_cluster_t *c;
@@ -88,7 +92,7 @@ struct pf_broker {
     zhashx_t *requests; /* id -> request_t */
     zlistx_t *order;    /* request_t in submission order */
     zlistx_t *gone;     /* keys (strings) of peers found unreachable while sending */
-    uint32_t next_seq;
+    pf_auth_t *auth;    /* NULL: plain socket, every peer may be anything */
     uint64_t next_noop;
     double t_start_wall; /* monotonic, for the stats */
     double now;          /* the options' clock, read as each message arrives */
@@ -105,7 +109,7 @@ struct pf_broker {
     double max_stall_s, prep_max_s;
     long long restored, replayed_answers, journal_errors;
     double busy_s;
-    long long msgs_in, msgs_out, malformed, nrequests;
+    long long msgs_in, msgs_out, malformed, nrequests, foreign;
     /* the HTTP face (publish.c); NULL without --http */
     pf_http_t *http;
     pf_latency_hist_t latency[PF_JOB_KIND_COUNT]; /* answers timed by kind */
@@ -127,6 +131,21 @@ void pf_broker_send_bye(pf_broker_t *b, peer_t *p, const char *reason);
 /* Workers a send found unreachable leave the dispatch core (their jobs go to others). */
 void pf_broker_drop_gone(pf_broker_t *b);
 
+/* ---- access.c ---- */
+/* Who sent this message (its first frame after the identity carries the connection's
+ * "User-Id", the CURVE key zauth admitted): sets (*pp)->user and ->roles on first sight. A peer
+ * whose routing id now comes with another key is a new peer (the old one is forgotten).
+ * PF_OK, or PF_ERR: drop the message. */
+int pf_broker_peer_admit(pf_broker_t *b, peer_t **pp, zmq_msg_t *frame);
+/* May p send a message of this kind (its roles)? Counted and logged once when not. */
+int pf_broker_peer_may_send(pf_broker_t *b, peer_t *p, pf_msg_t kind);
+/* May p see (and cancel) r: its own, or p is an admin. */
+int pf_broker_may_see(const peer_t *p, const request_t *r);
+/* An answer for a job p was not sent: dropped, counted (b->foreign), logged once per peer. */
+void pf_broker_foreign_answer(pf_broker_t *b, peer_t *p, const char *what, uint64_t job_id);
+/* Is this blob an input of a job that worker p holds? */
+int pf_broker_worker_may_fetch(pf_broker_t *b, peer_t *p, const uint8_t *hash, size_t len);
+
 /* ---- requests.c ---- */
 void pf_broker_request_free(request_t **r);
 void pf_broker_request_item_free(void **item); /* the requests table's destructor */
@@ -139,7 +158,10 @@ void pf_broker_request_status(pf_broker_t *b, request_t *r, Planfarm__RequestSta
 request_t *pf_broker_request_find(pf_broker_t *b, const char *id);
 /* Finished requests beyond max_finished go, oldest first. */
 void pf_broker_requests_evict(pf_broker_t *b);
+/* A fresh request id (128 random bits) and job-id high half (random, unused by the requests
+ * remembered). */
 int pf_broker_request_new_id(pf_broker_t *b, char *out, size_t len);
+int pf_broker_request_new_seq(pf_broker_t *b, uint32_t *seq);
 /* dispatch event: a job of a request failed max_attempts times */
 void pf_broker_on_poisoned(void *ctx, void *owner, uint64_t owner_job, uint64_t job_id,
                            const char *error);

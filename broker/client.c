@@ -10,11 +10,18 @@ struct pf_client {
     char endpoint[256];
     int timeout_ms;
     zsock_t *dealer; /* made on demand; dropped after a timeout */
+    pf_curve_client_t keys;
     zmsg_t *reply;
     int priority; /* of the requests it submits */
 };
 
 pf_client_t *pf_client_new(const char *endpoint, int timeout_ms, char *err, size_t errlen)
+{
+    return pf_client_new_secure(endpoint, timeout_ms, NULL, err, errlen);
+}
+
+pf_client_t *pf_client_new_secure(const char *endpoint, int timeout_ms,
+                                  const pf_curve_opts_t *sec, char *err, size_t errlen)
 {
     if (!endpoint || !endpoint[0] || strlen(endpoint) >= 256) {
         pf_fail(err, errlen, PF_EINPUT, "bad broker endpoint");
@@ -27,6 +34,8 @@ pf_client_t *pf_client_new(const char *endpoint, int timeout_ms, char *err, size
     }
     snprintf(c->endpoint, sizeof c->endpoint, "%s", endpoint);
     c->timeout_ms = timeout_ms > 0 ? timeout_ms : 5000;
+    if (pf_curve_client_init(&c->keys, sec, "client", c->endpoint, err, errlen) != PF_OK)
+        pf_client_destroy(&c);
     return c;
 }
 
@@ -36,6 +45,7 @@ void pf_client_destroy(pf_client_t **cp)
         return;
     zsock_destroy(&(*cp)->dealer);
     zmsg_destroy(&(*cp)->reply);
+    pf_curve_client_clear(&(*cp)->keys);
     free(*cp);
     *cp = NULL;
 }
@@ -49,6 +59,7 @@ int pf_client_call(pf_client_t *c, pf_msg_t kind, const ProtobufCMessage *req, p
         if (!c->dealer)
             return pf_fail(err, errlen, PF_ERR, "cannot create a socket");
         zsock_set_linger(c->dealer, 0);
+        pf_curve_client_apply(&c->keys, c->dealer);
         if (zsock_connect(c->dealer, "%s", c->endpoint) < 0) {
             zsock_destroy(&c->dealer);
             return pf_fail(err, errlen, PF_EINPUT, "bad broker endpoint '%s'", c->endpoint);
@@ -81,8 +92,12 @@ int pf_client_call(pf_client_t *c, pf_msg_t kind, const ProtobufCMessage *req, p
         zsock_destroy(&c->dealer);
         if (interrupted)
             return pf_fail(err, errlen, PF_ERR, "interrupted");
-        return pf_fail(err, errlen, PF_ERR, "no broker at %s: timed out after %g s", c->endpoint,
-                       c->timeout_ms / 1000.0);
+        /* a CURVE broker that does not know our key says nothing at all (zauth) */
+        return pf_fail(err, errlen, PF_ERR, "no broker at %s: timed out after %g s%s",
+                       c->endpoint, c->timeout_ms / 1000.0,
+                       c->keys.own ? " (or it does not list this key, or --broker-key is not "
+                                     "its key)"
+                                   : "");
     }
     c->reply = zmsg_recv(c->dealer);
     zframe_t *h = c->reply ? zmsg_first(c->reply) : NULL;

@@ -8,14 +8,20 @@
 #include "planner/cluster.h"
 #include "planner/graph.h"
 #include "planner/search.h"
+#include "proto/curve.h"
 #include "proto/job_codec.h"
 
 #include <stddef.h>
 
 typedef struct pf_client pf_client_t;
 
-/* No traffic yet: a broker that is not there shows at the first call. */
+/* No traffic yet: a broker that is not there shows at the first call. Plain: the endpoint must
+ * be local (proto/curve.h). */
 pf_client_t *pf_client_new(const char *endpoint, int timeout_ms, char *err, size_t errlen);
+/* With CurveZMQ keys (own cert, the broker's public cert) or --insecure; sec NULL: as
+ * pf_client_new. */
+pf_client_t *pf_client_new_secure(const char *endpoint, int timeout_ms,
+                                  const pf_curve_opts_t *sec, char *err, size_t errlen);
 void pf_client_destroy(pf_client_t **c);
 
 /* Send one message and wait for the reply of kind `want`. PF_OK and the reply's body (valid until

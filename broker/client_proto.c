@@ -17,6 +17,8 @@ static request_t *client_ref(pf_broker_t *b, peer_t *p, const char *what, const 
     request_t *r = pf_broker_request_find(b, m->request_id);
     if (!r) /* finished long ago: the journal still has it */
         r = pf_broker_request_recall(b, m->request_id, NULL);
+    if (r && !pf_broker_may_see(p, r))
+        r = NULL; /* another's request looks like no request: ids are not confirmed */
     if (!r) {
         char msg[160];
         snprintf(msg, sizeof msg, "unknown request id '%.64s'", m->request_id);
@@ -69,13 +71,16 @@ void pf_broker_on_client(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t
         if (!all || !ptr) {
             pf_broker_send_error(b, p, PF_ERR, "broker: out of memory");
         } else {
-            for (request_t *q = zlistx_first(b->order); q; q = zlistx_next(b->order), i++) {
+            for (request_t *q = zlistx_first(b->order); q; q = zlistx_next(b->order)) {
+                if (!pf_broker_may_see(p, q))
+                    continue;
                 pf_broker_request_status(b, q, &all[i]);
                 ptr[i] = &all[i];
+                i++;
             }
             Planfarm__ListReply m = PLANFARM__LIST_REPLY__INIT;
             m.requests = ptr;
-            m.n_requests = n;
+            m.n_requests = i;
             pf_broker_send(b, p, PF_MSG_LIST_REPLY, &m.base);
         }
         free(all);

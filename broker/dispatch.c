@@ -321,6 +321,24 @@ int pf_dispatch_worker_held(const pf_dispatch_t *d, int w)
     return valid_worker(d, w) ? d->w[w].nheld : 0;
 }
 
+int pf_dispatch_holds(const pf_dispatch_t *d, int w, uint64_t id)
+{
+    if (!valid_worker(d, w))
+        return -1;
+    if (held_index(&d->w[w], id, 1) >= 0)
+        return 1;
+    return held_index(&d->w[w], id, 0) >= 0 ? 0 : -1;
+}
+
+int pf_dispatch_worker_jobs(const pf_dispatch_t *d, int w, uint64_t *ids, int max)
+{
+    int n = 0;
+    if (valid_worker(d, w))
+        for (int i = 0; i < d->w[w].nheld && n < max; i++)
+            ids[n++] = d->w[w].held[i].id;
+    return n;
+}
+
 int pf_dispatch_workers(const pf_dispatch_t *d)
 {
     return d->live_workers;

@@ -58,6 +58,11 @@ void pf_dispatch_worker_seen(pf_dispatch_t *d, int w);
 /* Gone (BYE, unreachable): its live jobs go back to the queue, one attempt counted each. */
 void pf_dispatch_worker_remove(pf_dispatch_t *d, int w, const char *why);
 int pf_dispatch_worker_held(const pf_dispatch_t *d, int w); /* jobs held, cancelled included */
+/* Does worker w hold job id? 1: the live copy (the current attempt was sent to w), 0: a copy
+ * since cancelled, -1: no copy (never sent to w, answered, or w is not a worker). */
+int pf_dispatch_holds(const pf_dispatch_t *d, int w, uint64_t id);
+/* Ids of the jobs w holds, live or cancelled (at most max); the count. */
+int pf_dispatch_worker_jobs(const pf_dispatch_t *d, int w, uint64_t *ids, int max);
 int pf_dispatch_workers(const pf_dispatch_t *d);             /* live workers */
 
 /* ---- jobs ---- */

@@ -38,9 +38,10 @@ static request_t *request_alloc(pf_broker_t *b, const char *id, const char *labe
     snprintf(r->id, sizeof r->id, "%s", id);
     snprintf(r->label, sizeof r->label, "%s", label ? label : "");
     r->last.best_objective_ms = NAN;
-    if (++b->next_seq == 0) /* 0 would make job ids that benchmark NOOP ids use */
-        ++b->next_seq;
-    r->seq = b->next_seq;
+    if (pf_broker_request_new_seq(b, &r->seq) != PF_OK) { /* random high half of job ids */
+        free(r);
+        return NULL;
+    }
     r->t_start = r->t_end = b->now;
     r->workers_max = pf_dispatch_workers(b->dispatch);
     return r;
@@ -213,7 +214,7 @@ void pf_broker_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
     pf_journal_key(in.graph, in.graph_len, in.cluster, in.cluster_len, in.options, in.options_len,
                    key);
     request_t *same = find_key(b, key);
-    if (same) {
+    if (same && pf_broker_may_see(p, same)) { /* another's request stays another's */
         pf_peer_info(b->o.quiet, "broker: request %s again (same inputs and options)", same->id);
         reply_status(b, p, same);
         return;
@@ -225,7 +226,9 @@ void pf_broker_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
         pf_broker_send_error(b, p, PF_ERR, err);
         return;
     }
-    int mine = b->o.client_max_requests > 0 ? pf_broker_requests_running(b, p->key) : 0;
+    /* the client: its CURVE key, else its connection */
+    const char *client = p->user[0] ? p->user : p->key;
+    int mine = b->o.client_max_requests > 0 ? pf_broker_requests_running(b, client) : 0;
     if (b->o.client_max_requests > 0 && mine >= b->o.client_max_requests) {
         snprintf(err, sizeof err,
                  "broker busy: %d of your requests are unfinished (the quota per client is %d); "
@@ -240,11 +243,12 @@ void pf_broker_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
         return;
     }
     snprintf(r->key, sizeof r->key, "%s", key);
-    snprintf(r->client, sizeof r->client, "%s", p->key);
+    snprintf(r->client, sizeof r->client, "%s", client);
+    snprintf(r->owner, sizeof r->owner, "%s", p->user);
     r->priority = in.priority;
     if (b->journal) {
         pf_journal_request_t jr = {
-            .id = r->id, .key = key, .label = r->label, .client = p->key,
+            .id = r->id, .key = key, .label = r->label, .client = r->client,
             .priority = r->priority, .submitted_s = wall_now_s(),
             .graph = in.graph, .graph_len = in.graph_len,
             .cluster = in.cluster, .cluster_len = in.cluster_len,
@@ -393,12 +397,20 @@ void pf_broker_prep_done(pf_broker_t *b)
 
 /* ---- restart ---- */
 
+/* A journaled request's client: its lane, and with CURVE its owner (the key it came with). */
+static void set_owner(pf_broker_t *b, request_t *r, const char *client)
+{
+    snprintf(r->client, sizeof r->client, "%s", client);
+    snprintf(r->owner, sizeof r->owner, "%s", b->auth ? client : "");
+}
+
 static request_t *from_finished_row(pf_broker_t *b, const pf_journal_row_t *row)
 {
     request_t *r = request_alloc(b, row->id, row->label);
     if (!r)
         return NULL;
     snprintf(r->key, sizeof r->key, "%s", row->key);
+    set_owner(b, r, row->client);
     r->priority = row->priority;
     r->state = (Planfarm__RequestState)row->end.state;
     r->status = row->end.status;
@@ -436,7 +448,7 @@ static int restore_row(void *ctx, const pf_journal_row_t *row)
     if (!r)
         return PF_ERR;
     snprintf(r->key, sizeof r->key, "%s", row->key);
-    snprintf(r->client, sizeof r->client, "%s", row->client);
+    set_owner(b, r, row->client);
     r->priority = row->priority;
     r->restored = 1;
     r->preparing = 1;

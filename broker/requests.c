@@ -149,16 +149,32 @@ void pf_broker_requests_evict(pf_broker_t *b)
 
 int pf_broker_request_new_id(pf_broker_t *b, char *out, size_t len)
 {
-    for (int tries = 0; tries < 100; tries++) {
-        zuuid_t *u = zuuid_new();
-        if (!u)
+    char err[128];
+    /* 128 bits from the CSPRNG: an id cannot be guessed, so it names a request to its owner
+     * only (and to admins); a clash is as likely as guessing one */
+    for (int tries = 0; tries < 4; tries++) {
+        if (pf_random_hex("r", 16, out, len, err, sizeof err) != PF_OK) {
+            zsys_error("broker: %s", err);
             return PF_ERR;
-        snprintf(out, len, "r%.8s", zuuid_str(u));
-        zuuid_destroy(&u);
-        for (char *c = out; *c; c++)
-            if (*c >= 'A' && *c <= 'F')
-                *c = (char)(*c - 'A' + 'a');
+        }
         if (!pf_broker_request_find(b, out))
+            return PF_OK;
+    }
+    return PF_ERR;
+}
+
+/* Random, not counted up: job ids are not guessable from one another's request, and a worker
+ * that outlived a broker sends the answers it finished meanwhile to the next broker on that
+ * endpoint, which must not take them for its own jobs. */
+int pf_broker_request_new_seq(pf_broker_t *b, uint32_t *seq)
+{
+    for (int tries = 0; tries < 100; tries++) {
+        if (pf_random_u32(seq) != PF_OK)
+            return PF_ERR;
+        int used = 0;
+        for (request_t *r = zlistx_first(b->order); r && !used; r = zlistx_next(b->order))
+            used = r->seq == *seq; /* finished ones too: workers may hold cancelled copies */
+        if (!used)
             return PF_OK;
     }
     return PF_ERR;

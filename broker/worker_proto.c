@@ -88,7 +88,11 @@ static void on_ready(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
     }
     if (p->kind == PEER_WORKER) /* READY again: it restarted; what it held is lost */
         pf_dispatch_worker_remove(b->dispatch, p->worker, "worker sent READY again");
-    int credits = m->credits == 0 ? 1 : m->credits > MAX_CREDITS ? MAX_CREDITS : (int)m->credits;
+    uint32_t cap = (uint32_t)b->o.max_credits; /* a worker may not hoard jobs */
+    int credits = m->credits == 0 ? 1 : (int)(m->credits > cap ? cap : m->credits);
+    if (m->credits > cap)
+        zsys_warning("broker: worker %.63s asked for %u credits: given %d (--max-credits)",
+                     m->name && m->name[0] ? m->name : p->name, m->credits, credits);
     unsigned kinds = kinds_mask(m);
     if (kinds == 0)
         kinds = 1u << PF_JOB_NOOP;
@@ -125,6 +129,13 @@ static void on_result(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
     pf_broker_time_answer(b, w, m->id);
     void *owner;
     uint64_t sid;
+    /* Only the worker an attempt of the job was sent to may answer it (a copy since cancelled
+     * still counts: the job is pure, and its answer was asked for). Anything else is a forged
+     * or misrouted answer: a peer must not fail or fake others' requests. */
+    if (pf_dispatch_holds(b->dispatch, w, m->id) < 0) {
+        pf_broker_foreign_answer(b, p, "RESULT", m->id);
+        goto done;
+    }
     if (!pf_dispatch_job_owner(b->dispatch, m->id, &owner, &sid)) {
         pf_dispatch_result(b->dispatch, w, m->id); /* frees the credit; the answer is not needed */
         goto done;
@@ -171,6 +182,11 @@ static void on_failed(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
         pf_broker_malformed(b, p, "FAILED: not a valid Failed message");
         return;
     }
+    if (pf_dispatch_holds(b->dispatch, p->worker, m->job_id) < 0) {
+        pf_broker_foreign_answer(b, p, "FAILED", m->job_id);
+        planfarm__failed__free_unpacked(m, NULL);
+        return;
+    }
     char why[400];
     snprintf(why, sizeof why, "%s: %.256s", p->name, m->error ? m->error : "failed");
     if (pf_dispatch_failed(b->dispatch, p->worker, m->job_id, why) && b->o.verbose)
@@ -191,7 +207,11 @@ static void on_fetch(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
     size_t n;
     int kind;
     reply.hash = m->hash;
-    if (pf_blobstore_get(b->blobs, m->hash.data, m->hash.len, &kind, &bytes, &n) == PF_OK) {
+    if (!pf_broker_worker_may_fetch(b, p, m->hash.data, m->hash.len)) {
+        /* the same answer as for a blob that is gone: a worker learns nothing about others' */
+        pf_broker_malformed(b, p, "FETCH of a blob no job it holds needs");
+        reply.error = "no blob with that hash for the jobs this worker holds";
+    } else if (pf_blobstore_get(b->blobs, m->hash.data, m->hash.len, &kind, &bytes, &n) == PF_OK) {
         reply.kind = (Planfarm__BlobKind)kind;
         reply.data.data = (uint8_t *)bytes;
         reply.data.len = n;
@@ -217,13 +237,12 @@ void pf_broker_on_worker_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uin
         return;
     }
     if (p->kind == PEER_NEW || p->kind == PEER_GONE) {
-        /* A worker we declared dead: a late RESULT is still used. A peer that never sent READY
-         * answers nothing (job ids are easy to guess). Either is told to register again
-         * (Majordomo's DISCONNECT). */
-        if (kind == PF_MSG_RESULT && p->kind == PEER_GONE)
-            on_result(b, p, data, len);
-        else if (kind == PF_MSG_RESULT)
-            pf_broker_malformed(b, p, "RESULT from a peer that never sent READY");
+        /* A worker we declared dead holds nothing any more (its jobs went back to the queue or
+         * to others), and a peer that never sent READY was never sent a job: a RESULT from
+         * either is dropped and counted. Either is told to register again (Majordomo's
+         * DISCONNECT). */
+        if (kind == PF_MSG_RESULT || kind == PF_MSG_FAILED)
+            pf_broker_foreign_answer(b, p, pf_msg_name(kind), 0);
         if (kind != PF_MSG_BYE)
             pf_broker_send_bye(b, p, "unknown worker: send READY");
         return;

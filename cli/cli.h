@@ -4,6 +4,7 @@
 #define PF_CLI_H
 
 #include "planner/search.h"
+#include "proto/curve.h"
 
 #include <getopt.h>
 #include <stddef.h>
@@ -112,6 +113,20 @@ int cli_wait_and_fetch(const char *cmd, pf_client_t *c, const char *id, const ch
 int cli_fetch_plan(const char *cmd, pf_client_t *c, const char *id, const char *out_path,
                    int quiet);
 
+/* ---- key options of clients and workers (cli/keys.c) ---- */
+#define CLI_KEYOPT_BASE 2000
+#define CLI_KEY_OPTIONS                                                                         \
+    {"cert", required_argument, 0, CLI_KEYOPT_BASE + 0},                                        \
+    {"broker-key", required_argument, 0, CLI_KEYOPT_BASE + 1},                                  \
+    {"insecure", no_argument, 0, CLI_KEYOPT_BASE + 2}
+/* 1 when code was a key option (applied to *k), 0 when not. */
+int cli_keyopt(int code, const char *arg, pf_curve_opts_t *k);
+void cli_keyopts_help(FILE *f);
+/* A client of the broker at endpoint with these keys; prints the reason and returns NULL when
+ * it cannot be made (keys unreadable, plain TCP off the machine without --insecure). */
+pf_client_t *cli_client_new(const char *cmd, const char *endpoint, double timeout_s,
+                            const pf_curve_opts_t *k);
+
 /* Sub-commands: argv[0] is the sub-command's name. */
 int cmd_check(int argc, char **argv);
 int cmd_cluster(int argc, char **argv);
@@ -133,5 +148,6 @@ int cmd_result(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
+int cmd_keygen(int argc, char **argv);
 
 #endif

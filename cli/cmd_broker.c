@@ -15,14 +15,16 @@ static void help(FILE *f)
     fprintf(f,
             "usage: planfarm broker [--bind ENDPOINT] [--heartbeat-ms N] [--liveness N]\n"
             "                       [--max-attempts N] [--max-msg-mb N] [--dp-timeout S]\n"
-            "                       [--probe-margin S] [--max-requests N] [--http ADDR]\n"
-            "                       [--verbose] [--journal PATH|none] [--expire-days N]\n"
-            "                       [--compact] [--client-requests N] [--client-jobs N]\n\n"
+            "                       [--probe-margin S] [--max-requests N] [--max-credits N]\n"
+            "                       [--http ADDR] [--journal PATH|none] [--expire-days N]\n"
+            "                       [--compact] [--client-requests N] [--client-jobs N]\n"
+            "                       [--cert FILE [--clients DIR] [--workers DIR] [--agents DIR]\n"
+            "                       [--admins DIR]] [--insecure] [--verbose]\n\n"
             "Serves plan requests (planfarm submit/status/result/cancel/list, planfarm plan\n"
             "--broker) and hands their jobs to workers (planfarm worker). Runs until SIGINT or\n"
             "SIGTERM, then tells its workers BYE.\n\n"
-            "  --bind ENDPOINT     ZeroMQ endpoint (default %s; plain TCP: loopback\n"
-            "                      or a trusted network only)\n"
+            "  --bind ENDPOINT     ZeroMQ endpoint (default %s; plain TCP only on\n"
+            "                      loopback, unless --insecure)\n"
             "  --heartbeat-ms N    heartbeat interval, both ways (default %d; workers must use\n"
             "                      the same)\n"
             "  --liveness N        heartbeats a worker may miss before its jobs go elsewhere\n"
@@ -47,15 +49,28 @@ static void help(FILE *f)
             "  --client-requests N unfinished requests one client may have (default: only\n"
             "                      --max-requests)\n"
             "  --client-jobs N     jobs of one client handed to workers at once (default: no\n"
-            "                      quota; clients take turns for free workers either way)\n",
+            "                      quota; clients take turns for free workers either way)\n"
+            "  --max-credits N     jobs one worker may hold; more asked are clamped (default %d)\n"
+            "\n"
+            "Security (README \"Security\"; keys from `planfarm keygen`):\n"
+            "  --cert FILE         the broker's secret cert: CurveZMQ, every peer authenticated\n"
+            "  --clients DIR       public certs of clients (their own requests only)\n"
+            "  --workers DIR       public certs of workers\n"
+            "  --agents DIR        public certs of profiler agents\n"
+            "  --admins DIR        public certs of admins (clients that see every request)\n"
+            "  --insecure          allow plain TCP off loopback (a warning)\n",
             d.endpoint, d.heartbeat_ms, d.liveness, d.max_attempts,
-            (long long)(d.max_msg_bytes >> 20), d.limits.solve_s, d.limits.margin_s, d.max_running);
+            (long long)(d.max_msg_bytes >> 20), d.limits.solve_s, d.limits.margin_s, d.max_running,
+            d.max_credits);
 }
 
 int cmd_broker(int argc, char **argv)
 {
-    enum { O_BIND = 1, O_HB, O_LIVE, O_ATTEMPTS, O_MAXMSG, O_DPT, O_PM, O_MAXREQ, O_VERBOSE,
-           O_HTTP, O_JOURNAL, O_EXPIRE, O_COMPACT, O_PREP_DELAY, O_CLIENT_REQ, O_CLIENT_JOBS };
+    enum {
+        O_BIND = 1, O_HB, O_LIVE, O_ATTEMPTS, O_MAXMSG, O_DPT, O_PM, O_MAXREQ, O_VERBOSE, O_HTTP,
+        O_JOURNAL, O_EXPIRE, O_COMPACT, O_PREP_DELAY, O_CLIENT_REQ, O_CLIENT_JOBS, O_MAXCRED,
+        O_CERT, O_INSECURE, O_DIR /* O_DIR + r: the allow-list of role bit r */
+    };
     static const struct option opts[] = {{"bind", required_argument, 0, O_BIND},
                                          {"heartbeat-ms", required_argument, 0, O_HB},
                                          {"liveness", required_argument, 0, O_LIVE},
@@ -73,6 +88,13 @@ int cmd_broker(int argc, char **argv)
                                          {"client-jobs", required_argument, 0, O_CLIENT_JOBS},
                                          /* hidden test hook: slow request setup down */
                                          {"test-prep-delay-ms", required_argument, 0, O_PREP_DELAY},
+                                         {"max-credits", required_argument, 0, O_MAXCRED},
+                                         {"cert", required_argument, 0, O_CERT},
+                                         {"insecure", no_argument, 0, O_INSECURE},
+                                         {"clients", required_argument, 0, O_DIR + 0},
+                                         {"workers", required_argument, 0, O_DIR + 1},
+                                         {"agents", required_argument, 0, O_DIR + 2},
+                                         {"admins", required_argument, 0, O_DIR + 3},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     pf_broker_opts_t o;
@@ -145,6 +167,17 @@ int cmd_broker(int argc, char **argv)
                 return CLI_USAGE;
             o.prep_delay_ms = (int)v;
             break;
+        case O_MAXCRED:
+            if (cli_int("broker", "--max-credits", optarg, 1, 1000, &v))
+                return CLI_USAGE;
+            o.max_credits = (int)v;
+            break;
+        case O_CERT: o.auth.cert = optarg; break;
+        case O_INSECURE: o.auth.insecure = 1; break;
+        case O_DIR + 0:
+        case O_DIR + 1:
+        case O_DIR + 2:
+        case O_DIR + 3: o.auth.dirs[c - O_DIR] = optarg; break;
         case 'h': help(stdout); return CLI_OK;
         default: return cli_usage_error("broker", "unknown option");
         }
@@ -154,6 +187,16 @@ int cmd_broker(int argc, char **argv)
     if (o.endpoint && cli_check_endpoint("broker", "--bind", o.endpoint))
         return CLI_USAGE;
     char err[CLI_ERRLEN];
+    static const char *const dir_flags[] = {"--clients", "--workers", "--agents", "--admins"};
+    for (int r = 0; r < 4; r++)
+        if (o.auth.dirs[r] && !o.auth.cert)
+            return cli_usage_error("broker", "%s needs --cert (the broker's secret cert)",
+                                   dir_flags[r]);
+    /* a refused endpoint is bad usage (2), not a failure to bind (1) */
+    if (!pf_auth_wanted(&o.auth) && !o.auth.insecure && !pf_endpoint_is_local(o.endpoint)) {
+        pf_curve_check_plain("broker", o.endpoint, 0, 0, err, sizeof err);
+        return cli_report("broker", PF_EINPUT, err);
+    }
     if (!journal) {
         if (pf_journal_default_path(journal_default, sizeof journal_default,
                                     getenv("XDG_STATE_HOME"), getenv("HOME")) != PF_OK)
@@ -179,6 +222,11 @@ int cmd_broker(int argc, char **argv)
     if (!b)
         return cli_report("broker", PF_ERR, err);
     int rc = pf_broker_run(b);
+    pf_broker_stats_t st;
+    pf_broker_get_stats(b, &st);
+    fprintf(stderr, "planfarm broker: stopped after %.1f s: %lld messages in, %lld malformed, "
+                    "%lld answers from workers that did not hold the job\n",
+            st.wall_s, st.msgs_in, st.malformed, st.foreign_answers);
     pf_broker_destroy(&b);
     return rc == PF_OK ? CLI_OK : CLI_FAIL;
 }

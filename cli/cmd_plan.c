@@ -33,6 +33,7 @@ static void help(FILE *f)
             "  --quiet             no summary, no progress line\n\n",
             PF_BROKER_DEFAULT_ENDPOINT, CLI_DEFAULT_TIMEOUT_S);
     cli_planopts_help(f);
+    cli_keyopts_help(f);
     fprintf(f, "\nA progress line (phase, jobs, best objective) is shown on stderr when it is a\n"
                "terminal. Exit status: 0 plan written, 2 bad input, 3 no feasible plan (the\n"
                "message names the constraint), 1 run-time failure.\n");
@@ -107,7 +108,9 @@ int cmd_plan(int argc, char **argv)
                                          {"output", required_argument, 0, 'o'},
                                          {"help", no_argument, 0, 'h'},
                                          CLI_PLAN_OPTIONS,
+                                         CLI_KEY_OPTIONS,
                                          {0, 0, 0, 0}};
+    pf_curve_opts_t keys = {0};
     pf_search_opts_t so;
     pf_search_opts_init(&so);
     const char *out = NULL, *broker = NULL;
@@ -121,6 +124,8 @@ int cmd_plan(int argc, char **argv)
                 return CLI_USAGE;
             continue;
         }
+        if (cli_keyopt(c, optarg, &keys))
+            continue;
         switch (c) {
         case 'o': out = optarg; break;
         case O_WORKERS:
@@ -166,8 +171,8 @@ int cmd_plan(int argc, char **argv)
         }
         broker = e.endpoint;
     }
-    if (!(client = pf_client_new(broker, (int)(timeout_s * 1000), err, sizeof err))) {
-        rc = cli_report("plan", PF_EINPUT, err);
+    if (!(client = cli_client_new("plan", broker, timeout_s, &keys))) {
+        rc = CLI_USAGE;
         goto done;
     }
     if ((rc = cli_submit("plan", client, g, cl, gpath, cpath, &so, &id)) == CLI_OK) {

@@ -15,10 +15,11 @@ static void help(FILE *f)
             "  --broker ENDPOINT   default %s\n"
             "  -o PLAN             output file (- = stdout)\n"
             "  --timeout S         seconds to wait for the reply (default %g)\n"
-            "  --quiet             no summary\n\n"
-            "Exit status: 0 plan written, 1 still running (or failed at run time, or no\n"
-            "broker), 3 no feasible plan, 2 unknown request id (or the request had bad input).\n",
+            "  --quiet             no summary\n",
             PF_BROKER_DEFAULT_ENDPOINT, CLI_DEFAULT_TIMEOUT_S);
+    cli_keyopts_help(f);
+    fprintf(f, "\nExit status: 0 plan written, 1 still running (or failed at run time, or no\n"
+            "broker), 3 no feasible plan, 2 unknown request id (or the request had bad input).\n");
 }
 
 int cmd_result(int argc, char **argv)
@@ -29,12 +30,16 @@ int cmd_result(int argc, char **argv)
                                          {"quiet", no_argument, 0, O_QUIET},
                                          {"output", required_argument, 0, 'o'},
                                          {"help", no_argument, 0, 'h'},
+                                         CLI_KEY_OPTIONS,
                                          {0, 0, 0, 0}};
+    pf_curve_opts_t keys = {0};
     const char *broker = PF_BROKER_DEFAULT_ENDPOINT, *out = NULL;
     double timeout_s = CLI_DEFAULT_TIMEOUT_S;
     int quiet = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+        if (cli_keyopt(c, optarg, &keys))
+            continue;
         switch (c) {
         case 'o': out = optarg; break;
         case O_BROKER: broker = optarg; break;
@@ -49,10 +54,9 @@ int cmd_result(int argc, char **argv)
     }
     if (argc - optind != 1)
         return cli_usage_error("result", "expected one request ID");
-    char err[CLI_ERRLEN];
-    pf_client_t *client = pf_client_new(broker, (int)(timeout_s * 1000), err, sizeof err);
+    pf_client_t *client = cli_client_new("result", broker, timeout_s, &keys);
     if (!client)
-        return cli_report("result", PF_EINPUT, err);
+        return CLI_USAGE;
     int rc = cli_fetch_plan("result", client, argv[optind], out, quiet);
     pf_client_destroy(&client);
     return rc;

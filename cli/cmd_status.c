@@ -44,9 +44,11 @@ static void help(FILE *f, what_t what)
     fprintf(f,
             "usage: planfarm %s [--broker ENDPOINT] [--timeout S]\n\n%s\n"
             "  --broker ENDPOINT   default %s\n"
-            "  --timeout S         seconds to wait for the reply (default %g)\n\n"
-            "Exit status: 0 answered, %s1 no broker.\n",
-            usage[what], text[what], PF_BROKER_DEFAULT_ENDPOINT, CLI_DEFAULT_TIMEOUT_S,
+            "  --timeout S         seconds to wait for the reply (default %g)\n",
+            usage[what], text[what], PF_BROKER_DEFAULT_ENDPOINT, CLI_DEFAULT_TIMEOUT_S);
+    cli_keyopts_help(f);
+    fprintf(f, "\nWith keys a client sees its own requests only (an admin key: all).\n"
+               "Exit status: 0 answered, %s1 no broker.\n",
             what == ALL_LIST ? "" : "2 unknown request id, ");
 }
 
@@ -58,12 +60,16 @@ static int run(int argc, char **argv, what_t what)
     static const struct option opts[] = {{"broker", required_argument, 0, O_BROKER},
                                          {"timeout", required_argument, 0, O_TIMEOUT},
                                          {"help", no_argument, 0, 'h'},
+                                         CLI_KEY_OPTIONS,
                                          {0, 0, 0, 0}};
     const char *broker = PF_BROKER_DEFAULT_ENDPOINT;
+    pf_curve_opts_t keys = {0};
     double timeout_s = CLI_DEFAULT_TIMEOUT_S;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (cli_keyopt(c, optarg, &keys))
+            continue;
         switch (c) {
         case O_BROKER: broker = optarg; break;
         case O_TIMEOUT:
@@ -78,21 +84,21 @@ static int run(int argc, char **argv, what_t what)
     if (argc - optind != want)
         return cli_usage_error(cmd, want ? "expected one request ID" : "expected no argument");
     char err[CLI_ERRLEN];
-    pf_client_t *client = pf_client_new(broker, (int)(timeout_s * 1000), err, sizeof err);
+    pf_client_t *client = cli_client_new(cmd, broker, timeout_s, &keys);
     if (!client)
-        return cli_report(cmd, PF_EINPUT, err);
+        return CLI_USAGE;
     int rc;
     if (what == ALL_LIST) {
         Planfarm__ListReply *l;
         if ((rc = pf_client_list(client, &l, err, sizeof err)) == PF_OK) {
-            printf("%-10s %-9s %-9s %9s %10s %9s  %s\n", "id", "state", "phase", "jobs",
+            printf("%-33s %-9s %-9s %9s %10s %9s  %s\n", "id", "state", "phase", "jobs",
                    "best_ms", "wall_s", "label");
             for (size_t i = 0; i < l->n_requests; i++) {
                 const Planfarm__RequestStatus *st = l->requests[i];
                 char jobs[32];
                 snprintf(jobs, sizeof jobs, "%lld/%lld", (long long)st->jobs_answered,
                          (long long)st->jobs_issued);
-                printf("%-10s %-9s %-9s %9s %10.4g %9.2f  %s\n", st->request_id,
+                printf("%-33s %-9s %-9s %9s %10.4g %9.2f  %s\n", st->request_id,
                        pf_request_state_name(st->state), st->phase, jobs, st->best_objective_ms, st->wall_s,
                        st->label);
             }

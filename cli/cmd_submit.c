@@ -26,6 +26,7 @@ static void help(FILE *f)
             "  --quiet             no summary, no progress line\n\n",
             PF_BROKER_DEFAULT_ENDPOINT, CLI_DEFAULT_TIMEOUT_S);
     cli_planopts_help(f);
+    cli_keyopts_help(f);
     fprintf(f, "\nExit status: 0 submitted (or, with --wait, plan written), 2 bad input,\n"
                "3 no feasible plan, 1 no broker or a run-time failure.\n");
 }
@@ -41,7 +42,9 @@ int cmd_submit(int argc, char **argv)
                                          {"output", required_argument, 0, 'o'},
                                          {"help", no_argument, 0, 'h'},
                                          CLI_PLAN_OPTIONS,
+                                         CLI_KEY_OPTIONS,
                                          {0, 0, 0, 0}};
+    pf_curve_opts_t keys = {0};
     pf_search_opts_t so;
     pf_search_opts_init(&so);
     const char *out = NULL, *broker = PF_BROKER_DEFAULT_ENDPOINT;
@@ -55,6 +58,8 @@ int cmd_submit(int argc, char **argv)
                 return CLI_USAGE;
             continue;
         }
+        if (cli_keyopt(c, optarg, &keys))
+            continue;
         switch (c) {
         case 'o': out = optarg; break;
         case O_BROKER: broker = optarg; break;
@@ -79,18 +84,18 @@ int cmd_submit(int argc, char **argv)
     if (cli_check_output("submit", out) ||
         (broker && cli_check_endpoint("submit", "--broker", broker)))
         return CLI_USAGE;
-    char err[CLI_ERRLEN], *id = NULL;
+    char *id = NULL;
     const char *gpath = argv[optind], *cpath = argv[optind + 1];
     pf_graph_t *g;
     pf_cluster_t *cl;
     int rc = cli_load_inputs("submit", gpath, cpath, &g, &cl);
     if (rc != CLI_OK)
         return rc;
-    pf_client_t *client = pf_client_new(broker, (int)(timeout_s * 1000), err, sizeof err);
+    pf_client_t *client = cli_client_new("submit", broker, timeout_s, &keys);
     if (!client) {
         pf_graph_destroy(&g);
         pf_cluster_destroy(&cl);
-        return cli_report("submit", PF_EINPUT, err);
+        return CLI_USAGE;
     }
     pf_client_set_priority(client, (int)priority);
     rc = cli_submit("submit", client, g, cl, gpath, cpath, &so, &id);

@@ -26,6 +26,7 @@ static void help(FILE *f)
             "  --name NAME         shown in the broker's log (default host:pid)\n"
             "  --verbose           log every job\n",
             d.credits, d.heartbeat_ms, d.liveness, d.cache_bytes >> 20);
+    cli_keyopts_help(f);
 }
 
 int cmd_worker(int argc, char **argv)
@@ -46,6 +47,7 @@ int cmd_worker(int argc, char **argv)
                                          {"test-hang-kind", required_argument, 0, O_TEST_HANG},
                                          {"test-delay-ms", required_argument, 0, O_TEST_DELAY},
                                          {"help", no_argument, 0, 'h'},
+                                         CLI_KEY_OPTIONS,
                                          {0, 0, 0, 0}};
     pf_worker_opts_t o;
     pf_worker_opts_init(&o);
@@ -53,6 +55,8 @@ int cmd_worker(int argc, char **argv)
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (cli_keyopt(c, optarg, &o.curve))
+            continue;
         switch (c) {
         case O_CONNECT: o.endpoint = optarg; break;
         case O_THREADS:
@@ -101,7 +105,7 @@ int cmd_worker(int argc, char **argv)
     char err[CLI_ERRLEN];
     pf_worker_t *w = pf_worker_new(&o, err, sizeof err);
     if (!w)
-        return cli_report("worker", PF_ERR, err);
+        return cli_report("worker", PF_EINPUT, err);
     int rc = pf_worker_run(w);
     pf_worker_destroy(&w);
     return rc == PF_OK ? CLI_OK : CLI_FAIL;

@@ -32,6 +32,7 @@ static const command_t commands[] = {
     {"result", cmd_result, "write the plan of a finished request"},
     {"cancel", cmd_cancel, "stop a request"},
     {"list", cmd_list, "every request a broker remembers"},
+    {"keygen", cmd_keygen, "make a CurveZMQ key pair (NAME, NAME_secret) for broker, workers, clients"},
     {"profile", cmd_profile, "measure this host's GPUs (or CPU) into a cluster file; --graph"},
 };
 

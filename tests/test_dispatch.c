@@ -345,6 +345,41 @@ static void test_kind_counts(void)
     pf_dispatch_destroy(&d);
 }
 
+/* Who holds what (the broker accepts an answer only from a holder, issue 12). A: 1 credit, B: 1
+ * credit; job 1 -> A, job 2 -> B. A holds 1 live, not 2; after a deadline at t = 12 (timeout 10,
+ * sent at t = 1) A's copy of 1 is cancelled but still held (0) until A answers, and job 1 goes
+ * nowhere else (B is full): A's answer releases it (-1 after). An invalid handle holds nothing. */
+static void test_holds(void)
+{
+    events_t e;
+    pf_dispatch_t *d = make(&e, 3, 10);
+    char A, B;
+    int a = pf_dispatch_worker_add(d, 1, ALL_KINDS, &A);
+    int b = pf_dispatch_worker_add(d, 1, ALL_KINDS, &B);
+    CU_ASSERT_EQUAL(pf_dispatch_submit(d, 1, PF_JOB_NOOP, 10, &owner_tag, 1), PF_OK);
+    CU_ASSERT_EQUAL(pf_dispatch_submit(d, 2, PF_JOB_NOOP, 10, &owner_tag, 2), PF_OK);
+    pf_dispatch_assign_t as;
+    CU_ASSERT_EQUAL(pf_dispatch_next(d, 1, &as), 1);
+    CU_ASSERT_EQUAL(as.worker, a);
+    CU_ASSERT_EQUAL(pf_dispatch_next(d, 1, &as), 1);
+    CU_ASSERT_EQUAL(as.worker, b);
+    CU_ASSERT_EQUAL(pf_dispatch_holds(d, a, 1), 1);
+    CU_ASSERT_EQUAL(pf_dispatch_holds(d, a, 2), -1);
+    CU_ASSERT_EQUAL(pf_dispatch_holds(d, b, 2), 1);
+    CU_ASSERT_EQUAL(pf_dispatch_holds(d, -1, 1), -1);
+    CU_ASSERT_EQUAL(pf_dispatch_holds(d, 7, 1), -1);
+    uint64_t ids[4];
+    CU_ASSERT_EQUAL(pf_dispatch_worker_jobs(d, a, ids, 4), 1);
+    CU_ASSERT_EQUAL(ids[0], 1);
+    pf_dispatch_tick(d, 12); /* both deadlines (t = 11) passed: cancelled, queued again */
+    CU_ASSERT_EQUAL(pf_dispatch_holds(d, a, 1), 0);
+    CU_ASSERT_EQUAL(pf_dispatch_worker_jobs(d, a, ids, 4), 1);
+    CU_ASSERT_EQUAL(pf_dispatch_result(d, a, 1), 1); /* the cancelled copy's answer is used */
+    CU_ASSERT_EQUAL(pf_dispatch_holds(d, a, 1), -1);
+    CU_ASSERT_EQUAL(pf_dispatch_worker_jobs(d, a, ids, 4), 0);
+    pf_dispatch_destroy(&d);
+}
+
 void pf_suite_dispatch(void)
 {
     CU_pSuite s = CU_add_suite("dispatch", NULL, NULL);
@@ -354,4 +389,5 @@ void pf_suite_dispatch(void)
     CU_add_test(s, "deadline re-send and late answers", test_deadline);
     CU_add_test(s, "cancel and job kinds", test_cancel_and_kinds);
     CU_add_test(s, "counts by kind and send times", test_kind_counts);
+    CU_add_test(s, "which worker holds a job", test_holds);
 }

@@ -24,6 +24,7 @@ struct pf_worker {
     char name[128], endpoint[256];
     int cores;
     zsock_t *dealer;
+    pf_curve_client_t keys;
     pf_solver_t *solver;
     int threads; /* OpenMP threads per job */
     pf_blob_cache_t *cache;
@@ -395,6 +396,7 @@ static int connect_broker(pf_worker_t *w)
     if (!w->dealer)
         return PF_ERR;
     zsock_set_linger(w->dealer, 0);
+    pf_curve_client_apply(&w->keys, w->dealer);
     zsock_set_sndhwm(w->dealer, 100000);
     zsock_set_rcvhwm(w->dealer, 100000);
     int64_t maxmsg = w->o.max_msg_bytes;
@@ -574,6 +576,8 @@ pf_worker_t *pf_worker_new(const pf_worker_opts_t *opts, char *err, size_t errle
         w->o.reconnect_max_ms = w->o.heartbeat_ms;
     snprintf(w->endpoint, sizeof w->endpoint, "%s", w->o.endpoint);
     w->o.endpoint = w->endpoint;
+    if (pf_curve_client_init(&w->keys, &w->o.curve, "worker", w->endpoint, err, errlen) != PF_OK)
+        goto fail;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     w->cores = cores > 0 ? (int)cores : 1;
     if (w->o.name && w->o.name[0]) {
@@ -634,6 +638,7 @@ void pf_worker_destroy(pf_worker_t **wp)
         pf_blob_cache_destroy(&w->cache);
     }
     zhashx_destroy(&w->fetching);
+    pf_curve_client_clear(&w->keys);
     pf_pack_buf_free(&w->pack);
     free(w);
     *wp = NULL;

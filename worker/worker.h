@@ -13,6 +13,7 @@
 #define PF_WORKER_H
 
 #include "proto/clock.h"
+#include "proto/curve.h"
 
 #include <czmq.h>
 #include <stddef.h>
@@ -33,6 +34,8 @@ typedef struct {
     int verbose;           /* log every job */
     int quiet;             /* no routine log lines (embedded mode); warnings still show */
     pf_clock_t clock;      /* heartbeats, liveness, back-off; default (zeroed) monotonic */
+    pf_curve_opts_t curve; /* own cert and the broker's key (proto/curve.h); zeroed: plain,
+                            * and then only to a local endpoint unless curve.insecure */
     /* Test hooks (tests and tests/integration only; never set in production):
      * test_hang_kind: a job kind name (planner/jobs.h); the first job of that kind hangs until it
      * is cancelled, to test deadline re-sends. test_delay_ms: every job sleeps that long first,

@@ -101,7 +101,7 @@ WORKER_TEST=""
     fail "BERT plans with tensor parallelism differ"
 grep -q '"tensor_parallel": 2' "$TMP/bert-tp.farm.json" || fail "the farm's plan is not TP 2"
 ID=$("$BIN" submit "$TMP/resnet50.json" "$TMP/dgx1.json" --broker "$EP") || fail "submit ResNet"
-echo "$ID" | grep -Eq '^r[0-9a-f]{8}$' || fail "request id '$ID'"
+echo "$ID" | grep -Eq '^r[0-9a-f]{32}$' || fail "request id '$ID'"
 for _ in $(seq 1 600); do [ "$(state "$ID")" = done ] && break; sleep 0.05; done
 "$BIN" result "$ID" --broker "$EP" -o "$TMP/resnet.farm.json" --quiet || fail "result of $ID"
 "$TOOL" compare "$TMP/resnet.embedded.json" "$TMP/resnet.farm.json" $EPS ||

@@ -7,7 +7,19 @@
  *       send a broker malformed and oversized messages (random frames, truncated and wrong
  *       headers, wrong versions and kinds, undecodable bodies, too many frames, a worker message
  *       from a client, one frame of HUGE_MB MiB: run the broker with a smaller --max-msg-mb),
- *       then exit 0. */
+ *       then exit 0.
+ *   pf_testtool rogue ENDPOINT CERT BROKER_KEY blackhole|forge
+ *       a worker with a listed key (CERT: its secret cert; BROKER_KEY: the broker's public
+ *       cert) that misbehaves:
+ *       blackhole  READY asking for 64 credits; takes jobs, heartbeats, never answers; prints
+ *                  "took N jobs" as they come; runs until killed
+ *       forge      takes one job X and fetches its graph (must be served), then a second
+ *                  connection that holds no job fetches the same blob (must be refused), then
+ *                  sends RESULT (infeasible) for the 16 ids after X and a FAILED for X + 1,
+ *                  none of which it was sent, and says BYE. Exit 0 when both fetches went as
+ *                  they must; prints "forged 17 answers". */
+#include "planner/util.h"
+#include "proto/curve.h"
 #include "proto/job_codec.h"
 
 #include <czmq.h>
@@ -141,6 +153,155 @@ static int hostile(const char *endpoint, size_t huge_mb)
     return 0;
 }
 
+/* ---- a rogue worker ---- */
+
+static void rogue_send(zsock_t *s, pf_msg_t kind, const ProtobufCMessage *m)
+{
+    uint8_t hdr[PF_WIRE_HEADER_LEN], *buf;
+    size_t n;
+    pf_wire_header(kind, hdr);
+    if (pf_codec_pack(m, &buf, &n) != PF_OK)
+        return;
+    zmsg_t *msg = zmsg_new();
+    zmsg_addmem(msg, hdr, sizeof hdr);
+    zmsg_addmem(msg, buf, n);
+    zmsg_send(&msg, s);
+    free(buf);
+}
+
+/* The next message within timeout_ms: its kind (0: none) and body (caller destroys). */
+static int rogue_recv(zsock_t *s, int timeout_ms, zframe_t **body)
+{
+    *body = NULL;
+    zpoller_t *p = zpoller_new(s, NULL);
+    void *which = zpoller_wait(p, timeout_ms);
+    zpoller_destroy(&p);
+    if (!which)
+        return 0;
+    zmsg_t *m = zmsg_recv(s);
+    zframe_t *h = m ? zmsg_pop(m) : NULL;
+    pf_msg_t kind = 0;
+    char err[64];
+    if (!h || pf_wire_parse_header(zframe_data(h), zframe_size(h), &kind, err, sizeof err) !=
+                  PF_OK)
+        kind = 0;
+    *body = m ? zmsg_pop(m) : NULL;
+    zframe_destroy(&h);
+    zmsg_destroy(&m);
+    return (int)kind;
+}
+
+static zsock_t *rogue_connect(const char *endpoint, const pf_curve_client_t *keys, int credits,
+                              int all_kinds)
+{
+    zsock_t *s = zsock_new(ZMQ_DEALER);
+    zsock_set_linger(s, 0);
+    pf_curve_client_apply(keys, s);
+    zsock_connect(s, "%s", endpoint);
+    Planfarm__JobKind kinds[PF_JOB_KIND_COUNT];
+    for (int k = 0; k < PF_JOB_KIND_COUNT; k++)
+        kinds[k] = (Planfarm__JobKind)k;
+    Planfarm__Ready r = PLANFARM__READY__INIT;
+    r.protocol = PF_WIRE_VERSION;
+    r.credits = (uint32_t)credits;
+    r.kinds = all_kinds ? kinds : &kinds[PF_JOB_NOOP];
+    r.n_kinds = all_kinds ? PF_JOB_KIND_COUNT : 1;
+    r.name = all_kinds ? "rogue" : "rogue-idle";
+    rogue_send(s, PF_MSG_READY, &r.base);
+    return s;
+}
+
+/* FETCH hash on s: 1 when the broker sent the blob's bytes, 0 when it refused, -1 no reply. */
+static int rogue_fetch(zsock_t *s, ProtobufCBinaryData hash)
+{
+    Planfarm__Fetch f = PLANFARM__FETCH__INIT;
+    f.hash = hash;
+    rogue_send(s, PF_MSG_FETCH, &f.base);
+    for (int i = 0; i < 100; i++) {
+        zframe_t *body;
+        int kind = rogue_recv(s, 100, &body);
+        Planfarm__Blob *b = kind == PF_MSG_BLOB && body ? planfarm__blob__unpack(
+                                                              NULL, zframe_size(body), zframe_data(body))
+                                                        : NULL;
+        zframe_destroy(&body);
+        if (b) {
+            int got = b->data.len > 0 && !(b->error && b->error[0]);
+            planfarm__blob__free_unpacked(b, NULL);
+            return got;
+        }
+    }
+    return -1;
+}
+
+static int rogue(const char *endpoint, const char *cert, const char *broker_key, const char *mode)
+{
+    char err[512];
+    pf_curve_opts_t o = {.cert = cert, .broker_key = broker_key};
+    pf_curve_client_t keys;
+    if (pf_curve_client_init(&keys, &o, "rogue", endpoint, err, sizeof err) != PF_OK) {
+        fprintf(stderr, "rogue: %s\n", err);
+        return 2;
+    }
+    int blackhole = !strcmp(mode, "blackhole"), rc = 1;
+    zsock_t *s = rogue_connect(endpoint, &keys, blackhole ? 64 : 1, 1);
+    Planfarm__Heartbeat hb = PLANFARM__HEARTBEAT__INIT;
+    Planfarm__Job *job = NULL;
+    int taken = 0;
+    /* blackhole: forever (until killed); forge: until the first job, at most 60 s */
+    for (int polls = 0; blackhole || (!job && polls < 1200); polls++) {
+        zframe_t *body;
+        int kind = rogue_recv(s, 50, &body);
+        if (kind == PF_MSG_JOB && body) {
+            Planfarm__Job *j = planfarm__job__unpack(NULL, zframe_size(body), zframe_data(body));
+            if (j && blackhole) {
+                printf("took %d jobs\n", ++taken);
+                fflush(stdout);
+                planfarm__job__free_unpacked(j, NULL);
+            } else {
+                job = j;
+            }
+        }
+        zframe_destroy(&body);
+        rogue_send(s, PF_MSG_HEARTBEAT, &hb.base);
+    }
+    if (!job || !job->graph) {
+        fprintf(stderr, "rogue: no job with a graph came\n");
+        goto done;
+    }
+    int own = rogue_fetch(s, job->graph->hash);
+    zsock_t *idle = rogue_connect(endpoint, &keys, 1, 0);
+    int other = rogue_fetch(idle, job->graph->hash);
+    printf("fetch of its own job's graph: %s; from a connection without that job: %s\n",
+           own == 1 ? "served" : own == 0 ? "refused" : "no reply",
+           other == 1 ? "served" : other == 0 ? "refused" : "no reply");
+    int forged = 0;
+    for (uint64_t k = 1; k <= 16; k++, forged++) {
+        Planfarm__JobResult r = PLANFARM__JOB_RESULT__INIT;
+        r.id = job->id + k;
+        r.kind = job->kind;
+        r.status = PF_EINFEASIBLE;
+        r.error = "forged";
+        rogue_send(s, PF_MSG_RESULT, &r.base);
+    }
+    Planfarm__Failed f = PLANFARM__FAILED__INIT;
+    f.job_id = job->id + 1;
+    f.error = "forged";
+    rogue_send(s, PF_MSG_FAILED, &f.base);
+    forged++;
+    Planfarm__Bye bye = PLANFARM__BYE__INIT;
+    rogue_send(s, PF_MSG_BYE, &bye.base);
+    rogue_send(idle, PF_MSG_BYE, &bye.base);
+    zclock_sleep(200); /* let them go out */
+    zsock_destroy(&idle);
+    printf("forged %d answers\n", forged);
+    rc = own == 1 && other == 0 ? 0 : 1;
+done:
+    planfarm__job__free_unpacked(job, NULL);
+    zsock_destroy(&s);
+    pf_curve_client_clear(&keys);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     zsys_set_logstream(stderr);
@@ -148,6 +309,10 @@ int main(int argc, char **argv)
         return compare(argv[2], argv[3], atof(argv[4]));
     if (argc == 4 && !strcmp(argv[1], "hostile"))
         return hostile(argv[2], (size_t)atol(argv[3]));
-    fprintf(stderr, "usage: pf_testtool compare A.json B.json EPS | hostile ENDPOINT HUGE_MB\n");
+    if (argc == 6 && !strcmp(argv[1], "rogue") &&
+        (!strcmp(argv[5], "blackhole") || !strcmp(argv[5], "forge")))
+        return rogue(argv[2], argv[3], argv[4], argv[5]);
+    fprintf(stderr, "usage: pf_testtool compare A.json B.json EPS | hostile ENDPOINT HUGE_MB |\n"
+                    "       rogue ENDPOINT CERT BROKER_KEY blackhole|forge\n");
     return 2;
 }

@@ -1,0 +1,222 @@
+#include "broker/auth.h"
+#include "planner/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#define NROLES 4
+
+struct pf_auth {
+    zcert_t *own;
+    zhashx_t *roles; /* Z85 public key -> roles, as a pointer-sized integer */
+    zactor_t *zauth;
+};
+
+/* zauth binds inproc://zeromq.zap.01 in CZMQ's one context: a second one cannot start. */
+static atomic_int zauth_running;
+
+const char *pf_role_name(pf_role_t role)
+{
+    switch (role) {
+    case PF_ROLE_CLIENT: return "client";
+    case PF_ROLE_WORKER: return "worker";
+    case PF_ROLE_AGENT: return "agent";
+    case PF_ROLE_ADMIN: return "admin";
+    }
+    return "unknown";
+}
+
+static const char *const dir_flags[NROLES] = {"--clients", "--workers", "--agents", "--admins"};
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+static int load_dir(pf_auth_t *a, int role_bit, const char *dir, char *err, size_t errlen)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return pf_fail(err, errlen, PF_EINPUT, "%s %s: %s", dir_flags[role_bit], dir,
+                       strerror(errno));
+    int rc = PF_OK;
+    struct dirent *e;
+    while (rc == PF_OK && (e = readdir(d)) != NULL) {
+        char path[4096];
+        struct stat sb;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+            continue;
+        if (ends_with(e->d_name, "_secret")) {
+            rc = pf_fail(err, errlen, PF_EINPUT,
+                         "%s %s: %s is a secret cert: an allow-list holds public certs only "
+                         "(move it away and keep it private)",
+                         dir_flags[role_bit], dir, e->d_name);
+            break;
+        }
+        /* zcert_load(path) would prefer path_secret, which is not there (checked above) */
+        zcert_t *c = pf_curve_load_public(path, err, errlen);
+        if (!c) {
+            rc = PF_EINPUT;
+            break;
+        }
+        const char *key = zcert_public_txt(c);
+        uintptr_t roles = (uintptr_t)zhashx_lookup(a->roles, key) | (1u << role_bit);
+        if (zhashx_lookup(a->roles, key))
+            zhashx_update(a->roles, key, (void *)roles);
+        else if (zhashx_insert(a->roles, key, (void *)roles) != 0)
+            rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+        zcert_destroy(&c);
+    }
+    closedir(d);
+    return rc;
+}
+
+int pf_auth_wanted(const pf_auth_opts_t *o)
+{
+    int any = o->cert != NULL;
+    for (int r = 0; r < NROLES; r++)
+        any |= o->dirs[r] != NULL;
+    return any;
+}
+
+pf_auth_t *pf_auth_new(const pf_auth_opts_t *o, char *err, size_t errlen)
+{
+    if (!o->cert) {
+        for (int r = 0; r < NROLES; r++)
+            if (o->dirs[r]) {
+                pf_fail(err, errlen, PF_EINPUT, "%s needs --cert (the broker's secret cert)",
+                        dir_flags[r]);
+                return NULL;
+            }
+        pf_fail(err, errlen, PF_EINPUT, "no --cert: nothing to authenticate with");
+        return NULL;
+    }
+    pf_auth_t *a = calloc(1, sizeof *a);
+    if (!a || !(a->roles = zhashx_new())) {
+        pf_fail(err, errlen, PF_ERR, "out of memory");
+        goto fail;
+    }
+    if (!(a->own = pf_curve_load_secret(o->cert, err, errlen)))
+        goto fail;
+    for (int r = 0; r < NROLES; r++)
+        if (o->dirs[r] && load_dir(a, r, o->dirs[r], err, errlen) != PF_OK)
+            goto fail;
+    return a;
+fail:
+    pf_auth_destroy(&a);
+    return NULL;
+}
+
+void pf_auth_destroy(pf_auth_t **ap)
+{
+    if (!ap || !*ap)
+        return;
+    pf_auth_t *a = *ap;
+    if (a->zauth) {
+        zactor_destroy(&a->zauth);
+        atomic_store(&zauth_running, 0);
+    }
+    zhashx_destroy(&a->roles);
+    zcert_destroy(&a->own);
+    free(a);
+    *ap = NULL;
+}
+
+int pf_auth_start(pf_auth_t *a, char *err, size_t errlen)
+{
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&zauth_running, &expected, 1))
+        return pf_fail(err, errlen, PF_ERR, "a CURVE broker already runs in this process (one "
+                                            "zauth per process)");
+    zcertstore_t *store = zcertstore_new(NULL); /* in memory; zauth takes it over */
+    if (!store) {
+        atomic_store(&zauth_running, 0);
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    }
+    for (void *it = zhashx_first(a->roles); it; it = zhashx_next(a->roles)) {
+        uint8_t pub[32];
+        zmq_z85_decode(pub, zhashx_cursor(a->roles));
+        zcert_t *c = zcert_new_from(pub, pub); /* the store looks at the public key only */
+        if (c)
+            zcertstore_insert(store, &c);
+    }
+    a->zauth = zactor_new(zauth, store);
+    if (!a->zauth) {
+        zcertstore_destroy(&store);
+        atomic_store(&zauth_running, 0);
+        return pf_fail(err, errlen, PF_ERR, "cannot start zauth");
+    }
+    return PF_OK;
+}
+
+void pf_auth_apply_server(const pf_auth_t *a, zsock_t *s)
+{
+    zcert_apply(a->own, s);
+    zsock_set_curve_server(s, 1);
+    zsock_set_zap_domain(s, "planfarm");
+}
+
+unsigned pf_auth_roles(const pf_auth_t *a, const char *key_txt)
+{
+    return key_txt ? (unsigned)(uintptr_t)zhashx_lookup(a->roles, key_txt) : 0;
+}
+
+size_t pf_auth_keys(const pf_auth_t *a)
+{
+    return zhashx_size(a->roles);
+}
+
+const char *pf_auth_public_txt(const pf_auth_t *a)
+{
+    return zcert_public_txt(a->own);
+}
+
+static int fill_random(void *buf, size_t n)
+{
+    uint8_t *p = buf;
+    while (n > 0) {
+        ssize_t got = getrandom(p, n, 0);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return PF_ERR;
+        p += got;
+        n -= (size_t)got;
+    }
+    return PF_OK;
+}
+
+int pf_random_hex(const char *prefix, size_t nbytes, char *out, size_t outlen, char *err,
+                  size_t errlen)
+{
+    uint8_t buf[64];
+    size_t plen = strlen(prefix);
+    if (nbytes > sizeof buf || outlen < plen + 2 * nbytes + 1)
+        return pf_fail(err, errlen, PF_ERR, "random id: buffer too short");
+    if (fill_random(buf, nbytes) != PF_OK)
+        return pf_fail(err, errlen, PF_ERR, "random id: getrandom: %s", strerror(errno));
+    memcpy(out, prefix, plen);
+    for (size_t i = 0; i < nbytes; i++)
+        snprintf(out + plen + 2 * i, 3, "%02x", buf[i]);
+    return PF_OK;
+}
+
+int pf_random_u32(uint32_t *out)
+{
+    do {
+        if (fill_random(out, sizeof *out) != PF_OK)
+            return PF_ERR;
+    } while (*out == 0);
+    return PF_OK;
+}

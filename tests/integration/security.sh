@@ -1,0 +1,156 @@
+#!/bin/sh
+# Security end to end (README "Security"), real processes on loopback with CurveZMQ keys:
+#   - plain TCP off loopback is refused before anything binds or connects (broker, worker,
+#     client), and --insecure turns the refusal into a warning;
+#   - a key in no allow-list gets nothing (the handshake fails: no reply, not even an error);
+#   - a client sees, and cancels, only its own requests; an admin key sees both clients';
+#   - a worker that forges RESULTs and a FAILED for jobs it was not sent has them dropped and
+#     counted (the broker's last line), may fetch the graph of its own job only, and the
+#     requests still end with the plan an undisturbed embedded run finds;
+#   - a worker that takes jobs and never answers (64 credits asked, --max-credits 2 given) has
+#     its jobs moved on once their deadline (--dp-timeout, --probe-margin: small) passes.
+# Every process is started here and killed on exit.
+#
+# Needs PF_BIN (planfarm), PF_TESTTOOL (build/pf_testtool), PF_DATA (tests/data).
+set -eu
+BIN=${PF_BIN:-./planfarm}
+TOOL=${PF_TESTTOOL:-build/pf_testtool}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/pf_security.XXXXXX")
+PIDS=""
+cleanup() {
+    for p in $PIDS; do kill -9 "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+fail() { echo "FAIL: $*" >&2; for f in "$TMP"/*.log; do echo "--- $f" >&2; tail -n 20 "$f" >&2; done; exit 1; }
+pass() { echo "ok: $*"; }
+# expect_rc WANT LOG -- CMD...: runs CMD with its output in LOG; fails unless it exits WANT.
+expect_rc() {
+    want=$1 log=$2; shift 3
+    rc=0
+    "$@" >"$log" 2>&1 || rc=$?
+    [ "$rc" = "$want" ] || fail "'$*' exited $rc, expected $want"
+}
+
+# ---- keys: one broker, two workers (one honest, one rogue), two clients, an admin, a stranger
+K=$TMP/keys
+for name in broker worker rogue alice bob admin stranger; do
+    "$BIN" keygen "$name" -d "$K" >/dev/null
+done
+mkdir -p "$K/clients" "$K/workers" "$K/admins"
+cp "$K/alice" "$K/bob" "$K/clients/"
+cp "$K/worker" "$K/rogue" "$K/workers/"
+cp "$K/admin" "$K/admins/"
+[ "$(stat -c %a "$K/alice_secret")" = 600 ] || fail "keygen: a secret cert must be mode 600"
+pass "keygen: 7 key pairs, secrets mode 600"
+
+# ---- plain TCP off loopback: refused before bind or connect (192.0.2.1: TEST-NET-1, never
+# bound here; a bind there would fail differently, with "cannot bind")
+OFF=tcp://192.0.2.1:5799
+expect_rc 2 "$TMP/refuse-broker.out" -- timeout 20 "$BIN" broker --bind "$OFF"
+grep -q "plain TCP on $OFF is refused" "$TMP/refuse-broker.out" || fail "broker: no refusal message"
+expect_rc 2 "$TMP/refuse-worker.out" -- timeout 20 "$BIN" worker --connect "$OFF"
+grep -q "plain TCP on $OFF is refused" "$TMP/refuse-worker.out" || fail "worker: no refusal message"
+expect_rc 2 "$TMP/refuse-client.out" -- "$BIN" list --broker "$OFF"
+grep -q "plain TCP on $OFF is refused" "$TMP/refuse-client.out" || fail "client: no refusal message"
+expect_rc 1 "$TMP/insecure.out" -- timeout 20 "$BIN" broker --bind "$OFF" --insecure
+grep -q -- "--insecure: plain TCP on $OFF" "$TMP/insecure.out" || fail "--insecure: no warning"
+grep -q "cannot bind" "$TMP/insecure.out" || fail "--insecure: the broker did not try to bind"
+expect_rc 2 "$TMP/nocert.out" -- timeout 20 "$BIN" broker --clients "$K/clients"
+grep -q -- "--clients needs --cert" "$TMP/nocert.out" || fail "--clients without --cert accepted"
+cp "$K/bob_secret" "$K/clients/"
+expect_rc 1 "$TMP/secret-in-list.out" -- timeout 20 "$BIN" broker --cert "$K/broker_secret" --clients "$K/clients"
+grep -q "bob_secret is a secret cert" "$TMP/secret-in-list.out" || fail "a secret cert in an allow-list accepted"
+rm "$K/clients/bob_secret"
+pass "plain TCP off loopback refused (broker, worker, client); --insecure warns; bad key setups refused"
+
+# ---- a CURVE broker with small deadlines and at most 2 credits a worker
+"$BIN" broker --bind tcp://127.0.0.1:0 --heartbeat-ms 100 --cert "$K/broker_secret" \
+    --clients "$K/clients" --workers "$K/workers" --admins "$K/admins" --max-credits 2 \
+    --dp-timeout 2 --probe-margin 2 --max-attempts 10 >"$TMP/broker.log" 2>&1 &
+BROKER_PID=$!
+PIDS="$PIDS $BROKER_PID"
+EP=""
+for _ in $(seq 1 100); do
+    EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/broker.log")
+    [ -n "$EP" ] && break
+    sleep 0.05
+done
+[ -n "$EP" ] || fail "broker did not start"
+grep -q "CURVE" "$TMP/broker.log" || fail "broker is not serving CURVE"
+
+as_key() { who=$1; shift; "$BIN" "$@" --broker "$EP" --cert "$K/${who}_secret" --broker-key "$K/broker"; }
+
+# ---- an unknown key gets nothing
+expect_rc 1 "$TMP/stranger.out" -- as_key stranger list --timeout 1
+grep -q "timed out" "$TMP/stranger.out" || fail "a stranger's key got an answer"
+expect_rc 1 "$TMP/plain.out" -- "$BIN" list --broker "$EP" --timeout 1
+pass "an unknown key and a plain client get nothing"
+
+# ---- ownership: alice's and bob's requests (no worker yet: they wait)
+"$BIN" model bert --layers 4 -o "$TMP/bert.json"
+"$BIN" cluster dgx1 --machines 1 -o "$TMP/dgx1.json"
+A=$(as_key alice submit "$TMP/bert.json" "$TMP/dgx1.json") || fail "alice cannot submit"
+B=$(as_key bob submit "$TMP/bert.json" "$TMP/dgx1.json") || fail "bob cannot submit"
+expect_rc 2 "$TMP/bob-status.out" -- as_key bob status "$A"
+grep -q "unknown request id" "$TMP/bob-status.out" || fail "bob saw alice's request"
+expect_rc 2 "$TMP/bob-cancel.out" -- as_key bob cancel "$A"
+expect_rc 2 "$TMP/bob-result.out" -- as_key bob result "$A"
+as_key bob list >"$TMP/bob-list.out" || fail "bob cannot list"
+grep -q "$B" "$TMP/bob-list.out" || fail "bob's list lacks his request"
+! grep -q "$A" "$TMP/bob-list.out" || fail "bob's list shows alice's request"
+as_key alice list >"$TMP/alice-list.out" || fail "alice cannot list"
+! grep -q "$B" "$TMP/alice-list.out" || fail "alice's list shows bob's request"
+as_key alice status "$A" >/dev/null || fail "alice cannot see her request"
+as_key admin list >"$TMP/admin-list.out" || fail "admin cannot list"
+grep -q "$A" "$TMP/admin-list.out" || fail "admin does not see alice's request"
+grep -q "$B" "$TMP/admin-list.out" || fail "admin does not see bob's request"
+as_key admin status "$B" >/dev/null || fail "admin cannot see bob's request"
+pass "clients see and cancel only their own requests; the admin sees both"
+
+# ---- a forging worker: its answers for jobs it was not sent are dropped and counted
+"$TOOL" rogue "$EP" "$K/rogue_secret" "$K/broker" forge >"$TMP/forge.log" 2>&1 ||
+    fail "rogue forge: fetches not as they must be ($(cat "$TMP/forge.log"))"
+grep -q "own job's graph: served; from a connection without that job: refused" "$TMP/forge.log" ||
+    fail "rogue forge: fetch results"
+pass "a worker fetches the graph of its own job only"
+
+# ---- a blackholing worker: asks 64 credits, gets 2, holds 2 jobs and never answers
+"$TOOL" rogue "$EP" "$K/rogue_secret" "$K/broker" blackhole >"$TMP/blackhole.log" 2>&1 &
+PIDS="$PIDS $!"
+for _ in $(seq 1 200); do
+    grep -q "took 2 jobs" "$TMP/blackhole.log" && break
+    sleep 0.05
+done
+grep -q "took 2 jobs" "$TMP/blackhole.log" || fail "the blackhole took no jobs"
+grep -q "asked for 64 credits: given 2" "$TMP/broker.log" || fail "credits not clamped"
+"$BIN" worker --connect "$EP" --threads 1 --heartbeat-ms 100 --name honest \
+    --cert "$K/worker_secret" --broker-key "$K/broker" >"$TMP/worker.log" 2>&1 &
+PIDS="$PIDS $!"
+for id in "$A" "$B"; do
+    for _ in $(seq 1 1200); do
+        s=$(as_key admin status "$id" 2>/dev/null | sed -n '1s/.*: //p')
+        [ "$s" = "done" ] && break
+        case "$s" in failed|cancelled) fail "request $id $s" ;; esac
+        sleep 0.1
+    done
+    [ "$s" = "done" ] || fail "request $id did not finish (state '$s')"
+done
+grep -q "passed its" "$TMP/broker.log" || fail "no deadline passed: the blackhole's jobs did not move on"
+pass "a blackholing worker's jobs moved on after their deadline; both requests done"
+
+# ---- the forged answers changed nothing: alice's plan is the embedded run's
+"$BIN" plan "$TMP/bert.json" "$TMP/dgx1.json" -o "$TMP/ref.json" --quiet || fail "embedded plan"
+as_key alice result "$A" -o "$TMP/alice.json" --quiet || fail "alice cannot fetch her plan"
+"$TOOL" compare "$TMP/ref.json" "$TMP/alice.json" 0.001 || fail "alice's plan differs from the embedded one"
+pass "alice's plan agrees with the embedded run"
+
+kill "$BROKER_PID"
+wait "$BROKER_PID" 2>/dev/null || true
+n=$(sed -n 's/.*malformed, \([0-9]*\) answers from workers that did not hold the job.*/\1/p' "$TMP/broker.log")
+[ -n "$n" ] || fail "the broker's last line does not count foreign answers"
+[ "$n" -ge 17 ] || fail "forged answers counted: $n, expected at least 17"
+pass "$n answers from workers that did not hold the job: dropped and counted"

@@ -936,6 +936,7 @@ Planfarm__PlanOptions *pf_codec_options_to_pb(pf_arena_t *a, const pf_search_opt
     m->tp_across_hosts = o->tp_across_hosts != 0;
     m->global_batch = (uint64_t)o->global_batch;
     m->layer_aligned = o->layer_aligned != 0;
+    m->schedules = o->schedules;
     pf_tp_setting_opts_t so;
     pf_tp_setting_opts_init(&so);
     so.train = o->train;
@@ -986,6 +987,10 @@ int pf_codec_options_from_pb(const Planfarm__PlanOptions *m, pf_search_opts_t *o
     o->tp_across_hosts = m->tp_across_hosts;
     o->global_batch = (long long)m->global_batch;
     o->layer_aligned = m->layer_aligned;
+    if (m->schedules & ~7u) /* 1f1b, gpipe, eager-1f1b */
+        return pf_fail(err, errlen, PF_EINPUT, "options.schedules: mask 0x%x out of range",
+                       m->schedules);
+    o->schedules = m->schedules;
     if (m->train) {
         Planfarm__Setting st = PLANFARM__SETTING__INIT;
         pf_wire_job_t w;

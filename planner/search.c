@@ -817,6 +817,46 @@ static void mapped(pf_search_t *s)
         finish(s);
 }
 
+/* The step of candidate c under a baseline mapping (CS or p2p map of its groups) and the
+ * schedule, by the simulator, in-process: one simulation each, cheap next to the search.
+ * NAN when it cannot be simulated (then the analytic estimate stays). */
+static double baseline_step_ms(const pf_search_t *s, int c, int cs, pf_schedule_t schedule)
+{
+    const candidate_t *cd = &s->cand[c];
+    const dp_entry_t *e = &s->dp[cd->dp];
+    int S = e->plan->stages, R = e->plan->replicas;
+    double ms = NAN;
+    char err[256];
+    pf_sim_input_t in = {0};
+    pf_sim_result_t *r = NULL;
+    pf_plan_t *p = pf_plan_clone(e->plan);
+    int *dev = malloc((size_t)S * R * sizeof *dev);
+    if (!p || !dev)
+        goto done;
+    (cs ? pf_map_cs : pf_map_p2p)(cd->sg, dev);
+    for (int st = 0; st < S; st++) {
+        int *d = pf_plan_stage_devices(p, st);
+        if (!d)
+            goto done;
+        memcpy(d, dev + (size_t)st * R, (size_t)R * sizeof *d);
+    }
+    if (expand_tp(s, e->tp, p) != PF_OK)
+        goto done;
+    p->train = s->o.train;
+    p->train.schedule = schedule;
+    snprintf(p->schedule, sizeof p->schedule, "%s", pf_schedule_name(schedule));
+    if (pf_sim_input_from_setting(s->g, s->c, s->tp[e->tp].set, p, NULL, &in, err,
+                                  sizeof err) == PF_OK &&
+        pf_simulate(&in, &r, err, sizeof err) == PF_OK)
+        ms = r->step_ms;
+done:
+    pf_sim_result_destroy(&r);
+    pf_sim_input_clear(&in);
+    pf_plan_destroy(&p);
+    free(dev);
+    return ms;
+}
+
 /* The plan: among every (candidate, schedule) whose memory fits under that schedule, the least
  * simulated step time per sample (ties: the earlier candidate, then 1f1b, gpipe, eager-1f1b). */
 static void finish(pf_search_t *s)
@@ -846,6 +886,13 @@ static void finish(pf_search_t *s)
         return;
     }
     p->simulated_step_ms = s->cand[best_c].sim[best_k].step_ms;
+    /* the baselines under the same simulator and schedule, so that their ratios mean something */
+    double cs = baseline_step_ms(s, best_c, 1, (pf_schedule_t)best_k);
+    double p2p = baseline_step_ms(s, best_c, 0, (pf_schedule_t)best_k);
+    if (isfinite(cs) && isfinite(p2p)) {
+        p->cs_map.simulated_step_ms = cs;
+        p->p2p_map.simulated_step_ms = p2p;
+    }
     p->search.present = 1;
     p->search.jobs = s->njobs;
     s->result = p;

@@ -580,6 +580,73 @@ static void test_simulated_choice_tp(void)
     pf_graph_destroy(&g);
 }
 
+/* A SIMULATE job's memory verdict by hand. Random DAG of 6 ops, stages {0,1,2} and {3,4,5},
+ * R = 1, MB = 4, bf16 Adam: 16 B of state per 2-byte parameter, 8 per byte of param_bytes
+ * (training.h). Stage 0 holds k micro-batches of its ops' mem_fwd_bytes:
+ *   1F1B   k = min(MB, S - 0) = 2      GPipe  k = MB = 4      eager-1F1B  k = min(4, 3) = 3
+ *   m_k = 8 P0 + k A0 (P0, A0: stage 0's param and mem_fwd bytes; reserve 0).
+ * With every device holding (m_2 + m_3) / 2, 1F1B fits and eager-1F1B and GPipe do not
+ * (stage 1 holds 1 micro-batch under all three and its state must fit too: checked). */
+static void test_simulate_job_memory(void)
+{
+    char err[256];
+    pf_graph_t *g = NULL;
+    double P[2], A[2], m2 = 0, m3 = 0, m4 = 0, mem = 0;
+    /* the first draw that makes the case: stage 1 fits what stage 0 needs under 1F1B */
+    for (uint64_t seed = 1; seed < 200; seed++) {
+        pf_graph_destroy(&g);
+        g = pf_test_random_dag(seed, 6, 0.3);
+        P[0] = P[1] = A[0] = A[1] = 0;
+        for (int v = 0; v < 6; v++) {
+            P[v / 3] += pf_graph_op(g, v)->param_bytes;
+            A[v / 3] += pf_graph_op(g, v)->mem_fwd_bytes;
+        }
+        m2 = 8 * P[0] + 2 * A[0];
+        m3 = 8 * P[0] + 3 * A[0];
+        m4 = 8 * P[0] + 4 * A[0];
+        mem = 0.5 * (m2 + m3);
+        if (A[0] > 0 && 8 * P[1] + A[1] < mem)
+            break;
+    }
+    CU_ASSERT_FATAL(A[0] > 0 && 8 * P[1] + A[1] < mem);
+    pf_cluster_t *c = pf_cluster_new("two", 2);
+    for (int i = 0; i < 2; i++) {
+        pf_device_t d = {.id = i, .host = 0, .mem_bytes = mem};
+        pf_cluster_set_device(c, i, &d);
+    }
+    pf_cluster_set_link(c, 0, 1, 10, 1);
+    pf_plan_t *p = pf_plan_new(2, 1);
+    int a[] = {0, 1, 2}, b[] = {3, 4, 5};
+    pf_plan_set_stage_ops(p, 0, a, 3);
+    pf_plan_set_stage_ops(p, 1, b, 3);
+    pf_plan_stage_devices(p, 0)[0] = 0;
+    pf_plan_stage_devices(p, 1)[0] = 1;
+    p->microbatches = 4;
+    CU_ASSERT_EQUAL_FATAL(pf_plan_validate(p, g, c, err, sizeof err), PF_OK);
+    static const pf_schedule_t sched[3] = {PF_SCHEDULE_1F1B, PF_SCHEDULE_EAGER_1F1B,
+                                           PF_SCHEDULE_GPIPE};
+    const double want[3] = {m2, m3, m4};
+    for (int i = 0; i < 3; i++) {
+        pf_job_t job;
+        pf_job_result_t res;
+        pf_job_init(&job, PF_JOB_SIMULATE);
+        job.graph = g;
+        job.cluster = c;
+        job.plan = p;
+        job.schedule = sched[i];
+        CU_ASSERT_EQUAL_FATAL(pf_job_run(&job, &res), PF_OK);
+        PF_ASSERT_CLOSE(res.sim.mem_bytes, want[i], 1e-12);
+        CU_ASSERT_EQUAL(res.sim.mem_limit_bytes, mem);
+        CU_ASSERT_EQUAL(res.sim.fits, i == 0);
+        CU_ASSERT(res.sim.step_ms > 0);
+        CU_ASSERT_EQUAL(pf_job_check_answer(&job, &res, err, sizeof err), PF_OK);
+        pf_job_result_clear(&res);
+    }
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_search(void)
 {
     CU_pSuite s = CU_add_suite("search", NULL, NULL);
@@ -597,4 +664,6 @@ void pf_suite_search(void)
                 test_simulated_choice);
     CU_add_test(s, "phase 4 with T = 2: RESHARD jobs, and the plan's step re-simulates equal",
                 test_simulated_choice_tp);
+    CU_add_test(s, "a SIMULATE job's memory under 1f1b, eager-1f1b and gpipe, by hand",
+                test_simulate_job_memory);
 }

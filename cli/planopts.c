@@ -135,6 +135,7 @@ int cli_planopt(const char *cmd, int code, const char *arg, pf_search_opts_t *o)
         if ((int)(o->train.schedule = pf_schedule_parse(arg)) < 0 ||
             o->train.schedule == PF_SCHEDULE_SIGNAL)
             return cli_bad_name(cmd, "--schedule", arg, "1f1b, gpipe or eager-1f1b");
+        o->schedules = 1u << o->train.schedule; /* the plan runs this one, not the best of all */
         return 1;
     case 23:
         if (cli_int(cmd, "--global-batch", arg, 1, 1LL << 40, &i))
@@ -195,8 +196,9 @@ void cli_planopts_help(FILE *f)
             "  --zero Z              ZeRO stage 0-3 over the data-parallel group (default 0)\n"
             "  --recompute R         none, selective or full activation recomputation (default\n"
             "                        none)\n"
-            "  --schedule S          1f1b, gpipe or eager-1f1b: micro-batches held in flight\n"
-            "                        (default 1f1b)\n"
+            "  --schedule S          1f1b, gpipe or eager-1f1b: the plan runs this schedule\n"
+            "                        (default: the best candidates are simulated under all three\n"
+            "                        and the fastest that fits memory is chosen)\n"
             "  --global-batch N      samples per step: micro-batch x MB x replicas = N (MB follows\n"
             "                        from R; replaces --microbatches)\n"
             "  --layer-aligned       stage boundaries only between repeated blocks (what Megatron\n"

@@ -134,9 +134,11 @@ static void summarize(const char *plan_json)
     if (comm)
         fprintf(stderr, "  communication per step: TP %.4g ms, PP %.4g ms, DP %.4g ms\n",
                 jnum(comm, "tp"), jnum(comm, "pp"), jnum(comm, "dp"));
-    fprintf(stderr, "  objective %.4g ms, step estimate %.4g ms", jnum(p, "objective_ms"), step);
+    const char *sched = json_string_value(json_object_get(p, "schedule"));
+    fprintf(stderr, "  objective %.4g ms, simulated step %.4g ms (%s)", jnum(p, "objective_ms"),
+            step, sched ? sched : "1f1b");
     if (isfinite(jnum(cs, "simulated_step_ms")) && step > 0)
-        fprintf(stderr, "\n  baselines' step estimates: CS map %.3gx ours, p2p map %.3gx ours",
+        fprintf(stderr, "\n  baselines' simulated steps: CS map %.3gx ours, p2p map %.3gx ours",
                 jnum(cs, "simulated_step_ms") / step, jnum(p2p, "simulated_step_ms") / step);
     double nw = jnum(search, "workers");
     fprintf(stderr, "\n  search: %g jobs, %.2f s wall, %g worker%s\n", jnum(search, "jobs"),

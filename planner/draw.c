@@ -183,34 +183,38 @@ int pf_draw_mapping_svg(const pf_plan_t *p, const pf_cluster_t *c, const pf_grap
         host_idx[d] = k;
         host_slot[d] = host_n[k]++;
     }
+    int T = p->tensor_parallel > 0 ? p->tensor_parallel : 1, RT = R * T;
     for (int s = 0; s < S; s++)
-        for (int r = 0; r < R; r++) {
-            int d = p->stage_list[s].devices[r];
+        for (int i = 0; i < RT; i++) {
+            int d = p->stage_list[s].devices[i];
             if (d < 0 || d >= D) {
                 rc = pf_fail(err, errlen, PF_EINPUT, "stage_list[%d].devices[%d]: %d is not a "
-                             "device of the cluster", s, r, d);
+                             "device of the cluster", s, i, d);
                 goto done;
             }
             stage_of[d] = s;
         }
-    /* traffic per step between device pairs (undirected) */
+    /* traffic per step between device pairs (undirected), per tensor-parallel rank k: the
+     * activation is replicated on a stage's T devices, so rank k of the next stage receives all
+     * of it (B -> B resharding); the gradient ring of rank k reduces its 1/T of the weights */
     for (int s = 0; s < S; s++)
-        for (int r = 0; r < R; r++) {
-            int a = p->stage_list[s].devices[r];
-            for (int t = s + 1; t < S; t++) {
-                double w = sg ? 2.0 * p->microbatches * pf_stage_graph_msg_bytes(sg, s, t)
-                              : (t == s + 1);
-                int b = p->stage_list[t].devices[r];
-                traffic[(size_t)a * D + b] += w;
-                traffic[(size_t)b * D + a] += w;
+        for (int r = 0; r < R; r++)
+            for (int k = 0; k < T; k++) {
+                int a = p->stage_list[s].devices[r * T + k];
+                for (int t = s + 1; t < S; t++) {
+                    double w = sg ? 2.0 * p->microbatches * pf_stage_graph_msg_bytes(sg, s, t)
+                                  : (t == s + 1);
+                    int b = p->stage_list[t].devices[r * T + k];
+                    traffic[(size_t)a * D + b] += w;
+                    traffic[(size_t)b * D + a] += w;
+                }
+                if (R > 1) {
+                    int b = p->stage_list[s].devices[((r + 1) % R) * T + k];
+                    double w = sg ? pf_stage_graph_allreduce_bytes(sg, s) / T : 1;
+                    traffic[(size_t)a * D + b] += w;
+                    traffic[(size_t)b * D + a] += w;
+                }
             }
-            if (R > 1) {
-                int b = p->stage_list[s].devices[(r + 1) % R];
-                double w = sg ? pf_stage_graph_allreduce_bytes(sg, s) : 1;
-                traffic[(size_t)a * D + b] += w;
-                traffic[(size_t)b * D + a] += w;
-            }
-        }
     double wmax = 0;
     for (size_t i = 0; i < (size_t)D * D; i++)
         wmax = fmax(wmax, traffic[i]);
@@ -232,12 +236,12 @@ int pf_draw_mapping_svg(const pf_plan_t *p, const pf_cluster_t *c, const pf_grap
                "font-family=\"sans-serif\" font-size=\"11\">\n"
                "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
                "<text x=\"20\" y=\"22\" font-size=\"14\">",
-            fmax(width, 420), height);
+            fmax(width, 720), height);
     put_escaped(f, p->model ? p->model : "plan");
     fputs(" on ", f);
     put_escaped(f, pf_cluster_name(c));
-    fprintf(f, ": %d stages x %d replicas; line width = %s per step</text>\n", S, R,
-            sg ? "bytes exchanged" : "links used");
+    fprintf(f, ": %d stages x %d replicas x %d tensor-parallel; line width = %s per step"
+               "</text>\n", S, R, T, sg ? "bytes exchanged" : "links used");
     for (int k = 0; k < nh; k++) {
         double x = 20 + (k % hcols) * (hw + 20), y = top + (k / hcols) * (hh + 20);
         fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" rx=\"6\" "

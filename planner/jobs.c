@@ -1,4 +1,6 @@
 #include "planner/jobs.h"
+#include "planner/cost.h"
+#include "planner/simulate.h"
 #include "planner/util.h"
 
 #include <math.h>
@@ -118,6 +120,110 @@ done:
     return rc;
 }
 
+/* The stages' memory under the job's schedule, by the cost model the partitioner checks memory
+ * with (cost.h: parameter state + k_s micro-batches of activations + reserve), each against the
+ * least memory among the stage's devices. */
+static int sim_memory(const pf_job_t *job, const pf_graph_t *dg, const pf_tp_setting_t *set,
+                      const pf_plan_t *p, pf_job_result_t *res)
+{
+    int *op_stage = pf_plan_op_stage(p, pf_graph_nops(dg));
+    if (!op_stage)
+        return pf_fail(res->error, sizeof res->error, PF_ERR, "out of memory");
+    pf_training_t train = job->setting.train;
+    train.schedule = job->schedule;
+    pf_cost_model_t cm;
+    pf_cost_model_init(&cm, job->cluster, p->stages, p->microbatches, 0);
+    pf_cost_model_set_training(&cm, &train, p->replicas,
+                               set ? pf_tp_setting_reserve_bytes(set) : 0);
+    int n = p->replicas * p->tensor_parallel;
+    res->sim.fits = 1;
+    for (int s = 0; s < p->stages; s++) {
+        double mem = pf_cost_stage_mem_bytes(dg, op_stage, s, &cm), limit = INFINITY;
+        for (int i = 0; i < n; i++)
+            limit = fmin(limit, pf_cluster_device(job->cluster,
+                                                  p->stage_list[s].devices[i])->mem_bytes);
+        if (mem > limit * (1 + 1e-12))
+            res->sim.fits = 0;
+        if (mem > res->sim.mem_bytes) {
+            res->sim.mem_bytes = mem;
+            res->sim.mem_limit_bytes = limit;
+        }
+    }
+    free(op_stage);
+    return PF_OK;
+}
+
+/* A candidate's plan under one schedule (simulate.h): its step time and whether its memory fits
+ * under that schedule's micro-batches in flight. */
+static int run_simulate(const pf_job_t *job, pf_job_result_t *res)
+{
+    pf_tp_setting_t *set = NULL;
+    pf_plan_t *p = NULL;
+    pf_sim_input_t in = {0};
+    pf_sim_result_t *r = NULL;
+    int rc;
+    if (!job->graph || !job->cluster || !job->plan)
+        return pf_fail(res->error, sizeof res->error, PF_EINPUT, "simulate job without inputs");
+    if (job->schedule == PF_SCHEDULE_SIGNAL || (unsigned)job->schedule >= PF_SCHEDULE_COUNT)
+        return pf_fail(res->error, sizeof res->error, PF_EINPUT, "simulate job: schedule %d is "
+                       "not one to run", (int)job->schedule);
+    int T = job->setting.tp > 1 ? job->setting.tp : 1;
+    if (job->plan->tensor_parallel != T)
+        return pf_fail(res->error, sizeof res->error, PF_EINPUT, "simulate job: a plan of "
+                       "tensor parallelism %d in a setting of %d", job->plan->tensor_parallel, T);
+    if (job->xfer_ms && job->nxfer != (job->plan->stages - 1) * job->plan->replicas)
+        return pf_fail(res->error, sizeof res->error, PF_EINPUT, "simulate job: %d resharding "
+                       "times for %d stage boundaries x %d replicas", job->nxfer,
+                       job->plan->stages - 1, job->plan->replicas);
+    if ((rc = job_setting(job, &set, res->error, sizeof res->error)) != PF_OK)
+        return rc;
+    if (!(p = pf_plan_clone(job->plan))) {
+        rc = pf_fail(res->error, sizeof res->error, PF_ERR, "out of memory");
+        goto done;
+    }
+    p->train = job->setting.train;
+    p->train.schedule = job->schedule;
+    snprintf(p->schedule, sizeof p->schedule, "%s", pf_schedule_name(job->schedule));
+    if ((rc = pf_sim_input_from_setting(job->graph, job->cluster, set, p, job->xfer_ms, &in,
+                                        res->error, sizeof res->error)) != PF_OK ||
+        (rc = pf_simulate(&in, &r, res->error, sizeof res->error)) != PF_OK)
+        goto done;
+    res->sim.step_ms = r->step_ms;
+    res->sim.bubble_fraction = r->bubble_fraction;
+    for (int i = 0; i < r->ndevices; i++)
+        res->sim.peak_mem_bytes = fmax(res->sim.peak_mem_bytes, r->peak_mem_bytes[i]);
+    rc = sim_memory(job, set ? pf_tp_setting_graph(set) : job->graph, set, p, res);
+done:
+    pf_sim_result_destroy(&r);
+    pf_sim_input_clear(&in);
+    pf_plan_destroy(&p);
+    pf_tp_setting_destroy(&set);
+    return rc;
+}
+
+/* One cross-mesh resharding problem on the cluster's network (reshard.h). */
+static int run_reshard(const pf_job_t *job, pf_job_result_t *res)
+{
+    if (!job->cluster)
+        return pf_fail(res->error, sizeof res->error, PF_EINPUT, "reshard job without a cluster");
+    pf_reshard_net_t *net = pf_reshard_net_from_cluster(job->cluster, res->error,
+                                                        sizeof res->error);
+    if (!net)
+        return PF_EINPUT;
+    pf_reshard_t *r = pf_reshard_new(&job->reshard, net, &job->reshard_opts, res->error,
+                                     sizeof res->error);
+    pf_reshard_net_destroy(&net);
+    if (!r)
+        return PF_EINPUT;
+    const pf_rsched_result_t *sr = pf_reshard_schedule(r);
+    res->reshard.time_ms = pf_reshard_time_ms(r);
+    res->reshard.ntasks = pf_reshard_ntasks(r);
+    res->reshard.algo = (int)sr->algo;
+    memcpy(res->reshard.algo_ms, sr->algo_ms, sizeof res->reshard.algo_ms);
+    pf_reshard_destroy(&r);
+    return PF_OK;
+}
+
 /* ---- checks of answers against their jobs ---- */
 
 /* A partition becomes a candidate's stage graph and, maybe, the plan: it must split the job's
@@ -213,6 +319,43 @@ static int check_tap_enum(const pf_job_t *job, const pf_job_result_t *res, char 
     return PF_OK;
 }
 
+/* A simulated step ranks the candidates: finite, and the memory verdict agrees with its numbers. */
+static int check_simulate(const pf_job_t *job, const pf_job_result_t *res, char *err,
+                          size_t errlen)
+{
+    (void)job;
+    const struct pf_sim_answer *x = &res->sim;
+    if (!pf_is_finite_nonneg(x->step_ms) || !(x->bubble_fraction >= -1e-9) ||
+        !(x->bubble_fraction <= 1 + 1e-9) || !pf_is_finite_nonneg(x->peak_mem_bytes) ||
+        !pf_is_finite_nonneg(x->mem_bytes) || !(x->mem_limit_bytes >= 0) ||
+        (x->fits != 0 && x->fits != 1))
+        return pf_fail(err, errlen, PF_EINPUT, "simulate answer: step %g ms, bubble %g, memory "
+                       "%g of %g bytes, fits %d", x->step_ms, x->bubble_fraction, x->mem_bytes,
+                       x->mem_limit_bytes, x->fits);
+    if (!x->fits && x->mem_bytes <= x->mem_limit_bytes)
+        return pf_fail(err, errlen, PF_EINPUT, "simulate answer: %g bytes within %g do not fit",
+                       x->mem_bytes, x->mem_limit_bytes);
+    return PF_OK;
+}
+
+/* The resharding time is the winning algorithm's makespan, and no algorithm run beat it. */
+static int check_reshard(const pf_job_t *job, const pf_job_result_t *res, char *err,
+                         size_t errlen)
+{
+    (void)job;
+    const struct pf_reshard_answer *x = &res->reshard;
+    if (!pf_is_finite_nonneg(x->time_ms) || x->ntasks < 0 || x->algo < 0 ||
+        x->algo >= PF_RSCHED_BEST)
+        return pf_fail(err, errlen, PF_EINPUT, "reshard answer: %g ms, %d tasks, algorithm %d",
+                       x->time_ms, x->ntasks, x->algo);
+    for (int a = 0; a < PF_RSCHED_NALGOS; a++)
+        if (isfinite(x->algo_ms[a]) && x->algo_ms[a] < x->time_ms * (1 - 1e-9))
+            return pf_fail(err, errlen, PF_EINPUT, "reshard answer: %s found %g ms, yet %g ms "
+                           "was chosen", pf_rsched_algo_name((pf_rsched_algo_t)a), x->algo_ms[a],
+                           x->time_ms);
+    return PF_OK;
+}
+
 static int check_nothing(const pf_job_t *job, const pf_job_result_t *res, char *err, size_t errlen)
 {
     (void)job, (void)res, (void)err, (void)errlen;
@@ -245,6 +388,13 @@ static double timeout_budgeted(const pf_job_t *job, const pf_job_limits_t *lim)
     return job->budget_s > 0 ? job->budget_s + lim->margin_s : lim->solve_s;
 }
 
+/* The DFS gives up at its budget; past it + margin the worker is presumed lost. */
+static double timeout_reshard(const pf_job_t *job, const pf_job_limits_t *lim)
+{
+    double b = job->reshard_opts.sched.dfs_budget_s;
+    return b > 0 ? b + lim->margin_s : lim->solve_s;
+}
+
 /* ---- the table ---- */
 
 static const pf_job_kind_desc_t kinds[PF_JOB_KIND_COUNT] = {
@@ -256,6 +406,10 @@ static const pf_job_kind_desc_t kinds[PF_JOB_KIND_COUNT] = {
                           timeout_budgeted, check_probe},
     [PF_JOB_TAP_ENUM] = {PF_JOB_TAP_ENUM, "tap_enum", PF_JOB_NEEDS_GRAPH | PF_JOB_NEEDS_CLUSTER,
                          run_tap_enum, timeout_solve, check_tap_enum},
+    [PF_JOB_SIMULATE] = {PF_JOB_SIMULATE, "simulate", PF_JOB_NEEDS_GRAPH | PF_JOB_NEEDS_CLUSTER,
+                         run_simulate, timeout_solve, check_simulate},
+    [PF_JOB_RESHARD] = {PF_JOB_RESHARD, "reshard", PF_JOB_NEEDS_CLUSTER, run_reshard,
+                        timeout_reshard, check_reshard},
 };
 
 const pf_job_kind_desc_t *pf_job_kind_desc(pf_job_kind_t k)
@@ -285,6 +439,8 @@ void pf_job_init(pf_job_t *job, pf_job_kind_t kind)
     job->kind = kind;
     pf_partition_opts_init(&job->partition);
     pf_tp_setting_opts_init(&job->setting);
+    job->schedule = PF_SCHEDULE_1F1B;
+    pf_reshard_opts_default(&job->reshard_opts);
 }
 
 void pf_job_limits_init(pf_job_limits_t *l)

@@ -14,6 +14,7 @@
 #include "planner/mapping.h"
 #include "planner/partition.h"
 #include "planner/plan.h"
+#include "planner/reshard.h"
 #include "planner/tap.h"
 #include "planner/tp_setting.h"
 
@@ -25,6 +26,8 @@ typedef enum {
     PF_JOB_DP_PARTITION = 1, /* one (S, R, alpha): DP over downsets + refinement */
     PF_JOB_MAP_PROBE = 2,    /* one target of one candidate's binary search (Alg. 2) */
     PF_JOB_TAP_ENUM = 3,     /* one slice of one TAP unit's 3^N plans for one degree T */
+    PF_JOB_SIMULATE = 4,     /* one mapped candidate under one schedule (simulate.h) */
+    PF_JOB_RESHARD = 5,      /* one cross-mesh resharding problem (reshard.h, seed 003) */
     PF_JOB_KIND_COUNT
 } pf_job_kind_t;
 
@@ -45,6 +48,16 @@ typedef struct {
     pf_tp_setting_opts_t setting;
     int tap_unit;                /* TAP_ENUM: the unit, and plans [tap_lo, tap_hi) of it */
     uint64_t tap_lo, tap_hi;
+    /* SIMULATE: a candidate's mapped plan (R x T devices per stage; its training is the
+     * setting's) under `schedule`; xfer_ms: (S - 1) x R resharding times of its cross-stage
+     * transfers when T > 1 (NULL: timed inside the job). All borrowed. */
+    const pf_plan_t *plan;
+    pf_schedule_t schedule;
+    const double *xfer_ms;
+    int nxfer;
+    /* RESHARD: the problem (its arrays borrowed) and the options; the network is the cluster's */
+    pf_reshard_problem_t reshard;
+    pf_reshard_opts_t reshard_opts;
     int threads;                 /* OpenMP threads; 0 = default */
     const atomic_int *cancel;    /* optional: set non-zero to stop the job early */
 } pf_job_t;
@@ -58,6 +71,19 @@ typedef struct {
     int *devices;     /* MAP_PROBE when found: S x R devices (owned) */
     int ndevices;
     pf_tap_slice_t tap; /* TAP_ENUM */
+    struct pf_sim_answer { /* SIMULATE */
+        double step_ms, bubble_fraction;
+        double peak_mem_bytes;  /* the simulator's, the most of any device */
+        double mem_bytes;       /* the cost model's under the schedule, the most of any stage */
+        double mem_limit_bytes; /* the least device memory of that stage */
+        int fits;               /* every stage's mem_bytes within its devices' memory */
+    } sim;
+    struct pf_reshard_answer { /* RESHARD */
+        double time_ms;   /* eq. 1 of the winning schedule */
+        int algo;         /* pf_rsched_algo_t */
+        int ntasks;       /* unit communication tasks */
+        double algo_ms[PF_RSCHED_NALGOS]; /* each algorithm's makespan; NAN where not run */
+    } reshard;
     double seconds;   /* solver wall time */
 } pf_job_result_t;
 

@@ -198,7 +198,7 @@ double pf_reshard_strategy_ms(const pf_reshard_net_t *n, pf_xfer_strategy_t s, i
 
 /* ---- §2.2: specs and unit tasks ---- */
 
-int pf_shard_spec_parse(const char *text, pf_shard_t *spec, int max_dims, int *ndims, char *err,
+int pf_shard_spec_parse(const char *text, pf_mesh_shard_t *spec, int max_dims, int *ndims, char *err,
                         size_t errlen)
 {
     int nd = 0;
@@ -207,7 +207,7 @@ int pf_shard_spec_parse(const char *text, pf_shard_t *spec, int max_dims, int *n
             p++;
             continue;
         }
-        pf_shard_t d;
+        pf_mesh_shard_t d;
         if (*p == 'R') {
             d = PF_SHARD_R;
             p++;
@@ -231,7 +231,7 @@ int pf_shard_spec_parse(const char *text, pf_shard_t *spec, int max_dims, int *n
     return PF_OK;
 }
 
-static int parts_of(pf_shard_t s, const pf_mesh_t *m)
+static int parts_of(pf_mesh_shard_t s, const pf_mesh_t *m)
 {
     return s == PF_SHARD_S0 ? m->rows : s == PF_SHARD_S1 ? m->cols
                                       : s == PF_SHARD_S01 ? m->rows * m->cols : 1;
@@ -252,7 +252,7 @@ static int block_of(int64_t x, int64_t extent, int parts)
 }
 
 /* Does the device at (row, col) hold the cell whose block per dim is blk[] under spec? */
-static int holds(const pf_shard_t *spec, int ndims, const int *blk, int row, int col, int cols)
+static int holds(const pf_mesh_shard_t *spec, int ndims, const int *blk, int row, int col, int cols)
 {
     for (int d = 0; d < ndims; d++) {
         int want = spec[d] == PF_SHARD_S0 ? row : spec[d] == PF_SHARD_S1 ? col
@@ -263,7 +263,7 @@ static int holds(const pf_shard_t *spec, int ndims, const int *blk, int row, int
     return 1;
 }
 
-static int check_side(const char *side, const pf_mesh_t *m, const pf_shard_t *spec, int ndims,
+static int check_side(const char *side, const pf_mesh_t *m, const pf_mesh_shard_t *spec, int ndims,
                       const pf_reshard_net_t *net, char *err, size_t errlen)
 {
     if (m->rows < 1 || m->cols < 1 || (int64_t)m->rows * m->cols > MAX_MESH_DEVICES || !m->devices)
@@ -385,7 +385,7 @@ static double best_strategy(const pf_reshard_net_t *net, const pf_reshard_opts_t
 
 /* Holders of one cell on one side, appended to *flat; ascending by device, or by (host, device)
  * when by_host (the ring order of §3.1). */
-static int collect(const pf_reshard_net_t *net, const pf_mesh_t *m, const pf_shard_t *spec,
+static int collect(const pf_reshard_net_t *net, const pf_mesh_t *m, const pf_mesh_shard_t *spec,
                    int ndims, const int *blk, int by_host, int **flat, size_t *cap, int *n)
 {
     int first = *n;

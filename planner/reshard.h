@@ -22,7 +22,7 @@
 
 /* Sharding of one tensor dimension (§2.2 "Sharding spec", GSPMD/Alpa notation): R replicated,
  * S^0 / S^1 sharded over mesh axis 0 / 1, S^01 sharded over both (axis 0 major). */
-typedef enum { PF_SHARD_R = 0, PF_SHARD_S0, PF_SHARD_S1, PF_SHARD_S01 } pf_shard_t;
+typedef enum { PF_SHARD_R = 0, PF_SHARD_S0, PF_SHARD_S1, PF_SHARD_S01 } pf_mesh_shard_t;
 
 /* A 2D device mesh (§2.2 "Device mesh"): devices[r * cols + c] is the device index (into the
  * network: the cluster's device index) at row r (axis 0), column c (axis 1). */
@@ -36,7 +36,7 @@ typedef struct {
     const int64_t *shape;      /* elements per dimension, each > 0 */
     double dtype_bytes;        /* bytes per element, > 0 */
     pf_mesh_t src_mesh, dst_mesh;         /* disjoint device sets */
-    const pf_shard_t *src_spec, *dst_spec; /* ndims each; a mesh axis shards one dim at most */
+    const pf_mesh_shard_t *src_spec, *dst_spec; /* ndims each; a mesh axis shards one dim at most */
 } pf_reshard_problem_t;
 
 typedef enum {
@@ -74,7 +74,7 @@ void pf_reshard_opts_default(pf_reshard_opts_t *o);
 const char *pf_xfer_strategy_name(pf_xfer_strategy_t s);
 /* A spec in the seed's notation, one token per dimension: R, S0, S1, S01, optionally separated
  * by commas or spaces ("S0R", "S01,R", "S1 S0"). PF_EINPUT names the offending position. */
-int pf_shard_spec_parse(const char *text, pf_shard_t *spec, int max_dims, int *ndims, char *err,
+int pf_shard_spec_parse(const char *text, pf_mesh_shard_t *spec, int max_dims, int *ndims, char *err,
                         size_t errlen);
 
 /* §3.1: ms for `sender` to deliver `bytes` to the receivers by one strategy. recv must be grouped

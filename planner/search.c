@@ -1,6 +1,7 @@
 #include "planner/search.h"
 #include "planner/coarsen.h"
 #include "planner/cost.h"
+#include "planner/simulate.h"
 #include "planner/tp_groups.h"
 #include "planner/util.h"
 
@@ -77,11 +78,28 @@ typedef struct {
 } map_task_t;
 
 typedef struct {
+    int done, fits;
+    double step_ms, bubble_fraction;
+} sim_rec_t;
+
+typedef struct {
     int dp;
     const pf_cluster_t *cluster; /* the group cluster of its T */
     pf_stage_graph_t *sg;
     int task[3], ntasks; /* m and/or ar, then full (auto) */
+    /* phase 4 */
+    pf_plan_t *plan;     /* mapped, R x T devices: what SIMULATE jobs run */
+    double *xfer_ms;     /* T > 1, S > 1: (S - 1) x R resharding times (RESHARD jobs) */
+    int xfer_left;
+    sim_rec_t sim[PF_SCHEDULE_COUNT];
 } candidate_t;
+
+/* One RESHARD job: a candidate's transfer from stage `stage` to the next, replica `replica`.
+ * Allocated once for the whole phase: the problem points into itself. */
+typedef struct {
+    int cand, stage, replica;
+    pf_sim_xfer_problem_t xp;
+} xfer_rec_t;
 
 struct pf_search {
     const pf_graph_t *g;
@@ -119,6 +137,9 @@ struct pf_search {
     int ncand;
     map_task_t *task;
     int ntask, tasks_left;
+    unsigned schedules;    /* phase 4: the schedules simulated (mask of 1u << pf_schedule_t) */
+    xfer_rec_t *xfer;
+    int nxfer, sims_left;
 
     pf_search_phase_t phase;
     int status;
@@ -141,6 +162,7 @@ const char *pf_search_phase_name(pf_search_phase_t p)
     switch (p) {
     case PF_PHASE_PARTITION: return "partition";
     case PF_PHASE_MAP: return "map";
+    case PF_PHASE_SIMULATE: return "simulate";
     case PF_PHASE_DONE: return "done";
     default: return "failed";
     }
@@ -270,7 +292,7 @@ static int refill(pf_search_t *s, map_task_t *t, int task_index)
     return PF_OK;
 }
 
-static void finish(pf_search_t *s);
+static void mapped(pf_search_t *s);
 static int add_full_task(pf_search_t *s, int cand);
 
 static void task_done(pf_search_t *s, map_task_t *t)
@@ -289,7 +311,7 @@ static void task_done(pf_search_t *s, map_task_t *t)
         add_full_task(s, t->cand) != PF_OK)
         fail(s, PF_ERR, "out of memory");
     if (--s->tasks_left == 0)
-        finish(s);
+        mapped(s);
 }
 
 /* After the bounds moved (or were set): done, or keep W probes in flight. */
@@ -523,40 +545,56 @@ static void start_mapping(pf_search_t *s)
         advance(s, &s->task[k], k);
     }
     if (--s->tasks_left == 0 && !pf_search_done(s))
-        finish(s);
+        mapped(s);
 }
 
-/* The candidate a plan would come from now: each candidate's best mapping so far under "full",
- * candidates ranked by estimated step time per sample (so different R compare fairly).
- * *task = -1 when the winner had nothing to map (S = R = 1). Returns -1 without candidates. */
+/* A candidate's best mapping so far under "full": its task (-1 when it had nothing to map, S =
+ * R = 1, and the CS map is its mapping) and that objective. */
+static int cand_mapping(const pf_search_t *s, int c, double *full_ms)
+{
+    const candidate_t *cd = &s->cand[c];
+    int chosen = -1, dev0 = 0;
+    double chosen_full = INFINITY;
+    for (int k = 0; k < cd->ntasks; k++) {
+        const map_task_t *t = &s->task[cd->task[k]];
+        double full = pf_map_objective_ms(cd->sg, cd->cluster, PF_INST_FULL, t->best_dev);
+        if (full < chosen_full) {
+            chosen_full = full;
+            chosen = cd->task[k];
+        }
+    }
+    if (chosen < 0)
+        chosen_full = pf_map_objective_ms(cd->sg, cd->cluster, PF_INST_FULL, &dev0);
+    *full_ms = chosen_full;
+    return chosen;
+}
+
+static double samples_per_step(const pf_search_t *s, const pf_plan_t *p)
+{
+    return (double)pf_graph_microbatch(s->g) * p->microbatches * p->replicas;
+}
+
+/* The candidate a plan would come from before simulation: each candidate's best mapping so far
+ * under "full", candidates ranked by the analytic step estimate per sample (so different R
+ * compare fairly). *task = -1 when the winner had nothing to map (S = R = 1). Returns -1
+ * without candidates. */
 static int leading_candidate(const pf_search_t *s, int *task, double *full_ms)
 {
-    int best_c = -1;
+    int best_c = -1, dev0 = 0;
     double best_per_sample = INFINITY;
     for (int c = 0; c < s->ncand; c++) {
         const candidate_t *cd = &s->cand[c];
         const pf_plan_t *p = s->dp[cd->dp].plan;
-        int chosen = -1, dev0 = 0;
-        double chosen_full = INFINITY;
-        for (int k = 0; k < cd->ntasks; k++) {
-            const map_task_t *t = &s->task[cd->task[k]];
-            double full = pf_map_objective_ms(cd->sg, cd->cluster, PF_INST_FULL, t->best_dev);
-            if (full < chosen_full) {
-                chosen_full = full;
-                chosen = cd->task[k];
-            }
-        }
+        double full;
+        int chosen = cand_mapping(s, c, &full);
         const int *dev = chosen >= 0 ? s->task[chosen].best_dev : &dev0;
-        if (chosen < 0)
-            chosen_full = pf_map_objective_ms(cd->sg, cd->cluster, PF_INST_FULL, dev);
         double step = pf_map_step_estimate_ms(cd->sg, cd->cluster, dev, p->microbatches);
-        double per_sample = step / ((double)pf_graph_microbatch(s->g) * p->microbatches *
-                                    p->replicas);
+        double per_sample = step / samples_per_step(s, p);
         if (per_sample < best_per_sample) {
             best_per_sample = per_sample;
             best_c = c;
             *task = chosen;
-            *full_ms = chosen_full;
+            *full_ms = full;
         }
     }
     return best_c;
@@ -639,25 +677,20 @@ static void step_comm(const candidate_t *cd, const int *dev, pf_plan_t *p)
     }
 }
 
-static void finish(pf_search_t *s)
+/* The plan candidate c gives under `schedule`: its best mapping (under "full"), the CS / p2p
+ * baselines, its groups expanded to T devices, memory parts by the schedule's micro-batches in
+ * flight (pf_cost_fill_plan), communication per step. NULL when out of memory. */
+static pf_plan_t *candidate_plan(const pf_search_t *s, int c, pf_schedule_t schedule)
 {
-    int best_t = -1, *cs_dev = NULL;
+    const candidate_t *cd = &s->cand[c];
+    const dp_entry_t *e = &s->dp[cd->dp];
     double full_ms;
-    int best_c = leading_candidate(s, &best_t, &full_ms);
-    if (best_c < 0) {
-        fail(s, PF_ERR, "no candidate survived mapping");
-        return;
-    }
-    candidate_t *cd = &s->cand[best_c];
-    pf_plan_t *p = pf_plan_clone(s->dp[cd->dp].plan);
+    int best_t = cand_mapping(s, c, &full_ms);
+    pf_plan_t *p = pf_plan_clone(e->plan);
     int S = pf_stage_graph_stages(cd->sg), R = pf_stage_graph_replicas(cd->sg);
-    cs_dev = malloc((size_t)S * R * sizeof *cs_dev);
-    if (!p || !cs_dev) {
-        pf_plan_destroy(&p);
-        free(cs_dev);
-        fail(s, PF_ERR, "out of memory");
-        return;
-    }
+    int *cs_dev = malloc((size_t)S * R * sizeof *cs_dev);
+    if (!p || !cs_dev)
+        goto fail;
     const int *dev = cs_dev;
     pf_map_stats_t st = {0}, *stp = NULL;
     pf_inst_t used = PF_INST_FULL;
@@ -681,30 +714,188 @@ static void finish(pf_search_t *s)
         pf_map_cs(cd->sg, cs_dev);
     }
     if (pf_map_fill_plan(p, cd->sg, cd->cluster, dev, used, stp) != PF_OK ||
-        expand_tp(s, s->dp[cd->dp].tp, p) != PF_OK) {
-        pf_plan_destroy(&p);
-        free(cs_dev);
-        fail(s, PF_ERR, "out of memory");
-        return;
-    }
+        expand_tp(s, e->tp, p) != PF_OK)
+        goto fail;
     /* the partition came over the wire: give it the request's names, training and memory parts */
     pf_plan_set_names(p, pf_graph_name(s->g), pf_cluster_name(s->c));
     p->train = s->o.train;
-    snprintf(p->schedule, sizeof p->schedule, "%s", pf_schedule_name(s->o.train.schedule));
-    {
-        const dp_entry_t *e = &s->dp[cd->dp];
-        pf_cost_model_t cm;
-        pf_cost_model_init(&cm, cd->cluster, p->stages, e->microbatches, s->o.flat_gbps);
-        pf_cost_model_set_training(&cm, &s->o.train, p->replicas,
-                                   pf_tp_setting_reserve_bytes(s->tp[e->tp].set));
-        pf_cost_fill_plan(p, tp_graph(s, e->tp), &cm);
-    }
+    p->train.schedule = schedule;
+    snprintf(p->schedule, sizeof p->schedule, "%s", pf_schedule_name(schedule));
+    pf_cost_model_t cm;
+    pf_cost_model_init(&cm, cd->cluster, p->stages, e->microbatches, s->o.flat_gbps);
+    pf_cost_model_set_training(&cm, &p->train, p->replicas,
+                               pf_tp_setting_reserve_bytes(s->tp[e->tp].set));
+    pf_cost_fill_plan(p, tp_graph(s, e->tp), &cm);
     step_comm(cd, dev, p);
-    if (s->dp[cd->dp].coarse >= 0)
-        p->partition_search.coarsen_s = s->coarse[s->dp[cd->dp].coarse].seconds;
+    if (e->coarse >= 0)
+        p->partition_search.coarsen_s = s->coarse[e->coarse].seconds;
+    free(cs_dev);
+    return p;
+fail:
+    free(cs_dev);
+    pf_plan_destroy(&p);
+    return NULL;
+}
+
+static int cand_tp(const pf_search_t *s, int c)
+{
+    return s->tp[s->dp[s->cand[c].dp].tp].opts.tp;
+}
+
+/* Candidate c's resharding times are in (or it needs none): one SIMULATE job per schedule. */
+static int queue_sims(pf_search_t *s, int c)
+{
+    for (int k = 0; k < PF_SCHEDULE_COUNT; k++)
+        if (s->schedules & (1u << k)) {
+            if (!new_job(s, PF_JOB_SIMULATE, c * PF_SCHEDULE_COUNT + k, 0))
+                return PF_ERR;
+            s->sims_left++;
+        }
+    return PF_OK;
+}
+
+static void finish(pf_search_t *s);
+
+/* Phase 4 (DESIGN.md "simulate"): every candidate's plan from its best mapping; T > 1 pipelines
+ * first time their cross-stage transfers (RESHARD jobs, one per stage boundary and replica),
+ * then each candidate is simulated under every allowed schedule (SIMULATE jobs). */
+static void mapped(pf_search_t *s)
+{
+    int need = 0;
+    for (int c = 0; c < s->ncand; c++) {
+        candidate_t *cd = &s->cand[c];
+        if (!(cd->plan = candidate_plan(s, c, s->o.train.schedule))) {
+            fail(s, PF_ERR, "out of memory");
+            return;
+        }
+        if (cand_tp(s, c) > 1)
+            need += (cd->plan->stages - 1) * cd->plan->replicas;
+    }
+    s->phase = PF_PHASE_SIMULATE;
+    if (need > 0 && !(s->xfer = calloc((size_t)need, sizeof *s->xfer))) {
+        fail(s, PF_ERR, "out of memory");
+        return;
+    }
+    for (int c = 0; c < s->ncand; c++) {
+        candidate_t *cd = &s->cand[c];
+        const pf_plan_t *p = cd->plan;
+        int T = cand_tp(s, c), S = p->stages, R = p->replicas;
+        if (T > 1 && S > 1) {
+            /* per-device bytes after each stage: the stage graph of the per-device graph, a
+             * pipeline relaying skip connections through the stages between */
+            const pf_stage_graph_t *sg = cd->sg;
+            if (!(cd->xfer_ms = calloc((size_t)(S - 1) * R, sizeof *cd->xfer_ms))) {
+                fail(s, PF_ERR, "out of memory");
+                return;
+            }
+            for (int st = 0; st + 1 < S; st++) {
+                double bytes = 0;
+                for (int a = 0; a <= st; a++)
+                    for (int b = st + 1; b < S; b++)
+                        bytes += pf_stage_graph_msg_bytes(sg, a, b);
+                for (int r = 0; r < R; r++) {
+                    xfer_rec_t *x = &s->xfer[s->nxfer];
+                    x->cand = c;
+                    x->stage = st;
+                    x->replica = r;
+                    pf_sim_xfer_problem(p->stage_list[st].devices + (size_t)r * T,
+                                        p->stage_list[st + 1].devices + (size_t)r * T, T, bytes,
+                                        &x->xp);
+                    if (!new_job(s, PF_JOB_RESHARD, s->nxfer, 0)) {
+                        fail(s, PF_ERR, "out of memory");
+                        return;
+                    }
+                    s->nxfer++;
+                    cd->xfer_left++;
+                }
+            }
+        } else if (queue_sims(s, c) != PF_OK) {
+            fail(s, PF_ERR, "out of memory");
+            return;
+        }
+    }
+    if (s->nxfer == 0 && s->sims_left == 0)
+        finish(s);
+}
+
+/* The step of candidate c under a baseline mapping (CS or p2p map of its groups) and the
+ * schedule, by the simulator, in-process: one simulation each, cheap next to the search.
+ * NAN when it cannot be simulated (then the analytic estimate stays). */
+static double baseline_step_ms(const pf_search_t *s, int c, int cs, pf_schedule_t schedule)
+{
+    const candidate_t *cd = &s->cand[c];
+    const dp_entry_t *e = &s->dp[cd->dp];
+    int S = e->plan->stages, R = e->plan->replicas;
+    double ms = NAN;
+    char err[256];
+    pf_sim_input_t in = {0};
+    pf_sim_result_t *r = NULL;
+    pf_plan_t *p = pf_plan_clone(e->plan);
+    int *dev = malloc((size_t)S * R * sizeof *dev);
+    if (!p || !dev)
+        goto done;
+    (cs ? pf_map_cs : pf_map_p2p)(cd->sg, dev);
+    for (int st = 0; st < S; st++) {
+        int *d = pf_plan_stage_devices(p, st);
+        if (!d)
+            goto done;
+        memcpy(d, dev + (size_t)st * R, (size_t)R * sizeof *d);
+    }
+    if (expand_tp(s, e->tp, p) != PF_OK)
+        goto done;
+    p->train = s->o.train;
+    p->train.schedule = schedule;
+    snprintf(p->schedule, sizeof p->schedule, "%s", pf_schedule_name(schedule));
+    if (pf_sim_input_from_setting(s->g, s->c, s->tp[e->tp].set, p, NULL, &in, err,
+                                  sizeof err) == PF_OK &&
+        pf_simulate(&in, &r, err, sizeof err) == PF_OK)
+        ms = r->step_ms;
+done:
+    pf_sim_result_destroy(&r);
+    pf_sim_input_clear(&in);
+    pf_plan_destroy(&p);
+    free(dev);
+    return ms;
+}
+
+/* The plan: among every (candidate, schedule) whose memory fits under that schedule, the least
+ * simulated step time per sample (ties: the earlier candidate, then 1f1b, gpipe, eager-1f1b). */
+static void finish(pf_search_t *s)
+{
+    int best_c = -1, best_k = -1;
+    double best = INFINITY;
+    for (int c = 0; c < s->ncand; c++)
+        for (int k = 0; k < PF_SCHEDULE_COUNT; k++) {
+            const sim_rec_t *r = &s->cand[c].sim[k];
+            if (!r->done || !r->fits)
+                continue;
+            double per_sample = r->step_ms / samples_per_step(s, s->cand[c].plan);
+            if (per_sample < best) {
+                best = per_sample;
+                best_c = c;
+                best_k = k;
+            }
+        }
+    if (best_c < 0) {
+        fail(s, PF_EINFEASIBLE, "no candidate's memory fits its devices under any schedule "
+             "simulated (%d candidates)", s->ncand);
+        return;
+    }
+    pf_plan_t *p = candidate_plan(s, best_c, (pf_schedule_t)best_k);
+    if (!p) {
+        fail(s, PF_ERR, "out of memory");
+        return;
+    }
+    p->simulated_step_ms = s->cand[best_c].sim[best_k].step_ms;
+    /* the baselines under the same simulator and schedule, so that their ratios mean something */
+    double cs = baseline_step_ms(s, best_c, 1, (pf_schedule_t)best_k);
+    double p2p = baseline_step_ms(s, best_c, 0, (pf_schedule_t)best_k);
+    if (isfinite(cs) && isfinite(p2p)) {
+        p->cs_map.simulated_step_ms = cs;
+        p->p2p_map.simulated_step_ms = p2p;
+    }
     p->search.present = 1;
     p->search.jobs = s->njobs;
-    free(cs_dev);
     s->result = p;
     s->phase = PF_PHASE_DONE;
     s->status = PF_OK;
@@ -796,6 +987,10 @@ int pf_search_validate(const pf_graph_t *g, const pf_cluster_t *c, const pf_sear
         return pf_fail(err, errlen, PF_EINPUT,
                        "coarsen_k: K = %d hyper-ops cannot make %d stages (K must be >= S)",
                        o.coarsen_k, o.stages);
+    if (o.schedules & ~((1u << PF_SCHEDULE_1F1B) | (1u << PF_SCHEDULE_GPIPE) |
+                        (1u << PF_SCHEDULE_EAGER_1F1B)))
+        return pf_fail(err, errlen, PF_EINPUT, "schedules: mask 0x%x names a schedule other "
+                       "than 1f1b, gpipe and eager-1f1b", o.schedules);
     if (o.nalphas <= 0 || o.nalphas > PF_SEARCH_MAX_ALPHAS || o.candidates <= 0 ||
         o.probes_in_flight <= 0 || o.probes_in_flight > MAX_IN_FLIGHT || !(o.rel_eps > 0))
         return pf_fail(err, errlen, PF_EINPUT,
@@ -1053,6 +1248,9 @@ pf_search_t *pf_search_new(const pf_graph_t *g, const pf_cluster_t *c,
     s->ndev = D;
     s->flat_gbps = cm.flat_gbps;
     s->phase = PF_PHASE_PARTITION;
+    s->schedules = o.schedules ? o.schedules
+                               : (1u << PF_SCHEDULE_1F1B) | (1u << PF_SCHEDULE_GPIPE) |
+                                     (1u << PF_SCHEDULE_EAGER_1F1B);
     int nt = tp_degrees(g, c, &o, degrees);
     s->tp = calloc((size_t)nt, sizeof *s->tp);
     if (!s->tp) {
@@ -1129,8 +1327,12 @@ void pf_search_destroy(pf_search_t **sp)
     pf_search_t *s = *sp;
     for (int i = 0; i < s->ndp; i++)
         pf_plan_destroy(&s->dp[i].plan);
-    for (int c = 0; c < s->ncand; c++)
+    for (int c = 0; c < s->ncand; c++) {
         pf_stage_graph_destroy(&s->cand[c].sg);
+        pf_plan_destroy(&s->cand[c].plan);
+        free(s->cand[c].xfer_ms);
+    }
+    free(s->xfer);
     for (int k = 0; k < s->ntask; k++)
         free(s->task[k].best_dev);
     for (int i = 0; i < s->ncoarse; i++)
@@ -1194,6 +1396,17 @@ int pf_search_job(const pf_search_t *s, uint64_t id, pf_job_t *job)
         job->tap_unit = t->unit;
         job->tap_lo = t->lo;
         job->tap_hi = t->hi;
+    } else if (j->kind == PF_JOB_SIMULATE) {
+        const candidate_t *cd = &s->cand[j->owner / PF_SCHEDULE_COUNT];
+        job->setting = s->tp[s->dp[cd->dp].tp].opts;
+        job->plan = cd->plan;
+        job->schedule = (pf_schedule_t)(j->owner % PF_SCHEDULE_COUNT);
+        job->xfer_ms = cd->xfer_ms;
+        job->nxfer = cd->xfer_ms ? (cd->plan->stages - 1) * cd->plan->replicas : 0;
+    } else if (j->kind == PF_JOB_RESHARD) {
+        job->graph = NULL; /* the network is the cluster */
+        job->reshard = s->xfer[j->owner].xp.problem;
+        job->reshard_opts.sched.dfs_budget_s = 0; /* the node cap: one answer everywhere */
     } else {
         const map_task_t *t = &s->task[j->owner];
         const candidate_t *cd = &s->cand[t->cand];
@@ -1282,6 +1495,30 @@ int pf_search_answer(pf_search_t *s, uint64_t id, const pf_job_result_t *res)
             return 1;
         }
         probe_answered(s, j, res);
+    } else if (j->kind == PF_JOB_RESHARD) {
+        const xfer_rec_t *x = &s->xfer[j->owner];
+        candidate_t *cd = &s->cand[x->cand];
+        if (res->status != PF_OK) {
+            fail(s, res->status, "resharding job failed: %s", res->error);
+            return 1;
+        }
+        cd->xfer_ms[(size_t)x->stage * cd->plan->replicas + x->replica] = res->reshard.time_ms;
+        if (--cd->xfer_left == 0 && queue_sims(s, x->cand) != PF_OK)
+            fail(s, PF_ERR, "out of memory");
+    } else if (j->kind == PF_JOB_SIMULATE) {
+        sim_rec_t *r = &s->cand[j->owner / PF_SCHEDULE_COUNT].sim[j->owner % PF_SCHEDULE_COUNT];
+        if (res->status != PF_OK) {
+            fail(s, res->status, "simulation job failed: %s", res->error);
+            return 1;
+        }
+        *r = (sim_rec_t){1, res->sim.fits, res->sim.step_ms, res->sim.bubble_fraction};
+        if (--s->sims_left == 0) {
+            int waiting = 0; /* candidates still timing their transfers */
+            for (int c = 0; c < s->ncand; c++)
+                waiting |= s->cand[c].xfer_left > 0;
+            if (!waiting)
+                finish(s);
+        }
     }
     return 1;
 }
@@ -1331,7 +1568,8 @@ void pf_search_get_status(const pf_search_t *s, pf_search_status_t *st)
     double full_ms;
     if (s->result)
         st->best_objective_ms = s->result->objective_ms;
-    else if (s->phase == PF_PHASE_MAP && leading_candidate(s, &task, &full_ms) >= 0)
+    else if ((s->phase == PF_PHASE_MAP || s->phase == PF_PHASE_SIMULATE) &&
+             leading_candidate(s, &task, &full_ms) >= 0)
         st->best_objective_ms = full_ms;
 }
 

@@ -23,9 +23,15 @@
  *              each answer moves the bounds, and probes whose targets fell outside are cancelled.
  *              With auto_inst, once both are over, one more search under full starts from the
  *              better of their mappings.
- *   done       each candidate keeps the better of its mappings under "full"; candidates are ranked
- *              by estimated step time per sample; the winner, its CS / p2p baselines and the
- *              search's counts form the plan (pf_map_fill_plan); a group becomes its T devices
+ *   simulate   (PF_PHASE_SIMULATE, phase 4) each candidate keeps the better of its mappings
+ *              under "full" and becomes a plan (a group becomes its T devices); for T > 1 and
+ *              S > 1 one RESHARD job per stage boundary and replica times the cross-stage
+ *              transfer (a replicated activation between two 1 x T meshes, seed 003); then one
+ *              SIMULATE job per allowed schedule runs it through the task-graph simulator and
+ *              checks its memory under that schedule's micro-batches in flight
+ *   done       among the (candidate, schedule) pairs that fit memory, the least simulated step
+ *              time per sample wins; its plan carries that schedule and simulated_step_ms, its
+ *              CS / p2p baselines (analytic step estimates) and the search's counts
  *
  * Jobs are pure functions of their inputs, so a lost answer is recovered by running the job
  * again (pf_search_job gives its description back) and duplicates are ignored. */
@@ -68,11 +74,14 @@ typedef struct {
     int layer_aligned;    /* stage boundaries only between repeated blocks */
     double mem_headroom;  /* fraction of every device's memory a plan leaves free (CUDA context,
                            * NCCL buffers, allocator fragmentation); default 0.1 */
+    unsigned schedules;   /* phase 4: schedules the plan may run, a mask of 1u << pf_schedule_t
+                           * (no signal); 0 = 1f1b, gpipe and eager-1f1b */
 } pf_search_opts_t;
 
 typedef enum {
     PF_PHASE_PARTITION,
     PF_PHASE_MAP,
+    PF_PHASE_SIMULATE,
     PF_PHASE_DONE,
     PF_PHASE_FAILED
 } pf_search_phase_t;

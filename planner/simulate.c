@@ -148,19 +148,21 @@ static int build(sim_t *x, pf_schedule_t order, int comm_free)
                 for (int k = 0; k < T; k++) {
                     if (s + 1 < S) {
                         int a = dev_of(x, s, r, k), b = dev_of(x, s + 1, r, k);
-                        double ms = comm_free || st->send_bytes <= 0
-                                        ? 0
-                                        : pf_cluster_xfer_ms(in->cluster, a, b, st->send_bytes / T);
+                        double ms = comm_free || st->send_bytes <= 0 ? 0
+                                    : st->xfer_ms ? st->xfer_ms[r]
+                                    : pf_cluster_xfer_ms(in->cluster, a, b, st->send_bytes / T);
                         x->task[id_xf(x, s, r, m, k)] =
                             (task_t){.kind = T_XFER_F, .s = s, .r = r, .k = k, .m = m,
                                      .dur_ms = ms};
                     }
                     if (s > 0) {
                         int a = dev_of(x, s, r, k), b = dev_of(x, s - 1, r, k);
-                        double bytes = in->stage[s - 1].send_bytes;
-                        double ms = comm_free || bytes <= 0
-                                        ? 0
-                                        : pf_cluster_xfer_ms(in->cluster, a, b, bytes / T);
+                        const pf_sim_stage_t *up = &in->stage[s - 1];
+                        double bytes = up->send_bytes;
+                        /* the gradient goes back the way the activation came (symmetric links) */
+                        double ms = comm_free || bytes <= 0 ? 0
+                                    : up->xfer_ms ? up->xfer_ms[r]
+                                    : pf_cluster_xfer_ms(in->cluster, a, b, bytes / T);
                         x->task[id_xb(x, s, r, m, k)] =
                             (task_t){.kind = T_XFER_B, .s = s, .r = r, .k = k, .m = m,
                                      .dur_ms = ms};
@@ -472,6 +474,10 @@ static int validate(const pf_sim_input_t *in, char *err, size_t errlen)
             rc = pf_fail(err, errlen, PF_EINPUT, "stage %d: no devices", s);
             break;
         }
+        for (int r = 0; st->xfer_ms && r < in->replicas && rc == PF_OK; r++)
+            rc = check_num(st->xfer_ms[r], "xfer_ms", s, err, errlen);
+        if (rc != PF_OK)
+            break;
         for (int i = 0; i < in->replicas * in->tp; i++) {
             int d = st->devices[i];
             if (d < 0 || d >= D) {
@@ -600,48 +606,124 @@ void pf_sim_input_clear(pf_sim_input_t *in)
 {
     if (!in)
         return;
-    for (int s = 0; in->stage && s < in->stages; s++)
+    for (int s = 0; in->stage && s < in->stages; s++) {
         free(in->stage[s].devices);
+        free(in->stage[s].xfer_ms);
+    }
     free(in->stage);
     memset(in, 0, sizeof *in);
+}
+
+void pf_sim_xfer_problem(const int *src, const int *dst, int T, double bytes,
+                         pf_sim_xfer_problem_t *x)
+{
+    memset(x, 0, sizeof *x);
+    x->shape[0] = bytes > 0 ? (int64_t)ceil(bytes) : 0;
+    x->spec[0] = PF_SHARD_R;
+    x->problem = (pf_reshard_problem_t){
+        .ndims = 1, .shape = x->shape, .dtype_bytes = 1,
+        .src_mesh = {1, T, src}, .dst_mesh = {1, T, dst},
+        .src_spec = x->spec, .dst_spec = x->spec};
+}
+
+int pf_sim_xfer_ms(const pf_cluster_t *c, const pf_sim_xfer_problem_t *x, double *ms, char *err,
+                   size_t errlen)
+{
+    *ms = 0;
+    if (x->shape[0] <= 0)
+        return PF_OK;
+    pf_reshard_opts_t o;
+    pf_reshard_opts_default(&o);
+    o.sched.dfs_budget_s = 0; /* the node cap alone: the same answer on every machine */
+    pf_reshard_net_t *net = pf_reshard_net_from_cluster(c, err, errlen);
+    if (!net)
+        return PF_ERR;
+    pf_reshard_t *r = pf_reshard_new(&x->problem, net, &o, err, errlen);
+    pf_reshard_net_destroy(&net);
+    if (!r)
+        return PF_EINPUT;
+    *ms = pf_reshard_time_ms(r);
+    pf_reshard_destroy(&r);
+    return PF_OK;
+}
+
+/* Do the plan's tensor-parallel groups span hosts? Then its setting was built with groups that
+ * may (tp_groups.h), and so is the one rebuilt here. */
+static int groups_span_hosts(const pf_cluster_t *c, const pf_plan_t *p)
+{
+    int T = p->tensor_parallel;
+    for (int s = 0; s < p->stages; s++)
+        for (int r = 0; r < p->replicas; r++) {
+            const int *d = p->stage_list[s].devices + (size_t)r * T;
+            for (int k = 1; k < T; k++)
+                if (pf_cluster_device(c, d[k])->host != pf_cluster_device(c, d[0])->host)
+                    return 1;
+        }
+    return 0;
 }
 
 int pf_sim_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p,
                            pf_sim_input_t *in, char *err, size_t errlen)
 {
+    return pf_sim_input_from_setting(g, c, NULL, p, NULL, in, err, errlen);
+}
+
+int pf_sim_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
+                              const pf_tp_setting_t *set, const pf_plan_t *p,
+                              const double *xfer_ms, pf_sim_input_t *in, char *err,
+                              size_t errlen)
+{
     memset(in, 0, sizeof *in);
     pf_stage_graph_t *sg = NULL;
+    pf_tp_setting_t *own = NULL;
     int rc = pf_plan_validate(p, g, c, err, errlen);
     if (rc != PF_OK)
         return rc;
     if (!pf_plan_is_mapped(p))
         return pf_fail(err, errlen, PF_EINPUT,
                        "the plan's stages have no devices (map it first: planfarm map)");
-    if (p->tensor_parallel != 1)
-        return pf_fail(err, errlen, PF_EINPUT, "tensor_parallel %d: plans carry one device per "
-                       "replica so far", p->tensor_parallel);
     pf_schedule_t sched = PF_SCHEDULE_1F1B;
     if (p->schedule[0] && (int)(sched = pf_schedule_parse(p->schedule)) < 0)
         return pf_fail(err, errlen, PF_EINPUT, "schedule: '%s' is not gpipe, 1f1b, eager-1f1b "
                        "or signal", p->schedule);
-    int S = p->stages, R = p->replicas;
+    int S = p->stages, R = p->replicas, T = p->tensor_parallel > 0 ? p->tensor_parallel : 1;
+    if (set && pf_tp_setting_degree(set) != T)
+        return pf_fail(err, errlen, PF_EINPUT, "the setting is for tensor parallelism %d, the "
+                       "plan has %d", pf_tp_setting_degree(set), T);
+    if (!set && (T > 1 || p->train.recompute != PF_RECOMPUTE_NONE)) {
+        pf_tp_setting_opts_t so;
+        pf_tp_setting_opts_init(&so);
+        so.tp = T;
+        so.across_hosts = groups_span_hosts(c, p);
+        so.train = p->train;
+        char why[256];
+        if (!(set = own = pf_tp_setting_new(g, c, &so, why, sizeof why)))
+            return pf_fail(err, errlen, PF_EINPUT, "tensor parallelism %d: %s", T, why);
+    }
+    const pf_graph_t *dg = set ? pf_tp_setting_graph(set) : g;
+    const pf_tap_result_t *tap = set ? pf_tp_setting_tap(set) : NULL;
     in->stages = S;
     in->replicas = R;
-    in->tp = 1;
+    in->tp = T;
     in->microbatches = p->microbatches > 0 ? p->microbatches : PF_DEFAULT_MICROBATCHES;
     in->buckets = 1;
     in->schedule = sched;
     in->cluster = c;
     in->stage = calloc((size_t)S, sizeof *in->stage);
-    if (!in->stage || !(sg = pf_stage_graph_from_plan(g, p)))
+    if (!in->stage || !(sg = pf_stage_graph_from_plan(dg, p)))
         goto oom;
     for (int s = 0; s < S; s++) {
         pf_sim_stage_t *st = &in->stage[s];
         const pf_stage_t *ps = &p->stage_list[s];
         for (int i = 0; i < ps->nops; i++) {
-            const pf_op_t *op = pf_graph_op(g, ps->ops[i]);
-            st->fwd_ms += op->fwd_ms;
-            st->bwd_ms += op->bwd_ms;
+            int v = ps->ops[i];
+            const pf_op_t *op = pf_graph_op(dg, v);
+            /* TAP's op times include their collectives: the simulator runs them apart */
+            double cf = tap ? tap->ops[v].fwd_comm_ms : 0, cb = tap ? tap->ops[v].bwd_comm_ms : 0;
+            st->fwd_ms += fmax(0, op->fwd_ms - cf);
+            st->bwd_ms += fmax(0, op->bwd_ms - cb);
+            st->tp_fwd_ms += cf;
+            st->tp_bwd_ms += cb;
             st->act_bytes += op->mem_fwd_bytes;
         }
         for (int a = 0; a <= s; a++)
@@ -651,14 +733,34 @@ int pf_sim_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_
         st->static_bytes = pf_training_state_factor(&p->train, R) * st->param_bytes;
         if (s > 0)
             st->act_bytes += in->stage[s - 1].send_bytes;
-        if (!(st->devices = malloc((size_t)R * sizeof *st->devices)))
+        if (!(st->devices = malloc((size_t)R * T * sizeof *st->devices)))
             goto oom;
-        memcpy(st->devices, ps->devices, (size_t)R * sizeof *st->devices);
+        memcpy(st->devices, ps->devices, (size_t)R * T * sizeof *st->devices);
+        if (T == 1 || s + 1 == S)
+            continue;
+        if (!(st->xfer_ms = malloc((size_t)R * sizeof *st->xfer_ms)))
+            goto oom;
+        for (int r = 0; r < R; r++) {
+            if (xfer_ms) {
+                st->xfer_ms[r] = xfer_ms[(size_t)s * R + r];
+                continue;
+            }
+            pf_sim_xfer_problem_t xp;
+            pf_sim_xfer_problem(ps->devices + (size_t)r * T,
+                                p->stage_list[s + 1].devices + (size_t)r * T, T, st->send_bytes,
+                                &xp);
+            if ((rc = pf_sim_xfer_ms(c, &xp, &st->xfer_ms[r], err, errlen)) != PF_OK)
+                goto fail;
+        }
     }
     pf_stage_graph_destroy(&sg);
+    pf_tp_setting_destroy(&own);
     return PF_OK;
 oom:
+    rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+fail:
     pf_stage_graph_destroy(&sg);
+    pf_tp_setting_destroy(&own);
     pf_sim_input_clear(in);
-    return pf_fail(err, errlen, PF_ERR, "out of memory");
+    return rc;
 }

@@ -17,7 +17,8 @@
 #include "planner/cluster.h"
 #include "planner/graph.h"
 #include "planner/plan.h"
-
+#include "planner/reshard.h"
+#include "planner/tp_setting.h"
 #include "planner/training.h"
 
 #include <stddef.h>
@@ -34,6 +35,11 @@ typedef struct {
     double param_bytes;           /* gradients all-reduced over the replicas; T ranks reduce 1/T each */
     double send_bytes;            /* to the next stage per micro-batch (and back as gradients);
                                      rank k sends 1/T of it to rank k of the next stage */
+    double *xfer_ms;              /* R entries or NULL: replica r's transfer to the next stage
+                                     per micro-batch (and its gradient back) as one cross-mesh
+                                     resharding (seed 003): every rank k's transfer k -> k is
+                                     busy for that long. NULL: send_bytes / T per rank by the
+                                     postal model. */
     double act_bytes;             /* per device, stored for each micro-batch in flight */
     double static_bytes;          /* per device, held all step (parameter state, workspace) */
     int *devices;                 /* R x T cluster device indices: devices[r * T + k] */
@@ -48,14 +54,49 @@ typedef struct {
     const pf_cluster_t *cluster;
 } pf_sim_input_t;
 
-/* From a graph, its cluster and a mapped plan (T = 1): fwd_ms and bwd_ms are the sums over the
- * stage's ops; param_bytes = P(s) (stage graph); send_bytes = bytes of the edges that cross the
- * cut after stage s (a pipeline relays skip connections through the stages between);
- * act_bytes = sum of mem_fwd_bytes + the bytes entering the stage (its stashed input, eq. 14);
- * static_bytes = the plan training's parameter state x P(s) (training.h). Schedule and micro-batches from the plan.
- * Allocates in->stage and its device arrays: release them with pf_sim_input_clear. */
+/* From a graph, its cluster and a mapped plan. Per stage, over its ops in the per-device graph
+ * of the plan's setting (tp_setting.h: TAP's graph for T, recomputation's view):
+ *   fwd_ms, bwd_ms   op times less their tensor-parallel collectives (TAP's fwd/bwd_comm_ms)
+ *   tp_fwd/bwd_ms    those collectives (0 when T = 1)
+ *   param_bytes      P(s) per device (stage graph of the per-device graph)
+ *   send_bytes       bytes of the edges that cross the cut after stage s (a pipeline relays skip
+ *                    connections through the stages between), per device
+ *   act_bytes        sum of mem_fwd_bytes + the bytes entering the stage (its stashed input,
+ *                    eq. 14)
+ *   static_bytes     the training's parameter state x P(s) (training.h)
+ *   xfer_ms          T > 1: the activation is replicated (B) on the T devices of replica r of
+ *                    stage s and needed replicated on those of stage s + 1: a B -> B resharding
+ *                    between two 1 x T meshes, timed by planner/reshard (pf_sim_xfer_problem);
+ *                    T = 1: NULL (one send).
+ * Schedule and micro-batches from the plan. Allocates in->stage and its arrays: release them
+ * with pf_sim_input_clear. */
 int pf_sim_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p,
                            pf_sim_input_t *in, char *err, size_t errlen);
+
+/* The same with the setting given: `set` (NULL: built here from g, c, the plan's T and training
+ * with TAP in-process, deterministic; groups may span hosts when the plan's do) and the
+ * resharding times (`xfer_ms`: (S - 1) x R entries, stage s replica r at [s R + r]; NULL: timed
+ * here). g and c are the request's graph and cluster, as for pf_tp_setting_new. */
+int pf_sim_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
+                              const pf_tp_setting_t *set, const pf_plan_t *p,
+                              const double *xfer_ms, pf_sim_input_t *in, char *err,
+                              size_t errlen);
+
+/* The resharding of one cross-stage transfer: `bytes` replicated on src[0..T) and needed
+ * replicated on dst[0..T), each a 1 x T mesh, one dimension of `bytes` 1-byte elements. The
+ * problem points into *x: do not copy x. */
+typedef struct {
+    pf_reshard_problem_t problem;
+    int64_t shape[1];
+    pf_mesh_shard_t spec[1];
+} pf_sim_xfer_problem_t;
+void pf_sim_xfer_problem(const int *src, const int *dst, int T, double bytes,
+                         pf_sim_xfer_problem_t *x);
+/* Its time by the default resharding options (every strategy, best of the schedulers); a
+ * problem of 0 bytes takes 0 ms. */
+int pf_sim_xfer_ms(const pf_cluster_t *c, const pf_sim_xfer_problem_t *x, double *ms, char *err,
+                   size_t errlen);
+
 /* Frees what pf_sim_input_from_plan allocated and zeroes *in (idempotent). */
 void pf_sim_input_clear(pf_sim_input_t *in);
 

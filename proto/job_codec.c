@@ -460,6 +460,275 @@ static int tap_answer_from_pb(const Planfarm__JobResult *m, int nops, int ndevic
     return PF_OK; /* ranges and order: pf_job_check_answer */
 }
 
+/* SIMULATE: the candidate's plan inline, the schedule, the resharding times; graph and cluster
+ * blobs. Answers with the step, the bubble and the memory verdict. */
+
+static int sim_params_to_pb(pf_arena_t *a, const pf_job_t *job, const pf_blob_ref_t *graph,
+                            const pf_blob_ref_t *cluster, Planfarm__Job *m)
+{
+    Planfarm__SimulateParams *sp = PF_ANEW(a, Planfarm__SimulateParams, 1);
+    if (!sp || !job->plan || !(m->graph = ref_to_pb(a, graph, PLANFARM__BLOB_KIND__BLOB_GRAPH)) ||
+        !(m->cluster = ref_to_pb(a, cluster, PLANFARM__BLOB_KIND__BLOB_CLUSTER)))
+        return PF_ERR;
+    planfarm__simulate_params__init(sp);
+    if (!(sp->plan = pf_codec_plan_to_pb(a, job->plan)))
+        return PF_ERR;
+    sp->schedule = (uint32_t)job->schedule;
+    if (job->xfer_ms && job->nxfer > 0) {
+        double *x = PF_ANEW(a, double, job->nxfer);
+        if (!x)
+            return PF_ERR;
+        memcpy(x, job->xfer_ms, (size_t)job->nxfer * sizeof *x);
+        sp->xfer_ms = x;
+        sp->n_xfer_ms = (size_t)job->nxfer;
+    }
+    m->simulate = sp;
+    return PF_OK;
+}
+
+static int sim_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *err,
+                              size_t errlen)
+{
+    int rc;
+    const Planfarm__SimulateParams *sp = m->simulate;
+    if ((rc = ref_from_pb(m->graph, PLANFARM__BLOB_KIND__BLOB_GRAPH, &out->graph, "graph", err,
+                          errlen)) ||
+        (rc = ref_from_pb(m->cluster, PLANFARM__BLOB_KIND__BLOB_CLUSTER, &out->cluster,
+                          "cluster", err, errlen)))
+        return rc;
+    if (!sp || !sp->plan)
+        return pf_fail(err, errlen, PF_EINPUT, "job.simulate: missing");
+    if (sp->schedule >= PF_SCHEDULE_SIGNAL)
+        return pf_fail(err, errlen, PF_EINPUT, "job.simulate.schedule: %u is not 1f1b, gpipe or "
+                       "eager-1f1b", sp->schedule);
+    /* the graph is not known yet: bound op indices by the plan's own (pf_wire_job_check and
+     * pf_plan_validate hold them to the graph) */
+    uint32_t nops = 0;
+    for (size_t s = 0; s < sp->plan->n_stage_list; s++)
+        for (size_t i = 0; sp->plan->stage_list[s] && i < sp->plan->stage_list[s]->n_ops; i++)
+            if (sp->plan->stage_list[s]->ops[i] >= nops)
+                nops = sp->plan->stage_list[s]->ops[i] + 1;
+    if (nops > PF_WIRE_MAX_OPS)
+        return pf_fail(err, errlen, PF_EINPUT, "job.simulate.plan: op index %u out of range",
+                       nops - 1);
+    for (size_t s = 0; s < sp->plan->n_stage_list; s++)
+        if (!sp->plan->stage_list[s])
+            return pf_fail(err, errlen, PF_EINPUT, "job.simulate.plan.stage_list[%zu]: missing",
+                           s);
+    if ((rc = pf_codec_plan_from_pb(sp->plan, (int)nops, PF_WIRE_MAX_DEVICES, &out->plan, err,
+                                    errlen)) != PF_OK)
+        return rc;
+    if (!pf_plan_is_mapped(out->plan))
+        return pf_fail(err, errlen, PF_EINPUT, "job.simulate.plan: not mapped");
+    if (sp->n_xfer_ms) {
+        if (sp->n_xfer_ms != (size_t)(out->plan->stages - 1) * out->plan->replicas)
+            return pf_fail(err, errlen, PF_EINPUT, "job.simulate.xfer_ms: %zu entries for %d "
+                           "stage boundaries x %d replicas", sp->n_xfer_ms,
+                           out->plan->stages - 1, out->plan->replicas);
+        if (!(out->xfer_ms = malloc(sp->n_xfer_ms * sizeof *out->xfer_ms)))
+            return pf_fail(err, errlen, PF_ERR, "out of memory");
+        for (size_t i = 0; i < sp->n_xfer_ms; i++) {
+            if (!pf_is_finite_nonneg(sp->xfer_ms[i]))
+                return pf_fail(err, errlen, PF_EINPUT, "job.simulate.xfer_ms[%zu]: %g", i,
+                               sp->xfer_ms[i]);
+            out->xfer_ms[i] = sp->xfer_ms[i];
+        }
+        out->nxfer = (int)sp->n_xfer_ms;
+    }
+    out->schedule = (pf_schedule_t)sp->schedule;
+    return PF_OK;
+}
+
+static int sim_answer_to_pb(pf_arena_t *a, const pf_job_result_t *res, Planfarm__JobResult *m)
+{
+    Planfarm__SimulateAnswer *sa = PF_ANEW(a, Planfarm__SimulateAnswer, 1);
+    if (!sa)
+        return PF_ERR;
+    planfarm__simulate_answer__init(sa);
+    sa->step_ms = res->sim.step_ms;
+    sa->bubble_fraction = res->sim.bubble_fraction;
+    sa->peak_mem_bytes = res->sim.peak_mem_bytes;
+    sa->mem_bytes = res->sim.mem_bytes;
+    sa->mem_limit_bytes = res->sim.mem_limit_bytes;
+    sa->fits = res->sim.fits != 0;
+    m->sim = sa;
+    return PF_OK;
+}
+
+static int sim_answer_from_pb(const Planfarm__JobResult *m, int nops, int ndevices,
+                              pf_job_result_t *out, char *err, size_t errlen)
+{
+    (void)nops, (void)ndevices;
+    const Planfarm__SimulateAnswer *sa = m->sim;
+    if (!sa)
+        return pf_fail(err, errlen, PF_EINPUT, "result.sim: missing");
+    out->sim.step_ms = sa->step_ms;
+    out->sim.bubble_fraction = sa->bubble_fraction;
+    out->sim.peak_mem_bytes = sa->peak_mem_bytes;
+    out->sim.mem_bytes = sa->mem_bytes;
+    out->sim.mem_limit_bytes = sa->mem_limit_bytes;
+    out->sim.fits = sa->fits;
+    return PF_OK; /* ranges: pf_job_check_answer */
+}
+
+/* RESHARD: the problem and the options; the cluster blob is the network. Answers with the
+ * winning schedule's time and every algorithm's. */
+
+static Planfarm__Mesh *mesh_to_pb(pf_arena_t *a, const pf_mesh_t *x)
+{
+    Planfarm__Mesh *m = PF_ANEW(a, Planfarm__Mesh, 1);
+    int n = x->rows * x->cols;
+    int32_t *d = PF_ANEW(a, int32_t, n > 0 ? n : 1);
+    if (!m || !d || (n > 0 && !x->devices))
+        return NULL;
+    planfarm__mesh__init(m);
+    m->rows = (uint32_t)x->rows;
+    m->cols = (uint32_t)x->cols;
+    for (int i = 0; i < n; i++)
+        d[i] = x->devices[i];
+    m->devices = d;
+    m->n_devices = (size_t)n;
+    return m;
+}
+
+static int reshard_params_to_pb(pf_arena_t *a, const pf_job_t *job, const pf_blob_ref_t *graph,
+                                const pf_blob_ref_t *cluster, Planfarm__Job *m)
+{
+    (void)graph;
+    const pf_reshard_problem_t *p = &job->reshard;
+    const pf_reshard_opts_t *o = &job->reshard_opts;
+    Planfarm__ReshardParams *rp = PF_ANEW(a, Planfarm__ReshardParams, 1);
+    int n = p->ndims > 0 ? p->ndims : 1;
+    int64_t *shape = PF_ANEW(a, int64_t, n);
+    uint32_t *ss = PF_ANEW(a, uint32_t, n), *ds = PF_ANEW(a, uint32_t, n);
+    if (!rp || !shape || !ss || !ds || !p->shape || !p->src_spec || !p->dst_spec ||
+        !(m->cluster = ref_to_pb(a, cluster, PLANFARM__BLOB_KIND__BLOB_CLUSTER)))
+        return PF_ERR;
+    planfarm__reshard_params__init(rp);
+    for (int i = 0; i < p->ndims; i++) {
+        shape[i] = p->shape[i];
+        ss[i] = (uint32_t)p->src_spec[i];
+        ds[i] = (uint32_t)p->dst_spec[i];
+    }
+    rp->shape = shape;
+    rp->n_shape = rp->n_src_spec = rp->n_dst_spec = (size_t)p->ndims;
+    rp->src_spec = ss;
+    rp->dst_spec = ds;
+    rp->dtype_bytes = p->dtype_bytes;
+    if (!(rp->src_mesh = mesh_to_pb(a, &p->src_mesh)) ||
+        !(rp->dst_mesh = mesh_to_pb(a, &p->dst_mesh)))
+        return PF_ERR;
+    rp->algo = (uint32_t)o->algo;
+    rp->strategies = o->strategies;
+    rp->max_chunks = (uint32_t)o->max_chunks;
+    rp->dfs_budget_s = o->sched.dfs_budget_s;
+    rp->dfs_node_cap = o->sched.dfs_node_cap;
+    rp->greedy_restarts = (uint32_t)o->sched.greedy_restarts;
+    rp->greedy_trials = (uint32_t)o->sched.greedy_trials;
+    rp->seed = o->sched.seed;
+    m->reshard = rp;
+    return PF_OK;
+}
+
+static int reshard_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *err,
+                                  size_t errlen)
+{
+    int rc;
+    const Planfarm__ReshardParams *rp = m->reshard;
+    if ((rc = ref_from_pb(m->cluster, PLANFARM__BLOB_KIND__BLOB_CLUSTER, &out->cluster,
+                          "cluster", err, errlen)))
+        return rc;
+    if (!rp || !rp->src_mesh || !rp->dst_mesh)
+        return pf_fail(err, errlen, PF_EINPUT, "job.reshard: missing");
+    if (rp->n_shape == 0 || rp->n_shape > PF_RESHARD_MAX_DIMS ||
+        rp->n_src_spec != rp->n_shape || rp->n_dst_spec != rp->n_shape)
+        return pf_fail(err, errlen, PF_EINPUT, "job.reshard: %zu dims, %zu and %zu spec entries "
+                       "(1..%d, one per dim)", rp->n_shape, rp->n_src_spec, rp->n_dst_spec,
+                       PF_RESHARD_MAX_DIMS);
+    const Planfarm__Mesh *mesh[2] = {rp->src_mesh, rp->dst_mesh};
+    size_t total = 0;
+    for (int i = 0; i < 2; i++) {
+        if (mesh[i]->rows == 0 || mesh[i]->cols == 0 ||
+            (uint64_t)mesh[i]->rows * mesh[i]->cols != mesh[i]->n_devices ||
+            mesh[i]->n_devices > PF_WIRE_MAX_DEVICES)
+            return pf_fail(err, errlen, PF_EINPUT, "job.reshard.%s_mesh: %u x %u with %zu "
+                           "devices", i ? "dst" : "src", mesh[i]->rows, mesh[i]->cols,
+                           mesh[i]->n_devices);
+        total += mesh[i]->n_devices;
+    }
+    if (rp->algo >= PF_RSCHED_NALGOS || rp->strategies > PF_XFER_ALL || rp->max_chunks > 4096 ||
+        !isfinite(rp->dfs_budget_s) || rp->dfs_budget_s < 0 || rp->dfs_node_cap < 0 ||
+        rp->greedy_restarts > 4096 || rp->greedy_trials > 4096)
+        return pf_fail(err, errlen, PF_EINPUT, "job.reshard: an option is out of range");
+    if (!(out->reshard_devices = malloc(total * sizeof *out->reshard_devices)))
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    for (size_t i = 0; i < rp->src_mesh->n_devices; i++)
+        out->reshard_devices[i] = rp->src_mesh->devices[i];
+    for (size_t i = 0; i < rp->dst_mesh->n_devices; i++)
+        out->reshard_devices[rp->src_mesh->n_devices + i] = rp->dst_mesh->devices[i];
+    for (size_t i = 0; i < rp->n_shape; i++) {
+        if (rp->src_spec[i] > PF_SHARD_S01 || rp->dst_spec[i] > PF_SHARD_S01)
+            return pf_fail(err, errlen, PF_EINPUT, "job.reshard: spec of dim %zu out of range",
+                           i);
+        out->reshard_shape[i] = rp->shape[i];
+        out->reshard_spec[0][i] = (pf_mesh_shard_t)rp->src_spec[i];
+        out->reshard_spec[1][i] = (pf_mesh_shard_t)rp->dst_spec[i];
+    }
+    /* shape, dtype and devices against the network: pf_reshard_new, which names the field */
+    out->reshard = (pf_reshard_problem_t){
+        .ndims = (int)rp->n_shape, .shape = out->reshard_shape, .dtype_bytes = rp->dtype_bytes,
+        .src_mesh = {(int)rp->src_mesh->rows, (int)rp->src_mesh->cols, out->reshard_devices},
+        .dst_mesh = {(int)rp->dst_mesh->rows, (int)rp->dst_mesh->cols,
+                     out->reshard_devices + rp->src_mesh->n_devices},
+        .src_spec = out->reshard_spec[0], .dst_spec = out->reshard_spec[1]};
+    pf_reshard_opts_default(&out->reshard_opts);
+    out->reshard_opts.algo = (pf_rsched_algo_t)rp->algo;
+    out->reshard_opts.strategies = rp->strategies;
+    out->reshard_opts.max_chunks = (int)rp->max_chunks;
+    out->reshard_opts.sched.dfs_budget_s = rp->dfs_budget_s;
+    out->reshard_opts.sched.dfs_node_cap = rp->dfs_node_cap;
+    out->reshard_opts.sched.greedy_restarts = (int)rp->greedy_restarts;
+    out->reshard_opts.sched.greedy_trials = (int)rp->greedy_trials;
+    out->reshard_opts.sched.seed = rp->seed;
+    return PF_OK;
+}
+
+static int reshard_answer_to_pb(pf_arena_t *a, const pf_job_result_t *res,
+                                Planfarm__JobResult *m)
+{
+    Planfarm__ReshardAnswer *ra = PF_ANEW(a, Planfarm__ReshardAnswer, 1);
+    double *ms = PF_ANEW(a, double, PF_RSCHED_NALGOS);
+    if (!ra || !ms)
+        return PF_ERR;
+    planfarm__reshard_answer__init(ra);
+    ra->time_ms = res->reshard.time_ms;
+    ra->algo = (uint32_t)res->reshard.algo;
+    ra->ntasks = (uint32_t)res->reshard.ntasks;
+    memcpy(ms, res->reshard.algo_ms, PF_RSCHED_NALGOS * sizeof *ms);
+    ra->algo_ms = ms;
+    ra->n_algo_ms = PF_RSCHED_NALGOS;
+    m->reshard = ra;
+    return PF_OK;
+}
+
+static int reshard_answer_from_pb(const Planfarm__JobResult *m, int nops, int ndevices,
+                                  pf_job_result_t *out, char *err, size_t errlen)
+{
+    (void)nops, (void)ndevices;
+    const Planfarm__ReshardAnswer *ra = m->reshard;
+    if (!ra)
+        return pf_fail(err, errlen, PF_EINPUT, "result.reshard: missing");
+    if (ra->n_algo_ms != PF_RSCHED_NALGOS || ra->ntasks > (1u << 30) ||
+        ra->algo >= PF_RSCHED_NALGOS)
+        return pf_fail(err, errlen, PF_EINPUT, "result.reshard: %zu algorithm times, %u tasks, "
+                       "algorithm %u", ra->n_algo_ms, ra->ntasks, ra->algo);
+    out->reshard.time_ms = ra->time_ms;
+    out->reshard.algo = (int)ra->algo;
+    out->reshard.ntasks = (int)ra->ntasks;
+    memcpy(out->reshard.algo_ms, ra->algo_ms, PF_RSCHED_NALGOS * sizeof *ra->algo_ms);
+    return PF_OK; /* ranges: pf_job_check_answer */
+}
+
 /* One entry per job kind, indexed by pf_job_kind_t; the wire's JobKind numbers are the same. */
 static const job_codec_t job_codecs[] = {
     [PF_JOB_NOOP] = {noop_params_to_pb, noop_params_from_pb, noop_answer_to_pb,
@@ -470,13 +739,19 @@ static const job_codec_t job_codecs[] = {
                           probe_answer_from_pb},
     [PF_JOB_TAP_ENUM] = {tap_params_to_pb, tap_params_from_pb, tap_answer_to_pb,
                          tap_answer_from_pb},
+    [PF_JOB_SIMULATE] = {sim_params_to_pb, sim_params_from_pb, sim_answer_to_pb,
+                         sim_answer_from_pb},
+    [PF_JOB_RESHARD] = {reshard_params_to_pb, reshard_params_from_pb, reshard_answer_to_pb,
+                        reshard_answer_from_pb},
 };
 _Static_assert(sizeof job_codecs / sizeof job_codecs[0] == PF_JOB_KIND_COUNT,
                "every job kind of planner/jobs.h needs its entry in job_codecs");
 _Static_assert((int)PLANFARM__JOB_KIND__JOB_NOOP == PF_JOB_NOOP &&
                    (int)PLANFARM__JOB_KIND__JOB_DP_PARTITION == PF_JOB_DP_PARTITION &&
                    (int)PLANFARM__JOB_KIND__JOB_MAP_PROBE == PF_JOB_MAP_PROBE &&
-                   (int)PLANFARM__JOB_KIND__JOB_TAP_ENUM == PF_JOB_TAP_ENUM,
+                   (int)PLANFARM__JOB_KIND__JOB_TAP_ENUM == PF_JOB_TAP_ENUM &&
+                   (int)PLANFARM__JOB_KIND__JOB_SIMULATE == PF_JOB_SIMULATE &&
+                   (int)PLANFARM__JOB_KIND__JOB_RESHARD == PF_JOB_RESHARD,
                "planfarm.proto's JobKind numbers are pf_job_kind_t's");
 
 /* The kind's hooks; NULL for a number that is no kind (or a kind left without hooks). */
@@ -513,6 +788,9 @@ void pf_wire_job_clear(pf_wire_job_t *j)
         return;
     free(j->group);
     free(j->tap_plans);
+    free(j->xfer_ms);
+    free(j->reshard_devices);
+    pf_plan_destroy(&j->plan);
     pf_stage_graph_destroy(&j->stage_graph);
     memset(j, 0, sizeof *j);
 }
@@ -557,6 +835,14 @@ int pf_wire_job_check(const pf_wire_job_t *w, const pf_graph_t *graph,
         return pf_fail(err, errlen, PF_EINPUT,
                        "job.partition.group: %zu entries for a graph of %d ops", w->group_len,
                        pf_graph_nops(graph));
+    if (w->kind == PF_JOB_SIMULATE) {
+        char why[200];
+        if (!w->plan)
+            return pf_fail(err, errlen, PF_EINPUT, "job %llu: simulate without a plan",
+                           (unsigned long long)w->id);
+        if (pf_plan_validate(w->plan, graph, cluster, why, sizeof why) != PF_OK)
+            return pf_fail(err, errlen, PF_EINPUT, "job.simulate.plan: %s", why);
+    }
     return PF_OK;
 }
 
@@ -577,6 +863,14 @@ void pf_wire_job_bind(const pf_wire_job_t *w, const pf_graph_t *graph,
     job->tap_unit = w->tap_unit;
     job->tap_lo = w->tap_lo;
     job->tap_hi = w->tap_hi;
+    job->plan = w->plan;
+    job->schedule = w->schedule;
+    job->xfer_ms = w->xfer_ms;
+    job->nxfer = w->nxfer;
+    if (w->kind == PF_JOB_RESHARD) {
+        job->reshard = w->reshard;
+        job->reshard_opts = w->reshard_opts;
+    }
 }
 
 /* ---- results ---- */
@@ -648,6 +942,7 @@ Planfarm__PlanOptions *pf_codec_options_to_pb(pf_arena_t *a, const pf_search_opt
     m->layer_aligned = o->layer_aligned != 0;
     m->mem_headroom_set = 1;
     m->mem_headroom = o->mem_headroom;
+    m->schedules = o->schedules;
     pf_tp_setting_opts_t so;
     pf_tp_setting_opts_init(&so);
     so.train = o->train;
@@ -704,6 +999,10 @@ int pf_codec_options_from_pb(const Planfarm__PlanOptions *m, pf_search_opts_t *o
                            m->mem_headroom);
         o->mem_headroom = m->mem_headroom;
     }
+    if (m->schedules & ~7u) /* 1f1b, gpipe, eager-1f1b */
+        return pf_fail(err, errlen, PF_EINPUT, "options.schedules: mask 0x%x out of range",
+                       m->schedules);
+    o->schedules = m->schedules;
     if (m->train) {
         Planfarm__Setting st = PLANFARM__SETTING__INIT;
         pf_wire_job_t w;

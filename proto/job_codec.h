@@ -40,6 +40,16 @@ typedef struct {
     uint64_t *tap_plans;
     int tap_unit;
     uint64_t tap_lo, tap_hi;
+    pf_plan_t *plan;      /* SIMULATE (owned); its op and device indices checked against the
+                           * blobs by pf_wire_job_check */
+    pf_schedule_t schedule;
+    double *xfer_ms;
+    int nxfer;
+    pf_reshard_problem_t reshard; /* RESHARD: points into the owned arrays below */
+    pf_reshard_opts_t reshard_opts;
+    int64_t reshard_shape[PF_RESHARD_MAX_DIMS];
+    pf_mesh_shard_t reshard_spec[2][PF_RESHARD_MAX_DIMS];
+    int *reshard_devices; /* source mesh, then destination mesh */
 } pf_wire_job_t;
 
 /* Encode job `id` (attempt n); graph/cluster: refs of the blobs the job's inputs are. */

@@ -307,14 +307,15 @@ Planfarm__Plan *pf_codec_plan_to_pb(pf_arena_t *a, const pf_plan_t *p)
         y->compute_ms = x->compute_ms;
         y->time_ms = x->time_ms;
         y->peak_mem_bytes = x->peak_mem_bytes;
-        if (x->devices) {
-            int32_t *d = PF_ANEW(a, int32_t, p->replicas);
+        if (x->devices) { /* replica r's T devices at [r T, r T + T) */
+            int n = p->replicas * (p->tensor_parallel > 0 ? p->tensor_parallel : 1);
+            int32_t *d = PF_ANEW(a, int32_t, n);
             if (!d)
                 return NULL;
-            for (int r = 0; r < p->replicas; r++)
-                d[r] = x->devices[r];
+            for (int i = 0; i < n; i++)
+                d[i] = x->devices[i];
             y->devices = d;
-            y->n_devices = (size_t)p->replicas;
+            y->n_devices = (size_t)n;
         }
         stp[s] = y;
     }
@@ -388,10 +389,11 @@ int pf_codec_plan_from_pb(const Planfarm__Plan *m, int nops, int ndevices, pf_pl
 {
     int rc = PF_EINPUT;
     *out = NULL;
+    uint32_t T = m->tensor_parallel ? m->tensor_parallel : 1;
     if (m->stages == 0 || m->replicas == 0 || m->stages > (uint32_t)nops ||
-        (uint64_t)m->stages * m->replicas > (uint64_t)ndevices)
-        return pf_fail(err, errlen, rc, "plan: %u stages x %u replicas do not fit %d ops, %d devices",
-                       m->stages, m->replicas, nops, ndevices);
+        (uint64_t)m->stages * m->replicas * T > (uint64_t)ndevices)
+        return pf_fail(err, errlen, rc, "plan: %u stages x %u replicas x %u tensor-parallel do "
+                       "not fit %d ops, %d devices", m->stages, m->replicas, T, nops, ndevices);
     if (m->n_stage_list != m->stages)
         return pf_fail(err, errlen, rc, "plan.stage_list: %zu entries, stages = %u",
                        m->n_stage_list, m->stages);
@@ -405,7 +407,10 @@ int pf_codec_plan_from_pb(const Planfarm__Plan *m, int nops, int ndevices, pf_pl
     }
     pf_plan_set_names(p, m->model, m->cluster);
     p->devices = ndevices;
-    p->tensor_parallel = m->tensor_parallel ? (int)m->tensor_parallel : 1;
+    if (pf_plan_set_tensor_parallel(p, (int)T) != PF_OK) {
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+        goto fail;
+    }
     p->microbatches = (int)m->microbatches;
     snprintf(p->schedule, sizeof p->schedule, "%s", m->schedule ? m->schedule : "1f1b");
     for (uint32_t s = 0; s < m->stages; s++) {
@@ -430,9 +435,9 @@ int pf_codec_plan_from_pb(const Planfarm__Plan *m, int nops, int ndevices, pf_pl
         y->time_ms = x->time_ms;
         y->peak_mem_bytes = x->peak_mem_bytes;
         if (x->n_devices) {
-            if (x->n_devices != m->replicas) {
-                pf_fail(err, errlen, rc, "plan.stage_list[%u].devices: %zu entries, replicas = %u",
-                        s, x->n_devices, m->replicas);
+            if (x->n_devices != (size_t)m->replicas * T) {
+                pf_fail(err, errlen, rc, "plan.stage_list[%u].devices: %zu entries, replicas x "
+                        "tensor_parallel = %u x %u", s, x->n_devices, m->replicas, T);
                 goto fail;
             }
             int *d = pf_plan_stage_devices(p, (int)s);
@@ -440,9 +445,10 @@ int pf_codec_plan_from_pb(const Planfarm__Plan *m, int nops, int ndevices, pf_pl
                 rc = pf_fail(err, errlen, PF_ERR, "out of memory");
                 goto fail;
             }
-            for (uint32_t r = 0; r < m->replicas; r++) {
+            for (size_t r = 0; r < x->n_devices; r++) {
                 if (x->devices[r] < 0 || x->devices[r] >= ndevices) {
-                    pf_fail(err, errlen, rc, "plan.stage_list[%u].devices[%u]: out of range", s, r);
+                    pf_fail(err, errlen, rc, "plan.stage_list[%u].devices[%zu]: out of range", s,
+                            r);
                     goto fail;
                 }
                 d[r] = x->devices[r];

@@ -253,6 +253,157 @@ static void test_jobs(void)
     pf_arena_destroy(&a);
 }
 
+/* SIMULATE and RESHARD: job -> wire -> job runs to the same answer as the original; answers
+ * round trip; malformed fields are refused by name. */
+static void test_sim_and_reshard_jobs(void)
+{
+    char err[256];
+    pf_arena_t *a = pf_arena_new();
+    pf_graph_t *g = pf_test_random_dag(8, 5, 0.2);
+    pf_cluster_t *c = small_cluster(1);
+    pf_blob_ref_t gr = {.hash = {1}, .hash_len = 20, .size = 100};
+    pf_blob_ref_t cr = {.hash = {9}, .hash_len = 20, .size = 50};
+    pf_plan_t *p = mapped_plan();
+    for (int i = 0; i < 3; i++) { /* random DAG ops have params up to 1e8 B: room for them */
+        pf_device_t d = {.id = 40 + i, .host = i / 2, .mem_bytes = 1e12, .tflops = 100};
+        pf_cluster_set_device(c, i, &d);
+    }
+
+    pf_job_t job;
+    pf_job_init(&job, PF_JOB_SIMULATE);
+    job.graph = g;
+    job.cluster = c;
+    job.plan = p;
+    job.schedule = PF_SCHEDULE_GPIPE;
+    double xfer[1] = {2.5};
+    job.xfer_ms = xfer;
+    job.nxfer = 1;
+    Planfarm__Job *m = pf_codec_job_to_pb(a, 11, 0, &job, &gr, &cr);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    pf_wire_job_t w;
+    CU_ASSERT_EQUAL_FATAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_OK);
+    CU_ASSERT(w.kind == PF_JOB_SIMULATE && w.schedule == PF_SCHEDULE_GPIPE && w.nxfer == 1 &&
+              w.xfer_ms[0] == 2.5);
+    CU_ASSERT_EQUAL(pf_wire_job_check(&w, g, c, err, sizeof err), PF_OK);
+    CU_ASSERT(w.plan->stages == 2 && w.plan->stage_list[0].devices[0] == 2);
+    pf_job_t bound;
+    pf_wire_job_bind(&w, g, c, &bound);
+    pf_job_result_t r1, r2, back;
+    CU_ASSERT_EQUAL(pf_job_run(&job, &r1), PF_OK);
+    CU_ASSERT_EQUAL(pf_job_run(&bound, &r2), PF_OK);
+    CU_ASSERT(r1.sim.step_ms > 0 && r1.sim.step_ms == r2.sim.step_ms);
+    CU_ASSERT(r1.sim.fits == 1 && r1.sim.mem_bytes == r2.sim.mem_bytes);
+    CU_ASSERT_EQUAL(pf_job_check_answer(&job, &r1, err, sizeof err), PF_OK);
+    Planfarm__JobResult *rm = pf_codec_result_to_pb(a, 11, &r1);
+    CU_ASSERT_EQUAL_FATAL(pf_codec_result_from_pb(rm, 5, 3, &back, err, sizeof err), PF_OK);
+    CU_ASSERT(back.sim.step_ms == r1.sim.step_ms && back.sim.fits == 1 &&
+              back.sim.bubble_fraction == r1.sim.bubble_fraction);
+    back.sim.fits = 0; /* a verdict its own numbers contradict */
+    CU_ASSERT_EQUAL(pf_job_check_answer(&job, &back, err, sizeof err), PF_EINPUT);
+    pf_job_result_clear(&back);
+    pf_job_result_clear(&r1);
+    pf_job_result_clear(&r2);
+    pf_wire_job_clear(&w);
+    m->simulate->n_xfer_ms = 0; /* absent: timed inside */
+    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_OK);
+    CU_ASSERT_PTR_NULL(w.xfer_ms);
+    pf_wire_job_clear(&w);
+    m->simulate->schedule = PF_SCHEDULE_SIGNAL;
+    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "job.simulate.schedule: 3 is not 1f1b, gpipe or eager-1f1b");
+    m->simulate->schedule = 0;
+    m->simulate->plan->stage_list[1]->devices[0] = 2; /* the device of stage 0 again */
+    CU_ASSERT_EQUAL_FATAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_wire_job_check(&w, g, c, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "job.simulate.plan: "));
+    pf_wire_job_clear(&w);
+    m->simulate = NULL;
+    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "job.simulate: missing");
+
+    /* RESHARD: [64, 8] bf16 replicated on device 0 to S0-sharded on devices 1 and 2 */
+    int64_t shape[2] = {64, 8};
+    pf_mesh_shard_t src_spec[2] = {PF_SHARD_R, PF_SHARD_R}, dst_spec[2] = {PF_SHARD_S1, PF_SHARD_R};
+    int src[1] = {0}, dst[2] = {1, 2};
+    pf_job_t rj;
+    pf_job_init(&rj, PF_JOB_RESHARD);
+    rj.cluster = c;
+    rj.reshard = (pf_reshard_problem_t){.ndims = 2, .shape = shape, .dtype_bytes = 2,
+                                        .src_mesh = {1, 1, src}, .dst_mesh = {1, 2, dst},
+                                        .src_spec = src_spec, .dst_spec = dst_spec};
+    rj.reshard_opts.sched.dfs_budget_s = 0;
+    m = pf_codec_job_to_pb(a, 12, 1, &rj, NULL, &cr);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_EQUAL_FATAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_OK);
+    CU_ASSERT(w.kind == PF_JOB_RESHARD && w.reshard.ndims == 2 && w.reshard.shape[0] == 64 &&
+              w.reshard.dst_mesh.cols == 2 && w.reshard.dst_mesh.devices[1] == 2 &&
+              w.reshard.dst_spec[0] == PF_SHARD_S1 && w.reshard_opts.sched.dfs_budget_s == 0);
+    pf_wire_job_bind(&w, NULL, c, &bound);
+    CU_ASSERT_EQUAL(pf_job_run(&rj, &r1), PF_OK);
+    CU_ASSERT_EQUAL(pf_job_run(&bound, &r2), PF_OK);
+    /* two unit tasks of 64 x 4 x 2 B = 512 B each, one to each receiver */
+    CU_ASSERT(r1.reshard.ntasks == 2 && r2.reshard.ntasks == 2);
+    CU_ASSERT(r1.reshard.time_ms > 0 && r1.reshard.time_ms == r2.reshard.time_ms);
+    CU_ASSERT_EQUAL(pf_job_check_answer(&rj, &r1, err, sizeof err), PF_OK);
+    rm = pf_codec_result_to_pb(a, 12, &r1);
+    CU_ASSERT_EQUAL_FATAL(pf_codec_result_from_pb(rm, 5, 3, &back, err, sizeof err), PF_OK);
+    CU_ASSERT(back.reshard.time_ms == r1.reshard.time_ms && back.reshard.algo == r1.reshard.algo &&
+              back.reshard.ntasks == 2);
+    back.reshard.time_ms *= 2; /* slower than what an algorithm found */
+    CU_ASSERT_EQUAL(pf_job_check_answer(&rj, &back, err, sizeof err), PF_EINPUT);
+    pf_job_result_clear(&back);
+    pf_job_result_clear(&r1);
+    pf_job_result_clear(&r2);
+    pf_wire_job_clear(&w);
+    m->reshard->dst_mesh->cols = 3; /* 1 x 3 with two devices */
+    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "job.reshard.dst_mesh: 1 x 3 with 2 devices");
+    m->reshard->dst_mesh->cols = 2;
+    m->reshard->dst_spec[1] = 7;
+    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "job.reshard: spec of dim 1 out of range");
+    m->reshard->dst_spec[1] = 0;
+    m->reshard->n_shape = 9;
+    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    m->reshard->n_shape = 2;
+    m->reshard->dst_mesh->devices[1] = 0; /* source and destination overlap */
+    CU_ASSERT_EQUAL_FATAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_OK);
+    pf_wire_job_bind(&w, NULL, c, &bound);
+    CU_ASSERT_EQUAL(pf_job_run(&bound, &r1), PF_EINPUT);
+    pf_job_result_clear(&r1);
+    pf_wire_job_clear(&w);
+
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+    pf_arena_destroy(&a);
+}
+
+/* A TP plan travels with its R x T devices per stage. */
+static void test_tp_plan(void)
+{
+    char err[256];
+    pf_arena_t *a = pf_arena_new();
+    pf_plan_t *p = pf_plan_new(1, 1), *q = NULL;
+    int ops[] = {0, 1};
+    pf_plan_set_stage_ops(p, 0, ops, 2);
+    pf_plan_set_tensor_parallel(p, 2);
+    int *d = pf_plan_stage_devices(p, 0);
+    d[0] = 2;
+    d[1] = 1;
+    Planfarm__Plan *m = pf_codec_plan_to_pb(a, p);
+    CU_ASSERT_EQUAL_FATAL(pf_codec_plan_from_pb(m, 2, 3, &q, err, sizeof err), PF_OK);
+    CU_ASSERT(q->tensor_parallel == 2 && q->stage_list[0].devices[0] == 2 &&
+              q->stage_list[0].devices[1] == 1);
+    pf_plan_destroy(&q);
+    m->stage_list[0]->n_devices = 1;
+    CU_ASSERT_EQUAL(pf_codec_plan_from_pb(m, 2, 3, &q, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "plan.stage_list[0].devices: 1 entries, replicas x "
+                           "tensor_parallel = 1 x 2");
+    pf_plan_destroy(&p);
+    pf_arena_destroy(&a);
+}
+
 static void test_header_and_options(void)
 {
     char err[128];
@@ -304,4 +455,7 @@ void pf_suite_codec(void)
     CU_add_test(s, "plan and job results round trip; out-of-range indices", test_plan_and_results);
     CU_add_test(s, "partition and probe jobs round trip; bad fields", test_jobs);
     CU_add_test(s, "frame header and plan options", test_header_and_options);
+    CU_add_test(s, "simulate and reshard jobs round trip and run alike; bad fields",
+                test_sim_and_reshard_jobs);
+    CU_add_test(s, "a tensor-parallel plan keeps its R x T devices", test_tp_plan);
 }

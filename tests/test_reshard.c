@@ -18,7 +18,7 @@ static pf_reshard_net_t *two_hosts(void)
 static pf_reshard_t *run(const pf_reshard_net_t *net, int64_t rows, int64_t cols,
                          pf_mesh_t src, const char *src_spec, pf_mesh_t dst, const char *dst_spec)
 {
-    pf_shard_t ss[PF_RESHARD_MAX_DIMS], ds[PF_RESHARD_MAX_DIMS];
+    pf_mesh_shard_t ss[PF_RESHARD_MAX_DIMS], ds[PF_RESHARD_MAX_DIMS];
     int nd = 0, nd2 = 0;
     char err[256];
     CU_ASSERT_EQUAL(pf_shard_spec_parse(src_spec, ss, PF_RESHARD_MAX_DIMS, &nd, err, sizeof err), PF_OK);
@@ -188,7 +188,7 @@ static void test_generated_cases(void)
             b[i] = 2 * PER_HOST + (i / dc) * PER_HOST + i % dc % PER_HOST;
         pf_mesh_t src = {sr, sc, a}, dst = {dr, dc, b};
         const char *ss = specs[pf_rng_below(&rng, 9)], *ds = specs[pf_rng_below(&rng, 9)];
-        pf_shard_t s1[2], s2[2];
+        pf_mesh_shard_t s1[2], s2[2];
         int nd;
         pf_shard_spec_parse(ss, s1, 2, &nd, NULL, 0);
         pf_shard_spec_parse(ds, s2, 2, &nd, NULL, 0);
@@ -228,7 +228,7 @@ static void test_generated_cases(void)
 static void test_bad_input(void)
 {
     char err[256];
-    pf_shard_t sp[PF_RESHARD_MAX_DIMS];
+    pf_mesh_shard_t sp[PF_RESHARD_MAX_DIMS];
     int nd;
     CU_ASSERT_EQUAL(pf_shard_spec_parse("S01,R", sp, 8, &nd, err, sizeof err), PF_OK);
     CU_ASSERT(nd == 2 && sp[0] == PF_SHARD_S01 && sp[1] == PF_SHARD_R);
@@ -239,7 +239,7 @@ static void test_bad_input(void)
     pf_reshard_net_t *net = two_hosts();
     int a[] = {0, 1, 2, 3}, b[] = {3, 5, 6, 7}, c[] = {4, 5, 6, 9};
     pf_mesh_t ma = {2, 2, a}, mb = {2, 2, b}, mc = {2, 2, c};
-    pf_shard_t s0s0[] = {PF_SHARD_S0, PF_SHARD_S0}, rr[] = {PF_SHARD_R, PF_SHARD_R};
+    pf_mesh_shard_t s0s0[] = {PF_SHARD_S0, PF_SHARD_S0}, rr[] = {PF_SHARD_R, PF_SHARD_R};
     int64_t shape[] = {4, 4};
     pf_reshard_opts_t o;
     pf_reshard_opts_default(&o);

@@ -1,7 +1,9 @@
 /* simulate: hand-worked pipeline timelines, bounds checked on random pipelines, the builder from
  * a plan, one GPT layer against its H100 measurement, and the two commands. */
 #include "planner/json_io.h"
+#include "planner/models.h"
 #include "planner/simulate.h"
+#include "planner/topology.h"
 #include "planner/util.h"
 #include "tests/testutil.h"
 
@@ -571,6 +573,107 @@ static void test_commands(void)
     pf_graph_destroy(&g);
 }
 
+/* T = 2: BERT-2 on two 4-GPU hosts, 2 stages (ops split in half) x 2 replicas x 2 ranks, stage 0
+ * on host 0 and stage 1 on host 1. Per stage, compute + collectives = the per-device graph's op
+ * times and the collectives are TAP's (same setting built here); every cross-stage transfer is
+ * the B -> B resharding of the per-device activation between the two 1 x 2 meshes: at least one
+ * crossing of the host link (X / 12.5 GB/s + latency, seed 003's lower bound for a broadcast)
+ * and no more than two. */
+static void test_from_tp_plan(void)
+{
+    char err[256];
+    pf_model_opts_t mo;
+    pf_model_opts_init(&mo, PF_MODEL_BERT);
+    mo.layers = 2;
+    pf_graph_t *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
+    pf_topo_opts_t to;
+    pf_topo_opts_init(&to, PF_TOPO_HIER);
+    to.machines = 2;
+    to.gpus_per_machine = 4;
+    to.intra_gbps = 100;
+    to.inter_gbps = 12.5;
+    pf_cluster_t *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_topo_build(&to, &c, err, sizeof err), PF_OK);
+    int n = pf_graph_nops(g), half = n / 2;
+    pf_plan_t *p = pf_plan_new(2, 2);
+    int *ops = malloc((size_t)n * sizeof *ops);
+    for (int v = 0; v < n; v++)
+        ops[v] = v;
+    pf_plan_set_stage_ops(p, 0, ops, half);
+    pf_plan_set_stage_ops(p, 1, ops + half, n - half);
+    pf_plan_set_tensor_parallel(p, 2);
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < 4; i++)
+            pf_plan_stage_devices(p, s)[i] = 4 * s + i;
+    p->microbatches = 4;
+    CU_ASSERT_EQUAL_FATAL(pf_plan_validate(p, g, c, err, sizeof err), PF_OK);
+
+    pf_tp_setting_opts_t so;
+    pf_tp_setting_opts_init(&so);
+    so.tp = 2;
+    pf_tp_setting_t *set = pf_tp_setting_new(g, c, &so, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(set);
+    const pf_graph_t *dg = pf_tp_setting_graph(set);
+    const pf_tap_result_t *tap = pf_tp_setting_tap(set);
+    pf_sim_input_t in;
+    CU_ASSERT_EQUAL_FATAL(pf_sim_input_from_plan(g, c, p, &in, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(in.tp, 2);
+    double tp_total = 0;
+    for (int s = 0; s < 2; s++) {
+        double f = 0, b = 0, cf = 0, cb = 0;
+        for (int i = 0; i < p->stage_list[s].nops; i++) {
+            int v = p->stage_list[s].ops[i];
+            f += pf_graph_op(dg, v)->fwd_ms;
+            b += pf_graph_op(dg, v)->bwd_ms;
+            cf += tap->ops[v].fwd_comm_ms;
+            cb += tap->ops[v].bwd_comm_ms;
+        }
+        PF_ASSERT_CLOSE(in.stage[s].fwd_ms + in.stage[s].tp_fwd_ms, f, 1e-9);
+        PF_ASSERT_CLOSE(in.stage[s].bwd_ms + in.stage[s].tp_bwd_ms, b, 1e-9);
+        PF_ASSERT_CLOSE(in.stage[s].tp_fwd_ms, cf, 1e-12);
+        PF_ASSERT_CLOSE(in.stage[s].tp_bwd_ms, cb, 1e-12);
+        tp_total += cf + cb;
+        CU_ASSERT_EQUAL(in.stage[s].devices[3], 4 * s + 3);
+    }
+    CU_ASSERT(tp_total > 0); /* BERT's matmuls split: Megatron's all-reduces are there */
+    CU_ASSERT_PTR_NULL(in.stage[1].xfer_ms);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(in.stage[0].xfer_ms);
+    double X = in.stage[0].send_bytes, link_ms = X / 12.5e9 * 1e3;
+    CU_ASSERT(X > 0);
+    for (int r = 0; r < 2; r++) {
+        pf_sim_xfer_problem_t xp;
+        double ms;
+        pf_sim_xfer_problem(p->stage_list[0].devices + 2 * r, p->stage_list[1].devices + 2 * r,
+                            2, X, &xp);
+        CU_ASSERT_EQUAL(pf_sim_xfer_ms(c, &xp, &ms, err, sizeof err), PF_OK);
+        CU_ASSERT_EQUAL(in.stage[0].xfer_ms[r], ms);
+        CU_ASSERT(ms >= link_ms && ms <= 2 * link_ms + 1);
+    }
+    /* 1F1B on 2 stages: at least MB x the slower stage's compute and collectives */
+    pf_sim_result_t *r = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_simulate(&in, &r, err, sizeof err), PF_OK);
+    double slow = 0;
+    for (int s = 0; s < 2; s++)
+        slow = fmax(slow, in.stage[s].fwd_ms + in.stage[s].bwd_ms + in.stage[s].tp_fwd_ms +
+                              in.stage[s].tp_bwd_ms);
+    CU_ASSERT(r->step_ms >= 4 * slow);
+    CU_ASSERT_EQUAL(r->ndevices, 8);
+    pf_sim_result_destroy(&r);
+    pf_sim_input_clear(&in);
+    /* given the times, the builder takes them as they are */
+    double given[2] = {1.5, 2.5};
+    CU_ASSERT_EQUAL_FATAL(pf_sim_input_from_setting(g, c, set, p, given, &in, err, sizeof err),
+                          PF_OK);
+    CU_ASSERT(in.stage[0].xfer_ms[0] == 1.5 && in.stage[0].xfer_ms[1] == 2.5);
+    pf_sim_input_clear(&in);
+    pf_tp_setting_destroy(&set);
+    free(ops);
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_simulate(void)
 {
     CU_pSuite s = CU_add_suite("simulate", NULL, NULL);
@@ -584,6 +687,8 @@ void pf_suite_simulate(void)
     CU_add_test(s, "eager <= 1F1B; MB x slowest <= signal <= every schedule", test_bounds);
     CU_add_test(s, "bad input is refused with its place", test_bad_input);
     CU_add_test(s, "input from a graph and a mapped plan", test_from_plan);
+    CU_add_test(s, "input from a T = 2 plan: TAP's collectives, B -> B resharding",
+                test_from_tp_plan);
     CU_add_test(s, "one GPT layer vs its H100 measurement (10%)", test_h100_gpt_layer);
     CU_add_test(s, "planfarm simulate and planfarm draw", test_commands);
 }

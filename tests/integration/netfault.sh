@@ -45,6 +45,11 @@ MADE_NS=""
 cleanup() {
     rc=$?
     for p in $PIDS; do kill -9 "$p" 2>/dev/null || true; done
+    # anything else still inside our namespaces (a namespace outlives its deletion while a
+    # process is in it)
+    for ns in $MADE_NS; do
+        for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
+    done
     wait 2>/dev/null || true
     # deleting a namespace deletes the veth end in it, and with it the peer
     for ns in $MADE_NS; do ip netns delete "$ns" 2>/dev/null || true; done
@@ -111,13 +116,24 @@ impair_end() {
     nft)
         ip netns exec "$1" nft flush chain inet pf_netfault arrive &&
             if [ "$3" -ge 100 ]; then
-                ip netns exec "$1" nft add rule inet pf_netfault arrive iifname "$2" drop
+                ip netns exec "$1" nft add rule inet pf_netfault arrive iifname "$2" counter drop
             else
                 ip netns exec "$1" nft add rule inet pf_netfault arrive iifname "$2" \
-                    numgen random mod 100 "<" "$3" drop
+                    numgen random mod 100 "<" "$3" counter drop
             fi
         ;;
     esac
+}
+# dropped_end NS VETH: packets dropped there (netem: since the qdisc was made; nft: since the
+# last impair_end, which makes the rule anew).
+dropped_end() {
+    case $IMPAIR in
+    netem) ip netns exec "$1" tc -s qdisc show dev "$2" | sed -n 's/.*(dropped \([0-9]*\),.*/\1/p' ;;
+    nft) ip netns exec "$1" nft list chain inet pf_netfault arrive | sed -n 's/.*counter packets \([0-9]*\) .*/\1/p' ;;
+    esac
+}
+dropped() {
+    echo $(($(dropped_end "$NS_BROKER" "$VETH_BROKER") + $(dropped_end "$NS_WORKERS" "$VETH_WORKERS")))
 }
 # impair LOSS_PERCENT: both ends, so both directions.
 impair() {
@@ -172,8 +188,9 @@ done || fail "embedded plans"
 pass "$N_REQUESTS embedded plans"
 
 # ---- the broker in its namespace, two workers in theirs ----
+# `ip netns exec` execs the command: $! is the broker's pid (not so through a shell function).
 # shellcheck disable=SC2086 # INSECURE_* are empty or one flag
-in_broker_ns "$BIN" broker --bind "tcp://$ADDR_BROKER:0" --heartbeat-ms $HB --liveness $LIVENESS \
+ip netns exec "$NS_BROKER" "$BIN" broker --bind "tcp://$ADDR_BROKER:0" --heartbeat-ms $HB --liveness $LIVENESS \
     --max-attempts 10 $INSECURE_BROKER >"$TMP/broker.log" 2>&1 &
 PIDS="$PIDS $!"
 EP=""
@@ -185,7 +202,7 @@ done
 [ -n "$EP" ] || fail "the broker did not start on $ADDR_BROKER"
 for w in w1 w2; do
     # shellcheck disable=SC2086
-    in_workers_ns "$BIN" worker --connect "$EP" --threads 1 --heartbeat-ms $HB --liveness $LIVENESS \
+    ip netns exec "$NS_WORKERS" "$BIN" worker --connect "$EP" --threads 1 --heartbeat-ms $HB --liveness $LIVENESS \
         --name "$w" --test-delay-ms 100 $INSECURE_WORKER >"$TMP/$w.log" 2>&1 &
     PIDS="$PIDS $!"
 done
@@ -232,6 +249,7 @@ for _ in $(seq 1 200); do
     sleep 0.1
 done
 [ "${n:-0}" -ge 1 ] || fail "no job of $FIRST was answered across the lossy link"
+BEFORE_CUT=$(dropped)
 impair 100
 CUT=$(date +%s)
 s=$(state "$FIRST")
@@ -249,8 +267,11 @@ while read -r name id <&3; do
 done 3<"$TMP/ids"
 left_s=$((PARTITION_S - ($(date +%s) - CUT)))
 [ $left_s -le 0 ] || sleep $left_s
+[ "$IMPAIR" = netem ] || BEFORE_CUT=0 # the nft rule was made anew at the cut
+CUT_DROPS=$(($(dropped) - BEFORE_CUT))
+[ "$CUT_DROPS" -gt 0 ] || fail "the partition dropped no packet"
 impair "$LOSS_PCT"
-pass "a ${PARTITION_S} s partition with $N_REQUESTS requests unfinished; both workers declared silent"
+pass "a ${PARTITION_S} s partition ($CUT_DROPS packets dropped) with $N_REQUESTS requests unfinished; both workers declared silent"
 
 # ---- every request finishes, with the embedded plan ----
 while read -r name id <&3; do
@@ -273,8 +294,13 @@ for w in w1 w2; do
         fail "$w did not register again after the partition"
 done
 pass "both workers reconnected"
+if [ "$IMPAIR" = netem ]; then since="in all"; else since="since the partition"; fi
+echo "note: $(dropped) packets dropped by the link $since"
 
 for p in $PIDS; do kill -TERM "$p" 2>/dev/null || true; done
 for p in $PIDS; do wait "$p" 2>/dev/null || true; done
+for ns in $MADE_NS; do
+    [ -z "$(ip netns pids "$ns")" ] || fail "processes left in $ns after SIGTERM: $(ip netns pids "$ns" | tr '\n' ' ')"
+done
 PIDS=""
 echo "netfault: $PASSED passed, 0 failed ($(($(date +%s) - START)) s)"

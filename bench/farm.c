@@ -321,7 +321,7 @@ int pf_bench_farm_start(pf_bench_farm_t *f, int nworkers, int threads, int credi
     snprintf(bind, sizeof bind, "%s", f->endpoint);
     snprintf(http, sizeof http, "127.0.0.1:%d", hport);
     f->http_port = hport;
-    char *bargv[] = {path, "broker", "--bind", bind, "--http", http, NULL};
+    char *bargv[] = {path, "broker", "--bind", bind, "--http", http, "--journal", "none", NULL};
     if ((f->broker = spawn(bargv)) < 0)
         return -1;
     snprintf(thr, sizeof thr, "%d", threads);

@@ -39,7 +39,7 @@ wait_for() {
 
 # start_broker NAME BIND: sets EP (the port the kernel picked when BIND ends in :0).
 start_broker() {
-    "$BIN" broker --bind "$2" --heartbeat-ms $HB --liveness $LIVENESS >"$TMP/$1.log" 2>&1 &
+    "$BIN" broker --journal none --bind "$2" --heartbeat-ms $HB --liveness $LIVENESS >"$TMP/$1.log" 2>&1 &
     BROKER_PID=$!
     PIDS="$PIDS $BROKER_PID"
     wait_for "$TMP/$1.log" "serving on" 1 || fail "broker $1 did not start"

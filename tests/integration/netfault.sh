@@ -204,7 +204,7 @@ pass "$N_REQUESTS embedded plans"
 # ---- the broker in its namespace, two workers in theirs ----
 # `ip netns exec` execs the command: $! is the broker's pid (not so through a shell function).
 # shellcheck disable=SC2086 # INSECURE_* are empty or one flag
-ip netns exec "$NS_BROKER" "$BIN" broker --bind "tcp://$ADDR_BROKER:0" --heartbeat-ms $HB \
+ip netns exec "$NS_BROKER" "$BIN" broker --journal none --bind "tcp://$ADDR_BROKER:0" --heartbeat-ms $HB \
     --liveness $LIVENESS --max-attempts 10 $INSECURE_BROKER >"$TMP/broker.log" 2>&1 &
 PIDS="$PIDS $!"
 EP=""

@@ -50,25 +50,25 @@ pass "keygen: 7 key pairs, secrets mode 600"
 # ---- plain TCP off loopback: refused before bind or connect (192.0.2.1: TEST-NET-1, never
 # bound here; a bind there would fail differently, with "cannot bind")
 OFF=tcp://192.0.2.1:5799
-expect_rc 2 "$TMP/refuse-broker.out" -- timeout 20 "$BIN" broker --bind "$OFF"
+expect_rc 2 "$TMP/refuse-broker.out" -- timeout 20 "$BIN" broker --journal none --bind "$OFF"
 grep -q "plain TCP on $OFF is refused" "$TMP/refuse-broker.out" || fail "broker: no refusal message"
 expect_rc 2 "$TMP/refuse-worker.out" -- timeout 20 "$BIN" worker --connect "$OFF"
 grep -q "plain TCP on $OFF is refused" "$TMP/refuse-worker.out" || fail "worker: no refusal message"
 expect_rc 2 "$TMP/refuse-client.out" -- "$BIN" list --broker "$OFF"
 grep -q "plain TCP on $OFF is refused" "$TMP/refuse-client.out" || fail "client: no refusal message"
-expect_rc 1 "$TMP/insecure.out" -- timeout 20 "$BIN" broker --bind "$OFF" --insecure
+expect_rc 1 "$TMP/insecure.out" -- timeout 20 "$BIN" broker --journal none --bind "$OFF" --insecure
 grep -q -- "--insecure: plain TCP on $OFF" "$TMP/insecure.out" || fail "--insecure: no warning"
 grep -q "cannot bind" "$TMP/insecure.out" || fail "--insecure: the broker did not try to bind"
-expect_rc 2 "$TMP/nocert.out" -- timeout 20 "$BIN" broker --clients "$K/clients"
+expect_rc 2 "$TMP/nocert.out" -- timeout 20 "$BIN" broker --journal none --clients "$K/clients"
 grep -q -- "--clients needs --cert" "$TMP/nocert.out" || fail "--clients without --cert accepted"
 cp "$K/bob_secret" "$K/clients/"
-expect_rc 1 "$TMP/secret-in-list.out" -- timeout 20 "$BIN" broker --cert "$K/broker_secret" --clients "$K/clients"
+expect_rc 1 "$TMP/secret-in-list.out" -- timeout 20 "$BIN" broker --journal none --cert "$K/broker_secret" --clients "$K/clients"
 grep -q "bob_secret is a secret cert" "$TMP/secret-in-list.out" || fail "a secret cert in an allow-list accepted"
 rm "$K/clients/bob_secret"
 pass "plain TCP off loopback refused (broker, worker, client); --insecure warns; bad key setups refused"
 
 # ---- a CURVE broker with small deadlines and at most 2 credits a worker
-"$BIN" broker --bind tcp://127.0.0.1:0 --heartbeat-ms 100 --cert "$K/broker_secret" \
+"$BIN" broker --journal none --bind tcp://127.0.0.1:0 --heartbeat-ms 100 --cert "$K/broker_secret" \
     --clients "$K/clients" --workers "$K/workers" --admins "$K/admins" --max-credits 2 \
     --dp-timeout 2 --probe-margin 2 --max-attempts 10 >"$TMP/broker.log" 2>&1 &
 BROKER_PID=$!

@@ -28,7 +28,7 @@ OPTS="--tp 2 --stages 2 --candidates 1"
 "$BIN" plan "$TMP/bert.json" "$TMP/dgx.json" $OPTS -o "$TMP/embedded.json" --quiet ||
     fail "embedded plan"
 
-"$BIN" broker --bind tcp://127.0.0.1:0 --heartbeat-ms 100 >"$TMP/broker.log" 2>&1 &
+"$BIN" broker --journal none --bind tcp://127.0.0.1:0 --heartbeat-ms 100 >"$TMP/broker.log" 2>&1 &
 PIDS="$PIDS $!"
 EP=""
 for _ in $(seq 1 100); do

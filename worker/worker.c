@@ -596,6 +596,7 @@ pf_worker_t *pf_worker_new(const pf_worker_opts_t *opts, char *err, size_t errle
         pf_fail(err, errlen, PF_ERR, "out of memory");
         goto fail;
     }
+    w->threads = w->o.threads > 0 ? w->o.threads : w->cores; /* before the solver takes it */
     pf_solver_opts_t so = {.threads = w->threads, .test_hang_kind = -1,
                            .test_delay_ms = w->o.test_delay_ms};
     if (w->o.test_hang_kind && (so.test_hang_kind = pf_job_kind_by_name(w->o.test_hang_kind)) < 0) {

@@ -109,7 +109,7 @@ static void on_ready(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
         snprintf(p->name, sizeof p->name, "%.63s", m->name);
     int live = pf_dispatch_workers(b->dispatch);
     for (request_t *r = zlistx_first(b->order); r; r = zlistx_next(b->order))
-        if (r->search && live > r->workers_max)
+        if ((r->search || r->preparing) && live > r->workers_max)
             r->workers_max = live;
     pf_peer_info(b->o.quiet, "broker: worker %s ready: %u cores, %d credits (%d worker%s)", p->name, m->cores,
          credits, live, live == 1 ? "" : "s");

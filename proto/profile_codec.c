@@ -384,7 +384,8 @@ int pf_codec_decode_task(const uint8_t *data, size_t len, pf_profile_task_t *out
         goto done;
     }
     out->nsizes = (int)m->n_sizes;
-    memcpy(out->sizes, m->sizes, m->n_sizes * sizeof *m->sizes);
+    if (m->n_sizes) /* none: the agent's default sweep */
+        memcpy(out->sizes, m->sizes, m->n_sizes * sizeof *m->sizes);
     out->reps = (int)m->reps;
     out->timeout_s = m->timeout_s;
     out->stream_bytes = m->stream_bytes;

@@ -90,13 +90,12 @@ static void malformed(pf_worker_t *w, const char *fmt, ...)
 {
     if (w->warned)
         return;
-    char msg[256], self[160];
+    char self[160];
+    snprintf(self, sizeof self, "worker %s", w->name);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    pf_peer_vdropped(&w->warned, self, "the broker", fmt, ap);
     va_end(ap);
-    snprintf(self, sizeof self, "worker %s", w->name);
-    pf_peer_dropped(&w->warned, self, "the broker", "%s", msg);
 }
 
 /* Non-blocking: a broker that does not read is found dead by the heartbeat, not by a stuck

@@ -343,15 +343,11 @@ static void test_protocol(void)
     zsock_destroy(&router);
 }
 
-/* A worker under test, connected to a scripted broker on `router`; returns it after its READY
- * (identity in *who). */
-static zactor_t *worker_at(zsock_t *router, const char *ep, zframe_t **who)
+/* A worker with options o, connected to the scripted broker on `router`; returns it after its
+ * READY (identity in *who). */
+static zactor_t *worker_with(zsock_t *router, pf_worker_opts_t *o, zframe_t **who)
 {
-    pf_worker_opts_t o;
-    test_worker_opts(&o, ep);
-    o.credits = 2;
-    o.quiet = 1;
-    zactor_t *w = zactor_new(pf_worker_actor, &o);
+    zactor_t *w = zactor_new(pf_worker_actor, o);
     char *ok = zstr_recv(w);
     CU_ASSERT_STRING_EQUAL(ok, "OK");
     free(ok);
@@ -361,6 +357,16 @@ static zactor_t *worker_at(zsock_t *router, const char *ep, zframe_t **who)
         *who = zframe_dup(r.identity);
     recv_clear(&r);
     return w;
+}
+
+/* The same with 2 credits, no routine log lines. */
+static zactor_t *worker_at(zsock_t *router, const char *ep, zframe_t **who)
+{
+    pf_worker_opts_t o;
+    test_worker_opts(&o, ep);
+    o.credits = 2;
+    o.quiet = 1;
+    return worker_with(router, &o, who);
 }
 
 /* Answer the worker's FETCH with the blob whose bytes are buf[0..len) (kind k). */
@@ -576,6 +582,59 @@ static void test_credits_enforced(void)
     zsock_destroy(&router);
 }
 
+/* Moves the test's clock 1.5 heartbeat intervals of hb_s on: exactly one tick of the worker (the
+ * next is due one interval after this one; an exact multiple could fall a rounding error short). */
+static void tick(double hb_s)
+{
+    pf_manual_clock_advance(&test_clock, 1.5 * hb_s);
+}
+
+/* Liveness 2 counts the worker's own heartbeat ticks since the broker last sent anything: ticks 1
+ * and 2 find it silent through 1 and 2 intervals and send heartbeats, the 3rd reconnects. A
+ * message from the broker (a NOOP job, its RESULT read back, so the worker has read the job)
+ * starts the count again. */
+static void test_liveness_in_ticks(void)
+{
+    char ep[64];
+    zsock_t *router = scripted_router(ep, sizeof ep);
+    pf_worker_opts_t o;
+    test_worker_opts(&o, ep);
+    o.heartbeat_ms = 50;
+    o.liveness = 2;
+    o.quiet = 1;
+    zframe_t *who;
+    zactor_t *w = worker_with(router, &o, &who);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(who);
+    recv_t r;
+    tick(0.05);
+    CU_ASSERT(expect(router, &r, 1) && r.kind == PF_MSG_HEARTBEAT);
+    recv_clear(&r);
+    Planfarm__Job job = PLANFARM__JOB__INIT;
+    job.id = 1;
+    job.kind = PLANFARM__JOB_KIND__JOB_NOOP;
+    send_to(router, who, PF_MSG_JOB, &job.base);
+    CU_ASSERT(expect(router, &r, 0) && r.kind == PF_MSG_RESULT);
+    recv_clear(&r);
+    for (int k = 1; k <= 2; k++) { /* silent through 1, then 2 intervals: still connected */
+        tick(0.05);
+        CU_ASSERT(expect(router, &r, 1) && r.kind == PF_MSG_HEARTBEAT);
+        recv_clear(&r);
+    }
+    wstats_t st;
+    CU_ASSERT(worker_settled(w, &st) && st.connected && st.reconnects == 0);
+    tick(0.05); /* the 3rd silent tick */
+    CU_ASSERT_FATAL(wait_disconnected(w));
+    CU_ASSERT(worker_settled(w, &st) && !st.connected && st.reconnects == 1);
+    tick(0.05); /* one back-off (one interval) later it is back, under a new identity */
+    CU_ASSERT_FATAL(expect(router, &r, 0));
+    CU_ASSERT_EQUAL(r.kind, PF_MSG_READY);
+    CU_ASSERT(!zframe_eq(r.identity, who));
+    recv_clear(&r);
+    zactor_destroy(&w);
+    zframe_destroy(&who);
+    zsock_destroy(&router);
+}
+
 /* A broker that answers every READY with BYE (a protocol version it does not speak): the worker
  * reconnects after a back-off that doubles each time, 20, 40, 80 and 160 ms of its clock with a
  * 20 ms heartbeat, not at the heartbeat rate forever. For each wait b the test holds the clock
@@ -622,6 +681,8 @@ void pf_suite_worker(void)
     CU_add_test(s, "protocol against a scripted broker", test_protocol);
     CU_add_test(s, "a grouping shorter than its graph is refused", test_group_mismatch);
     CU_add_test(s, "a job past the worker's credits is refused", test_credits_enforced);
+    CU_add_test(s, "liveness counts heartbeat ticks since the broker last spoke",
+                test_liveness_in_ticks);
     CU_add_test(s, "reconnects back off when the broker keeps saying BYE",
                 test_backoff_after_bye);
 }

@@ -141,8 +141,13 @@ static int expect(zsock_t *router, recv_t *r, int want_hb)
     double until = pf_now_s() + PF_EVENT_WAIT_S;
     int ok = 0;
     while (!ok && pf_now_s() < until) {
-        if (!zpoller_wait(p, (int)((until - pf_now_s()) * 1000) + 1))
-            break;
+        /* a wait that ends early with nothing (an interrupted poll) is no verdict: only the
+         * bound is */
+        if (!zpoller_wait(p, (int)((until - pf_now_s()) * 1000) + 1)) {
+            if (zpoller_terminated(p))
+                break;
+            continue;
+        }
         zmsg_t *m = zmsg_recv(router);
         if (!m || zmsg_size(m) != 3) {
             zmsg_destroy(&m);

@@ -285,7 +285,7 @@ static pf_graph_t *tiny(void)
     pf_op_t in = {.id = 0, .name = "in", .type = "input", .output = SH(2, 8, 16)};
     int prev = pf_graph_add_op(g, &in), id = 1;
     for (int i = 0; i < 2; i++) {
-        char na[16], ng[16], nc[16];
+        char na[24], ng[24], nc[24]; /* room for any int: -O1 cannot prove i < 2 */
         snprintf(na, sizeof na, "b.%d.A", i);
         snprintf(ng, sizeof ng, "b.%d.gelu", i);
         snprintf(nc, sizeof nc, "b.%d.C", i);

@@ -53,13 +53,15 @@ struct pf_dispatch {
     zhashx_t *jobs;  /* &job->id -> job_t */
     zlistx_t *queue; /* job_t, FIFO */
     worker_t *w;
-    int nw, wcap, live_workers;
+    int nw, live_workers;
+    size_t wcap;
     int rr;          /* round-robin start for ties */
     long long credits, credits_free;
     /* Callbacks run after the operation that caused them has finished, so an owner may call back
      * into the dispatch core (cancel more jobs) from inside one. */
     event_t *events;
-    int nev, evcap, flushing;
+    int nev, flushing;
+    size_t evcap;
     pf_dispatch_stats_t st;
     long long answered_by_kind[PF_JOB_KIND_COUNT];
 };
@@ -133,15 +135,9 @@ void pf_dispatch_destroy(pf_dispatch_t **dp)
 static void push_event(pf_dispatch_t *d, ev_kind_t kind, void *user, uint64_t job_id,
                        uint64_t owner_job, const char *error)
 {
-    if (d->nev == d->evcap) {
-        int nc = d->evcap ? 2 * d->evcap : 16;
-        event_t *e = realloc(d->events, (size_t)nc * sizeof *e);
-        if (!e) {
-            zsys_error("dispatch: out of memory; an event is lost");
-            return;
-        }
-        d->events = e;
-        d->evcap = nc;
+    if (pf_grow((void **)&d->events, &d->evcap, (size_t)d->nev + 1, sizeof *d->events) != 0) {
+        zsys_error("dispatch: out of memory; an event is lost");
+        return;
     }
     event_t *e = &d->events[d->nev++];
     e->kind = kind;
@@ -258,14 +254,8 @@ int pf_dispatch_worker_add(pf_dispatch_t *d, int credits, unsigned kinds, void *
             break;
         }
     if (slot < 0) {
-        if (d->nw == d->wcap) {
-            int nc = d->wcap ? 2 * d->wcap : 8;
-            worker_t *nw = realloc(d->w, (size_t)nc * sizeof *nw);
-            if (!nw)
-                return PF_ERR;
-            d->w = nw;
-            d->wcap = nc;
-        }
+        if (pf_grow((void **)&d->w, &d->wcap, (size_t)d->nw + 1, sizeof *d->w) != 0)
+            return PF_ERR;
         slot = d->nw++;
     }
     worker_t *w = &d->w[slot];

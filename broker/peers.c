@@ -49,14 +49,10 @@ void pf_broker_peer_bury(peer_t *p)
 void pf_broker_malformed(pf_broker_t *b, peer_t *p, const char *fmt, ...)
 {
     b->malformed++;
-    if (p && p->warned)
-        return;
-    char msg[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    pf_peer_vdropped(p ? &p->warned : NULL, "broker", p ? p->name : "a peer", fmt, ap);
     va_end(ap);
-    pf_peer_dropped(p ? &p->warned : NULL, "broker", p ? p->name : "a peer", "%s", msg);
 }
 
 /* With ROUTER_MANDATORY a peer that is gone (EHOSTUNREACH) or whose queue is full (EAGAIN past

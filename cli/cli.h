@@ -8,6 +8,7 @@
 
 #include <getopt.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define CLI_ERRLEN 1024
@@ -91,6 +92,31 @@ int cli_read_file(const char *path, char **buf, size_t *len, char *err, size_t e
  * when its value is bad (message printed). */
 int cli_planopt(const char *cmd, int code, const char *arg, pf_search_opts_t *o);
 void cli_planopts_help(FILE *f);
+
+/* ---- the flags the broker and the worker share (cli/netopts.c) ---- */
+#define CLI_NETOPT_BASE 2000
+/* Entries for a getopt_long option table. */
+#define CLI_NET_OPTIONS                                                                         \
+    {"heartbeat-ms", required_argument, 0, CLI_NETOPT_BASE + 0},                                \
+    {"liveness", required_argument, 0, CLI_NETOPT_BASE + 1},                                    \
+    {"max-msg-mb", required_argument, 0, CLI_NETOPT_BASE + 2},                                  \
+    {"verbose", no_argument, 0, CLI_NETOPT_BASE + 3}
+
+/* Where those flags go: fields of a pf_broker_opts_t or a pf_worker_opts_t. */
+typedef struct {
+    int *heartbeat_ms, *liveness, *verbose;
+    int64_t *max_msg_bytes;
+} cli_netopts_t;
+
+/* One getopt_long code: 1 when it was a shared flag (stored through *t), 0 when it is not one,
+ * -1 when its value is bad (message printed). */
+int cli_netopt(const char *cmd, int code, const char *arg, const cli_netopts_t *t);
+/* Their help lines, with the defaults that *defaults points at. */
+void cli_netopts_help(FILE *f, const cli_netopts_t *defaults);
+/* After getopt_long: no operand is left and the endpoint (if any) is well formed. Returns
+ * CLI_OK or the usage exit status (message printed). */
+int cli_net_args_done(const char *cmd, int argc, char **argv, const char *endpoint_flag,
+                      const char *endpoint);
 
 /* ---- talking to a broker (cli/remote.c) ---- */
 #define CLI_DEFAULT_TIMEOUT_S 5.0

@@ -8,6 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Where the shared flags (cli/netopts.c) go in the broker's options. */
+static cli_netopts_t net_of(pf_broker_opts_t *o)
+{
+    return (cli_netopts_t){&o->heartbeat_ms, &o->liveness, &o->verbose, &o->max_msg_bytes};
+}
+
 static void help(FILE *f)
 {
     pf_broker_opts_t d;
@@ -25,20 +31,14 @@ static void help(FILE *f)
             "SIGTERM, then tells its workers BYE.\n\n"
             "  --bind ENDPOINT     ZeroMQ endpoint (default %s; plain TCP only on\n"
             "                      loopback, unless --insecure)\n"
-            "  --heartbeat-ms N    heartbeat interval, both ways (default %d; workers must use\n"
-            "                      the same)\n"
-            "  --liveness N        heartbeats a worker may miss before its jobs go elsewhere\n"
-            "                      (default %d)\n"
             "  --max-attempts N    workers a job may outlive before its request fails (default "
             "%d)\n"
-            "  --max-msg-mb N      larger frames drop the connection (default %lld)\n"
             "  --dp-timeout S      deadline of one partition job on one worker (default %g)\n"
             "  --probe-margin S    a mapping probe's deadline is its budget + S (default %g)\n"
             "  --max-requests N    unfinished requests at once; more are refused (default %d)\n"
             "  --http ADDR         serve /metrics (Prometheus) and a status page at / on\n"
             "                      HOST:PORT, [IPv6]:PORT or :PORT (every interface; plain\n"
             "                      HTTP, no authentication: loopback or a trusted network)\n"
-            "  --verbose           log every job failure and send error\n"
             "  --journal PATH      SQLite journal of requests, answers and plans: a restarted\n"
             "                      broker goes on with what it had accepted (default\n"
             "                      $XDG_STATE_HOME/planfarm/journal.db, else\n"
@@ -58,28 +58,26 @@ static void help(FILE *f)
             "  --workers DIR       public certs of workers\n"
             "  --agents DIR        public certs of profiler agents\n"
             "  --admins DIR        public certs of admins (clients that see every request)\n"
-            "  --insecure          allow plain TCP off loopback (a warning)\n",
-            d.endpoint, d.heartbeat_ms, d.liveness, d.max_attempts,
-            (long long)(d.max_msg_bytes >> 20), d.limits.solve_s, d.limits.margin_s, d.max_running,
+            "  --insecure          allow plain TCP off loopback (a warning)\n\n"
+            "Shared with planfarm worker:\n",
+            d.endpoint, d.max_attempts, d.limits.solve_s, d.limits.margin_s, d.max_running,
             d.max_credits);
+    cli_netopts_t net = net_of(&d);
+    cli_netopts_help(f, &net);
 }
 
 int cmd_broker(int argc, char **argv)
 {
     enum {
-        O_BIND = 1, O_HB, O_LIVE, O_ATTEMPTS, O_MAXMSG, O_DPT, O_PM, O_MAXREQ, O_VERBOSE, O_HTTP,
+        O_BIND = 1, O_ATTEMPTS, O_DPT, O_PM, O_MAXREQ, O_HTTP,
         O_JOURNAL, O_EXPIRE, O_COMPACT, O_PREP_DELAY, O_CLIENT_REQ, O_CLIENT_JOBS, O_MAXCRED,
         O_CERT, O_INSECURE, O_DIR /* O_DIR + r: the allow-list of role bit r */
     };
     static const struct option opts[] = {{"bind", required_argument, 0, O_BIND},
-                                         {"heartbeat-ms", required_argument, 0, O_HB},
-                                         {"liveness", required_argument, 0, O_LIVE},
                                          {"max-attempts", required_argument, 0, O_ATTEMPTS},
-                                         {"max-msg-mb", required_argument, 0, O_MAXMSG},
                                          {"dp-timeout", required_argument, 0, O_DPT},
                                          {"probe-margin", required_argument, 0, O_PM},
                                          {"max-requests", required_argument, 0, O_MAXREQ},
-                                         {"verbose", no_argument, 0, O_VERBOSE},
                                          {"http", required_argument, 0, O_HTTP},
                                          {"journal", required_argument, 0, O_JOURNAL},
                                          {"expire-days", required_argument, 0, O_EXPIRE},
@@ -95,39 +93,31 @@ int cmd_broker(int argc, char **argv)
                                          {"workers", required_argument, 0, O_DIR + 1},
                                          {"agents", required_argument, 0, O_DIR + 2},
                                          {"admins", required_argument, 0, O_DIR + 3},
+                                         CLI_NET_OPTIONS,
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     pf_broker_opts_t o;
     pf_broker_opts_init(&o);
+    cli_netopts_t net = net_of(&o);
     long long v;
     double x, expire_days = 7;
     int compact = 0;
     const char *journal = NULL;
     char journal_default[1024];
-    int c;
+    int c, shared;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if ((shared = cli_netopt("broker", c, optarg, &net)) != 0) {
+            if (shared < 0)
+                return CLI_USAGE;
+            continue;
+        }
         switch (c) {
         case O_BIND: o.endpoint = optarg; break;
-        case O_HB:
-            if (cli_int("broker", "--heartbeat-ms", optarg, 10, 3600000, &v))
-                return CLI_USAGE;
-            o.heartbeat_ms = (int)v;
-            break;
-        case O_LIVE:
-            if (cli_int("broker", "--liveness", optarg, 1, 1000, &v))
-                return CLI_USAGE;
-            o.liveness = (int)v;
-            break;
         case O_ATTEMPTS:
             if (cli_int("broker", "--max-attempts", optarg, 1, 1000, &v))
                 return CLI_USAGE;
             o.max_attempts = (int)v;
-            break;
-        case O_MAXMSG:
-            if (cli_int("broker", "--max-msg-mb", optarg, 1, 1 << 20, &v))
-                return CLI_USAGE;
-            o.max_msg_bytes = v << 20;
             break;
         case O_DPT:
             if (cli_double("broker", "--dp-timeout", optarg, 0.01, 1e7, &x))
@@ -144,7 +134,6 @@ int cmd_broker(int argc, char **argv)
                 return CLI_USAGE;
             o.max_running = (int)v;
             break;
-        case O_VERBOSE: o.verbose = 1; break;
         case O_HTTP: o.http_addr = optarg; break;
         case O_JOURNAL: journal = optarg; break;
         case O_EXPIRE:
@@ -182,10 +171,9 @@ int cmd_broker(int argc, char **argv)
         default: return cli_usage_error("broker", "unknown option");
         }
     }
-    if (optind != argc)
-        return cli_usage_error("broker", "unexpected argument '%s'", argv[optind]);
-    if (o.endpoint && cli_check_endpoint("broker", "--bind", o.endpoint))
-        return CLI_USAGE;
+    int done = cli_net_args_done("broker", argc, argv, "--bind", o.endpoint);
+    if (done != CLI_OK)
+        return done;
     char err[CLI_ERRLEN];
     static const char *const dir_flags[] = {"--clients", "--workers", "--agents", "--admins"};
     for (int r = 0; r < 4; r++)

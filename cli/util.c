@@ -164,21 +164,18 @@ int cli_check_output(const char *cmd, const char *path)
 int cli_read_file(const char *path, char **buf, size_t *len, char *err, size_t errlen)
 {
     FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    size_t cap = 1 << 16, n = 0;
+    size_t cap = 0, n = 0;
     char *b = NULL;
     *buf = NULL;
     if (!f)
         return pf_fail(err, errlen, PF_EINPUT, "%s: %s", path, strerror(errno));
     for (;;) {
-        if (n + 1 >= cap || !b) {
-            char *nb = realloc(b, cap *= 2);
-            if (!nb) {
-                free(b);
-                if (f != stdin)
-                    fclose(f);
-                return pf_fail(err, errlen, PF_ERR, "%s: out of memory", path);
-            }
-            b = nb;
+        /* at least 64 KiB free for each read, and room for the terminating NUL */
+        if (pf_grow((void **)&b, &cap, n + (1 << 16), 1) != 0) {
+            free(b);
+            if (f != stdin)
+                fclose(f);
+            return pf_fail(err, errlen, PF_ERR, "%s: out of memory", path);
         }
         size_t got = fread(b + n, 1, cap - n - 1, f);
         n += got;

@@ -103,6 +103,18 @@ static int cmp_id(const void *a, const void *b)
     return x->index - y->index;
 }
 
+/* The ops' file ids with their indices, sorted by cmp_id (caller frees); NULL: out of memory. */
+static id_index_t *id_index_new(const pf_graph_t *g)
+{
+    id_index_t *ids = malloc((size_t)(g->nops ? g->nops : 1) * sizeof *ids);
+    if (!ids)
+        return NULL;
+    for (int i = 0; i < g->nops; i++)
+        ids[i] = (id_index_t){g->ops[i].id, i};
+    qsort(ids, (size_t)g->nops, sizeof *ids, cmp_id);
+    return ids;
+}
+
 /* Index of the op with file id `id` in an array sorted by cmp_id, or -1. */
 static int lookup_id(const id_index_t *ids, int n, int64_t id)
 {
@@ -343,14 +355,11 @@ int pf_graph_finalize(pf_graph_t *g, char *err, size_t errlen)
         return pf_fail(err, errlen, PF_EINPUT, "graph has no ops");
     if ((rc = check_ops(g, err, errlen)) != PF_OK)
         return rc;
-    g->by_id = malloc((size_t)g->nops * sizeof *g->by_id);
+    g->by_id = id_index_new(g);
     g->topo = malloc((size_t)g->nops * sizeof(int));
     g->topo_pos = malloc((size_t)g->nops * sizeof(int));
     if (!g->by_id || !g->topo || !g->topo_pos || build_csr(g) != PF_OK)
         return pf_fail(err, errlen, PF_ERR, "out of memory");
-    for (int i = 0; i < g->nops; i++)
-        g->by_id[i] = (id_index_t){g->ops[i].id, i};
-    qsort(g->by_id, (size_t)g->nops, sizeof *g->by_id, cmp_id);
     for (int i = 1; i < g->nops; i++) {
         if (g->by_id[i].id == g->by_id[i - 1].id)
             return pf_fail(err, errlen, PF_EINPUT, "ops[%d].id: duplicate id %lld (also ops[%d])",
@@ -496,14 +505,11 @@ static int from_json(json_t *root, pf_graph_t **out, char *err, size_t errlen)
     }
     /* Edge endpoints are file ids; the graph's own id index is built by finalize. */
     int n = g->nops;
-    id_index_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
+    id_index_t *ids = id_index_new(g);
     if (!ids) {
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto fail;
     }
-    for (int i = 0; i < n; i++)
-        ids[i] = (id_index_t){g->ops[i].id, i};
-    qsort(ids, (size_t)n, sizeof *ids, cmp_id);
     for (size_t j = 0; j < json_array_size(edges) && rc == PF_OK; j++) {
         json_t *e = json_array_get(edges, j);
         int64_t src, dst;

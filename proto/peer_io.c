@@ -42,13 +42,19 @@ int pf_peer_send(void *socket, const uint8_t *id, size_t id_len, pf_msg_t kind,
 
 void pf_peer_dropped(int *warned, const char *self, const char *peer, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
+    pf_peer_vdropped(warned, self, peer, fmt, ap);
+    va_end(ap);
+}
+
+void pf_peer_vdropped(int *warned, const char *self, const char *peer, const char *fmt,
+                      va_list ap)
+{
     if (warned && *warned)
         return;
     char msg[256];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     zsys_warning("%s: dropped a message from %s: %s (further ones from it are dropped silently)",
                  self, peer, msg);
     if (warned)

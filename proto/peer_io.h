@@ -6,6 +6,7 @@
 
 #include "proto/wire.h"
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,9 @@ int pf_peer_send(void *socket, const uint8_t *id, size_t id_len, pf_msg_t kind,
 /* A message `self` drops from `peer`: a warning the first time (*warned set), silence after. */
 void pf_peer_dropped(int *warned, const char *self, const char *peer, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The same with the message's arguments as a va_list (a caller's own printf-like wrapper). */
+void pf_peer_vdropped(int *warned, const char *self, const char *peer, const char *fmt,
+                      va_list ap) __attribute__((format(printf, 4, 0)));
 
 /* A routine event (requests, workers joining and leaving); warnings are never quiet. */
 void pf_peer_info(int quiet, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

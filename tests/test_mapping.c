@@ -1163,7 +1163,9 @@ static void test_deadline_and_errors(void)
     char err[256];
     /* 24 devices (asymmetric links), 8 x 3 stage replicas, m. The optimum is about 16.366 ms,
      * eq. 10 gives 15.121; proving that no mapping meets 16.35 takes the DFS about 6.9 million
-     * nodes (2.7 s on one core of the development machine), so a 30 ms deadline strikes first. */
+     * nodes (2.7 s on one core of the development machine), so a 30 ms deadline strikes first:
+     * far fewer nodes (about 80 k in 30 ms there; fewer on a loaded machine). Counted in nodes,
+     * not seconds, so that the check does not depend on the machine's load. */
     pf_stage_graph_t *sg = random_stage_graph(9, 8, 3);
     pf_cluster_t *c = random_cluster(9, 24);
     int dev[24];
@@ -1171,10 +1173,9 @@ static void test_deadline_and_errors(void)
     CU_ASSERT_EQUAL_FATAL(pf_map_bounds(sg, c, PF_INST_M, 1, &lo, &hi, dev, err, sizeof err),
                           PF_OK);
     pf_probe_result_t res;
-    double t0 = pf_now_s();
-    CU_ASSERT_EQUAL(pf_map_probe(sg, c, PF_INST_M, 16.35, t0 + 0.03, 1, 2, NULL, dev, &res, err,
-                                 sizeof err), PF_OK);
-    CU_ASSERT(pf_now_s() - t0 < 0.5);
+    CU_ASSERT_EQUAL(pf_map_probe(sg, c, PF_INST_M, 16.35, pf_now_s() + 0.03, 1, 2, NULL, dev,
+                                 &res, err, sizeof err), PF_OK);
+    CU_ASSERT(res.nodes > 0 && res.nodes < 1000000);
     CU_ASSERT(res.timed_out);
     CU_ASSERT(!res.found);
 

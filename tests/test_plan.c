@@ -72,7 +72,7 @@ static void test_back_edge_across_stages(void)
     char err[512] = "";
     pf_graph_t *g = pf_graph_new("chain", 1);
     for (int i = 0; i < 6; i++) {
-        char name[16];
+        char name[16]; /* room for any int: -O1 cannot prove i < 6 */
         snprintf(name, sizeof name, "c%d", i);
         pf_op_t op = {.id = 10 + i, .name = name, .type = "linear", .fwd_ms = 1, .bwd_ms = 2};
         CU_ASSERT_EQUAL_FATAL(pf_graph_add_op(g, &op), i);

@@ -1,8 +1,14 @@
 /* The worker: its blob cache (LRU by blob bytes, pins), and its side of the protocol against a
  * broker played by this test on a ROUTER socket: READY, RESULT for a NOOP job, FETCH for a
  * missing blob and FAILED when the blob cannot be had, CANCEL of a waiting job, heartbeats,
- * and a new connection (new identity, READY again) after a BYE. */
+ * and a new connection (new identity, READY again) after a BYE, after a back-off measured on
+ * the test's clock.
+ *
+ * Every worker here reads a clock that moves only when the test moves it, and every wait is for
+ * an event (a message, a state the worker reports), bounded by PF_EVENT_WAIT_S only to end a
+ * failing test: nothing depends on how loaded the machine is. */
 #include "planner/util.h"
+#include "proto/clock.h"
 #include "proto/job_codec.h"
 #include "tests/testutil.h"
 #include "worker/cache.h"
@@ -61,6 +67,59 @@ static void test_cache(void)
 
 /* ---- protocol against a scripted broker ---- */
 
+/* The workers' clock: heartbeats, liveness and back-off happen when a test moves it. */
+static pf_manual_clock_t test_clock;
+
+/* The worker actor's "STATS": connected, reconnects and the jobs it holds, as of its last turn. */
+typedef struct {
+    int connected, held;
+    long long reconnects, done, failed, cancelled, fetches;
+} wstats_t;
+
+static int worker_stats(zactor_t *w, wstats_t *st)
+{
+    zstr_send(w, "STATS");
+    char *s = zstr_recv(w);
+    int n = s ? sscanf(s, "STATS %d %lld %lld %lld %lld %lld %d", &st->connected,
+                       &st->reconnects, &st->done, &st->failed, &st->cancelled, &st->fetches,
+                       &st->held)
+              : 0;
+    free(s);
+    return n == 7;
+}
+
+/* Two STATS round trips: the worker has finished a turn of its loop that began after this call
+ * (the first reply may be sent before that turn's decisions; the second comes after them), so
+ * it has looked at the clock as the test left it. Returns the state after that turn. */
+static int worker_settled(zactor_t *w, wstats_t *st)
+{
+    return worker_stats(w, st) && worker_stats(w, st);
+}
+
+/* Until the worker has dropped its connection (it read a BYE), bounded. */
+static int wait_disconnected(zactor_t *w)
+{
+    wstats_t st = {.connected = 1};
+    for (double t0 = pf_now_s(); pf_now_s() - t0 < PF_EVENT_WAIT_S;) {
+        if (!worker_stats(w, &st))
+            return 0;
+        if (!st.connected)
+            return 1;
+        zclock_sleep(1);
+    }
+    return 0;
+}
+
+/* Options of a worker under test: one OpenMP thread, the test's clock. */
+static void test_worker_opts(pf_worker_opts_t *o, const char *ep)
+{
+    pf_worker_opts_init(o);
+    o->endpoint = ep;
+    o->threads = 1;
+    o->name = "w-under-test";
+    o->clock = pf_manual_clock_init(&test_clock, 100.0);
+}
+
 typedef struct {
     zframe_t *identity;
     pf_msg_t kind;
@@ -73,16 +132,22 @@ static void recv_clear(recv_t *r)
     zframe_destroy(&r->body);
 }
 
-/* The next message from the worker that is not a HEARTBEAT (unless want_hb); 0 on timeout. */
-static int expect(zsock_t *router, recv_t *r, int want_hb, int timeout_ms)
+/* The next message from the worker that is not a HEARTBEAT (unless want_hb); 0 if none came
+ * within PF_EVENT_WAIT_S (a failing test). */
+static int expect(zsock_t *router, recv_t *r, int want_hb)
 {
     memset(r, 0, sizeof *r);
     zpoller_t *p = zpoller_new(router, NULL);
-    double until = pf_now_s() + timeout_ms / 1000.0;
+    double until = pf_now_s() + PF_EVENT_WAIT_S;
     int ok = 0;
     while (!ok && pf_now_s() < until) {
-        if (!zpoller_wait(p, (int)((until - pf_now_s()) * 1000) + 1))
-            break;
+        /* a wait that ends early with nothing (an interrupted poll) is no verdict: only the
+         * bound is */
+        if (!zpoller_wait(p, (int)((until - pf_now_s()) * 1000) + 1)) {
+            if (zpoller_terminated(p))
+                break;
+            continue;
+        }
         zmsg_t *m = zmsg_recv(router);
         if (!m || zmsg_size(m) != 3) {
             zmsg_destroy(&m);
@@ -138,20 +203,17 @@ static void test_protocol(void)
     char ep[64];
     zsock_t *router = scripted_router(ep, sizeof ep);
     pf_worker_opts_t o;
-    pf_worker_opts_init(&o);
-    o.endpoint = ep;
+    test_worker_opts(&o, ep);
     o.credits = 3;
-    o.threads = 1;
     o.heartbeat_ms = 50;
-    o.liveness = 100; /* this test broker does not heartbeat; BYE forces the reconnect */
-    o.name = "w-under-test";
+    o.liveness = 3; /* the clock moves 1.5 intervals below: one silent tick of three */
     zactor_t *w = zactor_new(pf_worker_actor, &o);
     char *ok = zstr_recv(w);
     CU_ASSERT_STRING_EQUAL(ok, "OK");
     free(ok);
 
     recv_t r;
-    CU_ASSERT_FATAL(expect(router, &r, 0, 3000));
+    CU_ASSERT_FATAL(expect(router, &r, 0));
     CU_ASSERT_EQUAL(r.kind, PF_MSG_READY);
     Planfarm__Ready *ready = planfarm__ready__unpack(NULL, zframe_size(r.body), zframe_data(r.body));
     CU_ASSERT_PTR_NOT_NULL_FATAL(ready);
@@ -164,8 +226,10 @@ static void test_protocol(void)
     zframe_t *who = zframe_dup(r.identity);
     recv_clear(&r);
 
-    /* heartbeats come every 50 ms */
-    CU_ASSERT(expect(router, &r, 1, 1000) && r.kind == PF_MSG_HEARTBEAT);
+    /* a heartbeat comes once the clock has moved one interval (50 ms): 1.5 intervals here, as
+     * an exact multiple could fall a rounding error short of it */
+    pf_manual_clock_advance(&test_clock, 0.075);
+    CU_ASSERT(expect(router, &r, 1) && r.kind == PF_MSG_HEARTBEAT);
     recv_clear(&r);
 
     /* a NOOP job is answered with a RESULT of the same id, status 0 */
@@ -173,7 +237,7 @@ static void test_protocol(void)
     job.id = 77;
     job.kind = PLANFARM__JOB_KIND__JOB_NOOP;
     send_to(router, who, PF_MSG_JOB, &job.base);
-    CU_ASSERT_FATAL(expect(router, &r, 0, 3000));
+    CU_ASSERT_FATAL(expect(router, &r, 0));
     CU_ASSERT_EQUAL(r.kind, PF_MSG_RESULT);
     Planfarm__JobResult *res =
         planfarm__job_result__unpack(NULL, zframe_size(r.body), zframe_data(r.body));
@@ -210,7 +274,7 @@ static void test_protocol(void)
     job.cluster = &ref;
     job.probe = &pp;
     send_to(router, who, PF_MSG_JOB, &job.base);
-    CU_ASSERT_FATAL(expect(router, &r, 0, 3000));
+    CU_ASSERT_FATAL(expect(router, &r, 0));
     CU_ASSERT_EQUAL(r.kind, PF_MSG_FETCH);
     Planfarm__Fetch *f = planfarm__fetch__unpack(NULL, zframe_size(r.body), zframe_data(r.body));
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -226,7 +290,7 @@ static void test_protocol(void)
     cancel.job_ids = cancel_ids;
     cancel.n_job_ids = 1;
     send_to(router, who, PF_MSG_CANCEL, &cancel.base);
-    CU_ASSERT_FATAL(expect(router, &r, 0, 3000));
+    CU_ASSERT_FATAL(expect(router, &r, 0));
     CU_ASSERT_EQUAL(r.kind, PF_MSG_FAILED);
     Planfarm__Failed *fl = planfarm__failed__unpack(NULL, zframe_size(r.body), zframe_data(r.body));
     CU_ASSERT_EQUAL(fl->job_id, 79);
@@ -238,7 +302,7 @@ static void test_protocol(void)
     blob.hash = ref.hash;
     blob.error = "no blob with that hash";
     send_to(router, who, PF_MSG_BLOB, &blob.base);
-    CU_ASSERT_FATAL(expect(router, &r, 0, 3000));
+    CU_ASSERT_FATAL(expect(router, &r, 0));
     CU_ASSERT_EQUAL(r.kind, PF_MSG_FAILED);
     fl = planfarm__failed__unpack(NULL, zframe_size(r.body), zframe_data(r.body));
     CU_ASSERT_EQUAL(fl->job_id, 78);
@@ -249,7 +313,7 @@ static void test_protocol(void)
     job.id = 80;
     job.probe = NULL;
     send_to(router, who, PF_MSG_JOB, &job.base);
-    CU_ASSERT_FATAL(expect(router, &r, 0, 3000));
+    CU_ASSERT_FATAL(expect(router, &r, 0));
     CU_ASSERT_EQUAL(r.kind, PF_MSG_FAILED);
     fl = planfarm__failed__unpack(NULL, zframe_size(r.body), zframe_data(r.body));
     CU_ASSERT_EQUAL(fl->job_id, 80);
@@ -265,42 +329,49 @@ static void test_protocol(void)
     Planfarm__Bye bye = PLANFARM__BYE__INIT;
     bye.reason = "unknown worker: send READY";
     send_to(router, who, PF_MSG_BYE, &bye.base);
-    CU_ASSERT_FATAL(expect(router, &r, 0, 5000));
+    /* it comes back one back-off later: one heartbeat interval, since this broker had been
+     * serving it (moved 1.5 intervals on once the BYE is read, for the rounding as above) */
+    CU_ASSERT_FATAL(wait_disconnected(w));
+    pf_manual_clock_advance(&test_clock, 0.075);
+    CU_ASSERT_FATAL(expect(router, &r, 0));
     CU_ASSERT_EQUAL(r.kind, PF_MSG_READY);
     CU_ASSERT(!zframe_eq(r.identity, who));
     recv_clear(&r);
+    wstats_t st;
+    CU_ASSERT(worker_settled(w, &st) && st.connected && st.reconnects == 1);
 
     zactor_destroy(&w);
     /* leaving, it says BYE */
-    CU_ASSERT(expect(router, &r, 0, 2000) && r.kind == PF_MSG_BYE);
+    CU_ASSERT(expect(router, &r, 0) && r.kind == PF_MSG_BYE);
     recv_clear(&r);
     zframe_destroy(&who);
     zsock_destroy(&router);
 }
 
-/* A worker under test, connected to a scripted broker on `router`; returns it after its READY
- * (identity in *who). */
-static zactor_t *worker_at(zsock_t *router, const char *ep, zframe_t **who)
+/* A worker with options o, connected to the scripted broker on `router`; returns it after its
+ * READY (identity in *who). */
+static zactor_t *worker_with(zsock_t *router, pf_worker_opts_t *o, zframe_t **who)
 {
-    pf_worker_opts_t o;
-    pf_worker_opts_init(&o);
-    o.endpoint = ep;
-    o.credits = 2;
-    o.threads = 1;
-    o.heartbeat_ms = 50;
-    o.liveness = 100;
-    o.name = "w-under-test";
-    o.quiet = 1;
-    zactor_t *w = zactor_new(pf_worker_actor, &o);
+    zactor_t *w = zactor_new(pf_worker_actor, o);
     char *ok = zstr_recv(w);
     CU_ASSERT_STRING_EQUAL(ok, "OK");
     free(ok);
     recv_t r;
     *who = NULL;
-    if (expect(router, &r, 0, 3000) && r.kind == PF_MSG_READY)
+    if (expect(router, &r, 0) && r.kind == PF_MSG_READY)
         *who = zframe_dup(r.identity);
     recv_clear(&r);
     return w;
+}
+
+/* The same with 2 credits, no routine log lines. */
+static zactor_t *worker_at(zsock_t *router, const char *ep, zframe_t **who)
+{
+    pf_worker_opts_t o;
+    test_worker_opts(&o, ep);
+    o.credits = 2;
+    o.quiet = 1;
+    return worker_with(router, &o, who);
 }
 
 /* Answer the worker's FETCH with the blob whose bytes are buf[0..len) (kind k). */
@@ -381,7 +452,7 @@ static void test_group_mismatch(void)
     send_to(router, who, PF_MSG_JOB, &job.base);
     recv_t r;
     for (int k = 0; k < 2; k++) { /* two FETCHes, in either order */
-        CU_ASSERT_FATAL(expect(router, &r, 0, 3000));
+        CU_ASSERT_FATAL(expect(router, &r, 0));
         CU_ASSERT_EQUAL_FATAL(r.kind, PF_MSG_FETCH);
         Planfarm__Fetch *f =
             planfarm__fetch__unpack(NULL, zframe_size(r.body), zframe_data(r.body));
@@ -393,7 +464,7 @@ static void test_group_mismatch(void)
         planfarm__fetch__free_unpacked(f, NULL);
         recv_clear(&r);
     }
-    CU_ASSERT_FATAL(expect(router, &r, 0, 3000));
+    CU_ASSERT_FATAL(expect(router, &r, 0));
     CU_ASSERT_EQUAL(r.kind, PF_MSG_FAILED);
     if (r.kind == PF_MSG_FAILED) {
         Planfarm__Failed *fl =
@@ -412,7 +483,7 @@ static void test_group_mismatch(void)
     pp.ngroups = 3;
     job.id = 6;
     send_to(router, who, PF_MSG_JOB, &job.base);
-    CU_ASSERT_FATAL(expect(router, &r, 0, 5000));
+    CU_ASSERT_FATAL(expect(router, &r, 0));
     CU_ASSERT_EQUAL(r.kind, PF_MSG_RESULT);
     recv_clear(&r);
 
@@ -465,7 +536,7 @@ static void test_credits_enforced(void)
     recv_t r;
     int fetches = 0;
     uint64_t failed = 0;
-    while (expect(router, &r, 0, 1000)) {
+    while (expect(router, &r, 0)) {
         if (r.kind == PF_MSG_FETCH)
             fetches++;
         if (r.kind == PF_MSG_FAILED) {
@@ -483,58 +554,127 @@ static void test_credits_enforced(void)
     recv_clear(&r);
     CU_ASSERT_EQUAL(fetches, 1);
     CU_ASSERT_EQUAL(failed, 3);
-    /* cancel job 1 (FAILED "cancelled"); job 4 is then held: no answer for it */
-    uint64_t one[] = {1};
+    /* cancel job 1 (FAILED "cancelled"); job 4 is then held. The worker answers in the order
+     * it reads, so cancelling job 2 after sending job 4 proves it: had job 4 been refused, its
+     * FAILED would come before job 2's. */
+    uint64_t one[] = {1}, two[] = {2};
     Planfarm__Cancel cancel = PLANFARM__CANCEL__INIT;
     cancel.job_ids = one;
     cancel.n_job_ids = 1;
     send_to(router, who, PF_MSG_CANCEL, &cancel.base);
-    CU_ASSERT(expect(router, &r, 0, 2000) && r.kind == PF_MSG_FAILED);
+    CU_ASSERT(expect(router, &r, 0) && r.kind == PF_MSG_FAILED);
     recv_clear(&r);
     job.id = 4;
     send_to(router, who, PF_MSG_JOB, &job.base);
-    CU_ASSERT(!expect(router, &r, 0, 300));
+    cancel.job_ids = two;
+    send_to(router, who, PF_MSG_CANCEL, &cancel.base);
+    CU_ASSERT_FATAL(expect(router, &r, 0));
+    CU_ASSERT_EQUAL(r.kind, PF_MSG_FAILED);
+    if (r.kind == PF_MSG_FAILED) {
+        Planfarm__Failed *fl =
+            planfarm__failed__unpack(NULL, zframe_size(r.body), zframe_data(r.body));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fl);
+        CU_ASSERT_EQUAL(fl->job_id, 2);
+        CU_ASSERT_STRING_EQUAL(fl->error, "cancelled");
+        planfarm__failed__free_unpacked(fl, NULL);
+    }
     recv_clear(&r);
+    wstats_t st;
+    CU_ASSERT(worker_settled(w, &st) && st.held == 1); /* job 4 */
 
     zactor_destroy(&w);
     zframe_destroy(&who);
     zsock_destroy(&router);
 }
 
+/* Moves the test's clock 1.5 heartbeat intervals of hb_s on: exactly one tick of the worker (the
+ * next is due one interval after this one; an exact multiple could fall a rounding error short). */
+static void tick(double hb_s)
+{
+    pf_manual_clock_advance(&test_clock, 1.5 * hb_s);
+}
+
+/* Liveness 2 counts the worker's own heartbeat ticks since the broker last sent anything: ticks 1
+ * and 2 find it silent through 1 and 2 intervals and send heartbeats, the 3rd reconnects. A
+ * message from the broker (a NOOP job, its RESULT read back, so the worker has read the job)
+ * starts the count again. */
+static void test_liveness_in_ticks(void)
+{
+    char ep[64];
+    zsock_t *router = scripted_router(ep, sizeof ep);
+    pf_worker_opts_t o;
+    test_worker_opts(&o, ep);
+    o.heartbeat_ms = 50;
+    o.liveness = 2;
+    o.quiet = 1;
+    zframe_t *who;
+    zactor_t *w = worker_with(router, &o, &who);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(who);
+    recv_t r;
+    tick(0.05);
+    CU_ASSERT(expect(router, &r, 1) && r.kind == PF_MSG_HEARTBEAT);
+    recv_clear(&r);
+    Planfarm__Job job = PLANFARM__JOB__INIT;
+    job.id = 1;
+    job.kind = PLANFARM__JOB_KIND__JOB_NOOP;
+    send_to(router, who, PF_MSG_JOB, &job.base);
+    CU_ASSERT(expect(router, &r, 0) && r.kind == PF_MSG_RESULT);
+    recv_clear(&r);
+    for (int k = 1; k <= 2; k++) { /* silent through 1, then 2 intervals: still connected */
+        tick(0.05);
+        CU_ASSERT(expect(router, &r, 1) && r.kind == PF_MSG_HEARTBEAT);
+        recv_clear(&r);
+    }
+    wstats_t st;
+    CU_ASSERT(worker_settled(w, &st) && st.connected && st.reconnects == 0);
+    tick(0.05); /* the 3rd silent tick */
+    CU_ASSERT_FATAL(wait_disconnected(w));
+    CU_ASSERT(worker_settled(w, &st) && !st.connected && st.reconnects == 1);
+    tick(0.05); /* one back-off (one interval) later it is back, under a new identity */
+    CU_ASSERT_FATAL(expect(router, &r, 0));
+    CU_ASSERT_EQUAL(r.kind, PF_MSG_READY);
+    CU_ASSERT(!zframe_eq(r.identity, who));
+    recv_clear(&r);
+    zactor_destroy(&w);
+    zframe_destroy(&who);
+    zsock_destroy(&router);
+}
+
 /* A broker that answers every READY with BYE (a protocol version it does not speak): the worker
- * reconnects after a back-off that doubles each time (20, 40, 80, 160 ms with a 20 ms
- * heartbeat), not at the heartbeat rate forever. Worked out: the 4th wait is 160 ms; at a
- * constant 20 ms it would be about 20. */
+ * reconnects after a back-off that doubles each time, 20, 40, 80 and 160 ms of its clock with a
+ * 20 ms heartbeat, not at the heartbeat rate forever. For each wait b the test holds the clock
+ * at (BYE read) + b - 1 ms, lets the worker look at it (still disconnected), then moves it 2 ms
+ * on and gets READY. */
 static void test_backoff_after_bye(void)
 {
     char ep[64];
     zsock_t *router = scripted_router(ep, sizeof ep);
     pf_worker_opts_t o;
-    pf_worker_opts_init(&o);
-    o.endpoint = ep;
-    o.threads = 1;
+    test_worker_opts(&o, ep);
     o.heartbeat_ms = 20;
-    o.liveness = 1000;
     o.reconnect_max_ms = 10000;
     o.quiet = 1;
     zactor_t *w = zactor_new(pf_worker_actor, &o);
     char *ok = zstr_recv(w);
+    CU_ASSERT_STRING_EQUAL(ok, "OK");
     free(ok);
-    double t[5];
-    int n = 0;
     recv_t r;
     Planfarm__Bye bye = PLANFARM__BYE__INIT;
     bye.reason = "protocol 1 not supported (this broker speaks 2)";
-    while (n < 5 && expect(router, &r, 0, 3000)) {
-        if (r.kind == PF_MSG_READY) {
-            t[n++] = pf_now_s();
-            send_to(router, r.identity, PF_MSG_BYE, &bye.base);
-        }
+    const double backoff_s[] = {0.020, 0.040, 0.080, 0.160};
+    for (int k = 0; k < 4; k++) {
+        CU_ASSERT_FATAL(expect(router, &r, 0));
+        CU_ASSERT_EQUAL_FATAL(r.kind, PF_MSG_READY);
+        send_to(router, r.identity, PF_MSG_BYE, &bye.base);
         recv_clear(&r);
+        CU_ASSERT_FATAL(wait_disconnected(w));
+        pf_manual_clock_advance(&test_clock, backoff_s[k] - 0.001);
+        wstats_t st;
+        CU_ASSERT(worker_settled(w, &st) && !st.connected && st.reconnects == k + 1);
+        pf_manual_clock_advance(&test_clock, 0.002);
     }
-    CU_ASSERT_EQUAL_FATAL(n, 5);
-    CU_ASSERT(t[4] - t[3] > 0.1);
-    CU_ASSERT(t[4] - t[3] > 1.5 * (t[2] - t[1]));
+    CU_ASSERT(expect(router, &r, 0) && r.kind == PF_MSG_READY);
+    recv_clear(&r);
     zactor_destroy(&w);
     zsock_destroy(&router);
 }
@@ -546,6 +686,8 @@ void pf_suite_worker(void)
     CU_add_test(s, "protocol against a scripted broker", test_protocol);
     CU_add_test(s, "a grouping shorter than its graph is refused", test_group_mismatch);
     CU_add_test(s, "a job past the worker's credits is refused", test_credits_enforced);
+    CU_add_test(s, "liveness counts heartbeat ticks since the broker last spoke",
+                test_liveness_in_ticks);
     CU_add_test(s, "reconnects back off when the broker keeps saying BYE",
                 test_backoff_after_bye);
 }

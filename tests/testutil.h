@@ -22,6 +22,10 @@ const char *pf_test_bin(void);
 /* Run a shell command; capture stdout+stderr (up to cap bytes) and return the exit status. */
 int pf_test_run(const char *cmd, char *out, size_t cap);
 
+/* Bound on a wait for something that must happen (a reply, a state): generous, since it only
+ * ends a failing test; a passing one waits only as long as the event takes. */
+#define PF_EVENT_WAIT_S 30.0
+
 /* Registry: each tests/test_<name>.c defines `void pf_suite_<name>(void)` that adds its suite. */
 #define PF_SUITE(name) void pf_suite_##name(void);
 

@@ -91,13 +91,12 @@ static void malformed(pf_worker_t *w, const char *fmt, ...)
 {
     if (w->warned)
         return;
-    char msg[256], self[160];
+    char self[160];
+    snprintf(self, sizeof self, "worker %s", w->name);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    pf_peer_vdropped(&w->warned, self, "the broker", fmt, ap);
     va_end(ap);
-    snprintf(self, sizeof self, "worker %s", w->name);
-    pf_peer_dropped(&w->warned, self, "the broker", "%s", msg);
 }
 
 /* Non-blocking: a broker that does not read is found dead by the heartbeat, not by a stuck
@@ -416,12 +415,14 @@ static int connect_broker(pf_worker_t *w)
     m.kinds = kinds;
     m.n_kinds = sizeof kinds / sizeof kinds[0];
     m.name = w->name;
-    send_msg(w, PF_MSG_READY, &m.base);
+    /* the first heartbeat is due one interval after the clock as it was before READY went out:
+     * a broker (or a test) that moves the clock on reading READY finds it due */
     w->connected = 1;
     w->conn++;
     w->silent_ticks = 0;
     w->next_heartbeat = pf_clock_now(&w->o.clock) + hb_s(w);
     w->warned = 0;
+    send_msg(w, PF_MSG_READY, &m.base);
     /* answers finished while we were away: the broker still uses them if it needs them */
     zlistx_t *done = zlistx_new();
     if (done) {
@@ -529,6 +530,13 @@ static int loop(pf_worker_t *w, zsock_t *pipe)
         if (rc > 0 && at_pipe >= 0 && (items[at_pipe].revents & ZMQ_POLLIN)) {
             char *cmd = zstr_recv(pipe);
             stop = !cmd || streq(cmd, "$TERM");
+            if (cmd && streq(cmd, "STATS")) {
+                pf_worker_stats_t st;
+                pf_worker_get_stats(w, &st);
+                zstr_sendf(pipe, "STATS %d %lld %lld %lld %lld %lld %d", w->connected,
+                           st.reconnects, st.jobs_done, st.jobs_failed, st.jobs_cancelled,
+                           st.fetches, st.held);
+            }
             free(cmd);
         }
         if (rc > 0 && (items[0].revents & ZMQ_POLLIN))

@@ -63,7 +63,10 @@ void pf_worker_get_stats(const pf_worker_t *w, pf_worker_stats_t *st);
 
 /* The worker as a CZMQ actor (embedded mode, tests, benchmarks); args: a pf_worker_opts_t that
  * must live until the actor has started. After zactor_new the actor sends "OK" or "ERROR"
- * <message>; "$TERM" stops it. */
+ * <message>; "$TERM" stops it. Commands on the pipe:
+ *   "STATS"  replies "STATS" <connected 0|1> <reconnects> <jobs_done> <jobs_failed>
+ *            <jobs_cancelled> <fetches> <held>, as of the end of the loop's previous turn (a
+ *            second STATS is answered after the turn that read the first). */
 void pf_worker_actor(zsock_t *pipe, void *args);
 
 #endif

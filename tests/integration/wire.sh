@@ -36,13 +36,8 @@ start_broker() {
         >"$TMP/$name.log" 2>&1 &
     PIDS="$PIDS $!"
     BROKER_PID=$!
-    EP=""
-    for _ in $(seq 1 100); do
-        EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/$name.log")
-        [ -n "$EP" ] && break
-        sleep 0.05
-    done
-    [ -n "$EP" ] || fail "broker $name did not start"
+    wait_log "$TMP/$name.log" "serving on" || fail "broker $name did not start"
+    EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/$name.log")
 }
 
 # start_worker NAME [flags]: sets WORKER_PID. WORKER_TEST: hidden test-hook flags for it.
@@ -56,6 +51,26 @@ start_worker() {
 }
 
 stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+
+# Waits below are for events (a log line, a state), bounded by 30 s only to end a failing run:
+# nothing here depends on how fast a loaded machine gets there.
+# wait_log FILE PATTERN [COUNT]: until PATTERN occurs COUNT (default 1) times in FILE; 1 if never.
+wait_log() {
+    for _ in $(seq 1 600); do
+        [ "$(grep -c "$2" "$1")" -ge "${3:-1}" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# wait_finished ID: until the request is done or failed (60 s: a search, not a message).
+wait_finished() {
+    for _ in $(seq 1 1200); do
+        s=$(state "$1"); [ "$s" = done ] || [ "$s" = failed ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
 
 # state ID: the request's state word (running, done, ...).
 state() { "$BIN" status "$1" --broker "$EP" 2>/dev/null | sed -n '1s/.*: //p'; }
@@ -102,7 +117,7 @@ WORKER_TEST=""
 grep -q '"tensor_parallel": 2' "$TMP/bert-tp.farm.json" || fail "the farm's plan is not TP 2"
 ID=$("$BIN" submit "$TMP/resnet50.json" "$TMP/dgx1.json" --broker "$EP") || fail "submit ResNet"
 echo "$ID" | grep -Eq '^r[0-9a-f]{32}$' || fail "request id '$ID'"
-for _ in $(seq 1 600); do [ "$(state "$ID")" = done ] && break; sleep 0.05; done
+wait_finished "$ID" || fail "ResNet-50 request $ID did not finish"
 "$BIN" result "$ID" --broker "$EP" -o "$TMP/resnet.farm.json" --quiet || fail "result of $ID"
 "$TOOL" compare "$TMP/resnet.embedded.json" "$TMP/resnet.farm.json" $EPS ||
     fail "ResNet-50 plans differ"
@@ -126,25 +141,24 @@ pass "exit statuses"
 ID=$("$BIN" submit "$TMP/bert.json" "$TMP/dgx1.json" --broker "$EP")
 wait_answered "$ID" 1
 kill -9 "$W1"
-for _ in $(seq 1 1200); do s=$(state "$ID"); [ "$s" = done ] || [ "$s" = failed ] && break; sleep 0.05; done
+wait_finished "$ID" || fail "request $ID did not finish after SIGKILL"
 "$BIN" result "$ID" --broker "$EP" -o "$TMP/bert.kill.json" --quiet || fail "search after SIGKILL"
 "$TOOL" compare "$TMP/bert.embedded.json" "$TMP/bert.kill.json" $EPS || fail "plan after SIGKILL"
-for _ in $(seq 1 100); do grep -q "worker w1 is" "$TMP/farm.log" && break; sleep 0.05; done
-grep -q "worker w1 is" "$TMP/farm.log" || fail "the broker did not notice w1's death"
+wait_log "$TMP/farm.log" "worker w1 is" || fail "the broker did not notice w1's death"
 pass "SIGKILL of a worker mid-search"
 
 # ---- a worker frozen with SIGSTOP: declared dead, then back under a new identity ----
 ID=$("$BIN" submit "$TMP/resnet50.json" "$TMP/dgx1.json" --broker "$EP")
 wait_answered "$ID" 1
 kill -STOP "$W2"
-sleep 1
+# frozen until the broker has declared it dead (LIVENESS of the broker's heartbeat ticks), however
+# long a loaded machine takes to get there
+wait_log "$TMP/farm.log" "w2 is silent" || fail "the broker did not notice w2's silence"
 kill -CONT "$W2"
-for _ in $(seq 1 1200); do s=$(state "$ID"); [ "$s" = done ] || [ "$s" = failed ] && break; sleep 0.05; done
+wait_finished "$ID" || fail "request $ID did not finish after SIGSTOP"
 "$BIN" result "$ID" --broker "$EP" -o "$TMP/resnet.stop.json" --quiet || fail "search after SIGSTOP"
 "$TOOL" compare "$TMP/resnet.embedded.json" "$TMP/resnet.stop.json" $EPS || fail "plan after SIGSTOP"
-grep -q "w2 is silent" "$TMP/farm.log" || fail "the broker did not notice w2's silence"
-for _ in $(seq 1 100); do [ "$(grep -c 'worker w2 ready' "$TMP/farm.log")" -ge 2 ] && break; sleep 0.05; done
-[ "$(grep -c 'worker w2 ready' "$TMP/farm.log")" -ge 2 ] || fail "w2 did not register again"
+wait_log "$TMP/farm.log" "worker w2 ready" 2 || fail "w2 did not register again"
 pass "SIGSTOP / SIGCONT of a worker"
 
 # ---- a hostile client; a normal request still completes ----
@@ -159,10 +173,12 @@ stop "$W2"; stop "$W3"; stop "$BROKER_PID"
 grep -q "interrupted, shutting down" "$TMP/farm.log" || fail "the broker did not shut down cleanly"
 
 # ---- a job that hangs past its deadline is sent again ----
-# probes get a 1 s budget + 1 s margin; the first probe on the "hang" worker never returns by
-# itself, so it passes its 2 s deadline, is cancelled there and re-sent to the other worker.
-# One probe in flight per binary search: the search cannot finish without the hung answer.
-start_broker hangfarm --probe-margin 1
+# probes get a 1 s budget + 3 s margin; the first probe on the "hang" worker never returns by
+# itself, so it passes its 4 s deadline, is cancelled there and re-sent to the other worker. A
+# probe that runs (at most its 1 s budget) answers well inside the margin even on a loaded
+# machine. One probe in flight per binary search: the search cannot finish without the hung
+# answer.
+start_broker hangfarm --probe-margin 3
 WORKER_TEST="--test-hang-kind map_probe"
 start_worker hang
 WORKER_TEST=""

@@ -140,7 +140,7 @@ int cli_fetch_plan(const char *cmd, pf_client_t *c, const char *id, const char *
                    int quiet);
 
 /* ---- key options of clients and workers (cli/keys.c) ---- */
-#define CLI_KEYOPT_BASE 2000
+#define CLI_KEYOPT_BASE 3000 /* option codes: plan 1000+, shared net 2000+, keys 3000+ */
 #define CLI_KEY_OPTIONS                                                                         \
     {"cert", required_argument, 0, CLI_KEYOPT_BASE + 0},                                        \
     {"broker-key", required_argument, 0, CLI_KEYOPT_BASE + 1},                                  \

@@ -309,9 +309,11 @@ static int keep_records(round_t *r, const pf_measurement_t *m)
     if (m->nlink && pf_grow((void **)&r->link, &r->linkcap, r->nlink + (size_t)m->nlink,
                             sizeof *r->link))
         return PF_ERR;
-    memcpy(r->dev + r->ndev, m->dev, (size_t)m->ndev * sizeof *m->dev);
+    if (m->ndev) /* none yet: r->dev may still be NULL */
+        memcpy(r->dev + r->ndev, m->dev, (size_t)m->ndev * sizeof *m->dev);
     r->ndev += (size_t)m->ndev;
-    memcpy(r->link + r->nlink, m->link, (size_t)m->nlink * sizeof *m->link);
+    if (m->nlink)
+        memcpy(r->link + r->nlink, m->link, (size_t)m->nlink * sizeof *m->link);
     r->nlink += (size_t)m->nlink;
     return PF_OK;
 }

@@ -1,6 +1,6 @@
 /* Cluster blobs off the wire (pf_codec_decode_cluster). */
 #include "planner/util.h"
-#include "proto/codec.h"
+#include "proto/job_codec.h"
 
 #include <stdlib.h>
 

@@ -1,6 +1,6 @@
 /* Graph blobs off the wire (pf_codec_decode_graph); a graph that decodes must encode again. */
 #include "planner/util.h"
-#include "proto/codec.h"
+#include "proto/job_codec.h"
 
 #include <stdlib.h>
 

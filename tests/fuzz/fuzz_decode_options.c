@@ -1,6 +1,6 @@
 /* The options of a SUBMIT (pf_codec_options_from_pb). */
 #include "planner/util.h"
-#include "proto/codec.h"
+#include "proto/job_codec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,7 +1,7 @@
 /* RESULT messages as the broker receives them (pf_codec_result_from_pb), bounded by the fixed
  * graph and cluster sizes of fuzz.h. */
 #include "planner/util.h"
-#include "proto/codec.h"
+#include "proto/job_codec.h"
 #include "tests/fuzz/fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

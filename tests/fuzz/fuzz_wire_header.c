@@ -1,6 +1,6 @@
 /* Frame 1 of every message (pf_wire_parse_header): tag, version, kind. */
 #include "planner/util.h"
-#include "proto/codec.h"
+#include "proto/job_codec.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -14,7 +14,7 @@
 #include "planner/search.h"
 #include "planner/stage_graph.h"
 #include "planner/util.h"
-#include "proto/codec.h"
+#include "proto/job_codec.h"
 #include "tests/fuzz/fuzz.h"
 
 #include <errno.h>

@@ -517,7 +517,9 @@ int pf_broker_requests_running(pf_broker_t *b, const char *client)
 {
     int n = 0;
     for (request_t *r = zlistx_first(b->order); r; r = zlistx_next(b->order))
-        n += (r->search != NULL || r->preparing) && (!client || !strcmp(r->client, client));
+        /* a request cancelled while it is prepared ends when its setup does: not running */
+        n += (r->search != NULL || (r->preparing && !r->cancelled)) &&
+             (!client || !strcmp(r->client, client));
     return n;
 }
 

@@ -965,18 +965,6 @@ fail:
     return rc;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && !strcmp(s + n - k, suffix);
-}
-
-int pf_model_op_attention_core(const pf_op_t *op)
-{
-    return op && op->type && op->name &&
-           (!strcmp(op->type, "softmax") ||
-            (!strcmp(op->type, "dropout") && ends_with(op->name, ".attn.dropout")));
-}
 
 int pf_model_op_expert(const pf_op_t *op)
 {

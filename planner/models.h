@@ -43,8 +43,8 @@
  *              parallelism (Megatron split) the layernorm inputs, attn.q, mlp.fc1 and the two
  *              residual-path dropout masks (10sbh) stay whole and every other op's bytes divide
  *              by t: sbh(10 + 24/t + 5as/(ht)). The ops selective recomputation drops (5as^2b)
- *              are exactly those pf_model_op_attention_core() accepts: type "softmax", and type
- *              "dropout" named "*.attn.dropout". The activation bytes are 2 per element for
+ *              are exactly those pf_training_selective_op() (training.h) recomputes: the
+ *              "softmax" and the "dropout" fed by it (layers.N.attn.dropout). The activation bytes are 2 per element for
  *              fp16/bf16 and 4 for fp32 (a mask is 1 byte either way), so fp32 doubles all but
  *              the masks. Outside the layers: embed saves its token ids, final_ln its input, a
  *              head its input, and gpt/llama/moe/vit's last linear also its logits (the loss,
@@ -135,10 +135,6 @@ int pf_model_apply_preset(pf_model_opts_t *o, const char *preset, char *err, siz
  * out of memory. */
 int pf_model_build(const pf_model_opts_t *o, pf_graph_t **out, char *err, size_t errlen);
 
-/* An op whose saved activations selective recomputation drops and recomputes (Korthikanti et
- * al. 2022 Sec. 5): type "softmax", or type "dropout" with a name ending in ".attn.dropout".
- * On a generated transformer layer these save exactly 5as^2b bytes (mem_fwd_bytes above). */
-int pf_model_op_attention_core(const pf_op_t *op);
 /* An MoE expert weight: a linear whose name holds ".experts.<e>." (layers.N.moe.experts.E.gate,
  * .up, .down). Each expert sees tokens x top_k / experts rows; expert (or tensor) parallelism
  * may place or shard each expert on its own devices. */

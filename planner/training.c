@@ -156,8 +156,7 @@ static double largest_block_bytes(const pf_graph_t *g, const size_t *blen, block
     return best;
 }
 
-/* Selective recomputation's ops (training.h). */
-static int selective_op(const pf_graph_t *g, int v)
+int pf_training_selective_op(const pf_graph_t *g, int v)
 {
     const pf_op_t *op = pf_graph_op(g, v);
     if (!strcmp(op->type, "attention") || !strcmp(op->type, "softmax"))
@@ -191,7 +190,7 @@ pf_graph_t *pf_training_view(const pf_graph_t *g, const pf_training_t *t, double
         *reserve_bytes = largest_block_bytes(g, blen, block_ops);
     for (int v = 0; v < n; v++) {
         pf_op_t op = *pf_graph_op(g, v);
-        if (t->recompute == PF_RECOMPUTE_SELECTIVE && selective_op(g, v)) {
+        if (t->recompute == PF_RECOMPUTE_SELECTIVE && pf_training_selective_op(g, v)) {
             op.mem_fwd_bytes = 0;
             op.bwd_ms += op.fwd_ms;
         } else if (t->recompute == PF_RECOMPUTE_FULL && blen[v] > 0) {

@@ -77,6 +77,9 @@ double pf_training_state_factor(const pf_training_t *t, int replicas);
  * eager-1F1B, MB under GPipe; the signal bound counts as 1F1B. */
 int pf_training_inflight(const pf_training_t *t, int stages, int microbatches, int s);
 
+/* Is op v one selective recomputation drops and recomputes (the rule above)? */
+int pf_training_selective_op(const pf_graph_t *g, int v);
+
 /* The op's block: length of the prefix of `name` up to its first numeric component ("layers.7"
  * of "layers.7.mlp.fc1"), 0 when the name has none. */
 size_t pf_training_block_len(const char *name);

@@ -1,6 +1,7 @@
 /* models: generated graphs checked against hand-worked FLOPs, bytes, parameter counts and
  * published figures. */
 #include "planner/models.h"
+#include "planner/training.h"
 #include "planner/util.h"
 #include "tests/testutil.h"
 
@@ -554,7 +555,7 @@ static double saved_bytes(const pf_graph_t *g, const char *prefix, int which)
             rep |= n >= m && !strcmp(x->name + n - m, replicated[k]);
         }
         if (which == ALL_OPS || (which == REPLICATED && rep) || (which == SHARDED && !rep) ||
-            (which == CORE && pf_model_op_attention_core(x)))
+            (which == CORE && pf_training_selective_op(g, v)))
             sum += x->mem_fwd_bytes;
     }
     return sum;
@@ -595,10 +596,11 @@ static void test_korthikanti_layer(void)
     PF_ASSERT_CLOSE(saved_bytes(g, "layers.1.", REPLICATED), 2560, 0);
     PF_ASSERT_CLOSE(saved_bytes(g, "layers.1.", SHARDED), 8704, 0);
     PF_ASSERT_CLOSE(saved_bytes(g, "layers.1.", CORE), 2560, 0);
-    CU_ASSERT(pf_model_op_attention_core(op(g, "layers.1.attn.softmax")));
-    CU_ASSERT(pf_model_op_attention_core(op(g, "layers.1.attn.dropout")));
-    CU_ASSERT(!pf_model_op_attention_core(op(g, "layers.1.attn.out_dropout")));
-    CU_ASSERT(!pf_model_op_attention_core(op(g, "layers.1.mlp.dropout")));
+    /* the generator's layer and the planner's selective-recomputation rule agree */
+    CU_ASSERT(pf_training_selective_op(g, op_named(g, "layers.1.attn.softmax")));
+    CU_ASSERT(pf_training_selective_op(g, op_named(g, "layers.1.attn.dropout")));
+    CU_ASSERT(!pf_training_selective_op(g, op_named(g, "layers.1.attn.out_dropout")));
+    CU_ASSERT(!pf_training_selective_op(g, op_named(g, "layers.1.mlp.dropout")));
     pf_graph_destroy(&g);
 
     /* Other shapes, GPT and BERT: sbh(34 + 5as/h) per layer; under t-way tensor parallelism

@@ -79,6 +79,18 @@ static int id_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+zhashx_t *pf_id_table_new(void)
+{
+    zhashx_t *t = zhashx_new();
+    if (!t)
+        return NULL;
+    zhashx_set_key_hasher(t, id_hash);
+    zhashx_set_key_comparator(t, id_cmp);
+    zhashx_set_key_duplicator(t, NULL);
+    zhashx_set_key_destructor(t, NULL);
+    return t;
+}
+
 void pf_dispatch_opts_init(pf_dispatch_opts_t *o)
 {
     o->max_attempts = 3;
@@ -98,16 +110,12 @@ pf_dispatch_t *pf_dispatch_new(const pf_dispatch_opts_t *o, const pf_dispatch_ev
         d->o.max_attempts = 1;
     if (ev)
         d->ev = *ev;
-    d->jobs = zhashx_new();
+    d->jobs = pf_id_table_new();
     d->queue = zlistx_new();
     if (!d->jobs || !d->queue) {
         pf_dispatch_destroy(&d);
         return NULL;
     }
-    zhashx_set_key_hasher(d->jobs, id_hash);
-    zhashx_set_key_comparator(d->jobs, id_cmp);
-    zhashx_set_key_duplicator(d->jobs, NULL);
-    zhashx_set_key_destructor(d->jobs, NULL);
     return d;
 }
 

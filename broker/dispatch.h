@@ -19,6 +19,8 @@
 
 #include "planner/jobs.h"
 
+#include <czmq.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,6 +48,10 @@ typedef struct {
 } pf_dispatch_opts_t;
 
 void pf_dispatch_opts_init(pf_dispatch_opts_t *o);
+
+/* A zhashx keyed by a 64-bit job id held in the item itself (the key pointer points at the
+ * item's id; nothing is copied): the dispatch core's jobs and the client lanes' (fair.c). */
+zhashx_t *pf_id_table_new(void);
 pf_dispatch_t *pf_dispatch_new(const pf_dispatch_opts_t *o, const pf_dispatch_events_t *ev);
 void pf_dispatch_destroy(pf_dispatch_t **d);
 

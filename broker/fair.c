@@ -1,4 +1,5 @@
 #include "broker/fair.h"
+#include "broker/dispatch.h"
 #include "planner/util.h"
 
 #include <czmq.h>
@@ -34,18 +35,6 @@ struct pf_fair {
     long long queued;
 };
 
-static size_t id_hash(const void *key)
-{
-    uint64_t x = *(const uint64_t *)key;
-    return (size_t)((x * 0x9E3779B97F4A7C15ULL) >> 17);
-}
-
-static int id_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* zlistx's sorted insert: "smaller" first, so the higher priority compares lower. */
 static int entry_cmp(const void *a, const void *b)
 {
@@ -79,17 +68,13 @@ pf_fair_t *pf_fair_new(int max_in_flight)
     f->max_in_flight = max_in_flight;
     f->lanes = zhashx_new();
     f->ring = zlistx_new();
-    f->jobs = zhashx_new();
+    f->jobs = pf_id_table_new();
     f->owners = zhashx_new();
     if (!f->lanes || !f->ring || !f->jobs || !f->owners) {
         pf_fair_destroy(&f);
         return NULL;
     }
     zhashx_set_destructor(f->lanes, lane_free);
-    zhashx_set_key_hasher(f->jobs, id_hash);
-    zhashx_set_key_comparator(f->jobs, id_cmp);
-    zhashx_set_key_duplicator(f->jobs, NULL);
-    zhashx_set_key_destructor(f->jobs, NULL);
     zhashx_set_destructor(f->owners, count_free);
     return f;
 }

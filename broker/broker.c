@@ -420,14 +420,7 @@ void pf_broker_actor(zsock_t *pipe, void *args)
     pf_broker_t *b = pf_broker_new(args, err, sizeof err);
     zsock_signal(pipe, 0);
     if (!b) {
-        zstr_sendx(pipe, "ERROR", err, NULL);
-        char *cmd;
-        while ((cmd = zstr_recv(pipe)) != NULL) { /* wait for $TERM */
-            int term = streq(cmd, "$TERM");
-            free(cmd);
-            if (term)
-                break;
-        }
+        pf_peer_actor_failed(pipe, err);
         return;
     }
     zstr_sendx(pipe, "OK", pf_broker_endpoint(b), NULL);

@@ -471,14 +471,7 @@ void pf_agent_actor(zsock_t *pipe, void *args)
     pf_agent_t *a = pf_agent_new(args, err, sizeof err);
     zsock_signal(pipe, 0);
     if (!a) {
-        zstr_sendx(pipe, "ERROR", err, NULL);
-        char *cmd;
-        while ((cmd = zstr_recv(pipe)) != NULL) {
-            int term = streq(cmd, "$TERM");
-            free(cmd);
-            if (term)
-                break;
-        }
+        pf_peer_actor_failed(pipe, err);
         return;
     }
     zstr_sendx(pipe, "OK", NULL);

@@ -72,3 +72,15 @@ void pf_peer_info(int quiet, const char *fmt, ...)
     va_end(ap);
     zsys_info("%s", msg);
 }
+
+void pf_peer_actor_failed(void *pipe, const char *err)
+{
+    zstr_sendx(pipe, "ERROR", err, NULL);
+    char *cmd;
+    while ((cmd = zstr_recv(pipe)) != NULL) {
+        int term = streq(cmd, "$TERM");
+        free(cmd);
+        if (term)
+            break;
+    }
+}

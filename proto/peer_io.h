@@ -36,5 +36,9 @@ void pf_peer_vdropped(int *warned, const char *self, const char *peer, const cha
 
 /* A routine event (requests, workers joining and leaving); warnings are never quiet. */
 void pf_peer_info(int quiet, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A CZMQ actor (broker, worker, agent) that could not start: "ERROR" <err> on its pipe, then it
+ * waits for the caller's $TERM (zactor_destroy sends it) before returning. `pipe` is the
+ * actor's zsock_t. */
+void pf_peer_actor_failed(void *pipe, const char *err);
 
 #endif

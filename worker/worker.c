@@ -670,14 +670,7 @@ void pf_worker_actor(zsock_t *pipe, void *args)
     pf_worker_t *w = pf_worker_new(args, err, sizeof err);
     zsock_signal(pipe, 0);
     if (!w) {
-        zstr_sendx(pipe, "ERROR", err, NULL);
-        char *cmd;
-        while ((cmd = zstr_recv(pipe)) != NULL) {
-            int term = streq(cmd, "$TERM");
-            free(cmd);
-            if (term)
-                break;
-        }
+        pf_peer_actor_failed(pipe, err);
         return;
     }
     zstr_sendx(pipe, "OK", NULL);

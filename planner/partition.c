@@ -26,9 +26,9 @@
  *
  * Parallelism: T[.][F] reads T[.][F'] of strictly smaller downsets only, so all downsets of one
  * size class are independent; each thread owns whole cells T[2..S][F] (one F at a time) and reads
- * finished smaller classes. OpenMP runs one size class at a time with dynamic scheduling. Pairs
- * are visited in a fixed order and improvements are strict, so the result does not depend on the
- * thread count. */
+ * finished smaller classes (dp_cells: one parallel region per DP, a thread waits only where a
+ * class begins). Pairs are visited in a fixed order and improvements are strict, so the result
+ * does not depend on the thread count. */
 #include "planner/partition.h"
 #include "planner/coarsen.h"
 #include "planner/refine.h"
@@ -36,6 +36,8 @@
 
 #include <math.h>
 #include <omp.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +75,7 @@ typedef struct {
     double *ebytes;
     long long *class_start; /* first index of each size 0..n, and D at n + 1 */
     int *pop;               /* ops per downset */
+    int threads;            /* OpenMP threads worth using on these downsets (dp_threads) */
 } dsinfo_t;
 
 static void dsinfo_free(dsinfo_t *in)
@@ -129,6 +132,28 @@ static long long downset_sums(const pf_graph_t *g, const pf_cost_model_t *cm, co
     return k;
 }
 
+/* Threads for one DP: 1 unless its pairs pay for a team. The work is bounded by
+ *   pairs = sum over downsets F of (downsets smaller than F)
+ * (the candidates dp_cell may scan; pruning scans fewer: gnmt (PipeDream), 7,874 downsets, S = 8:
+ * 30.2 M bound, 18.2 M scanned, 136 ms on one thread). Measured on this 2-core machine
+ * (2026-11-23, load 4-8, min of 7 runs of pf_partition_dp, S = 4):
+ *   bert32a100 (Piper)  43 downsets,     896 pairs: 0.065 ms 1 thread, 2 threads 0.75-0.90x
+ *   resnet18            102 downsets,  5,109 pairs: 0.22 ms,           1.07-1.13x
+ *   resnet50            242 downsets, 29,069 pairs: 0.96-1.2 ms,       1.24-1.34x
+ *   resnet101           412 downsets, 84,574 pairs: 3.0-4.2 ms,        1.01-1.23x
+ * On a quiet machine a team pays from a few thousand pairs; under load a join can wait for the
+ * other thread's next time slice (4 ms here), which only a DP of several ms on one thread
+ * amortises: hence 10^5 pairs. */
+enum { DP_PARALLEL_MIN_PAIRS = 100000 };
+
+static int dp_threads(const dsinfo_t *in, int nt)
+{
+    double pairs = 0;
+    for (int c = 1; c <= in->n; c++)
+        pairs += (double)(in->class_start[c + 1] - in->class_start[c]) * in->class_start[c];
+    return pairs >= DP_PARALLEL_MIN_PAIRS ? nt : 1;
+}
+
 static int dsinfo_build(const pf_graph_t *g, const pf_downsets_t *ds, const pf_cost_model_t *cm,
                         int nt, dsinfo_t *in)
 {
@@ -154,7 +179,8 @@ static int dsinfo_build(const pf_graph_t *g, const pf_downsets_t *ds, const pf_c
     }
     for (int c = 0; c <= n; c++)
         in->class_start[c + 1] += in->class_start[c];
-#pragma omp parallel for schedule(dynamic, 64) num_threads(nt)
+    nt = in->threads = dp_threads(in, nt);
+#pragma omp parallel for schedule(dynamic, 64) num_threads(nt) if (nt > 1)
     for (long long i = 0; i < D; i++)
         in->estart[i + 1] = downset_sums(g, cm, pf_downsets_get(ds, i), in->words, &in->cu[i],
                                          &in->fixed[i], &in->act[i], &in->out[i], NULL, NULL);
@@ -167,7 +193,7 @@ static int dsinfo_build(const pf_graph_t *g, const pf_downsets_t *ds, const pf_c
     in->ebytes = malloc((ne ? ne : 1) * sizeof *in->ebytes);
     if (!in->edst || !in->ebytes)
         goto oom;
-#pragma omp parallel for schedule(dynamic, 64) num_threads(nt)
+#pragma omp parallel for schedule(dynamic, 64) num_threads(nt) if (nt > 1)
     for (long long i = 0; i < D; i++) {
         double c, f, a, o;
         downset_sums(g, cm, pf_downsets_get(ds, i), in->words, &c, &f, &a, &o,
@@ -336,7 +362,48 @@ static void dp_free_sorted(dp_t *dp)
     dp->spop = NULL;
 }
 
-static int dp_solve(dp_t *dp, int nt, double *value)
+/* Every cell T[.][F_i], i = 1 .. D-1 (F_0 = {} has none). A cell of size class c reads the rows of
+ * smaller downsets only, so it may start once class c - 1 is finished (a class is only handed out
+ * after the one before it has been, so that implies every smaller class). Cells are handed out
+ * one at a time in index order (= by size) from a shared counter, and a thread waits for
+ * class c - 1 only when it draws the first cells of class c: one parallel region per DP instead
+ * of one per size class. A region costs a fork and a join: on this 2-core machine under load
+ * (8-13 runnable processes) each join waited for the other thread's next time slice, 4-24 ms,
+ * so gnmt's 48 classes (one region each) took 0.55 s of wall time with 2 threads against
+ * 0.14 s with 1. A thread holding a cell is never waiting for a later class, so the wait ends. */
+static int dp_cells(dp_t *dp, const long long *rank, int nt)
+{
+    const dsinfo_t *in = dp->in;
+    long long D = in->D;
+    int n = in->n;
+    atomic_llong next = 1;
+    atomic_llong *done = malloc((size_t)(n + 1) * sizeof *done);
+    if (!done)
+        return PF_ERR;
+    for (int c = 0; c <= n; c++)
+        atomic_init(&done[c], 0);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    for (;;) {
+        long long i = atomic_fetch_add(&next, 1);
+        if (i >= D)
+            break;
+        int c = in->pop[i];
+        long long need = in->class_start[c] - in->class_start[c - 1];
+        for (int spin = 0; c > 1 && atomic_load(&done[c - 1]) < need; spin++)
+            if (spin >= 64) /* the thread finishing class c - 1 may need this core */
+                sched_yield();
+        dp_cell(dp, i, rank[i], c);
+        double m = INFINITY;
+        for (int x = 0; x < dp->S; x++)
+            m = fmin(m, dp->T[(size_t)rank[i] * dp->S + x]);
+        dp->smin_t[rank[i]] = m;
+        atomic_fetch_add(&done[c], 1); /* seq_cst: the row above is visible to whoever sees it */
+    }
+    free(done);
+    return PF_OK;
+}
+
+static int dp_solve(dp_t *dp, double *value)
 {
     const dsinfo_t *in = dp->in;
     long long D = in->D;
@@ -386,18 +453,12 @@ static int dp_solve(dp_t *dp, int nt, double *value)
         dp->T[x] = INFINITY;
         dp->arg[x] = -1;
     }
-    /* All downsets of one size are independent: each reads smaller ones only. */
-    for (int c = 1; c <= in->n; c++) {
-        long long lo = in->class_start[c], hi = in->class_start[c + 1];
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (hi - lo > 1)
-        for (long long i = lo; i < hi; i++)
-        {
-            dp_cell(dp, i, rank[i], c);
-            double m = INFINITY;
-            for (int x = 0; x < dp->S; x++)
-                m = fmin(m, dp->T[(size_t)rank[i] * dp->S + x]);
-            dp->smin_t[rank[i]] = m;
-        }
+    if (dp_cells(dp, rank, in->threads) != PF_OK) {
+        free(rank);
+        free(dp->order);
+        dp->order = NULL;
+        dp_free_sorted(dp);
+        return PF_ERR;
     }
     *value = dp->T[(size_t)rank[D - 1] * dp->S + dp->S - 1];
     free(rank);
@@ -461,17 +522,17 @@ static int dp_run(const pf_graph_t *g, const pf_downsets_t *ds, int nested,
         pre.ds = prefixes;
         pre.in = &pin;
         pre.nested = 1;
-        if (dp_solve(&pre, nt, &ub) != PF_OK)
+        if (dp_solve(&pre, &ub) != PF_OK)
             goto oom;
         if (isfinite(ub))
             dp.cap = ub * (1 + 1e-9);
     }
     dp.in = &in;
-    if (dp_solve(&dp, nt, value) != PF_OK)
+    if (dp_solve(&dp, value) != PF_OK)
         goto oom;
     if (!isfinite(*value) && isfinite(dp.cap)) { /* only rounding could get here: no cap */
         dp.cap = INFINITY;
-        if (dp_solve(&dp, nt, value) != PF_OK)
+        if (dp_solve(&dp, value) != PF_OK)
             goto oom;
     }
     if (isfinite(*value) && op_stage)

@@ -716,6 +716,44 @@ static void test_full_flow(void)
     }
 }
 
+/* The parallel path: DPs past the size that gets a thread team (partition.c, dp_threads: 10^5
+ * candidate pairs; the DAGs here, 40 ops, edge probability 0.15, seeds 1 and 3, have 3,988 and 5,108 downsets, over 10^6 pairs)
+ * give the same objective and the same stage of every op with 1, 2 and 3 threads, at every S. */
+static void test_threads_large_dp(void)
+{
+    char err[512];
+    int checked = 0;
+    for (uint64_t seed = 1; seed <= 3; seed += 2) {
+        pf_graph_t *g = pf_test_random_dag(7000 + seed, 40, 0.15);
+        pf_cluster_t *c = flat_cluster(8, 1e18, 10);
+        int capped = 0, n = pf_graph_nops(g);
+        pf_downsets_t *ds = pf_downsets_enumerate(g, 200000, &capped);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ds);
+        long long D = pf_downsets_size(ds);
+        CU_ASSERT(D >= 2000); /* pairs >= D^2 / 4 when no size class holds half the downsets */
+        int *st1 = malloc((size_t)n * sizeof *st1), *stk = malloc((size_t)n * sizeof *stk);
+        for (int S = 1; S <= 4; S++) {
+            pf_cost_model_t cm;
+            pf_cost_model_init(&cm, c, S, 4, 0);
+            double v1, vk;
+            CU_ASSERT_EQUAL_FATAL(pf_partition_dp(g, ds, 0, &cm, S, 1, &v1, st1, err, sizeof err), PF_OK);
+            CU_ASSERT(isfinite(v1));
+            for (int t = 2; t <= 3; t++) {
+                CU_ASSERT_EQUAL_FATAL(pf_partition_dp(g, ds, 0, &cm, S, t, &vk, stk, err, sizeof err), PF_OK);
+                CU_ASSERT_EQUAL(memcmp(&v1, &vk, sizeof v1), 0);
+                CU_ASSERT_EQUAL(memcmp(st1, stk, (size_t)n * sizeof *st1), 0);
+                checked++;
+            }
+        }
+        free(st1);
+        free(stk);
+        pf_downsets_destroy(&ds);
+        pf_cluster_destroy(&c);
+        pf_graph_destroy(&g);
+    }
+    CU_ASSERT_EQUAL(checked, 16);
+}
+
 /* ---- command line ---- */
 
 static void test_cli(void)
@@ -799,5 +837,7 @@ void pf_suite_partition(void)
                 test_coarsening_hides_cut);
     CU_add_test(s, "options and defaults", test_options);
     CU_add_test(s, "coarsen + DP + refine: threads agree, numbers are cost.h's", test_full_flow);
+    CU_add_test(s, "DPs large enough for a thread team: 1, 2, 3 threads give the same plan",
+                test_threads_large_dp);
     CU_add_test(s, "command line: plan file, exit statuses 2 and 3", test_cli);
 }

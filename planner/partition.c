@@ -286,6 +286,18 @@ static void dp_cell(const dp_t *dp, long long i, long long rank_i, int pop)
     if (S == 1)
         return;
     int slo = last ? S : 2, shi = last ? S : (S - 1 < pop ? S - 1 : pop);
+    if (!last && dp->cap > 0 && isfinite(dp->cap)) {
+        /* A chain under the cap has every stage under it, and its stages' bases add up to the
+         * base of what they cover (c_u, and memory at k_s = 1, are sums over ops). So s stages
+         * ending at F need base(F) <= s cap, and the S - s after it base(V) - base(F) <=
+         * (S - s) cap; outside that range T[s][F] only feeds chains above the cap, whose value
+         * is not the answer, and staying +inf is exact for every chain that can be. */
+        double slack = dp->cap * (1 + 1e-9), rest = dp->base[D - 1] - dp->base[i];
+        while (slo <= shi && dp->base[i] > slo * slack)
+            slo++;
+        while (shi >= slo && rest > (S - shi) * slack)
+            shi--;
+    }
     if (slo > shi)
         return;
     const uint64_t *fi = pf_downsets_get(dp->ds, i);

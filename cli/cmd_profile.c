@@ -64,7 +64,8 @@ static void help(FILE *f)
             "  --sizes LIST      copy sweep sizes, comma-separated, K/M/G = 2^10/2^20/2^30\n"
             "                    (default 4,16,64,...,256M by x4 for GPU copies, to 16M for\n"
             "                    the ping-pong; 2 .. %d sizes)\n"
-            "  --reps N          timed runs per measurement, median taken (default 10)\n"
+            "  --reps N          timed runs per measurement (default 10): the median of GPU\n"
+            "                    runs, the fastest network round trip\n"
             "  --peer-off        also sweep every GPU pair with peer access off\n"
             "  --name NAME       cluster name (default: profiled-<host>)\n"
             "  -q, --quiet       no tables\n",

@@ -4,7 +4,7 @@
  * counted read + write as STREAM counts it.
  * Network: a ZeroMQ ping-pong between two endpoints. One side runs an echo (a thread that
  * answers every message with itself), the other sends each size of a sweep and takes the
- * median round trip / 2 as the one-way time, which the postal fit then turns into latency and
+ * fastest round trip / 2 as the one-way time, which the postal fit then turns into latency and
  * bandwidth. Between agents on two hosts the broker pairs them and tells one to echo and the
  * other to send; on one host it is a loopback measurement of the TCP stack. */
 #ifndef PF_CPU_PROBES_H
@@ -28,7 +28,7 @@ const char *pf_echo_endpoint(const pf_echo_t *e);
 void pf_echo_destroy(pf_echo_t **e);
 
 /* Send each of `nsizes` sizes (bytes >= 1, <= 1 GiB) `reps` times (after one warm-up) to an
- * echo, ms_out[i] = median round trip / 2. PF_ERR "no answer from EP within T s" on timeout. */
+ * echo, ms_out[i] = fastest round trip / 2. PF_ERR "no answer from EP within T s" on timeout. */
 int pf_cpu_pingpong(const char *connect_endpoint, const double *bytes, int nsizes, int reps,
                     double timeout_s, double *ms_out, char *err, size_t errlen);
 

@@ -20,7 +20,8 @@ typedef struct {
     int nsizes;                  /* 0 = the default sweep by x4 from 4 B: to 256 MiB for GPU
                                   * copies (14 sizes), to 16 MiB for the ping-pong (12) */
     double sizes[PF_SWEEP_MAX];
-    int reps;                    /* timed runs per size (median); default 10 */
+    int reps;                    /* timed runs per size (GPU: median, ping-pong: fastest);
+                                  * default 10 */
     int peer_off;                /* also sweep GPU pairs with peer access off */
     size_t cpu_stream_bytes;     /* STREAM array size; default 256 MiB */
 } pf_local_opts_t;

@@ -23,7 +23,7 @@ trap 'exit 1' INT TERM
 HB=100       # heartbeat ms, broker and agents alike
 LIVENESS=5
 ROUND_S=60   # the round's limit (profile --timeout); a probe task gets a tenth of it
-SWEEP="--sizes 4K,64K,256K,1M,4M --reps 3 --stream-mb 8"
+SWEEP="--sizes 4K,64K,256K,1M,4M --reps 7 --stream-mb 8"
 fail() { echo "FAIL: $*" >&2; for f in "$TMP"/*.log; do echo "--- $f" >&2; tail -n 20 "$f" >&2; done; exit 1; }
 pass() { echo "ok: $*"; }
 

@@ -86,7 +86,8 @@ int cli_read_file(const char *path, char **buf, size_t *len, char *err, size_t e
     {"schedule", required_argument, 0, CLI_PLANOPT_BASE + 22},                                  \
     {"global-batch", required_argument, 0, CLI_PLANOPT_BASE + 23},                              \
     {"layer-aligned", no_argument, 0, CLI_PLANOPT_BASE + 24},                                   \
-    {"mem-headroom", required_argument, 0, CLI_PLANOPT_BASE + 25}
+    {"mem-headroom", required_argument, 0, CLI_PLANOPT_BASE + 25},                              \
+    {"probe-timeouts", required_argument, 0, CLI_PLANOPT_BASE + 26}
 
 /* One getopt_long code: 1 when it was a plan option (applied to *o), 0 when it is not one, -1
  * when its value is bad (message printed). */

@@ -13,6 +13,7 @@ const cli_flag_t cli_planopt_flags[] = {
     {"max_downsets", "--max-downsets"}, {"flat_gbps", "--flat-gbps"},
     {"candidates", "--candidates"}, {"probes_in_flight", "--probes-in-flight"},
     {"rel_eps", "--eps"},         {"probe_seconds", "--probe-seconds"},
+    {"probe_timeouts", "--probe-timeouts"},
     {"max_stages", "--max-stages"}, {"tp", "--tp"}, {"max_tp", "--max-tp"},
     {"global_batch", "--global-batch"}, {"layer_aligned", "--layer-aligned"},
     {"precision", "--precision"}, {"zero", "--zero"}, {"mem_headroom", "--mem-headroom"},
@@ -150,6 +151,11 @@ int cli_planopt(const char *cmd, int code, const char *arg, pf_search_opts_t *o)
             return -1;
         o->mem_headroom = x;
         return 1;
+    case 26:
+        if (cli_int(cmd, "--probe-timeouts", arg, 0, 1000000, &i))
+            return -1;
+        o->probe_timeouts = (int)i;
+        return 1;
     default:
         return 0;
     }
@@ -179,6 +185,8 @@ void cli_planopts_help(FILE *f)
             "  --eps X               binary search stops at t_r - t_l <= X t_r (default %g)\n"
             "  --probe-seconds X     budget of one mapping probe, > 0: distributed probes need a\n"
             "                        deadline (default %g)\n"
+            "  --probe-timeouts N    a mapping binary search ends after N timed-out probes\n"
+            "                        (default %d; 0 = no limit)\n"
             "  --no-symmetry         do not prune interchangeable devices in probes\n"
             "  --instantiation I     m, ar, full or auto (default auto: both, keep the better)\n"
             "  --seed N              seed of the random upper-bound mapping (default %llu)\n"
@@ -207,5 +215,5 @@ void cli_planopts_help(FILE *f)
             "                        context, NCCL buffers and fragmentation (default %g)\n",
             d.max_stages, PF_DEFAULT_MICROBATCHES, PF_PARTITION_DEFAULT_MAX_DOWNSETS,
             d.candidates, d.probes_in_flight, d.rel_eps,
-            d.probe_seconds, (unsigned long long)d.seed, d.max_tp, d.mem_headroom);
+            d.probe_seconds, d.probe_timeouts, (unsigned long long)d.seed, d.max_tp, d.mem_headroom);
 }

@@ -181,6 +181,7 @@ void pf_search_opts_init(pf_search_opts_t *o)
     o->probes_in_flight = 4;
     o->rel_eps = 1e-3;
     o->probe_seconds = 1; /* as `planfarm map`: a timed-out probe only costs optimality proof */
+    o->probe_timeouts = 2;
     o->symmetry = PF_MAP_SYM_ALL;
     o->auto_inst = 1;
     o->inst = PF_INST_FULL;
@@ -354,6 +355,13 @@ static void probe_answered(pf_search_t *s, job_rec_t *j, const pf_job_result_t *
     }
     if (t->lo > t->hi) /* only a timed-out probe can claim this; trust the mapping we hold */
         t->lo = t->hi;
+    /* A probe that times out says nothing about its target, and the later ones sit between it
+     * and t_r, where the mapping we hold already is: past a few, each costs a full budget for a
+     * gain below (t_r - t_l) / 2^k. bench/RESULTS.md, "probe time-outs", has the measurements. */
+    if (s->o.probe_timeouts > 0 && t->timed_out >= s->o.probe_timeouts) {
+        task_done(s, t);
+        return;
+    }
     /* probes outside the new interval can no longer move it */
     for (int i = 0; i < t->nflight;) {
         double x = job_of(s, t->in_flight[i])->target_ms;
@@ -992,10 +1000,11 @@ int pf_search_validate(const pf_graph_t *g, const pf_cluster_t *c, const pf_sear
         return pf_fail(err, errlen, PF_EINPUT, "schedules: mask 0x%x names a schedule other "
                        "than 1f1b, gpipe and eager-1f1b", o.schedules);
     if (o.nalphas <= 0 || o.nalphas > PF_SEARCH_MAX_ALPHAS || o.candidates <= 0 ||
-        o.probes_in_flight <= 0 || o.probes_in_flight > MAX_IN_FLIGHT || !(o.rel_eps > 0))
+        o.probes_in_flight <= 0 || o.probes_in_flight > MAX_IN_FLIGHT || !(o.rel_eps > 0) ||
+        o.probe_timeouts < 0)
         return pf_fail(err, errlen, PF_EINPUT,
                        "search options: need 1-%d alphas, candidates >= 1, 1-%d probes in "
-                       "flight, rel_eps > 0",
+                       "flight, rel_eps > 0, probe time-outs >= 0",
                        PF_SEARCH_MAX_ALPHAS, MAX_IN_FLIGHT);
     int nst = stage_counts(&o, D, pf_graph_nops(g), stages_list);
     if (nst == 0 || stages_list[0] < 1)

@@ -61,6 +61,8 @@ typedef struct {
     int probes_in_flight; /* W per binary search; default 4 */
     double rel_eps;       /* binary search stops when t_r - t_l <= rel_eps * t_r; default 1e-3 */
     double probe_seconds; /* per-probe budget; default 1 */
+    int probe_timeouts;   /* a binary search ends after this many timed-out probes (its lower
+                           * bound is unproven from the first); 0 = no limit; default 2 */
     int symmetry;         /* the probes' symmetry rules, PF_MAP_SYM_* (map_symmetry.h); default ALL */
     int auto_inst;        /* default 1: both instantiations, keep the better under "full" */
     pf_inst_t inst;       /* when auto_inst = 0 */

@@ -942,6 +942,8 @@ Planfarm__PlanOptions *pf_codec_options_to_pb(pf_arena_t *a, const pf_search_opt
     m->layer_aligned = o->layer_aligned != 0;
     m->mem_headroom_set = 1;
     m->mem_headroom = o->mem_headroom;
+    m->probe_timeouts_set = 1;
+    m->probe_timeouts = (uint32_t)o->probe_timeouts;
     m->schedules = o->schedules;
     pf_tp_setting_opts_t so;
     pf_tp_setting_opts_init(&so);
@@ -998,6 +1000,12 @@ int pf_codec_options_from_pb(const Planfarm__PlanOptions *m, pf_search_opts_t *o
             return pf_fail(err, errlen, PF_EINPUT, "options.mem_headroom: %g is not in [0, 1)",
                            m->mem_headroom);
         o->mem_headroom = m->mem_headroom;
+    }
+    if (m->probe_timeouts_set) {
+        if (m->probe_timeouts > 1000000)
+            return pf_fail(err, errlen, PF_EINPUT, "options.probe_timeouts: %u is above 1000000",
+                           m->probe_timeouts);
+        o->probe_timeouts = (int)m->probe_timeouts;
     }
     if (m->schedules & ~7u) /* 1f1b, gpipe, eager-1f1b */
         return pf_fail(err, errlen, PF_EINPUT, "options.schedules: mask 0x%x out of range",

@@ -438,6 +438,19 @@ static void test_header_and_options(void)
     CU_ASSERT(back.stages == 4 && back.microbatches == 8 && !back.refine && !back.auto_inst);
     CU_ASSERT(back.inst == PF_INST_M && back.rel_eps == 1e-4 && back.seed == 99);
     CU_ASSERT(back.symmetry && back.nalphas == 3 && back.candidates == o.candidates);
+    CU_ASSERT_EQUAL(back.probe_timeouts, 2); /* the default travels as a value */
+    o.probe_timeouts = 0;                     /* 0 = no limit, not "unset" */
+    m = pf_codec_options_to_pb(a, &o);
+    CU_ASSERT_EQUAL_FATAL(pf_codec_options_from_pb(m, &back, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(back.probe_timeouts, 0);
+    m->probe_timeouts_set = 0; /* an older client: the default */
+    CU_ASSERT_EQUAL_FATAL(pf_codec_options_from_pb(m, &back, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(back.probe_timeouts, 2);
+    m->probe_timeouts_set = 1;
+    m->probe_timeouts = 2000000;
+    CU_ASSERT_EQUAL(pf_codec_options_from_pb(m, &back, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "probe_timeouts"));
+    m->probe_timeouts = 0;
     m->instantiation = "bogus";
     CU_ASSERT_EQUAL(pf_codec_options_from_pb(m, &back, err, sizeof err), PF_EINPUT);
     m->instantiation = "auto";

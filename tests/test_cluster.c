@@ -3,7 +3,9 @@
 #include "planner/util.h"
 #include "tests/testutil.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define DEV(i) "{\"id\": " #i ", \"host\": 0, \"mem_bytes\": 1e9}"
@@ -95,6 +97,39 @@ static void test_input_gaps(void)
     pf_cluster_destroy(&c);
 }
 
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* min, median and max by selection against a full sort, on random asymmetric matrices with
+ * many ties (few distinct values) and with none */
+static void test_bw_stats_vs_sort(void)
+{
+    uint64_t rng = 12345;
+    for (int t = 0; t < 300; t++) {
+        int n = 2 + t % 13, distinct = t % 2 ? 3 : 1000000;
+        pf_cluster_t *c = pf_cluster_new("r", n);
+        double v[15 * 14];
+        int k = 0;
+        for (int a = 0; a < n; a++)
+            for (int b = 0; b < n; b++) {
+                if (a == b)
+                    continue;
+                rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+                double g = 1 + (double)((rng >> 33) % (uint64_t)distinct);
+                pf_cluster_set_bw(c, a, b, g);
+                v[k++] = g;
+            }
+        qsort(v, (size_t)k, sizeof *v, cmp_dbl);
+        CU_ASSERT_EQUAL(pf_cluster_bw_min(c), v[0]);
+        CU_ASSERT_EQUAL(pf_cluster_bw_max(c), v[k - 1]);
+        CU_ASSERT_EQUAL(pf_cluster_bw_median(c), 0.5 * (v[k / 2 - 1] + v[k / 2])); /* k even */
+        pf_cluster_destroy(&c);
+    }
+}
+
 static void test_stats_and_round_trip(void)
 {
     char err[256], path[700];
@@ -143,5 +178,7 @@ void pf_suite_cluster(void)
     CU_pSuite s = CU_add_suite("cluster", NULL, NULL);
     CU_add_test(s, "bad files: each message names the place", test_bad_files);
     CU_add_test(s, "statistics, postal model, round trip", test_stats_and_round_trip);
+    CU_add_test(s, "bandwidth min, median, max equal a full sort (300 random matrices)",
+                test_bw_stats_vs_sort);
     CU_add_test(s, "negative ids, absurd numbers, bad UTF-8: exact messages", test_input_gaps);
 }

@@ -5,13 +5,16 @@
  *    against a bare ZeroMQ DEALER/ROUTER ping-pong (one message in flight) measured in the same
  *    run on the same transport. One job is one round trip broker -> worker -> broker, plus the
  *    worker's hop to its solver thread and back.
- * 2. One large search: BERT-48 on 64 devices (8 x DGX-1), every (S, R, T), mapping probes.
+ * 2. One large search: BERT-96 on 64 devices (8 x DGX-1), every (S, R, T), mapping probes
+ *    (BERT-48's whole search fell to about 1 s of jobs once the DP kept only the stage counts
+ *    a chain under its upper bound can use: too little to measure a farm by).
  *    (a) In-process (bench/farm.h): the size of its jobs by kind, and its makespan replayed on
  *        1, 2, 4 and 8 ideal workers - how much parallelism the search itself offers.
  *    (b) A real broker and 1, 2 and 4 worker processes of PF_BENCH_THREADS OpenMP threads each
  *        (default 1) on TCP loopback: wall time, efficiency T1 / (N TN), jobs dispatched,
  *        messages, the broker loop's busy seconds, and the workers' busy share from the broker's
- *        job latencies. PF_BENCH_LAYERS overrides 48 (a smaller model for a quick look). */
+ *        job latencies. PF_BENCH_LAYERS overrides 96 (a smaller model for a quick look);
+ *        PF_BENCH_IDEAL_ONLY=1 stops after (a). */
 #include "bench/farm.h"
 #include "broker/broker.h"
 #include "broker/client.h"
@@ -217,7 +220,7 @@ static int search_scaling(void)
     pf_model_opts_t mo;
     pf_model_opts_init(&mo, PF_MODEL_BERT);
     const char *layers = getenv("PF_BENCH_LAYERS"), *thr = getenv("PF_BENCH_THREADS");
-    mo.layers = layers ? atoi(layers) : 48;
+    mo.layers = layers ? atoi(layers) : 96;
     int threads = thr ? atoi(thr) : 1;
     if (mo.layers < 1 || threads < 1)
         return 1;
@@ -238,6 +241,11 @@ static int search_scaling(void)
            pf_graph_nops(g), pf_cluster_name(c), pf_cluster_ndevices(c));
     double ideal_t1 = 0;
     search_ideal(g, c, &so, &ideal_t1);
+    if (getenv("PF_BENCH_IDEAL_ONLY")) { /* the replay alone: job CPU seconds, load-proof */
+        pf_graph_destroy(&g);
+        pf_cluster_destroy(&c);
+        return 0;
+    }
     printf("worker processes (planfarm broker + N x planfarm worker --threads %d --credits 2, TCP "
            "loopback); efficiency = T1 / (N x TN);\n"
            "busy = sum of the broker's job latencies (send to answer, wire and the worker's queue "

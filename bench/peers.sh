@@ -159,12 +159,18 @@ pd_row() {
 }
 
 # ---------------------------------------------------------------- Piper
-# Piper's driver (driver.cpp, unmodified) with `notp`: every node keeps its 1-device configurations
-# (plain and with activation recomputation), so Piper searches stages x per-stage data-parallel
-# degree. planfarm: `plan` (every S x R = D, constant R per stage, no recomputation) on a flat
-# cluster of D devices at the file's bandwidth, 16 GiB each, MB = D micro-batches in flight (so that
-# stage s stashes S - s inputs, as Piper's 1F1B memory term does for a constant degree).
-# planfarm's plan is priced under Piper's model by Piper's own getTPSForResult (bench/piper_eval.cpp).
+# Piper's driver (driver.cpp, unmodified), twice per input: `notp` keeps every node's 1-device
+# configurations (plain and with activation recomputation), so Piper searches stages x per-stage
+# data-parallel degree; without it Piper also picks, per node, one of the tensor-parallel
+# configurations its input file lists (measured per layer and degree by Piper's own profiler).
+# planfarm: `plan` (every S x R = D, constant R per stage, no recomputation) on a flat cluster of D
+# devices at the file's bandwidth, 16 GiB each with no headroom (Piper keeps none), MB = D
+# micro-batches in flight (so that stage s stashes S - s inputs, as Piper's 1F1B memory term does
+# for a constant degree). The imported
+# graph has no weight shapes (Piper's nodes are whole layers), so planfarm's TAP has nothing to
+# split and planfarm plans with T = 1 in both rows: the `full` row shows what Piper gains from its
+# per-layer configurations, on the same planfarm plan. planfarm's plan is priced under Piper's
+# model by Piper's own getTPSForResult (bench/piper_eval.cpp).
 piper_build() {
     for prog in piper_run piper_eval; do
         src=$peers/piper/driver.cpp
@@ -178,17 +184,40 @@ piper_build() {
 
 piper() {
     echo
-    echo "== Piper (driver.cpp FILE D 16 notp) against planfarm plan, D devices of 16 GiB"
-    echo "   Piper s = the driver's process (its own solve_s in brackets); planfarm s = import + plan; 'x' = Piper s / planfarm s"
+    echo "== Piper (driver.cpp FILE D 16 [notp]) against planfarm plan, D devices of 16 GiB"
+    echo "   notp: Piper without tensor parallelism; full: Piper with its per-layer tensor-parallel configurations"
+    echo "   Piper s = the driver's process (solve = CPU s of its runDP); planfarm s = import + plan (search = the"
+    echo "   search's own wall s, no start-up or file reading); 'x' = Piper s / planfarm s, 'xs' = Piper solve / planfarm search"
     echo "   Piper model: time_per_sample of getTPSForResult (inf: a stage does not fit Piper's memory model)"
     echo "   pf model: planfarm's plan objective_ms (eq. 5 full); Piper's plan has per-stage degrees planfarm cannot express"
     piper_build || { echo "bench-peers: building Piper failed" >&2; return 1; }
-    printf '%-11s %4s %4s %9s %18s %7s | %12s %12s %9s | %10s  %s\n' input D mode "pf s" "Piper s (solve)" x \
-        "pf:Piper" "Piper:Piper" "pf/Piper" "pf:pf" "Piper's stages (d each)"
+    printf '%-11s %4s %4s %7s %7s %7s %7s %7s %6s | %12s %12s %8s | %9s  %s\n' input D mode "pf s" search \
+        "Piper s" solve x xs "pf:Piper" "Piper:Piper" "pf/Piper" "pf:pf" "Piper's stages (d, or d x t, each)"
     inputs=${PF_PIPER_INPUTS:-bert32a100:8 resnet:8 gnmt:8 bert32a100:32 resnet:32 gnmt:32 bert32a100:512 resnet:512 gnmt:512}
     for in in $inputs; do
         piper_row "${in%%:*}" "${in##*:}"
     done
+}
+
+# piper_run FILE D MODE -> sets pi_rc pi_s solve tps stages (Piper's stages as "d" or "dxt")
+piper_run() {
+    t0=$(now_ns)
+    if [ "$3" = notp ]; then
+        timeout "$timeout_s" "$out/piper_run" "$1" "$2" 16 notp >"$out/piper.out" 2>"$out/piper.err"
+    else
+        timeout "$timeout_s" "$out/piper_run" "$1" "$2" 16 >"$out/piper.out" 2>"$out/piper.err"
+    fi
+    pi_rc=$?
+    t1=$(now_ns)
+    pi_s=$(secs "$t0" "$t1")
+    solve=- tps=- stages=-
+    [ $pi_rc = 0 ] || return 0
+    solve=$(jq -r '.solve_s' "$out/piper.out")
+    tps=$(jq -r '.time_per_sample' "$out/piper.out")
+    stages=$(awk '/^formed a stage with nodes/ { d = ""; t = "";
+                      for (i = 1; i <= NF; i++) { if ($i ~ /^d=/) d = substr($i, 3); if ($i ~ /^t=/) t = substr($i, 3) }
+                      s = s (s ? "," : "") (t != "" && t != "1" ? d "x" t : d) }
+                  END { print s }' "$out/piper.err")
 }
 
 piper_row() {
@@ -200,38 +229,37 @@ piper_row() {
     "$pf" cluster hier --machines 1 --gpus "$d" --intra-gbps "$gbps" --mem-gb 16 --name "flat$d" -o "$cl" || return
     t0=$(now_ns)
     "$pf" import piper "$file" -o "$g" 2>/dev/null &&
-        "$pf" plan "$g" "$cl" --microbatches "$d" --quiet -o "$plan" 2>"$out/pf.err"
+        "$pf" plan "$g" "$cl" --microbatches "$d" --mem-headroom 0 --quiet -o "$plan" 2>"$out/pf.err"
     rc=$?
     t1=$(now_ns)
     pf_s=$(secs "$t0" "$t1")
+    pf_search=-
     if [ $rc = 0 ]; then
-        pf_pf=$(jq -r '.objective_ms' "$plan")
+        pf_pf=$(jq -r '.objective_ms * 1000 | round / 1000' "$plan")
+        pf_search=$(jq -r '.search.wall_s | . * 1000 | round / 1000' "$plan")
         jq -r '.replicas as $r | .stage_list[] | "\($r) " + (.ops | map(tostring) | join(" "))' "$plan" >"$out/pf.stages"
         pf_piper=$("$out/piper_eval" "$file" "$d" 16 notp "$out/pf.stages" 2>/dev/null | jq -r '.time_per_sample')
         [ "$pf_piper" = "1e+30" ] && pf_piper=inf
     else
         pf_pf="fail($rc)" pf_piper=-
     fi
-    t0=$(now_ns)
-    timeout "$timeout_s" "$out/piper_run" "$file" "$d" 16 notp >"$out/piper.out" 2>"$out/piper.err"
-    rc=$?
-    t1=$(now_ns)
-    pi_s=$(secs "$t0" "$t1")
-    if [ $rc = 124 ]; then
-        printf '%-11s %4s %4s %9s %18s   Piper did not finish in %s s: skipped\n' "$m" "$d" notp "$pf_s" "> $timeout_s" "$timeout_s"
-    elif [ $rc != 0 ]; then
-        printf '%-11s %4s %4s %9s  Piper failed (rc %s): %s\n' "$m" "$d" notp "$pf_s" "$rc" "$(head -c 200 "$out/piper.out")"
-    else
-        solve=$(jq -r '.solve_s' "$out/piper.out")
-        tps=$(jq -r '.time_per_sample' "$out/piper.out")
-        stages=$(awk '/^formed a stage with nodes/ { for (i = 1; i <= NF; i++) if ($i ~ /^d=/) { sub("d=", "", $i); s = s (s ? "," : "") $i } }
-                      END { print s }' "$out/piper.err")
-        printf '%-11s %4s %4s %9s %9s (%6.3f) %7s | %12s %12s %9s | %10.3f  %s\n' "$m" "$d" notp "$pf_s" "$pi_s" "$solve" \
-            "$(ratio "$pi_s" "$pf_s")" "$pf_piper" "$tps" \
-            "$(awk -v a="$pf_piper" -v b="$tps" 'BEGIN{ if (a == "inf") print "inf"; else printf "%.4f", a / b }')" \
+    for mode in notp full; do
+        piper_run "$file" "$d" "$mode"
+        if [ $pi_rc = 124 ]; then
+            printf '%-11s %4s %4s %7s %7s %7s   Piper did not finish in %s s: skipped\n' "$m" "$d" "$mode" \
+                "$pf_s" "$pf_search" "> $timeout_s" "$timeout_s"
+            continue
+        elif [ $pi_rc != 0 ]; then
+            printf '%-11s %4s %4s %7s %7s  Piper failed (rc %s): %s\n' "$m" "$d" "$mode" "$pf_s" "$pf_search" \
+                "$pi_rc" "$(head -c 200 "$out/piper.out")"
+            continue
+        fi
+        printf '%-11s %4s %4s %7s %7s %7s %7.3f %7s %6s | %12s %12s %8s | %9s  %s\n' "$m" "$d" "$mode" "$pf_s" \
+            "$pf_search" "$pi_s" "$solve" "$(ratio "$pi_s" "$pf_s")" "$(ratio "$solve" "$pf_search")" \
+            "$pf_piper" "$tps" \
+            "$(awk -v a="$pf_piper" -v b="$tps" 'BEGIN{ if (a == "inf" || a == "-") print a; else printf "%.4f", a / b }')" \
             "$pf_pf" "$stages"
-    fi
-    printf '%-11s %4s %4s   full problem (Piper with tensor parallelism): pending tensor parallelism in planfarm\n' "$m" "$d" full
+    done
 }
 
 status=0

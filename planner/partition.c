@@ -522,7 +522,7 @@ static int dp_run(const pf_graph_t *g, const pf_downsets_t *ds, int nested,
     dp.floor_value = fmax(biggest, total / S + reserve) * (1 - 1e-12);
     dp.T = malloc((size_t)S * (size_t)D * sizeof *dp.T);
     dp.arg = malloc((size_t)S * (size_t)D * sizeof *dp.arg);
-    if (!dp.T || !dp.arg || dsinfo_build(g, ds, cm, nt, &in) != PF_OK)
+    if (!dp.T || !dp.arg)
         goto oom;
     if (!nested && S > 1) {
         /* Upper bound from the prefixes of one topological order (all of them downsets). */
@@ -536,9 +536,21 @@ static int dp_run(const pf_graph_t *g, const pf_downsets_t *ds, int nested,
         pre.nested = 1;
         if (dp_solve(&pre, &ub) != PF_OK)
             goto oom;
+        /* The prefixes' chain meets the lower bound: it is optimal, and the DP over all the
+         * downsets could only find another chain of the same value (PipeDream's gnmt at 8
+         * stages: its largest op is the answer). */
+        if (isfinite(ub) && ub <= dp.floor_value / (1 - 1e-12) * (1 + 1e-9)) {
+            *value = ub;
+            if (op_stage)
+                dp_chain(&pre, op_stage);
+            rc = PF_OK;
+            goto done;
+        }
         if (isfinite(ub))
             dp.cap = ub * (1 + 1e-9);
     }
+    if (dsinfo_build(g, ds, cm, nt, &in) != PF_OK)
+        goto oom;
     dp.in = &in;
     if (dp_solve(&dp, value) != PF_OK)
         goto oom;

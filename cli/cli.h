@@ -133,9 +133,10 @@ int cli_submit(const char *cmd, pf_client_t *client, const pf_graph_t *g, const 
                char **id);
 /* Poll the request until it ends (progress on stderr when it is a terminal and `progress`),
  * then write its plan to out_path ("-" or NULL = stdout) and a summary on stderr unless quiet.
- * Returns the exit status: 0 done, 3 infeasible, 2 bad input, 1 otherwise. */
+ * Polls start 1 ms apart and grow by half up to max_poll_ms. Returns the exit status: 0 done,
+ * 3 infeasible, 2 bad input, 1 otherwise. */
 int cli_wait_and_fetch(const char *cmd, pf_client_t *c, const char *id, const char *out_path,
-                       int progress, int quiet);
+                       int progress, int quiet, int max_poll_ms);
 /* Write a finished request's plan and summary; the exit status as above (1 while running). */
 int cli_fetch_plan(const char *cmd, pf_client_t *c, const char *id, const char *out_path,
                    int quiet);

@@ -179,7 +179,8 @@ int cmd_plan(int argc, char **argv)
         if (!quiet && e.broker)
             fprintf(stderr, "planfarm plan: embedded broker, %lld worker%s x %lld thread%s\n",
                     workers, workers > 1 ? "s" : "", threads, threads > 1 ? "s" : "");
-        rc = cli_wait_and_fetch("plan", client, id, out, !quiet, quiet);
+        /* in process a STATUS costs microseconds: poll often enough to end on time */
+        rc = cli_wait_and_fetch("plan", client, id, out, !quiet, quiet, e.broker ? 50 : 500);
     }
 done:
     free(id);

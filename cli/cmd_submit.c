@@ -106,7 +106,7 @@ int cmd_submit(int argc, char **argv)
     } else if (rc == CLI_OK) {
         if (!quiet)
             fprintf(stderr, "planfarm submit: request %s\n", id);
-        rc = cli_wait_and_fetch("submit", client, id, out, !quiet, quiet);
+        rc = cli_wait_and_fetch("submit", client, id, out, !quiet, quiet, 500);
     }
     free(id);
     pf_client_destroy(&client);

@@ -204,10 +204,12 @@ int cli_fetch_plan(const char *cmd, pf_client_t *c, const char *id, const char *
 }
 
 int cli_wait_and_fetch(const char *cmd, pf_client_t *c, const char *id, const char *out_path,
-                       int progress, int quiet)
+                       int progress, int quiet, int max_poll_ms)
 {
     char err[CLI_ERRLEN];
-    int delay_ms = 20, shown = 0, rc;
+    /* Geometric polling: a small plan ends in a few ms (a first sleep of 20 ms was most of
+     * `planfarm plan`'s time on Piper's inputs), a long one is seen at most a third late. */
+    int delay_ms = 1, shown = 0, rc;
     progress = progress && cli_stderr_tty();
     for (;;) {
         Planfarm__RequestStatus *st;
@@ -234,7 +236,7 @@ int cli_wait_and_fetch(const char *cmd, pf_client_t *c, const char *id, const ch
             fprintf(stderr, "planfarm %s: interrupted; request %s cancelled\n", cmd, id);
             return CLI_FAIL;
         }
-        delay_ms = delay_ms * 3 / 2 > 500 ? 500 : delay_ms * 3 / 2;
+        delay_ms = delay_ms * 3 / 2 + 1 > max_poll_ms ? max_poll_ms : delay_ms * 3 / 2 + 1;
     }
     if (shown)
         fputc('\n', stderr);

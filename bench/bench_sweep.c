@@ -6,7 +6,12 @@
  * per model and of total ~ a ops^b per D, each a least-squares line through (log x, log t).
  *
  * Default: a quick subset (3 generators, 2 models) that runs in about a minute on the 2-core
- * development machine; PF_BENCH_SWEEP=full runs every generator and all four models. */
+ * development machine; PF_BENCH_SWEEP=full runs every generator and all four models.
+ *
+ * Last, issue 15's target "BERT-48 on 512 devices (torus) under 10 s on 2 cores": the whole
+ * search as `planfarm plan` runs it (embedded broker, one worker with every core), wall time,
+ * and its jobs by kind from the in-process driver. */
+#include "bench/farm.h"
 #include "planner/models.h"
 #include "planner/partition.h"
 #include "planner/topology.h"
@@ -17,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static double cpu_s(void)
 {
@@ -100,6 +106,65 @@ static double fit_exponent(const double *x, const double *t, int n)
     }
     double den = m * sxx - sx * sx;
     return m >= 2 && den > 0 ? (m * sxy - sx * sy) / den : NAN;
+}
+
+/* The whole search of BERT-48 on a 32 x 16 torus, as `planfarm plan` runs it. */
+static int bert48_torus512(void)
+{
+    pf_topo_opts_t to;
+    pf_cluster_t *c = NULL;
+    char err[256], ep[256];
+    pf_topo_opts_init(&to, PF_TOPO_TORUS2D);
+    to.dims[0] = 32;
+    to.dims[1] = 16;
+    to.dims[2] = 1;
+    pf_graph_t *g = model(PF_MODEL_BERT, 48);
+    if (!g || pf_topo_build(&to, &c, err, sizeof err) != PF_OK) {
+        fprintf(stderr, "sweep: %s\n", g ? err : "BERT-48");
+        pf_graph_destroy(&g);
+        return 1;
+    }
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    printf("\nthe whole search, BERT-48 (%d ops) on torus2d 32 x 16 (512 devices), default options "
+           "(target: under 10 s on 2 cores)\n", pf_graph_nops(g));
+    zactor_t *b = pf_bench_broker_start("inproc://bench-sweep-512", ep, sizeof ep);
+    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    zactor_t *w = b ? pf_bench_worker_start(ep, 2, cores > 0 ? cores : 1, "sweep-512") : NULL;
+    pf_bench_run_t run = {0};
+    double c0 = cpu_s();
+    if (w)
+        run = pf_bench_client_search(ep, g, c, &o);
+    double cpu = cpu_s() - c0;
+    zactor_destroy(&w);
+    zactor_destroy(&b);
+    int rc = 0;
+    if (!run.ok) {
+        printf("  embedded broker + 1 worker: failed: %s\n", w || b ? run.err : "no broker");
+        rc = 1;
+    } else {
+        printf("  embedded broker + 1 worker (every core): %.2f s wall, %.2f s CPU, %lld jobs, "
+               "objective %.3f ms -> %s\n", run.wall_s, cpu, run.jobs, run.objective_ms,
+               run.wall_s < 10 ? "met" : "NOT met");
+    }
+    pf_bench_drive_t d;
+    pf_bench_drive(g, c, &o, 0, 1, &d);
+    printf("  in-process driver, jobs one at a time (%.2f s wall, %.2f s CPU):\n", d.wall_s,
+           d.cpu_s);
+    for (int k = 0; k < PF_JOB_KIND_COUNT; k++)
+        if (d.kind[k].jobs)
+            printf("    %-13s %4lld jobs  %7.3f s wall  %7.3f s CPU  longest %.3f s\n",
+                   pf_job_kind_name((pf_job_kind_t)k), d.kind[k].jobs, d.kind[k].wall_s,
+                   d.kind[k].cpu_s, d.kind[k].max_s);
+    printf("    the search's own work %.3f s\n", d.search.wall_s);
+    if (d.status != PF_OK) {
+        printf("  in-process driver failed: %s\n", d.err);
+        rc = 1;
+    }
+    pf_bench_drive_free(&d);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&c);
+    return rc;
 }
 
 enum { NDEV = 4, MAXKINDS = 12, MAXMODELS = 4 };
@@ -200,5 +265,5 @@ int pf_bench_sweep(void)
         printf("  D = %3d  in model ops (%d models):      b = %.2f\n", devs[di], nmodels,
                fit_exponent(x, t, n));
     }
-    return 0;
+    return bert48_torus512();
 }

@@ -24,13 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 static pf_graph_t *model(pf_model_kind_t kind, int layers)
 {
     pf_model_opts_t o;
@@ -132,10 +125,10 @@ static int bert48_torus512(void)
     int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     zactor_t *w = b ? pf_bench_worker_start(ep, 2, cores > 0 ? cores : 1, "sweep-512") : NULL;
     pf_bench_run_t run = {0};
-    double c0 = cpu_s();
+    double c0 = pf_bench_cpu_s();
     if (w)
         run = pf_bench_client_search(ep, g, c, &o);
-    double cpu = cpu_s() - c0;
+    double cpu = pf_bench_cpu_s() - c0;
     zactor_destroy(&w);
     zactor_destroy(&b);
     int rc = 0;
@@ -220,10 +213,10 @@ int pf_bench_sweep(void)
                     o.replicas = D / S;
                     pf_plan_t *p = NULL;
                     char err[512];
-                    double w0 = pf_now_s(), c0 = cpu_s();
+                    double w0 = pf_now_s(), c0 = pf_bench_cpu_s();
                     int rc = pf_partition_run(g, c, &o, &p, err, sizeof err);
                     double w = pf_now_s() - w0;
-                    cpu += cpu_s() - c0;
+                    cpu += pf_bench_cpu_s() - c0;
                     wall += w;
                     jobs++;
                     ok += rc == PF_OK;

@@ -171,10 +171,13 @@ bench-peers: setup
 	$(MAKE) planfarm
 	BUILD=$(BUILD) ./bench/peers.sh
 
-sanitize: setup-test
+# The CLI suites run the planfarm binary (the plain build: the instrumented one is the library
+# under test in-process).
+sanitize: setup-test planfarm
 	$(MAKE) BUILD=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" \
 	    LDLIBS="-lm -lpthread -fopenmp -fsanitize=address,undefined" build-asan/pf_tests
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 PF_DATA=$(CURDIR)/tests/data build-asan/pf_tests
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 PF_BIN=$(CURDIR)/planfarm \
+	    PF_DATA=$(CURDIR)/tests/data build-asan/pf_tests
 
 stress-test:
 	sh tests/stress.sh $(or $(STRESS_N),20) $(or $(STRESS_SANITIZE_N),5)

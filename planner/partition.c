@@ -310,6 +310,23 @@ static void dp_cell(const dp_t *dp, long long i, long long rank_i, int pop)
     long long top = rank_i; /* subsets whose rounded c_u ties or exceeds F_i's by an ulp */
     while (top + 1 < D && sbase[top + 1] <= bi + 1e-12 * fabs(bi))
         top++;
+    if (dp->cap > 0 && isfinite(dp->cap)) {
+        /* T[s-1][F'] >= base(F') / (s - 1) (the bases of its stages add up), and every stored
+         * T is under the cap: candidates above (shi - 1) cap have none to offer, skip them by
+         * bisection instead of one by one. */
+        double most = (shi - 1) * dp->cap * (1 + 1e-9);
+        if (sbase[top] > most) {
+            long long lo = -1, hi = top; /* sbase[lo] <= most < sbase[hi] */
+            while (hi - lo > 1) {
+                long long mid = lo + (hi - lo) / 2;
+                if (sbase[mid] <= most)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            top = lo;
+        }
+    }
     for (long long q = top; q >= 0; q--) {
         double low = bi - sbase[q];
         if (low >= lim || low > dp->cap)

@@ -215,7 +215,8 @@ pf_bench_run_t pf_bench_client_search(const char *ep, const pf_graph_t *g, const
             break;
         }
         if (state != PLANFARM__REQUEST_STATE__REQ_RUNNING &&
-            state != PLANFARM__REQUEST_STATE__REQ_QUEUED) {
+            state != PLANFARM__REQUEST_STATE__REQ_QUEUED &&
+            state != PLANFARM__REQUEST_STATE__REQ_PREPARING) { /* large graphs are prepared first */
             snprintf(r.err, sizeof r.err, "request ended in state %d", state);
             break;
         }

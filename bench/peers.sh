@@ -238,8 +238,12 @@ piper_row() {
         pf_pf=$(jq -r '.objective_ms * 1000 | round / 1000' "$plan")
         pf_search=$(jq -r '.search.wall_s | . * 1000 | round / 1000' "$plan")
         jq -r '.replicas as $r | .stage_list[] | "\($r) " + (.ops | map(tostring) | join(" "))' "$plan" >"$out/pf.stages"
-        pf_piper=$("$out/piper_eval" "$file" "$d" 16 notp "$out/pf.stages" 2>/dev/null | jq -r '.time_per_sample')
+        "$out/piper_eval" "$file" "$d" 16 notp "$out/pf.stages" >"$out/pf.piper" 2>/dev/null
+        # Piper's function refuses some plans outright (it prints FAIL: ... into its JSON)
+        pf_piper=$(jq -r '.time_per_sample' "$out/pf.piper" 2>/dev/null) || pf_piper=-
         [ "$pf_piper" = "1e+30" ] && pf_piper=inf
+        [ "$pf_piper" = - ] &&
+            echo "   (planfarm's plan for $m on $d: Piper's getTPSForResult refuses it:$(grep -o 'FAIL.*' "$out/pf.piper" | head -c 160))"
     else
         pf_pf="fail($rc)" pf_piper=-
     fi

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <czmq.h>
+#include <dlfcn.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -14,6 +15,49 @@
 #define HTTP_CONNECTIONS 64   /* at once; more wait in the kernel's backlog */
 #define HTTP_TIMEOUT_S 10     /* an idle connection is closed after this */
 #define PLAN_ID_MAX 64
+
+/* libmicrohttpd is opened when a broker first serves HTTP, not linked: its TLS library and the
+ * ten below it are most of the 3.3 ms that loading it adds to every planfarm process (`check`,
+ * `partition`, `status` included), measured with perf stat on a program linked with and without
+ * it. The header still gives the types and constants; these are its only entry points. */
+static struct {
+    __typeof__(MHD_start_daemon) *start_daemon;
+    __typeof__(MHD_stop_daemon) *stop_daemon;
+    __typeof__(MHD_get_daemon_info) *get_daemon_info;
+    __typeof__(MHD_create_response_from_buffer) *create_response_from_buffer;
+    __typeof__(MHD_add_response_header) *add_response_header;
+    __typeof__(MHD_queue_response) *queue_response;
+    __typeof__(MHD_destroy_response) *destroy_response;
+    char error[256]; /* empty when every entry point was found */
+} mhd;
+static pthread_once_t mhd_once = PTHREAD_ONCE_INIT;
+
+static void mhd_load(void)
+{
+    static const char *const names[] = {"libmicrohttpd.so.12", "libmicrohttpd.so"};
+    void *lib = NULL;
+    for (size_t i = 0; !lib && i < sizeof names / sizeof names[0]; i++)
+        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(mhd.error, sizeof mhd.error, "cannot load libmicrohttpd (Debian package "
+                 "libmicrohttpd12): %s", dlerror());
+        return;
+    }
+    /* Never closed: the daemon's threads run its code until the process ends. */
+#define MHD_SYM(field, name)                                                                     \
+    if (!(*(void **)&mhd.field = dlsym(lib, name))) {                                            \
+        snprintf(mhd.error, sizeof mhd.error, "libmicrohttpd has no %s", name);                  \
+        return;                                                                                  \
+    }
+    MHD_SYM(start_daemon, "MHD_start_daemon")
+    MHD_SYM(stop_daemon, "MHD_stop_daemon")
+    MHD_SYM(get_daemon_info, "MHD_get_daemon_info")
+    MHD_SYM(create_response_from_buffer, "MHD_create_response_from_buffer")
+    MHD_SYM(add_response_header, "MHD_add_response_header")
+    MHD_SYM(queue_response, "MHD_queue_response")
+    MHD_SYM(destroy_response, "MHD_destroy_response")
+#undef MHD_SYM
+}
 
 typedef struct {
     char *json, *svg;
@@ -120,14 +164,14 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
                              const void *body, size_t len)
 {
     struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+        mhd.create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!r)
         return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-    enum MHD_Result ok = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
+    mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    mhd.add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    mhd.add_response_header(r, "X-Content-Type-Options", "nosniff");
+    enum MHD_Result ok = mhd.queue_response(c, status, r);
+    mhd.destroy_response(r);
     return ok;
 }
 
@@ -234,6 +278,11 @@ static int split_addr(const char *addr, char *host, size_t hostlen, char *port, 
 
 pf_http_t *pf_http_new(const char *addr, char *err, size_t errlen)
 {
+    pthread_once(&mhd_once, mhd_load);
+    if (mhd.error[0]) {
+        pf_fail(err, errlen, PF_ERR, "--http: %s", mhd.error);
+        return NULL;
+    }
     struct addrinfo *ai = NULL;
     pf_http_t *h = calloc(1, sizeof *h);
     if (!h) {
@@ -260,7 +309,7 @@ pf_http_t *pf_http_new(const char *addr, char *err, size_t errlen)
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, serve, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+    h->daemon = mhd.start_daemon(flags, 0, NULL, NULL, serve, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTIONS,
                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
                                  MHD_OPTION_END);
@@ -269,7 +318,7 @@ pf_http_t *pf_http_new(const char *addr, char *err, size_t errlen)
                                      "of this machine)", addr);
         goto fail;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *info = mhd.get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     unsigned bound = info ? info->port : (unsigned)atoi(port);
     char shown[INET6_ADDRSTRLEN] = "0.0.0.0";
     if (ai->ai_family == AF_INET6)
@@ -293,7 +342,7 @@ void pf_http_destroy(pf_http_t **hp)
         return;
     pf_http_t *h = *hp;
     if (h->daemon)
-        MHD_stop_daemon(h->daemon);
+        mhd.stop_daemon(h->daemon);
     zhashx_destroy(&h->plans);
     free(h->metrics_text);
     free(h->status_json);

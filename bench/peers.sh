@@ -243,7 +243,7 @@ piper_row() {
         pf_piper=$(jq -r '.time_per_sample' "$out/pf.piper" 2>/dev/null) || pf_piper=-
         [ "$pf_piper" = "1e+30" ] && pf_piper=inf
         [ "$pf_piper" = - ] &&
-            echo "   (planfarm's plan for $m on $d: Piper's getTPSForResult refuses it:$(grep -o 'FAIL.*' "$out/pf.piper" | head -c 160))"
+            echo "   (planfarm's plan for $m on $d: Piper's getTPSForResult refuses it: $(sed -n 's/.*FAIL: //p' "$out/pf.piper" | head -c 160))"
     else
         pf_pf="fail($rc)" pf_piper=-
     fi

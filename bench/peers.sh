@@ -8,7 +8,8 @@
 # Environment: PF_PEERS (default ../shared/peers), PF_PEER_DATA (../shared/data), BUILD (build),
 # PF_PEER_TIMEOUT_S (600: a peer run past it is killed and reported, not waited for),
 # PF_PEER_ONLY (pipedream|piper: one half only), PF_PIPEDREAM_PROFILES, PF_PIPER_INPUTS
-# (space-separated subsets, e.g. "alexnet vgg16" or "bert32a100:8 resnet:32").
+# (space-separated subsets, e.g. "alexnet vgg16" or "bert32a100:8 resnet:32"), PF_PEER_REPS (3:
+# runs per side, the fastest counts).
 set -u
 
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -149,12 +149,11 @@ static double batch_rate(const char *journal, int n, const pf_graph_t *g, const 
             Planfarm__RequestStatus *st;
             if (pf_client_status(c, ids[i], &st, err, sizeof err) != PF_OK)
                 goto done;
-            int state = st->state;
+            Planfarm__RequestState state = st->state;
             planfarm__request_status__free_unpacked(st, NULL);
             if (state == PLANFARM__REQUEST_STATE__REQ_DONE)
                 break;
-            if (state == PLANFARM__REQUEST_STATE__REQ_FAILED ||
-                state == PLANFARM__REQUEST_STATE__REQ_CANCELLED)
+            if (pf_request_state_ended(state))
                 goto done;
             zclock_sleep(5);
         }

@@ -206,18 +206,14 @@ pf_bench_run_t pf_bench_client_search(const char *ep, const pf_graph_t *g, const
     for (;;) {
         if (pf_client_status(cl, id, &st, r.err, sizeof r.err) != PF_OK)
             goto done;
-        int state = st->state;
+        Planfarm__RequestState state = st->state;
         r.jobs = st->jobs_issued;
         r.objective_ms = st->best_objective_ms;
         planfarm__request_status__free_unpacked(st, NULL);
-        if (state == PLANFARM__REQUEST_STATE__REQ_DONE) {
-            r.ok = 1;
-            break;
-        }
-        if (state != PLANFARM__REQUEST_STATE__REQ_RUNNING &&
-            state != PLANFARM__REQUEST_STATE__REQ_QUEUED &&
-            state != PLANFARM__REQUEST_STATE__REQ_PREPARING) { /* large graphs are prepared first */
-            snprintf(r.err, sizeof r.err, "request ended in state %d", state);
+        if (pf_request_state_ended(state)) {
+            r.ok = state == PLANFARM__REQUEST_STATE__REQ_DONE;
+            if (!r.ok)
+                snprintf(r.err, sizeof r.err, "request %s", pf_request_state_name(state));
             break;
         }
         zclock_sleep(10);

@@ -278,8 +278,7 @@ static int follow(pf_client_t *client, entry_t *e, int quiet, char *err, size_t 
     e->jobs_answered = st->jobs_answered;
     e->jobs_issued = st->jobs_issued;
     planfarm__request_status__free_unpacked(st, NULL);
-    if (s != PLANFARM__REQUEST_STATE__REQ_DONE && s != PLANFARM__REQUEST_STATE__REQ_FAILED &&
-        s != PLANFARM__REQUEST_STATE__REQ_CANCELLED)
+    if (!pf_request_state_ended(s))
         return PF_OK;
     char cmd[600];
     snprintf(cmd, sizeof cmd, "batch: %s", e->where);

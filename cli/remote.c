@@ -53,13 +53,6 @@ int cli_submit(const char *cmd, pf_client_t *client, const pf_graph_t *g, const 
     return rc == PF_OK ? CLI_OK : cli_report(cmd, rc, err);
 }
 
-static int ended(const Planfarm__RequestStatus *st)
-{
-    return st->state == PLANFARM__REQUEST_STATE__REQ_DONE ||
-           st->state == PLANFARM__REQUEST_STATE__REQ_FAILED ||
-           st->state == PLANFARM__REQUEST_STATE__REQ_CANCELLED;
-}
-
 static void progress_line(const Planfarm__RequestStatus *st)
 {
     char best[48] = "-";
@@ -190,7 +183,7 @@ int cli_fetch_plan(const char *cmd, pf_client_t *c, const char *id, const char *
         rc = write_text(cmd, out_path, r->plan_json ? r->plan_json : "", len);
         if (rc == CLI_OK && !quiet)
             summarize(r->plan_json);
-    } else if (!ended(st)) {
+    } else if (!pf_request_state_ended(st->state)) {
         fprintf(stderr, "planfarm %s: request %s is still running (%s, %lld of %lld jobs "
                         "answered)\n",
                 cmd, st->request_id, st->phase, (long long)st->jobs_answered,
@@ -218,7 +211,7 @@ int cli_wait_and_fetch(const char *cmd, pf_client_t *c, const char *id, const ch
                 fputc('\n', stderr);
             return cli_report(cmd, rc, err);
         }
-        int done = ended(st);
+        int done = pf_request_state_ended(st->state);
         if (progress) {
             progress_line(st);
             shown = 1;

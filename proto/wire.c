@@ -62,6 +62,12 @@ const char *pf_request_state_name(Planfarm__RequestState s)
     }
 }
 
+int pf_request_state_ended(Planfarm__RequestState s)
+{
+    return s == PLANFARM__REQUEST_STATE__REQ_DONE || s == PLANFARM__REQUEST_STATE__REQ_FAILED ||
+           s == PLANFARM__REQUEST_STATE__REQ_CANCELLED;
+}
+
 /* ---- arena ---- */
 
 typedef struct chunk {

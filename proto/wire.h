@@ -56,8 +56,12 @@ void pf_wire_header(pf_msg_t kind, uint8_t out[PF_WIRE_HEADER_LEN]);
  * "unknown message kind 99"). */
 int pf_wire_parse_header(const void *data, size_t size, pf_msg_t *kind, char *err, size_t errlen);
 
-/* A request's state as people read it: "queued", "running", "done", "failed", "cancelled". */
+/* A request's state as people read it: "queued", "preparing", "running", "done", "failed",
+ * "cancelled". */
 const char *pf_request_state_name(Planfarm__RequestState s);
+/* 1 when the request will not change state again (done, failed or cancelled): a client polls
+ * until then, whatever the states before it are. */
+int pf_request_state_ended(Planfarm__RequestState s);
 
 /* Messages are built in an arena: every nested allocation goes away with it. */
 typedef struct pf_arena pf_arena_t;

@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static pf_cluster_t *small_cluster(int with_latency)
 {
@@ -459,6 +460,26 @@ static void test_header_and_options(void)
     pf_arena_destroy(&a);
 }
 
+/* Every state of the .proto's enum (its descriptor, so a state added later is covered): its own
+ * name, and which ones end a request - a client polls through all the others. */
+static void test_request_states(void)
+{
+    const ProtobufCEnumDescriptor *d = &planfarm__request_state__descriptor;
+    CU_ASSERT_EQUAL(d->n_values, 6);
+    int ended = 0;
+    for (unsigned i = 0; i < d->n_values; i++) {
+        Planfarm__RequestState s = (Planfarm__RequestState)d->values[i].value;
+        const char *want = strchr(d->values[i].name, '_') + 1; /* "REQ_DONE" -> "DONE" */
+        CU_ASSERT_EQUAL(strcasecmp(pf_request_state_name(s), want), 0);
+        ended += pf_request_state_ended(s);
+    }
+    CU_ASSERT_EQUAL(ended, 3);
+    CU_ASSERT(pf_request_state_ended(PLANFARM__REQUEST_STATE__REQ_DONE));
+    CU_ASSERT(pf_request_state_ended(PLANFARM__REQUEST_STATE__REQ_FAILED));
+    CU_ASSERT(pf_request_state_ended(PLANFARM__REQUEST_STATE__REQ_CANCELLED));
+    CU_ASSERT(!pf_request_state_ended(PLANFARM__REQUEST_STATE__REQ_PREPARING));
+}
+
 void pf_suite_codec(void)
 {
     CU_pSuite s = CU_add_suite("codec", NULL, NULL);
@@ -471,4 +492,5 @@ void pf_suite_codec(void)
     CU_add_test(s, "simulate and reshard jobs round trip and run alike; bad fields",
                 test_sim_and_reshard_jobs);
     CU_add_test(s, "a tensor-parallel plan keeps its R x T devices", test_tp_plan);
+    CU_add_test(s, "request states: names, and which end a request", test_request_states);
 }

@@ -125,7 +125,6 @@ static int bert48_torus512(void)
     int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     zactor_t *w = b ? pf_bench_worker_start(ep, 2, cores > 0 ? cores : 1, "sweep-512") : NULL;
     pf_bench_run_t run = {0};
-    snprintf(run.err, sizeof run.err, "%s", b ? "the worker did not start" : "the broker did not start");
     double c0 = pf_bench_cpu_s();
     if (w)
         run = pf_bench_client_search(ep, g, c, &o);
@@ -134,7 +133,8 @@ static int bert48_torus512(void)
     zactor_destroy(&b);
     int rc = 0;
     if (!run.ok) {
-        printf("  embedded broker + 1 worker: failed: %s\n", run.err);
+        printf("  embedded broker + 1 worker: failed: %s\n",
+               !b ? "the broker did not start" : !w ? "the worker did not start" : run.err);
         rc = 1;
     } else {
         printf("  embedded broker + 1 worker (every core): %.2f s wall, %.2f s CPU, %lld jobs, "

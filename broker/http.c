@@ -34,10 +34,9 @@ static pthread_once_t mhd_once = PTHREAD_ONCE_INIT;
 
 static void mhd_load(void)
 {
-    static const char *const names[] = {"libmicrohttpd.so.12", "libmicrohttpd.so"};
-    void *lib = NULL;
-    for (size_t i = 0; !lib && i < sizeof names / sizeof names[0]; i++)
-        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    /* the soname the header was written for (the unversioned name is only the -dev package's
+     * link to it) */
+    void *lib = dlopen("libmicrohttpd.so.12", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         snprintf(mhd.error, sizeof mhd.error, "cannot load libmicrohttpd (Debian package "
                  "libmicrohttpd12): %s", dlerror());

@@ -53,7 +53,19 @@ least() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b + 0 < a + 0) print b
 # Each side runs PF_PEER_REPS times (default 3) and its fastest run counts (this machine is shared
 # and noisy; the least time is the one least disturbed); a run over 10 s is not repeated.
 reps=${PF_PEER_REPS:-3}
-long() { awk -v t="$1" 'BEGIN { exit !(t > 10) }'; }
+# best_of VAR FN ARGS...: FN ARGS (which times itself into run_s) up to $reps times, VAR = the
+# least run_s; stops at FN's first failure and returns its status
+best_of() {
+    local var=$1
+    shift
+    printf -v "$var" '%s' ""
+    for _ in $(seq "$reps"); do
+        "$@" || return
+        printf -v "$var" '%s' "$(least "${!var}" "$run_s")"
+        awk -v t="$run_s" 'BEGIN { exit !(t > 10) }' && break
+    done
+    return 0
+}
 ratio() { awk -v p="$1" -v q="$2" 'BEGIN { if (q > 0) printf "%.1f", p / q; else print "-" }'; }
 
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date +%Y-%m-%d)"
@@ -79,11 +91,7 @@ pipedream() {
     echo "   PD model: PipeDream's 'Time per stage in pipeline' (max stage forward + backward, Input ops zeroed), ms"
     echo "   pf model: planfarm's eq. 5 'full' objective from planfarm map at the real $bw_gbps GB/s (flat cluster, R = 1:"
     echo "   eq. 3, max over stages of compute + bytes crossing the stage boundary / $bw_gbps GB/s), ms"
-    py_s=
-    for _ in $(seq "$reps"); do
-        stamp t0; /usr/bin/python3 -c 'import numpy, graphviz'; stamp t1
-        py_s=$(least "$py_s" "$(secs "$t0" "$t1")")
-    done
+    best_of py_s python_once
     echo "   (Python start-up with numpy and graphviz alone: $py_s s of every PipeDream run)"
     printf '%-15s %2s %9s %9s %7s | %10s %10s %8s | %10s %10s %8s\n' profile N "pf s" "PD s" x \
         "pf:PD" "PD:PD" "pf/PD" "pf:pf" "PD:pf" "pf/PD"
@@ -121,46 +129,48 @@ pf_objective() { # graph cluster plan -> eq. 5 full objective (ms), or the error
         echo "map failed: $(head -c 200 "$out/map.err")"
 }
 
+python_once() {
+    stamp t0
+    /usr/bin/python3 -c 'import numpy, graphviz' || return
+    stamp t1
+    run_s=$(secs "$t0" "$t1")
+}
+
+# planfarm's side of pd_row: import, then partition; PipeDream's view of the profile (Input
+# sources cost and carry nothing) is made between them and not timed
+pd_planfarm_once() {
+    stamp t0
+    "$pf" import pipedream "$file" -o "$g.raw" 2>"$out/pf.err" || return
+    stamp t1
+    jq '([.ops[] | select((.name | test("^node[0-9]+\\.Input")) and .type == "input") | .id]) as $in
+        | .ops |= map(if (.id | IN($in[])) then .fwd_ms = 0 | .bwd_ms = 0 | .param_bytes = 0
+                       | .mem_fwd_bytes = 0 | .mem_bwd_bytes = 0 else . end)
+        | .edges |= map(if (.src | IN($in[])) then .bytes = 0 else . end)' "$g.raw" >"$g" || return
+    stamp t2
+    "$pf" partition "$g" "$out/flat$n.json" --stages "$n" --replicas 1 --flat-gbps 1e12 \
+        -o "$plan" 2>"$out/pf.err" || return
+    stamp t3
+    run_s=$(awk -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" 'BEGIN { printf "%.4f", (b - a + d - c) / 1e6 }')
+}
+
+pd_pipedream_once() {
+    stamp t0
+    (cd "$peers/pipedream/optimizer" &&
+        timeout "$timeout_s" /usr/bin/python3 optimizer_graph_hierarchical.py -f "$file" -n "$n" \
+            -b "$bw_bytes" --straight_pipeline -o "$pdo") >"$pdo.log" 2>&1 || return
+    stamp t1
+    run_s=$(secs "$t0" "$t1")
+}
+
 pd_row() {
     p=$1 n=$2
     file=$data/pipedream/$p.txt
     g=$out/pd-$p.json plan=$out/pd-$p-$n.plan.json pdo=$out/pd-$p-$n
     rm -rf "$pdo" && mkdir -p "$pdo"
-    pf_s= rc=0
-    for _ in $(seq "$reps"); do
-        stamp t0
-        "$pf" import pipedream "$file" -o "$g.raw" 2>/dev/null
-        rc=$?
-        stamp t1
-        # not timed: PipeDream's view of the profile (Input sources cost and carry nothing)
-        [ $rc = 0 ] && jq '([.ops[] | select((.name | test("^node[0-9]+\\.Input")) and .type == "input") | .id]) as $in
-            | .ops |= map(if (.id | IN($in[])) then .fwd_ms = 0 | .bwd_ms = 0 | .param_bytes = 0
-                           | .mem_fwd_bytes = 0 | .mem_bwd_bytes = 0 else . end)
-            | .edges |= map(if (.src | IN($in[])) then .bytes = 0 else . end)' "$g.raw" >"$g"
-        stamp t2
-        [ $rc = 0 ] && "$pf" partition "$g" "$out/flat$n.json" --stages "$n" --replicas 1 \
-            --flat-gbps 1e12 -o "$plan" 2>"$out/pf.err"
-        rc=$?
-        stamp t3
-        [ $rc = 0 ] || break
-        run_s=$(awk -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" 'BEGIN { printf "%.4f", (b - a + d - c) / 1e6 }')
-        pf_s=$(least "$pf_s" "$run_s")
-        long "$run_s" && break
-    done
-    [ $rc = 0 ] || { echo "$p $n: planfarm failed: $(cat "$out/pf.err")"; return; }
-    pd_s=
-    for _ in $(seq "$reps"); do
-        stamp t0
-        (cd "$peers/pipedream/optimizer" &&
-            timeout "$timeout_s" /usr/bin/python3 optimizer_graph_hierarchical.py -f "$file" -n "$n" \
-                -b "$bw_bytes" --straight_pipeline -o "$pdo") >"$pdo.log" 2>&1
-        rc=$?
-        stamp t1
-        [ $rc = 0 ] || break
-        run_s=$(secs "$t0" "$t1")
-        pd_s=$(least "$pd_s" "$run_s")
-        long "$run_s" && break
-    done
+    best_of pf_s pd_planfarm_once ||
+        { echo "$p $n: planfarm failed: $(cat "$out/pf.err")"; return; }
+    best_of pd_s pd_pipedream_once
+    rc=$?
     if [ $rc = 124 ]; then
         printf '%-15s %2s %9s %9s  PipeDream did not finish in %s s\n' "$p" "$n" "$pf_s" "-" "$timeout_s"
         return
@@ -224,31 +234,41 @@ piper() {
     done
 }
 
+# piper_once FILE D MODE: one run of Piper's driver; solve = the least CPU s of its runDP so far
+piper_once() {
+    stamp t0
+    if [ "$3" = notp ]; then
+        timeout "$timeout_s" "$out/piper_run" "$1" "$2" 16 notp >"$out/piper.out" 2>"$out/piper.err"
+    else
+        timeout "$timeout_s" "$out/piper_run" "$1" "$2" 16 >"$out/piper.out" 2>"$out/piper.err"
+    fi || return
+    stamp t1
+    run_s=$(secs "$t0" "$t1")
+    solve=$(least "$solve" "$(jq -r '.solve_s' "$out/piper.out")")
+}
+
 # piper_run FILE D MODE -> sets pi_rc pi_s solve tps stages (Piper's stages as "d" or "dxt")
 piper_run() {
-    pi_s= solve_best=-
-    for _ in $(seq "$reps"); do
-        stamp t0
-        if [ "$3" = notp ]; then
-            timeout "$timeout_s" "$out/piper_run" "$1" "$2" 16 notp >"$out/piper.out" 2>"$out/piper.err"
-        else
-            timeout "$timeout_s" "$out/piper_run" "$1" "$2" 16 >"$out/piper.out" 2>"$out/piper.err"
-        fi
-        pi_rc=$?
-        stamp t1
-        run_s=$(secs "$t0" "$t1")
-        [ $pi_rc = 0 ] || break
-        [ "$(least "$pi_s" "$run_s")" = "$run_s" ] && pi_s=$run_s solve_best=$(jq -r '.solve_s' "$out/piper.out")
-        long "$run_s" && break
-    done
-    solve=- tps=- stages=-
-    [ $pi_rc = 0 ] || { pi_s=$run_s; return 0; }
-    solve=$solve_best
+    solve= tps=- stages=-
+    best_of pi_s piper_once "$@"
+    pi_rc=$?
+    [ $pi_rc = 0 ] || { solve=-; return 0; }
     tps=$(jq -r '.time_per_sample' "$out/piper.out")
     stages=$(awk '/^formed a stage with nodes/ { d = ""; t = "";
                       for (i = 1; i <= NF; i++) { if ($i ~ /^d=/) d = substr($i, 3); if ($i ~ /^t=/) t = substr($i, 3) }
                       s = s (s ? "," : "") (t != "" && t != "1" ? d "x" t : d) }
                   END { print s }' "$out/piper.err")
+}
+
+# planfarm's side of piper_row; pf_search = the least of the plans' own search times so far
+pf_piper_once() {
+    stamp t0
+    "$pf" import piper "$file" -o "$g" 2>"$out/pf.err" &&
+        "$pf" plan "$g" "$cl" --microbatches "$d" --mem-headroom 0 --quiet -o "$plan" 2>"$out/pf.err" ||
+        return
+    stamp t1
+    run_s=$(secs "$t0" "$t1")
+    pf_search=$(least "$pf_search" "$(jq -r '.search.wall_s | . * 10000 | round / 10000' "$plan")")
 }
 
 piper_row() {
@@ -258,19 +278,9 @@ piper_row() {
     gbps=$(jq -r '.bandwidth / 1e9' "$file")
     cl=$out/piper-flat$d.json
     "$pf" cluster hier --machines 1 --gpus "$d" --intra-gbps "$gbps" --mem-gb 16 --name "flat$d" -o "$cl" || return
-    pf_s= pf_search=-
-    for _ in $(seq "$reps"); do
-        stamp t0
-        "$pf" import piper "$file" -o "$g" 2>/dev/null &&
-            "$pf" plan "$g" "$cl" --microbatches "$d" --mem-headroom 0 --quiet -o "$plan" 2>"$out/pf.err"
-        rc=$?
-        stamp t1
-        run_s=$(secs "$t0" "$t1")
-        [ $rc = 0 ] || { pf_s=$run_s; break; }
-        [ "$(least "$pf_s" "$run_s")" = "$run_s" ] && pf_s=$run_s &&
-            pf_search=$(jq -r '.search.wall_s | . * 1000 | round / 1000' "$plan")
-        long "$run_s" && break
-    done
+    pf_search=
+    best_of pf_s pf_piper_once
+    rc=$?
     if [ $rc = 0 ]; then
         pf_pf=$(jq -r '.objective_ms * 1000 | round / 1000' "$plan")
         jq -r '.replicas as $r | .stage_list[] | "\($r) " + (.ops | map(tostring) | join(" "))' "$plan" >"$out/pf.stages"
@@ -281,7 +291,7 @@ piper_row() {
         [ "$pf_piper" = - ] &&
             echo "   (planfarm's plan for $m on $d: Piper's getTPSForResult refuses it: $(sed -n 's/.*FAIL: //p' "$out/pf.piper" | head -c 160))"
     else
-        pf_pf="fail($rc)" pf_piper=-
+        pf_pf="fail($rc)" pf_piper=- pf_s=- pf_search=-
     fi
     for mode in notp full; do
         piper_run "$file" "$d" "$mode"

@@ -10,6 +10,9 @@
 # PF_PEER_ONLY (pipedream|piper: one half only), PF_PIPEDREAM_PROFILES, PF_PIPER_INPUTS
 # (space-separated subsets, e.g. "alexnet vgg16" or "bert32a100:8 resnet:32"), PF_PEER_REPS (3:
 # runs per side, the fastest counts).
+# stamp and best_of assign through printf -v (SC2154); the *_once functions run through best_of
+# (SC2317)
+# shellcheck disable=SC2154,SC2317
 set -u
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -249,7 +252,7 @@ piper_once() {
 
 # piper_run FILE D MODE -> sets pi_rc pi_s solve tps stages (Piper's stages as "d" or "dxt")
 piper_run() {
-    solve= tps=- stages=-
+    solve='' tps=- stages=-
     best_of pi_s piper_once "$@"
     pi_rc=$?
     [ $pi_rc = 0 ] || { solve=-; return 0; }

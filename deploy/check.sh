@@ -3,7 +3,7 @@
 #   systemd   systemd-analyze verify on the three units (ExecStart pointed at a stub inside a
 #             temporary directory, since /usr/local/bin/planfarm need not exist here); any
 #             warning it prints counts as a failure
-#   shell     shellcheck on the shell scripts of deploy/ and examples/ and on the integration
+#   shell     shellcheck on the shell scripts of deploy/, examples/, bench/ and on the integration
 #             scripts that run them
 #   yaml      yamllint (deploy/.yamllint) and deploy/k8s_schema.py on deploy/k8s/*.yaml
 #   image     every shared library ./planfarm links (objdump NEEDED) comes from a package the
@@ -59,7 +59,7 @@ fi
 
 # ---- shell scripts ----
 if have shellcheck shellcheck; then
-    scripts=$(cd "$root" && for f in deploy/check.sh deploy/slurm/*.sbatch examples/*.sh \
+    scripts=$(cd "$root" && for f in deploy/check.sh deploy/slurm/*.sbatch examples/*.sh bench/*.sh \
         tests/integration/deploy.sh tests/integration/torch2planfarm.sh; do
         [ -f "$f" ] && echo "$f"; done)
     for f in $scripts; do

@@ -44,7 +44,7 @@ NVCCFLAGS ?= -O2 -std=c++17 $(CUDA_ARCH)
 CUDA_LIBDIR ?= $(if $(NVCC),$(abspath $(dir $(NVCC))../lib64))
 CUDA_SRC := $(wildcard profiler/cuda/*.cu)
 
-PLANNER_SRC := $(wildcard planner/*.c)
+PLANNER_SRC := $(wildcard planner/*/*.c)
 PROTO_SRC   := $(wildcard proto/*.c)
 NET_SRC     := $(wildcard broker/*.c worker/*.c profiler/*.c)
 CLI_SRC     := $(wildcard cli/*.c)

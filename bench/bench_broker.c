@@ -18,9 +18,9 @@
 #include "bench/farm.h"
 #include "broker/broker.h"
 #include "broker/client.h"
-#include "planner/models.h"
-#include "planner/topology.h"
-#include "planner/util.h"
+#include "planner/inputs/models.h"
+#include "planner/inputs/topology.h"
+#include "planner/core/util.h"
 #include "worker/worker.h"
 
 #include <czmq.h>
@@ -224,13 +224,13 @@ static int search_scaling(void)
     int threads = thr ? atoi(thr) : 1;
     if (mo.layers < 1 || threads < 1)
         return 1;
-    pf_topo_opts_t to;
-    pf_topo_opts_init(&to, PF_TOPO_DGX1);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX1);
     to.machines = 8;
     pf_graph_t *g = NULL;
     pf_cluster_t *c = NULL;
     if (pf_model_build(&mo, &g, err, sizeof err) != PF_OK ||
-        pf_topo_build(&to, &c, err, sizeof err) != PF_OK) {
+        pf_topology_build(&to, &c, err, sizeof err) != PF_OK) {
         fprintf(stderr, "bench: %s\n", err);
         pf_graph_destroy(&g);
         return 1;

@@ -3,9 +3,9 @@
  * number syntax) should cost no more than the graph reader's per byte. Piper's files carry every
  * configuration of every node (bert32a100: 4 device counts x 2), so they are several times the
  * size of the graph they yield; the KB columns show it. Best of 20 runs each. */
-#include "planner/graph.h"
-#include "planner/import.h"
-#include "planner/util.h"
+#include "planner/ir/graph.h"
+#include "planner/inputs/import.h"
+#include "planner/core/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

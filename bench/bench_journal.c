@@ -13,9 +13,9 @@
  * The journals live in a fresh directory under $TMPDIR (default /tmp), removed afterwards. */
 #include "broker/broker.h"
 #include "broker/client.h"
-#include "planner/models.h"
-#include "planner/topology.h"
-#include "planner/util.h"
+#include "planner/inputs/models.h"
+#include "planner/inputs/topology.h"
+#include "planner/core/util.h"
 #include "worker/worker.h"
 
 #include <czmq.h>
@@ -178,11 +178,11 @@ int pf_bench_journal(void)
         return 1;
     }
     pf_graph_t *g = gpt(1);
-    pf_topo_opts_t to;
-    pf_topo_opts_init(&to, PF_TOPO_DGX1);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX1);
     to.machines = 1;
     pf_cluster_t *cl = NULL;
-    if (!g || pf_topo_build(&to, &cl, err, sizeof err) != PF_OK)
+    if (!g || pf_topology_build(&to, &cl, err, sizeof err) != PF_OK)
         return 1;
     int rc = 0;
 
@@ -233,10 +233,10 @@ int pf_bench_journal(void)
     /* 4 */
     int layers = getenv("PF_BENCH_BIG_LAYERS") ? atoi(getenv("PF_BENCH_BIG_LAYERS")) : 300;
     pf_graph_t *big = gpt(layers > 0 ? layers : 300);
-    pf_topo_opts_init(&to, PF_TOPO_DGX1);
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX1);
     to.machines = 8;
     pf_cluster_t *c64 = NULL;
-    if (big && pf_topo_build(&to, &c64, err, sizeof err) == PF_OK) {
+    if (big && pf_topology_build(&to, &c64, err, sizeof err) == PF_OK) {
         pf_broker_opts_t o;
         broker_opts(&o, NULL);
         char ep[256];

@@ -16,12 +16,12 @@
  *     tests/data): nodes and seconds, and their ratios.
  * (c) The multi-target enhancement (--batch K) against plain bisection on this machine.
  * PF_MAP_TABLES (e.g. "b") runs only the tables it names. */
-#include "planner/import.h"
-#include "planner/mapping.h"
-#include "planner/models.h"
-#include "planner/partition.h"
-#include "planner/topology.h"
-#include "planner/util.h"
+#include "planner/inputs/import.h"
+#include "planner/map/mapping.h"
+#include "planner/inputs/models.h"
+#include "planner/partition/partition.h"
+#include "planner/inputs/topology.h"
+#include "planner/core/util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -60,42 +60,42 @@ static pf_stage_graph_t *partition_stage_graph(const pf_graph_t *g, const pf_clu
     return sg;
 }
 
-static pf_cluster_t *topo(pf_topo_kind_t kind, int x, int y, int z, int devices, char *err,
+static pf_cluster_t *topo(pf_topology_kind_t kind, int x, int y, int z, int devices, char *err,
                           size_t errlen)
 {
-    pf_topo_opts_t to;
+    pf_topology_opts_t to;
     pf_cluster_t *c = NULL;
-    pf_topo_opts_init(&to, kind);
+    pf_topology_opts_init(&to, kind);
     to.dims[0] = x;
     to.dims[1] = y;
     to.dims[2] = z;
     to.devices = devices;
     to.seed = 1;
-    if (pf_topo_build(&to, &c, err, errlen) != PF_OK)
+    if (pf_topology_build(&to, &c, err, errlen) != PF_OK)
         return NULL;
     return c;
 }
 
 typedef struct {
     const char *label;
-    pf_topo_kind_t kind;
+    pf_topology_kind_t kind;
     int x, y, z, devices;
 } topo_case_t;
 
 static int table3(const pf_graph_t *g)
 {
     static const topo_case_t topos64[] = {
-        {"2d mesh 8x8", PF_TOPO_MESH2D, 8, 8, 1, 0},
-        {"2d torus 8x8", PF_TOPO_TORUS2D, 8, 8, 1, 0},
-        {"3d mesh 4x4x4", PF_TOPO_MESH3D, 4, 4, 4, 0},
-        {"3d torus 4x4x4", PF_TOPO_TORUS3D, 4, 4, 4, 0},
-        {"random_blk_1", PF_TOPO_RANDOM_BLK1, 0, 0, 0, 64},
-        {"random_blk_2", PF_TOPO_RANDOM_BLK2, 0, 0, 0, 64},
-        {"uniform_dist", PF_TOPO_UNIFORM, 0, 0, 0, 64},
+        {"2d mesh 8x8", PF_TOPOLOGY_MESH2D, 8, 8, 1, 0},
+        {"2d torus 8x8", PF_TOPOLOGY_TORUS2D, 8, 8, 1, 0},
+        {"3d mesh 4x4x4", PF_TOPOLOGY_MESH3D, 4, 4, 4, 0},
+        {"3d torus 4x4x4", PF_TOPOLOGY_TORUS3D, 4, 4, 4, 0},
+        {"random_blk_1", PF_TOPOLOGY_RANDOM_BLK1, 0, 0, 0, 64},
+        {"random_blk_2", PF_TOPOLOGY_RANDOM_BLK2, 0, 0, 0, 64},
+        {"uniform_dist", PF_TOPOLOGY_UNIFORM, 0, 0, 0, 64},
     };
     static const topo_case_t topos256[] = {
-        {"2d mesh 16x16", PF_TOPO_MESH2D, 16, 16, 1, 0},
-        {"uniform_dist", PF_TOPO_UNIFORM, 0, 0, 0, 256},
+        {"2d mesh 16x16", PF_TOPOLOGY_MESH2D, 16, 16, 1, 0},
+        {"uniform_dist", PF_TOPOLOGY_UNIFORM, 0, 0, 0, 256},
     };
     static const int sr64[][2] = {{4, 16}, {8, 8}, {16, 4}};
     static const int sr256[][2] = {{8, 32}, {16, 16}};
@@ -233,16 +233,16 @@ static int partition_row(const char *label, const pf_graph_t *g, const pf_cluste
 static int symmetry_table(const pf_graph_t *unet_g)
 {
     char err[512], path[1024];
-    pf_topo_opts_t to;
+    pf_topology_opts_t to;
     pf_cluster_t *hier = NULL, *dgx = NULL;
     pf_graph_t *resnet = NULL;
     const char *data = getenv("PF_DATA") ? getenv("PF_DATA") : "tests/data";
     snprintf(path, sizeof path, "%s/pipedream/resnet50.txt", data);
-    pf_topo_opts_init(&to, PF_TOPO_HIER);
-    if (pf_topo_build(&to, &hier, err, sizeof err) != PF_OK)
+    pf_topology_opts_init(&to, PF_TOPOLOGY_HIER);
+    if (pf_topology_build(&to, &hier, err, sizeof err) != PF_OK)
         return 1;
-    pf_topo_opts_init(&to, PF_TOPO_DGX1);
-    if (pf_topo_build(&to, &dgx, err, sizeof err) != PF_OK ||
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX1);
+    if (pf_topology_build(&to, &dgx, err, sizeof err) != PF_OK ||
         pf_import_pipedream(path, 0, &resnet, err, sizeof err) != PF_OK) {
         fprintf(stderr, "%s\n", err);
         pf_cluster_destroy(&hier);
@@ -285,9 +285,9 @@ static int symmetry_table(const pf_graph_t *unet_g)
 static int batch_table(const pf_graph_t *g)
 {
     static const topo_case_t cases[] = {
-        {"uniform_dist", PF_TOPO_UNIFORM, 0, 0, 0, 32},
-        {"random_blk_2", PF_TOPO_RANDOM_BLK2, 0, 0, 0, 32},
-        {"3d torus 4x4x2", PF_TOPO_TORUS3D, 4, 4, 2, 0},
+        {"uniform_dist", PF_TOPOLOGY_UNIFORM, 0, 0, 0, 32},
+        {"random_blk_2", PF_TOPOLOGY_RANDOM_BLK2, 0, 0, 0, 32},
+        {"3d torus 4x4x2", PF_TOPOLOGY_TORUS3D, 4, 4, 2, 0},
     };
     static const int batches[] = {1, 2, 4};
     char err[512];

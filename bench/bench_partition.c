@@ -8,14 +8,14 @@
  *   4. the exact DP (no coarsening) on Piper's inputs, 1 thread against all (Piper itself runs
  *      on the same inputs in bench/peers.sh, `make bench-peers`);
  *   5. BERT-24: coarsened (+ refined) against the exact DP and against topological prefixes. */
-#include "planner/coarsen.h"
-#include "planner/cost.h"
-#include "planner/import.h"
-#include "planner/models.h"
-#include "planner/partition.h"
-#include "planner/rng.h"
-#include "planner/topology.h"
-#include "planner/util.h"
+#include "planner/partition/coarsen.h"
+#include "planner/ir/cost.h"
+#include "planner/inputs/import.h"
+#include "planner/inputs/models.h"
+#include "planner/partition/partition.h"
+#include "planner/core/rng.h"
+#include "planner/inputs/topology.h"
+#include "planner/core/util.h"
 
 #include <math.h>
 #include <omp.h>
@@ -78,12 +78,12 @@ static result_t best_of(int reps, const pf_graph_t *g, const pf_cluster_t *c, in
 
 static pf_cluster_t *dgx1(int machines)
 {
-    pf_topo_opts_t o;
+    pf_topology_opts_t o;
     pf_cluster_t *c = NULL;
     char err[256];
-    pf_topo_opts_init(&o, PF_TOPO_DGX1);
+    pf_topology_opts_init(&o, PF_TOPOLOGY_DGX1);
     o.machines = machines;
-    if (pf_topo_build(&o, &c, err, sizeof err) != PF_OK)
+    if (pf_topology_build(&o, &c, err, sizeof err) != PF_OK)
         fprintf(stderr, "dgx1: %s\n", err);
     return c;
 }

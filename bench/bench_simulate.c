@@ -18,14 +18,14 @@
  *          as reference text, not recomputed here.
  * (c) Simulation cost of one BERT-48 plan on 512 devices (64 DGX-1s, 8 stages x 64 replicas),
  *     64 micro-batches: building the input and simulating it (target < 100 ms). */
-#include "planner/mapping.h"
-#include "planner/models.h"
-#include "planner/partition.h"
-#include "planner/search.h"
-#include "planner/simulate.h"
-#include "planner/stage_graph.h"
-#include "planner/topology.h"
-#include "planner/util.h"
+#include "planner/map/mapping.h"
+#include "planner/inputs/models.h"
+#include "planner/partition/partition.h"
+#include "planner/search/search.h"
+#include "planner/sim/simulate.h"
+#include "planner/map/stage_graph.h"
+#include "planner/inputs/topology.h"
+#include "planner/core/util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -143,14 +143,14 @@ static int table_a(void)
 {
     char err[512];
     pf_model_opts_t mo;
-    pf_topo_opts_t to;
+    pf_topology_opts_t to;
     pf_graph_t *g = NULL;
     pf_cluster_t *c = NULL;
     int rc = 0;
     printf("(a) simulated step vs the analytic estimate, example plans\n");
-    pf_topo_opts_init(&to, PF_TOPO_DGX1);
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX1);
     to.machines = 4;
-    if (pf_topo_build(&to, &c, err, sizeof err) != PF_OK)
+    if (pf_topology_build(&to, &c, err, sizeof err) != PF_OK)
         goto fail;
     pf_model_opts_init(&mo, PF_MODEL_BERT);
     if (pf_model_build(&mo, &g, err, sizeof err) != PF_OK)
@@ -163,9 +163,9 @@ static int table_a(void)
     rc |= example("GPT-2 XL on 4 x DGX-1", g, c);
     pf_graph_destroy(&g);
     pf_cluster_destroy(&c);
-    pf_topo_opts_init(&to, PF_TOPO_DGX_H100);
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_H100);
     to.machines = 2;
-    if (pf_topo_build(&to, &c, err, sizeof err) != PF_OK)
+    if (pf_topology_build(&to, &c, err, sizeof err) != PF_OK)
         goto fail;
     pf_model_opts_init(&mo, PF_MODEL_LLAMA);
     mo.precision_bytes = 2;
@@ -191,8 +191,8 @@ fail:
 
 static pf_cluster_t *p3_cluster(int nodes)
 {
-    pf_topo_opts_t to;
-    pf_topo_opts_init(&to, PF_TOPO_HIER);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_HIER);
     to.machines = nodes;
     to.gpus_per_machine = 4;
     to.intra_gbps = P3_INTRA_GBPS;
@@ -203,7 +203,7 @@ static pf_cluster_t *p3_cluster(int nodes)
     to.inter_latency_us = 50;
     pf_cluster_t *c = NULL;
     char err[256];
-    if (pf_topo_build(&to, &c, err, sizeof err) != PF_OK)
+    if (pf_topology_build(&to, &c, err, sizeof err) != PF_OK)
         fprintf(stderr, "p3 cluster: %s\n", err);
     return c;
 }
@@ -239,8 +239,8 @@ static int table_b1(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         pf_mesh_shard_t ss[3], ds[3];
         int nd;
-        if (pf_shard_spec_parse(cases[i].src, ss, 3, &nd, err, sizeof err) != PF_OK ||
-            pf_shard_spec_parse(cases[i].dst, ds, 3, &nd, err, sizeof err) != PF_OK) {
+        if (pf_sharding_spec_parse(cases[i].src, ss, 3, &nd, err, sizeof err) != PF_OK ||
+            pf_sharding_spec_parse(cases[i].dst, ds, 3, &nd, err, sizeof err) != PF_OK) {
             rc = -1;
             break;
         }
@@ -250,8 +250,8 @@ static int table_b1(void)
                                   .src_spec = ss, .dst_spec = ds};
         double ms[3];
         int ntasks = 0;
-        static const pf_rsched_algo_t algos[3] = {PF_RSCHED_NAIVE, PF_RSCHED_LPT,
-                                                  PF_RSCHED_BEST};
+        static const pf_reshard_sched_algo_t algos[3] = {PF_RESHARD_SCHED_NAIVE, PF_RESHARD_SCHED_LPT,
+                                                  PF_RESHARD_SCHED_BEST};
         for (int a = 0; a < 3; a++) {
             pf_reshard_opts_t o;
             pf_reshard_opts_default(&o);
@@ -282,7 +282,7 @@ static int table_b1(void)
 
 /* The cross-stage resharding times of a plan by one set of options. */
 static int xfer_times(const pf_cluster_t *c, const pf_sim_input_t *in, const pf_plan_t *p,
-                      unsigned strategies, pf_rsched_algo_t algo, double *out)
+                      unsigned strategies, pf_reshard_sched_algo_t algo, double *out)
 {
     char err[256];
     int T = p->tensor_parallel, R = p->replicas;
@@ -364,8 +364,8 @@ static int end_to_end(const char *label, const pf_graph_t *g, const pf_cluster_t
         goto done;
     const double *xs = NULL, *xo = NULL;
     if (p->tensor_parallel > 1) {
-        if (xfer_times(c, &in, p, 1u << PF_XFER_SEND_RECV, PF_RSCHED_NAIVE, sendrecv) != 0 ||
-            xfer_times(c, &in, p, PF_XFER_ALL, PF_RSCHED_BEST, ours) != 0)
+        if (xfer_times(c, &in, p, 1u << PF_XFER_SEND_RECV, PF_RESHARD_SCHED_NAIVE, sendrecv) != 0 ||
+            xfer_times(c, &in, p, PF_XFER_ALL, PF_RESHARD_SCHED_BEST, ours) != 0)
             goto done;
         xs = sendrecv;
         xo = ours;
@@ -445,7 +445,7 @@ static int table_c(void)
 {
     char err[512];
     pf_model_opts_t mo;
-    pf_topo_opts_t to;
+    pf_topology_opts_t to;
     pf_graph_t *g = NULL;
     pf_cluster_t *c = NULL;
     pf_plan_t *p = NULL;
@@ -454,10 +454,10 @@ static int table_c(void)
     const int S = 8, R = 64, MB = 64;
     pf_model_opts_init(&mo, PF_MODEL_BERT);
     mo.layers = 48;
-    pf_topo_opts_init(&to, PF_TOPO_DGX1);
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX1);
     to.machines = 64;
     if (pf_model_build(&mo, &g, err, sizeof err) != PF_OK ||
-        pf_topo_build(&to, &c, err, sizeof err) != PF_OK)
+        pf_topology_build(&to, &c, err, sizeof err) != PF_OK)
         goto done;
     pf_partition_opts_t po;
     pf_partition_opts_init(&po);

@@ -1,6 +1,6 @@
 /* The (S, R) partition sweep at scale (issue 15, item 4): BERT-48 and GPT-96L (and, for the
  * model-size fit, BERT-24 and GPT-48) on 32, 64, 256 and 512 devices of every cluster generator
- * (planner/topology.h). Per (model, cluster, D): the partition jobs the search starts (every
+ * (planner/inputs/topology.h). Per (model, cluster, D): the partition jobs the search starts (every
  * S = 1, 2, 4, .. <= min(64, D) with R = D / S, default settings, all threads), their wall and
  * CPU time, per job and in total. Then how the total grows: the exponent b of total ~ a D^b
  * per model and of total ~ a ops^b per D, each a least-squares line through (log x, log t).
@@ -12,10 +12,10 @@
  * search as `planfarm plan` runs it (embedded broker, one worker with every core), wall time,
  * and its jobs by kind from the in-process driver. */
 #include "bench/farm.h"
-#include "planner/models.h"
-#include "planner/partition.h"
-#include "planner/topology.h"
-#include "planner/util.h"
+#include "planner/inputs/models.h"
+#include "planner/partition/partition.h"
+#include "planner/inputs/topology.h"
+#include "planner/core/util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -37,24 +37,24 @@ static pf_graph_t *model(pf_model_kind_t kind, int layers)
 }
 
 /* D devices of one generator: machines of 8 (4 for hier), near-square grids, D random devices. */
-static pf_cluster_t *cluster(pf_topo_kind_t kind, int D)
+static pf_cluster_t *cluster(pf_topology_kind_t kind, int D)
 {
-    pf_topo_opts_t o;
+    pf_topology_opts_t o;
     pf_cluster_t *c = NULL;
     char err[256];
-    pf_topo_opts_init(&o, kind);
+    pf_topology_opts_init(&o, kind);
     switch (kind) {
-    case PF_TOPO_HIER:
+    case PF_TOPOLOGY_HIER:
         o.machines = D / o.gpus_per_machine;
         break;
-    case PF_TOPO_DGX1:
-    case PF_TOPO_NVSWITCH:
-    case PF_TOPO_DGX_A100:
-    case PF_TOPO_DGX_H100:
+    case PF_TOPOLOGY_DGX1:
+    case PF_TOPOLOGY_NVSWITCH:
+    case PF_TOPOLOGY_DGX_A100:
+    case PF_TOPOLOGY_DGX_H100:
         o.machines = D / 8;
         break;
-    case PF_TOPO_MESH2D:
-    case PF_TOPO_TORUS2D: {
+    case PF_TOPOLOGY_MESH2D:
+    case PF_TOPOLOGY_TORUS2D: {
         int x = 1;
         while (x * x < D)
             x *= 2;
@@ -63,8 +63,8 @@ static pf_cluster_t *cluster(pf_topo_kind_t kind, int D)
         o.dims[2] = 1;
         break;
     }
-    case PF_TOPO_MESH3D:
-    case PF_TOPO_TORUS3D: {
+    case PF_TOPOLOGY_MESH3D:
+    case PF_TOPOLOGY_TORUS3D: {
         int z = 1;
         while (z * z * z < D)
             z *= 2;
@@ -75,8 +75,8 @@ static pf_cluster_t *cluster(pf_topo_kind_t kind, int D)
     default:
         o.devices = D;
     }
-    if (pf_topo_build(&o, &c, err, sizeof err) != PF_OK)
-        fprintf(stderr, "sweep: cluster %s (%d devices): %s\n", pf_topo_kind_name(kind), D, err);
+    if (pf_topology_build(&o, &c, err, sizeof err) != PF_OK)
+        fprintf(stderr, "sweep: cluster %s (%d devices): %s\n", pf_topology_kind_name(kind), D, err);
     else if (pf_cluster_ndevices(c) != D)
         pf_cluster_destroy(&c);
     return c;
@@ -104,15 +104,15 @@ static double fit_exponent(const double *x, const double *t, int n)
 /* The whole search of BERT-48 on a 32 x 16 torus, as `planfarm plan` runs it. */
 static int bert48_torus512(void)
 {
-    pf_topo_opts_t to;
+    pf_topology_opts_t to;
     pf_cluster_t *c = NULL;
     char err[256], ep[256];
-    pf_topo_opts_init(&to, PF_TOPO_TORUS2D);
+    pf_topology_opts_init(&to, PF_TOPOLOGY_TORUS2D);
     to.dims[0] = 32;
     to.dims[1] = 16;
     to.dims[2] = 1;
     pf_graph_t *g = model(PF_MODEL_BERT, 48);
-    if (!g || pf_topo_build(&to, &c, err, sizeof err) != PF_OK) {
+    if (!g || pf_topology_build(&to, &c, err, sizeof err) != PF_OK) {
         fprintf(stderr, "sweep: %s\n", g ? err : "BERT-48");
         pf_graph_destroy(&g);
         return 1;
@@ -168,11 +168,11 @@ int pf_bench_sweep(void)
     const char *mode = getenv("PF_BENCH_SWEEP");
     int full = mode && strcmp(mode, "full") == 0;
     static const int devs[NDEV] = {32, 64, 256, 512};
-    static const pf_topo_kind_t quick_kinds[] = {PF_TOPO_HIER, PF_TOPO_TORUS2D, PF_TOPO_DGX_H100};
-    static const pf_topo_kind_t all_kinds[] = {
-        PF_TOPO_HIER,    PF_TOPO_DGX1,        PF_TOPO_NVSWITCH,    PF_TOPO_DGX_A100,
-        PF_TOPO_DGX_H100, PF_TOPO_MESH2D,     PF_TOPO_TORUS2D,     PF_TOPO_MESH3D,
-        PF_TOPO_TORUS3D, PF_TOPO_RANDOM_BLK1, PF_TOPO_RANDOM_BLK2, PF_TOPO_UNIFORM};
+    static const pf_topology_kind_t quick_kinds[] = {PF_TOPOLOGY_HIER, PF_TOPOLOGY_TORUS2D, PF_TOPOLOGY_DGX_H100};
+    static const pf_topology_kind_t all_kinds[] = {
+        PF_TOPOLOGY_HIER,    PF_TOPOLOGY_DGX1,        PF_TOPOLOGY_NVSWITCH,    PF_TOPOLOGY_DGX_A100,
+        PF_TOPOLOGY_DGX_H100, PF_TOPOLOGY_MESH2D,     PF_TOPOLOGY_TORUS2D,     PF_TOPOLOGY_MESH3D,
+        PF_TOPOLOGY_TORUS3D, PF_TOPOLOGY_RANDOM_BLK1, PF_TOPOLOGY_RANDOM_BLK2, PF_TOPOLOGY_UNIFORM};
     static const struct {
         pf_model_kind_t kind;
         int layers;
@@ -181,7 +181,7 @@ int pf_bench_sweep(void)
                                {PF_MODEL_GPT, 96, "GPT-96L"},
                                {PF_MODEL_BERT, 24, "BERT-24"},
                                {PF_MODEL_GPT, 48, "GPT-48L"}};
-    const pf_topo_kind_t *kinds = full ? all_kinds : quick_kinds;
+    const pf_topology_kind_t *kinds = full ? all_kinds : quick_kinds;
     int nkinds = full ? (int)(sizeof all_kinds / sizeof *all_kinds)
                       : (int)(sizeof quick_kinds / sizeof *quick_kinds);
     int nmodels = full ? MAXMODELS : 2;
@@ -229,7 +229,7 @@ int pf_bench_sweep(void)
                 }
                 total_s[mi][ki][di] = wall;
                 printf("%-8s %5d %-12s %5d %4d %4d %9.3f %9.3f %9.2f %9.2f %8d\n",
-                       all_models[mi].label, (int)ops[mi], pf_topo_kind_name(kinds[ki]), D, jobs,
+                       all_models[mi].label, (int)ops[mi], pf_topology_kind_name(kinds[ki]), D, jobs,
                        ok, wall, cpu, 1e3 * wall / jobs, 1e3 * maxw, maxS);
                 fflush(stdout);
                 pf_cluster_destroy(&c);

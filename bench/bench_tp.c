@@ -16,10 +16,10 @@
  * Environment: PF_BENCH_1T_MACHINES (default 64: 512 GPUs) for the 1T rows, PF_BENCH_TP_SKIP=1
  * skips part 1, PF_BENCH_TP_ONLY="gpt3" keeps only the GPT-3 rows. */
 #include "bench/farm.h"
-#include "planner/models.h"
-#include "planner/tap.h"
-#include "planner/topology.h"
-#include "planner/util.h"
+#include "planner/inputs/models.h"
+#include "planner/tp/tap.h"
+#include "planner/inputs/topology.h"
+#include "planner/core/util.h"
 
 #include <czmq.h>
 #include <stdio.h>
@@ -39,13 +39,13 @@ static const gpt_shape_t GPT1T = {"GPT 1T", 128, 25600, 160, 3072};
 
 /* Per GPU: dense bf16 peak and HBM bandwidth (A100 80GB SXM, H100 SXM5 datasheets). */
 typedef struct {
-    pf_topo_kind_t kind;
+    pf_topology_kind_t kind;
     const char *name;
     double tflops, hbm_gbps;
 } gpu_t;
 
-static const gpu_t A100 = {PF_TOPO_DGX_A100, "dgx-a100", 312, 2039};
-static const gpu_t H100 = {PF_TOPO_DGX_H100, "dgx-h100", 989, 3350};
+static const gpu_t A100 = {PF_TOPOLOGY_DGX_A100, "dgx-a100", 312, 2039};
+static const gpu_t H100 = {PF_TOPOLOGY_DGX_H100, "dgx-h100", 989, 3350};
 
 static int build(const gpt_shape_t *m, int layers, const gpu_t *gpu, int machines,
                  double mem_bytes, pf_graph_t **g, pf_cluster_t **c)
@@ -62,13 +62,13 @@ static int build(const gpt_shape_t *m, int layers, const gpu_t *gpu, int machine
     mo.precision_bytes = 2;
     mo.tflops = gpu->tflops;
     mo.hbm_gbps = gpu->hbm_gbps;
-    pf_topo_opts_t to;
-    pf_topo_opts_init(&to, gpu->kind);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, gpu->kind);
     to.machines = machines;
     if (mem_bytes > 0)
         to.mem_bytes = mem_bytes;
     if (pf_model_build(&mo, g, err, sizeof err) != PF_OK ||
-        pf_topo_build(&to, c, err, sizeof err) != PF_OK) {
+        pf_topology_build(&to, c, err, sizeof err) != PF_OK) {
         fprintf(stderr, "bench tp: %s\n", err);
         pf_graph_destroy(g);
         return 1;
@@ -217,7 +217,7 @@ static int tap_direct(void)
             return 1;
         pf_tap_opts_t o;
         pf_tap_opts_init(&o);
-        pf_shard_link_t link = {370, 2.5};
+        pf_sharding_link_t link = {370, 2.5};
         double best = 1e30, best_cpu = 0;
         for (int rep = 0; rep < 3; rep++) {
             pf_tap_result_t res;

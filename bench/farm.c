@@ -1,7 +1,7 @@
 #include "bench/farm.h"
 #include "broker/broker.h"
 #include "broker/client.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "worker/worker.h"
 
 #include <arpa/inet.h>

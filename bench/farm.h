@@ -1,6 +1,6 @@
 /* farm: what the benchmarks share to run searches.
  *
- * 1. An in-process driver of one search (planner/search.h) that runs every job itself, one at a
+ * 1. An in-process driver of one search (planner/search/search.h) that runs every job itself, one at a
  *    time, and books each job's wall and CPU time by kind, and the state machine's own work
  *    (pf_search_next_job + pf_search_answer: merging TAP slices, building the settings of each T,
  *    coarsening) apart. With nworkers > 1 it also replays the search on that many virtual workers:
@@ -15,8 +15,8 @@
 #ifndef PF_BENCH_FARM_H
 #define PF_BENCH_FARM_H
 
-#include "planner/jobs.h"
-#include "planner/search.h"
+#include "planner/search/jobs.h"
+#include "planner/search/search.h"
 
 #include <czmq.h>
 #include <sys/types.h>

@@ -12,15 +12,15 @@
  *      the first host's agent binds an echo and says where (PROFILE_ECHO), the second runs the
  *      ping-pong sweep against it (PROFILE_PINGPONG) and sends the link record, and the echo is
  *      stopped (PROFILE_ECHO_STOP). One direction per pair: the assembly uses the reverse link
- *      when a direction is missing (planner/assemble.h).
- *   3. The records go into an assembly (planner/assemble.h); the cluster with its provenance
+ *      when a direction is missing (planner/inputs/assemble.h).
+ *   3. The records go into an assembly (planner/inputs/assemble.h); the cluster with its provenance
  *      goes back to the client as JSON. A pair or host that failed is named in the reply; the
  *      assembly refuses a cluster with a missing link, so nothing is invented.
  * A MEASUREMENT that does not decode or whose records fail their checks is dropped and counted
  * (the broker's malformed count and the round's dropped_records); the task it answered fails. */
 #include "broker/broker_int.h"
-#include "planner/assemble.h"
-#include "planner/util.h"
+#include "planner/inputs/assemble.h"
+#include "planner/core/util.h"
 #include "proto/profile_codec.h"
 
 #include <stdarg.h>
@@ -258,24 +258,24 @@ static void round_finish(pf_broker_t *b)
     size_t len = 0;
     uint32_t nlinks = 0;
     int rc;
-    pf_assembly_t *as = pf_assembly_new(r->cluster_name, err, sizeof err);
+    pf_assemble_t *as = pf_assemble_new(r->cluster_name, err, sizeof err);
     rc = as ? PF_OK : PF_ERR;
     for (size_t i = 0; rc == PF_OK && i < r->ndev; i++)
-        if (pf_assembly_add_device(as, &r->dev[i], err, sizeof err) != PF_OK) {
+        if (pf_assemble_add_device(as, &r->dev[i], err, sizeof err) != PF_OK) {
             round_note(r, "dropped: %s", err);
             r->dropped++;
         }
     for (size_t i = 0; rc == PF_OK && i < r->nlink; i++)
-        if (pf_assembly_add_link(as, &r->link[i], err, sizeof err) != PF_OK) {
+        if (pf_assemble_add_link(as, &r->link[i], err, sizeof err) != PF_OK) {
             round_note(r, "dropped: %s", err);
             r->dropped++;
         }
-    if (rc == PF_OK && pf_assembly_ndevices(as) == 0)
+    if (rc == PF_OK && pf_assemble_ndevices(as) == 0)
         rc = pf_fail(err, sizeof err, PF_EINFEASIBLE, "no device was measured");
-    if (rc == PF_OK && (rc = pf_assembly_build(as, &c, err, sizeof err)) == PF_OK)
-        rc = pf_assembly_json(as, c, &json, &len, err, sizeof err);
+    if (rc == PF_OK && (rc = pf_assemble_build(as, &c, err, sizeof err)) == PF_OK)
+        rc = pf_assemble_json(as, c, &json, &len, err, sizeof err);
     if (as)
-        nlinks = (uint32_t)pf_assembly_nlinks(as);
+        nlinks = (uint32_t)pf_assemble_nlinks(as);
 
     Planfarm__ProfileClusterReply m = PLANFARM__PROFILE_CLUSTER_REPLY__INIT;
     m.status = rc;
@@ -295,7 +295,7 @@ static void round_finish(pf_broker_t *b)
                  nlinks == 1 ? "" : "s", rc == PF_OK ? "" : "; failed: ", rc == PF_OK ? "" : err);
     free(json);
     pf_cluster_destroy(&c);
-    pf_assembly_destroy(&as);
+    pf_assemble_destroy(&as);
     for (agent_t *a = zhashx_first(b->agents->agents); a; a = zhashx_next(b->agents->agents))
         a->busy = 0;
     round_free(&b->agents->round);

@@ -1,5 +1,5 @@
 #include "broker/auth.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -3,7 +3,7 @@
  * sends READY and a client once it sends a client message.
  *
  * One thread does everything but a request's setup: it receives a batch of messages, lets the
- * dispatch core (broker/dispatch.h) and the requests' search state machines (planner/search.h:
+ * dispatch core (broker/dispatch.h) and the requests' search state machines (planner/search/search.h:
  * pure logic, never a solver) react, then hands queued jobs to workers with free credits, the
  * clients taking turns (broker/fair.h). Decoding a submitted graph and building its search
  * (phase 0 coarsening) run on a helper thread (broker/prep.h); requests, job answers and plans go
@@ -24,7 +24,7 @@
 #define PF_BROKER_H
 
 #include "broker/auth.h"
-#include "planner/jobs.h"
+#include "planner/search/jobs.h"
 #include "proto/clock.h"
 
 #include <czmq.h>
@@ -42,7 +42,7 @@ typedef struct {
                              * through before it is dead; default 5 */
     int max_attempts;       /* workers a job may outlive before it is poisoned; default 3 */
     int64_t max_msg_bytes;  /* ZMQ_MAXMSGSIZE: larger frames drop the connection; 256 MiB */
-    pf_job_limits_t limits; /* deadlines of one attempt of a job (planner/jobs.h) */
+    pf_job_limits_t limits; /* deadlines of one attempt of a job (planner/search/jobs.h) */
     int max_finished;       /* finished requests kept for STATUS / RESULT; default 1000 */
     int max_running;        /* unfinished requests at once; a SUBMIT past it is refused (each
                              * holds its graph, cluster, blobs and search); default 64 */

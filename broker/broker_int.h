@@ -22,7 +22,7 @@
 #include "broker/fair.h"
 #include "broker/journal.h"
 #include "broker/prep.h"
-#include "planner/search.h"
+#include "planner/search/search.h"
 #include "proto/job_codec.h"
 #include "proto/peer_io.h"
 

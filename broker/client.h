@@ -5,9 +5,9 @@
 #ifndef PF_CLIENT_H
 #define PF_CLIENT_H
 
-#include "planner/cluster.h"
-#include "planner/graph.h"
-#include "planner/search.h"
+#include "planner/ir/cluster.h"
+#include "planner/ir/graph.h"
+#include "planner/search/search.h"
 #include "proto/curve.h"
 #include "proto/job_codec.h"
 

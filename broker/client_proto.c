@@ -1,5 +1,5 @@
 #include "broker/broker_int.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <math.h>
 #include <stdio.h>

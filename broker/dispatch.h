@@ -17,7 +17,7 @@
 #ifndef PF_DISPATCH_H
 #define PF_DISPATCH_H
 
-#include "planner/jobs.h"
+#include "planner/search/jobs.h"
 
 #include <czmq.h>
 

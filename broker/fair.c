@@ -1,6 +1,6 @@
 #include "broker/fair.h"
 #include "broker/dispatch.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <czmq.h>
 #include <stdio.h>

@@ -15,7 +15,7 @@
 #ifndef PF_FAIR_H
 #define PF_FAIR_H
 
-#include "planner/jobs.h"
+#include "planner/search/jobs.h"
 
 #include <stddef.h>
 #include <stdint.h>

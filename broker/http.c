@@ -1,5 +1,5 @@
 #include "broker/http.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <arpa/inet.h>
 #include <czmq.h>

@@ -4,7 +4,7 @@
  *   GET /metrics                   Prometheus text exposition (broker/metrics.h)
  *   GET /api/status                requests as JSON
  *   GET /api/plan/ID               a finished request's plan (the JSON `planfarm result` gives)
- *   GET /api/plan/ID/mapping.svg   its devices coloured by stage (planner/draw.h)
+ *   GET /api/plan/ID/mapping.svg   its devices coloured by stage (planner/sim/draw.h)
  *
  * The server never sees the broker: the broker's loop publishes what it serves (whole texts,
  * rendered by the loop) and the server hands out copies under one mutex. So nothing the loop

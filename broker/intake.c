@@ -9,7 +9,7 @@
  *   restart  every unfinished request of the journal is prepared again; finished ones are there
  *            for STATUS and RESULT (and those evicted from memory are recalled from the journal) */
 #include "broker/broker_int.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <math.h>
 #include <stdio.h>

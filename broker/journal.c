@@ -1,5 +1,5 @@
 #include "broker/journal.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <czmq.h>
 #include <errno.h>

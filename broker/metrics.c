@@ -1,5 +1,5 @@
 #include "broker/metrics.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "proto/wire.h"
 
 #include <stdarg.h>

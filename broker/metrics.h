@@ -8,7 +8,7 @@
 #ifndef PF_METRICS_H
 #define PF_METRICS_H
 
-#include "planner/jobs.h"
+#include "planner/search/jobs.h"
 
 #include <stddef.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 #include "broker/prep.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "proto/job_codec.h"
 #include "proto/model_codec.h"
 

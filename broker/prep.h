@@ -11,7 +11,7 @@
 #ifndef PF_PREP_H
 #define PF_PREP_H
 
-#include "planner/search.h"
+#include "planner/search/search.h"
 
 #include <czmq.h>
 #include <stddef.h>

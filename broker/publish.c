@@ -3,8 +3,8 @@
  * plan and its mapping picture are handed over once, when it finishes. Everything here runs on
  * the loop's thread. */
 #include "broker/broker_int.h"
-#include "planner/draw.h"
-#include "planner/util.h"
+#include "planner/sim/draw.h"
+#include "planner/core/util.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -3,7 +3,7 @@
 #ifndef PF_CLI_H
 #define PF_CLI_H
 
-#include "planner/search.h"
+#include "planner/search/search.h"
 #include "proto/curve.h"
 
 #include <getopt.h>

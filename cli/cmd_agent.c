@@ -1,6 +1,6 @@
 /* planfarm agent --connect ENDPOINT: a profiler agent for a broker until SIGINT/SIGTERM. */
 #include "cli/cli.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "profiler/agent.h"
 
 #include <stdio.h>

@@ -8,7 +8,7 @@
 #include "broker/broker.h"
 #include "broker/client.h"
 #include "cli/cli.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <czmq.h>
 #include <errno.h>

@@ -2,7 +2,7 @@
 #include "broker/broker.h"
 #include "broker/journal.h"
 #include "cli/cli.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 /* planfarm check FILE: validate a graph or cluster file and summarise it. */
 #include "cli/cli.h"
-#include "planner/cluster.h"
-#include "planner/downsets.h"
-#include "planner/graph.h"
-#include "planner/util.h"
+#include "planner/ir/cluster.h"
+#include "planner/partition/downsets.h"
+#include "planner/ir/graph.h"
+#include "planner/core/util.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
-/* planfarm cluster KIND [flags] [-o CLUSTER]: generate a cluster file (planner/topology.h). */
+/* planfarm cluster KIND [flags] [-o CLUSTER]: generate a cluster file (planner/inputs/topology.h). */
 #include "cli/cli.h"
-#include "planner/cluster.h"
-#include "planner/topology.h"
-#include "planner/util.h"
+#include "planner/ir/cluster.h"
+#include "planner/inputs/topology.h"
+#include "planner/core/util.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -62,7 +62,7 @@ static void help(FILE *f)
             "  -o, --output FILE write there (default or -: stdout)\n\n"
             "At most %d devices. Hosts: machine (hier, dgx1, nvswitch, dgx-*), node (random-blk1/2),\n"
             "one per device (mesh, torus, uniform). Exit status 2 on bad flags.\n",
-            PF_TOPO_MAX_DEVICES);
+            PF_TOPOLOGY_MAX_DEVICES);
 }
 
 /* "4x4" or "4x4x4" into dims (the rest 1); PF_OK, or PF_EINPUT after a usage message. */
@@ -79,9 +79,9 @@ static int parse_dims(const char *arg, int want, int dims[3], const char *kind)
             cli_usage_error(CMD, "--dims: '%s' is not of the form %s", arg, form);
             return PF_EINPUT;
         }
-        if (v < 1 || v > PF_TOPO_MAX_DEVICES) {
+        if (v < 1 || v > PF_TOPOLOGY_MAX_DEVICES) {
             cli_usage_error(CMD, "--dims: '%s': dimension %d is %.*s, must be in [1, %d]", arg,
-                            n + 1, (int)(end - p), p, PF_TOPO_MAX_DEVICES);
+                            n + 1, (int)(end - p), p, PF_TOPOLOGY_MAX_DEVICES);
             return PF_EINPUT;
         }
         if (n < 3)
@@ -107,10 +107,10 @@ enum {
 /* Which kinds a flag applies to; a flag given for another kind is a usage error rather than
  * silently ignored. */
 #define K(k) (1u << (k))
-#define K_DGX (K(PF_TOPO_DGX_A100) | K(PF_TOPO_DGX_H100))
-#define K_MACHINES (K(PF_TOPO_HIER) | K(PF_TOPO_DGX1) | K(PF_TOPO_NVSWITCH) | K_DGX)
-#define K_GRID (K(PF_TOPO_MESH2D) | K(PF_TOPO_TORUS2D) | K(PF_TOPO_MESH3D) | K(PF_TOPO_TORUS3D))
-#define K_RANDOM (K(PF_TOPO_RANDOM_BLK1) | K(PF_TOPO_RANDOM_BLK2) | K(PF_TOPO_UNIFORM))
+#define K_DGX (K(PF_TOPOLOGY_DGX_A100) | K(PF_TOPOLOGY_DGX_H100))
+#define K_MACHINES (K(PF_TOPOLOGY_HIER) | K(PF_TOPOLOGY_DGX1) | K(PF_TOPOLOGY_NVSWITCH) | K_DGX)
+#define K_GRID (K(PF_TOPOLOGY_MESH2D) | K(PF_TOPOLOGY_TORUS2D) | K(PF_TOPOLOGY_MESH3D) | K(PF_TOPOLOGY_TORUS3D))
+#define K_RANDOM (K(PF_TOPOLOGY_RANDOM_BLK1) | K(PF_TOPOLOGY_RANDOM_BLK2) | K(PF_TOPOLOGY_UNIFORM))
 
 static const struct {
     int opt;
@@ -119,9 +119,9 @@ static const struct {
     const char *which;
 } applies[] = {
     {O_MACHINES, "--machines", K_MACHINES, "hier, dgx1, nvswitch, dgx-a100 and dgx-h100"},
-    {O_GPUS, "--gpus", K(PF_TOPO_HIER) | K(PF_TOPO_NVSWITCH),
+    {O_GPUS, "--gpus", K(PF_TOPOLOGY_HIER) | K(PF_TOPOLOGY_NVSWITCH),
      "hier and nvswitch; a DGX has 8"},
-    {O_INTRA, "--intra-gbps", K(PF_TOPO_HIER) | K(PF_TOPO_NVSWITCH) | K_DGX,
+    {O_INTRA, "--intra-gbps", K(PF_TOPOLOGY_HIER) | K(PF_TOPOLOGY_NVSWITCH) | K_DGX,
      "hier, nvswitch, dgx-a100 and dgx-h100"},
     {O_INTER, "--inter-gbps", K_MACHINES, "hier, dgx1, nvswitch, dgx-a100 and dgx-h100"},
     {O_INTER_LATENCY, "--inter-latency-us", K_MACHINES,
@@ -169,36 +169,36 @@ int cmd_cluster(int argc, char **argv)
     }
     if (argc - optind != 1)
         return cli_usage_error(CMD, argc == optind ? "expected a KIND" : "expected one KIND");
-    pf_topo_kind_t kind;
-    if (pf_topo_parse_kind(argv[optind], &kind) != PF_OK)
+    pf_topology_kind_t kind;
+    if (pf_topology_parse_kind(argv[optind], &kind) != PF_OK)
         return cli_usage_error(CMD,
                                "unknown kind '%s' (expected hier, dgx1, nvswitch, mesh2d, "
                                "torus2d, mesh3d, torus3d, random-blk1, random-blk2, uniform, "
                                "dgx-a100 or dgx-h100)",
                                argv[optind]);
-    const char *kname = pf_topo_kind_name(kind);
+    const char *kname = pf_topology_kind_name(kind);
     for (size_t i = 0; i < sizeof applies / sizeof applies[0]; i++)
         if (given[applies[i].opt] && !(applies[i].kinds & K(kind)))
             return cli_usage_error(CMD, "%s does not apply to %s (only to %s)", applies[i].flag,
                                    kname, applies[i].which);
 
-    pf_topo_opts_t o;
-    pf_topo_opts_init(&o, kind);
+    pf_topology_opts_t o;
+    pf_topology_opts_init(&o, kind);
     long long v;
     double x;
-    int grid3d = kind == PF_TOPO_MESH3D || kind == PF_TOPO_TORUS3D;
+    int grid3d = kind == PF_TOPOLOGY_MESH3D || kind == PF_TOPOLOGY_TORUS3D;
     if (given[O_MACHINES]) {
-        if (cli_int(CMD, "--machines", given[O_MACHINES], 1, PF_TOPO_MAX_DEVICES, &v))
+        if (cli_int(CMD, "--machines", given[O_MACHINES], 1, PF_TOPOLOGY_MAX_DEVICES, &v))
             return CLI_USAGE;
         o.machines = (int)v;
     }
     if (given[O_GPUS]) {
-        if (cli_int(CMD, "--gpus", given[O_GPUS], 1, PF_TOPO_MAX_DEVICES, &v))
+        if (cli_int(CMD, "--gpus", given[O_GPUS], 1, PF_TOPOLOGY_MAX_DEVICES, &v))
             return CLI_USAGE;
         o.gpus_per_machine = (int)v;
     }
     if (given[O_DEVICES]) {
-        if (cli_int(CMD, "--devices", given[O_DEVICES], 1, PF_TOPO_MAX_DEVICES, &v))
+        if (cli_int(CMD, "--devices", given[O_DEVICES], 1, PF_TOPOLOGY_MAX_DEVICES, &v))
             return CLI_USAGE;
         o.devices = (int)v;
     }
@@ -241,7 +241,7 @@ int cmd_cluster(int argc, char **argv)
     }
 
     pf_cluster_t *cl;
-    int rc = pf_topo_build(&o, &cl, err, sizeof err);
+    int rc = pf_topology_build(&o, &cl, err, sizeof err);
     if (rc != PF_OK)
         return cli_report(CMD, rc, err);
     rc = pf_cluster_save(cl, out_path, err, sizeof err);

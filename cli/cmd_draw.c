@@ -1,11 +1,11 @@
-/* planfarm draw PLAN CLUSTER [GRAPH] -o OUT.svg: the picture of a mapping (planner/draw.h). */
+/* planfarm draw PLAN CLUSTER [GRAPH] -o OUT.svg: the picture of a mapping (planner/sim/draw.h). */
 #include "cli/cli.h"
-#include "planner/cluster.h"
-#include "planner/draw.h"
-#include "planner/graph.h"
-#include "planner/json_io.h"
-#include "planner/plan.h"
-#include "planner/util.h"
+#include "planner/ir/cluster.h"
+#include "planner/sim/draw.h"
+#include "planner/ir/graph.h"
+#include "planner/core/json.h"
+#include "planner/ir/plan.h"
+#include "planner/core/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +41,7 @@ static int stand_in_graph(const char *ppath, pf_graph_t **out, char *err, size_t
     int rc = pf_json_load_file(ppath, &root, err, errlen);
     if (rc != PF_OK)
         return rc;
-    if ((rc = pf_jr_array(root, "plan", "stage_list", PF_JR_REQUIRED, &stages, err, errlen)))
+    if ((rc = pf_json_get_array(root, "plan", "stage_list", PF_JSON_GET_REQUIRED, &stages, err, errlen)))
         goto done;
     json_array_foreach(stages, i, st)
     {

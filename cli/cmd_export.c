@@ -1,11 +1,11 @@
 /* planfarm export megatron|deepspeed|torchrun GRAPH CLUSTER PLAN: a mapped, layer-aligned plan
- * as the launch settings of a training framework (planner/export.h). */
+ * as the launch settings of a training framework (planner/export/export.h). */
 #include "cli/cli.h"
-#include "planner/cluster.h"
-#include "planner/export.h"
-#include "planner/graph.h"
-#include "planner/plan.h"
-#include "planner/util.h"
+#include "planner/ir/cluster.h"
+#include "planner/export/export.h"
+#include "planner/ir/graph.h"
+#include "planner/ir/plan.h"
+#include "planner/core/util.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* planfarm import pipedream|piper FILE: turn a real profile into a graph file. */
 #include "cli/cli.h"
-#include "planner/graph.h"
-#include "planner/import.h"
-#include "planner/util.h"
+#include "planner/ir/graph.h"
+#include "planner/inputs/import.h"
+#include "planner/core/util.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* planfarm keygen NAME [-d DIR]: a CurveZMQ key pair in CZMQ's zcert format (README
  * "Security"). */
 #include "cli/cli.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <czmq.h>
 #include <errno.h>

@@ -1,10 +1,10 @@
 /* planfarm map GRAPH CLUSTER PLAN: map a partition's stage replicas onto devices (Parmesan V). */
 #include "cli/cli.h"
-#include "planner/cluster.h"
-#include "planner/graph.h"
-#include "planner/mapping.h"
-#include "planner/plan.h"
-#include "planner/util.h"
+#include "planner/ir/cluster.h"
+#include "planner/ir/graph.h"
+#include "planner/map/mapping.h"
+#include "planner/ir/plan.h"
+#include "planner/core/util.h"
 
 #include <stdio.h>
 #include <string.h>

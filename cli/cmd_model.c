@@ -1,8 +1,8 @@
 /* planfarm model gpt|bert|llama|moe|vit|resnet|unet [shape flags] [-o GRAPH]: generate a graph with analytic
- * op costs (planner/models.h). */
+ * op costs (planner/inputs/models.h). */
 #include "cli/cli.h"
-#include "planner/models.h"
-#include "planner/util.h"
+#include "planner/inputs/models.h"
+#include "planner/core/util.h"
 
 #include <limits.h>
 #include <stddef.h>

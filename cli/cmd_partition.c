@@ -1,12 +1,12 @@
 /* planfarm partition GRAPH CLUSTER --stages S ...: one (S, R) partition (Parmesan IV), written as
  * a plan whose stages have no devices yet. */
 #include "cli/cli.h"
-#include "planner/cluster.h"
-#include "planner/cost.h"
-#include "planner/graph.h"
-#include "planner/partition.h"
-#include "planner/plan.h"
-#include "planner/util.h"
+#include "planner/ir/cluster.h"
+#include "planner/ir/cost.h"
+#include "planner/ir/graph.h"
+#include "planner/partition/partition.h"
+#include "planner/ir/plan.h"
+#include "planner/core/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

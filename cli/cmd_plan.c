@@ -4,7 +4,7 @@
 #include "broker/broker.h"
 #include "broker/client.h"
 #include "cli/cli.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "worker/worker.h"
 
 #include <czmq.h>

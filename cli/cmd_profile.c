@@ -4,10 +4,10 @@
  * assembles written out. */
 #include "cli/cli.h"
 #include "broker/client.h"
-#include "planner/cluster.h"
-#include "planner/graph.h"
-#include "planner/util.h"
-#include "planner/assemble.h"
+#include "planner/ir/cluster.h"
+#include "planner/ir/graph.h"
+#include "planner/core/util.h"
+#include "planner/inputs/assemble.h"
 #include "profiler/record.h"
 #include "profiler/calibrate.h"
 #include "profiler/cuda_loader.h"
@@ -135,12 +135,12 @@ static void print_link(const pf_link_fit_t *l, int show_host)
             l->fit.lat_floor_ms * 1e3, l->fit.gbps, 100 * l->fit.fit_rel_rms, xo);
 }
 
-static void print_tables(const pf_assembly_t *a, const pf_local_report_t *rep)
+static void print_tables(const pf_assemble_t *a, const pf_local_report_t *rep)
 {
     char mem[32];
     fprintf(stderr, "devices:\n");
-    for (int i = 0; i < pf_assembly_ndevices(a); i++) {
-        const pf_device_rec_t *d = pf_assembly_device(a, i);
+    for (int i = 0; i < pf_assemble_ndevices(a); i++) {
+        const pf_device_rec_t *d = pf_assemble_device(a, i);
         pf_fmt_bytes(mem, sizeof mem, d->mem_bytes);
         fprintf(stderr, "  %2d  %-28s %s  %10s", i, d->name, pf_source_name(d->source), mem);
         if (d->tflops > 0)
@@ -151,13 +151,13 @@ static void print_tables(const pf_assembly_t *a, const pf_local_report_t *rep)
             fprintf(stderr, "  %d SMs at %.0f MHz", d->sm_count, d->clock_mhz);
         fputc('\n', stderr);
     }
-    int nl = pf_assembly_nlinks(a);
+    int nl = pf_assemble_nlinks(a);
     if (nl > 0 || rep->loopback.rec.nsizes > 0)
         fprintf(stderr, "links (postal fit; latency = smallest message):\n  %-10s %-10s %-18s "
                         "%10s %10s %10s %12s\n", "from", "to", "method", "lat us", "GB/s",
                 "fit err", "table below");
     for (int i = 0; i < nl; i++)
-        print_link(pf_assembly_link(a, i), 0);
+        print_link(pf_assemble_link(a, i), 0);
     if (rep->has_loopback)
         print_link(&rep->loopback, 0);
     else if (rep->loopback.rec.nsizes > 0)
@@ -361,13 +361,13 @@ int cmd_profile(int argc, char **argv)
     }
 
     pf_local_report_t rep;
-    pf_assembly_t *a = NULL;
+    pf_assemble_t *a = NULL;
     pf_cluster_t *cl = NULL;
     char host[PF_REC_NAME];
     double when;
     pf_record_stamp(host, &when);
     snprintf(cname, sizeof cname, "profiled-%s", host);
-    if (!(a = pf_assembly_new(name ? name : cname, err, sizeof err))) {
+    if (!(a = pf_assemble_new(name ? name : cname, err, sizeof err))) {
         pf_cuda_close(&cuda);
         return cli_report(CMD, PF_ERR, err);
     }
@@ -382,9 +382,9 @@ int cmd_profile(int argc, char **argv)
     rc = pf_profile_local(&o, cuda, loader_err, cli_stderr_tty() ? progress_bar : NULL, NULL, a,
                           &rep, err, sizeof err);
     if (rc == PF_OK)
-        rc = pf_assembly_build(a, &cl, err, sizeof err);
+        rc = pf_assemble_build(a, &cl, err, sizeof err);
     if (rc == PF_OK)
-        rc = pf_assembly_save(a, cl, out, err, sizeof err);
+        rc = pf_assemble_save(a, cl, out, err, sizeof err);
     if (rc == PF_OK && !quiet) {
         print_tables(a, &rep);
         fprintf(stderr, "cluster %s: %d device%s (%s) written to %s\n", pf_cluster_name(cl),
@@ -392,7 +392,7 @@ int cmd_profile(int argc, char **argv)
                 rep.ngpus ? "gpu" : "cpu", out && strcmp(out, "-") ? out : "stdout");
     }
     pf_cluster_destroy(&cl);
-    pf_assembly_destroy(&a);
+    pf_assemble_destroy(&a);
     pf_cuda_close(&cuda);
     return rc == PF_OK ? CLI_OK : cli_report(CMD, rc, err);
 }

@@ -1,12 +1,12 @@
 /* planfarm simulate GRAPH CLUSTER PLAN: one training step of a mapped plan in the task-graph
- * simulator (planner/simulate.h); figures on stdout, the timeline as SVG on request. */
+ * simulator (planner/sim/simulate.h); figures on stdout, the timeline as SVG on request. */
 #include "cli/cli.h"
-#include "planner/cluster.h"
-#include "planner/draw.h"
-#include "planner/graph.h"
-#include "planner/plan.h"
-#include "planner/simulate.h"
-#include "planner/util.h"
+#include "planner/ir/cluster.h"
+#include "planner/sim/draw.h"
+#include "planner/ir/graph.h"
+#include "planner/ir/plan.h"
+#include "planner/sim/simulate.h"
+#include "planner/core/util.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -3,7 +3,7 @@
 #include "broker/broker.h"
 #include "broker/client.h"
 #include "cli/cli.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* planfarm worker --connect ENDPOINT: run jobs for a broker until SIGINT/SIGTERM. */
 #include "cli/cli.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "worker/worker.h"
 
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * --broker-key, --insecure (README "Security"). */
 #include "broker/client.h"
 #include "cli/cli.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 int cli_keyopt(int code, const char *arg, pf_curve_opts_t *k)
 {

@@ -1,9 +1,9 @@
 /* The search options that `planfarm plan` and `planfarm submit` share (pf_search_opts_t). */
 #include "cli/cli.h"
-#include "planner/partition.h"
-#include "planner/cost.h"
-#include "planner/mapping.h"
-#include "planner/util.h"
+#include "planner/partition/partition.h"
+#include "planner/ir/cost.h"
+#include "planner/map/mapping.h"
+#include "planner/core/util.h"
 
 #include <string.h>
 

@@ -2,7 +2,7 @@
  * end, write its plan and a one-paragraph summary. */
 #include "broker/client.h"
 #include "cli/cli.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <czmq.h>
 #include <jansson.h>

@@ -1,5 +1,5 @@
 #include "cli/cli.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 #include "profiler/agent.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "profiler/cpu_probes.h"
 #include "profiler/cuda_loader.h"
 #include "profiler/local.h"
@@ -78,19 +78,19 @@ static int task_local(pf_agent_t *a, const pf_profile_task_t *t, pf_measurement_
         memcpy(lo.sizes, t->sizes, sizeof lo.sizes);
         if (t->reps > 0)
             lo.reps = t->reps;
-        pf_assembly_t *as = pf_assembly_new(a->host, err, errlen);
+        pf_assemble_t *as = pf_assemble_new(a->host, err, errlen);
         if (!as)
             return PF_ERR;
         rc = pf_profile_local(&lo, a->cuda, NULL, NULL, NULL, as, &rep, err, errlen);
-        int nd = pf_assembly_ndevices(as), nl = pf_assembly_nlinks(as);
+        int nd = pf_assemble_ndevices(as), nl = pf_assemble_nlinks(as);
         if (rc == PF_OK && ((nd && !(m->dev = calloc((size_t)nd, sizeof *m->dev))) ||
                             (nl && !(m->link = calloc((size_t)nl, sizeof *m->link)))))
             rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         for (int i = 0; rc == PF_OK && i < nd; i++)
-            m->dev[m->ndev++] = *pf_assembly_device(as, i);
+            m->dev[m->ndev++] = *pf_assemble_device(as, i);
         for (int i = 0; rc == PF_OK && i < nl; i++)
-            m->link[m->nlink++] = pf_assembly_link(as, i)->rec;
-        pf_assembly_destroy(&as);
+            m->link[m->nlink++] = pf_assemble_link(as, i)->rec;
+        pf_assemble_destroy(&as);
         if (rc == PF_OK)
             own_records(a, m);
         return rc;

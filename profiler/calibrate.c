@@ -1,5 +1,5 @@
 #include "profiler/calibrate.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
 #ifndef PF_CALIBRATE_H
 #define PF_CALIBRATE_H
 
-#include "planner/graph.h"
+#include "planner/ir/graph.h"
 #include "profiler/cuda_abi.h"
 
 #include <stddef.h>

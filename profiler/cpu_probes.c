@@ -1,5 +1,5 @@
 #include "profiler/cpu_probes.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <czmq.h>
 #include <math.h>

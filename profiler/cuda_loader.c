@@ -1,5 +1,5 @@
 #include "profiler/cuda_loader.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <dlfcn.h>
 #include <libgen.h>

@@ -1,5 +1,5 @@
 #include "profiler/local.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "profiler/cpu_probes.h"
 
 #include <stdio.h>
@@ -40,7 +40,7 @@ static void tick(pf_progress_fn f, void *ctx, int *done, int total, const char *
 }
 
 static int profile_cpu(const pf_local_opts_t *o, pf_progress_fn progress, void *pctx,
-                       pf_assembly_t *into, pf_local_report_t *rep, char *err, size_t errlen)
+                       pf_assemble_t *into, pf_local_report_t *rep, char *err, size_t errlen)
 {
     double sizes[PF_SWEEP_MAX], gbps;
     int n = sweep_sizes(o, PF_CPU_SWEEP_MAX_BYTES, sizes), done = 0, rc;
@@ -50,7 +50,7 @@ static int profile_cpu(const pf_local_opts_t *o, pf_progress_fn progress, void *
     if ((rc = pf_cpu_mem_gbps(o->cpu_stream_bytes, o->reps, &gbps, err, errlen)))
         return rc;
     pf_cpu_device_rec(&d, gbps);
-    if ((rc = pf_assembly_add_device(into, &d, err, errlen)))
+    if ((rc = pf_assemble_add_device(into, &d, err, errlen)))
         return rc;
     tick(progress, pctx, &done, 2, "loopback tcp ping-pong");
     if (!(echo = pf_echo_new("tcp://127.0.0.1:*", err, errlen)))
@@ -88,7 +88,7 @@ static void link_rec(pf_link_rec_t *l, const char *host, int src, int dst, const
 }
 
 static int profile_gpu(const pf_local_opts_t *o, const pf_cuda_api_t *api, int ngpu,
-                       pf_progress_fn progress, void *pctx, pf_assembly_t *into,
+                       pf_progress_fn progress, void *pctx, pf_assemble_t *into,
                        pf_local_report_t *rep, char *err, size_t errlen)
 {
     double sizes[PF_SWEEP_MAX];
@@ -123,7 +123,7 @@ static int profile_gpu(const pf_local_opts_t *o, const pf_cuda_api_t *api, int n
         /* 2 m n k flops; ms -> s and flop -> Tflop: 2 s^3 / (ms 1e-3) / 1e12 */
         d.tflops = fwd > 0 ? 2.0 * GEMM_SIDE * GEMM_SIDE * (double)GEMM_SIDE / (fwd * 1e9) : 0;
         d.mem_gbps = hbm_ms > 0 ? 2.0 * HBM_BYTES / (hbm_ms * 1e6) : 0;
-        if ((rc = pf_assembly_add_device(into, &d, err, errlen)))
+        if ((rc = pf_assemble_add_device(into, &d, err, errlen)))
             return rc;
     }
     for (int pass = 0; pass < (o->peer_off ? 2 : 1); pass++) {
@@ -145,7 +145,7 @@ static int profile_gpu(const pf_local_opts_t *o, const pf_cuda_api_t *api, int n
                     pf_record_name(l.method, "cuda_copy_no_p2p");
                     rc = api->copy_sweep(a, b, 0, sizes, n, o->reps, l.ms, err, errlen);
                 }
-                if (rc || (rc = pf_assembly_add_link(into, &l, err, errlen)))
+                if (rc || (rc = pf_assemble_add_link(into, &l, err, errlen)))
                     return rc;
             }
         }
@@ -159,7 +159,7 @@ static int profile_gpu(const pf_local_opts_t *o, const pf_cuda_api_t *api, int n
             link_rec(&l, host, src < 0 ? PF_END_HOST : src, dst < 0 ? PF_END_HOST : dst,
                      "cuda_pinned_copy", sizes, n);
             if ((rc = api->copy_sweep(src, dst, 0, sizes, n, o->reps, l.ms, err, errlen)) ||
-                (rc = pf_assembly_add_link(into, &l, err, errlen)))
+                (rc = pf_assemble_add_link(into, &l, err, errlen)))
                 return rc;
         }
     }
@@ -182,7 +182,7 @@ static int profile_gpu(const pf_local_opts_t *o, const pf_cuda_api_t *api, int n
 }
 
 int pf_profile_local(const pf_local_opts_t *o, const pf_cuda_t *cuda, const char *cuda_status,
-                     pf_progress_fn progress, void *progress_ctx, pf_assembly_t *into,
+                     pf_progress_fn progress, void *progress_ctx, pf_assemble_t *into,
                      pf_local_report_t *rep, char *err, size_t errlen)
 {
     int ngpu = 0, rc;

@@ -1,5 +1,5 @@
 #include "proto/clock.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <math.h>
 

@@ -1,5 +1,5 @@
 #include "proto/curve.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>

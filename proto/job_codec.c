@@ -1,5 +1,5 @@
 #include "proto/job_codec.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -656,7 +656,7 @@ static int reshard_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, ch
                            mesh[i]->n_devices);
         total += mesh[i]->n_devices;
     }
-    if (rp->algo >= PF_RSCHED_NALGOS || rp->strategies > PF_XFER_ALL || rp->max_chunks > 4096 ||
+    if (rp->algo >= PF_RESHARD_SCHED_NALGOS || rp->strategies > PF_XFER_ALL || rp->max_chunks > 4096 ||
         !isfinite(rp->dfs_budget_s) || rp->dfs_budget_s < 0 || rp->dfs_node_cap < 0 ||
         rp->greedy_restarts > 4096 || rp->greedy_trials > 4096)
         return pf_fail(err, errlen, PF_EINPUT, "job.reshard: an option is out of range");
@@ -667,7 +667,7 @@ static int reshard_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, ch
     for (size_t i = 0; i < rp->dst_mesh->n_devices; i++)
         out->reshard_devices[rp->src_mesh->n_devices + i] = rp->dst_mesh->devices[i];
     for (size_t i = 0; i < rp->n_shape; i++) {
-        if (rp->src_spec[i] > PF_SHARD_S01 || rp->dst_spec[i] > PF_SHARD_S01)
+        if (rp->src_spec[i] > PF_SHARDING_S01 || rp->dst_spec[i] > PF_SHARDING_S01)
             return pf_fail(err, errlen, PF_EINPUT, "job.reshard: spec of dim %zu out of range",
                            i);
         out->reshard_shape[i] = rp->shape[i];
@@ -682,7 +682,7 @@ static int reshard_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, ch
                      out->reshard_devices + rp->src_mesh->n_devices},
         .src_spec = out->reshard_spec[0], .dst_spec = out->reshard_spec[1]};
     pf_reshard_opts_default(&out->reshard_opts);
-    out->reshard_opts.algo = (pf_rsched_algo_t)rp->algo;
+    out->reshard_opts.algo = (pf_reshard_sched_algo_t)rp->algo;
     out->reshard_opts.strategies = rp->strategies;
     out->reshard_opts.max_chunks = (int)rp->max_chunks;
     out->reshard_opts.sched.dfs_budget_s = rp->dfs_budget_s;
@@ -697,16 +697,16 @@ static int reshard_answer_to_pb(pf_arena_t *a, const pf_job_result_t *res,
                                 Planfarm__JobResult *m)
 {
     Planfarm__ReshardAnswer *ra = PF_ANEW(a, Planfarm__ReshardAnswer, 1);
-    double *ms = PF_ANEW(a, double, PF_RSCHED_NALGOS);
+    double *ms = PF_ANEW(a, double, PF_RESHARD_SCHED_NALGOS);
     if (!ra || !ms)
         return PF_ERR;
     planfarm__reshard_answer__init(ra);
     ra->time_ms = res->reshard.time_ms;
     ra->algo = (uint32_t)res->reshard.algo;
     ra->ntasks = (uint32_t)res->reshard.ntasks;
-    memcpy(ms, res->reshard.algo_ms, PF_RSCHED_NALGOS * sizeof *ms);
+    memcpy(ms, res->reshard.algo_ms, PF_RESHARD_SCHED_NALGOS * sizeof *ms);
     ra->algo_ms = ms;
-    ra->n_algo_ms = PF_RSCHED_NALGOS;
+    ra->n_algo_ms = PF_RESHARD_SCHED_NALGOS;
     m->reshard = ra;
     return PF_OK;
 }
@@ -718,14 +718,14 @@ static int reshard_answer_from_pb(const Planfarm__JobResult *m, int nops, int nd
     const Planfarm__ReshardAnswer *ra = m->reshard;
     if (!ra)
         return pf_fail(err, errlen, PF_EINPUT, "result.reshard: missing");
-    if (ra->n_algo_ms != PF_RSCHED_NALGOS || ra->ntasks > (1u << 30) ||
-        ra->algo >= PF_RSCHED_NALGOS)
+    if (ra->n_algo_ms != PF_RESHARD_SCHED_NALGOS || ra->ntasks > (1u << 30) ||
+        ra->algo >= PF_RESHARD_SCHED_NALGOS)
         return pf_fail(err, errlen, PF_EINPUT, "result.reshard: %zu algorithm times, %u tasks, "
                        "algorithm %u", ra->n_algo_ms, ra->ntasks, ra->algo);
     out->reshard.time_ms = ra->time_ms;
     out->reshard.algo = (int)ra->algo;
     out->reshard.ntasks = (int)ra->ntasks;
-    memcpy(out->reshard.algo_ms, ra->algo_ms, PF_RSCHED_NALGOS * sizeof *ra->algo_ms);
+    memcpy(out->reshard.algo_ms, ra->algo_ms, PF_RESHARD_SCHED_NALGOS * sizeof *ra->algo_ms);
     return PF_OK; /* ranges: pf_job_check_answer */
 }
 
@@ -745,7 +745,7 @@ static const job_codec_t job_codecs[] = {
                         reshard_answer_from_pb},
 };
 _Static_assert(sizeof job_codecs / sizeof job_codecs[0] == PF_JOB_KIND_COUNT,
-               "every job kind of planner/jobs.h needs its entry in job_codecs");
+               "every job kind of planner/search/jobs.h needs its entry in job_codecs");
 _Static_assert((int)PLANFARM__JOB_KIND__JOB_NOOP == PF_JOB_NOOP &&
                    (int)PLANFARM__JOB_KIND__JOB_DP_PARTITION == PF_JOB_DP_PARTITION &&
                    (int)PLANFARM__JOB_KIND__JOB_MAP_PROBE == PF_JOB_MAP_PROBE &&

@@ -1,14 +1,14 @@
 /* job_codec: jobs, their answers and a request's options on the wire. The generic fields (id,
  * attempt, kind, status, error) are coded here once; each kind's parameters and answer go through
  * that kind's hooks, one entry per pf_job_kind_t in the table of job_codec.c (a build fails when a
- * kind of planner/jobs.h has none). Adding a kind = its descriptor in planner/jobs.c, its
+ * kind of planner/search/jobs.h has none). Adding a kind = its descriptor in planner/search/jobs.c, its
  * Params/Answer messages in planfarm.proto and one entry in that table. Every decode validates
  * before anything above it sees the data and names the offending field (PF_EINPUT). */
 #ifndef PF_JOB_CODEC_H
 #define PF_JOB_CODEC_H
 
-#include "planner/jobs.h"
-#include "planner/search.h"
+#include "planner/search/jobs.h"
+#include "planner/search/search.h"
 #include "proto/model_codec.h"
 #include "proto/wire.h"
 

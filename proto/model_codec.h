@@ -5,10 +5,10 @@
 #ifndef PF_MODEL_CODEC_H
 #define PF_MODEL_CODEC_H
 
-#include "planner/cluster.h"
-#include "planner/graph.h"
-#include "planner/mapping.h"
-#include "planner/plan.h"
+#include "planner/ir/cluster.h"
+#include "planner/ir/graph.h"
+#include "planner/map/mapping.h"
+#include "planner/ir/plan.h"
 #include "proto/wire.h"
 
 #include <stddef.h>

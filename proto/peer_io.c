@@ -1,5 +1,5 @@
 #include "proto/peer_io.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <czmq.h>
 #include <errno.h>

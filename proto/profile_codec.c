@@ -1,5 +1,5 @@
 #include "proto/profile_codec.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <math.h>
 #include <stdio.h>

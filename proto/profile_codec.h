@@ -1,5 +1,5 @@
 /* profile_codec: the profiler agent's messages on the wire (REGISTER, PROFILE, MEASUREMENT, and
- * the client's PROFILE_CLUSTER round). Records travel field by field (planner/record.h); decoding
+ * the client's PROFILE_CLUSTER round). Records travel field by field (planner/inputs/record.h); decoding
  * copies every string into its fixed-size field only when it fits with its NUL, bounds every
  * count before anything is allocated, and then checks every field with pf_record_check_*, so
  * that what reaches the broker's assembly or an agent's probes is a record it can trust.
@@ -7,7 +7,7 @@
 #ifndef PF_PROFILE_CODEC_H
 #define PF_PROFILE_CODEC_H
 
-#include "planner/record.h"
+#include "planner/inputs/record.h"
 #include "proto/wire.h"
 
 #include <stddef.h>

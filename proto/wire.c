@@ -1,5 +1,5 @@
 #include "proto/wire.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <stdalign.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* assemble: a cluster from the recorded measurements of 2 hosts x 4 GPUs. */
-#include "planner/cluster.h"
-#include "planner/util.h"
-#include "planner/assemble.h"
+#include "planner/ir/cluster.h"
+#include "planner/core/util.h"
+#include "planner/inputs/assemble.h"
 #include "tests/testutil.h"
 
 #include <jansson.h>
@@ -42,17 +42,17 @@ static double peer_gbps(int i, int j) { return 100 + 10 * i + 2 * j; }
  * and a slower peer-access-off copy for 0 -> 1 that must lose. Host b: every ordered pair but
  * 2 -> 3, which must come from 3 -> 2. Between the hosts one ping-pong record a -> b: 12.5 GB/s,
  * 50 us, for all 32 cross-host entries in both directions. */
-static pf_assembly_t *two_hosts(int with_network)
+static pf_assemble_t *two_hosts(int with_network)
 {
     char err[256];
-    pf_assembly_t *a = pf_assembly_new("2x4", err, sizeof err);
+    pf_assemble_t *a = pf_assemble_new("2x4", err, sizeof err);
     for (int i = 0; i < 4; i++) {
         pf_device_rec_t d = gpu("a", i);
-        CU_ASSERT_EQUAL(pf_assembly_add_device(a, &d, err, sizeof err), PF_OK);
+        CU_ASSERT_EQUAL(pf_assemble_add_device(a, &d, err, sizeof err), PF_OK);
     }
     for (int i = 3; i >= 0; i--) {
         pf_device_rec_t d = gpu("b", i);
-        CU_ASSERT_EQUAL(pf_assembly_add_device(a, &d, err, sizeof err), PF_OK);
+        CU_ASSERT_EQUAL(pf_assemble_add_device(a, &d, err, sizeof err), PF_OK);
     }
     for (int h = 0; h < 2; h++)
         for (int i = 0; i < 4; i++)
@@ -61,14 +61,14 @@ static pf_assembly_t *two_hosts(int with_network)
                     continue;
                 pf_link_rec_t l = link_rec(h ? "b" : "a", i, h ? "b" : "a", j, 8, peer_gbps(i, j),
                                            PF_SRC_GPU, "cuda_peer_copy");
-                CU_ASSERT_EQUAL(pf_assembly_add_link(a, &l, err, sizeof err), PF_OK);
+                CU_ASSERT_EQUAL(pf_assemble_add_link(a, &l, err, sizeof err), PF_OK);
             }
     pf_link_rec_t off = link_rec("a", 0, "a", 1, 15, 37, PF_SRC_GPU, "cuda_copy_no_p2p");
-    CU_ASSERT_EQUAL(pf_assembly_add_link(a, &off, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_assemble_add_link(a, &off, err, sizeof err), PF_OK);
     if (with_network) {
         pf_link_rec_t net = link_rec("a", PF_END_HOST, "b", PF_END_HOST, 50, 12.5, PF_SRC_CPU,
                                      "zmq_tcp_pingpong");
-        CU_ASSERT_EQUAL(pf_assembly_add_link(a, &net, err, sizeof err), PF_OK);
+        CU_ASSERT_EQUAL(pf_assemble_add_link(a, &net, err, sizeof err), PF_OK);
     }
     return a;
 }
@@ -76,9 +76,9 @@ static pf_assembly_t *two_hosts(int with_network)
 static void test_two_hosts(void)
 {
     char err[256];
-    pf_assembly_t *a = two_hosts(1);
+    pf_assemble_t *a = two_hosts(1);
     pf_cluster_t *c;
-    CU_ASSERT_EQUAL_FATAL(pf_assembly_build(a, &c, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_assemble_build(a, &c, err, sizeof err), PF_OK);
     CU_ASSERT_EQUAL(pf_cluster_ndevices(c), 8);
     CU_ASSERT_EQUAL(pf_cluster_nhosts(c), 2);
     for (int s = 0; s < 8; s++) {
@@ -104,16 +104,16 @@ static void test_two_hosts(void)
     }
     /* a:0 -> a:1 took the peer-access copy (102 GB/s), not the 37 GB/s one */
     PF_ASSERT_CLOSE(pf_cluster_bw_gbps(c, 0, 1), 102, 1e-9);
-    int net = pf_assembly_nlinks(a) - 1;
-    CU_ASSERT_EQUAL(pf_assembly_origin(a, 0, 7), net);
-    CU_ASSERT_EQUAL(pf_assembly_origin(a, 7, 0), net);
-    CU_ASSERT_EQUAL(pf_assembly_link(a, net)->used, 32);
-    CU_ASSERT_EQUAL(pf_assembly_link(a, net - 1)->used, 0); /* the no-p2p copy */
+    int net = pf_assemble_nlinks(a) - 1;
+    CU_ASSERT_EQUAL(pf_assemble_origin(a, 0, 7), net);
+    CU_ASSERT_EQUAL(pf_assemble_origin(a, 7, 0), net);
+    CU_ASSERT_EQUAL(pf_assemble_link(a, net)->used, 32);
+    CU_ASSERT_EQUAL(pf_assemble_link(a, net - 1)->used, 0); /* the no-p2p copy */
 
     /* Saved with provenance; the planner's reader still loads it (unknown keys ignored). */
     char path[1024];
     snprintf(path, sizeof path, "%s/2x4.json", pf_test_tmpdir());
-    CU_ASSERT_EQUAL_FATAL(pf_assembly_save(a, c, path, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_assemble_save(a, c, path, err, sizeof err), PF_OK);
     pf_cluster_t *back;
     CU_ASSERT_EQUAL_FATAL(pf_cluster_load(path, &back, err, sizeof err), PF_OK);
     CU_ASSERT_EQUAL(memcmp(pf_cluster_bw_matrix(back), pf_cluster_bw_matrix(c),
@@ -131,7 +131,7 @@ static void test_two_hosts(void)
                            "b");
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_array_get(devs, 5), "source")),
                            "gpu");
-    CU_ASSERT_EQUAL(json_array_size(links), (size_t)pf_assembly_nlinks(a));
+    CU_ASSERT_EQUAL(json_array_size(links), (size_t)pf_assemble_nlinks(a));
     json_t *nl = json_array_get(links, (size_t)net);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(nl, "source")), "cpu");
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(nl, "method")), "zmq_tcp_pingpong");
@@ -149,37 +149,37 @@ static void test_two_hosts(void)
                            "2023-11-14T22:13:20Z"); /* 1.7e9 s */
     json_decref(root);
     pf_cluster_destroy(&c);
-    pf_assembly_destroy(&a);
-    pf_assembly_destroy(&a); /* idempotent */
+    pf_assemble_destroy(&a);
+    pf_assemble_destroy(&a); /* idempotent */
 }
 
 static void test_missing_and_bad(void)
 {
     char err[256];
-    pf_assembly_t *a = two_hosts(0);
+    pf_assemble_t *a = two_hosts(0);
     pf_cluster_t *c;
-    CU_ASSERT_EQUAL(pf_assembly_build(a, &c, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_assemble_build(a, &c, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NULL(c);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "never paired"));
     pf_device_rec_t d = gpu("a", 2);
-    CU_ASSERT_EQUAL(pf_assembly_add_device(a, &d, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_assemble_add_device(a, &d, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "a:2 given twice"));
     d = gpu("c", 0);
     d.mem_bytes = 0;
-    CU_ASSERT_EQUAL(pf_assembly_add_device(a, &d, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_assemble_add_device(a, &d, err, sizeof err), PF_EINPUT);
     memset(d.host, 'x', sizeof d.host); /* no terminator, as a hostile message could send */
     d.mem_bytes = 1;
-    CU_ASSERT_EQUAL(pf_assembly_add_device(a, &d, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_assemble_add_device(a, &d, err, sizeof err), PF_EINPUT);
     pf_link_rec_t l = link_rec("a", 0, "a", 0, 1, 1, PF_SRC_GPU, "x");
-    CU_ASSERT_EQUAL(pf_assembly_add_link(a, &l, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_assemble_add_link(a, &l, err, sizeof err), PF_EINPUT);
     l = link_rec("a", 0, "a", 1, 1, 1, PF_SRC_GPU, "x");
     l.nvlinks = -3;
-    CU_ASSERT_EQUAL(pf_assembly_add_link(a, &l, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_assemble_add_link(a, &l, err, sizeof err), PF_EINPUT);
     l = link_rec("a", 0, "a", 1, 1, 1, PF_SRC_GPU, "x");
     l.nsizes = PF_SWEEP_MAX + 1;
-    CU_ASSERT_EQUAL(pf_assembly_add_link(a, &l, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_assemble_add_link(a, &l, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "link a:0 -> a:1"));
-    pf_assembly_destroy(&a);
+    pf_assemble_destroy(&a);
 }
 
 void pf_suite_assemble(void)

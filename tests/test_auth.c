@@ -2,7 +2,7 @@
  * certs (and refusing bad ones), the role map of allow-list directories, random ids. The
  * broker's use of them over CurveZMQ is tests/integration/security.sh. */
 #include "broker/auth.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "proto/curve.h"
 #include "tests/testutil.h"
 

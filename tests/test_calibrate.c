@@ -1,7 +1,7 @@
 /* calibrate: op -> probe rules worked by hand, and the rewrite of a graph with a fake timer
  * (the real one needs a GPU: make test-gpu). */
-#include "planner/graph.h"
-#include "planner/util.h"
+#include "planner/ir/graph.h"
+#include "planner/core/util.h"
 #include "profiler/calibrate.h"
 #include "tests/testutil.h"
 

@@ -1,6 +1,6 @@
 /* cluster: validation, file errors, statistics, round trip. */
-#include "planner/cluster.h"
-#include "planner/util.h"
+#include "planner/ir/cluster.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <stdint.h>

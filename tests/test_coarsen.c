@@ -1,9 +1,9 @@
 /* coarsen: eq. 4 order, convexity and memory worked by hand; acyclicity after every fusion;
  * the hyper-op graph prices every union of hyper-ops as cost.h prices its ops. */
-#include "planner/coarsen.h"
-#include "planner/cost.h"
-#include "planner/import.h"
-#include "planner/util.h"
+#include "planner/partition/coarsen.h"
+#include "planner/ir/cost.h"
+#include "planner/inputs/import.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* codec: round trips of every planner object through protobuf, and rejection of malformed
  * messages (truncated bytes, out-of-range indices, wrong sizes). */
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "proto/job_codec.h"
 #include "tests/testutil.h"
 
@@ -324,7 +324,7 @@ static void test_sim_and_reshard_jobs(void)
 
     /* RESHARD: [64, 8] bf16 replicated on device 0 to S0-sharded on devices 1 and 2 */
     int64_t shape[2] = {64, 8};
-    pf_mesh_shard_t src_spec[2] = {PF_SHARD_R, PF_SHARD_R}, dst_spec[2] = {PF_SHARD_S1, PF_SHARD_R};
+    pf_mesh_shard_t src_spec[2] = {PF_SHARDING_R, PF_SHARDING_R}, dst_spec[2] = {PF_SHARDING_S1, PF_SHARDING_R};
     int src[1] = {0}, dst[2] = {1, 2};
     pf_job_t rj;
     pf_job_init(&rj, PF_JOB_RESHARD);
@@ -338,7 +338,7 @@ static void test_sim_and_reshard_jobs(void)
     CU_ASSERT_EQUAL_FATAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_OK);
     CU_ASSERT(w.kind == PF_JOB_RESHARD && w.reshard.ndims == 2 && w.reshard.shape[0] == 64 &&
               w.reshard.dst_mesh.cols == 2 && w.reshard.dst_mesh.devices[1] == 2 &&
-              w.reshard.dst_spec[0] == PF_SHARD_S1 && w.reshard_opts.sched.dfs_budget_s == 0);
+              w.reshard.dst_spec[0] == PF_SHARDING_S1 && w.reshard_opts.sched.dfs_budget_s == 0);
     pf_wire_job_bind(&w, NULL, c, &bound);
     CU_ASSERT_EQUAL(pf_job_run(&rj, &r1), PF_OK);
     CU_ASSERT_EQUAL(pf_job_run(&bound, &r2), PF_OK);

@@ -1,6 +1,6 @@
 /* cost: eq. 3 and eq. 14 on a hand-worked diamond. */
-#include "planner/cost.h"
-#include "planner/util.h"
+#include "planner/ir/cost.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 /* 0 -> {1, 2} -> 3. c_u = 3, 6, 9, 12 ms. Edge bytes: 0->1 1e9, 0->2 2e9, 1->3 3e9, 2->3 4e9.

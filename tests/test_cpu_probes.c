@@ -1,7 +1,7 @@
 /* cpu_probes: the loopback ping-pong and the STREAM copy. Timings are not checked (they depend
  * on load); what is checked: every size is answered with its own bytes, records are filled and
  * say "cpu", timeouts and bad sizes are errors. */
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "profiler/cpu_probes.h"
 #include "tests/testutil.h"
 

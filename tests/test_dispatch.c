@@ -2,7 +2,7 @@
  * death, deadlines, attempts and poisoning, duplicate and late answers. Times are passed in, so
  * every scenario is worked out by hand below. */
 #include "broker/dispatch.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <string.h>

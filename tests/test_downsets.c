@@ -1,5 +1,5 @@
 /* downsets: the reverse-search enumeration against a scan of all 2^n subsets. */
-#include "planner/downsets.h"
+#include "planner/partition/downsets.h"
 #include "tests/testutil.h"
 
 #include <pthread.h>

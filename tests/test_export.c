@@ -1,11 +1,11 @@
 /* export: every Megatron-LM flag and DeepSpeed key of a hand-made plan, uneven and refused layer
  * splits, and the rank -> device map inverted for every rank. */
-#include "planner/export.h"
-#include "planner/models.h"
-#include "planner/plan.h"
-#include "planner/rng.h"
-#include "planner/topology.h"
-#include "planner/util.h"
+#include "planner/export/export.h"
+#include "planner/inputs/models.h"
+#include "planner/ir/plan.h"
+#include "planner/core/rng.h"
+#include "planner/inputs/topology.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <stdio.h>
@@ -34,12 +34,12 @@ static pf_graph_t *small_gpt(int layers)
 /* Two DGX H100 machines: devices 0-7 are node0/gpu0-7, 8-15 node1/gpu0-7. */
 static pf_cluster_t *two_hosts(void)
 {
-    pf_topo_opts_t o;
-    pf_topo_opts_init(&o, PF_TOPO_DGX_H100);
+    pf_topology_opts_t o;
+    pf_topology_opts_init(&o, PF_TOPOLOGY_DGX_H100);
     o.machines = 2;
     char err[256];
     pf_cluster_t *c = NULL;
-    CU_ASSERT_EQUAL(pf_topo_build(&o, &c, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_topology_build(&o, &c, err, sizeof err), PF_OK);
     return c;
 }
 

@@ -1,7 +1,7 @@
 /* fair: the lanes' turn-taking, priorities within a lane, the in-flight quota, cancels and the
  * counts, each on a hand-worked sequence. */
 #include "broker/fair.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <stdint.h>

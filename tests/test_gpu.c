@@ -2,7 +2,7 @@
  * and a profiled cluster planned end to end. Registered only when PF_GPU_TESTS is set
  * (make test-gpu): no other run has a GPU. Every comparison is printed, passing or not, so the
  * run's output is the record bench/results/ keeps. */
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "profiler/cuda_loader.h"
 #include "tests/testutil.h"
 

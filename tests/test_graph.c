@@ -1,6 +1,6 @@
 /* graph: building, validation, the file format's errors and round trips. */
-#include "planner/graph.h"
-#include "planner/util.h"
+#include "planner/ir/graph.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <stdio.h>

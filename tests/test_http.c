@@ -2,7 +2,7 @@
  * one request per connection): what is served before and after a publish, plans and their
  * eviction, refused methods and paths, and addresses that are refused with a reason. */
 #include "broker/http.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <arpa/inet.h>

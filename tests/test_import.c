@@ -1,10 +1,10 @@
 /* import: the shipped PipeDream and Piper profiles against numbers taken from the raw files by a
  * second, deliberately naive reader (and by hand), bad inputs with their exact messages, garbage
  * that must not crash, and import -> save -> load round trips. */
-#include "planner/downsets.h"
-#include "planner/graph.h"
-#include "planner/import.h"
-#include "planner/util.h"
+#include "planner/partition/downsets.h"
+#include "planner/ir/graph.h"
+#include "planner/inputs/import.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <stdio.h>

@@ -5,11 +5,11 @@
 #include "broker/broker.h"
 #include "broker/client.h"
 #include "broker/journal.h"
-#include "planner/models.h"
-#include "planner/rng.h"
-#include "planner/search.h"
-#include "planner/topology.h"
-#include "planner/util.h"
+#include "planner/inputs/models.h"
+#include "planner/core/rng.h"
+#include "planner/search/search.h"
+#include "planner/inputs/topology.h"
+#include "planner/core/util.h"
 #include "proto/job_codec.h"
 #include "tests/testutil.h"
 
@@ -253,12 +253,12 @@ static void test_replay_is_deterministic(void)
     mo.layers = 2;
     pf_graph_t *g = NULL;
     CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
-    pf_topo_opts_t to;
-    pf_topo_opts_init(&to, PF_TOPO_UNIFORM);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_UNIFORM);
     to.devices = 8;
     to.seed = 3;
     pf_cluster_t *c = NULL;
-    CU_ASSERT_EQUAL_FATAL(pf_topo_build(&to, &c, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     o.probe_seconds = 10; /* probes end by exhausting their search, never by the clock */
@@ -399,13 +399,13 @@ static void test_broker_restart(void)
     mo.layers = 1;
     pf_graph_t *g = NULL;
     CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
-    pf_topo_opts_t to;
-    pf_topo_opts_init(&to, PF_TOPO_UNIFORM);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_UNIFORM);
     to.devices = 4;
     pf_cluster_t *cl = NULL, *tiny = NULL;
-    CU_ASSERT_EQUAL_FATAL(pf_topo_build(&to, &cl, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &cl, err, sizeof err), PF_OK);
     to.mem_bytes = 1e6; /* 1 MB: no op of GPT fits */
-    CU_ASSERT_EQUAL_FATAL(pf_topo_build(&to, &tiny, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &tiny, err, sizeof err), PF_OK);
     pf_search_opts_t so;
     pf_search_opts_init(&so);
     so.stages = 2;
@@ -487,11 +487,11 @@ static void test_loop_never_prepares(void)
     mo.layers = 1;
     pf_graph_t *g = NULL;
     CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
-    pf_topo_opts_t to;
-    pf_topo_opts_init(&to, PF_TOPO_UNIFORM);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_UNIFORM);
     to.devices = 2;
     pf_cluster_t *cl = NULL;
-    CU_ASSERT_EQUAL_FATAL(pf_topo_build(&to, &cl, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &cl, err, sizeof err), PF_OK);
     pf_search_opts_t so;
     pf_search_opts_init(&so);
     zactor_t *b = start_broker(&o, ep, sizeof ep);

@@ -1,10 +1,10 @@
 /* mapping: eq. 5-11 by hand, Algorithms 1 and 2 against brute force over every one-to-one
  * mapping, Theorem 3's reduction from Hamiltonian path, symmetry pruning, the baselines, the
  * plan driver and the command. */
-#include "planner/mapping.h"
-#include "planner/rng.h"
-#include "planner/topology.h"
-#include "planner/util.h"
+#include "planner/map/mapping.h"
+#include "planner/core/rng.h"
+#include "planner/inputs/topology.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <stdio.h>
@@ -801,11 +801,11 @@ static void test_host_blocks_detect(void)
     int block[64], bclass[64], capped = 1;
     /* two DGX-1: the hybrid cube-mesh inside, 1.4 GB/s between; no two GPUs interchangeable */
     for (int machines = 2; machines <= 4; machines += 2) {
-        pf_topo_opts_t to;
+        pf_topology_opts_t to;
         pf_cluster_t *dgx = NULL;
-        pf_topo_opts_init(&to, PF_TOPO_DGX1);
+        pf_topology_opts_init(&to, PF_TOPOLOGY_DGX1);
         to.machines = machines;
-        CU_ASSERT_EQUAL_FATAL(pf_topo_build(&to, &dgx, err, sizeof err), PF_OK);
+        CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &dgx, err, sizeof err), PF_OK);
         CU_ASSERT_EQUAL(pf_map_device_classes(dgx, bclass), 8 * machines);
         CU_ASSERT_EQUAL(check_blocks(dgx, block, bclass), machines);
         CU_ASSERT_EQUAL(pf_map_host_blocks(dgx, block, bclass, &capped), machines);
@@ -947,11 +947,11 @@ static void test_host_blocks_brute(void)
 static void test_host_blocks_dgx1(void)
 {
     char err[256];
-    pf_topo_opts_t to;
+    pf_topology_opts_t to;
     pf_cluster_t *dgx = NULL;
-    pf_topo_opts_init(&to, PF_TOPO_DGX1);
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX1);
     to.machines = 2;
-    CU_ASSERT_EQUAL_FATAL(pf_topo_build(&to, &dgx, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &dgx, err, sizeof err), PF_OK);
     pf_stage_graph_t *sg = random_stage_graph(77, 3, 2);
     int dev[16];
     pf_map_stats_t st[3];

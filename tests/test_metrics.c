@@ -1,7 +1,7 @@
 /* metrics: the Prometheus text of a hand-made snapshot, line for line, and the latency
  * histogram's bucket edges (an observation equal to a bound belongs to that bound's bucket). */
 #include "broker/metrics.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <stdlib.h>

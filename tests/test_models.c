@@ -1,8 +1,8 @@
 /* models: generated graphs checked against hand-worked FLOPs, bytes, parameter counts and
  * published figures. */
-#include "planner/models.h"
-#include "planner/training.h"
-#include "planner/util.h"
+#include "planner/inputs/models.h"
+#include "planner/ir/training.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <stdio.h>

@@ -1,10 +1,10 @@
 /* partition: the eq. 13 DP against exhaustive search, hand-worked cases, infeasibility messages,
  * options and the command line. */
-#include "planner/cost.h"
-#include "planner/downsets.h"
-#include "planner/partition.h"
-#include "planner/rng.h"
-#include "planner/util.h"
+#include "planner/ir/cost.h"
+#include "planner/partition/downsets.h"
+#include "planner/partition/partition.h"
+#include "planner/core/rng.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <stdio.h>

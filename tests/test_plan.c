@@ -1,6 +1,6 @@
 /* plan: validation and the file format. */
-#include "planner/plan.h"
-#include "planner/util.h"
+#include "planner/ir/plan.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* postal: the fit on synthetic sweeps with known latency and bandwidth, the look-up table below
  * the crossover, and the H100's measured host -> device sweep. */
-#include "planner/rng.h"
-#include "planner/util.h"
-#include "planner/postal.h"
+#include "planner/core/rng.h"
+#include "planner/core/util.h"
+#include "planner/inputs/postal.h"
 #include "tests/testutil.h"
 
 #include <jansson.h>

@@ -2,8 +2,8 @@
  * name; and the broker dropping and counting a malformed MEASUREMENT (the round names it, the
  * task fails, the malformed count grows by one) while a good one makes a cluster. */
 #include "broker/broker.h"
-#include "planner/cluster.h"
-#include "planner/util.h"
+#include "planner/ir/cluster.h"
+#include "planner/core/util.h"
 #include "proto/peer_io.h"
 #include "proto/profile_codec.h"
 #include "testutil.h"

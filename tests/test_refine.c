@@ -1,9 +1,9 @@
 /* refine: reconverging ops, the three gains worked by hand, and a property test: refinement
  * never worsens the objective and keeps the pipeline order, nonempty stages and memory. */
-#include "planner/cost.h"
-#include "planner/partition.h"
-#include "planner/refine.h"
-#include "planner/util.h"
+#include "planner/ir/cost.h"
+#include "planner/partition/partition.h"
+#include "planner/partition/refine.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <stdio.h>

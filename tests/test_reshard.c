@@ -1,8 +1,8 @@
 /* reshard: seed 003 unit tasks (§2.2, Fig. 2), strategy models (§3.1, Fig. 3), and the load
  * balancers on generated cases (§3.2). */
-#include "planner/reshard.h"
-#include "planner/rng.h"
-#include "planner/util.h"
+#include "planner/sim/reshard.h"
+#include "planner/core/rng.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <stdlib.h>
@@ -21,8 +21,8 @@ static pf_reshard_t *run(const pf_reshard_net_t *net, int64_t rows, int64_t cols
     pf_mesh_shard_t ss[PF_RESHARD_MAX_DIMS], ds[PF_RESHARD_MAX_DIMS];
     int nd = 0, nd2 = 0;
     char err[256];
-    CU_ASSERT_EQUAL(pf_shard_spec_parse(src_spec, ss, PF_RESHARD_MAX_DIMS, &nd, err, sizeof err), PF_OK);
-    CU_ASSERT_EQUAL(pf_shard_spec_parse(dst_spec, ds, PF_RESHARD_MAX_DIMS, &nd2, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_sharding_spec_parse(src_spec, ss, PF_RESHARD_MAX_DIMS, &nd, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_sharding_spec_parse(dst_spec, ds, PF_RESHARD_MAX_DIMS, &nd2, err, sizeof err), PF_OK);
     int64_t shape[] = {rows, cols};
     pf_reshard_problem_t p = {.ndims = 2, .shape = shape, .dtype_bytes = 4, .src_mesh = src,
                               .dst_mesh = dst, .src_spec = ss, .dst_spec = ds};
@@ -190,15 +190,15 @@ static void test_generated_cases(void)
         const char *ss = specs[pf_rng_below(&rng, 9)], *ds = specs[pf_rng_below(&rng, 9)];
         pf_mesh_shard_t s1[2], s2[2];
         int nd;
-        pf_shard_spec_parse(ss, s1, 2, &nd, NULL, 0);
-        pf_shard_spec_parse(ds, s2, 2, &nd, NULL, 0);
+        pf_sharding_spec_parse(ss, s1, 2, &nd, NULL, 0);
+        pf_sharding_spec_parse(ds, s2, 2, &nd, NULL, 0);
         int64_t shape[] = {64, 48};
         pf_reshard_problem_t p = {2, shape, 4, src, dst, s1, s2};
-        double ms[PF_RSCHED_NALGOS];
-        for (int al = 0; al < PF_RSCHED_NALGOS; al++) {
+        double ms[PF_RESHARD_SCHED_NALGOS];
+        for (int al = 0; al < PF_RESHARD_SCHED_NALGOS; al++) {
             pf_reshard_opts_t o;
             pf_reshard_opts_default(&o);
-            o.algo = (pf_rsched_algo_t)al;
+            o.algo = (pf_reshard_sched_algo_t)al;
             o.sched.dfs_budget_s = 0;
             o.sched.dfs_node_cap = 20000;
             o.sched.seed = (uint64_t)c;
@@ -209,15 +209,15 @@ static void test_generated_cases(void)
             pf_reshard_destroy(&r);
         }
         cases++;
-        CU_ASSERT(ms[PF_RSCHED_LPT] <= ms[PF_RSCHED_NAIVE] + 1e-9);
-        CU_ASSERT(ms[PF_RSCHED_DFS] <= ms[PF_RSCHED_LPT] + 1e-9);
-        CU_ASSERT(ms[PF_RSCHED_GREEDY] <= ms[PF_RSCHED_LPT] + 1e-9);
+        CU_ASSERT(ms[PF_RESHARD_SCHED_LPT] <= ms[PF_RESHARD_SCHED_NAIVE] + 1e-9);
+        CU_ASSERT(ms[PF_RESHARD_SCHED_DFS] <= ms[PF_RESHARD_SCHED_LPT] + 1e-9);
+        CU_ASSERT(ms[PF_RESHARD_SCHED_GREEDY] <= ms[PF_RESHARD_SCHED_LPT] + 1e-9);
         double m = fmin(fmin(ms[0], ms[1]), fmin(ms[2], ms[3]));
-        PF_ASSERT_CLOSE(ms[PF_RSCHED_BEST], m, 1e-12);
-        lpt_better += ms[PF_RSCHED_LPT] < ms[PF_RSCHED_NAIVE] - 1e-9;
-        ours_better += ms[PF_RSCHED_BEST] < ms[PF_RSCHED_LPT] - 1e-9;
-        worse += ms[PF_RSCHED_GREEDY] > ms[PF_RSCHED_LPT] + 1e-9 ||
-                 ms[PF_RSCHED_LPT] > ms[PF_RSCHED_NAIVE] + 1e-9;
+        PF_ASSERT_CLOSE(ms[PF_RESHARD_SCHED_BEST], m, 1e-12);
+        lpt_better += ms[PF_RESHARD_SCHED_LPT] < ms[PF_RESHARD_SCHED_NAIVE] - 1e-9;
+        ours_better += ms[PF_RESHARD_SCHED_BEST] < ms[PF_RESHARD_SCHED_LPT] - 1e-9;
+        worse += ms[PF_RESHARD_SCHED_GREEDY] > ms[PF_RESHARD_SCHED_LPT] + 1e-9 ||
+                 ms[PF_RESHARD_SCHED_LPT] > ms[PF_RESHARD_SCHED_NAIVE] + 1e-9;
     }
     fprintf(stderr, "\n  reshard generated: %d cases, LPT < naive in %d, best < LPT in %d, "
             "violations %d\n", cases, lpt_better, ours_better, worse);
@@ -230,16 +230,16 @@ static void test_bad_input(void)
     char err[256];
     pf_mesh_shard_t sp[PF_RESHARD_MAX_DIMS];
     int nd;
-    CU_ASSERT_EQUAL(pf_shard_spec_parse("S01,R", sp, 8, &nd, err, sizeof err), PF_OK);
-    CU_ASSERT(nd == 2 && sp[0] == PF_SHARD_S01 && sp[1] == PF_SHARD_R);
-    CU_ASSERT_EQUAL(pf_shard_spec_parse("S2R", sp, 8, &nd, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_sharding_spec_parse("S01,R", sp, 8, &nd, err, sizeof err), PF_OK);
+    CU_ASSERT(nd == 2 && sp[0] == PF_SHARDING_S01 && sp[1] == PF_SHARDING_R);
+    CU_ASSERT_EQUAL(pf_sharding_spec_parse("S2R", sp, 8, &nd, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "position 0"));
     int host_of[] = {0, 0, 1, -1};
     CU_ASSERT_PTR_NULL(pf_reshard_net_from_hosts(4, host_of, 100, 0, 10, 0, err, sizeof err));
     pf_reshard_net_t *net = two_hosts();
     int a[] = {0, 1, 2, 3}, b[] = {3, 5, 6, 7}, c[] = {4, 5, 6, 9};
     pf_mesh_t ma = {2, 2, a}, mb = {2, 2, b}, mc = {2, 2, c};
-    pf_mesh_shard_t s0s0[] = {PF_SHARD_S0, PF_SHARD_S0}, rr[] = {PF_SHARD_R, PF_SHARD_R};
+    pf_mesh_shard_t s0s0[] = {PF_SHARDING_S0, PF_SHARDING_S0}, rr[] = {PF_SHARDING_R, PF_SHARDING_R};
     int64_t shape[] = {4, 4};
     pf_reshard_opts_t o;
     pf_reshard_opts_default(&o);

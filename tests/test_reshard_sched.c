@@ -1,7 +1,7 @@
 /* reshard_sched: seed 003 §3.2 schedulers against hand-worked schedules and brute force. */
-#include "planner/reshard_sched.h"
-#include "planner/rng.h"
-#include "planner/util.h"
+#include "planner/sim/reshard_sched.h"
+#include "planner/core/rng.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <stdlib.h>
@@ -16,48 +16,48 @@
  * [7,9) on 1,3; t3 waits for host 0 (4) and host 3 (9): [9,10). Makespan 10.
  * Optimum: host 2 must receive 4 + 3 = 7 ms; t0 from 0 [0,4), t2 from 1 [0,2), t3 from 0
  * [4,5), t1 from 1 [4,7): 7 ms, which the DFS and the greedy find. */
-static pf_rsched_t *small_case(void)
+static pf_reshard_sched_t *small_case(void)
 {
-    pf_rsched_t *s = pf_rsched_new(4, NULL, 0);
+    pf_reshard_sched_t *s = pf_reshard_sched_new(4, NULL, 0);
     int r2 = 2, r3 = 3, c01[] = {0, 1}, c0[] = {0};
     double m4[] = {4, 4}, m3[] = {3, 3}, m2[] = {2, 2}, m1[] = {1};
-    pf_rsched_add_task(s, 1, &r2, 2, c01, m4, NULL, 0);
-    pf_rsched_add_task(s, 1, &r2, 2, c01, m3, NULL, 0);
-    pf_rsched_add_task(s, 1, &r3, 2, c01, m2, NULL, 0);
-    pf_rsched_add_task(s, 1, &r3, 1, c0, m1, NULL, 0);
+    pf_reshard_sched_add_task(s, 1, &r2, 2, c01, m4, NULL, 0);
+    pf_reshard_sched_add_task(s, 1, &r2, 2, c01, m3, NULL, 0);
+    pf_reshard_sched_add_task(s, 1, &r3, 2, c01, m2, NULL, 0);
+    pf_reshard_sched_add_task(s, 1, &r3, 1, c0, m1, NULL, 0);
     return s;
 }
 
 static void test_hand_worked(void)
 {
-    pf_rsched_t *s = small_case();
-    pf_rsched_opts_t o;
-    pf_rsched_opts_default(&o);
+    pf_reshard_sched_t *s = small_case();
+    pf_reshard_sched_opts_t o;
+    pf_reshard_sched_opts_default(&o);
     o.dfs_budget_s = 0;
-    pf_rsched_result_t r;
+    pf_reshard_sched_result_t r;
     char err[256];
-    CU_ASSERT_EQUAL_FATAL(pf_rsched_solve(s, PF_RSCHED_BEST, &o, &r, err, sizeof err), PF_OK);
-    PF_ASSERT_CLOSE(r.algo_ms[PF_RSCHED_NAIVE], 10.0, 1e-12);
-    PF_ASSERT_CLOSE(r.algo_ms[PF_RSCHED_LPT], 10.0, 1e-12);
-    PF_ASSERT_CLOSE(r.algo_ms[PF_RSCHED_DFS], 7.0, 1e-12);
-    PF_ASSERT_CLOSE(r.algo_ms[PF_RSCHED_GREEDY], 7.0, 1e-12);
+    CU_ASSERT_EQUAL_FATAL(pf_reshard_sched_solve(s, PF_RESHARD_SCHED_BEST, &o, &r, err, sizeof err), PF_OK);
+    PF_ASSERT_CLOSE(r.algo_ms[PF_RESHARD_SCHED_NAIVE], 10.0, 1e-12);
+    PF_ASSERT_CLOSE(r.algo_ms[PF_RESHARD_SCHED_LPT], 10.0, 1e-12);
+    PF_ASSERT_CLOSE(r.algo_ms[PF_RESHARD_SCHED_DFS], 7.0, 1e-12);
+    PF_ASSERT_CLOSE(r.algo_ms[PF_RESHARD_SCHED_GREEDY], 7.0, 1e-12);
     PF_ASSERT_CLOSE(r.makespan_ms, 7.0, 1e-12);
     CU_ASSERT(r.dfs_complete);
     int order[] = {0, 1, 2, 3}, cand[] = {0, 1, 1, 0};
     double start[4];
-    PF_ASSERT_CLOSE(pf_rsched_eval(s, order, cand, start), 10.0, 1e-12);
+    PF_ASSERT_CLOSE(pf_reshard_sched_eval(s, order, cand, start), 10.0, 1e-12);
     PF_ASSERT_CLOSE(start[1], 4.0, 1e-12);
     PF_ASSERT_CLOSE(start[2], 7.0, 1e-12);
     PF_ASSERT_CLOSE(start[3], 9.0, 1e-12);
-    pf_rsched_result_free(&r);
-    pf_rsched_result_free(&r); /* idempotent */
-    pf_rsched_destroy(&s);
+    pf_reshard_sched_result_free(&r);
+    pf_reshard_sched_result_free(&r); /* idempotent */
+    pf_reshard_sched_destroy(&s);
     CU_ASSERT_PTR_NULL(s);
-    pf_rsched_destroy(&s);
+    pf_reshard_sched_destroy(&s);
 }
 
-/* Every order x every sender assignment, by pf_rsched_eval. */
-static double brute(const pf_rsched_t *s, int n, const int *ncand, int *perm, int depth,
+/* Every order x every sender assignment, by pf_reshard_sched_eval. */
+static double brute(const pf_reshard_sched_t *s, int n, const int *ncand, int *perm, int depth,
                     int *cand)
 {
     if (depth == n) {
@@ -66,7 +66,7 @@ static double brute(const pf_rsched_t *s, int n, const int *ncand, int *perm, in
         for (;;) {
             for (int t = 0; t < n; t++)
                 cand[t] = idx[t];
-            best = fmin(best, pf_rsched_eval(s, perm, cand, NULL));
+            best = fmin(best, pf_reshard_sched_eval(s, perm, cand, NULL));
             int t = 0;
             while (t < n && ++idx[t] == ncand[t])
                 idx[t++] = 0;
@@ -95,7 +95,7 @@ static void test_dfs_equals_brute_force(void)
     int checked = 0;
     for (int inst = 0; inst < 60; inst++) {
         int nhosts = 3 + (int)pf_rng_below(&rng, 2), n = 2 + (int)pf_rng_below(&rng, 5);
-        pf_rsched_t *s = pf_rsched_new(nhosts, NULL, 0);
+        pf_reshard_sched_t *s = pf_reshard_sched_new(nhosts, NULL, 0);
         int ncand[8], perm[8], cand[8];
         for (int t = 0; t < n; t++) {
             int hs[4] = {0, 1, 2, 3};
@@ -109,21 +109,21 @@ static void test_dfs_equals_brute_force(void)
             double ms[4];
             for (int k = 0; k < ncand[t]; k++)
                 ms[k] = 1 + (double)pf_rng_below(&rng, 3);
-            CU_ASSERT_EQUAL(pf_rsched_add_task(s, nr, hs, ncand[t], hs + nr, ms, NULL, 0), t);
+            CU_ASSERT_EQUAL(pf_reshard_sched_add_task(s, nr, hs, ncand[t], hs + nr, ms, NULL, 0), t);
             perm[t] = t;
         }
         double want = brute(s, n, ncand, perm, 0, cand);
-        pf_rsched_opts_t o;
-        pf_rsched_opts_default(&o);
+        pf_reshard_sched_opts_t o;
+        pf_reshard_sched_opts_default(&o);
         o.dfs_budget_s = 0;
         o.dfs_node_cap = 0;
-        pf_rsched_result_t r;
-        CU_ASSERT_EQUAL_FATAL(pf_rsched_solve(s, PF_RSCHED_DFS, &o, &r, NULL, 0), PF_OK);
+        pf_reshard_sched_result_t r;
+        CU_ASSERT_EQUAL_FATAL(pf_reshard_sched_solve(s, PF_RESHARD_SCHED_DFS, &o, &r, NULL, 0), PF_OK);
         CU_ASSERT(r.dfs_complete);
         PF_ASSERT_CLOSE(r.makespan_ms, want, 1e-12);
         checked += r.makespan_ms == want;
-        pf_rsched_result_free(&r);
-        pf_rsched_destroy(&s);
+        pf_reshard_sched_result_free(&r);
+        pf_reshard_sched_destroy(&s);
     }
     CU_ASSERT_EQUAL(checked, 60);
 }
@@ -131,20 +131,20 @@ static void test_dfs_equals_brute_force(void)
 static void test_bad_input(void)
 {
     char err[256];
-    CU_ASSERT_PTR_NULL(pf_rsched_new(0, err, sizeof err));
-    pf_rsched_t *s = pf_rsched_new(2, err, sizeof err);
+    CU_ASSERT_PTR_NULL(pf_reshard_sched_new(0, err, sizeof err));
+    pf_reshard_sched_t *s = pf_reshard_sched_new(2, err, sizeof err);
     int h0 = 0, h5 = 5, dup[] = {1, 1};
     double ms = 1, bad = -1, two[] = {1, 1};
-    CU_ASSERT_EQUAL(pf_rsched_add_task(s, 1, &h5, 1, &h0, &ms, err, sizeof err), PF_EINPUT);
-    CU_ASSERT_EQUAL(pf_rsched_add_task(s, 1, &h0, 2, dup, two, err, sizeof err), PF_EINPUT);
-    CU_ASSERT_EQUAL(pf_rsched_add_task(s, 1, &h0, 1, &h0, &bad, err, sizeof err), PF_EINPUT);
-    CU_ASSERT_EQUAL(pf_rsched_add_task(s, 0, &h0, 1, &h0, &ms, err, sizeof err), PF_EINPUT);
-    CU_ASSERT_EQUAL(pf_rsched_ntasks(s), 0);
-    pf_rsched_algo_t a;
-    CU_ASSERT_EQUAL(pf_rsched_algo_parse("lpt", &a, err, sizeof err), PF_OK);
-    CU_ASSERT_EQUAL(a, PF_RSCHED_LPT);
-    CU_ASSERT_EQUAL(pf_rsched_algo_parse("fast", &a, err, sizeof err), PF_EINPUT);
-    pf_rsched_destroy(&s);
+    CU_ASSERT_EQUAL(pf_reshard_sched_add_task(s, 1, &h5, 1, &h0, &ms, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_reshard_sched_add_task(s, 1, &h0, 2, dup, two, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_reshard_sched_add_task(s, 1, &h0, 1, &h0, &bad, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_reshard_sched_add_task(s, 0, &h0, 1, &h0, &ms, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_reshard_sched_ntasks(s), 0);
+    pf_reshard_sched_algo_t a;
+    CU_ASSERT_EQUAL(pf_reshard_sched_algo_parse("lpt", &a, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(a, PF_RESHARD_SCHED_LPT);
+    CU_ASSERT_EQUAL(pf_reshard_sched_algo_parse("fast", &a, err, sizeof err), PF_EINPUT);
+    pf_reshard_sched_destroy(&s);
 }
 
 void pf_suite_reshard_sched(void)

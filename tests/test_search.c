@@ -1,12 +1,12 @@
 /* search: the request state machine driven by a fake executor that runs jobs inline, in order
  * and then in random order with duplicated and lost answers. The partition must not change and
  * the objective must stay within the binary search's epsilon of the in-order run. */
-#include "planner/rng.h"
-#include "planner/search.h"
-#include "planner/models.h"
-#include "planner/simulate.h"
-#include "planner/topology.h"
-#include "planner/util.h"
+#include "planner/core/rng.h"
+#include "planner/search/search.h"
+#include "planner/inputs/models.h"
+#include "planner/sim/simulate.h"
+#include "planner/inputs/topology.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <stdio.h>
@@ -164,12 +164,12 @@ static void test_chaos_random_dag(void)
 {
     char err[256];
     pf_graph_t *g = pf_test_random_dag(11, 14, 0.15);
-    pf_topo_opts_t to;
-    pf_topo_opts_init(&to, PF_TOPO_UNIFORM);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_UNIFORM);
     to.devices = 8;
     to.seed = 3;
     pf_cluster_t *c;
-    CU_ASSERT_EQUAL_FATAL(pf_topo_build(&to, &c, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     o.candidates = 2;
@@ -190,12 +190,12 @@ static void test_chaos_bert(void)
     mo.layers = 4;
     pf_graph_t *g;
     CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
-    pf_topo_opts_t to;
-    pf_topo_opts_init(&to, PF_TOPO_RANDOM_BLK2);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_RANDOM_BLK2);
     to.devices = 8;
     to.seed = 5;
     pf_cluster_t *c;
-    CU_ASSERT_EQUAL_FATAL(pf_topo_build(&to, &c, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     o.probes_in_flight = 4;
@@ -209,12 +209,12 @@ static void test_job_bookkeeping(void)
 {
     char err[256];
     pf_graph_t *g = pf_test_random_dag(5, 8, 0.2);
-    pf_topo_opts_t to;
-    pf_topo_opts_init(&to, PF_TOPO_HIER);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_HIER);
     to.machines = 2;
     to.gpus_per_machine = 2;
     pf_cluster_t *c;
-    pf_topo_build(&to, &c, err, sizeof err);
+    pf_topology_build(&to, &c, err, sizeof err);
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     pf_search_t *s;
@@ -292,11 +292,11 @@ static void test_infeasible_op(void)
 static void test_cancelled_probe(void)
 {
     char err[256];
-    pf_topo_opts_t to;
-    pf_topo_opts_init(&to, PF_TOPO_UNIFORM);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_UNIFORM);
     to.devices = 8;
     pf_cluster_t *c;
-    CU_ASSERT_EQUAL_FATAL(pf_topo_build(&to, &c, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
     double cu[4] = {1, 2, 3, 4}, par[4] = {1e6, 1e6, 1e6, 1e6}, msg[16] = {0};
     msg[1] = msg[4] = 1e6;
     pf_stage_graph_t *sg = pf_stage_graph_new(4, 2, cu, par, msg);
@@ -361,12 +361,12 @@ static void test_bad_answers(void)
 {
     char err[256];
     pf_graph_t *g = pf_test_random_dag(9, 10, 0.2);
-    pf_topo_opts_t to;
-    pf_topo_opts_init(&to, PF_TOPO_UNIFORM);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_UNIFORM);
     to.devices = 4;
     to.seed = 7;
     pf_cluster_t *c;
-    CU_ASSERT_EQUAL_FATAL(pf_topo_build(&to, &c, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     o.stages = 2; /* R = 2: one DP job, then m and ar probes */
@@ -536,12 +536,12 @@ static void test_simulated_choice(void)
     mo.layers = 4;
     pf_graph_t *g;
     CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
-    pf_topo_opts_t to;
-    pf_topo_opts_init(&to, PF_TOPO_RANDOM_BLK2);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_RANDOM_BLK2);
     to.devices = 8;
     to.seed = 5;
     pf_cluster_t *c;
-    CU_ASSERT_EQUAL_FATAL(pf_topo_build(&to, &c, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     o.tp = 1;
@@ -567,11 +567,11 @@ static void test_simulated_choice_tp(void)
     mo.layers = 4;
     pf_graph_t *g;
     CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
-    pf_topo_opts_t to;
-    pf_topo_opts_init(&to, PF_TOPO_HIER);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_HIER);
     to.devices = 8;
     pf_cluster_t *c;
-    CU_ASSERT_EQUAL_FATAL(pf_topo_build(&to, &c, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     o.tp = 2;

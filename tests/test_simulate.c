@@ -1,10 +1,10 @@
 /* simulate: hand-worked pipeline timelines, bounds checked on random pipelines, the builder from
  * a plan, one GPT layer against its H100 measurement, and the two commands. */
-#include "planner/json_io.h"
-#include "planner/models.h"
-#include "planner/simulate.h"
-#include "planner/topology.h"
-#include "planner/util.h"
+#include "planner/core/json.h"
+#include "planner/inputs/models.h"
+#include "planner/sim/simulate.h"
+#include "planner/inputs/topology.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <stdio.h>
@@ -587,14 +587,14 @@ static void test_from_tp_plan(void)
     mo.layers = 2;
     pf_graph_t *g = NULL;
     CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
-    pf_topo_opts_t to;
-    pf_topo_opts_init(&to, PF_TOPO_HIER);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_HIER);
     to.machines = 2;
     to.gpus_per_machine = 4;
     to.intra_gbps = 100;
     to.inter_gbps = 12.5;
     pf_cluster_t *c = NULL;
-    CU_ASSERT_EQUAL_FATAL(pf_topo_build(&to, &c, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
     int n = pf_graph_nops(g), half = n / 2;
     pf_plan_t *p = pf_plan_new(2, 2);
     int *ops = malloc((size_t)n * sizeof *ops);

@@ -1,8 +1,8 @@
 /* tap: PRUNEGRAPH, the sliced enumeration, Megatron-LM rediscovered on GPT and BERT, the
  * rewrite onto every instance, T = 1, and a tiny block worked by hand. */
-#include "planner/models.h"
-#include "planner/tap.h"
-#include "planner/util.h"
+#include "planner/inputs/models.h"
+#include "planner/tp/tap.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <stdlib.h>
@@ -148,7 +148,7 @@ static void check_megatron(pf_model_kind_t kind, int T)
     pf_graph_t *g = transformer(kind, 3);
     pf_tap_opts_t o;
     pf_tap_opts_init(&o);
-    pf_shard_link_t link = {100, 0};
+    pf_sharding_link_t link = {100, 0};
     pf_tap_result_t r;
     CU_ASSERT_EQUAL_FATAL(pf_tap_plan(g, T, &link, &o, &r, err, sizeof err), PF_OK);
     int checked = 0;
@@ -159,20 +159,20 @@ static void check_megatron(pf_model_kind_t kind, int T)
             continue;
         if (ends_with(op->name, ".attn.q") || ends_with(op->name, ".attn.k") ||
             ends_with(op->name, ".attn.v") || ends_with(op->name, ".mlp.fc1")) {
-            CU_ASSERT(pf_shard_equal(t->weight, pf_shard_s(1)));
-            CU_ASSERT(pf_shard_equal(t->output, pf_shard_s(2)));
+            CU_ASSERT(pf_sharding_equal(t->weight, pf_sharding_s(1)));
+            CU_ASSERT(pf_sharding_equal(t->output, pf_sharding_s(2)));
             /* column-parallel: compute / T, no collective charged here, weight / T */
             PF_ASSERT_CLOSE(t->fwd_ms, op->fwd_ms / T, 1e-12);
             PF_ASSERT_CLOSE(t->param_bytes, op->param_bytes / T, 1e-12);
             checked++;
         } else if (ends_with(op->name, ".attn.out") || ends_with(op->name, ".mlp.fc2")) {
-            CU_ASSERT(pf_shard_equal(t->weight, pf_shard_s(0)));
-            CU_ASSERT(pf_shard_equal(t->output, pf_shard_p()));
+            CU_ASSERT(pf_sharding_equal(t->weight, pf_sharding_s(0)));
+            CU_ASSERT(pf_sharding_equal(t->output, pf_sharding_p()));
             checked++;
         } else if (ends_with(op->name, ".ln1") || ends_with(op->name, ".ln2")) {
-            CU_ASSERT(pf_shard_equal(t->weight, pf_shard_b()) && !t->split);
+            CU_ASSERT(pf_sharding_equal(t->weight, pf_sharding_b()) && !t->split);
         } else if (ends_with(op->name, ".attn.scores") || ends_with(op->name, ".attn.softmax")) {
-            CU_ASSERT(pf_shard_equal(t->output, pf_shard_s(1)) && t->split); /* heads */
+            CU_ASSERT(pf_sharding_equal(t->output, pf_sharding_s(1)) && t->split); /* heads */
         }
     }
     CU_ASSERT_EQUAL(checked, 3 * 6);
@@ -208,8 +208,8 @@ static void check_megatron(pf_model_kind_t kind, int T)
             if (!strcmp(pf_graph_op(g, x)->name, twin))
                 w = x;
         CU_ASSERT_FATAL(w >= 0);
-        CU_ASSERT(pf_shard_equal(r.ops[v].weight, r.ops[w].weight));
-        CU_ASSERT(pf_shard_equal(r.ops[v].output, r.ops[w].output));
+        CU_ASSERT(pf_sharding_equal(r.ops[v].weight, r.ops[w].weight));
+        CU_ASSERT(pf_sharding_equal(r.ops[v].output, r.ops[w].output));
         CU_ASSERT_EQUAL(r.ops[v].split, r.ops[w].split);
         PF_ASSERT_CLOSE(r.ops[v].fwd_ms, r.ops[w].fwd_ms, 1e-12);
     }
@@ -236,7 +236,7 @@ static void test_slices_merge(void)
     pf_graph_t *g = transformer(PF_MODEL_GPT, 2);
     pf_tap_opts_t o;
     pf_tap_opts_init(&o);
-    pf_shard_link_t link = {50, 3};
+    pf_sharding_link_t link = {50, 3};
     pf_tap_units_t *u = pf_tap_units_new(g, &o, err, sizeof err);
     int k = unit_named(u, "layers.#");
     pf_tap_unit_info_t info;
@@ -318,7 +318,7 @@ static void test_tiny_by_hand(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     pf_tap_opts_t o;
     pf_tap_opts_init(&o);
-    pf_shard_link_t link = {100, 0};
+    pf_sharding_link_t link = {100, 0};
     pf_tap_units_t *u = pf_tap_units_new(g, &o, err, sizeof err);
     int k = unit_named(u, "b.#");
     CU_ASSERT_FATAL(k >= 0);
@@ -390,7 +390,7 @@ static void test_t1_identity(void)
     pf_graph_t *g = transformer(PF_MODEL_BERT, 2), *tg = NULL;
     pf_tap_opts_t o;
     pf_tap_opts_init(&o);
-    pf_shard_link_t link = {25, 10};
+    pf_sharding_link_t link = {25, 10};
     pf_tap_result_t r;
     CU_ASSERT_EQUAL_FATAL(pf_tap_plan(g, 1, &link, &o, &r, err, sizeof err), PF_OK);
     CU_ASSERT_EQUAL_FATAL(pf_tap_graph(g, &r, &tg, err, sizeof err), PF_OK);

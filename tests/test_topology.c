@@ -1,7 +1,7 @@
 /* topology: generated clusters against numbers worked out by hand (Parmesan Table IX, App. D-B,
  * DGX-1 link matrix), the rules of the random kinds, determinism, and bad options. */
-#include "planner/topology.h"
-#include "planner/util.h"
+#include "planner/inputs/topology.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <stdarg.h>
@@ -16,13 +16,13 @@
 #define LO4_GBPS 0.09765625
 #define HI2_GBPS 9.765625
 
-static pf_cluster_t *build(pf_topo_opts_t *o)
+static pf_cluster_t *build(pf_topology_opts_t *o)
 {
     char err[256] = "";
     pf_cluster_t *c = NULL;
-    int rc = pf_topo_build(o, &c, err, sizeof err);
+    int rc = pf_topology_build(o, &c, err, sizeof err);
     if (rc != PF_OK)
-        fprintf(stderr, "\n  pf_topo_build: %s\n", err);
+        fprintf(stderr, "\n  pf_topology_build: %s\n", err);
     CU_ASSERT_EQUAL(rc, PF_OK);
     if (c) {
         CU_ASSERT_EQUAL(pf_cluster_validate(c, err, sizeof err), PF_OK);
@@ -31,10 +31,10 @@ static pf_cluster_t *build(pf_topo_opts_t *o)
     return c;
 }
 
-static pf_cluster_t *build_grid(pf_topo_kind_t kind, int x, int y, int z)
+static pf_cluster_t *build_grid(pf_topology_kind_t kind, int x, int y, int z)
 {
-    pf_topo_opts_t o;
-    pf_topo_opts_init(&o, kind);
+    pf_topology_opts_t o;
+    pf_topology_opts_init(&o, kind);
     o.dims[0] = x;
     o.dims[1] = y;
     o.dims[2] = z;
@@ -52,29 +52,29 @@ static int count_bw(const pf_cluster_t *c, double gbps)
 
 static void test_table9(void)
 {
-    CU_ASSERT_EQUAL(pf_topo_table9_gbps(1), 78.1);
-    CU_ASSERT_EQUAL(pf_topo_table9_gbps(2), 39.0);
-    CU_ASSERT_EQUAL(pf_topo_table9_gbps(10), 1.46);
-    CU_ASSERT_EQUAL(pf_topo_table9_gbps(19), 0.098);
-    CU_ASSERT_EQUAL(pf_topo_table9_gbps(20), 0.098);
-    CU_ASSERT_EQUAL(pf_topo_table9_gbps(21), 0.088);
-    CU_ASSERT_EQUAL(pf_topo_table9_gbps(31), 0.088); /* "21-31" and "31-51" overlap: first wins */
-    CU_ASSERT_EQUAL(pf_topo_table9_gbps(32), 0.078);
-    CU_ASSERT_EQUAL(pf_topo_table9_gbps(51), 0.078);
-    CU_ASSERT_EQUAL(pf_topo_table9_gbps(52), 0.068);
-    CU_ASSERT_EQUAL(pf_topo_table9_gbps(100), 0.068);
-    CU_ASSERT_EQUAL(pf_topo_table9_gbps(0), 0);
+    CU_ASSERT_EQUAL(pf_topology_table9_gbps(1), 78.1);
+    CU_ASSERT_EQUAL(pf_topology_table9_gbps(2), 39.0);
+    CU_ASSERT_EQUAL(pf_topology_table9_gbps(10), 1.46);
+    CU_ASSERT_EQUAL(pf_topology_table9_gbps(19), 0.098);
+    CU_ASSERT_EQUAL(pf_topology_table9_gbps(20), 0.098);
+    CU_ASSERT_EQUAL(pf_topology_table9_gbps(21), 0.088);
+    CU_ASSERT_EQUAL(pf_topology_table9_gbps(31), 0.088); /* "21-31" and "31-51" overlap: first wins */
+    CU_ASSERT_EQUAL(pf_topology_table9_gbps(32), 0.078);
+    CU_ASSERT_EQUAL(pf_topology_table9_gbps(51), 0.078);
+    CU_ASSERT_EQUAL(pf_topology_table9_gbps(52), 0.068);
+    CU_ASSERT_EQUAL(pf_topology_table9_gbps(100), 0.068);
+    CU_ASSERT_EQUAL(pf_topology_table9_gbps(0), 0);
     /* never rises with distance */
     for (int h = 1; h < 200; h++)
-        CU_ASSERT(pf_topo_table9_gbps(h + 1) <= pf_topo_table9_gbps(h));
+        CU_ASSERT(pf_topology_table9_gbps(h + 1) <= pf_topology_table9_gbps(h));
 }
 
 static void test_grid_2d(void)
 {
     /* 4x4, device i at (i % 4, i / 4). (0,0) = 0 and (3,3) = 15: mesh 3 + 3 = 6 hops -> 7.81;
      * torus min(3, 4-3) + min(3, 1) = 2 hops -> 39.0. (0,0) and (2,2) = 10: 4 hops either way. */
-    pf_cluster_t *t = build_grid(PF_TOPO_TORUS2D, 4, 4, 1);
-    pf_cluster_t *m = build_grid(PF_TOPO_MESH2D, 4, 4, 1);
+    pf_cluster_t *t = build_grid(PF_TOPOLOGY_TORUS2D, 4, 4, 1);
+    pf_cluster_t *m = build_grid(PF_TOPOLOGY_MESH2D, 4, 4, 1);
     if (!t || !m)
         goto out;
     CU_ASSERT_EQUAL(pf_cluster_ndevices(t), 16);
@@ -105,8 +105,8 @@ out:
     /* A 60 x 1 line reaches the tail of the table: 0-59 is 59 hops on the mesh (0.068) and 1
      * on the torus; 0-31 is 31 hops (0.088) on the mesh, 0-32 is 32 (0.078); on the torus 0-30
      * is 30 hops (0.088) and 0-32 is 60 - 32 = 28 (0.088). */
-    m = build_grid(PF_TOPO_MESH2D, 60, 1, 1);
-    t = build_grid(PF_TOPO_TORUS2D, 60, 1, 1);
+    m = build_grid(PF_TOPOLOGY_MESH2D, 60, 1, 1);
+    t = build_grid(PF_TOPOLOGY_TORUS2D, 60, 1, 1);
     if (m && t) {
         CU_ASSERT_EQUAL(pf_cluster_bw_gbps(m, 0, 59), 0.068);
         CU_ASSERT_EQUAL(pf_cluster_bw_gbps(m, 0, 31), 0.088);
@@ -122,8 +122,8 @@ out:
 static void test_grid_3d(void)
 {
     /* 4x4x4: (0,0,0) = 0 and (3,3,3) = 63: mesh 9 hops -> 2.93, torus 1 + 1 + 1 -> 24.4. */
-    pf_cluster_t *t = build_grid(PF_TOPO_TORUS3D, 4, 4, 4);
-    pf_cluster_t *m = build_grid(PF_TOPO_MESH3D, 4, 4, 4);
+    pf_cluster_t *t = build_grid(PF_TOPOLOGY_TORUS3D, 4, 4, 4);
+    pf_cluster_t *m = build_grid(PF_TOPOLOGY_MESH3D, 4, 4, 4);
     if (t && m) {
         CU_ASSERT_EQUAL(pf_cluster_ndevices(t), 64);
         CU_ASSERT_EQUAL(pf_cluster_bw_gbps(t, 0, 63), 24.4);
@@ -138,8 +138,8 @@ static void test_grid_3d(void)
     /* 3x5x7, device = x + 3 (y + 5 z). (2,4,6) = 2 + 3 x 34 = 104: mesh 2 + 4 + 6 = 12 hops
      * -> 0.78; torus min(2,1) + min(4,1) + min(6,1) = 3 -> 24.4. (2,3,4) = 2 + 3 x 23 = 71:
      * mesh 9 -> 2.93; torus min(2,1) + min(3,2) + min(4,3) = 6 -> 7.81. */
-    t = build_grid(PF_TOPO_TORUS3D, 3, 5, 7);
-    m = build_grid(PF_TOPO_MESH3D, 3, 5, 7);
+    t = build_grid(PF_TOPOLOGY_TORUS3D, 3, 5, 7);
+    m = build_grid(PF_TOPOLOGY_MESH3D, 3, 5, 7);
     if (t && m) {
         CU_ASSERT_EQUAL(pf_cluster_ndevices(m), 105);
         CU_ASSERT_EQUAL(pf_cluster_bw_gbps(m, 0, 104), 0.78);
@@ -156,8 +156,8 @@ static void test_grid_3d(void)
 
 static void test_dgx1(void)
 {
-    pf_topo_opts_t o;
-    pf_topo_opts_init(&o, PF_TOPO_DGX1);
+    pf_topology_opts_t o;
+    pf_topology_opts_init(&o, PF_TOPOLOGY_DGX1);
     o.machines = 2;
     pf_cluster_t *c = build(&o);
     if (!c)
@@ -194,8 +194,8 @@ static void test_dgx1(void)
 
 static void test_hier_and_nvswitch(void)
 {
-    pf_topo_opts_t o;
-    pf_topo_opts_init(&o, PF_TOPO_HIER);
+    pf_topology_opts_t o;
+    pf_topology_opts_init(&o, PF_TOPOLOGY_HIER);
     pf_cluster_t *c = build(&o);
     if (c) {
         /* 4 x 4, device i on machine i / 4: 0-3 same machine (11), 0-4 not (1.1). Of the
@@ -215,7 +215,7 @@ static void test_hier_and_nvswitch(void)
     pf_cluster_destroy(&c);
 
     /* 2 machines x 3 GPUs, own bandwidths, latency and name: device 2 is on machine 0, 3 on 1 */
-    pf_topo_opts_init(&o, PF_TOPO_HIER);
+    pf_topology_opts_init(&o, PF_TOPOLOGY_HIER);
     o.machines = 2;
     o.gpus_per_machine = 3;
     o.intra_gbps = 5;
@@ -235,7 +235,7 @@ static void test_hier_and_nvswitch(void)
     }
     pf_cluster_destroy(&c);
 
-    pf_topo_opts_init(&o, PF_TOPO_NVSWITCH);
+    pf_topology_opts_init(&o, PF_TOPOLOGY_NVSWITCH);
     o.machines = 2;
     c = build(&o);
     if (c) {
@@ -254,14 +254,14 @@ static void test_hier_and_nvswitch(void)
 static void test_dgx_nvswitch(void)
 {
     static const struct {
-        pf_topo_kind_t kind;
+        pf_topology_kind_t kind;
         double intra, inter, tflops;
         const char *name;
-    } want[] = {{PF_TOPO_DGX_A100, 250, 25, 312, "dgx-a100x3"},
-                {PF_TOPO_DGX_H100, 370, 50, 989, "dgx-h100x3"}};
+    } want[] = {{PF_TOPOLOGY_DGX_A100, 250, 25, 312, "dgx-a100x3"},
+                {PF_TOPOLOGY_DGX_H100, 370, 50, 989, "dgx-h100x3"}};
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
-        pf_topo_opts_t o;
-        pf_topo_opts_init(&o, want[k].kind);
+        pf_topology_opts_t o;
+        pf_topology_opts_init(&o, want[k].kind);
         o.machines = 3;
         pf_cluster_t *c = build(&o); /* also checks validity and symmetry */
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
@@ -291,29 +291,29 @@ static void test_dgx_nvswitch(void)
         pf_cluster_destroy(&c);
     }
     /* own inter-machine latency, no intra latency: only cross-host pairs get one */
-    pf_topo_opts_t o;
-    pf_topo_opts_init(&o, PF_TOPO_DGX_H100);
+    pf_topology_opts_t o;
+    pf_topology_opts_init(&o, PF_TOPOLOGY_DGX_H100);
     o.machines = 2, o.latency_us = 0, o.inter_latency_us = 8;
     pf_cluster_t *c = build(&o);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     CU_ASSERT_EQUAL(pf_cluster_lat_us(c, 0, 7), 0);
     CU_ASSERT_EQUAL(pf_cluster_lat_us(c, 7, 8), 8);
     pf_cluster_destroy(&c);
-    pf_topo_opts_init(&o, PF_TOPO_DGX_A100);
+    pf_topology_opts_init(&o, PF_TOPOLOGY_DGX_A100);
     o.gpus_per_machine = 4;
     char err[256] = "";
-    CU_ASSERT_EQUAL(pf_topo_build(&o, &c, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_topology_build(&o, &c, err, sizeof err), PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "dgx-a100: 4 GPUs per machine, a DGX has 8");
-    pf_topo_opts_init(&o, PF_TOPO_DGX_A100);
+    pf_topology_opts_init(&o, PF_TOPOLOGY_DGX_A100);
     o.inter_latency_us = -1;
-    CU_ASSERT_EQUAL(pf_topo_build(&o, &c, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_topology_build(&o, &c, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NULL(c);
 }
 
-static pf_cluster_t *build_random(pf_topo_kind_t kind, int devices, uint64_t seed)
+static pf_cluster_t *build_random(pf_topology_kind_t kind, int devices, uint64_t seed)
 {
-    pf_topo_opts_t o;
-    pf_topo_opts_init(&o, kind);
+    pf_topology_opts_t o;
+    pf_topology_opts_init(&o, kind);
     o.devices = devices;
     o.seed = seed;
     return build(&o);
@@ -333,8 +333,8 @@ static int same_cluster(const pf_cluster_t *a, const pf_cluster_t *b)
 
 static void test_random_determinism(void)
 {
-    CU_ASSERT_EQUAL(PF_TOPO_GBPS_PER_MB_PER_US, 976.5625);
-    pf_topo_kind_t kinds[] = {PF_TOPO_RANDOM_BLK1, PF_TOPO_RANDOM_BLK2, PF_TOPO_UNIFORM};
+    CU_ASSERT_EQUAL(PF_TOPOLOGY_GBPS_PER_MB_PER_US, 976.5625);
+    pf_topology_kind_t kinds[] = {PF_TOPOLOGY_RANDOM_BLK1, PF_TOPOLOGY_RANDOM_BLK2, PF_TOPOLOGY_UNIFORM};
     for (int k = 0; k < 3; k++) {
         pf_cluster_t *a = build_random(kinds[k], 40, 7);
         pf_cluster_t *b = build_random(kinds[k], 40, 7);
@@ -371,7 +371,7 @@ static int check_blocks(const pf_cluster_t *c)
 
 static void test_random_blk1(void)
 {
-    pf_cluster_t *c = build_random(PF_TOPO_RANDOM_BLK1, 64, 1);
+    pf_cluster_t *c = build_random(PF_TOPOLOGY_RANDOM_BLK1, 64, 1);
     if (!c)
         return;
     int n = 64, nodes = check_blocks(c);
@@ -405,7 +405,7 @@ static void test_random_blk1(void)
     int all_ok = 1;
     for (int d = 1; d <= 40; d++)
         for (uint64_t s = 0; s < 25; s++) {
-            pf_cluster_t *r = build_random(PF_TOPO_RANDOM_BLK1, d, s);
+            pf_cluster_t *r = build_random(PF_TOPOLOGY_RANDOM_BLK1, d, s);
             all_ok &= r && check_blocks(r) > 0;
             pf_cluster_destroy(&r);
         }
@@ -414,7 +414,7 @@ static void test_random_blk1(void)
 
 static void test_random_blk2(void)
 {
-    pf_cluster_t *c = build_random(PF_TOPO_RANDOM_BLK2, 64, 3);
+    pf_cluster_t *c = build_random(PF_TOPOLOGY_RANDOM_BLK2, 64, 3);
     if (!c)
         return;
     int n = 64, nodes = check_blocks(c);
@@ -456,7 +456,7 @@ static void test_random_blk2(void)
 
 static void test_uniform(void)
 {
-    pf_cluster_t *c = build_random(PF_TOPO_UNIFORM, 64, 1);
+    pf_cluster_t *c = build_random(PF_TOPOLOGY_UNIFORM, 64, 1);
     if (!c)
         return;
     int n = 64, ok = 1;
@@ -476,11 +476,11 @@ static void test_uniform(void)
     pf_cluster_destroy(&c);
 }
 
-static void expect_bad(pf_topo_opts_t *o, const char *want)
+static void expect_bad(pf_topology_opts_t *o, const char *want)
 {
     char err[256] = "";
     pf_cluster_t *c = (pf_cluster_t *)1;
-    int rc = pf_topo_build(o, &c, err, sizeof err);
+    int rc = pf_topology_build(o, &c, err, sizeof err);
     CU_ASSERT_EQUAL(rc, PF_EINPUT);
     CU_ASSERT_PTR_NULL(c);
     if (!strstr(err, want)) {
@@ -491,47 +491,47 @@ static void expect_bad(pf_topo_opts_t *o, const char *want)
 
 static void test_bad_options(void)
 {
-    pf_topo_opts_t o;
-    pf_topo_opts_init(&o, PF_TOPO_MESH2D);
+    pf_topology_opts_t o;
+    pf_topology_opts_init(&o, PF_TOPOLOGY_MESH2D);
     o.dims[1] = 0;
     expect_bad(&o, "mesh2d: dimension 2 is 0");
-    pf_topo_opts_init(&o, PF_TOPO_TORUS2D);
+    pf_topology_opts_init(&o, PF_TOPOLOGY_TORUS2D);
     o.dims[2] = 3;
     expect_bad(&o, "a 2D grid needs 1");
-    pf_topo_opts_init(&o, PF_TOPO_MESH3D);
+    pf_topology_opts_init(&o, PF_TOPOLOGY_MESH3D);
     o.dims[0] = o.dims[1] = o.dims[2] = 20;
     expect_bad(&o, "8000 devices, more than the cap of 4096");
-    pf_topo_opts_init(&o, PF_TOPO_TORUS3D);
+    pf_topology_opts_init(&o, PF_TOPOLOGY_TORUS3D);
     o.dims[0] = o.dims[1] = o.dims[2] = 1 << 20; /* the product would overflow int */
     expect_bad(&o, "more than the cap");
-    pf_topo_opts_init(&o, PF_TOPO_UNIFORM);
+    pf_topology_opts_init(&o, PF_TOPOLOGY_UNIFORM);
     o.devices = 4097;
     expect_bad(&o, "4097 devices, more than the cap of 4096");
     o.devices = 0;
     expect_bad(&o, "0 devices");
-    pf_topo_opts_init(&o, PF_TOPO_HIER);
+    pf_topology_opts_init(&o, PF_TOPOLOGY_HIER);
     o.machines = 0;
     expect_bad(&o, "0 machines");
-    pf_topo_opts_init(&o, PF_TOPO_HIER);
+    pf_topology_opts_init(&o, PF_TOPOLOGY_HIER);
     o.intra_gbps = 0;
     expect_bad(&o, "intra-machine bandwidth");
-    pf_topo_opts_init(&o, PF_TOPO_NVSWITCH);
+    pf_topology_opts_init(&o, PF_TOPOLOGY_NVSWITCH);
     o.inter_gbps = NAN;
     expect_bad(&o, "inter-machine bandwidth");
-    pf_topo_opts_init(&o, PF_TOPO_NVSWITCH);
+    pf_topology_opts_init(&o, PF_TOPOLOGY_NVSWITCH);
     o.machines = 600; /* 4800 GPUs */
     expect_bad(&o, "4800 devices");
-    pf_topo_opts_init(&o, PF_TOPO_DGX1);
+    pf_topology_opts_init(&o, PF_TOPOLOGY_DGX1);
     o.gpus_per_machine = 4;
     expect_bad(&o, "a DGX-1 has 8");
-    pf_topo_opts_init(&o, PF_TOPO_DGX1);
+    pf_topology_opts_init(&o, PF_TOPOLOGY_DGX1);
     o.mem_bytes = 0;
     expect_bad(&o, "must be positive");
-    pf_topo_opts_init(&o, PF_TOPO_DGX1);
+    pf_topology_opts_init(&o, PF_TOPOLOGY_DGX1);
     o.latency_us = -1;
     expect_bad(&o, "latency");
-    pf_topo_opts_init(&o, PF_TOPO_DGX1);
-    o.kind = (pf_topo_kind_t)99;
+    pf_topology_opts_init(&o, PF_TOPOLOGY_DGX1);
+    o.kind = (pf_topology_kind_t)99;
     expect_bad(&o, "unknown topology kind 99");
 }
 
@@ -539,20 +539,20 @@ static void test_parse_kind(void)
 {
     static const char *names[] = {"hier",    "dgx1",   "nvswitch",    "mesh2d",      "torus2d",
                                   "mesh3d",  "torus3d", "random-blk1", "random-blk2", "uniform"};
-    pf_topo_kind_t k;
+    pf_topology_kind_t k;
     for (int i = 0; i < 10; i++) {
-        CU_ASSERT_EQUAL(pf_topo_parse_kind(names[i], &k), PF_OK);
+        CU_ASSERT_EQUAL(pf_topology_parse_kind(names[i], &k), PF_OK);
         CU_ASSERT_EQUAL((int)k, i);
-        CU_ASSERT_STRING_EQUAL(pf_topo_kind_name(k), names[i]);
+        CU_ASSERT_STRING_EQUAL(pf_topology_kind_name(k), names[i]);
     }
-    CU_ASSERT_EQUAL(pf_topo_parse_kind("random_blk_2", &k), PF_OK);
-    CU_ASSERT_EQUAL(k, PF_TOPO_RANDOM_BLK2);
-    CU_ASSERT_EQUAL(pf_topo_parse_kind("uniform_dist", &k), PF_OK);
-    CU_ASSERT_EQUAL(k, PF_TOPO_UNIFORM);
-    CU_ASSERT_EQUAL(pf_topo_parse_kind("mesh", &k), PF_EINPUT);
-    CU_ASSERT_EQUAL(pf_topo_parse_kind("Hier", &k), PF_EINPUT);
-    CU_ASSERT_EQUAL(pf_topo_parse_kind("", &k), PF_EINPUT);
-    CU_ASSERT_EQUAL(pf_topo_parse_kind(NULL, &k), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_topology_parse_kind("random_blk_2", &k), PF_OK);
+    CU_ASSERT_EQUAL(k, PF_TOPOLOGY_RANDOM_BLK2);
+    CU_ASSERT_EQUAL(pf_topology_parse_kind("uniform_dist", &k), PF_OK);
+    CU_ASSERT_EQUAL(k, PF_TOPOLOGY_UNIFORM);
+    CU_ASSERT_EQUAL(pf_topology_parse_kind("mesh", &k), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_topology_parse_kind("Hier", &k), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_topology_parse_kind("", &k), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_topology_parse_kind(NULL, &k), PF_EINPUT);
 }
 
 /* Run a shell command built from fmt; "@" in the result stands for the planfarm binary. */
@@ -598,7 +598,7 @@ static void test_cli(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "cluster random-blk2-48-seed5: 48 devices"));
 
     /* the file reads back as the planner built it */
-    pf_cluster_t *file = NULL, *mem = build_random(PF_TOPO_RANDOM_BLK2, 48, 5);
+    pf_cluster_t *file = NULL, *mem = build_random(PF_TOPOLOGY_RANDOM_BLK2, 48, 5);
     char err[256];
     CU_ASSERT_EQUAL(pf_cluster_load(p1, &file, err, sizeof err), PF_OK);
     if (file && mem)

@@ -1,8 +1,8 @@
 /* tp_groups: tensor-parallel groups on DGX-1 (Parmesan's NVLink matrix, worked by hand) and the
  * group cluster the pipeline sees. */
-#include "planner/topology.h"
-#include "planner/tp_groups.h"
-#include "planner/util.h"
+#include "planner/inputs/topology.h"
+#include "planner/tp/tp_groups.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <string.h>
@@ -10,11 +10,11 @@
 static pf_cluster_t *dgx1(int machines)
 {
     char err[256];
-    pf_topo_opts_t o;
-    pf_topo_opts_init(&o, PF_TOPO_DGX1);
+    pf_topology_opts_t o;
+    pf_topology_opts_init(&o, PF_TOPOLOGY_DGX1);
     o.machines = machines;
     pf_cluster_t *c = NULL;
-    CU_ASSERT_EQUAL(pf_topo_build(&o, &c, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_topology_build(&o, &c, err, sizeof err), PF_OK);
     return c;
 }
 

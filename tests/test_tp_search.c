@@ -1,14 +1,14 @@
 /* tp_search: the search over (S, R, T) against exhaustive search on a small transformer, and the
  * memory of a tensor-parallel GPT-3 stage against Korthikanti et al.'s formula. */
-#include "planner/cost.h"
-#include "planner/mapping.h"
-#include "planner/models.h"
-#include "planner/partition.h"
-#include "planner/search.h"
-#include "planner/stage_graph.h"
-#include "planner/topology.h"
-#include "planner/tp_setting.h"
-#include "planner/util.h"
+#include "planner/ir/cost.h"
+#include "planner/map/mapping.h"
+#include "planner/inputs/models.h"
+#include "planner/partition/partition.h"
+#include "planner/search/search.h"
+#include "planner/map/stage_graph.h"
+#include "planner/inputs/topology.h"
+#include "planner/tp/tp_setting.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <math.h>
@@ -16,14 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static pf_cluster_t *cluster_of(pf_topo_kind_t kind, int machines)
+static pf_cluster_t *cluster_of(pf_topology_kind_t kind, int machines)
 {
     char err[256];
-    pf_topo_opts_t o;
-    pf_topo_opts_init(&o, kind);
+    pf_topology_opts_t o;
+    pf_topology_opts_init(&o, kind);
     o.machines = machines;
     pf_cluster_t *c = NULL;
-    CU_ASSERT_EQUAL(pf_topo_build(&o, &c, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_topology_build(&o, &c, err, sizeof err), PF_OK);
     return c;
 }
 
@@ -51,7 +51,7 @@ static void test_gpt3_stage_memory(void)
     mo.hbm_gbps = 3350;
     pf_graph_t *g = NULL;
     CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
-    pf_cluster_t *c = cluster_of(PF_TOPO_DGX_H100, 8);
+    pf_cluster_t *c = cluster_of(PF_TOPOLOGY_DGX_H100, 8);
     pf_tp_setting_opts_t so;
     pf_tp_setting_opts_init(&so);
     so.tp = 8;
@@ -222,7 +222,7 @@ static void test_search_equals_brute_force(void)
 {
     char err[512];
     pf_graph_t *g = mlp_graph();
-    pf_cluster_t *c = cluster_of(PF_TOPO_DGX1, 1); /* 8 V100s, NVLink matrix: T in 1, 2, 4, 8 */
+    pf_cluster_t *c = cluster_of(PF_TOPOLOGY_DGX1, 1); /* 8 V100s, NVLink matrix: T in 1, 2, 4, 8 */
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     o.refine = 0;          /* refinement may trade one optimal partition for another */
@@ -293,7 +293,7 @@ static void test_global_batch(void)
 {
     char err[512];
     pf_graph_t *g = mlp_graph(); /* micro-batch 4 */
-    pf_cluster_t *c = cluster_of(PF_TOPO_DGX1, 1);
+    pf_cluster_t *c = cluster_of(PF_TOPOLOGY_DGX1, 1);
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     o.global_batch = 96; /* 4 x MB x R = 96: R in {1, 2, 4, 8} gives MB 24, 12, 6, 3 */
@@ -317,7 +317,7 @@ static void test_global_batch(void)
 static void test_layer_aligned(void)
 {
     pf_graph_t *g = mlp_graph();
-    pf_cluster_t *c = cluster_of(PF_TOPO_DGX1, 1);
+    pf_cluster_t *c = cluster_of(PF_TOPOLOGY_DGX1, 1);
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     o.stages = 2;

@@ -1,7 +1,7 @@
 /* training: parameter state per parameter, micro-batches in flight, recomputation's view of a
  * graph, all worked by hand. */
-#include "planner/training.h"
-#include "planner/util.h"
+#include "planner/ir/training.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <string.h>

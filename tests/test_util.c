@@ -1,5 +1,5 @@
 /* util: sizes with units at every magnitude, UTF-8 checks, range checks. */
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "tests/testutil.h"
 
 #include <math.h>

@@ -7,7 +7,7 @@
  * Every worker here reads a clock that moves only when the test moves it, and every wait is for
  * an event (a message, a state the worker reports), bounded by PF_EVENT_WAIT_S only to end a
  * failing test: nothing depends on how loaded the machine is. */
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "proto/clock.h"
 #include "proto/job_codec.h"
 #include "tests/testutil.h"

@@ -1,5 +1,5 @@
 #include "tests/testutil.h"
-#include "planner/rng.h"
+#include "planner/core/rng.h"
 
 #include <stdio.h>
 

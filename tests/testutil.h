@@ -31,7 +31,7 @@ int pf_test_run(const char *cmd, char *out, size_t cap);
 
 
 
-#include "planner/graph.h"
+#include "planner/ir/graph.h"
 #include <stdint.h>
 
 /* A random DAG on n ops for brute-force tests: ops in index order, each op i > 0 gets one edge

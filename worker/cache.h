@@ -5,8 +5,8 @@
 #ifndef PF_CACHE_H
 #define PF_CACHE_H
 
-#include "planner/cluster.h"
-#include "planner/graph.h"
+#include "planner/ir/cluster.h"
+#include "planner/ir/graph.h"
 
 #include <stddef.h>
 #include <stdint.h>

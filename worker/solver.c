@@ -1,5 +1,5 @@
 #include "worker/solver.h"
-#include "planner/util.h"
+#include "planner/core/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 #include "worker/worker.h"
-#include "planner/jobs.h"
-#include "planner/util.h"
+#include "planner/search/jobs.h"
+#include "planner/core/util.h"
 #include "proto/job_codec.h"
 #include "proto/peer_io.h"
 #include "proto/wire.h"
@@ -405,7 +405,7 @@ static int connect_broker(pf_worker_t *w)
         return PF_ERR;
     }
     Planfarm__Ready m = PLANFARM__READY__INIT;
-    Planfarm__JobKind kinds[PF_JOB_KIND_COUNT]; /* every kind of the table (planner/jobs.h) */
+    Planfarm__JobKind kinds[PF_JOB_KIND_COUNT]; /* every kind of the table (planner/search/jobs.h) */
     for (int k = 0; k < PF_JOB_KIND_COUNT; k++)
         kinds[k] = (Planfarm__JobKind)k;
     m.protocol = PF_WIRE_VERSION;

@@ -4,8 +4,8 @@
 #ifndef PF_FUZZ_H
 #define PF_FUZZ_H
 
-#include "planner/cluster.h"
-#include "planner/graph.h"
+#include "planner/ir/cluster.h"
+#include "planner/ir/graph.h"
 
 #include <stddef.h>
 #include <stdint.h>

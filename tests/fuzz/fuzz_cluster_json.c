@@ -1,5 +1,5 @@
 /* Cluster files (pf_cluster_load_buffer). */
-#include "planner/cluster.h"
+#include "planner/ir/cluster.h"
 
 #include <stddef.h>
 #include <stdint.h>

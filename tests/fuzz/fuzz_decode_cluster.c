@@ -1,5 +1,5 @@
 /* Cluster blobs off the wire (pf_codec_decode_cluster). */
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "proto/job_codec.h"
 
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* Graph blobs off the wire (pf_codec_decode_graph); a graph that decodes must encode again. */
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "proto/job_codec.h"
 
 #include <stdlib.h>

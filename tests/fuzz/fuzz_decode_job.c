@@ -1,6 +1,6 @@
 /* JOB messages as a worker receives them: unpack, pf_codec_job_from_pb, then the checks against
  * the fixed graph and cluster of fuzz.h a worker runs before a solver sees the job. */
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "proto/job_codec.h"
 #include "tests/fuzz/fuzz.h"
 

@@ -1,5 +1,5 @@
 /* The options of a SUBMIT (pf_codec_options_from_pb). */
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "proto/job_codec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

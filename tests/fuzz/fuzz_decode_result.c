@@ -1,6 +1,6 @@
 /* RESULT messages as the broker receives them (pf_codec_result_from_pb), bounded by the fixed
  * graph and cluster sizes of fuzz.h. */
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "proto/job_codec.h"
 #include "tests/fuzz/fuzz.h"
 

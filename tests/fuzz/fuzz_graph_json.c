@@ -1,5 +1,5 @@
 /* Graph files (pf_graph_load_buffer): JSON text -> validated graph, or an error naming the place. */
-#include "planner/graph.h"
+#include "planner/ir/graph.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* PipeDream profiles (pf_import_pipedream: a text format, not JSON). */
-#include "planner/import.h"
+#include "planner/inputs/import.h"
 #include "tests/fuzz/fuzz.h"
 
 #include <stddef.h>

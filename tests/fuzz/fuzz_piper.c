@@ -1,5 +1,5 @@
 /* Piper planner inputs (pf_import_piper). */
-#include "planner/import.h"
+#include "planner/inputs/import.h"
 #include "tests/fuzz/fuzz.h"
 
 #include <stddef.h>

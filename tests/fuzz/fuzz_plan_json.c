@@ -1,6 +1,6 @@
 /* Plan files (pf_plan_load), read against the fixed graph and cluster of fuzz.h; a plan that
  * loads is also validated, as `planfarm show` would. */
-#include "planner/plan.h"
+#include "planner/ir/plan.h"
 #include "tests/fuzz/fuzz.h"
 
 #include <stddef.h>

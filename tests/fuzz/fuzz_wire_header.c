@@ -1,5 +1,5 @@
 /* Frame 1 of every message (pf_wire_parse_header): tag, version, kind. */
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "proto/job_codec.h"
 
 #include <stdlib.h>

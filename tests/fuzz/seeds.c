@@ -9,11 +9,11 @@
  *   wire_header                  every message kind's header
  *   piper                        a three-node planner input
  * The text-format seeds (pipedream, piper) are files of tests/data; run.sh copies them. */
-#include "planner/models.h"
-#include "planner/plan.h"
-#include "planner/search.h"
-#include "planner/stage_graph.h"
-#include "planner/util.h"
+#include "planner/inputs/models.h"
+#include "planner/ir/plan.h"
+#include "planner/search/search.h"
+#include "planner/map/stage_graph.h"
+#include "planner/core/util.h"
 #include "proto/job_codec.h"
 #include "tests/fuzz/fuzz.h"
 

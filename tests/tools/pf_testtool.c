@@ -18,7 +18,7 @@
  *                  sends RESULT (infeasible) for the 16 ids after X and a FAILED for X + 1,
  *                  none of which it was sent, and says BYE. Exit 0 when both fetches went as
  *                  they must; prints "forged 17 answers". */
-#include "planner/util.h"
+#include "planner/core/util.h"
 #include "proto/curve.h"
 #include "proto/job_codec.h"
 

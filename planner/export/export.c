@@ -1,0 +1,666 @@
+#include "planner/export/export.h"
+#include "planner/ir/training.h"
+#include "planner/core/util.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pf_export {
+    const pf_plan_t *p;
+    const pf_graph_t *g;
+    const pf_cluster_t *c;
+    int S, R, T, world;
+    int layers;
+    int *stage_layers, *stage_first; /* S entries */
+    int *plan_dev, *run_dev;         /* world entries: rank -> device */
+    int nnodes;
+    pf_export_node_t *nodes;
+    int exact;
+    char reason[512];
+};
+
+static const char *const kind_names[] = {"megatron", "deepspeed", "torchrun"};
+
+int pf_export_parse_kind(const char *s, pf_export_kind_t *kind)
+{
+    for (int i = 0; i < 3; i++)
+        if (s && !strcmp(s, kind_names[i])) {
+            *kind = (pf_export_kind_t)i;
+            return PF_OK;
+        }
+    return PF_EINPUT;
+}
+
+const char *pf_export_kind_name(pf_export_kind_t kind)
+{
+    return (unsigned)kind < 3 ? kind_names[kind] : "?";
+}
+
+int pf_export_device(const pf_plan_t *p, int s, int r, int k)
+{
+    const int *d = p->stage_list[s].devices;
+    return d ? d[r * p->tensor_parallel + k] : -1;
+}
+
+int pf_export_rank(const pf_plan_t *p, int s, int r, int k)
+{
+    return s * p->replicas * p->tensor_parallel + r * p->tensor_parallel + k;
+}
+
+/* ---- layer alignment ---- */
+
+typedef struct {
+    const char *name;
+    size_t len; /* block prefix length */
+    int pos;    /* topological position */
+    int v;
+} block_op_t;
+
+static int cmp_block_name(const block_op_t *x, const block_op_t *y)
+{
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->name, y->name, n);
+    if (c)
+        return c;
+    return (x->len > y->len) - (x->len < y->len);
+}
+
+/* by block name, then topological position */
+static int cmp_block_op(const void *a, const void *b)
+{
+    const block_op_t *x = a, *y = b;
+    int c = cmp_block_name(x, y);
+    return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static int cmp_int_pair(const void *a, const void *b)
+{
+    const int *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+static int find_layers(pf_export_t *x, char *err, size_t errlen)
+{
+    const pf_graph_t *g = x->g;
+    int n = pf_graph_nops(g), S = x->S, rc = PF_ERR, nb = 0;
+    const int *topo = pf_graph_topo(g), *pos = pf_graph_topo_pos(g);
+    int *op_stage = pf_plan_op_stage(x->p, n);
+    int *block_of = malloc((size_t)(n ? n : 1) * sizeof *block_of);
+    block_op_t *bo = malloc((size_t)(n ? n : 1) * sizeof *bo);
+    int *first = malloc((size_t)(n ? n : 1) * 2 * sizeof *first); /* (first pos, block) pairs */
+    int *ordinal = malloc((size_t)(n ? n : 1) * sizeof *ordinal);
+    int *bstage = malloc((size_t)(n ? n : 1) * sizeof *bstage);
+    int *bfirst = malloc((size_t)(n ? n : 1) * sizeof *bfirst);
+    if (!op_stage || !block_of || !bo || !first || !ordinal || !bstage || !bfirst) {
+        pf_fail(err, errlen, PF_ERR, "out of memory");
+        goto fail;
+    }
+    rc = PF_EINPUT;
+    int nbo = 0;
+    for (int v = 0; v < n; v++) {
+        block_of[v] = -1;
+        const char *name = pf_graph_op(g, v)->name;
+        size_t len = name ? pf_training_block_len(name) : 0;
+        if (len)
+            bo[nbo++] = (block_op_t){name, len, pos[v], v};
+    }
+    /* group ops by block name; a block's first op (topologically) orders the blocks */
+    qsort(bo, (size_t)nbo, sizeof *bo, cmp_block_op);
+    for (int i = 0; i < nbo; i++) {
+        if (i == 0 || cmp_block_name(&bo[i - 1], &bo[i]) != 0) {
+            first[2 * nb] = bo[i].pos;
+            first[2 * nb + 1] = nb;
+            nb++;
+        }
+        block_of[bo[i].v] = nb - 1;
+    }
+    qsort(first, (size_t)nb, 2 * sizeof *first, cmp_int_pair);
+    for (int i = 0; i < nb; i++)
+        ordinal[first[2 * i + 1]] = i;
+    for (int v = 0; v < n; v++)
+        if (block_of[v] >= 0)
+            block_of[v] = ordinal[block_of[v]];
+    if (nb == 0) {
+        pf_fail(err, errlen, rc, "the graph has no repeated blocks (ops named like layers.N.*): "
+                "nothing to split into layers");
+        goto fail;
+    }
+    for (int b = 0; b < nb; b++)
+        bstage[b] = -1;
+    for (int i = 0; i < n; i++) {
+        int v = topo[i], s = op_stage[v], b = block_of[v];
+        const char *name = pf_graph_op(g, v)->name;
+        if (b < 0) {
+            if (s != 0 && s != S - 1) {
+                pf_fail(err, errlen, rc, "op %s is in no block and in stage %d: only the first "
+                        "and the last stage may hold ops outside the layers (embedding, head)",
+                        name, s);
+                goto fail;
+            }
+        } else if (bstage[b] < 0) {
+            bstage[b] = s;
+            bfirst[b] = v;
+        } else if (bstage[b] != s) {
+            int a = bstage[b], later = s > a ? s : a, earlier = s > a ? a : s;
+            const char *w = pf_graph_op(g, bfirst[b])->name;
+            pf_fail(err, errlen, rc, "stage %d cuts block %.*s: ops %s .. in stage %d, %s .. in "
+                    "stage %d", later, (int)pf_training_block_len(name), name,
+                    s > a ? name : w, later, s > a ? w : name, earlier);
+            goto fail;
+        }
+    }
+    for (int b = 1; b < nb; b++)
+        if (bstage[b] < bstage[b - 1]) {
+            const char *u = pf_graph_op(g, bfirst[b - 1])->name, *w = pf_graph_op(g, bfirst[b])->name;
+            pf_fail(err, errlen, rc, "block %.*s (stage %d) comes after block %.*s (stage %d): "
+                    "stages must hold consecutive blocks", (int)pf_training_block_len(w), w,
+                    bstage[b], (int)pf_training_block_len(u), u, bstage[b - 1]);
+            goto fail;
+        }
+    for (int b = 0; b < nb; b++)
+        x->stage_layers[bstage[b]]++;
+    for (int s = 0, at = 0; s < S; s++) {
+        if (x->stage_layers[s] == 0) {
+            pf_fail(err, errlen, rc, "stage %d holds no block: Megatron-LM and DeepSpeed give "
+                    "every pipeline stage whole layers", s);
+            goto fail;
+        }
+        x->stage_first[s] = at;
+        at += x->stage_layers[s];
+    }
+    x->layers = nb;
+    rc = PF_OK;
+fail:
+    free(op_stage);
+    free(block_of);
+    free(bo);
+    free(first);
+    free(ordinal);
+    free(bstage);
+    free(bfirst);
+    return rc;
+}
+
+/* ---- launch layout ---- */
+
+/* Host name: the device name's prefix before '/', when it is a plain hostname. */
+static void host_name(const pf_device_t *d, char *out, size_t len)
+{
+    const char *slash = d->name ? strchr(d->name, '/') : NULL;
+    size_t n = slash ? (size_t)(slash - d->name) : 0;
+    int ok = n > 0 && n < len;
+    for (size_t i = 0; ok && i < n; i++) {
+        unsigned char ch = (unsigned char)d->name[i];
+        ok = isalnum(ch) || ch == '.' || ch == '_' || ch == '-';
+    }
+    if (ok)
+        snprintf(out, len, "%.*s", (int)n, d->name);
+    else
+        snprintf(out, len, "host%d", d->host);
+}
+
+/* K of "<host>/gpuK", or -1. */
+static int gpu_suffix(const char *name)
+{
+    const char *slash = name ? strrchr(name, '/') : NULL;
+    if (!slash || strncmp(slash + 1, "gpu", 3) || !isdigit((unsigned char)slash[4]))
+        return -1;
+    char *end;
+    long k = strtol(slash + 4, &end, 10);
+    return *end || k > 1 << 20 ? -1 : (int)k;
+}
+
+/* local[d] for every device of `host`: its gpuK suffix when all of the host's are distinct,
+ * else its position among the host's devices. */
+static void local_indices(const pf_cluster_t *c, int host, int *local)
+{
+    int D = pf_cluster_ndevices(c), named = 1, at = 0;
+    for (int d = 0; d < D && named; d++) {
+        if (pf_cluster_device(c, d)->host != host)
+            continue;
+        int k = gpu_suffix(pf_cluster_device(c, d)->name);
+        for (int e = 0; e < d && k >= 0; e++)
+            if (pf_cluster_device(c, e)->host == host && local[e] == k)
+                k = -1;
+        local[d] = k;
+        named = k >= 0;
+    }
+    for (int d = 0; d < D; d++)
+        if (pf_cluster_device(c, d)->host == host)
+            local[d] = named ? local[d] : at++;
+}
+
+static int build_layout(pf_export_t *x, char *err, size_t errlen)
+{
+    const pf_cluster_t *c = x->c;
+    int D = pf_cluster_ndevices(c), W = x->world, rc = PF_ERR;
+    int *node_of = malloc((size_t)W * sizeof *node_of), *local = malloc((size_t)D * sizeof *local);
+    int *taken = calloc((size_t)D, sizeof *taken);
+    size_t cap = 0;
+    if (!node_of || !local || !taken)
+        goto oom;
+    /* hosts in use, in order of their first rank */
+    for (int gr = 0; gr < W; gr++) {
+        int h = pf_cluster_device(c, x->plan_dev[gr])->host, n = 0;
+        while (n < x->nnodes && x->nodes[n].host != h)
+            n++;
+        if (n == x->nnodes) {
+            if (pf_grow((void **)&x->nodes, &cap, (size_t)n + 1, sizeof *x->nodes))
+                goto oom;
+            memset(&x->nodes[n], 0, sizeof x->nodes[n]);
+            x->nodes[n].host = h;
+            x->nodes[n].first_rank = gr;
+            x->nnodes++;
+        }
+        x->nodes[n].nproc++;
+        node_of[gr] = n;
+    }
+    int bad = -1; /* a node whose ranks are not one block */
+    for (int gr = 0; gr < W; gr++) {
+        const pf_export_node_t *nd = &x->nodes[node_of[gr]];
+        if (gr >= nd->first_rank + nd->nproc && bad < 0)
+            bad = node_of[gr];
+    }
+    x->exact = bad < 0;
+    for (int n = 0, at = 0; n < x->nnodes; n++) {
+        pf_export_node_t *nd = &x->nodes[n];
+        nd->node_rank = n;
+        nd->first_rank = at;
+        at += nd->nproc;
+        for (int d = 0; d < D; d++)
+            if (pf_cluster_device(c, d)->host == nd->host) {
+                host_name(pf_cluster_device(c, d), nd->name, sizeof nd->name);
+                break;
+            }
+        local_indices(c, nd->host, local);
+        if (!(nd->gpus = malloc((size_t)nd->nproc * sizeof *nd->gpus)))
+            goto oom;
+        /* ranks whose planned device is on this node keep it ... */
+        for (int l = 0; l < nd->nproc; l++) {
+            int gr = nd->first_rank + l;
+            x->run_dev[gr] = node_of[gr] == n ? x->plan_dev[gr] : -1;
+            if (x->run_dev[gr] >= 0)
+                taken[x->run_dev[gr]] = 1;
+        }
+        /* ... the others take the node's remaining planned devices in rank order */
+        for (int l = 0, gr2 = 0; l < nd->nproc; l++) {
+            int gr = nd->first_rank + l;
+            if (x->run_dev[gr] < 0) {
+                while (node_of[gr2] != n || taken[x->plan_dev[gr2]])
+                    gr2++;
+                x->run_dev[gr] = x->plan_dev[gr2];
+                taken[x->plan_dev[gr2]] = 1;
+            }
+            nd->gpus[l] = local[x->run_dev[gr]];
+        }
+    }
+    /* two hosts with one prefix: fall back to host<H> for both */
+    for (int a = 0; a < x->nnodes; a++)
+        for (int b = a + 1; b < x->nnodes; b++)
+            if (!strcmp(x->nodes[a].name, x->nodes[b].name)) {
+                snprintf(x->nodes[a].name, sizeof x->nodes[a].name, "host%d", x->nodes[a].host);
+                snprintf(x->nodes[b].name, sizeof x->nodes[b].name, "host%d", x->nodes[b].host);
+            }
+    if (bad >= 0) {
+        int kept = 0, len = 0, listed = 0;
+        for (int gr = 0; gr < W; gr++)
+            kept += x->run_dev[gr] == x->plan_dev[gr];
+        char ranks[160] = "";
+        for (int gr = 0; gr < W && len < (int)sizeof ranks - 1; gr++)
+            if (node_of[gr] == bad) {
+                len += snprintf(ranks + len, sizeof ranks - (size_t)len, "%s%d",
+                                listed ? ", " : "", gr);
+                if (++listed == 8 && x->nodes[bad].nproc > 8) {
+                    snprintf(ranks + len, sizeof ranks - (size_t)len, ", ...");
+                    break;
+                }
+            }
+        snprintf(x->reason, sizeof x->reason,
+                 "torchrun gives each node one contiguous block of ranks, but the plan puts ranks "
+                 "%s on %s; this layout keeps %d of %d ranks on their planned devices", ranks,
+                 x->nodes[bad].name, kept, W);
+    }
+    rc = PF_OK;
+    goto done;
+oom:
+    rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+done:
+    free(node_of);
+    free(local);
+    free(taken);
+    return rc;
+}
+
+/* ---- construction ---- */
+
+static int check_devices(const pf_export_t *x, char *err, size_t errlen)
+{
+    int D = pf_cluster_ndevices(x->c);
+    char *used = calloc((size_t)D, 1);
+    if (!used)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    int rc = PF_OK;
+    for (int s = 0; s < x->S && rc == PF_OK; s++) {
+        if (!x->p->stage_list[s].devices) {
+            rc = pf_fail(err, errlen, PF_EINPUT, "stage %d has no devices: export needs a mapped "
+                         "plan (planfarm map or plan)", s);
+            break;
+        }
+        for (int r = 0; r < x->R && rc == PF_OK; r++)
+            for (int k = 0; k < x->T && rc == PF_OK; k++) {
+                int d = pf_export_device(x->p, s, r, k);
+                if (d < 0 || d >= D)
+                    rc = pf_fail(err, errlen, PF_EINPUT, "stage %d replica %d tensor-parallel "
+                                 "rank %d: no device", s, r, k);
+                else if (used[d]++)
+                    rc = pf_fail(err, errlen, PF_EINPUT, "stage %d replica %d tensor-parallel "
+                                 "rank %d: device %s is used twice", s, r, k,
+                                 pf_cluster_device(x->c, d)->name);
+            }
+    }
+    free(used);
+    return rc;
+}
+
+pf_export_t *pf_export_new(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c,
+                           int *rcp, char *err, size_t errlen)
+{
+    int rc = PF_EINPUT;
+    pf_export_t *x = calloc(1, sizeof *x);
+    if (!x) {
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+        goto fail;
+    }
+    x->p = p;
+    x->g = g;
+    x->c = c;
+    x->S = p->stages;
+    x->R = p->replicas;
+    x->T = p->tensor_parallel;
+    if (x->S < 1 || x->R < 1 || x->T < 1 || p->microbatches < 1) {
+        pf_fail(err, errlen, rc, "plan: stages %d, replicas %d, tensor_parallel %d, microbatches "
+                "%d must all be >= 1", x->S, x->R, x->T, p->microbatches);
+        goto fail;
+    }
+    if ((long long)x->S * x->R * x->T > pf_cluster_ndevices(c)) {
+        pf_fail(err, errlen, rc, "plan: %d stages x %d replicas x %d tensor-parallel ranks exceed "
+                "the cluster's %d devices", x->S, x->R, x->T, pf_cluster_ndevices(c));
+        goto fail;
+    }
+    x->world = x->S * x->R * x->T;
+    if ((rc = check_devices(x, err, errlen)) != PF_OK ||
+        (rc = pf_plan_validate(p, g, c, err, errlen)) != PF_OK ||
+        (rc = pf_training_check(&p->train, err, errlen)) != PF_OK)
+        goto fail;
+    rc = PF_ERR;
+    size_t nstages = (unsigned)x->S, world = (unsigned)x->world;
+    x->stage_layers = calloc(nstages, sizeof *x->stage_layers);
+    x->stage_first = calloc(nstages, sizeof *x->stage_first);
+    x->plan_dev = malloc(world * sizeof *x->plan_dev);
+    x->run_dev = malloc(world * sizeof *x->run_dev);
+    if (!x->stage_layers || !x->stage_first || !x->plan_dev || !x->run_dev) {
+        pf_fail(err, errlen, rc, "out of memory");
+        goto fail;
+    }
+    for (int s = 0; s < x->S; s++)
+        for (int r = 0; r < x->R; r++)
+            for (int k = 0; k < x->T; k++)
+                x->plan_dev[pf_export_rank(p, s, r, k)] = pf_export_device(p, s, r, k);
+    if ((rc = find_layers(x, err, errlen)) != PF_OK || (rc = build_layout(x, err, errlen)) != PF_OK)
+        goto fail;
+    if (rcp)
+        *rcp = PF_OK;
+    return x;
+fail:
+    pf_export_destroy(&x);
+    if (rcp)
+        *rcp = rc;
+    return NULL;
+}
+
+void pf_export_destroy(pf_export_t **xp)
+{
+    if (!xp || !*xp)
+        return;
+    pf_export_t *x = *xp;
+    for (int n = 0; n < x->nnodes; n++)
+        free(x->nodes[n].gpus);
+    free(x->nodes);
+    free(x->stage_layers);
+    free(x->stage_first);
+    free(x->plan_dev);
+    free(x->run_dev);
+    free(x);
+    *xp = NULL;
+}
+
+int pf_export_layers(const pf_export_t *x) { return x->layers; }
+int pf_export_stage_layers(const pf_export_t *x, int s) { return x->stage_layers[s]; }
+int pf_export_stage_first_layer(const pf_export_t *x, int s) { return x->stage_first[s]; }
+int pf_export_world(const pf_export_t *x) { return x->world; }
+int pf_export_plan_rank_device(const pf_export_t *x, int g) { return x->plan_dev[g]; }
+int pf_export_layout_rank_device(const pf_export_t *x, int g) { return x->run_dev[g]; }
+int pf_export_nnodes(const pf_export_t *x) { return x->nnodes; }
+const pf_export_node_t *pf_export_node(const pf_export_t *x, int n) { return &x->nodes[n]; }
+int pf_export_exact(const pf_export_t *x) { return x->exact; }
+const char *pf_export_reason(const pf_export_t *x) { return x->reason; }
+
+/* One step trains microbatch x MB x R samples (DESIGN.md "Cost definitions"). */
+int pf_export_global_batch(const pf_export_t *x)
+{
+    return pf_graph_microbatch(x->g) * x->p->microbatches * x->R;
+}
+
+/* ---- writers ---- */
+
+static int finish(FILE *f, char *err, size_t errlen)
+{
+    if (fflush(f) != 0 || ferror(f))
+        return pf_fail(err, errlen, PF_ERR, "write failed");
+    return PF_OK;
+}
+
+/* Text from files (model, cluster and device names) inside comments: one line, printable. */
+static void put_comment_text(FILE *f, const char *s)
+{
+    for (; s && *s; s++)
+        fputc(isprint((unsigned char)*s) ? *s : '?', f);
+}
+
+static void put_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static void put_header(const pf_export_t *x, FILE *f, const char *what, const char *lead)
+{
+    fprintf(f, "%s%s for plan ", lead, what);
+    put_comment_text(f, x->p->model ? x->p->model : pf_graph_name(x->g));
+    fprintf(f, " on ");
+    put_comment_text(f, x->p->cluster ? x->p->cluster : pf_cluster_name(x->c));
+    fprintf(f, " (planfarm export)\n");
+}
+
+int pf_export_write_megatron(const pf_export_t *x, FILE *f, char *err, size_t errlen)
+{
+    const pf_plan_t *p = x->p;
+    const pf_training_t *t = &p->train;
+    int S = x->S, L = x->layers, first = x->stage_layers[0], last = x->stage_layers[S - 1];
+    int mid = S > 2 ? x->stage_layers[1] : 0;
+    for (int s = 2; s < S - 1; s++)
+        if (x->stage_layers[s] != mid)
+            return pf_fail(err, errlen, PF_EINPUT, "stages 1 and %d hold %d and %d layers: "
+                           "Megatron-LM gives the middle stages equal layer counts "
+                           "(--decoder-first/last-pipeline-num-layers set only the first and "
+                           "the last stage)", s, mid, x->stage_layers[s]);
+    /* S = 2 has no middle: give both ends when they differ */
+    int even = 1;
+    for (int s = 1; s < S; s++)
+        even &= x->stage_layers[s] == first;
+    int put_first = !even && (S == 2 || first != mid), put_last = !even && (S == 2 || last != mid);
+
+    put_header(x, f, "Megatron-LM arguments", "# ");
+    fprintf(f, "# %d pipeline stages x %d data-parallel replicas x %d tensor-parallel ranks = %d "
+            "ranks.\n# The data-parallel size is implied: world / (pipeline x tensor). Ranks "
+            "follow Megatron-LM's\n# order rank = pp x %d + dp x %d + tp; launch.sh puts each on "
+            "the plan's device.\n# layers per stage:",
+            S, x->R, x->T, x->world, x->R * x->T, x->T);
+    for (int s = 0; s < S; s++)
+        fprintf(f, " %d", x->stage_layers[s]);
+    fprintf(f, "\nMEGATRON_PARALLEL_ARGS=(\n");
+    fprintf(f, "    --tensor-model-parallel-size %d\n", x->T);
+    fprintf(f, "    --pipeline-model-parallel-size %d\n", S);
+    fprintf(f, "    --num-layers %d\n", L);
+    if (put_first || put_last)
+        fprintf(f, "    # uneven split: Megatron-LM divides the layers of the stages not named "
+                "here evenly\n");
+    if (put_first)
+        fprintf(f, "    --decoder-first-pipeline-num-layers %d\n", first);
+    if (put_last)
+        fprintf(f, "    --decoder-last-pipeline-num-layers %d\n", last);
+    fprintf(f, "    # global batch = micro-batch %d x %d micro-batches x %d replicas\n",
+            pf_graph_microbatch(x->g), p->microbatches, x->R);
+    fprintf(f, "    --micro-batch-size %d\n", pf_graph_microbatch(x->g));
+    fprintf(f, "    --global-batch-size %d\n", pf_export_global_batch(x));
+    if (t->precision_bytes == 2)
+        fprintf(f, "    --bf16\n");
+    else
+        fprintf(f, "    # fp32: no mixed-precision flag\n");
+    fprintf(f, "    --optimizer %s\n", t->optimizer == PF_OPTIMIZER_SGD ? "sgd" : "adam");
+    if (t->zero >= 1) {
+        if (t->zero >= 2)
+            fprintf(f, "    # ZeRO %d planned: Megatron-LM's distributed optimizer shards the "
+                    "optimizer state only\n    # (ZeRO 1); gradients and weights stay whole, "
+                    "so GPUs hold more than the plan counted\n", t->zero);
+        fprintf(f, "    --use-distributed-optimizer\n");
+    }
+    if (t->recompute == PF_RECOMPUTE_SELECTIVE)
+        fprintf(f, "    --recompute-granularity selective\n");
+    else if (t->recompute == PF_RECOMPUTE_FULL)
+        fprintf(f, "    --recompute-granularity full\n    --recompute-method uniform\n"
+                "    --recompute-num-layers 1\n");
+    if (x->T > 1)
+        fprintf(f, "    # tensor parallel > 1: Megatron-LM recommends sequence parallelism with "
+                "it\n    --sequence-parallel\n");
+    if (t->schedule == PF_SCHEDULE_GPIPE)
+        fprintf(f, "    # the plan assumed GPipe; Megatron-LM runs 1F1B (fewer micro-batches in "
+                "flight)\n");
+    fprintf(f, ")\n");
+    return finish(f, err, errlen);
+}
+
+int pf_export_write_deepspeed(const pf_export_t *x, FILE *f, char *err, size_t errlen)
+{
+    const pf_training_t *t = &x->p->train;
+    if (x->S > 1 && t->zero >= 2)
+        return pf_fail(err, errlen, PF_EINPUT, "ZeRO %d with %d pipeline stages: DeepSpeed's "
+                       "pipeline engine supports ZeRO stage 0 or 1 only", t->zero, x->S);
+    fprintf(f, "{\n");
+    fprintf(f, "  \"train_batch_size\": %d,\n", pf_export_global_batch(x));
+    fprintf(f, "  \"train_micro_batch_size_per_gpu\": %d,\n", pf_graph_microbatch(x->g));
+    fprintf(f, "  \"gradient_accumulation_steps\": %d,\n", x->p->microbatches);
+    fprintf(f, "  \"zero_optimization\": { \"stage\": %d },\n", t->zero);
+    fprintf(f, "  \"bf16\": { \"enabled\": %s },\n", t->precision_bytes == 2 ? "true" : "false");
+    fprintf(f, "  \"fp16\": { \"enabled\": false },\n");
+    fprintf(f, "  \"pipeline\": { \"stages\": %d, \"activation_checkpoint_interval\": %d },\n",
+            x->S, t->recompute == PF_RECOMPUTE_FULL);
+    fprintf(f, "  \"planfarm\": {\n    \"model\": ");
+    put_json_string(f, x->p->model ? x->p->model : pf_graph_name(x->g));
+    fprintf(f, ",\n    \"cluster\": ");
+    put_json_string(f, x->p->cluster ? x->p->cluster : pf_cluster_name(x->c));
+    fprintf(f, ",\n    \"pipeline_parallel\": %d,\n    \"data_parallel\": %d,\n"
+            "    \"tensor_parallel\": %d,\n    \"num_layers\": %d,\n    \"layers_per_stage\": [",
+            x->S, x->R, x->T, x->layers);
+    for (int s = 0; s < x->S; s++)
+        fprintf(f, "%s%d", s ? ", " : "", x->stage_layers[s]);
+    fprintf(f, "],\n    \"layer_boundaries\": [");
+    for (int s = 0; s < x->S; s++)
+        fprintf(f, "%d, ", x->stage_first[s]);
+    fprintf(f, "%d],\n    \"recompute\": \"%s\",\n    \"optimizer\": \"%s\",\n"
+            "    \"schedule\": \"%s\"\n  }\n}\n",
+            x->layers, pf_recompute_name(t->recompute), pf_optimizer_name(t->optimizer),
+            pf_schedule_name(t->schedule));
+    return finish(f, err, errlen);
+}
+
+int pf_export_write_hostfile(const pf_export_t *x, FILE *f, char *err, size_t errlen)
+{
+    for (int n = 0; n < x->nnodes; n++)
+        fprintf(f, "%s slots=%d\n", x->nodes[n].name, x->nodes[n].nproc);
+    return finish(f, err, errlen);
+}
+
+static const pf_export_node_t *node_of_rank(const pf_export_t *x, int gr)
+{
+    int n = 0;
+    while (gr >= x->nodes[n].first_rank + x->nodes[n].nproc)
+        n++;
+    return &x->nodes[n];
+}
+
+int pf_export_write_launch(const pf_export_t *x, FILE *f, char *err, size_t errlen)
+{
+    int RT = x->R * x->T;
+    fprintf(f, "#!/bin/sh\n");
+    put_header(x, f, "torchrun launch", "# ");
+    fprintf(f, "# Run on every host: launch.sh HOST TRAIN_SCRIPT [ARGS...]  (MASTER_PORT "
+            "defaults to 29500)\n"
+            "# torchrun gives node n the global ranks [first, first + nproc); local rank l runs "
+            "on the\n# l-th GPU of CUDA_VISIBLE_DEVICES. Rank = pp x %d + dp x %d + tp "
+            "(Megatron-LM's order).\n",
+            RT, x->T);
+    if (!x->exact) {
+        fprintf(f, "# NOT EXACT: ");
+        put_comment_text(f, x->reason);
+        fprintf(f, "\n");
+    }
+    for (int n = 1; n < x->nnodes; n++)
+        if (x->nodes[n].nproc != x->nodes[0].nproc) {
+            fprintf(f, "# Hosts run different numbers of ranks: a script that picks its GPU as "
+                    "rank %% GPUs (older\n# Megatron-LM) needs every host to run the same "
+                    "number; use LOCAL_RANK.\n");
+            break;
+        }
+    fprintf(f, "# rank  pp  dp  tp  node  local  device\n");
+    for (int gr = 0; gr < x->world; gr++) {
+        const pf_export_node_t *nd = node_of_rank(x, gr);
+        int l = gr - nd->first_rank;
+        fprintf(f, "# %4d %3d %3d %3d %5d %6d  ", gr, gr / RT, gr % RT / x->T, gr % x->T,
+                nd->node_rank, nd->gpus[l]);
+        put_comment_text(f, pf_cluster_device(x->c, x->run_dev[gr])->name);
+        if (x->run_dev[gr] != x->plan_dev[gr]) {
+            fprintf(f, " (planned ");
+            put_comment_text(f, pf_cluster_device(x->c, x->plan_dev[gr])->name);
+            fprintf(f, ")");
+        }
+        fprintf(f, "\n");
+    }
+    fprintf(f, "host=${1:?usage: launch.sh HOST TRAIN_SCRIPT [ARGS...]}\nshift\ncase \"$host\" "
+            "in\n");
+    for (int n = 0; n < x->nnodes; n++) {
+        const pf_export_node_t *nd = &x->nodes[n];
+        fprintf(f, "%s) node_rank=%d; nproc=%d; gpus=", nd->name, nd->node_rank, nd->nproc);
+        for (int l = 0; l < nd->nproc; l++)
+            fprintf(f, "%s%d", l ? "," : "", nd->gpus[l]);
+        fprintf(f, " ;;\n");
+    }
+    fprintf(f, "*) echo \"launch.sh: '$host' is not a host of this plan:");
+    for (int n = 0; n < x->nnodes; n++)
+        fprintf(f, " %s", x->nodes[n].name);
+    fprintf(f, "\" >&2; exit 2 ;;\nesac\nexport CUDA_VISIBLE_DEVICES=\"$gpus\"\n"
+            "exec torchrun --nnodes %d --nproc-per-node \"$nproc\" --node-rank \"$node_rank\" "
+            "--master-addr %s --master-port \"${MASTER_PORT:-29500}\" \"$@\"\n",
+            x->nnodes, x->nodes[0].name);
+    return finish(f, err, errlen);
+}

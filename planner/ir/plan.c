@@ -1,0 +1,757 @@
+#include "planner/ir/plan.h"
+#include "planner/core/json.h"
+#include "planner/core/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+pf_plan_t *pf_plan_new(int stages, int replicas)
+{
+    if (stages <= 0 || replicas <= 0)
+        return NULL;
+    pf_plan_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->stage_list = calloc((size_t)stages, sizeof *p->stage_list);
+    if (!p->stage_list) {
+        free(p);
+        return NULL;
+    }
+    p->stages = stages;
+    p->replicas = replicas;
+    p->tensor_parallel = 1;
+    p->microbatches = 4;
+    snprintf(p->schedule, sizeof p->schedule, "1f1b");
+    pf_training_init(&p->train);
+    p->partition_objective_ms = NAN;
+    p->objective_ms = NAN;
+    p->simulated_step_ms = NAN;
+    p->mapping.objective_ms = p->mapping.lower_bound_ms = NAN;
+    p->mapping.initial_lower_bound_ms = p->mapping.initial_upper_bound_ms = NAN;
+    for (int s = 0; s < stages; s++) {
+        pf_stage_t *st = &p->stage_list[s];
+        st->compute_ms = st->time_ms = st->peak_mem_bytes = NAN;
+        st->mem_weights_bytes = st->mem_grads_bytes = st->mem_optimizer_bytes = NAN;
+        st->mem_activations_bytes = st->mem_reserve_bytes = NAN;
+    }
+    return p;
+}
+
+void pf_plan_destroy(pf_plan_t **pp)
+{
+    if (!pp || !*pp)
+        return;
+    pf_plan_t *p = *pp;
+    for (int s = 0; s < p->stages; s++) {
+        free(p->stage_list[s].ops);
+        free(p->stage_list[s].devices);
+    }
+    free(p->stage_list);
+    free(p->tp_split);
+    free(p->tp_colls);
+    free(p->tp_comm_ms);
+    free(p->model);
+    free(p->cluster);
+    free(p);
+    *pp = NULL;
+}
+
+int pf_plan_set_stage_ops(pf_plan_t *p, int s, const int *ops, int nops)
+{
+    int *copy = malloc((size_t)(nops ? nops : 1) * sizeof *copy);
+    if (!copy)
+        return PF_ERR;
+    if (nops)
+        memcpy(copy, ops, (size_t)nops * sizeof *copy);
+    free(p->stage_list[s].ops);
+    p->stage_list[s].ops = copy;
+    p->stage_list[s].nops = nops;
+    return PF_OK;
+}
+
+int *pf_plan_stage_devices(pf_plan_t *p, int s)
+{
+    pf_stage_t *st = &p->stage_list[s];
+    int n = p->replicas * p->tensor_parallel;
+    if (!st->devices) {
+        st->devices = malloc((size_t)n * sizeof(int));
+        if (!st->devices)
+            return NULL;
+        for (int r = 0; r < n; r++)
+            st->devices[r] = -1;
+    }
+    return st->devices;
+}
+
+int pf_plan_set_tensor_parallel(pf_plan_t *p, int T)
+{
+    if (T < 1)
+        return PF_EINPUT;
+    for (int s = 0; s < p->stages; s++) {
+        free(p->stage_list[s].devices);
+        p->stage_list[s].devices = NULL;
+    }
+    p->tensor_parallel = T;
+    return PF_OK;
+}
+
+int pf_plan_alloc_tp(pf_plan_t *p, int nops)
+{
+    free(p->tp_split);
+    free(p->tp_colls);
+    free(p->tp_comm_ms);
+    p->tp_split = calloc((size_t)nops + 1, sizeof *p->tp_split);
+    p->tp_colls = calloc((size_t)nops + 1, sizeof *p->tp_colls);
+    p->tp_comm_ms = calloc((size_t)nops + 1, sizeof *p->tp_comm_ms);
+    if (!p->tp_split || !p->tp_colls || !p->tp_comm_ms) {
+        free(p->tp_split);
+        free(p->tp_colls);
+        free(p->tp_comm_ms);
+        p->tp_split = NULL;
+        p->tp_colls = NULL;
+        p->tp_comm_ms = NULL;
+        p->tp_nops = 0;
+        return PF_ERR;
+    }
+    for (int v = 0; v < nops; v++)
+        p->tp_split[v] = -2;
+    p->tp_nops = nops;
+    return PF_OK;
+}
+
+int pf_plan_is_mapped(const pf_plan_t *p)
+{
+    for (int s = 0; s < p->stages; s++) {
+        if (!p->stage_list[s].devices)
+            return 0;
+        for (int r = 0; r < p->replicas * p->tensor_parallel; r++)
+            if (p->stage_list[s].devices[r] < 0)
+                return 0;
+    }
+    return 1;
+}
+
+void pf_plan_set_names(pf_plan_t *p, const char *model, const char *cluster)
+{
+    char *m = pf_strdup(model), *c = pf_strdup(cluster);
+    free(p->model);
+    free(p->cluster);
+    p->model = m;
+    p->cluster = c;
+}
+
+pf_plan_t *pf_plan_clone(const pf_plan_t *src)
+{
+    pf_plan_t *p = pf_plan_new(src->stages, src->replicas);
+    if (!p)
+        return NULL;
+    pf_stage_t *keep = p->stage_list;
+    *p = *src;
+    p->stage_list = keep;
+    p->model = p->cluster = NULL;
+    p->tp_split = NULL;
+    p->tp_colls = NULL;
+    p->tp_comm_ms = NULL;
+    p->tp_nops = 0;
+    pf_plan_set_names(p, src->model, src->cluster);
+    if (src->tp_nops > 0) {
+        if (pf_plan_alloc_tp(p, src->tp_nops) != PF_OK)
+            goto fail;
+        memcpy(p->tp_split, src->tp_split, (size_t)src->tp_nops * sizeof *p->tp_split);
+        memcpy(p->tp_colls, src->tp_colls, (size_t)src->tp_nops * sizeof *p->tp_colls);
+        memcpy(p->tp_comm_ms, src->tp_comm_ms, (size_t)src->tp_nops * sizeof *p->tp_comm_ms);
+    }
+    for (int s = 0; s < src->stages; s++) {
+        const pf_stage_t *a = &src->stage_list[s];
+        pf_stage_t *b = &p->stage_list[s];
+        *b = *a;
+        b->ops = NULL;
+        b->devices = NULL;
+        b->nops = 0;
+        if (pf_plan_set_stage_ops(p, s, a->ops, a->nops) != PF_OK)
+            goto fail;
+        if (a->devices) {
+            int *d = pf_plan_stage_devices(p, s);
+            if (!d)
+                goto fail;
+            memcpy(d, a->devices, (size_t)src->replicas * src->tensor_parallel * sizeof *d);
+        }
+    }
+    if ((src->model && !p->model) || (src->cluster && !p->cluster))
+        goto fail;
+    return p;
+fail:
+    pf_plan_destroy(&p);
+    return NULL;
+}
+
+int *pf_plan_op_stage(const pf_plan_t *p, int nops)
+{
+    int *st = malloc((size_t)(nops ? nops : 1) * sizeof *st);
+    if (!st)
+        return NULL;
+    for (int v = 0; v < nops; v++)
+        st[v] = -1;
+    for (int s = 0; s < p->stages; s++)
+        for (int i = 0; i < p->stage_list[s].nops; i++) {
+            int v = p->stage_list[s].ops[i];
+            if (v >= 0 && v < nops)
+                st[v] = s;
+        }
+    return st;
+}
+
+int pf_plan_validate(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c, char *err,
+                     size_t errlen)
+{
+    int n = pf_graph_nops(g), D = pf_cluster_ndevices(c), rc = PF_EINPUT;
+    int *owner = malloc((size_t)n * sizeof *owner);
+    int *used = calloc((size_t)D, sizeof *used);
+    if (!owner || !used) {
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+        goto fail;
+    }
+    if ((long long)p->stages * p->replicas * p->tensor_parallel > D) {
+        pf_fail(err, errlen, rc, "stages x replicas x tensor_parallel = %d x %d x %d exceeds %d "
+                "devices", p->stages, p->replicas, p->tensor_parallel, D);
+        goto fail;
+    }
+    for (int v = 0; v < n; v++)
+        owner[v] = -1;
+    for (int s = 0; s < p->stages; s++) {
+        const pf_stage_t *st = &p->stage_list[s];
+        if (st->nops == 0) {
+            pf_fail(err, errlen, rc, "stage_list[%d]: no ops", s);
+            goto fail;
+        }
+        for (int i = 0; i < st->nops; i++) {
+            int v = st->ops[i];
+            if (v < 0 || v >= n) {
+                pf_fail(err, errlen, rc, "stage_list[%d].ops[%d]: not an op of the graph", s, i);
+                goto fail;
+            }
+            if (owner[v] >= 0) {
+                pf_fail(err, errlen, rc, "stage_list[%d]: op %lld is also in stage %d", s,
+                        (long long)pf_graph_op(g, v)->id, owner[v]);
+                goto fail;
+            }
+            owner[v] = s;
+        }
+        if (st->devices) {
+            for (int r = 0; r < p->replicas * p->tensor_parallel; r++) {
+                int d = st->devices[r];
+                if (d < 0 || d >= D) {
+                    pf_fail(err, errlen, rc, "stage_list[%d].devices[%d]: not a device", s, r);
+                    goto fail;
+                }
+                if (used[d]++) {
+                    pf_fail(err, errlen, rc, "stage_list[%d].devices[%d]: device %lld used twice",
+                            s, r, (long long)pf_cluster_device(c, d)->id);
+                    goto fail;
+                }
+            }
+        }
+    }
+    for (int v = 0; v < n; v++) {
+        if (owner[v] < 0) {
+            pf_fail(err, errlen, rc, "stage_list: op %lld (%s) is in no stage",
+                    (long long)pf_graph_op(g, v)->id, pf_graph_op(g, v)->name);
+            goto fail;
+        }
+    }
+    for (int e = 0; e < pf_graph_nedges(g); e++) {
+        const pf_edge_t *ed = pf_graph_edge(g, e);
+        if (owner[ed->src] > owner[ed->dst]) {
+            pf_fail(err, errlen, rc,
+                    "stage_list[%d]: op %lld feeds op %lld in earlier stage %d (stages must "
+                    "follow the graph's order)",
+                    owner[ed->src], (long long)pf_graph_op(g, ed->src)->id,
+                    (long long)pf_graph_op(g, ed->dst)->id, owner[ed->dst]);
+            goto fail;
+        }
+    }
+    rc = PF_OK;
+fail:
+    free(owner);
+    free(used);
+    return rc;
+}
+
+/* ---- files ---- */
+
+static int find_device(const pf_cluster_t *c, int64_t id)
+{
+    for (int i = 0; i < pf_cluster_ndevices(c); i++)
+        if (pf_cluster_device(c, i)->id == id)
+            return i;
+    return -1;
+}
+
+/* The partitioner's part of "search" travels with the plan from `partition` to `map`. */
+/* "training": absent = the default (mixed-precision Adam, no ZeRO, no recomputation, 1F1B). */
+static int read_training(json_t *root, pf_training_t *t, char *err, size_t errlen)
+{
+    const char *prec, *opt, *rec, *sched;
+    int64_t zero;
+    json_t *jt = json_object_get(root, "training");
+    pf_training_init(t);
+    if (!jt)
+        return PF_OK;
+    if (!json_is_object(jt))
+        return pf_fail(err, errlen, PF_EINPUT, "plan.training: not an object");
+    int rc;
+    if ((rc = pf_json_get_string(jt, "plan.training", "precision", 0, "bf16", &prec, err, errlen)) ||
+        (rc = pf_json_get_string(jt, "plan.training", "optimizer", 0, "adam", &opt, err, errlen)) ||
+        (rc = pf_json_get_string(jt, "plan.training", "recompute", 0, "none", &rec, err, errlen)) ||
+        (rc = pf_json_get_int(jt, "plan.training", "zero", PF_JSON_GET_NONNEG, 0, &zero, err, errlen)))
+        return rc;
+    sched = json_string_value(json_object_get(root, "schedule"));
+    int a = pf_precision_parse(prec), b = pf_optimizer_parse(opt), c = pf_recompute_parse(rec);
+    int d = sched ? pf_schedule_parse(sched) : PF_SCHEDULE_1F1B;
+    if (a < 0 || b < 0 || c < 0 || zero > 3)
+        return pf_fail(err, errlen, PF_EINPUT, "plan.training: precision '%s', optimizer '%s', "
+                       "recompute '%s' or zero %lld is not known", prec, opt, rec,
+                       (long long)zero);
+    t->precision_bytes = a;
+    t->optimizer = (pf_optimizer_t)b;
+    t->recompute = (pf_recompute_t)c;
+    t->zero = (int)zero;
+    t->schedule = d >= 0 ? (pf_schedule_t)d : PF_SCHEDULE_1F1B;
+    return PF_OK;
+}
+
+static int read_partition_search(json_t *root, pf_plan_t *p, char *err, size_t errlen)
+{
+    json_t *se = json_object_get(root, "search"), *exact;
+    int64_t ops, hyper, moves, downsets;
+    int rc;
+    if (!json_is_object(se) || !json_object_get(se, "downsets"))
+        return PF_OK;
+    if ((rc = pf_json_get_int(se, "search", "ops", PF_JSON_GET_NONNEG, 0, &ops, err, errlen)) ||
+        (rc = pf_json_get_int(se, "search", "hyper_ops", PF_JSON_GET_NONNEG, 0, &hyper, err, errlen)) ||
+        (rc = pf_json_get_int(se, "search", "downsets", PF_JSON_GET_NONNEG, 0, &downsets, err, errlen)) ||
+        (rc = pf_json_get_number(se, "search", "alpha", PF_JSON_GET_NONNEG, NAN, &p->partition_search.alpha,
+                           err, errlen)) ||
+        (rc = pf_json_get_number(se, "search", "flat_gbps", PF_JSON_GET_NONNEG, NAN,
+                           &p->partition_search.flat_gbps, err, errlen)) ||
+        (rc = pf_json_get_number(se, "search", "coarsen_s", PF_JSON_GET_NONNEG, NAN,
+                           &p->partition_search.coarsen_s, err, errlen)) ||
+        (rc = pf_json_get_number(se, "search", "dp_s", PF_JSON_GET_NONNEG, NAN, &p->partition_search.dp_s,
+                           err, errlen)) ||
+        (rc = pf_json_get_number(se, "search", "refine_s", PF_JSON_GET_NONNEG, NAN,
+                           &p->partition_search.refine_s, err, errlen)) ||
+        (rc = pf_json_get_int(se, "search", "refine_moves", PF_JSON_GET_NONNEG, 0, &moves, err, errlen)) ||
+        (rc = pf_json_get_number(se, "search", "objective_before_refine_ms", PF_JSON_GET_NONNEG, NAN,
+                           &p->partition_search.objective_before_refine_ms, err, errlen)))
+        return rc;
+    if (ops > 1 << 30 || hyper > 1 << 30 || moves > 1 << 30)
+        return pf_fail(err, errlen, PF_EINPUT, "search: counts out of range");
+    exact = json_object_get(se, "exact");
+    p->partition_search.present = 1;
+    p->partition_search.ops = (int)ops;
+    p->partition_search.hyper_ops = (int)hyper;
+    p->partition_search.refine_moves = (int)moves;
+    p->partition_search.downsets = downsets;
+    p->partition_search.exact = !exact || json_is_true(exact);
+    return PF_OK;
+}
+
+static int from_json(json_t *root, const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t **out,
+                     char *err, size_t errlen)
+{
+    int64_t stages, replicas, mb, tp;
+    json_t *list;
+    const char *model, *cluster, *schedule;
+    char path[64];
+    int rc;
+    pf_plan_t *p = NULL;
+    int *ops = NULL;
+
+    if (!json_is_object(root))
+        return pf_fail(err, errlen, PF_EINPUT, "top level: not an object");
+    if ((rc = pf_json_get_string(root, "plan", "model", 0, "", &model, err, errlen)) ||
+        (rc = pf_json_get_string(root, "plan", "cluster", 0, "", &cluster, err, errlen)) ||
+        (rc = pf_json_get_int(root, "plan", "stages", PF_JSON_GET_REQUIRED | PF_JSON_GET_POSITIVE, 0, &stages, err,
+                        errlen)) ||
+        (rc = pf_json_get_int(root, "plan", "replicas", PF_JSON_GET_REQUIRED | PF_JSON_GET_POSITIVE, 0, &replicas,
+                        err, errlen)) ||
+        (rc = pf_json_get_int(root, "plan", "microbatches", PF_JSON_GET_POSITIVE, 4, &mb, err, errlen)) ||
+        (rc = pf_json_get_int(root, "plan", "tensor_parallel", PF_JSON_GET_POSITIVE, 1, &tp, err, errlen)) ||
+        (rc = pf_json_get_string(root, "plan", "schedule", 0, "1f1b", &schedule, err, errlen)) ||
+        (rc = pf_json_get_array(root, "plan", "stage_list", PF_JSON_GET_REQUIRED, &list, err, errlen)))
+        return rc;
+    if (stages > 1 << 20 || replicas > 1 << 20 || mb > 1 << 20)
+        return pf_fail(err, errlen, PF_EINPUT, "plan: stages, replicas or microbatches too large");
+    if (json_array_size(list) != (size_t)stages)
+        return pf_fail(err, errlen, PF_EINPUT, "stage_list: %zu entries, but stages = %lld",
+                       json_array_size(list), (long long)stages);
+    if (tp > 1 << 16)
+        return pf_fail(err, errlen, PF_EINPUT, "plan.tensor_parallel: %lld too large",
+                       (long long)tp);
+    p = pf_plan_new((int)stages, (int)replicas);
+    ops = malloc((size_t)pf_graph_nops(g) * sizeof *ops);
+    if (!p || !ops) {
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+        goto fail;
+    }
+    p->microbatches = (int)mb;
+    p->tensor_parallel = (int)tp;
+    p->devices = pf_cluster_ndevices(c);
+    if ((rc = read_training(root, &p->train, err, errlen)) != PF_OK)
+        goto fail;
+    snprintf(p->schedule, sizeof p->schedule, "%s", schedule);
+    pf_plan_set_names(p, model, cluster);
+    if ((rc = pf_json_get_number(root, "plan", "partition_objective_ms", PF_JSON_GET_NONNEG, NAN,
+                           &p->partition_objective_ms, err, errlen)))
+        goto fail;
+    for (int s = 0; s < stages; s++) {
+        json_t *st = json_array_get(list, (size_t)s), *jops, *jdev;
+        snprintf(path, sizeof path, "stage_list[%d]", s);
+        if (!json_is_object(st)) {
+            rc = pf_fail(err, errlen, PF_EINPUT, "%s: not an object", path);
+            goto fail;
+        }
+        if ((rc = pf_json_get_array(st, path, "ops", PF_JSON_GET_REQUIRED, &jops, err, errlen)) ||
+            (rc = pf_json_get_array(st, path, "devices", 0, &jdev, err, errlen)))
+            goto fail;
+        size_t k = json_array_size(jops);
+        if (k > (size_t)pf_graph_nops(g)) {
+            rc = pf_fail(err, errlen, PF_EINPUT, "%s.ops: more ops than the graph has", path);
+            goto fail;
+        }
+        for (size_t i = 0; i < k; i++) {
+            json_t *v = json_array_get(jops, i);
+            int idx = json_is_integer(v) ? pf_graph_find(g, json_integer_value(v)) : -1;
+            if (idx < 0) {
+                rc = pf_fail(err, errlen, PF_EINPUT, "%s.ops[%zu]: not an op id of graph %s",
+                             path, i, pf_graph_name(g));
+                goto fail;
+            }
+            ops[i] = idx;
+        }
+        if (pf_plan_set_stage_ops(p, s, ops, (int)k) != PF_OK) {
+            rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+            goto fail;
+        }
+        pf_stage_t *sl = &p->stage_list[s];
+        if ((rc = pf_json_get_number(st, path, "compute_ms", PF_JSON_GET_NONNEG, NAN, &sl->compute_ms, err,
+                               errlen)) ||
+            (rc = pf_json_get_number(st, path, "time_ms", PF_JSON_GET_NONNEG, NAN, &sl->time_ms, err,
+                               errlen)) ||
+            (rc = pf_json_get_number(st, path, "peak_mem_bytes", PF_JSON_GET_NONNEG, NAN,
+                               &sl->peak_mem_bytes, err, errlen)))
+            goto fail;
+        if (jdev && json_array_size(jdev) > 0) {
+            if (json_array_size(jdev) != (size_t)replicas) {
+                rc = pf_fail(err, errlen, PF_EINPUT, "%s.devices: %zu entries, replicas = %lld",
+                             path, json_array_size(jdev), (long long)replicas);
+                goto fail;
+            }
+            int *d = pf_plan_stage_devices(p, s);
+            if (!d) {
+                rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+                goto fail;
+            }
+            /* T = 1: one device id per replica; T > 1: a list of T ids per replica */
+            for (int r = 0; r < replicas; r++) {
+                json_t *v = json_array_get(jdev, (size_t)r);
+                if (tp > 1 && (!json_is_array(v) || json_array_size(v) != (size_t)tp)) {
+                    rc = pf_fail(err, errlen, PF_EINPUT, "%s.devices[%d]: not a list of %lld "
+                                 "device ids (tensor_parallel)", path, r, (long long)tp);
+                    goto fail;
+                }
+                for (int k = 0; k < tp; k++) {
+                    json_t *x = tp > 1 ? json_array_get(v, (size_t)k) : v;
+                    int *dk = &d[r * tp + k];
+                    *dk = json_is_integer(x) ? find_device(c, json_integer_value(x)) : -1;
+                    if (*dk < 0) {
+                        rc = tp > 1 ? pf_fail(err, errlen, PF_EINPUT, "%s.devices[%d][%d]: not a "
+                                              "device id of cluster %s", path, r, k,
+                                              pf_cluster_name(c))
+                                    : pf_fail(err, errlen, PF_EINPUT, "%s.devices[%d]: not a "
+                                              "device id of cluster %s", path, r,
+                                              pf_cluster_name(c));
+                        goto fail;
+                    }
+                }
+            }
+        }
+    }
+    if ((rc = read_partition_search(root, p, err, errlen)) != PF_OK ||
+        (rc = pf_plan_validate(p, g, c, err, errlen)) != PF_OK)
+        goto fail;
+    free(ops);
+    *out = p;
+    return PF_OK;
+fail:
+    free(ops);
+    pf_plan_destroy(&p);
+    return rc;
+}
+
+typedef struct {
+    const pf_graph_t *g;
+    const pf_cluster_t *c;
+    pf_plan_t **out;
+} plan_read_t;
+
+static int convert_plan(json_t *root, void *ctx, char *err, size_t errlen)
+{
+    plan_read_t *r = ctx;
+    return from_json(root, r->g, r->c, r->out, err, errlen);
+}
+
+int pf_plan_load(const char *path, const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t **out,
+                 char *err, size_t errlen)
+{
+    plan_read_t r = {g, c, out};
+    *out = NULL;
+    return pf_json_read_file(path, convert_plan, &r, err, errlen);
+}
+
+static void key_num(pf_json_writer_t *w, const char *k, double x)
+{
+    if (isfinite(x)) {
+        pf_json_writer_key(w, k);
+        pf_json_writer_num(w, x);
+    }
+}
+
+static void write_baseline(pf_json_writer_t *w, const char *k, const pf_baseline_t *b)
+{
+    if (!b->present)
+        return;
+    pf_json_writer_key(w, k);
+    pf_json_writer_obj_begin_inline(w);
+    key_num(w, "objective_ms", b->objective_ms);
+    key_num(w, "simulated_step_ms", b->simulated_step_ms);
+    pf_json_writer_obj_end(w);
+}
+
+typedef struct {
+    const pf_plan_t *p;
+    const pf_graph_t *g;
+    const pf_cluster_t *c;
+} plan_emit_t;
+
+/* The stage's memory by part (DESIGN.md "Memory per device"), when cost.c filled it. */
+static void write_memory(pf_json_writer_t *w, const pf_stage_t *st)
+{
+    if (!isfinite(st->mem_weights_bytes))
+        return;
+    pf_json_writer_key(w, "memory");
+    pf_json_writer_obj_begin_inline(w);
+    key_num(w, "weights_bytes", st->mem_weights_bytes);
+    key_num(w, "gradients_bytes", st->mem_grads_bytes);
+    key_num(w, "optimizer_bytes", st->mem_optimizer_bytes);
+    key_num(w, "activations_bytes", st->mem_activations_bytes);
+    pf_json_writer_key(w, "microbatches_in_flight"); pf_json_writer_int(w, st->inflight);
+    key_num(w, "reserve_bytes", st->mem_reserve_bytes);
+    pf_json_writer_obj_end(w);
+}
+
+/* The repeated blocks a stage holds (layers.3 .. layers.7: what Megatron and DeepSpeed count) and
+ * its op names. */
+static void write_blocks(pf_json_writer_t *w, const pf_graph_t *g, const pf_stage_t *st)
+{
+    const char *first = NULL, *last = NULL;
+    size_t first_len = 0, last_len = 0;
+    int count = 0;
+    for (int i = 0; i < st->nops; i++) {
+        const char *name = pf_graph_op(g, st->ops[i])->name;
+        size_t len = pf_training_block_len(name);
+        if (!len)
+            continue;
+        if (!last || len != last_len || strncmp(name, last, len)) {
+            count++; /* ops come in topological order: a block's ops are consecutive here */
+            if (!first) {
+                first = name;
+                first_len = len;
+            }
+            last = name;
+            last_len = len;
+        }
+    }
+    if (count) {
+        char a[256], b[256];
+        snprintf(a, sizeof a, "%.*s", (int)(first_len < 255 ? first_len : 255), first);
+        snprintf(b, sizeof b, "%.*s", (int)(last_len < 255 ? last_len : 255), last);
+        pf_json_writer_key(w, "blocks");
+        pf_json_writer_obj_begin_inline(w);
+        pf_json_writer_key(w, "first"); pf_json_writer_str(w, a);
+        pf_json_writer_key(w, "last"); pf_json_writer_str(w, b);
+        pf_json_writer_key(w, "count"); pf_json_writer_int(w, count);
+        pf_json_writer_obj_end(w);
+    }
+    pf_json_writer_key(w, "op_names");
+    pf_json_writer_arr_begin_inline(w);
+    for (int i = 0; i < st->nops; i++)
+        pf_json_writer_str(w, pf_graph_op(g, st->ops[i])->name);
+    pf_json_writer_arr_end(w);
+}
+
+/* Per stage under tensor parallelism: how each weight is split and the collectives per
+ * micro-batch (TAP's plan, tap.h). */
+static void write_stage_tp(pf_json_writer_t *w, const pf_plan_t *p, const pf_graph_t *g,
+                           const pf_stage_t *st)
+{
+    if (p->tp_nops != pf_graph_nops(g) || p->tensor_parallel < 2)
+        return;
+    double ms = 0;
+    int colls = 0;
+    pf_json_writer_key(w, "tensor_parallel");
+    pf_json_writer_obj_begin(w);
+    pf_json_writer_key(w, "weights");
+    pf_json_writer_obj_begin(w);
+    for (int i = 0; i < st->nops; i++) {
+        int v = st->ops[i];
+        ms += p->tp_comm_ms[v];
+        colls += p->tp_colls[v];
+        if (p->tp_split[v] == -2)
+            continue;
+        char split[16];
+        if (p->tp_split[v] < 0)
+            snprintf(split, sizeof split, "replicated");
+        else
+            snprintf(split, sizeof split, "S(%d)", p->tp_split[v]);
+        pf_json_writer_key(w, pf_graph_op(g, v)->name);
+        pf_json_writer_str(w, split);
+    }
+    pf_json_writer_obj_end(w);
+    pf_json_writer_key(w, "collectives_per_microbatch"); pf_json_writer_int(w, colls);
+    key_num(w, "comm_ms_per_microbatch", ms);
+    pf_json_writer_obj_end(w);
+}
+
+static void emit_plan(pf_json_writer_t *w, const void *ctx)
+{
+    const plan_emit_t *e = ctx;
+    const pf_plan_t *p = e->p;
+    const pf_graph_t *g = e->g;
+    const pf_cluster_t *c = e->c;
+    pf_json_writer_obj_begin(w);
+    pf_json_writer_key(w, "model"); pf_json_writer_str(w, p->model ? p->model : pf_graph_name(g));
+    pf_json_writer_key(w, "cluster"); pf_json_writer_str(w, p->cluster ? p->cluster : pf_cluster_name(c));
+    pf_json_writer_key(w, "devices"); pf_json_writer_int(w, pf_cluster_ndevices(c));
+    pf_json_writer_key(w, "device_mem_bytes"); pf_json_writer_num(w, pf_cluster_min_mem_bytes(c));
+    pf_json_writer_key(w, "stages"); pf_json_writer_int(w, p->stages);
+    pf_json_writer_key(w, "replicas"); pf_json_writer_int(w, p->replicas);
+    pf_json_writer_key(w, "tensor_parallel"); pf_json_writer_int(w, p->tensor_parallel);
+    pf_json_writer_key(w, "microbatches"); pf_json_writer_int(w, p->microbatches);
+    pf_json_writer_key(w, "global_batch");
+    pf_json_writer_int(w, (long long)pf_graph_microbatch(g) * p->microbatches * p->replicas);
+    pf_json_writer_key(w, "schedule"); pf_json_writer_str(w, p->schedule);
+    pf_json_writer_key(w, "training");
+    pf_json_writer_obj_begin_inline(w);
+    pf_json_writer_key(w, "precision"); pf_json_writer_str(w, pf_precision_name(p->train.precision_bytes));
+    pf_json_writer_key(w, "optimizer"); pf_json_writer_str(w, pf_optimizer_name(p->train.optimizer));
+    pf_json_writer_key(w, "zero"); pf_json_writer_int(w, p->train.zero);
+    pf_json_writer_key(w, "recompute"); pf_json_writer_str(w, pf_recompute_name(p->train.recompute));
+    pf_json_writer_obj_end(w);
+    pf_json_writer_key(w, "stage_list");
+    pf_json_writer_arr_begin(w);
+    for (int s = 0; s < p->stages; s++) {
+        const pf_stage_t *st = &p->stage_list[s];
+        pf_json_writer_obj_begin(w);
+        pf_json_writer_key(w, "id"); pf_json_writer_int(w, s);
+        pf_json_writer_key(w, "ops");
+        pf_json_writer_arr_begin_inline(w);
+        for (int i = 0; i < st->nops; i++)
+            pf_json_writer_int(w, pf_graph_op(g, st->ops[i])->id);
+        pf_json_writer_arr_end(w);
+        key_num(w, "compute_ms", st->compute_ms);
+        key_num(w, "time_ms", st->time_ms);
+        key_num(w, "peak_mem_bytes", st->peak_mem_bytes);
+        write_memory(w, st);
+        write_blocks(w, g, st);
+        write_stage_tp(w, p, g, st);
+        pf_json_writer_key(w, "devices");
+        pf_json_writer_arr_begin_inline(w);
+        int T = p->tensor_parallel;
+        for (int r = 0; st->devices && r < p->replicas; r++) {
+            if (st->devices[r * T] < 0)
+                continue;
+            if (T > 1)
+                pf_json_writer_arr_begin_inline(w);
+            for (int k = 0; k < T; k++)
+                pf_json_writer_int(w, pf_cluster_device(c, st->devices[r * T + k])->id);
+            if (T > 1)
+                pf_json_writer_arr_end(w);
+        }
+        pf_json_writer_arr_end(w);
+        pf_json_writer_obj_end(w);
+    }
+    pf_json_writer_arr_end(w);
+    key_num(w, "partition_objective_ms", p->partition_objective_ms);
+    key_num(w, "objective_ms", p->objective_ms);
+    key_num(w, "simulated_step_ms", p->simulated_step_ms);
+    if (p->comm.present) {
+        pf_json_writer_key(w, "communication_ms_per_step");
+        pf_json_writer_obj_begin_inline(w);
+        key_num(w, "tp", p->comm.tp_ms);
+        key_num(w, "pp", p->comm.pp_ms);
+        key_num(w, "dp", p->comm.dp_ms);
+        pf_json_writer_obj_end(w);
+    }
+    if (p->mapping.present) {
+        pf_json_writer_key(w, "mapping");
+        pf_json_writer_obj_begin(w);
+        pf_json_writer_key(w, "instantiation"); pf_json_writer_str(w, p->mapping.instantiation);
+        key_num(w, "objective_ms", p->mapping.objective_ms);
+        key_num(w, "lower_bound_ms", p->mapping.lower_bound_ms);
+        key_num(w, "initial_lower_bound_ms", p->mapping.initial_lower_bound_ms);
+        key_num(w, "initial_upper_bound_ms", p->mapping.initial_upper_bound_ms);
+        pf_json_writer_key(w, "probes"); pf_json_writer_int(w, p->mapping.probes);
+        pf_json_writer_key(w, "probes_timed_out"); pf_json_writer_int(w, p->mapping.probes_timed_out);
+        pf_json_writer_key(w, "symmetric_pruned"); pf_json_writer_int(w, p->mapping.symmetric_pruned);
+        key_num(w, "seconds", p->mapping.seconds);
+        pf_json_writer_obj_end(w);
+    }
+    if (p->cs_map.present || p->p2p_map.present) {
+        pf_json_writer_key(w, "baselines");
+        pf_json_writer_obj_begin(w);
+        write_baseline(w, "cs_map", &p->cs_map);
+        write_baseline(w, "p2p_map", &p->p2p_map);
+        pf_json_writer_obj_end(w);
+    }
+    if (p->partition_search.present || p->search.present) {
+        pf_json_writer_key(w, "search");
+        pf_json_writer_obj_begin(w);
+        if (p->partition_search.present) {
+            pf_json_writer_key(w, "ops"); pf_json_writer_int(w, p->partition_search.ops);
+            pf_json_writer_key(w, "hyper_ops"); pf_json_writer_int(w, p->partition_search.hyper_ops);
+            pf_json_writer_key(w, "downsets"); pf_json_writer_int(w, p->partition_search.downsets);
+            pf_json_writer_key(w, "exact"); pf_json_writer_bool(w, p->partition_search.exact);
+            key_num(w, "alpha", p->partition_search.alpha);
+            key_num(w, "flat_gbps", p->partition_search.flat_gbps);
+            key_num(w, "coarsen_s", p->partition_search.coarsen_s);
+            key_num(w, "dp_s", p->partition_search.dp_s);
+            key_num(w, "refine_s", p->partition_search.refine_s);
+            pf_json_writer_key(w, "refine_moves"); pf_json_writer_int(w, p->partition_search.refine_moves);
+            key_num(w, "objective_before_refine_ms",
+                    p->partition_search.objective_before_refine_ms);
+        }
+        if (p->search.present) {
+            pf_json_writer_key(w, "jobs"); pf_json_writer_int(w, p->search.jobs);
+            key_num(w, "wall_s", p->search.wall_s);
+            pf_json_writer_key(w, "workers"); pf_json_writer_int(w, p->search.workers);
+        }
+        pf_json_writer_obj_end(w);
+    }
+    pf_json_writer_obj_end(w);
+}
+
+int pf_plan_write(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c, FILE *f,
+                  char *err, size_t errlen)
+{
+    plan_emit_t e = {p, g, c};
+    return pf_json_write(f, emit_plan, &e, err, errlen);
+}
+
+int pf_plan_save(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c,
+                 const char *path, char *err, size_t errlen)
+{
+    plan_emit_t e = {p, g, c};
+    return pf_json_save(path, emit_plan, &e, err, errlen);
+}

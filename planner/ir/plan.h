@@ -1,0 +1,119 @@
+/* plan: what planfarm writes (DESIGN.md "Plan"). A plain record shared by the partitioner, the
+ * mapper, the search and the wire codec; pf_plan_new / pf_plan_destroy own its arrays.
+ *
+ * Inside the planner ops and devices are indices (into the graph and the cluster); the file uses
+ * their ids, so save and load take the graph and the cluster. Optional sections carry a
+ * `present` flag; absent numbers are NAN. */
+#ifndef PF_PLAN_H
+#define PF_PLAN_H
+
+#include "planner/ir/cluster.h"
+#include "planner/ir/graph.h"
+#include "planner/ir/training.h"
+
+#include <stdio.h>
+
+typedef struct {
+    int nops;
+    int *ops;              /* op indices, in topological order */
+    double compute_ms;     /* sum of c_u over its ops */
+    double time_ms;        /* t(H), eq. 3, with the flat bandwidth */
+    double peak_mem_bytes; /* m(H, s): parameter state + activations in flight + reserve */
+    /* peak_mem_bytes by part, per device (NAN until cost.c fills them): weights, gradients,
+     * optimizer state (fp32 master and moments), activations of `inflight` micro-batches */
+    double mem_weights_bytes, mem_grads_bytes, mem_optimizer_bytes, mem_activations_bytes;
+    double mem_reserve_bytes;
+    int inflight;
+    int *devices; /* replicas x tensor_parallel device indices, replica r's T devices at
+                   * [r T, r T + T); NULL until mapped */
+} pf_stage_t;
+
+typedef struct {
+    int present;
+    double objective_ms;      /* "full" objective of this baseline mapping */
+    double simulated_step_ms; /* step estimate of this baseline mapping */
+} pf_baseline_t;
+
+typedef struct {
+    char *model, *cluster;
+    int devices, stages, replicas, tensor_parallel, microbatches;
+    char schedule[16];
+    pf_training_t train;           /* how the stages train: memory and recomputation */
+    pf_stage_t *stage_list;        /* `stages` entries */
+    double partition_objective_ms; /* max t(H) */
+    double objective_ms;           /* mapping objective, "full" (eq. 5 with eq. 6 + 7 terms) */
+    double simulated_step_ms;
+
+    struct {
+        int present;
+        char instantiation[8];   /* "m", "ar" or "full" */
+        double objective_ms;     /* under that instantiation */
+        double lower_bound_ms;   /* t_l when the search stopped */
+        double initial_lower_bound_ms, initial_upper_bound_ms; /* eq. 10/11; heuristic */
+        int probes, probes_timed_out;
+        long long symmetric_pruned;
+        double seconds;
+    } mapping;
+    pf_baseline_t cs_map, p2p_map;
+
+    struct { /* how the partition was found */
+        int present;
+        int ops, hyper_ops;
+        long long downsets;
+        int exact;               /* 0 when the downset cap forced topological prefixes */
+        double alpha, flat_gbps;
+        double coarsen_s, dp_s, refine_s;
+        int refine_moves;
+        double objective_before_refine_ms;
+    } partition_search;
+    /* Tensor parallelism per op of the graph (tp_nops entries; 0 = none recorded): the split of
+     * its weight (-2 no weight, -1 replicated, d >= 0 split on dim d), its collectives per
+     * micro-batch (forward + backward) and their time per device. */
+    int tp_nops;
+    signed char *tp_split;
+    int *tp_colls;
+    double *tp_comm_ms;
+    struct { /* one step's communication per device of the slowest stage for each kind */
+        int present;
+        double tp_ms, pp_ms, dp_ms;
+    } comm;
+    struct { /* the distributed search */
+        int present;
+        long long jobs;
+        int workers;
+        double wall_s;
+    } search;
+} pf_plan_t;
+
+pf_plan_t *pf_plan_new(int stages, int replicas);
+void pf_plan_destroy(pf_plan_t **p);
+/* Copies ops (indices). */
+int pf_plan_set_stage_ops(pf_plan_t *p, int s, const int *ops, int nops);
+/* Allocates stage s's device array (replicas x tensor_parallel entries, all -1) if needed and
+ * returns it. */
+int *pf_plan_stage_devices(pf_plan_t *p, int s);
+/* Sets T (drops any mapping: device arrays change size). PF_EINPUT for T < 1. */
+int pf_plan_set_tensor_parallel(pf_plan_t *p, int T);
+/* Per-op tensor-parallel arrays for a graph of nops ops (zeroed: no weight, no collective). */
+int pf_plan_alloc_tp(pf_plan_t *p, int nops);
+int pf_plan_is_mapped(const pf_plan_t *p);
+void pf_plan_set_names(pf_plan_t *p, const char *model, const char *cluster);
+pf_plan_t *pf_plan_clone(const pf_plan_t *p);
+
+/* op -> stage array of g's size (caller frees); NULL when out of memory. */
+int *pf_plan_op_stage(const pf_plan_t *p, int nops);
+
+/* Checks the plan against its graph and cluster: every op in exactly one stage, no edge from a
+ * later stage back to an earlier one, replicas x stages <= devices, mapped devices distinct. */
+int pf_plan_validate(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c, char *err,
+                     size_t errlen);
+
+int pf_plan_load(const char *path, const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t **out,
+                 char *err, size_t errlen);
+/* The plan file's JSON onto an open stream. */
+int pf_plan_write(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c, FILE *f,
+                  char *err, size_t errlen);
+int pf_plan_save(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c,
+                 const char *path, char *err, size_t errlen);
+
+#endif

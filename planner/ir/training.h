@@ -1,0 +1,94 @@
+/* training: how the model is trained, as far as memory and time per micro-batch care
+ * (DESIGN.md "Memory per device"): precision, optimizer, ZeRO stage, activation recomputation
+ * and the pipeline schedule's micro-batches in flight.
+ *
+ * Parameter state per parameter (bytes):
+ *   weights  p          (p = 2 for bf16/fp16, 4 for fp32: the element size of param_bytes)
+ *   grads    p
+ *   master   4 when p < 4 (mixed precision keeps an fp32 copy), else 0
+ *   moments  8 (Adam: two fp32 moments) or 4 (SGD: one fp32 momentum)
+ * so mixed-precision Adam holds 2 + 2 + 4 + 8 = 16 B and fp32 Adam 4 + 4 + 8 = 16 B per parameter.
+ * ZeRO over the R data-parallel replicas (Rajbhandari et al. 2020): stage 1 divides master +
+ * moments by R, stage 2 also the gradients, stage 3 also the weights.
+ *
+ * Activation recomputation (Korthikanti et al. 2022) is a view of the graph: the ops it
+ * recomputes store nothing for backward and run their forward again inside backward.
+ *   selective  ops of type "attention" (a fused attention core), "softmax", and "dropout" ops
+ *              fed by a softmax: the s x s parts of self-attention (5as^2b per layer)
+ *   full       every op inside a repeated block (a dotted name with a numeric part, such as
+ *              layers.7.mlp.fc1, is in block "layers.7"): it stores only what enters its block
+ *              from outside (the layer input, 2sbh per layer), and backward rematerialises one
+ *              block at a time, so one block's activations are reserved on top. */
+#ifndef PF_TRAINING_H
+#define PF_TRAINING_H
+
+#include "planner/ir/graph.h"
+
+#include <stddef.h>
+
+typedef enum { PF_OPTIMIZER_ADAM, PF_OPTIMIZER_SGD } pf_optimizer_t;
+typedef enum { PF_RECOMPUTE_NONE, PF_RECOMPUTE_SELECTIVE, PF_RECOMPUTE_FULL } pf_recompute_t;
+/* Pipeline schedules (the simulator runs them; memory counts their micro-batches in flight). */
+typedef enum {
+    PF_SCHEDULE_1F1B,       /* S - s - 1 warm-up forwards on stage s, then one forward, one
+                               backward (PipeDream-flush) */
+    PF_SCHEDULE_GPIPE,      /* all forwards, then all backwards (newest micro-batch first) */
+    PF_SCHEDULE_EAGER_1F1B, /* seed 003 Sec. 4: 2 (S - s - 1) warm-up forwards, so that a transfer
+                               overlaps the next forward instead of stalling its consumer */
+    PF_SCHEDULE_SIGNAL      /* seed 003 "Signal Send/Recv": communication free, data dependencies
+                               kept; the best of the three orders above, a lower bound on each
+                               (a bound to compare with, not a schedule to run) */
+} pf_schedule_t;
+#define PF_SCHEDULE_COUNT 4
+
+typedef struct {
+    int precision_bytes;      /* 2 (bf16, fp16) or 4 (fp32); default 2 */
+    pf_optimizer_t optimizer; /* default Adam */
+    int zero;                 /* ZeRO stage 0..3; default 0 */
+    pf_recompute_t recompute; /* default none */
+    pf_schedule_t schedule;   /* default 1F1B */
+} pf_training_t;
+
+void pf_training_init(pf_training_t *t);
+/* PF_OK, or PF_EINPUT naming the field (precision, zero). */
+int pf_training_check(const pf_training_t *t, char *err, size_t errlen);
+
+const char *pf_precision_name(int precision_bytes); /* "bf16" for 2, "fp32" for 4 */
+const char *pf_optimizer_name(pf_optimizer_t o);
+const char *pf_recompute_name(pf_recompute_t r);
+const char *pf_schedule_name(pf_schedule_t s); /* "1f1b", "gpipe", "eager-1f1b", "signal" */
+/* Parse names as printed; -1 when unknown ("fp16" parses to 2). */
+int pf_precision_parse(const char *s);
+int pf_optimizer_parse(const char *s);
+int pf_recompute_parse(const char *s);
+int pf_schedule_parse(const char *s);
+
+/* Parameter state, per byte of parameters (param_bytes), on one device of a stage whose
+ * data-parallel group has `replicas` members. */
+typedef struct {
+    double weights, grads, master, moments;
+} pf_state_split_t;
+void pf_training_state_split(const pf_training_t *t, int replicas, pf_state_split_t *out);
+/* weights + grads + master + moments of the split. */
+double pf_training_state_factor(const pf_training_t *t, int replicas);
+
+/* Micro-batches whose activations stage s (0-based) of S holds at its peak: min(MB, S - s)
+ * under 1F1B (it starts S - s forwards before its first backward), min(MB, 2 (S - s) - 1) under
+ * eager-1F1B, MB under GPipe; the signal bound counts as 1F1B. */
+int pf_training_inflight(const pf_training_t *t, int stages, int microbatches, int s);
+
+/* Is op v one selective recomputation drops and recomputes (the rule above)? */
+int pf_training_selective_op(const pf_graph_t *g, int v);
+
+/* The op's block: length of the prefix of `name` up to its first numeric component ("layers.7"
+ * of "layers.7.mlp.fc1"), 0 when the name has none. */
+size_t pf_training_block_len(const char *name);
+
+/* The graph as training runs it under t's recomputation: same ops, ids, names and edges;
+ * mem_fwd_bytes = what each op stores for backward per micro-batch, bwd_ms += the forward it
+ * recomputes. *reserve_bytes gets the transient that recomputation adds to every stage (full:
+ * the largest block's activations; 0 otherwise). With recompute none, a plain copy. */
+pf_graph_t *pf_training_view(const pf_graph_t *g, const pf_training_t *t, double *reserve_bytes,
+                             char *err, size_t errlen);
+
+#endif

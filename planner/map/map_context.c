@@ -1,0 +1,305 @@
+/* map_context: the precomputation shared by every probe of one mapping instantiation (see
+ * map_context.h), the mapping order and the checking scheme of Algorithm 2.
+ *
+ * Mapping order (why): m couples only stage replicas of one replica, so replica by replica makes
+ * every stage replica's time known within S placements; inside a replica, stages go in
+ * maximum-cardinality order (next = the stage with most placed neighbours) starting at the stage
+ * with the largest static bound, so neighbourhoods close early and the likely bottleneck is
+ * placed first. ar couples only the replicas of one stage, so stage by stage, replicas in ring
+ * order (each placement closes a ring pair), stages by decreasing static bound. full needs both;
+ * it goes stage-major when all-reduce bytes dominate (ratio > 1) and replica-major otherwise.
+ * Candidates at a node are tried in increasing order of their own new bound (ties: device index),
+ * the greedy choice that finds a feasible mapping early when one exists.
+ */
+#include "planner/map/map_context.h"
+#include "planner/map/map_bounds.h"
+#include "planner/core/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pf_mapctx_destroy(pf_mapctx_t **cxp)
+{
+    if (!cxp || !*cxp)
+        return;
+    pf_mapctx_t *cx = *cxp;
+    free(cx->cu);
+    free(cx->ar_bytes);
+    free(cx->adj_off);
+    free(cx->adj);
+    free(cx->adj_bytes);
+    free(cx->lat_ms);
+    free(cx->bw_bpms);
+    free(cx->min_lat_out);
+    free(cx->max_bw_out);
+    free(cx->max_bw_in);
+    pf_map_symmetry_free(&cx->sym);
+    free(cx->static_m);
+    free(cx->static_ar);
+    free(cx->static_lb);
+    free(cx->order);
+    free(cx->pos);
+    free(cx->chk_off);
+    free(cx->chk);
+    free(cx->low_ref);
+    free(cx->rank);
+    free(cx->mst_a);
+    free(cx->mst_b);
+    free(cx->mst_w);
+    free(cx->ring_bpms);
+    free(cx);
+    *cxp = NULL;
+}
+
+/* Stage order: ar by decreasing static bound; m and full in maximum-cardinality order. */
+static int stage_order(const pf_mapctx_t *cx, int *sorder)
+{
+    int S = cx->S, D = cx->D;
+    double *key = malloc((size_t)S * sizeof *key);
+    int *placed = calloc((size_t)S, sizeof *placed);
+    if (!key || !placed) {
+        free(key);
+        free(placed);
+        return PF_ERR;
+    }
+    for (int s = 0; s < S; s++) {
+        key[s] = INFINITY;
+        for (int d = 0; d < D; d++)
+            key[s] = fmin(key[s], cx->static_lb[(size_t)s * D + d]);
+    }
+    for (int i = 0; i < S; i++) {
+        int best = -1, best_cnt = -1;
+        double best_bytes = -1;
+        for (int s = 0; s < S; s++) {
+            if (placed[s])
+                continue;
+            int cnt = 0;
+            double bytes = 0;
+            if (cx->use_m) {
+                for (int k = cx->adj_off[s]; k < cx->adj_off[s + 1]; k++)
+                    if (placed[cx->adj[k]]) {
+                        cnt++;
+                        bytes += cx->adj_bytes[k];
+                    }
+            }
+            if (best < 0 || cnt > best_cnt || (cnt == best_cnt && bytes > best_bytes) ||
+                (cnt == best_cnt && bytes == best_bytes && key[s] > key[best])) {
+                best = s;
+                best_cnt = cnt;
+                best_bytes = bytes;
+            }
+        }
+        placed[best] = 1;
+        sorder[i] = best;
+    }
+    free(key);
+    free(placed);
+    return PF_OK;
+}
+
+static int build_order(pf_mapctx_t *cx)
+{
+    int S = cx->S, R = cx->R, N = cx->N, rc = PF_ERR;
+    int *sorder = malloc((size_t)S * sizeof *sorder);
+    int *known = malloc((size_t)N * sizeof *known);
+    if (!sorder || !known || stage_order(cx, sorder) != PF_OK)
+        goto done;
+    int k = 0;
+    if (cx->stage_major) {
+        for (int i = 0; i < S; i++)
+            for (int r = 0; r < R; r++)
+                cx->order[k++] = sorder[i] * R + r;
+    } else {
+        for (int r = 0; r < R; r++)
+            for (int i = 0; i < S; i++)
+                cx->order[k++] = sorder[i] * R + r;
+    }
+    for (k = 0; k < N; k++)
+        cx->pos[cx->order[k]] = k;
+
+    /* Checking scheme: x's time is complete at the depth where the last of x, its neighbours in
+     * its replica (m) and the other replicas of its stage (ar) is placed. */
+    for (int x = 0; x < N; x++) {
+        int s = x / R, r = x % R, kd = cx->pos[x];
+        if (cx->use_m)
+            for (int j = cx->adj_off[s]; j < cx->adj_off[s + 1]; j++)
+                kd = kd > cx->pos[cx->adj[j] * R + r] ? kd : cx->pos[cx->adj[j] * R + r];
+        if (cx->use_ar)
+            for (int q = 0; q < R; q++)
+                kd = kd > cx->pos[s * R + q] ? kd : cx->pos[s * R + q];
+        known[x] = kd;
+    }
+    memset(cx->chk_off, 0, (size_t)(N + 1) * sizeof *cx->chk_off);
+    for (int x = 0; x < N; x++)
+        cx->chk_off[known[x] + 1]++;
+    for (k = 0; k < N; k++)
+        cx->chk_off[k + 1] += cx->chk_off[k];
+    {
+        int *fill = known; /* reuse: next free slot per depth */
+        int *slot = malloc((size_t)N * sizeof *slot);
+        if (!slot)
+            goto done;
+        for (k = 0; k < N; k++)
+            slot[k] = cx->chk_off[k];
+        for (int x = 0; x < N; x++)
+            cx->chk[slot[fill[x]]++] = x;
+        free(slot);
+    }
+
+    /* Replica symmetry (map_symmetry.c, top). */
+    for (k = 0; k < N; k++) {
+        int x = cx->order[k], s = x / R, r = x % R;
+        cx->low_ref[k] = -1;
+        if (!cx->symmetry || r == 0)
+            continue;
+        if (cx->inst == PF_INST_M && s == sorder[0])
+            cx->low_ref[k] = s * R + r - 1;
+        else if (cx->inst == PF_INST_AR)
+            cx->low_ref[k] = s * R;
+        else if (cx->inst == PF_INST_FULL && cx->stage_major && s == sorder[0])
+            cx->low_ref[k] = s * R;
+    }
+    rc = PF_OK;
+done:
+    free(sorder);
+    free(known);
+    return rc;
+}
+
+pf_mapctx_t *pf_mapctx_new(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t inst,
+                           int symmetry, char *err, size_t errlen)
+{
+    int S = pf_stage_graph_stages(sg), R = pf_stage_graph_replicas(sg), D = pf_cluster_ndevices(c);
+    if ((long long)S * R > D) {
+        pf_fail(err, errlen, PF_EINPUT,
+                "stages x replicas = %d x %d stage replicas, but cluster %s has %d devices", S, R,
+                pf_cluster_name(c), D);
+        return NULL;
+    }
+    pf_mapctx_t *cx = calloc(1, sizeof *cx);
+    if (!cx) {
+        pf_fail(err, errlen, PF_ERR, "out of memory");
+        return NULL;
+    }
+    size_t DD = (size_t)D * D, SD = (size_t)S * D;
+    int N = S * R;
+    cx->S = S;
+    cx->R = R;
+    cx->N = N;
+    cx->D = D;
+    cx->inst = inst;
+    cx->use_m = inst != PF_INST_AR;
+    cx->use_ar = inst != PF_INST_M && R > 1;
+    cx->symmetry = symmetry;
+    cx->cu = malloc((size_t)S * sizeof *cx->cu);
+    cx->ar_bytes = malloc((size_t)S * sizeof *cx->ar_bytes);
+    cx->adj_off = malloc((size_t)(S + 1) * sizeof *cx->adj_off);
+    cx->lat_ms = malloc(DD * sizeof *cx->lat_ms);
+    cx->bw_bpms = malloc(DD * sizeof *cx->bw_bpms);
+    cx->min_lat_out = malloc((size_t)D * sizeof(double));
+    cx->max_bw_out = malloc((size_t)D * sizeof(double));
+    cx->max_bw_in = malloc((size_t)D * sizeof(double));
+    cx->static_m = malloc(SD * sizeof(double));
+    cx->static_ar = malloc(SD * sizeof(double));
+    cx->static_lb = malloc(SD * sizeof(double));
+    cx->order = malloc((size_t)N * sizeof(int));
+    cx->pos = malloc((size_t)N * sizeof(int));
+    cx->chk_off = malloc((size_t)(N + 1) * sizeof(int));
+    cx->chk = malloc((size_t)N * sizeof(int));
+    cx->low_ref = malloc((size_t)N * sizeof(int));
+    cx->rank = malloc(SD * sizeof(int));
+    cx->mst_a = malloc((size_t)D * sizeof(int));
+    cx->mst_b = malloc((size_t)D * sizeof(int));
+    cx->mst_w = malloc((size_t)D * sizeof(double));
+    cx->ring_bpms = malloc((size_t)D * sizeof(double));
+    if (!cx->cu || !cx->ar_bytes || !cx->adj_off || !cx->lat_ms || !cx->bw_bpms ||
+        !cx->min_lat_out || !cx->max_bw_out || !cx->max_bw_in || !cx->static_m ||
+        !cx->static_ar || !cx->static_lb || !cx->order || !cx->pos || !cx->chk_off ||
+        !cx->chk || !cx->low_ref || !cx->rank || !cx->mst_a || !cx->mst_b || !cx->mst_w ||
+        !cx->ring_bpms)
+        goto fail;
+
+    int nadj = 0;
+    for (int s = 0; s < S; s++) {
+        int k;
+        pf_stage_graph_neighbors(sg, s, &k);
+        cx->adj_off[s] = nadj;
+        nadj += k;
+        cx->max_deg = k > cx->max_deg ? k : cx->max_deg;
+        cx->cu[s] = pf_stage_graph_cu_ms(sg, s);
+        cx->ar_bytes[s] = pf_stage_graph_allreduce_bytes(sg, s);
+    }
+    cx->adj_off[S] = nadj;
+    cx->adj = malloc((size_t)(nadj ? nadj : 1) * sizeof *cx->adj);
+    cx->adj_bytes = malloc((size_t)(nadj ? nadj : 1) * sizeof *cx->adj_bytes);
+    if (!cx->adj || !cx->adj_bytes)
+        goto fail;
+    for (int s = 0; s < S; s++) {
+        int k;
+        const int *nb = pf_stage_graph_neighbors(sg, s, &k);
+        for (int i = 0; i < k; i++) {
+            cx->adj[cx->adj_off[s] + i] = nb[i];
+            cx->adj_bytes[cx->adj_off[s] + i] = pf_stage_graph_msg_bytes(sg, s, nb[i]);
+        }
+    }
+
+    /* The same operations as pf_cluster_xfer_ms (lat_us * 1e-3 + bytes / (gbps * 1e6)), so that
+     * times computed here equal pf_map_objective_ms's bit for bit. */
+    for (int a = 0; a < D; a++) {
+        cx->min_lat_out[a] = INFINITY;
+        cx->max_bw_out[a] = cx->max_bw_in[a] = 0;
+        for (int b = 0; b < D; b++) {
+            size_t k = (size_t)a * D + b;
+            cx->lat_ms[k] = pf_cluster_lat_us(c, a, b) * 1e-3;
+            cx->bw_bpms[k] = pf_cluster_bw_gbps(c, a, b) * 1e6;
+        }
+    }
+    for (int a = 0; a < D; a++)
+        for (int b = 0; b < D; b++) {
+            if (a == b)
+                continue;
+            size_t k = (size_t)a * D + b;
+            cx->min_lat_out[a] = fmin(cx->min_lat_out[a], cx->lat_ms[k]);
+            cx->max_bw_out[a] = fmax(cx->max_bw_out[a], cx->bw_bpms[k]);
+            cx->max_bw_in[b] = fmax(cx->max_bw_in[b], cx->bw_bpms[k]);
+        }
+    if (D == 1) {
+        cx->min_lat_out[0] = 0;
+        cx->max_bw_out[0] = cx->max_bw_in[0] = INFINITY;
+    }
+    if (pf_map_symmetry_init(&cx->sym, c, symmetry) != PF_OK ||
+        pf_mapctx_ring_connectivity(cx) != PF_OK || pf_mapctx_static_bounds(cx) != PF_OK)
+        goto fail;
+    /* ar: stage-major; m: replica-major; full: stage-major when all-reduce dominates (the auto
+     * selection's ratio). */
+    cx->stage_major = inst == PF_INST_AR ||
+                      (inst == PF_INST_FULL && pf_map_auto_instantiation(sg) == PF_INST_AR);
+    if (build_order(cx) != PF_OK)
+        goto fail;
+    return cx;
+fail:
+    pf_mapctx_destroy(&cx);
+    pf_fail(err, errlen, PF_ERR, "out of memory");
+    return NULL;
+}
+
+double pf_mapctx_lower_bound_ms(const pf_mapctx_t *cx)
+{
+    return cx->lower_ms;
+}
+
+const int *pf_mapctx_order(const pf_mapctx_t *cx, int *stage_major)
+{
+    if (stage_major)
+        *stage_major = cx->stage_major;
+    return cx->order;
+}
+
+double pf_mapctx_objective_ms(const pf_mapctx_t *cx, const int *dev)
+{
+    double t = 0;
+    for (int x = 0; x < cx->N; x++)
+        t = fmax(t, pf_mapctx_stage_time_ms(cx, dev, x));
+    return t;
+}

@@ -1,0 +1,97 @@
+/* map_context: what one instantiation of the mapping problem precomputes once (per stage graph,
+ * cluster, instantiation and symmetry setting) for the DFS probe of Algorithm 2 (map_probe.h):
+ * the postal-model tables in ms, the symmetry of the cluster (map_symmetry.h), the static
+ * per-(stage, device) lower bounds of eq. 10 / eq. 11 and the ring connectivity (map_bounds.h),
+ * the mapping order and the checking scheme. pf_map_search builds one context and probes it many
+ * times; pf_map_probe builds one per call.
+ *
+ * The struct is shared by map_context.c, map_bounds.c and map_probe.c, which fill and read it;
+ * mapping.c uses only the functions. */
+#ifndef PF_MAP_CONTEXT_H
+#define PF_MAP_CONTEXT_H
+
+#include "planner/ir/cluster.h"
+#include "planner/map/map_inst.h"
+#include "planner/map/map_symmetry.h"
+#include "planner/map/stage_graph.h"
+
+#include <math.h>
+#include <stddef.h>
+
+typedef struct pf_mapctx pf_mapctx_t;
+
+struct pf_mapctx {
+    int S, R, N, D;
+    pf_inst_t inst;
+    int use_m, use_ar, symmetry;
+    double *cu, *ar_bytes;          /* S */
+    int *adj_off, *adj, max_deg;    /* stage adjacency (CSR), as the stage graph has it */
+    double *adj_bytes;              /* M of each adjacency entry */
+    double *lat_ms, *bw_bpms;       /* D x D: latency ms, bandwidth bytes per ms */
+    double *min_lat_out;            /* D: smallest latency out of d */
+    double *max_bw_out, *max_bw_in; /* D: fastest link out of / into d */
+    pf_map_symmetry_t sym;          /* device classes, host blocks, canonical order */
+    double *static_m, *static_ar;   /* S x D: eq. 10 / eq. 11 terms at device d */
+    double *static_lb;              /* S x D: c_u + the terms the instantiation uses */
+    double lower_ms;
+    int stage_major;
+    int *order, *pos; /* depth -> stage replica, stage replica -> depth */
+    int *chk_off, *chk; /* CSR by depth: stage replicas whose time is complete there */
+    int *low_ref;       /* by depth: stage replica whose device bounds the candidates, or -1 */
+    int *rank;          /* S x D: rank of d among the devices by (static_lb of s, index) */
+    /* Ring connectivity: a maximum spanning tree of the devices under w(a, b) = the faster
+     * direction of the link, its D - 1 edges by decreasing w, and ring_bpms[d] = the largest b
+     * such that d's component in {links with w >= b} holds at least R devices. */
+    int *mst_a, *mst_b;
+    double *mst_w, *ring_bpms;
+};
+
+/* NULL with the reason in err when S x R > D (PF_EINPUT's case) or out of memory.
+ * symmetry: PF_MAP_SYM_* (map_symmetry.h). */
+pf_mapctx_t *pf_mapctx_new(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t inst,
+                           int symmetry, char *err, size_t errlen);
+void pf_mapctx_destroy(pf_mapctx_t **cx);
+
+/* Eq. 10 (m), eq. 11 (ar), the joint bound (full): a lower bound of the optimum. */
+double pf_mapctx_lower_bound_ms(const pf_mapctx_t *cx);
+/* Eq. 5 under the context's instantiation; bit for bit pf_map_objective_ms. */
+double pf_mapctx_objective_ms(const pf_mapctx_t *cx, const int *dev);
+/* The mapping order (stage replicas by depth) and whether it is stage-major. */
+const int *pf_mapctx_order(const pf_mapctx_t *cx, int *stage_major);
+
+/* A sort key with a device (or any index) to break ties. */
+typedef struct {
+    double key;
+    int d;
+} pf_map_keyed_t;
+/* qsort comparator: by key, then index; a total order, so the result does not depend on qsort's
+ * algorithm. */
+static inline int pf_map_keyed_cmp(const void *a, const void *b)
+{
+    const pf_map_keyed_t *p = a, *q = b;
+    if (p->key != q->key)
+        return p->key < q->key ? -1 : 1;
+    return (p->d > q->d) - (p->d < q->d);
+}
+
+/* c_stage(x, p), summed in the order pf_map_stage_time_ms uses: c_u + (eq. 8 over neighbours
+ * ascending) + (eq. 9 max over ring pairs). */
+static inline double pf_mapctx_stage_time_ms(const pf_mapctx_t *cx, const int *dev, int x)
+{
+    int R = cx->R, D = cx->D, s = x / R, r = x % R, d = dev[x];
+    double m = 0, ar = 0;
+    if (cx->use_m)
+        for (int k = cx->adj_off[s]; k < cx->adj_off[s + 1]; k++) {
+            int e = dev[cx->adj[k] * R + r];
+            size_t i = (size_t)d * D + e;
+            m += cx->lat_ms[i] + cx->adj_bytes[k] / cx->bw_bpms[i];
+        }
+    if (cx->use_ar)
+        for (int q = 0; q < R; q++) {
+            int a = dev[s * R + q], b = dev[s * R + (q + 1) % R];
+            ar = fmax(ar, cx->ar_bytes[s] / cx->bw_bpms[(size_t)a * D + b]);
+        }
+    return cx->cu[s] + m + ar;
+}
+
+#endif

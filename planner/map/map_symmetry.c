@@ -1,0 +1,392 @@
+/* map_symmetry: automorphisms of the cluster's matrices that the DFS probe (map_probe.c,
+ * Algorithm 2) uses to skip mirrored subtrees, and why its rules combine exactly:
+ *
+ *  - Device symmetry. If swapping devices a and b is an automorphism of the bandwidth and latency
+ *    matrices and neither is used by the partial mapping, the subtrees below x -> a and x -> b
+ *    mirror each other (swap a and b in every mapping), so of each class only the first free
+ *    member in the canonical order (below) that passes the replica and block rules is tried.
+ *  - Host blocks (pf_map_host_blocks). Blocks of one class trade places wholesale: i-th device of
+ *    one <-> i-th of the other is an automorphism. A candidate in a block that no placed device
+ *    uses is tried only when that block is the first unused one of its class (blocks in order of
+ *    their lowest device), so the used blocks of a class are always its first ones. The partial
+ *    mapping p uses none of the unused blocks, so permuting them fixes p; swapping the candidate's
+ *    block B with the first unused block F maps every completion of p + (x -> B[i]) to one of
+ *    p + (x -> F[i]) with the same stage times. 4 x DGX-1: no device classes, 4! block orders.
+ *  - Replica symmetry. Devices are ranked per stage s by (static bound of s on d, canonical
+ *    position of d): "a <_s b". m is invariant under permuting whole replicas: we keep only
+ *    mappings whose first stage s0 (in the mapping order) has devices increasing in <_s0 with the
+ *    replica index. ar is invariant under rotating one stage's ring: replica 0 of every stage s
+ *    holds its <_s-least device. full is invariant under rotating all stages' replicas together:
+ *    replica 0 of the first stage holds its least device (only with the stage-major order, see
+ *    below). Ranking by the static bound, not the index, keeps the rule in step with the greedy
+ *    candidate order (an index order made m probes thrash: replica 0 takes the best device, and
+ *    replica 1 is then confined to higher indices).
+ *  - Canonical order: the blocks of a class one after another in block order, each by position,
+ *    the class where its lowest device is; other devices by index. With hosts numbered machine by
+ *    machine (DGX-1 x 4) it is the index order, and without blocks it is.
+ *  - Why the rules combine, exactly. Claim: if a mapping sigma meeting t extends the partial
+ *    mapping p and obeys the replica rules, some child that the rules keep has such a mapping
+ *    too. d = sigma(x) passes the replica rule. If the block rule skips d = B[i], let h swap B and
+ *    F; if the class rule skips d, let h swap d and the class's representative a. h is an
+ *    automorphism that fixes p, so h(sigma) meets t and extends p + (x -> h(d)), and after
+ *    re-sorting (m) or re-rotating (ar) the replicas not yet placed it obeys the replica rules
+ *    again, provided that in every <_s h keeps each free device above every placed device it was
+ *    above, and above h(d) when it was above d. It does: static bounds are invariant under
+ *    automorphisms (sorted rows, best links, ring connectivity); a is the least of its class
+ *    (equal bounds, first in canonical order); F precedes B, and the used blocks of the class
+ *    precede both, so the swap moves no free device across a placed one or across F[i], B[i].
+ *    F[i] passes the block rule; if the class rule skips it, one class step more ends at a
+ *    device every rule keeps. Hence the block rule runs before the class rule (the class
+ *    representative must be a device it keeps), the class representative is taken in canonical
+ *    order, and ties are broken canonically, not by index (interleaved blocks, tested: an index
+ *    tie-break lets a swap carry a free device below a placed one).
+ *
+ */
+#include "planner/map/map_symmetry.h"
+#include "planner/core/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Transposition (a b) is an automorphism of both matrices. Being one is an equivalence relation
+ * ((a c) = (a b)(b c)(a b)), so comparing a device with each class's first member suffices. */
+static int swappable(const double *bw, const double *lat, int D, int a, int b)
+{
+    size_t A = (size_t)a * D, B = (size_t)b * D;
+    if (bw[A + b] != bw[B + a] || lat[A + b] != lat[B + a])
+        return 0;
+    for (int k = 0; k < D; k++) {
+        if (k == a || k == b)
+            continue;
+        if (bw[A + k] != bw[B + k] || lat[A + k] != lat[B + k] ||
+            bw[(size_t)k * D + a] != bw[(size_t)k * D + b] ||
+            lat[(size_t)k * D + a] != lat[(size_t)k * D + b])
+            return 0;
+    }
+    return 1;
+}
+
+int pf_map_device_classes(const pf_cluster_t *c, int *cls)
+{
+    int D = pf_cluster_ndevices(c), n = 0;
+    const double *bw = pf_cluster_bw_matrix(c), *lat = pf_cluster_lat_matrix(c);
+    int *first = malloc((size_t)D * sizeof *first);
+    if (!first)
+        return -1;
+    for (int d = 0; d < D; d++) {
+        cls[d] = -1;
+        for (int k = 0; k < n && cls[d] < 0; k++)
+            if (swappable(bw, lat, D, first[k], d))
+                cls[d] = k;
+        if (cls[d] < 0) {
+            first[n] = d;
+            cls[d] = n++;
+        }
+    }
+    free(first);
+    return n;
+}
+
+/* ---------------------------------------------------------------- host blocks */
+
+/* Whether a_i <-> b_i (i < m), every other device fixed, is an automorphism of W off the
+ * diagonal: W(a_i, a_j) = W(b_i, b_j) for i != j (inside the blocks), W(a_i, b_j) = W(b_i, a_j)
+ * (between them), and rows and columns equal towards every device k outside (pair[k] == 0).
+ * *work counts the pairs of entries compared. */
+static int swap_is_automorphism(const double *W, int D, const int *A, const int *B, int m,
+                                const unsigned char *pair, long long *work)
+{
+    for (int i = 0; i < m; i++) {
+        size_t ai = (size_t)A[i] * D, bi = (size_t)B[i] * D;
+        for (int j = 0; j < m; j++)
+            if ((i != j && W[ai + A[j]] != W[bi + B[j]]) || W[ai + B[j]] != W[bi + A[j]]) {
+                *work += j + 1;
+                return 0;
+            }
+        for (int k = 0; k < D; k++)
+            if (!pair[k] && (W[ai + k] != W[bi + k] ||
+                             W[(size_t)k * D + A[i]] != W[(size_t)k * D + B[i]])) {
+                *work += m + k + 1;
+                return 0;
+            }
+        *work += m + D;
+    }
+    return 1;
+}
+
+/* Classes of the groups of one proposal (gid[d]: group of d, groups numbered in order of their
+ * lowest device). Writes block / block_class as pf_map_host_blocks documents; returns the number
+ * of blocks, -1 when out of memory. */
+static int blocks_of_groups(const pf_cluster_t *c, const int *gid, int ngrp, int *block,
+                            int *block_class, long long *work, int *capped)
+{
+    int D = pf_cluster_ndevices(c), nclass = 0, nblk = 0, rc = -1;
+    const double *bw = pf_cluster_bw_matrix(c), *lat = pf_cluster_lat_matrix(c);
+    size_t G = (size_t)ngrp; /* >= 1: D >= 2 here */
+    int *off = calloc(G + 1, sizeof *off), *mem = malloc((size_t)D * sizeof *mem);
+    int *gclass = malloc(G * sizeof *gclass), *first = malloc(G * sizeof *first);
+    int *members = calloc(G, sizeof *members), *renum = malloc(G * sizeof *renum);
+    unsigned char *pair = calloc((size_t)D, 1);
+    if (!off || !mem || !gclass || !first || !members || !renum || !pair)
+        goto done;
+    for (int d = 0; d < D; d++)
+        off[gid[d] + 1]++;
+    for (int g = 0; g < ngrp; g++)
+        off[g + 1] += off[g];
+    for (int d = 0; d < D; d++) /* members by index: a device's position = its rank inside */
+        mem[off[gid[d]] + members[gid[d]]++] = d;
+    for (int g = 0; g < ngrp; g++) {
+        int m = off[g + 1] - off[g];
+        gclass[g] = -1;
+        if (m < 2 || *capped)
+            continue;
+        for (int k = 0; k < nclass && gclass[g] < 0; k++) {
+            int f = first[k];
+            if (off[f + 1] - off[f] != m)
+                continue;
+            if (*work > PF_MAP_BLOCK_BUDGET) {
+                *capped = 1;
+                break;
+            }
+            for (int i = 0; i < m; i++)
+                pair[mem[off[f] + i]] = pair[mem[off[g] + i]] = 1;
+            if (swap_is_automorphism(bw, D, mem + off[f], mem + off[g], m, pair, work) &&
+                swap_is_automorphism(lat, D, mem + off[f], mem + off[g], m, pair, work))
+                gclass[g] = k;
+            for (int i = 0; i < m; i++)
+                pair[mem[off[f] + i]] = pair[mem[off[g] + i]] = 0;
+        }
+        if (gclass[g] < 0 && !*capped)
+            first[gclass[g] = nclass++] = g;
+    }
+    /* keep the classes of two or more blocks, renumbered by first block */
+    memset(members, 0, (size_t)ngrp * sizeof *members);
+    for (int g = 0; g < ngrp; g++)
+        if (gclass[g] >= 0)
+            members[gclass[g]]++;
+    for (int k = 0; k < nclass; k++)
+        renum[k] = -1;
+    int nkept = 0;
+    for (int d = 0; d < D; d++)
+        block[d] = -1;
+    for (int g = 0; g < ngrp; g++) {
+        int k = gclass[g];
+        if (k < 0 || members[k] < 2)
+            continue;
+        if (renum[k] < 0)
+            renum[k] = nkept++;
+        block_class[nblk] = renum[k];
+        for (int i = off[g]; i < off[g + 1]; i++)
+            block[mem[i]] = nblk;
+        nblk++;
+    }
+    rc = nblk;
+done:
+    free(off);
+    free(mem);
+    free(gclass);
+    free(first);
+    free(members);
+    free(renum);
+    free(pair);
+    return rc;
+}
+
+typedef struct {
+    int host, d;
+} host_dev_t;
+
+static int cmp_host_dev(const void *a, const void *b)
+{
+    const host_dev_t *p = a, *q = b;
+    if (p->host != q->host)
+        return p->host < q->host ? -1 : 1;
+    return (p->d > q->d) - (p->d < q->d);
+}
+
+static int root_of(int *parent, int a)
+{
+    while (parent[a] != a)
+        a = parent[a] = parent[parent[a]];
+    return a;
+}
+
+int pf_map_host_blocks(const pf_cluster_t *c, int *block, int *block_class, int *capped)
+{
+    int D = pf_cluster_ndevices(c), n = -1, ngrp = 0, cap = 0;
+    long long work = 0;
+    if (capped)
+        *capped = 0;
+    if (D < 2) {
+        for (int d = 0; d < D; d++)
+            block[d] = -1;
+        return 0;
+    }
+    int *gid = malloc((size_t)D * sizeof *gid), *parent = malloc((size_t)D * sizeof *parent);
+    host_dev_t *hd = malloc((size_t)D * sizeof *hd);
+    if (!gid || !parent || !hd)
+        goto done;
+    /* 1. the host field: groups numbered in order of their lowest device (parent[g]: the group
+     * of the g-th distinct host in sorted order, -1 until its lowest device is met) */
+    for (int d = 0; d < D; d++)
+        hd[d] = (host_dev_t){pf_cluster_device(c, d)->host, d};
+    qsort(hd, (size_t)D, sizeof *hd, cmp_host_dev);
+    for (int i = 0, h = -1; i < D; i++) {
+        if (i == 0 || hd[i].host != hd[i - 1].host)
+            parent[++h] = -1;
+        gid[hd[i].d] = h;
+    }
+    for (int d = 0; d < D; d++) {
+        int h = gid[d];
+        if (parent[h] < 0)
+            parent[h] = ngrp++;
+    }
+    for (int d = 0; d < D; d++)
+        gid[d] = parent[gid[d]];
+    n = blocks_of_groups(c, gid, ngrp, block, block_class, &work, &cap);
+    if (n != 0)
+        goto done;
+    /* 2. components of the links faster (either direction) than the slowest link */
+    const double *bw = pf_cluster_bw_matrix(c);
+    double slowest = INFINITY;
+    for (int a = 0; a < D; a++)
+        for (int b = 0; b < D; b++)
+            if (a != b)
+                slowest = fmin(slowest, bw[(size_t)a * D + b]);
+    for (int d = 0; d < D; d++)
+        parent[d] = d;
+    for (int a = 0; a < D; a++)
+        for (int b = a + 1; b < D; b++)
+            if (fmax(bw[(size_t)a * D + b], bw[(size_t)b * D + a]) > slowest) {
+                int ra = root_of(parent, a), rb = root_of(parent, b);
+                if (ra != rb) /* the root stays the component's lowest device */
+                    parent[ra > rb ? ra : rb] = ra < rb ? ra : rb;
+            }
+    ngrp = 0;
+    for (int d = 0; d < D; d++) {
+        int r = root_of(parent, d);
+        gid[d] = r == d ? ngrp++ : gid[r];
+    }
+    n = blocks_of_groups(c, gid, ngrp, block, block_class, &work, &cap);
+done:
+    if (capped)
+        *capped = cap;
+    free(gid);
+    free(parent);
+    free(hd);
+    return n;
+}
+
+/* ---------------------------------------------------------------- canonical order */
+
+/* Canonical position of a device: (anchor, place of its block in its class, position in the
+ * block); the anchor of a block device is the lowest device of its class's first block, of any
+ * other device the device itself. */
+typedef struct {
+    int anchor, kpos, pos, d;
+} canon_key_t;
+
+static int cmp_canon(const void *a, const void *b)
+{
+    const canon_key_t *p = a, *q = b;
+    if (p->anchor != q->anchor)
+        return p->anchor < q->anchor ? -1 : 1;
+    if (p->kpos != q->kpos)
+        return p->kpos < q->kpos ? -1 : 1;
+    return (p->pos > q->pos) - (p->pos < q->pos);
+}
+
+/* Host blocks and the canonical order (see the top of this file): the blocks of a class one after
+ * another in block order, each block's devices by position, the class placed where its first
+ * device is; other devices by index. Where blocks are index intervals in class order (hosts
+ * numbered machine by machine, as DGX-1 x 4), this is the index order. */
+static int host_blocks(pf_map_symmetry_t *sy, const pf_cluster_t *c, int symmetry)
+{
+    int D = pf_cluster_ndevices(c);
+    sy->nblk = sy->nbcls = 0;
+    if (symmetry == PF_MAP_SYM_ALL &&
+        (sy->nblk = pf_map_host_blocks(c, sy->blk, sy->blk_class, NULL)) < 0)
+        return PF_ERR;
+    if (symmetry != PF_MAP_SYM_ALL)
+        for (int d = 0; d < D; d++)
+            sy->blk[d] = -1;
+    int *count = calloc((size_t)D, sizeof *count); /* per class, then per block */
+    int *anchor = malloc((size_t)D * sizeof *anchor); /* per class */
+    canon_key_t *key = malloc((size_t)D * sizeof *key);
+    if (!count || !anchor || !key) {
+        free(count);
+        free(anchor);
+        free(key);
+        return PF_ERR;
+    }
+    for (int b = 0; b < sy->nblk; b++) {
+        int k = sy->blk_class[b];
+        sy->blk_kpos[b] = count[k]++;
+        sy->nbcls = k + 1 > sy->nbcls ? k + 1 : sy->nbcls;
+    }
+    for (int k = 0; k < sy->nbcls; k++)
+        anchor[k] = -1;
+    memset(count, 0, (size_t)D * sizeof *count);
+    for (int d = 0; d < D; d++) { /* blocks are numbered by lowest device, positions by index */
+        int b = sy->blk[d];
+        if (b < 0) {
+            key[d] = (canon_key_t){d, 0, 0, d};
+            continue;
+        }
+        int k = sy->blk_class[b];
+        if (anchor[k] < 0)
+            anchor[k] = d;
+        key[d] = (canon_key_t){anchor[k], sy->blk_kpos[b], count[b]++, d};
+    }
+    qsort(key, (size_t)D, sizeof *key, cmp_canon);
+    for (int i = 0; i < D; i++) {
+        sy->canon[i] = key[i].d;
+        sy->canon_pos[key[i].d] = i;
+    }
+    free(count);
+    free(anchor);
+    free(key);
+    return PF_OK;
+}
+
+void pf_map_symmetry_free(pf_map_symmetry_t *sy)
+{
+    if (!sy)
+        return;
+    free(sy->cls);
+    free(sy->blk);
+    free(sy->blk_class);
+    free(sy->blk_kpos);
+    free(sy->canon);
+    free(sy->canon_pos);
+    memset(sy, 0, sizeof *sy);
+}
+
+int pf_map_symmetry_init(pf_map_symmetry_t *sy, const pf_cluster_t *c, int symmetry)
+{
+    int D = pf_cluster_ndevices(c);
+    memset(sy, 0, sizeof *sy);
+    sy->cls = malloc((size_t)D * sizeof *sy->cls);
+    sy->blk = malloc((size_t)D * sizeof *sy->blk);
+    sy->blk_class = malloc((size_t)D * sizeof *sy->blk_class);
+    sy->blk_kpos = malloc((size_t)D * sizeof *sy->blk_kpos);
+    sy->canon = malloc((size_t)D * sizeof *sy->canon);
+    sy->canon_pos = malloc((size_t)D * sizeof *sy->canon_pos);
+    if (!sy->cls || !sy->blk || !sy->blk_class || !sy->blk_kpos || !sy->canon || !sy->canon_pos)
+        goto fail;
+    if (symmetry) {
+        if ((sy->ncls = pf_map_device_classes(c, sy->cls)) < 0)
+            goto fail;
+    } else {
+        for (int d = 0; d < D; d++)
+            sy->cls[d] = d;
+        sy->ncls = D;
+    }
+    if (host_blocks(sy, c, symmetry) != PF_OK)
+        goto fail;
+    return PF_OK;
+fail:
+    pf_map_symmetry_free(sy);
+    return PF_ERR;
+}

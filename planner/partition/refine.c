@@ -1,0 +1,476 @@
+/* refine: iterative refinement (Parmesan IV-C); the rules are in refine.h.
+ *
+ * Per stage we keep c_u, its parameter state and stored activations (cost.h's memory), and the
+ * bytes of edges crossing its boundary; per op the number of its edges that cross
+ * a stage boundary (> 0 = boundary op). A move of v from s to t changes these for s and t only
+ * (an edge from v to a third stage crosses before and after), so one candidate costs
+ * O(deg(v) + S) and a step O(n + m + candidates x (deg + S)). */
+#include "planner/partition/refine.h"
+#include "planner/core/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Undirected adjacency with parallel edges merged: CSR (start, nbr). */
+static int undirected(const pf_graph_t *g, int **start_out, int **nbr_out, int *mark)
+{
+    int n = pf_graph_nops(g), m = pf_graph_nedges(g);
+    int *start = calloc((size_t)n + 1, sizeof *start);
+    int *nbr = malloc((size_t)(2 * m + 1) * sizeof *nbr);
+    if (!start || !nbr) {
+        free(start);
+        free(nbr);
+        return -1;
+    }
+    int k = 0;
+    for (int v = 0; v < n; v++)
+        mark[v] = -1;
+    for (int v = 0; v < n; v++) {
+        start[v] = k;
+        mark[v] = v;
+        for (int dir = 0; dir < 2; dir++) {
+            int cnt;
+            const int *e = dir ? pf_graph_in(g, v, &cnt) : pf_graph_out(g, v, &cnt);
+            for (int i = 0; i < cnt; i++) {
+                const pf_edge_t *ed = pf_graph_edge(g, e[i]);
+                int x = dir ? ed->src : ed->dst;
+                if (mark[x] != v) {
+                    mark[x] = v;
+                    nbr[k++] = x;
+                }
+            }
+        }
+    }
+    start[n] = k;
+    *start_out = start;
+    *nbr_out = nbr;
+    return 0;
+}
+
+static int distinct_ends(const pf_graph_t *g, int v, int in, int *mark, int stamp)
+{
+    int cnt, d = 0;
+    const int *e = in ? pf_graph_in(g, v, &cnt) : pf_graph_out(g, v, &cnt);
+    for (int i = 0; i < cnt; i++) {
+        const pf_edge_t *ed = pf_graph_edge(g, e[i]);
+        int x = in ? ed->src : ed->dst;
+        if (mark[x] != stamp) {
+            mark[x] = stamp;
+            d++;
+        }
+    }
+    return d;
+}
+
+int pf_refine_reconverging(const pf_graph_t *g, unsigned char *reconv, int *dist)
+{
+    int n = pf_graph_nops(g), rc = PF_ERR;
+    int *start = NULL, *nbr = NULL;
+    int *mark = malloc((size_t)n * sizeof *mark), *disc = malloc((size_t)n * sizeof *disc);
+    int *low = malloc((size_t)n * sizeof *low), *parent = malloc((size_t)n * sizeof *parent);
+    int *it = malloc((size_t)n * sizeof *it), *stack = malloc((size_t)n * sizeof *stack);
+    if (!mark || !disc || !low || !parent || !it || !stack || undirected(g, &start, &nbr, mark))
+        goto done;
+    memset(reconv, 0, (size_t)n);
+    /* Articulation points (Hopcroft-Tarjan), iterative: depth can reach n. */
+    int timer = 0;
+    for (int v = 0; v < n; v++)
+        disc[v] = -1;
+    for (int r = 0; r < n; r++) {
+        if (disc[r] >= 0)
+            continue;
+        int sp = 0, root_children = 0;
+        disc[r] = low[r] = timer++;
+        parent[r] = -1;
+        it[r] = start[r];
+        stack[sp++] = r;
+        while (sp > 0) {
+            int v = stack[sp - 1];
+            if (it[v] < start[v + 1]) {
+                int w = nbr[it[v]++];
+                if (w == parent[v])
+                    continue; /* parallel edges were merged: the tree edge back */
+                if (disc[w] < 0) {
+                    parent[w] = v;
+                    disc[w] = low[w] = timer++;
+                    it[w] = start[w];
+                    stack[sp++] = w;
+                    if (v == r)
+                        root_children++;
+                } else if (disc[w] < low[v]) {
+                    low[v] = disc[w];
+                }
+            } else {
+                sp--;
+                int p = parent[v];
+                if (p >= 0) {
+                    if (low[v] < low[p])
+                        low[p] = low[v];
+                    if (p != r && low[v] >= disc[p])
+                        reconv[p] = 1;
+                }
+            }
+        }
+        if (root_children >= 2)
+            reconv[r] = 1;
+    }
+    int any = 0;
+    for (int v = 0; v < n; v++)
+        mark[v] = -1;
+    for (int v = 0; v < n; v++) {
+        if (!reconv[v])
+            continue;
+        int din = distinct_ends(g, v, 1, mark, 2 * v);
+        int dout = distinct_ends(g, v, 0, mark, 2 * v + 1);
+        reconv[v] = din > 1 || dout > 1;
+        any |= reconv[v];
+    }
+    /* Multi-source BFS (stack reused as the queue). */
+    int head = 0, tail = 0;
+    for (int v = 0; v < n; v++) {
+        dist[v] = any ? -1 : 0;
+        if (reconv[v]) {
+            dist[v] = 0;
+            stack[tail++] = v;
+        }
+    }
+    while (head < tail) {
+        int v = stack[head++];
+        for (int i = start[v]; i < start[v + 1]; i++)
+            if (dist[nbr[i]] < 0) {
+                dist[nbr[i]] = dist[v] + 1;
+                stack[tail++] = nbr[i];
+            }
+    }
+    for (int v = 0; v < n; v++)
+        if (dist[v] < 0)
+            dist[v] = n;
+    rc = PF_OK;
+done:
+    free(start);
+    free(nbr);
+    free(mark);
+    free(disc);
+    free(low);
+    free(parent);
+    free(it);
+    free(stack);
+    return rc;
+}
+
+typedef struct {
+    const pf_graph_t *g;
+    const pf_cost_model_t *cm;
+    int n, S;
+    int *stage, *cnt, *cross, *dist;
+    double *cu, *fix, *act, *cutb; /* fix: parameter state; act: stored activations */
+    long long D;
+    double comm;
+    /* scratch for one candidate */
+    double *dcut;
+    int *dcross, *touched, *tmark, tstamp;
+} ref_t;
+
+typedef struct {
+    long long g1;
+    double g2, g3, objective;
+} gain_t;
+
+static double stage_time(const ref_t *r, double cu, double cut)
+{
+    return cu + pf_bytes_ms(cut, r->cm->flat_gbps); /* eq. 3 */
+}
+
+static double objective(const ref_t *r)
+{
+    double worst = 0;
+    for (int a = 0; a < r->S; a++)
+        worst = fmax(worst, stage_time(r, r->cu[a], r->cutb[a]));
+    return worst;
+}
+
+static double max_compute(const ref_t *r)
+{
+    double worst = 0;
+    for (int a = 0; a < r->S; a++)
+        worst = fmax(worst, r->cu[a]);
+    return worst;
+}
+
+/* The deltas of moving v to t into dcut, dcross (touched lists the neighbours); returns 0
+ * when the move breaks the pipeline order or empties a stage. */
+static int deltas(ref_t *r, int v, int t, double *dcomm, long long *dD, int *ntouched)
+{
+    int s = r->stage[v], nt = 0;
+    *ntouched = 0;
+    if (r->cnt[s] <= 1)
+        return 0;
+    r->tstamp++;
+    for (int a = 0; a < r->S; a++)
+        r->dcut[a] = 0;
+    *dcomm = 0;
+    int cross_after = 0;
+    for (int dir = 0; dir < 2; dir++) {
+        int cnt;
+        const int *e = dir ? pf_graph_in(r->g, v, &cnt) : pf_graph_out(r->g, v, &cnt);
+        for (int i = 0; i < cnt; i++) {
+            const pf_edge_t *ed = pf_graph_edge(r->g, e[i]);
+            int x = dir ? ed->src : ed->dst, q = r->stage[x];
+            if ((dir == 0 && q < t) || (dir == 1 && q > t)) {
+                *ntouched = nt; /* a successor before v, or a predecessor after it */
+                return 0;
+            }
+            int before = q != s, after = q != t;
+            double b = ed->bytes;
+            *dcomm += b * (after - before);
+            if (before) {
+                r->dcut[s] -= b;
+                r->dcut[q] -= b;
+            }
+            if (after) {
+                r->dcut[t] += b;
+                r->dcut[q] += b;
+            }
+            cross_after += after;
+            if (before != after) {
+                if (r->tmark[x] != r->tstamp) {
+                    r->tmark[x] = r->tstamp;
+                    r->touched[nt++] = x;
+                }
+                r->dcross[x] += after - before;
+            }
+        }
+    }
+    long long d = ((cross_after > 0) - (r->cross[v] > 0)) * (long long)r->dist[v];
+    for (int i = 0; i < nt; i++) {
+        int x = r->touched[i];
+        d += ((r->cross[x] + r->dcross[x] > 0) - (r->cross[x] > 0)) * (long long)r->dist[x];
+    }
+    *dD = d;
+    *ntouched = nt;
+    return 1;
+}
+
+static void clear_touched(ref_t *r, int nt)
+{
+    for (int i = 0; i < nt; i++)
+        r->dcross[r->touched[i]] = 0;
+}
+
+/* Evaluate moving v to t; 0 when invalid (order, memory, emptiness, objective). */
+static int evaluate(ref_t *r, int v, int t, double obj, double maxcu, gain_t *gain)
+{
+    double dcomm;
+    long long dD;
+    int nt = 0, s = r->stage[v];
+    int ok = deltas(r, v, t, &dcomm, &dD, &nt);
+    clear_touched(r, nt);
+    if (!ok)
+        return 0;
+    const pf_op_t *op = pf_graph_op(r->g, v);
+    double c = pf_graph_cu_ms(r->g, v);
+    double p = op->param_bytes, a = op->mem_fwd_bytes, limit = r->cm->mem_limit_bytes;
+    if (pf_cost_mem_bytes(r->cm, s, r->fix[s] - p, r->act[s] - a) > limit ||
+        pf_cost_mem_bytes(r->cm, t, r->fix[t] + p, r->act[t] + a) > limit)
+        return 0;
+    double newobj = 0, newmax = 0;
+    for (int a = 0; a < r->S; a++) {
+        double cu = r->cu[a] + (a == t ? c : 0) - (a == s ? c : 0);
+        newobj = fmax(newobj, stage_time(r, cu, r->cutb[a] + r->dcut[a]));
+        newmax = fmax(newmax, cu);
+    }
+    if (newobj > obj + 1e-12 * fmax(1.0, obj))
+        return 0;
+    gain->g1 = -dD;
+    gain->g2 = -dcomm;
+    gain->g3 = maxcu - newmax;
+    gain->objective = newobj;
+    return 1;
+}
+
+/* Lexicographic comparison with tolerances for the two floating gains: > 0, 0 or < 0. */
+static int gain_cmp(const gain_t *a, const gain_t *b, double eps2, double eps3)
+{
+    if (a->g1 != b->g1)
+        return a->g1 > b->g1 ? 1 : -1;
+    if (fabs(a->g2 - b->g2) > eps2)
+        return a->g2 > b->g2 ? 1 : -1;
+    if (fabs(a->g3 - b->g3) > eps3)
+        return a->g3 > b->g3 ? 1 : -1;
+    return 0;
+}
+
+static void apply(ref_t *r, int v, int t)
+{
+    double dcomm;
+    long long dD;
+    int nt = 0, s = r->stage[v];
+    deltas(r, v, t, &dcomm, &dD, &nt);
+    const pf_op_t *op = pf_graph_op(r->g, v);
+    double c = pf_graph_cu_ms(r->g, v);
+    for (int a = 0; a < r->S; a++)
+        r->cutb[a] += r->dcut[a];
+    r->cu[s] -= c;
+    r->cu[t] += c;
+    r->fix[s] -= op->param_bytes;
+    r->fix[t] += op->param_bytes;
+    r->act[s] -= op->mem_fwd_bytes;
+    r->act[t] += op->mem_fwd_bytes;
+    r->cnt[s]--;
+    r->cnt[t]++;
+    r->comm += dcomm;
+    r->D += dD;
+    for (int i = 0; i < nt; i++) {
+        int x = r->touched[i];
+        r->cross[x] += r->dcross[x];
+        r->dcross[x] = 0;
+    }
+    r->stage[v] = t;
+    int cross = 0;
+    for (int dir = 0; dir < 2; dir++) {
+        int cnt;
+        const int *e = dir ? pf_graph_in(r->g, v, &cnt) : pf_graph_out(r->g, v, &cnt);
+        for (int i = 0; i < cnt; i++) {
+            const pf_edge_t *ed = pf_graph_edge(r->g, e[i]);
+            cross += r->stage[dir ? ed->src : ed->dst] != t;
+        }
+    }
+    r->cross[v] = cross;
+}
+
+int pf_refine_run(const pf_graph_t *g, const pf_cost_model_t *cm, int stages, int max_moves,
+                  int *op_stage, pf_refine_stats_t *stats, char *err, size_t errlen)
+{
+    int n = pf_graph_nops(g), m = pf_graph_nedges(g), S = stages, rc = PF_ERR;
+    ref_t r = {0};
+    unsigned char *reconv = malloc((size_t)n);
+    int *seen_stage = malloc((size_t)(S > 0 ? S : 1) * sizeof *seen_stage);
+    memset(stats, 0, sizeof *stats);
+    r.g = g;
+    r.cm = cm;
+    r.n = n;
+    r.S = S;
+    r.stage = op_stage;
+    r.cnt = calloc((size_t)S + 1, sizeof *r.cnt);
+    r.cross = calloc((size_t)n, sizeof *r.cross);
+    r.dist = malloc((size_t)n * sizeof *r.dist);
+    r.cu = calloc((size_t)S + 1, sizeof *r.cu);
+    r.fix = calloc((size_t)S + 1, sizeof *r.fix);
+    r.act = calloc((size_t)S + 1, sizeof *r.act);
+    r.cutb = calloc((size_t)S + 1, sizeof *r.cutb);
+    r.dcut = calloc((size_t)S + 1, sizeof *r.dcut);
+    r.dcross = calloc((size_t)n, sizeof *r.dcross);
+    r.touched = malloc((size_t)(2 * m + 1) * sizeof *r.touched);
+    r.tmark = calloc((size_t)n, sizeof *r.tmark);
+    if (!r.tmark || !reconv || !seen_stage || !r.cnt || !r.cross || !r.dist || !r.cu || !r.fix || !r.act ||
+        !r.cutb || !r.dcut || !r.dcross || !r.touched) {
+        rc = pf_fail(err, errlen, PF_ERR, "refine: out of memory");
+        goto done;
+    }
+    if (S < 1) {
+        rc = pf_fail(err, errlen, PF_EINPUT, "refine: %d stages", S);
+        goto done;
+    }
+    for (int v = 0; v < n; v++) {
+        int s = op_stage[v];
+        if (s < 0 || s >= S) {
+            rc = pf_fail(err, errlen, PF_EINPUT, "refine: op %d in stage %d of %d", v, s, S);
+            goto done;
+        }
+        const pf_op_t *op = pf_graph_op(g, v);
+        r.cnt[s]++;
+        r.cu[s] += pf_graph_cu_ms(g, v);
+        r.fix[s] += op->param_bytes;
+        r.act[s] += op->mem_fwd_bytes;
+    }
+    double total_bytes = 0;
+    for (int e = 0; e < m; e++) {
+        const pf_edge_t *ed = pf_graph_edge(g, e);
+        int a = op_stage[ed->src], b = op_stage[ed->dst];
+        total_bytes += ed->bytes;
+        if (a > b) {
+            rc = pf_fail(err, errlen, PF_EINPUT, "refine: edge %d goes from stage %d back to %d",
+                         e, a, b);
+            goto done;
+        }
+        if (a != b) {
+            r.cutb[a] += ed->bytes;
+            r.cutb[b] += ed->bytes;
+            r.comm += ed->bytes;
+            r.cross[ed->src]++;
+            r.cross[ed->dst]++;
+        }
+    }
+    if (pf_refine_reconverging(g, reconv, r.dist) != PF_OK) {
+        rc = pf_fail(err, errlen, PF_ERR, "refine: out of memory");
+        goto done;
+    }
+    for (int v = 0; v < n; v++)
+        if (r.cross[v] > 0)
+            r.D += r.dist[v];
+    stats->objective_before_ms = objective(&r);
+    stats->distance_before = r.D;
+    stats->cut_bytes_before = r.comm;
+    double eps2 = 1e-12 * fmax(1.0, total_bytes);
+    double eps3 = 1e-12 * fmax(1.0, pf_graph_total_cu_ms(g));
+    const gain_t zero = {0, 0, 0, 0};
+
+    while (S > 1 && stats->moves < max_moves) {
+        double obj = objective(&r), maxcu = max_compute(&r);
+        /* seen_stage[t] == v: target t already tried for v in this step (reset every step, or
+         * a pair tried in the previous step would be skipped) */
+        for (int a = 0; a < S; a++)
+            seen_stage[a] = -1;
+        int best_v = -1, best_t = -1;
+        gain_t best = zero;
+        for (int v = 0; v < n; v++) {
+            if (r.cross[v] == 0)
+                continue;
+            int s = op_stage[v];
+            /* targets: the stages of v's neighbours in other stages */
+            for (int dir = 0; dir < 2; dir++) {
+                int cnt;
+                const int *e = dir ? pf_graph_in(g, v, &cnt) : pf_graph_out(g, v, &cnt);
+                for (int i = 0; i < cnt; i++) {
+                    const pf_edge_t *ed = pf_graph_edge(g, e[i]);
+                    int t = op_stage[dir ? ed->src : ed->dst];
+                    if (t == s || seen_stage[t] == v)
+                        continue;
+                    seen_stage[t] = v;
+                    gain_t gn;
+                    if (!evaluate(&r, v, t, obj, maxcu, &gn))
+                        continue;
+                    if (gain_cmp(&gn, &best, eps2, eps3) > 0) {
+                        best = gn;
+                        best_v = v;
+                        best_t = t;
+                    }
+                }
+            }
+        }
+        if (best_v < 0)
+            break; /* no valid move with a positive gain */
+        apply(&r, best_v, best_t);
+        stats->moves++;
+    }
+    stats->objective_after_ms = objective(&r);
+    stats->distance_after = r.D;
+    stats->cut_bytes_after = r.comm;
+    rc = PF_OK;
+done:
+    free(reconv);
+    free(seen_stage);
+    free(r.cnt);
+    free(r.cross);
+    free(r.dist);
+    free(r.cu);
+    free(r.fix);
+    free(r.act);
+    free(r.cutb);
+    free(r.dcut);
+    free(r.dcross);
+    free(r.touched);
+    free(r.tmark);
+    return rc;
+}

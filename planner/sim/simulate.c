@@ -1,0 +1,766 @@
+#include "planner/sim/simulate.h"
+#include "planner/ir/cost.h"
+#include "planner/map/stage_graph.h"
+#include "planner/core/util.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the task graph ---- */
+
+enum { T_FWD, T_BWD, T_OPT, T_XFER_F, T_XFER_B, T_AR, T_ABSENT };
+
+typedef struct {
+    unsigned char kind;
+    int s, r, k, m;   /* stage, replica, rank (AR: rank), micro-batch (AR: bucket) */
+    int npred;
+    double dur_ms, tp_ms; /* tp_ms: the collective's share of dur_ms (compute tasks) */
+    double ready_ms, start_ms, end_ms;
+} task_t;
+
+typedef struct {
+    int from, to;
+    double frac; /* the successor may start at start + frac x duration of `from` */
+} edge_t;
+
+typedef struct {
+    const pf_sim_input_t *in;
+    int S, R, T, MB, NB;
+    size_t nf, base_xf, base_xb, base_ar, base_opt, ntasks;
+    task_t *task;
+    edge_t *edge;
+    size_t nedges, edge_cap;
+    int *succ_off, *succ;   /* CSR of edges by `from` */
+    double *succ_frac;
+    int *heap;
+    size_t nheap;
+    double *free_ms;        /* per cluster device: communication stream free from */
+    int *row_of_dev;        /* cluster device -> result row, -1 */
+    int *inflight;          /* per stage replica */
+    pf_sim_event_t *ev;
+    size_t nev, ev_cap;
+} sim_t;
+
+static size_t id_fwd(const sim_t *x, int s, int r, int m)
+{
+    return ((size_t)s * x->R + r) * x->MB + m;
+}
+static size_t id_bwd(const sim_t *x, int s, int r, int m)
+{
+    return x->nf + id_fwd(x, s, r, m);
+}
+static size_t id_xf(const sim_t *x, int s, int r, int m, int k)
+{
+    return x->base_xf + id_fwd(x, s, r, m) * x->T + k;
+}
+static size_t id_xb(const sim_t *x, int s, int r, int m, int k)
+{
+    return x->base_xb + id_fwd(x, s, r, m) * x->T + k;
+}
+static size_t id_ar(const sim_t *x, int s, int k, int b)
+{
+    return x->base_ar + ((size_t)s * x->T + k) * x->NB + b;
+}
+static size_t id_opt(const sim_t *x, int s, int r)
+{
+    return x->base_opt + (size_t)s * x->R + r;
+}
+static int dev_of(const sim_t *x, int s, int r, int k)
+{
+    return x->in->stage[s].devices[r * x->T + k];
+}
+
+static int add_edge(sim_t *x, size_t from, size_t to, double frac)
+{
+    if (pf_grow((void **)&x->edge, &x->edge_cap, x->nedges + 1, sizeof *x->edge))
+        return PF_ERR;
+    x->edge[x->nedges++] = (edge_t){(int)from, (int)to, frac};
+    x->task[to].npred++;
+    return PF_OK;
+}
+
+/* The compute order of stage s: `order[i]` is micro-batch m as m (forward) or -1 - m (backward).
+ * 1F1B (Narayanan et al. 2021, PipeDream-Flush): W = min(MB, S - s - 1) warm-up forwards, then
+ * forward W + i and backward i alternate, then the remaining backwards; in flight at most W + 1 =
+ * min(MB, S - s). Eager-1F1B (seed 003, Fig. 4b) runs more warm-up forwards: we take one extra
+ * per downstream stage, W = min(MB, 2 (S - s - 1)), so that between a stage's two dependent
+ * tasks there is always another micro-batch's forward to overlap the transfer with. */
+static void stage_order(pf_schedule_t order, int S, int MB, int s, int *out)
+{
+    int n = 0;
+    if (order == PF_SCHEDULE_GPIPE) {
+        for (int m = 0; m < MB; m++)
+            out[n++] = m;
+        for (int m = MB - 1; m >= 0; m--) /* autograd unwinds the newest micro-batch first */
+            out[n++] = -1 - m;
+        return;
+    }
+    int warm = order == PF_SCHEDULE_EAGER_1F1B ? 2 * (S - s - 1) : S - s - 1;
+    if (warm > MB)
+        warm = MB;
+    for (int m = 0; m < warm; m++)
+        out[n++] = m;
+    for (int i = 0; i + warm < MB; i++) {
+        out[n++] = warm + i;
+        out[n++] = -1 - i;
+    }
+    for (int m = MB - warm; m < MB; m++)
+        out[n++] = -1 - m;
+}
+
+/* Ring all-reduce of eq. 7 over the replicas of stage s, rank k: 2 (R - 1) steps, each moving
+ * bytes / R over every ring link; the slowest link and the largest latency set the pace. */
+static double allreduce_ms(const sim_t *x, int s, int k, double bytes)
+{
+    const pf_cluster_t *c = x->in->cluster;
+    double min_bw = INFINITY, max_lat_us = 0;
+    for (int r = 0; r < x->R; r++) {
+        int a = dev_of(x, s, r, k), b = dev_of(x, s, (r + 1) % x->R, k);
+        min_bw = fmin(min_bw, pf_cluster_bw_gbps(c, a, b));
+        max_lat_us = fmax(max_lat_us, pf_cluster_lat_us(c, a, b));
+    }
+    double steps = 2.0 * (x->R - 1);
+    return steps * max_lat_us / 1000.0 + steps / x->R * pf_bytes_ms(bytes, min_bw);
+}
+
+static int build(sim_t *x, pf_schedule_t order, int comm_free)
+{
+    const pf_sim_input_t *in = x->in;
+    int S = x->S, R = x->R, T = x->T, MB = x->MB, NB = x->NB;
+    int *ord = malloc(2 * (size_t)MB * sizeof *ord);
+    if (!ord)
+        return PF_ERR;
+    for (size_t i = 0; i < x->ntasks; i++)
+        x->task[i].kind = T_ABSENT;
+    for (int s = 0; s < S; s++) {
+        const pf_sim_stage_t *st = &in->stage[s];
+        double tpf = comm_free ? 0 : st->tp_fwd_ms, tpb = comm_free ? 0 : st->tp_bwd_ms;
+        for (int r = 0; r < R; r++) {
+            for (int m = 0; m < MB; m++) {
+                x->task[id_fwd(x, s, r, m)] =
+                    (task_t){.kind = T_FWD, .s = s, .r = r, .m = m, .dur_ms = st->fwd_ms + tpf,
+                             .tp_ms = tpf};
+                x->task[id_bwd(x, s, r, m)] = (task_t){
+                    .kind = T_BWD, .s = s, .r = r, .m = m,
+                    .dur_ms = st->recompute_ms + st->bwd_ms + tpb, .tp_ms = tpb};
+                for (int k = 0; k < T; k++) {
+                    if (s + 1 < S) {
+                        int a = dev_of(x, s, r, k), b = dev_of(x, s + 1, r, k);
+                        double ms = comm_free || st->send_bytes <= 0 ? 0
+                                    : st->xfer_ms ? st->xfer_ms[r]
+                                    : pf_cluster_xfer_ms(in->cluster, a, b, st->send_bytes / T);
+                        x->task[id_xf(x, s, r, m, k)] =
+                            (task_t){.kind = T_XFER_F, .s = s, .r = r, .k = k, .m = m,
+                                     .dur_ms = ms};
+                    }
+                    if (s > 0) {
+                        int a = dev_of(x, s, r, k), b = dev_of(x, s - 1, r, k);
+                        const pf_sim_stage_t *up = &in->stage[s - 1];
+                        double bytes = up->send_bytes;
+                        /* the gradient goes back the way the activation came (symmetric links) */
+                        double ms = comm_free || bytes <= 0 ? 0
+                                    : up->xfer_ms ? up->xfer_ms[r]
+                                    : pf_cluster_xfer_ms(in->cluster, a, b, bytes / T);
+                        x->task[id_xb(x, s, r, m, k)] =
+                            (task_t){.kind = T_XFER_B, .s = s, .r = r, .k = k, .m = m,
+                                     .dur_ms = ms};
+                    }
+                }
+            }
+            x->task[id_opt(x, s, r)] =
+                (task_t){.kind = T_OPT, .s = s, .r = r, .m = -1, .dur_ms = st->optimizer_ms};
+        }
+        if (R > 1)
+            for (int k = 0; k < T; k++)
+                for (int b = 0; b < NB; b++) {
+                    double ms = comm_free ? 0 : allreduce_ms(x, s, k, st->param_bytes / T / NB);
+                    x->task[id_ar(x, s, k, b)] =
+                        (task_t){.kind = T_AR, .s = s, .k = k, .m = b, .dur_ms = ms};
+                }
+    }
+
+    int rc = PF_OK;
+    for (int s = 0; s < S && rc == PF_OK; s++) {
+        stage_order(order, S, MB, s, ord);
+        for (int r = 0; r < R && rc == PF_OK; r++) {
+            size_t prev = SIZE_MAX;
+            for (int i = 0; i < 2 * MB && rc == PF_OK; i++) {
+                int m = ord[i] >= 0 ? ord[i] : -1 - ord[i];
+                int fwd = ord[i] >= 0;
+                size_t t = fwd ? id_fwd(x, s, r, m) : id_bwd(x, s, r, m);
+                if (prev != SIZE_MAX)
+                    rc |= add_edge(x, prev, t, 1.0);
+                prev = t;
+                for (int k = 0; k < T; k++) {
+                    if (fwd && s + 1 < S) {
+                        rc |= add_edge(x, t, id_xf(x, s, r, m, k), 1.0);
+                        rc |= add_edge(x, id_xf(x, s, r, m, k), id_fwd(x, s + 1, r, m), 1.0);
+                    }
+                    if (!fwd && s > 0) {
+                        rc |= add_edge(x, t, id_xb(x, s, r, m, k), 1.0);
+                        rc |= add_edge(x, id_xb(x, s, r, m, k), id_bwd(x, s - 1, r, m), 1.0);
+                    }
+                }
+            }
+            /* Bucketed gradients: the backward produces the stage's gradients from its last
+             * layer to its first, so bucket b of the last backward is final after (b + 1) / NB
+             * of it, and its all-reduce may overlap the rest. */
+            for (int k = 0; k < T && R > 1; k++)
+                for (int b = 0; b < NB; b++)
+                    rc |= add_edge(x, prev, id_ar(x, s, k, b), (double)(b + 1) / NB);
+            rc |= add_edge(x, prev, id_opt(x, s, r), 1.0);
+            for (int k = 0; k < T && R > 1; k++)
+                for (int b = 0; b < NB; b++)
+                    rc |= add_edge(x, id_ar(x, s, k, b), id_opt(x, s, r), 1.0);
+        }
+    }
+    free(ord);
+    if (rc != PF_OK)
+        return PF_ERR;
+
+    x->succ_off = calloc(x->ntasks + 1, sizeof *x->succ_off);
+    x->succ = malloc((x->nedges ? x->nedges : 1) * sizeof *x->succ);
+    x->succ_frac = malloc((x->nedges ? x->nedges : 1) * sizeof *x->succ_frac);
+    if (!x->succ_off || !x->succ || !x->succ_frac)
+        return PF_ERR;
+    for (size_t e = 0; e < x->nedges; e++)
+        x->succ_off[x->edge[e].from + 1]++;
+    for (size_t i = 0; i < x->ntasks; i++)
+        x->succ_off[i + 1] += x->succ_off[i];
+    int *fill = malloc((x->ntasks ? x->ntasks : 1) * sizeof *fill);
+    if (!fill)
+        return PF_ERR;
+    memcpy(fill, x->succ_off, x->ntasks * sizeof *fill);
+    for (size_t e = 0; e < x->nedges; e++) {
+        int at = fill[x->edge[e].from]++;
+        x->succ[at] = x->edge[e].to;
+        x->succ_frac[at] = x->edge[e].frac;
+    }
+    free(fill);
+    return PF_OK;
+}
+
+/* ---- ready queue: a binary heap of tasks by (ready time, index) ---- */
+
+static int heap_less(const sim_t *x, int a, int b)
+{
+    double ra = x->task[a].ready_ms, rb = x->task[b].ready_ms;
+    return ra < rb || (ra == rb && a < b);
+}
+
+static void heap_push(sim_t *x, int t)
+{
+    size_t i = x->nheap++;
+    x->heap[i] = t;
+    while (i > 0 && heap_less(x, x->heap[i], x->heap[(i - 1) / 2])) {
+        int tmp = x->heap[i];
+        x->heap[i] = x->heap[(i - 1) / 2];
+        x->heap[(i - 1) / 2] = tmp;
+        i = (i - 1) / 2;
+    }
+}
+
+static int heap_pop(sim_t *x)
+{
+    int top = x->heap[0];
+    x->heap[0] = x->heap[--x->nheap];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < x->nheap && heap_less(x, x->heap[l], x->heap[m]))
+            m = l;
+        if (r < x->nheap && heap_less(x, x->heap[r], x->heap[m]))
+            m = r;
+        if (m == i)
+            break;
+        int tmp = x->heap[i];
+        x->heap[i] = x->heap[m];
+        x->heap[m] = tmp;
+        i = m;
+    }
+    return top;
+}
+
+static int emit(sim_t *x, int dev, int stream, int kind, int s, int r, int m, double a, double b)
+{
+    if (!x->in->timeline || b <= a)
+        return PF_OK;
+    if (pf_grow((void **)&x->ev, &x->ev_cap, x->nev + 1, sizeof *x->ev))
+        return PF_ERR;
+    x->ev[x->nev++] = (pf_sim_event_t){dev, stream, kind, s, r, m, a, b};
+    return PF_OK;
+}
+
+/* Runs the task graph: compute tasks start when their predecessors (the stream order among them)
+ * allow; a transfer or all-reduce also waits for the communication streams of all its devices,
+ * which serve tasks in the order they became ready. Every push carries a ready time no earlier
+ * than the one popped, so the heap pops in time order. */
+static int run(sim_t *x, pf_sim_result_t *res)
+{
+    int T = x->T, R = x->R;
+    size_t done = 0, present = 0;
+    for (size_t i = 0; i < x->ntasks; i++) {
+        task_t *t = &x->task[i];
+        if (t->kind == T_ABSENT)
+            continue;
+        present++;
+        if (t->npred == 0)
+            heap_push(x, (int)i);
+    }
+    while (x->nheap) {
+        int id = heap_pop(x);
+        task_t *t = &x->task[id];
+        double start = t->ready_ms;
+        int row = (t->s * R + t->r) * T;
+        int rc = PF_OK;
+        switch (t->kind) {
+        case T_FWD:
+        case T_BWD:
+        case T_OPT: {
+            int *live = &x->inflight[t->s * R + t->r];
+            if (t->kind == T_FWD && ++*live > res->peak_inflight[row])
+                for (int k = 0; k < T; k++)
+                    res->peak_inflight[row + k] = *live;
+            double end = start + t->dur_ms, body_end = end - t->tp_ms;
+            int kind = t->kind == T_FWD ? PF_EV_FWD : t->kind == T_BWD ? PF_EV_BWD : PF_EV_OPT;
+            for (int k = 0; k < T; k++) {
+                int d = res->device[row + k];
+                res->busy_ms[row + k] += t->dur_ms;
+                rc |= emit(x, d, PF_STREAM_COMPUTE, kind, t->s, t->r, t->m, start, body_end);
+                rc |= emit(x, d, PF_STREAM_COMPUTE, PF_EV_TP, t->s, t->r, t->m, body_end, end);
+            }
+            if (t->kind == T_BWD)
+                --*live;
+            break;
+        }
+        case T_XFER_F:
+        case T_XFER_B: {
+            int peer_s = t->kind == T_XFER_F ? t->s + 1 : t->s - 1;
+            int a = dev_of(x, t->s, t->r, t->k), b = dev_of(x, peer_s, t->r, t->k);
+            if (t->dur_ms <= 0) /* nothing to move (or signal): only the dependency stays */
+                break;
+            start = fmax(start, fmax(x->free_ms[a], x->free_ms[b]));
+            x->free_ms[a] = x->free_ms[b] = start + t->dur_ms;
+            res->comm_busy_ms[x->row_of_dev[a]] += t->dur_ms;
+            res->comm_busy_ms[x->row_of_dev[b]] += t->dur_ms;
+            rc |= emit(x, a, PF_STREAM_COMM, PF_EV_SEND, t->s, t->r, t->m, start,
+                       start + t->dur_ms);
+            rc |= emit(x, b, PF_STREAM_COMM, PF_EV_RECV, peer_s, t->r, t->m, start,
+                       start + t->dur_ms);
+            break;
+        }
+        case T_AR:
+            if (t->dur_ms <= 0)
+                break;
+            for (int r = 0; r < R; r++)
+                start = fmax(start, x->free_ms[dev_of(x, t->s, r, t->k)]);
+            for (int r = 0; r < R; r++) {
+                int d = dev_of(x, t->s, r, t->k);
+                x->free_ms[d] = start + t->dur_ms;
+                res->comm_busy_ms[x->row_of_dev[d]] += t->dur_ms;
+                rc |= emit(x, d, PF_STREAM_COMM, PF_EV_ALLREDUCE, t->s, r, -1, start,
+                           start + t->dur_ms);
+            }
+            break;
+        }
+        if (rc != PF_OK)
+            return PF_ERR;
+        t->start_ms = start;
+        t->end_ms = start + t->dur_ms;
+        if (t->end_ms > res->step_ms)
+            res->step_ms = t->end_ms;
+        done++;
+        for (int e = x->succ_off[id]; e < x->succ_off[id + 1]; e++) {
+            task_t *u = &x->task[x->succ[e]];
+            double at = start + x->succ_frac[e] * t->dur_ms;
+            if (at > u->ready_ms)
+                u->ready_ms = at;
+            if (--u->npred == 0)
+                heap_push(x, x->succ[e]);
+        }
+    }
+    /* every schedule order is deadlock-free by construction; a leftover is a bug here */
+    return done == present ? PF_OK : 1;
+}
+
+static int ev_cmp(const void *pa, const void *pb)
+{
+    const pf_sim_event_t *a = pa, *b = pb;
+    if (a->device != b->device)
+        return a->device < b->device ? -1 : 1;
+    if (a->stream != b->stream)
+        return a->stream < b->stream ? -1 : 1;
+    return a->start_ms < b->start_ms ? -1 : a->start_ms > b->start_ms;
+}
+
+static void sim_free(sim_t *x)
+{
+    free(x->task);
+    free(x->edge);
+    free(x->succ_off);
+    free(x->succ);
+    free(x->succ_frac);
+    free(x->heap);
+    free(x->free_ms);
+    free(x->row_of_dev);
+    free(x->inflight);
+    free(x->ev);
+}
+
+void pf_sim_result_destroy(pf_sim_result_t **rp)
+{
+    if (!rp || !*rp)
+        return;
+    pf_sim_result_t *r = *rp;
+    free(r->device);
+    free(r->busy_ms);
+    free(r->comm_busy_ms);
+    free(r->peak_mem_bytes);
+    free(r->peak_inflight);
+    free(r->events);
+    free(r);
+    *rp = NULL;
+}
+
+static int check_num(double v, const char *what, int s, char *err, size_t errlen)
+{
+    if (!pf_is_finite_nonneg(v))
+        return pf_fail(err, errlen, PF_EINPUT, "stage %d: %s is negative or not finite", s, what);
+    return PF_OK;
+}
+
+static int validate(const pf_sim_input_t *in, char *err, size_t errlen)
+{
+    if (!in || !in->cluster || !in->stage)
+        return pf_fail(err, errlen, PF_EINPUT, "simulate: no cluster or no stages");
+    if (in->stages < 1 || in->replicas < 1 || in->tp < 1 || in->microbatches < 1 ||
+        in->buckets < 0)
+        return pf_fail(err, errlen, PF_EINPUT,
+                       "simulate: stages %d, replicas %d, tensor_parallel %d, microbatches %d, "
+                       "buckets %d: all must be >= 1",
+                       in->stages, in->replicas, in->tp, in->microbatches, in->buckets);
+    if ((unsigned)in->schedule > PF_SCHEDULE_SIGNAL)
+        return pf_fail(err, errlen, PF_EINPUT, "simulate: unknown schedule %d", in->schedule);
+    int D = pf_cluster_ndevices(in->cluster);
+    long long need = (long long)in->stages * in->replicas * in->tp;
+    /* tasks: 2 S R MB compute + 2 S R MB T transfers; keep indices in an int */
+    if ((double)need * in->microbatches * 4.0 * in->tp > INT_MAX / 4 || in->buckets > 1 << 16)
+        return pf_fail(err, errlen, PF_EINPUT, "simulate: %lld devices x %d micro-batches is too "
+                       "large to simulate", need, in->microbatches);
+    if (need > D)
+        return pf_fail(err, errlen, PF_EINPUT,
+                       "simulate: %d x %d x %d stage devices but the cluster has %d", in->stages,
+                       in->replicas, in->tp, D);
+    char *seen = calloc((size_t)D, 1);
+    if (!seen)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    int rc = PF_OK;
+    for (int s = 0; s < in->stages && rc == PF_OK; s++) {
+        const pf_sim_stage_t *st = &in->stage[s];
+        if ((rc = check_num(st->fwd_ms, "fwd_ms", s, err, errlen)) ||
+            (rc = check_num(st->bwd_ms, "bwd_ms", s, err, errlen)) ||
+            (rc = check_num(st->recompute_ms, "recompute_ms", s, err, errlen)) ||
+            (rc = check_num(st->tp_fwd_ms, "tp_fwd_ms", s, err, errlen)) ||
+            (rc = check_num(st->tp_bwd_ms, "tp_bwd_ms", s, err, errlen)) ||
+            (rc = check_num(st->optimizer_ms, "optimizer_ms", s, err, errlen)) ||
+            (rc = check_num(st->param_bytes, "param_bytes", s, err, errlen)) ||
+            (rc = check_num(st->send_bytes, "send_bytes", s, err, errlen)) ||
+            (rc = check_num(st->act_bytes, "act_bytes", s, err, errlen)) ||
+            (rc = check_num(st->static_bytes, "static_bytes", s, err, errlen)))
+            break;
+        if (!st->devices) {
+            rc = pf_fail(err, errlen, PF_EINPUT, "stage %d: no devices", s);
+            break;
+        }
+        for (int r = 0; st->xfer_ms && r < in->replicas && rc == PF_OK; r++)
+            rc = check_num(st->xfer_ms[r], "xfer_ms", s, err, errlen);
+        if (rc != PF_OK)
+            break;
+        for (int i = 0; i < in->replicas * in->tp; i++) {
+            int d = st->devices[i];
+            if (d < 0 || d >= D) {
+                rc = pf_fail(err, errlen, PF_EINPUT, "stage %d: devices[%d] = %d is not a device "
+                             "of the cluster (0..%d)", s, i, d, D - 1);
+                break;
+            }
+            if (seen[d]++) {
+                rc = pf_fail(err, errlen, PF_EINPUT, "stage %d: device %d is used twice", s, d);
+                break;
+            }
+        }
+    }
+    free(seen);
+    return rc;
+}
+
+/* One simulation of one compute order into a fresh result. */
+static int simulate_order(const pf_sim_input_t *in, pf_schedule_t order, int comm_free,
+                          pf_sim_result_t **out, char *err, size_t errlen)
+{
+    sim_t x = {.in = in, .S = in->stages, .R = in->replicas, .T = in->tp,
+               .MB = in->microbatches, .NB = in->buckets > 1 ? in->buckets : 1};
+    int D = pf_cluster_ndevices(in->cluster);
+    int rc = PF_OK;
+    pf_sim_result_t *res = calloc(1, sizeof *res);
+    size_t rows = (size_t)x.S * x.R * x.T;
+    x.nf = (size_t)x.S * x.R * x.MB;
+    x.base_xf = 2 * x.nf;
+    x.base_xb = x.base_xf + x.nf * x.T;
+    x.base_ar = x.base_xb + x.nf * x.T;
+    x.base_opt = x.base_ar + (size_t)x.S * x.T * x.NB;
+    x.ntasks = x.base_opt + (size_t)x.S * x.R;
+    if (!res)
+        goto fail;
+    res->device = malloc(rows * sizeof *res->device);
+    res->busy_ms = calloc(rows, sizeof *res->busy_ms);
+    res->comm_busy_ms = calloc(rows, sizeof *res->comm_busy_ms);
+    res->peak_mem_bytes = calloc(rows, sizeof *res->peak_mem_bytes);
+    res->peak_inflight = calloc(rows, sizeof *res->peak_inflight);
+    x.task = calloc(x.ntasks, sizeof *x.task);
+    x.heap = malloc(x.ntasks * sizeof *x.heap);
+    x.free_ms = calloc((size_t)D, sizeof *x.free_ms);
+    x.row_of_dev = malloc((size_t)D * sizeof *x.row_of_dev);
+    x.inflight = calloc((size_t)x.S * x.R, sizeof *x.inflight);
+    if (!res->device || !res->busy_ms || !res->comm_busy_ms || !res->peak_mem_bytes ||
+        !res->peak_inflight || !x.task || !x.heap || !x.free_ms || !x.row_of_dev || !x.inflight)
+        goto fail;
+    res->schedule = in->schedule;
+    res->order = order;
+    res->stages = x.S;
+    res->replicas = x.R;
+    res->tp = x.T;
+    res->microbatches = x.MB;
+    res->ndevices = (int)rows;
+    for (int d = 0; d < D; d++)
+        x.row_of_dev[d] = -1;
+    for (int s = 0; s < x.S; s++)
+        for (int i = 0; i < x.R * x.T; i++) {
+            int row = s * x.R * x.T + i;
+            res->device[row] = in->stage[s].devices[i];
+            x.row_of_dev[in->stage[s].devices[i]] = row;
+        }
+    if (build(&x, order, comm_free) != PF_OK)
+        goto fail;
+    if ((rc = run(&x, res)) != PF_OK) {
+        if (rc > 0)
+            rc = pf_fail(err, errlen, PF_ERR, "simulate: the %s order left tasks that never "
+                         "became ready", pf_schedule_name(order));
+        else
+            rc = pf_fail(err, errlen, PF_ERR, "simulate: out of memory");
+        goto fail;
+    }
+    double busy = 0;
+    for (size_t i = 0; i < rows; i++) {
+        const pf_sim_stage_t *st = &in->stage[i / ((size_t)x.R * x.T)];
+        busy += res->busy_ms[i];
+        res->peak_mem_bytes[i] = st->static_bytes + res->peak_inflight[i] * st->act_bytes;
+    }
+    res->bubble_fraction = res->step_ms > 0 ? 1.0 - busy / (rows * res->step_ms) : 0.0;
+    if (x.nev)
+        qsort(x.ev, x.nev, sizeof *x.ev, ev_cmp);
+    res->events = x.ev;
+    res->nevents = (int)x.nev;
+    x.ev = NULL;
+    sim_free(&x);
+    *out = res;
+    return PF_OK;
+fail:
+    sim_free(&x);
+    pf_sim_result_destroy(&res);
+    return rc == PF_OK ? pf_fail(err, errlen, PF_ERR, "simulate: out of memory") : rc;
+}
+
+int pf_simulate(const pf_sim_input_t *in, pf_sim_result_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    int rc = validate(in, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    if (in->schedule != PF_SCHEDULE_SIGNAL)
+        return simulate_order(in, in->schedule, 0, out, err, errlen);
+    /* Free communication cannot delay any task of a fixed compute order (every start time is a
+     * longest path over the same compute durations), so the best order without communication
+     * bounds every schedule with it from below. */
+    static const pf_schedule_t orders[] = {PF_SCHEDULE_GPIPE, PF_SCHEDULE_1F1B, PF_SCHEDULE_EAGER_1F1B};
+    for (int i = 0; i < 3; i++) {
+        pf_sim_result_t *r = NULL;
+        if ((rc = simulate_order(in, orders[i], 1, &r, err, errlen)) != PF_OK) {
+            pf_sim_result_destroy(out);
+            return rc;
+        }
+        if (!*out || r->step_ms < (*out)->step_ms) {
+            pf_sim_result_destroy(out);
+            *out = r;
+        } else {
+            pf_sim_result_destroy(&r);
+        }
+    }
+    return PF_OK;
+}
+
+/* ---- from a plan ---- */
+
+void pf_sim_input_clear(pf_sim_input_t *in)
+{
+    if (!in)
+        return;
+    for (int s = 0; in->stage && s < in->stages; s++) {
+        free(in->stage[s].devices);
+        free(in->stage[s].xfer_ms);
+    }
+    free(in->stage);
+    memset(in, 0, sizeof *in);
+}
+
+void pf_sim_xfer_problem(const int *src, const int *dst, int T, double bytes,
+                         pf_sim_xfer_problem_t *x)
+{
+    memset(x, 0, sizeof *x);
+    x->shape[0] = bytes > 0 ? (int64_t)ceil(bytes) : 0;
+    x->spec[0] = PF_SHARDING_R;
+    x->problem = (pf_reshard_problem_t){
+        .ndims = 1, .shape = x->shape, .dtype_bytes = 1,
+        .src_mesh = {1, T, src}, .dst_mesh = {1, T, dst},
+        .src_spec = x->spec, .dst_spec = x->spec};
+}
+
+int pf_sim_xfer_ms(const pf_cluster_t *c, const pf_sim_xfer_problem_t *x, double *ms, char *err,
+                   size_t errlen)
+{
+    *ms = 0;
+    if (x->shape[0] <= 0)
+        return PF_OK;
+    pf_reshard_opts_t o;
+    pf_reshard_opts_default(&o);
+    o.sched.dfs_budget_s = 0; /* the node cap alone: the same answer on every machine */
+    pf_reshard_net_t *net = pf_reshard_net_from_cluster(c, err, errlen);
+    if (!net)
+        return PF_ERR;
+    pf_reshard_t *r = pf_reshard_new(&x->problem, net, &o, err, errlen);
+    pf_reshard_net_destroy(&net);
+    if (!r)
+        return PF_EINPUT;
+    *ms = pf_reshard_time_ms(r);
+    pf_reshard_destroy(&r);
+    return PF_OK;
+}
+
+/* Do the plan's tensor-parallel groups span hosts? Then its setting was built with groups that
+ * may (tp_groups.h), and so is the one rebuilt here. */
+static int groups_span_hosts(const pf_cluster_t *c, const pf_plan_t *p)
+{
+    int T = p->tensor_parallel;
+    for (int s = 0; s < p->stages; s++)
+        for (int r = 0; r < p->replicas; r++) {
+            const int *d = p->stage_list[s].devices + (size_t)r * T;
+            for (int k = 1; k < T; k++)
+                if (pf_cluster_device(c, d[k])->host != pf_cluster_device(c, d[0])->host)
+                    return 1;
+        }
+    return 0;
+}
+
+int pf_sim_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p,
+                           pf_sim_input_t *in, char *err, size_t errlen)
+{
+    return pf_sim_input_from_setting(g, c, NULL, p, NULL, in, err, errlen);
+}
+
+int pf_sim_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
+                              const pf_tp_setting_t *set, const pf_plan_t *p,
+                              const double *xfer_ms, pf_sim_input_t *in, char *err,
+                              size_t errlen)
+{
+    memset(in, 0, sizeof *in);
+    pf_stage_graph_t *sg = NULL;
+    pf_tp_setting_t *own = NULL;
+    int rc = pf_plan_validate(p, g, c, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    if (!pf_plan_is_mapped(p))
+        return pf_fail(err, errlen, PF_EINPUT,
+                       "the plan's stages have no devices (map it first: planfarm map)");
+    pf_schedule_t sched = PF_SCHEDULE_1F1B;
+    if (p->schedule[0] && (int)(sched = pf_schedule_parse(p->schedule)) < 0)
+        return pf_fail(err, errlen, PF_EINPUT, "schedule: '%s' is not gpipe, 1f1b, eager-1f1b "
+                       "or signal", p->schedule);
+    int S = p->stages, R = p->replicas, T = p->tensor_parallel > 0 ? p->tensor_parallel : 1;
+    if (set && pf_tp_setting_degree(set) != T)
+        return pf_fail(err, errlen, PF_EINPUT, "the setting is for tensor parallelism %d, the "
+                       "plan has %d", pf_tp_setting_degree(set), T);
+    if (!set && (T > 1 || p->train.recompute != PF_RECOMPUTE_NONE)) {
+        pf_tp_setting_opts_t so;
+        pf_tp_setting_opts_init(&so);
+        so.tp = T;
+        so.across_hosts = groups_span_hosts(c, p);
+        so.train = p->train;
+        char why[256];
+        if (!(set = own = pf_tp_setting_new(g, c, &so, why, sizeof why)))
+            return pf_fail(err, errlen, PF_EINPUT, "tensor parallelism %d: %s", T, why);
+    }
+    const pf_graph_t *dg = set ? pf_tp_setting_graph(set) : g;
+    const pf_tap_result_t *tap = set ? pf_tp_setting_tap(set) : NULL;
+    in->stages = S;
+    in->replicas = R;
+    in->tp = T;
+    in->microbatches = p->microbatches > 0 ? p->microbatches : PF_DEFAULT_MICROBATCHES;
+    in->buckets = 1;
+    in->schedule = sched;
+    in->cluster = c;
+    in->stage = calloc((size_t)S, sizeof *in->stage);
+    if (!in->stage || !(sg = pf_stage_graph_from_plan(dg, p)))
+        goto oom;
+    for (int s = 0; s < S; s++) {
+        pf_sim_stage_t *st = &in->stage[s];
+        const pf_stage_t *ps = &p->stage_list[s];
+        for (int i = 0; i < ps->nops; i++) {
+            int v = ps->ops[i];
+            const pf_op_t *op = pf_graph_op(dg, v);
+            /* TAP's op times include their collectives: the simulator runs them apart */
+            double cf = tap ? tap->ops[v].fwd_comm_ms : 0, cb = tap ? tap->ops[v].bwd_comm_ms : 0;
+            st->fwd_ms += fmax(0, op->fwd_ms - cf);
+            st->bwd_ms += fmax(0, op->bwd_ms - cb);
+            st->tp_fwd_ms += cf;
+            st->tp_bwd_ms += cb;
+            st->act_bytes += op->mem_fwd_bytes;
+        }
+        for (int a = 0; a <= s; a++)
+            for (int b = s + 1; b < S; b++)
+                st->send_bytes += pf_stage_graph_msg_bytes(sg, a, b);
+        st->param_bytes = pf_stage_graph_param_bytes(sg, s);
+        st->static_bytes = pf_training_state_factor(&p->train, R) * st->param_bytes;
+        if (s > 0)
+            st->act_bytes += in->stage[s - 1].send_bytes;
+        if (!(st->devices = malloc((size_t)R * T * sizeof *st->devices)))
+            goto oom;
+        memcpy(st->devices, ps->devices, (size_t)R * T * sizeof *st->devices);
+        if (T == 1 || s + 1 == S)
+            continue;
+        if (!(st->xfer_ms = malloc((size_t)R * sizeof *st->xfer_ms)))
+            goto oom;
+        for (int r = 0; r < R; r++) {
+            if (xfer_ms) {
+                st->xfer_ms[r] = xfer_ms[(size_t)s * R + r];
+                continue;
+            }
+            pf_sim_xfer_problem_t xp;
+            pf_sim_xfer_problem(ps->devices + (size_t)r * T,
+                                p->stage_list[s + 1].devices + (size_t)r * T, T, st->send_bytes,
+                                &xp);
+            if ((rc = pf_sim_xfer_ms(c, &xp, &st->xfer_ms[r], err, errlen)) != PF_OK)
+                goto fail;
+        }
+    }
+    pf_stage_graph_destroy(&sg);
+    pf_tp_setting_destroy(&own);
+    return PF_OK;
+oom:
+    rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+fail:
+    pf_stage_graph_destroy(&sg);
+    pf_tp_setting_destroy(&own);
+    pf_sim_input_clear(in);
+    return rc;
+}

@@ -1,0 +1,139 @@
+/* simulate: one training step of a pipeline-, data- and tensor-parallel plan as a task graph
+ * (DESIGN.md "simulate"; Parmesan's task-graph simulator, Sec. VI, after FlexFlow).
+ *
+ * Every device has a compute stream and a communication stream. Tasks: the forward and the
+ * backward of each stage replica per micro-batch (tensor-parallel collectives run on the compute
+ * stream right after them and block it, as in Megatron-LM), the p2p transfers between consecutive
+ * stages (the sender's and the receiver's communication streams are both busy; postal model:
+ * latency + bytes / bandwidth), the data-parallel gradient all-reduce of each stage (a ring over
+ * the R replicas, eq. 7, bucketed), and the optimizer step. The schedule fixes the order of the
+ * compute streams; communication streams serve transfers in the order they become ready.
+ *
+ * The input is a plain struct so that a caller (or a test) can describe a pipeline without a
+ * graph; pf_sim_input_from_plan builds one from a graph, a cluster and a mapped plan. */
+#ifndef PF_SIMULATE_H
+#define PF_SIMULATE_H
+
+#include "planner/ir/cluster.h"
+#include "planner/ir/graph.h"
+#include "planner/ir/plan.h"
+#include "planner/sim/reshard.h"
+#include "planner/tp/tp_setting.h"
+#include "planner/ir/training.h"
+
+#include <stddef.h>
+
+/* Schedules: pf_schedule_t (planner/ir/training.h). */
+
+/* One stage, per micro-batch of one replica. Times are per device of a tensor-parallel group
+ * (each of the T devices runs them at once); bytes of a whole replica unless said. */
+typedef struct {
+    double fwd_ms, bwd_ms;
+    double recompute_ms;          /* forward recomputation before the backward (0: none) */
+    double tp_fwd_ms, tp_bwd_ms;  /* tensor-parallel collectives per micro-batch (0 when T = 1) */
+    double optimizer_ms;          /* once per step, after the stage's gradients are reduced */
+    double param_bytes;           /* gradients all-reduced over the replicas; T ranks reduce 1/T each */
+    double send_bytes;            /* to the next stage per micro-batch (and back as gradients);
+                                     rank k sends 1/T of it to rank k of the next stage */
+    double *xfer_ms;              /* R entries or NULL: replica r's transfer to the next stage
+                                     per micro-batch (and its gradient back) as one cross-mesh
+                                     resharding (seed 003): every rank k's transfer k -> k is
+                                     busy for that long. NULL: send_bytes / T per rank by the
+                                     postal model. */
+    double act_bytes;             /* per device, stored for each micro-batch in flight */
+    double static_bytes;          /* per device, held all step (parameter state, workspace) */
+    int *devices;                 /* R x T cluster device indices: devices[r * T + k] */
+} pf_sim_stage_t;
+
+typedef struct {
+    int stages, replicas, tp, microbatches; /* S, R, T (>= 1), MB */
+    int buckets;                /* gradient all-reduce buckets per stage (0 or 1: one) */
+    pf_schedule_t schedule;
+    int timeline;               /* 1: record the events (pictures); 0: figures only */
+    pf_sim_stage_t *stage;      /* S entries */
+    const pf_cluster_t *cluster;
+} pf_sim_input_t;
+
+/* From a graph, its cluster and a mapped plan. Per stage, over its ops in the per-device graph
+ * of the plan's setting (tp_setting.h: TAP's graph for T, recomputation's view):
+ *   fwd_ms, bwd_ms   op times less their tensor-parallel collectives (TAP's fwd/bwd_comm_ms)
+ *   tp_fwd/bwd_ms    those collectives (0 when T = 1)
+ *   param_bytes      P(s) per device (stage graph of the per-device graph)
+ *   send_bytes       bytes of the edges that cross the cut after stage s (a pipeline relays skip
+ *                    connections through the stages between), per device
+ *   act_bytes        sum of mem_fwd_bytes + the bytes entering the stage (its stashed input,
+ *                    eq. 14)
+ *   static_bytes     the training's parameter state x P(s) (training.h)
+ *   xfer_ms          T > 1: the activation is replicated (B) on the T devices of replica r of
+ *                    stage s and needed replicated on those of stage s + 1: a B -> B resharding
+ *                    between two 1 x T meshes, timed by planner/reshard (pf_sim_xfer_problem);
+ *                    T = 1: NULL (one send).
+ * Schedule and micro-batches from the plan. Allocates in->stage and its arrays: release them
+ * with pf_sim_input_clear. */
+int pf_sim_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p,
+                           pf_sim_input_t *in, char *err, size_t errlen);
+
+/* The same with the setting given: `set` (NULL: built here from g, c, the plan's T and training
+ * with TAP in-process, deterministic; groups may span hosts when the plan's do) and the
+ * resharding times (`xfer_ms`: (S - 1) x R entries, stage s replica r at [s R + r]; NULL: timed
+ * here). g and c are the request's graph and cluster, as for pf_tp_setting_new. */
+int pf_sim_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
+                              const pf_tp_setting_t *set, const pf_plan_t *p,
+                              const double *xfer_ms, pf_sim_input_t *in, char *err,
+                              size_t errlen);
+
+/* The resharding of one cross-stage transfer: `bytes` replicated on src[0..T) and needed
+ * replicated on dst[0..T), each a 1 x T mesh, one dimension of `bytes` 1-byte elements. The
+ * problem points into *x: do not copy x. */
+typedef struct {
+    pf_reshard_problem_t problem;
+    int64_t shape[1];
+    pf_mesh_shard_t spec[1];
+} pf_sim_xfer_problem_t;
+void pf_sim_xfer_problem(const int *src, const int *dst, int T, double bytes,
+                         pf_sim_xfer_problem_t *x);
+/* Its time by the default resharding options (every strategy, best of the schedulers); a
+ * problem of 0 bytes takes 0 ms. */
+int pf_sim_xfer_ms(const pf_cluster_t *c, const pf_sim_xfer_problem_t *x, double *ms, char *err,
+                   size_t errlen);
+
+/* Frees what pf_sim_input_from_plan allocated and zeroes *in (idempotent). */
+void pf_sim_input_clear(pf_sim_input_t *in);
+
+typedef enum {
+    PF_EV_FWD, PF_EV_BWD, PF_EV_TP, PF_EV_OPT,          /* compute stream */
+    PF_EV_SEND, PF_EV_RECV, PF_EV_ALLREDUCE             /* communication stream */
+} pf_sim_ev_kind_t;
+enum { PF_STREAM_COMPUTE = 0, PF_STREAM_COMM = 1 };
+
+typedef struct {
+    int device;     /* cluster device index */
+    int stream;     /* PF_STREAM_COMPUTE or PF_STREAM_COMM */
+    int kind;       /* pf_sim_ev_kind_t */
+    int stage, replica;
+    int microbatch; /* -1 for all-reduce and optimizer */
+    double start_ms, end_ms;
+} pf_sim_event_t;
+
+typedef struct {
+    pf_schedule_t schedule;   /* as asked */
+    pf_schedule_t order;      /* the compute order simulated (for signal: the best one) */
+    int stages, replicas, tp, microbatches;
+    double step_ms;
+    double bubble_fraction;   /* 1 - compute busy / (devices x step) */
+    int ndevices;             /* S x R x T rows, stage-major: row (s R + r) T + k */
+    int *device;              /* cluster device index of each row */
+    double *busy_ms;          /* compute stream busy time */
+    double *comm_busy_ms;     /* communication stream busy time */
+    double *peak_mem_bytes;   /* static + the most micro-batches in flight x act_bytes */
+    int *peak_inflight;       /* that most */
+    int nevents;
+    pf_sim_event_t *events;   /* when in->timeline; sorted by device, stream, start */
+} pf_sim_result_t;
+
+/* PF_OK with *out, PF_EINPUT when the input is inconsistent (counts, negative or non-finite
+ * numbers, a device outside the cluster or used twice), PF_ERR when out of memory. */
+int pf_simulate(const pf_sim_input_t *in, pf_sim_result_t **out, char *err, size_t errlen);
+void pf_sim_result_destroy(pf_sim_result_t **r);
+
+#endif

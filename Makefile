@@ -46,7 +46,7 @@ CUDA_SRC := $(wildcard profiler/cuda/*.cu)
 
 PLANNER_SRC := $(wildcard planner/*/*.c)
 PROTO_SRC   := $(wildcard proto/*.c)
-NET_SRC     := $(wildcard broker/*.c worker/*.c profiler/*.c)
+NET_SRC     := $(wildcard broker/*.c worker/*.c profiler/*.c client/*.c)
 CLI_SRC     := $(wildcard cli/*.c)
 TEST_SRC    := $(wildcard tests/*.c)
 BENCH_SRC   := $(wildcard bench/*.c)

@@ -17,7 +17,7 @@
  *        PF_BENCH_IDEAL_ONLY=1 stops after (a). */
 #include "bench/farm.h"
 #include "broker/broker.h"
-#include "broker/client.h"
+#include "client/client.h"
 #include "planner/inputs/models.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"

@@ -12,7 +12,7 @@
  *    minutes of coarsening) sets its size.
  * The journals live in a fresh directory under $TMPDIR (default /tmp), removed afterwards. */
 #include "broker/broker.h"
-#include "broker/client.h"
+#include "client/client.h"
 #include "planner/inputs/models.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"

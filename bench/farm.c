@@ -1,6 +1,6 @@
 #include "bench/farm.h"
 #include "broker/broker.h"
-#include "broker/client.h"
+#include "client/client.h"
 #include "planner/core/util.h"
 #include "worker/worker.h"
 

@@ -6,7 +6,7 @@
  * finished requests hand back their plans, running ones are followed. A broker that goes away
  * (restarted on its journal) is waited for, up to --patience seconds without an answer. */
 #include "broker/broker.h"
-#include "broker/client.h"
+#include "client/client.h"
 #include "cli/cli.h"
 #include "planner/core/util.h"
 

@@ -2,7 +2,7 @@
  * threads in this process over inproc:// (the same broker, worker and client code as the
  * distributed mode); with --broker, `submit --wait` to that broker. */
 #include "broker/broker.h"
-#include "broker/client.h"
+#include "client/client.h"
 #include "cli/cli.h"
 #include "planner/core/util.h"
 #include "worker/worker.h"

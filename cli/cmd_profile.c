@@ -3,7 +3,7 @@
  * planfarm profile --broker EP: a profiling round over the broker's agents, the cluster it
  * assembles written out. */
 #include "cli/cli.h"
-#include "broker/client.h"
+#include "client/client.h"
 #include "planner/ir/cluster.h"
 #include "planner/ir/graph.h"
 #include "planner/core/util.h"

@@ -1,6 +1,6 @@
 /* planfarm result ID --broker ENDPOINT [-o PLAN]: write a finished request's plan. */
 #include "broker/broker.h"
-#include "broker/client.h"
+#include "client/client.h"
 #include "cli/cli.h"
 #include "planner/core/util.h"
 

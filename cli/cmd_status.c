@@ -1,7 +1,7 @@
 /* planfarm status|cancel|list: ask a broker about requests. status and cancel print one
  * request, list prints a table of all of them. */
 #include "broker/broker.h"
-#include "broker/client.h"
+#include "client/client.h"
 #include "cli/cli.h"
 #include "planner/core/util.h"
 

@@ -1,7 +1,7 @@
 /* planfarm submit GRAPH CLUSTER --broker ENDPOINT: queue a plan request; print its id, or with
  * --wait follow it and write the plan. */
 #include "broker/broker.h"
-#include "broker/client.h"
+#include "client/client.h"
 #include "cli/cli.h"
 #include "planner/core/util.h"
 

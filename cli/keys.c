@@ -1,6 +1,6 @@
 /* Key options of the commands that talk to a broker (clients and workers): --cert,
  * --broker-key, --insecure (README "Security"). */
-#include "broker/client.h"
+#include "client/client.h"
 #include "cli/cli.h"
 #include "planner/core/util.h"
 

@@ -1,6 +1,6 @@
 /* What `plan`, `submit` and `result` share: submit files to a broker, follow a request to its
  * end, write its plan and a one-paragraph summary. */
-#include "broker/client.h"
+#include "client/client.h"
 #include "cli/cli.h"
 #include "planner/core/util.h"
 

@@ -1,8 +1,8 @@
 #!/bin/sh
 # The layer check (README "Architecture"): computes the include graph of every .c and .h under
-# planner/ proto/ broker/ worker/ profiler/ cli/ and fails on any arrow that points up or
-# sideways between peers. Ranks: planner 0 < proto 1 < broker, worker, profiler 2 < cli 3;
-# broker, worker and profiler are peers and include none of each other. The planner also
+# planner/ proto/ broker/ worker/ profiler/ client/ cli/ and fails on any arrow that points up or
+# sideways between peers. Ranks: planner 0 < proto 1 < broker, worker, profiler, client 2 < cli 3;
+# broker, worker, profiler and client (the client library) are peers and include none of each other. The planner also
 # includes no socket, protobuf, database or HTTP header.
 # Inside planner/ the sub-folders are ranked in data-flow order (docs/DESIGN.md "Inside the
 # planner"): core 0 < ir 1 < inputs 2 < tp 3 < partition 4 < map 5 < sim 6 < export 7 < search 8;
@@ -11,7 +11,7 @@
 set -eu
 root=${1:-$(dirname "$0")/..}
 cd "$root"
-files=$(find planner proto broker worker profiler cli -name '*.[ch]' 2>/dev/null | sort)
+files=$(find planner proto broker worker profiler client cli -name '*.[ch]' 2>/dev/null | sort)
 [ -n "$files" ] || { echo "check-layers: no sources under $(pwd)" >&2; exit 2; }
 # One line per include: "<file> <line> <quoted|system> <target>"
 for f in $files; do
@@ -37,7 +37,7 @@ awk '
         d = path; sub(/\/.*$/, "", d)
         if (d == "planner") return 0
         if (d == "proto") return 1
-        if (d == "broker" || d == "worker" || d == "profiler") return 2
+        if (d == "broker" || d == "worker" || d == "profiler" || d == "client") return 2
         if (d == "cli") return 3
         return -1
     }

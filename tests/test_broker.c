@@ -3,7 +3,7 @@
  * here; planning through workers is tests/integration/. */
 #include "broker/blobstore.h"
 #include "broker/broker.h"
-#include "broker/client.h"
+#include "client/client.h"
 #include "planner/inputs/models.h"
 #include "planner/core/util.h"
 #include "tests/testutil.h"

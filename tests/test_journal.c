@@ -3,7 +3,7 @@
  * issues the same job ids and ends with the same plan, from any point), and the broker actor
  * restarted on its journal. */
 #include "broker/broker.h"
-#include "broker/client.h"
+#include "client/client.h"
 #include "broker/journal.h"
 #include "planner/inputs/models.h"
 #include "planner/core/rng.h"

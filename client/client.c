@@ -1,4 +1,4 @@
-#include "broker/client.h"
+#include "client/client.h"
 #include "planner/core/util.h"
 
 #include <czmq.h>

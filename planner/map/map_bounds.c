@@ -3,7 +3,7 @@
  *
  *  - Ring capacity (ar, full). At target t a ring link of stage s must carry at least
  *    T(s) / (t - c_u(s)), so the replicas of s share one component of the graph of such links
- *    (pf_mapctx_ring_components); a placement that leaves a started stage's component with
+ *    (pf_map_bounds_ring_components); a placement that leaves a started stage's component with
  *    fewer free devices than its unplaced replicas is cut (ring_ok in map_probe.c).
  */
 #include "planner/map/map_bounds.h"
@@ -38,7 +38,7 @@ static int uf_find(int *parent, int a)
  * gives, for every device d, the largest b at which d's component reaches R devices: a ring
  * through d has a link no faster than that. This is what eq. 11 misses on hierarchical systems:
  * a ring larger than a machine must cross the slow network, whatever the best two links of d. */
-int pf_mapctx_ring_connectivity(pf_mapctx_t *cx)
+int pf_map_bounds_ring_connectivity(pf_map_context_t *cx)
 {
     int D = cx->D, R = cx->R, n = 0, rc = PF_ERR;
     double *key = malloc((size_t)D * sizeof *key);
@@ -145,7 +145,7 @@ done:
  * is among the two fastest links in and the two fastest out of d, so trying those 4 combinations
  * gives the exact minimum of max(T / B(e, d), T / B(d, f)); the ring connectivity bound above
  * is another lower bound of the same term, and the larger of the two is kept. */
-int pf_mapctx_static_bounds(pf_mapctx_t *cx)
+int pf_map_bounds_static_bounds(pf_map_context_t *cx)
 {
     int S = cx->S, D = cx->D, R = cx->R, rc = PF_ERR;
     double *row_bw = malloc((size_t)D * sizeof *row_bw);
@@ -207,7 +207,7 @@ int pf_mapctx_static_bounds(pf_mapctx_t *cx)
                         best_pair = fmax(best_pair, fmin(cx->bw_bpms[(size_t)in[i] * D + d],
                                                          cx->bw_bpms[(size_t)d * D + out[j]]));
         }
-        /* the ring connectivity bound (pf_mapctx_ring_connectivity) can only raise it */
+        /* the ring connectivity bound (pf_map_bounds_ring_connectivity) can only raise it */
         best_pair = fmin(best_pair, cx->ring_bpms[d]);
         for (int s = 0; s < S; s++)
             cx->static_ar[(size_t)s * D + d] = R > 1 ? cx->ar_bytes[s] / best_pair : 0.0;
@@ -252,7 +252,7 @@ done:
 }
 
 
-int pf_mapctx_ring_components(const pf_mapctx_t *cx, double t_ms, int **comp_out,
+int pf_map_bounds_ring_components(const pf_map_context_t *cx, double t_ms, int **comp_out,
                               int **comp_devices_out)
 {
     int S = cx->S, D = cx->D;

@@ -19,11 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-void pf_mapctx_destroy(pf_mapctx_t **cxp)
+void pf_map_context_destroy(pf_map_context_t **cxp)
 {
     if (!cxp || !*cxp)
         return;
-    pf_mapctx_t *cx = *cxp;
+    pf_map_context_t *cx = *cxp;
     free(cx->cu);
     free(cx->ar_bytes);
     free(cx->adj_off);
@@ -53,7 +53,7 @@ void pf_mapctx_destroy(pf_mapctx_t **cxp)
 }
 
 /* Stage order: ar by decreasing static bound; m and full in maximum-cardinality order. */
-static int stage_order(const pf_mapctx_t *cx, int *sorder)
+static int stage_order(const pf_map_context_t *cx, int *sorder)
 {
     int S = cx->S, D = cx->D;
     double *key = malloc((size_t)S * sizeof *key);
@@ -98,7 +98,7 @@ static int stage_order(const pf_mapctx_t *cx, int *sorder)
     return PF_OK;
 }
 
-static int build_order(pf_mapctx_t *cx)
+static int build_order(pf_map_context_t *cx)
 {
     int S = cx->S, R = cx->R, N = cx->N, rc = PF_ERR;
     int *sorder = malloc((size_t)S * sizeof *sorder);
@@ -167,7 +167,7 @@ done:
     return rc;
 }
 
-pf_mapctx_t *pf_mapctx_new(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t inst,
+pf_map_context_t *pf_map_context_new(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t inst,
                            int symmetry, char *err, size_t errlen)
 {
     int S = pf_stage_graph_stages(sg), R = pf_stage_graph_replicas(sg), D = pf_cluster_ndevices(c);
@@ -177,7 +177,7 @@ pf_mapctx_t *pf_mapctx_new(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf
                 pf_cluster_name(c), D);
         return NULL;
     }
-    pf_mapctx_t *cx = calloc(1, sizeof *cx);
+    pf_map_context_t *cx = calloc(1, sizeof *cx);
     if (!cx) {
         pf_fail(err, errlen, PF_ERR, "out of memory");
         return NULL;
@@ -269,7 +269,7 @@ pf_mapctx_t *pf_mapctx_new(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf
         cx->max_bw_out[0] = cx->max_bw_in[0] = INFINITY;
     }
     if (pf_map_symmetry_init(&cx->sym, c, symmetry) != PF_OK ||
-        pf_mapctx_ring_connectivity(cx) != PF_OK || pf_mapctx_static_bounds(cx) != PF_OK)
+        pf_map_bounds_ring_connectivity(cx) != PF_OK || pf_map_bounds_static_bounds(cx) != PF_OK)
         goto fail;
     /* ar: stage-major; m: replica-major; full: stage-major when all-reduce dominates (the auto
      * selection's ratio). */
@@ -279,27 +279,27 @@ pf_mapctx_t *pf_mapctx_new(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf
         goto fail;
     return cx;
 fail:
-    pf_mapctx_destroy(&cx);
+    pf_map_context_destroy(&cx);
     pf_fail(err, errlen, PF_ERR, "out of memory");
     return NULL;
 }
 
-double pf_mapctx_lower_bound_ms(const pf_mapctx_t *cx)
+double pf_map_context_lower_bound_ms(const pf_map_context_t *cx)
 {
     return cx->lower_ms;
 }
 
-const int *pf_mapctx_order(const pf_mapctx_t *cx, int *stage_major)
+const int *pf_map_context_order(const pf_map_context_t *cx, int *stage_major)
 {
     if (stage_major)
         *stage_major = cx->stage_major;
     return cx->order;
 }
 
-double pf_mapctx_objective_ms(const pf_mapctx_t *cx, const int *dev)
+double pf_map_context_objective_ms(const pf_map_context_t *cx, const int *dev)
 {
     double t = 0;
     for (int x = 0; x < cx->N; x++)
-        t = fmax(t, pf_mapctx_stage_time_ms(cx, dev, x));
+        t = fmax(t, pf_map_context_stage_time_ms(cx, dev, x));
     return t;
 }

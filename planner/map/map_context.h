@@ -18,9 +18,9 @@
 #include <math.h>
 #include <stddef.h>
 
-typedef struct pf_mapctx pf_mapctx_t;
+typedef struct pf_map_context pf_map_context_t;
 
-struct pf_mapctx {
+struct pf_map_context {
     int S, R, N, D;
     pf_inst_t inst;
     int use_m, use_ar, symmetry;
@@ -48,16 +48,16 @@ struct pf_mapctx {
 
 /* NULL with the reason in err when S x R > D (PF_EINPUT's case) or out of memory.
  * symmetry: PF_MAP_SYM_* (map_symmetry.h). */
-pf_mapctx_t *pf_mapctx_new(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t inst,
+pf_map_context_t *pf_map_context_new(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t inst,
                            int symmetry, char *err, size_t errlen);
-void pf_mapctx_destroy(pf_mapctx_t **cx);
+void pf_map_context_destroy(pf_map_context_t **cx);
 
 /* Eq. 10 (m), eq. 11 (ar), the joint bound (full): a lower bound of the optimum. */
-double pf_mapctx_lower_bound_ms(const pf_mapctx_t *cx);
+double pf_map_context_lower_bound_ms(const pf_map_context_t *cx);
 /* Eq. 5 under the context's instantiation; bit for bit pf_map_objective_ms. */
-double pf_mapctx_objective_ms(const pf_mapctx_t *cx, const int *dev);
+double pf_map_context_objective_ms(const pf_map_context_t *cx, const int *dev);
 /* The mapping order (stage replicas by depth) and whether it is stage-major. */
-const int *pf_mapctx_order(const pf_mapctx_t *cx, int *stage_major);
+const int *pf_map_context_order(const pf_map_context_t *cx, int *stage_major);
 
 /* A sort key with a device (or any index) to break ties. */
 typedef struct {
@@ -76,7 +76,7 @@ static inline int pf_map_keyed_cmp(const void *a, const void *b)
 
 /* c_stage(x, p), summed in the order pf_map_stage_time_ms uses: c_u + (eq. 8 over neighbours
  * ascending) + (eq. 9 max over ring pairs). */
-static inline double pf_mapctx_stage_time_ms(const pf_mapctx_t *cx, const int *dev, int x)
+static inline double pf_map_context_stage_time_ms(const pf_map_context_t *cx, const int *dev, int x)
 {
     int R = cx->R, D = cx->D, s = x / R, r = x % R, d = dev[x];
     double m = 0, ar = 0;

@@ -14,7 +14,7 @@
  *    and is what decides acceptance.
  *  - Ring capacity (ar, full). At target t a ring link of stage s must carry at least
  *    T(s) / (t - c_u(s)), so the replicas of s share one component of the graph of such links
- *    (pf_mapctx_ring_components); a placement that leaves a started stage's component with
+ *    (pf_map_bounds_ring_components); a placement that leaves a started stage's component with
  *    fewer free devices than its unplaced replicas is cut (ring_ok in map_probe.c).
  *  - Symmetry (map_symmetry.c): of devices, host blocks and replicas; why the rules combine
  *    exactly is argued there.
@@ -40,7 +40,7 @@
 #define PRUNE_SLACK 1e-12
 #define DEADLINE_CHECK_MASK 255
 
-static double lbterm(const pf_mapctx_t *cx, int d, double bytes)
+static double lbterm(const pf_map_context_t *cx, int d, double bytes)
 {
     return cx->min_lat_out[d] + bytes / cx->max_bw_out[d];
 }
@@ -69,7 +69,7 @@ typedef struct {
 typedef pf_map_keyed_t cand_t; /* key = the candidate's score */
 
 typedef struct {
-    const pf_mapctx_t *cx;
+    const pf_map_context_t *cx;
     shared_t *sh;
     double target, t_prune;
     int *dev, *used;
@@ -112,7 +112,7 @@ static void dfs_free(dfs_t *st)
     free(st->stage_comp);
 }
 
-static int dfs_init(dfs_t *st, const pf_mapctx_t *cx, shared_t *sh, double target)
+static int dfs_init(dfs_t *st, const pf_map_context_t *cx, shared_t *sh, double target)
 {
     int N = cx->N, S = cx->S, D = cx->D;
     memset(st, 0, sizeof *st);
@@ -176,7 +176,7 @@ static void undo_to(dfs_t *st, int mark)
  * largest new bound of x or of a neighbour (used to order candidates). */
 static int place(dfs_t *st, int x, int d, int commit, double *score)
 {
-    const pf_mapctx_t *cx = st->cx;
+    const pf_map_context_t *cx = st->cx;
     int R = cx->R, D = cx->D, s = x / R, r = x % R, ok = 1;
     double sc = 0, mx = 0, pairv = 0;
     if (cx->use_m) {
@@ -245,7 +245,7 @@ static int place(dfs_t *st, int x, int d, int commit, double *score)
  * other started stage's component for its own. */
 static int ring_ok(const dfs_t *st, int x, int d)
 {
-    const pf_mapctx_t *cx = st->cx;
+    const pf_map_context_t *cx = st->cx;
     const int *comp = st->sh->comp;
     int S = cx->S, D = cx->D, R = cx->R, s = x / R;
     if (!comp)
@@ -267,7 +267,7 @@ static int ring_ok(const dfs_t *st, int x, int d)
 
 static void ring_take(dfs_t *st, int x, int d)
 {
-    const pf_mapctx_t *cx = st->cx;
+    const pf_map_context_t *cx = st->cx;
     const int *comp = st->sh->comp;
     int S = cx->S, D = cx->D, s = x / cx->R;
     if (!comp)
@@ -280,7 +280,7 @@ static void ring_take(dfs_t *st, int x, int d)
 
 static void ring_release(dfs_t *st, int x, int d)
 {
-    const pf_mapctx_t *cx = st->cx;
+    const pf_map_context_t *cx = st->cx;
     const int *comp = st->sh->comp;
     int S = cx->S, D = cx->D, s = x / cx->R;
     if (!comp)
@@ -295,7 +295,7 @@ static void ring_release(dfs_t *st, int x, int d)
  * caller with undo_to and unassign) when a bound or an exact stage time exceeds the target. */
 static int commit(dfs_t *st, int depth, int d)
 {
-    const pf_mapctx_t *cx = st->cx;
+    const pf_map_context_t *cx = st->cx;
     int x = cx->order[depth];
     double score;
     int ring = ring_ok(st, x, d), b = cx->sym.blk[d];
@@ -308,7 +308,7 @@ static int commit(dfs_t *st, int depth, int d)
         return 0;
     double tp = st->tp[depth];
     for (int i = cx->chk_off[depth]; i < cx->chk_off[depth + 1]; i++) {
-        double t = pf_mapctx_stage_time_ms(cx, st->dev, cx->chk[i]);
+        double t = pf_map_context_stage_time_ms(cx, st->dev, cx->chk[i]);
         if (t > st->target)
             return 0;
         tp = fmax(tp, t);
@@ -319,7 +319,7 @@ static int commit(dfs_t *st, int depth, int d)
 
 static void unassign(dfs_t *st, int depth)
 {
-    const pf_mapctx_t *cx = st->cx;
+    const pf_map_context_t *cx = st->cx;
     int x = cx->order[depth], d = st->dev[x], b = cx->sym.blk[d];
     ring_release(st, x, d);
     st->used[d] = 0;
@@ -331,7 +331,7 @@ static void unassign(dfs_t *st, int depth)
 /* Pushes the candidates of depth onto the candidate stack, best first; returns how many. */
 static int gen_candidates(dfs_t *st, int depth)
 {
-    const pf_mapctx_t *cx = st->cx;
+    const pf_map_context_t *cx = st->cx;
     int D = cx->D, x = cx->order[depth], s = x / cx->R, base = st->ncand;
     const int *rank = cx->rank + (size_t)s * D;
     int low = cx->low_ref[depth] >= 0 ? rank[st->dev[cx->low_ref[depth]]] : -1;
@@ -400,11 +400,11 @@ static int should_stop(dfs_t *st)
 static void found(dfs_t *st)
 {
     shared_t *sh = st->sh;
-#pragma omp critical(pf_mapctx_found)
+#pragma omp critical(pf_map_probe_found)
     {
         if (st->branch < atomic_load(&sh->best_branch)) {
             memcpy(sh->dev_out, st->dev, (size_t)st->cx->N * sizeof *st->dev);
-            sh->objective_ms = pf_mapctx_objective_ms(st->cx, st->dev);
+            sh->objective_ms = pf_map_context_objective_ms(st->cx, st->dev);
             atomic_store(&sh->best_branch, st->branch);
         }
     }
@@ -412,7 +412,7 @@ static void found(dfs_t *st)
 
 static int dfs(dfs_t *st, int depth)
 {
-    const pf_mapctx_t *cx = st->cx;
+    const pf_map_context_t *cx = st->cx;
     if (depth == cx->N) {
         found(st);
         return 1;
@@ -445,7 +445,7 @@ typedef struct {
     int d[2];
 } branch_t;
 
-int pf_mapctx_probe(const pf_mapctx_t *cx, double target_ms, double deadline_s, int threads,
+int pf_map_probe_run(const pf_map_context_t *cx, double target_ms, double deadline_s, int threads,
                     const atomic_int *cancel, int *dev, pf_probe_result_t *res, int *cancelled)
 {
     shared_t sh;
@@ -466,7 +466,7 @@ int pf_mapctx_probe(const pf_mapctx_t *cx, double target_ms, double deadline_s, 
     sh.comp = sh.comp_devices = NULL;
     if (threads <= 0)
         threads = omp_get_max_threads();
-    if (cx->use_ar && pf_mapctx_ring_components(cx, target_ms + fabs(target_ms) * PRUNE_SLACK,
+    if (cx->use_ar && pf_map_bounds_ring_components(cx, target_ms + fabs(target_ms) * PRUNE_SLACK,
                                                 &sh.comp, &sh.comp_devices) != PF_OK)
         return PF_ERR;
     if (dfs_init(&st0, cx, &sh, target_ms) != PF_OK) {

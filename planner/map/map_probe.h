@@ -6,7 +6,7 @@
 
 #include <stdatomic.h>
 
-typedef struct pf_mapctx pf_mapctx_t; /* map_context.h */
+typedef struct pf_map_context pf_map_context_t; /* map_context.h */
 
 typedef struct {
     int found;     /* a mapping with objective <= target exists (dev filled) */
@@ -24,7 +24,7 @@ typedef struct {
  * then has found = 0 and *cancelled = 1. The mapping returned is the one a sequential DFS would
  * find first, whatever the thread count (unless the deadline strikes). Returns PF_OK or PF_ERR
  * (out of memory). */
-int pf_mapctx_probe(const pf_mapctx_t *cx, double target_ms, double deadline_s, int threads,
+int pf_map_probe_run(const pf_map_context_t *cx, double target_ms, double deadline_s, int threads,
                     const atomic_int *cancel, int *dev, pf_probe_result_t *res, int *cancelled);
 
 #endif

@@ -7,7 +7,7 @@
 
 #include "planner/ir/cluster.h"
 
-/* Symmetry rules of the probe (the symmetry argument of pf_map_probe and pf_mapctx_new, and
+/* Symmetry rules of the probe (the symmetry argument of pf_map_probe and pf_map_context_new, and
  * pf_map_opts_t.symmetry): none; all of them (interchangeable devices, replica orderings, host
  * blocks); all but host blocks (to measure what the block rule adds). */
 #define PF_MAP_SYM_OFF 0

@@ -102,7 +102,7 @@ static int check_input(const pf_stage_graph_t *sg, const pf_cluster_t *c, char *
 
 /* Best of the CS map, the p2p map and a seeded random one-to-one mapping (in that order of
  * preference on ties), under the context's instantiation. */
-static int upper_bound(const pf_mapctx_t *cx, const pf_stage_graph_t *sg, int D, uint64_t seed,
+static int upper_bound(const pf_map_context_t *cx, const pf_stage_graph_t *sg, int D, uint64_t seed,
                        const int *initial, int *dev, double *upper_ms)
 {
     int N = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg);
@@ -110,9 +110,9 @@ static int upper_bound(const pf_mapctx_t *cx, const pf_stage_graph_t *sg, int D,
     if (!tmp)
         return PF_ERR;
     pf_map_cs(sg, dev);
-    *upper_ms = pf_mapctx_objective_ms(cx, dev);
+    *upper_ms = pf_map_context_objective_ms(cx, dev);
     pf_map_p2p(sg, tmp);
-    double t = pf_mapctx_objective_ms(cx, tmp);
+    double t = pf_map_context_objective_ms(cx, tmp);
     if (t < *upper_ms) {
         *upper_ms = t;
         memcpy(dev, tmp, (size_t)N * sizeof *dev);
@@ -126,12 +126,12 @@ static int upper_bound(const pf_mapctx_t *cx, const pf_stage_graph_t *sg, int D,
         tmp[i] = tmp[j];
         tmp[j] = v;
     }
-    t = pf_mapctx_objective_ms(cx, tmp);
+    t = pf_map_context_objective_ms(cx, tmp);
     if (t < *upper_ms) {
         *upper_ms = t;
         memcpy(dev, tmp, (size_t)N * sizeof *dev);
     }
-    if (initial && (t = pf_mapctx_objective_ms(cx, initial)) < *upper_ms) {
+    if (initial && (t = pf_map_context_objective_ms(cx, initial)) < *upper_ms) {
         *upper_ms = t;
         memcpy(dev, initial, (size_t)N * sizeof *dev);
     }
@@ -146,12 +146,12 @@ int pf_map_bounds(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t i
     int rc = check_input(sg, c, err, errlen);
     if (rc != PF_OK)
         return rc;
-    pf_mapctx_t *cx = pf_mapctx_new(sg, c, inst, 0, err, errlen);
+    pf_map_context_t *cx = pf_map_context_new(sg, c, inst, 0, err, errlen);
     if (!cx)
         return PF_ERR; /* check_input ruled out the other reason */
-    *lower_ms = pf_mapctx_lower_bound_ms(cx);
+    *lower_ms = pf_map_context_lower_bound_ms(cx);
     rc = upper_bound(cx, sg, pf_cluster_ndevices(c), seed, NULL, dev, upper_ms);
-    pf_mapctx_destroy(&cx);
+    pf_map_context_destroy(&cx);
     return rc == PF_OK ? PF_OK : pf_fail(err, errlen, rc, "out of memory");
 }
 
@@ -182,11 +182,11 @@ int pf_map_probe(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t in
         return rc;
     if (isnan(target_ms))
         return pf_fail(err, errlen, PF_EINPUT, "probe target is not a number");
-    pf_mapctx_t *cx = pf_mapctx_new(sg, c, inst, symmetry, err, errlen);
+    pf_map_context_t *cx = pf_map_context_new(sg, c, inst, symmetry, err, errlen);
     if (!cx)
         return PF_ERR; /* check_input ruled out the other reason */
-    rc = pf_mapctx_probe(cx, target_ms, deadline_s, threads, cancel, dev, res, NULL);
-    pf_mapctx_destroy(&cx);
+    rc = pf_map_probe_run(cx, target_ms, deadline_s, threads, cancel, dev, res, NULL);
+    pf_map_context_destroy(&cx);
     return rc == PF_OK ? PF_OK : pf_fail(err, errlen, rc, "out of memory");
 }
 
@@ -212,12 +212,12 @@ static double deadline_from(const pf_map_opts_t *o)
  * threads; K > 1 runs the probes side by side, one thread each (the paper's multi-target
  * enhancement), and a probe that finds a mapping cancels those at higher targets: their answer
  * cannot move the interval further than the found objective already does. */
-static int probe_round(const pf_mapctx_t *cx, const pf_map_opts_t *o, int K, const double *t,
+static int probe_round(const pf_map_context_t *cx, const pf_map_opts_t *o, int K, const double *t,
                        int N, int *devs, pf_probe_result_t *res, int *cancelled)
 {
     int threads = o->threads > 0 ? o->threads : omp_get_max_threads(), rc = PF_OK;
     if (K == 1)
-        return pf_mapctx_probe(cx, t[0], deadline_from(o), threads, NULL, devs, res,
+        return pf_map_probe_run(cx, t[0], deadline_from(o), threads, NULL, devs, res,
                                cancelled);
     atomic_int *cancel = malloc((size_t)K * sizeof *cancel);
     if (!cancel)
@@ -230,7 +230,7 @@ static int probe_round(const pf_mapctx_t *cx, const pf_map_opts_t *o, int K, con
         cancelled[i] = 1;
         if (atomic_load(&cancel[i]))
             continue;
-        if (pf_mapctx_probe(cx, t[i], deadline_from(o), 1, &cancel[i], devs + (size_t)i * N,
+        if (pf_map_probe_run(cx, t[i], deadline_from(o), 1, &cancel[i], devs + (size_t)i * N,
                             &res[i], &cancelled[i]) != PF_OK) {
 #pragma omp atomic write
             rc = PF_ERR;
@@ -249,7 +249,7 @@ int pf_map_search(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_ma
     int rc = check_input(sg, c, err, errlen);
     int N = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg), K = o->batch;
     double t0 = pf_now_s();
-    pf_mapctx_t *cx = NULL;
+    pf_map_context_t *cx = NULL;
     int *devs = NULL, *cancelled = NULL, *initial = NULL;
     double *targets = NULL;
     pf_probe_result_t *res = NULL;
@@ -260,7 +260,7 @@ int pf_map_search(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_ma
         return pf_fail(err, errlen, PF_EINPUT, "rel_eps must be a number >= 0");
     if (K < 1 || K > 1024)
         return pf_fail(err, errlen, PF_EINPUT, "batch must be in [1, 1024]");
-    if (!(cx = pf_mapctx_new(sg, c, o->inst, o->symmetry, err, errlen)))
+    if (!(cx = pf_map_context_new(sg, c, o->inst, o->symmetry, err, errlen)))
         return PF_ERR; /* check_input ruled out the other reason */
     devs = malloc((size_t)K * N * sizeof *devs);
     cancelled = malloc((size_t)K * sizeof *cancelled);
@@ -271,7 +271,7 @@ int pf_map_search(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_ma
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto done;
     }
-    double tl = pf_mapctx_lower_bound_ms(cx), tr;
+    double tl = pf_map_context_lower_bound_ms(cx), tr;
     if (o->initial) { /* copied: it may be the caller's dev */
         if ((rc = check_mapping(o->initial, N, pf_cluster_ndevices(c))) != PF_OK) {
             pf_fail(err, errlen, rc, "initial mapping: %s",
@@ -334,11 +334,11 @@ int pf_map_search(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_ma
     }
     st->lower_proven = st->probes_timed_out == 0;
     st->lower_ms = tl;
-    st->objective_ms = pf_mapctx_objective_ms(cx, dev);
+    st->objective_ms = pf_map_context_objective_ms(cx, dev);
     rc = PF_OK;
 done:
     st->seconds = pf_now_s() - t0;
-    pf_mapctx_destroy(&cx);
+    pf_map_context_destroy(&cx);
     free(devs);
     free(cancelled);
     free(targets);

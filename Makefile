@@ -7,6 +7,8 @@
 #   make bench-peers   planfarm against PipeDream and Piper themselves (bench/peers.sh)
 #   make sanitize build and run the unit tests under ASan/UBSan
 #   make check-layers   fail on any #include that points up the layers (README "Architecture")
+#                 or closes a circle between files
+#   make check-code     fail on a call circle between files or a function over the size limits
 #   make stress-test  `make test` 20 times and `make sanitize` 5 times under two CPU hogs per
 #                 core (STRESS_N, STRESS_SANITIZE_N change the counts)
 #   make cuda     build/libpfcuda.so, the profiler's CUDA probes (only where nvcc is found)
@@ -63,7 +65,7 @@ BENCH_OBJ   := $(call obj,$(BENCH_SRC))
 
 LIBS := $(BUILD)/libpfnet.a $(BUILD)/libpfproto.a $(BUILD)/libplanner.a
 
-.PHONY: setup-test all run test unit integration bench bench-build bench-peers sanitize clean setup check-layers stress-test cuda test-gpu fuzz fuzz-build fuzz-replay fuzz-merge
+.PHONY: setup-test all run test check-code unit integration bench bench-build bench-peers sanitize clean setup check-layers stress-test cuda test-gpu fuzz fuzz-build fuzz-replay fuzz-merge
 all: planfarm $(if $(NVCC),$(BUILD)/libpfcuda.so)
 
 # Debian packages (scripts/packages.txt): `build` for make and make run, `test` for make test.
@@ -136,6 +138,12 @@ $(BUILD)/pf_bench: $(BENCH_OBJ) $(LIBS)
 
 check-layers:
 	@./scripts/check-layers.sh
+	@./scripts/check-cycles.sh /nonexistent
+
+# No include or call circle between files (from the objects), no function over the size limits.
+check-code: $(LIBS) planfarm
+	@./scripts/check-cycles.sh $(BUILD)
+	@./scripts/check-functions.sh
 
 unit: planfarm $(BUILD)/pf_tests
 	PF_BIN=$(CURDIR)/planfarm PF_DATA=$(CURDIR)/tests/data $(BUILD)/pf_tests
@@ -150,7 +158,7 @@ integration: planfarm $(BUILD)/pf_testtool
 	    PF_DATA=$(CURDIR)/tests/data sh "$$t"; done
 
 test: setup-test
-	$(MAKE) check-layers unit integration
+	$(MAKE) check-layers check-code unit integration
 
 # On a machine with a GPU: the CUDA probes against tests/data/h100 (within 10%), then a
 # profiled cluster planned end to end. The GPU suite registers itself only when PF_GPU_TESTS=1.

@@ -1,9 +1,11 @@
 /* mapping: costs (eq. 5-9), baselines, the initial interval (eq. 10, 11 and the heuristic maps),
- * Algorithm 1 and `planfarm map`. The precomputation of one instantiation is map_context.c, the
- * bounds map_bounds.c, the DFS probe (Algorithm 2) map_probe.c, its symmetry map_symmetry.c. */
+ * the in-process driver of Algorithm 1 (its search over the target is target_search.c) and
+ * `planfarm map`. The precomputation of one instantiation is map_context.c, the bounds
+ * map_bounds.c, the DFS probe (Algorithm 2) map_probe.c, its symmetry map_symmetry.c. */
 #include "planner/map/mapping.h"
 #include "planner/ir/cost.h"
 #include "planner/map/map_context.h"
+#include "planner/map/target_search.h"
 #include "planner/core/rng.h"
 #include "planner/core/util.h"
 
@@ -243,16 +245,106 @@ static int probe_round(const pf_map_context_t *cx, const pf_map_opts_t *o, int K
     return rc;
 }
 
+/* What one round of probes needs: up to K targets, their mappings and answers. */
+typedef struct {
+    int n; /* entries of a mapping */
+    double *targets;
+    int *devs, *cancelled;
+    pf_probe_result_t *res;
+} round_buf_t;
+
+static void round_buf_free(round_buf_t *b)
+{
+    free(b->targets);
+    free(b->devs);
+    free(b->cancelled);
+    free(b->res);
+}
+
+static int round_buf_alloc(round_buf_t *b, int K, int N)
+{
+    b->n = N;
+    b->targets = malloc((size_t)K * sizeof *b->targets);
+    b->devs = malloc((size_t)K * N * sizeof *b->devs);
+    b->cancelled = malloc((size_t)K * sizeof *b->cancelled);
+    b->res = malloc((size_t)K * sizeof *b->res);
+    return b->targets && b->devs && b->cancelled && b->res ? PF_OK : PF_ERR;
+}
+
+/* The initial interval: t_l = eq. 10 / 11 (or the larger bound known from elsewhere), t_r = the
+ * best of the heuristic maps, a random one and the optional initial mapping, whose mapping goes
+ * to dev. */
+static int initial_interval(const pf_map_context_t *cx, const pf_stage_graph_t *sg,
+                            const pf_cluster_t *c, const pf_map_opts_t *o, int *dev, double *tl,
+                            double *tr, char *err, size_t errlen)
+{
+    int N = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg), rc;
+    int *initial = malloc((size_t)N * sizeof *initial);
+    if (!initial)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    *tl = pf_map_context_lower_bound_ms(cx);
+    if (o->initial) { /* copied: it may be the caller's dev */
+        if ((rc = check_mapping(o->initial, N, pf_cluster_ndevices(c))) != PF_OK) {
+            free(initial);
+            return pf_fail(err, errlen, rc, "initial mapping: %s",
+                           rc == PF_ERR ? "out of memory" : "not one device per stage replica");
+        }
+        memcpy(initial, o->initial, (size_t)N * sizeof *initial);
+    }
+    rc = upper_bound(cx, sg, pf_cluster_ndevices(c), o->seed, o->initial ? initial : NULL, dev,
+                     tr);
+    free(initial);
+    if (rc != PF_OK)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    if (o->known_lower_ms > *tl && isfinite(o->known_lower_ms))
+        *tl = o->known_lower_ms;
+    return PF_OK;
+}
+
+/* One round of Algorithm 1: the targets the search proposes, probed side by side, every answer
+ * counted and absorbed. *k = 0 when the search is over. PF_OK or PF_ERR (out of memory). */
+static int run_round(const pf_map_context_t *cx, const pf_map_opts_t *o, pf_target_search_t *ts,
+                     round_buf_t *b, pf_map_stats_t *st, int *k)
+{
+    double t;
+    *k = 0;
+    while (pf_target_search_propose(ts, &t)) {
+        b->targets[*k] = t;
+        pf_target_search_sent(ts, (uint64_t)*k);
+        (*k)++;
+    }
+    if (*k == 0)
+        return PF_OK;
+    if (probe_round(cx, o, *k, b->targets, b->n, b->devs, b->res, b->cancelled) != PF_OK)
+        return PF_ERR;
+    for (int i = 0; i < *k; i++) {
+        const pf_probe_result_t *r = &b->res[i];
+        pf_target_answer_t a = {PF_TARGET_CANCELLED, r->objective_ms, b->devs + (size_t)i * b->n};
+        if (!b->cancelled[i]) {
+            st->probes++;
+            st->nodes += r->nodes;
+            st->symmetric_pruned += r->symmetric_pruned;
+            st->block_pruned += r->block_pruned;
+            st->bound_pruned += r->bound_pruned;
+            st->probes_timed_out += r->timed_out;
+            a.verdict = r->found       ? PF_TARGET_FOUND
+                        : r->timed_out ? PF_TARGET_TIMED_OUT
+                                       : PF_TARGET_NONE;
+        }
+        pf_target_search_absorb(ts, (uint64_t)i, &a);
+    }
+    return PF_OK;
+}
+
 int pf_map_search(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_map_opts_t *o,
                   int *dev, pf_map_stats_t *st, char *err, size_t errlen)
 {
     int rc = check_input(sg, c, err, errlen);
-    int N = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg), K = o->batch;
-    double t0 = pf_now_s();
+    int N = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg), K = o->batch, k;
+    double t0 = pf_now_s(), tl = 0, tr = 0;
     pf_map_context_t *cx = NULL;
-    int *devs = NULL, *cancelled = NULL, *initial = NULL;
-    double *targets = NULL;
-    pf_probe_result_t *res = NULL;
+    pf_target_search_t *ts = NULL;
+    round_buf_t b = {0};
     memset(st, 0, sizeof *st);
     if (rc != PF_OK)
         return rc;
@@ -262,88 +354,38 @@ int pf_map_search(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_ma
         return pf_fail(err, errlen, PF_EINPUT, "batch must be in [1, 1024]");
     if (!(cx = pf_map_context_new(sg, c, o->inst, o->symmetry, err, errlen)))
         return PF_ERR; /* check_input ruled out the other reason */
-    devs = malloc((size_t)K * N * sizeof *devs);
-    cancelled = malloc((size_t)K * sizeof *cancelled);
-    targets = malloc((size_t)K * sizeof *targets);
-    res = malloc((size_t)K * sizeof *res);
-    initial = malloc((size_t)N * sizeof *initial);
-    if (!cx || !devs || !cancelled || !targets || !res || !initial) {
+    if (round_buf_alloc(&b, K, N) != PF_OK) {
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto done;
     }
-    double tl = pf_map_context_lower_bound_ms(cx), tr;
-    if (o->initial) { /* copied: it may be the caller's dev */
-        if ((rc = check_mapping(o->initial, N, pf_cluster_ndevices(c))) != PF_OK) {
-            pf_fail(err, errlen, rc, "initial mapping: %s",
-                    rc == PF_ERR ? "out of memory" : "not one device per stage replica");
-            goto done;
-        }
-        memcpy(initial, o->initial, (size_t)N * sizeof *initial);
-    }
-    if (upper_bound(cx, sg, pf_cluster_ndevices(c), o->seed, o->initial ? initial : NULL, dev,
-                    &tr) != PF_OK) {
-        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+    if ((rc = initial_interval(cx, sg, c, o, dev, &tl, &tr, err, errlen)) != PF_OK)
         goto done;
-    }
-    if (o->known_lower_ms > tl && isfinite(o->known_lower_ms))
-        tl = o->known_lower_ms;
     st->initial_lower_ms = tl;
     st->initial_upper_ms = tr;
     tl = fmin(tl, tr); /* equal in exact arithmetic when the heuristic is optimal */
-
-    /* Proposition 2 (App. A-C): the optimum stays in [tl, tr]; a found mapping moves tr to its
-     * objective (<= the target), a target with no mapping moves tl up to it. */
-    while (tr - tl > o->rel_eps * tr) {
-        int k = 0;
-        for (int i = 0; i < K; i++) {
-            double t = tl + (tr - tl) * (i + 1) / (K + 1);
-            if (t > tl && t < tr && (k == 0 || t > targets[k - 1]))
-                targets[k++] = t;
-        }
-        if (k == 0) /* the interval is down to adjacent doubles */
-            break;
-        if (probe_round(cx, o, k, targets, N, devs, res, cancelled) != PF_OK) {
+    /* Rounds of K targets (target_search.h): the in-process probes of a round run side by side
+     * and all come back together. */
+    pf_target_search_opts_t tso = {PF_TARGET_SEARCH_ROUNDS, K, o->rel_eps, 0};
+    if (!(ts = pf_target_search_new(&tso, tl, tr, dev, N))) {
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+        goto done;
+    }
+    do {
+        if (run_round(cx, o, ts, &b, st, &k) != PF_OK) {
             rc = pf_fail(err, errlen, PF_ERR, "out of memory");
             goto done;
         }
-        double new_tl = tl, new_tr = tr;
-        int best = -1;
-        for (int i = 0; i < k; i++) {
-            if (cancelled[i])
-                continue;
-            st->probes++;
-            st->nodes += res[i].nodes;
-            st->symmetric_pruned += res[i].symmetric_pruned;
-            st->block_pruned += res[i].block_pruned;
-            st->bound_pruned += res[i].bound_pruned;
-            st->probes_timed_out += res[i].timed_out;
-            if (res[i].found && res[i].objective_ms < new_tr) {
-                new_tr = res[i].objective_ms;
-                best = i;
-            }
-        }
-        for (int i = 0; i < k; i++) /* largest not-found target below every found objective */
-            if (!cancelled[i] && !res[i].found && targets[i] < new_tr)
-                new_tl = fmax(new_tl, targets[i]);
-        if (best >= 0)
-            memcpy(dev, devs + (size_t)best * N, (size_t)N * sizeof *dev);
-        if (new_tl == tl && new_tr == tr) /* cannot happen with exact probes; be safe */
-            break;
-        tl = new_tl;
-        tr = new_tr;
-    }
+    } while (k > 0);
+    memcpy(dev, pf_target_search_best(ts), (size_t)N * sizeof *dev);
     st->lower_proven = st->probes_timed_out == 0;
-    st->lower_ms = tl;
+    st->lower_ms = pf_target_search_lower_ms(ts);
     st->objective_ms = pf_map_context_objective_ms(cx, dev);
     rc = PF_OK;
 done:
     st->seconds = pf_now_s() - t0;
     pf_map_context_destroy(&cx);
-    free(devs);
-    free(cancelled);
-    free(targets);
-    free(res);
-    free(initial);
+    pf_target_search_destroy(&ts);
+    round_buf_free(&b);
     return rc;
 }
 

@@ -88,7 +88,8 @@ typedef struct {
 void pf_map_opts_init(pf_map_opts_t *o);
 
 /* Algorithm 1 for one instantiation: dev gets the best mapping found (o->auto_inst is ignored
- * here; pf_map_plan implements it). */
+ * here; pf_map_plan implements it). The search over the target is target_search.h's, policy
+ * ROUNDS: o->batch probes a round, run side by side on this process's threads. */
 int pf_map_search(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_map_opts_t *o,
                   int *dev, pf_map_stats_t *st, char *err, size_t errlen);
 

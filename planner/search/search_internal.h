@@ -1,0 +1,264 @@
+/* search_internal: what the search's files share, private to planner/search/. The core
+ * (search.c) keeps the jobs, their queue and ids, the public API and the table of job kinds; each
+ * phase file owns one part of struct pf_search and the jobs of its kinds:
+ *
+ *   search_tap.c        tensor-parallel degrees and their TAP_ENUM jobs       s->tap
+ *   search_partition.c  coarsenings, DP_PARTITION jobs, the ranking of them   s->part
+ *   search_map.c        candidates and their binary searches (MAP_PROBE)      s->map
+ *   search_sim.c        RESHARD and SIMULATE jobs, the plan                   s->sim
+ *
+ * A phase reads the parts of the phases before it and writes only its own. Each kind of job has
+ * a describe (fill the pf_job_t of a job, from its owner) and an absorb (take its answer), listed
+ * in search.c's table of kinds. */
+#ifndef PF_SEARCH_INTERNAL_H
+#define PF_SEARCH_INTERNAL_H
+
+#include "planner/map/target_search.h"
+#include "planner/search/search.h"
+#include "planner/sim/simulate.h"
+
+#include <stdbool.h>
+
+#define PF_SEARCH_MAX_IN_FLIGHT 64
+#define PF_SEARCH_MAX_TP_DEGREES 16
+
+/* ---- the core: jobs ---- */
+
+enum { J_QUEUED, J_OUT, J_ANSWERED, J_CANCELLED };
+
+/* What a job works for: one meaning per kind, each an index into its phase's records. */
+typedef union {
+    int dp;    /* DP_PARTITION: the entry of s->part.dp it partitions */
+    int slice; /* TAP_ENUM: the slice of s->tap.slice it enumerates */
+    struct {
+        int task;         /* MAP_PROBE: the binary search of s->map.task it probes for, */
+        double target_ms; /* at this target */
+    } probe;
+    struct {
+        int cand;               /* SIMULATE: the candidate of s->map.cand it simulates, */
+        pf_schedule_t schedule; /* under this schedule */
+    } sim;
+    int xfer;  /* RESHARD: the transfer of s->sim.xfer it times */
+} pf_search_owner_t;
+
+typedef struct {
+    pf_job_kind_t kind;
+    int state; /* J_* */
+    pf_search_owner_t owner;
+} job_rec_t;
+
+/* ---- search_tap.c ---- */
+
+/* One tensor-parallel degree: its TAP phase (T > 1), then the setting its DP jobs plan on. */
+typedef struct {
+    pf_tp_setting_opts_t opts; /* .tap_plans = plans once TAP is over */
+    pf_tp_setting_t *set;      /* NULL until then */
+    uint64_t *plans;           /* the chosen plan of every TAP unit */
+    pf_tap_slice_t *best;      /* per unit, the best of the slices answered so far */
+    int tap_left;              /* TAP_ENUM jobs outstanding */
+    char why[256];             /* why this T was dropped, if it was */
+} tp_entry_t;
+
+/* One TAP_ENUM job: plans [lo, hi) of one unit for one degree. */
+typedef struct {
+    int tp, unit;
+    uint64_t lo, hi;
+} tap_slice_t;
+
+typedef struct {
+    tp_entry_t *tp;
+    int ntp, tp_left;      /* degrees, and those still in TAP */
+    pf_tap_units_t *units; /* TAP units of g (when some T > 1) */
+    tap_slice_t *slice;
+    int nslice;
+    size_t slice_cap;
+} tap_phase_t;
+
+/* ---- search_partition.c ---- */
+
+/* One coarsening per (T, alpha, K), shared by the DP jobs of every S that uses it. */
+typedef struct {
+    int tp; /* index into s->tap.tp */
+    double alpha;
+    int k;
+    int *group; /* op -> hyper-op */
+    int ngroups;
+    double seconds;
+} coarse_t;
+
+typedef struct {
+    int stages, replicas, microbatches;
+    int tp;     /* index into s->tap.tp */
+    double alpha;
+    int coarse; /* index into s->part.coarse, -1 = the DP runs on atomic ops (or blocks) */
+    int status;
+    char error[256];
+    pf_plan_t *plan;
+    double flat_ms_per_sample; /* ranking before mapping */
+} dp_entry_t;
+
+typedef struct {
+    int *block_group; /* layer-aligned: op -> block group */
+    int nblock_groups;
+    coarse_t *coarse;
+    int ncoarse;
+    size_t coarse_cap;
+    dp_entry_t *dp;
+    int ndp, dp_left;
+    size_t dp_cap;
+} partition_phase_t;
+
+/* ---- search_map.c ---- */
+
+/* One binary search (Algorithm 1) of one candidate under one instantiation. */
+typedef struct {
+    int cand;
+    pf_inst_t inst;
+    double init_lo, init_hi;
+    pf_target_search_t *ts; /* bounds, best mapping, probes in flight */
+    int probes;
+    long long sym_pruned;
+    double seconds;
+    bool done;
+} map_task_t;
+
+/* A partition carried into mapping, on the group cluster of its T. */
+typedef struct {
+    int dp; /* index into s->part.dp */
+    const pf_cluster_t *cluster;
+    pf_stage_graph_t *sg;
+    int task[3], ntasks; /* m and/or ar, then full (auto) */
+} candidate_t;
+
+typedef struct {
+    candidate_t *cand;
+    int ncand;
+    map_task_t *task;
+    int ntask, tasks_left;
+} map_phase_t;
+
+/* ---- search_sim.c ---- */
+
+typedef struct {
+    bool done, fits;
+    double step_ms, bubble_fraction;
+} sim_rec_t;
+
+/* A candidate in phase 4. */
+typedef struct {
+    pf_plan_t *plan; /* mapped, R x T devices: what SIMULATE jobs run */
+    double *xfer_ms; /* T > 1, S > 1: (S - 1) x R resharding times (RESHARD jobs) */
+    int xfer_left;
+    sim_rec_t sim[PF_SCHEDULE_COUNT];
+} sim_cand_t;
+
+/* One RESHARD job: a candidate's transfer from stage `stage` to the next, replica `replica`.
+ * Allocated once for the whole phase: the problem points into itself. */
+typedef struct {
+    int cand, stage, replica;
+    pf_sim_xfer_problem_t xp;
+} xfer_rec_t;
+
+typedef struct {
+    unsigned schedules; /* the schedules simulated (mask of 1u << pf_schedule_t) */
+    sim_cand_t *cand;   /* per candidate of s->map */
+    xfer_rec_t *xfer;
+    int nxfer, sims_left;
+} sim_phase_t;
+
+struct pf_search {
+    const pf_graph_t *g;
+    const pf_cluster_t *c;
+    pf_search_opts_t o;
+    double flat_gbps;
+    int ndev;
+
+    job_rec_t *jobs; /* id = index + 1 */
+    long long njobs;
+    size_t jobs_cap;
+    uint64_t *queue; /* ids waiting to be issued, FIFO */
+    long long qhead, qtail;
+    size_t qcap;
+    uint64_t *cancelled;
+    int ncancelled;
+    size_t cancelled_cap;
+    long long issued, answered, cancelled_total;
+
+    tap_phase_t tap;
+    partition_phase_t part;
+    map_phase_t map;
+    sim_phase_t sim;
+
+    pf_search_phase_t phase;
+    int status;
+    char error[512];
+    pf_plan_t *result;
+};
+
+/* search.c */
+/* A new job of the kind for owner, queued; its id, or 0 when out of memory. */
+uint64_t pf_search_queue_job(pf_search_t *s, pf_job_kind_t kind, pf_search_owner_t owner);
+/* An outstanding job is reported for cancellation; a queued one is simply never issued. */
+void pf_search_cancel_job(pf_search_t *s, uint64_t id);
+/* The search fails with code and message; every job is cancelled. */
+void pf_search_fail(pf_search_t *s, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+double pf_search_samples_per_step(const pf_search_t *s, const pf_plan_t *p);
+
+/* search_tap.c */
+/* Every degree of degrees[nt]: T = 1 opens at once, T > 1 queues its TAP jobs. */
+int pf_search_tap_start(pf_search_t *s, const int *degrees, int nt, char *err, size_t errlen);
+const pf_graph_t *pf_search_tap_graph(const pf_search_t *s, int tpi);
+const pf_cluster_t *pf_search_tap_cluster(const pf_search_t *s, int tpi);
+void pf_search_tap_describe(const pf_search_t *s, const pf_search_owner_t *owner, pf_job_t *job);
+void pf_search_tap_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
+                          const pf_job_result_t *res);
+void pf_search_tap_clear(pf_search_t *s);
+
+/* search_partition.c */
+/* Layer-aligned searches: the block groups of g. */
+int pf_search_partition_init(pf_search_t *s, char *err, size_t errlen);
+/* The stage counts S to partition for (S x R = D, or the one the options fix; S <= ops, S <=
+ * coarsen_k hyper-ops): up to 64 into list; returns how many. */
+int pf_search_partition_stage_counts(const pf_search_opts_t *o, int D, int n, int *list);
+/* Builds T's setting and queues its DP jobs; a setting that cannot be built drops the degree
+ * (its reason kept). PF_ERR only for running out of memory. */
+int pf_search_partition_open(pf_search_t *s, int tpi, char *err, size_t errlen);
+/* Every DP answer is in (and no degree is still in TAP): the candidates go to mapping. */
+void pf_search_partition_done(pf_search_t *s);
+void pf_search_partition_describe(const pf_search_t *s, const pf_search_owner_t *owner,
+                                  pf_job_t *job);
+void pf_search_partition_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
+                                const pf_job_result_t *res);
+void pf_search_partition_clear(pf_search_t *s);
+
+/* search_map.c */
+/* The candidates (entries of s->part.dp, best first) start their binary searches. */
+void pf_search_map_start(pf_search_t *s, const int *dp, int n);
+/* Candidate c's best mapping so far under "full": the task it comes from (-1 when it had
+ * nothing to map, S = R = 1, and the CS map is its mapping) and that objective. */
+int pf_search_map_best(const pf_search_t *s, int c, double *full_ms);
+/* The mapping of task k (NULL for -1) and, into st, the numbers of its search with the work of
+ * all its candidate's searches. */
+const int *pf_search_map_stats(const pf_search_t *s, int c, int k, pf_map_stats_t *st);
+/* The candidate a plan would come from now, and its best objective under full; -1 without
+ * candidates. */
+int pf_search_map_leading(const pf_search_t *s, double *full_ms);
+void pf_search_map_describe(const pf_search_t *s, const pf_search_owner_t *owner, pf_job_t *job);
+void pf_search_map_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
+                          const pf_job_result_t *res);
+void pf_search_map_clear(pf_search_t *s);
+
+/* search_sim.c */
+/* Every binary search is over: phase 4. */
+void pf_search_sim_start(pf_search_t *s);
+void pf_search_sim_describe(const pf_search_t *s, const pf_search_owner_t *owner, pf_job_t *job);
+void pf_search_sim_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
+                          const pf_job_result_t *res);
+void pf_search_sim_describe_reshard(const pf_search_t *s, const pf_search_owner_t *owner,
+                                    pf_job_t *job);
+void pf_search_sim_absorb_reshard(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
+                                  const pf_job_result_t *res);
+void pf_search_sim_clear(pf_search_t *s);
+
+#endif

@@ -1,0 +1,366 @@
+/* search_partition: phases 2 and 3 of the search (search.h "dp" and "partition"): per degree T
+ * and stage count S, one coarsening per (alpha, K) (Parmesan IV-B, eq. 4) and one DP_PARTITION
+ * job per alpha; when every answer is in, the partitions are ranked by a flat-bandwidth step
+ * estimate per sample and the best few, one per (S, T), become the candidates of mapping. */
+#include "planner/search/search_internal.h"
+#include "planner/partition/coarsen.h"
+#include "planner/ir/cost.h"
+#include "planner/core/util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Layer-aligned plans: every repeated block (training.h) is one group; ops outside blocks join
+ * the block before them (the first block for those ahead of every block), so each stage holds
+ * whole blocks and the embedding and head ride with the first and last. */
+static int block_groups(const pf_graph_t *g, int *group, int *ngroups)
+{
+    int n = pf_graph_nops(g), k = -1, pending = 0;
+    const int *topo = pf_graph_topo(g);
+    const char *cur = NULL;
+    size_t cur_len = 0;
+    for (int i = 0; i < n; i++) {
+        int v = topo[i];
+        const char *name = pf_graph_op(g, v)->name;
+        size_t len = pf_training_block_len(name);
+        if (len && (!cur || len != cur_len || strncmp(name, cur, len))) {
+            k++;
+            cur = name;
+            cur_len = len;
+        }
+        if (k < 0) {
+            group[v] = -1; /* ahead of every block: the first block's */
+            pending++;
+        } else {
+            group[v] = k;
+        }
+    }
+    if (k < 0)
+        return PF_EINPUT; /* no repeated block at all */
+    for (int v = 0; pending && v < n; v++)
+        if (group[v] < 0)
+            group[v] = 0;
+    /* groups must be convex: a block's ops are contiguous in topological order here, and an op
+     * outside blocks joins a neighbour in that order, so every group is an interval of it */
+    *ngroups = k + 1;
+    return PF_OK;
+}
+
+int pf_search_partition_init(pf_search_t *s, char *err, size_t errlen)
+{
+    partition_phase_t *pt = &s->part;
+    if (!s->o.layer_aligned)
+        return PF_OK;
+    if (!(pt->block_group = malloc((size_t)pf_graph_nops(s->g) * sizeof *pt->block_group)))
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    if (block_groups(s->g, pt->block_group, &pt->nblock_groups) != PF_OK)
+        return pf_fail(err, errlen, PF_EINPUT, "layer_aligned: graph %s has no repeated "
+                       "blocks (dotted names with a number, such as layers.7.mlp)",
+                       pf_graph_name(s->g));
+    return PF_OK;
+}
+
+int pf_search_partition_stage_counts(const pf_search_opts_t *o, int D, int n, int *list)
+{
+    int nst = 0;
+    if (o->stages) {
+        list[nst++] = o->stages;
+    } else if (o->replicas) {
+        list[nst++] = D / o->replicas;
+    } else {
+        int most = o->coarsen_k > 0 && o->coarsen_k < n ? o->coarsen_k : n; /* stages need ops */
+        for (int S = 1; S <= D && S <= most && S <= o->max_stages && nst < 64; S++)
+            if (D % S == 0)
+                list[nst++] = S;
+    }
+    return nst;
+}
+
+/* The micro-batches per replica for R replicas: the option, or what the global batch leaves
+ * (0 when it does not divide). */
+static int microbatches_for(const pf_search_t *s, int R)
+{
+    if (!s->o.global_batch)
+        return s->o.microbatches;
+    long long per_step = (long long)pf_graph_microbatch(s->g) * R;
+    if (per_step <= 0 || s->o.global_batch % per_step)
+        return 0;
+    long long mb = s->o.global_batch / per_step;
+    return mb <= 1 << 20 ? (int)mb : 0;
+}
+
+/* A new coarsening of T's graph for (alpha, K): its index, or -1 with *rc. */
+static int coarsen(pf_search_t *s, int tpi, const pf_cost_model_t *cm, double alpha, int k,
+                   char *err, size_t errlen, int *rc)
+{
+    partition_phase_t *pt = &s->part;
+    const pf_graph_t *g = pf_search_tap_graph(s, tpi);
+    int n = pf_graph_nops(g);
+    if (pf_grow((void **)&pt->coarse, &pt->coarse_cap, (size_t)pt->ncoarse + 1,
+                sizeof *pt->coarse)) {
+        *rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+        return -1;
+    }
+    coarse_t *c = &pt->coarse[pt->ncoarse];
+    memset(c, 0, sizeof *c);
+    c->tp = tpi;
+    c->alpha = alpha;
+    c->k = k;
+    c->group = malloc((size_t)n * sizeof *c->group);
+    if (!c->group) {
+        *rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+        return -1;
+    }
+    pf_coarsen_opts_t co = {.k = k, .alpha = alpha};
+    double t0 = pf_now_s();
+    *rc = pf_coarsen_run(g, cm, &co, c->group, &c->ngroups, err, errlen);
+    c->seconds = pf_now_s() - t0;
+    if (*rc != PF_OK) {
+        free(c->group);
+        return -1;
+    }
+    return pt->ncoarse++;
+}
+
+/* The grouping of T's graph for (alpha, K), computed on first use. -1 = no coarsening (K >=
+ * ops). */
+static int coarse_for(pf_search_t *s, int tpi, const pf_cost_model_t *cm, double alpha, int k,
+                      char *err, size_t errlen, int *rc)
+{
+    const partition_phase_t *pt = &s->part;
+    *rc = PF_OK;
+    if (k >= pf_graph_nops(pf_search_tap_graph(s, tpi)))
+        return -1;
+    for (int i = 0; i < pt->ncoarse; i++)
+        if (pt->coarse[i].tp == tpi && pt->coarse[i].alpha == alpha && pt->coarse[i].k == k)
+            return i;
+    return coarsen(s, tpi, cm, alpha, k, err, errlen, rc);
+}
+
+/* One DP job per alpha for (S, R, MB) of degree tpi (one alpha when K leaves nothing to
+ * coarsen: alpha only shapes the coarsening). */
+static int add_dp_alphas(pf_search_t *s, int tpi, int S, int R, int MB, char *err, size_t errlen)
+{
+    partition_phase_t *pt = &s->part;
+    const pf_graph_t *g = pf_search_tap_graph(s, tpi);
+    int n = pf_graph_nops(g), rc;
+    pf_cost_model_t cm;
+    pf_cost_model_init(&cm, pf_search_tap_cluster(s, tpi), 1, MB, s->o.flat_gbps);
+    pf_cost_model_set_training(&cm, &s->o.train, 1,
+                               pf_tp_setting_reserve_bytes(s->tap.tp[tpi].set));
+    cm.mem_limit_bytes *= 1 - s->o.mem_headroom;
+    int k = pt->block_group      ? n
+            : s->o.coarsen_k > 0 ? s->o.coarsen_k
+            : s->o.coarsen_k < 0 ? n
+                                 : pf_partition_default_k(g, S, s->o.max_downsets);
+    int nalphas = k < n ? s->o.nalphas : 1;
+    for (int a = 0; a < nalphas; a++) {
+        if (pf_grow((void **)&pt->dp, &pt->dp_cap, (size_t)pt->ndp + 1, sizeof *pt->dp))
+            return pf_fail(err, errlen, PF_ERR, "out of memory");
+        dp_entry_t *e = &pt->dp[pt->ndp];
+        memset(e, 0, sizeof *e);
+        e->stages = S;
+        e->replicas = R;
+        e->microbatches = MB;
+        e->tp = tpi;
+        e->alpha = s->o.alphas[a];
+        e->coarse = coarse_for(s, tpi, &cm, e->alpha, k, err, errlen, &rc);
+        if (rc != PF_OK)
+            return rc;
+        if (!pf_search_queue_job(s, PF_JOB_DP_PARTITION, (pf_search_owner_t){.dp = pt->ndp}))
+            return pf_fail(err, errlen, PF_ERR, "out of memory");
+        pt->ndp++;
+        pt->dp_left++;
+    }
+    return PF_OK;
+}
+
+/* Phase 2 for one degree: its DP jobs, one per (S, alpha) with S x R = devices / T. */
+static int add_dp_entries(pf_search_t *s, int tpi, char *err, size_t errlen)
+{
+    int D = pf_cluster_ndevices(pf_search_tap_cluster(s, tpi)), stages_list[64];
+    int n = pf_graph_nops(pf_search_tap_graph(s, tpi));
+    int nst = pf_search_partition_stage_counts(&s->o, D, n, stages_list);
+    for (int i = 0; i < nst; i++) {
+        int S = stages_list[i], R = s->o.replicas ? s->o.replicas : D / S;
+        int MB = microbatches_for(s, R);
+        if (S < 1 || R < 1 || (long long)S * R > D || MB < 1)
+            continue;
+        int rc = add_dp_alphas(s, tpi, S, R, MB, err, errlen);
+        if (rc != PF_OK)
+            return rc;
+    }
+    return PF_OK;
+}
+
+int pf_search_partition_open(pf_search_t *s, int tpi, char *err, size_t errlen)
+{
+    tp_entry_t *t = &s->tap.tp[tpi];
+    char why[256];
+    t->set = pf_tp_setting_new(s->g, s->c, &t->opts, why, sizeof why);
+    if (!t->set) {
+        snprintf(t->why, sizeof t->why, "tensor parallelism %d: %.200s", t->opts.tp, why);
+        return PF_OK;
+    }
+    return add_dp_entries(s, tpi, err, errlen);
+}
+
+/* Flat-bandwidth estimate used to rank partitions before they are mapped: the pipeline of
+ * DESIGN.md's step estimate with every transfer at B_flat, divided by the samples of a step. */
+static double flat_ms_per_sample(const pf_search_t *s, const dp_entry_t *e)
+{
+    const pf_plan_t *p = e->plan;
+    const pf_graph_t *g = pf_search_tap_graph(s, e->tp);
+    int S = p->stages, R = p->replicas, MB = p->microbatches;
+    double ar = 0;
+    for (int st = 0; st < S; st++) {
+        double params = 0; /* per device of the stage's group */
+        for (int i = 0; i < p->stage_list[st].nops; i++)
+            params += pf_graph_op(g, p->stage_list[st].ops[i])->param_bytes;
+        double flat = s->o.flat_gbps > 0 ? s->o.flat_gbps
+                                         : pf_cluster_bw_median(pf_search_tap_cluster(s, e->tp));
+        if (!(flat > 0))
+            flat = s->flat_gbps;
+        double t = R > 1 ? pf_bytes_ms(pf_cost_ring_allreduce_bytes(params, R), flat)
+                         : 0; /* eq. 7 at B_flat */
+        if (t > ar)
+            ar = t;
+    }
+    double step = (MB + S - 1) * p->partition_objective_ms + ar;
+    return step / ((double)pf_graph_microbatch(s->g) * MB * R);
+}
+
+static int cmp_dp(const void *a, const void *b, void *ctx)
+{
+    const pf_search_t *s = ctx;
+    const dp_entry_t *x = &s->part.dp[*(const int *)a], *y = &s->part.dp[*(const int *)b];
+    if (x->flat_ms_per_sample != y->flat_ms_per_sample)
+        return x->flat_ms_per_sample < y->flat_ms_per_sample ? -1 : 1;
+    if (x->stages != y->stages)
+        return x->stages - y->stages;
+    if (x->tp != y->tp)
+        return x->tp - y->tp;
+    return x->alpha < y->alpha ? -1 : x->alpha > y->alpha;
+}
+
+/* No partition is feasible: the deepest pipeline spreads memory the most, so its message is
+ * the one to show; without any DP job, why the degrees were dropped. */
+static void none_feasible(pf_search_t *s, int best_infeasible)
+{
+    const char *why = best_infeasible >= 0 ? s->part.dp[best_infeasible].error : "";
+    for (int t = 0; !*why && t < s->tap.ntp; t++)
+        why = s->tap.tp[t].why;
+    pf_search_fail(s, PF_EINFEASIBLE, "%s",
+                   *why ? why : "no (stages, replicas, tensor-parallel degree) fits the options");
+}
+
+/* The feasible entries into order, their estimates computed; -1 when an entry failed (the
+ * search then fails with its error). */
+static int feasible_entries(pf_search_t *s, int *order, int *best_infeasible)
+{
+    int n = 0;
+    *best_infeasible = -1;
+    for (int i = 0; i < s->part.ndp; i++) {
+        dp_entry_t *e = &s->part.dp[i];
+        if (e->status == PF_OK && e->plan) {
+            e->flat_ms_per_sample = flat_ms_per_sample(s, e);
+            order[n++] = i;
+        } else if (e->status == PF_EINFEASIBLE) {
+            if (*best_infeasible < 0 || e->stages > s->part.dp[*best_infeasible].stages)
+                *best_infeasible = i;
+        } else {
+            pf_search_fail(s, e->status, "%s", e->error);
+            return -1;
+        }
+    }
+    return n;
+}
+
+void pf_search_partition_done(pf_search_t *s)
+{
+    int *order = malloc((size_t)s->part.ndp * sizeof *order), best_infeasible, n = 0;
+    if (!order) {
+        pf_search_fail(s, PF_ERR, "out of memory");
+        return;
+    }
+    int nfeasible = feasible_entries(s, order, &best_infeasible);
+    if (nfeasible == 0)
+        none_feasible(s, best_infeasible);
+    if (nfeasible <= 0) {
+        free(order);
+        return;
+    }
+    qsort_r(order, (size_t)nfeasible, sizeof *order, cmp_dp, s);
+    /* one candidate per (S, T): its best alpha */
+    for (int k = 0; k < nfeasible && n < s->o.candidates; k++) {
+        int dup = 0;
+        const dp_entry_t *e = &s->part.dp[order[k]];
+        for (int c = 0; c < n; c++)
+            dup |= s->part.dp[order[c]].stages == e->stages && s->part.dp[order[c]].tp == e->tp;
+        if (!dup)
+            order[n++] = order[k];
+    }
+    pf_search_map_start(s, order, n);
+    free(order);
+}
+
+void pf_search_partition_describe(const pf_search_t *s, const pf_search_owner_t *owner,
+                                  pf_job_t *job)
+{
+    const partition_phase_t *pt = &s->part;
+    const dp_entry_t *e = &pt->dp[owner->dp];
+    job->setting = s->tap.tp[e->tp].opts;
+    job->partition.stages = e->stages;
+    job->partition.replicas = e->replicas;
+    job->partition.microbatches = e->microbatches;
+    job->partition.flat_gbps = s->o.flat_gbps;
+    job->partition.coarsen_k = s->o.coarsen_k;
+    job->partition.alpha = e->alpha;
+    job->partition.train = s->o.train;
+    job->partition.mem_headroom = s->o.mem_headroom;
+    if (e->coarse >= 0) {
+        job->partition.group = pt->coarse[e->coarse].group;
+        job->partition.ngroups = pt->coarse[e->coarse].ngroups;
+    } else if (pt->block_group) {
+        job->partition.group = pt->block_group;
+        job->partition.ngroups = pt->nblock_groups;
+    }
+    /* refinement moves single ops across boundaries: it would cut blocks */
+    job->partition.refine = s->o.refine && !pt->block_group;
+    if (s->o.max_downsets > 0)
+        job->partition.max_downsets = s->o.max_downsets;
+}
+
+/* A DP answer's verdict is kept: an infeasible (S, T) is an answer, not a failure. */
+void pf_search_partition_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
+                                const pf_job_result_t *res)
+{
+    (void)id;
+    dp_entry_t *e = &s->part.dp[owner->dp];
+    e->status = res->status;
+    snprintf(e->error, sizeof e->error, "%s", res->error);
+    if (res->status == PF_OK) {
+        e->plan = res->plan ? pf_plan_clone(res->plan) : NULL;
+        if (!e->plan) {
+            pf_search_fail(s, PF_ERR, "%s",
+                           res->plan ? "out of memory" : "partition job sent no plan");
+            return;
+        }
+    }
+    if (--s->part.dp_left == 0 && s->tap.tp_left == 0)
+        pf_search_partition_done(s);
+}
+
+void pf_search_partition_clear(pf_search_t *s)
+{
+    partition_phase_t *pt = &s->part;
+    for (int i = 0; i < pt->ndp; i++)
+        pf_plan_destroy(&pt->dp[i].plan);
+    for (int i = 0; i < pt->ncoarse; i++)
+        free(pt->coarse[i].group);
+    free(pt->block_group);
+    free(pt->coarse);
+    free(pt->dp);
+}

@@ -1,0 +1,395 @@
+/* search_sim: phase 4 of the search (search.h "simulate" and "done"): each candidate keeps the
+ * better of its mappings under "full" and becomes a plan (a group becomes its T devices); for
+ * T > 1 and S > 1 one RESHARD job per stage boundary and replica times the cross-stage transfer
+ * (Zhuang et al., "On Optimizing the Communication of Model Parallelism"); then one SIMULATE job
+ * per allowed schedule. Among the (candidate, schedule) pairs that fit memory, the least
+ * simulated step time per sample makes the plan. */
+#include "planner/search/search_internal.h"
+#include "planner/ir/cost.h"
+#include "planner/tp/tp_groups.h"
+#include "planner/core/util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Stage st's groups become their T devices, replica by replica. */
+static int expand_groups(const pf_tp_groups_t *groups, int T, pf_plan_t *p)
+{
+    int S = p->stages, R = p->replicas;
+    int *grp = malloc((size_t)S * R * sizeof *grp);
+    if (!grp)
+        return PF_ERR;
+    for (int st = 0; st < S; st++)
+        memcpy(grp + (size_t)st * R, p->stage_list[st].devices, (size_t)R * sizeof *grp);
+    pf_plan_set_tensor_parallel(p, T);
+    for (int st = 0; st < S; st++) {
+        int *d = pf_plan_stage_devices(p, st);
+        if (!d) {
+            free(grp);
+            return PF_ERR;
+        }
+        for (int r = 0; r < R; r++)
+            memcpy(d + (size_t)r * T, pf_tp_groups_members(groups, grp[st * R + r]),
+                   (size_t)T * sizeof *d);
+    }
+    free(grp);
+    return PF_OK;
+}
+
+/* Collectives are listed on the representative instance of each unit: count them on the op in
+ * the same position of every instance. */
+static void count_collectives(const pf_search_t *s, const pf_tap_result_t *tap, pf_plan_t *p)
+{
+    for (int u = 0; u < tap->nunits; u++) {
+        const pf_tap_unit_plan_t *up = &tap->units[u];
+        const int *rep0 = pf_tap_unit_instance(s->tap.units, u, 0);
+        for (int k = 0; k < up->ncolls; k++) {
+            int pos = -1;
+            for (int j = 0; rep0 && j < up->nops && pos < 0; j++)
+                if (rep0[j] == up->colls[k].op)
+                    pos = j;
+            for (int i = 0; pos >= 0 && i < up->ninstances; i++)
+                p->tp_colls[pf_tap_unit_instance(s->tap.units, u, i)[pos]]++;
+        }
+    }
+}
+
+/* The winner's groups become their T devices (tp_groups.h); its TAP plan goes into the plan
+ * per op (weight splits, collectives and their time per micro-batch). */
+static int expand_tp(const pf_search_t *s, int tpi, pf_plan_t *p)
+{
+    const tp_entry_t *t = &s->tap.tp[tpi];
+    int T = t->opts.tp, n = pf_graph_nops(s->g);
+    p->devices = s->ndev;
+    if (T == 1)
+        return PF_OK;
+    if (expand_groups(pf_tp_setting_groups(t->set), T, p) != PF_OK)
+        return PF_ERR;
+    const pf_tap_result_t *tap = pf_tp_setting_tap(t->set);
+    if (!tap || pf_plan_alloc_tp(p, n) != PF_OK)
+        return tap ? PF_ERR : PF_OK;
+    for (int v = 0; v < n; v++) {
+        const pf_tap_op_t *o = &tap->ops[v];
+        if (pf_graph_op(s->g, v)->weight.ndim > 0)
+            p->tp_split[v] = (signed char)(o->weight.kind == PF_SHARDING_S ? o->weight.dim : -1);
+        p->tp_comm_ms[v] = o->fwd_comm_ms + o->bwd_comm_ms;
+    }
+    count_collectives(s, tap, p);
+    return PF_OK;
+}
+
+/* One step's communication on the slowest stage for each kind: tensor parallel (the stage's
+ * collectives, MB micro-batches), pipeline (eq. 6 term, MB micro-batches) and data parallel
+ * (eq. 7 term, once). */
+static void step_comm(const candidate_t *cd, const int *dev, pf_plan_t *p)
+{
+    int S = pf_stage_graph_stages(cd->sg), R = pf_stage_graph_replicas(cd->sg);
+    int MB = p->microbatches;
+    p->comm.present = 1;
+    p->comm.tp_ms = p->comm.pp_ms = p->comm.dp_ms = 0;
+    for (int st = 0; st < S; st++) {
+        double tp = 0, cu = pf_stage_graph_cu_ms(cd->sg, st);
+        for (int i = 0; p->tp_nops && i < p->stage_list[st].nops; i++)
+            tp += p->tp_comm_ms[p->stage_list[st].ops[i]];
+        p->comm.tp_ms = fmax(p->comm.tp_ms, MB * tp);
+        for (int r = 0; r < R; r++) {
+            int x = st * R + r;
+            double m = pf_map_stage_time_ms(cd->sg, cd->cluster, PF_INST_M, dev, x) - cu;
+            double ar = pf_map_stage_time_ms(cd->sg, cd->cluster, PF_INST_AR, dev, x) - cu;
+            p->comm.pp_ms = fmax(p->comm.pp_ms, MB * m);
+            p->comm.dp_ms = fmax(p->comm.dp_ms, ar);
+        }
+    }
+}
+
+/* The partition came over the wire: the request's names, training and schedule, and the memory
+ * parts by the schedule's micro-batches in flight (pf_cost_fill_plan). */
+static void dress_plan(const pf_search_t *s, const candidate_t *cd, pf_schedule_t schedule,
+                       pf_plan_t *p)
+{
+    const dp_entry_t *e = &s->part.dp[cd->dp];
+    pf_plan_set_names(p, pf_graph_name(s->g), pf_cluster_name(s->c));
+    p->train = s->o.train;
+    p->train.schedule = schedule;
+    snprintf(p->schedule, sizeof p->schedule, "%s", pf_schedule_name(schedule));
+    pf_cost_model_t cm;
+    pf_cost_model_init(&cm, cd->cluster, p->stages, e->microbatches, s->o.flat_gbps);
+    pf_cost_model_set_training(&cm, &p->train, p->replicas,
+                               pf_tp_setting_reserve_bytes(s->tap.tp[e->tp].set));
+    pf_cost_fill_plan(p, pf_search_tap_graph(s, e->tp), &cm);
+}
+
+/* The plan candidate c gives under `schedule`: its best mapping (under "full"), the CS / p2p
+ * baselines, its groups expanded to T devices, memory parts, communication per step. NULL when
+ * out of memory. */
+static pf_plan_t *candidate_plan(const pf_search_t *s, int c, pf_schedule_t schedule)
+{
+    const candidate_t *cd = &s->map.cand[c];
+    const dp_entry_t *e = &s->part.dp[cd->dp];
+    double full_ms;
+    int best_t = pf_search_map_best(s, c, &full_ms);
+    pf_plan_t *p = pf_plan_clone(e->plan);
+    int *cs_dev = malloc((size_t)e->plan->stages * e->plan->replicas * sizeof *cs_dev);
+    if (!p || !cs_dev)
+        goto fail;
+    pf_map_stats_t st;
+    const int *dev = pf_search_map_stats(s, c, best_t, &st);
+    pf_inst_t used = best_t >= 0 ? s->map.task[best_t].inst : PF_INST_FULL;
+    if (!dev) {
+        pf_map_cs(cd->sg, cs_dev);
+        dev = cs_dev;
+    }
+    if (pf_map_fill_plan(p, cd->sg, cd->cluster, dev, used, best_t >= 0 ? &st : NULL) != PF_OK ||
+        expand_tp(s, e->tp, p) != PF_OK)
+        goto fail;
+    dress_plan(s, cd, schedule, p);
+    step_comm(cd, dev, p);
+    if (e->coarse >= 0)
+        p->partition_search.coarsen_s = s->part.coarse[e->coarse].seconds;
+    free(cs_dev);
+    return p;
+fail:
+    free(cs_dev);
+    pf_plan_destroy(&p);
+    return NULL;
+}
+
+static int cand_tp(const pf_search_t *s, int c)
+{
+    return s->tap.tp[s->part.dp[s->map.cand[c].dp].tp].opts.tp;
+}
+
+/* Candidate c's resharding times are in (or it needs none): one SIMULATE job per schedule. */
+static int queue_sims(pf_search_t *s, int c)
+{
+    for (int k = 0; k < PF_SCHEDULE_COUNT; k++)
+        if (s->sim.schedules & (1u << k)) {
+            pf_search_owner_t owner = {.sim = {c, (pf_schedule_t)k}};
+            if (!pf_search_queue_job(s, PF_JOB_SIMULATE, owner))
+                return PF_ERR;
+            s->sim.sims_left++;
+        }
+    return PF_OK;
+}
+
+/* Candidate c (T > 1, S > 1): one RESHARD job per stage boundary and replica. The bytes after
+ * each stage are per device, from the stage graph of the per-device graph: a pipeline relays
+ * skip connections through the stages between. */
+static int queue_reshards(pf_search_t *s, int c)
+{
+    const pf_stage_graph_t *sg = s->map.cand[c].sg;
+    sim_cand_t *sc = &s->sim.cand[c];
+    const pf_plan_t *p = sc->plan;
+    int T = cand_tp(s, c), S = p->stages, R = p->replicas;
+    if (!(sc->xfer_ms = calloc((size_t)(S - 1) * R, sizeof *sc->xfer_ms)))
+        return PF_ERR;
+    for (int st = 0; st + 1 < S; st++) {
+        double bytes = 0;
+        for (int a = 0; a <= st; a++)
+            for (int b = st + 1; b < S; b++)
+                bytes += pf_stage_graph_msg_bytes(sg, a, b);
+        for (int r = 0; r < R; r++) {
+            xfer_rec_t *x = &s->sim.xfer[s->sim.nxfer];
+            x->cand = c;
+            x->stage = st;
+            x->replica = r;
+            pf_sim_xfer_problem(p->stage_list[st].devices + (size_t)r * T,
+                                p->stage_list[st + 1].devices + (size_t)r * T, T, bytes, &x->xp);
+            if (!pf_search_queue_job(s, PF_JOB_RESHARD, (pf_search_owner_t){.xfer = s->sim.nxfer}))
+                return PF_ERR;
+            s->sim.nxfer++;
+            sc->xfer_left++;
+        }
+    }
+    return PF_OK;
+}
+
+static void finish(pf_search_t *s);
+
+/* Every candidate's plan from its best mapping; transfers needing RESHARD jobs counted. */
+static int candidate_plans(pf_search_t *s, int *need)
+{
+    *need = 0;
+    if (!(s->sim.cand = calloc((size_t)s->map.ncand + 1, sizeof *s->sim.cand)))
+        return PF_ERR;
+    for (int c = 0; c < s->map.ncand; c++) {
+        sim_cand_t *sc = &s->sim.cand[c];
+        if (!(sc->plan = candidate_plan(s, c, s->o.train.schedule)))
+            return PF_ERR;
+        if (cand_tp(s, c) > 1)
+            *need += (sc->plan->stages - 1) * sc->plan->replicas;
+    }
+    return PF_OK;
+}
+
+/* T > 1 pipelines first time their cross-stage transfers, then each candidate is simulated under
+ * every allowed schedule. */
+void pf_search_sim_start(pf_search_t *s)
+{
+    int need;
+    if (candidate_plans(s, &need) != PF_OK) {
+        pf_search_fail(s, PF_ERR, "out of memory");
+        return;
+    }
+    s->phase = PF_PHASE_SIMULATE;
+    if (need > 0 && !(s->sim.xfer = calloc((size_t)need, sizeof *s->sim.xfer))) {
+        pf_search_fail(s, PF_ERR, "out of memory");
+        return;
+    }
+    for (int c = 0; c < s->map.ncand; c++) {
+        const pf_plan_t *p = s->sim.cand[c].plan;
+        int rc = cand_tp(s, c) > 1 && p->stages > 1 ? queue_reshards(s, c) : queue_sims(s, c);
+        if (rc != PF_OK) {
+            pf_search_fail(s, PF_ERR, "out of memory");
+            return;
+        }
+    }
+    if (s->sim.nxfer == 0 && s->sim.sims_left == 0)
+        finish(s);
+}
+
+/* The step of candidate c under a baseline mapping (CS or p2p map of its groups) and the
+ * schedule, by the simulator, in-process: one simulation each, cheap next to the search.
+ * NAN when it cannot be simulated (then the analytic estimate stays). */
+static double baseline_step_ms(const pf_search_t *s, int c, int cs, pf_schedule_t schedule)
+{
+    const candidate_t *cd = &s->map.cand[c];
+    const dp_entry_t *e = &s->part.dp[cd->dp];
+    int S = e->plan->stages, R = e->plan->replicas;
+    double ms = NAN;
+    char err[256];
+    pf_sim_input_t in = {0};
+    pf_sim_result_t *r = NULL;
+    pf_plan_t *p = pf_plan_clone(e->plan);
+    int *dev = malloc((size_t)S * R * sizeof *dev);
+    if (!p || !dev)
+        goto done;
+    (cs ? pf_map_cs : pf_map_p2p)(cd->sg, dev);
+    for (int st = 0; st < S; st++) {
+        int *d = pf_plan_stage_devices(p, st);
+        if (!d)
+            goto done;
+        memcpy(d, dev + (size_t)st * R, (size_t)R * sizeof *d);
+    }
+    if (expand_tp(s, e->tp, p) != PF_OK)
+        goto done;
+    p->train = s->o.train;
+    p->train.schedule = schedule;
+    snprintf(p->schedule, sizeof p->schedule, "%s", pf_schedule_name(schedule));
+    if (pf_sim_input_from_setting(s->g, s->c, s->tap.tp[e->tp].set, p, NULL, &in, err,
+                                  sizeof err) == PF_OK &&
+        pf_simulate(&in, &r, err, sizeof err) == PF_OK)
+        ms = r->step_ms;
+done:
+    pf_sim_result_destroy(&r);
+    pf_sim_input_clear(&in);
+    pf_plan_destroy(&p);
+    free(dev);
+    return ms;
+}
+
+/* Among every (candidate, schedule) whose memory fits under that schedule, the least simulated
+ * step time per sample (ties: the earlier candidate, then 1f1b, gpipe, eager-1f1b); -1 none. */
+static int best_simulated(const pf_search_t *s, int *best_k)
+{
+    int best_c = -1;
+    double best = INFINITY;
+    for (int c = 0; c < s->map.ncand; c++)
+        for (int k = 0; k < PF_SCHEDULE_COUNT; k++) {
+            const sim_rec_t *r = &s->sim.cand[c].sim[k];
+            if (!r->done || !r->fits)
+                continue;
+            double per_sample = r->step_ms / pf_search_samples_per_step(s, s->sim.cand[c].plan);
+            if (per_sample < best) {
+                best = per_sample;
+                best_c = c;
+                *best_k = k;
+            }
+        }
+    return best_c;
+}
+
+/* The plan: the best simulated pair, with the baselines under the same simulator and schedule
+ * (so that their ratios mean something). */
+static void finish(pf_search_t *s)
+{
+    int best_k = -1, best_c = best_simulated(s, &best_k);
+    if (best_c < 0) {
+        pf_search_fail(s, PF_EINFEASIBLE, "no candidate's memory fits its devices under any "
+                       "schedule simulated (%d candidates)", s->map.ncand);
+        return;
+    }
+    pf_plan_t *p = candidate_plan(s, best_c, (pf_schedule_t)best_k);
+    if (!p) {
+        pf_search_fail(s, PF_ERR, "out of memory");
+        return;
+    }
+    p->simulated_step_ms = s->sim.cand[best_c].sim[best_k].step_ms;
+    double cs = baseline_step_ms(s, best_c, 1, (pf_schedule_t)best_k);
+    double p2p = baseline_step_ms(s, best_c, 0, (pf_schedule_t)best_k);
+    if (isfinite(cs) && isfinite(p2p)) {
+        p->cs_map.simulated_step_ms = cs;
+        p->p2p_map.simulated_step_ms = p2p;
+    }
+    p->search.present = 1;
+    p->search.jobs = s->njobs;
+    s->result = p;
+    s->phase = PF_PHASE_DONE;
+    s->status = PF_OK;
+}
+
+void pf_search_sim_describe(const pf_search_t *s, const pf_search_owner_t *owner, pf_job_t *job)
+{
+    const sim_cand_t *sc = &s->sim.cand[owner->sim.cand];
+    job->setting = s->tap.tp[s->part.dp[s->map.cand[owner->sim.cand].dp].tp].opts;
+    job->plan = sc->plan;
+    job->schedule = owner->sim.schedule;
+    job->xfer_ms = sc->xfer_ms;
+    job->nxfer = sc->xfer_ms ? (sc->plan->stages - 1) * sc->plan->replicas : 0;
+}
+
+void pf_search_sim_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
+                          const pf_job_result_t *res)
+{
+    (void)id;
+    sim_rec_t *r = &s->sim.cand[owner->sim.cand].sim[owner->sim.schedule];
+    *r = (sim_rec_t){true, res->sim.fits, res->sim.step_ms, res->sim.bubble_fraction};
+    if (--s->sim.sims_left == 0) {
+        int waiting = 0; /* candidates still timing their transfers */
+        for (int c = 0; c < s->map.ncand; c++)
+            waiting |= s->sim.cand[c].xfer_left > 0;
+        if (!waiting)
+            finish(s);
+    }
+}
+
+void pf_search_sim_describe_reshard(const pf_search_t *s, const pf_search_owner_t *owner,
+                                    pf_job_t *job)
+{
+    job->graph = NULL; /* the network is the cluster */
+    job->reshard = s->sim.xfer[owner->xfer].xp.problem;
+    job->reshard_opts.sched.dfs_budget_s = 0; /* the node cap: one answer everywhere */
+}
+
+void pf_search_sim_absorb_reshard(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
+                                  const pf_job_result_t *res)
+{
+    (void)id;
+    const xfer_rec_t *x = &s->sim.xfer[owner->xfer];
+    sim_cand_t *sc = &s->sim.cand[x->cand];
+    sc->xfer_ms[(size_t)x->stage * sc->plan->replicas + x->replica] = res->reshard.time_ms;
+    if (--sc->xfer_left == 0 && queue_sims(s, x->cand) != PF_OK)
+        pf_search_fail(s, PF_ERR, "out of memory");
+}
+
+void pf_search_sim_clear(pf_search_t *s)
+{
+    for (int c = 0; s->sim.cand && c < s->map.ncand; c++) {
+        pf_plan_destroy(&s->sim.cand[c].plan);
+        free(s->sim.cand[c].xfer_ms);
+    }
+    free(s->sim.cand);
+    free(s->sim.xfer);
+}

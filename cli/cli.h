@@ -7,6 +7,7 @@
 #include "proto/curve.h"
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,6 +56,72 @@ int cli_check_output(const char *cmd, const char *path);
 
 /* Whole file ("-" = stdin) into a NUL-terminated buffer the caller frees. */
 int cli_read_file(const char *path, char **buf, size_t *len, char *err, size_t errlen);
+
+/* ---- the option tables every sub-command's flags are declared in (cli/options.c) ---- */
+
+typedef enum {
+    CLI_OPT_HELP,     /* -h, --help: the sub-command prints its help on stdout and exits 0 */
+    CLI_OPT_FLAG,     /* no value: the bool field becomes true */
+    CLI_OPT_SET_INT,  /* no value: the int field becomes lo (--quiet: 1, --no-refine: 0) */
+    CLI_OPT_INT,      /* an integer in [lo, hi] into an int */
+    CLI_OPT_LLONG,    /* ... into a long long */
+    CLI_OPT_U64,      /* ... into a uint64_t */
+    CLI_OPT_MIB,      /* an integer in [lo, hi] MiB into an int64_t count of bytes */
+    CLI_OPT_MIB_SIZE, /* ... into a size_t */
+    CLI_OPT_DOUBLE,   /* a number in [dlo, dhi] into a double */
+    CLI_OPT_STRING,   /* the text as given into a const char * */
+    CLI_OPT_CUSTOM,   /* parse converts and stores it */
+} cli_opt_kind_t;
+
+enum {
+    CLI_OPT_INDIRECT = 1u << 0, /* the field holds a pointer to where the value goes */
+    CLI_OPT_POSITIVE = 1u << 1, /* CLI_OPT_DOUBLE: 0 is "must be positive" */
+};
+
+/* One flag. Messages name it --name whichever way it was given. */
+typedef struct cli_option {
+    const char *name;   /* long name without "--"; NULL ends a table */
+    char letter;        /* short option, or 0 */
+    cli_opt_kind_t kind;
+    size_t offset;      /* of its field in the struct the table is bound to */
+    long long lo, hi;   /* integer kinds: the range; CLI_OPT_SET_INT: the value */
+    double dlo, dhi;    /* CLI_OPT_DOUBLE: the range */
+    unsigned flags;     /* CLI_OPT_INDIRECT, CLI_OPT_POSITIVE */
+    /* CLI_OPT_CUSTOM: convert arg and store it in *base; 0, or -1 after printing why */
+    int (*parse)(const char *cmd, const char *arg, void *base);
+} cli_option_t;
+
+#define CLI_OPTION_HELP {"help", 'h', CLI_OPT_HELP, .offset = 0}
+#define CLI_OPTION_END {NULL, 0, CLI_OPT_HELP, .offset = 0}
+
+/* A table and the struct its offsets point into; given (optional) has a slot per row, set to true
+ * when the row's flag was on the command line. */
+typedef struct {
+    const cli_option_t *table;
+    void *base;
+    bool *given;
+} cli_options_bind_t;
+
+/* What one sub-command accepts: its tables in getopt's order (an ambiguous abbreviation's
+ * candidates are listed in it), a { NULL } bind ending them. */
+typedef struct {
+    const char *cmd;         /* messages begin "planfarm <cmd>: " */
+    void (*help)(FILE *f);   /* what --help prints */
+    const char *unknown;     /* said after getopt's own message; NULL: "unknown option" */
+    const char *where;       /* options read from a file (a batch list line): getopt stays quiet
+                              * and messages name this place; NULL: the command line */
+    cli_options_bind_t bind[6];
+} cli_options_t;
+
+/* Parses argv's options (options and operands may mix; argv is permuted so that the operands
+ * come last) and stores every value. Returns the index of the first operand, or -1 with *status
+ * the exit status: CLI_OK after --help (printed), CLI_USAGE after a bad flag or value (its
+ * message printed). */
+int cli_options_parse(const cli_options_t *s, int argc, char **argv, int *status);
+/* Convert and store one value of row o (the command line's flags are stored by the parse; a
+ * sub-command whose flags depend on an operand converts them with this once it is known). 0, or
+ * -1 after printing why. */
+int cli_options_set(const char *cmd, const cli_option_t *o, const char *arg, void *base);
 
 /* ---- plan options shared by `plan` and `submit` (cli/planopts.c) ---- */
 

@@ -5,6 +5,7 @@
  * (planner/search/jobs.c) is the model. */
 #include "cli/cli.h"
 
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +32,7 @@ static void gather(const cli_options_t *s, rows_t *r)
 {
     size_t ns = 0;
     r->n = 0;
-    for (const cli_options_bind_t *b = s->bind; b->table; b++)
+    for (const cli_options_bind_t *b = s->bind; b < s->bind + CLI_OPTIONS_GROUPS && b->table; b++)
         for (int i = 0; b->table[i].name; i++) {
             const cli_option_t *o = &b->table[i];
             if (r->n == MAX_ROWS)
@@ -145,3 +146,14 @@ int cli_options_parse(const cli_options_t *s, int argc, char **argv, int *status
     opterr = 1;
     return *status == CLI_OK ? optind : -1;
 }
+
+const cli_option_t cli_options_help[] = {
+    CLI_OPTION_HELP,
+    CLI_OPTION_END,
+};
+
+const cli_option_t cli_options_output[] = {
+    {"output", 'o', CLI_OPT_STRING, .offset = 0},
+    CLI_OPTION_HELP,
+    CLI_OPTION_END,
+};

@@ -6,7 +6,7 @@
 #include "planner/search/search.h"
 #include "proto/curve.h"
 
-#include <getopt.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,8 +27,6 @@ typedef struct {
     const char *field, *flag;
 } cli_flag_t;
 void cli_flag_names(char *msg, size_t len, const cli_flag_t *map);
-/* The fields of pf_search_opts_t that plan options set, with their flags (cli/planopts.c). */
-extern const cli_flag_t cli_planopt_flags[];
 
 /* "planfarm <cmd>: <formatted>\n" on stderr, then returns CLI_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -44,7 +42,7 @@ int cli_double(const char *cmd, const char *flag, const char *arg, double lo, do
 int cli_bad_name(const char *cmd, const char *flag, const char *arg, const char *known);
 
 /* Is stderr a terminal (progress lines go there only then)? */
-int cli_stderr_tty(void);
+bool cli_stderr_tty(void);
 
 /* A ZeroMQ endpoint this program can use: tcp://HOST:PORT (PORT may be * or 0 to bind),
  * ipc://PATH or inproc://NAME. Prints "planfarm <cmd>: <flag>: ..." and returns -1 if not. */
@@ -56,52 +54,87 @@ int cli_check_output(const char *cmd, const char *path);
 /* Whole file ("-" = stdin) into a NUL-terminated buffer the caller frees. */
 int cli_read_file(const char *path, char **buf, size_t *len, char *err, size_t errlen);
 
-/* ---- plan options shared by `plan` and `submit` (cli/planopts.c) ---- */
+/* ---- the option tables every sub-command's flags are declared in (cli/options.c) ---- */
 
-#define CLI_PLANOPT_BASE 1000
-/* Entries for a getopt_long option table. */
-#define CLI_PLAN_OPTIONS                                                                        \
-    {"stages", required_argument, 0, CLI_PLANOPT_BASE + 0},                                     \
-    {"replicas", required_argument, 0, CLI_PLANOPT_BASE + 1},                                   \
-    {"microbatches", required_argument, 0, CLI_PLANOPT_BASE + 2},                               \
-    {"coarsen", required_argument, 0, CLI_PLANOPT_BASE + 3},                                    \
-    {"max-downsets", required_argument, 0, CLI_PLANOPT_BASE + 4},                               \
-    {"no-refine", no_argument, 0, CLI_PLANOPT_BASE + 5},                                        \
-    {"flat-gbps", required_argument, 0, CLI_PLANOPT_BASE + 6},                                  \
-    {"candidates", required_argument, 0, CLI_PLANOPT_BASE + 7},                                 \
-    {"probes-in-flight", required_argument, 0, CLI_PLANOPT_BASE + 8},                           \
-    {"eps", required_argument, 0, CLI_PLANOPT_BASE + 9},                                        \
-    {"probe-seconds", required_argument, 0, CLI_PLANOPT_BASE + 10},                             \
-    {"no-symmetry", no_argument, 0, CLI_PLANOPT_BASE + 11},                                     \
-    {"instantiation", required_argument, 0, CLI_PLANOPT_BASE + 12},                             \
-    {"seed", required_argument, 0, CLI_PLANOPT_BASE + 13},                                      \
-    {"max-stages", required_argument, 0, CLI_PLANOPT_BASE + 14},                                \
-    {"tp", required_argument, 0, CLI_PLANOPT_BASE + 15},                                        \
-    {"max-tp", required_argument, 0, CLI_PLANOPT_BASE + 16},                                    \
-    {"tp-across-hosts", no_argument, 0, CLI_PLANOPT_BASE + 17},                                 \
-    {"precision", required_argument, 0, CLI_PLANOPT_BASE + 18},                                 \
-    {"optimizer", required_argument, 0, CLI_PLANOPT_BASE + 19},                                 \
-    {"zero", required_argument, 0, CLI_PLANOPT_BASE + 20},                                      \
-    {"recompute", required_argument, 0, CLI_PLANOPT_BASE + 21},                                 \
-    {"schedule", required_argument, 0, CLI_PLANOPT_BASE + 22},                                  \
-    {"global-batch", required_argument, 0, CLI_PLANOPT_BASE + 23},                              \
-    {"layer-aligned", no_argument, 0, CLI_PLANOPT_BASE + 24},                                   \
-    {"mem-headroom", required_argument, 0, CLI_PLANOPT_BASE + 25},                              \
-    {"probe-timeouts", required_argument, 0, CLI_PLANOPT_BASE + 26}
+typedef enum {
+    CLI_OPT_HELP,     /* -h, --help: the sub-command prints its help on stdout and exits 0 */
+    CLI_OPT_FLAG,     /* no value: the bool field becomes true */
+    CLI_OPT_SET_INT,  /* no value: the int field becomes lo (--quiet: 1, --no-refine: 0) */
+    CLI_OPT_INT,      /* an integer in [lo, hi] into an int */
+    CLI_OPT_LLONG,    /* ... into a long long */
+    CLI_OPT_U64,      /* ... into a uint64_t */
+    CLI_OPT_MIB,      /* an integer in [lo, hi] MiB into an int64_t count of bytes */
+    CLI_OPT_MIB_SIZE, /* ... into a size_t */
+    CLI_OPT_DOUBLE,   /* a number in [dlo, dhi] into a double */
+    CLI_OPT_STRING,   /* the text as given into a const char * */
+    CLI_OPT_CUSTOM,   /* parse converts and stores it */
+} cli_opt_kind_t;
 
-/* One getopt_long code: 1 when it was a plan option (applied to *o), 0 when it is not one, -1
- * when its value is bad (message printed). */
-int cli_planopt(const char *cmd, int code, const char *arg, pf_search_opts_t *o);
+enum {
+    CLI_OPT_INDIRECT = 1u << 0, /* the field holds a pointer to where the value goes */
+    CLI_OPT_POSITIVE = 1u << 1, /* CLI_OPT_DOUBLE: 0 is "must be positive" */
+};
+
+/* One flag. Messages name it --name whichever way it was given. */
+typedef struct cli_option {
+    const char *name;   /* long name without "--"; NULL ends a table */
+    char letter;        /* short option, or 0 */
+    cli_opt_kind_t kind;
+    size_t offset;      /* of its field in the struct the table is bound to */
+    long long lo, hi;   /* integer kinds: the range; CLI_OPT_SET_INT: the value */
+    double dlo, dhi;    /* CLI_OPT_DOUBLE: the range */
+    unsigned flags;     /* CLI_OPT_INDIRECT, CLI_OPT_POSITIVE */
+    /* CLI_OPT_CUSTOM: convert arg and store it in *base; 0, or -1 after printing why */
+    int (*parse)(const char *cmd, const char *arg, void *base);
+} cli_option_t;
+
+#define CLI_OPTION_HELP {"help", 'h', CLI_OPT_HELP, .offset = 0}
+#define CLI_OPTION_END {NULL, 0, CLI_OPT_HELP, .offset = 0}
+
+/* A table and the struct its offsets point into; given (optional) has a slot per row, set to true
+ * when the row's flag was on the command line. */
+typedef struct {
+    const cli_option_t *table;
+    void *base;
+    bool *given;
+} cli_options_bind_t;
+
+#define CLI_OPTIONS_GROUPS 8
+
+/* What one sub-command accepts: its tables in getopt's order (an ambiguous abbreviation's
+ * candidates are listed in it), a { NULL } bind (or the end of bind) ending them. */
+typedef struct {
+    const char *cmd;         /* messages begin "planfarm <cmd>: " */
+    void (*help)(FILE *f);   /* what --help prints */
+    const char *unknown;     /* said after getopt's own message; NULL: "unknown option" */
+    const char *where;       /* options read from a file (a batch list line): getopt stays quiet
+                              * and messages name this place; NULL: the command line */
+    cli_options_bind_t bind[CLI_OPTIONS_GROUPS];
+} cli_options_t;
+
+/* Parses argv's options (options and operands may mix; argv is permuted so that the operands
+ * come last) and stores every value. Returns the index of the first operand, or -1 with *status
+ * the exit status: CLI_OK after --help (printed), CLI_USAGE after a bad flag or value (its
+ * message printed). */
+int cli_options_parse(const cli_options_t *s, int argc, char **argv, int *status);
+/* Convert and store one value of row o (the command line's flags are stored by the parse; a
+ * sub-command whose flags depend on an operand converts them with this once it is known). 0, or
+ * -1 after printing why. */
+int cli_options_set(const char *cmd, const cli_option_t *o, const char *arg, void *base);
+/* --help alone (bound to nothing). */
+extern const cli_option_t cli_options_help[];
+/* -o, --output FILE (bound to a const char *) and --help: all that draw and export take. */
+extern const cli_option_t cli_options_output[];
+
+/* ---- the search options of `plan`, `submit` and batch lists (cli/planopts.c) ---- */
+
+/* Bound to a pf_search_opts_t. */
+extern const cli_option_t cli_planopts_table[];
+/* The fields of pf_search_opts_t that plan options set, with their flags. */
+extern const cli_flag_t cli_planopts_flags[];
 void cli_planopts_help(FILE *f);
 
 /* ---- the flags the broker and the worker share (cli/netopts.c) ---- */
-#define CLI_NETOPT_BASE 2000
-/* Entries for a getopt_long option table. */
-#define CLI_NET_OPTIONS                                                                         \
-    {"heartbeat-ms", required_argument, 0, CLI_NETOPT_BASE + 0},                                \
-    {"liveness", required_argument, 0, CLI_NETOPT_BASE + 1},                                    \
-    {"max-msg-mb", required_argument, 0, CLI_NETOPT_BASE + 2},                                  \
-    {"verbose", no_argument, 0, CLI_NETOPT_BASE + 3}
 
 /* Where those flags go: fields of a pf_broker_opts_t or a pf_worker_opts_t. */
 typedef struct {
@@ -109,51 +142,57 @@ typedef struct {
     int64_t *max_msg_bytes;
 } cli_netopts_t;
 
-/* One getopt_long code: 1 when it was a shared flag (stored through *t), 0 when it is not one,
- * -1 when its value is bad (message printed). */
-int cli_netopt(const char *cmd, int code, const char *arg, const cli_netopts_t *t);
+/* Bound to a cli_netopts_t: the values go where its pointers point. */
+extern const cli_option_t cli_netopts_table[];
 /* Their help lines, with the defaults that *defaults points at. */
 void cli_netopts_help(FILE *f, const cli_netopts_t *defaults);
-/* After getopt_long: no operand is left and the endpoint (if any) is well formed. Returns
- * CLI_OK or the usage exit status (message printed). */
-int cli_net_args_done(const char *cmd, int argc, char **argv, const char *endpoint_flag,
-                      const char *endpoint);
+/* After the options (argv[first] the first operand): no operand is left and the endpoint (if
+ * any) is well formed. Returns CLI_OK or the usage exit status (message printed). */
+int cli_netopts_args_done(const char *cmd, int argc, char **argv, int first,
+                          const char *endpoint_flag, const char *endpoint);
+
+/* ---- key options of clients and workers (cli/keyopts.c) ---- */
+
+/* --cert, --broker-key, --insecure; bound to a pf_curve_opts_t. */
+extern const cli_option_t cli_keyopts_table[];
+void cli_keyopts_help(FILE *f);
 
 /* ---- talking to a broker (cli/remote.c) ---- */
 #define CLI_DEFAULT_TIMEOUT_S 5.0
 
+/* The flags of the sub-commands that talk to a broker. */
+typedef struct {
+    const char *broker, *out;
+    double timeout_s;
+    bool quiet;
+} cli_remote_args_t;
+/* --broker ENDPOINT, --timeout S; bound to a cli_remote_args_t. */
+extern const cli_option_t cli_remote_broker_options[];
+/* --quiet, -o/--output PATH; bound to a cli_remote_args_t. */
+extern const cli_option_t cli_remote_output_options[];
+
 typedef struct pf_client pf_client_t;
+/* A client of the broker at endpoint with these keys; prints the reason and returns NULL when
+ * it cannot be made (keys unreadable, plain TCP off the machine without --insecure). */
+pf_client_t *cli_remote_client_new(const char *cmd, const char *endpoint, double timeout_s,
+                                   const pf_curve_opts_t *k);
 /* Load a graph and a cluster file; prints errors itself and returns an exit status. */
-int cli_load_inputs(const char *cmd, const char *graph_path, const char *cluster_path,
-                    pf_graph_t **g, pf_cluster_t **c);
+int cli_remote_load_inputs(const char *cmd, const char *graph_path, const char *cluster_path,
+                           pf_graph_t **g, pf_cluster_t **c);
 /* Submit them (label: the two file names); prints errors itself. Returns an exit status; *id
  * (caller frees) on success. */
-int cli_submit(const char *cmd, pf_client_t *client, const pf_graph_t *g, const pf_cluster_t *c,
-               const char *graph_path, const char *cluster_path, const pf_search_opts_t *o,
-               char **id);
+int cli_remote_submit(const char *cmd, pf_client_t *client, const pf_graph_t *g,
+                      const pf_cluster_t *c, const char *graph_path, const char *cluster_path,
+                      const pf_search_opts_t *o, char **id);
 /* Poll the request until it ends (progress on stderr when it is a terminal and `progress`),
  * then write its plan to out_path ("-" or NULL = stdout) and a summary on stderr unless quiet.
  * Polls start 1 ms apart and grow by half up to max_poll_ms. Returns the exit status: 0 done,
  * 3 infeasible, 2 bad input, 1 otherwise. */
-int cli_wait_and_fetch(const char *cmd, pf_client_t *c, const char *id, const char *out_path,
-                       int progress, int quiet, int max_poll_ms);
+int cli_remote_wait_and_fetch(const char *cmd, pf_client_t *c, const char *id,
+                              const char *out_path, bool progress, bool quiet, int max_poll_ms);
 /* Write a finished request's plan and summary; the exit status as above (1 while running). */
-int cli_fetch_plan(const char *cmd, pf_client_t *c, const char *id, const char *out_path,
-                   int quiet);
-
-/* ---- key options of clients and workers (cli/keys.c) ---- */
-#define CLI_KEYOPT_BASE 3000 /* option codes: plan 1000+, shared net 2000+, keys 3000+ */
-#define CLI_KEY_OPTIONS                                                                         \
-    {"cert", required_argument, 0, CLI_KEYOPT_BASE + 0},                                        \
-    {"broker-key", required_argument, 0, CLI_KEYOPT_BASE + 1},                                  \
-    {"insecure", no_argument, 0, CLI_KEYOPT_BASE + 2}
-/* 1 when code was a key option (applied to *k), 0 when not. */
-int cli_keyopt(int code, const char *arg, pf_curve_opts_t *k);
-void cli_keyopts_help(FILE *f);
-/* A client of the broker at endpoint with these keys; prints the reason and returns NULL when
- * it cannot be made (keys unreadable, plain TCP off the machine without --insecure). */
-pf_client_t *cli_client_new(const char *cmd, const char *endpoint, double timeout_s,
-                            const pf_curve_opts_t *k);
+int cli_remote_fetch_plan(const char *cmd, pf_client_t *c, const char *id, const char *out_path,
+                          bool quiet);
 
 /* Sub-commands: argv[0] is the sub-command's name. */
 int cmd_check(int argc, char **argv);

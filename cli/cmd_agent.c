@@ -33,52 +33,30 @@ static void help(FILE *f)
 
 int cmd_agent(int argc, char **argv)
 {
-    enum { O_CONNECT = 1, O_NAME, O_HOST, O_BIND, O_ADV, O_NOCUDA, O_HB, O_LIVE, O_RECONNECT };
-    static const struct option opts[] = {{"connect", required_argument, 0, O_CONNECT},
-                                         {"name", required_argument, 0, O_NAME},
-                                         {"host", required_argument, 0, O_HOST},
-                                         {"echo-bind", required_argument, 0, O_BIND},
-                                         {"advertise", required_argument, 0, O_ADV},
-                                         {"no-cuda", no_argument, 0, O_NOCUDA},
-                                         {"heartbeat-ms", required_argument, 0, O_HB},
-                                         {"liveness", required_argument, 0, O_LIVE},
-                                         {"reconnect-max-ms", required_argument, 0, O_RECONNECT},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+#define O(field) offsetof(pf_agent_opts_t, field)
+    static const cli_option_t options[] = {
+        {"connect", 0, CLI_OPT_STRING, .offset = O(endpoint)},
+        {"name", 0, CLI_OPT_STRING, .offset = O(name)},
+        {"host", 0, CLI_OPT_STRING, .offset = O(host)},
+        {"echo-bind", 0, CLI_OPT_STRING, .offset = O(echo_bind)},
+        {"advertise", 0, CLI_OPT_STRING, .offset = O(advertise)},
+        {"no-cuda", 0, CLI_OPT_SET_INT, .offset = O(no_cuda), .lo = 1},
+        {"heartbeat-ms", 0, CLI_OPT_INT, .offset = O(heartbeat_ms), .lo = 10, .hi = 3600000},
+        {"liveness", 0, CLI_OPT_INT, .offset = O(liveness), .lo = 1, .hi = 1000},
+        {"reconnect-max-ms", 0, CLI_OPT_INT, .offset = O(reconnect_max_ms), .lo = 10,
+         .hi = 3600000},
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+    };
+#undef O
     pf_agent_opts_t o;
     pf_agent_opts_init(&o);
-    long long v;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case O_CONNECT: o.endpoint = optarg; break;
-        case O_NAME: o.name = optarg; break;
-        case O_HOST: o.host = optarg; break;
-        case O_BIND: o.echo_bind = optarg; break;
-        case O_ADV: o.advertise = optarg; break;
-        case O_NOCUDA: o.no_cuda = 1; break;
-        case O_HB:
-            if (cli_int("agent", "--heartbeat-ms", optarg, 10, 3600000, &v))
-                return CLI_USAGE;
-            o.heartbeat_ms = (int)v;
-            break;
-        case O_LIVE:
-            if (cli_int("agent", "--liveness", optarg, 1, 1000, &v))
-                return CLI_USAGE;
-            o.liveness = (int)v;
-            break;
-        case O_RECONNECT:
-            if (cli_int("agent", "--reconnect-max-ms", optarg, 10, 3600000, &v))
-                return CLI_USAGE;
-            o.reconnect_max_ms = (int)v;
-            break;
-        case 'h': help(stdout); return CLI_OK;
-        default: return cli_usage_error("agent", "unknown option");
-        }
-    }
-    if (optind != argc)
-        return cli_usage_error("agent", "unexpected argument '%s'", argv[optind]);
+    const cli_options_t spec = {"agent", help, NULL, NULL, {{options, &o, NULL}, {NULL, NULL, NULL}}};
+    int status, first = cli_options_parse(&spec, argc, argv, &status);
+    if (first < 0)
+        return status;
+    if (first != argc)
+        return cli_usage_error("agent", "unexpected argument '%s'", argv[first]);
     if (!o.endpoint)
         return cli_usage_error("agent", "--connect ENDPOINT is required");
     if (cli_check_endpoint("agent", "--connect", o.endpoint))

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #define MAX_LINE_ARGS 64
+#define MAX_LISTS 256
 
 typedef enum { E_PENDING, E_RUNNING, E_DONE, E_FAILED } entry_state_t;
 
@@ -72,7 +73,7 @@ static const char *stem(const char *path, char *buf, size_t len)
     return buf;
 }
 
-static int file_exists(const char *path)
+static bool file_exists(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
@@ -104,31 +105,86 @@ static void entry_free(entry_t *e)
 /* One line's plan options, through the same table `plan` and `submit` use. */
 static int parse_options(const char *where, int argc, char **argv, pf_search_opts_t *o)
 {
-    static const struct option opts[] = {CLI_PLAN_OPTIONS, {0, 0, 0, 0}};
     pf_search_opts_init(o);
-    int c, r;
-    optind = 0; /* glibc: start over (this parser runs once per line) */
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == '?' || c == ':' || (r = cli_planopt("batch", c, optarg, o)) == 0) {
-            fprintf(stderr, "planfarm batch: %s: unknown or incomplete option '%s'\n", where,
-                    argv[optind - 1]);
-            opterr = 1;
-            return -1;
-        }
-        if (r < 0) {
-            fprintf(stderr, "planfarm batch: (at %s)\n", where);
-            opterr = 1;
-            return -1;
-        }
-    }
-    opterr = 1;
-    if (optind != argc) {
+    const cli_options_t spec = {"batch", NULL, NULL, where, {{cli_planopts_table, o, NULL}}};
+    int status, first = cli_options_parse(&spec, argc, argv, &status);
+    if (first < 0)
+        return -1;
+    if (first != argc) {
         fprintf(stderr, "planfarm batch: %s: unexpected '%s' after the options\n", where,
-                argv[optind]);
+                argv[first]);
         return -1;
     }
     return 0;
+}
+
+/* The words of a line, '#' starting a comment, into argv[1..] (argv[0] is "batch"); argc, or -1
+ * past MAX_LINE_ARGS words (message printed). */
+static int split_line(char *line, char **argv, const char *list, int lineno)
+{
+    char *hash = strchr(line, '#'), *tsave = NULL;
+    int argc = 1;
+    if (hash)
+        *hash = '\0';
+    argv[0] = "batch";
+    for (char *t = strtok_r(line, " \t\r", &tsave); t; t = strtok_r(NULL, " \t\r", &tsave)) {
+        if (argc == MAX_LINE_ARGS) {
+            fprintf(stderr, "planfarm batch: %s:%d: more than %d words\n", list, lineno,
+                    MAX_LINE_ARGS - 1);
+            return -1;
+        }
+        argv[argc++] = t;
+    }
+    argv[argc] = NULL;
+    return argc;
+}
+
+/* Where an entry's inputs are and where its plan goes: <graph>-on-<cluster>-L<line>.plan.json
+ * next to its list, or in outdir. */
+static bool entry_paths(entry_t *e, const char *list, int lineno, const char *graph,
+                        const char *cluster, const char *outdir)
+{
+    char gs[128], cs[128], *dir = NULL;
+    const char *slash = strrchr(list, '/');
+    if (outdir)
+        dir = pf_strdup(outdir);
+    else if (slash)
+        dir = strndup(list, (size_t)(slash - list));
+    else
+        dir = pf_strdup(".");
+    e->graph = resolve(graph, list);
+    e->cluster = resolve(cluster, list);
+    bool ok = dir && e->graph && e->cluster &&
+              asprintf(&e->out, "%s/%s-on-%s-L%d.plan.json", dir, stem(graph, gs, sizeof gs),
+                       stem(cluster, cs, sizeof cs), lineno) >= 0;
+    if (!ok) {
+        e->out = NULL;
+        entry_free(e);
+    }
+    free(dir);
+    return ok;
+}
+
+/* One request line (its words in argv[1..argc-1]) appended to bt; the exit status. */
+static int add_entry(batch_t *bt, const char *list, int lineno, int argc, char **argv,
+                     const char *outdir)
+{
+    if (argc < 3 || argv[1][0] == '-' || argv[2][0] == '-') {
+        fprintf(stderr, "planfarm batch: %s:%d: expected GRAPH CLUSTER [plan options]\n", list,
+                lineno);
+        return CLI_USAGE;
+    }
+    if (pf_grow((void **)&bt->e, &bt->cap, bt->n + 1, sizeof *bt->e) != PF_OK)
+        return CLI_FAIL;
+    entry_t *e = &bt->e[bt->n];
+    memset(e, 0, sizeof *e);
+    snprintf(e->where, sizeof e->where, "%s:%d", list, lineno);
+    if (parse_options(e->where, argc - 2, argv + 2, &e->opts) != 0)
+        return CLI_USAGE;
+    if (!entry_paths(e, list, lineno, argv[1], argv[2], outdir))
+        return CLI_FAIL;
+    bt->n++;
+    return CLI_OK;
 }
 
 static int read_list(batch_t *bt, const char *list, const char *outdir)
@@ -142,74 +198,23 @@ static int read_list(batch_t *bt, const char *list, const char *outdir)
     int rc = CLI_OK, lineno = 0;
     char *next = text;
     while (next && *next && rc == CLI_OK) {
-        char *line = next, *nl = strchr(line, '\n');
+        char *line = next, *nl = strchr(line, '\n'), *argv[MAX_LINE_ARGS + 1];
         if (nl)
             *nl = '\0';
         next = nl ? nl + 1 : NULL;
         lineno++;
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
-        char *argv[MAX_LINE_ARGS + 1], *tsave = NULL;
-        int argc = 1;
-        argv[0] = "batch";
-        for (char *t = strtok_r(line, " \t\r", &tsave); t; t = strtok_r(NULL, " \t\r", &tsave)) {
-            if (argc == MAX_LINE_ARGS) {
-                fprintf(stderr, "planfarm batch: %s:%d: more than %d words\n", list, lineno,
-                        MAX_LINE_ARGS - 1);
-                rc = CLI_USAGE;
-                break;
-            }
-            argv[argc++] = t;
-        }
-        argv[argc] = NULL;
-        if (rc != CLI_OK || argc == 1)
-            continue;
-        if (argc < 3 || argv[1][0] == '-' || argv[2][0] == '-') {
-            fprintf(stderr, "planfarm batch: %s:%d: expected GRAPH CLUSTER [plan options]\n",
-                    list, lineno);
+        int argc = split_line(line, argv, list, lineno);
+        if (argc < 0)
             rc = CLI_USAGE;
-            break;
-        }
-        if (pf_grow((void **)&bt->e, &bt->cap, bt->n + 1, sizeof *bt->e) != PF_OK) {
-            rc = CLI_FAIL;
-            break;
-        }
-        entry_t *e = &bt->e[bt->n];
-        memset(e, 0, sizeof *e);
-        snprintf(e->where, sizeof e->where, "%s:%d", list, lineno);
-        if (parse_options(e->where, argc - 2, argv + 2, &e->opts) != 0) {
-            rc = CLI_USAGE;
-            break;
-        }
-        char gs[128], cs[128], *dir = NULL;
-        const char *slash = strrchr(list, '/');
-        if (outdir)
-            dir = pf_strdup(outdir);
-        else if (slash)
-            dir = strndup(list, (size_t)(slash - list));
-        else
-            dir = pf_strdup(".");
-        e->graph = resolve(argv[1], list);
-        e->cluster = resolve(argv[2], list);
-        if (!dir || !e->graph || !e->cluster ||
-            asprintf(&e->out, "%s/%s-on-%s-L%d.plan.json", dir, stem(argv[1], gs, sizeof gs),
-                     stem(argv[2], cs, sizeof cs), lineno) < 0) {
-            e->out = NULL;
-            entry_free(e);
-            free(dir);
-            rc = CLI_FAIL;
-            break;
-        }
-        free(dir);
-        bt->n++;
+        else if (argc > 1)
+            rc = add_entry(bt, list, lineno, argc, argv, outdir);
     }
     free(text);
     return rc;
 }
 
 /* Broker unreachable (a timeout): worth waiting for. Anything else is the request's own fault. */
-static int unreachable(const char *err)
+static bool unreachable(const char *err)
 {
     return strstr(err, "no broker at") != NULL;
 }
@@ -218,7 +223,7 @@ static int submit_one(const char *cmd, pf_client_t *client, entry_t *e, char *er
 {
     pf_graph_t *g;
     pf_cluster_t *cl;
-    int rc = cli_load_inputs(cmd, e->graph, e->cluster, &g, &cl);
+    int rc = cli_remote_load_inputs(cmd, e->graph, e->cluster, &g, &cl);
     if (rc != CLI_OK) {
         e->state = E_FAILED;
         e->exit_code = rc;
@@ -265,7 +270,7 @@ static void bar(const batch_t *bt, double t0)
 }
 
 /* Follow one running entry: STATUS, and when it has ended its plan (cli_fetch_plan). */
-static int follow(pf_client_t *client, entry_t *e, int quiet, char *err, size_t errlen)
+static int follow(pf_client_t *client, entry_t *e, char *err, size_t errlen)
 {
     Planfarm__RequestStatus *st;
     int rc = pf_client_status(client, e->id, &st, err, errlen);
@@ -282,135 +287,95 @@ static int follow(pf_client_t *client, entry_t *e, int quiet, char *err, size_t 
         return PF_OK;
     char cmd[600];
     snprintf(cmd, sizeof cmd, "batch: %s", e->where);
-    int code = cli_fetch_plan(cmd, client, e->id, e->out, 1);
+    int code = cli_remote_fetch_plan(cmd, client, e->id, e->out, true);
     if (code == CLI_OK) {
         e->state = E_DONE;
     } else {
         e->state = E_FAILED;
         e->exit_code = code;
     }
-    (void)quiet;
     return PF_OK;
 }
 
-int cmd_batch(int argc, char **argv)
+/* Submit a pending entry; a refusal other than "busy" (the broker's cap on running requests:
+ * the entry waits its turn) or no broker fails it. */
+static int submit_pending(pf_client_t *client, entry_t *e, bool progress, char *err,
+                          size_t errlen)
 {
-    enum { O_BROKER = 1, O_LIST, O_PATIENCE, O_TIMEOUT, O_QUIET, O_PRIORITY };
-    static const struct option opts[] = {{"broker", required_argument, 0, O_BROKER},
-                                         {"list", required_argument, 0, O_LIST},
-                                         {"patience", required_argument, 0, O_PATIENCE},
-                                         {"timeout", required_argument, 0, O_TIMEOUT},
-                                         {"quiet", no_argument, 0, O_QUIET},
-                                         {"priority", required_argument, 0, O_PRIORITY},
-                                         {"output", required_argument, 0, 'o'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    const char *broker = PF_BROKER_DEFAULT_ENDPOINT, *outdir = NULL;
-    const char *lists[256];
-    int nlists = 0, quiet = 0, c;
-    long long priority = 0;
-    double patience_s = 300, timeout_s = CLI_DEFAULT_TIMEOUT_S;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        switch (c) {
-        case O_BROKER: broker = optarg; break;
-        case O_LIST:
-            if (nlists == 256)
-                return cli_usage_error("batch", "more than 256 lists");
-            lists[nlists++] = optarg;
-            break;
-        case O_PATIENCE:
-            if (cli_double("batch", "--patience", optarg, 0, 1e7, &patience_s))
-                return CLI_USAGE;
-            break;
-        case O_TIMEOUT:
-            if (cli_double("batch", "--timeout", optarg, 0.01, 86400, &timeout_s))
-                return CLI_USAGE;
-            break;
-        case O_QUIET: quiet = 1; break;
-        case O_PRIORITY:
-            if (cli_int("batch", "--priority", optarg, -1000000, 1000000, &priority))
-                return CLI_USAGE;
-            break;
-        case 'o': outdir = optarg; break;
-        case 'h': help(stdout); return CLI_OK;
-        default: return cli_usage_error("batch", "unknown option");
-        }
+    int r = submit_one("batch", client, e, err, errlen);
+    if (r != PF_OK && e->state == E_PENDING && !unreachable(err) &&
+        !strstr(err, "broker busy")) {
+        fprintf(stderr, "%splanfarm batch: %s: %s\n", progress ? "\n" : "", e->where, err);
+        e->state = E_FAILED;
+        e->exit_code = cli_exit_code(r);
     }
-    for (int i = optind; i < argc; i++) {
-        if (nlists == 256)
-            return cli_usage_error("batch", "more than 256 lists");
-        lists[nlists++] = argv[i];
+    return r;
+}
+
+/* One round over the entries: submit the pending ones, follow the running ones. Returns how
+ * many are still open; *heard when the broker answered (a round stops at the first silence: the
+ * others would time out too). */
+static size_t round_over(batch_t *bt, pf_client_t *client, bool progress, char *err,
+                         size_t errlen, bool *heard)
+{
+    size_t open = 0;
+    *heard = false;
+    for (size_t i = 0; i < bt->n && !zsys_interrupted; i++) {
+        entry_t *e = &bt->e[i];
+        int r = PF_OK;
+        if (e->state == E_PENDING)
+            r = submit_pending(client, e, progress, err, errlen);
+        else if (e->state == E_RUNNING)
+            r = follow(client, e, err, errlen);
+        if (r != PF_OK && unreachable(err))
+            break;
+        *heard = true;
+        open += e->state == E_PENDING || e->state == E_RUNNING;
     }
-    if (nlists == 0)
-        return cli_usage_error("batch", "expected LIST files (or --list LIST)");
-    if (cli_check_endpoint("batch", "--broker", broker))
-        return CLI_USAGE;
-    struct stat sd;
-    if (outdir && (stat(outdir, &sd) != 0 || !S_ISDIR(sd.st_mode)))
-        return cli_usage_error("batch", "-o %s: not a directory", outdir);
+    return open;
+}
 
-    batch_t bt = {0};
-    int rc = CLI_OK;
-    for (int i = 0; i < nlists && rc == CLI_OK; i++)
-        rc = read_list(&bt, lists[i], outdir);
-    if (rc == CLI_OK && bt.n == 0)
-        rc = cli_usage_error("batch", "no request in the lists");
-    char err[CLI_ERRLEN];
-    pf_client_t *client = NULL;
-    if (rc == CLI_OK && !(client = pf_client_new(broker, (int)(timeout_s * 1000), err, sizeof err)))
-        rc = cli_report("batch", PF_EINPUT, err);
-    if (rc != CLI_OK)
-        goto done;
-    pf_client_set_priority(client, (int)priority);
+/* The exit status of a finished batch: the first failure's, an infeasible one giving way to any
+ * other. */
+static int batch_summary(const batch_t *bt, bool quiet, double t0)
+{
+    size_t done = 0;
+    int worst = CLI_OK;
+    for (size_t i = 0; i < bt->n; i++) {
+        done += bt->e[i].state == E_DONE;
+        if (bt->e[i].state == E_FAILED &&
+            (worst == CLI_OK || (worst == CLI_INFEASIBLE && bt->e[i].exit_code != CLI_INFEASIBLE)))
+            worst = bt->e[i].exit_code ? bt->e[i].exit_code : CLI_FAIL;
+    }
+    if (!quiet)
+        fprintf(stderr, "planfarm batch: %zu of %zu plans written in %.1f s\n", done, bt->n,
+                zclock_mono() / 1e3 - t0);
+    return worst;
+}
 
-    int progress = !quiet && cli_stderr_tty();
+/* Rounds until every entry has ended, the broker stays silent past patience_s, or SIGINT. */
+static int run_batch(batch_t *bt, pf_client_t *client, double patience_s, bool quiet)
+{
+    char err[CLI_ERRLEN] = "";
+    bool progress = !quiet && cli_stderr_tty(), heard;
     double t0 = zclock_mono() / 1e3, last_heard = t0;
     int delay_ms = 20;
     for (;;) {
-        size_t open = 0;
-        int heard = 0;
-        for (size_t i = 0; i < bt.n && !zsys_interrupted; i++) {
-            entry_t *e = &bt.e[i];
-            int r = PF_OK;
-            if (e->state == E_PENDING) {
-                r = submit_one("batch", client, e, err, sizeof err);
-                /* busy (the broker's cap on running requests): this one waits its turn */
-                if (r != PF_OK && e->state == E_PENDING && !unreachable(err) &&
-                    !strstr(err, "broker busy")) {
-                    fprintf(stderr, "%splanfarm batch: %s: %s\n", progress ? "\n" : "", e->where,
-                            err);
-                    e->state = E_FAILED;
-                    e->exit_code = cli_exit_code(r);
-                }
-            } else if (e->state == E_RUNNING) {
-                r = follow(client, e, quiet, err, sizeof err);
-            }
-            if (r == PF_OK || !unreachable(err))
-                heard = 1;
-            else
-                break; /* no broker: the others would time out too */
-            open += e->state == E_PENDING || e->state == E_RUNNING;
-        }
+        size_t open = round_over(bt, client, progress, err, sizeof err, &heard);
         double now = zclock_mono() / 1e3;
         if (heard)
             last_heard = now;
         if (progress)
-            bar(&bt, t0);
+            bar(bt, t0);
+        if (progress && (zsys_interrupted || (!heard && now - last_heard > patience_s)))
+            fputc('\n', stderr);
         if (zsys_interrupted) {
-            rc = CLI_FAIL;
-            if (progress)
-                fputc('\n', stderr);
             fprintf(stderr, "planfarm batch: interrupted; the requests go on at the broker (run "
                             "the batch again to collect them)\n");
-            goto done;
+            return CLI_FAIL;
         }
-        if (!heard && now - last_heard > patience_s) {
-            if (progress)
-                fputc('\n', stderr);
-            rc = cli_report("batch", PF_ERR, err);
-            goto done;
-        }
+        if (!heard && now - last_heard > patience_s)
+            return cli_report("batch", PF_ERR, err);
         if (heard && open == 0)
             break;
         zclock_sleep(delay_ms);
@@ -418,22 +383,82 @@ int cmd_batch(int argc, char **argv)
     }
     if (progress)
         fputc('\n', stderr);
-    size_t done = 0;
-    int worst = CLI_OK;
-    for (size_t i = 0; i < bt.n; i++) {
-        done += bt.e[i].state == E_DONE;
-        if (bt.e[i].state == E_FAILED &&
-            (worst == CLI_OK || (worst == CLI_INFEASIBLE && bt.e[i].exit_code != CLI_INFEASIBLE)))
-            worst = bt.e[i].exit_code ? bt.e[i].exit_code : CLI_FAIL;
+    return batch_summary(bt, quiet, t0);
+}
+
+/* The flags of batch alone; the rest are the remote flags. */
+typedef struct {
+    const char *lists[MAX_LISTS];
+    int nlists, priority;
+    double patience_s;
+} batch_args_t;
+
+static int add_list(const char *cmd, const char *arg, void *base)
+{
+    batch_args_t *a = base;
+    if (a->nlists == MAX_LISTS) {
+        cli_usage_error(cmd, "more than %d lists", MAX_LISTS);
+        return -1;
     }
-    if (!quiet)
-        fprintf(stderr, "planfarm batch: %zu of %zu plans written in %.1f s\n", done, bt.n,
-                zclock_mono() / 1e3 - t0);
-    rc = worst;
-done:
+    a->lists[a->nlists++] = arg;
+    return 0;
+}
+
+static const cli_option_t batch_options[] = {
+    {"list", 0, CLI_OPT_CUSTOM, .parse = add_list},
+    {"patience", 0, CLI_OPT_DOUBLE, .offset = offsetof(batch_args_t, patience_s), .dlo = 0,
+     .dhi = 1e7},
+    {"priority", 0, CLI_OPT_INT, .offset = offsetof(batch_args_t, priority), .lo = -1000000,
+     .hi = 1000000},
+    CLI_OPTION_END,
+};
+
+/* The lists' requests, run on the broker. */
+static int batch_lists(const batch_args_t *a, const cli_remote_args_t *r)
+{
+    batch_t bt = {0};
+    char err[CLI_ERRLEN];
+    pf_client_t *client = NULL;
+    int rc = CLI_OK;
+    for (int i = 0; i < a->nlists && rc == CLI_OK; i++)
+        rc = read_list(&bt, a->lists[i], r->out);
+    if (rc == CLI_OK && bt.n == 0)
+        rc = cli_usage_error("batch", "no request in the lists");
+    if (rc == CLI_OK &&
+        !(client = pf_client_new(r->broker, (int)(r->timeout_s * 1000), err, sizeof err)))
+        rc = cli_report("batch", PF_EINPUT, err);
+    if (rc == CLI_OK) {
+        pf_client_set_priority(client, a->priority);
+        rc = run_batch(&bt, client, a->patience_s, r->quiet);
+    }
     pf_client_destroy(&client);
     for (size_t i = 0; i < bt.n; i++)
         entry_free(&bt.e[i]);
     free(bt.e);
     return rc;
+}
+
+int cmd_batch(int argc, char **argv)
+{
+    batch_args_t a = {.patience_s = 300};
+    cli_remote_args_t r = {PF_BROKER_DEFAULT_ENDPOINT, NULL, CLI_DEFAULT_TIMEOUT_S, false};
+    const cli_options_t spec = {"batch", help, NULL, NULL,
+                                {{cli_remote_broker_options, &r, NULL},
+                                 {batch_options, &a, NULL},
+                                 {cli_remote_output_options, &r, NULL},
+                                 {cli_options_help, NULL, NULL}}};
+    int status, first = cli_options_parse(&spec, argc, argv, &status);
+    if (first < 0)
+        return status;
+    for (int i = first; i < argc; i++)
+        if (add_list("batch", argv[i], &a) != 0)
+            return CLI_USAGE;
+    if (a.nlists == 0)
+        return cli_usage_error("batch", "expected LIST files (or --list LIST)");
+    if (cli_check_endpoint("batch", "--broker", r.broker))
+        return CLI_USAGE;
+    struct stat sd;
+    if (r.out && (stat(r.out, &sd) != 0 || !S_ISDIR(sd.st_mode)))
+        return cli_usage_error("batch", "-o %s: not a directory", r.out);
+    return batch_lists(&a, &r);
 }

@@ -66,147 +66,106 @@ static void help(FILE *f)
     cli_netopts_help(f, &net);
 }
 
-int cmd_broker(int argc, char **argv)
+/* The flags of the broker that are not fields of pf_broker_opts_t. */
+typedef struct {
+    const char *journal; /* NULL: the default path; "none": memory only */
+    double expire_days;
+    bool compact;
+} broker_args_t;
+
+#define O(field) offsetof(pf_broker_opts_t, field)
+#define A(field) offsetof(broker_args_t, field)
+static const cli_option_t broker_options[] = {
+    {"bind", 0, CLI_OPT_STRING, .offset = O(endpoint)},
+    {"max-attempts", 0, CLI_OPT_INT, .offset = O(max_attempts), .lo = 1, .hi = 1000},
+    {"dp-timeout", 0, CLI_OPT_DOUBLE, .offset = O(limits.solve_s), .dlo = 0.01, .dhi = 1e7},
+    {"probe-margin", 0, CLI_OPT_DOUBLE, .offset = O(limits.margin_s), .dlo = 0, .dhi = 1e7},
+    {"max-requests", 0, CLI_OPT_INT, .offset = O(max_running), .lo = 1, .hi = 1000000},
+    {"http", 0, CLI_OPT_STRING, .offset = O(http_addr)},
+    CLI_OPTION_END,
+};
+
+static const cli_option_t journal_options[] = {
+    {"journal", 0, CLI_OPT_STRING, .offset = A(journal)},
+    {"expire-days", 0, CLI_OPT_DOUBLE, .offset = A(expire_days), .dlo = 0, .dhi = 1e6},
+    {"compact", 0, CLI_OPT_FLAG, .offset = A(compact)},
+    CLI_OPTION_END,
+};
+
+static const cli_option_t limit_options[] = {
+    {"client-requests", 0, CLI_OPT_INT, .offset = O(client_max_requests), .lo = 1,
+     .hi = 1000000},
+    {"client-jobs", 0, CLI_OPT_INT, .offset = O(client_max_jobs), .lo = 1, .hi = 100000000},
+    /* hidden test hook: slow request setup down */
+    {"test-prep-delay-ms", 0, CLI_OPT_INT, .offset = O(prep_delay_ms), .lo = 0, .hi = 3600000},
+    {"max-credits", 0, CLI_OPT_INT, .offset = O(max_credits), .lo = 1, .hi = 1000},
+    {"cert", 0, CLI_OPT_STRING, .offset = O(auth.cert)},
+    {"insecure", 0, CLI_OPT_SET_INT, .offset = O(auth.insecure), .lo = 1},
+    /* the allow-lists, in the order of pf_role_t's bits */
+    {"clients", 0, CLI_OPT_STRING, .offset = O(auth.dirs[0])},
+    {"workers", 0, CLI_OPT_STRING, .offset = O(auth.dirs[1])},
+    {"agents", 0, CLI_OPT_STRING, .offset = O(auth.dirs[2])},
+    {"admins", 0, CLI_OPT_STRING, .offset = O(auth.dirs[3])},
+    CLI_OPTION_END,
+};
+#undef A
+#undef O
+
+/* What the flags say together: allow-lists need the broker's cert, plain TCP stays on loopback
+ * (a refused endpoint is bad usage, 2, not a failure to bind, 1). */
+static int check_security(const pf_broker_opts_t *o)
 {
-    enum {
-        O_BIND = 1, O_ATTEMPTS, O_DPT, O_PM, O_MAXREQ, O_HTTP,
-        O_JOURNAL, O_EXPIRE, O_COMPACT, O_PREP_DELAY, O_CLIENT_REQ, O_CLIENT_JOBS, O_MAXCRED,
-        O_CERT, O_INSECURE, O_DIR /* O_DIR + r: the allow-list of role bit r */
-    };
-    static const struct option opts[] = {{"bind", required_argument, 0, O_BIND},
-                                         {"max-attempts", required_argument, 0, O_ATTEMPTS},
-                                         {"dp-timeout", required_argument, 0, O_DPT},
-                                         {"probe-margin", required_argument, 0, O_PM},
-                                         {"max-requests", required_argument, 0, O_MAXREQ},
-                                         {"http", required_argument, 0, O_HTTP},
-                                         {"journal", required_argument, 0, O_JOURNAL},
-                                         {"expire-days", required_argument, 0, O_EXPIRE},
-                                         {"compact", no_argument, 0, O_COMPACT},
-                                         {"client-requests", required_argument, 0, O_CLIENT_REQ},
-                                         {"client-jobs", required_argument, 0, O_CLIENT_JOBS},
-                                         /* hidden test hook: slow request setup down */
-                                         {"test-prep-delay-ms", required_argument, 0, O_PREP_DELAY},
-                                         {"max-credits", required_argument, 0, O_MAXCRED},
-                                         {"cert", required_argument, 0, O_CERT},
-                                         {"insecure", no_argument, 0, O_INSECURE},
-                                         {"clients", required_argument, 0, O_DIR + 0},
-                                         {"workers", required_argument, 0, O_DIR + 1},
-                                         {"agents", required_argument, 0, O_DIR + 2},
-                                         {"admins", required_argument, 0, O_DIR + 3},
-                                         CLI_NET_OPTIONS,
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    pf_broker_opts_t o;
-    pf_broker_opts_init(&o);
-    cli_netopts_t net = net_of(&o);
-    long long v;
-    double x, expire_days = 7;
-    int compact = 0;
-    const char *journal = NULL;
-    char journal_default[1024];
-    int c, shared;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if ((shared = cli_netopt("broker", c, optarg, &net)) != 0) {
-            if (shared < 0)
-                return CLI_USAGE;
-            continue;
-        }
-        switch (c) {
-        case O_BIND: o.endpoint = optarg; break;
-        case O_ATTEMPTS:
-            if (cli_int("broker", "--max-attempts", optarg, 1, 1000, &v))
-                return CLI_USAGE;
-            o.max_attempts = (int)v;
-            break;
-        case O_DPT:
-            if (cli_double("broker", "--dp-timeout", optarg, 0.01, 1e7, &x))
-                return CLI_USAGE;
-            o.limits.solve_s = x;
-            break;
-        case O_PM:
-            if (cli_double("broker", "--probe-margin", optarg, 0, 1e7, &x))
-                return CLI_USAGE;
-            o.limits.margin_s = x;
-            break;
-        case O_MAXREQ:
-            if (cli_int("broker", "--max-requests", optarg, 1, 1000000, &v))
-                return CLI_USAGE;
-            o.max_running = (int)v;
-            break;
-        case O_HTTP: o.http_addr = optarg; break;
-        case O_JOURNAL: journal = optarg; break;
-        case O_EXPIRE:
-            if (cli_double("broker", "--expire-days", optarg, 0, 1e6, &expire_days))
-                return CLI_USAGE;
-            break;
-        case O_COMPACT: compact = 1; break;
-        case O_CLIENT_REQ:
-            if (cli_int("broker", "--client-requests", optarg, 1, 1000000, &v))
-                return CLI_USAGE;
-            o.client_max_requests = (int)v;
-            break;
-        case O_CLIENT_JOBS:
-            if (cli_int("broker", "--client-jobs", optarg, 1, 100000000, &v))
-                return CLI_USAGE;
-            o.client_max_jobs = (int)v;
-            break;
-        case O_PREP_DELAY:
-            if (cli_int("broker", "--test-prep-delay-ms", optarg, 0, 3600000, &v))
-                return CLI_USAGE;
-            o.prep_delay_ms = (int)v;
-            break;
-        case O_MAXCRED:
-            if (cli_int("broker", "--max-credits", optarg, 1, 1000, &v))
-                return CLI_USAGE;
-            o.max_credits = (int)v;
-            break;
-        case O_CERT: o.auth.cert = optarg; break;
-        case O_INSECURE: o.auth.insecure = 1; break;
-        case O_DIR + 0:
-        case O_DIR + 1:
-        case O_DIR + 2:
-        case O_DIR + 3: o.auth.dirs[c - O_DIR] = optarg; break;
-        case 'h': help(stdout); return CLI_OK;
-        default: return cli_usage_error("broker", "unknown option");
-        }
-    }
-    int done = cli_net_args_done("broker", argc, argv, "--bind", o.endpoint);
-    if (done != CLI_OK)
-        return done;
-    char err[CLI_ERRLEN];
     static const char *const dir_flags[] = {"--clients", "--workers", "--agents", "--admins"};
+    char err[CLI_ERRLEN];
     for (int r = 0; r < 4; r++)
-        if (o.auth.dirs[r] && !o.auth.cert)
+        if (o->auth.dirs[r] && !o->auth.cert)
             return cli_usage_error("broker", "%s needs --cert (the broker's secret cert)",
                                    dir_flags[r]);
-    /* a refused endpoint is bad usage (2), not a failure to bind (1) */
-    if (!pf_auth_wanted(&o.auth) && !o.auth.insecure && !pf_endpoint_is_local(o.endpoint)) {
-        pf_curve_check_plain("broker", o.endpoint, 0, 0, err, sizeof err);
+    if (!pf_auth_wanted(&o->auth) && !o->auth.insecure && !pf_endpoint_is_local(o->endpoint)) {
+        pf_curve_check_plain("broker", o->endpoint, 0, 0, err, sizeof err);
         return cli_report("broker", PF_EINPUT, err);
     }
+    return CLI_OK;
+}
+
+/* The journal: expired requests leave it, and with --compact it shrinks and the broker exits
+ * (*done). Sets o->journal_path unless it is "none". Returns the exit status. */
+static int open_journal(const broker_args_t *a, pf_broker_opts_t *o, char *path, size_t len,
+                        bool *done)
+{
+    char err[CLI_ERRLEN];
+    const char *journal = a->journal;
+    long long removed = 0;
+    *done = false;
     if (!journal) {
-        if (pf_journal_default_path(journal_default, sizeof journal_default,
-                                    getenv("XDG_STATE_HOME"), getenv("HOME")) != PF_OK)
+        if (pf_journal_default_path(path, len, getenv("XDG_STATE_HOME"), getenv("HOME")) != PF_OK)
             return cli_usage_error("broker", "no HOME or XDG_STATE_HOME: give --journal PATH "
                                              "or --journal none");
-        journal = journal_default;
+        journal = path;
     }
-    if (strcmp(journal, "none") != 0) {
-        long long removed = 0;
-        if (pf_broker_journal_compact_or_expire(journal, expire_days, compact, &removed, err,
-                                                sizeof err) != PF_OK)
-            return cli_report("broker", PF_ERR, err);
-        if (compact) {
-            printf("journal %s: %lld finished requests older than %g days removed, compacted\n",
-                   journal, removed, expire_days);
-            return CLI_OK;
-        }
-        o.journal_path = journal;
-    } else if (compact) {
-        return cli_usage_error("broker", "--compact needs a journal");
+    if (strcmp(journal, "none") == 0) {
+        *done = a->compact;
+        return a->compact ? cli_usage_error("broker", "--compact needs a journal") : CLI_OK;
     }
-    pf_broker_t *b = pf_broker_new(&o, err, sizeof err);
+    if (pf_broker_journal_compact_or_expire(journal, a->expire_days, a->compact, &removed, err,
+                                            sizeof err) != PF_OK) {
+        *done = true;
+        return cli_report("broker", PF_ERR, err);
+    }
+    if (a->compact) {
+        printf("journal %s: %lld finished requests older than %g days removed, compacted\n",
+               journal, removed, a->expire_days);
+        *done = true;
+    }
+    o->journal_path = journal;
+    return CLI_OK;
+}
+
+/* Serve until SIGINT or SIGTERM. */
+static int serve(const pf_broker_opts_t *o)
+{
+    char err[CLI_ERRLEN];
+    pf_broker_t *b = pf_broker_new(o, err, sizeof err);
     if (!b)
         return cli_report("broker", PF_ERR, err);
     int rc = pf_broker_run(b);
@@ -217,4 +176,30 @@ int cmd_broker(int argc, char **argv)
             st.wall_s, st.msgs_in, st.malformed, st.foreign_answers);
     pf_broker_destroy(&b);
     return rc == PF_OK ? CLI_OK : CLI_FAIL;
+}
+
+int cmd_broker(int argc, char **argv)
+{
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    cli_netopts_t net = net_of(&o);
+    broker_args_t a = {NULL, 7, false};
+    const cli_options_t spec = {"broker", help, NULL, NULL,
+                                {{broker_options, &o, NULL},
+                                 {journal_options, &a, NULL},
+                                 {limit_options, &o, NULL},
+                                 {cli_netopts_table, &net, NULL},
+                                 {cli_options_help, NULL, NULL}}};
+    int rc, first = cli_options_parse(&spec, argc, argv, &rc);
+    if (first < 0)
+        return rc;
+    if ((rc = cli_netopts_args_done("broker", argc, argv, first, "--bind", o.endpoint)) != CLI_OK ||
+        (rc = check_security(&o)) != CLI_OK)
+        return rc;
+    char journal_default[1024];
+    bool done;
+    rc = open_journal(&a, &o, journal_default, sizeof journal_default, &done);
+    if (rc != CLI_OK || done)
+        return rc;
+    return serve(&o);
 }

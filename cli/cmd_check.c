@@ -81,31 +81,25 @@ static void summarize_cluster(const pf_cluster_t *c)
     }
 }
 
+/* Bound to the long long max_downsets. */
+static const cli_option_t check_options[] = {
+    {"max-downsets", 0, CLI_OPT_LLONG, .offset = 0, .lo = 1, .hi = 1LL << 40},
+    CLI_OPTION_HELP,
+    CLI_OPTION_END,
+};
+
 int cmd_check(int argc, char **argv)
 {
-    static const struct option opts[] = {{"max-downsets", required_argument, 0, 'd'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
     long long max_downsets = DEFAULT_MAX_DOWNSETS;
+    const cli_options_t spec = {"check", help, NULL, NULL,
+                                {{check_options, &max_downsets, NULL}, {NULL, NULL, NULL}}};
     char err[CLI_ERRLEN] = "";
-    int c, rc;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'd':
-            if (cli_int("check", "--max-downsets", optarg, 1, 1LL << 40, &max_downsets))
-                return CLI_USAGE;
-            break;
-        case 'h':
-            help(stdout);
-            return CLI_OK;
-        default:
-            return cli_usage_error("check", "unknown option");
-        }
-    }
-    if (argc - optind != 1)
+    int rc, first = cli_options_parse(&spec, argc, argv, &rc);
+    if (first < 0)
+        return rc;
+    if (argc - first != 1)
         return cli_usage_error("check", "expected one FILE");
-    const char *path = argv[optind];
+    const char *path = argv[first];
     const char *label = strcmp(path, "-") ? path : "<stdin>";
     char *buf;
     size_t len;

@@ -99,9 +99,29 @@ static int parse_dims(const char *arg, int want, int dims[3], const char *kind)
     return PF_OK;
 }
 
-enum {
-    O_MACHINES = 256, O_GPUS, O_INTRA, O_INTER, O_DIMS, O_DEVICES, O_SEED, O_MEM, O_TFLOPS,
-    O_LATENCY, O_INTER_LATENCY, O_NAME, O_LAST
+/* The flags as given: they are converted once the kind is known, whose defaults come first. */
+typedef struct {
+    const char *machines, *gpus, *intra, *inter, *dims, *devices, *seed, *mem, *tflops, *latency,
+        *inter_latency, *name, *out;
+} cluster_args_t;
+
+#define G(field) offsetof(cluster_args_t, field)
+static const cli_option_t cluster_options[] = {
+    {"machines", 0, CLI_OPT_STRING, .offset = G(machines)},
+    {"gpus", 0, CLI_OPT_STRING, .offset = G(gpus)},
+    {"intra-gbps", 0, CLI_OPT_STRING, .offset = G(intra)},
+    {"inter-gbps", 0, CLI_OPT_STRING, .offset = G(inter)},
+    {"dims", 0, CLI_OPT_STRING, .offset = G(dims)},
+    {"devices", 0, CLI_OPT_STRING, .offset = G(devices)},
+    {"seed", 0, CLI_OPT_STRING, .offset = G(seed)},
+    {"mem-gb", 0, CLI_OPT_STRING, .offset = G(mem)},
+    {"tflops", 0, CLI_OPT_STRING, .offset = G(tflops)},
+    {"latency-us", 0, CLI_OPT_STRING, .offset = G(latency)},
+    {"inter-latency-us", 0, CLI_OPT_STRING, .offset = G(inter_latency)},
+    {"name", 0, CLI_OPT_STRING, .offset = G(name)},
+    {"output", 'o', CLI_OPT_STRING, .offset = G(out)},
+    CLI_OPTION_HELP,
+    CLI_OPTION_END,
 };
 
 /* Which kinds a flag applies to; a flag given for another kind is a usage error rather than
@@ -113,140 +133,133 @@ enum {
 #define K_RANDOM (K(PF_TOPOLOGY_RANDOM_BLK1) | K(PF_TOPOLOGY_RANDOM_BLK2) | K(PF_TOPOLOGY_UNIFORM))
 
 static const struct {
-    int opt;
+    size_t given;
     const char *flag;
     unsigned kinds;
     const char *which;
 } applies[] = {
-    {O_MACHINES, "--machines", K_MACHINES, "hier, dgx1, nvswitch, dgx-a100 and dgx-h100"},
-    {O_GPUS, "--gpus", K(PF_TOPOLOGY_HIER) | K(PF_TOPOLOGY_NVSWITCH),
+    {G(machines), "--machines", K_MACHINES, "hier, dgx1, nvswitch, dgx-a100 and dgx-h100"},
+    {G(gpus), "--gpus", K(PF_TOPOLOGY_HIER) | K(PF_TOPOLOGY_NVSWITCH),
      "hier and nvswitch; a DGX has 8"},
-    {O_INTRA, "--intra-gbps", K(PF_TOPOLOGY_HIER) | K(PF_TOPOLOGY_NVSWITCH) | K_DGX,
+    {G(intra), "--intra-gbps", K(PF_TOPOLOGY_HIER) | K(PF_TOPOLOGY_NVSWITCH) | K_DGX,
      "hier, nvswitch, dgx-a100 and dgx-h100"},
-    {O_INTER, "--inter-gbps", K_MACHINES, "hier, dgx1, nvswitch, dgx-a100 and dgx-h100"},
-    {O_INTER_LATENCY, "--inter-latency-us", K_MACHINES,
+    {G(inter), "--inter-gbps", K_MACHINES, "hier, dgx1, nvswitch, dgx-a100 and dgx-h100"},
+    {G(inter_latency), "--inter-latency-us", K_MACHINES,
      "hier, dgx1, nvswitch, dgx-a100 and dgx-h100"},
-    {O_DIMS, "--dims", K_GRID, "mesh2d, torus2d, mesh3d and torus3d"},
-    {O_DEVICES, "--devices", K_RANDOM, "random-blk1, random-blk2 and uniform"},
-    {O_SEED, "--seed", K_RANDOM, "random-blk1, random-blk2 and uniform"},
+    {G(dims), "--dims", K_GRID, "mesh2d, torus2d, mesh3d and torus3d"},
+    {G(devices), "--devices", K_RANDOM, "random-blk1, random-blk2 and uniform"},
+    {G(seed), "--seed", K_RANDOM, "random-blk1, random-blk2 and uniform"},
 };
+
+static const char *given_text(const cluster_args_t *a, size_t offset)
+{
+    return *(const char *const *)((const char *)a + offset);
+}
+
+static int set_dims(const char *cmd, const char *arg, void *base)
+{
+    pf_topology_opts_t *o = base;
+    int grid3d = o->kind == PF_TOPOLOGY_MESH3D || o->kind == PF_TOPOLOGY_TORUS3D;
+    (void)cmd;
+    return parse_dims(arg, grid3d ? 3 : 2, o->dims, pf_topology_kind_name(o->kind)) ? -1 : 0;
+}
+
+static int set_mem_gb(const char *cmd, const char *arg, void *base)
+{
+    double x;
+    if (cli_double(cmd, "--mem-gb", arg, 0, 1e9, &x))
+        return -1;
+    if (x <= 0) {
+        cli_usage_error(cmd, "--mem-gb: must be positive");
+        return -1;
+    }
+    ((pf_topology_opts_t *)base)->mem_bytes = x * GIB;
+    return 0;
+}
+
+static int set_name(const char *cmd, const char *arg, void *base)
+{
+    if (!*arg) {
+        cli_usage_error(cmd, "--name: empty");
+        return -1;
+    }
+    ((pf_topology_opts_t *)base)->name = arg;
+    return 0;
+}
+
+/* How each given flag sets the topology's options, in the order they are checked. */
+#define T(field) offsetof(pf_topology_opts_t, field)
+static const struct {
+    size_t given;
+    cli_option_t set;
+} values[] = {
+    {G(machines), {"machines", 0, CLI_OPT_INT, .offset = T(machines), .lo = 1,
+                   .hi = PF_TOPOLOGY_MAX_DEVICES}},
+    {G(gpus), {"gpus", 0, CLI_OPT_INT, .offset = T(gpus_per_machine), .lo = 1,
+               .hi = PF_TOPOLOGY_MAX_DEVICES}},
+    {G(devices), {"devices", 0, CLI_OPT_INT, .offset = T(devices), .lo = 1,
+                  .hi = PF_TOPOLOGY_MAX_DEVICES}},
+    {G(seed), {"seed", 0, CLI_OPT_U64, .offset = T(seed), .lo = 0, .hi = LLONG_MAX}},
+    {G(dims), {"dims", 0, CLI_OPT_CUSTOM, .parse = set_dims}},
+    {G(intra), {"intra-gbps", 0, CLI_OPT_DOUBLE, .offset = T(intra_gbps), .dlo = 0, .dhi = 1e9,
+                .flags = CLI_OPT_POSITIVE}},
+    {G(inter), {"inter-gbps", 0, CLI_OPT_DOUBLE, .offset = T(inter_gbps), .dlo = 0, .dhi = 1e9,
+                .flags = CLI_OPT_POSITIVE}},
+    {G(mem), {"mem-gb", 0, CLI_OPT_CUSTOM, .parse = set_mem_gb}},
+    {G(tflops), {"tflops", 0, CLI_OPT_DOUBLE, .offset = T(tflops), .dlo = 0, .dhi = 1e9}},
+    {G(latency), {"latency-us", 0, CLI_OPT_DOUBLE, .offset = T(latency_us), .dlo = 0,
+                  .dhi = 1e9}},
+    {G(inter_latency), {"inter-latency-us", 0, CLI_OPT_DOUBLE, .offset = T(inter_latency_us),
+                        .dlo = 0, .dhi = 1e9}},
+    {G(name), {"name", 0, CLI_OPT_CUSTOM, .parse = set_name}},
+};
+#undef T
+
+#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The kind's defaults, then every given flag that applies to it; CLI_OK or the usage status. */
+static int topology_opts(const cluster_args_t *a, pf_topology_kind_t kind, pf_topology_opts_t *o)
+{
+    const char *kname = pf_topology_kind_name(kind);
+    for (size_t i = 0; i < NELEMS(applies); i++)
+        if (given_text(a, applies[i].given) && !(applies[i].kinds & K(kind)))
+            return cli_usage_error(CMD, "%s does not apply to %s (only to %s)", applies[i].flag,
+                                   kname, applies[i].which);
+    pf_topology_opts_init(o, kind);
+    for (size_t i = 0; i < NELEMS(values); i++) {
+        const char *text = given_text(a, values[i].given);
+        if (text && cli_options_set(CMD, &values[i].set, text, o) != 0)
+            return CLI_USAGE;
+    }
+    return CLI_OK;
+}
 
 int cmd_cluster(int argc, char **argv)
 {
-    static const struct option opts[] = {{"machines", required_argument, 0, O_MACHINES},
-                                         {"gpus", required_argument, 0, O_GPUS},
-                                         {"intra-gbps", required_argument, 0, O_INTRA},
-                                         {"inter-gbps", required_argument, 0, O_INTER},
-                                         {"dims", required_argument, 0, O_DIMS},
-                                         {"devices", required_argument, 0, O_DEVICES},
-                                         {"seed", required_argument, 0, O_SEED},
-                                         {"mem-gb", required_argument, 0, O_MEM},
-                                         {"tflops", required_argument, 0, O_TFLOPS},
-                                         {"latency-us", required_argument, 0, O_LATENCY},
-                                         {"inter-latency-us", required_argument, 0,
-                                          O_INTER_LATENCY},
-                                         {"name", required_argument, 0, O_NAME},
-                                         {"output", required_argument, 0, 'o'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    /* Flags are kept as text until the kind is known: its defaults come first. */
-    const char *given[O_LAST] = {0};
-    const char *out_path = NULL;
-    char err[CLI_ERRLEN] = "";
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        if (c == 'h') {
-            help(stdout);
-            return CLI_OK;
-        } else if (c == 'o') {
-            out_path = optarg;
-        } else if (c >= O_MACHINES && c < O_LAST) {
-            given[c] = optarg;
-        } else {
-            return cli_usage_error(CMD, "unknown option");
-        }
-    }
-    if (argc - optind != 1)
-        return cli_usage_error(CMD, argc == optind ? "expected a KIND" : "expected one KIND");
+    cluster_args_t a = {0};
+    const cli_options_t spec = {CMD, help, NULL, NULL,
+                                {{cluster_options, &a, NULL}, {NULL, NULL, NULL}}};
+    int status, first = cli_options_parse(&spec, argc, argv, &status);
+    if (first < 0)
+        return status;
+    if (argc - first != 1)
+        return cli_usage_error(CMD, argc == first ? "expected a KIND" : "expected one KIND");
     pf_topology_kind_t kind;
-    if (pf_topology_parse_kind(argv[optind], &kind) != PF_OK)
+    if (pf_topology_parse_kind(argv[first], &kind) != PF_OK)
         return cli_usage_error(CMD,
                                "unknown kind '%s' (expected hier, dgx1, nvswitch, mesh2d, "
                                "torus2d, mesh3d, torus3d, random-blk1, random-blk2, uniform, "
                                "dgx-a100 or dgx-h100)",
-                               argv[optind]);
-    const char *kname = pf_topology_kind_name(kind);
-    for (size_t i = 0; i < sizeof applies / sizeof applies[0]; i++)
-        if (given[applies[i].opt] && !(applies[i].kinds & K(kind)))
-            return cli_usage_error(CMD, "%s does not apply to %s (only to %s)", applies[i].flag,
-                                   kname, applies[i].which);
-
+                               argv[first]);
     pf_topology_opts_t o;
-    pf_topology_opts_init(&o, kind);
-    long long v;
-    double x;
-    int grid3d = kind == PF_TOPOLOGY_MESH3D || kind == PF_TOPOLOGY_TORUS3D;
-    if (given[O_MACHINES]) {
-        if (cli_int(CMD, "--machines", given[O_MACHINES], 1, PF_TOPOLOGY_MAX_DEVICES, &v))
-            return CLI_USAGE;
-        o.machines = (int)v;
-    }
-    if (given[O_GPUS]) {
-        if (cli_int(CMD, "--gpus", given[O_GPUS], 1, PF_TOPOLOGY_MAX_DEVICES, &v))
-            return CLI_USAGE;
-        o.gpus_per_machine = (int)v;
-    }
-    if (given[O_DEVICES]) {
-        if (cli_int(CMD, "--devices", given[O_DEVICES], 1, PF_TOPOLOGY_MAX_DEVICES, &v))
-            return CLI_USAGE;
-        o.devices = (int)v;
-    }
-    if (given[O_SEED]) {
-        if (cli_int(CMD, "--seed", given[O_SEED], 0, LLONG_MAX, &v))
-            return CLI_USAGE;
-        o.seed = (uint64_t)v;
-    }
-    if (given[O_DIMS] && parse_dims(given[O_DIMS], grid3d ? 3 : 2, o.dims, kname))
-        return CLI_USAGE;
-    static const struct {
-        int opt;
-        const char *flag;
-        int positive;
-    } reals[] = {{O_INTRA, "--intra-gbps", 1}, {O_INTER, "--inter-gbps", 1},
-                 {O_MEM, "--mem-gb", 1},       {O_TFLOPS, "--tflops", 0},
-                 {O_LATENCY, "--latency-us", 0},
-                 {O_INTER_LATENCY, "--inter-latency-us", 0}};
-    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) {
-        const char *arg = given[reals[i].opt];
-        if (!arg)
-            continue;
-        if (cli_double(CMD, reals[i].flag, arg, 0, 1e9, &x))
-            return CLI_USAGE;
-        if (reals[i].positive && x <= 0)
-            return cli_usage_error(CMD, "%s: must be positive", reals[i].flag);
-        switch (reals[i].opt) {
-        case O_INTRA: o.intra_gbps = x; break;
-        case O_INTER: o.inter_gbps = x; break;
-        case O_MEM: o.mem_bytes = x * GIB; break;
-        case O_TFLOPS: o.tflops = x; break;
-        case O_INTER_LATENCY: o.inter_latency_us = x; break;
-        default: o.latency_us = x; break;
-        }
-    }
-    if (given[O_NAME]) {
-        if (!*given[O_NAME])
-            return cli_usage_error(CMD, "--name: empty");
-        o.name = given[O_NAME];
-    }
-
+    int rc = topology_opts(&a, kind, &o);
+    if (rc != CLI_OK)
+        return rc;
+    char err[CLI_ERRLEN] = "";
     pf_cluster_t *cl;
-    int rc = pf_topology_build(&o, &cl, err, sizeof err);
-    if (rc != PF_OK)
+    if ((rc = pf_topology_build(&o, &cl, err, sizeof err)) != PF_OK)
         return cli_report(CMD, rc, err);
-    rc = pf_cluster_save(cl, out_path, err, sizeof err);
+    rc = pf_cluster_save(cl, a.out, err, sizeof err);
     pf_cluster_destroy(&cl);
-    if (rc != PF_OK)
-        return cli_report(CMD, rc, err);
-    return CLI_OK;
+    return rc == PF_OK ? CLI_OK : cli_report(CMD, rc, err);
 }

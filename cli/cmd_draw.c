@@ -78,30 +78,18 @@ done:
 
 int cmd_draw(int argc, char **argv)
 {
-    static const struct option opts[] = {{"output", required_argument, 0, 'o'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
     const char *out = "-";
+    const cli_options_t spec = {"draw", help, NULL, NULL,
+                                {{cli_options_output, &out, NULL}, {NULL, NULL, NULL}}};
     char err[CLI_ERRLEN] = "";
-    int c, rc;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            out = optarg;
-            break;
-        case 'h':
-            help(stdout);
-            return CLI_OK;
-        default:
-            return cli_usage_error("draw", "unknown option");
-        }
-    }
-    int npos = argc - optind;
+    int rc, first = cli_options_parse(&spec, argc, argv, &rc);
+    if (first < 0)
+        return rc;
+    int npos = argc - first;
     if (npos != 2 && npos != 3)
         return cli_usage_error("draw", "expected PLAN CLUSTER [GRAPH]");
-    const char *ppath = argv[optind], *cpath = argv[optind + 1];
-    const char *gpath = npos == 3 ? argv[optind + 2] : NULL;
+    const char *ppath = argv[first], *cpath = argv[first + 1];
+    const char *gpath = npos == 3 ? argv[first + 2] : NULL;
     if (!strcmp(ppath, "-") || !strcmp(cpath, "-") || (gpath && !strcmp(gpath, "-")))
         return cli_usage_error("draw", "PLAN, CLUSTER and GRAPH must be files");
     if (cli_check_output("draw", out))

@@ -70,45 +70,52 @@ static int write_output(const pf_export_t *x, const output_t *o, const char *dir
     return rc;
 }
 
+/* The framework's own file first: when it refuses the plan, nothing else is written. */
+static int write_outputs(const pf_export_t *x, pf_export_kind_t kind, const char *dir, char *err,
+                         size_t errlen)
+{
+    const output_t main_out[] = {{"megatron_args.sh", pf_export_write_megatron},
+                                 {"ds_config.json", pf_export_write_deepspeed},
+                                 {NULL, NULL}};
+    const output_t outputs[] = {main_out[kind], {"hostfile", pf_export_write_hostfile},
+                                {"launch.sh", pf_export_write_launch}};
+    int rc = PF_OK, written = 0;
+    for (size_t i = 0; i < sizeof outputs / sizeof outputs[0] && rc == PF_OK; i++)
+        if (outputs[i].file &&
+            (rc = write_output(x, &outputs[i], dir, written++ == 0, err, errlen)) != PF_OK &&
+            i == 0)
+            pf_err_prefix(err, errlen, pf_export_kind_name(kind));
+    if (rc == PF_OK && !pf_export_exact(x))
+        fprintf(stderr, "planfarm export: warning: the layout is not the plan's: %s\n",
+                pf_export_reason(x));
+    if (rc == PF_OK && dir)
+        fprintf(stderr, "planfarm export: wrote %s%shostfile, launch.sh to %s\n",
+                outputs[0].file ? outputs[0].file : "", outputs[0].file ? ", " : "", dir);
+    return rc;
+}
+
 int cmd_export(int argc, char **argv)
 {
-    static const struct option opts[] = {{"output", required_argument, 0, 'o'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
     const char *out = NULL;
+    const cli_options_t spec = {"export", help, NULL, NULL,
+                                {{cli_options_output, &out, NULL}, {NULL, NULL, NULL}}};
     char err[CLI_ERRLEN] = "";
-    int c, rc;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            out = optarg;
-            break;
-        case 'h':
-            help(stdout);
-            return CLI_OK;
-        default:
-            return cli_usage_error("export", "unknown option");
-        }
-    }
-    if (argc - optind != 4)
+    int rc, first = cli_options_parse(&spec, argc, argv, &rc);
+    if (first < 0)
+        return rc;
+    if (argc - first != 4)
         return cli_usage_error("export", "expected KIND GRAPH CLUSTER PLAN (see --help)");
     pf_export_kind_t kind;
-    if (pf_export_parse_kind(argv[optind], &kind) != PF_OK)
+    if (pf_export_parse_kind(argv[first], &kind) != PF_OK)
         return cli_usage_error("export", "'%s' is not megatron, deepspeed or torchrun",
-                               argv[optind]);
-    const char *gpath = argv[optind + 1], *cpath = argv[optind + 2], *ppath = argv[optind + 3];
+                               argv[first]);
+    const char *gpath = argv[first + 1], *cpath = argv[first + 2], *ppath = argv[first + 3];
     if ((!strcmp(gpath, "-")) + (!strcmp(cpath, "-")) + (!strcmp(ppath, "-")) > 1)
         return cli_usage_error("export", "only one of GRAPH, CLUSTER, PLAN can be - (stdin)");
     const char *dir = out && strcmp(out, "-") ? out : NULL;
     if (dir && mkdir(dir, 0777) != 0 && errno != EEXIST)
         return cli_usage_error("export", "-o %s: cannot create: %s", dir, strerror(errno));
 
-    const output_t main_out[] = {{"megatron_args.sh", pf_export_write_megatron},
-                                 {"ds_config.json", pf_export_write_deepspeed},
-                                 {NULL, NULL}};
-    const output_t outputs[] = {main_out[kind], {"hostfile", pf_export_write_hostfile},
-                                {"launch.sh", pf_export_write_launch}};
     pf_graph_t *g = NULL;
     pf_cluster_t *cl = NULL;
     pf_plan_t *p = NULL;
@@ -121,19 +128,7 @@ int cmd_export(int argc, char **argv)
         pf_err_prefix(err, sizeof err, strcmp(ppath, "-") ? ppath : "<stdin>");
         goto done;
     }
-    /* the framework's own file first: when it refuses the plan, nothing else is written */
-    int written = 0;
-    for (size_t i = 0; i < sizeof outputs / sizeof outputs[0] && rc == PF_OK; i++)
-        if (outputs[i].file &&
-            (rc = write_output(x, &outputs[i], dir, written++ == 0, err, sizeof err)) != PF_OK &&
-            i == 0)
-            pf_err_prefix(err, sizeof err, pf_export_kind_name(kind));
-    if (rc == PF_OK && !pf_export_exact(x))
-        fprintf(stderr, "planfarm export: warning: the layout is not the plan's: %s\n",
-                pf_export_reason(x));
-    if (rc == PF_OK && dir)
-        fprintf(stderr, "planfarm export: wrote %s%shostfile, launch.sh to %s\n",
-                outputs[0].file ? outputs[0].file : "", outputs[0].file ? ", " : "", dir);
+    rc = write_outputs(x, kind, dir, err, sizeof err);
 done:
     pf_export_destroy(&x);
     pf_plan_destroy(&p);

@@ -22,36 +22,31 @@ static void help(FILE *f)
             "message names the file and the line (PipeDream) or the JSON path (Piper).\n");
 }
 
+typedef struct {
+    long long microbatch;
+    const char *out;
+} import_args_t;
+
+static const cli_option_t import_options[] = {
+    {"microbatch", 0, CLI_OPT_LLONG, .offset = offsetof(import_args_t, microbatch), .lo = 1,
+     .hi = 1 << 30},
+    {"output", 'o', CLI_OPT_STRING, .offset = offsetof(import_args_t, out)},
+    CLI_OPTION_HELP,
+    CLI_OPTION_END,
+};
+
 int cmd_import(int argc, char **argv)
 {
-    static const struct option opts[] = {{"microbatch", required_argument, 0, 'm'},
-                                         {"output", required_argument, 0, 'o'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    import_args_t a = {0, NULL};
+    const cli_options_t spec = {"import", help, NULL, NULL,
+                                {{import_options, &a, NULL}, {NULL, NULL, NULL}}};
     char err[CLI_ERRLEN] = "";
-    const char *out_path = NULL;
-    long long microbatch = 0;
-    int c, rc;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        switch (c) {
-        case 'm':
-            if (cli_int("import", "--microbatch", optarg, 1, 1 << 30, &microbatch))
-                return CLI_USAGE;
-            break;
-        case 'o':
-            out_path = optarg;
-            break;
-        case 'h':
-            help(stdout);
-            return CLI_OK;
-        default:
-            return cli_usage_error("import", "unknown option");
-        }
-    }
-    if (argc - optind != 2)
+    int rc, first = cli_options_parse(&spec, argc, argv, &rc);
+    if (first < 0)
+        return rc;
+    if (argc - first != 2)
         return cli_usage_error("import", "expected a format (pipedream or piper) and one FILE");
-    const char *format = argv[optind], *path = argv[optind + 1];
+    const char *format = argv[first], *path = argv[first + 1];
     int (*import)(const char *, int, pf_graph_t **, char *, size_t);
     if (!strcmp(format, "pipedream"))
         import = pf_import_pipedream;
@@ -61,13 +56,13 @@ int cmd_import(int argc, char **argv)
         return cli_usage_error("import", "unknown format '%s' (pipedream or piper)", format);
 
     pf_graph_t *g;
-    if ((rc = import(path, (int)microbatch, &g, err, sizeof err)) != PF_OK)
+    if ((rc = import(path, (int)a.microbatch, &g, err, sizeof err)) != PF_OK)
         return cli_report("import", rc, err);
-    rc = pf_graph_save(g, out_path, err, sizeof err);
+    rc = pf_graph_save(g, a.out, err, sizeof err);
     if (rc == PF_OK)
         fprintf(stderr, "imported %s: %d ops, %d edges, micro-batch %d%s\n", pf_graph_name(g),
                 pf_graph_nops(g), pf_graph_nedges(g), pf_graph_microbatch(g),
-                microbatch ? "" : pf_graph_microbatch(g) > 1 ? " (the profiled batch)" :
+                a.microbatch ? "" : pf_graph_microbatch(g) > 1 ? " (the profiled batch)" :
                 " (not known for this profile; see --microbatch)");
     pf_graph_destroy(&g);
     return rc == PF_OK ? CLI_OK : cli_report("import", rc, err);

@@ -19,27 +19,29 @@ static void help(FILE *f)
                "  --force             overwrite an existing pair\n");
 }
 
+typedef struct {
+    const char *dir;
+    bool force;
+} keygen_args_t;
+
+static const cli_option_t keygen_options[] = {
+    {"dir", 'd', CLI_OPT_STRING, .offset = offsetof(keygen_args_t, dir)},
+    {"force", 0, CLI_OPT_FLAG, .offset = offsetof(keygen_args_t, force)},
+    CLI_OPTION_HELP,
+    CLI_OPTION_END,
+};
+
 int cmd_keygen(int argc, char **argv)
 {
-    enum { O_FORCE = 1 };
-    static const struct option opts[] = {{"dir", required_argument, 0, 'd'},
-                                         {"force", no_argument, 0, O_FORCE},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    const char *dir = ".";
-    int force = 0, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "hd:", opts, NULL)) != -1) {
-        switch (c) {
-        case 'd': dir = optarg; break;
-        case O_FORCE: force = 1; break;
-        case 'h': help(stdout); return CLI_OK;
-        default: return cli_usage_error("keygen", "unknown option");
-        }
-    }
-    if (argc - optind != 1)
+    keygen_args_t a = {".", false};
+    const cli_options_t spec = {"keygen", help, NULL, NULL,
+                                {{keygen_options, &a, NULL}, {NULL, NULL, NULL}}};
+    int status, first = cli_options_parse(&spec, argc, argv, &status);
+    if (first < 0)
+        return status;
+    if (argc - first != 1)
         return cli_usage_error("keygen", "expected one NAME");
-    const char *name = argv[optind];
+    const char *name = argv[first], *dir = a.dir;
     if (!name[0] || strchr(name, '/') || name[0] == '.')
         return cli_usage_error("keygen", "NAME '%s': a file name, without '/' or a leading '.'",
                                name);
@@ -51,7 +53,7 @@ int cmd_keygen(int argc, char **argv)
         snprintf(err, sizeof err, "-d %s: cannot create: %s", dir, strerror(errno));
         return cli_report("keygen", PF_ERR, err);
     }
-    if (!force && (access(path, F_OK) == 0 || access(secret, F_OK) == 0)) {
+    if (!a.force && (access(path, F_OK) == 0 || access(secret, F_OK) == 0)) {
         snprintf(err, sizeof err, "%s or %s exists (--force overwrites)", path, secret);
         return cli_report("keygen", PF_EINPUT, err);
     }

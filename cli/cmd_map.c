@@ -52,77 +52,50 @@ static void summary(const pf_plan_t *p)
             p->mapping.probes_timed_out, p->mapping.seconds);
 }
 
+static int parse_instantiation(const char *cmd, const char *arg, void *base)
+{
+    pf_map_opts_t *o = base;
+    if (!strcmp(arg, "auto")) {
+        o->auto_inst = 1;
+    } else if (pf_inst_parse(arg, &o->inst) == PF_OK) {
+        o->auto_inst = 0;
+    } else {
+        cli_usage_error(cmd, "--instantiation: '%s' is not m, ar, full or auto", arg);
+        return -1;
+    }
+    return 0;
+}
+
+#define O(field) offsetof(pf_map_opts_t, field)
+static const cli_option_t map_options[] = {
+    {"instantiation", 0, CLI_OPT_CUSTOM, .parse = parse_instantiation},
+    {"probe-seconds", 0, CLI_OPT_DOUBLE, .offset = O(probe_seconds), .dlo = 0, .dhi = 1e9},
+    {"eps", 0, CLI_OPT_DOUBLE, .offset = O(rel_eps), .dlo = 0, .dhi = 1},
+    {"batch", 0, CLI_OPT_INT, .offset = O(batch), .lo = 1, .hi = 1024},
+    {"no-symmetry", 0, CLI_OPT_SET_INT, .offset = O(symmetry), .lo = 0},
+    {"threads", 0, CLI_OPT_INT, .offset = O(threads), .lo = 1, .hi = 4096},
+    {"seed", 0, CLI_OPT_U64, .offset = O(seed), .lo = 0, .hi = 1LL << 62},
+    CLI_OPTION_END,
+};
+#undef O
+
 int cmd_map(int argc, char **argv)
 {
-    static const struct option opts[] = {{"instantiation", required_argument, 0, 'i'},
-                                         {"probe-seconds", required_argument, 0, 'p'},
-                                         {"eps", required_argument, 0, 'e'},
-                                         {"batch", required_argument, 0, 'b'},
-                                         {"no-symmetry", no_argument, 0, 'n'},
-                                         {"threads", required_argument, 0, 't'},
-                                         {"seed", required_argument, 0, 's'},
-                                         {"output", required_argument, 0, 'o'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
     pf_map_opts_t o;
     const char *out = "-";
-    char err[CLI_ERRLEN] = "";
-    long long v;
-    int c, rc;
     pf_map_opts_init(&o);
     o.auto_inst = 1;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'i':
-            if (!strcmp(optarg, "auto")) {
-                o.auto_inst = 1;
-            } else if (pf_inst_parse(optarg, &o.inst) == PF_OK) {
-                o.auto_inst = 0;
-            } else {
-                return cli_usage_error("map", "--instantiation: '%s' is not m, ar, full or auto",
-                                       optarg);
-            }
-            break;
-        case 'p':
-            if (cli_double("map", "--probe-seconds", optarg, 0, 1e9, &o.probe_seconds))
-                return CLI_USAGE;
-            break;
-        case 'e':
-            if (cli_double("map", "--eps", optarg, 0, 1, &o.rel_eps))
-                return CLI_USAGE;
-            break;
-        case 'b':
-            if (cli_int("map", "--batch", optarg, 1, 1024, &v))
-                return CLI_USAGE;
-            o.batch = (int)v;
-            break;
-        case 'n':
-            o.symmetry = 0;
-            break;
-        case 't':
-            if (cli_int("map", "--threads", optarg, 1, 4096, &v))
-                return CLI_USAGE;
-            o.threads = (int)v;
-            break;
-        case 's':
-            if (cli_int("map", "--seed", optarg, 0, (1LL << 62), &v))
-                return CLI_USAGE;
-            o.seed = (uint64_t)v;
-            break;
-        case 'o':
-            out = optarg;
-            break;
-        case 'h':
-            help(stdout);
-            return CLI_OK;
-        default:
-            return cli_usage_error("map", "unknown option");
-        }
-    }
-    if (argc - optind != 3)
+    const cli_options_t spec = {"map", help, NULL, NULL,
+                                {{map_options, &o, NULL},
+                                 {cli_options_output, &out, NULL},
+                                 {NULL, NULL, NULL}}};
+    char err[CLI_ERRLEN] = "";
+    int rc, first = cli_options_parse(&spec, argc, argv, &rc);
+    if (first < 0)
+        return rc;
+    if (argc - first != 3)
         return cli_usage_error("map", "expected GRAPH CLUSTER PLAN");
-    const char *gpath = argv[optind], *cpath = argv[optind + 1], *ppath = argv[optind + 2];
+    const char *gpath = argv[first], *cpath = argv[first + 1], *ppath = argv[first + 2];
     if ((!strcmp(gpath, "-")) + (!strcmp(cpath, "-")) + (!strcmp(ppath, "-")) > 1)
         return cli_usage_error("map", "only one of GRAPH, CLUSTER, PLAN can be - (stdin)");
 

@@ -21,30 +21,34 @@
 #define K_UNET KIND_BIT(PF_MODEL_UNET)
 #define K_ALL (K_TRANSFORMER | K_RESNET | K_UNET)
 
-/* Integer shape flags: which field they set and which kinds they apply to. */
-static const struct {
-    const char *name;
-    size_t offset;
-    unsigned kinds;
-} int_flags[] = {
-    {"layers", offsetof(pf_model_opts_t, layers), K_TRANSFORMER},
-    {"hidden", offsetof(pf_model_opts_t, hidden), K_TRANSFORMER},
-    {"heads", offsetof(pf_model_opts_t, heads), K_TRANSFORMER},
-    {"seq", offsetof(pf_model_opts_t, seq), K_TEXT},
-    {"vocab", offsetof(pf_model_opts_t, vocab), K_TEXT},
-    {"ffn", offsetof(pf_model_opts_t, ffn), K_TRANSFORMER},
-    {"kv-heads", offsetof(pf_model_opts_t, kv_heads), K_LLAMA},
-    {"experts", offsetof(pf_model_opts_t, experts), K_MOE},
-    {"top-k", offsetof(pf_model_opts_t, top_k), K_MOE},
-    {"patch", offsetof(pf_model_opts_t, patch), K_VIT},
-    {"depth", offsetof(pf_model_opts_t, depth), K_RESNET},
-    {"image", offsetof(pf_model_opts_t, image), K_RESNET | K_UNET | K_VIT},
-    {"classes", offsetof(pf_model_opts_t, classes), K_RESNET | K_UNET | K_VIT},
-    {"levels", offsetof(pf_model_opts_t, levels), K_UNET},
-    {"channels", offsetof(pf_model_opts_t, channels), K_UNET},
-    {"microbatch", offsetof(pf_model_opts_t, microbatch), K_ALL},
+/* The shape flags, then the cost flags: each stores into a pf_model_opts_t of given values that
+ * the kind's defaults take over once the kind is known (getopt permutes: it may come last). */
+#define M(field) offsetof(pf_model_opts_t, field)
+#define SHAPE(name, field) {name, 0, CLI_OPT_INT, .offset = M(field), .lo = 1, .hi = INT_MAX}
+static const cli_option_t value_options[] = {
+    SHAPE("layers", layers),         SHAPE("hidden", hidden),   SHAPE("heads", heads),
+    SHAPE("seq", seq),               SHAPE("vocab", vocab),     SHAPE("ffn", ffn),
+    SHAPE("kv-heads", kv_heads),     SHAPE("experts", experts), SHAPE("top-k", top_k),
+    SHAPE("patch", patch),           SHAPE("depth", depth),     SHAPE("image", image),
+    SHAPE("classes", classes),       SHAPE("levels", levels),   SHAPE("channels", channels),
+    SHAPE("microbatch", microbatch),
+    {"tflops", 0, CLI_OPT_DOUBLE, .offset = M(tflops), .dlo = 0, .dhi = 1e9},
+    {"efficiency", 0, CLI_OPT_DOUBLE, .offset = M(efficiency), .dlo = 0, .dhi = 1},
+    {"hbm-gbps", 0, CLI_OPT_DOUBLE, .offset = M(hbm_gbps), .dlo = 0, .dhi = 1e12},
+    CLI_OPTION_END,
 };
-#define N_INT_FLAGS (int)(sizeof int_flags / sizeof int_flags[0])
+#undef SHAPE
+#undef M
+#define N_SHAPE 16
+#define N_VALUES (N_SHAPE + 3)
+
+/* The kinds each shape flag applies to, row by row. */
+static const unsigned shape_kinds[N_SHAPE] = {
+    K_TRANSFORMER, K_TRANSFORMER, K_TRANSFORMER, K_TEXT, K_TEXT,
+    K_TRANSFORMER, K_LLAMA,       K_MOE,         K_MOE,  K_VIT,
+    K_RESNET,      K_RESNET | K_UNET | K_VIT,    K_RESNET | K_UNET | K_VIT,
+    K_UNET,        K_UNET,        K_ALL,
+};
 
 /* pf_model_opts_t fields as the planner's messages name them, and their flags. */
 static const cli_flag_t model_flags[] = {
@@ -57,19 +61,6 @@ static const cli_flag_t model_flags[] = {
     {"top_k", "--top-k"},       {"patch", "--patch"},           {"preset", "--preset"},
     {NULL, NULL},
 };
-
-static const struct {
-    const char *name;
-    size_t offset;
-    double hi;
-} dbl_flags[] = {
-    {"tflops", offsetof(pf_model_opts_t, tflops), 1e9},
-    {"efficiency", offsetof(pf_model_opts_t, efficiency), 1},
-    {"hbm-gbps", offsetof(pf_model_opts_t, hbm_gbps), 1e12},
-};
-#define N_DBL_FLAGS (int)(sizeof dbl_flags / sizeof dbl_flags[0])
-
-enum { OPT_INT = 256, OPT_DBL = 512, OPT_PRECISION = 768, OPT_NAME, OPT_PRESET };
 
 static void help(FILE *f)
 {
@@ -134,110 +125,110 @@ static void help(FILE *f)
             g.hbm_gbps);
 }
 
-int cmd_model(int argc, char **argv)
+/* The flags that are not shape or cost values. */
+typedef struct {
+    int precision_bytes; /* 0: the kind's */
+    const char *out, *name, *preset;
+} model_args_t;
+
+static int parse_precision(const char *cmd, const char *arg, void *base)
 {
-    struct option opts[N_INT_FLAGS + N_DBL_FLAGS + 6];
-    int n = 0;
-    for (int i = 0; i < N_INT_FLAGS; i++)
-        opts[n++] = (struct option){int_flags[i].name, required_argument, 0, OPT_INT + i};
-    for (int i = 0; i < N_DBL_FLAGS; i++)
-        opts[n++] = (struct option){dbl_flags[i].name, required_argument, 0, OPT_DBL + i};
-    opts[n++] = (struct option){"precision", required_argument, 0, OPT_PRECISION};
-    opts[n++] = (struct option){"name", required_argument, 0, OPT_NAME};
-    opts[n++] = (struct option){"preset", required_argument, 0, OPT_PRESET};
-    opts[n++] = (struct option){"output", required_argument, 0, 'o'};
-    opts[n++] = (struct option){"help", no_argument, 0, 'h'};
-    opts[n] = (struct option){0, 0, 0, 0};
-
-    /* The kind may come after the flags (getopt permutes), so keep values until it is known. */
-    long long int_val[N_INT_FLAGS];
-    double dbl_val[N_DBL_FLAGS];
-    int int_given[N_INT_FLAGS] = {0}, dbl_given[N_DBL_FLAGS] = {0};
-    int precision_bytes = 0;
-    const char *out = NULL, *name = NULL, *preset = NULL;
-    char err[CLI_ERRLEN] = "";
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        if (c >= OPT_INT && c < OPT_INT + N_INT_FLAGS) {
-            int i = c - OPT_INT;
-            char flag[32];
-            snprintf(flag, sizeof flag, "--%s", int_flags[i].name);
-            if (cli_int("model", flag, optarg, 1, INT_MAX, &int_val[i]))
-                return CLI_USAGE;
-            int_given[i] = 1;
-        } else if (c >= OPT_DBL && c < OPT_DBL + N_DBL_FLAGS) {
-            int i = c - OPT_DBL;
-            char flag[32];
-            snprintf(flag, sizeof flag, "--%s", dbl_flags[i].name);
-            if (cli_double("model", flag, optarg, 0, dbl_flags[i].hi, &dbl_val[i]))
-                return CLI_USAGE;
-            dbl_given[i] = 1;
-        } else if (c == OPT_PRECISION) {
-            if (!strcmp(optarg, "fp16") || !strcmp(optarg, "bf16"))
-                precision_bytes = 2;
-            else if (!strcmp(optarg, "fp32"))
-                precision_bytes = 4;
-            else
-                return cli_usage_error("model", "--precision: '%s' is not fp16, bf16 or fp32",
-                                       optarg);
-        } else if (c == OPT_NAME) {
-            if (!*optarg)
-                return cli_usage_error("model", "--name: empty");
-            name = optarg;
-        } else if (c == OPT_PRESET) {
-            preset = optarg;
-        } else if (c == 'o') {
-            out = optarg;
-        } else if (c == 'h') {
-            help(stdout);
-            return CLI_OK;
-        } else {
-            return cli_usage_error("model", "unknown option");
-        }
+    model_args_t *a = base;
+    if (!strcmp(arg, "fp16") || !strcmp(arg, "bf16"))
+        a->precision_bytes = 2;
+    else if (!strcmp(arg, "fp32"))
+        a->precision_bytes = 4;
+    else {
+        cli_usage_error(cmd, "--precision: '%s' is not fp16, bf16 or fp32", arg);
+        return -1;
     }
-    if (argc - optind != 1)
-        return cli_usage_error("model", "expected one model kind: gpt, bert, llama, moe, vit, "
-                                        "resnet or unet");
-    pf_model_kind_t kind;
-    if (pf_model_parse_kind(argv[optind], &kind) != PF_OK)
-        return cli_usage_error("model",
-                               "'%s' is not a model kind (gpt, bert, llama, moe, vit, resnet, "
-                               "unet)",
-                               argv[optind]);
+    return 0;
+}
 
-    pf_model_opts_t o;
-    pf_model_opts_init(&o, kind);
-    /* The preset first: explicit shape flags change it. */
-    if (preset && pf_model_apply_preset(&o, preset, err, sizeof err) != PF_OK) {
+static int parse_name(const char *cmd, const char *arg, void *base)
+{
+    if (!*arg) {
+        cli_usage_error(cmd, "--name: empty");
+        return -1;
+    }
+    ((model_args_t *)base)->name = arg;
+    return 0;
+}
+
+#define A(field) offsetof(model_args_t, field)
+static const cli_option_t model_options[] = {
+    {"precision", 0, CLI_OPT_CUSTOM, .parse = parse_precision},
+    {"name", 0, CLI_OPT_CUSTOM, .parse = parse_name},
+    {"preset", 0, CLI_OPT_STRING, .offset = A(preset)},
+    {"output", 'o', CLI_OPT_STRING, .offset = A(out)},
+    CLI_OPTION_HELP,
+    CLI_OPTION_END,
+};
+#undef A
+
+/* The kind's defaults, its preset, then the values given (each shape flag must apply to the
+ * kind); CLI_OK or the usage status. */
+static int model_opts(pf_model_kind_t kind, const pf_model_opts_t *vals, const bool *given,
+                      const model_args_t *a, pf_model_opts_t *o)
+{
+    char err[CLI_ERRLEN] = "";
+    pf_model_opts_init(o, kind);
+    if (a->preset && pf_model_apply_preset(o, a->preset, err, sizeof err) != PF_OK) {
         cli_flag_names(err, sizeof err, model_flags);
         return cli_usage_error("model", "%s", err);
     }
-    for (int i = 0; i < N_INT_FLAGS; i++) {
-        if (!int_given[i])
+    for (int i = 0; i < N_VALUES; i++) {
+        size_t at = value_options[i].offset;
+        if (!given[i])
             continue;
-        if (!(int_flags[i].kinds & KIND_BIT(kind)))
-            return cli_usage_error("model", "--%s does not apply to %s", int_flags[i].name,
+        if (i < N_SHAPE && !(shape_kinds[i] & KIND_BIT(kind)))
+            return cli_usage_error("model", "--%s does not apply to %s", value_options[i].name,
                                    pf_model_kind_name(kind));
-        *(int *)((char *)&o + int_flags[i].offset) = (int)int_val[i];
+        if (i < N_SHAPE)
+            *(int *)((char *)o + at) = *(const int *)((const char *)vals + at);
+        else
+            *(double *)((char *)o + at) = *(const double *)((const char *)vals + at);
     }
-    for (int i = 0; i < N_DBL_FLAGS; i++)
-        if (dbl_given[i])
-            *(double *)((char *)&o + dbl_flags[i].offset) = dbl_val[i];
-    if (precision_bytes)
-        o.precision_bytes = precision_bytes;
-    o.name = name;
+    if (a->precision_bytes)
+        o->precision_bytes = a->precision_bytes;
+    o->name = a->name;
+    return CLI_OK;
+}
 
+int cmd_model(int argc, char **argv)
+{
+    pf_model_opts_t vals = {0}, o;
+    bool given[N_VALUES] = {false};
+    model_args_t a = {0};
+    const cli_options_t spec = {"model", help, NULL, NULL,
+                                {{value_options, &vals, given},
+                                 {model_options, &a, NULL},
+                                 {NULL, NULL, NULL}}};
+    int status, first = cli_options_parse(&spec, argc, argv, &status);
+    if (first < 0)
+        return status;
+    if (argc - first != 1)
+        return cli_usage_error("model", "expected one model kind: gpt, bert, llama, moe, vit, "
+                                        "resnet or unet");
+    pf_model_kind_t kind;
+    if (pf_model_parse_kind(argv[first], &kind) != PF_OK)
+        return cli_usage_error("model",
+                               "'%s' is not a model kind (gpt, bert, llama, moe, vit, resnet, "
+                               "unet)",
+                               argv[first]);
+    int rc = model_opts(kind, &vals, given, &a, &o);
+    if (rc != CLI_OK)
+        return rc;
+    char err[CLI_ERRLEN] = "";
     pf_graph_t *g;
-    int rc = pf_model_build(&o, &g, err, sizeof err);
-    if (rc != PF_OK) {
+    if ((rc = pf_model_build(&o, &g, err, sizeof err)) != PF_OK) {
         cli_flag_names(err, sizeof err, model_flags);
         return cli_report("model", rc, err);
     }
-    rc = pf_graph_save(g, out, err, sizeof err);
-    if (rc == PF_OK && out && strcmp(out, "-"))
+    rc = pf_graph_save(g, a.out, err, sizeof err);
+    if (rc == PF_OK && a.out && strcmp(a.out, "-"))
         fprintf(stderr, "planfarm model: wrote %s (%d ops, %d edges) to %s\n", pf_graph_name(g),
-                pf_graph_nops(g), pf_graph_nedges(g), out);
+                pf_graph_nops(g), pf_graph_nedges(g), a.out);
     pf_graph_destroy(&g);
     return rc == PF_OK ? CLI_OK : cli_report("model", rc, err);
 }

@@ -65,95 +65,45 @@ static const cli_flag_t partition_flags[] = {
     {NULL, NULL},
 };
 
+#define O(field) offsetof(pf_partition_opts_t, field)
+static const cli_option_t partition_options[] = {
+    {"stages", 's', CLI_OPT_INT, .offset = O(stages), .lo = 1, .hi = 1 << 20},
+    {"replicas", 'r', CLI_OPT_INT, .offset = O(replicas), .lo = 1, .hi = 1 << 20},
+    {"microbatches", 'm', CLI_OPT_INT, .offset = O(microbatches), .lo = 1, .hi = 1 << 20},
+    {"coarsen", 'k', CLI_OPT_INT, .offset = O(coarsen_k), .lo = -1, .hi = 1 << 30},
+    {"alpha", 0, CLI_OPT_DOUBLE, .offset = O(alpha), .dlo = 0, .dhi = 1e300},
+    {"no-refine", 0, CLI_OPT_SET_INT, .offset = O(refine), .lo = 0},
+    {"flat-gbps", 0, CLI_OPT_DOUBLE, .offset = O(flat_gbps), .dlo = 1e-9, .dhi = 1e300},
+    {"max-downsets", 0, CLI_OPT_LLONG, .offset = O(max_downsets), .lo = 1, .hi = 1LL << 40},
+    {"threads", 't', CLI_OPT_INT, .offset = O(threads), .lo = 1, .hi = 4096},
+    CLI_OPTION_END,
+};
+#undef O
+
 int cmd_partition(int argc, char **argv)
 {
-    enum { OPT_ALPHA = 256, OPT_NO_REFINE, OPT_FLAT, OPT_MAXDS };
-    static const struct option opts[] = {{"stages", required_argument, 0, 's'},
-                                         {"replicas", required_argument, 0, 'r'},
-                                         {"microbatches", required_argument, 0, 'm'},
-                                         {"coarsen", required_argument, 0, 'k'},
-                                         {"alpha", required_argument, 0, OPT_ALPHA},
-                                         {"no-refine", no_argument, 0, OPT_NO_REFINE},
-                                         {"flat-gbps", required_argument, 0, OPT_FLAT},
-                                         {"max-downsets", required_argument, 0, OPT_MAXDS},
-                                         {"threads", required_argument, 0, 't'},
-                                         {"output", required_argument, 0, 'o'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
     const char *cmd = "partition", *outpath = "-";
     pf_partition_opts_t po;
-    long long x;
-    double d;
-    int c, rc, have_stages = 0;
-    char err[CLI_ERRLEN] = "";
+    bool given[sizeof partition_options / sizeof partition_options[0]] = {false};
     pf_partition_opts_init(&po);
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "s:r:m:k:t:o:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 's':
-            if (cli_int(cmd, "--stages", optarg, 1, 1 << 20, &x))
-                return CLI_USAGE;
-            po.stages = (int)x;
-            have_stages = 1;
-            break;
-        case 'r':
-            if (cli_int(cmd, "--replicas", optarg, 1, 1 << 20, &x))
-                return CLI_USAGE;
-            po.replicas = (int)x;
-            break;
-        case 'm':
-            if (cli_int(cmd, "--microbatches", optarg, 1, 1 << 20, &x))
-                return CLI_USAGE;
-            po.microbatches = (int)x;
-            break;
-        case 'k':
-            if (cli_int(cmd, "--coarsen", optarg, -1, 1 << 30, &x))
-                return CLI_USAGE;
-            po.coarsen_k = (int)x;
-            break;
-        case OPT_ALPHA:
-            if (cli_double(cmd, "--alpha", optarg, 0, 1e300, &d))
-                return CLI_USAGE;
-            po.alpha = d;
-            break;
-        case OPT_NO_REFINE:
-            po.refine = 0;
-            break;
-        case OPT_FLAT:
-            if (cli_double(cmd, "--flat-gbps", optarg, 1e-9, 1e300, &d))
-                return CLI_USAGE;
-            po.flat_gbps = d;
-            break;
-        case OPT_MAXDS:
-            if (cli_int(cmd, "--max-downsets", optarg, 1, 1LL << 40, &x))
-                return CLI_USAGE;
-            po.max_downsets = x;
-            break;
-        case 't':
-            if (cli_int(cmd, "--threads", optarg, 1, 4096, &x))
-                return CLI_USAGE;
-            po.threads = (int)x;
-            break;
-        case 'o':
-            outpath = optarg;
-            break;
-        case 'h':
-            help(stdout);
-            return CLI_OK;
-        default:
-            return cli_usage_error(cmd, "unknown option");
-        }
-    }
-    if (argc - optind != 2)
+    const cli_options_t spec = {cmd, help, NULL, NULL,
+                                {{partition_options, &po, given},
+                                 {cli_options_output, &outpath, NULL},
+                                 {NULL, NULL, NULL}}};
+    char err[CLI_ERRLEN] = "";
+    int rc, first = cli_options_parse(&spec, argc, argv, &rc);
+    if (first < 0)
+        return rc;
+    if (argc - first != 2)
         return cli_usage_error(cmd, "expected GRAPH and CLUSTER");
-    if (!have_stages)
+    if (!given[0]) /* --stages */
         return cli_usage_error(cmd, "--stages S is required");
 
     pf_graph_t *g = NULL;
     pf_cluster_t *cl = NULL;
     pf_plan_t *p = NULL;
-    if ((rc = pf_graph_load(argv[optind], &g, err, sizeof err)) != PF_OK ||
-        (rc = pf_cluster_load(argv[optind + 1], &cl, err, sizeof err)) != PF_OK ||
+    if ((rc = pf_graph_load(argv[first], &g, err, sizeof err)) != PF_OK ||
+        (rc = pf_cluster_load(argv[first + 1], &cl, err, sizeof err)) != PF_OK ||
         (rc = pf_partition_run(g, cl, &po, &p, err, sizeof err)) != PF_OK ||
         (rc = pf_plan_save(p, g, cl, outpath, err, sizeof err)) != PF_OK) {
         pf_plan_destroy(&p);

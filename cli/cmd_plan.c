@@ -97,90 +97,52 @@ static int embedded_start(embedded_t *e, int nworkers, int threads, char *err, s
     return PF_OK;
 }
 
-int cmd_plan(int argc, char **argv)
-{
-    enum { O_WORKERS = 1, O_THREADS, O_BROKER, O_TIMEOUT, O_QUIET };
-    static const struct option opts[] = {{"workers", required_argument, 0, O_WORKERS},
-                                         {"threads", required_argument, 0, O_THREADS},
-                                         {"broker", required_argument, 0, O_BROKER},
-                                         {"timeout", required_argument, 0, O_TIMEOUT},
-                                         {"quiet", no_argument, 0, O_QUIET},
-                                         {"output", required_argument, 0, 'o'},
-                                         {"help", no_argument, 0, 'h'},
-                                         CLI_PLAN_OPTIONS,
-                                         CLI_KEY_OPTIONS,
-                                         {0, 0, 0, 0}};
-    pf_curve_opts_t keys = {0};
-    pf_search_opts_t so;
-    pf_search_opts_init(&so);
-    const char *out = NULL, *broker = NULL;
-    long long workers = 1, threads = 0;
-    double timeout_s = CLI_DEFAULT_TIMEOUT_S;
-    int quiet = 0, c, r;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        if ((r = cli_planopt("plan", c, optarg, &so)) != 0) {
-            if (r < 0)
-                return CLI_USAGE;
-            continue;
-        }
-        if (cli_keyopt(c, optarg, &keys))
-            continue;
-        switch (c) {
-        case 'o': out = optarg; break;
-        case O_WORKERS:
-            if (cli_int("plan", "--workers", optarg, 1, MAX_EMBEDDED_WORKERS, &workers))
-                return CLI_USAGE;
-            break;
-        case O_THREADS:
-            if (cli_int("plan", "--threads", optarg, 1, 4096, &threads))
-                return CLI_USAGE;
-            break;
-        case O_BROKER: broker = optarg; break;
-        case O_TIMEOUT:
-            if (cli_double("plan", "--timeout", optarg, 0.01, 86400, &timeout_s))
-                return CLI_USAGE;
-            break;
-        case O_QUIET: quiet = 1; break;
-        case 'h': help(stdout); return CLI_OK;
-        default: return cli_usage_error("plan", "unknown option");
-        }
-    }
-    if (argc - optind != 2)
-        return cli_usage_error("plan", "expected GRAPH and CLUSTER");
-    if (cli_check_output("plan", out) || (broker && cli_check_endpoint("plan", "--broker", broker)))
-        return CLI_USAGE;
+/* The flags of plan alone; the rest are the remote flags, the search's and the keys'. */
+typedef struct {
+    int workers, threads; /* threads 0: cores / workers */
+} plan_args_t;
 
-    char err[CLI_ERRLEN] = "";
+static const cli_option_t plan_options[] = {
+    {"workers", 0, CLI_OPT_INT, .offset = offsetof(plan_args_t, workers), .lo = 1,
+     .hi = MAX_EMBEDDED_WORKERS},
+    {"threads", 0, CLI_OPT_INT, .offset = offsetof(plan_args_t, threads), .lo = 1, .hi = 4096},
+    CLI_OPTION_END,
+};
+
+/* The search on the broker, or on an embedded one started here (broker NULL). */
+static int plan_run(const plan_args_t *a, const cli_remote_args_t *r, const pf_curve_opts_t *keys,
+                    const pf_search_opts_t *so, const char *gpath, const char *cpath)
+{
+    char err[CLI_ERRLEN] = "", *id = NULL;
     embedded_t e = {0};
     pf_client_t *client = NULL;
     pf_graph_t *g = NULL;
     pf_cluster_t *cl = NULL;
-    char *id = NULL;
-    int rc;
-    const char *gpath = argv[optind], *cpath = argv[optind + 1];
-    if ((rc = cli_load_inputs("plan", gpath, cpath, &g, &cl)) != CLI_OK)
+    const char *broker = r->broker;
+    int rc, threads = a->threads;
+    if ((rc = cli_remote_load_inputs("plan", gpath, cpath, &g, &cl)) != CLI_OK)
         return rc;
     if (!broker) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         if (threads == 0)
-            threads = cores / workers > 1 ? cores / workers : 1;
-        if (embedded_start(&e, (int)workers, (int)threads, err, sizeof err) != PF_OK) {
+            threads = cores / a->workers > 1 ? (int)(cores / a->workers) : 1;
+        if (embedded_start(&e, a->workers, threads, err, sizeof err) != PF_OK) {
             rc = cli_report("plan", PF_ERR, err);
             goto done;
         }
         broker = e.endpoint;
     }
-    if (!(client = cli_client_new("plan", broker, timeout_s, &keys))) {
+    if (!(client = cli_remote_client_new("plan", broker, r->timeout_s, keys))) {
         rc = CLI_USAGE;
         goto done;
     }
-    if ((rc = cli_submit("plan", client, g, cl, gpath, cpath, &so, &id)) == CLI_OK) {
-        if (!quiet && e.broker)
-            fprintf(stderr, "planfarm plan: embedded broker, %lld worker%s x %lld thread%s\n",
-                    workers, workers > 1 ? "s" : "", threads, threads > 1 ? "s" : "");
+    if ((rc = cli_remote_submit("plan", client, g, cl, gpath, cpath, so, &id)) == CLI_OK) {
+        if (!r->quiet && e.broker)
+            fprintf(stderr, "planfarm plan: embedded broker, %d worker%s x %d thread%s\n",
+                    a->workers, a->workers > 1 ? "s" : "", threads, threads > 1 ? "s" : "");
         /* in process a STATUS costs microseconds: poll often enough to end on time */
-        rc = cli_wait_and_fetch("plan", client, id, out, !quiet, quiet, e.broker ? 50 : 500);
+        rc = cli_remote_wait_and_fetch("plan", client, id, r->out, !r->quiet, r->quiet,
+                                       e.broker ? 50 : 500);
     }
 done:
     free(id);
@@ -189,4 +151,29 @@ done:
     pf_client_destroy(&client);
     embedded_stop(&e);
     return rc;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    plan_args_t a = {1, 0};
+    cli_remote_args_t r = {NULL, NULL, CLI_DEFAULT_TIMEOUT_S, false};
+    pf_curve_opts_t keys = {0};
+    pf_search_opts_t so;
+    pf_search_opts_init(&so);
+    const cli_options_t spec = {"plan", help, NULL, NULL,
+                                {{plan_options, &a, NULL},
+                                 {cli_remote_broker_options, &r, NULL},
+                                 {cli_remote_output_options, &r, NULL},
+                                 {cli_options_help, NULL, NULL},
+                                 {cli_planopts_table, &so, NULL},
+                                 {cli_keyopts_table, &keys, NULL}}};
+    int status, first = cli_options_parse(&spec, argc, argv, &status);
+    if (first < 0)
+        return status;
+    if (argc - first != 2)
+        return cli_usage_error("plan", "expected GRAPH and CLUSTER");
+    if (cli_check_output("plan", r.out) ||
+        (r.broker && cli_check_endpoint("plan", "--broker", r.broker)))
+        return CLI_USAGE;
+    return plan_run(&a, &r, &keys, &so, argv[first], argv[first + 1]);
 }

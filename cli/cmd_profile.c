@@ -202,44 +202,84 @@ static int calibrate(const char *graph_path, const char *out, const pf_cuda_t *c
     return rc == PF_OK ? CLI_OK : cli_report(CMD, rc, err);
 }
 
-/* The round on the broker; the reply's cluster is checked before it is written. */
-static int profile_broker(const char *endpoint, const pf_local_opts_t *o, const char *name,
-                          double timeout_s, long long stream_mb, const char *out, int quiet)
+/* What the flags ask for. */
+typedef struct {
+    pf_local_opts_t o; /* sizes, reps, peer_off */
+    const char *out, *cluster_out, *graph, *name, *broker;
+    double timeout_s;
+    long long stream_mb, device;
+    int dtype;
+    bool local, quiet;
+} profile_args_t;
+
+static int parse_sizes_arg(const char *cmd, const char *arg, void *base)
 {
-    char err[CLI_ERRLEN] = "";
-    Planfarm__ProfileClusterRequest req = PLANFARM__PROFILE_CLUSTER_REQUEST__INIT;
-    req.cluster_name = (char *)(name ? name : "profiled");
-    req.sizes = (double *)o->sizes;
-    req.n_sizes = (size_t)o->nsizes;
-    req.reps = (uint32_t)o->reps;
-    req.probe_timeout_s = timeout_s / 10;
-    req.stream_bytes = (uint64_t)stream_mb << 20;
-    pf_client_t *client = pf_client_new(endpoint, (int)(timeout_s * 1000), err, sizeof err);
-    if (!client)
-        return cli_report(CMD, PF_EINPUT, err);
-    const uint8_t *body;
-    size_t len;
-    Planfarm__ProfileClusterReply *m = NULL;
-    pf_cluster_t *cl = NULL;
-    int rc = pf_client_call(client, PF_MSG_PROFILE_CLUSTER, &req.base,
-                            PF_MSG_PROFILE_CLUSTER_REPLY, &body, &len, err, sizeof err);
-    if (rc == PF_OK && !(m = planfarm__profile_cluster_reply__unpack(NULL, len, body)))
-        rc = pf_fail(err, sizeof err, PF_ERR, "the broker's reply does not decode");
-    if (rc == PF_OK) {
-        for (size_t i = 0; !quiet && i < m->n_notes; i++)
-            fprintf(stderr, "  note: %s\n", m->notes[i]);
-        if (m->status != PF_OK)
-            rc = pf_fail(err, sizeof err, m->status == PF_EINPUT || m->status == PF_EINFEASIBLE
-                                              ? m->status : PF_ERR,
-                         "broker: %s", m->error ? m->error : "profiling failed");
+    (void)cmd;
+    return parse_sizes(arg, &((profile_args_t *)base)->o);
+}
+
+static int parse_dtype(const char *cmd, const char *arg, void *base)
+{
+    int *dtype = &((profile_args_t *)base)->dtype;
+    if (!strcmp(arg, "bf16"))
+        *dtype = PF_DT_BF16;
+    else if (!strcmp(arg, "fp16"))
+        *dtype = PF_DT_FP16;
+    else if (!strcmp(arg, "fp32"))
+        *dtype = PF_DT_FP32;
+    else {
+        cli_usage_error(cmd, "--dtype: '%s': bf16, fp16 or fp32", arg);
+        return -1;
     }
-    if (rc == PF_OK && m->cluster_json)
+    return 0;
+}
+
+#define A(field) offsetof(profile_args_t, field)
+static const cli_option_t profile_options[] = {
+    {"local", 0, CLI_OPT_FLAG, .offset = A(local)},
+    {"output", 'o', CLI_OPT_STRING, .offset = A(out)},
+    {"cluster-out", 0, CLI_OPT_STRING, .offset = A(cluster_out)},
+    {"graph", 0, CLI_OPT_STRING, .offset = A(graph)},
+    {"device", 0, CLI_OPT_LLONG, .offset = A(device), .lo = 0, .hi = 1023},
+    {"dtype", 0, CLI_OPT_CUSTOM, .parse = parse_dtype},
+    {"sizes", 0, CLI_OPT_CUSTOM, .parse = parse_sizes_arg},
+    {"reps", 0, CLI_OPT_INT, .offset = A(o.reps), .lo = 1, .hi = 10000},
+    {"peer-off", 0, CLI_OPT_SET_INT, .offset = A(o.peer_off), .lo = 1},
+    {"name", 0, CLI_OPT_STRING, .offset = A(name)},
+    {"quiet", 'q', CLI_OPT_FLAG, .offset = A(quiet)},
+    {"broker", 0, CLI_OPT_STRING, .offset = A(broker)},
+    {"timeout", 0, CLI_OPT_DOUBLE, .offset = A(timeout_s), .dlo = 1, .dhi = 86400},
+    {"stream-mb", 0, CLI_OPT_LLONG, .offset = A(stream_mb), .lo = 1, .hi = 16384},
+    CLI_OPTION_HELP,
+    CLI_OPTION_END,
+};
+#undef A
+
+/* The broker's answer to a profiling round: its notes, then its verdict. */
+static int broker_verdict(const Planfarm__ProfileClusterReply *m, bool quiet, char *err,
+                          size_t errlen)
+{
+    for (size_t i = 0; !quiet && i < m->n_notes; i++)
+        fprintf(stderr, "  note: %s\n", m->notes[i]);
+    if (m->status == PF_OK)
+        return PF_OK;
+    int rc = m->status == PF_EINPUT || m->status == PF_EINFEASIBLE ? m->status : PF_ERR;
+    return pf_fail(err, errlen, rc, "broker: %s", m->error ? m->error : "profiling failed");
+}
+
+/* The reply's cluster, checked (it must load) before it is written as it came. */
+static int write_broker_cluster(const Planfarm__ProfileClusterReply *m, const char *out,
+                                bool quiet, char *err, size_t errlen)
+{
+    pf_cluster_t *cl = NULL;
+    int rc = PF_OK;
+    if (m->cluster_json)
         rc = pf_cluster_load_buffer(m->cluster_json, strlen(m->cluster_json), "broker's cluster",
-                                    &cl, err, sizeof err);
+                                    &cl, err, errlen);
     if (rc == PF_OK) {
         FILE *f = out && strcmp(out, "-") ? fopen(out, "w") : stdout;
         if (!f || fputs(m->cluster_json, f) < 0 || (f != stdout && fclose(f) != 0))
-            rc = pf_fail(err, sizeof err, PF_ERR, "%s: cannot write", out);
+            rc = pf_fail(err, errlen, PF_ERR, "%s: cannot write", out);
         else if (f == stdout)
             fflush(stdout);
     }
@@ -250,149 +290,129 @@ static int profile_broker(const char *endpoint, const pf_local_opts_t *o, const 
                 m->agents, m->agents == 1 ? "" : "s", m->links, m->links == 1 ? "" : "s",
                 (unsigned long long)m->dropped_records, out && strcmp(out, "-") ? out : "stdout");
     pf_cluster_destroy(&cl);
+    return rc;
+}
+
+/* The round on the broker; the reply's cluster is checked before it is written. */
+static int profile_broker(const profile_args_t *a)
+{
+    char err[CLI_ERRLEN] = "";
+    Planfarm__ProfileClusterRequest req = PLANFARM__PROFILE_CLUSTER_REQUEST__INIT;
+    req.cluster_name = (char *)(a->name ? a->name : "profiled");
+    req.sizes = (double *)a->o.sizes;
+    req.n_sizes = (size_t)a->o.nsizes;
+    req.reps = (uint32_t)a->o.reps;
+    req.probe_timeout_s = a->timeout_s / 10;
+    req.stream_bytes = (uint64_t)a->stream_mb << 20;
+    pf_client_t *client = pf_client_new(a->broker, (int)(a->timeout_s * 1000), err, sizeof err);
+    if (!client)
+        return cli_report(CMD, PF_EINPUT, err);
+    const uint8_t *body;
+    size_t len;
+    Planfarm__ProfileClusterReply *m = NULL;
+    int rc = pf_client_call(client, PF_MSG_PROFILE_CLUSTER, &req.base,
+                            PF_MSG_PROFILE_CLUSTER_REPLY, &body, &len, err, sizeof err);
+    if (rc == PF_OK && !(m = planfarm__profile_cluster_reply__unpack(NULL, len, body)))
+        rc = pf_fail(err, sizeof err, PF_ERR, "the broker's reply does not decode");
+    if (rc == PF_OK)
+        rc = broker_verdict(m, a->quiet, err, sizeof err);
+    if (rc == PF_OK)
+        rc = write_broker_cluster(m, a->out, a->quiet, err, sizeof err);
     planfarm__profile_cluster_reply__free_unpacked(m, NULL);
     pf_client_destroy(&client);
     return rc == PF_OK ? CLI_OK : cli_report(CMD, rc, err);
 }
 
-int cmd_profile(int argc, char **argv)
+/* --graph: the GPU must be there, then the graph's op times are measured. */
+static int profile_graph(const profile_args_t *a, const pf_cuda_t *cuda, const char *loader_err)
 {
-    static const struct option opts[] = {{"local", no_argument, 0, 'L'},
-                                         {"output", required_argument, 0, 'o'},
-                                         {"cluster-out", required_argument, 0, 'C'},
-                                         {"graph", required_argument, 0, 'g'},
-                                         {"device", required_argument, 0, 'd'},
-                                         {"dtype", required_argument, 0, 't'},
-                                         {"sizes", required_argument, 0, 's'},
-                                         {"reps", required_argument, 0, 'r'},
-                                         {"peer-off", no_argument, 0, 'P'},
-                                         {"name", required_argument, 0, 'n'},
-                                         {"quiet", no_argument, 0, 'q'},
-                                         {"broker", required_argument, 0, 'B'},
-                                         {"timeout", required_argument, 0, 'T'},
-                                         {"stream-mb", required_argument, 0, 'S'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    pf_local_opts_t o;
-    const char *out = NULL, *cluster_out = NULL, *graph = NULL, *name = NULL, *broker = NULL;
-    double timeout_s = 600;
-    long long stream_mb = 256;
-    int local = 0, quiet = 0, dtype = PF_DT_BF16, c, rc;
-    long long v, device = 0;
-    char err[CLI_ERRLEN] = "", loader_err[CLI_ERRLEN] = "", cname[PF_REC_NAME + 16];
-    pf_local_opts_default(&o);
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
-        switch (c) {
-        case 'L': local = 1; break;
-        case 'B': broker = optarg; break;
-        case 'T':
-            if (cli_double(CMD, "--timeout", optarg, 1, 86400, &timeout_s))
-                return CLI_USAGE;
-            break;
-        case 'S':
-            if (cli_int(CMD, "--stream-mb", optarg, 1, 16384, &stream_mb))
-                return CLI_USAGE;
-            break;
-        case 'o': out = optarg; break;
-        case 'C': cluster_out = optarg; break;
-        case 'g': graph = optarg; break;
-        case 'n': name = optarg; break;
-        case 'q': quiet = 1; break;
-        case 'P': o.peer_off = 1; break;
-        case 'd':
-            if (cli_int(CMD, "--device", optarg, 0, 1023, &device))
-                return CLI_USAGE;
-            break;
-        case 'r':
-            if (cli_int(CMD, "--reps", optarg, 1, 10000, &v))
-                return CLI_USAGE;
-            o.reps = (int)v;
-            break;
-        case 's':
-            if (parse_sizes(optarg, &o))
-                return CLI_USAGE;
-            break;
-        case 't':
-            if (!strcmp(optarg, "bf16")) dtype = PF_DT_BF16;
-            else if (!strcmp(optarg, "fp16")) dtype = PF_DT_FP16;
-            else if (!strcmp(optarg, "fp32")) dtype = PF_DT_FP32;
-            else return cli_usage_error(CMD, "--dtype: '%s': bf16, fp16 or fp32", optarg);
-            break;
-        case 'h': help(stdout); return CLI_OK;
-        default: return cli_usage_error(CMD, "unknown option (see --help)");
-        }
+    char err[CLI_ERRLEN] = "";
+    int n = 0;
+    if (cuda)
+        pf_cuda_api(cuda)->device_count(&n, err, sizeof err);
+    if (!cuda || n == 0) {
+        fprintf(stderr, "planfarm profile: %s: cannot time the ops of %s; nothing written\n",
+                cuda ? "no GPU found" : loader_err, a->graph);
+        return CLI_FAIL;
     }
-    if (optind != argc)
-        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
-    if (local == !!broker)
-        return cli_usage_error(CMD, "one of --local and --broker ENDPOINT is required");
-    if (broker) {
-        if (graph || cluster_out || o.peer_off)
-            return cli_usage_error(CMD, "--graph, --cluster-out and --peer-off go with --local");
-        if (cli_check_endpoint(CMD, "--broker", broker) || cli_check_output(CMD, out))
-            return CLI_USAGE;
-        if (o.nsizes == 1)
-            return cli_usage_error(CMD, "--sizes: one size is no sweep");
-        return profile_broker(broker, &o, name, timeout_s, stream_mb, out, quiet);
-    }
-    if (cluster_out && !graph)
-        return cli_usage_error(CMD, "--cluster-out goes with --graph (else use -o)");
-    if (cli_check_output(CMD, out) || (cluster_out && cli_check_output(CMD, cluster_out)))
-        return CLI_USAGE;
+    return calibrate(a->graph, a->out, cuda, (int)a->device, a->dtype, a->o.reps, a->quiet);
+}
 
-    pf_cuda_t *cuda = pf_cuda_open(loader_err, sizeof loader_err);
-    if (graph) {
-        int n = 0;
-        if (cuda)
-            pf_cuda_api(cuda)->device_count(&n, err, sizeof err);
-        if (!cuda || n == 0) {
-            fprintf(stderr, "planfarm profile: %s: cannot time the ops of %s; nothing written\n",
-                    cuda ? "no GPU found" : loader_err, graph);
-            pf_cuda_close(&cuda);
-            return CLI_FAIL;
-        }
-        rc = calibrate(graph, out, cuda, (int)device, dtype, o.reps, quiet);
-        if (rc != CLI_OK || !cluster_out) {
-            pf_cuda_close(&cuda);
-            return rc;
-        }
-        out = cluster_out;
-    }
-
+/* This host's devices and links into a cluster file at out; without a GPU (no probes, or none
+ * found: *cuda is closed then) its CPU and loopback network. */
+static int profile_cluster(const profile_args_t *a, pf_cuda_t **cuda, char *loader_err,
+                           const char *out)
+{
+    char err[CLI_ERRLEN] = "", host[PF_REC_NAME], cname[PF_REC_NAME + 16];
     pf_local_report_t rep;
-    pf_assemble_t *a = NULL;
     pf_cluster_t *cl = NULL;
-    char host[PF_REC_NAME];
     double when;
     pf_record_stamp(host, &when);
     snprintf(cname, sizeof cname, "profiled-%s", host);
-    if (!(a = pf_assemble_new(name ? name : cname, err, sizeof err))) {
-        pf_cuda_close(&cuda);
+    pf_assemble_t *as = pf_assemble_new(a->name ? a->name : cname, err, sizeof err);
+    if (!as)
         return cli_report(CMD, PF_ERR, err);
-    }
     int ngpus = 0;
-    if (cuda && pf_cuda_api(cuda)->device_count(&ngpus, err, sizeof err) == PF_OK && ngpus == 0) {
-        snprintf(loader_err, sizeof loader_err, "no GPU found");
-        pf_cuda_close(&cuda);
+    if (*cuda && pf_cuda_api(*cuda)->device_count(&ngpus, err, sizeof err) == PF_OK && !ngpus) {
+        snprintf(loader_err, CLI_ERRLEN, "no GPU found");
+        pf_cuda_close(cuda);
     }
-    if (!cuda)
+    if (!*cuda)
         fprintf(stderr, "planfarm profile: %s: measuring the CPU and the loopback network\n",
                 loader_err);
-    rc = pf_profile_local(&o, cuda, loader_err, cli_stderr_tty() ? progress_bar : NULL, NULL, a,
-                          &rep, err, sizeof err);
+    int rc = pf_profile_local(&a->o, *cuda, loader_err, cli_stderr_tty() ? progress_bar : NULL,
+                              NULL, as, &rep, err, sizeof err);
     if (rc == PF_OK)
-        rc = pf_assemble_build(a, &cl, err, sizeof err);
+        rc = pf_assemble_build(as, &cl, err, sizeof err);
     if (rc == PF_OK)
-        rc = pf_assemble_save(a, cl, out, err, sizeof err);
-    if (rc == PF_OK && !quiet) {
-        print_tables(a, &rep);
+        rc = pf_assemble_save(as, cl, out, err, sizeof err);
+    if (rc == PF_OK && !a->quiet) {
+        print_tables(as, &rep);
         fprintf(stderr, "cluster %s: %d device%s (%s) written to %s\n", pf_cluster_name(cl),
                 pf_cluster_ndevices(cl), pf_cluster_ndevices(cl) == 1 ? "" : "s",
                 rep.ngpus ? "gpu" : "cpu", out && strcmp(out, "-") ? out : "stdout");
     }
     pf_cluster_destroy(&cl);
-    pf_assemble_destroy(&a);
-    pf_cuda_close(&cuda);
+    pf_assemble_destroy(&as);
     return rc == PF_OK ? CLI_OK : cli_report(CMD, rc, err);
+}
+
+/* --local: the measured graph (with --graph), the cluster (without, or with --cluster-out). */
+static int profile_local(const profile_args_t *a)
+{
+    if (a->cluster_out && !a->graph)
+        return cli_usage_error(CMD, "--cluster-out goes with --graph (else use -o)");
+    if (cli_check_output(CMD, a->out) || (a->cluster_out && cli_check_output(CMD, a->cluster_out)))
+        return CLI_USAGE;
+    char loader_err[CLI_ERRLEN] = "";
+    pf_cuda_t *cuda = pf_cuda_open(loader_err, sizeof loader_err);
+    int rc = a->graph ? profile_graph(a, cuda, loader_err) : CLI_OK;
+    if (rc == CLI_OK && (!a->graph || a->cluster_out))
+        rc = profile_cluster(a, &cuda, loader_err, a->graph ? a->cluster_out : a->out);
+    pf_cuda_close(&cuda);
+    return rc;
+}
+
+int cmd_profile(int argc, char **argv)
+{
+    profile_args_t a = {.timeout_s = 600, .stream_mb = 256, .dtype = PF_DT_BF16};
+    pf_local_opts_default(&a.o);
+    const cli_options_t spec = {CMD, help, "unknown option (see --help)", NULL,
+                                {{profile_options, &a, NULL}, {NULL, NULL, NULL}}};
+    int status, first = cli_options_parse(&spec, argc, argv, &status);
+    if (first < 0)
+        return status;
+    if (first != argc)
+        return cli_usage_error(CMD, "unexpected argument '%s'", argv[first]);
+    if (a.local == !!a.broker)
+        return cli_usage_error(CMD, "one of --local and --broker ENDPOINT is required");
+    if (!a.broker)
+        return profile_local(&a);
+    if (a.graph || a.cluster_out || a.o.peer_off)
+        return cli_usage_error(CMD, "--graph, --cluster-out and --peer-off go with --local");
+    if (cli_check_endpoint(CMD, "--broker", a.broker) || cli_check_output(CMD, a.out))
+        return CLI_USAGE;
+    if (a.o.nsizes == 1)
+        return cli_usage_error(CMD, "--sizes: one size is no sweep");
+    return profile_broker(&a);
 }

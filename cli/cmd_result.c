@@ -24,40 +24,22 @@ static void help(FILE *f)
 
 int cmd_result(int argc, char **argv)
 {
-    enum { O_BROKER = 1, O_TIMEOUT, O_QUIET };
-    static const struct option opts[] = {{"broker", required_argument, 0, O_BROKER},
-                                         {"timeout", required_argument, 0, O_TIMEOUT},
-                                         {"quiet", no_argument, 0, O_QUIET},
-                                         {"output", required_argument, 0, 'o'},
-                                         {"help", no_argument, 0, 'h'},
-                                         CLI_KEY_OPTIONS,
-                                         {0, 0, 0, 0}};
+    cli_remote_args_t r = {PF_BROKER_DEFAULT_ENDPOINT, NULL, CLI_DEFAULT_TIMEOUT_S, false};
     pf_curve_opts_t keys = {0};
-    const char *broker = PF_BROKER_DEFAULT_ENDPOINT, *out = NULL;
-    double timeout_s = CLI_DEFAULT_TIMEOUT_S;
-    int quiet = 0, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        if (cli_keyopt(c, optarg, &keys))
-            continue;
-        switch (c) {
-        case 'o': out = optarg; break;
-        case O_BROKER: broker = optarg; break;
-        case O_TIMEOUT:
-            if (cli_double("result", "--timeout", optarg, 0.01, 86400, &timeout_s))
-                return CLI_USAGE;
-            break;
-        case O_QUIET: quiet = 1; break;
-        case 'h': help(stdout); return CLI_OK;
-        default: return cli_usage_error("result", "unknown option");
-        }
-    }
-    if (argc - optind != 1)
+    const cli_options_t spec = {"result", help, NULL, NULL,
+                                {{cli_remote_broker_options, &r, NULL},
+                                 {cli_remote_output_options, &r, NULL},
+                                 {cli_options_help, NULL, NULL},
+                                 {cli_keyopts_table, &keys, NULL}}};
+    int status, first = cli_options_parse(&spec, argc, argv, &status);
+    if (first < 0)
+        return status;
+    if (argc - first != 1)
         return cli_usage_error("result", "expected one request ID");
-    pf_client_t *client = cli_client_new("result", broker, timeout_s, &keys);
+    pf_client_t *client = cli_remote_client_new("result", r.broker, r.timeout_s, &keys);
     if (!client)
         return CLI_USAGE;
-    int rc = cli_fetch_plan("result", client, argv[optind], out, quiet);
+    int rc = cli_remote_fetch_plan("result", client, argv[first], r.out, r.quiet);
     pf_client_destroy(&client);
     return rc;
 }

@@ -48,52 +48,49 @@ static void print_figures(const pf_sim_result_t *r, const pf_cluster_t *c)
     }
 }
 
+/* What the flags ask for; 0 and false: the plan's. */
+typedef struct {
+    pf_schedule_t sched;
+    bool have_sched;
+    int microbatches, buckets;
+    const char *timeline;
+} simulate_args_t;
+
+static int parse_schedule(const char *cmd, const char *arg, void *base)
+{
+    simulate_args_t *a = base;
+    if ((int)(a->sched = pf_schedule_parse(arg)) < 0) {
+        cli_usage_error(cmd, "--schedule: '%s' is not gpipe, 1f1b, eager-1f1b or signal", arg);
+        return -1;
+    }
+    a->have_sched = true;
+    return 0;
+}
+
+#define A(field) offsetof(simulate_args_t, field)
+static const cli_option_t simulate_options[] = {
+    {"schedule", 0, CLI_OPT_CUSTOM, .parse = parse_schedule},
+    {"microbatches", 0, CLI_OPT_INT, .offset = A(microbatches), .lo = 1, .hi = 1 << 16},
+    {"buckets", 0, CLI_OPT_INT, .offset = A(buckets), .lo = 1, .hi = 1 << 16},
+    {"timeline", 0, CLI_OPT_STRING, .offset = A(timeline)},
+    CLI_OPTION_HELP,
+    CLI_OPTION_END,
+};
+#undef A
+
 int cmd_simulate(int argc, char **argv)
 {
-    static const struct option opts[] = {{"schedule", required_argument, 0, 's'},
-                                         {"microbatches", required_argument, 0, 'm'},
-                                         {"buckets", required_argument, 0, 'b'},
-                                         {"timeline", required_argument, 0, 't'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    const char *timeline = NULL;
-    int have_sched = 0, microbatches = 0, buckets = 1;
-    pf_schedule_t sched = PF_SCHEDULE_1F1B;
+    simulate_args_t a = {PF_SCHEDULE_1F1B, false, 0, 1, NULL};
+    const cli_options_t spec = {"simulate", help, NULL, NULL,
+                                {{simulate_options, &a, NULL}, {NULL, NULL, NULL}}};
     char err[CLI_ERRLEN] = "";
-    long long v;
-    int c, rc;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 's':
-            if ((int)(sched = pf_schedule_parse(optarg)) < 0)
-                return cli_usage_error("simulate", "--schedule: '%s' is not gpipe, 1f1b, "
-                                       "eager-1f1b or signal", optarg);
-            have_sched = 1;
-            break;
-        case 'm':
-            if (cli_int("simulate", "--microbatches", optarg, 1, 1 << 16, &v))
-                return CLI_USAGE;
-            microbatches = (int)v;
-            break;
-        case 'b':
-            if (cli_int("simulate", "--buckets", optarg, 1, 1 << 16, &v))
-                return CLI_USAGE;
-            buckets = (int)v;
-            break;
-        case 't':
-            timeline = optarg;
-            break;
-        case 'h':
-            help(stdout);
-            return CLI_OK;
-        default:
-            return cli_usage_error("simulate", "unknown option");
-        }
-    }
-    if (argc - optind != 3)
+    int rc, first = cli_options_parse(&spec, argc, argv, &rc);
+    if (first < 0)
+        return rc;
+    const char *timeline = a.timeline;
+    if (argc - first != 3)
         return cli_usage_error("simulate", "expected GRAPH CLUSTER PLAN");
-    const char *gpath = argv[optind], *cpath = argv[optind + 1], *ppath = argv[optind + 2];
+    const char *gpath = argv[first], *cpath = argv[first + 1], *ppath = argv[first + 2];
     if ((!strcmp(gpath, "-")) + (!strcmp(cpath, "-")) + (!strcmp(ppath, "-")) > 1)
         return cli_usage_error("simulate", "only one of GRAPH, CLUSTER, PLAN can be - (stdin)");
     if (timeline && !strcmp(timeline, "-"))
@@ -115,11 +112,11 @@ int cmd_simulate(int argc, char **argv)
         pf_err_prefix(err, sizeof err, strcmp(ppath, "-") ? ppath : "<stdin>");
         goto done;
     }
-    if (have_sched)
-        in.schedule = sched;
-    if (microbatches)
-        in.microbatches = microbatches;
-    in.buckets = buckets;
+    if (a.have_sched)
+        in.schedule = a.sched;
+    if (a.microbatches)
+        in.microbatches = a.microbatches;
+    in.buckets = a.buckets;
     in.timeline = timeline != NULL;
     if ((rc = pf_simulate(&in, &r, err, sizeof err)) != PF_OK)
         goto done;

@@ -52,39 +52,40 @@ static void help(FILE *f, what_t what)
             what == ALL_LIST ? "" : "2 unknown request id, ");
 }
 
+static void help_status(FILE *f)
+{
+    help(f, ONE_STATUS);
+}
+
+static void help_cancel(FILE *f)
+{
+    help(f, ONE_CANCEL);
+}
+
+static void help_list(FILE *f)
+{
+    help(f, ALL_LIST);
+}
+
 static int run(int argc, char **argv, what_t what)
 {
     static const char *names[] = {"status", "cancel", "list"};
     const char *cmd = names[what];
-    enum { O_BROKER = 1, O_TIMEOUT };
-    static const struct option opts[] = {{"broker", required_argument, 0, O_BROKER},
-                                         {"timeout", required_argument, 0, O_TIMEOUT},
-                                         {"help", no_argument, 0, 'h'},
-                                         CLI_KEY_OPTIONS,
-                                         {0, 0, 0, 0}};
-    const char *broker = PF_BROKER_DEFAULT_ENDPOINT;
+    static void (*const helps[])(FILE *) = {help_status, help_cancel, help_list};
+    cli_remote_args_t r = {PF_BROKER_DEFAULT_ENDPOINT, NULL, CLI_DEFAULT_TIMEOUT_S, false};
     pf_curve_opts_t keys = {0};
-    double timeout_s = CLI_DEFAULT_TIMEOUT_S;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (cli_keyopt(c, optarg, &keys))
-            continue;
-        switch (c) {
-        case O_BROKER: broker = optarg; break;
-        case O_TIMEOUT:
-            if (cli_double(cmd, "--timeout", optarg, 0.01, 86400, &timeout_s))
-                return CLI_USAGE;
-            break;
-        case 'h': help(stdout, what); return CLI_OK;
-        default: return cli_usage_error(cmd, "unknown option");
-        }
-    }
+    const cli_options_t spec = {cmd, helps[what], NULL, NULL,
+                                {{cli_remote_broker_options, &r, NULL},
+                                 {cli_options_help, NULL, NULL},
+                                 {cli_keyopts_table, &keys, NULL}}};
+    int status, first = cli_options_parse(&spec, argc, argv, &status);
+    if (first < 0)
+        return status;
     int want = what == ALL_LIST ? 0 : 1;
-    if (argc - optind != want)
+    if (argc - first != want)
         return cli_usage_error(cmd, want ? "expected one request ID" : "expected no argument");
     char err[CLI_ERRLEN];
-    pf_client_t *client = cli_client_new(cmd, broker, timeout_s, &keys);
+    pf_client_t *client = cli_remote_client_new(cmd, r.broker, r.timeout_s, &keys);
     if (!client)
         return CLI_USAGE;
     int rc;
@@ -106,8 +107,8 @@ static int run(int argc, char **argv, what_t what)
         }
     } else {
         Planfarm__RequestStatus *st;
-        rc = what == ONE_STATUS ? pf_client_status(client, argv[optind], &st, err, sizeof err)
-                                : pf_client_cancel(client, argv[optind], &st, err, sizeof err);
+        rc = what == ONE_STATUS ? pf_client_status(client, argv[first], &st, err, sizeof err)
+                                : pf_client_cancel(client, argv[first], &st, err, sizeof err);
         if (rc == PF_OK) {
             print_status(st);
             planfarm__request_status__free_unpacked(st, NULL);

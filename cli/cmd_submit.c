@@ -31,84 +31,75 @@ static void help(FILE *f)
                "3 no feasible plan, 1 no broker or a run-time failure.\n");
 }
 
-int cmd_submit(int argc, char **argv)
+/* The flags of submit alone; the rest are the remote flags, the search's and the keys'. */
+typedef struct {
+    bool wait;
+    int priority;
+} submit_args_t;
+
+static const cli_option_t submit_options[] = {
+    {"wait", 0, CLI_OPT_FLAG, .offset = offsetof(submit_args_t, wait)},
+    {"priority", 0, CLI_OPT_INT, .offset = offsetof(submit_args_t, priority), .lo = -1000000,
+     .hi = 1000000},
+    CLI_OPTION_HELP,
+    CLI_OPTION_END,
+};
+
+/* The request to the broker; its id on stdout, or with --wait its plan. */
+static int submit_run(const submit_args_t *a, const cli_remote_args_t *r,
+                      const pf_curve_opts_t *keys, const pf_search_opts_t *so, const char *gpath,
+                      const char *cpath)
 {
-    enum { O_BROKER = 1, O_WAIT, O_TIMEOUT, O_QUIET, O_PRIORITY };
-    static const struct option opts[] = {{"broker", required_argument, 0, O_BROKER},
-                                         {"wait", no_argument, 0, O_WAIT},
-                                         {"timeout", required_argument, 0, O_TIMEOUT},
-                                         {"quiet", no_argument, 0, O_QUIET},
-                                         {"priority", required_argument, 0, O_PRIORITY},
-                                         {"output", required_argument, 0, 'o'},
-                                         {"help", no_argument, 0, 'h'},
-                                         CLI_PLAN_OPTIONS,
-                                         CLI_KEY_OPTIONS,
-                                         {0, 0, 0, 0}};
-    pf_curve_opts_t keys = {0};
-    pf_search_opts_t so;
-    pf_search_opts_init(&so);
-    const char *out = NULL, *broker = PF_BROKER_DEFAULT_ENDPOINT;
-    double timeout_s = CLI_DEFAULT_TIMEOUT_S;
-    int wait = 0, quiet = 0, c, r;
-    long long priority = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        if ((r = cli_planopt("submit", c, optarg, &so)) != 0) {
-            if (r < 0)
-                return CLI_USAGE;
-            continue;
-        }
-        if (cli_keyopt(c, optarg, &keys))
-            continue;
-        switch (c) {
-        case 'o': out = optarg; break;
-        case O_BROKER: broker = optarg; break;
-        case O_WAIT: wait = 1; break;
-        case O_TIMEOUT:
-            if (cli_double("submit", "--timeout", optarg, 0.01, 86400, &timeout_s))
-                return CLI_USAGE;
-            break;
-        case O_QUIET: quiet = 1; break;
-        case O_PRIORITY:
-            if (cli_int("submit", "--priority", optarg, -1000000, 1000000, &priority))
-                return CLI_USAGE;
-            break;
-        case 'h': help(stdout); return CLI_OK;
-        default: return cli_usage_error("submit", "unknown option");
-        }
-    }
-    if (argc - optind != 2)
-        return cli_usage_error("submit", "expected GRAPH and CLUSTER");
-    if (out && !wait)
-        return cli_usage_error("submit", "-o needs --wait (or use `planfarm result ID -o PLAN`)");
-    if (cli_check_output("submit", out) ||
-        (broker && cli_check_endpoint("submit", "--broker", broker)))
-        return CLI_USAGE;
     char *id = NULL;
-    const char *gpath = argv[optind], *cpath = argv[optind + 1];
     pf_graph_t *g;
     pf_cluster_t *cl;
-    int rc = cli_load_inputs("submit", gpath, cpath, &g, &cl);
+    int rc = cli_remote_load_inputs("submit", gpath, cpath, &g, &cl);
     if (rc != CLI_OK)
         return rc;
-    pf_client_t *client = cli_client_new("submit", broker, timeout_s, &keys);
+    pf_client_t *client = cli_remote_client_new("submit", r->broker, r->timeout_s, keys);
     if (!client) {
         pf_graph_destroy(&g);
         pf_cluster_destroy(&cl);
         return CLI_USAGE;
     }
-    pf_client_set_priority(client, (int)priority);
-    rc = cli_submit("submit", client, g, cl, gpath, cpath, &so, &id);
+    pf_client_set_priority(client, a->priority);
+    rc = cli_remote_submit("submit", client, g, cl, gpath, cpath, so, &id);
     pf_graph_destroy(&g);
     pf_cluster_destroy(&cl);
-    if (rc == CLI_OK && !wait) {
+    if (rc == CLI_OK && !a->wait) {
         printf("%s\n", id);
     } else if (rc == CLI_OK) {
-        if (!quiet)
+        if (!r->quiet)
             fprintf(stderr, "planfarm submit: request %s\n", id);
-        rc = cli_wait_and_fetch("submit", client, id, out, !quiet, quiet, 500);
+        rc = cli_remote_wait_and_fetch("submit", client, id, r->out, !r->quiet, r->quiet, 500);
     }
     free(id);
     pf_client_destroy(&client);
     return rc;
+}
+
+int cmd_submit(int argc, char **argv)
+{
+    submit_args_t a = {false, 0};
+    cli_remote_args_t r = {PF_BROKER_DEFAULT_ENDPOINT, NULL, CLI_DEFAULT_TIMEOUT_S, false};
+    pf_curve_opts_t keys = {0};
+    pf_search_opts_t so;
+    pf_search_opts_init(&so);
+    const cli_options_t spec = {"submit", help, NULL, NULL,
+                                {{cli_remote_broker_options, &r, NULL},
+                                 {cli_remote_output_options, &r, NULL},
+                                 {submit_options, &a, NULL},
+                                 {cli_planopts_table, &so, NULL},
+                                 {cli_keyopts_table, &keys, NULL}}};
+    int status, first = cli_options_parse(&spec, argc, argv, &status);
+    if (first < 0)
+        return status;
+    if (argc - first != 2)
+        return cli_usage_error("submit", "expected GRAPH and CLUSTER");
+    if (r.out && !a.wait)
+        return cli_usage_error("submit", "-o needs --wait (or use `planfarm result ID -o PLAN`)");
+    if (cli_check_output("submit", r.out) ||
+        (r.broker && cli_check_endpoint("submit", "--broker", r.broker)))
+        return CLI_USAGE;
+    return submit_run(&a, &r, &keys, &so, argv[first], argv[first + 1]);
 }

@@ -34,66 +34,41 @@ static void help(FILE *f)
     cli_keyopts_help(f);
 }
 
+#define O(field) offsetof(pf_worker_opts_t, field)
+static const cli_option_t worker_options[] = {
+    {"connect", 0, CLI_OPT_STRING, .offset = O(endpoint)},
+    {"threads", 0, CLI_OPT_INT, .offset = O(threads), .lo = 1, .hi = 4096},
+    {"credits", 0, CLI_OPT_INT, .offset = O(credits), .lo = 1, .hi = 1000},
+    {"cache-mb", 0, CLI_OPT_MIB_SIZE, .offset = O(cache_bytes), .lo = 1, .hi = 1 << 24},
+    {"name", 0, CLI_OPT_STRING, .offset = O(name)},
+    CLI_OPTION_END,
+};
+
+/* Hidden: tests/integration's hooks (worker.h). */
+static const cli_option_t worker_test_options[] = {
+    {"test-hang-kind", 0, CLI_OPT_STRING, .offset = O(test_hang_kind)},
+    {"test-delay-ms", 0, CLI_OPT_INT, .offset = O(test_delay_ms), .lo = 0, .hi = 3600000},
+    CLI_OPTION_HELP,
+    CLI_OPTION_END,
+};
+#undef O
+
 int cmd_worker(int argc, char **argv)
 {
-    enum { O_CONNECT = 1, O_THREADS, O_CREDITS, O_CACHE, O_NAME, O_TEST_HANG, O_TEST_DELAY };
-    static const struct option opts[] = {{"connect", required_argument, 0, O_CONNECT},
-                                         {"threads", required_argument, 0, O_THREADS},
-                                         {"credits", required_argument, 0, O_CREDITS},
-                                         {"cache-mb", required_argument, 0, O_CACHE},
-                                         {"name", required_argument, 0, O_NAME},
-                                         CLI_NET_OPTIONS,
-                                         CLI_KEY_OPTIONS,
-                                         /* hidden: tests/integration's hooks (worker.h) */
-                                         {"test-hang-kind", required_argument, 0, O_TEST_HANG},
-                                         {"test-delay-ms", required_argument, 0, O_TEST_DELAY},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
     pf_worker_opts_t o;
     pf_worker_opts_init(&o);
     cli_netopts_t net = net_of(&o);
-    long long v;
-    int c, shared;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if ((shared = cli_netopt("worker", c, optarg, &net)) != 0) {
-            if (shared < 0)
-                return CLI_USAGE;
-            continue;
-        }
-        if (cli_keyopt(c, optarg, &o.curve))
-            continue;
-        switch (c) {
-        case O_CONNECT: o.endpoint = optarg; break;
-        case O_THREADS:
-            if (cli_int("worker", "--threads", optarg, 1, 4096, &v))
-                return CLI_USAGE;
-            o.threads = (int)v;
-            break;
-        case O_CREDITS:
-            if (cli_int("worker", "--credits", optarg, 1, 1000, &v))
-                return CLI_USAGE;
-            o.credits = (int)v;
-            break;
-        case O_CACHE:
-            if (cli_int("worker", "--cache-mb", optarg, 1, 1 << 24, &v))
-                return CLI_USAGE;
-            o.cache_bytes = (size_t)v << 20;
-            break;
-        case O_NAME: o.name = optarg; break;
-        case O_TEST_HANG: o.test_hang_kind = optarg; break;
-        case O_TEST_DELAY:
-            if (cli_int("worker", "--test-delay-ms", optarg, 0, 3600000, &v))
-                return CLI_USAGE;
-            o.test_delay_ms = (int)v;
-            break;
-        case 'h': help(stdout); return CLI_OK;
-        default: return cli_usage_error("worker", "unknown option");
-        }
-    }
-    if (optind == argc && !o.endpoint)
+    const cli_options_t spec = {"worker", help, NULL, NULL,
+                                {{worker_options, &o, NULL},
+                                 {cli_netopts_table, &net, NULL},
+                                 {cli_keyopts_table, &o.curve, NULL},
+                                 {worker_test_options, &o, NULL}}};
+    int rc, first = cli_options_parse(&spec, argc, argv, &rc);
+    if (first < 0)
+        return rc;
+    if (first == argc && !o.endpoint)
         return cli_usage_error("worker", "--connect ENDPOINT is required");
-    int rc = cli_net_args_done("worker", argc, argv, "--connect", o.endpoint);
+    rc = cli_netopts_args_done("worker", argc, argv, first, "--connect", o.endpoint);
     if (rc != CLI_OK)
         return rc;
     char err[CLI_ERRLEN];

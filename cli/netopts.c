@@ -2,29 +2,18 @@
  * must agree on the heartbeat interval and on how many may be missed, so both read them here. */
 #include "cli/cli.h"
 
-int cli_netopt(const char *cmd, int code, const char *arg, const cli_netopts_t *t)
-{
-    long long v;
-    switch (code - CLI_NETOPT_BASE) {
-    case 0:
-        if (cli_int(cmd, "--heartbeat-ms", arg, 10, 3600000, &v))
-            return -1;
-        *t->heartbeat_ms = (int)v;
-        return 1;
-    case 1:
-        if (cli_int(cmd, "--liveness", arg, 1, 1000, &v))
-            return -1;
-        *t->liveness = (int)v;
-        return 1;
-    case 2:
-        if (cli_int(cmd, "--max-msg-mb", arg, 1, 1 << 20, &v))
-            return -1;
-        *t->max_msg_bytes = (int64_t)v << 20;
-        return 1;
-    case 3: *t->verbose = 1; return 1;
-    default: return 0;
-    }
-}
+#define N(field) offsetof(cli_netopts_t, field)
+const cli_option_t cli_netopts_table[] = {
+    {"heartbeat-ms", 0, CLI_OPT_INT, .offset = N(heartbeat_ms), .lo = 10, .hi = 3600000,
+     .flags = CLI_OPT_INDIRECT},
+    {"liveness", 0, CLI_OPT_INT, .offset = N(liveness), .lo = 1, .hi = 1000,
+     .flags = CLI_OPT_INDIRECT},
+    {"max-msg-mb", 0, CLI_OPT_MIB, .offset = N(max_msg_bytes), .lo = 1, .hi = 1 << 20,
+     .flags = CLI_OPT_INDIRECT},
+    {"verbose", 0, CLI_OPT_SET_INT, .offset = N(verbose), .lo = 1, .flags = CLI_OPT_INDIRECT},
+    CLI_OPTION_END,
+};
+#undef N
 
 void cli_netopts_help(FILE *f, const cli_netopts_t *defaults)
 {
@@ -39,11 +28,11 @@ void cli_netopts_help(FILE *f, const cli_netopts_t *defaults)
             (long long)(*defaults->max_msg_bytes >> 20));
 }
 
-int cli_net_args_done(const char *cmd, int argc, char **argv, const char *endpoint_flag,
-                      const char *endpoint)
+int cli_netopts_args_done(const char *cmd, int argc, char **argv, int first,
+                          const char *endpoint_flag, const char *endpoint)
 {
-    if (optind != argc)
-        return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (first != argc)
+        return cli_usage_error(cmd, "unexpected argument '%s'", argv[first]);
     if (endpoint && cli_check_endpoint(cmd, endpoint_flag, endpoint))
         return CLI_USAGE;
     return CLI_OK;

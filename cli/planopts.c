@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-const cli_flag_t cli_planopt_flags[] = {
+const cli_flag_t cli_planopts_flags[] = {
     {"stages", "--stages"},       {"replicas", "--replicas"},
     {"microbatches", "--microbatches"}, {"coarsen_k", "--coarsen"},
     {"max_downsets", "--max-downsets"}, {"flat_gbps", "--flat-gbps"},
@@ -20,146 +20,87 @@ const cli_flag_t cli_planopt_flags[] = {
     {NULL, NULL},
 };
 
-int cli_planopt(const char *cmd, int code, const char *arg, pf_search_opts_t *o)
+static int parse_instantiation(const char *cmd, const char *arg, void *base)
 {
-    long long i;
-    double x;
-    switch (code - CLI_PLANOPT_BASE) {
-    case 0:
-        if (cli_int(cmd, "--stages", arg, 1, 4096, &i))
-            return -1;
-        o->stages = (int)i;
-        return 1;
-    case 1:
-        if (cli_int(cmd, "--replicas", arg, 1, 4096, &i))
-            return -1;
-        o->replicas = (int)i;
-        return 1;
-    case 2:
-        if (cli_int(cmd, "--microbatches", arg, 1, 1 << 20, &i))
-            return -1;
-        o->microbatches = (int)i;
-        return 1;
-    case 3:
-        if (cli_int(cmd, "--coarsen", arg, -1, 1 << 24, &i))
-            return -1;
-        o->coarsen_k = (int)i;
-        return 1;
-    case 4:
-        if (cli_int(cmd, "--max-downsets", arg, 1, 1LL << 40, &i))
-            return -1;
-        o->max_downsets = i;
-        return 1;
-    case 5:
-        o->refine = 0;
-        return 1;
-    case 6:
-        if (cli_double(cmd, "--flat-gbps", arg, 1e-9, 1e9, &x))
-            return -1;
-        o->flat_gbps = x;
-        return 1;
-    case 7:
-        if (cli_int(cmd, "--candidates", arg, 1, 64, &i))
-            return -1;
-        o->candidates = (int)i;
-        return 1;
-    case 8:
-        if (cli_int(cmd, "--probes-in-flight", arg, 1, 64, &i))
-            return -1;
-        o->probes_in_flight = (int)i;
-        return 1;
-    case 9:
-        if (cli_double(cmd, "--eps", arg, 1e-12, 0.5, &x))
-            return -1;
-        o->rel_eps = x;
-        return 1;
-    case 10:
-        if (cli_double(cmd, "--probe-seconds", arg, 1e-3, 86400, &x))
-            return -1;
-        o->probe_seconds = x;
-        return 1;
-    case 11:
-        o->symmetry = 0;
-        return 1;
-    case 12:
-        if (!strcmp(arg, "auto")) {
-            o->auto_inst = 1;
-        } else if (pf_inst_parse(arg, &o->inst) == PF_OK) {
-            o->auto_inst = 0;
-        } else {
-            fprintf(stderr, "planfarm %s: --instantiation: '%s' is not m, ar, full or auto\n", cmd,
-                    arg);
-            return -1;
-        }
-        return 1;
-    case 13:
-        if (cli_int(cmd, "--seed", arg, 1, (1LL << 62), &i))
-            return -1;
-        o->seed = (uint64_t)i;
-        return 1;
-    case 14:
-        if (cli_int(cmd, "--max-stages", arg, 1, 4096, &i))
-            return -1;
-        o->max_stages = (int)i;
-        return 1;
-    case 15:
-        if (cli_int(cmd, "--tp", arg, 1, 4096, &i))
-            return -1;
-        o->tp = (int)i;
-        return 1;
-    case 16:
-        if (cli_int(cmd, "--max-tp", arg, 1, 4096, &i))
-            return -1;
-        o->max_tp = (int)i;
-        return 1;
-    case 17:
-        o->tp_across_hosts = 1;
-        return 1;
-    case 18:
-        if ((o->train.precision_bytes = pf_precision_parse(arg)) < 0)
-            return cli_bad_name(cmd, "--precision", arg, "bf16, fp16 or fp32");
-        return 1;
-    case 19:
-        if ((int)(o->train.optimizer = pf_optimizer_parse(arg)) < 0)
-            return cli_bad_name(cmd, "--optimizer", arg, "adam or sgd");
-        return 1;
-    case 20:
-        if (cli_int(cmd, "--zero", arg, 0, 3, &i))
-            return -1;
-        o->train.zero = (int)i;
-        return 1;
-    case 21:
-        if ((int)(o->train.recompute = pf_recompute_parse(arg)) < 0)
-            return cli_bad_name(cmd, "--recompute", arg, "none, selective or full");
-        return 1;
-    case 22:
-        if ((int)(o->train.schedule = pf_schedule_parse(arg)) < 0 ||
-            o->train.schedule == PF_SCHEDULE_SIGNAL)
-            return cli_bad_name(cmd, "--schedule", arg, "1f1b, gpipe or eager-1f1b");
-        o->schedules = 1u << o->train.schedule; /* the plan runs this one, not the best of all */
-        return 1;
-    case 23:
-        if (cli_int(cmd, "--global-batch", arg, 1, 1LL << 40, &i))
-            return -1;
-        o->global_batch = i;
-        return 1;
-    case 24:
-        o->layer_aligned = 1;
-        return 1;
-    case 25:
-        if (cli_double(cmd, "--mem-headroom", arg, 0, 0.99, &x))
-            return -1;
-        o->mem_headroom = x;
-        return 1;
-    case 26:
-        if (cli_int(cmd, "--probe-timeouts", arg, 0, 1000000, &i))
-            return -1;
-        o->probe_timeouts = (int)i;
-        return 1;
-    default:
-        return 0;
+    pf_search_opts_t *o = base;
+    if (!strcmp(arg, "auto")) {
+        o->auto_inst = 1;
+    } else if (pf_inst_parse(arg, &o->inst) == PF_OK) {
+        o->auto_inst = 0;
+    } else {
+        fprintf(stderr, "planfarm %s: --instantiation: '%s' is not m, ar, full or auto\n", cmd,
+                arg);
+        return -1;
     }
+    return 0;
 }
+
+static int parse_precision(const char *cmd, const char *arg, void *base)
+{
+    pf_training_t *t = &((pf_search_opts_t *)base)->train;
+    if ((t->precision_bytes = pf_precision_parse(arg)) < 0)
+        return cli_bad_name(cmd, "--precision", arg, "bf16, fp16 or fp32");
+    return 0;
+}
+
+static int parse_optimizer(const char *cmd, const char *arg, void *base)
+{
+    pf_training_t *t = &((pf_search_opts_t *)base)->train;
+    if ((int)(t->optimizer = pf_optimizer_parse(arg)) < 0)
+        return cli_bad_name(cmd, "--optimizer", arg, "adam or sgd");
+    return 0;
+}
+
+static int parse_recompute(const char *cmd, const char *arg, void *base)
+{
+    pf_training_t *t = &((pf_search_opts_t *)base)->train;
+    if ((int)(t->recompute = pf_recompute_parse(arg)) < 0)
+        return cli_bad_name(cmd, "--recompute", arg, "none, selective or full");
+    return 0;
+}
+
+static int parse_schedule(const char *cmd, const char *arg, void *base)
+{
+    pf_search_opts_t *o = base;
+    if ((int)(o->train.schedule = pf_schedule_parse(arg)) < 0 ||
+        o->train.schedule == PF_SCHEDULE_SIGNAL)
+        return cli_bad_name(cmd, "--schedule", arg, "1f1b, gpipe or eager-1f1b");
+    o->schedules = 1u << o->train.schedule; /* the plan runs this one, not the best of all */
+    return 0;
+}
+
+#define O(field) offsetof(pf_search_opts_t, field)
+const cli_option_t cli_planopts_table[] = {
+    {"stages", 0, CLI_OPT_INT, .offset = O(stages), .lo = 1, .hi = 4096},
+    {"replicas", 0, CLI_OPT_INT, .offset = O(replicas), .lo = 1, .hi = 4096},
+    {"microbatches", 0, CLI_OPT_INT, .offset = O(microbatches), .lo = 1, .hi = 1 << 20},
+    {"coarsen", 0, CLI_OPT_INT, .offset = O(coarsen_k), .lo = -1, .hi = 1 << 24},
+    {"max-downsets", 0, CLI_OPT_LLONG, .offset = O(max_downsets), .lo = 1, .hi = 1LL << 40},
+    {"no-refine", 0, CLI_OPT_SET_INT, .offset = O(refine), .lo = 0},
+    {"flat-gbps", 0, CLI_OPT_DOUBLE, .offset = O(flat_gbps), .dlo = 1e-9, .dhi = 1e9},
+    {"candidates", 0, CLI_OPT_INT, .offset = O(candidates), .lo = 1, .hi = 64},
+    {"probes-in-flight", 0, CLI_OPT_INT, .offset = O(probes_in_flight), .lo = 1, .hi = 64},
+    {"eps", 0, CLI_OPT_DOUBLE, .offset = O(rel_eps), .dlo = 1e-12, .dhi = 0.5},
+    {"probe-seconds", 0, CLI_OPT_DOUBLE, .offset = O(probe_seconds), .dlo = 1e-3, .dhi = 86400},
+    {"no-symmetry", 0, CLI_OPT_SET_INT, .offset = O(symmetry), .lo = 0},
+    {"instantiation", 0, CLI_OPT_CUSTOM, .parse = parse_instantiation},
+    {"seed", 0, CLI_OPT_U64, .offset = O(seed), .lo = 1, .hi = 1LL << 62},
+    {"max-stages", 0, CLI_OPT_INT, .offset = O(max_stages), .lo = 1, .hi = 4096},
+    {"tp", 0, CLI_OPT_INT, .offset = O(tp), .lo = 1, .hi = 4096},
+    {"max-tp", 0, CLI_OPT_INT, .offset = O(max_tp), .lo = 1, .hi = 4096},
+    {"tp-across-hosts", 0, CLI_OPT_SET_INT, .offset = O(tp_across_hosts), .lo = 1},
+    {"precision", 0, CLI_OPT_CUSTOM, .parse = parse_precision},
+    {"optimizer", 0, CLI_OPT_CUSTOM, .parse = parse_optimizer},
+    {"zero", 0, CLI_OPT_INT, .offset = O(train.zero), .lo = 0, .hi = 3},
+    {"recompute", 0, CLI_OPT_CUSTOM, .parse = parse_recompute},
+    {"schedule", 0, CLI_OPT_CUSTOM, .parse = parse_schedule},
+    {"global-batch", 0, CLI_OPT_LLONG, .offset = O(global_batch), .lo = 1, .hi = 1LL << 40},
+    {"layer-aligned", 0, CLI_OPT_SET_INT, .offset = O(layer_aligned), .lo = 1},
+    {"mem-headroom", 0, CLI_OPT_DOUBLE, .offset = O(mem_headroom), .dlo = 0, .dhi = 0.99},
+    {"probe-timeouts", 0, CLI_OPT_INT, .offset = O(probe_timeouts), .lo = 0, .hi = 1000000},
+    CLI_OPTION_END,
+};
+#undef O
 
 void cli_planopts_help(FILE *f)
 {

@@ -1,5 +1,5 @@
-/* What `plan`, `submit` and `result` share: submit files to a broker, follow a request to its
- * end, write its plan and a one-paragraph summary. */
+/* What the sub-commands that talk to a broker share: their flags, submitting files, following a
+ * request to its end, writing its plan and a one-paragraph summary. */
 #include "client/client.h"
 #include "cli/cli.h"
 #include "planner/core/util.h"
@@ -11,14 +11,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define R(field) offsetof(cli_remote_args_t, field)
+const cli_option_t cli_remote_broker_options[] = {
+    {"broker", 0, CLI_OPT_STRING, .offset = R(broker)},
+    {"timeout", 0, CLI_OPT_DOUBLE, .offset = R(timeout_s), .dlo = 0.01, .dhi = 86400},
+    CLI_OPTION_END,
+};
+
+const cli_option_t cli_remote_output_options[] = {
+    {"quiet", 0, CLI_OPT_FLAG, .offset = R(quiet)},
+    {"output", 'o', CLI_OPT_STRING, .offset = R(out)},
+    CLI_OPTION_END,
+};
+#undef R
+
+pf_client_t *cli_remote_client_new(const char *cmd, const char *endpoint, double timeout_s,
+                                   const pf_curve_opts_t *k)
+{
+    char err[CLI_ERRLEN];
+    pf_client_t *c = pf_client_new_secure(endpoint, (int)(timeout_s * 1000), k, err, sizeof err);
+    if (!c)
+        cli_report(cmd, PF_EINPUT, err);
+    return c;
+}
+
 static const char *basename_of(const char *path)
 {
     const char *s = strrchr(path, '/');
     return s ? s + 1 : path;
 }
 
-int cli_load_inputs(const char *cmd, const char *graph_path, const char *cluster_path,
-                    pf_graph_t **g, pf_cluster_t **c)
+int cli_remote_load_inputs(const char *cmd, const char *graph_path, const char *cluster_path,
+                           pf_graph_t **g, pf_cluster_t **c)
 {
     char err[CLI_ERRLEN] = "";
     int rc;
@@ -32,9 +56,9 @@ int cli_load_inputs(const char *cmd, const char *graph_path, const char *cluster
     return CLI_OK;
 }
 
-int cli_submit(const char *cmd, pf_client_t *client, const pf_graph_t *g, const pf_cluster_t *c,
-               const char *graph_path, const char *cluster_path, const pf_search_opts_t *o,
-               char **id)
+int cli_remote_submit(const char *cmd, pf_client_t *client, const pf_graph_t *g,
+                      const pf_cluster_t *c, const char *graph_path, const char *cluster_path,
+                      const pf_search_opts_t *o, char **id)
 {
     char err[CLI_ERRLEN] = "", label[256];
     Planfarm__RequestStatus *st = NULL;
@@ -44,7 +68,7 @@ int cli_submit(const char *cmd, pf_client_t *client, const pf_graph_t *g, const 
     if (rc == PF_OK && st->state == PLANFARM__REQUEST_STATE__REQ_FAILED) {
         rc = pf_fail(err, sizeof err, st->status ? st->status : PF_ERR, "%s (request %s)",
                      st->error, st->request_id);
-        cli_flag_names(err, sizeof err, cli_planopt_flags);
+        cli_flag_names(err, sizeof err, cli_planopts_flags);
     }
     else if (rc == PF_OK && !(*id = pf_strdup(st->request_id)))
         rc = pf_fail(err, sizeof err, PF_ERR, "out of memory");
@@ -142,13 +166,13 @@ static void summarize(const char *plan_json)
 static int write_text(const char *cmd, const char *path, const char *text, size_t len)
 {
     char err[CLI_ERRLEN];
-    int to_stdout = !path || !strcmp(path, "-");
+    bool to_stdout = !path || !strcmp(path, "-");
     FILE *f = to_stdout ? stdout : fopen(path, "w");
     if (!f) {
         snprintf(err, sizeof err, "%s: cannot write", path);
         return cli_report(cmd, PF_ERR, err);
     }
-    int bad = fwrite(text, 1, len, f) != len;
+    bool bad = fwrite(text, 1, len, f) != len;
     bad |= to_stdout ? fflush(f) != 0 : fclose(f) != 0;
     if (bad) {
         snprintf(err, sizeof err, "%s: write error", to_stdout ? "stdout" : path);
@@ -169,8 +193,8 @@ static int report_end(const char *cmd, const Planfarm__RequestStatus *st)
     return cli_report(cmd, st->status < 0 ? st->status : PF_ERR, msg);
 }
 
-int cli_fetch_plan(const char *cmd, pf_client_t *c, const char *id, const char *out_path,
-                   int quiet)
+int cli_remote_fetch_plan(const char *cmd, pf_client_t *c, const char *id, const char *out_path,
+                          bool quiet)
 {
     char err[CLI_ERRLEN];
     Planfarm__ResultReply *r;
@@ -196,13 +220,14 @@ int cli_fetch_plan(const char *cmd, pf_client_t *c, const char *id, const char *
     return rc;
 }
 
-int cli_wait_and_fetch(const char *cmd, pf_client_t *c, const char *id, const char *out_path,
-                       int progress, int quiet, int max_poll_ms)
+int cli_remote_wait_and_fetch(const char *cmd, pf_client_t *c, const char *id,
+                              const char *out_path, bool progress, bool quiet, int max_poll_ms)
 {
     char err[CLI_ERRLEN];
     /* Geometric polling: a small plan ends in a few ms (a first sleep of 20 ms was most of
      * `planfarm plan`'s time on Piper's inputs), a long one is seen at most a third late. */
-    int delay_ms = 1, shown = 0, rc;
+    int delay_ms = 1, rc;
+    bool shown = false;
     progress = progress && cli_stderr_tty();
     for (;;) {
         Planfarm__RequestStatus *st;
@@ -211,10 +236,10 @@ int cli_wait_and_fetch(const char *cmd, pf_client_t *c, const char *id, const ch
                 fputc('\n', stderr);
             return cli_report(cmd, rc, err);
         }
-        int done = pf_request_state_ended(st->state);
+        bool done = pf_request_state_ended(st->state);
         if (progress) {
             progress_line(st);
-            shown = 1;
+            shown = true;
         }
         planfarm__request_status__free_unpacked(st, NULL);
         if (done)
@@ -233,5 +258,5 @@ int cli_wait_and_fetch(const char *cmd, pf_client_t *c, const char *id, const ch
     }
     if (shown)
         fputc('\n', stderr);
-    return cli_fetch_plan(cmd, c, id, out_path, quiet);
+    return cli_remote_fetch_plan(cmd, c, id, out_path, quiet);
 }

@@ -110,7 +110,7 @@ int cli_double(const char *cmd, const char *flag, const char *arg, double lo, do
     return 0;
 }
 
-int cli_stderr_tty(void)
+bool cli_stderr_tty(void)
 {
     return isatty(STDERR_FILENO);
 }

@@ -241,8 +241,8 @@ static int tap_direct(void)
         int nunits = u ? pf_tap_units_count(u) : 0;
         uint64_t most = 0;
         for (int k = 0; k < nunits; k++) {
-            pf_tap_unit_info_t in;
-            if (pf_tap_unit_info(u, k, &in) == PF_OK && in.nplans >= most) {
+            pf_tap_units_info_t in;
+            if (pf_tap_units_info(u, k, &in) == PF_OK && in.nplans >= most) {
                 most = in.nplans;
                 snprintf(largest, sizeof largest, "%s x%d, %d w, %llu plans", in.name,
                          in.ninstances, in.nweights, (unsigned long long)in.nplans);

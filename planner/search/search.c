@@ -648,14 +648,14 @@ static int expand_tp(const pf_search_t *s, int tpi, pf_plan_t *p)
      * op in the same position of every instance */
     for (int u = 0; u < tap->nunits; u++) {
         const pf_tap_unit_plan_t *up = &tap->units[u];
-        const int *rep0 = pf_tap_unit_instance(s->units, u, 0);
+        const int *rep0 = pf_tap_units_instance(s->units, u, 0);
         for (int k = 0; k < up->ncolls; k++) {
             int pos = -1;
             for (int j = 0; rep0 && j < up->nops && pos < 0; j++)
                 if (rep0[j] == up->colls[k].op)
                     pos = j;
             for (int i = 0; pos >= 0 && i < up->ninstances; i++)
-                p->tp_colls[pf_tap_unit_instance(s->units, u, i)[pos]]++;
+                p->tp_colls[pf_tap_units_instance(s->units, u, i)[pos]]++;
         }
     }
     return PF_OK;
@@ -1188,8 +1188,8 @@ static int add_tap_jobs(pf_search_t *s, int tpi, char *err, size_t errlen)
     t->opts.tap_plans = t->plans;
     t->opts.ntap_plans = nu;
     for (int u = 0; u < nu; u++) {
-        pf_tap_unit_info_t info;
-        pf_tap_unit_info(s->units, u, &info);
+        pf_tap_units_info_t info;
+        pf_tap_units_info(s->units, u, &info);
         t->best[u].unit = u;
         t->best[u].T = t->opts.tp;
         if (info.nweights == 0) { /* one plan: nothing to choose */
@@ -1220,8 +1220,8 @@ static void tap_done(pf_search_t *s, int tpi)
     char err[256];
     for (int u = 0; u < pf_tap_units_count(s->units); u++) {
         if (t->best[u].nbest == 0) {
-            pf_tap_unit_info_t info;
-            pf_tap_unit_info(s->units, u, &info);
+            pf_tap_units_info_t info;
+            pf_tap_units_info(s->units, u, &info);
             snprintf(t->why, sizeof t->why, "tensor parallelism %d: no plan of unit %s fits",
                      t->opts.tp, info.name);
             break;

@@ -16,7 +16,7 @@
  * Environment: PF_BENCH_1T_MACHINES (default 64: 512 GPUs) for the 1T rows, PF_BENCH_TP_SKIP=1
  * skips part 1, PF_BENCH_TP_ONLY="gpt3" keeps only the GPT-3 rows. */
 #include "bench/farm.h"
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/tp/tap.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"

@@ -4,7 +4,7 @@
 #include "broker/blobstore.h"
 #include "broker/broker.h"
 #include "client/client.h"
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/core/util.h"
 #include "tests/testutil.h"
 #include "proto/clock.h"

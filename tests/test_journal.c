@@ -5,7 +5,7 @@
 #include "broker/broker.h"
 #include "client/client.h"
 #include "broker/journal.h"
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/core/rng.h"
 #include "planner/search/search.h"
 #include "planner/inputs/topology.h"

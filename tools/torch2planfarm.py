@@ -70,7 +70,7 @@ except ImportError:  # the CLI says so; importing this module for its docstring 
 
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
 COMPUTE_BOUND = {"linear", "matmul", "conv", "attention"}
-# Per output element; the same figures as planner/inputs/models.c for the kinds it generates.
+# Per output element; the same figures as planner/inputs/model_build.c for the kinds it generates.
 FLOPS_PER_ELEMENT = {"add": 1, "sub": 1, "mul": 1, "div": 1, "relu": 1, "softmax": 5,
                      "layernorm": 8, "batchnorm": 8, "groupnorm": 8, "instancenorm": 8,
                      "gelu": 8, "silu": 4, "sigmoid": 4, "tanh": 4}

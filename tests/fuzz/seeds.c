@@ -9,7 +9,7 @@
  *   wire_header                  every message kind's header
  *   piper                        a three-node planner input
  * The text-format seeds (pipedream, piper) are files of tests/data; run.sh copies them. */
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/ir/plan.h"
 #include "planner/search/search.h"
 #include "planner/map/stage_graph.h"

@@ -64,7 +64,7 @@ static void job_free(pf_worker_t *w, pf_wjob_t *j)
         return;
     pf_blob_cache_unpin(w->cache, j->graph);
     pf_blob_cache_unpin(w->cache, j->cluster);
-    pf_wire_job_clear(&j->wire);
+    pf_job_codec_clear(&j->wire);
     free(j->result);
     free(j);
 }
@@ -209,7 +209,7 @@ static void try_start(pf_worker_t *w, pf_wjob_t *j)
         return;
     }
     char err[256];
-    if (pf_wire_job_check(&j->wire, pf_cached_graph(j->graph), pf_cached_cluster(j->cluster), err,
+    if (pf_job_codec_check(&j->wire, pf_cached_graph(j->graph), pf_cached_cluster(j->cluster), err,
                           sizeof err) != PF_OK) {
         drop_job(w, j, err);
         return;
@@ -326,7 +326,7 @@ static void on_job(pf_worker_t *w, const uint8_t *data, size_t len)
     }
     j->id = m->id;
     j->conn = w->conn;
-    if (pf_codec_job_from_pb(m, &j->wire, err, sizeof err) != PF_OK) {
+    if (pf_job_codec_from_pb(m, &j->wire, err, sizeof err) != PF_OK) {
         char why[320];
         snprintf(why, sizeof why, "cannot decode the job: %s", err);
         send_failed(w, m->id, why);

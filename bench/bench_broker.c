@@ -18,7 +18,7 @@
 #include "bench/farm.h"
 #include "broker/broker.h"
 #include "client/client.h"
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"
 #include "worker/worker.h"

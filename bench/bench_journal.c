@@ -13,7 +13,7 @@
  * The journals live in a fresh directory under $TMPDIR (default /tmp), removed afterwards. */
 #include "broker/broker.h"
 #include "client/client.h"
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"
 #include "worker/worker.h"

@@ -18,7 +18,7 @@
  * PF_MAP_TABLES (e.g. "b") runs only the tables it names. */
 #include "planner/inputs/import.h"
 #include "planner/map/mapping.h"
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/partition/partition.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"

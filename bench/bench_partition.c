@@ -11,7 +11,7 @@
 #include "planner/partition/coarsen.h"
 #include "planner/ir/cost.h"
 #include "planner/inputs/import.h"
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/partition/partition.h"
 #include "planner/core/rng.h"
 #include "planner/inputs/topology.h"

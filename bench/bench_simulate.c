@@ -19,7 +19,7 @@
  * (c) Simulation cost of one BERT-48 plan on 512 devices (64 DGX-1s, 8 stages x 64 replicas),
  *     64 micro-batches: building the input and simulating it (target < 100 ms). */
 #include "planner/map/mapping.h"
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/partition/partition.h"
 #include "planner/search/search.h"
 #include "planner/sim/simulate.h"

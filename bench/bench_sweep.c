@@ -12,7 +12,7 @@
  * search as `planfarm plan` runs it (embedded broker, one worker with every core), wall time,
  * and its jobs by kind from the in-process driver. */
 #include "bench/farm.h"
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/partition/partition.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"

@@ -16,7 +16,7 @@
  * Environment: PF_BENCH_1T_MACHINES (default 64: 512 GPUs) for the 1T rows, PF_BENCH_TP_SKIP=1
  * skips part 1, PF_BENCH_TP_ONLY="gpt3" keeps only the GPT-3 rows. */
 #include "bench/farm.h"
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/tp/tap.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"
@@ -241,8 +241,8 @@ static int tap_direct(void)
         int nunits = u ? pf_tap_units_count(u) : 0;
         uint64_t most = 0;
         for (int k = 0; k < nunits; k++) {
-            pf_tap_unit_info_t in;
-            if (pf_tap_unit_info(u, k, &in) == PF_OK && in.nplans >= most) {
+            pf_tap_units_info_t in;
+            if (pf_tap_units_info(u, k, &in) == PF_OK && in.nplans >= most) {
                 most = in.nplans;
                 snprintf(largest, sizeof largest, "%s x%d, %d w, %llu plans", in.name,
                          in.ninstances, in.nweights, (unsigned long long)in.nplans);

@@ -312,7 +312,7 @@ static int replay_one(void *ctx, uint64_t sid, const uint8_t *data, size_t len)
     char err[256];
     Planfarm__JobResult *m = planfarm__job_result__unpack(NULL, len, data);
     pf_job_result_t res;
-    int rc = m ? pf_codec_result_from_pb(m, pf_graph_nops(r->g), pf_cluster_ndevices(r->c), &res,
+    int rc = m ? pf_job_codec_result_from_pb(m, pf_graph_nops(r->g), pf_cluster_ndevices(r->c), &res,
                                          err, sizeof err)
                : PF_EINPUT;
     if (rc == PF_OK) {

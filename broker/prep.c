@@ -1,6 +1,7 @@
 #include "broker/prep.h"
 #include "planner/core/util.h"
 #include "proto/job_codec.h"
+#include "proto/plan_options_codec.h"
 #include "proto/model_codec.h"
 
 #include <pthread.h>
@@ -76,7 +77,7 @@ static void run_task(pf_prep_task_t *t)
                         !gm ? "graph" : !cm ? "cluster" : "options");
     } else if ((t->rc = pf_codec_graph_from_pb(gm, &t->g, t->err, sizeof t->err)) == PF_OK &&
                (t->rc = pf_codec_cluster_from_pb(cm, &t->c, t->err, sizeof t->err)) == PF_OK &&
-               (t->rc = pf_codec_options_from_pb(om, &t->opts, t->err, sizeof t->err)) == PF_OK &&
+               (t->rc = pf_plan_options_codec_from_pb(om, &t->opts, t->err, sizeof t->err)) == PF_OK &&
                (t->rc = pf_search_validate(t->g, t->c, &t->opts, t->err, sizeof t->err)) ==
                    PF_OK &&
                !(t->search = pf_search_new(t->g, t->c, &t->opts, t->err, sizeof t->err))) {

@@ -52,7 +52,7 @@ void pf_broker_send_job(pf_broker_t *b, const pf_dispatch_assign_t *a)
     r->state = PLANFARM__REQUEST_STATE__REQ_RUNNING; /* queued until a job goes out */
     pf_arena_t *arena = pf_arena_new();
     Planfarm__Job *m =
-        arena ? pf_codec_job_to_pb(arena, a->job_id, a->attempt, &job, &r->gref, &r->cref) : NULL;
+        arena ? pf_job_codec_to_pb(arena, a->job_id, a->attempt, &job, &r->gref, &r->cref) : NULL;
     if (!m) {
         zsys_error("broker: out of memory encoding job %llu", (unsigned long long)a->job_id);
         pf_dispatch_failed(b->dispatch, a->worker, a->job_id, "broker: out of memory encoding");
@@ -153,7 +153,7 @@ static void on_result(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
         goto done;
     }
     pf_job_result_t res;
-    int rc = pf_codec_result_from_pb(m, pf_graph_nops(r->g), pf_cluster_ndevices(r->c), &res, err,
+    int rc = pf_job_codec_result_from_pb(m, pf_graph_nops(r->g), pf_cluster_ndevices(r->c), &res, err,
                                      sizeof err);
     if (rc == PF_OK && (rc = pf_search_check_answer(r->search, sid, &res, err, sizeof err)))
         pf_job_result_clear(&res);

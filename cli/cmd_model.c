@@ -1,7 +1,7 @@
 /* planfarm model gpt|bert|llama|moe|vit|resnet|unet [shape flags] [-o GRAPH]: generate a graph with analytic
- * op costs (planner/inputs/models.h). */
+ * op costs (planner/inputs/model.h). */
 #include "cli/cli.h"
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/core/util.h"
 
 #include <limits.h>

@@ -1,5 +1,6 @@
 #include "client/client.h"
 #include "planner/core/util.h"
+#include "proto/plan_options_codec.h"
 
 #include <czmq.h>
 #include <stdio.h>
@@ -146,7 +147,7 @@ int pf_client_submit(pf_client_t *c, const pf_graph_t *g, const pf_cluster_t *cl
     pf_arena_t *a = pf_arena_new();
     Planfarm__Submit m = PLANFARM__SUBMIT__INIT;
     if (!a || !(m.graph = pf_codec_graph_to_pb(a, g)) ||
-        !(m.cluster = pf_codec_cluster_to_pb(a, cl)) || !(m.options = pf_codec_options_to_pb(a, o))) {
+        !(m.cluster = pf_codec_cluster_to_pb(a, cl)) || !(m.options = pf_plan_options_codec_to_pb(a, o))) {
         pf_arena_destroy(&a);
         return pf_fail(err, errlen, PF_ERR, "out of memory");
     }

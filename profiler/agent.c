@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -311,6 +312,46 @@ static void on_message(pf_agent_t *a, zmq_msg_t *parts, int n)
     }
 }
 
+/* Until the next heartbeat or reconnect, at most one interval: a test's clock may jump, and
+ * the loop must look at it again. */
+static long poll_timeout_ms(const pf_agent_t *a)
+{
+    double now = pf_clock_now(&a->o.clock);
+    double until = a->connected ? a->next_heartbeat : a->reconnect_at;
+    long timeout_ms = (long)((until - now) * 1000) + 1;
+    if (timeout_ms > a->o.heartbeat_ms)
+        timeout_ms = a->o.heartbeat_ms;
+    return timeout_ms < 0 ? 0 : timeout_ms;
+}
+
+/* Every message the dealer holds. */
+static void drain_dealer(pf_agent_t *a)
+{
+    zmq_msg_t parts[2];
+    int got;
+    while (a->dealer && (got = pf_wire_recv(zsock_resolve(a->dealer), parts, 2)) > 0) {
+        on_message(a, parts, got);
+        pf_wire_close(parts, got, 2);
+    }
+}
+
+/* Reconnect when due, give up on a silent broker, or send the heartbeat. */
+static void tick(pf_agent_t *a)
+{
+    double now = pf_clock_now(&a->o.clock);
+    if (!a->connected && now >= a->reconnect_at) {
+        if (connect_broker(a) != PF_OK)
+            disconnect(a, "cannot create a socket");
+    } else if (a->connected && now >= a->next_heartbeat &&
+               a->silent_ticks++ >= a->o.liveness) {
+        disconnect(a, "broker silent");
+    } else if (a->connected && now >= a->next_heartbeat) {
+        Planfarm__Heartbeat hb = PLANFARM__HEARTBEAT__INIT;
+        send_msg(a, PF_MSG_HEARTBEAT, &hb.base);
+        a->next_heartbeat = now + hb_s(a);
+    }
+}
+
 static int loop(pf_agent_t *a, zsock_t *pipe)
 {
     if (connect_broker(a) != PF_OK) {
@@ -331,14 +372,8 @@ static int loop(pf_agent_t *a, zsock_t *pipe)
             items[n] = (zmq_pollitem_t){zsock_resolve(a->dealer), 0, ZMQ_POLLIN, 0};
             at_dealer = n++;
         }
-        double now = pf_clock_now(&a->o.clock);
-        double until = a->connected ? a->next_heartbeat : a->reconnect_at;
-        /* at most one interval: a test's clock may jump, and the loop must look at it again */
-        long timeout_ms = (long)((until - now) * 1000) + 1;
-        if (timeout_ms > a->o.heartbeat_ms)
-            timeout_ms = a->o.heartbeat_ms;
-        int rc = n ? zmq_poll(items, n, timeout_ms < 0 ? 0 : timeout_ms)
-                   : (zclock_sleep((int)(timeout_ms < 0 ? 0 : timeout_ms)), 0);
+        long timeout_ms = poll_timeout_ms(a);
+        int rc = n ? zmq_poll(items, n, timeout_ms) : (zclock_sleep((int)timeout_ms), 0);
         if (rc < 0 && errno != EINTR)
             return PF_ERR;
         if (!pipe && zsys_interrupted) {
@@ -347,31 +382,14 @@ static int loop(pf_agent_t *a, zsock_t *pipe)
         }
         if (rc > 0 && at_pipe >= 0 && (items[at_pipe].revents & ZMQ_POLLIN)) {
             char *cmd = zstr_recv(pipe);
-            int stop = !cmd || streq(cmd, "$TERM");
+            bool stop = !cmd || streq(cmd, "$TERM");
             free(cmd);
             if (stop)
                 return PF_OK;
         }
-        if (rc > 0 && at_dealer >= 0 && (items[at_dealer].revents & ZMQ_POLLIN)) {
-            zmq_msg_t parts[2];
-            int got;
-            while (a->dealer && (got = pf_wire_recv(zsock_resolve(a->dealer), parts, 2)) > 0) {
-                on_message(a, parts, got);
-                pf_wire_close(parts, got, 2);
-            }
-        }
-        now = pf_clock_now(&a->o.clock);
-        if (!a->connected && now >= a->reconnect_at) {
-            if (connect_broker(a) != PF_OK)
-                disconnect(a, "cannot create a socket");
-        } else if (a->connected && now >= a->next_heartbeat &&
-                   a->silent_ticks++ >= a->o.liveness) {
-            disconnect(a, "broker silent");
-        } else if (a->connected && now >= a->next_heartbeat) {
-            Planfarm__Heartbeat hb = PLANFARM__HEARTBEAT__INIT;
-            send_msg(a, PF_MSG_HEARTBEAT, &hb.base);
-            a->next_heartbeat = now + hb_s(a);
-        }
+        if (rc > 0 && at_dealer >= 0 && (items[at_dealer].revents & ZMQ_POLLIN))
+            drain_dealer(a);
+        tick(a);
     }
 }
 

@@ -1,4 +1,5 @@
 #include "proto/job_codec.h"
+#include "proto/setting_codec.h"
 #include "planner/core/util.h"
 
 #include <math.h>
@@ -36,88 +37,6 @@ static int ref_from_pb(const Planfarm__BlobRef *m, Planfarm__BlobKind want, pf_b
     memcpy(r->hash, m->hash.data, m->hash.len);
     r->hash_len = m->hash.len;
     r->size = m->size;
-    return PF_OK;
-}
-
-/* ---- the setting every solver job plans on (tp_setting.h) ---- */
-
-#define MAX_TP 4096
-
-static Planfarm__Setting *setting_to_pb(pf_arena_t *a, const pf_tp_setting_opts_t *o)
-{
-    Planfarm__Setting *m = PF_ANEW(a, Planfarm__Setting, 1);
-    Planfarm__Training *t = PF_ANEW(a, Planfarm__Training, 1);
-    Planfarm__TapOptions *to = PF_ANEW(a, Planfarm__TapOptions, 1);
-    if (!m || !t || !to)
-        return NULL;
-    planfarm__setting__init(m);
-    planfarm__training__init(t);
-    planfarm__tap_options__init(to);
-    m->tp = o->tp > 0 ? (uint32_t)o->tp : 1;
-    m->across_hosts = o->across_hosts != 0;
-    if (o->tap_plans && o->ntap_plans > 0) {
-        uint64_t *p = PF_ANEW(a, uint64_t, o->ntap_plans);
-        if (!p)
-            return NULL;
-        memcpy(p, o->tap_plans, (size_t)o->ntap_plans * sizeof *p);
-        m->tap_plans = p;
-        m->n_tap_plans = (size_t)o->ntap_plans;
-    }
-    t->precision_bytes = (uint32_t)o->train.precision_bytes;
-    t->optimizer = (uint32_t)o->train.optimizer;
-    t->zero = (uint32_t)o->train.zero;
-    t->recompute = (uint32_t)o->train.recompute;
-    t->schedule = (uint32_t)o->train.schedule;
-    to->min_duplicate = (uint32_t)o->tap.min_duplicate;
-    to->max_unit_weights = (uint32_t)o->tap.max_unit_weights;
-    to->allow_token_split = o->tap.allow_token_split != 0;
-    m->train = t;
-    m->tap = to;
-    return m;
-}
-
-/* No setting on the wire: T = 1 and the default training. */
-static int setting_from_pb(const Planfarm__Setting *m, pf_wire_job_t *out, char *err,
-                           size_t errlen)
-{
-    pf_tp_setting_opts_t *o = &out->setting;
-    pf_tp_setting_opts_init(o);
-    if (!m)
-        return PF_OK;
-    if (m->tp > MAX_TP)
-        return pf_fail(err, errlen, PF_EINPUT, "job.setting.tp: %u out of range", m->tp);
-    o->tp = m->tp ? (int)m->tp : 1;
-    o->across_hosts = m->across_hosts;
-    if (m->n_tap_plans) {
-        if (m->n_tap_plans > PF_WIRE_MAX_OPS)
-            return pf_fail(err, errlen, PF_EINPUT, "job.setting.tap_plans: %zu entries",
-                           m->n_tap_plans);
-        if (!(out->tap_plans = malloc(m->n_tap_plans * sizeof *out->tap_plans)))
-            return pf_fail(err, errlen, PF_ERR, "out of memory");
-        memcpy(out->tap_plans, m->tap_plans, m->n_tap_plans * sizeof *out->tap_plans);
-        o->tap_plans = out->tap_plans;
-        o->ntap_plans = (int)m->n_tap_plans;
-    }
-    if (m->train) {
-        const Planfarm__Training *t = m->train;
-        if (t->optimizer > PF_OPTIMIZER_SGD || t->recompute > PF_RECOMPUTE_FULL ||
-            t->schedule >= PF_SCHEDULE_COUNT || t->zero > 3 ||
-            (t->precision_bytes != 0 && t->precision_bytes != 2 && t->precision_bytes != 4))
-            return pf_fail(err, errlen, PF_EINPUT, "job.setting.train: out of range");
-        if (t->precision_bytes) /* 0: not given, the default */
-            o->train.precision_bytes = (int)t->precision_bytes;
-        o->train.optimizer = (pf_optimizer_t)t->optimizer;
-        o->train.zero = (int)t->zero;
-        o->train.recompute = (pf_recompute_t)t->recompute;
-        o->train.schedule = (pf_schedule_t)t->schedule;
-    }
-    if (m->tap) {
-        if (m->tap->min_duplicate > 1u << 20 || m->tap->max_unit_weights > 39)
-            return pf_fail(err, errlen, PF_EINPUT, "job.setting.tap: out of range");
-        o->tap.min_duplicate = (int)m->tap->min_duplicate;
-        o->tap.max_unit_weights = (int)m->tap->max_unit_weights;
-        o->tap.allow_token_split = m->tap->allow_token_split;
-    }
     return PF_OK;
 }
 
@@ -441,7 +360,7 @@ static int tap_answer_from_pb(const Planfarm__JobResult *m, int nops, int ndevic
     const Planfarm__TapAnswer *ta = m->tap;
     if (!ta)
         return pf_fail(err, errlen, PF_EINPUT, "result.tap: missing");
-    if (ta->n_best > PF_TAP_KEEP || ta->unit > PF_WIRE_MAX_OPS || ta->tp > MAX_TP)
+    if (ta->n_best > PF_TAP_KEEP || ta->unit > PF_WIRE_MAX_OPS || ta->tp > PF_SETTING_CODEC_MAX_TP)
         return pf_fail(err, errlen, PF_EINPUT, "result.tap: out of range");
     pf_tap_slice_t *t = &out->tap;
     t->unit = (int)ta->unit;
@@ -501,7 +420,7 @@ static int sim_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *
     if (sp->schedule >= PF_SCHEDULE_SIGNAL)
         return pf_fail(err, errlen, PF_EINPUT, "job.simulate.schedule: %u is not 1f1b, gpipe or "
                        "eager-1f1b", sp->schedule);
-    /* the graph is not known yet: bound op indices by the plan's own (pf_wire_job_check and
+    /* the graph is not known yet: bound op indices by the plan's own (pf_job_codec_check and
      * pf_plan_validate hold them to the graph) */
     uint32_t nops = 0;
     for (size_t s = 0; s < sp->plan->n_stage_list; s++)
@@ -764,7 +683,7 @@ static const job_codec_t *job_codec(int kind)
 
 /* ---- jobs ---- */
 
-Planfarm__Job *pf_codec_job_to_pb(pf_arena_t *a, uint64_t id, uint32_t attempt,
+Planfarm__Job *pf_job_codec_to_pb(pf_arena_t *a, uint64_t id, uint32_t attempt,
                                   const pf_job_t *job, const pf_blob_ref_t *graph,
                                   const pf_blob_ref_t *cluster)
 {
@@ -777,12 +696,12 @@ Planfarm__Job *pf_codec_job_to_pb(pf_arena_t *a, uint64_t id, uint32_t attempt,
     m->attempt = attempt;
     m->kind = (Planfarm__JobKind)job->kind;
     m->threads = job->threads > 0 ? (uint32_t)job->threads : 0;
-    if (!(m->setting = setting_to_pb(a, &job->setting)))
+    if (!(m->setting = pf_setting_codec_to_pb(a, &job->setting)))
         return NULL;
     return jc->params_to_pb(a, job, graph, cluster, m) == PF_OK ? m : NULL;
 }
 
-void pf_wire_job_clear(pf_wire_job_t *j)
+void pf_job_codec_clear(pf_wire_job_t *j)
 {
     if (!j)
         return;
@@ -795,7 +714,7 @@ void pf_wire_job_clear(pf_wire_job_t *j)
     memset(j, 0, sizeof *j);
 }
 
-int pf_codec_job_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *err, size_t errlen)
+int pf_job_codec_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     out->id = m->id;
@@ -807,15 +726,15 @@ int pf_codec_job_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *err, 
     if (!jc)
         return pf_fail(err, errlen, PF_EINPUT, "job.kind: unknown (%d)", (int)m->kind);
     out->kind = (pf_job_kind_t)m->kind;
-    int rc = setting_from_pb(m->setting, out, err, errlen);
+    int rc = pf_setting_codec_from_pb(m->setting, &out->setting, &out->tap_plans, err, errlen);
     if (rc == PF_OK)
         rc = jc->params_from_pb(m, out, err, errlen);
     if (rc != PF_OK)
-        pf_wire_job_clear(out);
+        pf_job_codec_clear(out);
     return rc;
 }
 
-int pf_wire_job_check(const pf_wire_job_t *w, const pf_graph_t *graph,
+int pf_job_codec_check(const pf_wire_job_t *w, const pf_graph_t *graph,
                       const pf_cluster_t *cluster, char *err, size_t errlen)
 {
     const pf_job_kind_desc_t *d = pf_job_kind_desc(w->kind);
@@ -846,7 +765,7 @@ int pf_wire_job_check(const pf_wire_job_t *w, const pf_graph_t *graph,
     return PF_OK;
 }
 
-void pf_wire_job_bind(const pf_wire_job_t *w, const pf_graph_t *graph,
+void pf_job_codec_bind(const pf_wire_job_t *w, const pf_graph_t *graph,
                       const pf_cluster_t *cluster, pf_job_t *job)
 {
     pf_job_init(job, w->kind);
@@ -875,7 +794,7 @@ void pf_wire_job_bind(const pf_wire_job_t *w, const pf_graph_t *graph,
 
 /* ---- results ---- */
 
-Planfarm__JobResult *pf_codec_result_to_pb(pf_arena_t *a, uint64_t id, const pf_job_result_t *res)
+Planfarm__JobResult *pf_job_codec_result_to_pb(pf_arena_t *a, uint64_t id, const pf_job_result_t *res)
 {
     const job_codec_t *jc = job_codec((int)res->kind);
     Planfarm__JobResult *m = PF_ANEW(a, Planfarm__JobResult, 1);
@@ -890,7 +809,7 @@ Planfarm__JobResult *pf_codec_result_to_pb(pf_arena_t *a, uint64_t id, const pf_
     return jc->answer_to_pb(a, res, m) == PF_OK ? m : NULL;
 }
 
-int pf_codec_result_from_pb(const Planfarm__JobResult *m, int nops, int ndevices,
+int pf_job_codec_result_from_pb(const Planfarm__JobResult *m, int nops, int ndevices,
                             pf_job_result_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -910,125 +829,4 @@ int pf_codec_result_from_pb(const Planfarm__JobResult *m, int nops, int ndevices
     if (rc != PF_OK)
         pf_job_result_clear(out);
     return rc;
-}
-
-/* ---- requests ---- */
-
-Planfarm__PlanOptions *pf_codec_options_to_pb(pf_arena_t *a, const pf_search_opts_t *o)
-{
-    Planfarm__PlanOptions *m = PF_ANEW(a, Planfarm__PlanOptions, 1);
-    if (!m)
-        return NULL;
-    planfarm__plan_options__init(m);
-    m->stages = (uint32_t)o->stages;
-    m->replicas = (uint32_t)o->replicas;
-    m->microbatches = (uint32_t)o->microbatches;
-    m->coarsen_k = o->coarsen_k;
-    m->max_downsets = o->max_downsets;
-    m->no_refine = !o->refine;
-    m->flat_gbps = o->flat_gbps;
-    m->candidates = (uint32_t)o->candidates;
-    m->probes_in_flight = (uint32_t)o->probes_in_flight;
-    m->rel_eps = o->rel_eps;
-    m->probe_seconds = o->probe_seconds;
-    m->no_symmetry = !o->symmetry;
-    m->instantiation = (char *)(o->auto_inst ? "auto" : pf_inst_name(o->inst));
-    m->seed = o->seed;
-    m->max_stages = (uint32_t)o->max_stages;
-    m->tp = (uint32_t)o->tp;
-    m->max_tp = (uint32_t)o->max_tp;
-    m->tp_across_hosts = o->tp_across_hosts != 0;
-    m->global_batch = (uint64_t)o->global_batch;
-    m->layer_aligned = o->layer_aligned != 0;
-    m->mem_headroom_set = 1;
-    m->mem_headroom = o->mem_headroom;
-    m->probe_timeouts_set = 1;
-    m->probe_timeouts = (uint32_t)o->probe_timeouts;
-    m->schedules = o->schedules;
-    pf_tp_setting_opts_t so;
-    pf_tp_setting_opts_init(&so);
-    so.train = o->train;
-    Planfarm__Setting *st = setting_to_pb(a, &so);
-    if (!st)
-        return NULL;
-    m->train = st->train;
-    return m;
-}
-
-int pf_codec_options_from_pb(const Planfarm__PlanOptions *m, pf_search_opts_t *o, char *err,
-                             size_t errlen)
-{
-    pf_search_opts_init(o);
-    if (!m)
-        return PF_OK;
-    if (m->stages > PF_WIRE_MAX_DEVICES || m->replicas > PF_WIRE_MAX_DEVICES ||
-        m->microbatches > (1u << 20) ||
-        m->candidates > 64 || m->probes_in_flight > 64 || m->max_stages > PF_WIRE_MAX_DEVICES ||
-        !isfinite(m->flat_gbps) || m->flat_gbps < 0 || !isfinite(m->rel_eps) || m->rel_eps < 0 ||
-        m->rel_eps >= 1 || !isfinite(m->probe_seconds) || m->probe_seconds < 0)
-        return pf_fail(err, errlen, PF_EINPUT, "options: a value is out of range");
-    o->stages = (int)m->stages;
-    o->replicas = (int)m->replicas;
-    o->microbatches = (int)m->microbatches;
-    o->coarsen_k = m->coarsen_k;
-    o->max_downsets = m->max_downsets > 0 ? m->max_downsets : 0;
-    o->refine = !m->no_refine;
-    o->flat_gbps = m->flat_gbps;
-    if (m->candidates)
-        o->candidates = (int)m->candidates;
-    if (m->probes_in_flight)
-        o->probes_in_flight = (int)m->probes_in_flight;
-    if (m->rel_eps > 0)
-        o->rel_eps = m->rel_eps;
-    if (m->probe_seconds > 0)
-        o->probe_seconds = m->probe_seconds;
-    o->symmetry = !m->no_symmetry;
-    if (m->seed)
-        o->seed = m->seed;
-    if (m->max_stages)
-        o->max_stages = (int)m->max_stages;
-    if (m->tp > MAX_TP || m->max_tp > MAX_TP || m->global_batch > (1ULL << 40))
-        return pf_fail(err, errlen, PF_EINPUT, "options: tp, max_tp or global_batch out of range");
-    o->tp = (int)m->tp;
-    if (m->max_tp)
-        o->max_tp = (int)m->max_tp;
-    o->tp_across_hosts = m->tp_across_hosts;
-    o->global_batch = (long long)m->global_batch;
-    o->layer_aligned = m->layer_aligned;
-    if (m->mem_headroom_set) {
-        if (!(m->mem_headroom >= 0 && m->mem_headroom < 1))
-            return pf_fail(err, errlen, PF_EINPUT, "options.mem_headroom: %g is not in [0, 1)",
-                           m->mem_headroom);
-        o->mem_headroom = m->mem_headroom;
-    }
-    if (m->probe_timeouts_set) {
-        if (m->probe_timeouts > 1000000)
-            return pf_fail(err, errlen, PF_EINPUT, "options.probe_timeouts: %u is above 1000000",
-                           m->probe_timeouts);
-        o->probe_timeouts = (int)m->probe_timeouts;
-    }
-    if (m->schedules & ~7u) /* 1f1b, gpipe, eager-1f1b */
-        return pf_fail(err, errlen, PF_EINPUT, "options.schedules: mask 0x%x out of range",
-                       m->schedules);
-    o->schedules = m->schedules;
-    if (m->train) {
-        Planfarm__Setting st = PLANFARM__SETTING__INIT;
-        pf_wire_job_t w;
-        memset(&w, 0, sizeof w);
-        st.train = m->train;
-        int rc = setting_from_pb(&st, &w, err, errlen);
-        if (rc != PF_OK)
-            return rc;
-        o->train = w.setting.train;
-    }
-    const char *inst = m->instantiation ? m->instantiation : "";
-    if (inst[0] == '\0' || strcmp(inst, "auto") == 0) {
-        o->auto_inst = 1;
-    } else {
-        o->auto_inst = 0;
-        if (pf_inst_parse(inst, &o->inst) != PF_OK)
-            return pf_fail(err, errlen, PF_EINPUT, "options.instantiation: '%s' is not m, ar, full "
-                           "or auto", inst);
-    }
-    return PF_OK;
 }

@@ -3,12 +3,12 @@
  * that kind's hooks, one entry per pf_job_kind_t in the table of job_codec.c (a build fails when a
  * kind of planner/search/jobs.h has none). Adding a kind = its descriptor in planner/search/jobs.c, its
  * Params/Answer messages in planfarm.proto and one entry in that table. Every decode validates
- * before anything above it sees the data and names the offending field (PF_EINPUT). */
+ * before anything above it sees the data and names the offending field (PF_EINPUT). The Setting
+ * every job carries is setting_codec.h's; a request's options are plan_options_codec.h's. */
 #ifndef PF_JOB_CODEC_H
 #define PF_JOB_CODEC_H
 
 #include "planner/search/jobs.h"
-#include "planner/search/search.h"
 #include "proto/model_codec.h"
 #include "proto/wire.h"
 
@@ -23,7 +23,7 @@ typedef struct {
 } pf_blob_ref_t;
 
 /* A job as a worker receives it: parameters decoded and owned, large inputs still named by
- * their blob refs. pf_wire_job_bind points a pf_job_t at resolved inputs. */
+ * their blob refs. pf_job_codec_bind points a pf_job_t at resolved inputs. */
 typedef struct {
     uint64_t id;
     uint32_t attempt;
@@ -41,7 +41,7 @@ typedef struct {
     int tap_unit;
     uint64_t tap_lo, tap_hi;
     pf_plan_t *plan;      /* SIMULATE (owned); its op and device indices checked against the
-                           * blobs by pf_wire_job_check */
+                           * blobs by pf_job_codec_check */
     pf_schedule_t schedule;
     double *xfer_ms;
     int nxfer;
@@ -53,29 +53,24 @@ typedef struct {
 } pf_wire_job_t;
 
 /* Encode job `id` (attempt n); graph/cluster: refs of the blobs the job's inputs are. */
-Planfarm__Job *pf_codec_job_to_pb(pf_arena_t *a, uint64_t id, uint32_t attempt,
+Planfarm__Job *pf_job_codec_to_pb(pf_arena_t *a, uint64_t id, uint32_t attempt,
                                   const pf_job_t *job, const pf_blob_ref_t *graph,
                                   const pf_blob_ref_t *cluster);
-int pf_codec_job_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *err, size_t errlen);
-void pf_wire_job_clear(pf_wire_job_t *j);
+int pf_job_codec_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *err, size_t errlen);
+void pf_job_codec_clear(pf_wire_job_t *j);
 /* What the decode could not check: the job against the blobs its refs resolved to (the graph
  * and cluster a DP job needs, a grouping with exactly one entry per op of that graph). PF_OK, or
  * PF_EINPUT and why. A worker calls it before the job goes to a solver. */
-int pf_wire_job_check(const pf_wire_job_t *w, const pf_graph_t *graph,
+int pf_job_codec_check(const pf_wire_job_t *w, const pf_graph_t *graph,
                       const pf_cluster_t *cluster, char *err, size_t errlen);
 /* Fill *job from w and the resolved inputs (graph may be NULL for kinds that need none). */
-void pf_wire_job_bind(const pf_wire_job_t *w, const pf_graph_t *graph,
+void pf_job_codec_bind(const pf_wire_job_t *w, const pf_graph_t *graph,
                       const pf_cluster_t *cluster, pf_job_t *job);
 
-Planfarm__JobResult *pf_codec_result_to_pb(pf_arena_t *a, uint64_t id,
+Planfarm__JobResult *pf_job_codec_result_to_pb(pf_arena_t *a, uint64_t id,
                                            const pf_job_result_t *res);
 /* nops / ndevices bound a partition's op indices and a probe's devices. */
-int pf_codec_result_from_pb(const Planfarm__JobResult *m, int nops, int ndevices,
+int pf_job_codec_result_from_pb(const Planfarm__JobResult *m, int nops, int ndevices,
                             pf_job_result_t *out, char *err, size_t errlen);
-
-/* ---- requests ---- */
-Planfarm__PlanOptions *pf_codec_options_to_pb(pf_arena_t *a, const pf_search_opts_t *o);
-int pf_codec_options_from_pb(const Planfarm__PlanOptions *m, pf_search_opts_t *out, char *err,
-                             size_t errlen);
 
 #endif

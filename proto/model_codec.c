@@ -384,80 +384,46 @@ Planfarm__Plan *pf_codec_plan_to_pb(pf_arena_t *a, const pf_plan_t *p)
     return pb;
 }
 
-int pf_codec_plan_from_pb(const Planfarm__Plan *m, int nops, int ndevices, pf_plan_t **out,
-                          char *err, size_t errlen)
+/* stage_list[s]: op and device indices in range, replicas x T devices when given. */
+static int stage_from_pb(const Planfarm__Stage *x, uint32_t s, pf_plan_t *p, int nops,
+                         int ndevices, uint32_t replicas, uint32_t T, int *ops, char *err,
+                         size_t errlen)
 {
-    int rc = PF_EINPUT;
-    *out = NULL;
-    uint32_t T = m->tensor_parallel ? m->tensor_parallel : 1;
-    if (m->stages == 0 || m->replicas == 0 || m->stages > (uint32_t)nops ||
-        (uint64_t)m->stages * m->replicas * T > (uint64_t)ndevices)
-        return pf_fail(err, errlen, rc, "plan: %u stages x %u replicas x %u tensor-parallel do "
-                       "not fit %d ops, %d devices", m->stages, m->replicas, T, nops, ndevices);
-    if (m->n_stage_list != m->stages)
-        return pf_fail(err, errlen, rc, "plan.stage_list: %zu entries, stages = %u",
-                       m->n_stage_list, m->stages);
-    if (m->microbatches == 0 || m->microbatches > (1u << 20))
-        return pf_fail(err, errlen, rc, "plan.microbatches: %u out of range", m->microbatches);
-    pf_plan_t *p = pf_plan_new((int)m->stages, (int)m->replicas);
-    int *ops = malloc((size_t)nops * sizeof *ops);
-    if (!p || !ops) {
-        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
-        goto fail;
+    if (x->n_ops > (size_t)nops)
+        return pf_fail(err, errlen, PF_EINPUT, "plan.stage_list[%u].ops: more than %d ops", s,
+                       nops);
+    for (size_t i = 0; i < x->n_ops; i++) {
+        if (x->ops[i] >= (uint32_t)nops)
+            return pf_fail(err, errlen, PF_EINPUT,
+                           "plan.stage_list[%u].ops[%zu]: index out of range", s, i);
+        ops[i] = (int)x->ops[i];
     }
-    pf_plan_set_names(p, m->model, m->cluster);
-    p->devices = ndevices;
-    if (pf_plan_set_tensor_parallel(p, (int)T) != PF_OK) {
-        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
-        goto fail;
+    if (pf_plan_set_stage_ops(p, (int)s, ops, (int)x->n_ops) != PF_OK)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    pf_stage_t *y = &p->stage_list[s];
+    y->compute_ms = x->compute_ms;
+    y->time_ms = x->time_ms;
+    y->peak_mem_bytes = x->peak_mem_bytes;
+    if (!x->n_devices)
+        return PF_OK;
+    if (x->n_devices != (size_t)replicas * T)
+        return pf_fail(err, errlen, PF_EINPUT, "plan.stage_list[%u].devices: %zu entries, "
+                       "replicas x tensor_parallel = %u x %u", s, x->n_devices, replicas, T);
+    int *d = pf_plan_stage_devices(p, (int)s);
+    if (!d)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    for (size_t r = 0; r < x->n_devices; r++) {
+        if (x->devices[r] < 0 || x->devices[r] >= ndevices)
+            return pf_fail(err, errlen, PF_EINPUT, "plan.stage_list[%u].devices[%zu]: out of "
+                           "range", s, r);
+        d[r] = x->devices[r];
     }
-    p->microbatches = (int)m->microbatches;
-    snprintf(p->schedule, sizeof p->schedule, "%s", m->schedule ? m->schedule : "1f1b");
-    for (uint32_t s = 0; s < m->stages; s++) {
-        const Planfarm__Stage *x = m->stage_list[s];
-        if (x->n_ops > (size_t)nops) {
-            pf_fail(err, errlen, rc, "plan.stage_list[%u].ops: more than %d ops", s, nops);
-            goto fail;
-        }
-        for (size_t i = 0; i < x->n_ops; i++) {
-            if (x->ops[i] >= (uint32_t)nops) {
-                pf_fail(err, errlen, rc, "plan.stage_list[%u].ops[%zu]: index out of range", s, i);
-                goto fail;
-            }
-            ops[i] = (int)x->ops[i];
-        }
-        if (pf_plan_set_stage_ops(p, (int)s, ops, (int)x->n_ops) != PF_OK) {
-            rc = pf_fail(err, errlen, PF_ERR, "out of memory");
-            goto fail;
-        }
-        pf_stage_t *y = &p->stage_list[s];
-        y->compute_ms = x->compute_ms;
-        y->time_ms = x->time_ms;
-        y->peak_mem_bytes = x->peak_mem_bytes;
-        if (x->n_devices) {
-            if (x->n_devices != (size_t)m->replicas * T) {
-                pf_fail(err, errlen, rc, "plan.stage_list[%u].devices: %zu entries, replicas x "
-                        "tensor_parallel = %u x %u", s, x->n_devices, m->replicas, T);
-                goto fail;
-            }
-            int *d = pf_plan_stage_devices(p, (int)s);
-            if (!d) {
-                rc = pf_fail(err, errlen, PF_ERR, "out of memory");
-                goto fail;
-            }
-            for (size_t r = 0; r < x->n_devices; r++) {
-                if (x->devices[r] < 0 || x->devices[r] >= ndevices) {
-                    pf_fail(err, errlen, rc, "plan.stage_list[%u].devices[%zu]: out of range", s,
-                            r);
-                    goto fail;
-                }
-                d[r] = x->devices[r];
-            }
-        }
-    }
-    p->partition_objective_ms = m->partition_objective_ms;
-    p->objective_ms = m->objective_ms;
-    p->simulated_step_ms = m->simulated_step_ms;
+    return PF_OK;
+}
+
+/* What the search reports beside the plan: mapping, baselines, partition search, jobs. */
+static void reports_from_pb(const Planfarm__Plan *m, pf_plan_t *p)
+{
     if (m->mapping) {
         p->mapping.present = 1;
         snprintf(p->mapping.instantiation, sizeof p->mapping.instantiation, "%s",
@@ -497,6 +463,45 @@ int pf_codec_plan_from_pb(const Planfarm__Plan *m, int nops, int ndevices, pf_pl
         p->search.workers = (int)m->search->workers;
         p->search.wall_s = m->search->wall_s;
     }
+}
+
+int pf_codec_plan_from_pb(const Planfarm__Plan *m, int nops, int ndevices, pf_plan_t **out,
+                          char *err, size_t errlen)
+{
+    int rc = PF_EINPUT;
+    *out = NULL;
+    uint32_t T = m->tensor_parallel ? m->tensor_parallel : 1;
+    if (m->stages == 0 || m->replicas == 0 || m->stages > (uint32_t)nops ||
+        (uint64_t)m->stages * m->replicas * T > (uint64_t)ndevices)
+        return pf_fail(err, errlen, rc, "plan: %u stages x %u replicas x %u tensor-parallel do "
+                       "not fit %d ops, %d devices", m->stages, m->replicas, T, nops, ndevices);
+    if (m->n_stage_list != m->stages)
+        return pf_fail(err, errlen, rc, "plan.stage_list: %zu entries, stages = %u",
+                       m->n_stage_list, m->stages);
+    if (m->microbatches == 0 || m->microbatches > (1u << 20))
+        return pf_fail(err, errlen, rc, "plan.microbatches: %u out of range", m->microbatches);
+    pf_plan_t *p = pf_plan_new((int)m->stages, (int)m->replicas);
+    int *ops = malloc((size_t)nops * sizeof *ops);
+    if (!p || !ops) {
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+        goto fail;
+    }
+    pf_plan_set_names(p, m->model, m->cluster);
+    p->devices = ndevices;
+    if (pf_plan_set_tensor_parallel(p, (int)T) != PF_OK) {
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+        goto fail;
+    }
+    p->microbatches = (int)m->microbatches;
+    snprintf(p->schedule, sizeof p->schedule, "%s", m->schedule ? m->schedule : "1f1b");
+    for (uint32_t s = 0; s < m->stages; s++)
+        if ((rc = stage_from_pb(m->stage_list[s], s, p, nops, ndevices, m->replicas, T, ops, err,
+                                errlen)))
+            goto fail;
+    p->partition_objective_ms = m->partition_objective_ms;
+    p->objective_ms = m->objective_ms;
+    p->simulated_step_ms = m->simulated_step_ms;
+    reports_from_pb(m, p);
     free(ops);
     *out = p;
     return PF_OK;

@@ -4,10 +4,11 @@
 #include "broker/blobstore.h"
 #include "broker/broker.h"
 #include "client/client.h"
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/core/util.h"
 #include "tests/testutil.h"
 #include "proto/clock.h"
+#include "proto/plan_options_codec.h"
 #include "worker/worker.h"
 
 #include <czmq.h>
@@ -305,7 +306,7 @@ static void test_slow_message_keeps_workers(void)
     Planfarm__Submit m = PLANFARM__SUBMIT__INIT;
     m.graph = pf_codec_graph_to_pb(a, g);
     m.cluster = pf_codec_cluster_to_pb(a, cl);
-    m.options = pf_codec_options_to_pb(a, &so);
+    m.options = pf_plan_options_codec_to_pb(a, &so);
     uint8_t hdr[PF_WIRE_HEADER_LEN], *body;
     size_t len;
     pf_wire_header(PF_MSG_SUBMIT, hdr);

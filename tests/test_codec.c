@@ -2,6 +2,7 @@
  * messages (truncated bytes, out-of-range indices, wrong sizes). */
 #include "planner/core/util.h"
 #include "proto/job_codec.h"
+#include "proto/plan_options_codec.h"
 #include "tests/testutil.h"
 
 #include <stdlib.h>
@@ -169,9 +170,9 @@ static void test_plan_and_results(void)
 
     /* results: a partition and a probe */
     pf_job_result_t r = {.kind = PF_JOB_DP_PARTITION, .status = PF_OK, .plan = p, .seconds = 1.5};
-    Planfarm__JobResult *rm = pf_codec_result_to_pb(a, 77, &r);
+    Planfarm__JobResult *rm = pf_job_codec_result_to_pb(a, 77, &r);
     pf_job_result_t back;
-    CU_ASSERT_EQUAL_FATAL(pf_codec_result_from_pb(rm, 5, 3, &back, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_job_codec_result_from_pb(rm, 5, 3, &back, err, sizeof err), PF_OK);
     CU_ASSERT_EQUAL(rm->id, 77u);
     CU_ASSERT(back.plan && back.plan->stage_list[1].nops == 2 && back.seconds == 1.5);
     pf_job_result_clear(&back);
@@ -179,16 +180,16 @@ static void test_plan_and_results(void)
     pf_job_result_t pr = {.kind = PF_JOB_MAP_PROBE, .status = PF_OK, .devices = dev,
                           .ndevices = 3};
     pr.probe = (pf_probe_result_t){.found = 1, .objective_ms = 4.5, .nodes = 99};
-    rm = pf_codec_result_to_pb(a, 78, &pr);
-    CU_ASSERT_EQUAL_FATAL(pf_codec_result_from_pb(rm, 5, 3, &back, err, sizeof err), PF_OK);
+    rm = pf_job_codec_result_to_pb(a, 78, &pr);
+    CU_ASSERT_EQUAL_FATAL(pf_job_codec_result_from_pb(rm, 5, 3, &back, err, sizeof err), PF_OK);
     CU_ASSERT(back.probe.found && back.probe.objective_ms == 4.5 && back.probe.nodes == 99);
     CU_ASSERT(back.ndevices == 3 && back.devices[0] == 2 && back.devices[2] == 1);
     pf_job_result_clear(&back);
     rm->probe->devices[1] = 2; /* a device used twice */
-    CU_ASSERT_EQUAL(pf_codec_result_from_pb(rm, 5, 3, &back, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_job_codec_result_from_pb(rm, 5, 3, &back, err, sizeof err), PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "result.probe.devices[1]: out of range or repeated");
     rm->status = 5;
-    CU_ASSERT_EQUAL(pf_codec_result_from_pb(rm, 5, 3, &back, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_job_codec_result_from_pb(rm, 5, 3, &back, err, sizeof err), PF_EINPUT);
     pf_plan_destroy(&p);
     pf_arena_destroy(&a);
 }
@@ -211,42 +212,42 @@ static void test_jobs(void)
     job.partition.alpha = 100;
     job.partition.group = group;
     job.partition.ngroups = 3;
-    Planfarm__Job *m = pf_codec_job_to_pb(a, 5, 2, &job, &gr, &cr);
+    Planfarm__Job *m = pf_job_codec_to_pb(a, 5, 2, &job, &gr, &cr);
     pf_wire_job_t w;
-    CU_ASSERT_EQUAL_FATAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_OK);
     CU_ASSERT(w.id == 5 && w.attempt == 2 && w.kind == PF_JOB_DP_PARTITION);
     CU_ASSERT(w.graph.hash_len == 20 && w.graph.hash[2] == 3 && w.cluster.size == 50);
     CU_ASSERT(w.partition.stages == 2 && w.partition.alpha == 100 && w.partition.ngroups == 3);
     CU_ASSERT(w.partition.group && w.partition.group[4] == 2);
-    pf_wire_job_clear(&w);
+    pf_job_codec_clear(&w);
     m->partition->group[3] = 3; /* >= ngroups */
-    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "job.partition.group[3]: out of range");
     m->graph = NULL;
-    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "job.graph: missing");
 
     double cu[2] = {3, 4}, par[2] = {1e6, 2e6}, msg[4] = {0, 5e5, 5e5, 0};
     pf_stage_graph_t *sg = pf_stage_graph_new(2, 1, cu, par, msg);
     pf_job_t probe = {.kind = PF_JOB_MAP_PROBE, .cluster = c, .stage_graph = sg,
                       .inst = PF_INST_AR, .target_ms = 7.5, .budget_s = 2, .symmetry = 1};
-    m = pf_codec_job_to_pb(a, 6, 0, &probe, NULL, &cr);
-    CU_ASSERT_EQUAL_FATAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_OK);
+    m = pf_job_codec_to_pb(a, 6, 0, &probe, NULL, &cr);
+    CU_ASSERT_EQUAL_FATAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_OK);
     CU_ASSERT(w.inst == PF_INST_AR && w.target_ms == 7.5 && w.budget_s == 2 && w.symmetry);
     CU_ASSERT_EQUAL(pf_stage_graph_stages(w.stage_graph), 2);
     CU_ASSERT(pf_stage_graph_msg_bytes(w.stage_graph, 0, 1) == 5e5);
     CU_ASSERT(pf_stage_graph_cu_ms(w.stage_graph, 1) == 4);
     pf_job_t bound;
-    pf_wire_job_bind(&w, NULL, c, &bound);
+    pf_job_codec_bind(&w, NULL, c, &bound);
     CU_ASSERT(bound.cluster == c && bound.stage_graph == w.stage_graph && bound.target_ms == 7.5);
-    pf_wire_job_clear(&w);
+    pf_job_codec_clear(&w);
     m->probe->stage_graph->msg_bytes[1] = 1; /* asymmetric M */
-    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_EINPUT);
     m->probe->stage_graph->msg_bytes[1] = 5e5;
     m->probe->instantiation = 9;
-    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_EINPUT);
     m->kind = 42;
-    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "job.kind: unknown (42)");
     pf_stage_graph_destroy(&sg);
     pf_cluster_destroy(&c);
@@ -279,24 +280,24 @@ static void test_sim_and_reshard_jobs(void)
     double xfer[1] = {2.5};
     job.xfer_ms = xfer;
     job.nxfer = 1;
-    Planfarm__Job *m = pf_codec_job_to_pb(a, 11, 0, &job, &gr, &cr);
+    Planfarm__Job *m = pf_job_codec_to_pb(a, 11, 0, &job, &gr, &cr);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
     pf_wire_job_t w;
-    CU_ASSERT_EQUAL_FATAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_OK);
     CU_ASSERT(w.kind == PF_JOB_SIMULATE && w.schedule == PF_SCHEDULE_GPIPE && w.nxfer == 1 &&
               w.xfer_ms[0] == 2.5);
-    CU_ASSERT_EQUAL(pf_wire_job_check(&w, g, c, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_job_codec_check(&w, g, c, err, sizeof err), PF_OK);
     CU_ASSERT(w.plan->stages == 2 && w.plan->stage_list[0].devices[0] == 2);
     pf_job_t bound;
-    pf_wire_job_bind(&w, g, c, &bound);
+    pf_job_codec_bind(&w, g, c, &bound);
     pf_job_result_t r1, r2, back;
     CU_ASSERT_EQUAL(pf_job_run(&job, &r1), PF_OK);
     CU_ASSERT_EQUAL(pf_job_run(&bound, &r2), PF_OK);
     CU_ASSERT(r1.sim.step_ms > 0 && r1.sim.step_ms == r2.sim.step_ms);
     CU_ASSERT(r1.sim.fits == 1 && r1.sim.mem_bytes == r2.sim.mem_bytes);
     CU_ASSERT_EQUAL(pf_job_check_answer(&job, &r1, err, sizeof err), PF_OK);
-    Planfarm__JobResult *rm = pf_codec_result_to_pb(a, 11, &r1);
-    CU_ASSERT_EQUAL_FATAL(pf_codec_result_from_pb(rm, 5, 3, &back, err, sizeof err), PF_OK);
+    Planfarm__JobResult *rm = pf_job_codec_result_to_pb(a, 11, &r1);
+    CU_ASSERT_EQUAL_FATAL(pf_job_codec_result_from_pb(rm, 5, 3, &back, err, sizeof err), PF_OK);
     CU_ASSERT(back.sim.step_ms == r1.sim.step_ms && back.sim.fits == 1 &&
               back.sim.bubble_fraction == r1.sim.bubble_fraction);
     back.sim.fits = 0; /* a verdict its own numbers contradict */
@@ -304,22 +305,22 @@ static void test_sim_and_reshard_jobs(void)
     pf_job_result_clear(&back);
     pf_job_result_clear(&r1);
     pf_job_result_clear(&r2);
-    pf_wire_job_clear(&w);
+    pf_job_codec_clear(&w);
     m->simulate->n_xfer_ms = 0; /* absent: timed inside */
-    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_OK);
     CU_ASSERT_PTR_NULL(w.xfer_ms);
-    pf_wire_job_clear(&w);
+    pf_job_codec_clear(&w);
     m->simulate->schedule = PF_SCHEDULE_SIGNAL;
-    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "job.simulate.schedule: 3 is not 1f1b, gpipe or eager-1f1b");
     m->simulate->schedule = 0;
     m->simulate->plan->stage_list[1]->devices[0] = 2; /* the device of stage 0 again */
-    CU_ASSERT_EQUAL_FATAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_OK);
-    CU_ASSERT_EQUAL(pf_wire_job_check(&w, g, c, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL_FATAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_job_codec_check(&w, g, c, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "job.simulate.plan: "));
-    pf_wire_job_clear(&w);
+    pf_job_codec_clear(&w);
     m->simulate = NULL;
-    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "job.simulate: missing");
 
     /* RESHARD: [64, 8] bf16 replicated on device 0 to S0-sharded on devices 1 and 2 */
@@ -333,21 +334,21 @@ static void test_sim_and_reshard_jobs(void)
                                         .src_mesh = {1, 1, src}, .dst_mesh = {1, 2, dst},
                                         .src_spec = src_spec, .dst_spec = dst_spec};
     rj.reshard_opts.sched.dfs_budget_s = 0;
-    m = pf_codec_job_to_pb(a, 12, 1, &rj, NULL, &cr);
+    m = pf_job_codec_to_pb(a, 12, 1, &rj, NULL, &cr);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-    CU_ASSERT_EQUAL_FATAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_OK);
     CU_ASSERT(w.kind == PF_JOB_RESHARD && w.reshard.ndims == 2 && w.reshard.shape[0] == 64 &&
               w.reshard.dst_mesh.cols == 2 && w.reshard.dst_mesh.devices[1] == 2 &&
               w.reshard.dst_spec[0] == PF_SHARDING_S1 && w.reshard_opts.sched.dfs_budget_s == 0);
-    pf_wire_job_bind(&w, NULL, c, &bound);
+    pf_job_codec_bind(&w, NULL, c, &bound);
     CU_ASSERT_EQUAL(pf_job_run(&rj, &r1), PF_OK);
     CU_ASSERT_EQUAL(pf_job_run(&bound, &r2), PF_OK);
     /* two unit tasks of 64 x 4 x 2 B = 512 B each, one to each receiver */
     CU_ASSERT(r1.reshard.ntasks == 2 && r2.reshard.ntasks == 2);
     CU_ASSERT(r1.reshard.time_ms > 0 && r1.reshard.time_ms == r2.reshard.time_ms);
     CU_ASSERT_EQUAL(pf_job_check_answer(&rj, &r1, err, sizeof err), PF_OK);
-    rm = pf_codec_result_to_pb(a, 12, &r1);
-    CU_ASSERT_EQUAL_FATAL(pf_codec_result_from_pb(rm, 5, 3, &back, err, sizeof err), PF_OK);
+    rm = pf_job_codec_result_to_pb(a, 12, &r1);
+    CU_ASSERT_EQUAL_FATAL(pf_job_codec_result_from_pb(rm, 5, 3, &back, err, sizeof err), PF_OK);
     CU_ASSERT(back.reshard.time_ms == r1.reshard.time_ms && back.reshard.algo == r1.reshard.algo &&
               back.reshard.ntasks == 2);
     back.reshard.time_ms *= 2; /* slower than what an algorithm found */
@@ -355,24 +356,24 @@ static void test_sim_and_reshard_jobs(void)
     pf_job_result_clear(&back);
     pf_job_result_clear(&r1);
     pf_job_result_clear(&r2);
-    pf_wire_job_clear(&w);
+    pf_job_codec_clear(&w);
     m->reshard->dst_mesh->cols = 3; /* 1 x 3 with two devices */
-    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "job.reshard.dst_mesh: 1 x 3 with 2 devices");
     m->reshard->dst_mesh->cols = 2;
     m->reshard->dst_spec[1] = 7;
-    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "job.reshard: spec of dim 1 out of range");
     m->reshard->dst_spec[1] = 0;
     m->reshard->n_shape = 9;
-    CU_ASSERT_EQUAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_EINPUT);
     m->reshard->n_shape = 2;
     m->reshard->dst_mesh->devices[1] = 0; /* source and destination overlap */
-    CU_ASSERT_EQUAL_FATAL(pf_codec_job_from_pb(m, &w, err, sizeof err), PF_OK);
-    pf_wire_job_bind(&w, NULL, c, &bound);
+    CU_ASSERT_EQUAL_FATAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_OK);
+    pf_job_codec_bind(&w, NULL, c, &bound);
     CU_ASSERT_EQUAL(pf_job_run(&bound, &r1), PF_EINPUT);
     pf_job_result_clear(&r1);
-    pf_wire_job_clear(&w);
+    pf_job_codec_clear(&w);
 
     pf_plan_destroy(&p);
     pf_cluster_destroy(&c);
@@ -434,29 +435,29 @@ static void test_header_and_options(void)
     o.inst = PF_INST_M;
     o.rel_eps = 1e-4;
     o.seed = 99;
-    Planfarm__PlanOptions *m = pf_codec_options_to_pb(a, &o);
-    CU_ASSERT_EQUAL_FATAL(pf_codec_options_from_pb(m, &back, err, sizeof err), PF_OK);
+    Planfarm__PlanOptions *m = pf_plan_options_codec_to_pb(a, &o);
+    CU_ASSERT_EQUAL_FATAL(pf_plan_options_codec_from_pb(m, &back, err, sizeof err), PF_OK);
     CU_ASSERT(back.stages == 4 && back.microbatches == 8 && !back.refine && !back.auto_inst);
     CU_ASSERT(back.inst == PF_INST_M && back.rel_eps == 1e-4 && back.seed == 99);
     CU_ASSERT(back.symmetry && back.nalphas == 3 && back.candidates == o.candidates);
     CU_ASSERT_EQUAL(back.probe_timeouts, 2); /* the default travels as a value */
     o.probe_timeouts = 0;                     /* 0 = no limit, not "unset" */
-    m = pf_codec_options_to_pb(a, &o);
-    CU_ASSERT_EQUAL_FATAL(pf_codec_options_from_pb(m, &back, err, sizeof err), PF_OK);
+    m = pf_plan_options_codec_to_pb(a, &o);
+    CU_ASSERT_EQUAL_FATAL(pf_plan_options_codec_from_pb(m, &back, err, sizeof err), PF_OK);
     CU_ASSERT_EQUAL(back.probe_timeouts, 0);
     m->probe_timeouts_set = 0; /* an older client: the default */
-    CU_ASSERT_EQUAL_FATAL(pf_codec_options_from_pb(m, &back, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_plan_options_codec_from_pb(m, &back, err, sizeof err), PF_OK);
     CU_ASSERT_EQUAL(back.probe_timeouts, 2);
     m->probe_timeouts_set = 1;
     m->probe_timeouts = 2000000;
-    CU_ASSERT_EQUAL(pf_codec_options_from_pb(m, &back, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_plan_options_codec_from_pb(m, &back, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "probe_timeouts"));
     m->probe_timeouts = 0;
     m->instantiation = "bogus";
-    CU_ASSERT_EQUAL(pf_codec_options_from_pb(m, &back, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_plan_options_codec_from_pb(m, &back, err, sizeof err), PF_EINPUT);
     m->instantiation = "auto";
     m->rel_eps = 2;
-    CU_ASSERT_EQUAL(pf_codec_options_from_pb(m, &back, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_plan_options_codec_from_pb(m, &back, err, sizeof err), PF_EINPUT);
     pf_arena_destroy(&a);
 }
 

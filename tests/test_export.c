@@ -1,7 +1,7 @@
 /* export: every Megatron-LM flag and DeepSpeed key of a hand-made plan, uneven and refused layer
  * splits, and the rank -> device map inverted for every rank. */
 #include "planner/export/export.h"
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/ir/plan.h"
 #include "planner/core/rng.h"
 #include "planner/inputs/topology.h"

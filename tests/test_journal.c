@@ -5,7 +5,7 @@
 #include "broker/broker.h"
 #include "client/client.h"
 #include "broker/journal.h"
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/core/rng.h"
 #include "planner/search/search.h"
 #include "planner/inputs/topology.h"
@@ -213,7 +213,7 @@ static int decode_answer(const pf_search_t *s, const pf_graph_t *g, const pf_clu
     Planfarm__JobResult *m = planfarm__job_result__unpack(NULL, r->len, r->bytes);
     if (!m)
         return PF_ERR;
-    int rc = pf_codec_result_from_pb(m, pf_graph_nops(g), pf_cluster_ndevices(c), res, err,
+    int rc = pf_job_codec_result_from_pb(m, pf_graph_nops(g), pf_cluster_ndevices(c), res, err,
                                      sizeof err);
     planfarm__job_result__free_unpacked(m, NULL);
     if (rc == PF_OK && pf_search_check_answer(s, r->sid, res, err, sizeof err) != PF_OK) {
@@ -293,7 +293,7 @@ static void test_replay_is_deterministic(void)
         pf_job_result_t res;
         pf_job_run(&jobs[sid], &res);
         pf_arena_t *arena = pf_arena_new();
-        Planfarm__JobResult *m = pf_codec_result_to_pb(arena, sid, &res);
+        Planfarm__JobResult *m = pf_job_codec_result_to_pb(arena, sid, &res);
         CU_ASSERT_PTR_NOT_NULL_FATAL(m);
         if (pf_search_answer(a, sid, &res)) {
             rec[nrec].sid = sid;

@@ -1,6 +1,6 @@
 /* models: generated graphs checked against hand-worked FLOPs, bytes, parameter counts and
  * published figures. */
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/ir/training.h"
 #include "planner/core/util.h"
 #include "tests/testutil.h"
@@ -213,7 +213,7 @@ static void test_transformer_wiring(void)
     CU_ASSERT_EQUAL(pf_graph_nops(g), 40);
     CU_ASSERT_EQUAL(pf_graph_nedges(g), 47);
     CU_ASSERT(op_named(g, "head.decoder") >= 0);
-    /* bidirectional and causal attention cost the same (models.c: dense kernels) */
+    /* bidirectional and causal attention cost the same (model_build.c: dense kernels) */
     PF_ASSERT_CLOSE(op(g, "layers.1.attn.scores")->fwd_ms, 4.096e-6, 1e-12);
     pf_graph_destroy(&g);
 }

@@ -3,7 +3,7 @@
  * the objective must stay within the binary search's epsilon of the in-order run. */
 #include "planner/core/rng.h"
 #include "planner/search/search.h"
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/sim/simulate.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"

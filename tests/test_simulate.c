@@ -1,7 +1,7 @@
 /* simulate: hand-worked pipeline timelines, bounds checked on random pipelines, the builder from
  * a plan, one GPT layer against its H100 measurement, and the two commands. */
 #include "planner/core/json.h"
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/sim/simulate.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"

@@ -1,6 +1,6 @@
 /* tap: PRUNEGRAPH, the sliced enumeration, Megatron-LM rediscovered on GPT and BERT, the
  * rewrite onto every instance, T = 1, and a tiny block worked by hand. */
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/tp/tap.h"
 #include "planner/core/util.h"
 #include "tests/testutil.h"
@@ -35,9 +35,9 @@ static int ends_with(const char *s, const char *suffix)
 
 static int unit_named(const pf_tap_units_t *u, const char *name)
 {
-    pf_tap_unit_info_t info;
+    pf_tap_units_info_t info;
     for (int k = 0; k < pf_tap_units_count(u); k++)
-        if (pf_tap_unit_info(u, k, &info) == PF_OK && !strcmp(info.name, name))
+        if (pf_tap_units_info(u, k, &info) == PF_OK && !strcmp(info.name, name))
             return k;
     return -1;
 }
@@ -64,8 +64,8 @@ static void test_prune_graph(void)
     int k = unit_named(u, "layers.#"), nops, nw;
     CU_ASSERT_FATAL(k >= 0);
     layer0_counts(g, &nops, &nw);
-    pf_tap_unit_info_t info;
-    CU_ASSERT_EQUAL(pf_tap_unit_info(u, k, &info), PF_OK);
+    pf_tap_units_info_t info;
+    CU_ASSERT_EQUAL(pf_tap_units_info(u, k, &info), PF_OK);
     CU_ASSERT_EQUAL(info.ninstances, 4);
     CU_ASSERT_EQUAL(info.nops, nops);
     CU_ASSERT_EQUAL(info.nweights, nw); /* ln1, q, k, v, out, ln2, fc1, fc2 today: 3^8 plans */
@@ -74,17 +74,17 @@ static void test_prune_graph(void)
         p3 *= 3;
     CU_ASSERT_EQUAL(info.nplans, p3);
     /* instance 2 holds exactly layers.2.*, in the representative's order */
-    const int *i0 = pf_tap_unit_instance(u, k, 0), *i2 = pf_tap_unit_instance(u, k, 2);
+    const int *i0 = pf_tap_units_instance(u, k, 0), *i2 = pf_tap_units_instance(u, k, 2);
     for (int j = 0; j < nops; j++) {
         const char *a = pf_graph_op(g, i0[j])->name, *b = pf_graph_op(g, i2[j])->name;
         CU_ASSERT(!strncmp(a, "layers.0.", 9) && !strncmp(b, "layers.2.", 9));
         CU_ASSERT_STRING_EQUAL(a + 9, b + 9);
-        CU_ASSERT_EQUAL(pf_tap_unit_of(u, i2[j]), k);
+        CU_ASSERT_EQUAL(pf_tap_units_of(u, i2[j]), k);
     }
     /* the rest: embed alone, final_ln with the head (one connected component) */
     CU_ASSERT_EQUAL(pf_tap_units_count(u), 3);
     CU_ASSERT(unit_named(u, "embed") >= 0 && unit_named(u, "final_ln") >= 0);
-    CU_ASSERT_PTR_NULL(pf_tap_unit_instance(u, k, 4));
+    CU_ASSERT_PTR_NULL(pf_tap_units_instance(u, k, 4));
     pf_tap_units_destroy(&u);
     pf_tap_units_destroy(&u);
     CU_ASSERT_PTR_NULL(u);
@@ -121,15 +121,15 @@ static void test_structural_hash(void)
     pf_tap_units_t *u = pf_tap_units_new(g, &o, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(u);
     CU_ASSERT_EQUAL_FATAL(pf_tap_units_count(u), 3); /* in, {blk.0, blk.2}, {blk.1} */
-    pf_tap_unit_info_t a, b;
-    pf_tap_unit_info(u, 1, &a);
-    pf_tap_unit_info(u, 2, &b);
+    pf_tap_units_info_t a, b;
+    pf_tap_units_info(u, 1, &a);
+    pf_tap_units_info(u, 2, &b);
     CU_ASSERT_STRING_EQUAL(a.name, "blk.#");
     CU_ASSERT_STRING_EQUAL(b.name, "blk.#");
     CU_ASSERT_EQUAL(a.ninstances, 2); /* blk.0 and blk.2 */
     CU_ASSERT_EQUAL(b.ninstances, 1);
     CU_ASSERT_NOT_EQUAL(a.hash, b.hash);
-    CU_ASSERT_STRING_EQUAL(pf_graph_op(g, pf_tap_unit_instance(u, 1, 1)[0])->name, "blk.2.lin");
+    CU_ASSERT_STRING_EQUAL(pf_graph_op(g, pf_tap_units_instance(u, 1, 1)[0])->name, "blk.2.lin");
     pf_tap_units_destroy(&u);
     /* min_duplicate 4: no family repeats that often, every op is planned with its component */
     o.min_duplicate = 4;
@@ -239,8 +239,8 @@ static void test_slices_merge(void)
     pf_sharding_link_t link = {50, 3};
     pf_tap_units_t *u = pf_tap_units_new(g, &o, err, sizeof err);
     int k = unit_named(u, "layers.#");
-    pf_tap_unit_info_t info;
-    pf_tap_unit_info(u, k, &info);
+    pf_tap_units_info_t info;
+    pf_tap_units_info(u, k, &info);
     CU_ASSERT_FATAL(info.nplans > 4000);
     pf_tap_slice_t whole, part[3], merged;
     uint64_t cut[4] = {0, 1000, 4000, info.nplans};

@@ -2,7 +2,7 @@
  * memory of a tensor-parallel GPT-3 stage against Korthikanti et al.'s formula. */
 #include "planner/ir/cost.h"
 #include "planner/map/mapping.h"
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/partition/partition.h"
 #include "planner/search/search.h"
 #include "planner/map/stage_graph.h"

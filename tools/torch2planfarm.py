@@ -10,7 +10,7 @@ or, from Python:
 
 The model is traced with torch.fx (symbolic_trace), the example inputs run through it once
 (torch.fx ShapeProp) so every node knows its tensor shapes, and each node that computes becomes
-one op with the cost model of planner/inputs/models.h, so that a traced model and `planfarm model`
+one op with the cost model of planner/inputs/model.h, so that a traced model and `planfarm model`
 price the same layer the same way:
 
   FLOPs     linear 2 x rows x in x out; matmul 2 x (output elements) x k; conv the im2col
@@ -70,7 +70,7 @@ except ImportError:  # the CLI says so; importing this module for its docstring 
 
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
 COMPUTE_BOUND = {"linear", "matmul", "conv", "attention"}
-# Per output element; the same figures as planner/inputs/models.c for the kinds it generates.
+# Per output element; the same figures as planner/inputs/model_build.c for the kinds it generates.
 FLOPS_PER_ELEMENT = {"add": 1, "sub": 1, "mul": 1, "div": 1, "relu": 1, "softmax": 5,
                      "layernorm": 8, "batchnorm": 8, "groupnorm": 8, "instancenorm": 8,
                      "gelu": 8, "silu": 4, "sigmoid": 4, "tanh": 4}
@@ -315,7 +315,7 @@ class _Costs:
 
 
 def _module_weight_shape(mod, kind):
-    """The op's `weight` in planfarm's convention (planner/inputs/models.h): a linear [in, out], a conv
+    """The op's `weight` in planfarm's convention (planner/inputs/model.h): a linear [in, out], a conv
     [Cout, Cin/groups, k...], a norm [number of per-channel tensors, C], else the first
     parameter's shape."""
     params = list(mod.parameters())

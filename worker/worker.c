@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -64,7 +65,7 @@ static void job_free(pf_worker_t *w, pf_wjob_t *j)
         return;
     pf_blob_cache_unpin(w->cache, j->graph);
     pf_blob_cache_unpin(w->cache, j->cluster);
-    pf_wire_job_clear(&j->wire);
+    pf_job_codec_clear(&j->wire);
     free(j->result);
     free(j);
 }
@@ -209,7 +210,7 @@ static void try_start(pf_worker_t *w, pf_wjob_t *j)
         return;
     }
     char err[256];
-    if (pf_wire_job_check(&j->wire, pf_cached_graph(j->graph), pf_cached_cluster(j->cluster), err,
+    if (pf_job_codec_check(&j->wire, pf_cached_graph(j->graph), pf_cached_cluster(j->cluster), err,
                           sizeof err) != PF_OK) {
         drop_job(w, j, err);
         return;
@@ -326,7 +327,7 @@ static void on_job(pf_worker_t *w, const uint8_t *data, size_t len)
     }
     j->id = m->id;
     j->conn = w->conn;
-    if (pf_codec_job_from_pb(m, &j->wire, err, sizeof err) != PF_OK) {
+    if (pf_job_codec_from_pb(m, &j->wire, err, sizeof err) != PF_OK) {
         char why[320];
         snprintf(why, sizeof why, "cannot decode the job: %s", err);
         send_failed(w, m->id, why);
@@ -494,9 +495,54 @@ static int recv_one(pf_worker_t *w)
 
 /* zmq_poll rather than zpoller: the solver's wake-up pipe is a plain file descriptor, which
  * zmq_pollitem_t takes as it is. */
+/* Until the next heartbeat or reconnect, at most one interval: a test's clock may jump, and
+ * the loop must look at it again. */
+static long poll_timeout_ms(const pf_worker_t *w)
+{
+    double now = pf_clock_now(&w->o.clock);
+    double until = w->connected ? w->next_heartbeat : w->reconnect_at;
+    long timeout_ms = (long)((until - now) * 1000) + 1;
+    if (timeout_ms > w->o.heartbeat_ms)
+        timeout_ms = w->o.heartbeat_ms;
+    return timeout_ms < 0 ? 0 : timeout_ms;
+}
+
+/* A command from the actor's pipe; true when it says stop. */
+static bool pipe_command(pf_worker_t *w, zsock_t *pipe)
+{
+    char *cmd = zstr_recv(pipe);
+    bool stop = !cmd || streq(cmd, "$TERM");
+    if (cmd && streq(cmd, "STATS")) {
+        pf_worker_stats_t st;
+        pf_worker_get_stats(w, &st);
+        zstr_sendf(pipe, "STATS %d %lld %lld %lld %lld %lld %d", w->connected, st.reconnects,
+                   st.jobs_done, st.jobs_failed, st.jobs_cancelled, st.fetches, st.held);
+    }
+    free(cmd);
+    return stop;
+}
+
+/* Reconnect when due, give up on a silent broker, or send the heartbeat. */
+static void tick(pf_worker_t *w)
+{
+    double now = pf_clock_now(&w->o.clock);
+    if (!w->connected && now >= w->reconnect_at) {
+        if (connect_broker(w) != PF_OK)
+            disconnect(w, "cannot create a socket");
+    } else if (w->connected && now >= w->next_heartbeat &&
+               w->silent_ticks++ >= w->o.liveness) {
+        disconnect(w, "broker silent");
+    } else if (w->connected && now >= w->next_heartbeat) {
+        Planfarm__Heartbeat hb = PLANFARM__HEARTBEAT__INIT;
+        hb.running = (uint32_t)zlistx_size(w->held);
+        send_msg(w, PF_MSG_HEARTBEAT, &hb.base);
+        w->next_heartbeat = now + hb_s(w);
+    }
+}
+
 static int loop(pf_worker_t *w, zsock_t *pipe)
 {
-    int stop = 0;
+    bool stop = false;
     if (connect_broker(w) != PF_OK) {
         zsys_error("worker %s: cannot connect to %s", w->name, w->endpoint);
         return PF_ERR;
@@ -514,49 +560,21 @@ static int loop(pf_worker_t *w, zsock_t *pipe)
             items[n] = (zmq_pollitem_t){zsock_resolve(w->dealer), 0, ZMQ_POLLIN, 0};
             at_dealer = n++;
         }
-        double now = pf_clock_now(&w->o.clock);
-        double until = w->connected ? w->next_heartbeat : w->reconnect_at;
-        /* at most one interval: a test's clock may jump, and the loop must look at it again */
-        long timeout_ms = (long)((until - now) * 1000) + 1;
-        if (timeout_ms > w->o.heartbeat_ms)
-            timeout_ms = w->o.heartbeat_ms;
-        int rc = zmq_poll(items, n, timeout_ms < 0 ? 0 : timeout_ms);
+        int rc = zmq_poll(items, n, poll_timeout_ms(w));
         if (rc < 0 && errno != EINTR)
             return PF_ERR;
         if (!pipe && zsys_interrupted) {
             pf_peer_info(w->o.quiet, "worker %s: interrupted, leaving", w->name);
             break;
         }
-        if (rc > 0 && at_pipe >= 0 && (items[at_pipe].revents & ZMQ_POLLIN)) {
-            char *cmd = zstr_recv(pipe);
-            stop = !cmd || streq(cmd, "$TERM");
-            if (cmd && streq(cmd, "STATS")) {
-                pf_worker_stats_t st;
-                pf_worker_get_stats(w, &st);
-                zstr_sendf(pipe, "STATS %d %lld %lld %lld %lld %lld %d", w->connected,
-                           st.reconnects, st.jobs_done, st.jobs_failed, st.jobs_cancelled,
-                           st.fetches, st.held);
-            }
-            free(cmd);
-        }
+        if (rc > 0 && at_pipe >= 0 && (items[at_pipe].revents & ZMQ_POLLIN))
+            stop = pipe_command(w, pipe);
         if (rc > 0 && (items[0].revents & ZMQ_POLLIN))
             drain_outbox(w);
         if (rc > 0 && at_dealer >= 0 && (items[at_dealer].revents & ZMQ_POLLIN))
             for (int i = 0; i < DRAIN_BATCH && recv_one(w); i++)
                 ;
-        now = pf_clock_now(&w->o.clock);
-        if (!w->connected && now >= w->reconnect_at) {
-            if (connect_broker(w) != PF_OK)
-                disconnect(w, "cannot create a socket");
-        } else if (w->connected && now >= w->next_heartbeat &&
-                   w->silent_ticks++ >= w->o.liveness) {
-            disconnect(w, "broker silent");
-        } else if (w->connected && now >= w->next_heartbeat) {
-            Planfarm__Heartbeat hb = PLANFARM__HEARTBEAT__INIT;
-            hb.running = (uint32_t)zlistx_size(w->held);
-            send_msg(w, PF_MSG_HEARTBEAT, &hb.base);
-            w->next_heartbeat = now + hb_s(w);
-        }
+        tick(w);
     }
     return PF_OK;
 }

@@ -80,24 +80,19 @@ static int cmp_int_pair(const void *a, const void *b)
     return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
-static int find_layers(pf_export_t *x, char *err, size_t errlen)
+/* block_of[v]: the ordinal of op v's block (named like layers.N.*) in topological order of
+ * the blocks' first ops, -1 outside any; returns the number of blocks, -1 out of memory. */
+static int number_blocks(const pf_graph_t *g, int *block_of)
 {
-    const pf_graph_t *g = x->g;
-    int n = pf_graph_nops(g), S = x->S, rc = PF_ERR, nb = 0;
-    const int *topo = pf_graph_topo(g), *pos = pf_graph_topo_pos(g);
-    int *op_stage = pf_plan_op_stage(x->p, n);
-    int *block_of = malloc((size_t)(n ? n : 1) * sizeof *block_of);
+    int n = pf_graph_nops(g), nb = 0, nbo = 0;
+    const int *pos = pf_graph_topo_pos(g);
     block_op_t *bo = malloc((size_t)(n ? n : 1) * sizeof *bo);
     int *first = malloc((size_t)(n ? n : 1) * 2 * sizeof *first); /* (first pos, block) pairs */
     int *ordinal = malloc((size_t)(n ? n : 1) * sizeof *ordinal);
-    int *bstage = malloc((size_t)(n ? n : 1) * sizeof *bstage);
-    int *bfirst = malloc((size_t)(n ? n : 1) * sizeof *bfirst);
-    if (!op_stage || !block_of || !bo || !first || !ordinal || !bstage || !bfirst) {
-        pf_fail(err, errlen, PF_ERR, "out of memory");
-        goto fail;
+    if (!bo || !first || !ordinal) {
+        nb = -1;
+        goto done;
     }
-    rc = PF_EINPUT;
-    int nbo = 0;
     for (int v = 0; v < n; v++) {
         block_of[v] = -1;
         const char *name = pf_graph_op(g, v)->name;
@@ -121,62 +116,95 @@ static int find_layers(pf_export_t *x, char *err, size_t errlen)
     for (int v = 0; v < n; v++)
         if (block_of[v] >= 0)
             block_of[v] = ordinal[block_of[v]];
-    if (nb == 0) {
-        pf_fail(err, errlen, rc, "the graph has no repeated blocks (ops named like layers.N.*): "
-                "nothing to split into layers");
-        goto fail;
-    }
-    for (int b = 0; b < nb; b++)
-        bstage[b] = -1;
-    for (int i = 0; i < n; i++) {
+done:
+    free(bo);
+    free(first);
+    free(ordinal);
+    return nb;
+}
+
+/* bstage[b]: the one stage block b is in (bfirst[b] its first op); ops outside blocks only in
+ * the first or last stage. */
+static int block_stages(const pf_export_t *x, const int *op_stage, const int *block_of,
+                        int *bstage, int *bfirst, char *err, size_t errlen)
+{
+    const pf_graph_t *g = x->g;
+    const int *topo = pf_graph_topo(g);
+    for (int i = 0; i < pf_graph_nops(g); i++) {
         int v = topo[i], s = op_stage[v], b = block_of[v];
         const char *name = pf_graph_op(g, v)->name;
         if (b < 0) {
-            if (s != 0 && s != S - 1) {
-                pf_fail(err, errlen, rc, "op %s is in no block and in stage %d: only the first "
-                        "and the last stage may hold ops outside the layers (embedding, head)",
-                        name, s);
-                goto fail;
-            }
+            if (s != 0 && s != x->S - 1)
+                return pf_fail(err, errlen, PF_EINPUT, "op %s is in no block and in stage %d: "
+                               "only the first and the last stage may hold ops outside the "
+                               "layers (embedding, head)", name, s);
         } else if (bstage[b] < 0) {
             bstage[b] = s;
             bfirst[b] = v;
         } else if (bstage[b] != s) {
             int a = bstage[b], later = s > a ? s : a, earlier = s > a ? a : s;
             const char *w = pf_graph_op(g, bfirst[b])->name;
-            pf_fail(err, errlen, rc, "stage %d cuts block %.*s: ops %s .. in stage %d, %s .. in "
-                    "stage %d", later, (int)pf_training_block_len(name), name,
-                    s > a ? name : w, later, s > a ? w : name, earlier);
-            goto fail;
+            return pf_fail(err, errlen, PF_EINPUT, "stage %d cuts block %.*s: ops %s .. in "
+                           "stage %d, %s .. in stage %d", later,
+                           (int)pf_training_block_len(name), name, s > a ? name : w, later,
+                           s > a ? w : name, earlier);
         }
     }
+    return PF_OK;
+}
+
+/* Blocks in consecutive stages, every stage at least one: stage_layers and stage_first. */
+static int place_blocks(pf_export_t *x, int nb, const int *bstage, const int *bfirst, char *err,
+                        size_t errlen)
+{
+    const pf_graph_t *g = x->g;
     for (int b = 1; b < nb; b++)
         if (bstage[b] < bstage[b - 1]) {
             const char *u = pf_graph_op(g, bfirst[b - 1])->name, *w = pf_graph_op(g, bfirst[b])->name;
-            pf_fail(err, errlen, rc, "block %.*s (stage %d) comes after block %.*s (stage %d): "
-                    "stages must hold consecutive blocks", (int)pf_training_block_len(w), w,
-                    bstage[b], (int)pf_training_block_len(u), u, bstage[b - 1]);
-            goto fail;
+            return pf_fail(err, errlen, PF_EINPUT, "block %.*s (stage %d) comes after block %.*s "
+                           "(stage %d): stages must hold consecutive blocks",
+                           (int)pf_training_block_len(w), w, bstage[b],
+                           (int)pf_training_block_len(u), u, bstage[b - 1]);
         }
     for (int b = 0; b < nb; b++)
         x->stage_layers[bstage[b]]++;
-    for (int s = 0, at = 0; s < S; s++) {
-        if (x->stage_layers[s] == 0) {
-            pf_fail(err, errlen, rc, "stage %d holds no block: Megatron-LM and DeepSpeed give "
-                    "every pipeline stage whole layers", s);
-            goto fail;
-        }
+    for (int s = 0, at = 0; s < x->S; s++) {
+        if (x->stage_layers[s] == 0)
+            return pf_fail(err, errlen, PF_EINPUT, "stage %d holds no block: Megatron-LM and "
+                           "DeepSpeed give every pipeline stage whole layers", s);
         x->stage_first[s] = at;
         at += x->stage_layers[s];
     }
+    return PF_OK;
+}
+
+static int find_layers(pf_export_t *x, char *err, size_t errlen)
+{
+    int n = pf_graph_nops(x->g), rc = PF_ERR, nb;
+    int *op_stage = pf_plan_op_stage(x->p, n);
+    int *block_of = malloc((size_t)(n ? n : 1) * sizeof *block_of);
+    int *bstage = malloc((size_t)(n ? n : 1) * sizeof *bstage);
+    int *bfirst = malloc((size_t)(n ? n : 1) * sizeof *bfirst);
+    if (!op_stage || !block_of || !bstage || !bfirst ||
+        (nb = number_blocks(x->g, block_of)) < 0) {
+        pf_fail(err, errlen, PF_ERR, "out of memory");
+        goto fail;
+    }
+    if (nb == 0) {
+        rc = pf_fail(err, errlen, PF_EINPUT, "the graph has no repeated blocks (ops named like "
+                     "layers.N.*): nothing to split into layers");
+        goto fail;
+    }
+    for (int b = 0; b < nb; b++)
+        bstage[b] = -1;
+    if ((rc = block_stages(x, op_stage, block_of, bstage, bfirst, err, errlen)) ||
+        (rc = place_blocks(x, nb, bstage, bfirst, err, errlen)))
+        goto fail;
     x->layers = nb;
     rc = PF_OK;
 fail:
     free(op_stage);
     free(block_of);
-    free(bo);
-    free(first);
-    free(ordinal);
     free(bstage);
     free(bfirst);
     return rc;
@@ -231,23 +259,20 @@ static void local_indices(const pf_cluster_t *c, int host, int *local)
             local[d] = named ? local[d] : at++;
 }
 
-static int build_layout(pf_export_t *x, char *err, size_t errlen)
+/* The hosts in use, in order of their first rank (x->nodes), node_of[rank]; returns a node
+ * whose ranks are not one block (-1: none), -2 out of memory. */
+static int gather_nodes(pf_export_t *x, int *node_of)
 {
     const pf_cluster_t *c = x->c;
-    int D = pf_cluster_ndevices(c), W = x->world, rc = PF_ERR;
-    int *node_of = malloc((size_t)W * sizeof *node_of), *local = malloc((size_t)D * sizeof *local);
-    int *taken = calloc((size_t)D, sizeof *taken);
     size_t cap = 0;
-    if (!node_of || !local || !taken)
-        goto oom;
-    /* hosts in use, in order of their first rank */
-    for (int gr = 0; gr < W; gr++) {
+    int bad = -1;
+    for (int gr = 0; gr < x->world; gr++) {
         int h = pf_cluster_device(c, x->plan_dev[gr])->host, n = 0;
         while (n < x->nnodes && x->nodes[n].host != h)
             n++;
         if (n == x->nnodes) {
             if (pf_grow((void **)&x->nodes, &cap, (size_t)n + 1, sizeof *x->nodes))
-                goto oom;
+                return -2;
             memset(&x->nodes[n], 0, sizeof x->nodes[n]);
             x->nodes[n].host = h;
             x->nodes[n].first_rank = gr;
@@ -256,45 +281,82 @@ static int build_layout(pf_export_t *x, char *err, size_t errlen)
         x->nodes[n].nproc++;
         node_of[gr] = n;
     }
-    int bad = -1; /* a node whose ranks are not one block */
-    for (int gr = 0; gr < W; gr++) {
+    for (int gr = 0; gr < x->world; gr++) {
         const pf_export_node_t *nd = &x->nodes[node_of[gr]];
         if (gr >= nd->first_rank + nd->nproc && bad < 0)
             bad = node_of[gr];
     }
-    x->exact = bad < 0;
-    for (int n = 0, at = 0; n < x->nnodes; n++) {
-        pf_export_node_t *nd = &x->nodes[n];
-        nd->node_rank = n;
-        nd->first_rank = at;
-        at += nd->nproc;
-        for (int d = 0; d < D; d++)
-            if (pf_cluster_device(c, d)->host == nd->host) {
-                host_name(pf_cluster_device(c, d), nd->name, sizeof nd->name);
+    return bad;
+}
+
+/* Node n's ranks (one block from at) and their devices: ranks whose planned device is on the
+ * node keep it, the others take the node's remaining planned devices in rank order. */
+static int node_devices(pf_export_t *x, int n, int at, const int *node_of, int *local, int *taken)
+{
+    const pf_cluster_t *c = x->c;
+    pf_export_node_t *nd = &x->nodes[n];
+    nd->node_rank = n;
+    nd->first_rank = at;
+    for (int d = 0; d < pf_cluster_ndevices(c); d++)
+        if (pf_cluster_device(c, d)->host == nd->host) {
+            host_name(pf_cluster_device(c, d), nd->name, sizeof nd->name);
+            break;
+        }
+    local_indices(c, nd->host, local);
+    if (!(nd->gpus = malloc((size_t)nd->nproc * sizeof *nd->gpus)))
+        return PF_ERR;
+    for (int l = 0; l < nd->nproc; l++) {
+        int gr = nd->first_rank + l;
+        x->run_dev[gr] = node_of[gr] == n ? x->plan_dev[gr] : -1;
+        if (x->run_dev[gr] >= 0)
+            taken[x->run_dev[gr]] = 1;
+    }
+    for (int l = 0, gr2 = 0; l < nd->nproc; l++) {
+        int gr = nd->first_rank + l;
+        if (x->run_dev[gr] < 0) {
+            while (node_of[gr2] != n || taken[x->plan_dev[gr2]])
+                gr2++;
+            x->run_dev[gr] = x->plan_dev[gr2];
+            taken[x->plan_dev[gr2]] = 1;
+        }
+        nd->gpus[l] = local[x->run_dev[gr]];
+    }
+    return PF_OK;
+}
+
+/* Why the layout is not the plan's: node `bad`'s ranks are not one block. */
+static void explain_inexact(pf_export_t *x, const int *node_of, int bad)
+{
+    int kept = 0, len = 0, listed = 0, W = x->world;
+    for (int gr = 0; gr < W; gr++)
+        kept += x->run_dev[gr] == x->plan_dev[gr];
+    char ranks[160] = "";
+    for (int gr = 0; gr < W && len < (int)sizeof ranks - 1; gr++)
+        if (node_of[gr] == bad) {
+            len += snprintf(ranks + len, sizeof ranks - (size_t)len, "%s%d",
+                            listed ? ", " : "", gr);
+            if (++listed == 8 && x->nodes[bad].nproc > 8) {
+                snprintf(ranks + len, sizeof ranks - (size_t)len, ", ...");
                 break;
             }
-        local_indices(c, nd->host, local);
-        if (!(nd->gpus = malloc((size_t)nd->nproc * sizeof *nd->gpus)))
+        }
+    snprintf(x->reason, sizeof x->reason,
+             "torchrun gives each node one contiguous block of ranks, but the plan puts ranks "
+             "%s on %s; this layout keeps %d of %d ranks on their planned devices", ranks,
+             x->nodes[bad].name, kept, W);
+}
+
+static int build_layout(pf_export_t *x, char *err, size_t errlen)
+{
+    int D = pf_cluster_ndevices(x->c), W = x->world, rc = PF_ERR, bad;
+    int *node_of = malloc((size_t)W * sizeof *node_of), *local = malloc((size_t)D * sizeof *local);
+    int *taken = calloc((size_t)D, sizeof *taken);
+    if (!node_of || !local || !taken || (bad = gather_nodes(x, node_of)) == -2)
+        goto oom;
+    x->exact = bad < 0;
+    for (int n = 0, at = 0; n < x->nnodes; at += x->nodes[n].nproc, n++)
+        if (node_devices(x, n, at, node_of, local, taken))
             goto oom;
-        /* ranks whose planned device is on this node keep it ... */
-        for (int l = 0; l < nd->nproc; l++) {
-            int gr = nd->first_rank + l;
-            x->run_dev[gr] = node_of[gr] == n ? x->plan_dev[gr] : -1;
-            if (x->run_dev[gr] >= 0)
-                taken[x->run_dev[gr]] = 1;
-        }
-        /* ... the others take the node's remaining planned devices in rank order */
-        for (int l = 0, gr2 = 0; l < nd->nproc; l++) {
-            int gr = nd->first_rank + l;
-            if (x->run_dev[gr] < 0) {
-                while (node_of[gr2] != n || taken[x->plan_dev[gr2]])
-                    gr2++;
-                x->run_dev[gr] = x->plan_dev[gr2];
-                taken[x->plan_dev[gr2]] = 1;
-            }
-            nd->gpus[l] = local[x->run_dev[gr]];
-        }
-    }
     /* two hosts with one prefix: fall back to host<H> for both */
     for (int a = 0; a < x->nnodes; a++)
         for (int b = a + 1; b < x->nnodes; b++)
@@ -302,25 +364,8 @@ static int build_layout(pf_export_t *x, char *err, size_t errlen)
                 snprintf(x->nodes[a].name, sizeof x->nodes[a].name, "host%d", x->nodes[a].host);
                 snprintf(x->nodes[b].name, sizeof x->nodes[b].name, "host%d", x->nodes[b].host);
             }
-    if (bad >= 0) {
-        int kept = 0, len = 0, listed = 0;
-        for (int gr = 0; gr < W; gr++)
-            kept += x->run_dev[gr] == x->plan_dev[gr];
-        char ranks[160] = "";
-        for (int gr = 0; gr < W && len < (int)sizeof ranks - 1; gr++)
-            if (node_of[gr] == bad) {
-                len += snprintf(ranks + len, sizeof ranks - (size_t)len, "%s%d",
-                                listed ? ", " : "", gr);
-                if (++listed == 8 && x->nodes[bad].nproc > 8) {
-                    snprintf(ranks + len, sizeof ranks - (size_t)len, ", ...");
-                    break;
-                }
-            }
-        snprintf(x->reason, sizeof x->reason,
-                 "torchrun gives each node one contiguous block of ranks, but the plan puts ranks "
-                 "%s on %s; this layout keeps %d of %d ranks on their planned devices", ranks,
-                 x->nodes[bad].name, kept, W);
-    }
+    if (bad >= 0)
+        explain_inexact(x, node_of, bad);
     rc = PF_OK;
     goto done;
 oom:

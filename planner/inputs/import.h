@@ -38,7 +38,7 @@
  *   fwd_ms/bwd_ms timePerSample / 3 and 2 x timePerSample / 3. timePerSample is the whole forward
  *                 + backward time of the profiled batch (resnet.json's equal PipeDream resnet50's
  *                 fwd + bwd node by node) and Piper keeps no split; backward ~ 2 x forward is the
- *                 rule the analytic generators use too (planner/inputs/models.h).
+ *                 rule the analytic generators use too (planner/inputs/model.h).
  *   param_bytes   parameterSize
  *   mem_fwd_bytes = mem_bwd_bytes = memoryUsageA (the activations, = PipeDream's activation_size).
  *                 memoryUsageB is weights + gradients (2 x parameterSize in every shipped file);

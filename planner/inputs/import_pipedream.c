@@ -217,6 +217,101 @@ static int pd_edge_line(pd_reader_t *r, long line, const char *s, const char *en
 static const char *const pd_keys[4] = {"forward_compute_time", "backward_compute_time",
                                        "activation_size", "parameter_size"};
 
+/* The class of a description ("Linear(in_features=...)" -> "Linear", dots as '_'), and which
+ * output a __getitem__(k) takes. */
+static void pd_node_class(pd_node_t *n, const char *desc, const char *dend)
+{
+    const char *cstart = skip_ws(desc, dend), *cend = cstart;
+    while (cend < dend && *cend != '(' && *cend != ' ')
+        cend++;
+    size_t clen = (size_t)(cend - cstart);
+    if (clen > PF_IMPORT_MAX_CLASS_CHARS)
+        clen = PF_IMPORT_MAX_CLASS_CHARS;
+    for (size_t i = 0; i < clen; i++) {
+        char c = cstart[i];
+        n->cls[i] = c == '.' ? '_' : isprint((unsigned char)c) ? c : '?';
+    }
+    n->cls[clen] = '\0';
+    if (!strcmp(n->cls, "__getitem__") && cend < dend && *cend == '(') {
+        char *stop;
+        long k = strtol(cend + 1, &stop, 10);
+        if (stop > cend + 1 && stop < dend && *stop == ')' && k >= 0 && k < (1 << 20))
+            n->getitem = (int)k;
+    }
+}
+
+/* The end of the field starting at f: the next ',' outside brackets, or end. */
+static const char *pd_field_end(const char *f, const char *end)
+{
+    const char *t = f;
+    int depth = 0;
+    while (t < end && (*t != ',' || depth > 0)) {
+        if (*t == '[')
+            depth++;
+        else if (*t == ']' && depth > 0)
+            depth--;
+        t++;
+    }
+    return t;
+}
+
+/* One key=value field [ks, t) with '=' at eq; keys other than pd_keys are ignored. */
+static int pd_field(pd_reader_t *r, long line, pd_node_t *n, int seen[4], const char *ks,
+                    const char *eq, const char *t)
+{
+    const char *kend = trim_end(ks, eq);
+    for (int k = 0; k < 4; k++) {
+        if ((size_t)(kend - ks) != strlen(pd_keys[k]) ||
+            strncmp(ks, pd_keys[k], (size_t)(kend - ks)) != 0)
+            continue;
+        if (seen[k]++)
+            return pd_fail(r, line, "node%lld: %s given twice", (long long)n->id, pd_keys[k]);
+        int rc;
+        switch (k) {
+        case 0: rc = pd_number(r, line, pd_keys[k], eq + 1, t, &n->fwd_ms); break;
+        case 1: rc = pd_number(r, line, pd_keys[k], eq + 1, t, &n->bwd_ms); break;
+        case 2: rc = pd_activation(r, line, eq + 1, t, n); break;
+        default: rc = pd_number(r, line, pd_keys[k], eq + 1, t, &n->param_bytes); break;
+        }
+        if (rc != PF_OK)
+            return rc;
+    }
+    return PF_OK;
+}
+
+/* The fields after the last ' -- ': key=value separated by ',' outside brackets, in any order;
+ * unknown keys ignored, the four of pd_keys required. */
+static int pd_fields(pd_reader_t *r, long line, pd_node_t *n, const char *f, const char *end)
+{
+    int seen[4] = {0, 0, 0, 0};
+    while (f <= end) {
+        const char *t = pd_field_end(f, end);
+        const char *ks = skip_ws(f, t), *eq = memchr(ks, '=', (size_t)(t - ks));
+        if (ks == t) { /* empty: a trailing comma, or nothing after the last ' -- ' */
+            if (t == end)
+                break;
+            f = t + 1;
+            continue;
+        }
+        if (!eq) {
+            char ex[64];
+            excerpt(ex, sizeof ex, ks, (size_t)(trim_end(ks, t) - ks));
+            return pd_fail(r, line, "node%lld: '%s' is not key=value%s", (long long)n->id, ex,
+                           t == end ? " (truncated line?)" : "");
+        }
+        int rc = pd_field(r, line, n, seen, ks, eq, t);
+        if (rc != PF_OK)
+            return rc;
+        if (t == end)
+            break;
+        f = t + 1;
+    }
+    for (int k = 0; k < 4; k++)
+        if (!seen[k])
+            return pd_fail(r, line, "node%lld: missing field %s", (long long)n->id, pd_keys[k]);
+    return PF_OK;
+}
+
 static int pd_node_line(pd_reader_t *r, long line, const char *s, const char *end)
 {
     pd_node_t n = {.line = line, .getitem = -1};
@@ -230,75 +325,10 @@ static int pd_node_line(pd_reader_t *r, long line, const char *s, const char *en
     if (!last)
         return pd_fail(r, line, "node%lld: no ' -- ' before its fields (truncated line?)",
                        (long long)n.id);
-    const char *dend = last; /* description: [desc, last), may be empty */
-    const char *cstart = skip_ws(desc, dend), *cend = cstart;
-    while (cend < dend && *cend != '(' && *cend != ' ')
-        cend++;
-    size_t clen = (size_t)(cend - cstart);
-    if (clen > PF_IMPORT_MAX_CLASS_CHARS)
-        clen = PF_IMPORT_MAX_CLASS_CHARS;
-    for (size_t i = 0; i < clen; i++) {
-        char c = cstart[i];
-        n.cls[i] = c == '.' ? '_' : isprint((unsigned char)c) ? c : '?';
-    }
-    n.cls[clen] = '\0';
-    if (!strcmp(n.cls, "__getitem__") && cend < dend && *cend == '(') {
-        char *stop;
-        long k = strtol(cend + 1, &stop, 10);
-        if (stop > cend + 1 && stop < dend && *stop == ')' && k >= 0 && k < (1 << 20))
-            n.getitem = (int)k;
-    }
-
-    /* fields: key=value separated by ',' outside brackets, in any order; unknown keys ignored */
-    int seen[4] = {0, 0, 0, 0};
-    const char *f = last + 4;
-    while (f <= end) {
-        const char *t = f;
-        int depth = 0;
-        while (t < end && (*t != ',' || depth > 0)) {
-            if (*t == '[')
-                depth++;
-            else if (*t == ']' && depth > 0)
-                depth--;
-            t++;
-        }
-        const char *ks = skip_ws(f, t), *eq = memchr(ks, '=', (size_t)(t - ks));
-        if (ks == t) { /* empty: a trailing comma, or nothing after the last ' -- ' */
-            if (t == end)
-                break;
-            f = t + 1;
-            continue;
-        }
-        if (!eq) {
-            char ex[64];
-            excerpt(ex, sizeof ex, ks, (size_t)(trim_end(ks, t) - ks));
-            return pd_fail(r, line, "node%lld: '%s' is not key=value%s", (long long)n.id, ex,
-                           t == end ? " (truncated line?)" : "");
-        }
-        const char *kend = trim_end(ks, eq);
-        for (int k = 0; k < 4; k++) {
-            if ((size_t)(kend - ks) != strlen(pd_keys[k]) ||
-                strncmp(ks, pd_keys[k], (size_t)(kend - ks)) != 0)
-                continue;
-            if (seen[k]++)
-                return pd_fail(r, line, "node%lld: %s given twice", (long long)n.id, pd_keys[k]);
-            int rc;
-            switch (k) {
-            case 0: rc = pd_number(r, line, pd_keys[k], eq + 1, t, &n.fwd_ms); break;
-            case 1: rc = pd_number(r, line, pd_keys[k], eq + 1, t, &n.bwd_ms); break;
-            case 2: rc = pd_activation(r, line, eq + 1, t, &n); break;
-            default: rc = pd_number(r, line, pd_keys[k], eq + 1, t, &n.param_bytes); break;
-            }
-            if (rc != PF_OK)
-                return rc;
-        }
-        if (t == end)
-            break;
-        f = t + 1;
-    }
-    for (int k = 0; k < 4; k++)
-        if (!seen[k])
-            return pd_fail(r, line, "node%lld: missing field %s", (long long)n.id, pd_keys[k]);
+    pd_node_class(&n, desc, last); /* description: [desc, last), may be empty */
+    int rc = pd_fields(r, line, &n, last + 4, end);
+    if (rc != PF_OK)
+        return rc;
     if (pf_grow((void **)&r->nodes, &r->nodes_cap, r->nnodes + 1, sizeof *r->nodes))
         return pf_fail(r->err, r->errlen, PF_ERR, "out of memory");
     r->nodes[r->nnodes++] = n;

@@ -4,6 +4,7 @@
 #include "planner/core/json.h"
 #include "planner/core/util.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,186 +48,213 @@ static int cmp_str_ptr(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* 1 when `name` is "node" + digits: Piper's copy of a PipeDream profile, which keeps no class. */
-static int is_pipedream_node_name(const char *name)
+/* `name` is "node" + digits: Piper's copy of a PipeDream profile, which keeps no class. */
+static bool is_pipedream_node_name(const char *name)
 {
     return !strncmp(name, "node", 4) && name[4] &&
            strspn(name + 4, "0123456789") == strlen(name + 4);
 }
 
+/* What the passes over nodes[] and edges[] share. */
+typedef struct {
+    json_t *nodes, *edges;
+    size_t n, m;
+    pf_graph_t *g;
+    pf_import_key_t *keys;   /* node ids, sorted */
+    const char **names;      /* by node */
+    const char **sorted;     /* the names, sorted */
+    int *seen;               /* by first position in sorted: copies of a shared name so far */
+} piper_t;
+
+/* Ids and names of every node, in file order; ids must be unique. */
+static int piper_ids(piper_t *p, char *err, size_t errlen)
+{
+    char path[64];
+    int rc;
+    for (size_t i = 0; i < p->n; i++) {
+        json_t *node = json_array_get(p->nodes, i);
+        snprintf(path, sizeof path, "nodes[%zu]", i);
+        if (!json_is_object(node))
+            return pf_fail(err, errlen, PF_EINPUT, "%s: not an object", path);
+        if ((rc = pf_json_get_int(node, path, "id", PF_JSON_GET_REQUIRED, 0, &p->keys[i].id, err,
+                                  errlen)) ||
+            (rc = pf_json_get_string(node, path, "name", 0, "", &p->names[i], err, errlen)))
+            return rc;
+        p->keys[i].order = (long)i;
+        p->keys[i].index = (int)i;
+        p->sorted[i] = p->names[i];
+    }
+    qsort(p->sorted, p->n, sizeof *p->sorted, cmp_str_ptr);
+    qsort(p->keys, p->n, sizeof *p->keys, pf_import_key_cmp);
+    for (size_t i = 1; i < p->n; i++)
+        if (p->keys[i].id == p->keys[i - 1].id)
+            return pf_fail(err, errlen, PF_EINPUT,
+                           "nodes[%d].id: duplicate id %lld (also nodes[%d])",
+                           p->keys[i].index, (long long)p->keys[i].id, p->keys[i - 1].index);
+    return PF_OK;
+}
+
+/* The op's name: "node<id>" without one; names shared by several nodes get ".k" in file
+ * order. */
+static void piper_op_name(piper_t *p, const char *name, int64_t id, char *buf, size_t len)
+{
+    const char **lo = p->sorted, **hi = p->sorted + p->n;
+    while (lo < hi) {
+        const char **mid = lo + (hi - lo) / 2;
+        if (strcmp(*mid, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t first = (size_t)(lo - p->sorted), same = 0;
+    while (first + same < p->n && !strcmp(p->sorted[first + same], name))
+        same++;
+    if (!name[0])
+        snprintf(buf, len, "node%lld", (long long)id);
+    else if (same > 1)
+        snprintf(buf, len, "%.*s.%d", (int)pf_utf8_fit(name, 200), name, p->seen[first]++);
+    else
+        snprintf(buf, len, "%.*s", (int)pf_utf8_fit(name, 200), name);
+}
+
+/* nodes[i] as an op, from its vanilla configuration: a third of the time forward. */
+static int piper_op(piper_t *p, size_t i, char *err, size_t errlen)
+{
+    json_t *node = json_array_get(p->nodes, i), *cfg;
+    const char *name = p->names[i];
+    char path[64], cpath[128], namebuf[256], tbuf[PF_IMPORT_MAX_CLASS_CHARS + 1];
+    double time_ms, param_bytes, act_bytes;
+    int64_t id;
+    size_t vi = 0;
+    int rc;
+    snprintf(path, sizeof path, "nodes[%zu]", i);
+    pf_json_get_int(node, path, "id", PF_JSON_GET_REQUIRED, 0, &id, NULL, 0);
+    if ((rc = piper_vanilla(node, path, &cfg, &vi, err, errlen)) != PF_OK)
+        return rc;
+    snprintf(cpath, sizeof cpath, "%s.TMPCs[\"1\"][%zu]", path, vi);
+    if ((rc = pf_json_get_number(cfg, cpath, "timePerSample",
+                                 PF_JSON_GET_REQUIRED | PF_JSON_GET_NONNEG, 0, &time_ms, err,
+                                 errlen)) ||
+        (rc = pf_json_get_number(cfg, cpath, "parameterSize",
+                                 PF_JSON_GET_REQUIRED | PF_JSON_GET_NONNEG, 0, &param_bytes, err,
+                                 errlen)) ||
+        (rc = pf_json_get_number(cfg, cpath, "memoryUsageA",
+                                 PF_JSON_GET_REQUIRED | PF_JSON_GET_NONNEG, 0, &act_bytes, err,
+                                 errlen)))
+        return rc;
+    piper_op_name(p, name, id, namebuf, sizeof namebuf);
+    pf_op_t op = {.id = id,
+                  .name = namebuf,
+                  .type = name[0] && !is_pipedream_node_name(name)
+                              ? pf_import_type_of(name, tbuf, sizeof tbuf)
+                              : "",
+                  .fwd_ms = time_ms / 3.0,
+                  .bwd_ms = time_ms - time_ms / 3.0,
+                  .param_bytes = param_bytes,
+                  .mem_fwd_bytes = act_bytes,
+                  .mem_bwd_bytes = act_bytes};
+    if (pf_graph_add_op(p->g, &op) < 0)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    return PF_OK;
+}
+
+/* edges[j] between two known, distinct nodes; its key for the repeat check in ekey. */
+static int piper_edge(piper_t *p, size_t j, pf_import_key_t *ekey, char *err, size_t errlen)
+{
+    json_t *e = json_array_get(p->edges, j);
+    int64_t src, dst;
+    double bytes;
+    char path[64];
+    int rc;
+    snprintf(path, sizeof path, "edges[%zu]", j);
+    if (!json_is_object(e))
+        return pf_fail(err, errlen, PF_EINPUT, "%s: not an object", path);
+    if ((rc = pf_json_get_int(e, path, "sourceId", PF_JSON_GET_REQUIRED, 0, &src, err, errlen)) ||
+        (rc = pf_json_get_int(e, path, "destId", PF_JSON_GET_REQUIRED, 0, &dst, err, errlen)) ||
+        (rc = pf_json_get_number(e, path, "communicationCost",
+                                 PF_JSON_GET_REQUIRED | PF_JSON_GET_NONNEG, 0, &bytes, err,
+                                 errlen)))
+        return rc;
+    /* ops were added in file order: an op's index is its node's position in nodes[] */
+    int si = pf_import_key_find(p->keys, p->n, src), di = pf_import_key_find(p->keys, p->n, dst);
+    if (si < 0)
+        return pf_fail(err, errlen, PF_EINPUT, "%s.sourceId: %lld is not a node id", path,
+                       (long long)src);
+    if (di < 0)
+        return pf_fail(err, errlen, PF_EINPUT, "%s.destId: %lld is not a node id", path,
+                       (long long)dst);
+    if (si == di)
+        return pf_fail(err, errlen, PF_EINPUT, "%s: self-loop on node %lld", path,
+                       (long long)src);
+    *ekey = (pf_import_key_t){(int64_t)si * (int64_t)p->n + di, (long)j, (int)j};
+    if (pf_graph_add_edge(p->g, si, di, bytes) < 0)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    return PF_OK;
+}
+
+/* Every edge, then no edge twice. */
+static int piper_edges(piper_t *p, char *err, size_t errlen)
+{
+    int rc = PF_OK;
+    pf_import_key_t *ekeys = malloc((p->m + 1) * sizeof *ekeys);
+    if (!ekeys)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    for (size_t j = 0; j < p->m && rc == PF_OK; j++)
+        rc = piper_edge(p, j, &ekeys[j], err, errlen);
+    if (rc == PF_OK) {
+        qsort(ekeys, p->m, sizeof *ekeys, pf_import_key_cmp);
+        for (size_t j = 1; j < p->m; j++)
+            if (ekeys[j].id == ekeys[j - 1].id) {
+                rc = pf_fail(err, errlen, PF_EINPUT, "edges[%d]: repeats edges[%d]",
+                             ekeys[j].index, ekeys[j - 1].index);
+                break;
+            }
+    }
+    free(ekeys);
+    return rc;
+}
+
 static int piper_build(json_t *root, int microbatch, const char *stem,
                        pf_graph_t **out, char *err, size_t errlen)
 {
-    json_t *nodes, *edges;
-    pf_graph_t *g = NULL;
-    pf_import_key_t *keys = NULL, *ekeys = NULL;
-    const char **names = NULL, **sorted = NULL;
-    int *seen = NULL;
-    char path[64];
+    piper_t p = {0};
     int rc;
-
     if (!json_is_object(root))
         return pf_fail(err, errlen, PF_EINPUT, "top level: not an object");
-    if ((rc = pf_json_get_array(root, "piper", "nodes", PF_JSON_GET_REQUIRED, &nodes, err, errlen)) ||
-        (rc = pf_json_get_array(root, "piper", "edges", PF_JSON_GET_REQUIRED, &edges, err, errlen)))
+    if ((rc = pf_json_get_array(root, "piper", "nodes", PF_JSON_GET_REQUIRED, &p.nodes, err,
+                                errlen)) ||
+        (rc = pf_json_get_array(root, "piper", "edges", PF_JSON_GET_REQUIRED, &p.edges, err,
+                                errlen)))
         return rc;
-    size_t n = json_array_size(nodes), m = json_array_size(edges);
-    if (n == 0)
+    p.n = json_array_size(p.nodes), p.m = json_array_size(p.edges);
+    if (p.n == 0)
         return pf_fail(err, errlen, PF_EINPUT, "piper.nodes: empty");
-    if (n > (1u << 26) || m > (1u << 28))
+    if (p.n > (1u << 26) || p.m > (1u << 28))
         return pf_fail(err, errlen, PF_EINPUT, "piper: too many nodes or edges");
-    keys = malloc(n * sizeof *keys);
-    names = malloc(n * sizeof *names);
-    sorted = malloc(n * sizeof *sorted);
-    seen = calloc(n, sizeof *seen);
-    g = pf_graph_new(stem, pf_import_resolve_microbatch("piper", stem, (int)n, microbatch));
-    if (!keys || !names || !sorted || !seen || !g) {
+    p.keys = malloc(p.n * sizeof *p.keys);
+    p.names = malloc(p.n * sizeof *p.names);
+    p.sorted = malloc(p.n * sizeof *p.sorted);
+    p.seen = calloc(p.n, sizeof *p.seen);
+    p.g = pf_graph_new(stem, pf_import_resolve_microbatch("piper", stem, (int)p.n, microbatch));
+    if (!p.keys || !p.names || !p.sorted || !p.seen || !p.g) {
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto fail;
     }
-
-    /* names shared by several nodes get ".k" in file order */
-    for (size_t i = 0; i < n; i++) {
-        json_t *node = json_array_get(nodes, i);
-        snprintf(path, sizeof path, "nodes[%zu]", i);
-        if (!json_is_object(node)) {
-            rc = pf_fail(err, errlen, PF_EINPUT, "%s: not an object", path);
-            goto fail;
-        }
-        if ((rc = pf_json_get_int(node, path, "id", PF_JSON_GET_REQUIRED, 0, &keys[i].id, err, errlen)) ||
-            (rc = pf_json_get_string(node, path, "name", 0, "", &names[i], err, errlen)))
-            goto fail;
-        keys[i].order = (long)i;
-        keys[i].index = (int)i;
-        sorted[i] = names[i];
-    }
-    qsort(sorted, n, sizeof *sorted, cmp_str_ptr);
-    qsort(keys, n, sizeof *keys, pf_import_key_cmp);
-    for (size_t i = 1; i < n; i++)
-        if (keys[i].id == keys[i - 1].id) {
-            rc = pf_fail(err, errlen, PF_EINPUT,
-                         "nodes[%d].id: duplicate id %lld (also nodes[%d])",
-                         keys[i].index, (long long)keys[i].id, keys[i - 1].index);
-            goto fail;
-        }
-
-    for (size_t i = 0; i < n; i++) {
-        json_t *node = json_array_get(nodes, i), *cfg;
-        const char *name = names[i];
-        char namebuf[256], tbuf[PF_IMPORT_MAX_CLASS_CHARS + 1];
-        double time_ms, param_bytes, act_bytes;
-        int64_t id;
-        snprintf(path, sizeof path, "nodes[%zu]", i);
-        pf_json_get_int(node, path, "id", PF_JSON_GET_REQUIRED, 0, &id, NULL, 0);
-        size_t vi = 0;
-        if ((rc = piper_vanilla(node, path, &cfg, &vi, err, errlen)) != PF_OK)
-            goto fail;
-        char cpath[128];
-        snprintf(cpath, sizeof cpath, "%s.TMPCs[\"1\"][%zu]", path, vi);
-        if ((rc = pf_json_get_number(cfg, cpath, "timePerSample", PF_JSON_GET_REQUIRED | PF_JSON_GET_NONNEG, 0,
-                               &time_ms, err, errlen)) ||
-            (rc = pf_json_get_number(cfg, cpath, "parameterSize", PF_JSON_GET_REQUIRED | PF_JSON_GET_NONNEG, 0,
-                               &param_bytes, err, errlen)) ||
-            (rc = pf_json_get_number(cfg, cpath, "memoryUsageA", PF_JSON_GET_REQUIRED | PF_JSON_GET_NONNEG, 0,
-                               &act_bytes, err, errlen)))
-            goto fail;
-
-        /* how many nodes share this name, and which of them is this one */
-        const char **lo = sorted, **hi = sorted + n;
-        while (lo < hi) {
-            const char **mid = lo + (hi - lo) / 2;
-            if (strcmp(*mid, name) < 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        size_t first = (size_t)(lo - sorted), same = 0;
-        while (first + same < n && !strcmp(sorted[first + same], name))
-            same++;
-        if (!name[0])
-            snprintf(namebuf, sizeof namebuf, "node%lld", (long long)id);
-        else if (same > 1)
-            snprintf(namebuf, sizeof namebuf, "%.*s.%d", (int)pf_utf8_fit(name, 200), name,
-                     seen[first]++);
-        else
-            snprintf(namebuf, sizeof namebuf, "%.*s", (int)pf_utf8_fit(name, 200), name);
-
-        pf_op_t op = {.id = id,
-                      .name = namebuf,
-                      .type = name[0] && !is_pipedream_node_name(name)
-                                  ? pf_import_type_of(name, tbuf, sizeof tbuf)
-                                  : "",
-                      .fwd_ms = time_ms / 3.0,
-                      .bwd_ms = time_ms - time_ms / 3.0,
-                      .param_bytes = param_bytes,
-                      .mem_fwd_bytes = act_bytes,
-                      .mem_bwd_bytes = act_bytes};
-        if (pf_graph_add_op(g, &op) < 0) {
-            rc = pf_fail(err, errlen, PF_ERR, "out of memory");
-            goto fail;
-        }
-    }
-
-    ekeys = malloc((m + 1) * sizeof *ekeys);
-    if (!ekeys) {
-        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+    if ((rc = piper_ids(&p, err, errlen)))
         goto fail;
-    }
-    for (size_t j = 0; j < m; j++) {
-        json_t *e = json_array_get(edges, j);
-        int64_t src, dst;
-        double bytes;
-        snprintf(path, sizeof path, "edges[%zu]", j);
-        if (!json_is_object(e)) {
-            rc = pf_fail(err, errlen, PF_EINPUT, "%s: not an object", path);
+    for (size_t i = 0; i < p.n; i++)
+        if ((rc = piper_op(&p, i, err, errlen)))
             goto fail;
-        }
-        if ((rc = pf_json_get_int(e, path, "sourceId", PF_JSON_GET_REQUIRED, 0, &src, err, errlen)) ||
-            (rc = pf_json_get_int(e, path, "destId", PF_JSON_GET_REQUIRED, 0, &dst, err, errlen)) ||
-            (rc = pf_json_get_number(e, path, "communicationCost", PF_JSON_GET_REQUIRED | PF_JSON_GET_NONNEG, 0,
-                               &bytes, err, errlen)))
-            goto fail;
-        /* ops were added in file order: an op's index is its node's position in nodes[] */
-        int si = pf_import_key_find(keys, n, src), di = pf_import_key_find(keys, n, dst);
-        if (si < 0) {
-            rc = pf_fail(err, errlen, PF_EINPUT, "%s.sourceId: %lld is not a node id", path,
-                         (long long)src);
-            goto fail;
-        }
-        if (di < 0) {
-            rc = pf_fail(err, errlen, PF_EINPUT, "%s.destId: %lld is not a node id", path,
-                         (long long)dst);
-            goto fail;
-        }
-        if (si == di) {
-            rc = pf_fail(err, errlen, PF_EINPUT, "%s: self-loop on node %lld", path,
-                         (long long)src);
-            goto fail;
-        }
-        ekeys[j] = (pf_import_key_t){(int64_t)si * (int64_t)n + di, (long)j, (int)j};
-        if (pf_graph_add_edge(g, si, di, bytes) < 0) {
-            rc = pf_fail(err, errlen, PF_ERR, "out of memory");
-            goto fail;
-        }
-    }
-    qsort(ekeys, m, sizeof *ekeys, pf_import_key_cmp);
-    for (size_t j = 1; j < m; j++)
-        if (ekeys[j].id == ekeys[j - 1].id) {
-            rc = pf_fail(err, errlen, PF_EINPUT, "edges[%d]: repeats edges[%d]", ekeys[j].index,
-                         ekeys[j - 1].index);
-            goto fail;
-        }
-    if ((rc = pf_graph_finalize(g, err, errlen)) != PF_OK)
+    if ((rc = piper_edges(&p, err, errlen)) || (rc = pf_graph_finalize(p.g, err, errlen)))
         goto fail;
-    *out = g;
-    g = NULL;
+    *out = p.g;
+    p.g = NULL;
 fail:
-    pf_graph_destroy(&g);
-    free(keys);
-    free(ekeys);
-    free(names);
-    free(sorted);
-    free(seen);
+    pf_graph_destroy(&p.g);
+    free(p.keys);
+    free(p.names);
+    free(p.sorted);
+    free(p.seen);
     return rc;
 }
 

@@ -448,6 +448,73 @@ static int read_shape(json_t *o, const char *path, const char *key, pf_shape_t *
     return pf_json_get_int_array(o, path, key, s->dim, PF_SHAPE_MAX, &s->ndim, err, errlen);
 }
 
+/* An op's numbers, read in this order (the first bad one is the error). */
+static const struct {
+    const char *key;
+    int flags;
+    size_t offset;
+} op_numbers[] = {
+    {"fwd_ms", PF_JSON_GET_REQUIRED | PF_JSON_GET_NONNEG, offsetof(pf_op_t, fwd_ms)},
+    {"bwd_ms", PF_JSON_GET_REQUIRED | PF_JSON_GET_NONNEG, offsetof(pf_op_t, bwd_ms)},
+    {"param_bytes", PF_JSON_GET_NONNEG, offsetof(pf_op_t, param_bytes)},
+    {"mem_fwd_bytes", PF_JSON_GET_NONNEG, offsetof(pf_op_t, mem_fwd_bytes)},
+    {"mem_bwd_bytes", PF_JSON_GET_NONNEG, offsetof(pf_op_t, mem_bwd_bytes)},
+};
+
+/* ops[i] into op (its strings point into the JSON). */
+static int op_from_json(json_t *o, const char *path, pf_op_t *op, char *err, size_t errlen)
+{
+    int rc;
+    if (!json_is_object(o))
+        return pf_fail(err, errlen, PF_EINPUT, "%s: not an object", path);
+    if ((rc = pf_json_get_int(o, path, "id", PF_JSON_GET_REQUIRED, 0, &op->id, err, errlen)) ||
+        (rc = pf_json_get_string(o, path, "name", 0, NULL, &op->name, err, errlen)) ||
+        (rc = pf_json_get_string(o, path, "type", 0, "", &op->type, err, errlen)))
+        return rc;
+    for (size_t k = 0; k < sizeof op_numbers / sizeof op_numbers[0]; k++)
+        if ((rc = pf_json_get_number(o, path, op_numbers[k].key, op_numbers[k].flags, 0,
+                                     (double *)((char *)op + op_numbers[k].offset), err, errlen)))
+            return rc;
+    if ((rc = read_shape(o, path, "weight", &op->weight, err, errlen)) ||
+        (rc = read_shape(o, path, "input", &op->input, err, errlen)) ||
+        (rc = read_shape(o, path, "output", &op->output, err, errlen)))
+        return rc;
+    return PF_OK;
+}
+
+/* Edge endpoints are file ids; the graph's own id index is built by finalize. */
+static int edges_from_json(pf_graph_t *g, json_t *edges, char *err, size_t errlen)
+{
+    int n = g->nops, rc = PF_OK;
+    char path[48];
+    id_index_t *ids = id_index_new(g);
+    if (!ids)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    for (size_t j = 0; j < json_array_size(edges) && rc == PF_OK; j++) {
+        json_t *e = json_array_get(edges, j);
+        int64_t src, dst;
+        double bytes;
+        snprintf(path, sizeof path, "edges[%zu]", j);
+        if (!json_is_object(e)) {
+            rc = pf_fail(err, errlen, PF_EINPUT, "%s: not an object", path);
+            break;
+        }
+        if ((rc = pf_json_get_int(e, path, "src", PF_JSON_GET_REQUIRED, 0, &src, err, errlen)) ||
+            (rc = pf_json_get_int(e, path, "dst", PF_JSON_GET_REQUIRED, 0, &dst, err, errlen)) ||
+            (rc = pf_json_get_number(e, path, "bytes", PF_JSON_GET_REQUIRED | PF_JSON_GET_NONNEG,
+                                     0, &bytes, err, errlen)))
+            break;
+        int s = lookup_id(ids, n, src), d = lookup_id(ids, n, dst);
+        if (s < 0 || d < 0)
+            rc = pf_fail(err, errlen, PF_EINPUT, "%s: %s %lld is not an op", path,
+                         s < 0 ? "src" : "dst", (long long)(s < 0 ? src : dst));
+        else if (pf_graph_add_edge(g, s, d, bytes) < 0)
+            rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+    }
+    free(ids);
+    return rc;
+}
+
 static int from_json(json_t *root, pf_graph_t **out, char *err, size_t errlen)
 {
     pf_graph_t *g = NULL;
@@ -472,71 +539,18 @@ static int from_json(json_t *root, pf_graph_t **out, char *err, size_t errlen)
     g = pf_graph_new(name, (int)mb);
     if (!g)
         return pf_fail(err, errlen, PF_ERR, "out of memory");
-
     for (size_t i = 0; i < json_array_size(ops); i++) {
-        json_t *o = json_array_get(ops, i);
         pf_op_t op = {0};
         snprintf(path, sizeof path, "ops[%zu]", i);
-        if (!json_is_object(o)) {
-            rc = pf_fail(err, errlen, PF_EINPUT, "%s: not an object", path);
-            goto fail;
-        }
-        if ((rc = pf_json_get_int(o, path, "id", PF_JSON_GET_REQUIRED, 0, &op.id, err, errlen)) ||
-            (rc = pf_json_get_string(o, path, "name", 0, NULL, &op.name, err, errlen)) ||
-            (rc = pf_json_get_string(o, path, "type", 0, "", &op.type, err, errlen)) ||
-            (rc = pf_json_get_number(o, path, "fwd_ms", PF_JSON_GET_REQUIRED | PF_JSON_GET_NONNEG, 0, &op.fwd_ms,
-                               err, errlen)) ||
-            (rc = pf_json_get_number(o, path, "bwd_ms", PF_JSON_GET_REQUIRED | PF_JSON_GET_NONNEG, 0, &op.bwd_ms,
-                               err, errlen)) ||
-            (rc = pf_json_get_number(o, path, "param_bytes", PF_JSON_GET_NONNEG, 0, &op.param_bytes, err,
-                               errlen)) ||
-            (rc = pf_json_get_number(o, path, "mem_fwd_bytes", PF_JSON_GET_NONNEG, 0, &op.mem_fwd_bytes,
-                               err, errlen)) ||
-            (rc = pf_json_get_number(o, path, "mem_bwd_bytes", PF_JSON_GET_NONNEG, 0, &op.mem_bwd_bytes,
-                               err, errlen)) ||
-            (rc = read_shape(o, path, "weight", &op.weight, err, errlen)) ||
-            (rc = read_shape(o, path, "input", &op.input, err, errlen)) ||
-            (rc = read_shape(o, path, "output", &op.output, err, errlen)))
+        if ((rc = op_from_json(json_array_get(ops, i), path, &op, err, errlen)))
             goto fail;
         if (pf_graph_add_op(g, &op) < 0) {
             rc = pf_fail(err, errlen, PF_ERR, "out of memory");
             goto fail;
         }
     }
-    /* Edge endpoints are file ids; the graph's own id index is built by finalize. */
-    int n = g->nops;
-    id_index_t *ids = id_index_new(g);
-    if (!ids) {
-        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
-        goto fail;
-    }
-    for (size_t j = 0; j < json_array_size(edges) && rc == PF_OK; j++) {
-        json_t *e = json_array_get(edges, j);
-        int64_t src, dst;
-        double bytes;
-        snprintf(path, sizeof path, "edges[%zu]", j);
-        if (!json_is_object(e)) {
-            rc = pf_fail(err, errlen, PF_EINPUT, "%s: not an object", path);
-            break;
-        }
-        if ((rc = pf_json_get_int(e, path, "src", PF_JSON_GET_REQUIRED, 0, &src, err, errlen)) ||
-            (rc = pf_json_get_int(e, path, "dst", PF_JSON_GET_REQUIRED, 0, &dst, err, errlen)) ||
-            (rc = pf_json_get_number(e, path, "bytes", PF_JSON_GET_REQUIRED | PF_JSON_GET_NONNEG, 0, &bytes, err,
-                               errlen)))
-            break;
-        int s = lookup_id(ids, n, src), d = lookup_id(ids, n, dst);
-        if (s < 0 || d < 0)
-            rc = pf_fail(err, errlen, PF_EINPUT, "%s: %s %lld is not an op", path,
-                         s < 0 ? "src" : "dst", (long long)(s < 0 ? src : dst));
-        else if (pf_graph_add_edge(g, s, d, bytes) < 0)
-            rc = pf_fail(err, errlen, PF_ERR, "out of memory");
-    }
-    free(ids);
-    if (rc == PF_OK)
-        rc = check_repeated_edges(g, err, errlen);
-    if (rc == PF_OK)
-        rc = pf_graph_finalize(g, err, errlen);
-    if (rc != PF_OK)
+    if ((rc = edges_from_json(g, edges, err, errlen)) ||
+        (rc = check_repeated_edges(g, err, errlen)) || (rc = pf_graph_finalize(g, err, errlen)))
         goto fail;
     *out = g;
     return PF_OK;

@@ -357,13 +357,94 @@ static int read_partition_search(json_t *root, pf_plan_t *p, char *err, size_t e
     return PF_OK;
 }
 
+/* stage_list[s].ops: op ids of graph g, as indices into ops (room for every op). */
+static int stage_ops_from_json(json_t *jops, const char *path, const pf_graph_t *g, int *ops,
+                               size_t *k, char *err, size_t errlen)
+{
+    *k = json_array_size(jops);
+    if (*k > (size_t)pf_graph_nops(g))
+        return pf_fail(err, errlen, PF_EINPUT, "%s.ops: more ops than the graph has", path);
+    for (size_t i = 0; i < *k; i++) {
+        json_t *v = json_array_get(jops, i);
+        int idx = json_is_integer(v) ? pf_graph_find(g, json_integer_value(v)) : -1;
+        if (idx < 0)
+            return pf_fail(err, errlen, PF_EINPUT, "%s.ops[%zu]: not an op id of graph %s", path,
+                           i, pf_graph_name(g));
+        ops[i] = idx;
+    }
+    return PF_OK;
+}
+
+/* stage_list[s].devices, when given: T = 1 one device id per replica; T > 1 a list of T ids per
+ * replica. */
+static int stage_devices_from_json(json_t *jdev, const char *path, pf_plan_t *p, int s,
+                                   const pf_cluster_t *c, int64_t replicas, int64_t tp,
+                                   char *err, size_t errlen)
+{
+    if (json_array_size(jdev) != (size_t)replicas)
+        return pf_fail(err, errlen, PF_EINPUT, "%s.devices: %zu entries, replicas = %lld", path,
+                       json_array_size(jdev), (long long)replicas);
+    int *d = pf_plan_stage_devices(p, s);
+    if (!d)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    for (int r = 0; r < replicas; r++) {
+        json_t *v = json_array_get(jdev, (size_t)r);
+        if (tp > 1 && (!json_is_array(v) || json_array_size(v) != (size_t)tp))
+            return pf_fail(err, errlen, PF_EINPUT, "%s.devices[%d]: not a list of %lld "
+                           "device ids (tensor_parallel)", path, r, (long long)tp);
+        for (int k = 0; k < tp; k++) {
+            json_t *x = tp > 1 ? json_array_get(v, (size_t)k) : v;
+            int *dk = &d[r * tp + k];
+            *dk = json_is_integer(x) ? find_device(c, json_integer_value(x)) : -1;
+            if (*dk >= 0)
+                continue;
+            if (tp > 1)
+                return pf_fail(err, errlen, PF_EINPUT, "%s.devices[%d][%d]: not a device id of "
+                               "cluster %s", path, r, k, pf_cluster_name(c));
+            return pf_fail(err, errlen, PF_EINPUT, "%s.devices[%d]: not a device id of cluster "
+                           "%s", path, r, pf_cluster_name(c));
+        }
+    }
+    return PF_OK;
+}
+
+/* stage_list[s]: its ops, its numbers, its devices. */
+static int stage_from_json(json_t *st, int s, pf_plan_t *p, const pf_graph_t *g,
+                           const pf_cluster_t *c, int64_t replicas, int64_t tp, int *ops,
+                           char *err, size_t errlen)
+{
+    json_t *jops, *jdev;
+    char path[64];
+    size_t k;
+    int rc;
+    snprintf(path, sizeof path, "stage_list[%d]", s);
+    if (!json_is_object(st))
+        return pf_fail(err, errlen, PF_EINPUT, "%s: not an object", path);
+    if ((rc = pf_json_get_array(st, path, "ops", PF_JSON_GET_REQUIRED, &jops, err, errlen)) ||
+        (rc = pf_json_get_array(st, path, "devices", 0, &jdev, err, errlen)) ||
+        (rc = stage_ops_from_json(jops, path, g, ops, &k, err, errlen)))
+        return rc;
+    if (pf_plan_set_stage_ops(p, s, ops, (int)k) != PF_OK)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    pf_stage_t *sl = &p->stage_list[s];
+    if ((rc = pf_json_get_number(st, path, "compute_ms", PF_JSON_GET_NONNEG, NAN,
+                                 &sl->compute_ms, err, errlen)) ||
+        (rc = pf_json_get_number(st, path, "time_ms", PF_JSON_GET_NONNEG, NAN, &sl->time_ms,
+                                 err, errlen)) ||
+        (rc = pf_json_get_number(st, path, "peak_mem_bytes", PF_JSON_GET_NONNEG, NAN,
+                                 &sl->peak_mem_bytes, err, errlen)))
+        return rc;
+    if (jdev && json_array_size(jdev) > 0)
+        return stage_devices_from_json(jdev, path, p, s, c, replicas, tp, err, errlen);
+    return PF_OK;
+}
+
 static int from_json(json_t *root, const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t **out,
                      char *err, size_t errlen)
 {
     int64_t stages, replicas, mb, tp;
     json_t *list;
     const char *model, *cluster, *schedule;
-    char path[64];
     int rc;
     pf_plan_t *p = NULL;
     int *ops = NULL;
@@ -405,79 +486,10 @@ static int from_json(json_t *root, const pf_graph_t *g, const pf_cluster_t *c, p
     if ((rc = pf_json_get_number(root, "plan", "partition_objective_ms", PF_JSON_GET_NONNEG, NAN,
                            &p->partition_objective_ms, err, errlen)))
         goto fail;
-    for (int s = 0; s < stages; s++) {
-        json_t *st = json_array_get(list, (size_t)s), *jops, *jdev;
-        snprintf(path, sizeof path, "stage_list[%d]", s);
-        if (!json_is_object(st)) {
-            rc = pf_fail(err, errlen, PF_EINPUT, "%s: not an object", path);
+    for (int s = 0; s < stages; s++)
+        if ((rc = stage_from_json(json_array_get(list, (size_t)s), s, p, g, c, replicas, tp, ops,
+                                  err, errlen)))
             goto fail;
-        }
-        if ((rc = pf_json_get_array(st, path, "ops", PF_JSON_GET_REQUIRED, &jops, err, errlen)) ||
-            (rc = pf_json_get_array(st, path, "devices", 0, &jdev, err, errlen)))
-            goto fail;
-        size_t k = json_array_size(jops);
-        if (k > (size_t)pf_graph_nops(g)) {
-            rc = pf_fail(err, errlen, PF_EINPUT, "%s.ops: more ops than the graph has", path);
-            goto fail;
-        }
-        for (size_t i = 0; i < k; i++) {
-            json_t *v = json_array_get(jops, i);
-            int idx = json_is_integer(v) ? pf_graph_find(g, json_integer_value(v)) : -1;
-            if (idx < 0) {
-                rc = pf_fail(err, errlen, PF_EINPUT, "%s.ops[%zu]: not an op id of graph %s",
-                             path, i, pf_graph_name(g));
-                goto fail;
-            }
-            ops[i] = idx;
-        }
-        if (pf_plan_set_stage_ops(p, s, ops, (int)k) != PF_OK) {
-            rc = pf_fail(err, errlen, PF_ERR, "out of memory");
-            goto fail;
-        }
-        pf_stage_t *sl = &p->stage_list[s];
-        if ((rc = pf_json_get_number(st, path, "compute_ms", PF_JSON_GET_NONNEG, NAN, &sl->compute_ms, err,
-                               errlen)) ||
-            (rc = pf_json_get_number(st, path, "time_ms", PF_JSON_GET_NONNEG, NAN, &sl->time_ms, err,
-                               errlen)) ||
-            (rc = pf_json_get_number(st, path, "peak_mem_bytes", PF_JSON_GET_NONNEG, NAN,
-                               &sl->peak_mem_bytes, err, errlen)))
-            goto fail;
-        if (jdev && json_array_size(jdev) > 0) {
-            if (json_array_size(jdev) != (size_t)replicas) {
-                rc = pf_fail(err, errlen, PF_EINPUT, "%s.devices: %zu entries, replicas = %lld",
-                             path, json_array_size(jdev), (long long)replicas);
-                goto fail;
-            }
-            int *d = pf_plan_stage_devices(p, s);
-            if (!d) {
-                rc = pf_fail(err, errlen, PF_ERR, "out of memory");
-                goto fail;
-            }
-            /* T = 1: one device id per replica; T > 1: a list of T ids per replica */
-            for (int r = 0; r < replicas; r++) {
-                json_t *v = json_array_get(jdev, (size_t)r);
-                if (tp > 1 && (!json_is_array(v) || json_array_size(v) != (size_t)tp)) {
-                    rc = pf_fail(err, errlen, PF_EINPUT, "%s.devices[%d]: not a list of %lld "
-                                 "device ids (tensor_parallel)", path, r, (long long)tp);
-                    goto fail;
-                }
-                for (int k = 0; k < tp; k++) {
-                    json_t *x = tp > 1 ? json_array_get(v, (size_t)k) : v;
-                    int *dk = &d[r * tp + k];
-                    *dk = json_is_integer(x) ? find_device(c, json_integer_value(x)) : -1;
-                    if (*dk < 0) {
-                        rc = tp > 1 ? pf_fail(err, errlen, PF_EINPUT, "%s.devices[%d][%d]: not a "
-                                              "device id of cluster %s", path, r, k,
-                                              pf_cluster_name(c))
-                                    : pf_fail(err, errlen, PF_EINPUT, "%s.devices[%d]: not a "
-                                              "device id of cluster %s", path, r,
-                                              pf_cluster_name(c));
-                        goto fail;
-                    }
-                }
-            }
-        }
-    }
     if ((rc = read_partition_search(root, p, err, errlen)) != PF_OK ||
         (rc = pf_plan_validate(p, g, c, err, errlen)) != PF_OK)
         goto fail;

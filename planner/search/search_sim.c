@@ -44,14 +44,14 @@ static void count_collectives(const pf_search_t *s, const pf_tap_result_t *tap, 
 {
     for (int u = 0; u < tap->nunits; u++) {
         const pf_tap_unit_plan_t *up = &tap->units[u];
-        const int *rep0 = pf_tap_unit_instance(s->tap.units, u, 0);
+        const int *rep0 = pf_tap_units_instance(s->tap.units, u, 0);
         for (int k = 0; k < up->ncolls; k++) {
             int pos = -1;
             for (int j = 0; rep0 && j < up->nops && pos < 0; j++)
                 if (rep0[j] == up->colls[k].op)
                     pos = j;
             for (int i = 0; pos >= 0 && i < up->ninstances; i++)
-                p->tp_colls[pf_tap_unit_instance(s->tap.units, u, i)[pos]]++;
+                p->tp_colls[pf_tap_units_instance(s->tap.units, u, i)[pos]]++;
         }
     }
 }

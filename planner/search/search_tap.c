@@ -53,8 +53,8 @@ static int queue_degree(pf_search_t *s, int tpi, char *err, size_t errlen)
     t->opts.tap_plans = t->plans;
     t->opts.ntap_plans = nu;
     for (int u = 0; u < nu; u++) {
-        pf_tap_unit_info_t info;
-        pf_tap_unit_info(s->tap.units, u, &info);
+        pf_tap_units_info_t info;
+        pf_tap_units_info(s->tap.units, u, &info);
         t->best[u].unit = u;
         t->best[u].T = t->opts.tp;
         if (info.nweights == 0) { /* one plan: nothing to choose */
@@ -77,8 +77,8 @@ static void degree_done(pf_search_t *s, int tpi)
     char err[256];
     for (int u = 0; u < pf_tap_units_count(s->tap.units); u++) {
         if (t->best[u].nbest == 0) {
-            pf_tap_unit_info_t info;
-            pf_tap_unit_info(s->tap.units, u, &info);
+            pf_tap_units_info_t info;
+            pf_tap_units_info(s->tap.units, u, &info);
             snprintf(t->why, sizeof t->why, "tensor parallelism %d: no plan of unit %s fits",
                      t->opts.tp, info.name);
             break;

@@ -378,6 +378,49 @@ static void rules_matmul2(sig_list_t *l, const pf_sharding_op_t *op, int n)
     sig_end(l);
 }
 
+/* ids [b, s] -> [b, s, h]; W = [vocab, h] */
+static void rules_embedding(sig_list_t *l, const pf_sharding_op_t *op, pf_sharding_t w, int n)
+{
+    int last = op->output.ndim - 1;
+    if (op->nin > 1 || op->weight.ndim != 2)
+        return;
+    if (w.kind == PF_SHARDING_B) {
+        sig_uniform(l, op, pf_sharding_b(), pf_sharding_b(), 0, 0);
+        sig_split_dims(l, op, last, n, op->has_weight);
+    } else if (w.dim == 0) { /* vocabulary-parallel: each device looks up its rows */
+        sig_uniform(l, op, pf_sharding_b(), pf_sharding_p(), 1, 0);
+    } else if (divides(&op->output, last, n)) {
+        sig_uniform(l, op, pf_sharding_b(), pf_sharding_s(last), 1, 0);
+    }
+}
+
+/* [b, Cin, H, W] -> [b, Cout, Ho, Wo]; W = [Cout, Cin, k, k] */
+static void rules_conv(sig_list_t *l, const pf_sharding_op_t *op, pf_sharding_t w, int n)
+{
+    if (op->nin != 1 || op->output.ndim != 4 || op->in[0].ndim != 4)
+        return;
+    if (w.kind == PF_SHARDING_B) {
+        sig_uniform(l, op, pf_sharding_b(), pf_sharding_b(), 0, 0);
+        sig_split_dims(l, op, 1, n, op->has_weight);
+    } else if (w.dim == 0 && divides(&op->output, 1, n)) {
+        sig_uniform(l, op, pf_sharding_b(), pf_sharding_s(1), 1, 0);
+    } else if (w.dim == 1 && divides(&op->in[0], 1, n)) {
+        sig_uniform(l, op, pf_sharding_s(1), pf_sharding_p(), 1, 0);
+    }
+}
+
+/* Heads split the hidden (last) dim. */
+static void rules_attention(sig_list_t *l, const pf_sharding_op_t *op, pf_sharding_t w, int n)
+{
+    int r = op->output.ndim;
+    if (w.kind == PF_SHARDING_B) {
+        sig_uniform(l, op, pf_sharding_b(), pf_sharding_b(), 0, 0);
+        sig_split_dims(l, op, op->has_weight ? r - 1 : r, n, op->has_weight);
+    } else if (w.dim == op->weight.ndim - 1) { /* Megatron: QKV by column, out by row */
+        sig_uniform(l, op, pf_sharding_b(), pf_sharding_p(), 1, 0);
+    }
+}
+
 int pf_sharding_op_rules(const pf_sharding_op_t *op, pf_sharding_t w, int n, pf_sharding_sig_t *sigs,
                       int max)
 {
@@ -412,29 +455,11 @@ int pf_sharding_op_rules(const pf_sharding_op_t *op, pf_sharding_t w, int n, pf_
         else if (wb)
             sig_uniform(&l, op, pf_sharding_b(), pf_sharding_b(), 0, 0);
         break;
-    case PF_OPK_EMBEDDING: /* ids [b, s] -> [b, s, h]; W = [vocab, h] */
-        if (op->nin > 1 || op->weight.ndim != 2)
-            break;
-        if (wb) {
-            sig_uniform(&l, op, pf_sharding_b(), pf_sharding_b(), 0, 0);
-            sig_split_dims(&l, op, last, n, wgp);
-        } else if (w.dim == 0) { /* vocabulary-parallel: each device looks up its rows */
-            sig_uniform(&l, op, pf_sharding_b(), pf_sharding_p(), 1, 0);
-        } else if (divides(&op->output, last, n)) {
-            sig_uniform(&l, op, pf_sharding_b(), pf_sharding_s(last), 1, 0);
-        }
+    case PF_OPK_EMBEDDING:
+        rules_embedding(&l, op, w, n);
         break;
-    case PF_OPK_CONV: /* [b, Cin, H, W] -> [b, Cout, Ho, Wo]; W = [Cout, Cin, k, k] */
-        if (op->nin != 1 || r != 4 || op->in[0].ndim != 4)
-            break;
-        if (wb) {
-            sig_uniform(&l, op, pf_sharding_b(), pf_sharding_b(), 0, 0);
-            sig_split_dims(&l, op, 1, n, wgp);
-        } else if (w.dim == 0 && divides(&op->output, 1, n)) {
-            sig_uniform(&l, op, pf_sharding_b(), pf_sharding_s(1), 1, 0);
-        } else if (w.dim == 1 && divides(&op->in[0], 1, n)) {
-            sig_uniform(&l, op, pf_sharding_s(1), pf_sharding_p(), 1, 0);
-        }
+    case PF_OPK_CONV:
+        rules_conv(&l, op, w, n);
         break;
     case PF_OPK_LAYERNORM: /* statistics over the last dim: never split it, never P */
     case PF_OPK_SOFTMAX:
@@ -449,13 +474,8 @@ int pf_sharding_op_rules(const pf_sharding_op_t *op, pf_sharding_t w, int n, pf_
         else if (w.dim == op->weight.ndim - 1 && r >= 2 && all_divide(op, 1, n))
             sig_uniform(&l, op, pf_sharding_s(1), pf_sharding_s(1), 1, 0);
         break;
-    case PF_OPK_ATTENTION: /* heads split the hidden (last) dim */
-        if (wb) {
-            sig_uniform(&l, op, pf_sharding_b(), pf_sharding_b(), 0, 0);
-            sig_split_dims(&l, op, op->has_weight ? last : r, n, wgp);
-        } else if (w.dim == op->weight.ndim - 1) { /* Megatron: QKV by column, out by row */
-            sig_uniform(&l, op, pf_sharding_b(), pf_sharding_p(), 1, 0);
-        }
+    case PF_OPK_ATTENTION:
+        rules_attention(&l, op, w, n);
         break;
     }
     return l.count;

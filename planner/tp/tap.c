@@ -1,15 +1,17 @@
-/* tap: TAP (seed 001) over DistPar (seed 002); the model is described in tap.h. */
+/* tap: TAP (Shi et al., "TAP: Efficient Derivation of Tensor Parallel Plans for Large Neural
+ * Networks") over DistPar ("DistPar: tensor partitioning for distributed neural network
+ * computing"): enumeration and rewrite of the units of tap_units.c; tap.h describes the model. */
 #include "planner/tp/tap.h"
+#include "planner/tp/tap_units.h"
 #include "planner/core/util.h"
 
-#include <ctype.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_DONE 8     /* distinct conversions remembered per tensor */
-#define MAX_WEIGHTS 39 /* 3^39 < 2^63 */
 
 void pf_tap_opts_init(pf_tap_opts_t *o)
 {
@@ -18,412 +20,6 @@ void pf_tap_opts_init(pf_tap_opts_t *o)
     o->max_unit_weights = 12;
     o->param_state_factor = 1;
 }
-
-typedef struct {
-    char *name;
-    uint64_t hash;
-    int ninst, nops, nweights;
-    int *ops; /* ninst x nops, each instance in topological order */
-} unit_t;
-
-struct pf_tap_units {
-    int nunits;
-    size_t cap;
-    unit_t *units;
-    int *unit_of;
-};
-
-/* ---- PRUNEGRAPH (Algorithm 1) ---- */
-
-/* One numeric component of an op's dotted name: name[0, fam_len) is the family ("layers."),
- * name[0, inst_len) the instance ("layers.7"). */
-typedef struct {
-    const char *name;
-    int fam_len, inst_len, v, pos, count;
-} name_rec_t;
-
-static int rec_cmp(const void *pa, const void *pb)
-{
-    const name_rec_t *a = pa, *b = pb;
-    int c;
-    if (a->fam_len != b->fam_len)
-        return a->fam_len - b->fam_len;
-    if ((c = memcmp(a->name, b->name, (size_t)a->fam_len)))
-        return c;
-    if (a->inst_len != b->inst_len)
-        return a->inst_len - b->inst_len;
-    if ((c = memcmp(a->name + a->fam_len, b->name + b->fam_len,
-                    (size_t)(a->inst_len - a->fam_len))))
-        return c;
-    return a->pos - b->pos;
-}
-
-static int same_family(const name_rec_t *a, const name_rec_t *b)
-{
-    return a->fam_len == b->fam_len && !memcmp(a->name, b->name, (size_t)a->fam_len);
-}
-
-static int same_instance(const name_rec_t *a, const name_rec_t *b)
-{
-    return same_family(a, b) && a->inst_len == b->inst_len &&
-           !memcmp(a->name, b->name, (size_t)a->inst_len);
-}
-
-static uint64_t fnv(uint64_t h, const void *data, size_t len)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ p[i]) * 1099511628211ULL;
-    return h;
-}
-
-#define FNV_SEED 14695981039346656037ULL
-
-static int add_token(uint64_t **sig, size_t *cap, size_t *len, uint64_t t)
-{
-    if (pf_grow((void **)sig, cap, *len + 1, sizeof **sig))
-        return -1;
-    (*sig)[(*len)++] = t;
-    return 0;
-}
-
-/* The structure of one instance as tokens: per op in order its type, whether it holds weights,
- * its three shapes, its inputs (relative position, or outside) and whether it feeds the outside.
- * rel[] maps graph ops to positions (-1 elsewhere) and is reset before returning. */
-static int instance_tokens(const pf_graph_t *g, const int *ops, int n, int *rel, uint64_t **sig,
-                           size_t *cap, size_t *len)
-{
-    int rc = 0;
-    *len = 0;
-    for (int j = 0; j < n; j++)
-        rel[ops[j]] = j;
-    rc |= add_token(sig, cap, len, (uint64_t)n);
-    for (int j = 0; j < n && !rc; j++) {
-        const pf_op_t *op = pf_graph_op(g, ops[j]);
-        const char *type = op->type ? op->type : "";
-        rc |= add_token(sig, cap, len, fnv(FNV_SEED, type, strlen(type)));
-        rc |= add_token(sig, cap, len, op->param_bytes > 0);
-        const pf_shape_t *shapes[3] = {&op->weight, &op->input, &op->output};
-        for (int s = 0; s < 3; s++) {
-            rc |= add_token(sig, cap, len, (uint64_t)shapes[s]->ndim);
-            for (int d = 0; d < shapes[s]->ndim; d++)
-                rc |= add_token(sig, cap, len, (uint64_t)shapes[s]->dim[d]);
-        }
-        int nin, nout, ext_out = 0;
-        const int *in = pf_graph_in(g, ops[j], &nin), *out = pf_graph_out(g, ops[j], &nout);
-        rc |= add_token(sig, cap, len, (uint64_t)nin);
-        for (int k = 0; k < nin; k++)
-            rc |= add_token(sig, cap, len, (uint64_t)(int64_t)rel[pf_graph_edge(g, in[k])->src]);
-        for (int k = 0; k < nout; k++)
-            ext_out |= rel[pf_graph_edge(g, out[k])->dst] < 0;
-        rc |= add_token(sig, cap, len, (uint64_t)(ext_out || nout == 0));
-    }
-    for (int j = 0; j < n; j++)
-        rel[ops[j]] = -1;
-    return rc ? PF_ERR : PF_OK;
-}
-
-static int same_types(const pf_graph_t *g, const int *a, const int *b, int n)
-{
-    for (int j = 0; j < n; j++) {
-        const char *x = pf_graph_op(g, a[j])->type, *y = pf_graph_op(g, b[j])->type;
-        if (strcmp(x ? x : "", y ? y : ""))
-            return 0;
-    }
-    return 1;
-}
-
-static int count_weights(const pf_graph_t *g, const int *ops, int n)
-{
-    int w = 0;
-    for (int j = 0; j < n; j++)
-        w += pf_graph_op(g, ops[j])->param_bytes > 0;
-    return w;
-}
-
-static int add_unit(pf_tap_units_t *u, const char *name, uint64_t hash, int ninst, int nops,
-                    int nweights, int **ops)
-{
-    if (pf_grow((void **)&u->units, &u->cap, (size_t)u->nunits + 1, sizeof *u->units))
-        return PF_ERR;
-    char *copy = pf_strdup(name);
-    if (!copy)
-        return PF_ERR;
-    u->units[u->nunits++] = (unit_t){copy, hash, ninst, nops, nweights, *ops};
-    *ops = NULL;
-    return PF_OK;
-}
-
-/* A unit (of any number of instances) per op: for units whose 3^N is too large. */
-static int add_units_per_op(pf_tap_units_t *u, const pf_graph_t *g, const int *ops, int ninst,
-                            int nops)
-{
-    for (int j = 0; j < nops; j++) {
-        int *one = malloc(sizeof *one * (size_t)ninst);
-        if (!one)
-            return PF_ERR;
-        for (int i = 0; i < ninst; i++)
-            one[i] = ops[(size_t)i * nops + j];
-        int w = pf_graph_op(g, one[0])->param_bytes > 0;
-        if (add_unit(u, pf_graph_op(g, one[0])->name, 0, ninst, 1, w, &one)) {
-            free(one);
-            return PF_ERR;
-        }
-    }
-    return PF_OK;
-}
-
-static int add_checked(pf_tap_units_t *u, const pf_graph_t *g, const pf_tap_opts_t *o,
-                       const char *name, uint64_t hash, int ninst, int nops, int **ops)
-{
-    int w = count_weights(g, *ops, nops), rc;
-    int limit = o->max_unit_weights < MAX_WEIGHTS ? o->max_unit_weights : MAX_WEIGHTS;
-    if (w <= limit)
-        return add_unit(u, name, hash, ninst, nops, w, ops);
-    rc = add_units_per_op(u, g, *ops, ninst, nops);
-    free(*ops);
-    *ops = NULL;
-    return rc;
-}
-
-/* One family's instances (recs[first..last), sorted by instance then position): group them
- * into classes of identical structure, one unit per class. */
-static int family_units(pf_tap_units_t *u, const pf_graph_t *g, const pf_tap_opts_t *o,
-                        const name_rec_t *recs, int first, int last, int *rel)
-{
-    int rc = PF_ERR, ninst = 0, *start = NULL, *ends = NULL, *done = NULL, *ops = NULL;
-    uint64_t *sa = NULL, *sb = NULL;
-    size_t ca = 0, cb = 0, la = 0, lb = 0, m = (size_t)(last - first);
-    char name[256];
-    if (!(start = malloc(sizeof *start * m)) || !(ends = malloc(sizeof *ends * m)) ||
-        !(done = calloc(m, sizeof *done)))
-        goto fail;
-    for (int r = first; r < last; r++) {
-        if (r == first || !same_instance(&recs[r - 1], &recs[r]))
-            start[ninst++] = r;
-        ends[ninst - 1] = r + 1;
-    }
-    /* instances by the position of their first op, so the representative comes first */
-    for (int a = 1; a < ninst; a++)
-        for (int b = a; b > 0 && recs[start[b]].pos < recs[start[b - 1]].pos; b--) {
-            int t = start[b], e = ends[b];
-            start[b] = start[b - 1], ends[b] = ends[b - 1];
-            start[b - 1] = t, ends[b - 1] = e;
-        }
-    snprintf(name, sizeof name, "%.*s#", recs[first].fam_len, recs[first].name);
-    for (int a = 0; a < ninst; a++) {
-        if (done[a])
-            continue;
-        int n = ends[a] - start[a], count = 0;
-        if (!(ops = malloc(sizeof *ops * (size_t)n * (size_t)ninst)))
-            goto fail;
-        for (int b = a; b < ninst; b++) {
-            if (done[b] || ends[b] - start[b] != n)
-                continue;
-            int *ib = ops + (size_t)count * n;
-            for (int j = 0; j < n; j++)
-                ib[j] = recs[start[b] + j].v;
-            if (instance_tokens(g, ib, n, rel, b == a ? &sa : &sb, b == a ? &ca : &cb,
-                                b == a ? &la : &lb))
-                goto fail;
-            if (b != a && (la != lb || memcmp(sa, sb, la * sizeof *sa) ||
-                           !same_types(g, ops, ib, n)))
-                continue; /* another structure: a class of its own */
-            done[b] = 1;
-            count++;
-        }
-        if (add_checked(u, g, o, name, fnv(FNV_SEED, sa, la * sizeof *sa), count, n, &ops))
-            goto fail;
-    }
-    rc = PF_OK;
-fail:
-    free(ops);
-    free(start);
-    free(ends);
-    free(done);
-    free(sa);
-    free(sb);
-    return rc;
-}
-
-static int find_root(int *parent, int x)
-{
-    while (parent[x] != x)
-        x = parent[x] = parent[parent[x]];
-    return x;
-}
-
-/* Ops in no repeated block: one unit per connected component, ops in topological order. */
-static int rest_units(pf_tap_units_t *u, const pf_graph_t *g, const pf_tap_opts_t *o,
-                      const int *in_block)
-{
-    int n = pf_graph_nops(g), rc = PF_ERR, *parent = malloc(sizeof *parent * (size_t)n);
-    int *ops = NULL, *taken = calloc((size_t)n, sizeof *taken);
-    const int *topo = pf_graph_topo(g);
-    if (!parent || !taken)
-        goto fail;
-    for (int v = 0; v < n; v++)
-        parent[v] = v;
-    for (int e = 0; e < pf_graph_nedges(g); e++) {
-        const pf_edge_t *ed = pf_graph_edge(g, e);
-        if (!in_block[ed->src] && !in_block[ed->dst])
-            parent[find_root(parent, ed->src)] = find_root(parent, ed->dst);
-    }
-    for (int t = 0; t < n; t++) {
-        int root = find_root(parent, topo[t]), count = 0;
-        if (in_block[topo[t]] || taken[root])
-            continue;
-        taken[root] = 1;
-        if (!(ops = malloc(sizeof *ops * (size_t)n)))
-            goto fail;
-        for (int s = t; s < n; s++)
-            if (!in_block[topo[s]] && find_root(parent, topo[s]) == root)
-                ops[count++] = topo[s];
-        if (add_checked(u, g, o, pf_graph_op(g, topo[t])->name, 0, 1, count, &ops))
-            goto fail;
-    }
-    rc = PF_OK;
-fail:
-    free(ops);
-    free(parent);
-    free(taken);
-    return rc;
-}
-
-static int unit_pos_cmp(const void *pa, const void *pb, void *ctx)
-{
-    const int *pos = ctx;
-    const unit_t *a = pa, *b = pb;
-    return pos[a->ops[0]] - pos[b->ops[0]];
-}
-
-pf_tap_units_t *pf_tap_units_new(const pf_graph_t *g, const pf_tap_opts_t *o, char *err,
-                                 size_t errlen)
-{
-    int n = pf_graph_nops(g), nrec = 0;
-    size_t rcap = 0;
-    name_rec_t *recs = NULL;
-    int *best = NULL, *rel = NULL, *in_block = NULL;
-    const int *pos = pf_graph_topo_pos(g);
-    pf_tap_units_t *u = calloc(1, sizeof *u);
-    if (o->min_duplicate < 2) {
-        pf_fail(err, errlen, PF_EINPUT, "tap: min_duplicate %d is below 2", o->min_duplicate);
-        free(u);
-        return NULL;
-    }
-    if (!u || !(best = malloc(sizeof *best * (size_t)n)) ||
-        !(rel = malloc(sizeof *rel * (size_t)n)) ||
-        !(in_block = calloc((size_t)n, sizeof *in_block)) ||
-        !(u->unit_of = malloc(sizeof *u->unit_of * (size_t)n)))
-        goto oom;
-    /* every numeric component of every name is a candidate block level */
-    for (int v = 0; v < n; v++) {
-        const char *s = pf_graph_op(g, v)->name;
-        rel[v] = best[v] = -1;
-        for (int b = 0; s[b];) {
-            int e = b;
-            while (s[e] && s[e] != '.')
-                e++;
-            int numeric = e > b;
-            for (int i = b; i < e; i++)
-                numeric &= isdigit((unsigned char)s[i]) != 0;
-            if (numeric && b > 0) {
-                if (pf_grow((void **)&recs, &rcap, (size_t)nrec + 1, sizeof *recs))
-                    goto oom;
-                recs[nrec++] = (name_rec_t){s, b, e, v, pos[v], 0};
-            }
-            b = s[e] ? e + 1 : e;
-        }
-    }
-    qsort(recs, (size_t)nrec, sizeof *recs, rec_cmp);
-    /* findSimilarBlk: instances per family; an op joins its coarsest family repeated at least
-     * minDuplicate times */
-    for (int f = 0, l; f < nrec; f = l) {
-        int count = 1;
-        for (l = f + 1; l < nrec && same_family(&recs[f], &recs[l]); l++)
-            count += !same_instance(&recs[l - 1], &recs[l]);
-        for (int r = f; r < l; r++) {
-            recs[r].count = count;
-            int v = recs[r].v;
-            if (count >= o->min_duplicate &&
-                (best[v] < 0 || recs[r].fam_len < recs[best[v]].fam_len))
-                best[v] = r;
-        }
-    }
-    int nb = 0;
-    for (int r = 0; r < nrec; r++)
-        if (best[recs[r].v] == r)
-            recs[nb++] = recs[r], in_block[recs[r].v] = 1;
-    qsort(recs, (size_t)nb, sizeof *recs, rec_cmp);
-    for (int f = 0, l; f < nb; f = l) {
-        for (l = f + 1; l < nb && same_family(&recs[f], &recs[l]); l++)
-            ;
-        if (family_units(u, g, o, recs, f, l, rel))
-            goto oom;
-    }
-    if (rest_units(u, g, o, in_block))
-        goto oom;
-    qsort_r(u->units, (size_t)u->nunits, sizeof *u->units, unit_pos_cmp, (void *)pos);
-    for (int k = 0; k < u->nunits; k++)
-        for (int i = 0; i < u->units[k].ninst * u->units[k].nops; i++)
-            u->unit_of[u->units[k].ops[i]] = k;
-    free(recs);
-    free(best);
-    free(rel);
-    free(in_block);
-    return u;
-oom:
-    pf_fail(err, errlen, PF_ERR, "tap: out of memory finding repeated blocks");
-    free(recs);
-    free(best);
-    free(rel);
-    free(in_block);
-    pf_tap_units_destroy(&u);
-    return NULL;
-}
-
-void pf_tap_units_destroy(pf_tap_units_t **pu)
-{
-    if (!pu || !*pu)
-        return;
-    for (int k = 0; k < (*pu)->nunits; k++) {
-        free((*pu)->units[k].name);
-        free((*pu)->units[k].ops);
-    }
-    free((*pu)->units);
-    free((*pu)->unit_of);
-    free(*pu);
-    *pu = NULL;
-}
-
-int pf_tap_units_count(const pf_tap_units_t *u) { return u->nunits; }
-
-static uint64_t pow3(int n)
-{
-    uint64_t p = 1;
-    while (n-- > 0)
-        p *= 3;
-    return p;
-}
-
-int pf_tap_unit_info(const pf_tap_units_t *u, int k, pf_tap_unit_info_t *info)
-{
-    if (k < 0 || k >= u->nunits)
-        return PF_EINPUT;
-    const unit_t *t = &u->units[k];
-    *info = (pf_tap_unit_info_t){t->name, t->hash, t->ninst, t->nops, t->nweights,
-                                 pow3(t->nweights)};
-    return PF_OK;
-}
-
-const int *pf_tap_unit_instance(const pf_tap_units_t *u, int k, int i)
-{
-    if (k < 0 || k >= u->nunits || i < 0 || i >= u->units[k].ninst)
-        return NULL;
-    return u->units[k].ops + (size_t)i * u->units[k].nops;
-}
-
-int pf_tap_unit_of(const pf_tap_units_t *u, int v) { return u->unit_of[v]; }
 
 
 /* ---- one instance of a unit, ready to price plans on ---- */
@@ -497,25 +93,22 @@ static double output_bytes(const pf_graph_t *g, int v)
 
 /* Tensor parallelism splits features: the last dimension, or dimension 1 (heads, channels) of a
  * 4-D tensor. Any other split (batch, sequence, space) is data or sequence parallelism. */
-static int feature_dim(pf_sharding_t p, int rank)
+static bool feature_dim(pf_sharding_t p, int rank)
 {
     return p.kind != PF_SHARDING_S || p.dim == rank - 1 || (rank == 4 && p.dim == 1);
 }
 
-static int splits_tokens(const pf_sharding_sig_t *s, const pf_sharding_op_t *d)
+static bool splits_tokens(const pf_sharding_sig_t *s, const pf_sharding_op_t *d)
 {
-    int hit = !feature_dim(s->out, d->output.ndim);
+    bool hit = !feature_dim(s->out, d->output.ndim);
     for (int k = 0; k < d->nin; k++)
         hit |= !feature_dim(s->in[k], d->in[k].ndim);
     return hit;
 }
 
-static int inst_build(inst_t *t, const pf_graph_t *g, const int *ops, int nops, int T,
-                      const pf_sharding_link_t *link, const pf_tap_opts_t *o)
+static int inst_alloc(inst_t *t, const pf_graph_t *g, const int *ops, int nops)
 {
-    int ne = 0, nw = 0;
-    memset(t, 0, sizeof *t);
-    *t = (inst_t){.nops = nops, .T = T, .g = g, .ops = ops, .o = o, .link = link};
+    int ne = 0;
     for (int j = 0; j < nops; j++) {
         int n;
         pf_graph_in(g, ops[j], &n);
@@ -531,23 +124,79 @@ static int inst_build(inst_t *t, const pf_graph_t *g, const int *ops, int nops, 
         !(t->tens_bytes = malloc(sizeof(double) * nt)) ||
         !(t->nsig = calloc((size_t)nops * 3, sizeof(int))) ||
         !(t->sig = malloc(sizeof *t->sig * (size_t)nops * 3 * PF_SHARDING_MAX_SIGS)))
-        goto fail;
-    t->ntens = nops;
-    for (int j = 0; j < nops; j++) {
-        const pf_op_t *op = pf_graph_op(g, ops[j]);
+        return PF_ERR;
+    return PF_OK;
+}
+
+/* The ops' own output tensors, their weight digits, and which outputs leave the instance. */
+static void inst_outputs(inst_t *t)
+{
+    int nw = 0;
+    t->ntens = t->nops;
+    for (int j = 0; j < t->nops; j++) {
+        const pf_op_t *op = pf_graph_op(t->g, t->ops[j]);
         t->tens_edge[j] = -1;
-        t->tens_bytes[j] = output_bytes(g, ops[j]);
+        t->tens_bytes[j] = output_bytes(t->g, t->ops[j]);
         t->widx[j] = op->param_bytes > 0 ? nw++ : -1;
         int nout;
-        const int *out = pf_graph_out(g, ops[j], &nout);
+        const int *out = pf_graph_out(t->g, t->ops[j], &nout);
         t->ext_out[j] = nout == 0;
         for (int k = 0; k < nout; k++) {
-            int d = pf_graph_edge(g, out[k])->dst, inside = 0;
-            for (int i = 0; i < nops; i++)
-                inside |= ops[i] == d;
+            int d = pf_graph_edge(t->g, out[k])->dst, inside = 0;
+            for (int i = 0; i < t->nops; i++)
+                inside |= t->ops[i] == d;
             t->ext_out[j] |= !inside;
         }
     }
+}
+
+/* The tensor an input edge of position j reads: an earlier position's output, an outside
+ * producer already seen, or a new outside tensor. */
+static int input_tensor(inst_t *t, int j, const pf_edge_t *e, int at)
+{
+    int tens = -1;
+    for (int i = 0; i < j && tens < 0; i++)
+        if (t->ops[i] == e->src)
+            tens = i;
+    for (int x = t->nops; x < t->ntens && tens < 0; x++)
+        if (pf_graph_edge(t->g, t->in_edge[t->tens_edge[x]])->src == e->src)
+            tens = x;
+    if (tens < 0) {
+        tens = t->ntens++;
+        t->tens_bytes[tens] = e->bytes;
+        t->tens_edge[tens] = at;
+    }
+    return tens;
+}
+
+/* Position j's DistPar signatures for each weight option, less the token splits unless
+ * allowed. */
+static void inst_sigs(inst_t *t, int j, const pf_sharding_op_t *d, int nin)
+{
+    for (int w = 0; w < (d->has_weight ? 3 : 1); w++) {
+        pf_sharding_sig_t *s = t->sig + (size_t)(j * 3 + w) * PF_SHARDING_MAX_SIGS;
+        int c = pf_sharding_op_rules(d, weight_option[w], t->T, s, PF_SHARDING_MAX_SIGS), kept = 0;
+        if (nin > PF_SHARDING_MAX_IN && w == 0) { /* all B, whatever the count */
+            memset(s, 0, sizeof *s);
+            c = 1;
+        }
+        for (int i = 0; i < c; i++)
+            if (t->o->allow_token_split || !splits_tokens(&s[i], d))
+                s[kept++] = s[i];
+        t->nsig[j * 3 + w] = kept;
+    }
+}
+
+static int inst_build(inst_t *t, const pf_graph_t *g, const int *ops, int nops, int T,
+                      const pf_sharding_link_t *link, const pf_tap_opts_t *o)
+{
+    memset(t, 0, sizeof *t);
+    *t = (inst_t){.nops = nops, .T = T, .g = g, .ops = ops, .o = o, .link = link};
+    if (inst_alloc(t, g, ops, nops)) {
+        inst_free(t);
+        return PF_ERR;
+    }
+    inst_outputs(t);
     int at = 0;
     for (int j = 0; j < nops; j++) {
         const pf_op_t *op = pf_graph_op(g, ops[j]);
@@ -561,42 +210,16 @@ static int inst_build(inst_t *t, const pf_graph_t *g, const int *ops, int nops, 
         t->in_start[j] = at;
         for (int k = 0; k < nin; k++, at++) {
             const pf_edge_t *e = pf_graph_edge(g, in[k]);
-            int tens = -1;
-            for (int i = 0; i < j && tens < 0; i++)
-                if (ops[i] == e->src)
-                    tens = i;
-            for (int x = nops; x < t->ntens && tens < 0; x++) /* an outside producer seen */
-                if (pf_graph_edge(g, t->in_edge[t->tens_edge[x]])->src == e->src)
-                    tens = x;
-            if (tens < 0) { /* a new outside tensor */
-                tens = t->ntens++;
-                t->tens_bytes[tens] = e->bytes;
-                t->tens_edge[tens] = at;
-            }
-            t->in_tens[at] = tens;
+            t->in_tens[at] = input_tensor(t, j, e, at);
             t->in_edge[at] = in[k];
             const pf_shape_t *src_out = &pf_graph_op(g, e->src)->output;
             if (k < d.nin)
                 d.in[k] = src_out->ndim ? *src_out : op->input;
         }
-        for (int w = 0; w < (d.has_weight ? 3 : 1); w++) {
-            pf_sharding_sig_t *s = t->sig + (size_t)(j * 3 + w) * PF_SHARDING_MAX_SIGS;
-            int c = pf_sharding_op_rules(&d, weight_option[w], T, s, PF_SHARDING_MAX_SIGS), kept = 0;
-            if (nin > PF_SHARDING_MAX_IN && w == 0) { /* all B, whatever the count */
-                memset(s, 0, sizeof *s);
-                c = 1;
-            }
-            for (int i = 0; i < c; i++)
-                if (o->allow_token_split || !splits_tokens(&s[i], &d))
-                    s[kept++] = s[i];
-            t->nsig[j * 3 + w] = kept;
-        }
+        inst_sigs(t, j, &d, nin);
     }
     t->in_start[nops] = at;
     return PF_OK;
-fail:
-    inst_free(t);
-    return PF_ERR;
 }
 
 /* ---- pricing one plan ---- */
@@ -629,12 +252,12 @@ static pf_sharding_t required(const pf_sharding_sig_t *s, int k, int grad)
     return k >= PF_SHARDING_MAX_IN ? pf_sharding_b() : grad ? s->in_grad[k] : s->in[k];
 }
 
-static int done_has(const pf_sharding_t *list, int n, pf_sharding_t p)
+static bool done_has(const pf_sharding_t *list, int n, pf_sharding_t p)
 {
     for (int i = 0; i < n; i++)
         if (pf_sharding_equal(list[i], p))
-            return 1;
-    return 0;
+            return true;
+    return false;
 }
 
 static double conv_ms(const inst_t *t, int x, pf_sharding_t from, pf_sharding_t to, pf_sharding_conv_t *c)
@@ -809,14 +432,15 @@ static int check_args(const pf_tap_units_t *u, int unit, int T, const pf_shardin
         !pf_is_finite_nonneg(link->latency_us))
         return pf_fail(err, errlen, PF_EINPUT,
                        "tap: the TP group's link needs gbps > 0 and latency_us >= 0");
-    if (u && (unit < 0 || unit >= u->nunits))
-        return pf_fail(err, errlen, PF_EINPUT, "tap: unit %d is not in 0..%d", unit, u->nunits - 1);
+    int nunits = u ? pf_tap_units_count(u) : 0;
+    if (u && (unit < 0 || unit >= nunits))
+        return pf_fail(err, errlen, PF_EINPUT, "tap: unit %d is not in 0..%d", unit, nunits - 1);
     return PF_OK;
 }
 
 /* Time, then memory, then the lower index: a total order, so any split of the work into
  * slices or threads keeps the same winners. */
-static int cand_before(const pf_tap_cand_t *a, const pf_tap_cand_t *b)
+static bool cand_before(const pf_tap_cand_t *a, const pf_tap_cand_t *b)
 {
     if (a->time_ms != b->time_ms)
         return a->time_ms < b->time_ms;
@@ -845,16 +469,17 @@ int pf_tap_enum_slice(const pf_graph_t *g, const pf_tap_units_t *u, int unit, in
     int rc = check_args(u, unit, T, link, err, errlen), failed = 0;
     if (rc)
         return rc;
-    const unit_t *un = &u->units[unit];
-    if (lo > hi || hi > pow3(un->nweights))
+    pf_tap_units_info_t un;
+    pf_tap_units_info(u, unit, &un);
+    if (lo > hi || hi > un.nplans)
         return pf_fail(err, errlen, PF_EINPUT,
                        "tap: slice [%llu, %llu) is outside unit %s's %llu plans",
-                       (unsigned long long)lo, (unsigned long long)hi, un->name,
-                       (unsigned long long)pow3(un->nweights));
+                       (unsigned long long)lo, (unsigned long long)hi, un.name,
+                       (unsigned long long)un.nplans);
     memset(out, 0, sizeof *out);
     *out = (pf_tap_slice_t){.unit = unit, .T = T, .lo = lo, .hi = hi};
     inst_t t;
-    if (inst_build(&t, g, un->ops, un->nops, T, link, o))
+    if (inst_build(&t, g, pf_tap_units_instance(u, unit, 0), un.nops, T, link, o))
         return pf_fail(err, errlen, PF_ERR, "tap: out of memory");
 #pragma omp parallel
     {
@@ -960,76 +585,94 @@ static int apply_instance(const inst_t *t, uint64_t plan, int unit, const int *f
     return PF_OK;
 }
 
+/* Instance i of a unit under the representative's choices: instance 0 fixes choice and props,
+ * every other must give the same properties. */
+static int apply_one(const pf_graph_t *g, const pf_tap_units_info_t *un, const int *ops, int i,
+                     int k, uint64_t plan, int T, const pf_sharding_link_t *link,
+                     const pf_tap_opts_t *o, int *choice, pf_sharding_t *props,
+                     pf_tap_unit_plan_t *up, pf_tap_result_t *res, char *err, size_t errlen)
+{
+    inst_t t = {0};
+    scratch_t sc = {0};
+    record_t rec = {0};
+    double time;
+    int rc = PF_ERR;
+    if (inst_build(&t, g, ops, un->nops, T, link, o) || scratch_new(&sc, &t))
+        goto oom;
+    rc = apply_instance(&t, plan, k, i ? choice : NULL, &sc, &rec, res, &time);
+    if (rc == PF_ERR)
+        goto oom;
+    if (rc) {
+        rc = pf_fail(err, errlen, PF_EINFEASIBLE, "tap: plan %llu of unit %s cannot run "
+                     "on its instance %d (op %s)", (unsigned long long)plan, un->name,
+                     i, pf_graph_op(g, ops[0])->name);
+        goto done;
+    }
+    for (int j = 0; j < un->nops; j++) {
+        if (i == 0) {
+            choice[j] = sc.choice[j], props[j] = sc.prop[j];
+        } else if (!pf_sharding_equal(props[j], sc.prop[j])) {
+            rc = pf_fail(err, errlen, PF_ERR, "tap: unit %s: instance %d gives op %s "
+                         "another property than instance 0", un->name, i,
+                         pf_graph_op(g, ops[j])->name);
+            goto done;
+        }
+    }
+    if (i == 0) { /* the representative's collectives, by graph op */
+        for (size_t c = 0; c < rec.ncolls; c++)
+            rec.colls[c].op = ops[rec.colls[c].op];
+        up->time_ms = time;
+        up->colls = rec.colls;
+        up->ncolls = (int)rec.ncolls;
+        rec = (record_t){0};
+    }
+    rc = PF_OK;
+    goto done;
+oom:
+    rc = pf_fail(err, errlen, PF_ERR, "tap: out of memory");
+done:
+    free(rec.colls);
+    inst_free(&t);
+    scratch_free(&sc);
+    return rc;
+}
+
 int pf_tap_apply(const pf_graph_t *g, const pf_tap_units_t *u, int T,
                  const pf_sharding_link_t *link, const pf_tap_opts_t *o, const uint64_t *plans,
                  pf_tap_result_t *res, char *err, size_t errlen)
 {
     int rc = check_args(NULL, 0, T, link, err, errlen), *choice = NULL;
+    int nunits = pf_tap_units_count(u);
     pf_sharding_t *props = NULL;
-    inst_t t = {0};
-    scratch_t sc = {0};
-    record_t rec = {0};
     memset(res, 0, sizeof *res);
     if (rc)
         return rc;
     res->T = T;
     res->nops = pf_graph_nops(g);
-    res->nunits = u->nunits;
+    res->nunits = nunits;
     if (!(res->ops = calloc((size_t)res->nops, sizeof *res->ops)) ||
-        !(res->units = calloc((size_t)u->nunits, sizeof *res->units)) ||
+        !(res->units = calloc((size_t)nunits, sizeof *res->units)) ||
         !(res->edge_bytes = calloc((size_t)pf_graph_nedges(g) + 1, sizeof *res->edge_bytes)))
         goto oom;
-    for (int k = 0; k < u->nunits; k++) {
-        const unit_t *un = &u->units[k];
+    for (int k = 0; k < nunits; k++) {
+        pf_tap_units_info_t un;
+        pf_tap_units_info(u, k, &un);
         pf_tap_unit_plan_t *up = &res->units[k];
-        if (plans[k] >= pow3(un->nweights)) {
+        if (plans[k] >= un.nplans) {
             rc = pf_fail(err, errlen, PF_EINPUT, "tap: plan %llu of unit %s is not below 3^%d",
-                         (unsigned long long)plans[k], un->name, un->nweights);
+                         (unsigned long long)plans[k], un.name, un.nweights);
             goto fail;
         }
-        *up = (pf_tap_unit_plan_t){.name = pf_strdup(un->name), .ninstances = un->ninst,
-                                   .nops = un->nops, .nweights = un->nweights, .plan = plans[k]};
+        *up = (pf_tap_unit_plan_t){.name = pf_strdup(un.name), .ninstances = un.ninstances,
+                                   .nops = un.nops, .nweights = un.nweights, .plan = plans[k]};
         free(choice), free(props);
-        if (!up->name || !(choice = malloc(sizeof *choice * (size_t)un->nops)) ||
-            !(props = malloc(sizeof *props * (size_t)un->nops)))
+        if (!up->name || !(choice = malloc(sizeof *choice * (size_t)un.nops)) ||
+            !(props = malloc(sizeof *props * (size_t)un.nops)))
             goto oom;
-        for (int i = 0; i < un->ninst; i++) {
-            const int *ops = un->ops + (size_t)i * un->nops;
-            double time;
-            if (inst_build(&t, g, ops, un->nops, T, link, o) || scratch_new(&sc, &t))
-                goto oom;
-            rc = apply_instance(&t, plans[k], k, i ? choice : NULL, &sc, &rec, res, &time);
-            if (rc == PF_ERR)
-                goto oom;
-            if (rc) {
-                rc = pf_fail(err, errlen, PF_EINFEASIBLE, "tap: plan %llu of unit %s cannot run "
-                             "on its instance %d (op %s)", (unsigned long long)plans[k], un->name,
-                             i, pf_graph_op(g, ops[0])->name);
+        for (int i = 0; i < un.ninstances; i++)
+            if ((rc = apply_one(g, &un, pf_tap_units_instance(u, k, i), i, k, plans[k], T, link,
+                                o, choice, props, up, res, err, errlen)))
                 goto fail;
-            }
-            for (int j = 0; j < un->nops; j++) {
-                if (i == 0) {
-                    choice[j] = sc.choice[j], props[j] = sc.prop[j];
-                } else if (!pf_sharding_equal(props[j], sc.prop[j])) {
-                    rc = pf_fail(err, errlen, PF_ERR, "tap: unit %s: instance %d gives op %s "
-                                 "another property than instance 0", un->name, i,
-                                 pf_graph_op(g, ops[j])->name);
-                    goto fail;
-                }
-            }
-            if (i == 0) { /* the representative's collectives, by graph op */
-                for (size_t c = 0; c < rec.ncolls; c++)
-                    rec.colls[c].op = ops[rec.colls[c].op];
-                up->time_ms = time;
-                up->colls = rec.colls;
-                up->ncolls = (int)rec.ncolls;
-                rec = (record_t){0};
-            }
-            free(rec.colls);
-            rec = (record_t){0};
-            inst_free(&t);
-            scratch_free(&sc);
-        }
     }
     free(choice);
     free(props);
@@ -1039,9 +682,6 @@ oom:
 fail:
     free(choice);
     free(props);
-    free(rec.colls);
-    inst_free(&t);
-    scratch_free(&sc);
     pf_tap_result_free(res);
     return rc;
 }
@@ -1057,19 +697,20 @@ int pf_tap_plan(const pf_graph_t *g, int T, const pf_sharding_link_t *link, cons
     pf_tap_units_t *u = pf_tap_units_new(g, o, err, errlen);
     if (!u)
         return PF_ERR;
-    if (!(plans = malloc(sizeof *plans * (size_t)(u->nunits + 1)))) {
+    int nunits = pf_tap_units_count(u);
+    if (!(plans = malloc(sizeof *plans * (size_t)(nunits + 1)))) {
         rc = pf_fail(err, errlen, PF_ERR, "tap: out of memory");
         goto done;
     }
-    for (int k = 0; k < u->nunits; k++) {
+    for (int k = 0; k < nunits; k++) {
         pf_tap_slice_t s;
-        if ((rc = pf_tap_enum_slice(g, u, k, T, link, o, 0, pow3(u->units[k].nweights), &s, err,
-                                    errlen)))
+        pf_tap_units_info_t un;
+        pf_tap_units_info(u, k, &un);
+        if ((rc = pf_tap_enum_slice(g, u, k, T, link, o, 0, un.nplans, &s, err, errlen)))
             goto done;
         if (s.nbest == 0) {
             rc = pf_fail(err, errlen, PF_EINFEASIBLE,
-                         "tap: no tensor-parallel plan of degree %d for unit %s", T,
-                         u->units[k].name);
+                         "tap: no tensor-parallel plan of degree %d for unit %s", T, un.name);
             goto done;
         }
         plans[k] = s.best[0].plan;

@@ -1,6 +1,8 @@
-/* tap: tensor-parallel plans of degree T by TAP (seed 001) with DistPar inference (seed 002).
+/* tap: tensor-parallel plans of degree T by TAP (Shi et al., "TAP: Efficient Derivation of Tensor
+ * Parallel Plans for Large Neural Networks") with DistPar inference ("DistPar: tensor
+ * partitioning for distributed neural network computing").
  *
- * 1. Units. PRUNEGRAPH (seed 001, Algorithm 1) on dotted names: an op belongs to the coarsest
+ * 1. Units. PRUNEGRAPH (TAP, Algorithm 1) on dotted names: an op belongs to the coarsest
  *    repeated block its name shows ("layers.7.attn.q" -> instance "layers.7" of family "layers.#"
  *    when the family has at least min_duplicate instances). Instances of a family are grouped by a
  *    structural hash (op types, weight/input/output shapes, internal edges by relative position,
@@ -38,10 +40,11 @@
 
 #include "planner/ir/graph.h"
 #include "planner/tp/sharding.h"
+#include "planner/tp/tap_units.h"
 
 #include <stdint.h>
 
-typedef struct {
+typedef struct pf_tap_opts {
     int min_duplicate;         /* PRUNEGRAPH's minDuplicate (default 2) */
     int max_unit_weights;      /* larger units are planned op by op (default 12, 3^12 plans) */
     int allow_token_split;     /* let activations split on batch, sequence or space (default 0) */
@@ -52,29 +55,6 @@ typedef struct {
 
 void pf_tap_opts_init(pf_tap_opts_t *o);
 
-/* ---- units: PRUNEGRAPH + structural hash (deterministic: a job can rebuild them) ---- */
-
-typedef struct pf_tap_units pf_tap_units_t;
-
-typedef struct {
-    const char *name;    /* "layers.#" for a repeated family, else the first op's name */
-    uint64_t hash;       /* structural hash of one instance */
-    int ninstances;
-    int nops;            /* ops per instance */
-    int nweights;        /* N: weighted ops per instance */
-    uint64_t nplans;     /* 3^N */
-} pf_tap_unit_info_t;
-
-pf_tap_units_t *pf_tap_units_new(const pf_graph_t *g, const pf_tap_opts_t *o, char *err,
-                                 size_t errlen);
-void pf_tap_units_destroy(pf_tap_units_t **u);
-int pf_tap_units_count(const pf_tap_units_t *u);
-int pf_tap_unit_info(const pf_tap_units_t *u, int unit, pf_tap_unit_info_t *info);
-/* The op indices of one instance, in topological order (position j of every instance plays the
- * same role); NULL when out of range. */
-const int *pf_tap_unit_instance(const pf_tap_units_t *u, int unit, int instance);
-/* The unit of op v. */
-int pf_tap_unit_of(const pf_tap_units_t *u, int v);
 
 /* ---- enumeration by slices (one TAP_ENUM job = one unit x one T x one slice) ---- */
 

@@ -1,4 +1,4 @@
-/* JOB messages as a worker receives them: unpack, pf_codec_job_from_pb, then the checks against
+/* JOB messages as a worker receives them: unpack, pf_job_codec_from_pb, then the checks against
  * the fixed graph and cluster of fuzz.h a worker runs before a solver sees the job. */
 #include "planner/core/util.h"
 #include "proto/job_codec.h"
@@ -18,12 +18,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!m)
         return 0;
     pf_wire_job_t w;
-    if (pf_codec_job_from_pb(m, &w, err, sizeof err) == PF_OK) {
-        if (pf_wire_job_check(&w, graph, cluster, err, sizeof err) == PF_OK) {
+    if (pf_job_codec_from_pb(m, &w, err, sizeof err) == PF_OK) {
+        if (pf_job_codec_check(&w, graph, cluster, err, sizeof err) == PF_OK) {
             pf_job_t job;
-            pf_wire_job_bind(&w, graph, cluster, &job);
+            pf_job_codec_bind(&w, graph, cluster, &job);
         }
-        pf_wire_job_clear(&w);
+        pf_job_codec_clear(&w);
     }
     planfarm__job__free_unpacked(m, NULL);
     return 0;

@@ -1,4 +1,4 @@
-/* RESULT messages as the broker receives them (pf_codec_result_from_pb), bounded by the fixed
+/* RESULT messages as the broker receives them (pf_job_codec_result_from_pb), bounded by the fixed
  * graph and cluster sizes of fuzz.h. */
 #include "planner/core/util.h"
 #include "proto/job_codec.h"
@@ -11,7 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!m)
         return 0;
     pf_job_result_t r;
-    if (pf_codec_result_from_pb(m, PF_FUZZ_OPS, PF_FUZZ_DEVICES, &r, err, sizeof err) == PF_OK)
+    if (pf_job_codec_result_from_pb(m, PF_FUZZ_OPS, PF_FUZZ_DEVICES, &r, err, sizeof err) == PF_OK)
         pf_job_result_clear(&r);
     planfarm__job_result__free_unpacked(m, NULL);
     return 0;

@@ -9,12 +9,13 @@
  *   wire_header                  every message kind's header
  *   piper                        a three-node planner input
  * The text-format seeds (pipedream, piper) are files of tests/data; run.sh copies them. */
-#include "planner/inputs/models.h"
+#include "planner/inputs/model.h"
 #include "planner/ir/plan.h"
 #include "planner/search/search.h"
 #include "planner/map/stage_graph.h"
 #include "planner/core/util.h"
 #include "proto/job_codec.h"
+#include "proto/plan_options_codec.h"
 #include "tests/fuzz/fuzz.h"
 
 #include <errno.h>
@@ -173,7 +174,7 @@ static int job_seeds(const pf_graph_t *g, const pf_cluster_t *c)
     job.partition.group = group;
     job.partition.ngroups = 3;
     int rc = write_msg("decode_job", "dp_partition",
-                       (ProtobufCMessage *)pf_codec_job_to_pb(a, 5, 1, &job, &gr, &cr));
+                       (ProtobufCMessage *)pf_job_codec_to_pb(a, 5, 1, &job, &gr, &cr));
 
     double cu[2] = {3, 4}, par[2] = {1e6, 2e6}, msg[4] = {0, 5e5, 5e5, 0};
     pf_stage_graph_t *sg = pf_stage_graph_new(2, 2, cu, par, msg);
@@ -181,32 +182,32 @@ static int job_seeds(const pf_graph_t *g, const pf_cluster_t *c)
                       .inst = PF_INST_AR, .target_ms = 7.5, .budget_s = 1, .symmetry = 1};
     if (rc == 0)
         rc = write_msg("decode_job", "map_probe",
-                       (ProtobufCMessage *)pf_codec_job_to_pb(a, 6, 0, &probe, NULL, &cr));
+                       (ProtobufCMessage *)pf_job_codec_to_pb(a, 6, 0, &probe, NULL, &cr));
 
     pf_plan_t *p = fuzz_plan(0);
     pf_job_result_t part = {.kind = PF_JOB_DP_PARTITION, .status = PF_OK, .plan = p,
                             .seconds = 0.5};
     if (rc == 0)
         rc = write_msg("decode_result", "partition",
-                       (ProtobufCMessage *)pf_codec_result_to_pb(a, 5, &part));
+                       (ProtobufCMessage *)pf_job_codec_result_to_pb(a, 5, &part));
     int dev[4] = {2, 0, 1, 3};
     pf_job_result_t pr = {.kind = PF_JOB_MAP_PROBE, .status = PF_OK, .devices = dev,
                           .ndevices = 4};
     pr.probe = (pf_probe_result_t){.found = 1, .objective_ms = 4.5, .nodes = 99};
     if (rc == 0)
         rc = write_msg("decode_result", "probe",
-                       (ProtobufCMessage *)pf_codec_result_to_pb(a, 6, &pr));
+                       (ProtobufCMessage *)pf_job_codec_result_to_pb(a, 6, &pr));
     pf_job_result_t failed = {.kind = PF_JOB_MAP_PROBE, .status = PF_EINFEASIBLE};
     snprintf(failed.error, sizeof failed.error, "no device fits stage 1");
     if (rc == 0)
         rc = write_msg("decode_result", "failed",
-                       (ProtobufCMessage *)pf_codec_result_to_pb(a, 7, &failed));
+                       (ProtobufCMessage *)pf_job_codec_result_to_pb(a, 7, &failed));
 
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     if (rc == 0)
         rc = write_msg("decode_options", "defaults",
-                       (ProtobufCMessage *)pf_codec_options_to_pb(a, &o));
+                       (ProtobufCMessage *)pf_plan_options_codec_to_pb(a, &o));
     o.stages = 4;
     o.replicas = 2;
     o.microbatches = 8;
@@ -222,7 +223,7 @@ static int job_seeds(const pf_graph_t *g, const pf_cluster_t *c)
     o.seed = 42;
     if (rc == 0)
         rc = write_msg("decode_options", "every_field",
-                       (ProtobufCMessage *)pf_codec_options_to_pb(a, &o));
+                       (ProtobufCMessage *)pf_plan_options_codec_to_pb(a, &o));
     pf_plan_destroy(&p);
     pf_stage_graph_destroy(&sg);
     pf_arena_destroy(&a);

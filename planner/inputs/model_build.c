@@ -1,10 +1,11 @@
-/* models: GPT/BERT, Llama, MoE, ViT, ResNet and U-Net graphs with analytic costs (definitions
- * in models.h). */
-#include "planner/inputs/models.h"
+/* model_build: the graphs of model.h's kinds (GPT/BERT, Llama, MoE, ViT, ResNet, U-Net) with
+ * analytic costs, from options model.c has validated. */
+#include "planner/inputs/model.h"
 #include "planner/core/util.h"
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,7 +14,7 @@
 #define SHAPE(...)                                                                               \
     ((pf_shape_t){(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}})
 
-/* FLOPs per output element of the memory-bound ops (models.h). */
+/* FLOPs per output element of the memory-bound ops (model.h). */
 #define FLOPS_ADD 1.0
 #define FLOPS_MUL 1.0
 #define FLOPS_RELU 1.0
@@ -27,316 +28,6 @@
 #define TOKEN_ID_BYTES 8.0  /* int64 token ids */
 #define MASK_BYTES 1.0      /* a dropout mask: one byte per element (Korthikanti et al. 2022) */
 
-static const char *const kind_names[PF_MODEL_NKINDS] = {"gpt",   "bert", "resnet", "unet",
-                                                        "llama", "moe",  "vit"};
-
-int pf_model_parse_kind(const char *s, pf_model_kind_t *kind)
-{
-    for (int k = 0; s && k < PF_MODEL_NKINDS; k++) {
-        if (!strcmp(s, kind_names[k])) {
-            *kind = (pf_model_kind_t)k;
-            return PF_OK;
-        }
-    }
-    return PF_EINPUT;
-}
-
-const char *pf_model_kind_name(pf_model_kind_t kind)
-{
-    return (unsigned)kind < PF_MODEL_NKINDS ? kind_names[kind] : "?";
-}
-
-static int is_transformer(pf_model_kind_t k)
-{
-    return k == PF_MODEL_GPT || k == PF_MODEL_BERT || k == PF_MODEL_LLAMA || k == PF_MODEL_MOE ||
-           k == PF_MODEL_VIT;
-}
-
-/* Llama-style blocks: RMSNorm, rotary, grouped-query attention, SwiGLU, no biases. */
-static int is_llama_like(pf_model_kind_t k)
-{
-    return k == PF_MODEL_LLAMA || k == PF_MODEL_MOE;
-}
-
-static const struct {
-    pf_model_kind_t kind;
-    const char *name;
-    int layers, hidden, heads, kv_heads, ffn, vocab, seq, image, patch;
-} presets[] = {
-    /* Llama 2 (Touvron et al. 2023, Table 1 and the released configs) */
-    {PF_MODEL_LLAMA, "7b", 32, 4096, 32, 32, 11008, 32000, 4096, 0, 0},
-    {PF_MODEL_LLAMA, "13b", 40, 5120, 40, 40, 13824, 32000, 4096, 0, 0},
-    {PF_MODEL_LLAMA, "70b", 80, 8192, 64, 8, 28672, 32000, 4096, 0, 0},
-    /* Llama 3.1 405B (Dubey et al. 2024, Table 3; pre-training sequence 8192) */
-    {PF_MODEL_LLAMA, "405b", 126, 16384, 128, 8, 53248, 128256, 8192, 0, 0},
-    /* ViT (Dosovitskiy et al. 2021, Table 1): B/16, L/16, H/14 at 224 x 224 */
-    {PF_MODEL_VIT, "b", 12, 768, 12, 0, 3072, 0, 0, 224, 16},
-    {PF_MODEL_VIT, "l", 24, 1024, 16, 0, 4096, 0, 0, 224, 16},
-    {PF_MODEL_VIT, "h", 32, 1280, 16, 0, 5120, 0, 0, 224, 14},
-};
-#define NPRESETS (int)(sizeof presets / sizeof presets[0])
-
-int pf_model_apply_preset(pf_model_opts_t *o, const char *preset, char *err, size_t errlen)
-{
-    char names[64] = "";
-    for (int i = 0; i < NPRESETS; i++) {
-        if (presets[i].kind != o->kind)
-            continue;
-        if (preset && !strcmp(preset, presets[i].name)) {
-            o->layers = presets[i].layers, o->hidden = presets[i].hidden;
-            o->heads = presets[i].heads, o->kv_heads = presets[i].kv_heads;
-            o->ffn = presets[i].ffn;
-            if (o->kind == PF_MODEL_VIT)
-                o->image = presets[i].image, o->patch = presets[i].patch;
-            else
-                o->vocab = presets[i].vocab, o->seq = presets[i].seq;
-            return PF_OK;
-        }
-        size_t len = strlen(names);
-        snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "", presets[i].name);
-    }
-    if (!*names)
-        return pf_fail(err, errlen, PF_EINPUT, "preset: %s has no presets (llama and vit do)",
-                       pf_model_kind_name(o->kind));
-    return pf_fail(err, errlen, PF_EINPUT, "preset: '%s' is not a %s preset (%s)",
-                   preset ? preset : "(null)", pf_model_kind_name(o->kind), names);
-}
-
-void pf_model_opts_init(pf_model_opts_t *o, pf_model_kind_t kind)
-{
-    memset(o, 0, sizeof *o);
-    o->kind = kind;
-    o->precision_bytes = 2;
-    o->tflops = PF_MODEL_DEFAULT_TFLOPS;
-    o->efficiency = PF_MODEL_DEFAULT_EFFICIENCY;
-    o->hbm_gbps = PF_MODEL_DEFAULT_HBM_GBPS;
-    switch (kind) {
-    case PF_MODEL_GPT: /* GPT-2 XL (Radford et al. 2019) */
-        o->layers = 48, o->hidden = 1600, o->heads = 25, o->seq = 1024, o->vocab = 50257;
-        o->microbatch = 4;
-        break;
-    case PF_MODEL_BERT: /* BERT-Large (Devlin et al. 2018); micro-batch 8 as Parmesan Table VIII */
-        o->layers = 24, o->hidden = 1024, o->heads = 16, o->seq = 512, o->vocab = 30522;
-        o->microbatch = 8;
-        break;
-    case PF_MODEL_RESNET: /* micro-batch 64 as Parmesan Table VII */
-        o->depth = 50, o->image = 224, o->classes = 1000, o->microbatch = 64;
-        break;
-    case PF_MODEL_UNET:
-        o->levels = 4, o->channels = 64, o->image = 256, o->classes = 2, o->microbatch = 8;
-        break;
-    case PF_MODEL_LLAMA:
-        pf_model_apply_preset(o, "7b", NULL, 0);
-        o->microbatch = 1;
-        break;
-    case PF_MODEL_MOE: /* Mixtral 8x7B (Jiang et al. 2024, Table 1) */
-        o->layers = 32, o->hidden = 4096, o->heads = 32, o->kv_heads = 8, o->ffn = 14336;
-        o->vocab = 32000, o->seq = 4096, o->experts = 8, o->top_k = 2, o->microbatch = 1;
-        break;
-    case PF_MODEL_VIT:
-        pf_model_apply_preset(o, "b", NULL, 0);
-        o->classes = 1000, o->microbatch = 32;
-        break;
-    }
-}
-
-/* ---- validation ---- */
-
-/* The product of n factors, or -1 past PF_MODEL_MAX_ELEMENTS (or int64 overflow). */
-static int64_t checked_product(int n, const int64_t *f)
-{
-    int64_t p = 1;
-    for (int i = 0; i < n; i++) {
-        if (f[i] < 0 || __builtin_mul_overflow(p, f[i], &p) || p > PF_MODEL_MAX_ELEMENTS)
-            return -1;
-    }
-    return p;
-}
-
-#define PRODUCT(...)                                                                             \
-    checked_product((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),                \
-                    (int64_t[]){__VA_ARGS__})
-
-static int too_large(char *err, size_t errlen, const char *fields, const char *what)
-{
-    return pf_fail(err, errlen, PF_EINPUT, "%s: %s would hold more than 2^53 elements", fields,
-                   what);
-}
-
-static int check_positive(char *err, size_t errlen, const char *field, long long v)
-{
-    if (v <= 0)
-        return pf_fail(err, errlen, PF_EINPUT, "%s: must be positive (got %lld)", field, v);
-    return PF_OK;
-}
-
-static int64_t ffn_of(const pf_model_opts_t *o)
-{
-    return o->ffn ? o->ffn : 4 * (int64_t)o->hidden;
-}
-
-static int64_t kv_heads_of(const pf_model_opts_t *o)
-{
-    return is_llama_like(o->kind) && o->kv_heads ? o->kv_heads : o->heads;
-}
-
-/* Tokens per sample: ViT's patches + the class token, else --seq. Valid after the checks. */
-static int64_t seq_of(const pf_model_opts_t *o)
-{
-    if (o->kind != PF_MODEL_VIT)
-        return o->seq;
-    int64_t side = o->image / o->patch;
-    return side * side + 1;
-}
-
-static int validate_vit_image(const pf_model_opts_t *o, char *err, size_t errlen)
-{
-    int rc;
-    if ((rc = check_positive(err, errlen, "image", o->image)) ||
-        (rc = check_positive(err, errlen, "patch", o->patch)) ||
-        (rc = check_positive(err, errlen, "classes", o->classes)))
-        return rc;
-    if (o->image % o->patch)
-        return pf_fail(err, errlen, PF_EINPUT, "patch: image %d is not divisible by patch %d",
-                       o->image, o->patch);
-    if (PRODUCT(o->microbatch, PF_MODEL_VIT_IN_CHANNELS, o->image, o->image) < 0)
-        return too_large(err, errlen, "microbatch x image^2", "the image");
-    if (PRODUCT(o->hidden, o->classes) < 0 || PRODUCT(o->microbatch, o->classes) < 0)
-        return too_large(err, errlen, "hidden x classes", "the head");
-    return PF_OK;
-}
-
-static int validate_moe(const pf_model_opts_t *o, char *err, size_t errlen)
-{
-    if (o->experts < 1 || o->experts > PF_MODEL_MAX_EXPERTS)
-        return pf_fail(err, errlen, PF_EINPUT, "experts: %d is not in [1, %d]", o->experts,
-                       PF_MODEL_MAX_EXPERTS);
-    if (o->top_k < 1 || o->top_k > o->experts)
-        return pf_fail(err, errlen, PF_EINPUT, "top_k: %d is not in [1, %d experts]", o->top_k,
-                       o->experts);
-    /* Balanced routing: every expert gets tokens x top_k / experts rows. */
-    int64_t routed = (int64_t)o->microbatch * o->seq * o->top_k;
-    if (routed % o->experts)
-        return pf_fail(err, errlen, PF_EINPUT,
-                       "experts: %lld routed tokens (microbatch x seq x top-k) are not "
-                       "divisible by %d experts",
-                       (long long)routed, o->experts);
-    if (PRODUCT(o->experts, o->hidden, ffn_of(o)) < 0)
-        return too_large(err, errlen, "experts x hidden x ffn", "a layer's experts");
-    return PF_OK;
-}
-
-static int validate_transformer(const pf_model_opts_t *o, char *err, size_t errlen)
-{
-    int rc, vit = o->kind == PF_MODEL_VIT;
-    if ((rc = check_positive(err, errlen, "layers", o->layers)) ||
-        (rc = check_positive(err, errlen, "hidden", o->hidden)) ||
-        (rc = check_positive(err, errlen, "heads", o->heads)))
-        return rc;
-    if (vit && (rc = validate_vit_image(o, err, errlen)))
-        return rc;
-    if (!vit && ((rc = check_positive(err, errlen, "seq", o->seq)) ||
-                 (rc = check_positive(err, errlen, "vocab", o->vocab))))
-        return rc;
-    if (o->ffn < 0)
-        return pf_fail(err, errlen, PF_EINPUT, "ffn: must be positive (got %d)", o->ffn);
-    if (o->layers > PF_MODEL_MAX_LAYERS)
-        return pf_fail(err, errlen, PF_EINPUT, "layers: %d is more than %d", o->layers,
-                       PF_MODEL_MAX_LAYERS);
-    if (o->hidden % o->heads)
-        return pf_fail(err, errlen, PF_EINPUT, "heads: hidden %d is not divisible by %d heads",
-                       o->hidden, o->heads);
-    if (is_llama_like(o->kind) && (o->kv_heads < 0 || (o->kv_heads && o->heads % o->kv_heads)))
-        return pf_fail(err, errlen, PF_EINPUT,
-                       "kv_heads: %d does not divide %d heads (grouped-query attention)",
-                       o->kv_heads, o->heads);
-    int64_t b = o->microbatch, s = seq_of(o), h = o->hidden, a = o->heads, f = ffn_of(o),
-            v = vit ? o->classes : o->vocab;
-    if (PRODUCT(b, s, h) < 0 || PRODUCT(b, s, f) < 0)
-        return too_large(err, errlen, "microbatch x seq x hidden/ffn", "an activation");
-    if (PRODUCT(b, a, s, s) < 0)
-        return too_large(err, errlen, "microbatch x heads x seq^2", "the attention scores");
-    if (PRODUCT(b, s, v) < 0)
-        return too_large(err, errlen, "microbatch x seq x vocab", "the logits");
-    if (PRODUCT(h, f) < 0 || PRODUCT(v + s + 2, h) < 0)
-        return too_large(err, errlen, "hidden x ffn/vocab", "a weight");
-    if (o->kind == PF_MODEL_MOE)
-        return validate_moe(o, err, errlen);
-    return PF_OK;
-}
-static int validate_resnet(const pf_model_opts_t *o, char *err, size_t errlen)
-{
-    int rc;
-    if (o->depth != 18 && o->depth != 34 && o->depth != 50 && o->depth != 101 &&
-        o->depth != 152)
-        return pf_fail(err, errlen, PF_EINPUT,
-                       "depth: %d is not one of 18, 34, 50, 101, 152", o->depth);
-    if ((rc = check_positive(err, errlen, "image", o->image)) ||
-        (rc = check_positive(err, errlen, "classes", o->classes)))
-        return rc;
-    /* Every activation has at most 2048 channels on at most (image + 1)^2 pixels. */
-    int64_t side = (int64_t)o->image + 1;
-    if (PRODUCT(o->microbatch, 2048, side, side) < 0)
-        return too_large(err, errlen, "microbatch x image^2", "an activation");
-    if (PRODUCT(2049, o->classes) < 0 || PRODUCT(o->microbatch, o->classes) < 0)
-        return too_large(err, errlen, "classes", "the classifier");
-    return PF_OK;
-}
-
-static int validate_unet(const pf_model_opts_t *o, char *err, size_t errlen)
-{
-    int rc;
-    if ((rc = check_positive(err, errlen, "levels", o->levels)) ||
-        (rc = check_positive(err, errlen, "channels", o->channels)) ||
-        (rc = check_positive(err, errlen, "image", o->image)) ||
-        (rc = check_positive(err, errlen, "classes", o->classes)))
-        return rc;
-    if (o->levels > PF_MODEL_MAX_LEVELS)
-        return pf_fail(err, errlen, PF_EINPUT, "levels: %d is more than %d", o->levels,
-                       PF_MODEL_MAX_LEVELS);
-    int64_t scale = (int64_t)1 << o->levels;
-    if (o->image % scale)
-        return pf_fail(err, errlen, PF_EINPUT,
-                       "image: %d is not divisible by 2^levels = %lld (each level halves it)",
-                       o->image, (long long)scale);
-    int64_t deepest = PRODUCT(o->channels, scale); /* channels at the bottom */
-    if (deepest < 0 || PRODUCT(deepest, deepest, 9) < 0)
-        return too_large(err, errlen, "channels x 2^levels", "the deepest conv's weight");
-    /* The largest activation is dec.0.concat: 2 x channels on the full image. */
-    int64_t c = (int64_t)o->channels > o->classes ? o->channels : o->classes;
-    if (PRODUCT(o->microbatch, 2, c, o->image, o->image) < 0 ||
-        PRODUCT(o->microbatch, PF_MODEL_UNET_IN_CHANNELS, o->image, o->image) < 0)
-        return too_large(err, errlen, "microbatch x channels x image^2", "an activation");
-    return PF_OK;
-}
-
-static int validate(const pf_model_opts_t *o, char *err, size_t errlen)
-{
-    int rc;
-    if ((rc = check_positive(err, errlen, "microbatch", o->microbatch)))
-        return rc;
-    if (o->precision_bytes != 2 && o->precision_bytes != 4)
-        return pf_fail(err, errlen, PF_EINPUT,
-                       "precision_bytes: %d bytes is none of fp16, bf16 (2) or fp32 (4)",
-                       o->precision_bytes);
-    if (!isfinite(o->tflops) || o->tflops <= 0)
-        return pf_fail(err, errlen, PF_EINPUT, "tflops: must be positive (got %g)", o->tflops);
-    if (!isfinite(o->efficiency) || o->efficiency <= 0 || o->efficiency > 1)
-        return pf_fail(err, errlen, PF_EINPUT, "efficiency: must lie in (0, 1] (got %g)",
-                       o->efficiency);
-    if (!isfinite(o->hbm_gbps) || o->hbm_gbps <= 0)
-        return pf_fail(err, errlen, PF_EINPUT, "hbm_gbps: must be positive (got %g)",
-                       o->hbm_gbps);
-    if (is_transformer(o->kind))
-        return validate_transformer(o, err, errlen);
-    if (o->kind == PF_MODEL_RESNET)
-        return validate_resnet(o, err, errlen);
-    if (o->kind == PF_MODEL_UNET)
-        return validate_unet(o, err, errlen);
-    return pf_fail(err, errlen, PF_EINPUT, "unknown model kind %d", (int)o->kind);
-}
-
-
 /* ---- the builder ---- */
 
 /* Errors are sticky: after the first failure (out of memory) every add returns -1 and the
@@ -345,13 +36,13 @@ typedef struct {
     pf_graph_t *g;
     const pf_model_opts_t *o;
     int64_t seq;        /* tokens per sample (transformer kinds) */
-    int outputs_saved;  /* conv kinds: mem_fwd counts every output (models.h) */
+    int outputs_saved;  /* conv kinds: mem_fwd counts every output (model.h) */
     int failed;
     char name[128];
 } builder_t;
 
 enum { MEMORY_BOUND = 0, COMPUTE_BOUND = 1 };
-/* Which inputs an op saves for its backward (models.h, mem_fwd_bytes). */
+/* Which inputs an op saves for its backward (model.h, mem_fwd_bytes). */
 enum { KEEP_NONE = 0, KEEP_ALL = 1, KEEP_LAST = 2 };
 /* pointwise(): what a shape-preserving op saves. */
 enum { SAVE_NOTHING = 0, SAVE_INPUT = 1, SAVE_OUTPUT = 2 };
@@ -401,7 +92,7 @@ static double read_bytes(const builder_t *b, const op_spec_t *s, int k)
     return s->edge_bytes > 0 ? s->edge_bytes : out_bytes(b, s->inputs[k]);
 }
 
-/* Adds the op with its costs (models.h) and one edge from each producer; returns its index. */
+/* Adds the op with its costs (model.h) and one edge from each producer; returns its index. */
 static int add(builder_t *b, const char *name, const op_spec_t *s)
 {
     if (b->failed)
@@ -522,7 +213,7 @@ static int dropout(builder_t *b, const char *name, int x, int saves_output)
 /* The attention core: scores(q, k) -> softmax [-> dropout] -> context(probabilities, v).
  * Per head (s x d) x (d x s) and (s x s) x (s x d), d = h / a, over b x a heads: 2bs^2h each.
  * With grouped-query attention a group of a / kv query heads shares one K and V head: the
- * FLOPs are the same, K and V are kv x d wide. Saves as models.h lists. */
+ * FLOPs are the same, K and V are kv x d wide. Saves as model.h lists. */
 static int attention_core(builder_t *b, int i, int q, int k, int v, int with_dropout)
 {
     const pf_model_opts_t *o = b->o;
@@ -547,11 +238,11 @@ static int attention_core(builder_t *b, int i, int q, int k, int v, int with_dro
  * fc1, fc2 2 x 2bshf; = 24bsh^2 + 4bs^2h for f = 4h (the count of Narayanan et al. 2021,
  * Megatron-LM on GPU clusters, before its 3x / 4x for backward and recomputation). The causal
  * mask of gpt changes no cost: dense kernels compute the whole s x s score matrix either way.
- * Saved activations: Korthikanti et al. 2022 Sec. 4.1, sbh(34 + 5as/h) (models.h). */
+ * Saved activations: Korthikanti et al. 2022 Sec. 4.1, sbh(34 + 5as/h) (model.h). */
 static int transformer_layer(builder_t *b, int i, int x)
 {
     const pf_model_opts_t *o = b->o;
-    int64_t h = o->hidden, f = ffn_of(o);
+    int64_t h = o->hidden, f = pf_model_ffn(o);
     int ln1 = layernorm(b, nm(b, "layers.%d.ln1", i), x, h);
     int q = linear(b, nm(b, "layers.%d.attn.q", i), ln1, h, h, 1, 1);
     int k = linear(b, nm(b, "layers.%d.attn.k", i), ln1, h, h, 1, 0);
@@ -605,7 +296,7 @@ static int swiglu(builder_t *b, const char *pre, int x, int64_t rows, int64_t h,
 static int moe_block(builder_t *b, int i, int x)
 {
     const pf_model_opts_t *o = b->o;
-    int64_t bs = o->microbatch, s = b->seq, h = o->hidden, f = ffn_of(o), E = o->experts;
+    int64_t bs = o->microbatch, s = b->seq, h = o->hidden, f = pf_model_ffn(o), E = o->experts;
     int64_t rows = bs * s * o->top_k / E;
     double p = o->precision_bytes;
     int router = linear(b, nm(b, "layers.%d.moe.router", i), x, h, E, 0, 1);
@@ -635,7 +326,7 @@ static int moe_block(builder_t *b, int i, int x)
 static int llama_layer(builder_t *b, int i, int x)
 {
     const pf_model_opts_t *o = b->o;
-    int64_t h = o->hidden, kvd = h / o->heads * kv_heads_of(o);
+    int64_t h = o->hidden, kvd = h / o->heads * pf_model_kv_heads(o);
     int ln1 = rmsnorm(b, nm(b, "layers.%d.ln1", i), x, h);
     int q = linear(b, nm(b, "layers.%d.attn.q", i), ln1, h, h, 0, 1);
     int k = linear(b, nm(b, "layers.%d.attn.k", i), ln1, h, kvd, 0, 0);
@@ -650,7 +341,7 @@ static int llama_layer(builder_t *b, int i, int x)
     int res1 = add2(b, nm(b, "layers.%d.attn.residual", i), out, x);
     int ln2 = rmsnorm(b, nm(b, "layers.%d.ln2", i), res1, h);
     int mlp = o->kind == PF_MODEL_MOE ? moe_block(b, i, ln2)
-                                      : swiglu(b, nm(b, "layers.%d.mlp", i), ln2, 0, h, ffn_of(o));
+                                      : swiglu(b, nm(b, "layers.%d.mlp", i), ln2, 0, h, pf_model_ffn(o));
     return add2(b, nm(b, "layers.%d.mlp.residual", i), mlp, res1);
 }
 
@@ -674,7 +365,7 @@ static int head(builder_t *b, const char *name, int x, int64_t in, int64_t out, 
 static void build_transformer(builder_t *b)
 {
     const pf_model_opts_t *o = b->o;
-    int bert = o->kind == PF_MODEL_BERT, llama = is_llama_like(o->kind);
+    int bert = o->kind == PF_MODEL_BERT, llama = pf_model_is_llama_like(o->kind);
     int64_t bs = o->microbatch, s = o->seq, h = o->hidden, v = o->vocab;
     /* Token and position tables (BERT: and two token-type rows; llama: the token table only,
      * positions are rotary); one row of each table is read per token and the sum written. */
@@ -934,11 +625,11 @@ int pf_model_build(const pf_model_opts_t *o, pf_graph_t **out, char *err, size_t
     char name[64];
     int rc;
     *out = NULL;
-    if ((rc = validate(o, err, errlen)) != PF_OK)
+    if ((rc = pf_model_validate(o, err, errlen)) != PF_OK)
         return rc;
     default_name(o, name, sizeof name);
-    b.seq = is_transformer(o->kind) ? seq_of(o) : 0;
-    b.outputs_saved = !is_transformer(o->kind);
+    b.seq = pf_model_is_transformer(o->kind) ? pf_model_seq(o) : 0;
+    b.outputs_saved = !pf_model_is_transformer(o->kind);
     b.g = pf_graph_new(o->name ? o->name : name, o->microbatch);
     if (!b.g)
         return pf_fail(err, errlen, PF_ERR, "out of memory");
@@ -963,11 +654,4 @@ int pf_model_build(const pf_model_opts_t *o, pf_graph_t **out, char *err, size_t
 fail:
     pf_graph_destroy(&b.g);
     return rc;
-}
-
-
-int pf_model_op_expert(const pf_op_t *op)
-{
-    return op && op->type && op->name && !strcmp(op->type, "linear") &&
-           strstr(op->name, ".experts.") != NULL;
 }

@@ -1,4 +1,5 @@
-/* models: graph generators with analytic op costs (issue "foundation", item 3).
+/* model: graph generators with analytic op costs (model.c: kinds, options, validation;
+ * model_build.c: the graphs).
  *
  * Every op gets, from its shapes (b = microbatch, p = precision bytes):
  *   FLOPs      forward: 2mnk per matmul; a conv is the im2col matmul 2 x (b Ho Wo) x Cout x
@@ -59,10 +60,14 @@
  * Ops are added in a topological order with ids 0..n-1; names are hierarchical
  * ("layers.3.mlp.fc1", "layer2.1.conv2", "enc.2.conv1") so TAP can find repeated blocks.
  * Output is deterministic: the same options give the same graph, bit for bit. */
-#ifndef PF_MODELS_H
-#define PF_MODELS_H
+#ifndef PF_MODEL_H
+#define PF_MODEL_H
 
+#include "planner/inputs/model_build.h"
 #include "planner/ir/graph.h"
+
+#include <stdbool.h>
+#include <stdint.h>
 
 typedef enum {
     PF_MODEL_GPT,
@@ -75,7 +80,7 @@ typedef enum {
 } pf_model_kind_t;
 #define PF_MODEL_NKINDS 7
 
-typedef struct {
+typedef struct pf_model_opts {
     pf_model_kind_t kind;
     const char *name;         /* graph name; NULL = derived from the kind and shape */
     int microbatch;           /* samples per micro-batch */
@@ -129,15 +134,19 @@ void pf_model_opts_init(pf_model_opts_t *o, pf_model_kind_t kind);
  *          3072; L/16 24, 1024, 16, 4096; H/14 32, 1280, 16, 5120; image 224, 1000 classes)
  * PF_EINPUT (message names --preset and the choices) for another kind or an unknown name. */
 int pf_model_apply_preset(pf_model_opts_t *o, const char *preset, char *err, size_t errlen);
-/* Validate and build a finalized graph. PF_EINPUT for impossible shapes (hidden not divisible by
- * heads, a depth not in the list, zero sizes, tensors past PF_MODEL_MAX_ELEMENTS); the message
- * names the command-line flag ("--heads: hidden 1000 is not divisible by 16 heads"). PF_ERR when
- * out of memory. */
-int pf_model_build(const pf_model_opts_t *o, pf_graph_t **out, char *err, size_t errlen);
+/* Checks the options as pf_model_build() does (its PF_EINPUT messages). */
+int pf_model_validate(const pf_model_opts_t *o, char *err, size_t errlen);
+/* Shape helpers, valid after pf_model_validate(). */
+bool pf_model_is_transformer(pf_model_kind_t k);
+/* Llama-style blocks: RMSNorm, rotary, grouped-query attention, SwiGLU, no biases. */
+bool pf_model_is_llama_like(pf_model_kind_t k);
+int64_t pf_model_ffn(const pf_model_opts_t *o);      /* ffn, or 4 x hidden */
+int64_t pf_model_kv_heads(const pf_model_opts_t *o); /* kv heads (llama, moe), else heads */
+int64_t pf_model_seq(const pf_model_opts_t *o);      /* tokens per sample (ViT: patches + 1) */
 
 /* An MoE expert weight: a linear whose name holds ".experts.<e>." (layers.N.moe.experts.E.gate,
  * .up, .down). Each expert sees tokens x top_k / experts rows; expert (or tensor) parallelism
  * may place or shard each expert on its own devices. */
-int pf_model_op_expert(const pf_op_t *op);
+bool pf_model_op_expert(const pf_op_t *op);
 
 #endif

@@ -5,7 +5,9 @@
 # from one (plan, partition, map, simulate, draw, export), and compares what they write byte for
 # byte. Left out: the search's own clock readings (`*_s` keys of the plan's "search" object, the
 # mapping's "seconds", "N s wall" in summaries) and its job count (how many mapping probes are
-# issued before one answers depends on timing); the plan itself is compared whole.
+# issued before one answers depends on timing) and the mapping probes' "symmetric_pruned" count
+# (how many branches the probe threads pruned before one of them found a mapping); the plan
+# itself is compared whole.
 #
 # Usage: scripts/same-plans.sh REF_BINARY NEW_BINARY [WORKDIR]
 #        scripts/same-plans.sh --ref COMMIT            (builds COMMIT in a temporary worktree)
@@ -58,7 +60,7 @@ pignmt piper-gnmt.json torus16.json
 pires  piper-resnet.json dgx1x2.json --recompute full
 '
 strip() { # the comparable part of an output: no clock readings, the two output folders as one
-    grep -v '^ *"[a-z_]*_s": \|^ *"seconds": \|^ *"jobs": \| s wall\|wall_s' "$1" |
+    grep -v '^ *"[a-z_]*_s": \|^ *"seconds": \|^ *"jobs": \|^ *"symmetric_pruned": \| s wall\|wall_s' "$1" |
         sed "s|$work/ref/|OUT/|g; s|$work/new/|OUT/|g" > "$1.cmp" || true
 }
 run_both() { # name, then the command's arguments with @OUT@ for the output path

@@ -22,7 +22,7 @@ struct pf_auth {
 /* zauth binds inproc://zeromq.zap.01 in CZMQ's one context: a second one cannot start. */
 static atomic_int zauth_running;
 
-const char *pf_role_name(pf_role_t role)
+const char *pf_auth_role_name(pf_role_t role)
 {
     switch (role) {
     case PF_ROLE_CLIENT: return "client";
@@ -197,7 +197,7 @@ static int fill_random(void *buf, size_t n)
     return PF_OK;
 }
 
-int pf_random_hex(const char *prefix, size_t nbytes, char *out, size_t outlen, char *err,
+int pf_auth_random_hex(const char *prefix, size_t nbytes, char *out, size_t outlen, char *err,
                   size_t errlen)
 {
     uint8_t buf[64];
@@ -212,7 +212,7 @@ int pf_random_hex(const char *prefix, size_t nbytes, char *out, size_t outlen, c
     return PF_OK;
 }
 
-int pf_random_u32(uint32_t *out)
+int pf_auth_random_u32(uint32_t *out)
 {
     do {
         if (fill_random(out, sizeof *out) != PF_OK)

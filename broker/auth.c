@@ -35,7 +35,7 @@ const char *pf_auth_role_name(pf_role_t role)
 
 static const char *const dir_flags[NROLES] = {"--clients", "--workers", "--agents", "--admins"};
 
-static int ends_with(const char *s, const char *suffix)
+static bool ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);
     return n >= k && !strcmp(s + n - k, suffix);
@@ -82,11 +82,11 @@ static int load_dir(pf_auth_t *a, int role_bit, const char *dir, char *err, size
     return rc;
 }
 
-int pf_auth_wanted(const pf_auth_opts_t *o)
+bool pf_auth_wanted(const pf_auth_opts_t *o)
 {
-    int any = o->cert != NULL;
+    bool any = o->cert != NULL;
     for (int r = 0; r < NROLES; r++)
-        any |= o->dirs[r] != NULL;
+        any = any || o->dirs[r] != NULL;
     return any;
 }
 

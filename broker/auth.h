@@ -23,6 +23,7 @@
 
 #include "proto/curve.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef enum {
@@ -42,7 +43,7 @@ typedef struct {
 typedef struct pf_auth pf_auth_t;
 
 /* Does o ask for CURVE (a cert or any allow-list)? Then pf_auth_new must succeed. */
-int pf_auth_wanted(const pf_auth_opts_t *o);
+bool pf_auth_wanted(const pf_auth_opts_t *o);
 /* Reads the cert and the allow-lists into the role map. Files in an allow-list are public
  * certs; hidden files are skipped; a NAME_secret file or one that is not a cert is an error
  * naming it. Does not start zauth (pf_auth_start). */

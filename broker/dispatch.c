@@ -186,7 +186,7 @@ static void held_drop(pf_dispatch_t *d, worker_t *w, int i)
     d->credits_free++;
 }
 
-static int valid_worker(const pf_dispatch_t *d, int w)
+static bool valid_worker(const pf_dispatch_t *d, int w)
 {
     return w >= 0 && w < d->nw && d->w[w].in_use;
 }

@@ -85,13 +85,13 @@ static void handle(pf_broker_t *b, zmq_msg_t *parts, int nparts)
 }
 
 /* Receive one message without blocking: identity, header, body, and any extra frames (counted,
- * then dropped). Returns 0 when nothing is waiting. */
-static int recv_one(pf_broker_t *b)
+ * then dropped). false when nothing is waiting. */
+static bool recv_one(pf_broker_t *b)
 {
     zmq_msg_t parts[3];
     int n = pf_wire_recv(zsock_resolve(b->router), parts, 3);
     if (n == 0)
-        return 0;
+        return false;
     b->msgs_in++;
     /* Stamped on arrival, not when the batch began: a slow message (a large SUBMIT) would
      * otherwise age every heartbeat read after it, and the next tick would find their workers
@@ -99,7 +99,7 @@ static int recv_one(pf_broker_t *b)
     b->now = pf_clock_now(&b->o.clock);
     handle(b, parts, n);
     pf_wire_close(parts, n, 3);
-    return 1;
+    return true;
 }
 
 /* dispatch event: a job failed max_attempts times. Its request decides what that means; a job of

@@ -21,7 +21,8 @@ void pf_publish_status(pf_broker_t *b, request_t *r, Planfarm__RequestStatus *m)
     }
     m->request_id = r->id;
     m->state = r->state;
-    m->phase = (char *)(r->search ? pf_search_phase_name(st.phase) : pf_request_state_name(r->state));
+    m->phase = (char *)(r->search ? pf_search_phase_name(st.phase)
+                                  : pf_request_state_name(r->state));
     bool live = r->search || r->preparing;
     m->jobs_issued = st.jobs_issued;
     m->jobs_answered = st.jobs_answered;
@@ -141,7 +142,8 @@ void pf_publish_pages(pf_broker_t *b, const pf_broker_stats_t *st, int agents)
         zsys_warning("broker: out of memory publishing the status page");
         return;
     }
-    pf_http_publish(b->http, render_metrics(b, st, agents), render_status(b, st, agents, ids, &nids));
+    pf_http_publish(b->http, render_metrics(b, st, agents),
+                    render_status(b, st, agents, ids, &nids));
     pf_http_keep_plans(b->http, ids, nids);
     free(ids);
 }

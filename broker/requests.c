@@ -251,7 +251,8 @@ static void journal_answer(pf_broker_t *b, request_t *r, uint64_t sid, const uin
                            size_t len)
 {
     char err[512];
-    if (b->journal && pf_journal_answer(b->journal, r->id, sid, data, len, err, sizeof err) != PF_OK)
+    if (b->journal &&
+        pf_journal_answer(b->journal, r->id, sid, data, len, err, sizeof err) != PF_OK)
         journal_warn(b, err);
 }
 

@@ -1,8 +1,8 @@
 /* testseam: what a benchmark or a test may do inside a running broker actor that no peer can:
  * its own commands on the actor's pipe, and empty jobs (NOOP) that belong to no request, whose
  * round trips through the real loop and a real worker measure the dispatch rate
- * (bench/bench_broker.c, tests/test_broker.c). The product never fills pf_broker_opts_t.testseam; then nothing here
- * runs. Calls broker/dispatch.h only. */
+ * (bench/bench_broker.c, tests/test_broker.c). The product never fills
+ * pf_broker_opts_t.testseam; then nothing here runs. Calls broker/dispatch.h only. */
 #ifndef PF_BROKER_TESTSEAM_H
 #define PF_BROKER_TESTSEAM_H
 

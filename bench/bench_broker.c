@@ -1,7 +1,8 @@
 /* The distributed spine under load.
  *
- * 1. Dispatch rate: empty (NOOP) jobs through the real broker and one worker (the broker actor's
- *    "NOOP n" command queues them), over TCP loopback and inproc, with 1, 10 and 100 credits,
+ * 1. Dispatch rate: empty (NOOP) jobs through the real broker and one worker (a "NOOP n" command
+ *    on the actor's pipe, served through the broker's test seam, queues them), over TCP loopback
+ *    and inproc, with 1, 10 and 100 credits,
  *    against a bare ZeroMQ DEALER/ROUTER ping-pong (one message in flight) measured in the same
  *    run on the same transport. One job is one round trip broker -> worker -> broker, plus the
  *    worker's hop to its solver thread and back.
@@ -17,6 +18,7 @@
  *        PF_BENCH_IDEAL_ONLY=1 stops after (a). */
 #include "bench/farm.h"
 #include "broker/broker.h"
+#include "broker/testseam.h"
 #include "client/client.h"
 #include "planner/inputs/model.h"
 #include "planner/inputs/topology.h"
@@ -103,7 +105,9 @@ static double broker_rate(const char *bind, int credits, long n, double *busy_sh
 {
     char ep[256];
     *busy_share = 0;
-    zactor_t *b = pf_bench_broker_start(bind, ep, sizeof ep);
+    pf_testseam_noops_t noops;
+    pf_testseam_noops_init(&noops);
+    zactor_t *b = pf_bench_broker_start_seam(bind, &noops.seam, ep, sizeof ep);
     if (!b)
         return 0;
     zactor_t *w = pf_bench_worker_start(ep, credits, 1, "bench-worker");

@@ -139,10 +139,17 @@ void pf_bench_drive_free(pf_bench_drive_t *d)
 
 zactor_t *pf_bench_broker_start(const char *bind, char *ep, size_t len)
 {
+    return pf_bench_broker_start_seam(bind, NULL, ep, len);
+}
+
+zactor_t *pf_bench_broker_start_seam(const char *bind, const pf_testseam_t *seam, char *ep,
+                                     size_t len)
+{
     pf_broker_opts_t o;
     pf_broker_opts_init(&o);
     o.endpoint = bind;
     o.quiet = 1;
+    o.testseam = seam;
     zactor_t *b = zactor_new(pf_broker_actor, &o);
     char *status = NULL, *text = NULL;
     zstr_recvx(b, &status, &text, NULL);

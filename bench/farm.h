@@ -15,6 +15,7 @@
 #ifndef PF_BENCH_FARM_H
 #define PF_BENCH_FARM_H
 
+#include "broker/broker.h"
 #include "planner/search/jobs.h"
 #include "planner/search/search.h"
 
@@ -47,6 +48,9 @@ double pf_bench_cpu_s(void); /* process CPU seconds */
 /* ---- actors ---- */
 
 zactor_t *pf_bench_broker_start(const char *bind, char *ep, size_t len);
+/* The same with a test seam (broker/testseam.h), which must outlive the actor. */
+zactor_t *pf_bench_broker_start_seam(const char *bind, const pf_testseam_t *seam, char *ep,
+                                     size_t len);
 zactor_t *pf_bench_worker_start(const char *ep, int credits, int threads, const char *name);
 /* "STATS" of the broker actor: wall and busy seconds, jobs dispatched. */
 void pf_bench_broker_stats(zactor_t *b, double *wall_s, double *busy_s, long long *dispatched);

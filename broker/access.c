@@ -1,4 +1,5 @@
-#include "broker/broker_int.h"
+#include "broker/access.h"
+#include "broker/peers.h"
 #include "planner/core/util.h"
 
 #include <stdio.h>
@@ -7,7 +8,7 @@
 
 #define ALL_ROLES (PF_ROLE_CLIENT | PF_ROLE_WORKER | PF_ROLE_AGENT | PF_ROLE_ADMIN)
 
-int pf_broker_peer_admit(pf_broker_t *b, peer_t **pp, zmq_msg_t *frame)
+int pf_access_admit(pf_broker_t *b, peer_t **pp, zmq_msg_t *frame)
 {
     peer_t *p = *pp;
     if (!b->auth) { /* plain: one anonymous principal, owner "" */
@@ -17,7 +18,7 @@ int pf_broker_peer_admit(pf_broker_t *b, peer_t **pp, zmq_msg_t *frame)
     /* libzmq sets User-Id from zauth's ZAP reply: the client's public key in Z85 */
     const char *user = zmq_msg_gets(frame, "User-Id");
     if (!user || strlen(user) != PF_CURVE_KEY_TXT - 1) {
-        pf_broker_malformed(b, p, "a message without a CURVE key");
+        pf_peers_malformed(b, p, "a message without a CURVE key");
         return PF_ERR;
     }
     if (p->user[0] && strcmp(p->user, user) != 0) {
@@ -29,8 +30,8 @@ int pf_broker_peer_admit(pf_broker_t *b, peer_t **pp, zmq_msg_t *frame)
                      p->name, user, p->name);
         if (p->kind == PEER_WORKER)
             pf_dispatch_worker_remove(b->dispatch, p->worker, "routing id taken by another key");
-        pf_broker_peer_drop(b, p);
-        if (!(p = *pp = pf_broker_peer_get(b, id, len)))
+        pf_peers_drop(b, p);
+        if (!(p = *pp = pf_peers_get(b, id, len)))
             return PF_ERR;
         p->last_seen = b->now;
     }
@@ -64,36 +65,36 @@ static const char *role_flags(unsigned roles)
     return "--clients or --admins";
 }
 
-int pf_broker_peer_may_send(pf_broker_t *b, peer_t *p, pf_msg_t kind)
+bool pf_access_may_send(pf_broker_t *b, peer_t *p, pf_msg_t kind)
 {
     if (p->roles & roles_for(kind))
-        return 1;
-    pf_broker_malformed(b, p, "%s: this key is not listed for the role that sends it (%s)",
+        return true;
+    pf_peers_malformed(b, p, "%s: this key is not listed for the role that sends it (%s)",
                         pf_msg_name(kind), role_flags(roles_for(kind)));
-    return 0;
+    return false;
 }
 
-int pf_broker_may_see(const peer_t *p, const request_t *r)
+bool pf_access_may_see(const peer_t *p, const request_t *r)
 {
     return (p->roles & PF_ROLE_ADMIN) || !strcmp(p->user, r->owner);
 }
 
-void pf_broker_foreign_answer(pf_broker_t *b, peer_t *p, const char *what, uint64_t job_id)
+void pf_access_foreign_answer(pf_broker_t *b, peer_t *p, const char *what, uint64_t job_id)
 {
     b->foreign++;
     if (job_id)
-        pf_broker_malformed(b, p, "%s for job %llu, which this worker does not hold: dropped",
+        pf_peers_malformed(b, p, "%s for job %llu, which this worker does not hold: dropped",
                             what, (unsigned long long)job_id);
     else
-        pf_broker_malformed(b, p, "%s from a peer that holds no job: dropped", what);
+        pf_peers_malformed(b, p, "%s from a peer that holds no job: dropped", what);
 }
 
-static int ref_is(const pf_blob_ref_t *ref, const uint8_t *hash, size_t len)
+static bool ref_is(const pf_blob_ref_t *ref, const uint8_t *hash, size_t len)
 {
     return ref->hash_len == len && len > 0 && !memcmp(ref->hash, hash, len);
 }
 
-int pf_broker_worker_may_fetch(pf_broker_t *b, peer_t *p, const uint8_t *hash, size_t len)
+bool pf_access_may_fetch(pf_broker_t *b, peer_t *p, const uint8_t *hash, size_t len)
 {
     uint64_t ids[MAX_CREDITS];
     int n = pf_dispatch_worker_jobs(b->dispatch, p->worker, ids, MAX_CREDITS);
@@ -103,7 +104,7 @@ int pf_broker_worker_may_fetch(pf_broker_t *b, peer_t *p, const uint8_t *hash, s
         const request_t *r;
         if (pf_dispatch_job_owner(b->dispatch, ids[i], &owner, &sid) && (r = owner) &&
             (ref_is(&r->gref, hash, len) || ref_is(&r->cref, hash, len)))
-            return 1;
+            return true;
     }
-    return 0;
+    return false;
 }

@@ -1,24 +1,5 @@
-/* agent_proto: profiler agents, the broker's third kind of peer, and the profiling round.
- *
- * An agent sends REGISTER (its host and GPUs), then heartbeats; the broker heartbeats back and
- * forgets an agent silent through `liveness` of its intervals, as it does workers, except while
- * the agent runs a task of a round: a probe holds the agent's only thread, and the task's own
- * deadline bounds that silence instead.
- *
- * A client's PROFILE_CLUSTER starts a round over one agent per host (the first registered):
- *   1. LOCAL: every agent measures its own devices (GPU pairs, host copies; a CPU host is one
- *      "cpu" device), in parallel: nothing is shared between hosts.
- *   2. PAIRS: for each pair of hosts in turn (one at a time, so two sweeps never share a NIC),
- *      the first host's agent binds an echo and says where (PROFILE_ECHO), the second runs the
- *      ping-pong sweep against it (PROFILE_PINGPONG) and sends the link record, and the echo is
- *      stopped (PROFILE_ECHO_STOP). One direction per pair: the assembly uses the reverse link
- *      when a direction is missing (planner/inputs/assemble.h).
- *   3. The records go into an assembly (planner/inputs/assemble.h); the cluster with its provenance
- *      goes back to the client as JSON. A pair or host that failed is named in the reply; the
- *      assembly refuses a cluster with a missing link, so nothing is invented.
- * A MEASUREMENT that does not decode or whose records fail their checks is dropped and counted
- * (the broker's malformed count and the round's dropped_records); the task it answered fails. */
-#include "broker/broker_int.h"
+#include "broker/agent_proto.h"
+#include "broker/peers.h"
 #include "planner/inputs/assemble.h"
 #include "planner/core/util.h"
 #include "proto/profile_codec.h"
@@ -69,7 +50,7 @@ typedef struct {
     int nnotes;
 } round_t;
 
-struct pf_broker_agents {
+struct pf_agent_proto {
     zhashx_t *agents; /* peer key -> agent_t */
     round_t *round;   /* NULL when none runs */
     uint64_t next_round;
@@ -82,7 +63,7 @@ static void agent_free(void **item)
     *item = NULL;
 }
 
-int pf_broker_agents_init(pf_broker_t *b)
+int pf_agent_proto_init(pf_broker_t *b)
 {
     if (!(b->agents = calloc(1, sizeof *b->agents)) || !(b->agents->agents = zhashx_new()))
         return PF_ERR;
@@ -136,10 +117,10 @@ static peer_t *peer_by_key(pf_broker_t *b, const char *key)
 static int send_to_agent(pf_broker_t *b, const char *key, pf_msg_t kind, const ProtobufCMessage *m)
 {
     peer_t *p = peer_by_key(b, key);
-    return p ? pf_broker_send(b, p, kind, m) : PF_ERR;
+    return p ? pf_peers_send(b, p, kind, m) : PF_ERR;
 }
 
-void pf_broker_agents_free(pf_broker_t *b)
+void pf_agent_proto_free(pf_broker_t *b)
 {
     if (!b->agents)
         return;
@@ -147,7 +128,7 @@ void pf_broker_agents_free(pf_broker_t *b)
         for (agent_t *a = zhashx_first(b->agents->agents); a; a = zhashx_next(b->agents->agents)) {
             peer_t *p = peer_by_key(b, a->key);
             if (p)
-                pf_broker_send_bye(b, p, "broker shutting down");
+                pf_peers_send_bye(b, p, "broker shutting down");
         }
     round_free(&b->agents->round);
     zhashx_destroy(&b->agents->agents);
@@ -289,7 +270,7 @@ static void round_finish(pf_broker_t *b)
     m.n_notes = (size_t)r->nnotes;
     peer_t *client = peer_by_key(b, r->client_key);
     if (client)
-        pf_broker_send(b, client, PF_MSG_PROFILE_CLUSTER_REPLY, &m.base);
+        pf_peers_send(b, client, PF_MSG_PROFILE_CLUSTER_REPLY, &m.base);
     pf_peer_info(b->o.quiet, "broker: profiling round %llu done: %d host%s, %u link record%s%s%s",
                  (unsigned long long)r->id, r->nhosts, r->nhosts == 1 ? "" : "s", nlinks,
                  nlinks == 1 ? "" : "s", rc == PF_OK ? "" : "; failed: ", rc == PF_OK ? "" : err);
@@ -345,7 +326,7 @@ static void on_measurement(pf_broker_t *b, peer_t *p, agent_t *a, const uint8_t 
     round_t *r = b->agents->round;
     pf_measurement_t m;
     if (pf_codec_decode_measurement(data, len, &m, err, sizeof err) != PF_OK) {
-        pf_broker_malformed(b, p, "%s", err);
+        pf_peers_malformed(b, p, "%s", err);
         if (r && a->busy) {
             r->dropped++;
             char why[600];
@@ -428,14 +409,14 @@ done:
 static void on_profile_cluster(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
 {
     char err[256];
-    struct pf_broker_agents *ag = b->agents;
+    struct pf_agent_proto *ag = b->agents;
     if (ag->round) {
-        pf_broker_send_error(b, p, PF_ERR, "a profiling round is running; try again later");
+        pf_peers_send_error(b, p, PF_ERR, "a profiling round is running; try again later");
         return;
     }
     Planfarm__ProfileClusterRequest *m = planfarm__profile_cluster_request__unpack(NULL, len, data);
     if (!m) {
-        pf_broker_malformed(b, p, "PROFILE_CLUSTER: not a valid ProfileClusterRequest");
+        pf_peers_malformed(b, p, "PROFILE_CLUSTER: not a valid ProfileClusterRequest");
         return;
     }
     round_t *r = NULL;
@@ -445,16 +426,16 @@ static void on_profile_cluster(pf_broker_t *b, peer_t *p, const uint8_t *data, s
             snprintf(err, sizeof err, "one size is no sweep");
         char msg[320];
         snprintf(msg, sizeof msg, "PROFILE_CLUSTER: %s", err);
-        pf_broker_send_error(b, p, PF_EINPUT, msg);
+        pf_peers_send_error(b, p, PF_EINPUT, msg);
         goto done;
     }
     if (zhashx_size(ag->agents) == 0) {
-        pf_broker_send_error(b, p, PF_EINFEASIBLE, "no profiler agent is registered");
+        pf_peers_send_error(b, p, PF_EINFEASIBLE, "no profiler agent is registered");
         goto done;
     }
     if (!(r = calloc(1, sizeof *r)) ||
         !(r->hosts = calloc(zhashx_size(ag->agents), sizeof *r->hosts))) {
-        pf_broker_send_error(b, p, PF_ERR, "broker: out of memory");
+        pf_peers_send_error(b, p, PF_ERR, "broker: out of memory");
         goto done;
     }
     r->id = ag->next_round++;
@@ -473,7 +454,7 @@ static void on_profile_cluster(pf_broker_t *b, peer_t *p, const uint8_t *data, s
     size_t nag = zhashx_size(ag->agents), k = 0;
     agent_t **sorted = malloc((nag ? nag : 1) * sizeof *sorted);
     if (!sorted) {
-        pf_broker_send_error(b, p, PF_ERR, "broker: out of memory");
+        pf_peers_send_error(b, p, PF_ERR, "broker: out of memory");
         goto done;
     }
     for (agent_t *a = zhashx_first(ag->agents); a; a = zhashx_next(ag->agents))
@@ -535,12 +516,12 @@ static void on_register(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t l
     char err[512];
     pf_agent_info_t info;
     if (p->kind == PEER_WORKER || p->kind == PEER_CLIENT) {
-        pf_broker_malformed(b, p, "REGISTER from a peer that is not an agent");
+        pf_peers_malformed(b, p, "REGISTER from a peer that is not an agent");
         return;
     }
     if (pf_codec_decode_register(data, len, &info, err, sizeof err) != PF_OK) {
-        pf_broker_malformed(b, p, "%s", err);
-        pf_broker_send_bye(b, p, err);
+        pf_peers_malformed(b, p, "%s", err);
+        pf_peers_send_bye(b, p, err);
         return;
     }
     agent_t *a = zhashx_lookup(b->agents->agents, p->key);
@@ -549,7 +530,7 @@ static void on_register(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t l
     if (!(a = calloc(1, sizeof *a)) || zhashx_insert(b->agents->agents, p->key, a) != 0) {
         free(a);
         pf_agent_info_clear(&info);
-        pf_broker_send_bye(b, p, "broker: out of memory");
+        pf_peers_send_bye(b, p, "broker: out of memory");
         return;
     }
     memcpy(a->key, p->key, sizeof a->key);
@@ -567,32 +548,32 @@ static void on_register(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t l
     pf_agent_info_clear(&info);
 }
 
-int pf_broker_on_agent_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t *data,
+bool pf_agent_proto_on_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t *data,
                            size_t len)
 {
     if (kind == PF_MSG_PROFILE_CLUSTER) {
         if (p->kind == PEER_WORKER || p->kind == PEER_AGENT) {
-            pf_broker_malformed(b, p, "PROFILE_CLUSTER is a client message");
-            return 1;
+            pf_peers_malformed(b, p, "PROFILE_CLUSTER is a client message");
+            return true;
         }
         p->kind = PEER_CLIENT;
         on_profile_cluster(b, p, data, len);
-        return 1;
+        return true;
     }
     if (kind == PF_MSG_REGISTER) {
         on_register(b, p, data, len);
-        return 1;
+        return true;
     }
     if (kind != PF_MSG_MEASUREMENT && p->kind != PEER_AGENT)
-        return 0; /* workers' and clients' messages */
+        return false; /* workers' and clients' messages */
     agent_t *a = zhashx_lookup(b->agents->agents, p->key);
     if (!a) {
         /* forgotten (silent) or never registered: told to register again */
-        pf_broker_malformed(b, p, "%s from a peer that is not a registered agent",
+        pf_peers_malformed(b, p, "%s from a peer that is not a registered agent",
                             pf_msg_name(kind));
         if (kind != PF_MSG_BYE)
-            pf_broker_send_bye(b, p, "unknown agent: send REGISTER");
-        return 1;
+            pf_peers_send_bye(b, p, "unknown agent: send REGISTER");
+        return true;
     }
     a->silent_ticks = 0;
     switch (kind) {
@@ -601,21 +582,21 @@ int pf_broker_on_agent_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8
     case PF_MSG_BYE:
         pf_peer_info(b->o.quiet, "broker: agent %s left", a->name);
         agent_gone(b, a, "the agent left");
-        pf_broker_peer_drop(b, p);
+        pf_peers_drop(b, p);
         break;
-    default: pf_broker_malformed(b, p, "%s is not an agent message", pf_msg_name(kind)); break;
+    default: pf_peers_malformed(b, p, "%s is not an agent message", pf_msg_name(kind)); break;
     }
-    return 1;
+    return true;
 }
 
-int pf_broker_agents_count(const pf_broker_t *b)
+int pf_agent_proto_count(const pf_broker_t *b)
 {
     return b->agents ? (int)zhashx_size(b->agents->agents) : 0;
 }
 
-void pf_broker_agents_tick(pf_broker_t *b)
+void pf_agent_proto_tick(pf_broker_t *b)
 {
-    struct pf_broker_agents *ag = b->agents;
+    struct pf_agent_proto *ag = b->agents;
     Planfarm__Heartbeat hb = PLANFARM__HEARTBEAT__INIT;
     zlistx_t *dead = zlistx_new();
     for (agent_t *a = zhashx_first(ag->agents); a; a = zhashx_next(ag->agents)) {
@@ -625,7 +606,7 @@ void pf_broker_agents_tick(pf_broker_t *b)
                 zlistx_add_end(dead, a);
             continue;
         }
-        if (pf_broker_send(b, p, PF_MSG_HEARTBEAT, &hb.base) == PF_OK)
+        if (pf_peers_send(b, p, PF_MSG_HEARTBEAT, &hb.base) == PF_OK)
             p->last_heartbeat_sent = b->now;
     }
     if (dead) {

@@ -22,7 +22,7 @@ struct pf_auth {
 /* zauth binds inproc://zeromq.zap.01 in CZMQ's one context: a second one cannot start. */
 static atomic_int zauth_running;
 
-const char *pf_role_name(pf_role_t role)
+const char *pf_auth_role_name(pf_role_t role)
 {
     switch (role) {
     case PF_ROLE_CLIENT: return "client";
@@ -35,7 +35,7 @@ const char *pf_role_name(pf_role_t role)
 
 static const char *const dir_flags[NROLES] = {"--clients", "--workers", "--agents", "--admins"};
 
-static int ends_with(const char *s, const char *suffix)
+static bool ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);
     return n >= k && !strcmp(s + n - k, suffix);
@@ -82,11 +82,11 @@ static int load_dir(pf_auth_t *a, int role_bit, const char *dir, char *err, size
     return rc;
 }
 
-int pf_auth_wanted(const pf_auth_opts_t *o)
+bool pf_auth_wanted(const pf_auth_opts_t *o)
 {
-    int any = o->cert != NULL;
+    bool any = o->cert != NULL;
     for (int r = 0; r < NROLES; r++)
-        any |= o->dirs[r] != NULL;
+        any = any || o->dirs[r] != NULL;
     return any;
 }
 
@@ -197,7 +197,7 @@ static int fill_random(void *buf, size_t n)
     return PF_OK;
 }
 
-int pf_random_hex(const char *prefix, size_t nbytes, char *out, size_t outlen, char *err,
+int pf_auth_random_hex(const char *prefix, size_t nbytes, char *out, size_t outlen, char *err,
                   size_t errlen)
 {
     uint8_t buf[64];
@@ -212,7 +212,7 @@ int pf_random_hex(const char *prefix, size_t nbytes, char *out, size_t outlen, c
     return PF_OK;
 }
 
-int pf_random_u32(uint32_t *out)
+int pf_auth_random_u32(uint32_t *out)
 {
     do {
         if (fill_random(out, sizeof *out) != PF_OK)

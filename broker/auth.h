@@ -23,6 +23,7 @@
 
 #include "proto/curve.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef enum {
@@ -42,7 +43,7 @@ typedef struct {
 typedef struct pf_auth pf_auth_t;
 
 /* Does o ask for CURVE (a cert or any allow-list)? Then pf_auth_new must succeed. */
-int pf_auth_wanted(const pf_auth_opts_t *o);
+bool pf_auth_wanted(const pf_auth_opts_t *o);
 /* Reads the cert and the allow-lists into the role map. Files in an allow-list are public
  * certs; hidden files are skipped; a NAME_secret file or one that is not a cert is an error
  * naming it. Does not start zauth (pf_auth_start). */
@@ -58,13 +59,13 @@ void pf_auth_apply_server(const pf_auth_t *a, zsock_t *s);
 unsigned pf_auth_roles(const pf_auth_t *a, const char *key_txt);
 size_t pf_auth_keys(const pf_auth_t *a);         /* distinct keys listed */
 const char *pf_auth_public_txt(const pf_auth_t *a); /* the broker's own public key */
-const char *pf_role_name(pf_role_t role);         /* "client", ..., for messages */
+const char *pf_auth_role_name(pf_role_t role);         /* "client", ..., for messages */
 
 /* `nbytes` bytes from the kernel's CSPRNG (getrandom) as lower-case hex after `prefix`.
  * PF_ERR when the entropy source fails or `out` is too short. */
-int pf_random_hex(const char *prefix, size_t nbytes, char *out, size_t outlen, char *err,
+int pf_auth_random_hex(const char *prefix, size_t nbytes, char *out, size_t outlen, char *err,
                   size_t errlen);
 /* A random 32-bit number, never 0. */
-int pf_random_u32(uint32_t *out);
+int pf_auth_random_u32(uint32_t *out);
 
 #endif

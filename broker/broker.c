@@ -1,4 +1,13 @@
 #include "broker/broker_int.h"
+#include "broker/access.h"
+#include "broker/agent_proto.h"
+#include "broker/client_proto.h"
+#include "broker/intake.h"
+#include "broker/peers.h"
+#include "broker/publish.h"
+#include "broker/requests.h"
+#include "broker/testseam.h"
+#include "broker/worker_proto.h"
 #include "planner/core/util.h"
 
 #include <errno.h>
@@ -35,54 +44,54 @@ static void handle(pf_broker_t *b, zmq_msg_t *parts, int nparts)
     size_t idlen = zmq_msg_size(&parts[0]);
     if (idlen == 0 || idlen > IDENTITY_MAX)
         return;
-    peer_t *p = pf_broker_peer_get(b, zmq_msg_data(&parts[0]), idlen);
+    peer_t *p = pf_peers_get(b, zmq_msg_data(&parts[0]), idlen);
     if (!p) {
         zsys_error("broker: out of memory for a new peer");
         return;
     }
     p->last_seen = b->now;
-    if (nparts > 1 && pf_broker_peer_admit(b, &p, &parts[1]) != PF_OK)
+    if (nparts > 1 && pf_access_admit(b, &p, &parts[1]) != PF_OK)
         return;
     if (nparts != 3) {
-        pf_broker_malformed(b, p, "%d frames after the identity, expected 2", nparts - 1);
+        pf_peers_malformed(b, p, "%d frames after the identity, expected 2", nparts - 1);
         return;
     }
     char err[128];
     pf_msg_t kind;
     if (pf_wire_parse_header(zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]), &kind, err,
                              sizeof err) != PF_OK) {
-        pf_broker_malformed(b, p, "%s", err);
+        pf_peers_malformed(b, p, "%s", err);
         return;
     }
     const uint8_t *data = zmq_msg_data(&parts[2]);
     size_t len = zmq_msg_size(&parts[2]);
-    if (!pf_broker_peer_may_send(b, p, kind))
+    if (!pf_access_may_send(b, p, kind))
         return;
-    if (pf_broker_on_agent_msg(b, p, kind, data, len))
+    if (pf_agent_proto_on_msg(b, p, kind, data, len))
         return;
     if (kind >= PF_MSG_READY && kind <= PF_MSG_BYE) {
-        pf_broker_on_worker_msg(b, p, kind, data, len);
+        pf_worker_proto_on_msg(b, p, kind, data, len);
     } else if (kind >= PF_MSG_SUBMIT && kind <= PF_MSG_LIST) {
         if (p->kind == PEER_WORKER) {
-            pf_broker_malformed(b, p, "%s is a client message and this peer is a worker",
-                      pf_msg_name(kind));
+            pf_peers_malformed(b, p, "%s is a client message and this peer is a worker",
+                               pf_msg_name(kind));
             return;
         }
         p->kind = PEER_CLIENT;
-        pf_broker_on_client(b, p, kind, data, len);
+        pf_client_proto_on_msg(b, p, kind, data, len);
     } else {
-        pf_broker_malformed(b, p, "%s is not sent to a broker", pf_msg_name(kind));
+        pf_peers_malformed(b, p, "%s is not sent to a broker", pf_msg_name(kind));
     }
 }
 
 /* Receive one message without blocking: identity, header, body, and any extra frames (counted,
- * then dropped). Returns 0 when nothing is waiting. */
-static int recv_one(pf_broker_t *b)
+ * then dropped). false when nothing is waiting. */
+static bool recv_one(pf_broker_t *b)
 {
     zmq_msg_t parts[3];
     int n = pf_wire_recv(zsock_resolve(b->router), parts, 3);
     if (n == 0)
-        return 0;
+        return false;
     b->msgs_in++;
     /* Stamped on arrival, not when the batch began: a slow message (a large SUBMIT) would
      * otherwise age every heartbeat read after it, and the next tick would find their workers
@@ -90,7 +99,21 @@ static int recv_one(pf_broker_t *b)
     b->now = pf_clock_now(&b->o.clock);
     handle(b, parts, n);
     pf_wire_close(parts, n, 3);
-    return 1;
+    return true;
+}
+
+/* dispatch event: a job failed max_attempts times. Its request decides what that means; a job of
+ * no request is the test seam's. */
+static void on_poisoned(void *ctx, void *owner, uint64_t owner_job, uint64_t job_id,
+                        const char *error)
+{
+    pf_broker_t *b = ctx;
+    zsys_warning("broker: %s", error);
+    pf_fair_done(b->fair, job_id);
+    if (owner)
+        pf_requests_job_poisoned(b, owner, owner_job, error);
+    else
+        pf_testseam_noop_done(b, job_id, false);
 }
 
 static void pump(pf_broker_t *b)
@@ -106,25 +129,24 @@ static void pump(pf_broker_t *b)
              room--)
             if (pf_dispatch_submit(b->dispatch, j.id, j.kind, j.timeout_s, j.owner,
                                    j.owner_job) != PF_OK)
-                pf_broker_on_poisoned(b, j.owner, j.owner_job, j.id,
-                                      "broker: out of memory queueing a job");
+                on_poisoned(b, j.owner, j.owner_job, j.id, "broker: out of memory queueing a job");
     }
     pf_dispatch_assign_t a;
     while (pf_dispatch_next(b->dispatch, b->now, &a))
-        pf_broker_send_job(b, &a);
+        pf_worker_proto_send_job(b, &a);
 }
 
 static void tick(pf_broker_t *b)
 {
     pf_dispatch_tick(b->dispatch, b->now);
-    pf_broker_agents_tick(b);
+    pf_agent_proto_tick(b);
     Planfarm__Heartbeat hb = PLANFARM__HEARTBEAT__INIT;
     zlistx_t *stale = zlistx_new();
     for (peer_t *p = zhashx_first(b->peers); p; p = zhashx_next(b->peers)) {
         if (p->kind == PEER_WORKER) {
             if (b->now - p->last_heartbeat_sent >= 0.9 * hb_s(b)) {
                 hb.running = (uint32_t)pf_dispatch_worker_held(b->dispatch, p->worker);
-                pf_broker_send(b, p, PF_MSG_HEARTBEAT, &hb.base);
+                pf_peers_send(b, p, PF_MSG_HEARTBEAT, &hb.base);
                 p->last_heartbeat_sent = b->now;
             }
         } else if (p->kind != PEER_AGENT && b->now - p->last_seen > PEER_IDLE_S && stale) {
@@ -133,41 +155,42 @@ static void tick(pf_broker_t *b)
     }
     if (stale) {
         for (peer_t *p = zlistx_first(stale); p; p = zlistx_next(stale))
-            pf_broker_peer_drop(b, p);
+            pf_peers_drop(b, p);
         zlistx_destroy(&stale);
     }
 }
 
-static void on_pipe(pf_broker_t *b, int *stop)
+static void on_pipe(pf_broker_t *b, zsock_t *pipe, bool *stop)
 {
-    zmsg_t *msg = zmsg_recv(b->pipe);
+    zmsg_t *msg = zmsg_recv(pipe);
     if (!msg) {
-        *stop = 1;
+        *stop = true;
         return;
     }
     char *cmd = zmsg_popstr(msg);
     if (!cmd || streq(cmd, "$TERM")) {
-        *stop = 1;
-    } else if (streq(cmd, "NOOP")) {
-        char *arg = zmsg_popstr(msg);
-        long long n = arg ? atoll(arg) : 0;
-        free(arg);
-        b->noop_t0 = pf_now_s();
-        b->noop_left += n;
-        for (long long i = 0; i < n; i++)
-            pf_dispatch_submit(b->dispatch, ++b->next_noop, PF_JOB_NOOP, b->o.limits.noop_s, NULL,
-                               0);
-        if (n <= 0)
-            zstr_sendf(b->pipe, "DONE %.6f", 0.0);
+        *stop = true;
     } else if (streq(cmd, "STATS")) {
         pf_broker_stats_t st;
         pf_broker_get_stats(b, &st);
-        zstr_sendf(b->pipe, "STATS %.6f %.6f %lld %lld %lld %lld %d %.6f %d", st.wall_s,
-                   st.busy_s, st.msgs_in, st.msgs_out, st.malformed, st.dispatched, st.workers,
+        zstr_sendf(pipe, "STATS %.6f %.6f %lld %lld %lld %lld %d %.6f %d", st.wall_s, st.busy_s,
+                   st.msgs_in, st.msgs_out, st.malformed, st.dispatched, st.workers,
                    st.max_stall_s, st.preparing);
+    } else {
+        pf_testseam_command(b, pipe, cmd, msg);
     }
     free(cmd);
     zmsg_destroy(&msg);
+}
+
+/* Metrics and the request list to the HTTP face, with the loop's stats. */
+static void publish(pf_broker_t *b)
+{
+    if (!b->http)
+        return;
+    pf_broker_stats_t st;
+    pf_broker_get_stats(b, &st);
+    pf_publish_pages(b, &st, pf_agent_proto_count(b));
 }
 
 /* Answers and ends of this turn in one commit (acknowledged SUBMITs have committed already). */
@@ -187,11 +210,10 @@ static int loop(pf_broker_t *b, zsock_t *pipe)
         return PF_ERR;
     if (pipe)
         zpoller_set_nonstop(poller, true);
-    b->pipe = pipe;
     b->now = pf_clock_now(&b->o.clock);
     double next_tick = b->now + hb_s(b);
-    pf_broker_publish(b);
-    int stop = 0, rc = PF_OK;
+    publish(b);
+    bool stop = false;
     while (!stop) {
         /* at most one interval: a test's clock may jump, and the loop must look at it again */
         int timeout_ms = (int)((next_tick - pf_clock_now(&b->o.clock)) * 1000) + 1;
@@ -201,9 +223,9 @@ static int loop(pf_broker_t *b, zsock_t *pipe)
         double t0 = pf_now_s();
         b->now = pf_clock_now(&b->o.clock);
         if (pipe && which == pipe) {
-            on_pipe(b, &stop);
+            on_pipe(b, pipe, &stop);
         } else if (which == pf_prep_sock(b->prep)) {
-            pf_broker_prep_done(b);
+            pf_intake_prepared(b);
         } else if (which == b->router) {
             for (int i = 0; i < DRAIN_BATCH && recv_one(b); i++)
                 ;
@@ -215,12 +237,12 @@ static int loop(pf_broker_t *b, zsock_t *pipe)
         b->now = pf_clock_now(&b->o.clock);
         if (b->now >= next_tick) {
             tick(b);
-            pf_broker_publish(b);
+            publish(b);
             next_tick = b->now + hb_s(b);
         }
-        pf_broker_drop_gone(b);
+        pf_peers_drop_gone(b);
         pump(b);
-        pf_broker_drop_gone(b);
+        pf_peers_drop_gone(b);
         journal_commit(b);
         double turn_s = pf_now_s() - t0;
         b->busy_s += turn_s;
@@ -228,20 +250,15 @@ static int loop(pf_broker_t *b, zsock_t *pipe)
             b->max_stall_s = turn_s;
     }
     zpoller_destroy(&poller);
-    b->pipe = NULL;
-    return rc;
+    return PF_OK;
 }
 
 
 /* ---- public ---- */
 
-pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errlen)
+/* The options as given, or the defaults; PF_EINPUT for values the broker cannot run with. */
+static int take_opts(pf_broker_t *b, const pf_broker_opts_t *opts, char *err, size_t errlen)
 {
-    pf_broker_t *b = calloc(1, sizeof *b);
-    if (!b) {
-        pf_fail(err, errlen, PF_ERR, "out of memory");
-        return NULL;
-    }
     if (opts)
         b->o = *opts;
     else
@@ -250,24 +267,21 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
         b->o.endpoint = PF_BROKER_DEFAULT_ENDPOINT;
     if (b->o.heartbeat_ms <= 0 || b->o.liveness <= 0 || b->o.max_attempts <= 0 ||
         b->o.max_msg_bytes <= 0 || b->o.max_running <= 0 || b->o.max_credits <= 0 ||
-        b->o.max_credits > MAX_CREDITS) {
-        pf_fail(err, errlen, PF_EINPUT, "broker: heartbeat, liveness, attempts, message size, "
-                                        "running requests and credits (at most %d) must be "
-                                        "positive", MAX_CREDITS);
-        goto fail;
-    }
-    /* before anything listens: a refused endpoint binds nothing */
-    if (pf_curve_check_plain("broker", b->o.endpoint, b->o.auth.cert != NULL, b->o.auth.insecure,
-                             err, errlen) != PF_OK)
-        goto fail;
-    if (pf_auth_wanted(&b->o.auth) && (!(b->auth = pf_auth_new(&b->o.auth, err, errlen)) ||
-                           pf_auth_start(b->auth, err, errlen) != PF_OK))
-        goto fail;
+        b->o.max_credits > MAX_CREDITS)
+        return pf_fail(err, errlen, PF_EINPUT, "broker: heartbeat, liveness, attempts, message "
+                                               "size, running requests and credits (at most %d) "
+                                               "must be positive", MAX_CREDITS);
+    return PF_OK;
+}
+
+/* The dispatch core, the tables, the helper thread, the lanes and the journal. */
+static int make_parts(pf_broker_t *b, char *err, size_t errlen)
+{
     pf_dispatch_opts_t dopts;
     pf_dispatch_opts_init(&dopts);
     dopts.max_attempts = b->o.max_attempts;
     dopts.liveness = b->o.liveness;
-    pf_dispatch_events_t ev = {b, pf_broker_on_cancel, pf_broker_on_poisoned, pf_broker_on_worker_dead};
+    pf_dispatch_events_t ev = {b, pf_worker_proto_on_cancel, on_poisoned, pf_worker_proto_on_dead};
     b->dispatch = pf_dispatch_new(&dopts, &ev);
     b->blobs = pf_blobstore_new();
     b->peers = zhashx_new();
@@ -275,28 +289,27 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
     b->order = zlistx_new();
     b->gone = zlistx_new();
     if (!b->dispatch || !b->blobs || !b->peers || !b->requests || !b->order || !b->gone ||
-        pf_broker_agents_init(b) != PF_OK) {
-        pf_fail(err, errlen, PF_ERR, "out of memory");
-        goto fail;
-    }
-    zhashx_set_destructor(b->peers, pf_broker_peer_free);
-    zhashx_set_destructor(b->requests, pf_broker_request_item_free);
+        pf_agent_proto_init(b) != PF_OK)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    zhashx_set_destructor(b->peers, pf_peers_item_free);
+    zhashx_set_destructor(b->requests, pf_requests_item_free);
     zlistx_set_destructor(b->gone, (zlistx_destructor_fn *)zstr_free);
     zlistx_set_duplicator(b->gone, (zlistx_duplicator_fn *)strdup);
     if (!(b->prep = pf_prep_new(b->o.prep_delay_ms, err, errlen)))
-        goto fail;
-    if (!(b->fair = pf_fair_new(b->o.client_max_jobs))) {
-        pf_fail(err, errlen, PF_ERR, "out of memory");
-        goto fail;
-    }
+        return PF_ERR;
+    if (!(b->fair = pf_fair_new(b->o.client_max_jobs)))
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
     if (b->o.journal_path && !(b->journal = pf_journal_open(b->o.journal_path, err, errlen)))
-        goto fail;
+        return PF_ERR;
+    return PF_OK;
+}
 
+/* The ROUTER socket, bound; b->endpoint the address it got. */
+static int bind_router(pf_broker_t *b, char *err, size_t errlen)
+{
     b->router = zsock_new(ZMQ_ROUTER);
-    if (!b->router) {
-        pf_fail(err, errlen, PF_ERR, "cannot create a ROUTER socket");
-        goto fail;
-    }
+    if (!b->router)
+        return pf_fail(err, errlen, PF_ERR, "cannot create a ROUTER socket");
     zsock_set_router_mandatory(b->router, 1);
     zsock_set_sndhwm(b->router, PEER_HWM);
     zsock_set_rcvhwm(b->router, PEER_HWM);
@@ -305,20 +318,40 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
         pf_auth_apply_server(b->auth, b->router);
     int64_t maxmsg = b->o.max_msg_bytes;
     zmq_setsockopt(zsock_resolve(b->router), ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
-    if (zsock_bind(b->router, "%s", b->o.endpoint) < 0) {
-        pf_fail(err, errlen, PF_ERR, "cannot bind %s: %s", b->o.endpoint, zmq_strerror(errno));
-        goto fail;
-    }
+    if (zsock_bind(b->router, "%s", b->o.endpoint) < 0)
+        return pf_fail(err, errlen, PF_ERR, "cannot bind %s: %s", b->o.endpoint,
+                       zmq_strerror(errno));
     char *last = zsock_last_endpoint(b->router); /* with the port a "tcp://...:0" got */
     snprintf(b->endpoint, sizeof b->endpoint, "%s", last ? last : b->o.endpoint);
     free(last);
+    return PF_OK;
+}
+
+pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errlen)
+{
+    pf_broker_t *b = calloc(1, sizeof *b);
+    if (!b) {
+        pf_fail(err, errlen, PF_ERR, "out of memory");
+        return NULL;
+    }
+    if (take_opts(b, opts, err, errlen) != PF_OK)
+        goto fail;
+    /* before anything listens: a refused endpoint binds nothing */
+    if (pf_curve_check_plain("broker", b->o.endpoint, b->o.auth.cert != NULL, b->o.auth.insecure,
+                             err, errlen) != PF_OK)
+        goto fail;
+    if (pf_auth_wanted(&b->o.auth) && (!(b->auth = pf_auth_new(&b->o.auth, err, errlen)) ||
+                                       pf_auth_start(b->auth, err, errlen) != PF_OK))
+        goto fail;
+    if (make_parts(b, err, errlen) != PF_OK || bind_router(b, err, errlen) != PF_OK)
+        goto fail;
     if (b->o.http_addr && !(b->http = pf_http_new(b->o.http_addr, err, errlen)))
         goto fail;
     b->t_start_wall = pf_now_s();
     b->now = pf_clock_now(&b->o.clock);
     /* restored requests take fresh job numbers (random high halves), so a worker that still
      * answers the killed broker's jobs cannot be taken for answering these */
-    if (pf_broker_restore(b, err, errlen) != PF_OK)
+    if (pf_intake_restore(b, err, errlen) != PF_OK)
         goto fail;
     if (b->restored)
         pf_peer_info(b->o.quiet, "broker: journal %s: %lld unfinished requests restored",
@@ -338,8 +371,8 @@ void pf_broker_destroy(pf_broker_t **bp)
     if (b->router && b->peers)
         for (peer_t *p = zhashx_first(b->peers); p; p = zhashx_next(b->peers))
             if (p->kind == PEER_WORKER)
-                pf_broker_send_bye(b, p, "broker shutting down");
-    pf_broker_agents_free(b);
+                pf_peers_send_bye(b, p, "broker shutting down");
+    pf_agent_proto_free(b);
     zsock_destroy(&b->router);
     pf_auth_destroy(&b->auth); /* after the socket: zauth answers its handshakes until then */
     zlistx_destroy(&b->order);

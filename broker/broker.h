@@ -14,8 +14,8 @@
  * counts the loop's own intervals, not seconds: a broker that was busy or not scheduled does not
  * blame its workers for the time it lost.
  *
- * Files: peers.c (registry, sending), requests.c, intake.c (SUBMIT, setup, restart),
- * client_proto.c, worker_proto.c, broker.c (the loop); broker_int.h is what they share.
+ * Files: broker/README.md lists them in the order a request passes through them, with who calls
+ * whom; broker_int.h is the data they share.
  *
  * Network input is never trusted: a message with the wrong frame count, a bad header, an
  * undecodable or invalid body, or a kind its sender may not send is counted, logged once per
@@ -34,6 +34,7 @@
 #define PF_BROKER_DEFAULT_ENDPOINT "tcp://127.0.0.1:5710"
 
 typedef struct pf_broker pf_broker_t;
+typedef struct pf_testseam pf_testseam_t; /* broker/testseam.h */
 
 typedef struct {
     const char *endpoint;   /* bind address; default PF_BROKER_DEFAULT_ENDPOINT */
@@ -61,6 +62,8 @@ typedef struct {
     int client_max_requests; /* unfinished requests one client may have; 0 = only max_running */
     int client_max_jobs;    /* jobs of one client in the dispatch core at once; 0 = no quota.
                              * Clients take turns for free credits either way (broker/fair.h) */
+    const pf_testseam_t *testseam; /* benchmarks and tests only (broker/testseam.h): must
+                                    * outlive the broker; NULL in the product */
 } pf_broker_opts_t;
 
 void pf_broker_opts_init(pf_broker_opts_t *o);
@@ -97,9 +100,7 @@ void pf_broker_get_stats(const pf_broker_t *b, pf_broker_stats_t *st);
 
 /* The broker as a CZMQ actor (embedded mode, tests, benchmarks); args: a pf_broker_opts_t that
  * must live until the actor has started. After zactor_new, the actor sends "OK" <endpoint> or
- * "ERROR" <message>. Commands on the pipe:
- *   "NOOP" <n>   queue n empty jobs (dispatch benchmarks); when all are answered the actor sends
- *                "DONE" <seconds>
+ * "ERROR" <message>. Commands on the pipe (others go to the options' testseam, if any):
  *   "STATS"      replies "STATS" <wall_s> <busy_s> <msgs_in> <msgs_out> <malformed>
  *                <dispatched> <workers> <max_stall_s> <preparing>
  *   "$TERM"      stop (BYE to workers). */

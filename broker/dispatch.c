@@ -1,4 +1,5 @@
 #include "broker/dispatch.h"
+#include "broker/id_table.h"
 #include "planner/core/util.h"
 
 #include <czmq.h>
@@ -65,31 +66,6 @@ struct pf_dispatch {
     pf_dispatch_stats_t st;
     long long answered_by_kind[PF_JOB_KIND_COUNT];
 };
-
-/* Fibonacci hashing of a 64-bit id. */
-static size_t id_hash(const void *key)
-{
-    uint64_t x = *(const uint64_t *)key;
-    return (size_t)((x * 0x9E3779B97F4A7C15ULL) >> 17);
-}
-
-static int id_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-zhashx_t *pf_id_table_new(void)
-{
-    zhashx_t *t = zhashx_new();
-    if (!t)
-        return NULL;
-    zhashx_set_key_hasher(t, id_hash);
-    zhashx_set_key_comparator(t, id_cmp);
-    zhashx_set_key_duplicator(t, NULL);
-    zhashx_set_key_destructor(t, NULL);
-    return t;
-}
 
 void pf_dispatch_opts_init(pf_dispatch_opts_t *o)
 {
@@ -210,7 +186,7 @@ static void held_drop(pf_dispatch_t *d, worker_t *w, int i)
     d->credits_free++;
 }
 
-static int valid_worker(const pf_dispatch_t *d, int w)
+static bool valid_worker(const pf_dispatch_t *d, int w)
 {
     return w >= 0 && w < d->nw && d->w[w].in_use;
 }
@@ -393,16 +369,16 @@ static int pick_worker(pf_dispatch_t *d, const job_t *j)
     return best;
 }
 
-int pf_dispatch_next(pf_dispatch_t *d, double now, pf_dispatch_assign_t *a)
+bool pf_dispatch_next(pf_dispatch_t *d, double now, pf_dispatch_assign_t *a)
 {
     if (d->credits_free <= 0)
-        return 0;
+        return false;
     job_t *j = zlistx_head(d->queue);
     if (!j)
-        return 0;
+        return false;
     int wi = pick_worker(d, j);
     if (wi < 0)
-        return 0; /* head-of-line: the oldest job waits for a worker that runs its kind */
+        return false; /* head-of-line: the oldest job waits for a worker that runs its kind */
     worker_t *w = &d->w[wi];
     zlistx_delete(d->queue, j->qhandle);
     j->qhandle = NULL;
@@ -419,17 +395,17 @@ int pf_dispatch_next(pf_dispatch_t *d, double now, pf_dispatch_assign_t *a)
     a->worker_user = w->user;
     a->owner = j->owner;
     a->owner_job = j->owner_job;
-    return 1;
+    return true;
 }
 
-int pf_dispatch_job_owner(pf_dispatch_t *d, uint64_t id, void **owner, uint64_t *owner_job)
+bool pf_dispatch_job_owner(pf_dispatch_t *d, uint64_t id, void **owner, uint64_t *owner_job)
 {
     job_t *j = find(d, id);
     if (!j)
-        return 0;
+        return false;
     *owner = j->owner;
     *owner_job = j->owner_job;
-    return 1;
+    return true;
 }
 
 /* Free w's credit for id (its live copy first); returns whether it held the live copy, -1 when it
@@ -454,14 +430,14 @@ static int release_credit(pf_dispatch_t *d, int w, uint64_t id)
     return live;
 }
 
-int pf_dispatch_result(pf_dispatch_t *d, int w, uint64_t id)
+bool pf_dispatch_result(pf_dispatch_t *d, int w, uint64_t id)
 {
     int live = release_credit(d, w, id);
     job_t *j = find(d, id);
     if (!j) {
         d->st.ignored++;
         flush(d);
-        return 0;
+        return false;
     }
     if (live == 1) {
         j->worker = -1;
@@ -475,20 +451,20 @@ int pf_dispatch_result(pf_dispatch_t *d, int w, uint64_t id)
         d->answered_by_kind[j->kind]++;
     forget(d, j);
     flush(d);
-    return 1;
+    return true;
 }
 
-int pf_dispatch_failed(pf_dispatch_t *d, int w, uint64_t id, const char *error)
+bool pf_dispatch_failed(pf_dispatch_t *d, int w, uint64_t id, const char *error)
 {
     int live = release_credit(d, w, id);
     job_t *j = live == 1 ? find(d, id) : NULL;
     if (!j) {
         flush(d);
-        return 0;
+        return false;
     }
     requeue(d, j, error);
     flush(d);
-    return 1;
+    return true;
 }
 
 static void cancel_job(pf_dispatch_t *d, job_t *j)
@@ -598,14 +574,14 @@ void pf_dispatch_kind_counts(pf_dispatch_t *d, pf_dispatch_kind_counts_t *k)
     }
 }
 
-int pf_dispatch_job_sent(pf_dispatch_t *d, uint64_t id, pf_job_kind_t *kind, double *sent_at,
+bool pf_dispatch_job_sent(pf_dispatch_t *d, uint64_t id, pf_job_kind_t *kind, double *sent_at,
                          int *worker)
 {
     job_t *j = find(d, id);
     if (!j || j->worker < 0)
-        return 0;
+        return false;
     *kind = j->kind;
     *sent_at = j->sent_at;
     *worker = j->worker;
-    return 1;
+    return true;
 }

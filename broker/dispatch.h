@@ -19,8 +19,7 @@
 
 #include "planner/search/jobs.h"
 
-#include <czmq.h>
-
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,9 +48,6 @@ typedef struct {
 
 void pf_dispatch_opts_init(pf_dispatch_opts_t *o);
 
-/* A zhashx keyed by a 64-bit job id held in the item itself (the key pointer points at the
- * item's id; nothing is copied): the dispatch core's jobs and the client lanes' (fair.c). */
-zhashx_t *pf_id_table_new(void);
 pf_dispatch_t *pf_dispatch_new(const pf_dispatch_opts_t *o, const pf_dispatch_events_t *ev);
 void pf_dispatch_destroy(pf_dispatch_t **d);
 
@@ -90,21 +86,21 @@ typedef struct {
 } pf_dispatch_assign_t;
 
 /* The next (job, worker) pair: the queue head to the least-loaded worker with a free credit.
- * Returns 1 and fills *a (the job now counts against that worker), 0 when nothing can go. */
-int pf_dispatch_next(pf_dispatch_t *d, double now, pf_dispatch_assign_t *a);
+ * true and *a filled (the job now counts against that worker), false when nothing can go. */
+bool pf_dispatch_next(pf_dispatch_t *d, double now, pf_dispatch_assign_t *a);
 
-/* Owner of an outstanding job: 1 and *owner / *owner_job, 0 when the job is not outstanding. */
-int pf_dispatch_job_owner(pf_dispatch_t *d, uint64_t id, void **owner,
-                          uint64_t *owner_job);
+/* Owner of an outstanding job: true and *owner / *owner_job, false when the job is not
+ * outstanding. */
+bool pf_dispatch_job_owner(pf_dispatch_t *d, uint64_t id, void **owner, uint64_t *owner_job);
 
 /* A RESULT for job id from worker w (-1: from a peer that is no longer a worker). Frees w's
- * credit for it. Returns 1 when the answer is to be used (the job was outstanding; it is removed
- * and any other worker holding it is sent a cancel), 0 when it is to be ignored. */
-int pf_dispatch_result(pf_dispatch_t *d, int w, uint64_t id);
+ * credit for it. true when the answer is to be used (the job was outstanding; it is removed and
+ * any other worker holding it is sent a cancel), false when it is to be ignored. */
+bool pf_dispatch_result(pf_dispatch_t *d, int w, uint64_t id);
 
 /* A FAILED from worker w: frees the credit; when w held the live copy, one attempt is counted and
- * the job is queued again or poisoned. Returns 1 when it counted, 0 when ignored. */
-int pf_dispatch_failed(pf_dispatch_t *d, int w, uint64_t id, const char *error);
+ * the job is queued again or poisoned. true when it counted, false when ignored. */
+bool pf_dispatch_failed(pf_dispatch_t *d, int w, uint64_t id, const char *error);
 
 /* The owner no longer needs the job: dropped from the queue, or its worker is sent a cancel. */
 void pf_dispatch_cancel(pf_dispatch_t *d, uint64_t id);
@@ -135,9 +131,9 @@ typedef struct {
 void pf_dispatch_kind_counts(pf_dispatch_t *d, pf_dispatch_kind_counts_t *k);
 
 /* A job a worker holds: its kind, the `now` that the pf_dispatch_next which sent its live copy
- * was given, and the worker holding that copy (the broker times answers with these). 1, or 0
- * when the job is queued or not outstanding. */
-int pf_dispatch_job_sent(pf_dispatch_t *d, uint64_t id, pf_job_kind_t *kind, double *sent_at,
-                         int *worker);
+ * was given, and the worker holding that copy (the broker times answers with these). false when
+ * the job is queued or not outstanding. */
+bool pf_dispatch_job_sent(pf_dispatch_t *d, uint64_t id, pf_job_kind_t *kind, double *sent_at,
+                          int *worker);
 
 #endif

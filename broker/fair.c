@@ -1,5 +1,5 @@
 #include "broker/fair.h"
-#include "broker/dispatch.h"
+#include "broker/id_table.h"
 #include "planner/core/util.h"
 
 #include <czmq.h>
@@ -175,11 +175,11 @@ int pf_fair_push(pf_fair_t *f, const char *client, int priority, const pf_fair_j
     return PF_OK;
 }
 
-int pf_fair_pop(pf_fair_t *f, pf_fair_job_t *job)
+bool pf_fair_pop(pf_fair_t *f, pf_fair_job_t *job)
 {
     size_t n = zlistx_size(f->ring);
     if (n == 0 || f->queued == 0)
-        return 0;
+        return false;
     /* the lane after the one served last, around the ring once */
     lane_t *l;
     if (!f->last || !zlistx_find(f->ring, f->last)) /* either puts the cursor there */
@@ -198,9 +198,9 @@ int pf_fair_pop(pf_fair_t *f, pf_fair_job_t *job)
         owner_add(f, e->job.owner, -1);
         f->last = l;
         *job = e->job;
-        return 1;
+        return true;
     }
-    return 0;
+    return false;
 }
 
 static void forget(pf_fair_t *f, entry_t *e)
@@ -225,12 +225,12 @@ void pf_fair_done(pf_fair_t *f, uint64_t id)
         forget(f, e);
 }
 
-int pf_fair_cancel(pf_fair_t *f, uint64_t id)
+bool pf_fair_cancel(pf_fair_t *f, uint64_t id)
 {
     entry_t *e = zhashx_lookup(f->jobs, &id);
     if (!e)
-        return 0;
-    int queued = e->qhandle != NULL;
+        return false;
+    bool queued = e->qhandle != NULL;
     forget(f, e);
     return queued;
 }

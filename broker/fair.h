@@ -1,4 +1,4 @@
-/* fair: which client's job goes to the dispatch core next (issue 12 item 3).
+/* fair: which client's job goes to the dispatch core next: the clients' lanes.
  *
  * The dispatch core (broker/dispatch.h) is first come, first served: a request that queues 200
  * jobs makes a request submitted a second later wait for all of them. So the broker keeps the
@@ -17,6 +17,7 @@
 
 #include "planner/search/jobs.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,15 +37,15 @@ void pf_fair_destroy(pf_fair_t **f);
 /* Queue a job in lane `client` (created on first use) with its request's priority. PF_OK or
  * PF_ERR (out of memory, duplicate id). */
 int pf_fair_push(pf_fair_t *f, const char *client, int priority, const pf_fair_job_t *job);
-/* The next job, round-robin over lanes that have one and are under quota: 1 and *job (now
- * counted in flight for its lane), 0 when none may go. */
-int pf_fair_pop(pf_fair_t *f, pf_fair_job_t *job);
+/* The next job, round-robin over lanes that have one and are under quota: true and *job (now
+ * counted in flight for its lane), false when none may go. */
+bool pf_fair_pop(pf_fair_t *f, pf_fair_job_t *job);
 /* A job left the dispatch core (answered, poisoned, taken back): its lane may have another. Ids
  * not in flight are ignored. */
 void pf_fair_done(pf_fair_t *f, uint64_t id);
-/* The owner no longer needs the job: dropped when still queued here (1), else 0 (it is in the
- * dispatch core, or unknown) and, if in flight, counted as done. */
-int pf_fair_cancel(pf_fair_t *f, uint64_t id);
+/* The owner no longer needs the job: dropped when still queued here (true), else false (it is
+ * in the dispatch core, or unknown) and, if in flight, counted as done. */
+bool pf_fair_cancel(pf_fair_t *f, uint64_t id);
 /* Every job of the owner, queued or in flight. */
 void pf_fair_cancel_owner(pf_fair_t *f, const void *owner);
 

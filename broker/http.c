@@ -7,6 +7,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,24 +180,24 @@ static enum MHD_Result text(struct MHD_Connection *c, unsigned status, const cha
     return reply(c, status, "text/plain; charset=utf-8", msg, strlen(msg));
 }
 
-/* "/api/plan/ID" or "/api/plan/ID/mapping.svg": the id into id[], whether the SVG is asked. 0
- * when the path is neither (or the id is empty, too long, or holds a '/'). */
-static int plan_path(const char *url, char id[PLAN_ID_MAX], int *svg)
+/* "/api/plan/ID" or "/api/plan/ID/mapping.svg": the id into id[], whether the SVG is asked.
+ * false when the path is neither (or the id is empty, too long, or holds a '/'). */
+static bool plan_path(const char *url, char id[PLAN_ID_MAX], bool *svg)
 {
     static const char prefix[] = "/api/plan/";
     if (strncmp(url, prefix, sizeof prefix - 1) != 0)
-        return 0;
+        return false;
     const char *s = url + sizeof prefix - 1;
     const char *slash = strchr(s, '/');
     size_t n = slash ? (size_t)(slash - s) : strlen(s);
     if (n == 0 || n >= PLAN_ID_MAX)
-        return 0;
+        return false;
     *svg = slash != NULL;
     if (slash && strcmp(slash, "/mapping.svg") != 0)
-        return 0;
+        return false;
     memcpy(id, s, n);
     id[n] = '\0';
-    return 1;
+    return true;
 }
 
 static enum MHD_Result serve(void *cls, struct MHD_Connection *c, const char *url,
@@ -216,7 +217,7 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *c, const char *ur
 
     enum MHD_Result ok;
     char id[PLAN_ID_MAX];
-    int svg = 0;
+    bool svg = false;
     pthread_mutex_lock(&h->lock);
     if (strcmp(url, "/metrics") == 0) {
         ok = h->metrics_text ? reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",

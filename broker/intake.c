@@ -1,14 +1,9 @@
-/* intake: how a request enters the broker and comes back after a restart.
- *
- *   SUBMIT   decode the envelope, pack its three inputs, key them (pf_journal_key); a request
- *            with the same key that runs or finished done is the answer (a batch run twice plans
- *            nothing twice); otherwise journal it (committed before the reply: Titanic), reply
- *            "preparing" and hand the setup to the helper thread (broker/prep.h)
- *   prepared the search exists: the blobs go to the store, a restored request gets its journaled
- *            answers back in their order, and the request runs
- *   restart  every unfinished request of the journal is prepared again; finished ones are there
- *            for STATUS and RESULT (and those evicted from memory are recalled from the journal) */
-#include "broker/broker_int.h"
+#include "broker/intake.h"
+#include "broker/access.h"
+#include "broker/lanes.h"
+#include "broker/peers.h"
+#include "broker/publish.h"
+#include "broker/requests.h"
 #include "planner/core/util.h"
 
 #include <math.h>
@@ -28,81 +23,6 @@ static void journal_warn(pf_broker_t *b, const char *err)
 {
     b->journal_errors++;
     zsys_error("broker: %s", err);
-}
-
-static request_t *request_alloc(pf_broker_t *b, const char *id, const char *label)
-{
-    request_t *r = calloc(1, sizeof *r);
-    if (!r)
-        return NULL;
-    snprintf(r->id, sizeof r->id, "%s", id);
-    snprintf(r->label, sizeof r->label, "%s", label ? label : "");
-    r->last.best_objective_ms = NAN;
-    if (pf_broker_request_new_seq(b, &r->seq) != PF_OK) { /* random high half of job ids */
-        free(r);
-        return NULL;
-    }
-    r->t_start = r->t_end = b->now;
-    r->workers_max = pf_dispatch_workers(b->dispatch);
-    return r;
-}
-
-/* Into the table and the order; on failure r is freed. */
-static int request_insert(pf_broker_t *b, request_t *r)
-{
-    if (zhashx_insert(b->requests, r->id, r) != 0) {
-        pf_broker_request_free(&r);
-        return PF_ERR;
-    }
-    if (!zlistx_add_end(b->order, r)) {
-        zhashx_delete(b->requests, r->id); /* frees r */
-        return PF_ERR;
-    }
-    b->nrequests++;
-    return PF_OK;
-}
-
-void pf_broker_journal_end(pf_broker_t *b, request_t *r)
-{
-    if (!b->journal)
-        return;
-    char err[512];
-    pf_journal_end_t e = {
-        .state = r->state,
-        .status = r->status,
-        .error = r->error,
-        .plan_json = r->plan_json,
-        .plan_len = r->plan_len,
-        .wall_s = r->t_end - r->t_start,
-        .best_objective_ms = r->last.best_objective_ms,
-        .jobs_issued = r->last.jobs_issued,
-        .jobs_answered = r->last.jobs_answered,
-    };
-    if (pf_journal_end(b->journal, r->id, &e, err, sizeof err) != PF_OK)
-        journal_warn(b, err);
-}
-
-void pf_broker_journal_answer(pf_broker_t *b, request_t *r, uint64_t sid, const uint8_t *data,
-                              size_t len)
-{
-    char err[512];
-    if (b->journal && pf_journal_answer(b->journal, r->id, sid, data, len, err, sizeof err) != PF_OK)
-        journal_warn(b, err);
-}
-
-/* A request that ends before its search exists (bad input, cancelled while preparing). */
-static void end_unprepared(pf_broker_t *b, request_t *r, int rc, const char *err)
-{
-    r->preparing = 0;
-    r->t_end = b->now;
-    r->state = r->cancelled ? PLANFARM__REQUEST_STATE__REQ_CANCELLED
-                            : PLANFARM__REQUEST_STATE__REQ_FAILED;
-    r->status = r->cancelled ? PF_ERR : rc;
-    snprintf(r->error, sizeof r->error, "%s", r->cancelled ? "cancelled by a client" : err);
-    pf_broker_journal_end(b, r);
-    pf_peer_info(b->o.quiet, "broker: request %s %s: %s", r->id, pf_request_state_name(r->state),
-                 r->error);
-    pf_broker_requests_evict(b);
 }
 
 /* ---- SUBMIT ---- */
@@ -186,98 +106,118 @@ static int split_submit(const uint8_t *p, size_t len, submit_t *m, char *err, si
     return PF_OK;
 }
 
-/* The request with this key that is preparing, running or done, in memory or (done) in the
- * journal; NULL when there is none. */
-static request_t *find_key(pf_broker_t *b, const char *key);
-
 static void reply_status(pf_broker_t *b, peer_t *p, request_t *r)
 {
     Planfarm__RequestStatus st;
-    pf_broker_request_status(b, r, &st);
-    pf_broker_send(b, p, PF_MSG_SUBMIT_REPLY, &st.base);
+    pf_publish_status(b, r, &st);
+    pf_peers_send(b, p, PF_MSG_SUBMIT_REPLY, &st.base);
 }
 
-void pf_broker_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
+/* Past max_running, or past the client's quota: refused with a reply (false). */
+static bool may_start(pf_broker_t *b, peer_t *p, const char *client)
 {
-    char err[512] = "", id[sizeof ((request_t *)0)->id];
-    request_t *r = NULL;
-    submit_t in;
-    if (split_submit(data, len, &in, err, sizeof err) != PF_OK) {
-        pf_broker_malformed(b, p, "SUBMIT: not a valid Submit message: %s", err);
-        return;
-    }
-    if (!in.graph || !in.cluster) {
-        pf_broker_send_error(b, p, PF_EINPUT, "SUBMIT: needs a graph and a cluster");
-        return;
-    }
-    char key[PF_JOURNAL_KEY_LEN];
-    pf_journal_key(in.graph, in.graph_len, in.cluster, in.cluster_len, in.options, in.options_len,
-                   key);
-    request_t *same = find_key(b, key);
-    if (same && pf_broker_may_see(p, same)) { /* another's request stays another's */
-        pf_peer_info(b->o.quiet, "broker: request %s again (same inputs and options)", same->id);
-        reply_status(b, p, same);
-        return;
-    }
-    int running = pf_broker_requests_running(b, NULL);
+    char err[256];
+    int running = pf_requests_running(b, NULL);
     if (running >= b->o.max_running) {
         snprintf(err, sizeof err, "broker busy: %d requests are running; try again later",
                  running);
-        pf_broker_send_error(b, p, PF_ERR, err);
-        return;
+        pf_peers_send_error(b, p, PF_ERR, err);
+        return false;
     }
-    /* the client: its CURVE key, else its connection */
-    const char *client = p->user[0] ? p->user : p->key;
-    int mine = b->o.client_max_requests > 0 ? pf_broker_requests_running(b, client) : 0;
+    int mine = b->o.client_max_requests > 0 ? pf_requests_running(b, client) : 0;
     if (b->o.client_max_requests > 0 && mine >= b->o.client_max_requests) {
         snprintf(err, sizeof err,
                  "broker busy: %d of your requests are unfinished (the quota per client is %d); "
                  "try again later",
                  mine, b->o.client_max_requests);
-        pf_broker_send_error(b, p, PF_ERR, err);
-        return;
+        pf_peers_send_error(b, p, PF_ERR, err);
+        return false;
     }
-    if (pf_broker_request_new_id(b, id, sizeof id) != PF_OK ||
-        !(r = request_alloc(b, id, in.label))) {
-        pf_broker_send_error(b, p, PF_ERR, "broker: out of memory");
-        return;
+    return true;
+}
+
+/* The request and its inputs into the journal before the reply; PF_OK without a journal. */
+static int journal_submit(pf_broker_t *b, const request_t *r, const submit_t *in)
+{
+    char err[512];
+    if (!b->journal)
+        return PF_OK;
+    pf_journal_request_t jr = {
+        .id = r->id, .key = r->key, .label = r->label, .client = r->client,
+        .priority = r->priority, .submitted_s = wall_now_s(),
+        .graph = in->graph, .graph_len = in->graph_len,
+        .cluster = in->cluster, .cluster_len = in->cluster_len,
+        .options = in->options, .options_len = in->options_len,
+    };
+    if (pf_journal_add(b->journal, &jr, err, sizeof err) == PF_OK)
+        return PF_OK;
+    journal_warn(b, err);
+    return PF_ERR;
+}
+
+/* A new request for in: journaled, in the table, answered, handed to the helper thread (true),
+ * or refused with a reply (false). */
+static bool accept_request(pf_broker_t *b, peer_t *p, const submit_t *in, const char *key,
+                   const char *client)
+{
+    request_t *r = pf_requests_new(b, NULL, in->label);
+    if (!r) {
+        pf_peers_send_error(b, p, PF_ERR, "broker: out of memory");
+        return false;
     }
     snprintf(r->key, sizeof r->key, "%s", key);
     snprintf(r->client, sizeof r->client, "%s", client);
     snprintf(r->owner, sizeof r->owner, "%s", p->user);
-    r->priority = in.priority;
-    if (b->journal) {
-        pf_journal_request_t jr = {
-            .id = r->id, .key = key, .label = r->label, .client = r->client,
-            .priority = r->priority, .submitted_s = wall_now_s(),
-            .graph = in.graph, .graph_len = in.graph_len,
-            .cluster = in.cluster, .cluster_len = in.cluster_len,
-            .options = in.options, .options_len = in.options_len,
-        };
-        if (pf_journal_add(b->journal, &jr, err, sizeof err) != PF_OK) {
-            journal_warn(b, err);
-            pf_broker_send_error(b, p, PF_ERR, "broker: cannot journal the request; not accepted");
-            pf_broker_request_free(&r);
-            return;
-        }
+    r->priority = in->priority;
+    if (journal_submit(b, r, in) != PF_OK) {
+        pf_peers_send_error(b, p, PF_ERR, "broker: cannot journal the request; not accepted");
+        pf_requests_free(&r);
+        return false;
     }
-    pf_prep_task_t *t = pf_prep_task_new(r->id, in.graph, in.graph_len, in.cluster,
-                                         in.cluster_len, in.options, in.options_len);
-    r->preparing = 1;
-    r->state = PLANFARM__REQUEST_STATE__REQ_PREPARING;
-    if (request_insert(b, r) != PF_OK) {
+    pf_prep_task_t *t = pf_prep_task_new(r->id, in->graph, in->graph_len, in->cluster,
+                                         in->cluster_len, in->options, in->options_len);
+    if (pf_requests_insert(b, r) != PF_OK) {
         pf_prep_task_free(&t);
-        pf_broker_send_error(b, p, PF_ERR, "broker: out of memory");
-        return;
+        pf_peers_send_error(b, p, PF_ERR, "broker: out of memory");
+        return false;
     }
     pf_peer_info(b->o.quiet, "broker: request %s (%s): %zu + %zu bytes, preparing", r->id,
-                 r->label, in.graph_len, in.cluster_len);
+                 r->label, in->graph_len, in->cluster_len);
     reply_status(b, p, r);
     if (t)
         pf_prep_push(b->prep, t);
     else
-        end_unprepared(b, r, PF_ERR, "broker: out of memory"); /* may evict r */
-    pf_broker_requests_evict(b);
+        pf_requests_fail_unprepared(b, r, PF_ERR, "broker: out of memory"); /* may evict r */
+    return true;
+}
+
+void pf_intake_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
+{
+    char err[512] = "";
+    submit_t in;
+    if (split_submit(data, len, &in, err, sizeof err) != PF_OK) {
+        pf_peers_malformed(b, p, "SUBMIT: not a valid Submit message: %s", err);
+        return;
+    }
+    if (!in.graph || !in.cluster) {
+        pf_peers_send_error(b, p, PF_EINPUT, "SUBMIT: needs a graph and a cluster");
+        return;
+    }
+    char key[PF_JOURNAL_KEY_LEN];
+    pf_journal_key(in.graph, in.graph_len, in.cluster, in.cluster_len, in.options, in.options_len,
+                   key);
+    request_t *same = pf_requests_find_key(b, key);
+    if (same && pf_access_may_see(p, same)) { /* another's request stays another's */
+        pf_peer_info(b->o.quiet, "broker: request %s again (same inputs and options)", same->id);
+        reply_status(b, p, same);
+        return;
+    }
+    /* the client: its CURVE key, else its connection */
+    const char *client = p->user[0] ? p->user : p->key;
+    if (!may_start(b, p, client))
+        return;
+    if (accept_request(b, p, &in, key, client))
+        pf_requests_evict(b);
 }
 
 /* ---- prepared ---- */
@@ -343,7 +283,7 @@ static void replay(pf_broker_t *b, request_t *r)
     for (size_t i = 0; i < rp.nissued && r->search; i++) {
         pf_job_t job;
         if (pf_search_job(r->search, rp.issued[i], &job) &&
-            pf_broker_queue_job(b, r, rp.issued[i], &job) != PF_OK)
+            pf_lanes_queue(b, r, rp.issued[i], &job) != PF_OK)
             pf_search_cancel(r->search, "broker: out of memory queueing a job");
     }
     free(rp.issued);
@@ -354,39 +294,17 @@ static void replay(pf_broker_t *b, request_t *r)
 
 static void prepared(pf_broker_t *b, pf_prep_task_t *t)
 {
-    request_t *r = pf_broker_request_find(b, t->id);
+    request_t *r = pf_requests_find(b, t->id);
     if (t->prep_s > b->prep_max_s)
         b->prep_max_s = t->prep_s;
-    if (!r || !r->preparing)
+    if (!r || !r->preparing || !pf_requests_start(b, r, t))
         return;
-    if (r->cancelled || t->rc != PF_OK) {
-        end_unprepared(b, r, t->rc, t->err);
-        return;
-    }
-    if (pf_blobstore_put(b->blobs, PLANFARM__BLOB_KIND__BLOB_GRAPH, &t->graph, t->graph_len,
-                         &r->gref) != PF_OK ||
-        pf_blobstore_put(b->blobs, PLANFARM__BLOB_KIND__BLOB_CLUSTER, &t->cluster,
-                         t->cluster_len, &r->cref) != PF_OK) {
-        pf_broker_request_release(b, r);
-        end_unprepared(b, r, PF_ERR, "broker: out of memory");
-        return;
-    }
-    r->g = t->g;
-    r->c = t->c;
-    r->search = t->search;
-    t->g = NULL;
-    t->c = NULL;
-    t->search = NULL;
-    r->preparing = 0;
-    r->state = PLANFARM__REQUEST_STATE__REQ_QUEUED;
-    pf_peer_info(b->o.quiet, "broker: request %s prepared in %.2f s: %d ops on %d devices", r->id,
-                 t->prep_s, pf_graph_nops(r->g), pf_cluster_ndevices(r->c));
     if (r->restored && b->journal)
         replay(b, r);
-    pf_broker_request_advance(b, r);
+    pf_requests_advance(b, r);
 }
 
-void pf_broker_prep_done(pf_broker_t *b)
+void pf_intake_prepared(pf_broker_t *b)
 {
     pf_prep_task_t *t;
     while ((t = pf_prep_take(b->prep)) != NULL) {
@@ -397,69 +315,23 @@ void pf_broker_prep_done(pf_broker_t *b)
 
 /* ---- restart ---- */
 
-/* A journaled request's client: its lane, and with CURVE its owner (the key it came with). */
-static void set_owner(pf_broker_t *b, request_t *r, const char *client)
-{
-    snprintf(r->client, sizeof r->client, "%s", client);
-    snprintf(r->owner, sizeof r->owner, "%s", b->auth ? client : "");
-}
-
-static request_t *from_finished_row(pf_broker_t *b, const pf_journal_row_t *row)
-{
-    request_t *r = request_alloc(b, row->id, row->label);
-    if (!r)
-        return NULL;
-    snprintf(r->key, sizeof r->key, "%s", row->key);
-    set_owner(b, r, row->client);
-    r->priority = row->priority;
-    r->state = (Planfarm__RequestState)row->end.state;
-    r->status = row->end.status;
-    snprintf(r->error, sizeof r->error, "%s", row->end.error ? row->end.error : "");
-    r->t_start = 0;
-    r->t_end = row->end.wall_s;
-    r->last.phase = r->state == PLANFARM__REQUEST_STATE__REQ_DONE ? PF_PHASE_DONE
-                                                                   : PF_PHASE_FAILED;
-    r->last.jobs_issued = row->end.jobs_issued;
-    r->last.jobs_answered = row->end.jobs_answered;
-    r->last.best_objective_ms = row->end.best_objective_ms;
-    if (row->end.plan_json) {
-        r->plan_json = malloc(row->end.plan_len + 1);
-        if (!r->plan_json) {
-            pf_broker_request_free(&r);
-            return NULL;
-        }
-        memcpy(r->plan_json, row->end.plan_json, row->end.plan_len);
-        r->plan_json[row->end.plan_len] = '\0';
-        r->plan_len = row->end.plan_len;
-    }
-    return r;
-}
-
 static int restore_row(void *ctx, const pf_journal_row_t *row)
 {
     pf_broker_t *b = ctx;
-    if (pf_broker_request_find(b, row->id))
+    if (pf_requests_find(b, row->id))
         return PF_OK;
-    if (row->finished) {
-        request_t *r = from_finished_row(b, row);
-        return r ? request_insert(b, r) : PF_ERR;
-    }
-    request_t *r = request_alloc(b, row->id, row->label);
+    request_t *r = pf_requests_from_journal(b, row);
     if (!r)
         return PF_ERR;
-    snprintf(r->key, sizeof r->key, "%s", row->key);
-    set_owner(b, r, row->client);
-    r->priority = row->priority;
-    r->restored = 1;
-    r->preparing = 1;
-    r->state = PLANFARM__REQUEST_STATE__REQ_PREPARING;
+    if (row->finished)
+        return pf_requests_insert(b, r);
     pf_prep_task_t *t = pf_prep_task_new(r->id, row->graph, row->graph_len, row->cluster,
                                          row->cluster_len, row->options, row->options_len);
     if (!t) {
-        pf_broker_request_free(&r);
+        pf_requests_free(&r);
         return PF_ERR;
     }
-    if (request_insert(b, r) != PF_OK) {
+    if (pf_requests_insert(b, r) != PF_OK) {
         pf_prep_task_free(&t);
         return PF_ERR;
     }
@@ -468,91 +340,9 @@ static int restore_row(void *ctx, const pf_journal_row_t *row)
     return PF_OK;
 }
 
-int pf_broker_restore(pf_broker_t *b, char *err, size_t errlen)
+int pf_intake_restore(pf_broker_t *b, char *err, size_t errlen)
 {
     if (!b->journal)
         return PF_OK;
     return pf_journal_load(b->journal, b->o.max_finished, restore_row, b, err, errlen);
-}
-
-typedef struct {
-    pf_broker_t *b;
-    request_t *r;
-} recall_t;
-
-static int recall_row(void *ctx, const pf_journal_row_t *row)
-{
-    recall_t *c = ctx;
-    /* unfinished requests are all in memory; only finished ones are evicted */
-    if (row->finished && !pf_broker_request_find(c->b, row->id))
-        c->r = from_finished_row(c->b, row);
-    return PF_OK;
-}
-
-request_t *pf_broker_request_recall(pf_broker_t *b, const char *id, const char *key)
-{
-    char err[256];
-    recall_t ctx = {b, NULL};
-    if (!b->journal ||
-        pf_journal_find(b->journal, id, key, recall_row, &ctx, err, sizeof err) != PF_OK ||
-        !ctx.r)
-        return NULL;
-    request_t *r = ctx.r;
-    if (request_insert(b, r) != PF_OK)
-        return NULL;
-    pf_broker_requests_evict(b);
-    return pf_broker_request_find(b, id ? id : r->id);
-}
-
-static request_t *find_key(pf_broker_t *b, const char *key)
-{
-    for (request_t *r = zlistx_last(b->order); r; r = zlistx_prev(b->order))
-        if (!strcmp(r->key, key) &&
-            (r->preparing || r->search || r->state == PLANFARM__REQUEST_STATE__REQ_DONE))
-            return r;
-    return pf_broker_request_recall(b, NULL, key);
-}
-
-int pf_broker_requests_running(pf_broker_t *b, const char *client)
-{
-    int n = 0;
-    for (request_t *r = zlistx_first(b->order); r; r = zlistx_next(b->order))
-        /* a request cancelled while it is prepared ends when its setup does: not running */
-        n += (r->search != NULL || (r->preparing && !r->cancelled)) &&
-             (!client || !strcmp(r->client, client));
-    return n;
-}
-
-/* ---- jobs through the lanes ---- */
-
-int pf_broker_queue_job(pf_broker_t *b, request_t *r, uint64_t sid, const pf_job_t *job)
-{
-    pf_fair_job_t j = {
-        .id = ((uint64_t)r->seq << 32) | (sid & 0xffffffffu),
-        .kind = job->kind,
-        .timeout_s = pf_job_timeout_s(job, &b->o.limits),
-        .owner = r,
-        .owner_job = sid,
-    };
-    return pf_fair_push(b->fair, r->client, r->priority, &j);
-}
-
-void pf_broker_cancel_job(pf_broker_t *b, uint64_t job_id)
-{
-    if (!pf_fair_cancel(b->fair, job_id)) /* not waiting in a lane: the dispatch core has it */
-        pf_dispatch_cancel(b->dispatch, job_id);
-}
-
-void pf_broker_cancel_jobs(pf_broker_t *b, request_t *r)
-{
-    pf_fair_cancel_owner(b->fair, r);
-    pf_dispatch_cancel_owner(b->dispatch, r);
-}
-
-void pf_broker_job_left(pf_broker_t *b, uint64_t job_id)
-{
-    void *owner;
-    uint64_t sid;
-    if (!pf_dispatch_job_owner(b->dispatch, job_id, &owner, &sid))
-        pf_fair_done(b->fair, job_id);
 }

@@ -7,12 +7,12 @@
 static const double latency_bounds_s[PF_LATENCY_NBOUNDS] = {
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 250};
 
-const double *pf_latency_bounds_s(void)
+const double *pf_metrics_latency_bounds_s(void)
 {
     return latency_bounds_s;
 }
 
-void pf_latency_hist_observe(pf_latency_hist_t *h, double seconds)
+void pf_metrics_latency_observe(pf_metrics_latency_t *h, double seconds)
 {
     if (!(seconds > 0)) /* NaN too */
         seconds = 0;
@@ -85,10 +85,10 @@ int pf_metrics_render(const pf_metrics_t *m, FILE *f, char *err, size_t errlen)
 
     head(&o, "planfarm_job_latency_seconds", "histogram",
          "Time from sending a job to a worker to its answer, by kind.");
-    const double *bound = pf_latency_bounds_s();
+    const double *bound = pf_metrics_latency_bounds_s();
     for (int k = 0; k < PF_JOB_KIND_COUNT; k++) {
         const char *kind = pf_job_kind_name((pf_job_kind_t)k);
-        const pf_latency_hist_t *h = &m->latency[k];
+        const pf_metrics_latency_t *h = &m->latency[k];
         unsigned long long below = 0;
         for (int i = 0; i < PF_LATENCY_NBOUNDS; i++) {
             below += h->bucket[i];

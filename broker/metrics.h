@@ -16,7 +16,7 @@
 /* Upper bounds of the latency buckets, seconds: 1-2.5-5 steps from 1 ms (a mapping probe on a
  * small cluster) to 250 s (a partition DP near its deadline); anything longer lands in +Inf. */
 #define PF_LATENCY_NBOUNDS 16
-const double *pf_latency_bounds_s(void);
+const double *pf_metrics_latency_bounds_s(void);
 
 typedef struct {
     /* bucket[i]: observations in (bound[i-1], bound[i]]; bucket[PF_LATENCY_NBOUNDS]: above every
@@ -24,10 +24,10 @@ typedef struct {
     unsigned long long bucket[PF_LATENCY_NBOUNDS + 1];
     unsigned long long count;
     double sum_s;
-} pf_latency_hist_t;
+} pf_metrics_latency_t;
 
 /* Adds one observation; a negative or NaN time (a clock that went back) counts as 0. */
-void pf_latency_hist_observe(pf_latency_hist_t *h, double seconds);
+void pf_metrics_latency_observe(pf_metrics_latency_t *h, double seconds);
 
 /* Request states, in the order of the wire's RequestState (queued, running, done, failed,
  * cancelled: proto/wire.h pf_request_state_name). */
@@ -38,7 +38,7 @@ typedef struct {
     long long requests_submitted;           /* accepted since start */
     long long jobs_queued[PF_JOB_KIND_COUNT], jobs_running[PF_JOB_KIND_COUNT];
     long long jobs_answered[PF_JOB_KIND_COUNT];
-    pf_latency_hist_t latency[PF_JOB_KIND_COUNT]; /* send of the live copy -> its answer */
+    pf_metrics_latency_t latency[PF_JOB_KIND_COUNT]; /* send of the live copy -> its answer */
     long long dispatched, requeued, poisoned;
     int workers;
     int agents; /* GPU agents registered; 0 while the broker has no agent registry */

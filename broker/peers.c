@@ -1,4 +1,4 @@
-#include "broker/broker_int.h"
+#include "broker/peers.h"
 #include "planner/core/util.h"
 
 #include <errno.h>
@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-void pf_broker_peer_free(void **item)
+void pf_peers_item_free(void **item)
 {
     free(*item);
     *item = NULL;
 }
 
-peer_t *pf_broker_peer_get(pf_broker_t *b, const uint8_t *id, size_t len)
+peer_t *pf_peers_get(pf_broker_t *b, const uint8_t *id, size_t len)
 {
     char key[2 * IDENTITY_MAX + 1];
     pf_wire_hex(id, len, key);
@@ -35,18 +35,18 @@ peer_t *pf_broker_peer_get(pf_broker_t *b, const uint8_t *id, size_t len)
     return p;
 }
 
-void pf_broker_peer_drop(pf_broker_t *b, peer_t *p)
+void pf_peers_drop(pf_broker_t *b, peer_t *p)
 {
     zhashx_delete(b->peers, p->key); /* frees p */
 }
 
-void pf_broker_peer_bury(peer_t *p)
+void pf_peers_bury(peer_t *p)
 {
     p->kind = PEER_GONE;
     p->worker = -1;
 }
 
-void pf_broker_malformed(pf_broker_t *b, peer_t *p, const char *fmt, ...)
+void pf_peers_malformed(pf_broker_t *b, peer_t *p, const char *fmt, ...)
 {
     b->malformed++;
     va_list ap;
@@ -57,8 +57,8 @@ void pf_broker_malformed(pf_broker_t *b, peer_t *p, const char *fmt, ...)
 
 /* With ROUTER_MANDATORY a peer that is gone (EHOSTUNREACH) or whose queue is full (EAGAIN past
  * the high-water mark) makes the send fail; such a worker is dropped after the current
- * operation (pf_broker_drop_gone), a client only loses that reply. */
-int pf_broker_send(pf_broker_t *b, peer_t *p, pf_msg_t kind, const ProtobufCMessage *m)
+ * operation (pf_peers_drop_gone), a client only loses that reply. */
+int pf_peers_send(pf_broker_t *b, peer_t *p, pf_msg_t kind, const ProtobufCMessage *m)
 {
     if (pf_peer_send(zsock_resolve(b->router), p->id, p->id_len, kind, m, &b->pack) != PF_OK) {
         int e = errno;
@@ -77,22 +77,22 @@ int pf_broker_send(pf_broker_t *b, peer_t *p, pf_msg_t kind, const ProtobufCMess
     return PF_OK;
 }
 
-void pf_broker_send_error(pf_broker_t *b, peer_t *p, int status, const char *msg)
+void pf_peers_send_error(pf_broker_t *b, peer_t *p, int status, const char *msg)
 {
     Planfarm__ErrorReply m = PLANFARM__ERROR_REPLY__INIT;
     m.status = status;
     m.error = (char *)msg;
-    pf_broker_send(b, p, PF_MSG_ERROR, &m.base);
+    pf_peers_send(b, p, PF_MSG_ERROR, &m.base);
 }
 
-void pf_broker_send_bye(pf_broker_t *b, peer_t *p, const char *reason)
+void pf_peers_send_bye(pf_broker_t *b, peer_t *p, const char *reason)
 {
     Planfarm__Bye m = PLANFARM__BYE__INIT;
     m.reason = (char *)reason;
-    pf_broker_send(b, p, PF_MSG_BYE, &m.base);
+    pf_peers_send(b, p, PF_MSG_BYE, &m.base);
 }
 
-void pf_broker_drop_gone(pf_broker_t *b)
+void pf_peers_drop_gone(pf_broker_t *b)
 {
     char *key;
     while ((key = zlistx_detach(b->gone, NULL)) != NULL) {
@@ -100,7 +100,7 @@ void pf_broker_drop_gone(pf_broker_t *b)
         if (p && p->kind == PEER_WORKER) {
             zsys_warning("broker: worker %s is unreachable: its jobs go to others", p->name);
             pf_dispatch_worker_remove(b->dispatch, p->worker, "worker unreachable");
-            pf_broker_peer_bury(p);
+            pf_peers_bury(p);
         }
         free(key);
     }

@@ -1,4 +1,4 @@
-/* prep: a request's setup off the broker's loop (issue 12 item 4). Decoding a submitted graph,
+/* prep: a request's setup off the broker's loop. Decoding a submitted graph,
  * validating it and pf_search_new (whose phase 0 coarsens the graph once per (alpha, K): minutes
  * for a 30,000-op model) run on one helper thread, so the loop keeps answering STATUS and sending
  * heartbeats meanwhile. A zactor would do, but its pipe has a high-water mark: a broker restarted

@@ -1,8 +1,4 @@
-/* publish: the loop's side of the HTTP face. Once per heartbeat the loop renders its metrics
- * and its requests into texts and hands them to the server (broker/http.h); a finished request's
- * plan and its mapping picture are handed over once, when it finishes. Everything here runs on
- * the loop's thread. */
-#include "broker/broker_int.h"
+#include "broker/publish.h"
 #include "planner/sim/draw.h"
 #include "planner/core/util.h"
 
@@ -13,19 +9,34 @@
 #include <string.h>
 #include <sys/stat.h>
 
-void pf_broker_time_answer(pf_broker_t *b, int w, uint64_t job_id)
+void pf_publish_status(pf_broker_t *b, request_t *r, Planfarm__RequestStatus *m)
 {
-    pf_job_kind_t kind;
-    double sent_at;
-    int holder;
-    /* Only the live copy's answer: a cancelled copy's was sent at some earlier time. */
-    if (w < 0 || !pf_dispatch_job_sent(b->dispatch, job_id, &kind, &sent_at, &holder) ||
-        holder != w || (unsigned)kind >= PF_JOB_KIND_COUNT)
-        return;
-    pf_latency_hist_observe(&b->latency[kind], b->now - sent_at);
+    planfarm__request_status__init(m);
+    pf_search_status_t st = r->last;
+    long long queued = 0, running = 0;
+    if (r->search) {
+        pf_search_get_status(r->search, &st);
+        pf_dispatch_owner_counts(b->dispatch, r, &queued, &running);
+        queued += pf_fair_owner_queued(b->fair, r); /* waiting for its client's turn */
+    }
+    m->request_id = r->id;
+    m->state = r->state;
+    m->phase = (char *)(r->search ? pf_search_phase_name(st.phase)
+                                  : pf_request_state_name(r->state));
+    bool live = r->search || r->preparing;
+    m->jobs_issued = st.jobs_issued;
+    m->jobs_answered = st.jobs_answered;
+    m->jobs_outstanding = st.jobs_outstanding;
+    m->jobs_queued = queued;
+    m->best_objective_ms = st.best_objective_ms;
+    m->status = r->status;
+    m->error = r->error;
+    m->label = r->label;
+    m->wall_s = (live ? b->now : r->t_end) - r->t_start;
+    m->workers = (uint32_t)pf_dispatch_workers(b->dispatch);
 }
 
-static void collect(pf_broker_t *b, pf_metrics_t *m)
+static void collect(pf_broker_t *b, const pf_broker_stats_t *st, int agents, pf_metrics_t *m)
 {
     memset(m, 0, sizeof *m);
     for (request_t *r = zlistx_first(b->order); r; r = zlistx_next(b->order))
@@ -38,30 +49,28 @@ static void collect(pf_broker_t *b, pf_metrics_t *m)
     memcpy(m->jobs_running, k.running, sizeof m->jobs_running);
     memcpy(m->jobs_answered, k.answered, sizeof m->jobs_answered);
     memcpy(m->latency, b->latency, sizeof m->latency);
-    pf_broker_stats_t st;
-    pf_broker_get_stats(b, &st);
     pf_dispatch_stats_t ds;
     pf_dispatch_get_stats(b->dispatch, &ds);
     m->dispatched = ds.dispatched;
     m->requeued = ds.requeued;
     m->poisoned = ds.poisoned;
     m->workers = ds.workers;
-    m->agents = pf_broker_agents_count(b);
+    m->agents = agents;
     m->journal_bytes = 0;
     struct stat jst; /* the database file (its WAL is checkpointed into it) */
     if (b->journal && b->o.journal_path && stat(b->o.journal_path, &jst) == 0)
         m->journal_bytes = (double)jst.st_size;
-    m->msgs_in = st.msgs_in;
-    m->msgs_out = st.msgs_out;
-    m->malformed = st.malformed;
-    m->busy_s = st.busy_s;
-    m->uptime_s = st.wall_s;
+    m->msgs_in = st->msgs_in;
+    m->msgs_out = st->msgs_out;
+    m->malformed = st->malformed;
+    m->busy_s = st->busy_s;
+    m->uptime_s = st->wall_s;
 }
 
-static char *render_metrics(pf_broker_t *b)
+static char *render_metrics(pf_broker_t *b, const pf_broker_stats_t *st, int agents)
 {
     pf_metrics_t m;
-    collect(b, &m);
+    collect(b, st, agents, &m);
     char *text = NULL, err[128];
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
@@ -84,7 +93,8 @@ static json_t *url_or_null(const char *fmt, const char *id)
 
 /* The requests as /api/status serves them, oldest first; ids[] gets the requests that have a
  * plan (for pf_http_keep_plans). */
-static char *render_status(pf_broker_t *b, const char **ids, size_t *nids)
+static char *render_status(pf_broker_t *b, const pf_broker_stats_t *bs, int agents,
+                           const char **ids, size_t *nids)
 {
     json_t *list = json_array(), *root = json_object();
     char *text = NULL;
@@ -93,7 +103,7 @@ static char *render_status(pf_broker_t *b, const char **ids, size_t *nids)
         goto done;
     for (request_t *r = zlistx_first(b->order); r; r = zlistx_next(b->order)) {
         Planfarm__RequestStatus st;
-        pf_broker_request_status(b, r, &st);
+        pf_publish_status(b, r, &st);
         int has_plan = r->plan_json != NULL;
         if (has_plan)
             ids[(*nids)++] = r->id;
@@ -110,11 +120,9 @@ static char *render_status(pf_broker_t *b, const char **ids, size_t *nids)
         if (!o || json_array_append_new(list, o) != 0)
             goto done;
     }
-    pf_broker_stats_t bs;
-    pf_broker_get_stats(b, &bs);
-    if (json_object_set_new(root, "workers", json_integer(bs.workers)) ||
-        json_object_set_new(root, "agents", json_integer(pf_broker_agents_count(b))) ||
-        json_object_set_new(root, "uptime_s", json_real(bs.wall_s)) ||
+    if (json_object_set_new(root, "workers", json_integer(bs->workers)) ||
+        json_object_set_new(root, "agents", json_integer(agents)) ||
+        json_object_set_new(root, "uptime_s", json_real(bs->wall_s)) ||
         json_object_set(root, "requests", list))
         goto done;
     text = json_dumps(root, JSON_COMPACT);
@@ -124,7 +132,7 @@ done:
     return text;
 }
 
-void pf_broker_publish(pf_broker_t *b)
+void pf_publish_pages(pf_broker_t *b, const pf_broker_stats_t *st, int agents)
 {
     if (!b->http)
         return;
@@ -134,12 +142,13 @@ void pf_broker_publish(pf_broker_t *b)
         zsys_warning("broker: out of memory publishing the status page");
         return;
     }
-    pf_http_publish(b->http, render_metrics(b), render_status(b, ids, &nids));
+    pf_http_publish(b->http, render_metrics(b, st, agents),
+                    render_status(b, st, agents, ids, &nids));
     pf_http_keep_plans(b->http, ids, nids);
     free(ids);
 }
 
-void pf_broker_publish_plan(pf_broker_t *b, request_t *r, const pf_plan_t *plan)
+void pf_publish_plan(pf_broker_t *b, request_t *r, const pf_plan_t *plan)
 {
     if (!b->http || !r->plan_json)
         return;
@@ -147,9 +156,9 @@ void pf_broker_publish_plan(pf_broker_t *b, request_t *r, const pf_plan_t *plan)
     size_t svg_len = 0;
     FILE *f = open_memstream(&svg, &svg_len);
     /* An unmapped plan has no picture (PF_EINPUT): the page then links the JSON only. */
-    int drawn = f && pf_draw_mapping_svg(plan, r->c, r->g, f, err, sizeof err) == PF_OK;
+    bool drawn = f && pf_draw_mapping_svg(plan, r->c, r->g, f, err, sizeof err) == PF_OK;
     if (f && fclose(f) != 0)
-        drawn = 0;
+        drawn = false;
     r->has_mapping_svg = drawn;
     if (pf_http_add_plan(b->http, r->id, r->plan_json, r->plan_len, drawn ? svg : NULL,
                          svg_len) != PF_OK)

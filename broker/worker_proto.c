@@ -1,4 +1,9 @@
-#include "broker/broker_int.h"
+#include "broker/worker_proto.h"
+#include "broker/access.h"
+#include "broker/lanes.h"
+#include "broker/peers.h"
+#include "broker/requests.h"
+#include "broker/testseam.h"
 #include "planner/core/util.h"
 
 #include <stdio.h>
@@ -7,49 +12,48 @@
 
 /* ---- dispatch events ---- */
 
-void pf_broker_on_cancel(void *ctx, void *worker_user, uint64_t job_id)
+void pf_worker_proto_on_cancel(void *ctx, void *worker_user, uint64_t job_id)
 {
     pf_broker_t *b = ctx;
     peer_t *p = worker_user;
     Planfarm__Cancel m = PLANFARM__CANCEL__INIT;
     m.job_ids = &job_id;
     m.n_job_ids = 1;
-    pf_broker_send(b, p, PF_MSG_CANCEL, &m.base);
+    pf_peers_send(b, p, PF_MSG_CANCEL, &m.base);
 }
 
 
-void pf_broker_on_worker_dead(void *ctx, void *worker_user)
+void pf_worker_proto_on_dead(void *ctx, void *worker_user)
 {
     pf_broker_t *b = ctx;
     peer_t *p = worker_user;
     zsys_warning("broker: worker %s is silent for %d heartbeats: its jobs go to others", p->name,
                  b->o.liveness);
-    pf_broker_peer_bury(p);
+    pf_peers_bury(p);
 }
 
 
 /* ---- messages ---- */
 
-void pf_broker_send_job(pf_broker_t *b, const pf_dispatch_assign_t *a)
+void pf_worker_proto_send_job(pf_broker_t *b, const pf_dispatch_assign_t *a)
 {
     peer_t *p = a->worker_user;
     request_t *r = a->owner;
-    if (!r) { /* benchmark */
+    if (!r) { /* a job of no request: the test seam's empty job */
         Planfarm__Job m = PLANFARM__JOB__INIT;
         m.id = a->job_id;
         m.attempt = a->attempt;
         m.kind = PLANFARM__JOB_KIND__JOB_NOOP;
-        pf_broker_send(b, p, PF_MSG_JOB, &m.base);
+        pf_peers_send(b, p, PF_MSG_JOB, &m.base);
         return;
     }
     pf_job_t job;
-    if (!r->search || !pf_search_job(r->search, a->owner_job, &job)) {
+    if (!pf_requests_job_out(r, a->owner_job, &job)) {
         /* no longer wanted: take it back before it goes out, credit included */
         pf_dispatch_result(b->dispatch, a->worker, a->job_id);
-        pf_broker_job_left(b, a->job_id);
+        pf_lanes_job_left(b, a->job_id);
         return;
     }
-    r->state = PLANFARM__REQUEST_STATE__REQ_RUNNING; /* queued until a job goes out */
     pf_arena_t *arena = pf_arena_new();
     Planfarm__Job *m =
         arena ? pf_job_codec_to_pb(arena, a->job_id, a->attempt, &job, &r->gref, &r->cref) : NULL;
@@ -57,7 +61,7 @@ void pf_broker_send_job(pf_broker_t *b, const pf_dispatch_assign_t *a)
         zsys_error("broker: out of memory encoding job %llu", (unsigned long long)a->job_id);
         pf_dispatch_failed(b->dispatch, a->worker, a->job_id, "broker: out of memory encoding");
     } else {
-        pf_broker_send(b, p, PF_MSG_JOB, &m->base);
+        pf_peers_send(b, p, PF_MSG_JOB, &m->base);
     }
     pf_arena_destroy(&arena);
 }
@@ -75,15 +79,15 @@ static void on_ready(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
 {
     Planfarm__Ready *m = planfarm__ready__unpack(NULL, len, data);
     if (!m) {
-        pf_broker_malformed(b, p, "READY: not a valid Ready message");
+        pf_peers_malformed(b, p, "READY: not a valid Ready message");
         return;
     }
     if (m->protocol != PF_WIRE_VERSION) {
         char why[96];
         snprintf(why, sizeof why, "protocol %u not supported (this broker speaks %d)",
                  m->protocol, PF_WIRE_VERSION);
-        pf_broker_malformed(b, p, "READY: %s", why);
-        pf_broker_send_bye(b, p, why);
+        pf_peers_malformed(b, p, "READY: %s", why);
+        pf_peers_send_bye(b, p, why);
         goto done;
     }
     if (p->kind == PEER_WORKER) /* READY again: it restarted; what it held is lost */
@@ -99,7 +103,7 @@ static void on_ready(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
     int w = pf_dispatch_worker_add(b->dispatch, credits, kinds, p);
     if (w < 0) {
         zsys_error("broker: out of memory registering a worker");
-        pf_broker_send_bye(b, p, "broker: out of memory");
+        pf_peers_send_bye(b, p, "broker: out of memory");
         goto done;
     }
     p->kind = PEER_WORKER;
@@ -108,13 +112,25 @@ static void on_ready(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
     if (m->name && m->name[0])
         snprintf(p->name, sizeof p->name, "%.63s", m->name);
     int live = pf_dispatch_workers(b->dispatch);
-    for (request_t *r = zlistx_first(b->order); r; r = zlistx_next(b->order))
-        if ((r->search || r->preparing) && live > r->workers_max)
-            r->workers_max = live;
+    pf_requests_note_workers(b, live);
     pf_peer_info(b->o.quiet, "broker: worker %s ready: %u cores, %d credits (%d worker%s)", p->name, m->cores,
          credits, live, live == 1 ? "" : "s");
 done:
     planfarm__ready__free_unpacked(m, NULL);
+}
+
+/* A RESULT from worker w for job_id, before the dispatch core forgets the job: its latency by
+ * kind (the metrics' histograms). Only the live copy's answer: a cancelled copy's was sent at
+ * some earlier time. */
+static void time_answer(pf_broker_t *b, int w, uint64_t job_id)
+{
+    pf_job_kind_t kind;
+    double sent_at;
+    int holder;
+    if (w < 0 || !pf_dispatch_job_sent(b->dispatch, job_id, &kind, &sent_at, &holder) ||
+        holder != w || (unsigned)kind >= PF_JOB_KIND_COUNT)
+        return;
+    pf_metrics_latency_observe(&b->latency[kind], b->now - sent_at);
 }
 
 static void on_result(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
@@ -123,17 +139,17 @@ static void on_result(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
     int w = p->kind == PEER_WORKER ? p->worker : -1;
     Planfarm__JobResult *m = planfarm__job_result__unpack(NULL, len, data);
     if (!m) {
-        pf_broker_malformed(b, p, "RESULT: not a valid JobResult");
+        pf_peers_malformed(b, p, "RESULT: not a valid JobResult");
         return;
     }
-    pf_broker_time_answer(b, w, m->id);
+    time_answer(b, w, m->id);
     void *owner;
     uint64_t sid;
     /* Only the worker an attempt of the job was sent to may answer it (a copy since cancelled
      * still counts: the job is pure, and its answer was asked for). Anything else is a forged
      * or misrouted answer: a peer must not fail or fake others' requests. */
     if (pf_dispatch_holds(b->dispatch, w, m->id) < 0) {
-        pf_broker_foreign_answer(b, p, "RESULT", m->id);
+        pf_access_foreign_answer(b, p, "RESULT", m->id);
         goto done;
     }
     if (!pf_dispatch_job_owner(b->dispatch, m->id, &owner, &sid)) {
@@ -142,36 +158,32 @@ static void on_result(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
     }
     request_t *r = owner;
     if (!r) {
-        if (pf_dispatch_result(b->dispatch, w, m->id) && b->noop_left > 0 && --b->noop_left == 0 &&
-            b->pipe)
-            zstr_sendf(b->pipe, "DONE %.6f", pf_now_s() - b->noop_t0);
+        if (pf_dispatch_result(b->dispatch, w, m->id))
+            pf_testseam_noop_done(b, m->id, true);
         goto done;
     }
-    pf_job_t job;
-    if (!r->search || !pf_search_job(r->search, sid, &job)) {
+    if (!pf_requests_wants(r, sid)) {
         pf_dispatch_result(b->dispatch, w, m->id);
         goto done;
     }
     pf_job_result_t res;
     int rc = pf_job_codec_result_from_pb(m, pf_graph_nops(r->g), pf_cluster_ndevices(r->c), &res, err,
                                      sizeof err);
-    if (rc == PF_OK && (rc = pf_search_check_answer(r->search, sid, &res, err, sizeof err)))
+    if (rc == PF_OK &&
+        (rc = pf_search_check_answer(r->search, sid, &res, err, sizeof err)) != PF_OK)
         pf_job_result_clear(&res);
     if (rc != PF_OK) {
         char why[400];
-        pf_broker_malformed(b, p, "RESULT for job %llu: %s", (unsigned long long)m->id, err);
+        pf_peers_malformed(b, p, "RESULT for job %llu: %s", (unsigned long long)m->id, err);
         snprintf(why, sizeof why, "%s sent an invalid result: %s", p->name, err);
         pf_dispatch_failed(b->dispatch, w, m->id, why);
         goto done;
     }
-    if (pf_dispatch_result(b->dispatch, w, m->id)) {
-        if (pf_search_answer(r->search, sid, &res)) /* in the order used: replayed so */
-            pf_broker_journal_answer(b, r, sid, data, len);
-        pf_broker_request_advance(b, r);
-    }
+    if (pf_dispatch_result(b->dispatch, w, m->id))
+        pf_requests_answer(b, r, sid, &res, data, len);
     pf_job_result_clear(&res);
 done:
-    pf_broker_job_left(b, m->id);
+    pf_lanes_job_left(b, m->id);
     planfarm__job_result__free_unpacked(m, NULL);
 }
 
@@ -179,11 +191,11 @@ static void on_failed(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
 {
     Planfarm__Failed *m = planfarm__failed__unpack(NULL, len, data);
     if (!m) {
-        pf_broker_malformed(b, p, "FAILED: not a valid Failed message");
+        pf_peers_malformed(b, p, "FAILED: not a valid Failed message");
         return;
     }
     if (pf_dispatch_holds(b->dispatch, p->worker, m->job_id) < 0) {
-        pf_broker_foreign_answer(b, p, "FAILED", m->job_id);
+        pf_access_foreign_answer(b, p, "FAILED", m->job_id);
         planfarm__failed__free_unpacked(m, NULL);
         return;
     }
@@ -191,7 +203,7 @@ static void on_failed(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
     snprintf(why, sizeof why, "%s: %.256s", p->name, m->error ? m->error : "failed");
     if (pf_dispatch_failed(b->dispatch, p->worker, m->job_id, why) && b->o.verbose)
         pf_peer_info(b->o.quiet, "broker: job %llu failed on %s", (unsigned long long)m->job_id, why);
-    pf_broker_job_left(b, m->job_id);
+    pf_lanes_job_left(b, m->job_id);
     planfarm__failed__free_unpacked(m, NULL);
 }
 
@@ -199,7 +211,7 @@ static void on_fetch(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
 {
     Planfarm__Fetch *m = planfarm__fetch__unpack(NULL, len, data);
     if (!m) {
-        pf_broker_malformed(b, p, "FETCH: not a valid Fetch message");
+        pf_peers_malformed(b, p, "FETCH: not a valid Fetch message");
         return;
     }
     Planfarm__Blob reply = PLANFARM__BLOB__INIT;
@@ -207,9 +219,9 @@ static void on_fetch(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
     size_t n;
     int kind;
     reply.hash = m->hash;
-    if (!pf_broker_worker_may_fetch(b, p, m->hash.data, m->hash.len)) {
+    if (!pf_access_may_fetch(b, p, m->hash.data, m->hash.len)) {
         /* the same answer as for a blob that is gone: a worker learns nothing about others' */
-        pf_broker_malformed(b, p, "FETCH of a blob no job it holds needs");
+        pf_peers_malformed(b, p, "FETCH of a blob no job it holds needs");
         reply.error = "no blob with that hash for the jobs this worker holds";
     } else if (pf_blobstore_get(b->blobs, m->hash.data, m->hash.len, &kind, &bytes, &n) == PF_OK) {
         reply.kind = (Planfarm__BlobKind)kind;
@@ -218,22 +230,22 @@ static void on_fetch(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
     } else {
         reply.error = "no blob with that hash (its requests have finished)";
     }
-    pf_broker_send(b, p, PF_MSG_BLOB, &reply.base);
+    pf_peers_send(b, p, PF_MSG_BLOB, &reply.base);
     planfarm__fetch__free_unpacked(m, NULL);
 }
 
-void pf_broker_on_worker_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t *data,
-                          size_t len)
+void pf_worker_proto_on_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t *data,
+                            size_t len)
 {
     if (kind == PF_MSG_READY) {
         if (p->kind == PEER_CLIENT)
-            pf_broker_malformed(b, p, "READY from a client");
+            pf_peers_malformed(b, p, "READY from a client");
         else
             on_ready(b, p, data, len);
         return;
     }
     if (p->kind == PEER_CLIENT) {
-        pf_broker_malformed(b, p, "%s is a worker message and this peer is a client", pf_msg_name(kind));
+        pf_peers_malformed(b, p, "%s is a worker message and this peer is a client", pf_msg_name(kind));
         return;
     }
     if (p->kind == PEER_NEW || p->kind == PEER_GONE) {
@@ -242,9 +254,9 @@ void pf_broker_on_worker_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uin
          * either is dropped and counted. Either is told to register again (Majordomo's
          * DISCONNECT). */
         if (kind == PF_MSG_RESULT || kind == PF_MSG_FAILED)
-            pf_broker_foreign_answer(b, p, pf_msg_name(kind), 0);
+            pf_access_foreign_answer(b, p, pf_msg_name(kind), 0);
         if (kind != PF_MSG_BYE)
-            pf_broker_send_bye(b, p, "unknown worker: send READY");
+            pf_peers_send_bye(b, p, "unknown worker: send READY");
         return;
     }
     pf_dispatch_worker_seen(b->dispatch, p->worker);
@@ -256,7 +268,7 @@ void pf_broker_on_worker_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uin
     case PF_MSG_BYE:
         pf_peer_info(b->o.quiet, "broker: worker %s left", p->name);
         pf_dispatch_worker_remove(b->dispatch, p->worker, "worker left");
-        pf_broker_peer_drop(b, p);
+        pf_peers_drop(b, p);
         break;
     default: break;
     }

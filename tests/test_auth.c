@@ -218,7 +218,7 @@ static void test_random_ids(void)
 {
     char err[128], ids[1000][40];
     for (int i = 0; i < 1000; i++) {
-        CU_ASSERT_EQUAL_FATAL(pf_random_hex("r", 16, ids[i], sizeof ids[i], err, sizeof err),
+        CU_ASSERT_EQUAL_FATAL(pf_auth_random_hex("r", 16, ids[i], sizeof ids[i], err, sizeof err),
                               PF_OK);
         CU_ASSERT_EQUAL(strlen(ids[i]), 33);
         CU_ASSERT_EQUAL(ids[i][0], 'r');
@@ -230,10 +230,10 @@ static void test_random_ids(void)
             repeats += !strcmp(ids[i], ids[j]);
     CU_ASSERT_EQUAL(repeats, 0);
     char small[33]; /* one short of "r" + 32 digits + NUL */
-    CU_ASSERT_EQUAL(pf_random_hex("r", 16, small, sizeof small, err, sizeof err), PF_ERR);
+    CU_ASSERT_EQUAL(pf_auth_random_hex("r", 16, small, sizeof small, err, sizeof err), PF_ERR);
     uint32_t u;
     for (int i = 0; i < 100; i++) {
-        CU_ASSERT_EQUAL(pf_random_u32(&u), PF_OK);
+        CU_ASSERT_EQUAL(pf_auth_random_u32(&u), PF_OK);
         CU_ASSERT(u != 0);
     }
 }

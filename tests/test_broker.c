@@ -3,6 +3,7 @@
  * here; planning through workers is tests/integration/. */
 #include "broker/blobstore.h"
 #include "broker/broker.h"
+#include "broker/testseam.h"
 #include "client/client.h"
 #include "planner/inputs/model.h"
 #include "planner/core/util.h"
@@ -122,7 +123,8 @@ static void broker_stats(zactor_t *b, long long *malformed, long long *dispatche
     free(s);
 }
 
-/* Run n NOOP jobs through the broker; 1 when all were answered. */
+/* Run n NOOP jobs through the broker (its test seam, broker/testseam.h); 1 when all were
+ * answered. */
 static int noop_round(zactor_t *b, int n)
 {
     char num[32];
@@ -898,6 +900,9 @@ static void test_hostile(void)
     o.endpoint = "tcp://127.0.0.1:0";
     o.max_msg_bytes = 1 << 20;
     o.heartbeat_ms = 100;
+    pf_testseam_noops_t noops; /* "NOOP" on the actor's pipe */
+    pf_testseam_noops_init(&noops);
+    o.testseam = &noops.seam;
     char ep[256], err[512];
     zactor_t *b = start_broker(&o, ep, sizeof ep);
     zactor_t *w = start_worker(ep, 4);

@@ -26,9 +26,9 @@ static void snapshot(pf_metrics_t *m)
     m->jobs_answered[PF_JOB_MAP_PROBE] = 10;
     const double dp_s[] = {0.003, 0.02, 0.02, 300}, probe_s[] = {0.001, 1, -2};
     for (int i = 0; i < 4; i++)
-        pf_latency_hist_observe(&m->latency[PF_JOB_DP_PARTITION], dp_s[i]);
+        pf_metrics_latency_observe(&m->latency[PF_JOB_DP_PARTITION], dp_s[i]);
     for (int i = 0; i < 3; i++)
-        pf_latency_hist_observe(&m->latency[PF_JOB_MAP_PROBE], probe_s[i]);
+        pf_metrics_latency_observe(&m->latency[PF_JOB_MAP_PROBE], probe_s[i]);
     m->dispatched = 20;
     m->requeued = 2;
     m->poisoned = 1;
@@ -251,19 +251,19 @@ static void test_render(void)
  * NaN and negatives to the first. Sum: 0.001 + 0.0011 + 250 + 251 = 501.0021. */
 static void test_histogram_edges(void)
 {
-    pf_latency_hist_t h;
+    pf_metrics_latency_t h;
     memset(&h, 0, sizeof h);
-    const double *bound = pf_latency_bounds_s();
+    const double *bound = pf_metrics_latency_bounds_s();
     CU_ASSERT_DOUBLE_EQUAL(bound[0], 0.001, 0);
     CU_ASSERT_DOUBLE_EQUAL(bound[PF_LATENCY_NBOUNDS - 1], 250, 0);
     for (int i = 1; i < PF_LATENCY_NBOUNDS; i++)
         CU_ASSERT(bound[i] > bound[i - 1]);
-    pf_latency_hist_observe(&h, 0.001);
-    pf_latency_hist_observe(&h, 0.0011);
-    pf_latency_hist_observe(&h, 250);
-    pf_latency_hist_observe(&h, 251);
-    pf_latency_hist_observe(&h, NAN);
-    pf_latency_hist_observe(&h, -1);
+    pf_metrics_latency_observe(&h, 0.001);
+    pf_metrics_latency_observe(&h, 0.0011);
+    pf_metrics_latency_observe(&h, 250);
+    pf_metrics_latency_observe(&h, 251);
+    pf_metrics_latency_observe(&h, NAN);
+    pf_metrics_latency_observe(&h, -1);
     CU_ASSERT_EQUAL(h.bucket[0], 3);
     CU_ASSERT_EQUAL(h.bucket[1], 1);
     CU_ASSERT_EQUAL(h.bucket[PF_LATENCY_NBOUNDS - 1], 1);

@@ -202,7 +202,8 @@ class TestGPT(Base):
     def test_names_and_types(self):
         ops = self.by_name(self.g)
         expect = {"wte": "embedding", "wpe": "embedding", "add": "add",
-                  "blocks.0.ln1": "layernorm", "blocks.0.qkv": "linear",
+                  "blocks.0.ln1": "layernorm", "blocks.0.qkv.q": "linear",
+                  "blocks.0.qkv.k": "linear", "blocks.0.qkv.v": "linear",
                   "blocks.0.matmul": "matmul", "blocks.0.softmax": "softmax",
                   "blocks.0.matmul_1": "matmul", "blocks.0.proj": "linear",
                   "blocks.0.add": "add", "blocks.0.act": "gelu", "blocks.1.fc2": "linear",
@@ -249,11 +250,22 @@ class TestGPT(Base):
         into_mf = [(ids[e["src"]], e["bytes"]) for e in self.g["edges"]
                    if e["dst"] == mf["id"]]
         self.assertEqual(into_mf, [("blocks.0.truediv", 4096)])
-        # qkv is split three ways (views): q, k and v reach the matmuls; each edge carries the
-        # 2 x 16 x 32 x 2 = 2048 bytes of its third, at most qkv's 6144 bytes of output.
-        qkv = ops["blocks.0.qkv"]["id"]
-        out = sorted((ids[e["dst"]], e["bytes"]) for e in self.g["edges"] if e["src"] == qkv)
-        self.assertEqual(out, [("blocks.0.matmul", 4096), ("blocks.0.matmul_1", 2048)])
+        # qkv is split three ways (q, k, v = qkv(x).split(h, dim=2)): written as three linear
+        # ops of 32 -> 32 (as `planfarm model` writes q, k, v), each reaching its matmul with
+        # the 2 x 16 x 32 x 2 = 2048 bytes of its third. The fused 32 x 96 weight and 96 biases
+        # (3168 parameters, 6336 bytes) are shared out: 2112 bytes each.
+        out = sorted((ids[e["src"]], ids[e["dst"]], e["bytes"]) for e in self.g["edges"]
+                     if ids[e["src"]].startswith("blocks.0.qkv."))
+        self.assertEqual(out, [("blocks.0.qkv.k", "blocks.0.matmul", 2048),
+                               ("blocks.0.qkv.q", "blocks.0.matmul", 2048),
+                               ("blocks.0.qkv.v", "blocks.0.matmul_1", 2048)])
+        for part in "qkv":
+            op = ops["blocks.0.qkv." + part]
+            self.assertEqual((op["weight"], op["param_bytes"], op["flops"]), ([32, 32], 2112,
+                                                                              2 * 32 * 32 * 32))
+        # Only q keeps the input (2048 B) and has its gradient, as the fused op would once.
+        self.assertEqual([ops["blocks.0.qkv." + p]["mem_fwd_bytes"] for p in "qkv"],
+                         [4096, 2048, 2048])
         # Embedding: 2 x 16 tokens x 32 x 2 B = 2048 B out, + 2 x 16 int64 ids = 256 B read,
         # one row read per token (2048 B): (2 x 2048 + 256) / 900e9 s.
         wte = ops["wte"]

@@ -681,22 +681,37 @@ class _GraphBuilder:
     def node_bytes(self, node):
         return sum(self.costs.tensor_bytes(m) for m in _metas(node.meta.get("tensor_meta")))
 
-    def count_params(self, mod, prefix, inputs):
+    def count_params(self, mod, inputs):
         """Bytes of the op's parameters not counted before (a tied weight once, by identity),
-        and the weight shape in planfarm's convention."""
-        weight_shape, elems = None, 0
-        if mod is not None:
-            for p in mod.parameters():
-                if id(p) not in self.counted:
-                    self.counted.add(id(p))
-                    elems += p.numel()
-        for a in inputs:
-            if a.op == "get_attr" and a.target in self.params:
-                p = self.params[a.target]
-                if id(p) not in self.counted:
-                    self.counted.add(id(p))
-                    elems += p.numel()
-        return elems * self.costs.float_bytes
+        and (id, bytes) of every parameter it uses."""
+        used = list(mod.parameters()) if mod is not None else []
+        used += [self.params[a.target] for a in inputs
+                 if a.op == "get_attr" and a.target in self.params]
+        elems = 0
+        for p in used:
+            if id(p) not in self.counted:
+                self.counted.add(id(p))
+                elems += p.numel()
+        return elems * self.costs.float_bytes, \
+            [(id(p), p.numel() * self.costs.float_bytes) for p in used]
+
+    def move_shared(self):
+        """A parameter several ops use (tied input and output embeddings) is counted on the
+        one that computes most with it: the output head, which is what TAP splits (an op
+        without param_bytes is not split) and the one Megatron-LM shards."""
+        users = {}
+        for op in self.ops:
+            for pid, nbytes in op.pop("_params", ()):
+                users.setdefault(pid, []).append((op["id"], nbytes))
+        for uses in users.values():
+            ids = list(dict.fromkeys(i for i, _ in uses))
+            if len(ids) < 2:
+                continue
+            best = max(ids, key=lambda i: self.ops[i]["flops"])  # the first of the largest
+            nbytes = uses[0][1]
+            if best != ids[0] and self.ops[ids[0]]["param_bytes"] >= nbytes:
+                self.ops[ids[0]]["param_bytes"] -= nbytes
+                self.ops[best]["param_bytes"] += nbytes
 
     def reads(self, tensor_inputs):
         """Per producer op the bytes read from it (capped at its output), and the bytes read
@@ -803,7 +818,7 @@ class _GraphBuilder:
         base = node.target if mod is not None else \
             ((scope + "." if scope else "") + _fn_name(node))
         in_metas = [m for a in tensor_inputs for m in _metas(a.meta.get("tensor_meta"))]
-        param_bytes = self.count_params(mod, node.target, inputs)
+        param_bytes, uses = self.count_params(mod, inputs)
         weight_shape = _module_weight_shape(mod, kind) if mod is not None else None
         for a in inputs:
             if weight_shape is None and a.op == "get_attr" and a.target in self.params:
@@ -829,6 +844,7 @@ class _GraphBuilder:
         output = _canonical(labels, out_metas[0].shape) if out_metas else None
         op_id = self.add_op(node, self.op_name(base), kind, flops, out_metas, in_metas,
                             read_from, graph_in, param_bytes, weight_shape, cls, output)
+        self.ops[op_id]["_params"] = uses
         node.meta["pf_op"] = op_id
         self.source[node] = op_id
 
@@ -872,6 +888,7 @@ def build_graph(gm, costs, name, microbatch):
         b.visit(node)
     if not b.ops:
         raise ExportError("the traced model has no op that computes on its inputs")
+    b.move_shared()
     for op in b.ops:
         del op["_out_bytes"]  # _fx_node stays for measure(); export() drops it
     return {"name": name, "microbatch": microbatch, "ops": b.ops,
@@ -1042,7 +1059,29 @@ def export(model, example_inputs, path=None, *, name=None, microbatch=None, dtyp
 
 # ---- command line ----
 
-def _load_factory(spec, kwargs_json):
+@contextlib.contextmanager
+def _meta_parameters():
+    """Parameters registered inside the block are moved to the meta device as they are made
+    (shapes without storage; their initialisation then costs nothing): a model of any size is
+    built in seconds, for tracing by shapes. Buffers stay real (masks, rotary tables)."""
+    old = torch.nn.Module.register_parameter
+
+    def register(module, name, param):
+        old(module, name, param)
+        p = module._parameters.get(name)
+        if p is not None and p.device.type != "meta":
+            module._parameters[name] = type(p)(p.detach().to("meta"),
+                                               requires_grad=p.requires_grad)
+
+    torch.nn.Module.register_parameter = register
+    try:
+        yield
+    finally:
+        torch.nn.Module.register_parameter = old
+
+
+def _resolve_factory(spec, kwargs_json):
+    """The object MODULE:FACTORY names and the keyword arguments for it."""
     if ":" not in spec:
         raise ExportError("%s: expected MODULE:FACTORY (e.g. torchvision.models:resnet18 or "
                           "mymodel.py:build)" % spec)
@@ -1060,7 +1099,7 @@ def _load_factory(spec, kwargs_json):
     except ExportError:
         raise
     except Exception as e:
-        raise ExportError("%s: cannot import: %s" % (mod_name, e)) from e
+        raise ExportError("%s: cannot import: %s: %s" % (mod_name, type(e).__name__, e)) from e
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -1072,9 +1111,24 @@ def _load_factory(spec, kwargs_json):
         raise ExportError("--kwargs: not JSON: %s" % e) from e
     if not isinstance(kwargs, dict):
         raise ExportError("--kwargs: not a JSON object")
+    return obj, kwargs
+
+
+def _build(spec, obj, kwargs, meta):
+    """(model, example inputs or None) from the factory; meta: its parameters on the meta
+    device. A factory that raises is one error line (exit status 1)."""
     if isinstance(obj, torch.nn.Module):
         return obj, None
-    result = obj(**kwargs)
+    if not callable(obj):
+        raise ExportError("%s is a %s, not a callable or an nn.Module" % (spec,
+                                                                          type(obj).__name__))
+    try:
+        with _meta_parameters() if meta else contextlib.nullcontext():
+            result = obj(**kwargs)
+    except Exception as e:
+        if meta:  # it may need real weights (it loads a checkpoint, reads values)
+            return _build(spec, obj, kwargs, False)
+        raise ExportError("%s raised %s: %s" % (spec, type(e).__name__, e), 1) from e
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], torch.nn.Module):
         return result[0], result[1]
     if not isinstance(result, torch.nn.Module):
@@ -1095,14 +1149,22 @@ def _parse_shape(text):
 
 INPUT_DTYPES = {"float": "float32", "float32": "float32", "int64": "int64", "long": "int64",
                 "int32": "int32"}
+INPUT_SEED = 0
 
 
-def _make_inputs(shapes, dtypes):
+def _id_range(model):
+    """Token ids are drawn from [0, the smallest embedding table) (2 without one)."""
+    sizes = [m.num_embeddings for m in model.modules() if isinstance(m, torch.nn.Embedding)]
+    return min(sizes) if sizes else 2
+
+
+def _make_inputs(shapes, dtypes, model):
     if not shapes:
         raise ExportError("--input-shape: required (the factory returned no example inputs)")
     if len(dtypes) > len(shapes):
         raise ExportError("--input-dtype: given %d times for %d inputs" % (len(dtypes),
                                                                           len(shapes)))
+    gen = torch.Generator().manual_seed(INPUT_SEED)
     inputs = []
     for i, text in enumerate(shapes):
         dims = _parse_shape(text)
@@ -1110,8 +1172,10 @@ def _make_inputs(shapes, dtypes):
         if dt not in INPUT_DTYPES:
             raise ExportError("--input-dtype: %r is not one of %s" % (dt, ", ".join(INPUT_DTYPES)))
         t = getattr(torch, INPUT_DTYPES[dt])
-        # Integer inputs are token ids: zeros index every table.
-        inputs.append(torch.randn(dims) if t.is_floating_point else torch.zeros(dims, dtype=t))
+        # Integer inputs are token ids, random (fixed seed) so that a model routing by them
+        # (mixture of experts) spreads its tokens as real text would, not all to one expert.
+        inputs.append(torch.randn(dims, generator=gen) if t.is_floating_point else
+                      torch.randint(0, _id_range(model), dims, dtype=t, generator=gen))
     return tuple(inputs)
 
 
@@ -1128,7 +1192,8 @@ def main(argv=None):
     ap.add_argument("--input-shape", action="append", default=[], metavar="D0,D1,...",
                     help="shape of one example input (repeat for several inputs, in order)")
     ap.add_argument("--input-dtype", action="append", default=[], metavar="DTYPE",
-                    help="float (default), int64 (token ids, filled with 0) or int32; per input")
+                    help="float (default, randn), int64 or int32 (token ids: random in [0, the "
+                         "smallest embedding's rows), seed 0); per input")
     ap.add_argument("--dtype", default="fp16", choices=sorted(DTYPE_BYTES),
                     help="precision that floating tensors and parameters are counted in "
                          "(default fp16)")
@@ -1155,19 +1220,30 @@ def main(argv=None):
     try:
         if a.warmup < 0 or a.repeat < 1:
             raise ExportError("--warmup must be >= 0 and --repeat >= 1")
-        model, inputs = _load_factory(a.factory, a.kwargs)
+        obj, kwargs = _resolve_factory(a.factory, a.kwargs)
+        model, inputs = _build(a.factory, obj, kwargs, meta=not a.measure)
         if inputs is None or a.input_shape:
-            inputs = _make_inputs(a.input_shape, a.input_dtype)
-        graph = export(model, inputs, a.output, name=a.name, microbatch=a.microbatch,
-                       dtype=a.dtype, tflops=a.tflops, efficiency=a.efficiency,
-                       hbm_gbps=a.hbm_gbps, measure_cuda=a.measure, warmup=a.warmup,
-                       repeat=a.repeat, leaf_classes=a.leaf)
+            inputs = _make_inputs(a.input_shape, a.input_dtype, model)
+        opts = dict(name=a.name, microbatch=a.microbatch, dtype=a.dtype, tflops=a.tflops,
+                    efficiency=a.efficiency, hbm_gbps=a.hbm_gbps, measure_cuda=a.measure,
+                    warmup=a.warmup, repeat=a.repeat, leaf_classes=a.leaf)
+        try:
+            graph = export(model, inputs, a.output, trace="fake", **opts)
+        except _NeedsData as why:
+            print("torch2planfarm: %s depends on tensor values (%s): running it on the CPU"
+                  % (type(model).__name__, str(why).splitlines()[0][:200]), file=sys.stderr)
+            if _has_meta_params(model):
+                model, inputs2 = _build(a.factory, obj, kwargs, meta=False)
+                if not a.input_shape and inputs2 is not None:
+                    inputs = inputs2
+            graph = export(model, inputs, a.output, trace="real", **opts)
     except ExportError as e:
         print("torch2planfarm: %s" % e, file=sys.stderr)
-        return 2 if "cannot trace" not in str(e) and "failed" not in str(e) else 1
+        return e.status
     print("torch2planfarm: wrote %s (%d ops, %d edges%s) to %s"
           % (graph["name"], len(graph["ops"]), len(graph["edges"]),
-             ", measured" if graph["exporter"]["measured"] else "",
+             ", measured" if graph["exporter"]["measured"] else
+             ", run on the CPU" if graph["exporter"]["traced"] == "real" else "",
              "stdout" if a.output == "-" else a.output), file=sys.stderr)
     return 0
 

@@ -143,6 +143,139 @@ if torch is not None:
         """Factory for the command-line test: (model, example inputs)."""
         return TinyGPT(), (torch.zeros(2, 16, dtype=torch.long),)
 
+    # ---- nanoGPT-style (Karpathy's model.py layout: fused c_attn, a causal-mask buffer,
+    # a LayerNorm class of its own, `@`, tied wte / lm_head) ----
+
+    class LayerNorm(nn.Module):
+        def __init__(self, ndim, bias=True):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(ndim))
+            self.bias = nn.Parameter(torch.zeros(ndim)) if bias else None
+
+        def forward(self, x):
+            return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
+
+    class CausalSelfAttention(nn.Module):
+        def __init__(self, n_embd, n_head, block_size):
+            super().__init__()
+            self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+            self.c_proj = nn.Linear(n_embd, n_embd)
+            self.attn_dropout = nn.Dropout(0.0)
+            self.resid_dropout = nn.Dropout(0.0)
+            self.n_head, self.n_embd = n_head, n_embd
+            self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size))
+                                 .view(1, 1, block_size, block_size))
+
+        def forward(self, x):
+            B, T, C = x.size()
+            q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+            k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+            q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+            v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+            att = self.attn_dropout(F.softmax(att, dim=-1))
+            y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+            return self.resid_dropout(self.c_proj(y))
+
+    class NanoMLP(nn.Module):
+        def __init__(self, n_embd):
+            super().__init__()
+            self.c_fc = nn.Linear(n_embd, 4 * n_embd)
+            self.gelu = nn.GELU()
+            self.c_proj = nn.Linear(4 * n_embd, n_embd)
+            self.dropout = nn.Dropout(0.0)
+
+        def forward(self, x):
+            return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+    class NanoBlock(nn.Module):
+        def __init__(self, n_embd, n_head, block_size):
+            super().__init__()
+            self.ln_1 = LayerNorm(n_embd)
+            self.attn = CausalSelfAttention(n_embd, n_head, block_size)
+            self.ln_2 = LayerNorm(n_embd)
+            self.mlp = NanoMLP(n_embd)
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+
+    class NanoGPT(nn.Module):
+        def __init__(self, vocab_size=1000, block_size=32, n_layer=2, n_head=4, n_embd=64):
+            super().__init__()
+            self.transformer = nn.ModuleDict(dict(
+                wte=nn.Embedding(vocab_size, n_embd),
+                wpe=nn.Embedding(block_size, n_embd),
+                drop=nn.Dropout(0.0),
+                h=nn.ModuleList([NanoBlock(n_embd, n_head, block_size)
+                                 for _ in range(n_layer)]),
+                ln_f=LayerNorm(n_embd)))
+            self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
+            self.transformer.wte.weight = self.lm_head.weight  # weight tying
+
+        def forward(self, idx):
+            b, t = idx.size()
+            pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+            x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
+            for block in self.transformer.h:
+                x = block(x)
+            return self.lm_head(self.transformer.ln_f(x))
+
+    def nanogpt():
+        return NanoGPT(), (torch.zeros(2, 32, dtype=torch.long),)
+
+    def gpt2_small():
+        """GPT-2 small's shape (124M parameters) at sequence 1024, nanoGPT-style."""
+        return NanoGPT(vocab_size=50257, block_size=1024, n_layer=12, n_head=12, n_embd=768)
+
+    def llama_stack():
+        """A Llama-style stack the size of a 1B model: 8 blocks of hidden 2048, 16 heads,
+        4 key/value heads, SwiGLU 5632, sequence 2048, vocabulary 32000 (about 0.5B
+        parameters: 2 GB in fp32)."""
+        model = TinyLlama(vocab=32000, h=2048, layers=8, seq=2048)
+        return model
+
+    # ---- a mixture of experts routing by token (data-dependent: x[rows]) ----
+
+    class MoE(nn.Module):
+        def __init__(self, vocab=64, h=32, ffn=64, experts=4, top_k=2):
+            super().__init__()
+            self.top_k = top_k
+            self.embed = nn.Embedding(vocab, h)
+            self.router = nn.Linear(h, experts, bias=False)
+            self.experts = nn.ModuleList([nn.Sequential(nn.Linear(h, ffn), nn.ReLU(),
+                                                        nn.Linear(ffn, h))
+                                          for _ in range(experts)])
+
+        def forward(self, idx):
+            x = self.embed(idx).view(-1, self.embed.embedding_dim)
+            weights, chosen = torch.topk(F.softmax(self.router(x), dim=-1), self.top_k, dim=-1)
+            out = torch.zeros_like(x)
+            for e, expert in enumerate(self.experts):
+                rows, slot = torch.where(chosen == e)
+                out = out.index_add(0, rows, weights[rows, slot].unsqueeze(-1) * expert(x[rows]))
+            return out
+
+    def moe():
+        torch.manual_seed(0)
+        return MoE()
+
+    class SelfAttention(nn.Module):
+        """nn.MultiheadAttention on one input (query = key = value), its output unpacked."""
+
+        def __init__(self, h=64, heads=4):
+            super().__init__()
+            self.mha = nn.MultiheadAttention(h, heads, batch_first=True)
+            self.fc = nn.Linear(h, h)
+
+        def forward(self, x):
+            a, _ = self.mha(x, x, x)
+            return self.fc(a)
+
+    def broken():
+        raise RuntimeError("no checkpoint at /nonexistent/ckpt.pt")
+
 # Cost model defaults of the tool (a V100): 125 TFLOP/s x 0.5 efficiency, 900 GB/s, fp16.
 PEAK = 125e12 * 0.5
 HBM = 900e9

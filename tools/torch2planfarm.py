@@ -8,10 +8,16 @@ or, from Python:
     import torch2planfarm
     graph = torch2planfarm.export(model, (tokens,), "g.json", dtype="bf16", tflops=989)
 
-The model is traced with torch.fx (symbolic_trace), the example inputs run through it once
-(torch.fx ShapeProp) so every node knows its tensor shapes, and each node that computes becomes
-one op with the cost model of planner/inputs/models.h, so that a traced model and `planfarm model`
-price the same layer the same way:
+The model is traced with torch.fx (symbolic_trace) while every node is evaluated on fake
+tensors (shapes and dtypes without storage or arithmetic: torch._subclasses.FakeTensorMode), so
+every node knows its tensor shapes at no cost; only a forward that depends on tensor values
+(data-dependent shapes, .item(), branches on values) is run for real, once, on the CPU. On the
+command line the model is built with its parameters on the meta device (--measure builds it
+for real). Each node that computes becomes one op with the cost model of
+planner/inputs/models.h, so that a traced model and `planfarm model` price the same layer the
+same way, and is written in the shapes `planfarm model` uses, which TAP reads to split weights
+for tensor parallelism: a fused QKV linear split by its user becomes q, k, v linear ops, and
+attention's head-laid tensors are written [b, s, heads x head_dim] (scores [b, a, s, s]):
 
   FLOPs     linear 2 x rows x in x out; matmul 2 x (output elements) x k; conv the im2col
             matmul 2 x (output elements) x Cin/groups x prod(kernel) (transposed: per input
@@ -25,7 +31,8 @@ price the same layer the same way:
   bwd_ms    2 x fwd_ms for every op (the weight and the input gradient of a weighted op each
             cost its forward FLOPs; memory-bound ops read and write about twice the bytes).
   param_bytes  the op's parameters in --dtype; a parameter used by several ops (tied weights,
-            a module called twice) is counted once, at its first use.
+            a module called twice) is counted once, by identity, on the op that computes
+            most with it (tied embeddings: the output head).
   mem_fwd_bytes  output bytes + the input bytes the op keeps for its backward (KEEPS_INPUT).
   mem_bwd_bytes  output gradient + gradients of the inputs other ops produced.
   edge bytes  the bytes of the tensors a consumer reads from a producer (after views and

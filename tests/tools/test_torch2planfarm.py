@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -126,10 +127,11 @@ if torch is not None:
             return x + self.w2(F.silu(self.w1(z)) * self.w3(z))
 
     class TinyLlama(nn.Module):
-        def __init__(self, vocab=128, h=64, layers=2, seq=16):
+        def __init__(self, vocab=128, h=64, layers=2, seq=16, heads=8, kv_heads=2, ffn=128):
             super().__init__()
             self.embed = nn.Embedding(vocab, h)
-            self.layers = nn.ModuleList([LlamaBlock(h=h, seq=seq) for _ in range(layers)])
+            self.layers = nn.ModuleList([LlamaBlock(h, heads, kv_heads, ffn, seq)
+                                         for _ in range(layers)])
             self.norm = RMSNorm(h)
             self.lm_head = nn.Linear(h, vocab, bias=False)
 
@@ -142,6 +144,139 @@ if torch is not None:
     def tiny_gpt():
         """Factory for the command-line test: (model, example inputs)."""
         return TinyGPT(), (torch.zeros(2, 16, dtype=torch.long),)
+
+    # ---- nanoGPT-style (Karpathy's model.py layout: fused c_attn, a causal-mask buffer,
+    # a LayerNorm class of its own, `@`, tied wte / lm_head) ----
+
+    class LayerNorm(nn.Module):
+        def __init__(self, ndim, bias=True):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(ndim))
+            self.bias = nn.Parameter(torch.zeros(ndim)) if bias else None
+
+        def forward(self, x):
+            return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
+
+    class CausalSelfAttention(nn.Module):
+        def __init__(self, n_embd, n_head, block_size):
+            super().__init__()
+            self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+            self.c_proj = nn.Linear(n_embd, n_embd)
+            self.attn_dropout = nn.Dropout(0.0)
+            self.resid_dropout = nn.Dropout(0.0)
+            self.n_head, self.n_embd = n_head, n_embd
+            self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size))
+                                 .view(1, 1, block_size, block_size))
+
+        def forward(self, x):
+            B, T, C = x.size()
+            q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+            k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+            q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+            v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+            att = self.attn_dropout(F.softmax(att, dim=-1))
+            y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+            return self.resid_dropout(self.c_proj(y))
+
+    class NanoMLP(nn.Module):
+        def __init__(self, n_embd):
+            super().__init__()
+            self.c_fc = nn.Linear(n_embd, 4 * n_embd)
+            self.gelu = nn.GELU()
+            self.c_proj = nn.Linear(4 * n_embd, n_embd)
+            self.dropout = nn.Dropout(0.0)
+
+        def forward(self, x):
+            return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+    class NanoBlock(nn.Module):
+        def __init__(self, n_embd, n_head, block_size):
+            super().__init__()
+            self.ln_1 = LayerNorm(n_embd)
+            self.attn = CausalSelfAttention(n_embd, n_head, block_size)
+            self.ln_2 = LayerNorm(n_embd)
+            self.mlp = NanoMLP(n_embd)
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+
+    class NanoGPT(nn.Module):
+        def __init__(self, vocab_size=1000, block_size=32, n_layer=2, n_head=4, n_embd=64):
+            super().__init__()
+            self.transformer = nn.ModuleDict(dict(
+                wte=nn.Embedding(vocab_size, n_embd),
+                wpe=nn.Embedding(block_size, n_embd),
+                drop=nn.Dropout(0.0),
+                h=nn.ModuleList([NanoBlock(n_embd, n_head, block_size)
+                                 for _ in range(n_layer)]),
+                ln_f=LayerNorm(n_embd)))
+            self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
+            self.transformer.wte.weight = self.lm_head.weight  # weight tying
+
+        def forward(self, idx):
+            b, t = idx.size()
+            pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+            x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
+            for block in self.transformer.h:
+                x = block(x)
+            return self.lm_head(self.transformer.ln_f(x))
+
+    def nanogpt():
+        return NanoGPT(), (torch.zeros(2, 32, dtype=torch.long),)
+
+    def gpt2_small():
+        """GPT-2 small's shape (124M parameters) at sequence 1024, nanoGPT-style."""
+        return NanoGPT(vocab_size=50257, block_size=1024, n_layer=12, n_head=12, n_embd=768)
+
+    def llama_stack():
+        """A Llama-style stack the size of a 1B model: 8 blocks of hidden 2048, 16 heads,
+        4 key/value heads, SwiGLU 5632, sequence 2048, vocabulary 32000 (about 0.5B
+        parameters: 2 GB in fp32)."""
+        return TinyLlama(vocab=32000, h=2048, layers=8, seq=2048, heads=16, kv_heads=4,
+                         ffn=5632)
+
+    # ---- a mixture of experts routing by token (data-dependent: x[rows]) ----
+
+    class MoE(nn.Module):
+        def __init__(self, vocab=64, h=32, ffn=64, experts=4, top_k=2):
+            super().__init__()
+            self.top_k = top_k
+            self.embed = nn.Embedding(vocab, h)
+            self.router = nn.Linear(h, experts, bias=False)
+            self.experts = nn.ModuleList([nn.Sequential(nn.Linear(h, ffn), nn.ReLU(),
+                                                        nn.Linear(ffn, h))
+                                          for _ in range(experts)])
+
+        def forward(self, idx):
+            x = self.embed(idx).view(-1, self.embed.embedding_dim)
+            weights, chosen = torch.topk(F.softmax(self.router(x), dim=-1), self.top_k, dim=-1)
+            out = torch.zeros_like(x)
+            for e, expert in enumerate(self.experts):
+                rows, slot = torch.where(chosen == e)
+                out = out.index_add(0, rows, weights[rows, slot].unsqueeze(-1) * expert(x[rows]))
+            return out
+
+    def moe():
+        torch.manual_seed(0)
+        return MoE()
+
+    class SelfAttention(nn.Module):
+        """nn.MultiheadAttention on one input (query = key = value), its output unpacked."""
+
+        def __init__(self, h=64, heads=4):
+            super().__init__()
+            self.mha = nn.MultiheadAttention(h, heads, batch_first=True)
+            self.fc = nn.Linear(h, h)
+
+        def forward(self, x):
+            a, _ = self.mha(x, x, x)
+            return self.fc(a)
+
+    def broken():
+        raise RuntimeError("no checkpoint at /nonexistent/ckpt.pt")
 
 # Cost model defaults of the tool (a V100): 125 TFLOP/s x 0.5 efficiency, 900 GB/s, fp16.
 PEAK = 125e12 * 0.5
@@ -202,7 +337,8 @@ class TestGPT(Base):
     def test_names_and_types(self):
         ops = self.by_name(self.g)
         expect = {"wte": "embedding", "wpe": "embedding", "add": "add",
-                  "blocks.0.ln1": "layernorm", "blocks.0.qkv": "linear",
+                  "blocks.0.ln1": "layernorm", "blocks.0.qkv.q": "linear",
+                  "blocks.0.qkv.k": "linear", "blocks.0.qkv.v": "linear",
                   "blocks.0.matmul": "matmul", "blocks.0.softmax": "softmax",
                   "blocks.0.matmul_1": "matmul", "blocks.0.proj": "linear",
                   "blocks.0.add": "add", "blocks.0.act": "gelu", "blocks.1.fc2": "linear",
@@ -249,11 +385,22 @@ class TestGPT(Base):
         into_mf = [(ids[e["src"]], e["bytes"]) for e in self.g["edges"]
                    if e["dst"] == mf["id"]]
         self.assertEqual(into_mf, [("blocks.0.truediv", 4096)])
-        # qkv is split three ways (views): q, k and v reach the matmuls; each edge carries the
-        # 2 x 16 x 32 x 2 = 2048 bytes of its third, at most qkv's 6144 bytes of output.
-        qkv = ops["blocks.0.qkv"]["id"]
-        out = sorted((ids[e["dst"]], e["bytes"]) for e in self.g["edges"] if e["src"] == qkv)
-        self.assertEqual(out, [("blocks.0.matmul", 4096), ("blocks.0.matmul_1", 2048)])
+        # qkv is split three ways (q, k, v = qkv(x).split(h, dim=2)): written as three linear
+        # ops of 32 -> 32 (as `planfarm model` writes q, k, v), each reaching its matmul with
+        # the 2 x 16 x 32 x 2 = 2048 bytes of its third. The fused 32 x 96 weight and 96 biases
+        # (3168 parameters, 6336 bytes) are shared out: 2112 bytes each.
+        out = sorted((ids[e["src"]], ids[e["dst"]], e["bytes"]) for e in self.g["edges"]
+                     if ids[e["src"]].startswith("blocks.0.qkv."))
+        self.assertEqual(out, [("blocks.0.qkv.k", "blocks.0.matmul", 2048),
+                               ("blocks.0.qkv.q", "blocks.0.matmul", 2048),
+                               ("blocks.0.qkv.v", "blocks.0.matmul_1", 2048)])
+        for part in "qkv":
+            op = ops["blocks.0.qkv." + part]
+            self.assertEqual((op["weight"], op["param_bytes"], op["flops"]), ([32, 32], 2112,
+                                                                              2 * 32 * 32 * 32))
+        # Only q keeps the input (2048 B) and has its gradient, as the fused op would once.
+        self.assertEqual([ops["blocks.0.qkv." + p]["mem_fwd_bytes"] for p in "qkv"],
+                         [4096, 2048, 2048])
         # Embedding: 2 x 16 tokens x 32 x 2 B = 2048 B out, + 2 x 16 int64 ids = 256 B read,
         # one row read per token (2048 B): (2 x 2048 + 256) / 900e9 s.
         wte = ops["wte"]
@@ -387,6 +534,202 @@ class TestLlama(Base):
 
     def test_plans(self):
         self.assert_plans(self.path)
+
+
+def dgx_h100x2(tmpdir):
+    """build/examples/dgx-h100x2.json's cluster: two DGX-H100 (8 GPUs each)."""
+    path = os.path.join(tmpdir, "dgx-h100x2.json")
+    r = run(planfarm_bin(), "cluster", "dgx-h100", "--machines", "2", "-o", path)
+    assert r.returncode == 0, r.stderr
+    return path
+
+
+def plan_tp2(test, graph_path):
+    """`planfarm plan GRAPH dgx-h100x2 --tp 2`: exit 0 with T = 2; the per-weight splits."""
+    plan = os.path.join(test.dir, "plan-tp2.json")
+    r = run(planfarm_bin(), "plan", graph_path, dgx_h100x2(test.dir), "--tp", "2", "-o", plan)
+    test.assertEqual(r.returncode, 0, r.stderr)
+    with open(plan) as f:
+        p = json.load(f)
+    test.assertEqual(p["tensor_parallel"], 2)
+    weights = {}
+    for s in p["stage_list"]:
+        weights.update(s["tensor_parallel"]["weights"])
+    return weights
+
+
+class TestTensorParallel(Base):
+    """Issue 25 finding 1: traced transformers plan with tensor parallelism. The exporter writes
+    a fused QKV projection as q, k, v linear ops and attention's head-laid tensors in the
+    [b, s, h] shape `planfarm model` gives them (scores [b, a, s, s]), which TAP splits."""
+
+    def test_tiny_gpt_cli(self):
+        # The issue's reproduction: tiny_gpt from the command line, planned with --tp 2.
+        out = os.path.join(self.dir, "t.json")
+        r = run(sys.executable, TOOL, os.path.abspath(__file__) + ":tiny_gpt", "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        plan_tp2(self, out)
+        with open(out) as f:
+            ops = self.by_name(json.load(f))
+        # What TAP reads: q, k, v [b, s, h] -> scores [b, a, s, s] -> context [b, s, h].
+        self.assertEqual(ops["blocks.0.qkv.q"]["output"], [2, 16, 32])
+        self.assertEqual(ops["blocks.0.matmul"]["output"], [2, 4, 16, 16])
+        self.assertEqual(ops["blocks.0.softmax"]["output"], [2, 4, 16, 16])
+        self.assertEqual(ops["blocks.0.matmul_1"]["output"], [2, 16, 32])
+
+    def test_nanogpt(self):
+        path = os.path.join(self.dir, "nano.json")
+        model, inputs = nanogpt()
+        g = t2p.export(model, inputs, path)
+        ops = self.by_name(g)
+        self.assertEqual(ops["transformer.h.0.attn.c_attn.k"]["weight"], [64, 64])
+        plan_tp2(self, path)
+
+    def test_llama(self):
+        path = os.path.join(self.dir, "llama.json")
+        g = t2p.export(TinyLlama(), torch.zeros(2, 16, dtype=torch.long), path)
+        ops = self.by_name(g)
+        # The rotary products stay in q's [b, s, h] shape; k and v repeated to 8 heads too.
+        self.assertEqual(ops["layers.0.add"]["output"], [2, 16, 64])
+        self.assertEqual(ops["layers.0.repeat_interleave"]["output"], [2, 16, 64])
+        self.assertEqual(ops["layers.0.matmul"]["output"], [2, 8, 16, 16])
+        self.assertEqual(ops["layers.0.matmul_1"]["output"], [2, 16, 64])
+        plan_tp2(self, path)
+
+
+def traced_in_child(factory, shape, out):
+    """Runs the command line on factory in a child Python; (exit status, stderr, wall seconds,
+    the child's peak resident bytes from getrusage)."""
+    code = ("import resource, sys, time\n"
+            "sys.path.insert(0, %r)\n"
+            "import torch2planfarm\n"
+            "t = time.time()\n"
+            "rc = torch2planfarm.main(%r)\n"
+            "print('PEAK %%d %%f' %% (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,"
+            " time.time() - t), file=sys.stderr)\n"
+            "sys.exit(rc)\n" % (os.path.join(ROOT, "tools"),
+                                [os.path.abspath(__file__) + ":" + factory, "--input-shape",
+                                 shape, "--input-dtype", "int64", "--dtype", "bf16",
+                                 "--tflops", "989", "--hbm-gbps", "3350", "-o", out]))
+    t = time.time()
+    r = run(sys.executable, "-c", code)
+    wall = time.time() - t
+    peak = [int(line.split()[1]) for line in r.stderr.splitlines() if line.startswith("PEAK ")]
+    return r.returncode, r.stderr, wall, peak[0] if peak else None
+
+
+class TestLargeModels(Base):
+    """Issue 25 finding 2: a GPT-2-small-sized model (12 layers, 768 hidden, seq 1024, vocab
+    50257) and a Llama-style stack trace in under 60 s and 2 GB (shapes only, no arithmetic),
+    and plan with T = 2 splitting attention."""
+
+    def check(self, factory, shape, params, split):
+        out = os.path.join(self.dir, factory + ".json")
+        rc, err, wall, peak = traced_in_child(factory, shape, out)
+        self.assertEqual(rc, 0, err)
+        sys.stderr.write("  %s: %.1f s wall (with Python's start), %.0f MB peak resident\n"
+                         % (factory, wall, peak / 2**20))
+        self.assertLess(wall, 60)
+        self.assertLess(peak, 2 * 2**30)
+        with open(out) as f:
+            g = json.load(f)
+        self.assertEqual(g["exporter"]["traced"], "fake")
+        self.assertEqual(sum(op["param_bytes"] for op in g["ops"]), 2 * params)  # bf16
+        weights = plan_tp2(self, out)
+        for name in split:  # attention and the MLP split, not replicated
+            self.assertNotEqual(weights[name], "replicated", name)
+        return g
+
+    def test_gpt2_small(self):
+        # GPT-2 small: 124,439,808 parameters with the tied head counted once.
+        g = self.check("gpt2_small", "1,1024", 124439808,
+                       ["transformer.h.0.attn.c_attn.q", "transformer.h.0.attn.c_attn.k",
+                        "transformer.h.0.attn.c_attn.v", "transformer.h.0.mlp.c_fc",
+                        "transformer.h.0.mlp.c_proj"])
+        ops = self.by_name(g)
+        # Scores: 2 x (1 x 12 heads x 1024 x 1024) x 64 = 1,610,612,736 FLOPs.
+        self.assertEqual(ops["transformer.h.0.attn.matmul"]["flops"], 1610612736)
+        self.assertEqual(ops["transformer.h.0.attn.matmul"]["output"], [1, 12, 1024, 1024])
+
+    def test_llama_stack(self):
+        # 32000 x 2048 x 2 (embedding, head) + 8 x (2048 x (2048 + 512 + 512 + 2048)
+        # + 3 x 2048 x 5632 + 2 x 2048) + 2048 = 131,072,000 + 8 x 45,092,864 + 2048.
+        self.check("llama_stack", "1,2048", 131072000 + 8 * 45092864 + 2048,
+                   ["layers.0.wq", "layers.0.wk", "layers.0.wv", "layers.0.wo"])
+
+
+class TestPricing(Base):
+    """Issue 25 finding 3: patterns the exporter priced wrong or could not trace."""
+
+    def test_self_attention_mha(self):
+        # nn.MultiheadAttention(64, 4, batch_first) on x [2, 32, 64] as query, key and value
+        # (one node, three arguments), unpacked `a, _ = mha(x, x, x)`: 64 rows through the
+        # q, k, v and out projections, 4 x 2 x 64 x 64 x 64 = 2,097,152, plus scores and
+        # context 2 x 2 x (2 x 32 x 32 x 64) = 524,288: 2,621,440 FLOPs.
+        g = t2p.export(SelfAttention(), torch.randn(2, 32, 64))
+        mha = self.by_name(g)["mha"]
+        self.assertEqual(mha["type"], "attention")
+        self.assertEqual(mha["flops"], 2621440)
+        self.assertAlmostEqual(mha["fwd_ms"], 2621440 / PEAK * 1e3, places=15)
+        # 4 x 64 x 64 weights + 3 x 64 + 64 biases = 16,640 parameters, 33,280 bytes.
+        self.assertEqual(mha["param_bytes"], 33280)
+
+    def test_tied_embeddings(self):
+        # nanoGPT ties wte and lm_head (1000 x 64). Unique parameters: wte 64,000, wpe 2,048,
+        # per block 256 (two LayerNorms) + 12,480 (c_attn) + 4,160 + 16,640 + 16,448 = 49,984,
+        # ln_f 128: 166,144 = 332,288 bytes (counting the tie twice gave 460,288). The tied
+        # matrix is counted on lm_head, the op that computes with it (2 x 64 x 64 x 1000).
+        model, inputs = nanogpt()
+        g = t2p.export(model, inputs)
+        self.assertEqual(sum(op["param_bytes"] for op in g["ops"]), 332288)
+        ops = self.by_name(g)
+        self.assertEqual(ops["lm_head"]["param_bytes"], 128000)
+        self.assertEqual(ops["transformer.wte"]["param_bytes"], 0)
+        self.assertEqual(ops["lm_head"]["flops"], 2 * 64 * 64 * 1000)
+
+    def test_moe_routing(self):
+        # The router decides by the tokens: the command line draws token ids at random (seed 0)
+        # in [0, 64) rather than zeros, which sent every token to the same two experts. The
+        # forward needs values (torch.where, x[rows]): it runs on the CPU, and says so.
+        out = os.path.join(self.dir, "moe.json")
+        r = run(sys.executable, TOOL, os.path.abspath(__file__) + ":moe", "--input-shape",
+                "2,16", "--input-dtype", "int64", "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("depends on tensor values", r.stderr)
+        with open(out) as f:
+            ops = self.by_name(json.load(f))
+        rows = [ops["experts.%d.0" % e]["input"][0] for e in range(4)]
+        self.assertEqual(sum(rows), 2 * 16 * 2)  # 32 tokens x top-2
+        for n in rows:
+            self.assertTrue(0 < n < 32, rows)  # every expert used, none by every token
+        for e in range(4):  # 2 x rows x 32 x 64 each
+            self.assertEqual(ops["experts.%d.0" % e]["flops"], 2 * rows[e] * 32 * 64)
+
+    def test_tuple_unpacking(self):
+        # `rows, cols = torch.where(mask)` unpacks (Python 3.11's bytecode broke torch.fx's
+        # own __iter__ on torch 1.13: "list index out of range").
+        class Where(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(8, 8)
+
+            def forward(self, x):
+                rows, cols = torch.where(x > 0)
+                a, b = self.fc(x).chunk(2, dim=-1)
+                return torch.cat((b, a), dim=-1) + rows.sum() + cols.sum()
+
+        g = t2p.export(Where(), torch.randn(4, 8))
+        self.assertEqual(g["exporter"]["traced"], "real")
+        self.assertIn("fc.part0", self.by_name(g))
+
+    def test_raising_factory(self):
+        r = run(sys.executable, TOOL, os.path.abspath(__file__) + ":broken",
+                "--input-shape", "2,16")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertNotIn("Traceback", r.stderr)
+        self.assertEqual(r.stderr.strip().splitlines(),
+                         ["torch2planfarm: %s:broken raised RuntimeError: no checkpoint at "
+                          "/nonexistent/ckpt.pt" % os.path.abspath(__file__)])
 
 
 def main():

@@ -83,7 +83,7 @@ COMPUTE_BOUND = {"linear", "matmul", "conv", "attention"}
 FLOPS_PER_ELEMENT = {"add": 1, "sub": 1, "mul": 1, "div": 1, "relu": 1, "softmax": 5,
                      "layernorm": 8, "batchnorm": 8, "groupnorm": 8, "instancenorm": 8,
                      "gelu": 8, "silu": 4, "sigmoid": 4, "tanh": 4}
-# Ops whose backward needs their input (models.h: linear, matmul, conv, embedding, norms, gelu,
+# Ops whose backward needs their input (model.h: linear, matmul, conv, embedding, norms, gelu,
 # maxpool), plus the products and activations a Llama block adds (mul: d(xy) = y dx + x dy).
 KEEPS_INPUT = {"linear", "matmul", "conv", "embedding", "layernorm", "batchnorm", "groupnorm",
                "instancenorm", "gelu", "silu", "maxpool", "attention", "mul", "div", "pow"}

@@ -3,7 +3,7 @@
 #ifndef PF_BROKER_ACCESS_H
 #define PF_BROKER_ACCESS_H
 
-#include "broker/broker_int.h"
+#include "broker/broker_state.h"
 
 #include <stdbool.h>
 

@@ -23,7 +23,7 @@
 #ifndef PF_BROKER_AGENT_PROTO_H
 #define PF_BROKER_AGENT_PROTO_H
 
-#include "broker/broker_int.h"
+#include "broker/broker_state.h"
 
 #include <stdbool.h>
 

@@ -1,6 +1,7 @@
-#include "broker/broker_int.h"
+#include "broker/broker.h"
 #include "broker/access.h"
 #include "broker/agent_proto.h"
+#include "broker/broker_state.h"
 #include "broker/client_proto.h"
 #include "broker/intake.h"
 #include "broker/peers.h"

@@ -15,7 +15,8 @@
  * blame its workers for the time it lost.
  *
  * Files: broker/README.md lists them in the order a request passes through them, with who calls
- * whom; broker_int.h is the data they share.
+ * whom; broker_state.h is the data they share, broker_opts.h the options and broker_stats.h
+ * the counters below them.
  *
  * Network input is never trusted: a message with the wrong frame count, a bad header, an
  * undecodable or invalid body, or a kind its sender may not send is counted, logged once per
@@ -23,48 +24,12 @@
 #ifndef PF_BROKER_H
 #define PF_BROKER_H
 
-#include "broker/auth.h"
-#include "planner/search/jobs.h"
-#include "proto/clock.h"
+#include "broker/broker_opts.h"
+#include "broker/broker_stats.h"
 
 #include <czmq.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#define PF_BROKER_DEFAULT_ENDPOINT "tcp://127.0.0.1:5710"
-
-typedef struct pf_broker pf_broker_t;
-typedef struct pf_testseam pf_testseam_t; /* broker/testseam.h */
-
-typedef struct {
-    const char *endpoint;   /* bind address; default PF_BROKER_DEFAULT_ENDPOINT */
-    int heartbeat_ms;       /* default 1000 */
-    int liveness;           /* heartbeat intervals of the broker's loop a worker may stay silent
-                             * through before it is dead; default 5 */
-    int max_attempts;       /* workers a job may outlive before it is poisoned; default 3 */
-    int64_t max_msg_bytes;  /* ZMQ_MAXMSGSIZE: larger frames drop the connection; 256 MiB */
-    pf_job_limits_t limits; /* deadlines of one attempt of a job (planner/search/jobs.h) */
-    int max_finished;       /* finished requests kept for STATUS / RESULT; default 1000 */
-    int max_running;        /* unfinished requests at once; a SUBMIT past it is refused (each
-                             * holds its graph, cluster, blobs and search); default 64 */
-    int max_credits;        /* jobs one worker may hold; a READY asking for more is clamped
-                             * (and logged); default 64 */
-    pf_auth_opts_t auth;    /* CurveZMQ and allow-lists (broker/auth.h); zeroed: plain, and
-                             * then only on a local endpoint unless auth.insecure */
-    int verbose;            /* also log job failures and failed sends */
-    int quiet;              /* no routine log lines (embedded mode); warnings still show */
-    pf_clock_t clock;       /* heartbeats, liveness, deadlines; default (zeroed) monotonic */
-    const char *http_addr;  /* HOST:PORT of /metrics and the status page (broker/http.h);
-                             * NULL: none */
-    const char *journal_path; /* SQLite journal (broker/journal.h); NULL: requests live in memory
-                               * only. Unfinished requests in it are restored by pf_broker_new */
-    int prep_delay_ms;      /* test hook: the helper thread sleeps this long before each setup */
-    int client_max_requests; /* unfinished requests one client may have; 0 = only max_running */
-    int client_max_jobs;    /* jobs of one client in the dispatch core at once; 0 = no quota.
-                             * Clients take turns for free credits either way (broker/fair.h) */
-    const pf_testseam_t *testseam; /* benchmarks and tests only (broker/testseam.h): must
-                                    * outlive the broker; NULL in the product */
-} pf_broker_opts_t;
 
 void pf_broker_opts_init(pf_broker_opts_t *o);
 
@@ -81,20 +46,6 @@ const char *pf_broker_endpoint(const pf_broker_t *b);
 
 /* Serves until SIGINT or SIGTERM. PF_OK, or PF_ERR when it cannot poll its socket. */
 int pf_broker_run(pf_broker_t *b);
-
-typedef struct {
-    double wall_s, busy_s; /* monotonic seconds since pf_broker_new, and those spent handling
-                            * messages and timers (not the options' clock: a measurement) */
-    long long msgs_in, msgs_out, malformed;
-    long long dispatched, answered, requeued, poisoned;
-    long long foreign_answers; /* RESULTs and FAILEDs for jobs the sender did not hold: dropped */
-    int workers;
-    long long requests;
-    double max_stall_s;  /* longest turn of the loop (monotonic): how long STATUS could wait */
-    double prep_max_s;   /* longest request setup on the helper thread */
-    int preparing;       /* requests whose setup is queued or running */
-    long long restored, replayed_answers, journal_errors;
-} pf_broker_stats_t;
 
 void pf_broker_get_stats(const pf_broker_t *b, pf_broker_stats_t *st);
 

@@ -14,7 +14,7 @@
 #ifndef PF_BROKER_INTAKE_H
 #define PF_BROKER_INTAKE_H
 
-#include "broker/broker_int.h"
+#include "broker/broker_state.h"
 
 /* SUBMIT: keyed, journaled, answered "preparing", set up on the helper thread. */
 void pf_intake_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len);

@@ -5,7 +5,7 @@
 #ifndef PF_BROKER_LANES_H
 #define PF_BROKER_LANES_H
 
-#include "broker/broker_int.h"
+#include "broker/broker_state.h"
 
 /* A job's dispatch id: the request's number in the high half, the search's job id below. */
 uint64_t pf_lanes_job_id(const request_t *r, uint64_t search_id);

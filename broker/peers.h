@@ -4,7 +4,7 @@
 #ifndef PF_BROKER_PEERS_H
 #define PF_BROKER_PEERS_H
 
-#include "broker/broker_int.h"
+#include "broker/broker_state.h"
 
 void pf_peers_item_free(void **item); /* the peers table's destructor */
 /* The peer with this identity, created (PEER_NEW) on first sight; NULL when out of memory. */

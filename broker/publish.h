@@ -6,7 +6,8 @@
 #ifndef PF_BROKER_PUBLISH_H
 #define PF_BROKER_PUBLISH_H
 
-#include "broker/broker_int.h"
+#include "broker/broker_state.h"
+#include "broker/broker_stats.h"
 
 /* r as a client sees it now. */
 void pf_publish_status(pf_broker_t *b, request_t *r, Planfarm__RequestStatus *m);

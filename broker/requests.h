@@ -8,7 +8,7 @@
 #ifndef PF_BROKER_REQUESTS_H
 #define PF_BROKER_REQUESTS_H
 
-#include "broker/broker_int.h"
+#include "broker/broker_state.h"
 
 #include <stdbool.h>
 

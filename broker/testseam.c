@@ -1,5 +1,5 @@
 #include "broker/testseam.h"
-#include "broker/broker_int.h"
+#include "broker/broker_state.h"
 #include "planner/core/util.h"
 
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 #ifndef PF_BROKER_TESTSEAM_H
 #define PF_BROKER_TESTSEAM_H
 
-#include "broker/broker.h"
+#include "broker/broker_opts.h"
 
 #include <czmq.h>
 #include <stdbool.h>

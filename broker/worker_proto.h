@@ -5,7 +5,7 @@
 #ifndef PF_BROKER_WORKER_PROTO_H
 #define PF_BROKER_WORKER_PROTO_H
 
-#include "broker/broker_int.h"
+#include "broker/broker_state.h"
 
 void pf_worker_proto_on_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t *data,
                             size_t len);

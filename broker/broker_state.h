@@ -1,12 +1,14 @@
-/* broker_int: the data the broker's files share and nothing outside broker/ sees: the broker
- * itself, its peers and its requests. The functions each file offers the others are in that
+/* broker_state: the data the broker's files share and nothing outside broker/ sees: the broker
+ * itself, its peers and its requests. It includes only the leaves and the options
+ * (broker/broker_opts.h), never the loop's header (broker/broker.h), so that the loop can include
+ * every file of the broker and none of them includes it back. The functions each file offers the others are in that
  * file's own header (broker/README.md lists them in the order a request passes through them,
  * and who calls whom). */
-#ifndef PF_BROKER_INT_H
-#define PF_BROKER_INT_H
+#ifndef PF_BROKER_STATE_H
+#define PF_BROKER_STATE_H
 
 #include "broker/blobstore.h"
-#include "broker/broker.h"
+#include "broker/broker_opts.h"
 #include "broker/dispatch.h"
 #include "broker/http.h"
 #include "broker/metrics.h"

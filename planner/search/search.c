@@ -1,35 +1,121 @@
-/* search: the core of the search (search.h): its jobs, their queue and ids, the public API and
- * the table of job kinds. The phases are search_tap.c, search_partition.c, search_map.c and
- * search_sim.c (search_internal.h). */
-#include "planner/search/search_internal.h"
+/* search: the public API of the search (search.h), the table of job kinds and the order of the
+ * phases: tap -> partition -> map -> simulate -> done. Only this file starts a phase: each
+ * phase's absorb reports when its part is over. The phases are search_tap.c,
+ * search_partition.c, search_map.c and search_sim.c; the jobs and their queue search_queue.c
+ * (search_state.h). */
+#include "planner/search/search.h"
+#include "planner/search/search_sim.h"
+#include "planner/search/search_map.h"
+#include "planner/search/search_partition.h"
+#include "planner/search/search_tap.h"
+#include "planner/search/search_queue.h"
 #include "planner/ir/cost.h"
 #include "planner/core/util.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- the order of the phases ---- */
+
+/* Every binary search is over: phase 4, and the plan once its jobs are in. */
+static void map_over(pf_search_t *s)
+{
+    if (pf_search_sim_start(s))
+        pf_search_sim_finish(s);
+}
+
+/* Every DP answer is in and no degree is in TAP: the best partitions go to mapping. */
+static void partition_over(pf_search_t *s)
+{
+    if (pf_search_partition_rank(s) &&
+        pf_search_map_start(s, s->part.chosen, s->part.nchosen))
+        map_over(s);
+}
+
+/* The TAP of degree tpi is over: the degree opens (unless it was dropped), and partitioning is
+ * over once it was the last degree in TAP and every DP answer is in. */
+static void tap_over(pf_search_t *s, int tpi)
+{
+    char err[256];
+    if (!s->tap.tp[tpi].why[0] && pf_search_partition_open(s, tpi, err, sizeof err) != PF_OK) {
+        pf_search_queue_fail(s, PF_ERR, "%s", err);
+        return;
+    }
+    if (s->tap.tp_left == 0 && s->part.dp_left == 0)
+        partition_over(s);
+}
+
+static void tap_job_over(pf_search_t *s, const pf_search_owner_t *owner)
+{
+    tap_over(s, s->tap.slice[owner->slice].tp);
+}
+
+static void dp_job_over(pf_search_t *s, const pf_search_owner_t *owner)
+{
+    (void)owner;
+    partition_over(s);
+}
+
+static void probe_over(pf_search_t *s, const pf_search_owner_t *owner)
+{
+    (void)owner;
+    map_over(s);
+}
+
+static void simulation_over(pf_search_t *s, const pf_search_owner_t *owner)
+{
+    (void)owner;
+    pf_search_sim_finish(s);
+}
+
+/* Every degree of degrees[nt]: T = 1 opens at once, T > 1 queues its TAP jobs (and opens at
+ * once when no unit has a weight to split). */
+static int start_degrees(pf_search_t *s, const int *degrees, int nt, char *err, size_t errlen)
+{
+    int rc = pf_search_tap_init(s, nt, err, errlen);
+    for (int i = 0; i < nt && rc == PF_OK; i++) {
+        bool over = false;
+        if ((rc = pf_search_tap_add(s, degrees[i], &over, err, errlen)) != PF_OK)
+            break;
+        if (degrees[i] == 1) {
+            rc = pf_search_partition_open(s, i, err, errlen);
+        } else if (over) {
+            tap_over(s, i);
+            if (s->phase == PF_PHASE_FAILED)
+                rc = pf_fail(err, errlen, s->status, "%s", s->error);
+        }
+    }
+    return rc;
+}
+
+/* ---- the kinds of jobs ---- */
 
 /* What the search does with the jobs of one kind; a kind the search never issues has none. */
 typedef struct {
     /* fill in the job's own inputs (kind, graph and cluster are set) */
     void (*describe)(const pf_search_t *s, const pf_search_owner_t *owner, pf_job_t *job);
-    /* take an answer that passed pf_search_check_answer */
-    void (*absorb)(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
+    /* take an answer that passed pf_search_check_answer; true when it ended its phase's part */
+    bool (*absorb)(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
                    const pf_job_result_t *res);
+    /* what comes next when absorb says so (NULL: absorb never does) */
+    void (*over)(pf_search_t *s, const pf_search_owner_t *owner);
     /* a solver error fails the search as "<failed> failed: <error>"; NULL: absorb takes every
      * verdict (an infeasible partition is an answer) */
     const char *failed;
 } search_kind_t;
 
 static const search_kind_t kinds[PF_JOB_KIND_COUNT] = {
-    [PF_JOB_TAP_ENUM] = {pf_search_tap_describe, pf_search_tap_absorb, "TAP job"},
-    [PF_JOB_DP_PARTITION] = {pf_search_partition_describe, pf_search_partition_absorb, NULL},
-    [PF_JOB_MAP_PROBE] = {pf_search_map_describe, pf_search_map_absorb, "mapping probe"},
-    [PF_JOB_RESHARD] = {pf_search_sim_describe_reshard, pf_search_sim_absorb_reshard,
+    [PF_JOB_TAP_ENUM] = {pf_search_tap_describe, pf_search_tap_absorb, tap_job_over, "TAP job"},
+    [PF_JOB_DP_PARTITION] = {pf_search_partition_describe, pf_search_partition_absorb,
+                             dp_job_over, NULL},
+    [PF_JOB_MAP_PROBE] = {pf_search_map_describe, pf_search_map_absorb, probe_over,
+                          "mapping probe"},
+    [PF_JOB_RESHARD] = {pf_search_sim_describe_reshard, pf_search_sim_absorb_reshard, NULL,
                         "resharding job"},
-    [PF_JOB_SIMULATE] = {pf_search_sim_describe, pf_search_sim_absorb, "simulation job"},
+    [PF_JOB_SIMULATE] = {pf_search_sim_describe, pf_search_sim_absorb, simulation_over,
+                         "simulation job"},
 };
 
 static const search_kind_t *kind_of(pf_job_kind_t k)
@@ -46,93 +132,6 @@ const char *pf_search_phase_name(pf_search_phase_t p)
     case PF_PHASE_DONE: return "done";
     default: return "failed";
     }
-}
-
-void pf_search_opts_init(pf_search_opts_t *o)
-{
-    memset(o, 0, sizeof *o);
-    o->max_stages = 64;
-    o->refine = 1;
-    o->alphas[0] = 0.01;
-    o->alphas[1] = 1;
-    o->alphas[2] = 100;
-    o->nalphas = 3;
-    o->candidates = 3;
-    o->probes_in_flight = 4;
-    o->rel_eps = 1e-3;
-    o->probe_seconds = 1; /* as `planfarm map`: a timed-out probe only costs optimality proof */
-    o->probe_timeouts = 2;
-    o->symmetry = PF_MAP_SYM_ALL;
-    o->auto_inst = 1;
-    o->inst = PF_INST_FULL;
-    o->seed = 1;
-    o->max_tp = 8;
-    o->mem_headroom = 0.1;
-    pf_training_init(&o->train);
-}
-
-/* ---- jobs ---- */
-
-uint64_t pf_search_queue_job(pf_search_t *s, pf_job_kind_t kind, pf_search_owner_t owner)
-{
-    if (pf_grow((void **)&s->jobs, &s->jobs_cap, (size_t)s->njobs + 1, sizeof *s->jobs))
-        return 0;
-    if ((size_t)s->qtail == s->qcap) {
-        /* compact, then grow (no memmove on the first call: the queue is still NULL) */
-        if (s->qhead > 0)
-            memmove(s->queue, s->queue + s->qhead,
-                    (size_t)(s->qtail - s->qhead) * sizeof *s->queue);
-        s->qtail -= s->qhead;
-        s->qhead = 0;
-        if (pf_grow((void **)&s->queue, &s->qcap, (size_t)s->qtail + 1, sizeof *s->queue))
-            return 0;
-    }
-    s->jobs[s->njobs] = (job_rec_t){kind, J_QUEUED, owner};
-    uint64_t id = (uint64_t)++s->njobs;
-    s->queue[s->qtail++] = id;
-    return id;
-}
-
-static job_rec_t *job_of(const pf_search_t *s, uint64_t id)
-{
-    if (id == 0 || id > (uint64_t)s->njobs)
-        return NULL;
-    return &s->jobs[id - 1];
-}
-
-void pf_search_cancel_job(pf_search_t *s, uint64_t id)
-{
-    job_rec_t *j = job_of(s, id);
-    if (!j || (j->state != J_OUT && j->state != J_QUEUED))
-        return;
-    int was_out = j->state == J_OUT;
-    j->state = J_CANCELLED;
-    s->cancelled_total++;
-    if (!was_out)
-        return;
-    if (pf_grow((void **)&s->cancelled, &s->cancelled_cap, (size_t)s->ncancelled + 1,
-                sizeof *s->cancelled))
-        return; /* the answer will be ignored anyway */
-    s->cancelled[s->ncancelled++] = id;
-}
-
-void pf_search_fail(pf_search_t *s, int code, const char *fmt, ...)
-{
-    if (s->phase == PF_PHASE_DONE || s->phase == PF_PHASE_FAILED)
-        return;
-    s->phase = PF_PHASE_FAILED;
-    s->status = code;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->error, sizeof s->error, fmt, ap);
-    va_end(ap);
-    for (long long i = 0; i < s->njobs; i++)
-        pf_search_cancel_job(s, (uint64_t)i + 1);
-}
-
-double pf_search_samples_per_step(const pf_search_t *s, const pf_plan_t *p)
-{
-    return (double)pf_graph_microbatch(s->g) * p->microbatches * p->replicas;
 }
 
 /* ---- options ---- */
@@ -290,7 +289,7 @@ pf_search_t *pf_search_new(const pf_graph_t *g, const pf_cluster_t *c,
                                          (1u << PF_SCHEDULE_EAGER_1F1B);
     int nt = tp_degrees(g, c, &o, degrees);
     if (pf_search_partition_init(s, err, errlen) != PF_OK ||
-        pf_search_tap_start(s, degrees, nt, err, errlen) != PF_OK)
+        start_degrees(s, degrees, nt, err, errlen) != PF_OK)
         goto fail;
     if (s->part.ndp == 0 && s->tap.tp_left == 0) {
         nothing_to_partition(s, err, errlen);
@@ -323,7 +322,7 @@ void pf_search_destroy(pf_search_t **sp)
 
 int pf_search_job(const pf_search_t *s, uint64_t id, pf_job_t *job)
 {
-    const job_rec_t *j = job_of(s, id);
+    const job_rec_t *j = pf_search_queue_record(s, id);
     const search_kind_t *k = j ? kind_of(j->kind) : NULL;
     if (!k || (j->state != J_OUT && j->state != J_QUEUED))
         return 0;
@@ -336,24 +335,18 @@ int pf_search_job(const pf_search_t *s, uint64_t id, pf_job_t *job)
 
 int pf_search_next_job(pf_search_t *s, uint64_t *id, pf_job_t *job)
 {
-    while (s->qhead < s->qtail) {
-        uint64_t next = s->queue[s->qhead++];
-        job_rec_t *j = job_of(s, next);
-        if (!j || j->state != J_QUEUED)
-            continue; /* cancelled before it went out */
-        j->state = J_OUT;
-        s->issued++;
-        *id = next;
-        return pf_search_job(s, next, job);
-    }
-    return 0;
+    uint64_t next = pf_search_queue_next(s);
+    if (!next)
+        return 0;
+    *id = next;
+    return pf_search_job(s, next, job);
 }
 
 int pf_search_check_answer(const pf_search_t *s, uint64_t id, const pf_job_result_t *res,
                            char *err, size_t errlen)
 {
     pf_job_t job;
-    if (!job_of(s, id))
+    if (!pf_search_queue_record(s, id))
         return pf_fail(err, errlen, PF_EINPUT, "job %llu is not one of this search's",
                        (unsigned long long)id);
     if (!pf_search_job(s, id, &job))
@@ -364,10 +357,10 @@ int pf_search_check_answer(const pf_search_t *s, uint64_t id, const pf_job_resul
 
 int pf_search_answer(pf_search_t *s, uint64_t id, const pf_job_result_t *res)
 {
-    job_rec_t *j = job_of(s, id);
+    job_rec_t *j = pf_search_queue_record(s, id);
     if (!j || j->state != J_OUT || !res || res->kind != j->kind)
         return 0;
-    if (s->phase == PF_PHASE_DONE || s->phase == PF_PHASE_FAILED)
+    if (pf_search_queue_stopped(s))
         return 0;
     if (pf_search_check_answer(s, id, res, NULL, 0) != PF_OK)
         return 0; /* not an answer: the job stays outstanding for the driver to send again */
@@ -375,24 +368,24 @@ int pf_search_answer(pf_search_t *s, uint64_t id, const pf_job_result_t *res)
     s->answered++;
     const search_kind_t *k = kind_of(j->kind);
     if (k->failed && res->status != PF_OK)
-        pf_search_fail(s, res->status, "%s failed: %s", k->failed, res->error);
-    else
-        k->absorb(s, id, &j->owner, res);
+        pf_search_queue_fail(s, res->status, "%s failed: %s", k->failed, res->error);
+    else if (k->absorb(s, id, &j->owner, res) && k->over)
+        k->over(s, &j->owner);
     return 1;
 }
 
 void pf_search_job_failed(pf_search_t *s, uint64_t id, const char *error)
 {
-    job_rec_t *j = job_of(s, id);
+    job_rec_t *j = pf_search_queue_record(s, id);
     if (!j || j->state != J_OUT)
         return;
     j->state = J_ANSWERED;
-    pf_search_fail(s, PF_ERR, "a job failed on every worker that ran it: %s", error);
+    pf_search_queue_fail(s, PF_ERR, "a job failed on every worker that ran it: %s", error);
 }
 
 void pf_search_cancel(pf_search_t *s, const char *why)
 {
-    pf_search_fail(s, PF_ERR, "%s", why ? why : "cancelled");
+    pf_search_queue_fail(s, PF_ERR, "%s", why ? why : "cancelled");
 }
 
 int pf_search_take_cancelled(pf_search_t *s, uint64_t *ids, int cap)
@@ -407,7 +400,7 @@ int pf_search_take_cancelled(pf_search_t *s, uint64_t *ids, int cap)
 
 int pf_search_done(const pf_search_t *s)
 {
-    return s->phase == PF_PHASE_DONE || s->phase == PF_PHASE_FAILED;
+    return pf_search_queue_stopped(s);
 }
 
 void pf_search_get_status(const pf_search_t *s, pf_search_status_t *st)

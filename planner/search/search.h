@@ -39,54 +39,9 @@
 #define PF_SEARCH_H
 
 #include "planner/search/jobs.h"
+#include "planner/search/search_opts.h"
 
 #include <stdint.h>
-
-typedef struct pf_search pf_search_t;
-
-#define PF_SEARCH_MAX_ALPHAS 4
-
-typedef struct {
-    int stages;           /* 0 = every S dividing the devices, up to max_stages */
-    int replicas;         /* 0 = devices / S */
-    int max_stages;       /* default 64 */
-    int microbatches;     /* MB per step per replica; 0 = PF_DEFAULT_MICROBATCHES */
-    int coarsen_k;        /* 0 = the partitioner's default for each S */
-    long long max_downsets; /* 0 = the partitioner's default */
-    int refine;
-    double flat_gbps;     /* <= 0 = median bandwidth */
-    double alphas[PF_SEARCH_MAX_ALPHAS];
-    int nalphas;          /* default 3: 0.01, 1, 100 (Parmesan IV-B) */
-    int candidates;       /* partitions carried into mapping; default 3 */
-    int probes_in_flight; /* W per binary search; default 4 */
-    double rel_eps;       /* binary search stops when t_r - t_l <= rel_eps * t_r; default 1e-3 */
-    double probe_seconds; /* per-probe budget; default 1 */
-    int probe_timeouts;   /* a binary search ends after this many timed-out probes (its lower
-                           * bound is unproven from the first); 0 = no limit; default 2 */
-    int symmetry;         /* the probes' symmetry rules, PF_MAP_SYM_* (map_symmetry.h); default ALL */
-    int auto_inst;        /* default 1: both instantiations, keep the better under "full" */
-    pf_inst_t inst;       /* when auto_inst = 0 */
-    uint64_t seed;
-    int tp;               /* tensor-parallel degree T; 0 = every degree that divides each host's
-                           * devices, up to max_tp */
-    int max_tp;           /* default 8 */
-    int tp_across_hosts;  /* T may span hosts (and divide only the device count) */
-    pf_training_t train;  /* precision, optimizer, ZeRO, recomputation, schedule */
-    long long global_batch; /* samples per step; 0 = free: MB = microbatches */
-    int layer_aligned;    /* stage boundaries only between repeated blocks */
-    double mem_headroom;  /* fraction of every device's memory a plan leaves free (CUDA context,
-                           * NCCL buffers, allocator fragmentation); default 0.1 */
-    unsigned schedules;   /* phase 4: schedules the plan may run, a mask of 1u << pf_schedule_t
-                           * (no signal); 0 = 1f1b, gpipe and eager-1f1b */
-} pf_search_opts_t;
-
-typedef enum {
-    PF_PHASE_PARTITION,
-    PF_PHASE_MAP,
-    PF_PHASE_SIMULATE,
-    PF_PHASE_DONE,
-    PF_PHASE_FAILED
-} pf_search_phase_t;
 
 const char *pf_search_phase_name(pf_search_phase_t p);
 
@@ -96,8 +51,6 @@ typedef struct {
     double best_objective_ms; /* objective (full) of the plan as it would be now: the leading
                                * candidate's best mapping so far; NAN before any mapping */
 } pf_search_status_t;
-
-void pf_search_opts_init(pf_search_opts_t *o);
 
 /* The checks pf_search_new runs first: PF_OK, PF_EINPUT (bad options: the message names the
  * option field, e.g. "coarsen_k: ..."), PF_EINFEASIBLE (an op alone fits no device). */

@@ -2,8 +2,12 @@
  * the mapping target (Liu et al., "Parmesan", Algorithm 1; target_search.h, policy STREAM) per
  * instantiation, each answer of a MAP_PROBE job (Algorithm 2) moving its bounds at once. With
  * auto_inst, m and ar first (skipping one whose variable term is identically zero), then one
- * more search under full from the better of their mappings. */
-#include "planner/search/search_internal.h"
+ * more search under full from the better of their mappings. When the last search is over,
+ * search.c starts phase 4. */
+#include "planner/search/search_map.h"
+#include "planner/search/search_partition.h"
+#include "planner/search/search_tap.h"
+#include "planner/search/search_queue.h"
 #include "planner/core/util.h"
 
 #include <math.h>
@@ -54,7 +58,7 @@ static int add_task(pf_search_t *s, int cand, pf_inst_t inst)
     return rc;
 }
 
-static void task_done(pf_search_t *s, int k);
+static bool task_done(pf_search_t *s, int k);
 
 /* Withdrawn probes are cancelled. */
 static void cancel_withdrawn(pf_search_t *s, map_task_t *t)
@@ -63,11 +67,12 @@ static void cancel_withdrawn(pf_search_t *s, map_task_t *t)
     int n;
     while ((n = pf_target_search_take_withdrawn(t->ts, ids, PF_SEARCH_MAX_IN_FLIGHT)) > 0)
         for (int i = 0; i < n; i++)
-            pf_search_cancel_job(s, ids[i]);
+            pf_search_queue_cancel(s, ids[i]);
 }
 
-/* After the bounds moved (or were set): done, or keep W probes in flight. */
-static void advance(pf_search_t *s, int k)
+/* After the bounds moved (or were set): done, or keep W probes in flight. true when that ended
+ * the last search. */
+static bool advance(pf_search_t *s, int k)
 {
     map_task_t *t = &s->map.task[k];
     double target;
@@ -76,14 +81,13 @@ static void advance(pf_search_t *s, int k)
         uint64_t id = pf_search_queue_job(s, PF_JOB_MAP_PROBE,
                                           (pf_search_owner_t){.probe = {k, target}});
         if (!id) {
-            pf_search_fail(s, PF_ERR, "out of memory");
-            return;
+            pf_search_queue_fail(s, PF_ERR, "out of memory");
+            return false;
         }
         pf_target_search_sent(t->ts, id);
     }
     cancel_withdrawn(s, t);
-    if (pf_target_search_done(t->ts))
-        task_done(s, k);
+    return pf_target_search_done(t->ts) && task_done(s, k);
 }
 
 /* auto: once the m and ar searches of a candidate are over, search under full from the better of
@@ -114,23 +118,24 @@ static int add_full_task(pf_search_t *s, int cand)
         rc = add_task_at(s, cand, PF_INST_FULL, lo, hi, dev);
     free(dev);
     if (rc == PF_OK)
-        advance(s, index);
+        advance(s, index); /* never the last search: the one that started it is not over yet */
     return rc;
 }
 
-static void task_done(pf_search_t *s, int k)
+/* Search k is over; with auto_inst, a candidate's m and ar searches start its full one. true
+ * when k was the last search. */
+static bool task_done(pf_search_t *s, int k)
 {
     map_task_t *t = &s->map.task[k];
     if (t->done)
-        return;
+        return false;
     t->done = true;
     candidate_t *cd = &s->map.cand[t->cand];
     if (s->o.auto_inst && t->inst != PF_INST_FULL && cd->ntasks == 2 &&
         s->map.task[cd->task[0]].done && s->map.task[cd->task[1]].done &&
         add_full_task(s, t->cand) != PF_OK)
-        pf_search_fail(s, PF_ERR, "out of memory");
-    if (--s->map.tasks_left == 0)
-        pf_search_sim_start(s);
+        pf_search_queue_fail(s, PF_ERR, "out of memory");
+    return --s->map.tasks_left == 0;
 }
 
 /* The first searches of candidate c: the instantiation asked for, or with auto_inst m and ar,
@@ -172,29 +177,29 @@ static int add_candidates(pf_search_t *s, const int *dp, int n)
     return PF_OK;
 }
 
-void pf_search_map_start(pf_search_t *s, const int *dp, int n)
+bool pf_search_map_start(pf_search_t *s, const int *dp, int n)
 {
     map_phase_t *mp = &s->map;
     if (add_candidates(s, dp, n) != PF_OK) {
-        pf_search_fail(s, PF_ERR, "out of memory");
-        return;
+        pf_search_queue_fail(s, PF_ERR, "out of memory");
+        return false;
     }
     s->phase = PF_PHASE_MAP;
     for (int c = 0; c < n; c++) {
         int rc = add_first_tasks(s, c);
         if (rc != PF_OK) {
-            pf_search_fail(s, rc, "%s", rc == PF_ERR ? "out of memory" : "mapping bounds failed");
-            return;
+            pf_search_queue_fail(s, rc, "%s",
+                                 rc == PF_ERR ? "out of memory" : "mapping bounds failed");
+            return false;
         }
     }
     /* tasks_left counts one extra until every first search is launched, so that a candidate
      * whose bounds meet at once cannot finish the whole search early */
     mp->tasks_left++;
     int first = mp->ntask;
-    for (int k = 0; k < first && !pf_search_done(s); k++)
+    for (int k = 0; k < first && !pf_search_queue_stopped(s); k++)
         advance(s, k);
-    if (--mp->tasks_left == 0 && !pf_search_done(s))
-        pf_search_sim_start(s);
+    return --mp->tasks_left == 0 && !pf_search_queue_stopped(s);
 }
 
 int pf_search_map_best(const pf_search_t *s, int c, double *full_ms)
@@ -251,7 +256,7 @@ int pf_search_map_leading(const pf_search_t *s, double *full_ms)
         int chosen = pf_search_map_best(s, c, &full);
         const int *dev = chosen >= 0 ? pf_target_search_best(s->map.task[chosen].ts) : &dev0;
         double step = pf_map_step_estimate_ms(cd->sg, cd->cluster, dev, p->microbatches);
-        double per_sample = step / pf_search_samples_per_step(s, p);
+        double per_sample = step / pf_search_partition_samples_per_step(s, p);
         if (per_sample < best_per_sample) {
             best_per_sample = per_sample;
             best_c = c;
@@ -275,7 +280,7 @@ void pf_search_map_describe(const pf_search_t *s, const pf_search_owner_t *owner
 }
 
 /* A found mapping was checked by pf_search_check_answer. */
-void pf_search_map_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
+bool pf_search_map_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
                           const pf_job_result_t *res)
 {
     map_task_t *t = &s->map.task[owner->probe.task];
@@ -287,7 +292,7 @@ void pf_search_map_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *
     t->sym_pruned += res->probe.symmetric_pruned;
     t->seconds += res->seconds;
     pf_target_search_absorb(t->ts, id, &a);
-    advance(s, owner->probe.task);
+    return advance(s, owner->probe.task);
 }
 
 void pf_search_map_clear(pf_search_t *s)

@@ -1,8 +1,11 @@
 /* search_partition: phases 2 and 3 of the search (search.h "dp" and "partition"): per degree T
  * and stage count S, one coarsening per (alpha, K) (Parmesan IV-B, eq. 4) and one DP_PARTITION
  * job per alpha; when every answer is in, the partitions are ranked by a flat-bandwidth step
- * estimate per sample and the best few, one per (S, T), become the candidates of mapping. */
-#include "planner/search/search_internal.h"
+ * estimate per sample and the best few, one per (S, T), become the candidates of mapping
+ * (search.c starts mapping them). */
+#include "planner/search/search_partition.h"
+#include "planner/search/search_tap.h"
+#include "planner/search/search_queue.h"
 #include "planner/partition/coarsen.h"
 #include "planner/ir/cost.h"
 #include "planner/core/util.h"
@@ -252,8 +255,8 @@ static void none_feasible(pf_search_t *s, int best_infeasible)
     const char *why = best_infeasible >= 0 ? s->part.dp[best_infeasible].error : "";
     for (int t = 0; !*why && t < s->tap.ntp; t++)
         why = s->tap.tp[t].why;
-    pf_search_fail(s, PF_EINFEASIBLE, "%s",
-                   *why ? why : "no (stages, replicas, tensor-parallel degree) fits the options");
+    pf_search_queue_fail(s, PF_EINFEASIBLE, "%s",
+                         *why ? why : "no (stages, replicas, tensor-parallel degree) fits the options");
 }
 
 /* The feasible entries into order, their estimates computed; -1 when an entry failed (the
@@ -271,26 +274,26 @@ static int feasible_entries(pf_search_t *s, int *order, int *best_infeasible)
             if (*best_infeasible < 0 || e->stages > s->part.dp[*best_infeasible].stages)
                 *best_infeasible = i;
         } else {
-            pf_search_fail(s, e->status, "%s", e->error);
+            pf_search_queue_fail(s, e->status, "%s", e->error);
             return -1;
         }
     }
     return n;
 }
 
-void pf_search_partition_done(pf_search_t *s)
+bool pf_search_partition_rank(pf_search_t *s)
 {
     int *order = malloc((size_t)s->part.ndp * sizeof *order), best_infeasible, n = 0;
     if (!order) {
-        pf_search_fail(s, PF_ERR, "out of memory");
-        return;
+        pf_search_queue_fail(s, PF_ERR, "out of memory");
+        return false;
     }
     int nfeasible = feasible_entries(s, order, &best_infeasible);
     if (nfeasible == 0)
         none_feasible(s, best_infeasible);
     if (nfeasible <= 0) {
         free(order);
-        return;
+        return false;
     }
     qsort_r(order, (size_t)nfeasible, sizeof *order, cmp_dp, s);
     /* one candidate per (S, T): its best alpha */
@@ -302,8 +305,14 @@ void pf_search_partition_done(pf_search_t *s)
         if (!dup)
             order[n++] = order[k];
     }
-    pf_search_map_start(s, order, n);
-    free(order);
+    s->part.chosen = order;
+    s->part.nchosen = n;
+    return true;
+}
+
+double pf_search_partition_samples_per_step(const pf_search_t *s, const pf_plan_t *p)
+{
+    return (double)pf_graph_microbatch(s->g) * p->microbatches * p->replicas;
 }
 
 void pf_search_partition_describe(const pf_search_t *s, const pf_search_owner_t *owner,
@@ -334,7 +343,7 @@ void pf_search_partition_describe(const pf_search_t *s, const pf_search_owner_t 
 }
 
 /* A DP answer's verdict is kept: an infeasible (S, T) is an answer, not a failure. */
-void pf_search_partition_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
+bool pf_search_partition_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
                                 const pf_job_result_t *res)
 {
     (void)id;
@@ -344,13 +353,12 @@ void pf_search_partition_absorb(pf_search_t *s, uint64_t id, const pf_search_own
     if (res->status == PF_OK) {
         e->plan = res->plan ? pf_plan_clone(res->plan) : NULL;
         if (!e->plan) {
-            pf_search_fail(s, PF_ERR, "%s",
-                           res->plan ? "out of memory" : "partition job sent no plan");
-            return;
+            pf_search_queue_fail(s, PF_ERR, "%s",
+                                 res->plan ? "out of memory" : "partition job sent no plan");
+            return false;
         }
     }
-    if (--s->part.dp_left == 0 && s->tap.tp_left == 0)
-        pf_search_partition_done(s);
+    return --s->part.dp_left == 0 && s->tap.tp_left == 0;
 }
 
 void pf_search_partition_clear(pf_search_t *s)
@@ -363,4 +371,5 @@ void pf_search_partition_clear(pf_search_t *s)
     free(pt->block_group);
     free(pt->coarse);
     free(pt->dp);
+    free(pt->chosen);
 }

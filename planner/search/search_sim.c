@@ -4,7 +4,11 @@
  * (Zhuang et al., "On Optimizing the Communication of Model Parallelism"); then one SIMULATE job
  * per allowed schedule. Among the (candidate, schedule) pairs that fit memory, the least
  * simulated step time per sample makes the plan. */
-#include "planner/search/search_internal.h"
+#include "planner/search/search_sim.h"
+#include "planner/search/search_map.h"
+#include "planner/search/search_partition.h"
+#include "planner/search/search_tap.h"
+#include "planner/search/search_queue.h"
 #include "planner/ir/cost.h"
 #include "planner/tp/tp_groups.h"
 #include "planner/core/util.h"
@@ -206,8 +210,6 @@ static int queue_reshards(pf_search_t *s, int c)
     return PF_OK;
 }
 
-static void finish(pf_search_t *s);
-
 /* Every candidate's plan from its best mapping; transfers needing RESHARD jobs counted. */
 static int candidate_plans(pf_search_t *s, int *need)
 {
@@ -226,28 +228,27 @@ static int candidate_plans(pf_search_t *s, int *need)
 
 /* T > 1 pipelines first time their cross-stage transfers, then each candidate is simulated under
  * every allowed schedule. */
-void pf_search_sim_start(pf_search_t *s)
+bool pf_search_sim_start(pf_search_t *s)
 {
     int need;
     if (candidate_plans(s, &need) != PF_OK) {
-        pf_search_fail(s, PF_ERR, "out of memory");
-        return;
+        pf_search_queue_fail(s, PF_ERR, "out of memory");
+        return false;
     }
     s->phase = PF_PHASE_SIMULATE;
     if (need > 0 && !(s->sim.xfer = calloc((size_t)need, sizeof *s->sim.xfer))) {
-        pf_search_fail(s, PF_ERR, "out of memory");
-        return;
+        pf_search_queue_fail(s, PF_ERR, "out of memory");
+        return false;
     }
     for (int c = 0; c < s->map.ncand; c++) {
         const pf_plan_t *p = s->sim.cand[c].plan;
         int rc = cand_tp(s, c) > 1 && p->stages > 1 ? queue_reshards(s, c) : queue_sims(s, c);
         if (rc != PF_OK) {
-            pf_search_fail(s, PF_ERR, "out of memory");
-            return;
+            pf_search_queue_fail(s, PF_ERR, "out of memory");
+            return false;
         }
     }
-    if (s->sim.nxfer == 0 && s->sim.sims_left == 0)
-        finish(s);
+    return s->sim.nxfer == 0 && s->sim.sims_left == 0;
 }
 
 /* The step of candidate c under a baseline mapping (CS or p2p map of its groups) and the
@@ -301,7 +302,7 @@ static int best_simulated(const pf_search_t *s, int *best_k)
             const sim_rec_t *r = &s->sim.cand[c].sim[k];
             if (!r->done || !r->fits)
                 continue;
-            double per_sample = r->step_ms / pf_search_samples_per_step(s, s->sim.cand[c].plan);
+            double per_sample = r->step_ms / pf_search_partition_samples_per_step(s, s->sim.cand[c].plan);
             if (per_sample < best) {
                 best = per_sample;
                 best_c = c;
@@ -313,17 +314,17 @@ static int best_simulated(const pf_search_t *s, int *best_k)
 
 /* The plan: the best simulated pair, with the baselines under the same simulator and schedule
  * (so that their ratios mean something). */
-static void finish(pf_search_t *s)
+void pf_search_sim_finish(pf_search_t *s)
 {
     int best_k = -1, best_c = best_simulated(s, &best_k);
     if (best_c < 0) {
-        pf_search_fail(s, PF_EINFEASIBLE, "no candidate's memory fits its devices under any "
+        pf_search_queue_fail(s, PF_EINFEASIBLE, "no candidate's memory fits its devices under any "
                        "schedule simulated (%d candidates)", s->map.ncand);
         return;
     }
     pf_plan_t *p = candidate_plan(s, best_c, (pf_schedule_t)best_k);
     if (!p) {
-        pf_search_fail(s, PF_ERR, "out of memory");
+        pf_search_queue_fail(s, PF_ERR, "out of memory");
         return;
     }
     p->simulated_step_ms = s->sim.cand[best_c].sim[best_k].step_ms;
@@ -350,19 +351,18 @@ void pf_search_sim_describe(const pf_search_t *s, const pf_search_owner_t *owner
     job->nxfer = sc->xfer_ms ? (sc->plan->stages - 1) * sc->plan->replicas : 0;
 }
 
-void pf_search_sim_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
+bool pf_search_sim_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
                           const pf_job_result_t *res)
 {
     (void)id;
     sim_rec_t *r = &s->sim.cand[owner->sim.cand].sim[owner->sim.schedule];
     *r = (sim_rec_t){true, res->sim.fits, res->sim.step_ms, res->sim.bubble_fraction};
-    if (--s->sim.sims_left == 0) {
-        int waiting = 0; /* candidates still timing their transfers */
-        for (int c = 0; c < s->map.ncand; c++)
-            waiting |= s->sim.cand[c].xfer_left > 0;
-        if (!waiting)
-            finish(s);
-    }
+    if (--s->sim.sims_left != 0)
+        return false;
+    int waiting = 0; /* candidates still timing their transfers */
+    for (int c = 0; c < s->map.ncand; c++)
+        waiting |= s->sim.cand[c].xfer_left > 0;
+    return !waiting;
 }
 
 void pf_search_sim_describe_reshard(const pf_search_t *s, const pf_search_owner_t *owner,
@@ -373,7 +373,7 @@ void pf_search_sim_describe_reshard(const pf_search_t *s, const pf_search_owner_
     job->reshard_opts.sched.dfs_budget_s = 0; /* the node cap: one answer everywhere */
 }
 
-void pf_search_sim_absorb_reshard(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
+bool pf_search_sim_absorb_reshard(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
                                   const pf_job_result_t *res)
 {
     (void)id;
@@ -381,7 +381,8 @@ void pf_search_sim_absorb_reshard(pf_search_t *s, uint64_t id, const pf_search_o
     sim_cand_t *sc = &s->sim.cand[x->cand];
     sc->xfer_ms[(size_t)x->stage * sc->plan->replicas + x->replica] = res->reshard.time_ms;
     if (--sc->xfer_left == 0 && queue_sims(s, x->cand) != PF_OK)
-        pf_search_fail(s, PF_ERR, "out of memory");
+        pf_search_queue_fail(s, PF_ERR, "out of memory");
+    return false;
 }
 
 void pf_search_sim_clear(pf_search_t *s)

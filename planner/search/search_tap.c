@@ -1,8 +1,9 @@
 /* search_tap: phase 1 of the search for every tensor-parallel degree T > 1 (search.h "tap"):
  * per TAP unit (Shi et al., TAP; tap.h) one TAP_ENUM job per slice of its 3^N plans; when a
- * degree's slices are in, every unit takes its best plan and the degree opens (its setting, then
- * its DP jobs, search_partition.c). T = 1 opens at once. */
-#include "planner/search/search_internal.h"
+ * degree's slices are in, every unit takes its best plan and the degree may open (its setting,
+ * then its DP jobs: search_partition.c, started by search.c). T = 1 has no TAP. */
+#include "planner/search/search_tap.h"
+#include "planner/search/search_queue.h"
 #include "planner/core/util.h"
 
 #include <stdio.h>
@@ -70,11 +71,10 @@ static int queue_degree(pf_search_t *s, int tpi, char *err, size_t errlen)
     return PF_OK;
 }
 
-/* The slices of T are in: every unit takes its best plan; then the degree opens. */
-static void degree_done(pf_search_t *s, int tpi)
+/* The slices of T are in: every unit takes its best plan, or the degree is dropped. */
+static void degree_over(pf_search_t *s, int tpi)
 {
     tp_entry_t *t = &s->tap.tp[tpi];
-    char err[256];
     for (int u = 0; u < pf_tap_units_count(s->tap.units); u++) {
         if (t->best[u].nbest == 0) {
             pf_tap_units_info_t info;
@@ -85,49 +85,36 @@ static void degree_done(pf_search_t *s, int tpi)
         }
         t->plans[u] = t->best[u].best[0].plan;
     }
-    if (!t->why[0] && pf_search_partition_open(s, tpi, err, sizeof err) != PF_OK) {
-        pf_search_fail(s, PF_ERR, "%s", err);
-        return;
-    }
     s->tap.tp_left--;
-    if (s->tap.tp_left == 0 && s->part.dp_left == 0)
-        pf_search_partition_done(s);
 }
 
-/* Degree i: T = 1 opens, T > 1 queues its TAP jobs (and is done at once when no unit has a
- * weight to split). */
-static int start_degree(pf_search_t *s, int T, char *err, size_t errlen)
+int pf_search_tap_init(pf_search_t *s, int nt, char *err, size_t errlen)
+{
+    if (!(s->tap.tp = calloc((size_t)nt, sizeof *s->tap.tp)))
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    return PF_OK;
+}
+
+int pf_search_tap_add(pf_search_t *s, int T, bool *over, char *err, size_t errlen)
 {
     tap_phase_t *tp = &s->tap;
     int i = tp->ntp++, rc;
     tp_entry_t *t = &tp->tp[i];
+    *over = false;
     pf_tp_setting_opts_init(&t->opts);
     t->opts.tp = T;
     t->opts.across_hosts = s->o.tp_across_hosts;
     t->opts.train = s->o.train;
     if (T == 1)
-        return pf_search_partition_open(s, i, err, errlen);
+        return PF_OK;
     if (!tp->units && !(tp->units = pf_tap_units_new(s->g, &t->opts.tap, err, errlen)))
         return PF_EINPUT;
     if ((rc = queue_degree(s, i, err, errlen)) != PF_OK)
         return rc;
     tp->tp_left++;
     if (t->tap_left == 0) {
-        degree_done(s, i);
-        if (s->phase == PF_PHASE_FAILED)
-            return pf_fail(err, errlen, s->status, "%s", s->error);
-    }
-    return PF_OK;
-}
-
-int pf_search_tap_start(pf_search_t *s, const int *degrees, int nt, char *err, size_t errlen)
-{
-    if (!(s->tap.tp = calloc((size_t)nt, sizeof *s->tap.tp)))
-        return pf_fail(err, errlen, PF_ERR, "out of memory");
-    for (int i = 0; i < nt; i++) {
-        int rc = start_degree(s, degrees[i], err, errlen);
-        if (rc != PF_OK)
-            return rc;
+        degree_over(s, i);
+        *over = true;
     }
     return PF_OK;
 }
@@ -143,7 +130,7 @@ void pf_search_tap_describe(const pf_search_t *s, const pf_search_owner_t *owner
     job->tap_hi = sl->hi;
 }
 
-void pf_search_tap_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
+bool pf_search_tap_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
                           const pf_job_result_t *res)
 {
     (void)id;
@@ -152,12 +139,14 @@ void pf_search_tap_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *
     pf_tap_slice_t both[2] = {t->best[sl->unit], res->tap}, merged;
     int n = both[0].hi > both[0].lo ? 2 : 1; /* the unit's first answer stands alone */
     if (pf_tap_merge(n == 2 ? both : both + 1, n, &merged, NULL, 0) != PF_OK) {
-        pf_search_fail(s, PF_ERR, "TAP answers of unit %d do not merge", sl->unit);
-        return;
+        pf_search_queue_fail(s, PF_ERR, "TAP answers of unit %d do not merge", sl->unit);
+        return false;
     }
     t->best[sl->unit] = merged;
-    if (--t->tap_left == 0)
-        degree_done(s, sl->tp);
+    if (--t->tap_left != 0)
+        return false;
+    degree_over(s, sl->tp);
+    return true;
 }
 
 void pf_search_tap_clear(pf_search_t *s)

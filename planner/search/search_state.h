@@ -1,20 +1,21 @@
-/* search_internal: what the search's files share, private to planner/search/. The core
- * (search.c) keeps the jobs, their queue and ids, the public API and the table of job kinds; each
- * phase file owns one part of struct pf_search and the jobs of its kinds:
+/* search_state: the state of one search, shared by the search's files and private to
+ * planner/search/. Each file owns one part of struct pf_search and the jobs of its kinds:
  *
- *   search_tap.c        tensor-parallel degrees and their TAP_ENUM jobs       s->tap
- *   search_partition.c  coarsenings, DP_PARTITION jobs, the ranking of them   s->part
- *   search_map.c        candidates and their binary searches (MAP_PROBE)      s->map
- *   search_sim.c        RESHARD and SIMULATE jobs, the plan                   s->sim
+ *   search_queue.c      the jobs, their queue and ids, the search's end (failure)  s->jobs ...
+ *   search_tap.c        tensor-parallel degrees and their TAP_ENUM jobs             s->tap
+ *   search_partition.c  coarsenings, DP_PARTITION jobs, the ranking of them         s->part
+ *   search_map.c        candidates and their binary searches (MAP_PROBE)            s->map
+ *   search_sim.c        RESHARD and SIMULATE jobs, the plan                         s->sim
+ *   search.c            the public API, the table of job kinds and the order of the phases
  *
- * A phase reads the parts of the phases before it and writes only its own. Each kind of job has
- * a describe (fill the pf_job_t of a job, from its owner) and an absorb (take its answer), listed
- * in search.c's table of kinds. */
-#ifndef PF_SEARCH_INTERNAL_H
-#define PF_SEARCH_INTERNAL_H
+ * A phase reads the parts of the phases before it and writes only its own; it calls only the
+ * files listed above it (sim -> map -> partition -> tap -> queue). None starts the next phase:
+ * its absorb reports when its part is over, and search.c moves the search on. */
+#ifndef PF_SEARCH_STATE_H
+#define PF_SEARCH_STATE_H
 
 #include "planner/map/target_search.h"
-#include "planner/search/search.h"
+#include "planner/search/search_opts.h"
 #include "planner/sim/simulate.h"
 
 #include <stdbool.h>
@@ -22,7 +23,7 @@
 #define PF_SEARCH_MAX_IN_FLIGHT 64
 #define PF_SEARCH_MAX_TP_DEGREES 16
 
-/* ---- the core: jobs ---- */
+/* ---- search_queue.c: jobs ---- */
 
 enum { J_QUEUED, J_OUT, J_ANSWERED, J_CANCELLED };
 
@@ -106,6 +107,8 @@ typedef struct {
     dp_entry_t *dp;
     int ndp, dp_left;
     size_t dp_cap;
+    int *chosen; /* the candidates of mapping, entries of dp, best first */
+    int nchosen;
 } partition_phase_t;
 
 /* ---- search_map.c ---- */
@@ -194,71 +197,5 @@ struct pf_search {
     char error[512];
     pf_plan_t *result;
 };
-
-/* search.c */
-/* A new job of the kind for owner, queued; its id, or 0 when out of memory. */
-uint64_t pf_search_queue_job(pf_search_t *s, pf_job_kind_t kind, pf_search_owner_t owner);
-/* An outstanding job is reported for cancellation; a queued one is simply never issued. */
-void pf_search_cancel_job(pf_search_t *s, uint64_t id);
-/* The search fails with code and message; every job is cancelled. */
-void pf_search_fail(pf_search_t *s, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-double pf_search_samples_per_step(const pf_search_t *s, const pf_plan_t *p);
-
-/* search_tap.c */
-/* Every degree of degrees[nt]: T = 1 opens at once, T > 1 queues its TAP jobs. */
-int pf_search_tap_start(pf_search_t *s, const int *degrees, int nt, char *err, size_t errlen);
-const pf_graph_t *pf_search_tap_graph(const pf_search_t *s, int tpi);
-const pf_cluster_t *pf_search_tap_cluster(const pf_search_t *s, int tpi);
-void pf_search_tap_describe(const pf_search_t *s, const pf_search_owner_t *owner, pf_job_t *job);
-void pf_search_tap_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
-                          const pf_job_result_t *res);
-void pf_search_tap_clear(pf_search_t *s);
-
-/* search_partition.c */
-/* Layer-aligned searches: the block groups of g. */
-int pf_search_partition_init(pf_search_t *s, char *err, size_t errlen);
-/* The stage counts S to partition for (S x R = D, or the one the options fix; S <= ops, S <=
- * coarsen_k hyper-ops): up to 64 into list; returns how many. */
-int pf_search_partition_stage_counts(const pf_search_opts_t *o, int D, int n, int *list);
-/* Builds T's setting and queues its DP jobs; a setting that cannot be built drops the degree
- * (its reason kept). PF_ERR only for running out of memory. */
-int pf_search_partition_open(pf_search_t *s, int tpi, char *err, size_t errlen);
-/* Every DP answer is in (and no degree is still in TAP): the candidates go to mapping. */
-void pf_search_partition_done(pf_search_t *s);
-void pf_search_partition_describe(const pf_search_t *s, const pf_search_owner_t *owner,
-                                  pf_job_t *job);
-void pf_search_partition_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
-                                const pf_job_result_t *res);
-void pf_search_partition_clear(pf_search_t *s);
-
-/* search_map.c */
-/* The candidates (entries of s->part.dp, best first) start their binary searches. */
-void pf_search_map_start(pf_search_t *s, const int *dp, int n);
-/* Candidate c's best mapping so far under "full": the task it comes from (-1 when it had
- * nothing to map, S = R = 1, and the CS map is its mapping) and that objective. */
-int pf_search_map_best(const pf_search_t *s, int c, double *full_ms);
-/* The mapping of task k (NULL for -1) and, into st, the numbers of its search with the work of
- * all its candidate's searches. */
-const int *pf_search_map_stats(const pf_search_t *s, int c, int k, pf_map_stats_t *st);
-/* The candidate a plan would come from now, and its best objective under full; -1 without
- * candidates. */
-int pf_search_map_leading(const pf_search_t *s, double *full_ms);
-void pf_search_map_describe(const pf_search_t *s, const pf_search_owner_t *owner, pf_job_t *job);
-void pf_search_map_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
-                          const pf_job_result_t *res);
-void pf_search_map_clear(pf_search_t *s);
-
-/* search_sim.c */
-/* Every binary search is over: phase 4. */
-void pf_search_sim_start(pf_search_t *s);
-void pf_search_sim_describe(const pf_search_t *s, const pf_search_owner_t *owner, pf_job_t *job);
-void pf_search_sim_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
-                          const pf_job_result_t *res);
-void pf_search_sim_describe_reshard(const pf_search_t *s, const pf_search_owner_t *owner,
-                                    pf_job_t *job);
-void pf_search_sim_absorb_reshard(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
-                                  const pf_job_result_t *res);
-void pf_search_sim_clear(pf_search_t *s);
 
 #endif

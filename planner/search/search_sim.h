@@ -1,0 +1,25 @@
+/* search_sim: phase 4 of the search, RESHARD and SIMULATE jobs, and the plan (search_sim.c). */
+#ifndef PF_SEARCH_SIM_H
+#define PF_SEARCH_SIM_H
+
+#include "planner/search/search_state.h"
+
+#include <stdbool.h>
+
+/* Every binary search is over: each candidate becomes a plan and its jobs are queued; true when
+ * there is nothing to wait for. */
+bool pf_search_sim_start(pf_search_t *s);
+/* Every simulation is in: the plan, or the search fails when no candidate fits. */
+void pf_search_sim_finish(pf_search_t *s);
+void pf_search_sim_describe(const pf_search_t *s, const pf_search_owner_t *owner, pf_job_t *job);
+/* true when the answer was the last simulation and no candidate still times its transfers. */
+bool pf_search_sim_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
+                          const pf_job_result_t *res);
+void pf_search_sim_describe_reshard(const pf_search_t *s, const pf_search_owner_t *owner,
+                                    pf_job_t *job);
+/* Never ends the phase: a candidate's last transfer queues its SIMULATE jobs. false. */
+bool pf_search_sim_absorb_reshard(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
+                                  const pf_job_result_t *res);
+void pf_search_sim_clear(pf_search_t *s);
+
+#endif

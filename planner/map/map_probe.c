@@ -66,7 +66,7 @@ typedef struct {
     double old;
 } undo_t;
 
-typedef pf_map_keyed_t cand_t; /* key = the candidate's score */
+typedef pf_map_bounds_keyed_t cand_t; /* key = the candidate's score */
 
 typedef struct {
     const pf_map_context_t *cx;
@@ -192,7 +192,7 @@ static int place(dfs_t *st, int x, int d, int commit, double *score)
             a += cx->lat_ms[de] + M / cx->bw_bpms[de];
             double acc2 = st->acc[x2] + (cx->lat_ms[ed] + M / cx->bw_bpms[ed]);
             double rem2 = st->rem[x2] - lbterm(cx, e, M);
-            double mb2 = fmax(acc2 + fmax(rem2, 0.0), cx->static_m[(size_t)s2 * D + e]);
+            double mb2 = fmax(acc2 + fmax(rem2, 0.0), cx->bounds.static_m[(size_t)s2 * D + e]);
             double mmax2 = fmax(st->mmax[s2], mb2);
             double ar2 = cx->use_ar ? st->arlb[s2] : 0.0;
             if (cx->cu[s2] + mmax2 + ar2 > st->t_prune) {
@@ -207,7 +207,7 @@ static int place(dfs_t *st, int x, int d, int commit, double *score)
                 set_logged(st, &st->mmax[s2], mmax2);
             }
         }
-        mx = fmax(a + rm, cx->static_m[(size_t)s * D + d]);
+        mx = fmax(a + rm, cx->bounds.static_m[(size_t)s * D + d]);
         if (commit) {
             set_logged(st, &st->acc[x], a);
             set_logged(st, &st->rem[x], rm);
@@ -217,7 +217,7 @@ static int place(dfs_t *st, int x, int d, int commit, double *score)
     if (cx->use_ar) {
         double T = cx->ar_bytes[s];
         int xp = s * R + (r + R - 1) % R, xn = s * R + (r + 1) % R;
-        pairv = cx->static_ar[(size_t)s * D + d];
+        pairv = cx->bounds.static_ar[(size_t)s * D + d];
         if (st->dev[xp] >= 0)
             pairv = fmax(pairv, T / cx->bw_bpms[(size_t)st->dev[xp] * D + d]);
         else
@@ -333,7 +333,7 @@ static int gen_candidates(dfs_t *st, int depth)
 {
     const pf_map_context_t *cx = st->cx;
     int D = cx->D, x = cx->order[depth], s = x / cx->R, base = st->ncand;
-    const int *rank = cx->rank + (size_t)s * D;
+    const int *rank = cx->bounds.rank + (size_t)s * D;
     int low = cx->low_ref[depth] >= 0 ? rank[st->dev[cx->low_ref[depth]]] : -1;
     if (pf_grow((void **)&st->cand, &st->cand_cap, (size_t)st->ncand + D, sizeof *st->cand)) {
         atomic_store(&st->sh->failed, 1);
@@ -365,7 +365,7 @@ static int gen_candidates(dfs_t *st, int depth)
             st->cls_stamp[c] = st->stamp;
         }
         double score;
-        if (cx->static_lb[(size_t)s * D + d] > st->t_prune || !ring_ok(st, x, d) ||
+        if (cx->bounds.static_lb[(size_t)s * D + d] > st->t_prune || !ring_ok(st, x, d) ||
             !place(st, x, d, 0, &score)) {
             st->bound_pruned++;
             continue;
@@ -374,7 +374,7 @@ static int gen_candidates(dfs_t *st, int depth)
         st->cand[st->ncand++].d = d;
     }
     int n = st->ncand - base;
-    qsort(st->cand + base, (size_t)n, sizeof *st->cand, pf_map_keyed_cmp);
+    qsort(st->cand + base, (size_t)n, sizeof *st->cand, pf_map_bounds_keyed_cmp);
     return n;
 }
 
@@ -466,7 +466,7 @@ int pf_map_probe_run(const pf_map_context_t *cx, double target_ms, double deadli
     sh.comp = sh.comp_devices = NULL;
     if (threads <= 0)
         threads = omp_get_max_threads();
-    if (cx->use_ar && pf_map_bounds_ring_components(cx, target_ms + fabs(target_ms) * PRUNE_SLACK,
+    if (cx->use_ar && pf_map_bounds_ring_components(&cx->bounds, target_ms + fabs(target_ms) * PRUNE_SLACK,
                                                 &sh.comp, &sh.comp_devices) != PF_OK)
         return PF_ERR;
     if (dfs_init(&st0, cx, &sh, target_ms) != PF_OK) {
@@ -474,7 +474,7 @@ int pf_map_probe_run(const pf_map_context_t *cx, double target_ms, double deadli
         free(sh.comp_devices);
         return PF_ERR;
     }
-    if (cx->lower_ms > st0.t_prune) { /* eq. 10 / 11 already rule the target out */
+    if (cx->bounds.lower_ms > st0.t_prune) { /* eq. 10 / 11 already rule the target out */
         rc = PF_OK;
         goto done;
     }

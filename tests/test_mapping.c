@@ -316,7 +316,7 @@ static void test_independent_evaluator(void)
                     pf_cluster_set_lat(c, a, b, x.lat[a * x.D + b]);
                 }
         int cls[MAXN];
-        with_classes += pf_map_device_classes(c, cls) < x.D;
+        with_classes += pf_map_symmetry_device_classes(c, cls) < x.D;
         double scale = kind == 2 ? 1e-3 : 1;
         for (int s = 0; s < x.S; s++) {
             x.cu[s] = pf_rng_uniform(&rng) < 0.2 ? 0 : pf_rng_range(&rng, 0, 10);
@@ -620,10 +620,10 @@ static void test_symmetry(void)
     char err[256];
     int cls[8];
     pf_cluster_t *c = two_level(2, 4);
-    CU_ASSERT_EQUAL(pf_map_device_classes(c, cls), 2);
+    CU_ASSERT_EQUAL(pf_map_symmetry_device_classes(c, cls), 2);
     CU_ASSERT(cls[0] == 0 && cls[3] == 0 && cls[4] == 1 && cls[7] == 1);
     pf_cluster_t *r = random_cluster(3, 6);
-    CU_ASSERT_EQUAL(pf_map_device_classes(r, cls), 6);
+    CU_ASSERT_EQUAL(pf_map_symmetry_device_classes(r, cls), 6);
     pf_cluster_destroy(&r);
 
     long long sym_pruned = 0, nodes_with = 0, nodes_without = 0;
@@ -676,7 +676,7 @@ static void test_symmetry(void)
 /* ---------------------------------------------------------------- host blocks */
 
 /* Whether the device permutation perm is an automorphism of both matrices (off the diagonal),
- * checked entry by entry: the definition pf_map_host_blocks must meet. */
+ * checked entry by entry: the definition pf_map_symmetry_host_blocks must meet. */
 static int is_automorphism(const pf_cluster_t *c, const int *perm)
 {
     int D = pf_cluster_ndevices(c);
@@ -693,7 +693,7 @@ static int is_automorphism(const pf_cluster_t *c, const int *perm)
 static int check_blocks(const pf_cluster_t *c, int *block, int *bclass)
 {
     int D = pf_cluster_ndevices(c), perm[64], mem[64][64], size[64] = {0};
-    int n = pf_map_host_blocks(c, block, bclass, NULL);
+    int n = pf_map_symmetry_host_blocks(c, block, bclass, NULL);
     CU_ASSERT_FATAL(n >= 0 && n <= D / 2);
     for (int d = 0; d < D; d++)
         if (block[d] >= 0)
@@ -806,9 +806,9 @@ static void test_host_blocks_detect(void)
         pf_topology_opts_init(&to, PF_TOPOLOGY_DGX1);
         to.machines = machines;
         CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &dgx, err, sizeof err), PF_OK);
-        CU_ASSERT_EQUAL(pf_map_device_classes(dgx, bclass), 8 * machines);
+        CU_ASSERT_EQUAL(pf_map_symmetry_device_classes(dgx, bclass), 8 * machines);
         CU_ASSERT_EQUAL(check_blocks(dgx, block, bclass), machines);
-        CU_ASSERT_EQUAL(pf_map_host_blocks(dgx, block, bclass, &capped), machines);
+        CU_ASSERT_EQUAL(pf_map_symmetry_host_blocks(dgx, block, bclass, &capped), machines);
         CU_ASSERT_EQUAL(capped, 0);
         for (int d = 0; d < 8 * machines; d++)
             CU_ASSERT_EQUAL(block[d], d / 8);
@@ -868,7 +868,7 @@ static void test_host_blocks_detect(void)
         for (int b = 0; b < 6; b++)
             if (a != b)
                 pf_cluster_set_link(c, a, b, 5, 1);
-    CU_ASSERT_EQUAL(pf_map_device_classes(c, bclass), 1);
+    CU_ASSERT_EQUAL(pf_map_symmetry_device_classes(c, bclass), 1);
     CU_ASSERT_EQUAL(check_blocks(c, block, bclass), 2);
     pf_cluster_destroy(&c);
     /* random links: nothing */
@@ -1005,7 +1005,7 @@ static void test_host_blocks_canonical(void)
                 pf_cluster_set_link(c, a, b, 5, a + b == 3 ? 0 : 1);
     }
     int cls[4], block[4], bclass[4];
-    CU_ASSERT_EQUAL(pf_map_device_classes(c, cls), 2);
+    CU_ASSERT_EQUAL(pf_map_symmetry_device_classes(c, cls), 2);
     CU_ASSERT(cls[0] == cls[3] && cls[1] == cls[2]);
     CU_ASSERT_EQUAL(check_blocks(c, block, bclass), 2);
     CU_ASSERT(block[0] == 0 && block[2] == 0 && block[1] == 1 && block[3] == 1);

@@ -5,8 +5,8 @@
  *    matrices and neither is used by the partial mapping, the subtrees below x -> a and x -> b
  *    mirror each other (swap a and b in every mapping), so of each class only the first free
  *    member in the canonical order (below) that passes the replica and block rules is tried.
- *  - Host blocks (pf_map_host_blocks). Blocks of one class trade places wholesale: i-th device of
- *    one <-> i-th of the other is an automorphism. A candidate in a block that no placed device
+ *  - Host blocks (pf_map_symmetry_host_blocks). Blocks of one class trade places wholesale:
+ *    i-th device of one <-> i-th of the other is an automorphism. A candidate in a block that no placed device
  *    uses is tried only when that block is the first unused one of its class (blocks in order of
  *    their lowest device), so the used blocks of a class are always its first ones. The partial
  *    mapping p uses none of the unused blocks, so permuting them fixes p; swapping the candidate's
@@ -67,7 +67,7 @@ static int swappable(const double *bw, const double *lat, int D, int a, int b)
     return 1;
 }
 
-int pf_map_device_classes(const pf_cluster_t *c, int *cls)
+int pf_map_symmetry_device_classes(const pf_cluster_t *c, int *cls)
 {
     int D = pf_cluster_ndevices(c), n = 0;
     const double *bw = pf_cluster_bw_matrix(c), *lat = pf_cluster_lat_matrix(c);
@@ -116,8 +116,8 @@ static int swap_is_automorphism(const double *W, int D, const int *A, const int 
 }
 
 /* Classes of the groups of one proposal (gid[d]: group of d, groups numbered in order of their
- * lowest device). Writes block / block_class as pf_map_host_blocks documents; returns the number
- * of blocks, -1 when out of memory. */
+ * lowest device). Writes block / block_class as pf_map_symmetry_host_blocks documents; returns
+ * the number of blocks, -1 when out of memory. */
 static int blocks_of_groups(const pf_cluster_t *c, const int *gid, int ngrp, int *block,
                             int *block_class, long long *work, int *capped)
 {
@@ -212,7 +212,7 @@ static int root_of(int *parent, int a)
     return a;
 }
 
-int pf_map_host_blocks(const pf_cluster_t *c, int *block, int *block_class, int *capped)
+int pf_map_symmetry_host_blocks(const pf_cluster_t *c, int *block, int *block_class, int *capped)
 {
     int D = pf_cluster_ndevices(c), n = -1, ngrp = 0, cap = 0;
     long long work = 0;
@@ -306,7 +306,7 @@ static int host_blocks(pf_map_symmetry_t *sy, const pf_cluster_t *c, int symmetr
     int D = pf_cluster_ndevices(c);
     sy->nblk = sy->nbcls = 0;
     if (symmetry == PF_MAP_SYM_ALL &&
-        (sy->nblk = pf_map_host_blocks(c, sy->blk, sy->blk_class, NULL)) < 0)
+        (sy->nblk = pf_map_symmetry_host_blocks(c, sy->blk, sy->blk_class, NULL)) < 0)
         return PF_ERR;
     if (symmetry != PF_MAP_SYM_ALL)
         for (int d = 0; d < D; d++)
@@ -376,7 +376,7 @@ int pf_map_symmetry_init(pf_map_symmetry_t *sy, const pf_cluster_t *c, int symme
     if (!sy->cls || !sy->blk || !sy->blk_class || !sy->blk_kpos || !sy->canon || !sy->canon_pos)
         goto fail;
     if (symmetry) {
-        if ((sy->ncls = pf_map_device_classes(c, sy->cls)) < 0)
+        if ((sy->ncls = pf_map_symmetry_device_classes(c, sy->cls)) < 0)
             goto fail;
     } else {
         for (int d = 0; d < D; d++)

@@ -17,7 +17,7 @@
 /* Interchangeable devices: a and b are in one class when swapping them leaves the bandwidth and
  * latency matrices unchanged (rows and columns). cls[d] gets the class of d (classes numbered by
  * their lowest device); returns the number of classes, or -1 when out of memory. */
-int pf_map_device_classes(const pf_cluster_t *c, int *cls);
+int pf_map_symmetry_device_classes(const pf_cluster_t *c, int *cls);
 
 /* Host blocks: groups of devices (a machine, typically) that can trade places wholesale. Blocks A
  * and B of one class have the same size m, and the map a_i <-> b_i (i-th device of A <-> i-th of
@@ -33,13 +33,14 @@ int pf_map_device_classes(const pf_cluster_t *c, int *cls);
  * the blocks not yet compared in no class (less pruning, never wrong). 4096 devices in 512 DGX-1:
  * one class, 0.3 s. Returns the number of blocks, or -1 when out of memory. */
 #define PF_MAP_BLOCK_BUDGET (1LL << 28)
-int pf_map_host_blocks(const pf_cluster_t *c, int *block, int *block_class, int *capped);
+int pf_map_symmetry_host_blocks(const pf_cluster_t *c, int *block, int *block_class, int *capped);
 
 /* What the probe's symmetry rules need about a cluster of D devices. */
 typedef struct {
-    int *cls, ncls; /* device classes (pf_map_device_classes; each device alone without symmetry) */
-    /* Host blocks (pf_map_host_blocks; none unless symmetry is PF_MAP_SYM_ALL): blk[d] = d's
-     * block or -1, blk_class[b] = b's class, blk_kpos[b] = b's place among its class's blocks
+    /* Device classes (pf_map_symmetry_device_classes; each device alone without symmetry). */
+    int *cls, ncls;
+    /* Host blocks (pf_map_symmetry_host_blocks; none unless symmetry is PF_MAP_SYM_ALL): blk[d] =
+     * d's block or -1, blk_class[b] = b's class, blk_kpos[b] = b's place among its class's blocks
      * (block order); canon = the devices in canonical order, canon_pos its inverse. */
     int *blk, nblk, *blk_class, *blk_kpos, nbcls;
     int *canon, *canon_pos;

@@ -59,7 +59,7 @@ static const struct {
 };
 #define NKINDS (int)(sizeof ev_style / sizeof ev_style[0])
 
-int pf_draw_timeline_svg(const pf_sim_result_t *r, const pf_cluster_t *c, const char *title,
+int pf_draw_timeline_svg(const pf_simulate_result_t *r, const pf_cluster_t *c, const char *title,
                          FILE *f, char *err, size_t errlen)
 {
     const double left = 150, plot_w = 1000, top = 50, row_h = 30, comp_h = 15, comm_h = 8;
@@ -104,7 +104,7 @@ int pf_draw_timeline_svg(const pf_sim_result_t *r, const pf_cluster_t *c, const 
                 left, y + comp_h + 1, plot_w, comm_h);
     }
     for (int e = 0; e < r->nevents; e++) {
-        const pf_sim_event_t *ev = &r->events[e];
+        const pf_simulate_event_t *ev = &r->events[e];
         int row = -1;
         if (ev->device >= 0 && ev->device < D)
             row = row_of[ev->device];

@@ -1,4 +1,6 @@
-/* reshard: seed 003 §2.2 (unit tasks), §3.1 (strategies) and §3.2 (through reshard_sched). */
+/* reshard: cross-mesh resharding after Zhuang et al., "On Optimizing the Communication of Model
+ * Parallelism": unit tasks (Sec. 2.2), strategies (Sec. 3.1) and, through reshard_sched, load
+ * balance and scheduling (Sec. 3.2). */
 #include "planner/sim/reshard.h"
 
 #include "planner/core/util.h"
@@ -27,7 +29,7 @@ struct pf_reshard {
 static const char *const strategy_names[PF_XFER_NSTRATEGIES] = {
     "send/recv", "local all-gather", "global all-gather", "broadcast"};
 
-const char *pf_xfer_strategy_name(pf_xfer_strategy_t s)
+const char *pf_reshard_strategy_name(pf_reshard_strategy_t s)
 {
     return (unsigned)s < PF_XFER_NSTRATEGIES ? strategy_names[s] : "?";
 }
@@ -150,7 +152,7 @@ static double chain_ms(const pf_reshard_net_t *n, int sender, int nrecv, const i
     return sum + (k - 1) * slowest;
 }
 
-double pf_reshard_strategy_ms(const pf_reshard_net_t *n, pf_xfer_strategy_t s, int sender,
+double pf_reshard_strategy_ms(const pf_reshard_net_t *n, pf_reshard_strategy_t s, int sender,
                               int nrecv, const int *recv, double bytes, int max_chunks,
                               int *chunks)
 {
@@ -198,8 +200,8 @@ double pf_reshard_strategy_ms(const pf_reshard_net_t *n, pf_xfer_strategy_t s, i
 
 /* ---- §2.2: specs and unit tasks ---- */
 
-int pf_sharding_spec_parse(const char *text, pf_mesh_shard_t *spec, int max_dims, int *ndims, char *err,
-                        size_t errlen)
+int pf_reshard_spec_parse(const char *text, pf_mesh_shard_t *spec, int max_dims, int *ndims,
+                          char *err, size_t errlen)
 {
     int nd = 0;
     for (const char *p = text; p && *p;) {
@@ -372,7 +374,7 @@ static double best_strategy(const pf_reshard_net_t *net, const pf_reshard_opts_t
         int k = 1;
         if (!(o->strategies & (1u << s)))
             continue;
-        double ms = pf_reshard_strategy_ms(net, (pf_xfer_strategy_t)s, sender, ndst, dst, bytes,
+        double ms = pf_reshard_strategy_ms(net, (pf_reshard_strategy_t)s, sender, ndst, dst, bytes,
                                            o->max_chunks, &k);
         if (ms < best * (1 - 1e-9)) {
             best = ms;
@@ -518,7 +520,7 @@ pf_reshard_t *pf_reshard_new(const pf_reshard_problem_t *p, const pf_reshard_net
         x->dst = b.dst + b.dst_off[t];
         x->sender = b.cand_dev[c];
         x->sender_host = net->host_of[x->sender];
-        x->strategy = (pf_xfer_strategy_t)b.cand_strategy[c];
+        x->strategy = (pf_reshard_strategy_t)b.cand_strategy[c];
         x->chunks = b.cand_chunks[c];
         x->start_ms = r->sched.start_ms[t];
         x->ms = pf_reshard_strategy_ms(net, x->strategy, x->sender, x->ndst, x->dst, x->bytes,

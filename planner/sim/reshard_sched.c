@@ -1,4 +1,5 @@
-/* reshard_sched: seed 003 §3.2. See the header for the model (eq. 1-3). */
+/* reshard_sched: Zhuang et al., "On Optimizing the Communication of Model Parallelism",
+ * Sec. 3.2. See the header for the model (eq. 1-3). */
 #include "planner/sim/reshard_sched.h"
 
 #include "planner/core/rng.h"

@@ -26,7 +26,7 @@ typedef struct {
 } edge_t;
 
 typedef struct {
-    const pf_sim_input_t *in;
+    const pf_simulate_input_t *in;
     int S, R, T, MB, NB;
     size_t nf, base_xf, base_xb, base_ar, base_opt, ntasks;
     task_t *task;
@@ -39,7 +39,7 @@ typedef struct {
     double *free_ms;        /* per cluster device: communication stream free from */
     int *row_of_dev;        /* cluster device -> result row, -1 */
     int *inflight;          /* per stage replica */
-    pf_sim_event_t *ev;
+    pf_simulate_event_t *ev;
     size_t nev, ev_cap;
 } sim_t;
 
@@ -84,7 +84,7 @@ static int add_edge(sim_t *x, size_t from, size_t to, double frac)
 /* The compute order of stage s: `order[i]` is micro-batch m as m (forward) or -1 - m (backward).
  * 1F1B (Narayanan et al. 2021, PipeDream-Flush): W = min(MB, S - s - 1) warm-up forwards, then
  * forward W + i and backward i alternate, then the remaining backwards; in flight at most W + 1 =
- * min(MB, S - s). Eager-1F1B (seed 003, Fig. 4b) runs more warm-up forwards: we take one extra
+ * min(MB, S - s). Eager-1F1B (Zhuang et al., Fig. 4b) runs more warm-up forwards: we take one extra
  * per downstream stage, W = min(MB, 2 (S - s - 1)), so that between a stage's two dependent
  * tasks there is always another micro-batch's forward to overlap the transfer with. */
 static void stage_order(pf_schedule_t order, int S, int MB, int s, int *out)
@@ -127,7 +127,7 @@ static double allreduce_ms(const sim_t *x, int s, int k, double bytes)
 
 static int build(sim_t *x, pf_schedule_t order, int comm_free)
 {
-    const pf_sim_input_t *in = x->in;
+    const pf_simulate_input_t *in = x->in;
     int S = x->S, R = x->R, T = x->T, MB = x->MB, NB = x->NB;
     int *ord = malloc(2 * (size_t)MB * sizeof *ord);
     if (!ord)
@@ -135,7 +135,7 @@ static int build(sim_t *x, pf_schedule_t order, int comm_free)
     for (size_t i = 0; i < x->ntasks; i++)
         x->task[i].kind = T_ABSENT;
     for (int s = 0; s < S; s++) {
-        const pf_sim_stage_t *st = &in->stage[s];
+        const pf_simulate_stage_t *st = &in->stage[s];
         double tpf = comm_free ? 0 : st->tp_fwd_ms, tpb = comm_free ? 0 : st->tp_bwd_ms;
         for (int r = 0; r < R; r++) {
             for (int m = 0; m < MB; m++) {
@@ -157,7 +157,7 @@ static int build(sim_t *x, pf_schedule_t order, int comm_free)
                     }
                     if (s > 0) {
                         int a = dev_of(x, s, r, k), b = dev_of(x, s - 1, r, k);
-                        const pf_sim_stage_t *up = &in->stage[s - 1];
+                        const pf_simulate_stage_t *up = &in->stage[s - 1];
                         double bytes = up->send_bytes;
                         /* the gradient goes back the way the activation came (symmetric links) */
                         double ms = comm_free || bytes <= 0 ? 0
@@ -289,7 +289,7 @@ static int emit(sim_t *x, int dev, int stream, int kind, int s, int r, int m, do
         return PF_OK;
     if (pf_grow((void **)&x->ev, &x->ev_cap, x->nev + 1, sizeof *x->ev))
         return PF_ERR;
-    x->ev[x->nev++] = (pf_sim_event_t){dev, stream, kind, s, r, m, a, b};
+    x->ev[x->nev++] = (pf_simulate_event_t){dev, stream, kind, s, r, m, a, b};
     return PF_OK;
 }
 
@@ -297,7 +297,7 @@ static int emit(sim_t *x, int dev, int stream, int kind, int s, int r, int m, do
  * allow; a transfer or all-reduce also waits for the communication streams of all its devices,
  * which serve tasks in the order they became ready. Every push carries a ready time no earlier
  * than the one popped, so the heap pops in time order. */
-static int run(sim_t *x, pf_sim_result_t *res)
+static int run(sim_t *x, pf_simulate_result_t *res)
 {
     int T = x->T, R = x->R;
     size_t done = 0, present = 0;
@@ -387,7 +387,7 @@ static int run(sim_t *x, pf_sim_result_t *res)
 
 static int ev_cmp(const void *pa, const void *pb)
 {
-    const pf_sim_event_t *a = pa, *b = pb;
+    const pf_simulate_event_t *a = pa, *b = pb;
     if (a->device != b->device)
         return a->device < b->device ? -1 : 1;
     if (a->stream != b->stream)
@@ -409,11 +409,11 @@ static void sim_free(sim_t *x)
     free(x->ev);
 }
 
-void pf_sim_result_destroy(pf_sim_result_t **rp)
+void pf_simulate_result_destroy(pf_simulate_result_t **rp)
 {
     if (!rp || !*rp)
         return;
-    pf_sim_result_t *r = *rp;
+    pf_simulate_result_t *r = *rp;
     free(r->device);
     free(r->busy_ms);
     free(r->comm_busy_ms);
@@ -431,7 +431,7 @@ static int check_num(double v, const char *what, int s, char *err, size_t errlen
     return PF_OK;
 }
 
-static int validate(const pf_sim_input_t *in, char *err, size_t errlen)
+static int validate(const pf_simulate_input_t *in, char *err, size_t errlen)
 {
     if (!in || !in->cluster || !in->stage)
         return pf_fail(err, errlen, PF_EINPUT, "simulate: no cluster or no stages");
@@ -458,7 +458,7 @@ static int validate(const pf_sim_input_t *in, char *err, size_t errlen)
         return pf_fail(err, errlen, PF_ERR, "out of memory");
     int rc = PF_OK;
     for (int s = 0; s < in->stages && rc == PF_OK; s++) {
-        const pf_sim_stage_t *st = &in->stage[s];
+        const pf_simulate_stage_t *st = &in->stage[s];
         if ((rc = check_num(st->fwd_ms, "fwd_ms", s, err, errlen)) ||
             (rc = check_num(st->bwd_ms, "bwd_ms", s, err, errlen)) ||
             (rc = check_num(st->recompute_ms, "recompute_ms", s, err, errlen)) ||
@@ -496,14 +496,14 @@ static int validate(const pf_sim_input_t *in, char *err, size_t errlen)
 }
 
 /* One simulation of one compute order into a fresh result. */
-static int simulate_order(const pf_sim_input_t *in, pf_schedule_t order, int comm_free,
-                          pf_sim_result_t **out, char *err, size_t errlen)
+static int simulate_order(const pf_simulate_input_t *in, pf_schedule_t order, int comm_free,
+                          pf_simulate_result_t **out, char *err, size_t errlen)
 {
     sim_t x = {.in = in, .S = in->stages, .R = in->replicas, .T = in->tp,
                .MB = in->microbatches, .NB = in->buckets > 1 ? in->buckets : 1};
     int D = pf_cluster_ndevices(in->cluster);
     int rc = PF_OK;
-    pf_sim_result_t *res = calloc(1, sizeof *res);
+    pf_simulate_result_t *res = calloc(1, sizeof *res);
     size_t rows = (size_t)x.S * x.R * x.T;
     x.nf = (size_t)x.S * x.R * x.MB;
     x.base_xf = 2 * x.nf;
@@ -553,7 +553,7 @@ static int simulate_order(const pf_sim_input_t *in, pf_schedule_t order, int com
     }
     double busy = 0;
     for (size_t i = 0; i < rows; i++) {
-        const pf_sim_stage_t *st = &in->stage[i / ((size_t)x.R * x.T)];
+        const pf_simulate_stage_t *st = &in->stage[i / ((size_t)x.R * x.T)];
         busy += res->busy_ms[i];
         res->peak_mem_bytes[i] = st->static_bytes + res->peak_inflight[i] * st->act_bytes;
     }
@@ -568,11 +568,11 @@ static int simulate_order(const pf_sim_input_t *in, pf_schedule_t order, int com
     return PF_OK;
 fail:
     sim_free(&x);
-    pf_sim_result_destroy(&res);
+    pf_simulate_result_destroy(&res);
     return rc == PF_OK ? pf_fail(err, errlen, PF_ERR, "simulate: out of memory") : rc;
 }
 
-int pf_simulate(const pf_sim_input_t *in, pf_sim_result_t **out, char *err, size_t errlen)
+int pf_simulate(const pf_simulate_input_t *in, pf_simulate_result_t **out, char *err, size_t errlen)
 {
     *out = NULL;
     int rc = validate(in, err, errlen);
@@ -585,16 +585,16 @@ int pf_simulate(const pf_sim_input_t *in, pf_sim_result_t **out, char *err, size
      * bounds every schedule with it from below. */
     static const pf_schedule_t orders[] = {PF_SCHEDULE_GPIPE, PF_SCHEDULE_1F1B, PF_SCHEDULE_EAGER_1F1B};
     for (int i = 0; i < 3; i++) {
-        pf_sim_result_t *r = NULL;
+        pf_simulate_result_t *r = NULL;
         if ((rc = simulate_order(in, orders[i], 1, &r, err, errlen)) != PF_OK) {
-            pf_sim_result_destroy(out);
+            pf_simulate_result_destroy(out);
             return rc;
         }
         if (!*out || r->step_ms < (*out)->step_ms) {
-            pf_sim_result_destroy(out);
+            pf_simulate_result_destroy(out);
             *out = r;
         } else {
-            pf_sim_result_destroy(&r);
+            pf_simulate_result_destroy(&r);
         }
     }
     return PF_OK;
@@ -602,7 +602,7 @@ int pf_simulate(const pf_sim_input_t *in, pf_sim_result_t **out, char *err, size
 
 /* ---- from a plan ---- */
 
-void pf_sim_input_clear(pf_sim_input_t *in)
+void pf_simulate_input_clear(pf_simulate_input_t *in)
 {
     if (!in)
         return;
@@ -614,8 +614,8 @@ void pf_sim_input_clear(pf_sim_input_t *in)
     memset(in, 0, sizeof *in);
 }
 
-void pf_sim_xfer_problem(const int *src, const int *dst, int T, double bytes,
-                         pf_sim_xfer_problem_t *x)
+void pf_simulate_xfer_problem(const int *src, const int *dst, int T, double bytes,
+                         pf_simulate_xfer_problem_t *x)
 {
     memset(x, 0, sizeof *x);
     x->shape[0] = bytes > 0 ? (int64_t)ceil(bytes) : 0;
@@ -626,8 +626,8 @@ void pf_sim_xfer_problem(const int *src, const int *dst, int T, double bytes,
         .src_spec = x->spec, .dst_spec = x->spec};
 }
 
-int pf_sim_xfer_ms(const pf_cluster_t *c, const pf_sim_xfer_problem_t *x, double *ms, char *err,
-                   size_t errlen)
+int pf_simulate_xfer_ms(const pf_cluster_t *c, const pf_simulate_xfer_problem_t *x, double *ms,
+                        char *err, size_t errlen)
 {
     *ms = 0;
     if (x->shape[0] <= 0)
@@ -662,15 +662,15 @@ static int groups_span_hosts(const pf_cluster_t *c, const pf_plan_t *p)
     return 0;
 }
 
-int pf_sim_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p,
-                           pf_sim_input_t *in, char *err, size_t errlen)
+int pf_simulate_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p,
+                           pf_simulate_input_t *in, char *err, size_t errlen)
 {
-    return pf_sim_input_from_setting(g, c, NULL, p, NULL, in, err, errlen);
+    return pf_simulate_input_from_setting(g, c, NULL, p, NULL, in, err, errlen);
 }
 
-int pf_sim_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
+int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
                               const pf_tp_setting_t *set, const pf_plan_t *p,
-                              const double *xfer_ms, pf_sim_input_t *in, char *err,
+                              const double *xfer_ms, pf_simulate_input_t *in, char *err,
                               size_t errlen)
 {
     memset(in, 0, sizeof *in);
@@ -713,7 +713,7 @@ int pf_sim_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
     if (!in->stage || !(sg = pf_stage_graph_from_plan(dg, p)))
         goto oom;
     for (int s = 0; s < S; s++) {
-        pf_sim_stage_t *st = &in->stage[s];
+        pf_simulate_stage_t *st = &in->stage[s];
         const pf_stage_t *ps = &p->stage_list[s];
         for (int i = 0; i < ps->nops; i++) {
             int v = ps->ops[i];
@@ -745,11 +745,11 @@ int pf_sim_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
                 st->xfer_ms[r] = xfer_ms[(size_t)s * R + r];
                 continue;
             }
-            pf_sim_xfer_problem_t xp;
-            pf_sim_xfer_problem(ps->devices + (size_t)r * T,
+            pf_simulate_xfer_problem_t xp;
+            pf_simulate_xfer_problem(ps->devices + (size_t)r * T,
                                 p->stage_list[s + 1].devices + (size_t)r * T, T, st->send_bytes,
                                 &xp);
-            if ((rc = pf_sim_xfer_ms(c, &xp, &st->xfer_ms[r], err, errlen)) != PF_OK)
+            if ((rc = pf_simulate_xfer_ms(c, &xp, &st->xfer_ms[r], err, errlen)) != PF_OK)
                 goto fail;
         }
     }
@@ -761,6 +761,6 @@ oom:
 fail:
     pf_stage_graph_destroy(&sg);
     pf_tp_setting_destroy(&own);
-    pf_sim_input_clear(in);
+    pf_simulate_input_clear(in);
     return rc;
 }

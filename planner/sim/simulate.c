@@ -125,101 +125,104 @@ static double allreduce_ms(const sim_t *x, int s, int k, double bytes)
     return steps * max_lat_us / 1000.0 + steps / x->R * pf_bytes_ms(bytes, min_bw);
 }
 
-static int build(sim_t *x, pf_schedule_t order, int comm_free)
+/* A transfer between stage s (sending `up`) and s + 1 for replica r, device a to b: the
+ * resharding time the input gives, else the postal model on rank k's share. The gradient goes back
+ * the way the activation came (symmetric links). */
+static double hop_ms(const sim_t *x, const pf_simulate_stage_t *up, int r, int a, int b,
+                     int comm_free)
 {
-    const pf_simulate_input_t *in = x->in;
-    int S = x->S, R = x->R, T = x->T, MB = x->MB, NB = x->NB;
-    int *ord = malloc(2 * (size_t)MB * sizeof *ord);
-    if (!ord)
-        return PF_ERR;
-    for (size_t i = 0; i < x->ntasks; i++)
-        x->task[i].kind = T_ABSENT;
-    for (int s = 0; s < S; s++) {
-        const pf_simulate_stage_t *st = &in->stage[s];
-        double tpf = comm_free ? 0 : st->tp_fwd_ms, tpb = comm_free ? 0 : st->tp_bwd_ms;
-        for (int r = 0; r < R; r++) {
-            for (int m = 0; m < MB; m++) {
-                x->task[id_fwd(x, s, r, m)] =
-                    (task_t){.kind = T_FWD, .s = s, .r = r, .m = m, .dur_ms = st->fwd_ms + tpf,
-                             .tp_ms = tpf};
-                x->task[id_bwd(x, s, r, m)] = (task_t){
-                    .kind = T_BWD, .s = s, .r = r, .m = m,
-                    .dur_ms = st->recompute_ms + st->bwd_ms + tpb, .tp_ms = tpb};
-                for (int k = 0; k < T; k++) {
-                    if (s + 1 < S) {
-                        int a = dev_of(x, s, r, k), b = dev_of(x, s + 1, r, k);
-                        double ms = comm_free || st->send_bytes <= 0 ? 0
-                                    : st->xfer_ms ? st->xfer_ms[r]
-                                    : pf_cluster_xfer_ms(in->cluster, a, b, st->send_bytes / T);
-                        x->task[id_xf(x, s, r, m, k)] =
-                            (task_t){.kind = T_XFER_F, .s = s, .r = r, .k = k, .m = m,
-                                     .dur_ms = ms};
-                    }
-                    if (s > 0) {
-                        int a = dev_of(x, s, r, k), b = dev_of(x, s - 1, r, k);
-                        const pf_simulate_stage_t *up = &in->stage[s - 1];
-                        double bytes = up->send_bytes;
-                        /* the gradient goes back the way the activation came (symmetric links) */
-                        double ms = comm_free || bytes <= 0 ? 0
-                                    : up->xfer_ms ? up->xfer_ms[r]
-                                    : pf_cluster_xfer_ms(in->cluster, a, b, bytes / T);
-                        x->task[id_xb(x, s, r, m, k)] =
-                            (task_t){.kind = T_XFER_B, .s = s, .r = r, .k = k, .m = m,
-                                     .dur_ms = ms};
-                    }
-                }
-            }
-            x->task[id_opt(x, s, r)] =
-                (task_t){.kind = T_OPT, .s = s, .r = r, .m = -1, .dur_ms = st->optimizer_ms};
-        }
-        if (R > 1)
-            for (int k = 0; k < T; k++)
-                for (int b = 0; b < NB; b++) {
-                    double ms = comm_free ? 0 : allreduce_ms(x, s, k, st->param_bytes / T / NB);
-                    x->task[id_ar(x, s, k, b)] =
-                        (task_t){.kind = T_AR, .s = s, .k = k, .m = b, .dur_ms = ms};
-                }
-    }
+    return comm_free || up->send_bytes <= 0 ? 0
+           : up->xfer_ms                    ? up->xfer_ms[r]
+                                            : pf_cluster_xfer_ms(x->in->cluster, a, b,
+                                                                 up->send_bytes / x->T);
+}
 
-    int rc = PF_OK;
-    for (int s = 0; s < S && rc == PF_OK; s++) {
-        stage_order(order, S, MB, s, ord);
-        for (int r = 0; r < R && rc == PF_OK; r++) {
-            size_t prev = SIZE_MAX;
-            for (int i = 0; i < 2 * MB && rc == PF_OK; i++) {
-                int m = ord[i] >= 0 ? ord[i] : -1 - ord[i];
-                int fwd = ord[i] >= 0;
-                size_t t = fwd ? id_fwd(x, s, r, m) : id_bwd(x, s, r, m);
-                if (prev != SIZE_MAX)
-                    rc |= add_edge(x, prev, t, 1.0);
-                prev = t;
-                for (int k = 0; k < T; k++) {
-                    if (fwd && s + 1 < S) {
-                        rc |= add_edge(x, t, id_xf(x, s, r, m, k), 1.0);
-                        rc |= add_edge(x, id_xf(x, s, r, m, k), id_fwd(x, s + 1, r, m), 1.0);
-                    }
-                    if (!fwd && s > 0) {
-                        rc |= add_edge(x, t, id_xb(x, s, r, m, k), 1.0);
-                        rc |= add_edge(x, id_xb(x, s, r, m, k), id_bwd(x, s - 1, r, m), 1.0);
-                    }
-                }
-            }
-            /* Bucketed gradients: the backward produces the stage's gradients from its last
-             * layer to its first, so bucket b of the last backward is final after (b + 1) / NB
-             * of it, and its all-reduce may overlap the rest. */
-            for (int k = 0; k < T && R > 1; k++)
-                for (int b = 0; b < NB; b++)
-                    rc |= add_edge(x, prev, id_ar(x, s, k, b), (double)(b + 1) / NB);
-            rc |= add_edge(x, prev, id_opt(x, s, r), 1.0);
-            for (int k = 0; k < T && R > 1; k++)
-                for (int b = 0; b < NB; b++)
-                    rc |= add_edge(x, id_ar(x, s, k, b), id_opt(x, s, r), 1.0);
+/* The tasks of stage s, replica r, micro-batch m: forward, backward and the transfers to the
+ * next stage (activations) and the previous one (gradients), per rank. */
+static void microbatch_tasks(sim_t *x, int s, int r, int m, int comm_free)
+{
+    const pf_simulate_stage_t *st = &x->in->stage[s];
+    double tpf = comm_free ? 0 : st->tp_fwd_ms, tpb = comm_free ? 0 : st->tp_bwd_ms;
+    x->task[id_fwd(x, s, r, m)] = (task_t){
+        .kind = T_FWD, .s = s, .r = r, .m = m, .dur_ms = st->fwd_ms + tpf, .tp_ms = tpf};
+    x->task[id_bwd(x, s, r, m)] =
+        (task_t){.kind = T_BWD, .s = s, .r = r, .m = m,
+                 .dur_ms = st->recompute_ms + st->bwd_ms + tpb, .tp_ms = tpb};
+    for (int k = 0; k < x->T; k++) {
+        if (s + 1 < x->S) {
+            double ms = hop_ms(x, st, r, dev_of(x, s, r, k), dev_of(x, s + 1, r, k), comm_free);
+            x->task[id_xf(x, s, r, m, k)] =
+                (task_t){.kind = T_XFER_F, .s = s, .r = r, .k = k, .m = m, .dur_ms = ms};
+        }
+        if (s > 0) {
+            double ms = hop_ms(x, &x->in->stage[s - 1], r, dev_of(x, s, r, k),
+                               dev_of(x, s - 1, r, k), comm_free);
+            x->task[id_xb(x, s, r, m, k)] =
+                (task_t){.kind = T_XFER_B, .s = s, .r = r, .k = k, .m = m, .dur_ms = ms};
         }
     }
-    free(ord);
-    if (rc != PF_OK)
-        return PF_ERR;
+}
 
+/* Every task of stage s: its micro-batches, optimizer steps and gradient all-reduce buckets. */
+static void stage_tasks(sim_t *x, int s, int comm_free)
+{
+    const pf_simulate_stage_t *st = &x->in->stage[s];
+    for (int r = 0; r < x->R; r++) {
+        for (int m = 0; m < x->MB; m++)
+            microbatch_tasks(x, s, r, m, comm_free);
+        x->task[id_opt(x, s, r)] =
+            (task_t){.kind = T_OPT, .s = s, .r = r, .m = -1, .dur_ms = st->optimizer_ms};
+    }
+    if (x->R > 1)
+        for (int k = 0; k < x->T; k++)
+            for (int b = 0; b < x->NB; b++) {
+                double ms = comm_free ? 0 : allreduce_ms(x, s, k, st->param_bytes / x->T / x->NB);
+                x->task[id_ar(x, s, k, b)] =
+                    (task_t){.kind = T_AR, .s = s, .k = k, .m = b, .dur_ms = ms};
+            }
+}
+
+/* The edges of replica r of stage s: its compute order ord (stage_order), each forward to the
+ * next stage through its transfers, each backward to the previous one, and the last backward to
+ * the all-reduce buckets and the optimizer step. */
+static int replica_edges(sim_t *x, int s, int r, const int *ord)
+{
+    int S = x->S, T = x->T, R = x->R, NB = x->NB, rc = PF_OK;
+    size_t prev = SIZE_MAX;
+    for (int i = 0; i < 2 * x->MB && rc == PF_OK; i++) {
+        int m = ord[i] >= 0 ? ord[i] : -1 - ord[i];
+        int fwd = ord[i] >= 0;
+        size_t t = fwd ? id_fwd(x, s, r, m) : id_bwd(x, s, r, m);
+        if (prev != SIZE_MAX)
+            rc |= add_edge(x, prev, t, 1.0);
+        prev = t;
+        for (int k = 0; k < T; k++) {
+            if (fwd && s + 1 < S) {
+                rc |= add_edge(x, t, id_xf(x, s, r, m, k), 1.0);
+                rc |= add_edge(x, id_xf(x, s, r, m, k), id_fwd(x, s + 1, r, m), 1.0);
+            }
+            if (!fwd && s > 0) {
+                rc |= add_edge(x, t, id_xb(x, s, r, m, k), 1.0);
+                rc |= add_edge(x, id_xb(x, s, r, m, k), id_bwd(x, s - 1, r, m), 1.0);
+            }
+        }
+    }
+    /* Bucketed gradients: the backward produces the stage's gradients from its last layer to its
+     * first, so bucket b of the last backward is final after (b + 1) / NB of it, and its
+     * all-reduce may overlap the rest. */
+    for (int k = 0; k < T && R > 1; k++)
+        for (int b = 0; b < NB; b++)
+            rc |= add_edge(x, prev, id_ar(x, s, k, b), (double)(b + 1) / NB);
+    rc |= add_edge(x, prev, id_opt(x, s, r), 1.0);
+    for (int k = 0; k < T && R > 1; k++)
+        for (int b = 0; b < NB; b++)
+            rc |= add_edge(x, id_ar(x, s, k, b), id_opt(x, s, r), 1.0);
+    return rc;
+}
+
+/* The edges in CSR by their source (succ_off, succ, succ_frac). */
+static int successor_csr(sim_t *x)
+{
     x->succ_off = calloc(x->ntasks + 1, sizeof *x->succ_off);
     x->succ = malloc((x->nedges ? x->nedges : 1) * sizeof *x->succ);
     x->succ_frac = malloc((x->nedges ? x->nedges : 1) * sizeof *x->succ_frac);
@@ -240,6 +243,30 @@ static int build(sim_t *x, pf_schedule_t order, int comm_free)
     }
     free(fill);
     return PF_OK;
+}
+
+/* The task graph of one step under compute order `order` (comm_free: every transfer and
+ * collective takes no time). */
+static int build(sim_t *x, pf_schedule_t order, int comm_free)
+{
+    int S = x->S, R = x->R, MB = x->MB;
+    int *ord = malloc(2 * (size_t)MB * sizeof *ord);
+    if (!ord)
+        return PF_ERR;
+    for (size_t i = 0; i < x->ntasks; i++)
+        x->task[i].kind = T_ABSENT;
+    for (int s = 0; s < S; s++)
+        stage_tasks(x, s, comm_free);
+    int rc = PF_OK;
+    for (int s = 0; s < S && rc == PF_OK; s++) {
+        stage_order(order, S, MB, s, ord);
+        for (int r = 0; r < R && rc == PF_OK; r++)
+            rc |= replica_edges(x, s, r, ord);
+    }
+    free(ord);
+    if (rc != PF_OK)
+        return PF_ERR;
+    return successor_csr(x);
 }
 
 /* ---- ready queue: a binary heap of tasks by (ready time, index) ---- */
@@ -431,7 +458,8 @@ static int check_num(double v, const char *what, int s, char *err, size_t errlen
     return PF_OK;
 }
 
-static int validate(const pf_simulate_input_t *in, char *err, size_t errlen)
+/* The sizes, the schedule, and a task count that fits an int. */
+static int validate_shape(const pf_simulate_input_t *in, char *err, size_t errlen)
 {
     if (!in || !in->cluster || !in->stage)
         return pf_fail(err, errlen, PF_EINPUT, "simulate: no cluster or no stages");
@@ -453,43 +481,61 @@ static int validate(const pf_simulate_input_t *in, char *err, size_t errlen)
         return pf_fail(err, errlen, PF_EINPUT,
                        "simulate: %d x %d x %d stage devices but the cluster has %d", in->stages,
                        in->replicas, in->tp, D);
+    return PF_OK;
+}
+
+static int validate_numbers(const pf_simulate_stage_t *st, int s, int R, char *err,
+                            size_t errlen)
+{
+    int rc;
+    if ((rc = check_num(st->fwd_ms, "fwd_ms", s, err, errlen)) ||
+        (rc = check_num(st->bwd_ms, "bwd_ms", s, err, errlen)) ||
+        (rc = check_num(st->recompute_ms, "recompute_ms", s, err, errlen)) ||
+        (rc = check_num(st->tp_fwd_ms, "tp_fwd_ms", s, err, errlen)) ||
+        (rc = check_num(st->tp_bwd_ms, "tp_bwd_ms", s, err, errlen)) ||
+        (rc = check_num(st->optimizer_ms, "optimizer_ms", s, err, errlen)) ||
+        (rc = check_num(st->param_bytes, "param_bytes", s, err, errlen)) ||
+        (rc = check_num(st->send_bytes, "send_bytes", s, err, errlen)) ||
+        (rc = check_num(st->act_bytes, "act_bytes", s, err, errlen)) ||
+        (rc = check_num(st->static_bytes, "static_bytes", s, err, errlen)))
+        return rc;
+    if (!st->devices)
+        return pf_fail(err, errlen, PF_EINPUT, "stage %d: no devices", s);
+    for (int r = 0; st->xfer_ms && r < R; r++)
+        if ((rc = check_num(st->xfer_ms[r], "xfer_ms", s, err, errlen)) != PF_OK)
+            return rc;
+    return PF_OK;
+}
+
+/* Stage s's R x T devices are devices of the cluster (D), none already in seen. */
+static int validate_devices(const pf_simulate_stage_t *st, int s, int n, int D, char *seen,
+                            char *err, size_t errlen)
+{
+    for (int i = 0; i < n; i++) {
+        int d = st->devices[i];
+        if (d < 0 || d >= D)
+            return pf_fail(err, errlen, PF_EINPUT, "stage %d: devices[%d] = %d is not a device "
+                           "of the cluster (0..%d)", s, i, d, D - 1);
+        if (seen[d]++)
+            return pf_fail(err, errlen, PF_EINPUT, "stage %d: device %d is used twice", s, d);
+    }
+    return PF_OK;
+}
+
+static int validate(const pf_simulate_input_t *in, char *err, size_t errlen)
+{
+    int rc = validate_shape(in, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    int D = pf_cluster_ndevices(in->cluster);
     char *seen = calloc((size_t)D, 1);
     if (!seen)
         return pf_fail(err, errlen, PF_ERR, "out of memory");
-    int rc = PF_OK;
     for (int s = 0; s < in->stages && rc == PF_OK; s++) {
         const pf_simulate_stage_t *st = &in->stage[s];
-        if ((rc = check_num(st->fwd_ms, "fwd_ms", s, err, errlen)) ||
-            (rc = check_num(st->bwd_ms, "bwd_ms", s, err, errlen)) ||
-            (rc = check_num(st->recompute_ms, "recompute_ms", s, err, errlen)) ||
-            (rc = check_num(st->tp_fwd_ms, "tp_fwd_ms", s, err, errlen)) ||
-            (rc = check_num(st->tp_bwd_ms, "tp_bwd_ms", s, err, errlen)) ||
-            (rc = check_num(st->optimizer_ms, "optimizer_ms", s, err, errlen)) ||
-            (rc = check_num(st->param_bytes, "param_bytes", s, err, errlen)) ||
-            (rc = check_num(st->send_bytes, "send_bytes", s, err, errlen)) ||
-            (rc = check_num(st->act_bytes, "act_bytes", s, err, errlen)) ||
-            (rc = check_num(st->static_bytes, "static_bytes", s, err, errlen)))
-            break;
-        if (!st->devices) {
-            rc = pf_fail(err, errlen, PF_EINPUT, "stage %d: no devices", s);
-            break;
-        }
-        for (int r = 0; st->xfer_ms && r < in->replicas && rc == PF_OK; r++)
-            rc = check_num(st->xfer_ms[r], "xfer_ms", s, err, errlen);
-        if (rc != PF_OK)
-            break;
-        for (int i = 0; i < in->replicas * in->tp; i++) {
-            int d = st->devices[i];
-            if (d < 0 || d >= D) {
-                rc = pf_fail(err, errlen, PF_EINPUT, "stage %d: devices[%d] = %d is not a device "
-                             "of the cluster (0..%d)", s, i, d, D - 1);
-                break;
-            }
-            if (seen[d]++) {
-                rc = pf_fail(err, errlen, PF_EINPUT, "stage %d: device %d is used twice", s, d);
-                break;
-            }
-        }
+        rc = validate_numbers(st, s, in->replicas, err, errlen);
+        if (rc == PF_OK)
+            rc = validate_devices(st, s, in->replicas * in->tp, D, seen, err, errlen);
     }
     free(seen);
     return rc;
@@ -668,10 +714,84 @@ int pf_simulate_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, cons
     return pf_simulate_input_from_setting(g, c, NULL, p, NULL, in, err, errlen);
 }
 
+/* The tensor-parallel setting to simulate under: the caller's, checked against the plan's degree
+ * T, or one built here (into *own) when the plan needs one (T > 1 or recomputation). */
+static int resolve_setting(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p, int T,
+                           const pf_tp_setting_t **set, pf_tp_setting_t **own, char *err,
+                           size_t errlen)
+{
+    if (*set && pf_tp_setting_degree(*set) != T)
+        return pf_fail(err, errlen, PF_EINPUT, "the setting is for tensor parallelism %d, the "
+                       "plan has %d", pf_tp_setting_degree(*set), T);
+    if (!*set && (T > 1 || p->train.recompute != PF_RECOMPUTE_NONE)) {
+        pf_tp_setting_opts_t so;
+        pf_tp_setting_opts_init(&so);
+        so.tp = T;
+        so.across_hosts = groups_span_hosts(c, p);
+        so.train = p->train;
+        char why[256];
+        if (!(*set = *own = pf_tp_setting_new(g, c, &so, why, sizeof why)))
+            return pf_fail(err, errlen, PF_EINPUT, "tensor parallelism %d: %s", T, why);
+    }
+    return PF_OK;
+}
+
+/* Stage s's times and bytes from its ops (dg: the graph the setting runs) and the stage graph. */
+static void stage_costs(pf_simulate_input_t *in, int s, const pf_plan_t *p, const pf_graph_t *dg,
+                        const pf_tap_result_t *tap, const pf_stage_graph_t *sg)
+{
+    pf_simulate_stage_t *st = &in->stage[s];
+    const pf_stage_t *ps = &p->stage_list[s];
+    int S = in->stages;
+    for (int i = 0; i < ps->nops; i++) {
+        int v = ps->ops[i];
+        const pf_op_t *op = pf_graph_op(dg, v);
+        /* TAP's op times include their collectives: the simulator runs them apart */
+        double cf = tap ? tap->ops[v].fwd_comm_ms : 0, cb = tap ? tap->ops[v].bwd_comm_ms : 0;
+        st->fwd_ms += fmax(0, op->fwd_ms - cf);
+        st->bwd_ms += fmax(0, op->bwd_ms - cb);
+        st->tp_fwd_ms += cf;
+        st->tp_bwd_ms += cb;
+        st->act_bytes += op->mem_fwd_bytes;
+    }
+    for (int a = 0; a <= s; a++)
+        for (int b = s + 1; b < S; b++)
+            st->send_bytes += pf_stage_graph_msg_bytes(sg, a, b);
+    st->param_bytes = pf_stage_graph_param_bytes(sg, s);
+    st->static_bytes = pf_training_state_factor(&p->train, in->replicas) * st->param_bytes;
+    if (s > 0)
+        st->act_bytes += in->stage[s - 1].send_bytes;
+}
+
+/* Stage s's per-replica transfer to stage s + 1 as a cross-mesh resharding: the caller's times
+ * (xfer_ms, S x R) or priced here. */
+static int stage_xfers(pf_simulate_input_t *in, int s, const pf_plan_t *p, const double *xfer_ms,
+                       char *err, size_t errlen)
+{
+    pf_simulate_stage_t *st = &in->stage[s];
+    int R = in->replicas, T = in->tp;
+    if (!(st->xfer_ms = malloc((size_t)R * sizeof *st->xfer_ms)))
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    for (int r = 0; r < R; r++) {
+        if (xfer_ms) {
+            st->xfer_ms[r] = xfer_ms[(size_t)s * R + r];
+            continue;
+        }
+        pf_simulate_xfer_problem_t xp;
+        pf_simulate_xfer_problem(p->stage_list[s].devices + (size_t)r * T,
+                                 p->stage_list[s + 1].devices + (size_t)r * T, T, st->send_bytes,
+                                 &xp);
+        int rc = pf_simulate_xfer_ms(in->cluster, &xp, &st->xfer_ms[r], err, errlen);
+        if (rc != PF_OK)
+            return rc;
+    }
+    return PF_OK;
+}
+
 int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
-                              const pf_tp_setting_t *set, const pf_plan_t *p,
-                              const double *xfer_ms, pf_simulate_input_t *in, char *err,
-                              size_t errlen)
+                                   const pf_tp_setting_t *set, const pf_plan_t *p,
+                                   const double *xfer_ms, pf_simulate_input_t *in, char *err,
+                                   size_t errlen)
 {
     memset(in, 0, sizeof *in);
     pf_stage_graph_t *sg = NULL;
@@ -687,19 +807,8 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
         return pf_fail(err, errlen, PF_EINPUT, "schedule: '%s' is not gpipe, 1f1b, eager-1f1b "
                        "or signal", p->schedule);
     int S = p->stages, R = p->replicas, T = p->tensor_parallel > 0 ? p->tensor_parallel : 1;
-    if (set && pf_tp_setting_degree(set) != T)
-        return pf_fail(err, errlen, PF_EINPUT, "the setting is for tensor parallelism %d, the "
-                       "plan has %d", pf_tp_setting_degree(set), T);
-    if (!set && (T > 1 || p->train.recompute != PF_RECOMPUTE_NONE)) {
-        pf_tp_setting_opts_t so;
-        pf_tp_setting_opts_init(&so);
-        so.tp = T;
-        so.across_hosts = groups_span_hosts(c, p);
-        so.train = p->train;
-        char why[256];
-        if (!(set = own = pf_tp_setting_new(g, c, &so, why, sizeof why)))
-            return pf_fail(err, errlen, PF_EINPUT, "tensor parallelism %d: %s", T, why);
-    }
+    if ((rc = resolve_setting(g, c, p, T, &set, &own, err, errlen)) != PF_OK)
+        return rc;
     const pf_graph_t *dg = set ? pf_tp_setting_graph(set) : g;
     const pf_tap_result_t *tap = set ? pf_tp_setting_tap(set) : NULL;
     in->stages = S;
@@ -714,44 +823,12 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
         goto oom;
     for (int s = 0; s < S; s++) {
         pf_simulate_stage_t *st = &in->stage[s];
-        const pf_stage_t *ps = &p->stage_list[s];
-        for (int i = 0; i < ps->nops; i++) {
-            int v = ps->ops[i];
-            const pf_op_t *op = pf_graph_op(dg, v);
-            /* TAP's op times include their collectives: the simulator runs them apart */
-            double cf = tap ? tap->ops[v].fwd_comm_ms : 0, cb = tap ? tap->ops[v].bwd_comm_ms : 0;
-            st->fwd_ms += fmax(0, op->fwd_ms - cf);
-            st->bwd_ms += fmax(0, op->bwd_ms - cb);
-            st->tp_fwd_ms += cf;
-            st->tp_bwd_ms += cb;
-            st->act_bytes += op->mem_fwd_bytes;
-        }
-        for (int a = 0; a <= s; a++)
-            for (int b = s + 1; b < S; b++)
-                st->send_bytes += pf_stage_graph_msg_bytes(sg, a, b);
-        st->param_bytes = pf_stage_graph_param_bytes(sg, s);
-        st->static_bytes = pf_training_state_factor(&p->train, R) * st->param_bytes;
-        if (s > 0)
-            st->act_bytes += in->stage[s - 1].send_bytes;
+        stage_costs(in, s, p, dg, tap, sg);
         if (!(st->devices = malloc((size_t)R * T * sizeof *st->devices)))
             goto oom;
-        memcpy(st->devices, ps->devices, (size_t)R * T * sizeof *st->devices);
-        if (T == 1 || s + 1 == S)
-            continue;
-        if (!(st->xfer_ms = malloc((size_t)R * sizeof *st->xfer_ms)))
-            goto oom;
-        for (int r = 0; r < R; r++) {
-            if (xfer_ms) {
-                st->xfer_ms[r] = xfer_ms[(size_t)s * R + r];
-                continue;
-            }
-            pf_simulate_xfer_problem_t xp;
-            pf_simulate_xfer_problem(ps->devices + (size_t)r * T,
-                                p->stage_list[s + 1].devices + (size_t)r * T, T, st->send_bytes,
-                                &xp);
-            if ((rc = pf_simulate_xfer_ms(c, &xp, &st->xfer_ms[r], err, errlen)) != PF_OK)
-                goto fail;
-        }
+        memcpy(st->devices, p->stage_list[s].devices, (size_t)R * T * sizeof *st->devices);
+        if (T > 1 && s + 1 < S && (rc = stage_xfers(in, s, p, xfer_ms, err, errlen)) != PF_OK)
+            goto fail;
     }
     pf_stage_graph_destroy(&sg);
     pf_tp_setting_destroy(&own);

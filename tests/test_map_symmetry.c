@@ -196,7 +196,8 @@ static pf_cluster_t *block_cluster(uint64_t seed, int H, int G, int spare, int i
 static void test_host_blocks_detect(void)
 {
     char err[256];
-    int block[64], bclass[64], capped = 1;
+    int block[64], bclass[64];
+    bool capped = true;
     /* two DGX-1: the hybrid cube-mesh inside, 1.4 GB/s between; no two GPUs interchangeable */
     for (int machines = 2; machines <= 4; machines += 2) {
         pf_topology_opts_t to;
@@ -207,7 +208,7 @@ static void test_host_blocks_detect(void)
         CU_ASSERT_EQUAL(pf_map_symmetry_device_classes(dgx, bclass), 8 * machines);
         CU_ASSERT_EQUAL(check_blocks(dgx, block, bclass), machines);
         CU_ASSERT_EQUAL(pf_map_symmetry_host_blocks(dgx, block, bclass, &capped), machines);
-        CU_ASSERT_EQUAL(capped, 0);
+        CU_ASSERT_EQUAL(capped, false);
         for (int d = 0; d < 8 * machines; d++)
             CU_ASSERT_EQUAL(block[d], d / 8);
         for (int b = 0; b < machines; b++)

@@ -445,84 +445,73 @@ typedef struct {
     int d[2];
 } branch_t;
 
-int pf_map_probe_run(const pf_map_context_t *cx, double target_ms, double deadline_s, int threads,
-                    const atomic_int *cancel, int *dev, pf_probe_result_t *res, int *cancelled)
+/* Branches in sequential DFS order: level 1, or levels 1 and 2 when level 1 alone would leave
+ * threads idle. st0's nodes and prunes count the prefixes made. */
+static int make_branches(dfs_t *st0, int threads, branch_t **brp, int *nbrp)
 {
-    shared_t sh;
-    dfs_t st0;
-    branch_t *br = NULL;
-    int nbr = 0, rc = PF_ERR;
-    memset(res, 0, sizeof *res);
-    res->objective_ms = NAN;
-    if (cancelled)
-        *cancelled = 0;
-    atomic_init(&sh.best_branch, INT_MAX);
-    atomic_init(&sh.stop, 0);
-    atomic_init(&sh.failed, 0);
-    sh.cancel = cancel;
-    sh.deadline_s = deadline_s;
-    sh.dev_out = dev;
-    sh.objective_ms = NAN;
-    sh.comp = sh.comp_devices = NULL;
-    if (threads <= 0)
-        threads = omp_get_max_threads();
-    if (cx->use_ar && pf_map_bounds_ring_components(&cx->bounds, target_ms + fabs(target_ms) * PRUNE_SLACK,
-                                                &sh.comp, &sh.comp_devices) != PF_OK)
-        return PF_ERR;
-    if (dfs_init(&st0, cx, &sh, target_ms) != PF_OK) {
-        free(sh.comp);
-        free(sh.comp_devices);
-        return PF_ERR;
-    }
-    if (cx->bounds.lower_ms > st0.t_prune) { /* eq. 10 / 11 already rule the target out */
-        rc = PF_OK;
-        goto done;
-    }
-
-    /* Branches in sequential DFS order: level 1, or levels 1 and 2 when level 1 alone would
-     * leave threads idle. */
-    st0.nodes = 1;
-    int n0 = gen_candidates(&st0, 0);
+    const pf_map_context_t *cx = st0->cx;
+    int nbr = 0;
+    st0->nodes = 1;
+    int n0 = gen_candidates(st0, 0);
     size_t cap = n0 ? (size_t)n0 : 1;
     int two = threads > 1 && cx->N > 1 && n0 < 4 * threads;
-    br = malloc((size_t)cap * sizeof *br);
+    branch_t *br = *brp = malloc((size_t)cap * sizeof *br);
     if (!br)
-        goto done;
+        return PF_ERR;
     for (int i = 0; i < n0; i++) {
-        int d0 = st0.cand[i].d;
+        int d0 = st0->cand[i].d;
         if (!two) {
             br[nbr++] = (branch_t){1, {d0, -1}};
             continue;
         }
-        int mark = st0.nlog;
-        if (commit(&st0, 0, d0)) {
-            st0.nodes++;
-            int base = st0.ncand, n1 = gen_candidates(&st0, 1);
-            if (pf_grow((void **)&br, &cap, (size_t)nbr + n1, sizeof *br))
-                goto done;
+        int mark = st0->nlog;
+        if (commit(st0, 0, d0)) {
+            st0->nodes++;
+            int base = st0->ncand, n1 = gen_candidates(st0, 1);
+            if (pf_grow((void **)brp, &cap, (size_t)nbr + n1, sizeof *br))
+                return PF_ERR;
+            br = *brp;
             for (int j = 0; j < n1; j++)
-                br[nbr++] = (branch_t){2, {d0, st0.cand[base + j].d}};
-            st0.ncand = base;
+                br[nbr++] = (branch_t){2, {d0, st0->cand[base + j].d}};
+            st0->ncand = base;
         } else {
-            st0.bound_pruned++;
+            st0->bound_pruned++;
         }
-        undo_to(&st0, mark);
-        unassign(&st0, 0);
+        undo_to(st0, mark);
+        unassign(st0, 0);
     }
-    if (atomic_load(&sh.failed))
-        goto done;
-    res->nodes = st0.nodes;
-    res->symmetric_pruned = st0.sym_pruned;
-    res->block_pruned = st0.block_pruned;
-    res->bound_pruned = st0.bound_pruned;
+    *nbrp = nbr;
+    return PF_OK;
+}
 
+/* The DFS below one branch's prefix (whose nodes were counted when the branches were made). */
+static void run_branch(dfs_t *st, const branch_t *b)
+{
+    int placed = 0, good = 1;
+    for (int k = 0; k < b->len && good; k++) {
+        placed++;
+        good = commit(st, k, b->d[k]);
+    }
+    if (good)
+        dfs(st, b->len);
+    else
+        st->bound_pruned++;
+    undo_to(st, 0);
+    for (int k = 0; k < placed; k++)
+        unassign(st, k);
+}
+
+/* The branches on `threads` OpenMP threads, taken dynamically; adds their counts to res. */
+static void run_branches(const pf_map_context_t *cx, shared_t *sh, double target_ms,
+                         int threads, const branch_t *br, int nbr, pf_probe_result_t *res)
+{
     long long nodes = 0, symp = 0, blockp = 0, boundp = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : nodes, symp, blockp, boundp)
     {
         dfs_t st;
-        int ok = dfs_init(&st, cx, &sh, target_ms) == PF_OK;
+        int ok = dfs_init(&st, cx, sh, target_ms) == PF_OK;
         if (!ok)
-            atomic_store(&sh.failed, 1);
+            atomic_store(&sh->failed, 1);
 #pragma omp for schedule(dynamic, 1)
         for (int i = 0; i < nbr; i++) {
             if (!ok)
@@ -530,19 +519,7 @@ int pf_map_probe_run(const pf_map_context_t *cx, double target_ms, double deadli
             st.branch = i;
             if (should_stop(&st))
                 continue;
-            /* The prefix's nodes were counted when the branches were made. */
-            int placed = 0, good = 1;
-            for (int k = 0; k < br[i].len && good; k++) {
-                placed++;
-                good = commit(&st, k, br[i].d[k]);
-            }
-            if (good)
-                dfs(&st, br[i].len);
-            else
-                st.bound_pruned++;
-            undo_to(&st, 0);
-            for (int k = 0; k < placed; k++)
-                unassign(&st, k);
+            run_branch(&st, &br[i]);
         }
         if (ok) {
             nodes += st.nodes;
@@ -556,12 +533,16 @@ int pf_map_probe_run(const pf_map_context_t *cx, double target_ms, double deadli
     res->symmetric_pruned += symp;
     res->block_pruned += blockp;
     res->bound_pruned += boundp;
-    if (atomic_load(&sh.failed))
-        goto done;
-    if (atomic_load(&sh.best_branch) != INT_MAX) {
+}
+
+/* found, or why not: cancelled (by the caller's flag) or timed out. */
+static void outcome(shared_t *sh, const atomic_int *cancel, pf_probe_result_t *res,
+                    int *cancelled)
+{
+    if (atomic_load(&sh->best_branch) != INT_MAX) {
         res->found = 1;
-        res->objective_ms = sh.objective_ms;
-    } else if (atomic_load(&sh.stop)) {
+        res->objective_ms = sh->objective_ms;
+    } else if (atomic_load(&sh->stop)) {
         if (cancel && atomic_load(cancel)) {
             if (cancelled)
                 *cancelled = 1;
@@ -569,6 +550,48 @@ int pf_map_probe_run(const pf_map_context_t *cx, double target_ms, double deadli
             res->timed_out = 1;
         }
     }
+}
+
+int pf_map_probe_run(const pf_map_context_t *cx, double target_ms, double deadline_s, int threads,
+                     const atomic_int *cancel, int *dev, pf_probe_result_t *res, int *cancelled)
+{
+    shared_t sh = {.cancel = cancel, .deadline_s = deadline_s, .dev_out = dev,
+                   .objective_ms = NAN};
+    dfs_t st0;
+    branch_t *br = NULL;
+    int nbr = 0, rc = PF_ERR;
+    memset(res, 0, sizeof *res);
+    res->objective_ms = NAN;
+    if (cancelled)
+        *cancelled = 0;
+    atomic_init(&sh.best_branch, INT_MAX);
+    atomic_init(&sh.stop, 0);
+    atomic_init(&sh.failed, 0);
+    if (threads <= 0)
+        threads = omp_get_max_threads();
+    if (cx->use_ar &&
+        pf_map_bounds_ring_components(&cx->bounds, target_ms + fabs(target_ms) * PRUNE_SLACK,
+                                      &sh.comp, &sh.comp_devices) != PF_OK)
+        return PF_ERR;
+    if (dfs_init(&st0, cx, &sh, target_ms) != PF_OK) {
+        free(sh.comp);
+        free(sh.comp_devices);
+        return PF_ERR;
+    }
+    if (cx->bounds.lower_ms > st0.t_prune) { /* eq. 10 / 11 already rule the target out */
+        rc = PF_OK;
+        goto done;
+    }
+    if (make_branches(&st0, threads, &br, &nbr) != PF_OK || atomic_load(&sh.failed))
+        goto done;
+    res->nodes = st0.nodes;
+    res->symmetric_pruned = st0.sym_pruned;
+    res->block_pruned = st0.block_pruned;
+    res->bound_pruned = st0.bound_pruned;
+    run_branches(cx, &sh, target_ms, threads, br, nbr, res);
+    if (atomic_load(&sh.failed))
+        goto done;
+    outcome(&sh, cancel, res, cancelled);
     rc = PF_OK;
 done:
     free(br);
@@ -577,4 +600,3 @@ done:
     free(sh.comp_devices);
     return rc;
 }
-

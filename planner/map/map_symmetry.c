@@ -118,11 +118,68 @@ static int swap_is_automorphism(const double *W, int D, const int *A, const int 
 /* Classes of the groups of one proposal (gid[d]: group of d, groups numbered in order of their
  * lowest device). Writes block / block_class as pf_map_symmetry_host_blocks documents; returns
  * the number of blocks, -1 when out of memory. */
-static int blocks_of_groups(const pf_cluster_t *c, const int *gid, int ngrp, int *block,
-                            int *block_class, long long *work, int *capped)
+/* The class of group g among the classes found so far (first[k]: class k's first group), or -1:
+ * the first class of g's size whose first group trades places with g (an automorphism of both
+ * matrices); -1 too when the comparison budget runs out (*capped set). pair is scratch (D,
+ * zero). */
+static int group_class(const pf_cluster_t *c, const int *off, const int *mem, const int *first,
+                       int nclass, int g, unsigned char *pair, long long *work, bool *capped)
 {
-    int D = pf_cluster_ndevices(c), nclass = 0, nblk = 0, rc = -1;
+    int D = pf_cluster_ndevices(c), m = off[g + 1] - off[g];
     const double *bw = pf_cluster_bw_matrix(c), *lat = pf_cluster_lat_matrix(c);
+    for (int k = 0; k < nclass; k++) {
+        int f = first[k];
+        if (off[f + 1] - off[f] != m)
+            continue;
+        if (*work > PF_MAP_BLOCK_BUDGET) {
+            *capped = true;
+            return -1;
+        }
+        for (int i = 0; i < m; i++)
+            pair[mem[off[f] + i]] = pair[mem[off[g] + i]] = 1;
+        bool same = swap_is_automorphism(bw, D, mem + off[f], mem + off[g], m, pair, work) &&
+                    swap_is_automorphism(lat, D, mem + off[f], mem + off[g], m, pair, work);
+        for (int i = 0; i < m; i++)
+            pair[mem[off[f] + i]] = pair[mem[off[g] + i]] = 0;
+        if (same)
+            return k;
+    }
+    return -1;
+}
+
+/* Keeps the classes of two or more blocks, renumbered by first block: block[d] and block_class
+ * as pf_map_symmetry_host_blocks documents them. members and renum are scratch. Returns the
+ * number of blocks. */
+static int keep_classes(int D, int ngrp, int nclass, const int *off, const int *mem,
+                        const int *gclass, int *members, int *renum, int *block, int *block_class)
+{
+    int nkept = 0, nblk = 0;
+    memset(members, 0, (size_t)ngrp * sizeof *members);
+    for (int g = 0; g < ngrp; g++)
+        if (gclass[g] >= 0)
+            members[gclass[g]]++;
+    for (int k = 0; k < nclass; k++)
+        renum[k] = -1;
+    for (int d = 0; d < D; d++)
+        block[d] = -1;
+    for (int g = 0; g < ngrp; g++) {
+        int k = gclass[g];
+        if (k < 0 || members[k] < 2)
+            continue;
+        if (renum[k] < 0)
+            renum[k] = nkept++;
+        block_class[nblk] = renum[k];
+        for (int i = off[g]; i < off[g + 1]; i++)
+            block[mem[i]] = nblk;
+        nblk++;
+    }
+    return nblk;
+}
+
+static int blocks_of_groups(const pf_cluster_t *c, const int *gid, int ngrp, int *block,
+                            int *block_class, long long *work, bool *capped)
+{
+    int D = pf_cluster_ndevices(c), nclass = 0, rc = -1;
     size_t G = (size_t)ngrp; /* >= 1: D >= 2 here */
     int *off = calloc(G + 1, sizeof *off), *mem = malloc((size_t)D * sizeof *mem);
     int *gclass = malloc(G * sizeof *gclass), *first = malloc(G * sizeof *first);
@@ -137,51 +194,14 @@ static int blocks_of_groups(const pf_cluster_t *c, const int *gid, int ngrp, int
     for (int d = 0; d < D; d++) /* members by index: a device's position = its rank inside */
         mem[off[gid[d]] + members[gid[d]]++] = d;
     for (int g = 0; g < ngrp; g++) {
-        int m = off[g + 1] - off[g];
         gclass[g] = -1;
-        if (m < 2 || *capped)
+        if (off[g + 1] - off[g] < 2 || *capped)
             continue;
-        for (int k = 0; k < nclass && gclass[g] < 0; k++) {
-            int f = first[k];
-            if (off[f + 1] - off[f] != m)
-                continue;
-            if (*work > PF_MAP_BLOCK_BUDGET) {
-                *capped = 1;
-                break;
-            }
-            for (int i = 0; i < m; i++)
-                pair[mem[off[f] + i]] = pair[mem[off[g] + i]] = 1;
-            if (swap_is_automorphism(bw, D, mem + off[f], mem + off[g], m, pair, work) &&
-                swap_is_automorphism(lat, D, mem + off[f], mem + off[g], m, pair, work))
-                gclass[g] = k;
-            for (int i = 0; i < m; i++)
-                pair[mem[off[f] + i]] = pair[mem[off[g] + i]] = 0;
-        }
+        gclass[g] = group_class(c, off, mem, first, nclass, g, pair, work, capped);
         if (gclass[g] < 0 && !*capped)
             first[gclass[g] = nclass++] = g;
     }
-    /* keep the classes of two or more blocks, renumbered by first block */
-    memset(members, 0, (size_t)ngrp * sizeof *members);
-    for (int g = 0; g < ngrp; g++)
-        if (gclass[g] >= 0)
-            members[gclass[g]]++;
-    for (int k = 0; k < nclass; k++)
-        renum[k] = -1;
-    int nkept = 0;
-    for (int d = 0; d < D; d++)
-        block[d] = -1;
-    for (int g = 0; g < ngrp; g++) {
-        int k = gclass[g];
-        if (k < 0 || members[k] < 2)
-            continue;
-        if (renum[k] < 0)
-            renum[k] = nkept++;
-        block_class[nblk] = renum[k];
-        for (int i = off[g]; i < off[g + 1]; i++)
-            block[mem[i]] = nblk;
-        nblk++;
-    }
-    rc = nblk;
+    rc = keep_classes(D, ngrp, nclass, off, mem, gclass, members, renum, block, block_class);
 done:
     free(off);
     free(mem);
@@ -212,12 +232,14 @@ static int root_of(int *parent, int a)
     return a;
 }
 
-int pf_map_symmetry_host_blocks(const pf_cluster_t *c, int *block, int *block_class, int *capped)
+int pf_map_symmetry_host_blocks(const pf_cluster_t *c, int *block, int *block_class,
+                                bool *capped)
 {
-    int D = pf_cluster_ndevices(c), n = -1, ngrp = 0, cap = 0;
+    int D = pf_cluster_ndevices(c), n = -1, ngrp = 0;
+    bool cap = false;
     long long work = 0;
     if (capped)
-        *capped = 0;
+        *capped = false;
     if (D < 2) {
         for (int d = 0; d < D; d++)
             block[d] = -1;

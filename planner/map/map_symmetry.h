@@ -7,6 +7,8 @@
 
 #include "planner/ir/cluster.h"
 
+#include <stdbool.h>
+
 /* Symmetry rules of the probe (the symmetry argument of pf_map_probe and pf_map_context_new, and
  * pf_map_opts_t.symmetry): none; all of them (interchangeable devices, replica orderings, host
  * blocks); all but host blocks (to measure what the block rule adds). */
@@ -28,12 +30,13 @@ int pf_map_symmetry_device_classes(const pf_cluster_t *c, int *cls);
  * that gives no class of two or more blocks, by the components of the links faster than the
  * slowest one; only the matrices decide. Blocks of one device, and blocks alone in their class,
  * are dropped. block[d] gets d's block (numbered by lowest device) or -1; block_class[b] (room for
- * D entries) the class of block b, numbered by first block; *capped (may be NULL) is set to 1 when
+ * D entries) the class of block b, numbered by first block; *capped (may be NULL) is set to true when
  * the budget of PF_MAP_BLOCK_BUDGET comparisons of matrix entries ran out (about 0.3 s), leaving
  * the blocks not yet compared in no class (less pruning, never wrong). 4096 devices in 512 DGX-1:
  * one class, 0.3 s. Returns the number of blocks, or -1 when out of memory. */
 #define PF_MAP_BLOCK_BUDGET (1LL << 28)
-int pf_map_symmetry_host_blocks(const pf_cluster_t *c, int *block, int *block_class, int *capped);
+int pf_map_symmetry_host_blocks(const pf_cluster_t *c, int *block, int *block_class,
+                                bool *capped);
 
 /* What the probe's symmetry rules need about a cluster of D devices. */
 typedef struct {

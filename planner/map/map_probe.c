@@ -31,6 +31,7 @@
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,10 +172,10 @@ static void undo_to(dfs_t *st, int mark)
     }
 }
 
-/* Bounds after placing x on d. Returns 0 when a stage it touches is bound to exceed the target.
+/* Bounds after placing x on d. False when a stage it touches is bound to exceed the target.
  * commit = 1 applies the new partial sums (logged; the caller undoes on failure). *score: the
  * largest new bound of x or of a neighbour (used to order candidates). */
-static int place(dfs_t *st, int x, int d, int commit, double *score)
+static bool place(dfs_t *st, int x, int d, int commit, double *score)
 {
     const pf_map_context_t *cx = st->cx;
     int R = cx->R, D = cx->D, s = x / R, r = x % R, ok = 1;
@@ -198,7 +199,7 @@ static int place(dfs_t *st, int x, int d, int commit, double *score)
             if (cx->cu[s2] + mmax2 + ar2 > st->t_prune) {
                 ok = 0;
                 if (!commit)
-                    return 0;
+                    return false;
             }
             sc = fmax(sc, cx->cu[s2] + mb2);
             if (commit) {
@@ -243,26 +244,26 @@ static int place(dfs_t *st, int x, int d, int commit, double *score)
  * is too slow for the target), so placing x on d needs d in the component the stage already uses,
  * enough free devices left there for the stage's unplaced replicas, and enough left in every
  * other started stage's component for its own. */
-static int ring_ok(const dfs_t *st, int x, int d)
+static bool ring_ok(const dfs_t *st, int x, int d)
 {
     const pf_map_context_t *cx = st->cx;
     const int *comp = st->sh->comp;
     int S = cx->S, D = cx->D, R = cx->R, s = x / R;
     if (!comp)
-        return 1;
+        return true;
     int c = comp[(size_t)s * D + d];
     if (st->stage_comp[s] >= 0 && st->stage_comp[s] != c)
-        return 0;
+        return false;
     if (st->comp_free[(size_t)s * D + c] - 1 < R - st->placed[s] - 1)
-        return 0;
+        return false;
     for (int s2 = 0; s2 < S; s2++) {
         int c2 = st->stage_comp[s2];
         if (s2 == s || c2 < 0 || comp[(size_t)s2 * D + d] != c2)
             continue;
         if (st->comp_free[(size_t)s2 * D + c2] - 1 < R - st->placed[s2])
-            return 0;
+            return false;
     }
-    return 1;
+    return true;
 }
 
 static void ring_take(dfs_t *st, int x, int d)
@@ -291,9 +292,9 @@ static void ring_release(dfs_t *st, int x, int d)
         st->stage_comp[s] = -1;
 }
 
-/* Place order[depth] on d and run the checking scheme. Returns 0 (state to be undone by the
+/* Place order[depth] on d and run the checking scheme. False (state to be undone by the
  * caller with undo_to and unassign) when a bound or an exact stage time exceeds the target. */
-static int commit(dfs_t *st, int depth, int d)
+static bool commit(dfs_t *st, int depth, int d)
 {
     const pf_map_context_t *cx = st->cx;
     int x = cx->order[depth];
@@ -305,16 +306,16 @@ static int commit(dfs_t *st, int depth, int d)
         st->blk_open[cx->sym.blk_class[b]]++;
     ring_take(st, x, d);
     if (!ring || !place(st, x, d, 1, &score))
-        return 0;
+        return false;
     double tp = st->tp[depth];
     for (int i = cx->chk_off[depth]; i < cx->chk_off[depth + 1]; i++) {
         double t = pf_map_context_stage_time_ms(cx, st->dev, cx->chk[i]);
         if (t > st->target)
-            return 0;
+            return false;
         tp = fmax(tp, t);
     }
     st->tp[depth + 1] = tp;
-    return 1;
+    return true;
 }
 
 static void unassign(dfs_t *st, int depth)
@@ -378,23 +379,23 @@ static int gen_candidates(dfs_t *st, int depth)
     return n;
 }
 
-static int should_stop(dfs_t *st)
+static bool should_stop(dfs_t *st)
 {
     shared_t *sh = st->sh;
     if (atomic_load_explicit(&sh->best_branch, memory_order_relaxed) < st->branch ||
         atomic_load_explicit(&sh->stop, memory_order_relaxed) ||
         atomic_load_explicit(&sh->failed, memory_order_relaxed))
-        return 1;
+        return true;
     if (sh->cancel && atomic_load_explicit(sh->cancel, memory_order_relaxed)) {
         atomic_store(&sh->stop, 1);
-        return 1;
+        return true;
     }
     if ((st->nodes & DEADLINE_CHECK_MASK) == 0 && sh->deadline_s > 0 &&
         pf_now_s() > sh->deadline_s) {
         atomic_store(&sh->stop, 1);
-        return 1;
+        return true;
     }
-    return 0;
+    return false;
 }
 
 static void found(dfs_t *st)
@@ -410,23 +411,24 @@ static void found(dfs_t *st)
     }
 }
 
-static int dfs(dfs_t *st, int depth)
+/* Algorithm 2 below depth: true when a mapping was found (and published by found()). */
+static bool dfs(dfs_t *st, int depth)
 {
     const pf_map_context_t *cx = st->cx;
     if (depth == cx->N) {
         found(st);
-        return 1;
+        return true;
     }
     st->nodes++;
     if (should_stop(st))
-        return 0;
+        return false;
     int base = st->ncand, n = gen_candidates(st, depth);
     for (int i = 0; i < n; i++) {
         int mark = st->nlog;
-        int ok = commit(st, depth, st->cand[base + i].d);
+        bool ok = commit(st, depth, st->cand[base + i].d);
         if (ok && dfs(st, depth + 1)) {
             st->ncand = base;
-            return 1;
+            return true;
         }
         if (!ok)
             st->bound_pruned++;
@@ -436,7 +438,7 @@ static int dfs(dfs_t *st, int depth)
             break;
     }
     st->ncand = base;
-    return 0;
+    return false;
 }
 
 /* A top-level branch: the devices of the first len stage replicas in the mapping order. */

@@ -46,25 +46,26 @@
 #include "planner/core/util.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Transposition (a b) is an automorphism of both matrices. Being one is an equivalence relation
  * ((a c) = (a b)(b c)(a b)), so comparing a device with each class's first member suffices. */
-static int swappable(const double *bw, const double *lat, int D, int a, int b)
+static bool swappable(const double *bw, const double *lat, int D, int a, int b)
 {
     size_t A = (size_t)a * D, B = (size_t)b * D;
     if (bw[A + b] != bw[B + a] || lat[A + b] != lat[B + a])
-        return 0;
+        return false;
     for (int k = 0; k < D; k++) {
         if (k == a || k == b)
             continue;
         if (bw[A + k] != bw[B + k] || lat[A + k] != lat[B + k] ||
             bw[(size_t)k * D + a] != bw[(size_t)k * D + b] ||
             lat[(size_t)k * D + a] != lat[(size_t)k * D + b])
-            return 0;
+            return false;
     }
-    return 1;
+    return true;
 }
 
 int pf_map_symmetry_device_classes(const pf_cluster_t *c, int *cls)
@@ -94,7 +95,7 @@ int pf_map_symmetry_device_classes(const pf_cluster_t *c, int *cls)
  * diagonal: W(a_i, a_j) = W(b_i, b_j) for i != j (inside the blocks), W(a_i, b_j) = W(b_i, a_j)
  * (between them), and rows and columns equal towards every device k outside (pair[k] == 0).
  * *work counts the pairs of entries compared. */
-static int swap_is_automorphism(const double *W, int D, const int *A, const int *B, int m,
+static bool swap_is_automorphism(const double *W, int D, const int *A, const int *B, int m,
                                 const unsigned char *pair, long long *work)
 {
     for (int i = 0; i < m; i++) {
@@ -102,17 +103,17 @@ static int swap_is_automorphism(const double *W, int D, const int *A, const int 
         for (int j = 0; j < m; j++)
             if ((i != j && W[ai + A[j]] != W[bi + B[j]]) || W[ai + B[j]] != W[bi + A[j]]) {
                 *work += j + 1;
-                return 0;
+                return false;
             }
         for (int k = 0; k < D; k++)
             if (!pair[k] && (W[ai + k] != W[bi + k] ||
                              W[(size_t)k * D + A[i]] != W[(size_t)k * D + B[i]])) {
                 *work += m + k + 1;
-                return 0;
+                return false;
             }
         *work += m + D;
     }
-    return 1;
+    return true;
 }
 
 /* Classes of the groups of one proposal (gid[d]: group of d, groups numbered in order of their

@@ -75,7 +75,7 @@ static int links_push(links_t *l, int nbr, double bytes)
     return 0;
 }
 
-static int cand_less(const cand_t *x, const cand_t *y)
+static bool cand_less(const cand_t *x, const cand_t *y)
 {
     if (x->cost != y->cost)
         return x->cost < y->cost;

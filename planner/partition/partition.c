@@ -38,6 +38,7 @@
 #include <omp.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,12 +253,12 @@ static double value_at(const dp_t *dp, double time, double fixed, double act, in
     return mem > dp->cm->mem_limit_bytes ? INFINITY : time;
 }
 
-static int is_subset(const uint64_t *a, const uint64_t *b, int words)
+static bool is_subset(const uint64_t *a, const uint64_t *b, int words)
 {
     for (int w = 0; w < words; w++)
         if (a[w] & ~b[w])
-            return 0;
-    return 1;
+            return false;
+    return true;
 }
 
 /* The stage counts s for which cell i (pop ops) computes T[s][F_i]: 2..min(S - 1, pop), or only S

@@ -6,6 +6,7 @@
 #include "planner/core/util.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -254,15 +255,15 @@ static int block_of(int64_t x, int64_t extent, int parts)
 }
 
 /* Does the device at (row, col) hold the cell whose block per dim is blk[] under spec? */
-static int holds(const pf_mesh_shard_t *spec, int ndims, const int *blk, int row, int col, int cols)
+static bool holds(const pf_mesh_shard_t *spec, int ndims, const int *blk, int row, int col, int cols)
 {
     for (int d = 0; d < ndims; d++) {
         int want = spec[d] == PF_SHARDING_S0 ? row : spec[d] == PF_SHARDING_S1 ? col
                                                 : spec[d] == PF_SHARDING_S01 ? row * cols + col : 0;
         if (blk[d] != want)
-            return 0;
+            return false;
     }
-    return 1;
+    return true;
 }
 
 static int check_side(const char *side, const pf_mesh_t *m, const pf_mesh_shard_t *spec, int ndims,

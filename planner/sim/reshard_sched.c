@@ -6,6 +6,7 @@
 #include "planner/core/util.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,12 +129,12 @@ int pf_reshard_sched_add_task(pf_reshard_sched_t *s, int nrecv, const int *recv_
     return t;
 }
 
-static int receives(const pf_reshard_sched_t *s, int t, int h)
+static bool receives(const pf_reshard_sched_t *s, int t, int h)
 {
     for (int i = s->recv_off[t]; i < s->recv_off[t + 1]; i++)
         if (s->recv[i] == h)
-            return 1;
-    return 0;
+            return true;
+    return false;
 }
 
 static int ncand_of(const pf_reshard_sched_t *s, int t) { return s->cand_off[t + 1] - s->cand_off[t]; }
@@ -269,22 +270,22 @@ typedef struct {
     int stopped;
 } dfs_t;
 
-static int same_task(const pf_reshard_sched_t *s, int a, int b)
+static bool same_task(const pf_reshard_sched_t *s, int a, int b)
 {
     int nra = s->recv_off[a + 1] - s->recv_off[a], nrb = s->recv_off[b + 1] - s->recv_off[b];
     if (nra != nrb || ncand_of(s, a) != ncand_of(s, b))
-        return 0;
+        return false;
     for (int i = 0; i < nra; i++) {
         int h = s->recv[s->recv_off[a] + i], found = 0;
         for (int j = 0; j < nrb && !found; j++)
             found = s->recv[s->recv_off[b] + j] == h;
         if (!found)
-            return 0;
+            return false;
     }
     for (int k = 0; k < ncand_of(s, a); k++)
         if (sender_of(s, a, k) != sender_of(s, b, k) || ms_of(s, a, k) != ms_of(s, b, k))
-            return 0;
-    return 1;
+            return false;
+    return true;
 }
 
 /* Add sign x the task's shortest duration to the hosts it uses whatever its sender: its
@@ -317,20 +318,20 @@ static void mark_hosts(dfs_t *d, int t, int k)
         d->mark[d->s->recv[i]] = d->stamp;
 }
 
-static int touches_mark(const dfs_t *d, int t, int k)
+static bool touches_mark(const dfs_t *d, int t, int k)
 {
     if (d->mark[sender_of(d->s, t, k)] == d->stamp)
-        return 1;
+        return true;
     for (int i = d->s->recv_off[t]; i < d->s->recv_off[t + 1]; i++)
         if (d->mark[d->s->recv[i]] == d->stamp)
-            return 1;
-    return 0;
+            return true;
+    return false;
 }
 
-static int out_of_budget(dfs_t *d)
+static bool out_of_budget(dfs_t *d)
 {
     if (d->stopped)
-        return 1;
+        return true;
     d->nodes++;
     if ((d->node_cap > 0 && d->nodes > d->node_cap) ||
         (d->budget_s > 0 && (d->nodes & 1023) == 0 && pf_now_s() - d->t0_s > d->budget_s))

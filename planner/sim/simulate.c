@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -271,7 +272,7 @@ static int build(sim_t *x, pf_schedule_t order, int comm_free)
 
 /* ---- ready queue: a binary heap of tasks by (ready time, index) ---- */
 
-static int heap_less(const sim_t *x, int a, int b)
+static bool heap_less(const sim_t *x, int a, int b)
 {
     double ra = x->task[a].ready_ms, rb = x->task[b].ready_ms;
     return ra < rb || (ra == rb && a < b);
@@ -695,7 +696,7 @@ int pf_simulate_xfer_ms(const pf_cluster_t *c, const pf_simulate_xfer_problem_t 
 
 /* Do the plan's tensor-parallel groups span hosts? Then its setting was built with groups that
  * may (tp_groups.h), and so is the one rebuilt here. */
-static int groups_span_hosts(const pf_cluster_t *c, const pf_plan_t *p)
+static bool groups_span_hosts(const pf_cluster_t *c, const pf_plan_t *p)
 {
     int T = p->tensor_parallel;
     for (int s = 0; s < p->stages; s++)
@@ -703,9 +704,9 @@ static int groups_span_hosts(const pf_cluster_t *c, const pf_plan_t *p)
             const int *d = p->stage_list[s].devices + (size_t)r * T;
             for (int k = 1; k < T; k++)
                 if (pf_cluster_device(c, d[k])->host != pf_cluster_device(c, d[0])->host)
-                    return 1;
+                    return true;
         }
-    return 0;
+    return false;
 }
 
 int pf_simulate_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p,

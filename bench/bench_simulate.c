@@ -294,8 +294,8 @@ static int xfer_times(const pf_cluster_t *c, const pf_simulate_input_t *in, cons
         for (int r = 0; r < R && rc == 0; r++) {
             pf_simulate_xfer_problem_t x;
             pf_simulate_xfer_problem(p->stage_list[s].devices + (size_t)r * T,
-                                p->stage_list[s + 1].devices + (size_t)r * T, T,
-                                in->stage[s].send_bytes, &x);
+                                     p->stage_list[s + 1].devices + (size_t)r * T, T,
+                                     in->stage[s].send_bytes, &x);
             pf_reshard_opts_t o;
             pf_reshard_opts_default(&o);
             o.strategies = strategies;

@@ -645,7 +645,7 @@ static void test_from_tp_plan(void)
         pf_simulate_xfer_problem_t xp;
         double ms;
         pf_simulate_xfer_problem(p->stage_list[0].devices + 2 * r, p->stage_list[1].devices + 2 * r,
-                            2, X, &xp);
+                                 2, X, &xp);
         CU_ASSERT_EQUAL(pf_simulate_xfer_ms(c, &xp, &ms, err, sizeof err), PF_OK);
         CU_ASSERT_EQUAL(in.stage[0].xfer_ms[r], ms);
         CU_ASSERT(ms >= link_ms && ms <= 2 * link_ms + 1);

@@ -807,8 +807,8 @@ static void mapped(pf_search_t *s)
                     x->stage = st;
                     x->replica = r;
                     pf_simulate_xfer_problem(p->stage_list[st].devices + (size_t)r * T,
-                                        p->stage_list[st + 1].devices + (size_t)r * T, T, bytes,
-                                        &x->xp);
+                                             p->stage_list[st + 1].devices + (size_t)r * T, T,
+                                             bytes, &x->xp);
                     if (!new_job(s, PF_JOB_RESHARD, s->nxfer, 0)) {
                         fail(s, PF_ERR, "out of memory");
                         return;
@@ -855,7 +855,7 @@ static double baseline_step_ms(const pf_search_t *s, int c, int cs, pf_schedule_
     p->train.schedule = schedule;
     snprintf(p->schedule, sizeof p->schedule, "%s", pf_schedule_name(schedule));
     if (pf_simulate_input_from_setting(s->g, s->c, s->tp[e->tp].set, p, NULL, &in, err,
-                                  sizeof err) == PF_OK &&
+                                       sizeof err) == PF_OK &&
         pf_simulate(&in, &r, err, sizeof err) == PF_OK)
         ms = r->step_ms;
 done:

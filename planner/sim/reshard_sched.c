@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct pf_rsched {
+struct pf_reshard_sched {
     int nhosts, ntasks;
     int *recv_off; /* ntasks + 1 offsets into recv */
     int *recv;

@@ -25,7 +25,7 @@ typedef enum {
     PF_RESHARD_SCHED_NALGOS
 } pf_reshard_sched_algo_t;
 
-typedef struct pf_rsched pf_reshard_sched_t;
+typedef struct pf_reshard_sched pf_reshard_sched_t;
 
 typedef struct {
     double dfs_budget_s;  /* wall-clock cap on the DFS; 0 = none (tests use the node cap) */

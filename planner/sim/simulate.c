@@ -662,7 +662,7 @@ void pf_simulate_input_clear(pf_simulate_input_t *in)
 }
 
 void pf_simulate_xfer_problem(const int *src, const int *dst, int T, double bytes,
-                         pf_simulate_xfer_problem_t *x)
+                              pf_simulate_xfer_problem_t *x)
 {
     memset(x, 0, sizeof *x);
     x->shape[0] = bytes > 0 ? (int64_t)ceil(bytes) : 0;
@@ -710,7 +710,7 @@ static bool groups_span_hosts(const pf_cluster_t *c, const pf_plan_t *p)
 }
 
 int pf_simulate_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p,
-                           pf_simulate_input_t *in, char *err, size_t errlen)
+                                pf_simulate_input_t *in, char *err, size_t errlen)
 {
     return pf_simulate_input_from_setting(g, c, NULL, p, NULL, in, err, errlen);
 }

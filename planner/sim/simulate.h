@@ -71,16 +71,16 @@ typedef struct {
  * Schedule and micro-batches from the plan. Allocates in->stage and its arrays: release them
  * with pf_simulate_input_clear. */
 int pf_simulate_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p,
-                           pf_simulate_input_t *in, char *err, size_t errlen);
+                                pf_simulate_input_t *in, char *err, size_t errlen);
 
 /* The same with the setting given: `set` (NULL: built here from g, c, the plan's T and training
  * with TAP in-process, deterministic; groups may span hosts when the plan's do) and the
  * resharding times (`xfer_ms`: (S - 1) x R entries, stage s replica r at [s R + r]; NULL: timed
  * here). g and c are the request's graph and cluster, as for pf_tp_setting_new. */
 int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
-                              const pf_tp_setting_t *set, const pf_plan_t *p,
-                              const double *xfer_ms, pf_simulate_input_t *in, char *err,
-                              size_t errlen);
+                                   const pf_tp_setting_t *set, const pf_plan_t *p,
+                                   const double *xfer_ms, pf_simulate_input_t *in, char *err,
+                                   size_t errlen);
 
 /* The resharding of one cross-stage transfer: `bytes` replicated on src[0..T) and needed
  * replicated on dst[0..T), each a 1 x T mesh, one dimension of `bytes` 1-byte elements. The
@@ -91,7 +91,7 @@ typedef struct {
     pf_mesh_shard_t spec[1];
 } pf_simulate_xfer_problem_t;
 void pf_simulate_xfer_problem(const int *src, const int *dst, int T, double bytes,
-                         pf_simulate_xfer_problem_t *x);
+                              pf_simulate_xfer_problem_t *x);
 /* Its time by the default resharding options (every strategy, best of the schedulers); a
  * problem of 0 bytes takes 0 ms. */
 int pf_simulate_xfer_ms(const pf_cluster_t *c, const pf_simulate_xfer_problem_t *x, double *ms,

@@ -233,25 +233,12 @@ static int root_of(int *parent, int a)
     return a;
 }
 
-int pf_map_symmetry_host_blocks(const pf_cluster_t *c, int *block, int *block_class,
-                                bool *capped)
+/* Proposal 1, the host field: gid[d] = d's group, groups numbered in order of their lowest device
+ * (parent[h]: the group of the h-th distinct host in sorted order, -1 until its lowest device is
+ * met). Returns the number of groups. */
+static int host_groups(const pf_cluster_t *c, int *gid, int *parent, host_dev_t *hd)
 {
-    int D = pf_cluster_ndevices(c), n = -1, ngrp = 0;
-    bool cap = false;
-    long long work = 0;
-    if (capped)
-        *capped = false;
-    if (D < 2) {
-        for (int d = 0; d < D; d++)
-            block[d] = -1;
-        return 0;
-    }
-    int *gid = malloc((size_t)D * sizeof *gid), *parent = malloc((size_t)D * sizeof *parent);
-    host_dev_t *hd = malloc((size_t)D * sizeof *hd);
-    if (!gid || !parent || !hd)
-        goto done;
-    /* 1. the host field: groups numbered in order of their lowest device (parent[g]: the group
-     * of the g-th distinct host in sorted order, -1 until its lowest device is met) */
+    int D = pf_cluster_ndevices(c), ngrp = 0;
     for (int d = 0; d < D; d++)
         hd[d] = (host_dev_t){pf_cluster_device(c, d)->host, d};
     qsort(hd, (size_t)D, sizeof *hd, cmp_host_dev);
@@ -267,10 +254,14 @@ int pf_map_symmetry_host_blocks(const pf_cluster_t *c, int *block, int *block_cl
     }
     for (int d = 0; d < D; d++)
         gid[d] = parent[gid[d]];
-    n = blocks_of_groups(c, gid, ngrp, block, block_class, &work, &cap);
-    if (n != 0)
-        goto done;
-    /* 2. components of the links faster (either direction) than the slowest link */
+    return ngrp;
+}
+
+/* Proposal 2: the components of the links faster (either direction) than the slowest link,
+ * numbered by lowest device. Returns the number of groups. */
+static int link_groups(const pf_cluster_t *c, int *gid, int *parent)
+{
+    int D = pf_cluster_ndevices(c), ngrp = 0;
     const double *bw = pf_cluster_bw_matrix(c);
     double slowest = INFINITY;
     for (int a = 0; a < D; a++)
@@ -286,11 +277,35 @@ int pf_map_symmetry_host_blocks(const pf_cluster_t *c, int *block, int *block_cl
                 if (ra != rb) /* the root stays the component's lowest device */
                     parent[ra > rb ? ra : rb] = ra < rb ? ra : rb;
             }
-    ngrp = 0;
     for (int d = 0; d < D; d++) {
         int r = root_of(parent, d);
         gid[d] = r == d ? ngrp++ : gid[r];
     }
+    return ngrp;
+}
+
+int pf_map_symmetry_host_blocks(const pf_cluster_t *c, int *block, int *block_class,
+                                bool *capped)
+{
+    int D = pf_cluster_ndevices(c), n = -1;
+    bool cap = false;
+    long long work = 0;
+    if (capped)
+        *capped = false;
+    if (D < 2) {
+        for (int d = 0; d < D; d++)
+            block[d] = -1;
+        return 0;
+    }
+    int *gid = malloc((size_t)D * sizeof *gid), *parent = malloc((size_t)D * sizeof *parent);
+    host_dev_t *hd = malloc((size_t)D * sizeof *hd);
+    if (!gid || !parent || !hd)
+        goto done;
+    int ngrp = host_groups(c, gid, parent, hd);
+    n = blocks_of_groups(c, gid, ngrp, block, block_class, &work, &cap);
+    if (n != 0)
+        goto done;
+    ngrp = link_groups(c, gid, parent);
     n = blocks_of_groups(c, gid, ngrp, block, block_class, &work, &cap);
 done:
     if (capped)

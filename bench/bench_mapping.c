@@ -254,9 +254,10 @@ static int symmetry_table(const pf_graph_t *unet_g)
            "(\"all\"), without the\n    host-block rule (\"noblk\": device classes and replica orders) and "
            "with none; %s: %d device\n    classes, %d host blocks; %s: %d device classes "
            "(no two DGX-1 GPUs are interchangeable), %d host blocks\n",
-           SYM_PROBE_SECONDS, pf_cluster_name(hier), pf_map_device_classes(hier, cls),
-           pf_map_host_blocks(hier, blk, bcls, NULL), pf_cluster_name(dgx),
-           pf_map_device_classes(dgx, cls), pf_map_host_blocks(dgx, blk, bcls, NULL));
+           SYM_PROBE_SECONDS, pf_cluster_name(hier), pf_map_symmetry_device_classes(hier, cls),
+           pf_map_symmetry_host_blocks(hier, blk, bcls, NULL), pf_cluster_name(dgx),
+           pf_map_symmetry_device_classes(dgx, cls),
+           pf_map_symmetry_host_blocks(dgx, blk, bcls, NULL));
     printf("%-10s %-8s %7s %4s %9s %9s %10s %10s %10s %7s %7s %7s %9s %9s %9s %9s %8s %10s\n",
            "graph", "cluster", "(S,R)", "inst", "obj all", "obj none", "nodes all", "noblk",
            "none", "sec all", "noblk", "none", "nodes", "nodes", "time", "time", "t/o",

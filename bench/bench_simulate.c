@@ -239,8 +239,8 @@ static int table_b1(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         pf_mesh_shard_t ss[3], ds[3];
         int nd;
-        if (pf_sharding_spec_parse(cases[i].src, ss, 3, &nd, err, sizeof err) != PF_OK ||
-            pf_sharding_spec_parse(cases[i].dst, ds, 3, &nd, err, sizeof err) != PF_OK) {
+        if (pf_reshard_spec_parse(cases[i].src, ss, 3, &nd, err, sizeof err) != PF_OK ||
+            pf_reshard_spec_parse(cases[i].dst, ds, 3, &nd, err, sizeof err) != PF_OK) {
             rc = -1;
             break;
         }
@@ -281,7 +281,7 @@ static int table_b1(void)
 }
 
 /* The cross-stage resharding times of a plan by one set of options. */
-static int xfer_times(const pf_cluster_t *c, const pf_sim_input_t *in, const pf_plan_t *p,
+static int xfer_times(const pf_cluster_t *c, const pf_simulate_input_t *in, const pf_plan_t *p,
                       unsigned strategies, pf_reshard_sched_algo_t algo, double *out)
 {
     char err[256];
@@ -292,10 +292,10 @@ static int xfer_times(const pf_cluster_t *c, const pf_sim_input_t *in, const pf_
     int rc = 0;
     for (int s = 0; s + 1 < p->stages && rc == 0; s++)
         for (int r = 0; r < R && rc == 0; r++) {
-            pf_sim_xfer_problem_t x;
-            pf_sim_xfer_problem(p->stage_list[s].devices + (size_t)r * T,
-                                p->stage_list[s + 1].devices + (size_t)r * T, T,
-                                in->stage[s].send_bytes, &x);
+            pf_simulate_xfer_problem_t x;
+            pf_simulate_xfer_problem(p->stage_list[s].devices + (size_t)r * T,
+                                     p->stage_list[s + 1].devices + (size_t)r * T, T,
+                                     in->stage[s].send_bytes, &x);
             pf_reshard_opts_t o;
             pf_reshard_opts_default(&o);
             o.strategies = strategies;
@@ -318,18 +318,18 @@ static double sim_step(const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t *p,
                        pf_schedule_t sched, const double *xfer)
 {
     char err[256];
-    pf_sim_input_t in;
-    pf_sim_result_t *r = NULL;
+    pf_simulate_input_t in;
+    pf_simulate_result_t *r = NULL;
     snprintf(p->schedule, sizeof p->schedule, "%s", pf_schedule_name(sched));
-    if (pf_sim_input_from_setting(g, c, NULL, p, xfer, &in, err, sizeof err) != PF_OK ||
+    if (pf_simulate_input_from_setting(g, c, NULL, p, xfer, &in, err, sizeof err) != PF_OK ||
         pf_simulate(&in, &r, err, sizeof err) != PF_OK) {
         fprintf(stderr, "simulate: %s\n", err);
-        pf_sim_input_clear(&in);
+        pf_simulate_input_clear(&in);
         return NAN;
     }
     double ms = r->step_ms;
-    pf_sim_result_destroy(&r);
-    pf_sim_input_clear(&in);
+    pf_simulate_result_destroy(&r);
+    pf_simulate_input_clear(&in);
     return ms;
 }
 
@@ -351,8 +351,8 @@ static int end_to_end(const char *label, const pf_graph_t *g, const pf_cluster_t
     char err[256];
     if (search_rows(g, c, &o, rows, &n, &p) != 0)
         return -1;
-    pf_sim_input_t in;
-    if (pf_sim_input_from_plan(g, c, p, &in, err, sizeof err) != PF_OK) {
+    pf_simulate_input_t in;
+    if (pf_simulate_input_from_plan(g, c, p, &in, err, sizeof err) != PF_OK) {
         fprintf(stderr, "%s: %s\n", label, err);
         pf_plan_destroy(&p);
         return -1;
@@ -381,7 +381,7 @@ static int end_to_end(const char *label, const pf_graph_t *g, const pf_cluster_t
 done:
     free(sendrecv);
     free(ours);
-    pf_sim_input_clear(&in);
+    pf_simulate_input_clear(&in);
     pf_plan_destroy(&p);
     return rc;
 }
@@ -474,19 +474,19 @@ static int table_c(void)
     double t[7], step = 0;
     int ntasks = 0;
     for (int i = 0; i < 7; i++) {
-        pf_sim_input_t in;
-        pf_sim_result_t *r = NULL;
+        pf_simulate_input_t in;
+        pf_simulate_result_t *r = NULL;
         double t0 = pf_now_s();
-        if (pf_sim_input_from_plan(g, c, p, &in, err, sizeof err) != PF_OK ||
+        if (pf_simulate_input_from_plan(g, c, p, &in, err, sizeof err) != PF_OK ||
             pf_simulate(&in, &r, err, sizeof err) != PF_OK) {
-            pf_sim_input_clear(&in);
+            pf_simulate_input_clear(&in);
             goto done;
         }
         t[i] = 1000 * (pf_now_s() - t0);
         step = r->step_ms;
         ntasks = 4 * S * R * MB;
-        pf_sim_result_destroy(&r);
-        pf_sim_input_clear(&in);
+        pf_simulate_result_destroy(&r);
+        pf_simulate_input_clear(&in);
     }
     qsort(t, 7, sizeof *t, cmp_double);
     printf("\n(c) simulation cost: BERT-48 (%d ops), %d stages x %d replicas on %d devices, %d "

@@ -29,7 +29,7 @@ static void help(FILE *f)
             "Exit status 2 on bad usage or input (an unmapped plan, a bad schedule, ...).\n");
 }
 
-static void print_figures(const pf_sim_result_t *r, const pf_cluster_t *c)
+static void print_figures(const pf_simulate_result_t *r, const pf_cluster_t *c)
 {
     printf("step %.2f ms (%s, %d micro-batches, bubble %.0f%%)\n", r->step_ms,
            pf_schedule_name(r->schedule), r->microbatches, 100 * r->bubble_fraction);
@@ -101,14 +101,14 @@ int cmd_simulate(int argc, char **argv)
     pf_graph_t *g = NULL;
     pf_cluster_t *cl = NULL;
     pf_plan_t *p = NULL;
-    pf_sim_input_t in = {0};
-    pf_sim_result_t *r = NULL;
+    pf_simulate_input_t in = {0};
+    pf_simulate_result_t *r = NULL;
     FILE *f = NULL;
     if ((rc = pf_graph_load(gpath, &g, err, sizeof err)) != PF_OK ||
         (rc = pf_cluster_load(cpath, &cl, err, sizeof err)) != PF_OK ||
         (rc = pf_plan_load(ppath, g, cl, &p, err, sizeof err)) != PF_OK)
         goto done;
-    if ((rc = pf_sim_input_from_plan(g, cl, p, &in, err, sizeof err)) != PF_OK) {
+    if ((rc = pf_simulate_input_from_plan(g, cl, p, &in, err, sizeof err)) != PF_OK) {
         pf_err_prefix(err, sizeof err, strcmp(ppath, "-") ? ppath : "<stdin>");
         goto done;
     }
@@ -131,8 +131,8 @@ int cmd_simulate(int argc, char **argv)
             rc = pf_fail(err, sizeof err, PF_ERR, "%s: write failed", timeline);
     }
 done:
-    pf_sim_result_destroy(&r);
-    pf_sim_input_clear(&in);
+    pf_simulate_result_destroy(&r);
+    pf_simulate_input_clear(&in);
     pf_plan_destroy(&p);
     pf_cluster_destroy(&cl);
     pf_graph_destroy(&g);

@@ -1,4 +1,4 @@
-/* reshard: seed 003 unit tasks (§2.2, Fig. 2), strategy models (§3.1, Fig. 3), and the load
+/* reshard: Zhuang et al.'s unit tasks (§2.2, Fig. 2), strategy models (§3.1, Fig. 3), and the load
  * balancers on generated cases (§3.2). */
 #include "planner/sim/reshard.h"
 #include "planner/core/rng.h"
@@ -21,8 +21,8 @@ static pf_reshard_t *run(const pf_reshard_net_t *net, int64_t rows, int64_t cols
     pf_mesh_shard_t ss[PF_RESHARD_MAX_DIMS], ds[PF_RESHARD_MAX_DIMS];
     int nd = 0, nd2 = 0;
     char err[256];
-    CU_ASSERT_EQUAL(pf_sharding_spec_parse(src_spec, ss, PF_RESHARD_MAX_DIMS, &nd, err, sizeof err), PF_OK);
-    CU_ASSERT_EQUAL(pf_sharding_spec_parse(dst_spec, ds, PF_RESHARD_MAX_DIMS, &nd2, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_reshard_spec_parse(src_spec, ss, PF_RESHARD_MAX_DIMS, &nd, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_reshard_spec_parse(dst_spec, ds, PF_RESHARD_MAX_DIMS, &nd2, err, sizeof err), PF_OK);
     int64_t shape[] = {rows, cols};
     pf_reshard_problem_t p = {.ndims = 2, .shape = shape, .dtype_bytes = 4, .src_mesh = src,
                               .dst_mesh = dst, .src_spec = ss, .dst_spec = ds};
@@ -190,8 +190,8 @@ static void test_generated_cases(void)
         const char *ss = specs[pf_rng_below(&rng, 9)], *ds = specs[pf_rng_below(&rng, 9)];
         pf_mesh_shard_t s1[2], s2[2];
         int nd;
-        pf_sharding_spec_parse(ss, s1, 2, &nd, NULL, 0);
-        pf_sharding_spec_parse(ds, s2, 2, &nd, NULL, 0);
+        pf_reshard_spec_parse(ss, s1, 2, &nd, NULL, 0);
+        pf_reshard_spec_parse(ds, s2, 2, &nd, NULL, 0);
         int64_t shape[] = {64, 48};
         pf_reshard_problem_t p = {2, shape, 4, src, dst, s1, s2};
         double ms[PF_RESHARD_SCHED_NALGOS];
@@ -230,9 +230,9 @@ static void test_bad_input(void)
     char err[256];
     pf_mesh_shard_t sp[PF_RESHARD_MAX_DIMS];
     int nd;
-    CU_ASSERT_EQUAL(pf_sharding_spec_parse("S01,R", sp, 8, &nd, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_reshard_spec_parse("S01,R", sp, 8, &nd, err, sizeof err), PF_OK);
     CU_ASSERT(nd == 2 && sp[0] == PF_SHARDING_S01 && sp[1] == PF_SHARDING_R);
-    CU_ASSERT_EQUAL(pf_sharding_spec_parse("S2R", sp, 8, &nd, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_reshard_spec_parse("S2R", sp, 8, &nd, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "position 0"));
     int host_of[] = {0, 0, 1, -1};
     CU_ASSERT_PTR_NULL(pf_reshard_net_from_hosts(4, host_of, 100, 0, 10, 0, err, sizeof err));

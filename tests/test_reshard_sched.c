@@ -1,4 +1,4 @@
-/* reshard_sched: seed 003 §3.2 schedulers against hand-worked schedules and brute force. */
+/* reshard_sched: Zhuang et al. (Sec. 3.2) schedulers against hand-worked schedules and brute force. */
 #include "planner/sim/reshard_sched.h"
 #include "planner/core/rng.h"
 #include "planner/core/util.h"

@@ -489,16 +489,16 @@ static void check_simulated_choice(const pf_graph_t *g, const pf_cluster_t *c,
     for (int i = 0; i < n; i++) {
         const pf_plan_t *q = seen[i].plan;
         /* the answer is the simulator's on the candidate's own plan */
-        pf_sim_input_t in;
-        pf_sim_result_t *r = NULL;
+        pf_simulate_input_t in;
+        pf_simulate_result_t *r = NULL;
         pf_plan_t *mine = pf_plan_clone(q);
         mine->train.schedule = seen[i].schedule;
         snprintf(mine->schedule, sizeof mine->schedule, "%s", pf_schedule_name(seen[i].schedule));
-        CU_ASSERT_EQUAL_FATAL(pf_sim_input_from_plan(g, c, mine, &in, err, sizeof err), PF_OK);
+        CU_ASSERT_EQUAL_FATAL(pf_simulate_input_from_plan(g, c, mine, &in, err, sizeof err), PF_OK);
         CU_ASSERT_EQUAL_FATAL(pf_simulate(&in, &r, err, sizeof err), PF_OK);
         PF_ASSERT_CLOSE(r->step_ms, seen[i].step_ms, 1e-9);
-        pf_sim_result_destroy(&r);
-        pf_sim_input_clear(&in);
+        pf_simulate_result_destroy(&r);
+        pf_simulate_input_clear(&in);
         pf_plan_destroy(&mine);
         CU_ASSERT_EQUAL(q->tensor_parallel, tp);
         double per_sample = seen[i].step_ms / ((double)pf_graph_microbatch(g) *

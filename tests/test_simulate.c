@@ -25,8 +25,8 @@ static pf_cluster_t *flat_cluster(int D, double gbps, double lat_us)
 }
 
 typedef struct {
-    pf_sim_input_t in;
-    pf_sim_stage_t stage[8];
+    pf_simulate_input_t in;
+    pf_simulate_stage_t stage[8];
     int dev[8][16];
 } pipe_t;
 
@@ -35,11 +35,11 @@ static void pipe_init(pipe_t *p, const pf_cluster_t *c, int S, int R, int MB, do
                       pf_schedule_t sched)
 {
     memset(p, 0, sizeof *p);
-    p->in = (pf_sim_input_t){.stages = S, .replicas = R, .tp = 1, .microbatches = MB,
+    p->in = (pf_simulate_input_t){.stages = S, .replicas = R, .tp = 1, .microbatches = MB,
                              .buckets = 1, .schedule = sched, .timeline = 1,
                              .stage = p->stage, .cluster = c};
     for (int s = 0; s < S; s++) {
-        p->stage[s] = (pf_sim_stage_t){.fwd_ms = f, .bwd_ms = b, .devices = p->dev[s]};
+        p->stage[s] = (pf_simulate_stage_t){.fwd_ms = f, .bwd_ms = b, .devices = p->dev[s]};
         for (int r = 0; r < R; r++)
             p->dev[s][r] = s * R + r;
     }
@@ -48,18 +48,18 @@ static void pipe_init(pipe_t *p, const pf_cluster_t *c, int S, int R, int MB, do
 static double step_of(pipe_t *p, pf_schedule_t sched)
 {
     char err[256];
-    pf_sim_result_t *r = NULL;
+    pf_simulate_result_t *r = NULL;
     p->in.schedule = sched;
     int rc = pf_simulate(&p->in, &r, err, sizeof err);
     CU_ASSERT_EQUAL_FATAL(rc, PF_OK);
     double ms = r->step_ms;
-    pf_sim_result_destroy(&r);
+    pf_simulate_result_destroy(&r);
     return ms;
 }
 
 /* Zero communication, equal stages: every schedule fills and drains the pipeline once,
  * step = (MB + S - 1) x (f + b), e.g. S = 4, MB = 8, f = 1, b = 2: 11 x 3 = 33 ms; the bubble is
- * (S - 1) / (MB + S - 1) = 3 / 11. Seed 003: without communication eager-1F1B equals 1F1B. */
+ * (S - 1) / (MB + S - 1) = 3 / 11. Zhuang et al.: without communication eager-1F1B equals 1F1B. */
 static void test_equal_stages_no_comm(void)
 {
     pf_cluster_t *c = flat_cluster(4, 100, 0);
@@ -75,14 +75,14 @@ static void test_equal_stages_no_comm(void)
             PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_EAGER_1F1B), want, 1e-12);
             PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_SIGNAL), want, 1e-12);
             char err[256];
-            pf_sim_result_t *r = NULL;
+            pf_simulate_result_t *r = NULL;
             p.in.schedule = PF_SCHEDULE_1F1B;
             CU_ASSERT_EQUAL_FATAL(pf_simulate(&p.in, &r, err, sizeof err), PF_OK);
             PF_ASSERT_CLOSE(r->bubble_fraction, (S - 1.0) / (MB + S - 1.0), 1e-12);
             CU_ASSERT_EQUAL(r->ndevices, S);
             for (int d = 0; d < S; d++)
                 PF_ASSERT_CLOSE(r->busy_ms[d], MB * 3.0, 1e-12);
-            pf_sim_result_destroy(&r);
+            pf_simulate_result_destroy(&r);
         }
     pf_cluster_destroy(&c);
 }
@@ -105,7 +105,7 @@ static void test_peak_memory(void)
         }
         pf_schedule_t sch[] = {PF_SCHEDULE_GPIPE, PF_SCHEDULE_1F1B, PF_SCHEDULE_EAGER_1F1B};
         for (int k = 0; k < 3; k++) {
-            pf_sim_result_t *r = NULL;
+            pf_simulate_result_t *r = NULL;
             p.in.schedule = sch[k];
             CU_ASSERT_EQUAL_FATAL(pf_simulate(&p.in, &r, err, sizeof err), PF_OK);
             for (int s = 0; s < S; s++) {
@@ -115,7 +115,7 @@ static void test_peak_memory(void)
                 CU_ASSERT_EQUAL(r->peak_inflight[s], want);
                 PF_ASSERT_CLOSE(r->peak_mem_bytes[s], 1000 + 10.0 * want, 1e-12);
             }
-            pf_sim_result_destroy(&r);
+            pf_simulate_result_destroy(&r);
         }
     }
     pf_cluster_destroy(&c);
@@ -138,7 +138,7 @@ static void test_unequal_stages_by_hand(void)
     p.stage[1].bwd_ms = 4;
     p.stage[0].send_bytes = 1e9;
     char err[256];
-    pf_sim_result_t *r = NULL;
+    pf_simulate_result_t *r = NULL;
     CU_ASSERT_EQUAL_FATAL(pf_simulate(&p.in, &r, err, sizeof err), PF_OK);
     PF_ASSERT_CLOSE(r->step_ms, 17.0, 1e-12);
     PF_ASSERT_CLOSE(r->busy_ms[0], 6.0, 1e-12);
@@ -149,7 +149,7 @@ static void test_unequal_stages_by_hand(void)
     double want[4][2] = {{0, 1}, {1, 2}, {9, 11}, {15, 17}};
     int n = 0;
     for (int i = 0; i < r->nevents; i++) {
-        const pf_sim_event_t *e = &r->events[i];
+        const pf_simulate_event_t *e = &r->events[i];
         if (e->device != 0 || e->stream != PF_STREAM_COMPUTE)
             continue;
         CU_ASSERT_FATAL(n < 4);
@@ -159,7 +159,7 @@ static void test_unequal_stages_by_hand(void)
         n++;
     }
     CU_ASSERT_EQUAL(n, 4);
-    pf_sim_result_destroy(&r);
+    pf_simulate_result_destroy(&r);
     PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_SIGNAL), 15.0, 1e-12);
     PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_GPIPE), 17.0, 1e-12);
     pf_cluster_destroy(&c);
@@ -174,11 +174,11 @@ static void test_shared_link(void)
     pipe_init(&p, c, 2, 1, 2, 0.1, 0.2, PF_SCHEDULE_GPIPE);
     p.stage[0].send_bytes = 1e9;
     char err[256];
-    pf_sim_result_t *r = NULL;
+    pf_simulate_result_t *r = NULL;
     CU_ASSERT_EQUAL_FATAL(pf_simulate(&p.in, &r, err, sizeof err), PF_OK);
     int n = 0;
     for (int i = 0; i < r->nevents; i++) {
-        const pf_sim_event_t *e = &r->events[i];
+        const pf_simulate_event_t *e = &r->events[i];
         if (e->device == 0 && e->kind == PF_EV_SEND) {
             PF_ASSERT_CLOSE(e->start_ms, n == 0 ? 0.1 : 1.1, 1e-12);
             PF_ASSERT_CLOSE(e->end_ms, n == 0 ? 1.1 : 2.1, 1e-12);
@@ -186,7 +186,7 @@ static void test_shared_link(void)
         }
     }
     CU_ASSERT_EQUAL(n, 2);
-    pf_sim_result_destroy(&r);
+    pf_simulate_result_destroy(&r);
     pf_cluster_destroy(&c);
 }
 
@@ -231,7 +231,7 @@ static void test_tensor_parallel(void)
         p.dev[s][1] = 2 * s + 1;
     }
     char err[256];
-    pf_sim_result_t *r = NULL;
+    pf_simulate_result_t *r = NULL;
     CU_ASSERT_EQUAL_FATAL(pf_simulate(&p.in, &r, err, sizeof err), PF_OK);
     PF_ASSERT_CLOSE(r->step_ms, 20, 1e-12);
     CU_ASSERT_EQUAL(r->ndevices, 4);
@@ -241,12 +241,12 @@ static void test_tensor_parallel(void)
     for (int i = 0; i < r->nevents; i++)
         tp += r->events[i].kind == PF_EV_TP;
     CU_ASSERT_EQUAL(tp, 4 * 2 * 4); /* 4 devices x 2 collectives x 4 micro-batches */
-    pf_sim_result_destroy(&r);
+    pf_simulate_result_destroy(&r);
     PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_SIGNAL), 15, 1e-12); /* collectives free too */
     pf_cluster_destroy(&c);
 }
 
-/* With communication, on equal stages: eager-1F1B never slower than 1F1B (seed 003, Sec. 4)
+/* With communication, on equal stages: eager-1F1B never slower than 1F1B (Zhuang et al., Sec. 4)
  * while a transfer (here 0.2, 1 and 2 ms) fits in a stage's compute (f + b = 3 ms), the regime
  * where there is compute to overlap it with. Past that the communication stream is the
  * bottleneck and its order decides (S = 2, MB = 4, 3 ms transfers: 1F1B 27.04, eager 30.04 ms);
@@ -289,7 +289,7 @@ static void test_bounds(void)
         p.in.buckets = 1 + (int)(rand_r(&seed) % 3);
         double slowest = 0;
         for (int s = 0; s < S; s++) {
-            pf_sim_stage_t *st = &p.stage[s];
+            pf_simulate_stage_t *st = &p.stage[s];
             st->fwd_ms = 0.5 + rand_r(&seed) % 100 / 20.0;
             st->bwd_ms = 0.5 + rand_r(&seed) % 100 / 10.0;
             st->recompute_ms = rand_r(&seed) % 2 ? st->fwd_ms : 0;
@@ -302,18 +302,18 @@ static void test_bounds(void)
         CU_ASSERT(MB * slowest <= sig + 1e-9);
         pf_schedule_t sch[] = {PF_SCHEDULE_GPIPE, PF_SCHEDULE_1F1B, PF_SCHEDULE_EAGER_1F1B};
         for (int k = 0; k < 3; k++) {
-            pf_sim_result_t *r = NULL;
+            pf_simulate_result_t *r = NULL;
             p.in.schedule = sch[k];
             CU_ASSERT_EQUAL_FATAL(pf_simulate(&p.in, &r, err, sizeof err), PF_OK);
             CU_ASSERT(sig <= r->step_ms + 1e-9);
             CU_ASSERT(r->bubble_fraction >= -1e-12 && r->bubble_fraction < 1);
             /* no stream runs two events at once */
             for (int e = 1; e < r->nevents; e++) {
-                const pf_sim_event_t *a = &r->events[e - 1], *b = &r->events[e];
+                const pf_simulate_event_t *a = &r->events[e - 1], *b = &r->events[e];
                 if (a->device == b->device && a->stream == b->stream)
                     CU_ASSERT(b->start_ms >= a->end_ms - 1e-9);
             }
-            pf_sim_result_destroy(&r);
+            pf_simulate_result_destroy(&r);
         }
         pf_cluster_destroy(&cl);
     }
@@ -323,7 +323,7 @@ static void test_bad_input(void)
 {
     pf_cluster_t *c = flat_cluster(4, 100, 0);
     char err[256];
-    pf_sim_result_t *r = NULL;
+    pf_simulate_result_t *r = NULL;
     pipe_t p;
     pipe_init(&p, c, 2, 2, 4, 1.0, 2.0, PF_SCHEDULE_1F1B);
     p.dev[1][1] = 0;
@@ -390,8 +390,8 @@ static void test_from_plan(void)
     pf_graph_t *g = chain4();
     pf_cluster_t *c = flat_cluster(4, 100, 0);
     pf_plan_t *p = chain4_plan();
-    pf_sim_input_t in;
-    CU_ASSERT_EQUAL_FATAL(pf_sim_input_from_plan(g, c, p, &in, err, sizeof err), PF_OK);
+    pf_simulate_input_t in;
+    CU_ASSERT_EQUAL_FATAL(pf_simulate_input_from_plan(g, c, p, &in, err, sizeof err), PF_OK);
     CU_ASSERT_EQUAL(in.stages, 2);
     CU_ASSERT_EQUAL(in.replicas, 2);
     CU_ASSERT_EQUAL(in.microbatches, 4);
@@ -407,17 +407,17 @@ static void test_from_plan(void)
     PF_ASSERT_CLOSE(in.stage[0].act_bytes, 300, 1e-12);
     PF_ASSERT_CLOSE(in.stage[1].act_bytes, 1050, 1e-12);
     CU_ASSERT_EQUAL(in.stage[1].devices[1], 3);
-    pf_sim_result_t *r = NULL;
+    pf_simulate_result_t *r = NULL;
     CU_ASSERT_EQUAL(pf_simulate(&in, &r, err, sizeof err), PF_OK);
     CU_ASSERT(r && r->step_ms >= 4 * 21);
-    pf_sim_result_destroy(&r);
-    pf_sim_input_clear(&in);
-    pf_sim_input_clear(&in);
+    pf_simulate_result_destroy(&r);
+    pf_simulate_input_clear(&in);
+    pf_simulate_input_clear(&in);
     CU_ASSERT_PTR_NULL(in.stage);
 
     free(p->stage_list[1].devices); /* unmapped */
     p->stage_list[1].devices = NULL;
-    CU_ASSERT_EQUAL(pf_sim_input_from_plan(g, c, p, &in, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_simulate_input_from_plan(g, c, p, &in, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "no devices"));
     pf_plan_destroy(&p);
     pf_cluster_destroy(&c);
@@ -475,10 +475,10 @@ static void test_h100_gpt_layer(void)
     pf_plan_stage_devices(p, 0)[0] = 0;
     p->microbatches = 1;
     p->devices = 1;
-    pf_sim_input_t in;
-    CU_ASSERT_EQUAL_FATAL(pf_sim_input_from_plan(g, c, p, &in, err, sizeof err), PF_OK);
+    pf_simulate_input_t in;
+    CU_ASSERT_EQUAL_FATAL(pf_simulate_input_from_plan(g, c, p, &in, err, sizeof err), PF_OK);
     in.timeline = 1;
-    pf_sim_result_t *r = NULL;
+    pf_simulate_result_t *r = NULL;
     CU_ASSERT_EQUAL_FATAL(pf_simulate(&in, &r, err, sizeof err), PF_OK);
     double fwd = -1;
     for (int e = 0; e < r->nevents; e++)
@@ -487,8 +487,8 @@ static void test_h100_gpt_layer(void)
     CU_ASSERT(fabs(fwd - want_fwd) <= 0.10 * want_fwd);
     CU_ASSERT(fabs(r->step_ms - want_fb) <= 0.10 * want_fb);
     PF_ASSERT_CLOSE(r->bubble_fraction, 0, 1e-12);
-    pf_sim_result_destroy(&r);
-    pf_sim_input_clear(&in);
+    pf_simulate_result_destroy(&r);
+    pf_simulate_input_clear(&in);
     pf_plan_destroy(&p);
     pf_cluster_destroy(&c);
     pf_graph_destroy(&g);
@@ -577,7 +577,7 @@ static void test_commands(void)
  * on host 0 and stage 1 on host 1. Per stage, compute + collectives = the per-device graph's op
  * times and the collectives are TAP's (same setting built here); every cross-stage transfer is
  * the B -> B resharding of the per-device activation between the two 1 x 2 meshes: at least one
- * crossing of the host link (X / 12.5 GB/s + latency, seed 003's lower bound for a broadcast)
+ * crossing of the host link (X / 12.5 GB/s + latency, Zhuang et al.'s lower bound for a broadcast)
  * and no more than two. */
 static void test_from_tp_plan(void)
 {
@@ -616,8 +616,8 @@ static void test_from_tp_plan(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(set);
     const pf_graph_t *dg = pf_tp_setting_graph(set);
     const pf_tap_result_t *tap = pf_tp_setting_tap(set);
-    pf_sim_input_t in;
-    CU_ASSERT_EQUAL_FATAL(pf_sim_input_from_plan(g, c, p, &in, err, sizeof err), PF_OK);
+    pf_simulate_input_t in;
+    CU_ASSERT_EQUAL_FATAL(pf_simulate_input_from_plan(g, c, p, &in, err, sizeof err), PF_OK);
     CU_ASSERT_EQUAL(in.tp, 2);
     double tp_total = 0;
     for (int s = 0; s < 2; s++) {
@@ -642,16 +642,16 @@ static void test_from_tp_plan(void)
     double X = in.stage[0].send_bytes, link_ms = X / 12.5e9 * 1e3;
     CU_ASSERT(X > 0);
     for (int r = 0; r < 2; r++) {
-        pf_sim_xfer_problem_t xp;
+        pf_simulate_xfer_problem_t xp;
         double ms;
-        pf_sim_xfer_problem(p->stage_list[0].devices + 2 * r, p->stage_list[1].devices + 2 * r,
-                            2, X, &xp);
-        CU_ASSERT_EQUAL(pf_sim_xfer_ms(c, &xp, &ms, err, sizeof err), PF_OK);
+        pf_simulate_xfer_problem(p->stage_list[0].devices + 2 * r, p->stage_list[1].devices + 2 * r,
+                                 2, X, &xp);
+        CU_ASSERT_EQUAL(pf_simulate_xfer_ms(c, &xp, &ms, err, sizeof err), PF_OK);
         CU_ASSERT_EQUAL(in.stage[0].xfer_ms[r], ms);
         CU_ASSERT(ms >= link_ms && ms <= 2 * link_ms + 1);
     }
     /* 1F1B on 2 stages: at least MB x the slower stage's compute and collectives */
-    pf_sim_result_t *r = NULL;
+    pf_simulate_result_t *r = NULL;
     CU_ASSERT_EQUAL_FATAL(pf_simulate(&in, &r, err, sizeof err), PF_OK);
     double slow = 0;
     for (int s = 0; s < 2; s++)
@@ -659,14 +659,14 @@ static void test_from_tp_plan(void)
                               in.stage[s].tp_bwd_ms);
     CU_ASSERT(r->step_ms >= 4 * slow);
     CU_ASSERT_EQUAL(r->ndevices, 8);
-    pf_sim_result_destroy(&r);
-    pf_sim_input_clear(&in);
+    pf_simulate_result_destroy(&r);
+    pf_simulate_input_clear(&in);
     /* given the times, the builder takes them as they are */
     double given[2] = {1.5, 2.5};
-    CU_ASSERT_EQUAL_FATAL(pf_sim_input_from_setting(g, c, set, p, given, &in, err, sizeof err),
+    CU_ASSERT_EQUAL_FATAL(pf_simulate_input_from_setting(g, c, set, p, given, &in, err, sizeof err),
                           PF_OK);
     CU_ASSERT(in.stage[0].xfer_ms[0] == 1.5 && in.stage[0].xfer_ms[1] == 2.5);
-    pf_sim_input_clear(&in);
+    pf_simulate_input_clear(&in);
     pf_tp_setting_destroy(&set);
     free(ops);
     pf_plan_destroy(&p);

@@ -31,24 +31,13 @@ static int uf_find(int *parent, int a)
     return a;
 }
 
-/* Ring connectivity bound. All R replicas of a stage sit on one all-reduce ring, so if every ring
- * link has bandwidth >= b, the R devices are connected by links with w >= b: they lie in one
- * component of the graph G(b) of those links. Components of G(b) are those of the maximum
- * spanning tree's edges with w >= b (Kruskal), so one pass over the tree's edges by decreasing w
- * gives, for every device d, the largest b at which d's component reaches R devices: a ring
- * through d has a link no faster than that. This is what eq. 11 misses on hierarchical systems:
- * a ring larger than a machine must cross the slow network, whatever the best two links of d. */
-int pf_map_bounds_ring_connectivity(pf_map_context_t *cx)
+/* Prim, O(D^2), maximising w(a, b) = the faster direction of the link. The tree's n = D - 1 edges
+ * go to mst_a / mst_b in the order they join, edges[i] = (-w, i) for the sort that follows. */
+static int max_spanning_tree(pf_map_bounds_t *b, double *key, int *from, int *in,
+                             pf_map_bounds_keyed_t *edges)
 {
-    int D = cx->D, R = cx->R, n = 0, rc = PF_ERR;
-    double *key = malloc((size_t)D * sizeof *key);
-    int *from = malloc((size_t)D * sizeof *from), *in = calloc((size_t)D, sizeof *in);
-    int *parent = malloc((size_t)D * sizeof *parent), *size = malloc((size_t)D * sizeof *size);
-    int *next = malloc((size_t)D * sizeof *next), *last = malloc((size_t)D * sizeof *last);
-    pf_map_keyed_t *edges = malloc((size_t)D * sizeof *edges);
-    if (!key || !from || !in || !parent || !size || !next || !last || !edges)
-        goto done;
-    /* Prim, O(D^2), maximising w */
+    int D = b->in.D, n = 0;
+    const double *bw = b->in.bw_bpms;
     for (int d = 0; d < D; d++) {
         key[d] = -1;
         from[d] = -1;
@@ -61,8 +50,8 @@ int pf_map_bounds_ring_connectivity(pf_map_context_t *cx)
                 u = d;
         in[u] = 1;
         if (from[u] >= 0) {
-            cx->mst_a[n] = from[u];
-            cx->mst_b[n] = u;
+            b->mst_a[n] = from[u];
+            b->mst_b[n] = u;
             edges[n].key = -key[u]; /* ascending sort of -w = descending w */
             edges[n].d = n;
             n++;
@@ -70,59 +59,86 @@ int pf_map_bounds_ring_connectivity(pf_map_context_t *cx)
         for (int d = 0; d < D; d++) {
             if (in[d])
                 continue;
-            double w = fmax(cx->bw_bpms[(size_t)u * D + d], cx->bw_bpms[(size_t)d * D + u]);
+            double w = fmax(bw[(size_t)u * D + d], bw[(size_t)d * D + u]);
             if (w > key[d]) {
                 key[d] = w;
                 from[d] = u;
             }
         }
     }
-    qsort(edges, (size_t)n, sizeof *edges, pf_map_keyed_cmp);
-    {
-        int *a = from, *b = in; /* reuse as scratch: the tree sorted by decreasing w */
-        for (int i = 0; i < n; i++) {
-            a[i] = cx->mst_a[edges[i].d];
-            b[i] = cx->mst_b[edges[i].d];
-        }
-        for (int i = 0; i < n; i++) {
-            cx->mst_a[i] = a[i];
-            cx->mst_b[i] = b[i];
-            cx->mst_w[i] = -edges[i].key;
-        }
+    return n;
+}
+
+/* The tree's edges by decreasing w (ties: joining order), through scratch a and b. */
+static void sort_tree(pf_map_bounds_t *b, pf_map_bounds_keyed_t *edges, int n, int *sa, int *sb)
+{
+    qsort(edges, (size_t)n, sizeof *edges, pf_map_bounds_keyed_cmp);
+    for (int i = 0; i < n; i++) {
+        sa[i] = b->mst_a[edges[i].d];
+        sb[i] = b->mst_b[edges[i].d];
     }
-    /* Kruskal over the tree; member lists (next, last) so that a component is walked once, when
-     * it first reaches R devices. */
+    for (int i = 0; i < n; i++) {
+        b->mst_a[i] = sa[i];
+        b->mst_b[i] = sb[i];
+        b->mst_w[i] = -edges[i].key;
+    }
+}
+
+/* Kruskal over the sorted tree; member lists (next, last) so that a component is walked once,
+ * when it first reaches R devices, setting ring_bpms of its devices to the edge's w. */
+static void ring_bpms_by_kruskal(pf_map_bounds_t *b, int n, int *parent, int *size, int *next,
+                                 int *last)
+{
+    int D = b->in.D, R = b->in.R;
     for (int d = 0; d < D; d++) {
         parent[d] = d;
         size[d] = 1;
         next[d] = -1;
         last[d] = d;
-        cx->ring_bpms[d] = R <= 1 ? INFINITY : 0;
+        b->ring_bpms[d] = R <= 1 ? INFINITY : 0;
     }
     for (int i = 0; i < n && R > 1; i++) {
-        int ra = uf_find(parent, cx->mst_a[i]), rb = uf_find(parent, cx->mst_b[i]);
-        int small_a = size[ra] < R, small_b = size[rb] < R;
+        int ra = uf_find(parent, b->mst_a[i]), rb = uf_find(parent, b->mst_b[i]);
         if (size[ra] < size[rb]) {
             int t = ra;
             ra = rb;
             rb = t;
-            t = small_a;
-            small_a = small_b;
-            small_b = t;
         }
         if (size[ra] + size[rb] >= R) {
-            if (small_a)
+            if (size[ra] < R)
                 for (int d = ra; d >= 0; d = next[d])
-                    cx->ring_bpms[d] = cx->mst_w[i];
-            if (small_b)
+                    b->ring_bpms[d] = b->mst_w[i];
+            if (size[rb] < R)
                 for (int d = rb; d >= 0; d = next[d])
-                    cx->ring_bpms[d] = cx->mst_w[i];
+                    b->ring_bpms[d] = b->mst_w[i];
         }
         parent[rb] = ra;
         size[ra] += size[rb];
         next[last[ra]] = rb;
         last[ra] = last[rb];
     }
+}
+
+/* Ring connectivity bound. All R replicas of a stage sit on one all-reduce ring, so if every ring
+ * link has bandwidth >= b, the R devices are connected by links with w >= b: they lie in one
+ * component of the graph G(b) of those links. Components of G(b) are those of the maximum
+ * spanning tree's edges with w >= b (Kruskal), so one pass over the tree's edges by decreasing w
+ * gives, for every device d, the largest b at which d's component reaches R devices: a ring
+ * through d has a link no faster than that. This is what eq. 11 misses on hierarchical systems:
+ * a ring larger than a machine must cross the slow network, whatever the best two links of d. */
+static int ring_connectivity(pf_map_bounds_t *b)
+{
+    int D = b->in.D, rc = PF_ERR;
+    double *key = malloc((size_t)D * sizeof *key);
+    int *from = malloc((size_t)D * sizeof *from), *in = calloc((size_t)D, sizeof *in);
+    int *parent = malloc((size_t)D * sizeof *parent), *size = malloc((size_t)D * sizeof *size);
+    int *next = malloc((size_t)D * sizeof *next), *last = malloc((size_t)D * sizeof *last);
+    pf_map_bounds_keyed_t *edges = malloc((size_t)D * sizeof *edges);
+    if (!key || !from || !in || !parent || !size || !next || !last || !edges)
+        goto done;
+    int n = max_spanning_tree(b, key, from, in, edges);
+    sort_tree(b, edges, n, from, in); /* from and in are free again: scratch */
+    ring_bpms_by_kruskal(b, n, parent, size, next, last);
     rc = PF_OK;
 done:
     free(key);
@@ -140,108 +156,146 @@ done:
  * descending pair with d's k fastest outgoing links (rearrangement inequality: sum M_i / B_i over
  * distinct links is least when the largest message takes the fastest link), plus the k smallest
  * latencies out of d (chosen independently, so the sum can only be smaller than any real
- * placement's). Eq. 11: the ring pairs that touch x = (s, r) are (prev -> x) and (x -> next), on
- * two distinct other devices when R >= 3 (one device, both directions, when R = 2); the best pair
- * is among the two fastest links in and the two fastest out of d, so trying those 4 combinations
- * gives the exact minimum of max(T / B(e, d), T / B(d, f)); the ring connectivity bound above
- * is another lower bound of the same term, and the larger of the two is kept. */
-int pf_map_bounds_static_bounds(pf_map_context_t *cx)
+ * placement's). Fills static_m's column d; row_bw, row_lat (D) and msgs (max_deg + 1) are
+ * scratch. */
+static void static_m_at(pf_map_bounds_t *b, int d, double *row_bw, double *row_lat, double *msgs)
 {
-    int S = cx->S, D = cx->D, R = cx->R, rc = PF_ERR;
-    double *row_bw = malloc((size_t)D * sizeof *row_bw);
-    double *row_lat = malloc((size_t)D * sizeof *row_lat);
-    double *msgs = malloc((size_t)(cx->max_deg + 1) * sizeof *msgs);
-    pf_map_keyed_t *ranked = malloc((size_t)D * sizeof *ranked);
-    if (!row_bw || !row_lat || !msgs || !ranked)
-        goto done;
-    for (int d = 0; d < D; d++) {
-        int n = 0;
-        for (int e = 0; e < D; e++) {
-            if (e == d)
-                continue;
-            row_bw[n] = cx->bw_bpms[(size_t)d * D + e];
-            row_lat[n++] = cx->lat_ms[(size_t)d * D + e];
-        }
-        qsort(row_bw, (size_t)n, sizeof *row_bw, cmp_desc);
-        qsort(row_lat, (size_t)n, sizeof *row_lat, cmp_asc);
-        for (int s = 0; s < S; s++) {
-            int k = cx->adj_off[s + 1] - cx->adj_off[s];
-            memcpy(msgs, cx->adj_bytes + cx->adj_off[s], (size_t)k * sizeof *msgs);
-            qsort(msgs, (size_t)k, sizeof *msgs, cmp_desc);
-            double sum = 0;
-            for (int i = 0; i < k && i < n; i++)
-                sum += row_lat[i] + msgs[i] / row_bw[i];
-            cx->static_m[(size_t)s * D + d] = sum;
-        }
-        /* two fastest links into and out of d */
-        int in[2] = {-1, -1}, out[2] = {-1, -1};
-        for (int e = 0; e < D; e++) {
-            if (e == d)
-                continue;
-            double bi = cx->bw_bpms[(size_t)e * D + d], bo = cx->bw_bpms[(size_t)d * D + e];
-            if (in[0] < 0 || bi > cx->bw_bpms[(size_t)in[0] * D + d]) {
-                in[1] = in[0];
-                in[0] = e;
-            } else if (in[1] < 0 || bi > cx->bw_bpms[(size_t)in[1] * D + d]) {
-                in[1] = e;
-            }
-            if (out[0] < 0 || bo > cx->bw_bpms[(size_t)d * D + out[0]]) {
-                out[1] = out[0];
-                out[0] = e;
-            } else if (out[1] < 0 || bo > cx->bw_bpms[(size_t)d * D + out[1]]) {
-                out[1] = e;
-            }
-        }
-        double best_pair = INFINITY; /* the slower link of the best (prev, next) choice */
-        if (R == 2) {
-            best_pair = 0;
-            for (int e = 0; e < D; e++)
-                if (e != d)
-                    best_pair = fmax(best_pair, fmin(cx->bw_bpms[(size_t)e * D + d],
-                                                     cx->bw_bpms[(size_t)d * D + e]));
-        } else if (R >= 3) {
-            best_pair = 0;
-            for (int i = 0; i < 2; i++)
-                for (int j = 0; j < 2; j++)
-                    if (in[i] >= 0 && out[j] >= 0 && in[i] != out[j])
-                        best_pair = fmax(best_pair, fmin(cx->bw_bpms[(size_t)in[i] * D + d],
-                                                         cx->bw_bpms[(size_t)d * D + out[j]]));
-        }
-        /* the ring connectivity bound (pf_map_bounds_ring_connectivity) can only raise it */
-        best_pair = fmin(best_pair, cx->ring_bpms[d]);
-        for (int s = 0; s < S; s++)
-            cx->static_ar[(size_t)s * D + d] = R > 1 ? cx->ar_bytes[s] / best_pair : 0.0;
+    const pf_map_bounds_input_t *in = &b->in;
+    int S = in->S, D = in->D, n = 0;
+    for (int e = 0; e < D; e++) {
+        if (e == d)
+            continue;
+        row_bw[n] = in->bw_bpms[(size_t)d * D + e];
+        row_lat[n++] = in->lat_ms[(size_t)d * D + e];
     }
-    /* static_lb adds the terms in the order the exact evaluation does: c_u + m + ar. For full it
-     * is the joint bound c_u(s) + static_m(s, d) + static_ar(s, d), valid because a replica x of
-     * s on d pays at least static_m in eq. 8 (above) and its stage's ring max includes the two
-     * pairs touching x, each at least static_ar, so full(x) = c_u + eq. 8 + eq. 9 >= the sum; it
-     * dominates max(m bound, ar bound) since both terms are >= 0. Proposition 1's argument then
-     * carries over: min over d of it, max over s, is <= the optimum of eq. 5 under full. */
-    cx->lower_ms = 0;
+    qsort(row_bw, (size_t)n, sizeof *row_bw, cmp_desc);
+    qsort(row_lat, (size_t)n, sizeof *row_lat, cmp_asc);
+    for (int s = 0; s < S; s++) {
+        int k = in->adj_off[s + 1] - in->adj_off[s];
+        memcpy(msgs, in->adj_bytes + in->adj_off[s], (size_t)k * sizeof *msgs);
+        qsort(msgs, (size_t)k, sizeof *msgs, cmp_desc);
+        double sum = 0;
+        for (int i = 0; i < k && i < n; i++)
+            sum += row_lat[i] + msgs[i] / row_bw[i];
+        b->static_m[(size_t)s * D + d] = sum;
+    }
+}
+
+/* The two fastest links into d (from in[0], in[1]) and out of d (to out[0], out[1]); -1 where
+ * there are fewer. */
+static void two_fastest(const double *bw, int D, int d, int in[2], int out[2])
+{
+    in[0] = in[1] = out[0] = out[1] = -1;
+    for (int e = 0; e < D; e++) {
+        if (e == d)
+            continue;
+        double bi = bw[(size_t)e * D + d], bo = bw[(size_t)d * D + e];
+        if (in[0] < 0 || bi > bw[(size_t)in[0] * D + d]) {
+            in[1] = in[0];
+            in[0] = e;
+        } else if (in[1] < 0 || bi > bw[(size_t)in[1] * D + d]) {
+            in[1] = e;
+        }
+        if (out[0] < 0 || bo > bw[(size_t)d * D + out[0]]) {
+            out[1] = out[0];
+            out[0] = e;
+        } else if (out[1] < 0 || bo > bw[(size_t)d * D + out[1]]) {
+            out[1] = e;
+        }
+    }
+}
+
+/* Eq. 11's ring pair at d: the ring pairs that touch x = (s, r) are (prev -> x) and (x -> next),
+ * on two distinct other devices when R >= 3 (one device, both directions, when R = 2); the best
+ * pair is among the two fastest links in and the two fastest out of d, so trying those 4
+ * combinations gives the exact minimum of max(T / B(e, d), T / B(d, f)). Returns the slower link
+ * of the best (prev, next) choice, capped by the ring connectivity bound, another lower bound of
+ * the same term (the larger bound is kept). */
+static double best_ring_pair_bpms(const pf_map_bounds_t *b, int d)
+{
+    const double *bw = b->in.bw_bpms;
+    int D = b->in.D, R = b->in.R;
+    double best_pair = INFINITY;
+    if (R == 2) {
+        best_pair = 0;
+        for (int e = 0; e < D; e++)
+            if (e != d)
+                best_pair = fmax(best_pair, fmin(bw[(size_t)e * D + d], bw[(size_t)d * D + e]));
+    } else if (R >= 3) {
+        int in[2], out[2];
+        two_fastest(bw, D, d, in, out);
+        best_pair = 0;
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++)
+                if (in[i] >= 0 && out[j] >= 0 && in[i] != out[j])
+                    best_pair = fmax(best_pair, fmin(bw[(size_t)in[i] * D + d],
+                                                     bw[(size_t)d * D + out[j]]));
+    }
+    return fmin(best_pair, b->ring_bpms[d]);
+}
+
+/* static_lb adds the terms in the order the exact evaluation does: c_u + m + ar. For full it is
+ * the joint bound c_u(s) + static_m(s, d) + static_ar(s, d), valid because a replica x of s on d
+ * pays at least static_m in eq. 8 and its stage's ring max includes the two pairs touching x,
+ * each at least static_ar, so full(x) = c_u + eq. 8 + eq. 9 >= the sum; it dominates max(m bound,
+ * ar bound) since both terms are >= 0. Proposition 1's argument then carries over: min over d of
+ * it, max over s, is <= the optimum of eq. 5 under full. */
+static void joint_bounds(pf_map_bounds_t *b)
+{
+    const pf_map_bounds_input_t *in = &b->in;
+    int S = in->S, D = in->D;
+    b->lower_ms = 0;
     for (int s = 0; s < S; s++) {
         double best = INFINITY;
         for (int d = 0; d < D; d++) {
             size_t k = (size_t)s * D + d;
-            double v = cx->cu[s];
-            if (cx->use_m)
-                v += cx->static_m[k];
-            if (cx->use_ar)
-                v += cx->static_ar[k];
-            cx->static_lb[k] = v;
+            double v = in->cu[s];
+            if (in->use_m)
+                v += b->static_m[k];
+            if (in->use_ar)
+                v += b->static_ar[k];
+            b->static_lb[k] = v;
             best = fmin(best, v);
         }
-        cx->lower_ms = fmax(cx->lower_ms, best);
+        b->lower_ms = fmax(b->lower_ms, best);
     }
+}
+
+/* rank: the devices by static_lb per stage, ties by canonical position (the probe's candidate
+ * order must agree with its symmetry rules). */
+static void rank_devices(pf_map_bounds_t *b, pf_map_bounds_keyed_t *ranked)
+{
+    int S = b->in.S, D = b->in.D;
+    const pf_map_symmetry_t *sym = b->in.sym;
     for (int s = 0; s < S; s++) {
         for (int d = 0; d < D; d++) {
-            ranked[d].key = cx->static_lb[(size_t)s * D + d];
-            ranked[d].d = cx->sym.canon_pos[d];
+            ranked[d].key = b->static_lb[(size_t)s * D + d];
+            ranked[d].d = sym->canon_pos[d];
         }
-        qsort(ranked, (size_t)D, sizeof *ranked, pf_map_keyed_cmp);
+        qsort(ranked, (size_t)D, sizeof *ranked, pf_map_bounds_keyed_cmp);
         for (int i = 0; i < D; i++)
-            cx->rank[(size_t)s * D + cx->sym.canon[ranked[i].d]] = i;
+            b->rank[(size_t)s * D + sym->canon[ranked[i].d]] = i;
     }
+}
+
+/* static_m, static_ar, static_lb, lower_ms and rank; needs ring_bpms. */
+static int static_bounds(pf_map_bounds_t *b)
+{
+    int S = b->in.S, D = b->in.D, R = b->in.R, rc = PF_ERR;
+    double *row_bw = malloc((size_t)D * sizeof *row_bw);
+    double *row_lat = malloc((size_t)D * sizeof *row_lat);
+    double *msgs = malloc((size_t)(b->in.max_deg + 1) * sizeof *msgs);
+    pf_map_bounds_keyed_t *ranked = malloc((size_t)D * sizeof *ranked);
+    if (!row_bw || !row_lat || !msgs || !ranked)
+        goto done;
+    for (int d = 0; d < D; d++) {
+        static_m_at(b, d, row_bw, row_lat, msgs);
+        double best_pair = best_ring_pair_bpms(b, d);
+        for (int s = 0; s < S; s++)
+            b->static_ar[(size_t)s * D + d] = R > 1 ? b->in.ar_bytes[s] / best_pair : 0.0;
+    }
+    joint_bounds(b);
+    rank_devices(b, ranked);
     rc = PF_OK;
 done:
     free(row_bw);
@@ -251,11 +305,49 @@ done:
     return rc;
 }
 
-
-int pf_map_bounds_ring_components(const pf_map_context_t *cx, double t_ms, int **comp_out,
-                              int **comp_devices_out)
+void pf_map_bounds_free(pf_map_bounds_t *b)
 {
-    int S = cx->S, D = cx->D;
+    if (!b)
+        return;
+    free(b->static_m);
+    free(b->static_ar);
+    free(b->static_lb);
+    free(b->rank);
+    free(b->mst_a);
+    free(b->mst_b);
+    free(b->mst_w);
+    free(b->ring_bpms);
+    memset(b, 0, sizeof *b);
+}
+
+int pf_map_bounds_init(pf_map_bounds_t *b, const pf_map_bounds_input_t *in)
+{
+    size_t SD = (size_t)in->S * in->D, D = (size_t)in->D;
+    memset(b, 0, sizeof *b);
+    b->in = *in;
+    b->static_m = malloc(SD * sizeof *b->static_m);
+    b->static_ar = malloc(SD * sizeof *b->static_ar);
+    b->static_lb = malloc(SD * sizeof *b->static_lb);
+    b->rank = malloc(SD * sizeof *b->rank);
+    b->mst_a = malloc(D * sizeof *b->mst_a);
+    b->mst_b = malloc(D * sizeof *b->mst_b);
+    b->mst_w = malloc(D * sizeof *b->mst_w);
+    b->ring_bpms = malloc(D * sizeof *b->ring_bpms);
+    if (!b->static_m || !b->static_ar || !b->static_lb || !b->rank || !b->mst_a || !b->mst_b ||
+        !b->mst_w || !b->ring_bpms)
+        goto fail;
+    if (ring_connectivity(b) != PF_OK || static_bounds(b) != PF_OK)
+        goto fail;
+    return PF_OK;
+fail:
+    pf_map_bounds_free(b);
+    return PF_ERR;
+}
+
+int pf_map_bounds_ring_components(const pf_map_bounds_t *b, double t_ms, int **comp_out,
+                                  int **comp_devices_out)
+{
+    int S = b->in.S, D = b->in.D;
     int *parent = malloc((size_t)D * sizeof *parent);
     int *comp = malloc((size_t)S * D * sizeof *comp);
     int *comp_devices = calloc((size_t)S * D, sizeof *comp_devices);
@@ -267,13 +359,13 @@ int pf_map_bounds_ring_components(const pf_map_context_t *cx, double t_ms, int *
         return PF_ERR;
     }
     for (int s = 0; s < S; s++) {
-        double room = t_ms - cx->cu[s], T = cx->ar_bytes[s];
+        double room = t_ms - b->in.cu[s], T = b->in.ar_bytes[s];
         /* the slowest ring link allowed; T = 0: any; no room: none */
         double need = T == 0 ? 0 : room > 0 ? T / room : INFINITY;
         for (int d = 0; d < D; d++)
             parent[d] = d;
-        for (int i = 0; i < D - 1 && cx->mst_w[i] >= need; i++)
-            parent[uf_find(parent, cx->mst_a[i])] = uf_find(parent, cx->mst_b[i]);
+        for (int i = 0; i < D - 1 && b->mst_w[i] >= need; i++)
+            parent[uf_find(parent, b->mst_a[i])] = uf_find(parent, b->mst_b[i]);
         for (int d = 0; d < D; d++) {
             int c = uf_find(parent, d);
             comp[(size_t)s * D + d] = c;

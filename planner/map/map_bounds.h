@@ -1,23 +1,67 @@
 /* map_bounds: the lower bounds that let the DFS probe (map_probe.c, Algorithm 2) cut branches:
  * the static per-(stage, device) bounds of eq. 10 / eq. 11 (Proposition 1, by sorting) with the
  * ring connectivity bound, and the ring components at a target (ring capacity).
- * They fill and read the context of map_context.h. */
+ *
+ * They are computed from the postal-model tables they are given (map_context.c fills those and
+ * keeps the result); this module knows nothing of the context. */
 #ifndef PF_MAP_BOUNDS_H
 #define PF_MAP_BOUNDS_H
 
-#include "planner/map/map_context.h"
+#include "planner/map/map_symmetry.h"
 
-/* The maximum spanning tree of the links and ring_bpms (see struct pf_map_context). cx's tables,
- * R and D must be filled. PF_OK or PF_ERR (out of memory). */
-int pf_map_bounds_ring_connectivity(pf_map_context_t *cx);
-/* static_m, static_ar, static_lb, lower_ms and rank; needs the tables, the symmetry (canonical
- * order) and the ring connectivity. PF_OK or PF_ERR (out of memory). */
-int pf_map_bounds_static_bounds(pf_map_context_t *cx);
+#include <stdbool.h>
+
+/* A sort key with a device (or any index) to break ties. */
+typedef struct {
+    double key;
+    int d;
+} pf_map_bounds_keyed_t;
+/* qsort comparator: by key, then index; a total order, so the result does not depend on qsort's
+ * algorithm. */
+static inline int pf_map_bounds_keyed_cmp(const void *a, const void *b)
+{
+    const pf_map_bounds_keyed_t *p = a, *q = b;
+    if (p->key != q->key)
+        return p->key < q->key ? -1 : 1;
+    return (p->d > q->d) - (p->d < q->d);
+}
+
+/* What the bounds are computed from: S stages of R replicas on D devices, the terms the
+ * instantiation uses, and the tables in ms (borrowed: they must outlive the bounds). */
+typedef struct {
+    int S, R, D;
+    bool use_m, use_ar;
+    const double *cu, *ar_bytes;    /* S */
+    const int *adj_off;             /* S + 1: stage adjacency (CSR) */
+    const double *adj_bytes;        /* M of each adjacency entry */
+    int max_deg;
+    const double *lat_ms, *bw_bpms; /* D x D: latency ms, bandwidth bytes per ms */
+    const pf_map_symmetry_t *sym;   /* its canonical order breaks ties in rank */
+} pf_map_bounds_input_t;
+
+typedef struct {
+    pf_map_bounds_input_t in;
+    double *static_m, *static_ar; /* S x D: eq. 10 / eq. 11 terms at device d */
+    double *static_lb;            /* S x D: c_u + the terms the instantiation uses */
+    double lower_ms;              /* max over s of min over d of static_lb */
+    int *rank; /* S x D: rank of d among the devices by (static_lb of s, canonical position) */
+    /* Ring connectivity: a maximum spanning tree of the devices under w(a, b) = the faster
+     * direction of the link, its D - 1 edges by decreasing w, and ring_bpms[d] = the largest b
+     * such that d's component in {links with w >= b} holds at least R devices. */
+    int *mst_a, *mst_b;
+    double *mst_w, *ring_bpms;
+} pf_map_bounds_t;
+
+/* Fills b from in (copied into b->in). PF_OK, or PF_ERR when out of memory (b then holds nothing
+ * to free). */
+int pf_map_bounds_init(pf_map_bounds_t *b, const pf_map_bounds_input_t *in);
+void pf_map_bounds_free(pf_map_bounds_t *b); /* idempotent */
+
 /* Ring capacity at target t_ms: all replicas of stage s share one component of the graph of
  * links fast enough for its ring (w >= T(s) / (t - c_u(s))). *comp (S x D) gets the component of
  * each device per stage, *comp_devices (S x D) the devices per component; the caller frees both.
  * PF_OK or PF_ERR (out of memory; both NULL). */
-int pf_map_bounds_ring_components(const pf_map_context_t *cx, double t_ms, int **comp,
-                              int **comp_devices);
+int pf_map_bounds_ring_components(const pf_map_bounds_t *b, double t_ms, int **comp,
+                                  int **comp_devices);
 
 #endif

@@ -12,7 +12,6 @@
  * the greedy choice that finds a feasible mapping early when one exists.
  */
 #include "planner/map/map_context.h"
-#include "planner/map/map_bounds.h"
 #include "planner/core/util.h"
 
 #include <math.h>
@@ -35,19 +34,12 @@ void pf_map_context_destroy(pf_map_context_t **cxp)
     free(cx->max_bw_out);
     free(cx->max_bw_in);
     pf_map_symmetry_free(&cx->sym);
-    free(cx->static_m);
-    free(cx->static_ar);
-    free(cx->static_lb);
+    pf_map_bounds_free(&cx->bounds);
     free(cx->order);
     free(cx->pos);
     free(cx->chk_off);
     free(cx->chk);
     free(cx->low_ref);
-    free(cx->rank);
-    free(cx->mst_a);
-    free(cx->mst_b);
-    free(cx->mst_w);
-    free(cx->ring_bpms);
     free(cx);
     *cxp = NULL;
 }
@@ -66,7 +58,7 @@ static int stage_order(const pf_map_context_t *cx, int *sorder)
     for (int s = 0; s < S; s++) {
         key[s] = INFINITY;
         for (int d = 0; d < D; d++)
-            key[s] = fmin(key[s], cx->static_lb[(size_t)s * D + d]);
+            key[s] = fmin(key[s], cx->bounds.static_lb[(size_t)s * D + d]);
     }
     for (int i = 0; i < S; i++) {
         int best = -1, best_cnt = -1;
@@ -98,14 +90,10 @@ static int stage_order(const pf_map_context_t *cx, int *sorder)
     return PF_OK;
 }
 
-static int build_order(pf_map_context_t *cx)
+/* order and pos: stage-major (stage by stage, replicas in ring order) or replica-major. */
+static void order_replicas(pf_map_context_t *cx, const int *sorder)
 {
-    int S = cx->S, R = cx->R, N = cx->N, rc = PF_ERR;
-    int *sorder = malloc((size_t)S * sizeof *sorder);
-    int *known = malloc((size_t)N * sizeof *known);
-    if (!sorder || !known || stage_order(cx, sorder) != PF_OK)
-        goto done;
-    int k = 0;
+    int S = cx->S, R = cx->R, N = cx->N, k = 0;
     if (cx->stage_major) {
         for (int i = 0; i < S; i++)
             for (int r = 0; r < R; r++)
@@ -117,9 +105,14 @@ static int build_order(pf_map_context_t *cx)
     }
     for (k = 0; k < N; k++)
         cx->pos[cx->order[k]] = k;
+}
 
-    /* Checking scheme: x's time is complete at the depth where the last of x, its neighbours in
-     * its replica (m) and the other replicas of its stage (ar) is placed. */
+/* Checking scheme: x's time is complete at the depth where the last of x, its neighbours in its
+ * replica (m) and the other replicas of its stage (ar) is placed. chk_off / chk list the stage
+ * replicas by that depth; known (N) is scratch. */
+static int checking_scheme(pf_map_context_t *cx, int *known)
+{
+    int R = cx->R, N = cx->N;
     for (int x = 0; x < N; x++) {
         int s = x / R, r = x % R, kd = cx->pos[x];
         if (cx->use_m)
@@ -133,22 +126,24 @@ static int build_order(pf_map_context_t *cx)
     memset(cx->chk_off, 0, (size_t)(N + 1) * sizeof *cx->chk_off);
     for (int x = 0; x < N; x++)
         cx->chk_off[known[x] + 1]++;
-    for (k = 0; k < N; k++)
+    for (int k = 0; k < N; k++)
         cx->chk_off[k + 1] += cx->chk_off[k];
-    {
-        int *fill = known; /* reuse: next free slot per depth */
-        int *slot = malloc((size_t)N * sizeof *slot);
-        if (!slot)
-            goto done;
-        for (k = 0; k < N; k++)
-            slot[k] = cx->chk_off[k];
-        for (int x = 0; x < N; x++)
-            cx->chk[slot[fill[x]]++] = x;
-        free(slot);
-    }
+    int *slot = malloc((size_t)N * sizeof *slot); /* next free slot per depth */
+    if (!slot)
+        return PF_ERR;
+    for (int k = 0; k < N; k++)
+        slot[k] = cx->chk_off[k];
+    for (int x = 0; x < N; x++)
+        cx->chk[slot[known[x]]++] = x;
+    free(slot);
+    return PF_OK;
+}
 
-    /* Replica symmetry (map_symmetry.c, top). */
-    for (k = 0; k < N; k++) {
+/* Replica symmetry (map_symmetry.c, top): low_ref by depth. */
+static void replica_symmetry(pf_map_context_t *cx, const int *sorder)
+{
+    int R = cx->R;
+    for (int k = 0; k < cx->N; k++) {
         int x = cx->order[k], s = x / R, r = x % R;
         cx->low_ref[k] = -1;
         if (!cx->symmetry || r == 0)
@@ -160,6 +155,19 @@ static int build_order(pf_map_context_t *cx)
         else if (cx->inst == PF_INST_FULL && cx->stage_major && s == sorder[0])
             cx->low_ref[k] = s * R;
     }
+}
+
+static int build_order(pf_map_context_t *cx)
+{
+    int rc = PF_ERR;
+    int *sorder = malloc((size_t)cx->S * sizeof *sorder);
+    int *known = malloc((size_t)cx->N * sizeof *known);
+    if (!sorder || !known || stage_order(cx, sorder) != PF_OK)
+        goto done;
+    order_replicas(cx, sorder);
+    if (checking_scheme(cx, known) != PF_OK)
+        goto done;
+    replica_symmetry(cx, sorder);
     rc = PF_OK;
 done:
     free(sorder);
@@ -167,31 +175,11 @@ done:
     return rc;
 }
 
-pf_map_context_t *pf_map_context_new(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t inst,
-                           int symmetry, char *err, size_t errlen)
+/* The arrays whose sizes S, R, D fix; false when out of memory. */
+static bool alloc_tables(pf_map_context_t *cx)
 {
-    int S = pf_stage_graph_stages(sg), R = pf_stage_graph_replicas(sg), D = pf_cluster_ndevices(c);
-    if ((long long)S * R > D) {
-        pf_fail(err, errlen, PF_EINPUT,
-                "stages x replicas = %d x %d stage replicas, but cluster %s has %d devices", S, R,
-                pf_cluster_name(c), D);
-        return NULL;
-    }
-    pf_map_context_t *cx = calloc(1, sizeof *cx);
-    if (!cx) {
-        pf_fail(err, errlen, PF_ERR, "out of memory");
-        return NULL;
-    }
-    size_t DD = (size_t)D * D, SD = (size_t)S * D;
-    int N = S * R;
-    cx->S = S;
-    cx->R = R;
-    cx->N = N;
-    cx->D = D;
-    cx->inst = inst;
-    cx->use_m = inst != PF_INST_AR;
-    cx->use_ar = inst != PF_INST_M && R > 1;
-    cx->symmetry = symmetry;
+    int S = cx->S, N = cx->N, D = cx->D;
+    size_t DD = (size_t)D * D;
     cx->cu = malloc((size_t)S * sizeof *cx->cu);
     cx->ar_bytes = malloc((size_t)S * sizeof *cx->ar_bytes);
     cx->adj_off = malloc((size_t)(S + 1) * sizeof *cx->adj_off);
@@ -200,27 +188,20 @@ pf_map_context_t *pf_map_context_new(const pf_stage_graph_t *sg, const pf_cluste
     cx->min_lat_out = malloc((size_t)D * sizeof(double));
     cx->max_bw_out = malloc((size_t)D * sizeof(double));
     cx->max_bw_in = malloc((size_t)D * sizeof(double));
-    cx->static_m = malloc(SD * sizeof(double));
-    cx->static_ar = malloc(SD * sizeof(double));
-    cx->static_lb = malloc(SD * sizeof(double));
     cx->order = malloc((size_t)N * sizeof(int));
     cx->pos = malloc((size_t)N * sizeof(int));
     cx->chk_off = malloc((size_t)(N + 1) * sizeof(int));
     cx->chk = malloc((size_t)N * sizeof(int));
     cx->low_ref = malloc((size_t)N * sizeof(int));
-    cx->rank = malloc(SD * sizeof(int));
-    cx->mst_a = malloc((size_t)D * sizeof(int));
-    cx->mst_b = malloc((size_t)D * sizeof(int));
-    cx->mst_w = malloc((size_t)D * sizeof(double));
-    cx->ring_bpms = malloc((size_t)D * sizeof(double));
-    if (!cx->cu || !cx->ar_bytes || !cx->adj_off || !cx->lat_ms || !cx->bw_bpms ||
-        !cx->min_lat_out || !cx->max_bw_out || !cx->max_bw_in || !cx->static_m ||
-        !cx->static_ar || !cx->static_lb || !cx->order || !cx->pos || !cx->chk_off ||
-        !cx->chk || !cx->low_ref || !cx->rank || !cx->mst_a || !cx->mst_b || !cx->mst_w ||
-        !cx->ring_bpms)
-        goto fail;
+    return cx->cu && cx->ar_bytes && cx->adj_off && cx->lat_ms && cx->bw_bpms && cx->min_lat_out &&
+           cx->max_bw_out && cx->max_bw_in && cx->order && cx->pos && cx->chk_off && cx->chk &&
+           cx->low_ref;
+}
 
-    int nadj = 0;
+/* cu, ar_bytes and the stage adjacency with its message bytes, from the stage graph. */
+static int stage_tables(pf_map_context_t *cx, const pf_stage_graph_t *sg)
+{
+    int S = cx->S, nadj = 0;
     for (int s = 0; s < S; s++) {
         int k;
         pf_stage_graph_neighbors(sg, s, &k);
@@ -234,7 +215,7 @@ pf_map_context_t *pf_map_context_new(const pf_stage_graph_t *sg, const pf_cluste
     cx->adj = malloc((size_t)(nadj ? nadj : 1) * sizeof *cx->adj);
     cx->adj_bytes = malloc((size_t)(nadj ? nadj : 1) * sizeof *cx->adj_bytes);
     if (!cx->adj || !cx->adj_bytes)
-        goto fail;
+        return PF_ERR;
     for (int s = 0; s < S; s++) {
         int k;
         const int *nb = pf_stage_graph_neighbors(sg, s, &k);
@@ -243,9 +224,15 @@ pf_map_context_t *pf_map_context_new(const pf_stage_graph_t *sg, const pf_cluste
             cx->adj_bytes[cx->adj_off[s] + i] = pf_stage_graph_msg_bytes(sg, s, nb[i]);
         }
     }
+    return PF_OK;
+}
 
-    /* The same operations as pf_cluster_xfer_ms (lat_us * 1e-3 + bytes / (gbps * 1e6)), so that
-     * times computed here equal pf_map_objective_ms's bit for bit. */
+/* The postal-model tables in ms and each device's best links. The same operations as
+ * pf_cluster_xfer_ms (lat_us * 1e-3 + bytes / (gbps * 1e6)), so that times computed here equal
+ * pf_map_objective_ms's bit for bit. */
+static void link_tables(pf_map_context_t *cx, const pf_cluster_t *c)
+{
+    int D = cx->D;
     for (int a = 0; a < D; a++) {
         cx->min_lat_out[a] = INFINITY;
         cx->max_bw_out[a] = cx->max_bw_in[a] = 0;
@@ -268,14 +255,52 @@ pf_map_context_t *pf_map_context_new(const pf_stage_graph_t *sg, const pf_cluste
         cx->min_lat_out[0] = 0;
         cx->max_bw_out[0] = cx->max_bw_in[0] = INFINITY;
     }
-    if (pf_map_symmetry_init(&cx->sym, c, symmetry) != PF_OK ||
-        pf_map_bounds_ring_connectivity(cx) != PF_OK || pf_map_bounds_static_bounds(cx) != PF_OK)
-        goto fail;
+}
+
+/* The bounds of map_bounds.h over the context's tables (the context outlives them). */
+static int bounds(pf_map_context_t *cx)
+{
+    pf_map_bounds_input_t in = {
+        .S = cx->S, .R = cx->R, .D = cx->D, .use_m = cx->use_m, .use_ar = cx->use_ar,
+        .cu = cx->cu, .ar_bytes = cx->ar_bytes, .adj_off = cx->adj_off,
+        .adj_bytes = cx->adj_bytes, .max_deg = cx->max_deg, .lat_ms = cx->lat_ms,
+        .bw_bpms = cx->bw_bpms, .sym = &cx->sym,
+    };
+    return pf_map_bounds_init(&cx->bounds, &in);
+}
+
+pf_map_context_t *pf_map_context_new(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t inst,
+                           int symmetry, char *err, size_t errlen)
+{
+    int S = pf_stage_graph_stages(sg), R = pf_stage_graph_replicas(sg), D = pf_cluster_ndevices(c);
+    if ((long long)S * R > D) {
+        pf_fail(err, errlen, PF_EINPUT,
+                "stages x replicas = %d x %d stage replicas, but cluster %s has %d devices", S, R,
+                pf_cluster_name(c), D);
+        return NULL;
+    }
+    pf_map_context_t *cx = calloc(1, sizeof *cx);
+    if (!cx) {
+        pf_fail(err, errlen, PF_ERR, "out of memory");
+        return NULL;
+    }
+    cx->S = S;
+    cx->R = R;
+    cx->N = S * R;
+    cx->D = D;
+    cx->inst = inst;
+    cx->use_m = inst != PF_INST_AR;
+    cx->use_ar = inst != PF_INST_M && R > 1;
+    cx->symmetry = symmetry;
     /* ar: stage-major; m: replica-major; full: stage-major when all-reduce dominates (the auto
      * selection's ratio). */
     cx->stage_major = inst == PF_INST_AR ||
                       (inst == PF_INST_FULL && pf_map_auto_instantiation(sg) == PF_INST_AR);
-    if (build_order(cx) != PF_OK)
+    if (!alloc_tables(cx) || stage_tables(cx, sg) != PF_OK)
+        goto fail;
+    link_tables(cx, c);
+    if (pf_map_symmetry_init(&cx->sym, c, symmetry) != PF_OK || bounds(cx) != PF_OK ||
+        build_order(cx) != PF_OK)
         goto fail;
     return cx;
 fail:
@@ -286,10 +311,10 @@ fail:
 
 double pf_map_context_lower_bound_ms(const pf_map_context_t *cx)
 {
-    return cx->lower_ms;
+    return cx->bounds.lower_ms;
 }
 
-const int *pf_map_context_order(const pf_map_context_t *cx, int *stage_major)
+const int *pf_map_context_order(const pf_map_context_t *cx, bool *stage_major)
 {
     if (stage_major)
         *stage_major = cx->stage_major;

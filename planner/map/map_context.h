@@ -5,17 +5,19 @@
  * the mapping order and the checking scheme. pf_map_search builds one context and probes it many
  * times; pf_map_probe builds one per call.
  *
- * The struct is shared by map_context.c, map_bounds.c and map_probe.c, which fill and read it;
- * mapping.c uses only the functions. */
+ * map_context.c fills the struct (the bounds through map_bounds.h, which is given the tables and
+ * never sees the context); map_probe.c reads it; mapping.c uses only the functions. */
 #ifndef PF_MAP_CONTEXT_H
 #define PF_MAP_CONTEXT_H
 
 #include "planner/ir/cluster.h"
+#include "planner/map/map_bounds.h"
 #include "planner/map/map_inst.h"
 #include "planner/map/map_symmetry.h"
 #include "planner/map/stage_graph.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct pf_map_context pf_map_context_t;
@@ -23,7 +25,8 @@ typedef struct pf_map_context pf_map_context_t;
 struct pf_map_context {
     int S, R, N, D;
     pf_inst_t inst;
-    int use_m, use_ar, symmetry;
+    bool use_m, use_ar;
+    int symmetry;
     double *cu, *ar_bytes;          /* S */
     int *adj_off, *adj, max_deg;    /* stage adjacency (CSR), as the stage graph has it */
     double *adj_bytes;              /* M of each adjacency entry */
@@ -31,19 +34,11 @@ struct pf_map_context {
     double *min_lat_out;            /* D: smallest latency out of d */
     double *max_bw_out, *max_bw_in; /* D: fastest link out of / into d */
     pf_map_symmetry_t sym;          /* device classes, host blocks, canonical order */
-    double *static_m, *static_ar;   /* S x D: eq. 10 / eq. 11 terms at device d */
-    double *static_lb;              /* S x D: c_u + the terms the instantiation uses */
-    double lower_ms;
-    int stage_major;
+    pf_map_bounds_t bounds;         /* eq. 10 / eq. 11, ring connectivity, rank (map_bounds.h) */
+    bool stage_major;
     int *order, *pos; /* depth -> stage replica, stage replica -> depth */
     int *chk_off, *chk; /* CSR by depth: stage replicas whose time is complete there */
     int *low_ref;       /* by depth: stage replica whose device bounds the candidates, or -1 */
-    int *rank;          /* S x D: rank of d among the devices by (static_lb of s, index) */
-    /* Ring connectivity: a maximum spanning tree of the devices under w(a, b) = the faster
-     * direction of the link, its D - 1 edges by decreasing w, and ring_bpms[d] = the largest b
-     * such that d's component in {links with w >= b} holds at least R devices. */
-    int *mst_a, *mst_b;
-    double *mst_w, *ring_bpms;
 };
 
 /* NULL with the reason in err when S x R > D (PF_EINPUT's case) or out of memory.
@@ -57,22 +52,7 @@ double pf_map_context_lower_bound_ms(const pf_map_context_t *cx);
 /* Eq. 5 under the context's instantiation; bit for bit pf_map_objective_ms. */
 double pf_map_context_objective_ms(const pf_map_context_t *cx, const int *dev);
 /* The mapping order (stage replicas by depth) and whether it is stage-major. */
-const int *pf_map_context_order(const pf_map_context_t *cx, int *stage_major);
-
-/* A sort key with a device (or any index) to break ties. */
-typedef struct {
-    double key;
-    int d;
-} pf_map_keyed_t;
-/* qsort comparator: by key, then index; a total order, so the result does not depend on qsort's
- * algorithm. */
-static inline int pf_map_keyed_cmp(const void *a, const void *b)
-{
-    const pf_map_keyed_t *p = a, *q = b;
-    if (p->key != q->key)
-        return p->key < q->key ? -1 : 1;
-    return (p->d > q->d) - (p->d < q->d);
-}
+const int *pf_map_context_order(const pf_map_context_t *cx, bool *stage_major);
 
 /* c_stage(x, p), summed in the order pf_map_stage_time_ms uses: c_u + (eq. 8 over neighbours
  * ascending) + (eq. 9 max over ring pairs). */

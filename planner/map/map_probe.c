@@ -31,6 +31,7 @@
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,7 +67,7 @@ typedef struct {
     double old;
 } undo_t;
 
-typedef pf_map_keyed_t cand_t; /* key = the candidate's score */
+typedef pf_map_bounds_keyed_t cand_t; /* key = the candidate's score */
 
 typedef struct {
     const pf_map_context_t *cx;
@@ -171,10 +172,10 @@ static void undo_to(dfs_t *st, int mark)
     }
 }
 
-/* Bounds after placing x on d. Returns 0 when a stage it touches is bound to exceed the target.
+/* Bounds after placing x on d. False when a stage it touches is bound to exceed the target.
  * commit = 1 applies the new partial sums (logged; the caller undoes on failure). *score: the
  * largest new bound of x or of a neighbour (used to order candidates). */
-static int place(dfs_t *st, int x, int d, int commit, double *score)
+static bool place(dfs_t *st, int x, int d, int commit, double *score)
 {
     const pf_map_context_t *cx = st->cx;
     int R = cx->R, D = cx->D, s = x / R, r = x % R, ok = 1;
@@ -192,13 +193,13 @@ static int place(dfs_t *st, int x, int d, int commit, double *score)
             a += cx->lat_ms[de] + M / cx->bw_bpms[de];
             double acc2 = st->acc[x2] + (cx->lat_ms[ed] + M / cx->bw_bpms[ed]);
             double rem2 = st->rem[x2] - lbterm(cx, e, M);
-            double mb2 = fmax(acc2 + fmax(rem2, 0.0), cx->static_m[(size_t)s2 * D + e]);
+            double mb2 = fmax(acc2 + fmax(rem2, 0.0), cx->bounds.static_m[(size_t)s2 * D + e]);
             double mmax2 = fmax(st->mmax[s2], mb2);
             double ar2 = cx->use_ar ? st->arlb[s2] : 0.0;
             if (cx->cu[s2] + mmax2 + ar2 > st->t_prune) {
                 ok = 0;
                 if (!commit)
-                    return 0;
+                    return false;
             }
             sc = fmax(sc, cx->cu[s2] + mb2);
             if (commit) {
@@ -207,7 +208,7 @@ static int place(dfs_t *st, int x, int d, int commit, double *score)
                 set_logged(st, &st->mmax[s2], mmax2);
             }
         }
-        mx = fmax(a + rm, cx->static_m[(size_t)s * D + d]);
+        mx = fmax(a + rm, cx->bounds.static_m[(size_t)s * D + d]);
         if (commit) {
             set_logged(st, &st->acc[x], a);
             set_logged(st, &st->rem[x], rm);
@@ -217,7 +218,7 @@ static int place(dfs_t *st, int x, int d, int commit, double *score)
     if (cx->use_ar) {
         double T = cx->ar_bytes[s];
         int xp = s * R + (r + R - 1) % R, xn = s * R + (r + 1) % R;
-        pairv = cx->static_ar[(size_t)s * D + d];
+        pairv = cx->bounds.static_ar[(size_t)s * D + d];
         if (st->dev[xp] >= 0)
             pairv = fmax(pairv, T / cx->bw_bpms[(size_t)st->dev[xp] * D + d]);
         else
@@ -243,26 +244,26 @@ static int place(dfs_t *st, int x, int d, int commit, double *score)
  * is too slow for the target), so placing x on d needs d in the component the stage already uses,
  * enough free devices left there for the stage's unplaced replicas, and enough left in every
  * other started stage's component for its own. */
-static int ring_ok(const dfs_t *st, int x, int d)
+static bool ring_ok(const dfs_t *st, int x, int d)
 {
     const pf_map_context_t *cx = st->cx;
     const int *comp = st->sh->comp;
     int S = cx->S, D = cx->D, R = cx->R, s = x / R;
     if (!comp)
-        return 1;
+        return true;
     int c = comp[(size_t)s * D + d];
     if (st->stage_comp[s] >= 0 && st->stage_comp[s] != c)
-        return 0;
+        return false;
     if (st->comp_free[(size_t)s * D + c] - 1 < R - st->placed[s] - 1)
-        return 0;
+        return false;
     for (int s2 = 0; s2 < S; s2++) {
         int c2 = st->stage_comp[s2];
         if (s2 == s || c2 < 0 || comp[(size_t)s2 * D + d] != c2)
             continue;
         if (st->comp_free[(size_t)s2 * D + c2] - 1 < R - st->placed[s2])
-            return 0;
+            return false;
     }
-    return 1;
+    return true;
 }
 
 static void ring_take(dfs_t *st, int x, int d)
@@ -291,9 +292,9 @@ static void ring_release(dfs_t *st, int x, int d)
         st->stage_comp[s] = -1;
 }
 
-/* Place order[depth] on d and run the checking scheme. Returns 0 (state to be undone by the
+/* Place order[depth] on d and run the checking scheme. False (state to be undone by the
  * caller with undo_to and unassign) when a bound or an exact stage time exceeds the target. */
-static int commit(dfs_t *st, int depth, int d)
+static bool commit(dfs_t *st, int depth, int d)
 {
     const pf_map_context_t *cx = st->cx;
     int x = cx->order[depth];
@@ -305,16 +306,16 @@ static int commit(dfs_t *st, int depth, int d)
         st->blk_open[cx->sym.blk_class[b]]++;
     ring_take(st, x, d);
     if (!ring || !place(st, x, d, 1, &score))
-        return 0;
+        return false;
     double tp = st->tp[depth];
     for (int i = cx->chk_off[depth]; i < cx->chk_off[depth + 1]; i++) {
         double t = pf_map_context_stage_time_ms(cx, st->dev, cx->chk[i]);
         if (t > st->target)
-            return 0;
+            return false;
         tp = fmax(tp, t);
     }
     st->tp[depth + 1] = tp;
-    return 1;
+    return true;
 }
 
 static void unassign(dfs_t *st, int depth)
@@ -333,7 +334,7 @@ static int gen_candidates(dfs_t *st, int depth)
 {
     const pf_map_context_t *cx = st->cx;
     int D = cx->D, x = cx->order[depth], s = x / cx->R, base = st->ncand;
-    const int *rank = cx->rank + (size_t)s * D;
+    const int *rank = cx->bounds.rank + (size_t)s * D;
     int low = cx->low_ref[depth] >= 0 ? rank[st->dev[cx->low_ref[depth]]] : -1;
     if (pf_grow((void **)&st->cand, &st->cand_cap, (size_t)st->ncand + D, sizeof *st->cand)) {
         atomic_store(&st->sh->failed, 1);
@@ -365,7 +366,7 @@ static int gen_candidates(dfs_t *st, int depth)
             st->cls_stamp[c] = st->stamp;
         }
         double score;
-        if (cx->static_lb[(size_t)s * D + d] > st->t_prune || !ring_ok(st, x, d) ||
+        if (cx->bounds.static_lb[(size_t)s * D + d] > st->t_prune || !ring_ok(st, x, d) ||
             !place(st, x, d, 0, &score)) {
             st->bound_pruned++;
             continue;
@@ -374,27 +375,27 @@ static int gen_candidates(dfs_t *st, int depth)
         st->cand[st->ncand++].d = d;
     }
     int n = st->ncand - base;
-    qsort(st->cand + base, (size_t)n, sizeof *st->cand, pf_map_keyed_cmp);
+    qsort(st->cand + base, (size_t)n, sizeof *st->cand, pf_map_bounds_keyed_cmp);
     return n;
 }
 
-static int should_stop(dfs_t *st)
+static bool should_stop(dfs_t *st)
 {
     shared_t *sh = st->sh;
     if (atomic_load_explicit(&sh->best_branch, memory_order_relaxed) < st->branch ||
         atomic_load_explicit(&sh->stop, memory_order_relaxed) ||
         atomic_load_explicit(&sh->failed, memory_order_relaxed))
-        return 1;
+        return true;
     if (sh->cancel && atomic_load_explicit(sh->cancel, memory_order_relaxed)) {
         atomic_store(&sh->stop, 1);
-        return 1;
+        return true;
     }
     if ((st->nodes & DEADLINE_CHECK_MASK) == 0 && sh->deadline_s > 0 &&
         pf_now_s() > sh->deadline_s) {
         atomic_store(&sh->stop, 1);
-        return 1;
+        return true;
     }
-    return 0;
+    return false;
 }
 
 static void found(dfs_t *st)
@@ -410,23 +411,24 @@ static void found(dfs_t *st)
     }
 }
 
-static int dfs(dfs_t *st, int depth)
+/* Algorithm 2 below depth: true when a mapping was found (and published by found()). */
+static bool dfs(dfs_t *st, int depth)
 {
     const pf_map_context_t *cx = st->cx;
     if (depth == cx->N) {
         found(st);
-        return 1;
+        return true;
     }
     st->nodes++;
     if (should_stop(st))
-        return 0;
+        return false;
     int base = st->ncand, n = gen_candidates(st, depth);
     for (int i = 0; i < n; i++) {
         int mark = st->nlog;
-        int ok = commit(st, depth, st->cand[base + i].d);
+        bool ok = commit(st, depth, st->cand[base + i].d);
         if (ok && dfs(st, depth + 1)) {
             st->ncand = base;
-            return 1;
+            return true;
         }
         if (!ok)
             st->bound_pruned++;
@@ -436,7 +438,7 @@ static int dfs(dfs_t *st, int depth)
             break;
     }
     st->ncand = base;
-    return 0;
+    return false;
 }
 
 /* A top-level branch: the devices of the first len stage replicas in the mapping order. */
@@ -445,84 +447,73 @@ typedef struct {
     int d[2];
 } branch_t;
 
-int pf_map_probe_run(const pf_map_context_t *cx, double target_ms, double deadline_s, int threads,
-                    const atomic_int *cancel, int *dev, pf_probe_result_t *res, int *cancelled)
+/* Branches in sequential DFS order: level 1, or levels 1 and 2 when level 1 alone would leave
+ * threads idle. st0's nodes and prunes count the prefixes made. */
+static int make_branches(dfs_t *st0, int threads, branch_t **brp, int *nbrp)
 {
-    shared_t sh;
-    dfs_t st0;
-    branch_t *br = NULL;
-    int nbr = 0, rc = PF_ERR;
-    memset(res, 0, sizeof *res);
-    res->objective_ms = NAN;
-    if (cancelled)
-        *cancelled = 0;
-    atomic_init(&sh.best_branch, INT_MAX);
-    atomic_init(&sh.stop, 0);
-    atomic_init(&sh.failed, 0);
-    sh.cancel = cancel;
-    sh.deadline_s = deadline_s;
-    sh.dev_out = dev;
-    sh.objective_ms = NAN;
-    sh.comp = sh.comp_devices = NULL;
-    if (threads <= 0)
-        threads = omp_get_max_threads();
-    if (cx->use_ar && pf_map_bounds_ring_components(cx, target_ms + fabs(target_ms) * PRUNE_SLACK,
-                                                &sh.comp, &sh.comp_devices) != PF_OK)
-        return PF_ERR;
-    if (dfs_init(&st0, cx, &sh, target_ms) != PF_OK) {
-        free(sh.comp);
-        free(sh.comp_devices);
-        return PF_ERR;
-    }
-    if (cx->lower_ms > st0.t_prune) { /* eq. 10 / 11 already rule the target out */
-        rc = PF_OK;
-        goto done;
-    }
-
-    /* Branches in sequential DFS order: level 1, or levels 1 and 2 when level 1 alone would
-     * leave threads idle. */
-    st0.nodes = 1;
-    int n0 = gen_candidates(&st0, 0);
+    const pf_map_context_t *cx = st0->cx;
+    int nbr = 0;
+    st0->nodes = 1;
+    int n0 = gen_candidates(st0, 0);
     size_t cap = n0 ? (size_t)n0 : 1;
     int two = threads > 1 && cx->N > 1 && n0 < 4 * threads;
-    br = malloc((size_t)cap * sizeof *br);
+    branch_t *br = *brp = malloc((size_t)cap * sizeof *br);
     if (!br)
-        goto done;
+        return PF_ERR;
     for (int i = 0; i < n0; i++) {
-        int d0 = st0.cand[i].d;
+        int d0 = st0->cand[i].d;
         if (!two) {
             br[nbr++] = (branch_t){1, {d0, -1}};
             continue;
         }
-        int mark = st0.nlog;
-        if (commit(&st0, 0, d0)) {
-            st0.nodes++;
-            int base = st0.ncand, n1 = gen_candidates(&st0, 1);
-            if (pf_grow((void **)&br, &cap, (size_t)nbr + n1, sizeof *br))
-                goto done;
+        int mark = st0->nlog;
+        if (commit(st0, 0, d0)) {
+            st0->nodes++;
+            int base = st0->ncand, n1 = gen_candidates(st0, 1);
+            if (pf_grow((void **)brp, &cap, (size_t)nbr + n1, sizeof *br))
+                return PF_ERR;
+            br = *brp;
             for (int j = 0; j < n1; j++)
-                br[nbr++] = (branch_t){2, {d0, st0.cand[base + j].d}};
-            st0.ncand = base;
+                br[nbr++] = (branch_t){2, {d0, st0->cand[base + j].d}};
+            st0->ncand = base;
         } else {
-            st0.bound_pruned++;
+            st0->bound_pruned++;
         }
-        undo_to(&st0, mark);
-        unassign(&st0, 0);
+        undo_to(st0, mark);
+        unassign(st0, 0);
     }
-    if (atomic_load(&sh.failed))
-        goto done;
-    res->nodes = st0.nodes;
-    res->symmetric_pruned = st0.sym_pruned;
-    res->block_pruned = st0.block_pruned;
-    res->bound_pruned = st0.bound_pruned;
+    *nbrp = nbr;
+    return PF_OK;
+}
 
+/* The DFS below one branch's prefix (whose nodes were counted when the branches were made). */
+static void run_branch(dfs_t *st, const branch_t *b)
+{
+    int placed = 0, good = 1;
+    for (int k = 0; k < b->len && good; k++) {
+        placed++;
+        good = commit(st, k, b->d[k]);
+    }
+    if (good)
+        dfs(st, b->len);
+    else
+        st->bound_pruned++;
+    undo_to(st, 0);
+    for (int k = 0; k < placed; k++)
+        unassign(st, k);
+}
+
+/* The branches on `threads` OpenMP threads, taken dynamically; adds their counts to res. */
+static void run_branches(const pf_map_context_t *cx, shared_t *sh, double target_ms,
+                         int threads, const branch_t *br, int nbr, pf_probe_result_t *res)
+{
     long long nodes = 0, symp = 0, blockp = 0, boundp = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : nodes, symp, blockp, boundp)
     {
         dfs_t st;
-        int ok = dfs_init(&st, cx, &sh, target_ms) == PF_OK;
+        int ok = dfs_init(&st, cx, sh, target_ms) == PF_OK;
         if (!ok)
-            atomic_store(&sh.failed, 1);
+            atomic_store(&sh->failed, 1);
 #pragma omp for schedule(dynamic, 1)
         for (int i = 0; i < nbr; i++) {
             if (!ok)
@@ -530,19 +521,7 @@ int pf_map_probe_run(const pf_map_context_t *cx, double target_ms, double deadli
             st.branch = i;
             if (should_stop(&st))
                 continue;
-            /* The prefix's nodes were counted when the branches were made. */
-            int placed = 0, good = 1;
-            for (int k = 0; k < br[i].len && good; k++) {
-                placed++;
-                good = commit(&st, k, br[i].d[k]);
-            }
-            if (good)
-                dfs(&st, br[i].len);
-            else
-                st.bound_pruned++;
-            undo_to(&st, 0);
-            for (int k = 0; k < placed; k++)
-                unassign(&st, k);
+            run_branch(&st, &br[i]);
         }
         if (ok) {
             nodes += st.nodes;
@@ -556,12 +535,16 @@ int pf_map_probe_run(const pf_map_context_t *cx, double target_ms, double deadli
     res->symmetric_pruned += symp;
     res->block_pruned += blockp;
     res->bound_pruned += boundp;
-    if (atomic_load(&sh.failed))
-        goto done;
-    if (atomic_load(&sh.best_branch) != INT_MAX) {
+}
+
+/* found, or why not: cancelled (by the caller's flag) or timed out. */
+static void outcome(shared_t *sh, const atomic_int *cancel, pf_probe_result_t *res,
+                    int *cancelled)
+{
+    if (atomic_load(&sh->best_branch) != INT_MAX) {
         res->found = 1;
-        res->objective_ms = sh.objective_ms;
-    } else if (atomic_load(&sh.stop)) {
+        res->objective_ms = sh->objective_ms;
+    } else if (atomic_load(&sh->stop)) {
         if (cancel && atomic_load(cancel)) {
             if (cancelled)
                 *cancelled = 1;
@@ -569,6 +552,48 @@ int pf_map_probe_run(const pf_map_context_t *cx, double target_ms, double deadli
             res->timed_out = 1;
         }
     }
+}
+
+int pf_map_probe_run(const pf_map_context_t *cx, double target_ms, double deadline_s, int threads,
+                     const atomic_int *cancel, int *dev, pf_probe_result_t *res, int *cancelled)
+{
+    shared_t sh = {.cancel = cancel, .deadline_s = deadline_s, .dev_out = dev,
+                   .objective_ms = NAN};
+    dfs_t st0;
+    branch_t *br = NULL;
+    int nbr = 0, rc = PF_ERR;
+    memset(res, 0, sizeof *res);
+    res->objective_ms = NAN;
+    if (cancelled)
+        *cancelled = 0;
+    atomic_init(&sh.best_branch, INT_MAX);
+    atomic_init(&sh.stop, 0);
+    atomic_init(&sh.failed, 0);
+    if (threads <= 0)
+        threads = omp_get_max_threads();
+    if (cx->use_ar &&
+        pf_map_bounds_ring_components(&cx->bounds, target_ms + fabs(target_ms) * PRUNE_SLACK,
+                                      &sh.comp, &sh.comp_devices) != PF_OK)
+        return PF_ERR;
+    if (dfs_init(&st0, cx, &sh, target_ms) != PF_OK) {
+        free(sh.comp);
+        free(sh.comp_devices);
+        return PF_ERR;
+    }
+    if (cx->bounds.lower_ms > st0.t_prune) { /* eq. 10 / 11 already rule the target out */
+        rc = PF_OK;
+        goto done;
+    }
+    if (make_branches(&st0, threads, &br, &nbr) != PF_OK || atomic_load(&sh.failed))
+        goto done;
+    res->nodes = st0.nodes;
+    res->symmetric_pruned = st0.sym_pruned;
+    res->block_pruned = st0.block_pruned;
+    res->bound_pruned = st0.bound_pruned;
+    run_branches(cx, &sh, target_ms, threads, br, nbr, res);
+    if (atomic_load(&sh.failed))
+        goto done;
+    outcome(&sh, cancel, res, cancelled);
     rc = PF_OK;
 done:
     free(br);
@@ -577,4 +602,3 @@ done:
     free(sh.comp_devices);
     return rc;
 }
-

@@ -5,8 +5,8 @@
  *    matrices and neither is used by the partial mapping, the subtrees below x -> a and x -> b
  *    mirror each other (swap a and b in every mapping), so of each class only the first free
  *    member in the canonical order (below) that passes the replica and block rules is tried.
- *  - Host blocks (pf_map_host_blocks). Blocks of one class trade places wholesale: i-th device of
- *    one <-> i-th of the other is an automorphism. A candidate in a block that no placed device
+ *  - Host blocks (pf_map_symmetry_host_blocks). Blocks of one class trade places wholesale:
+ *    i-th device of one <-> i-th of the other is an automorphism. A candidate in a block that no placed device
  *    uses is tried only when that block is the first unused one of its class (blocks in order of
  *    their lowest device), so the used blocks of a class are always its first ones. The partial
  *    mapping p uses none of the unused blocks, so permuting them fixes p; swapping the candidate's
@@ -46,28 +46,29 @@
 #include "planner/core/util.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Transposition (a b) is an automorphism of both matrices. Being one is an equivalence relation
  * ((a c) = (a b)(b c)(a b)), so comparing a device with each class's first member suffices. */
-static int swappable(const double *bw, const double *lat, int D, int a, int b)
+static bool swappable(const double *bw, const double *lat, int D, int a, int b)
 {
     size_t A = (size_t)a * D, B = (size_t)b * D;
     if (bw[A + b] != bw[B + a] || lat[A + b] != lat[B + a])
-        return 0;
+        return false;
     for (int k = 0; k < D; k++) {
         if (k == a || k == b)
             continue;
         if (bw[A + k] != bw[B + k] || lat[A + k] != lat[B + k] ||
             bw[(size_t)k * D + a] != bw[(size_t)k * D + b] ||
             lat[(size_t)k * D + a] != lat[(size_t)k * D + b])
-            return 0;
+            return false;
     }
-    return 1;
+    return true;
 }
 
-int pf_map_device_classes(const pf_cluster_t *c, int *cls)
+int pf_map_symmetry_device_classes(const pf_cluster_t *c, int *cls)
 {
     int D = pf_cluster_ndevices(c), n = 0;
     const double *bw = pf_cluster_bw_matrix(c), *lat = pf_cluster_lat_matrix(c);
@@ -94,7 +95,7 @@ int pf_map_device_classes(const pf_cluster_t *c, int *cls)
  * diagonal: W(a_i, a_j) = W(b_i, b_j) for i != j (inside the blocks), W(a_i, b_j) = W(b_i, a_j)
  * (between them), and rows and columns equal towards every device k outside (pair[k] == 0).
  * *work counts the pairs of entries compared. */
-static int swap_is_automorphism(const double *W, int D, const int *A, const int *B, int m,
+static bool swap_is_automorphism(const double *W, int D, const int *A, const int *B, int m,
                                 const unsigned char *pair, long long *work)
 {
     for (int i = 0; i < m; i++) {
@@ -102,27 +103,84 @@ static int swap_is_automorphism(const double *W, int D, const int *A, const int 
         for (int j = 0; j < m; j++)
             if ((i != j && W[ai + A[j]] != W[bi + B[j]]) || W[ai + B[j]] != W[bi + A[j]]) {
                 *work += j + 1;
-                return 0;
+                return false;
             }
         for (int k = 0; k < D; k++)
             if (!pair[k] && (W[ai + k] != W[bi + k] ||
                              W[(size_t)k * D + A[i]] != W[(size_t)k * D + B[i]])) {
                 *work += m + k + 1;
-                return 0;
+                return false;
             }
         *work += m + D;
     }
-    return 1;
+    return true;
 }
 
 /* Classes of the groups of one proposal (gid[d]: group of d, groups numbered in order of their
- * lowest device). Writes block / block_class as pf_map_host_blocks documents; returns the number
- * of blocks, -1 when out of memory. */
-static int blocks_of_groups(const pf_cluster_t *c, const int *gid, int ngrp, int *block,
-                            int *block_class, long long *work, int *capped)
+ * lowest device). Writes block / block_class as pf_map_symmetry_host_blocks documents; returns
+ * the number of blocks, -1 when out of memory. */
+/* The class of group g among the classes found so far (first[k]: class k's first group), or -1:
+ * the first class of g's size whose first group trades places with g (an automorphism of both
+ * matrices); -1 too when the comparison budget runs out (*capped set). pair is scratch (D,
+ * zero). */
+static int group_class(const pf_cluster_t *c, const int *off, const int *mem, const int *first,
+                       int nclass, int g, unsigned char *pair, long long *work, bool *capped)
 {
-    int D = pf_cluster_ndevices(c), nclass = 0, nblk = 0, rc = -1;
+    int D = pf_cluster_ndevices(c), m = off[g + 1] - off[g];
     const double *bw = pf_cluster_bw_matrix(c), *lat = pf_cluster_lat_matrix(c);
+    for (int k = 0; k < nclass; k++) {
+        int f = first[k];
+        if (off[f + 1] - off[f] != m)
+            continue;
+        if (*work > PF_MAP_BLOCK_BUDGET) {
+            *capped = true;
+            return -1;
+        }
+        for (int i = 0; i < m; i++)
+            pair[mem[off[f] + i]] = pair[mem[off[g] + i]] = 1;
+        bool same = swap_is_automorphism(bw, D, mem + off[f], mem + off[g], m, pair, work) &&
+                    swap_is_automorphism(lat, D, mem + off[f], mem + off[g], m, pair, work);
+        for (int i = 0; i < m; i++)
+            pair[mem[off[f] + i]] = pair[mem[off[g] + i]] = 0;
+        if (same)
+            return k;
+    }
+    return -1;
+}
+
+/* Keeps the classes of two or more blocks, renumbered by first block: block[d] and block_class
+ * as pf_map_symmetry_host_blocks documents them. members and renum are scratch. Returns the
+ * number of blocks. */
+static int keep_classes(int D, int ngrp, int nclass, const int *off, const int *mem,
+                        const int *gclass, int *members, int *renum, int *block, int *block_class)
+{
+    int nkept = 0, nblk = 0;
+    memset(members, 0, (size_t)ngrp * sizeof *members);
+    for (int g = 0; g < ngrp; g++)
+        if (gclass[g] >= 0)
+            members[gclass[g]]++;
+    for (int k = 0; k < nclass; k++)
+        renum[k] = -1;
+    for (int d = 0; d < D; d++)
+        block[d] = -1;
+    for (int g = 0; g < ngrp; g++) {
+        int k = gclass[g];
+        if (k < 0 || members[k] < 2)
+            continue;
+        if (renum[k] < 0)
+            renum[k] = nkept++;
+        block_class[nblk] = renum[k];
+        for (int i = off[g]; i < off[g + 1]; i++)
+            block[mem[i]] = nblk;
+        nblk++;
+    }
+    return nblk;
+}
+
+static int blocks_of_groups(const pf_cluster_t *c, const int *gid, int ngrp, int *block,
+                            int *block_class, long long *work, bool *capped)
+{
+    int D = pf_cluster_ndevices(c), nclass = 0, rc = -1;
     size_t G = (size_t)ngrp; /* >= 1: D >= 2 here */
     int *off = calloc(G + 1, sizeof *off), *mem = malloc((size_t)D * sizeof *mem);
     int *gclass = malloc(G * sizeof *gclass), *first = malloc(G * sizeof *first);
@@ -137,51 +195,14 @@ static int blocks_of_groups(const pf_cluster_t *c, const int *gid, int ngrp, int
     for (int d = 0; d < D; d++) /* members by index: a device's position = its rank inside */
         mem[off[gid[d]] + members[gid[d]]++] = d;
     for (int g = 0; g < ngrp; g++) {
-        int m = off[g + 1] - off[g];
         gclass[g] = -1;
-        if (m < 2 || *capped)
+        if (off[g + 1] - off[g] < 2 || *capped)
             continue;
-        for (int k = 0; k < nclass && gclass[g] < 0; k++) {
-            int f = first[k];
-            if (off[f + 1] - off[f] != m)
-                continue;
-            if (*work > PF_MAP_BLOCK_BUDGET) {
-                *capped = 1;
-                break;
-            }
-            for (int i = 0; i < m; i++)
-                pair[mem[off[f] + i]] = pair[mem[off[g] + i]] = 1;
-            if (swap_is_automorphism(bw, D, mem + off[f], mem + off[g], m, pair, work) &&
-                swap_is_automorphism(lat, D, mem + off[f], mem + off[g], m, pair, work))
-                gclass[g] = k;
-            for (int i = 0; i < m; i++)
-                pair[mem[off[f] + i]] = pair[mem[off[g] + i]] = 0;
-        }
+        gclass[g] = group_class(c, off, mem, first, nclass, g, pair, work, capped);
         if (gclass[g] < 0 && !*capped)
             first[gclass[g] = nclass++] = g;
     }
-    /* keep the classes of two or more blocks, renumbered by first block */
-    memset(members, 0, (size_t)ngrp * sizeof *members);
-    for (int g = 0; g < ngrp; g++)
-        if (gclass[g] >= 0)
-            members[gclass[g]]++;
-    for (int k = 0; k < nclass; k++)
-        renum[k] = -1;
-    int nkept = 0;
-    for (int d = 0; d < D; d++)
-        block[d] = -1;
-    for (int g = 0; g < ngrp; g++) {
-        int k = gclass[g];
-        if (k < 0 || members[k] < 2)
-            continue;
-        if (renum[k] < 0)
-            renum[k] = nkept++;
-        block_class[nblk] = renum[k];
-        for (int i = off[g]; i < off[g + 1]; i++)
-            block[mem[i]] = nblk;
-        nblk++;
-    }
-    rc = nblk;
+    rc = keep_classes(D, ngrp, nclass, off, mem, gclass, members, renum, block, block_class);
 done:
     free(off);
     free(mem);
@@ -212,23 +233,12 @@ static int root_of(int *parent, int a)
     return a;
 }
 
-int pf_map_host_blocks(const pf_cluster_t *c, int *block, int *block_class, int *capped)
+/* Proposal 1, the host field: gid[d] = d's group, groups numbered in order of their lowest device
+ * (parent[h]: the group of the h-th distinct host in sorted order, -1 until its lowest device is
+ * met). Returns the number of groups. */
+static int host_groups(const pf_cluster_t *c, int *gid, int *parent, host_dev_t *hd)
 {
-    int D = pf_cluster_ndevices(c), n = -1, ngrp = 0, cap = 0;
-    long long work = 0;
-    if (capped)
-        *capped = 0;
-    if (D < 2) {
-        for (int d = 0; d < D; d++)
-            block[d] = -1;
-        return 0;
-    }
-    int *gid = malloc((size_t)D * sizeof *gid), *parent = malloc((size_t)D * sizeof *parent);
-    host_dev_t *hd = malloc((size_t)D * sizeof *hd);
-    if (!gid || !parent || !hd)
-        goto done;
-    /* 1. the host field: groups numbered in order of their lowest device (parent[g]: the group
-     * of the g-th distinct host in sorted order, -1 until its lowest device is met) */
+    int D = pf_cluster_ndevices(c), ngrp = 0;
     for (int d = 0; d < D; d++)
         hd[d] = (host_dev_t){pf_cluster_device(c, d)->host, d};
     qsort(hd, (size_t)D, sizeof *hd, cmp_host_dev);
@@ -244,10 +254,14 @@ int pf_map_host_blocks(const pf_cluster_t *c, int *block, int *block_class, int 
     }
     for (int d = 0; d < D; d++)
         gid[d] = parent[gid[d]];
-    n = blocks_of_groups(c, gid, ngrp, block, block_class, &work, &cap);
-    if (n != 0)
-        goto done;
-    /* 2. components of the links faster (either direction) than the slowest link */
+    return ngrp;
+}
+
+/* Proposal 2: the components of the links faster (either direction) than the slowest link,
+ * numbered by lowest device. Returns the number of groups. */
+static int link_groups(const pf_cluster_t *c, int *gid, int *parent)
+{
+    int D = pf_cluster_ndevices(c), ngrp = 0;
     const double *bw = pf_cluster_bw_matrix(c);
     double slowest = INFINITY;
     for (int a = 0; a < D; a++)
@@ -263,11 +277,35 @@ int pf_map_host_blocks(const pf_cluster_t *c, int *block, int *block_class, int 
                 if (ra != rb) /* the root stays the component's lowest device */
                     parent[ra > rb ? ra : rb] = ra < rb ? ra : rb;
             }
-    ngrp = 0;
     for (int d = 0; d < D; d++) {
         int r = root_of(parent, d);
         gid[d] = r == d ? ngrp++ : gid[r];
     }
+    return ngrp;
+}
+
+int pf_map_symmetry_host_blocks(const pf_cluster_t *c, int *block, int *block_class,
+                                bool *capped)
+{
+    int D = pf_cluster_ndevices(c), n = -1;
+    bool cap = false;
+    long long work = 0;
+    if (capped)
+        *capped = false;
+    if (D < 2) {
+        for (int d = 0; d < D; d++)
+            block[d] = -1;
+        return 0;
+    }
+    int *gid = malloc((size_t)D * sizeof *gid), *parent = malloc((size_t)D * sizeof *parent);
+    host_dev_t *hd = malloc((size_t)D * sizeof *hd);
+    if (!gid || !parent || !hd)
+        goto done;
+    int ngrp = host_groups(c, gid, parent, hd);
+    n = blocks_of_groups(c, gid, ngrp, block, block_class, &work, &cap);
+    if (n != 0)
+        goto done;
+    ngrp = link_groups(c, gid, parent);
     n = blocks_of_groups(c, gid, ngrp, block, block_class, &work, &cap);
 done:
     if (capped)
@@ -306,7 +344,7 @@ static int host_blocks(pf_map_symmetry_t *sy, const pf_cluster_t *c, int symmetr
     int D = pf_cluster_ndevices(c);
     sy->nblk = sy->nbcls = 0;
     if (symmetry == PF_MAP_SYM_ALL &&
-        (sy->nblk = pf_map_host_blocks(c, sy->blk, sy->blk_class, NULL)) < 0)
+        (sy->nblk = pf_map_symmetry_host_blocks(c, sy->blk, sy->blk_class, NULL)) < 0)
         return PF_ERR;
     if (symmetry != PF_MAP_SYM_ALL)
         for (int d = 0; d < D; d++)
@@ -376,7 +414,7 @@ int pf_map_symmetry_init(pf_map_symmetry_t *sy, const pf_cluster_t *c, int symme
     if (!sy->cls || !sy->blk || !sy->blk_class || !sy->blk_kpos || !sy->canon || !sy->canon_pos)
         goto fail;
     if (symmetry) {
-        if ((sy->ncls = pf_map_device_classes(c, sy->cls)) < 0)
+        if ((sy->ncls = pf_map_symmetry_device_classes(c, sy->cls)) < 0)
             goto fail;
     } else {
         for (int d = 0; d < D; d++)

@@ -7,6 +7,8 @@
 
 #include "planner/ir/cluster.h"
 
+#include <stdbool.h>
+
 /* Symmetry rules of the probe (the symmetry argument of pf_map_probe and pf_map_context_new, and
  * pf_map_opts_t.symmetry): none; all of them (interchangeable devices, replica orderings, host
  * blocks); all but host blocks (to measure what the block rule adds). */
@@ -17,7 +19,7 @@
 /* Interchangeable devices: a and b are in one class when swapping them leaves the bandwidth and
  * latency matrices unchanged (rows and columns). cls[d] gets the class of d (classes numbered by
  * their lowest device); returns the number of classes, or -1 when out of memory. */
-int pf_map_device_classes(const pf_cluster_t *c, int *cls);
+int pf_map_symmetry_device_classes(const pf_cluster_t *c, int *cls);
 
 /* Host blocks: groups of devices (a machine, typically) that can trade places wholesale. Blocks A
  * and B of one class have the same size m, and the map a_i <-> b_i (i-th device of A <-> i-th of
@@ -28,18 +30,20 @@ int pf_map_device_classes(const pf_cluster_t *c, int *cls);
  * that gives no class of two or more blocks, by the components of the links faster than the
  * slowest one; only the matrices decide. Blocks of one device, and blocks alone in their class,
  * are dropped. block[d] gets d's block (numbered by lowest device) or -1; block_class[b] (room for
- * D entries) the class of block b, numbered by first block; *capped (may be NULL) is set to 1 when
+ * D entries) the class of block b, numbered by first block; *capped (may be NULL) is set to true when
  * the budget of PF_MAP_BLOCK_BUDGET comparisons of matrix entries ran out (about 0.3 s), leaving
  * the blocks not yet compared in no class (less pruning, never wrong). 4096 devices in 512 DGX-1:
  * one class, 0.3 s. Returns the number of blocks, or -1 when out of memory. */
 #define PF_MAP_BLOCK_BUDGET (1LL << 28)
-int pf_map_host_blocks(const pf_cluster_t *c, int *block, int *block_class, int *capped);
+int pf_map_symmetry_host_blocks(const pf_cluster_t *c, int *block, int *block_class,
+                                bool *capped);
 
 /* What the probe's symmetry rules need about a cluster of D devices. */
 typedef struct {
-    int *cls, ncls; /* device classes (pf_map_device_classes; each device alone without symmetry) */
-    /* Host blocks (pf_map_host_blocks; none unless symmetry is PF_MAP_SYM_ALL): blk[d] = d's
-     * block or -1, blk_class[b] = b's class, blk_kpos[b] = b's place among its class's blocks
+    /* Device classes (pf_map_symmetry_device_classes; each device alone without symmetry). */
+    int *cls, ncls;
+    /* Host blocks (pf_map_symmetry_host_blocks; none unless symmetry is PF_MAP_SYM_ALL): blk[d] =
+     * d's block or -1, blk_class[b] = b's class, blk_kpos[b] = b's place among its class's blocks
      * (block order); canon = the devices in canonical order, canon_pos its inverse. */
     int *blk, nblk, *blk_class, *blk_kpos, nbcls;
     int *canon, *canon_pos;

@@ -19,6 +19,7 @@
 #include "planner/core/util.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,7 +75,7 @@ static int links_push(links_t *l, int nbr, double bytes)
     return 0;
 }
 
-static int cand_less(const cand_t *x, const cand_t *y)
+static bool cand_less(const cand_t *x, const cand_t *y)
 {
     if (x->cost != y->cost)
         return x->cost < y->cost;
@@ -123,7 +124,7 @@ static cand_t heap_pop(state_t *st)
 }
 
 /* Is u -> v the only path from u to v? Leaves A (what u reaches inside the window) in list_a. */
-static int convex_pair(state_t *st, int u, int v, int *na)
+static bool convex_pair(state_t *st, int u, int v, int *na)
 {
     int sp = 0, n = 0, pv = st->pos[v];
     st->stamp++;
@@ -139,7 +140,7 @@ static int convex_pair(state_t *st, int u, int v, int *na)
         for (int i = 0; i < st->out[x].n; i++) {
             int y = st->out[x].a[i].nbr;
             if (y == v)
-                return 0;
+                return false;
             if (st->pos[y] < pv && st->seen[y] != st->stamp) {
                 st->seen[y] = st->stamp;
                 st->stack[sp++] = st->list_a[n++] = y;
@@ -147,7 +148,7 @@ static int convex_pair(state_t *st, int u, int v, int *na)
         }
     }
     *na = n;
-    return 1;
+    return true;
 }
 
 /* B: what reaches v inside the window (pos(u), pos(v)), u excluded. */
@@ -335,6 +336,104 @@ static void state_free(state_t *st)
     free(st->heap);
 }
 
+/* false when out of memory (state_free releases what was allocated). */
+static bool state_alloc(state_t *st, int n)
+{
+    size_t un = (size_t)n;
+    st->n = n;
+    st->out = calloc(un, sizeof *st->out);
+    st->in = calloc(un, sizeof *st->in);
+    st->cu = malloc(un * sizeof *st->cu);
+    st->mem = malloc(un * sizeof *st->mem);
+    st->ver = calloc(un, sizeof *st->ver);
+    st->alive = malloc(un);
+    st->parent = malloc(un * sizeof *st->parent);
+    st->pos = malloc(un * sizeof *st->pos);
+    st->ord = malloc(un * sizeof *st->ord);
+    st->seen = calloc(un, sizeof *st->seen);
+    st->stack = malloc(un * sizeof *st->stack);
+    st->list_a = malloc(un * sizeof *st->list_a);
+    st->list_b = malloc(un * sizeof *st->list_b);
+    st->pool = malloc((un + 2) * sizeof *st->pool);
+    st->idx = malloc(un * sizeof *st->idx);
+    return st->out && st->in && st->cu && st->mem && st->ver && st->alive && st->parent &&
+           st->pos && st->ord && st->seen && st->stack && st->list_a && st->list_b && st->pool &&
+           st->idx;
+}
+
+/* Every op its own hyper-op, in the graph's topological order. */
+static void state_init_ops(state_t *st, const pf_graph_t *g)
+{
+    const int *topo = pf_graph_topo(g);
+    for (int v = 0; v < st->n; v++) {
+        st->cu[v] = pf_graph_cu_ms(g, v);
+        st->mem[v] = pf_cost_op_mem_bytes(g, v, st->cm) - st->cm->reserve_bytes; /* once per stage */
+        st->alive[v] = 1;
+        st->parent[v] = v;
+        st->idx[v] = -1;
+        st->ord[v] = topo[v];
+        st->pos[topo[v]] = v;
+    }
+}
+
+/* Hyper-op adjacency, one entry per neighbour (parallel edges' bytes summed), and every adjacent
+ * pair in the heap. 0 or -1 (out of memory). */
+static int state_init_links(state_t *st, const pf_graph_t *g)
+{
+    for (int v = 0; v < st->n; v++) {
+        int cnt;
+        const int *e = pf_graph_out(g, v, &cnt);
+        for (int i = 0; i < cnt; i++) {
+            const pf_edge_t *ed = pf_graph_edge(g, e[i]);
+            if (st->idx[ed->dst] >= 0) {
+                st->out[v].a[st->idx[ed->dst]].bytes += ed->bytes;
+            } else {
+                st->idx[ed->dst] = st->out[v].n;
+                if (links_push(&st->out[v], ed->dst, ed->bytes) != 0)
+                    return -1;
+            }
+        }
+        for (int i = 0; i < st->out[v].n; i++) {
+            st->idx[st->out[v].a[i].nbr] = -1;
+            if (links_push(&st->in[st->out[v].a[i].nbr], v, st->out[v].a[i].bytes) != 0)
+                return -1;
+            if (heap_push(st, v, st->out[v].a[i].nbr, st->out[v].a[i].bytes) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* Fuses the cheapest legal pair (eq. 4) until K hyper-ops remain or no pair is left. 0 or -1
+ * (out of memory). */
+static int fuse_to_k(state_t *st, const pf_coarsen_opts_t *o)
+{
+    const pf_cost_model_t *cm = st->cm;
+    int remaining = st->n;
+    while (remaining > o->k && st->nheap > 0) {
+        cand_t c = heap_pop(st);
+        int u = c.tail, v = c.head, na;
+        if (!st->alive[u] || !st->alive[v] || st->ver[u] != c.ver_tail ||
+            st->ver[v] != c.ver_head)
+            continue; /* stale: a newer entry for this pair is (or was) in the heap */
+        if (st->mem[u] + st->mem[v] + cm->reserve_bytes > cm->mem_limit_bytes)
+            continue;
+        if (!convex_pair(st, u, v, &na))
+            continue;
+        int nb = reach_back(st, u, v);
+        /* Keep the hyper-op with more neighbours: fewer lists to rewrite. */
+        int du = st->out[u].n + st->in[u].n, dv = st->out[v].n + st->in[v].n;
+        int w = du >= dv ? u : v, a = du >= dv ? v : u;
+        reorder(st, u, v, w, na, nb);
+        if (fuse(st, w, a) != 0)
+            return -1;
+        remaining--;
+        if (o->on_fuse)
+            o->on_fuse(o->ctx, w, a);
+    }
+    return 0;
+}
+
 int pf_coarsen_run(const pf_graph_t *g, const pf_cost_model_t *cm, const pf_coarsen_opts_t *o,
                    int *group, int *ngroups, char *err, size_t errlen)
 {
@@ -344,82 +443,11 @@ int pf_coarsen_run(const pf_graph_t *g, const pf_cost_model_t *cm, const pf_coar
         return pf_fail(err, errlen, PF_EINPUT, "coarsen: K must be >= 1 and alpha >= 0");
     st.cm = cm;
     st.alpha = o->alpha;
-    st.n = n;
-    size_t un = (size_t)n;
-    st.out = calloc(un, sizeof *st.out);
-    st.in = calloc(un, sizeof *st.in);
-    st.cu = malloc(un * sizeof *st.cu);
-    st.mem = malloc(un * sizeof *st.mem);
-    st.ver = calloc(un, sizeof *st.ver);
-    st.alive = malloc(un);
-    st.parent = malloc(un * sizeof *st.parent);
-    st.pos = malloc(un * sizeof *st.pos);
-    st.ord = malloc(un * sizeof *st.ord);
-    st.seen = calloc(un, sizeof *st.seen);
-    st.stack = malloc(un * sizeof *st.stack);
-    st.list_a = malloc(un * sizeof *st.list_a);
-    st.list_b = malloc(un * sizeof *st.list_b);
-    st.pool = malloc((un + 2) * sizeof *st.pool);
-    st.idx = malloc(un * sizeof *st.idx);
-    if (!st.out || !st.in || !st.cu || !st.mem || !st.ver || !st.alive || !st.parent ||
-        !st.pos || !st.ord || !st.seen || !st.stack || !st.list_a || !st.list_b || !st.pool ||
-        !st.idx)
+    if (!state_alloc(&st, n))
         goto oom;
-    const int *topo = pf_graph_topo(g);
-    for (int v = 0; v < n; v++) {
-        st.cu[v] = pf_graph_cu_ms(g, v);
-        st.mem[v] = pf_cost_op_mem_bytes(g, v, cm) - cm->reserve_bytes; /* once per stage */
-        st.alive[v] = 1;
-        st.parent[v] = v;
-        st.idx[v] = -1;
-        st.ord[v] = topo[v];
-        st.pos[topo[v]] = v;
-    }
-    /* Hyper-op adjacency, one entry per neighbour. */
-    for (int v = 0; v < n; v++) {
-        int cnt;
-        const int *e = pf_graph_out(g, v, &cnt);
-        for (int i = 0; i < cnt; i++) {
-            const pf_edge_t *ed = pf_graph_edge(g, e[i]);
-            if (st.idx[ed->dst] >= 0) {
-                st.out[v].a[st.idx[ed->dst]].bytes += ed->bytes;
-            } else {
-                st.idx[ed->dst] = st.out[v].n;
-                if (links_push(&st.out[v], ed->dst, ed->bytes) != 0)
-                    goto oom;
-            }
-        }
-        for (int i = 0; i < st.out[v].n; i++) {
-            st.idx[st.out[v].a[i].nbr] = -1;
-            if (links_push(&st.in[st.out[v].a[i].nbr], v, st.out[v].a[i].bytes) != 0)
-                goto oom;
-            if (heap_push(&st, v, st.out[v].a[i].nbr, st.out[v].a[i].bytes) != 0)
-                goto oom;
-        }
-    }
-
-    int remaining = n;
-    while (remaining > o->k && st.nheap > 0) {
-        cand_t c = heap_pop(&st);
-        int u = c.tail, v = c.head, na;
-        if (!st.alive[u] || !st.alive[v] || st.ver[u] != c.ver_tail || st.ver[v] != c.ver_head)
-            continue; /* stale: a newer entry for this pair is (or was) in the heap */
-        if (st.mem[u] + st.mem[v] + cm->reserve_bytes > cm->mem_limit_bytes)
-            continue;
-        if (!convex_pair(&st, u, v, &na))
-            continue;
-        int nb = reach_back(&st, u, v);
-        /* Keep the hyper-op with more neighbours: fewer lists to rewrite. */
-        int du = st.out[u].n + st.in[u].n, dv = st.out[v].n + st.in[v].n;
-        int w = du >= dv ? u : v, a = du >= dv ? v : u;
-        reorder(&st, u, v, w, na, nb);
-        if (fuse(&st, w, a) != 0)
-            goto oom;
-        remaining--;
-        if (o->on_fuse)
-            o->on_fuse(o->ctx, w, a);
-    }
-
+    state_init_ops(&st, g);
+    if (state_init_links(&st, g) != 0 || fuse_to_k(&st, o) != 0)
+        goto oom;
     /* Number hyper-ops in topological order. */
     int k = 0;
     for (int p = 0; p < n; p++)

@@ -38,6 +38,7 @@
 #include <omp.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,12 +253,61 @@ static double value_at(const dp_t *dp, double time, double fixed, double act, in
     return mem > dp->cm->mem_limit_bytes ? INFINITY : time;
 }
 
-static int is_subset(const uint64_t *a, const uint64_t *b, int words)
+static bool is_subset(const uint64_t *a, const uint64_t *b, int words)
 {
     for (int w = 0; w < words; w++)
         if (a[w] & ~b[w])
-            return 0;
-    return 1;
+            return false;
+    return true;
+}
+
+/* The stage counts s for which cell i (pop ops) computes T[s][F_i]: 2..min(S - 1, pop), or only S
+ * for V. A chain under the cap has every stage under it, and its stages' bases add up to the base
+ * of what they cover (c_u, and memory at k_s = 1, are sums over ops). So s stages ending at F
+ * need base(F) <= s cap, and the S - s after it base(V) - base(F) <= (S - s) cap; outside that
+ * range T[s][F] only feeds chains above the cap, whose value is not the answer, and staying +inf
+ * is exact for every chain that can be. */
+static void stage_count_range(const dp_t *dp, long long i, int pop, int *slo_out, int *shi_out)
+{
+    long long D = dp->in->D;
+    int S = dp->S, last = i == D - 1;
+    int slo = last ? S : 2, shi = last ? S : (S - 1 < pop ? S - 1 : pop);
+    if (!last && dp->cap > 0 && isfinite(dp->cap)) {
+        double slack = dp->cap * (1 + 1e-9), rest = dp->base[D - 1] - dp->base[i];
+        while (slo <= shi && dp->base[i] > slo * slack)
+            slo++;
+        while (shi >= slo && rest > (S - shi) * slack)
+            shi--;
+    }
+    *slo_out = slo;
+    *shi_out = shi;
+}
+
+/* The rank (by base) where cell i's scan of candidates F' starts: F_i's own, past subsets whose
+ * rounded c_u ties or exceeds F_i's by an ulp. T[s-1][F'] >= base(F') / (s - 1) (the bases of
+ * its stages add up), and every stored T is under the cap: candidates above (shi - 1) cap have
+ * none to offer, skipped by bisection instead of one by one. */
+static long long scan_start(const dp_t *dp, long long rank_i, double bi, int shi)
+{
+    const double *sbase = dp->sbase;
+    long long D = dp->in->D, top = rank_i;
+    while (top + 1 < D && sbase[top + 1] <= bi + 1e-12 * fabs(bi))
+        top++;
+    if (dp->cap > 0 && isfinite(dp->cap)) {
+        double most = (shi - 1) * dp->cap * (1 + 1e-9);
+        if (sbase[top] > most) {
+            long long lo = -1, hi = top; /* sbase[lo] <= most < sbase[hi] */
+            while (hi - lo > 1) {
+                long long mid = lo + (hi - lo) / 2;
+                if (sbase[mid] <= most)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            top = lo;
+        }
+    }
+    return top;
 }
 
 /* T[s][F_i] for every s this cell needs: 1, then 2..min(S-1, |F_i|), or only S for V.
@@ -276,8 +326,7 @@ static int is_subset(const uint64_t *a, const uint64_t *b, int words)
 static void dp_cell(const dp_t *dp, long long i, long long rank_i, int pop)
 {
     const dsinfo_t *in = dp->in;
-    long long D = in->D;
-    int S = dp->S, last = i == D - 1;
+    int S = dp->S;
     double *Ti = dp->T + (size_t)rank_i * S;
     int *argi = dp->arg + (size_t)i * S;
     double f1, a1, t1 = stage_time(dp, 0, i, &f1, &a1);
@@ -285,19 +334,8 @@ static void dp_cell(const dp_t *dp, long long i, long long rank_i, int pop)
     Ti[0] = v1 <= dp->cap ? fmax(v1, dp->floor_value) : INFINITY;
     if (S == 1)
         return;
-    int slo = last ? S : 2, shi = last ? S : (S - 1 < pop ? S - 1 : pop);
-    if (!last && dp->cap > 0 && isfinite(dp->cap)) {
-        /* A chain under the cap has every stage under it, and its stages' bases add up to the
-         * base of what they cover (c_u, and memory at k_s = 1, are sums over ops). So s stages
-         * ending at F need base(F) <= s cap, and the S - s after it base(V) - base(F) <=
-         * (S - s) cap; outside that range T[s][F] only feeds chains above the cap, whose value
-         * is not the answer, and staying +inf is exact for every chain that can be. */
-        double slack = dp->cap * (1 + 1e-9), rest = dp->base[D - 1] - dp->base[i];
-        while (slo <= shi && dp->base[i] > slo * slack)
-            slo++;
-        while (shi >= slo && rest > (S - shi) * slack)
-            shi--;
-    }
+    int slo, shi;
+    stage_count_range(dp, i, pop, &slo, &shi);
     if (slo > shi)
         return;
     const uint64_t *fi = pf_downsets_get(dp->ds, i);
@@ -307,26 +345,7 @@ static void dp_cell(const dp_t *dp, long long i, long long rank_i, int pop)
     const double per_byte = by_time ? pf_bytes_ms(1.0, dp->cm->flat_gbps) : 0;
     const double bi = dp->base[i], oi = in->out[i];
     double lim = INFINITY; /* max over s of the best so far */
-    long long top = rank_i; /* subsets whose rounded c_u ties or exceeds F_i's by an ulp */
-    while (top + 1 < D && sbase[top + 1] <= bi + 1e-12 * fabs(bi))
-        top++;
-    if (dp->cap > 0 && isfinite(dp->cap)) {
-        /* T[s-1][F'] >= base(F') / (s - 1) (the bases of its stages add up), and every stored
-         * T is under the cap: candidates above (shi - 1) cap have none to offer, skip them by
-         * bisection instead of one by one. */
-        double most = (shi - 1) * dp->cap * (1 + 1e-9);
-        if (sbase[top] > most) {
-            long long lo = -1, hi = top; /* sbase[lo] <= most < sbase[hi] */
-            while (hi - lo > 1) {
-                long long mid = lo + (hi - lo) / 2;
-                if (sbase[mid] <= most)
-                    lo = mid;
-                else
-                    hi = mid;
-            }
-            top = lo;
-        }
-    }
+    long long top = scan_start(dp, rank_i, bi, shi);
     for (long long q = top; q >= 0; q--) {
         double low = bi - sbase[q];
         if (low >= lim || low > dp->cap)
@@ -697,95 +716,147 @@ static int set_stages(pf_plan_t *p, const pf_graph_t *g, const int *op_stage, in
     return PF_OK;
 }
 
-int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partition_opts_t *o,
-                     pf_plan_t **out, char *err, size_t errlen)
-{
-    int n = pf_graph_nops(g), S = o->stages, R = 1, rc, nh = n, nt = thread_count(o->threads);
-    int *group = NULL, *hstage = NULL, *op_stage = NULL, *scratch = NULL;
-    pf_graph_t *coarse = NULL;
-    const pf_graph_t *h = g;
-    pf_plan_t *p = NULL;
+/* One partitioning run: the ops g, the graph h the DP runs on (g or the coarsened one) with
+ * group[v] = v's hyper-op, the hyper-ops' stages and the ops'. */
+typedef struct {
+    const pf_graph_t *g, *h;
+    pf_graph_t *coarse;
+    int n, nh, S, nt;
+    int *group, *hstage, *op_stage, *scratch;
     pf_cost_model_t cm;
-    solve_info_t si = {0};
-    char a[32], b[32];
+    solve_info_t si;
     double obj;
-    *out = NULL;
-    if ((rc = check_opts(g, c, o, &R, err, errlen)) != PF_OK)
+} run_t;
+
+/* IV-B: coarsen (or take the caller's grouping) into rn->h. */
+static int run_coarsen(run_t *rn, const pf_partition_opts_t *o, char *err, size_t errlen)
+{
+    const pf_graph_t *g = rn->g;
+    int n = rn->n, rc;
+    int K = o->coarsen_k == 0 ? pf_partition_default_k(g, rn->S, o->max_downsets) : o->coarsen_k;
+    if (o->group) {
+        memcpy(rn->group, o->group, (size_t)n * sizeof *rn->group);
+        rn->nh = o->ngroups;
+    } else if (o->coarsen_k >= 0 && K < n) {
+        pf_coarsen_opts_t co = {.k = K, .alpha = o->alpha};
+        if ((rc = pf_coarsen_run(g, &rn->cm, &co, rn->group, &rn->nh, err, errlen)) != PF_OK)
+            return rc;
+    } else {
+        for (int v = 0; v < n; v++)
+            rn->group[v] = v;
+    }
+    if (rn->nh < n || o->group) {
+        if ((rc = pf_coarsen_hyper_graph(g, rn->group, rn->nh, &rn->coarse, err, errlen)) !=
+            PF_OK)
+            return rc;
+        rn->h = rn->coarse;
+    }
+    return PF_OK;
+}
+
+/* IV-A: the DP (eq. 13) over rn->h; when nothing fits, again over the ops, since fusions fit one
+ * device alone but can hide the cut that memory needs. Fills op_stage. */
+static int run_dp(run_t *rn, const pf_partition_opts_t *o, char *err, size_t errlen)
+{
+    const pf_graph_t *g = rn->g;
+    int n = rn->n, S = rn->S, rc;
+    if ((rc = solve(rn->h, &rn->cm, S, o->max_downsets, rn->nt, &rn->obj, rn->hstage, &rn->si,
+                    err, errlen)) != PF_OK)
         return rc;
-    pf_cost_model_init(&cm, c, S, o->microbatches, o->flat_gbps);
-    pf_cost_model_set_training(&cm, &o->train, R, o->reserve_bytes);
-    cm.mem_limit_bytes *= 1 - o->mem_headroom;
-    if ((rc = pf_cost_check_ops_fit(g, &cm, err, errlen)) != PF_OK)
+    if (!isfinite(rn->obj) && rn->h != g) {
+        solve_info_t fine = {0};
+        if ((rc = solve(g, &rn->cm, S, o->max_downsets, rn->nt, &rn->obj, rn->hstage, &fine, err,
+                        errlen)) != PF_OK)
+            return rc;
+        if (isfinite(rn->obj) || !isfinite(rn->si.best_mem_bytes) ||
+            fine.best_mem_bytes < rn->si.best_mem_bytes)
+            rn->si = fine;
+        if (isfinite(rn->obj)) {
+            rn->h = g;
+            rn->nh = n;
+            for (int v = 0; v < n; v++)
+                rn->group[v] = v;
+        }
+    }
+    if (!isfinite(rn->obj)) {
+        char a[32], b[32];
+        pf_fmt_bytes(a, sizeof a, rn->cm.mem_limit_bytes);
+        pf_fmt_bytes(b, sizeof b, rn->si.best_mem_bytes);
+        return pf_fail(err, errlen, PF_EINFEASIBLE,
+                       "no partition into %d stage%s fits %s per device; the best found needs %s "
+                       "on its largest stage%s",
+                       S, S == 1 ? "" : "s", a, b,
+                       rn->si.exact ? "" : " (searched topological prefixes only)");
+    }
+    for (int v = 0; v < n; v++)
+        rn->op_stage[v] = rn->hstage[rn->group[v]];
+    return PF_OK;
+}
+
+/* The plan's partition_search record: sizes, timings (t0..t3: coarsen, DP, refine). */
+static void record_search(pf_plan_t *p, const run_t *rn, const pf_partition_opts_t *o,
+                          const double t[4], int moves, double before)
+{
+    p->partition_search.present = 1;
+    p->partition_search.ops = rn->n;
+    p->partition_search.hyper_ops = rn->nh;
+    p->partition_search.downsets = rn->si.downsets;
+    p->partition_search.exact = rn->si.exact;
+    /* alpha (eq. 4) only weighs fusions: without coarsening it played no part */
+    p->partition_search.alpha = rn->nh < rn->n ? o->alpha : NAN;
+    p->partition_search.flat_gbps = rn->cm.flat_gbps;
+    p->partition_search.coarsen_s = t[1] - t[0];
+    p->partition_search.dp_s = t[2] - t[1];
+    p->partition_search.refine_s = t[3] - t[2];
+    p->partition_search.refine_moves = moves;
+    p->partition_search.objective_before_refine_ms = before;
+}
+
+/* The cost model of the run and the checks that need it. */
+static int run_setup(run_t *rn, const pf_cluster_t *c, const pf_partition_opts_t *o, int R,
+                     char *err, size_t errlen)
+{
+    int rc, n = rn->n, S = rn->S;
+    pf_cost_model_init(&rn->cm, c, S, o->microbatches, o->flat_gbps);
+    pf_cost_model_set_training(&rn->cm, &o->train, R, o->reserve_bytes);
+    rn->cm.mem_limit_bytes *= 1 - o->mem_headroom;
+    if ((rc = pf_cost_check_ops_fit(rn->g, &rn->cm, err, errlen)) != PF_OK)
         return rc;
     if (n < S)
         return pf_fail(err, errlen, PF_EINFEASIBLE,
                        "no partition into %d stages: graph %s has only %d op%s", S,
-                       pf_graph_name(g), n, n == 1 ? "" : "s");
-    group = malloc((size_t)n * sizeof *group);
-    hstage = malloc((size_t)n * sizeof *hstage);
-    op_stage = malloc((size_t)n * sizeof *op_stage);
-    scratch = malloc((size_t)n * sizeof *scratch);
-    if (!group || !hstage || !op_stage || !scratch) {
-        rc = pf_fail(err, errlen, PF_ERR, "partition: out of memory");
-        goto fail;
-    }
+                       pf_graph_name(rn->g), n, n == 1 ? "" : "s");
+    rn->group = malloc((size_t)n * sizeof *rn->group);
+    rn->hstage = malloc((size_t)n * sizeof *rn->hstage);
+    rn->op_stage = malloc((size_t)n * sizeof *rn->op_stage);
+    rn->scratch = malloc((size_t)n * sizeof *rn->scratch);
+    if (!rn->group || !rn->hstage || !rn->op_stage || !rn->scratch)
+        return pf_fail(err, errlen, PF_ERR, "partition: out of memory");
+    return PF_OK;
+}
 
-    /* IV-B: coarsen (or take the caller's grouping). */
-    double t0 = pf_now_s();
-    int K = o->coarsen_k == 0 ? pf_partition_default_k(g, S, o->max_downsets) : o->coarsen_k;
-    if (o->group) {
-        memcpy(group, o->group, (size_t)n * sizeof *group);
-        nh = o->ngroups;
-    } else if (o->coarsen_k >= 0 && K < n) {
-        pf_coarsen_opts_t co = {.k = K, .alpha = o->alpha};
-        if ((rc = pf_coarsen_run(g, &cm, &co, group, &nh, err, errlen)) != PF_OK)
-            goto fail;
-    } else {
-        for (int v = 0; v < n; v++)
-            group[v] = v;
-    }
-    if (nh < n || o->group) {
-        if ((rc = pf_coarsen_hyper_graph(g, group, nh, &coarse, err, errlen)) != PF_OK)
-            goto fail;
-        h = coarse;
-    }
-    double t1 = pf_now_s();
-
-    /* IV-A: the DP (eq. 13). */
-    if ((rc = solve(h, &cm, S, o->max_downsets, nt, &obj, hstage, &si, err, errlen)) != PF_OK)
+int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partition_opts_t *o,
+                     pf_plan_t **out, char *err, size_t errlen)
+{
+    int S = o->stages, R = 1, rc;
+    run_t rn = {.g = g, .h = g, .n = pf_graph_nops(g), .S = S, .nt = thread_count(o->threads)};
+    rn.nh = rn.n;
+    pf_plan_t *p = NULL;
+    double t[4];
+    *out = NULL;
+    if ((rc = check_opts(g, c, o, &R, err, errlen)) != PF_OK)
+        return rc;
+    if ((rc = run_setup(&rn, c, o, R, err, errlen)) != PF_OK)
         goto fail;
-    if (!isfinite(obj) && h != g) {
-        /* Fusions fit one device alone but can hide the cut that memory needs: try the ops. */
-        solve_info_t fine = {0};
-        if ((rc = solve(g, &cm, S, o->max_downsets, nt, &obj, hstage, &fine, err, errlen)) !=
-            PF_OK)
-            goto fail;
-        if (isfinite(obj) || !isfinite(si.best_mem_bytes) ||
-            fine.best_mem_bytes < si.best_mem_bytes)
-            si = fine;
-        if (isfinite(obj)) {
-            h = g;
-            nh = n;
-            for (int v = 0; v < n; v++)
-                group[v] = v;
-        }
-    }
-    if (!isfinite(obj)) {
-        pf_fmt_bytes(a, sizeof a, cm.mem_limit_bytes);
-        pf_fmt_bytes(b, sizeof b, si.best_mem_bytes);
-        rc = pf_fail(err, errlen, PF_EINFEASIBLE,
-                     "no partition into %d stage%s fits %s per device; the best found needs %s "
-                     "on its largest stage%s",
-                     S, S == 1 ? "" : "s", a, b,
-                     si.exact ? "" : " (searched topological prefixes only)");
+    t[0] = pf_now_s();
+    if ((rc = run_coarsen(&rn, o, err, errlen)) != PF_OK)
         goto fail;
-    }
-    for (int v = 0; v < n; v++)
-        op_stage[v] = hstage[group[v]];
-    double t2 = pf_now_s();
-
-    if (!(p = pf_plan_new(S, R)) || set_stages(p, g, op_stage, scratch) != PF_OK ||
-        pf_cost_fill_plan(p, g, &cm) != PF_OK) {
+    t[1] = pf_now_s();
+    if ((rc = run_dp(&rn, o, err, errlen)) != PF_OK)
+        goto fail;
+    t[2] = pf_now_s();
+    if (!(p = pf_plan_new(S, R)) || set_stages(p, g, rn.op_stage, rn.scratch) != PF_OK ||
+        pf_cost_fill_plan(p, g, &rn.cm) != PF_OK) {
         rc = pf_fail(err, errlen, PF_ERR, "partition: out of memory");
         goto fail;
     }
@@ -794,41 +865,30 @@ int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partit
     /* IV-C: refine on atomic ops. */
     pf_refine_stats_t rs = {0};
     if (o->refine && S > 1) {
-        if ((rc = pf_refine_run(g, &cm, S, o->refine_max_moves, op_stage, &rs, err, errlen)) !=
-            PF_OK)
+        if ((rc = pf_refine_run(g, &rn.cm, S, o->refine_max_moves, rn.op_stage, &rs, err,
+                                errlen)) != PF_OK)
             goto fail;
-        if (set_stages(p, g, op_stage, scratch) != PF_OK || pf_cost_fill_plan(p, g, &cm) != PF_OK) {
+        if (set_stages(p, g, rn.op_stage, rn.scratch) != PF_OK ||
+            pf_cost_fill_plan(p, g, &rn.cm) != PF_OK) {
             rc = pf_fail(err, errlen, PF_ERR, "partition: out of memory");
             goto fail;
         }
     }
-    double t3 = pf_now_s();
+    t[3] = pf_now_s();
 
     p->devices = pf_cluster_ndevices(c);
-    p->microbatches = cm.microbatches;
+    p->microbatches = rn.cm.microbatches;
     pf_plan_set_names(p, pf_graph_name(g), pf_cluster_name(c));
-    p->partition_search.present = 1;
-    p->partition_search.ops = n;
-    p->partition_search.hyper_ops = nh;
-    p->partition_search.downsets = si.downsets;
-    p->partition_search.exact = si.exact;
-    /* alpha (eq. 4) only weighs fusions: without coarsening it played no part */
-    p->partition_search.alpha = nh < n ? o->alpha : NAN;
-    p->partition_search.flat_gbps = cm.flat_gbps;
-    p->partition_search.coarsen_s = t1 - t0;
-    p->partition_search.dp_s = t2 - t1;
-    p->partition_search.refine_s = t3 - t2;
-    p->partition_search.refine_moves = rs.moves;
-    p->partition_search.objective_before_refine_ms = before;
+    record_search(p, &rn, o, t, rs.moves, before);
     *out = p;
     p = NULL;
     rc = PF_OK;
 fail:
     pf_plan_destroy(&p);
-    pf_graph_destroy(&coarse);
-    free(group);
-    free(hstage);
-    free(op_stage);
-    free(scratch);
+    pf_graph_destroy(&rn.coarse);
+    free(rn.group);
+    free(rn.hstage);
+    free(rn.op_stage);
+    free(rn.scratch);
     return rc;
 }

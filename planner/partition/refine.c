@@ -9,6 +9,7 @@
 #include "planner/core/util.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,59 +64,59 @@ static int distinct_ends(const pf_graph_t *g, int v, int in, int *mark, int stam
     return d;
 }
 
-int pf_refine_reconverging(const pf_graph_t *g, unsigned char *reconv, int *dist)
+/* Hopcroft-Tarjan's articulation points over the undirected CSR (start, nbr), iteratively
+ * (depth can reach n). */
+typedef struct {
+    const int *start, *nbr;
+    int *disc, *low, *parent, *it, *stack;
+    int timer;
+    unsigned char *cut; /* cut[v] = 1: v is an articulation point */
+} artic_t;
+
+/* The DFS tree from root r: marks the articulation points in it. */
+static void articulation_from(artic_t *a, int r)
 {
-    int n = pf_graph_nops(g), rc = PF_ERR;
-    int *start = NULL, *nbr = NULL;
-    int *mark = malloc((size_t)n * sizeof *mark), *disc = malloc((size_t)n * sizeof *disc);
-    int *low = malloc((size_t)n * sizeof *low), *parent = malloc((size_t)n * sizeof *parent);
-    int *it = malloc((size_t)n * sizeof *it), *stack = malloc((size_t)n * sizeof *stack);
-    if (!mark || !disc || !low || !parent || !it || !stack || undirected(g, &start, &nbr, mark))
-        goto done;
-    memset(reconv, 0, (size_t)n);
-    /* Articulation points (Hopcroft-Tarjan), iterative: depth can reach n. */
-    int timer = 0;
-    for (int v = 0; v < n; v++)
-        disc[v] = -1;
-    for (int r = 0; r < n; r++) {
-        if (disc[r] >= 0)
-            continue;
-        int sp = 0, root_children = 0;
-        disc[r] = low[r] = timer++;
-        parent[r] = -1;
-        it[r] = start[r];
-        stack[sp++] = r;
-        while (sp > 0) {
-            int v = stack[sp - 1];
-            if (it[v] < start[v + 1]) {
-                int w = nbr[it[v]++];
-                if (w == parent[v])
-                    continue; /* parallel edges were merged: the tree edge back */
-                if (disc[w] < 0) {
-                    parent[w] = v;
-                    disc[w] = low[w] = timer++;
-                    it[w] = start[w];
-                    stack[sp++] = w;
-                    if (v == r)
-                        root_children++;
-                } else if (disc[w] < low[v]) {
-                    low[v] = disc[w];
-                }
-            } else {
-                sp--;
-                int p = parent[v];
-                if (p >= 0) {
-                    if (low[v] < low[p])
-                        low[p] = low[v];
-                    if (p != r && low[v] >= disc[p])
-                        reconv[p] = 1;
-                }
+    int sp = 0, root_children = 0;
+    a->disc[r] = a->low[r] = a->timer++;
+    a->parent[r] = -1;
+    a->it[r] = a->start[r];
+    a->stack[sp++] = r;
+    while (sp > 0) {
+        int v = a->stack[sp - 1];
+        if (a->it[v] < a->start[v + 1]) {
+            int w = a->nbr[a->it[v]++];
+            if (w == a->parent[v])
+                continue; /* parallel edges were merged: the tree edge back */
+            if (a->disc[w] < 0) {
+                a->parent[w] = v;
+                a->disc[w] = a->low[w] = a->timer++;
+                a->it[w] = a->start[w];
+                a->stack[sp++] = w;
+                if (v == r)
+                    root_children++;
+            } else if (a->disc[w] < a->low[v]) {
+                a->low[v] = a->disc[w];
+            }
+        } else {
+            sp--;
+            int p = a->parent[v];
+            if (p >= 0) {
+                if (a->low[v] < a->low[p])
+                    a->low[p] = a->low[v];
+                if (p != r && a->low[v] >= a->disc[p])
+                    a->cut[p] = 1;
             }
         }
-        if (root_children >= 2)
-            reconv[r] = 1;
     }
-    int any = 0;
+    if (root_children >= 2)
+        a->cut[r] = 1;
+}
+
+/* Of the articulation points, keeps those with more than one distinct predecessor or successor;
+ * returns whether any is left. */
+static bool keep_reconverging(const pf_graph_t *g, int n, unsigned char *reconv, int *mark)
+{
+    bool any = false;
     for (int v = 0; v < n; v++)
         mark[v] = -1;
     for (int v = 0; v < n; v++) {
@@ -126,26 +127,54 @@ int pf_refine_reconverging(const pf_graph_t *g, unsigned char *reconv, int *dist
         reconv[v] = din > 1 || dout > 1;
         any |= reconv[v];
     }
-    /* Multi-source BFS (stack reused as the queue). */
+    return any;
+}
+
+/* Undirected hop distance to the nearest reconverging op, by multi-source BFS (n where none is
+ * reachable; 0 everywhere when there is none). */
+static void distances(int n, const int *start, const int *nbr, const unsigned char *reconv,
+                      bool any, int *dist, int *queue)
+{
     int head = 0, tail = 0;
     for (int v = 0; v < n; v++) {
         dist[v] = any ? -1 : 0;
         if (reconv[v]) {
             dist[v] = 0;
-            stack[tail++] = v;
+            queue[tail++] = v;
         }
     }
     while (head < tail) {
-        int v = stack[head++];
+        int v = queue[head++];
         for (int i = start[v]; i < start[v + 1]; i++)
             if (dist[nbr[i]] < 0) {
                 dist[nbr[i]] = dist[v] + 1;
-                stack[tail++] = nbr[i];
+                queue[tail++] = nbr[i];
             }
     }
     for (int v = 0; v < n; v++)
         if (dist[v] < 0)
             dist[v] = n;
+}
+
+int pf_refine_reconverging(const pf_graph_t *g, unsigned char *reconv, int *dist)
+{
+    int n = pf_graph_nops(g), rc = PF_ERR;
+    int *start = NULL, *nbr = NULL;
+    int *mark = malloc((size_t)n * sizeof *mark), *disc = malloc((size_t)n * sizeof *disc);
+    int *low = malloc((size_t)n * sizeof *low), *parent = malloc((size_t)n * sizeof *parent);
+    int *it = malloc((size_t)n * sizeof *it), *stack = malloc((size_t)n * sizeof *stack);
+    if (!mark || !disc || !low || !parent || !it || !stack || undirected(g, &start, &nbr, mark))
+        goto done;
+    memset(reconv, 0, (size_t)n);
+    artic_t a = {.start = start, .nbr = nbr, .disc = disc, .low = low, .parent = parent,
+                 .it = it, .stack = stack, .cut = reconv};
+    for (int v = 0; v < n; v++)
+        disc[v] = -1;
+    for (int r = 0; r < n; r++)
+        if (disc[r] < 0)
+            articulation_from(&a, r);
+    bool any = keep_reconverging(g, n, reconv, mark);
+    distances(n, start, nbr, reconv, any, dist, stack); /* stack reused as the queue */
     rc = PF_OK;
 done:
     free(start);
@@ -198,14 +227,14 @@ static double max_compute(const ref_t *r)
     return worst;
 }
 
-/* The deltas of moving v to t into dcut, dcross (touched lists the neighbours); returns 0
- * when the move breaks the pipeline order or empties a stage. */
-static int deltas(ref_t *r, int v, int t, double *dcomm, long long *dD, int *ntouched)
+/* The deltas of moving v to t into dcut, dcross (touched lists the neighbours); false when the
+ * move breaks the pipeline order or empties a stage. */
+static bool deltas(ref_t *r, int v, int t, double *dcomm, long long *dD, int *ntouched)
 {
     int s = r->stage[v], nt = 0;
     *ntouched = 0;
     if (r->cnt[s] <= 1)
-        return 0;
+        return false;
     r->tstamp++;
     for (int a = 0; a < r->S; a++)
         r->dcut[a] = 0;
@@ -219,7 +248,7 @@ static int deltas(ref_t *r, int v, int t, double *dcomm, long long *dD, int *nto
             int x = dir ? ed->src : ed->dst, q = r->stage[x];
             if ((dir == 0 && q < t) || (dir == 1 && q > t)) {
                 *ntouched = nt; /* a successor before v, or a predecessor after it */
-                return 0;
+                return false;
             }
             int before = q != s, after = q != t;
             double b = ed->bytes;
@@ -249,7 +278,7 @@ static int deltas(ref_t *r, int v, int t, double *dcomm, long long *dD, int *nto
     }
     *dD = d;
     *ntouched = nt;
-    return 1;
+    return true;
 }
 
 static void clear_touched(ref_t *r, int nt)
@@ -258,22 +287,22 @@ static void clear_touched(ref_t *r, int nt)
         r->dcross[r->touched[i]] = 0;
 }
 
-/* Evaluate moving v to t; 0 when invalid (order, memory, emptiness, objective). */
-static int evaluate(ref_t *r, int v, int t, double obj, double maxcu, gain_t *gain)
+/* Evaluate moving v to t; false when invalid (order, memory, emptiness, objective). */
+static bool evaluate(ref_t *r, int v, int t, double obj, double maxcu, gain_t *gain)
 {
     double dcomm;
     long long dD;
     int nt = 0, s = r->stage[v];
-    int ok = deltas(r, v, t, &dcomm, &dD, &nt);
+    bool ok = deltas(r, v, t, &dcomm, &dD, &nt);
     clear_touched(r, nt);
     if (!ok)
-        return 0;
+        return false;
     const pf_op_t *op = pf_graph_op(r->g, v);
     double c = pf_graph_cu_ms(r->g, v);
     double p = op->param_bytes, a = op->mem_fwd_bytes, limit = r->cm->mem_limit_bytes;
     if (pf_cost_mem_bytes(r->cm, s, r->fix[s] - p, r->act[s] - a) > limit ||
         pf_cost_mem_bytes(r->cm, t, r->fix[t] + p, r->act[t] + a) > limit)
-        return 0;
+        return false;
     double newobj = 0, newmax = 0;
     for (int a = 0; a < r->S; a++) {
         double cu = r->cu[a] + (a == t ? c : 0) - (a == s ? c : 0);
@@ -281,12 +310,12 @@ static int evaluate(ref_t *r, int v, int t, double obj, double maxcu, gain_t *ga
         newmax = fmax(newmax, cu);
     }
     if (newobj > obj + 1e-12 * fmax(1.0, obj))
-        return 0;
+        return false;
     gain->g1 = -dD;
     gain->g2 = -dcomm;
     gain->g3 = maxcu - newmax;
     gain->objective = newobj;
-    return 1;
+    return true;
 }
 
 /* Lexicographic comparison with tolerances for the two floating gains: > 0, 0 or < 0. */
@@ -339,32 +368,128 @@ static void apply(ref_t *r, int v, int t)
     r->cross[v] = cross;
 }
 
+static void ref_free(ref_t *r)
+{
+    free(r->cnt);
+    free(r->cross);
+    free(r->dist);
+    free(r->cu);
+    free(r->fix);
+    free(r->act);
+    free(r->cutb);
+    free(r->dcut);
+    free(r->dcross);
+    free(r->touched);
+    free(r->tmark);
+}
+
+/* false when out of memory (ref_free releases what was allocated). */
+static bool ref_alloc(ref_t *r, int n, int m, int S)
+{
+    r->cnt = calloc((size_t)S + 1, sizeof *r->cnt);
+    r->cross = calloc((size_t)n, sizeof *r->cross);
+    r->dist = malloc((size_t)n * sizeof *r->dist);
+    r->cu = calloc((size_t)S + 1, sizeof *r->cu);
+    r->fix = calloc((size_t)S + 1, sizeof *r->fix);
+    r->act = calloc((size_t)S + 1, sizeof *r->act);
+    r->cutb = calloc((size_t)S + 1, sizeof *r->cutb);
+    r->dcut = calloc((size_t)S + 1, sizeof *r->dcut);
+    r->dcross = calloc((size_t)n, sizeof *r->dcross);
+    r->touched = malloc((size_t)(2 * m + 1) * sizeof *r->touched);
+    r->tmark = calloc((size_t)n, sizeof *r->tmark);
+    return r->tmark && r->cnt && r->cross && r->dist && r->cu && r->fix && r->act && r->cutb &&
+           r->dcut && r->dcross && r->touched;
+}
+
+/* Per stage: ops, c_u, parameter state and activations, from the ops' stages (checked). */
+static int load_ops(ref_t *r, char *err, size_t errlen)
+{
+    for (int v = 0; v < r->n; v++) {
+        int s = r->stage[v];
+        if (s < 0 || s >= r->S)
+            return pf_fail(err, errlen, PF_EINPUT, "refine: op %d in stage %d of %d", v, s, r->S);
+        const pf_op_t *op = pf_graph_op(r->g, v);
+        r->cnt[s]++;
+        r->cu[s] += pf_graph_cu_ms(r->g, v);
+        r->fix[s] += op->param_bytes;
+        r->act[s] += op->mem_fwd_bytes;
+    }
+    return PF_OK;
+}
+
+/* Per stage the bytes crossing its boundary, per op its crossing edges, the total cut; no edge
+ * may go back a stage. *total_bytes gets the bytes of all edges. */
+static int load_edges(ref_t *r, double *total_bytes, char *err, size_t errlen)
+{
+    int m = pf_graph_nedges(r->g);
+    *total_bytes = 0;
+    for (int e = 0; e < m; e++) {
+        const pf_edge_t *ed = pf_graph_edge(r->g, e);
+        int a = r->stage[ed->src], b = r->stage[ed->dst];
+        *total_bytes += ed->bytes;
+        if (a > b)
+            return pf_fail(err, errlen, PF_EINPUT, "refine: edge %d goes from stage %d back to %d",
+                           e, a, b);
+        if (a != b) {
+            r->cutb[a] += ed->bytes;
+            r->cutb[b] += ed->bytes;
+            r->comm += ed->bytes;
+            r->cross[ed->src]++;
+            r->cross[ed->dst]++;
+        }
+    }
+    return PF_OK;
+}
+
+/* One step's choice: of the boundary ops v and the stages t of their neighbours in other stages,
+ * the valid move of greatest gain (gain_cmp); false when none has a positive gain.
+ * seen_stage[t] == v: target t already tried for v in this step (reset every step, or a pair
+ * tried in the previous step would be skipped). */
+static bool best_move(ref_t *r, int *seen_stage, double eps2, double eps3, int *best_v,
+                      int *best_t)
+{
+    const pf_graph_t *g = r->g;
+    double obj = objective(r), maxcu = max_compute(r);
+    for (int a = 0; a < r->S; a++)
+        seen_stage[a] = -1;
+    gain_t best = {0, 0, 0, 0};
+    *best_v = *best_t = -1;
+    for (int v = 0; v < r->n; v++) {
+        if (r->cross[v] == 0)
+            continue;
+        int s = r->stage[v];
+        for (int dir = 0; dir < 2; dir++) {
+            int cnt;
+            const int *e = dir ? pf_graph_in(g, v, &cnt) : pf_graph_out(g, v, &cnt);
+            for (int i = 0; i < cnt; i++) {
+                const pf_edge_t *ed = pf_graph_edge(g, e[i]);
+                int t = r->stage[dir ? ed->src : ed->dst];
+                if (t == s || seen_stage[t] == v)
+                    continue;
+                seen_stage[t] = v;
+                gain_t gn;
+                if (!evaluate(r, v, t, obj, maxcu, &gn))
+                    continue;
+                if (gain_cmp(&gn, &best, eps2, eps3) > 0) {
+                    best = gn;
+                    *best_v = v;
+                    *best_t = t;
+                }
+            }
+        }
+    }
+    return *best_v >= 0;
+}
+
 int pf_refine_run(const pf_graph_t *g, const pf_cost_model_t *cm, int stages, int max_moves,
                   int *op_stage, pf_refine_stats_t *stats, char *err, size_t errlen)
 {
     int n = pf_graph_nops(g), m = pf_graph_nedges(g), S = stages, rc = PF_ERR;
-    ref_t r = {0};
+    ref_t r = {.g = g, .cm = cm, .n = n, .S = S, .stage = op_stage};
     unsigned char *reconv = malloc((size_t)n);
     int *seen_stage = malloc((size_t)(S > 0 ? S : 1) * sizeof *seen_stage);
     memset(stats, 0, sizeof *stats);
-    r.g = g;
-    r.cm = cm;
-    r.n = n;
-    r.S = S;
-    r.stage = op_stage;
-    r.cnt = calloc((size_t)S + 1, sizeof *r.cnt);
-    r.cross = calloc((size_t)n, sizeof *r.cross);
-    r.dist = malloc((size_t)n * sizeof *r.dist);
-    r.cu = calloc((size_t)S + 1, sizeof *r.cu);
-    r.fix = calloc((size_t)S + 1, sizeof *r.fix);
-    r.act = calloc((size_t)S + 1, sizeof *r.act);
-    r.cutb = calloc((size_t)S + 1, sizeof *r.cutb);
-    r.dcut = calloc((size_t)S + 1, sizeof *r.dcut);
-    r.dcross = calloc((size_t)n, sizeof *r.dcross);
-    r.touched = malloc((size_t)(2 * m + 1) * sizeof *r.touched);
-    r.tmark = calloc((size_t)n, sizeof *r.tmark);
-    if (!r.tmark || !reconv || !seen_stage || !r.cnt || !r.cross || !r.dist || !r.cu || !r.fix || !r.act ||
-        !r.cutb || !r.dcut || !r.dcross || !r.touched) {
+    if (!ref_alloc(&r, n, m, S) || !reconv || !seen_stage) {
         rc = pf_fail(err, errlen, PF_ERR, "refine: out of memory");
         goto done;
     }
@@ -372,36 +497,10 @@ int pf_refine_run(const pf_graph_t *g, const pf_cost_model_t *cm, int stages, in
         rc = pf_fail(err, errlen, PF_EINPUT, "refine: %d stages", S);
         goto done;
     }
-    for (int v = 0; v < n; v++) {
-        int s = op_stage[v];
-        if (s < 0 || s >= S) {
-            rc = pf_fail(err, errlen, PF_EINPUT, "refine: op %d in stage %d of %d", v, s, S);
-            goto done;
-        }
-        const pf_op_t *op = pf_graph_op(g, v);
-        r.cnt[s]++;
-        r.cu[s] += pf_graph_cu_ms(g, v);
-        r.fix[s] += op->param_bytes;
-        r.act[s] += op->mem_fwd_bytes;
-    }
-    double total_bytes = 0;
-    for (int e = 0; e < m; e++) {
-        const pf_edge_t *ed = pf_graph_edge(g, e);
-        int a = op_stage[ed->src], b = op_stage[ed->dst];
-        total_bytes += ed->bytes;
-        if (a > b) {
-            rc = pf_fail(err, errlen, PF_EINPUT, "refine: edge %d goes from stage %d back to %d",
-                         e, a, b);
-            goto done;
-        }
-        if (a != b) {
-            r.cutb[a] += ed->bytes;
-            r.cutb[b] += ed->bytes;
-            r.comm += ed->bytes;
-            r.cross[ed->src]++;
-            r.cross[ed->dst]++;
-        }
-    }
+    double total_bytes;
+    if ((rc = load_ops(&r, err, errlen)) != PF_OK ||
+        (rc = load_edges(&r, &total_bytes, err, errlen)) != PF_OK)
+        goto done;
     if (pf_refine_reconverging(g, reconv, r.dist) != PF_OK) {
         rc = pf_fail(err, errlen, PF_ERR, "refine: out of memory");
         goto done;
@@ -414,43 +513,9 @@ int pf_refine_run(const pf_graph_t *g, const pf_cost_model_t *cm, int stages, in
     stats->cut_bytes_before = r.comm;
     double eps2 = 1e-12 * fmax(1.0, total_bytes);
     double eps3 = 1e-12 * fmax(1.0, pf_graph_total_cu_ms(g));
-    const gain_t zero = {0, 0, 0, 0};
-
-    while (S > 1 && stats->moves < max_moves) {
-        double obj = objective(&r), maxcu = max_compute(&r);
-        /* seen_stage[t] == v: target t already tried for v in this step (reset every step, or
-         * a pair tried in the previous step would be skipped) */
-        for (int a = 0; a < S; a++)
-            seen_stage[a] = -1;
-        int best_v = -1, best_t = -1;
-        gain_t best = zero;
-        for (int v = 0; v < n; v++) {
-            if (r.cross[v] == 0)
-                continue;
-            int s = op_stage[v];
-            /* targets: the stages of v's neighbours in other stages */
-            for (int dir = 0; dir < 2; dir++) {
-                int cnt;
-                const int *e = dir ? pf_graph_in(g, v, &cnt) : pf_graph_out(g, v, &cnt);
-                for (int i = 0; i < cnt; i++) {
-                    const pf_edge_t *ed = pf_graph_edge(g, e[i]);
-                    int t = op_stage[dir ? ed->src : ed->dst];
-                    if (t == s || seen_stage[t] == v)
-                        continue;
-                    seen_stage[t] = v;
-                    gain_t gn;
-                    if (!evaluate(&r, v, t, obj, maxcu, &gn))
-                        continue;
-                    if (gain_cmp(&gn, &best, eps2, eps3) > 0) {
-                        best = gn;
-                        best_v = v;
-                        best_t = t;
-                    }
-                }
-            }
-        }
-        if (best_v < 0)
-            break; /* no valid move with a positive gain */
+    int best_v, best_t;
+    while (S > 1 && stats->moves < max_moves && best_move(&r, seen_stage, eps2, eps3, &best_v,
+                                                          &best_t)) {
         apply(&r, best_v, best_t);
         stats->moves++;
     }
@@ -461,16 +526,6 @@ int pf_refine_run(const pf_graph_t *g, const pf_cost_model_t *cm, int stages, in
 done:
     free(reconv);
     free(seen_stage);
-    free(r.cnt);
-    free(r.cross);
-    free(r.dist);
-    free(r.cu);
-    free(r.fix);
-    free(r.act);
-    free(r.cutb);
-    free(r.dcut);
-    free(r.dcross);
-    free(r.touched);
-    free(r.tmark);
+    ref_free(&r);
     return rc;
 }

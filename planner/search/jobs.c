@@ -159,8 +159,8 @@ static int run_simulate(const pf_job_t *job, pf_job_result_t *res)
 {
     pf_tp_setting_t *set = NULL;
     pf_plan_t *p = NULL;
-    pf_sim_input_t in = {0};
-    pf_sim_result_t *r = NULL;
+    pf_simulate_input_t in = {0};
+    pf_simulate_result_t *r = NULL;
     int rc;
     if (!job->graph || !job->cluster || !job->plan)
         return pf_fail(res->error, sizeof res->error, PF_EINPUT, "simulate job without inputs");
@@ -184,8 +184,8 @@ static int run_simulate(const pf_job_t *job, pf_job_result_t *res)
     p->train = job->setting.train;
     p->train.schedule = job->schedule;
     snprintf(p->schedule, sizeof p->schedule, "%s", pf_schedule_name(job->schedule));
-    if ((rc = pf_sim_input_from_setting(job->graph, job->cluster, set, p, job->xfer_ms, &in,
-                                        res->error, sizeof res->error)) != PF_OK ||
+    if ((rc = pf_simulate_input_from_setting(job->graph, job->cluster, set, p, job->xfer_ms, &in,
+                                             res->error, sizeof res->error)) != PF_OK ||
         (rc = pf_simulate(&in, &r, res->error, sizeof res->error)) != PF_OK)
         goto done;
     res->sim.step_ms = r->step_ms;
@@ -194,8 +194,8 @@ static int run_simulate(const pf_job_t *job, pf_job_result_t *res)
         res->sim.peak_mem_bytes = fmax(res->sim.peak_mem_bytes, r->peak_mem_bytes[i]);
     rc = sim_memory(job, set ? pf_tp_setting_graph(set) : job->graph, set, p, res);
 done:
-    pf_sim_result_destroy(&r);
-    pf_sim_input_clear(&in);
+    pf_simulate_result_destroy(&r);
+    pf_simulate_input_clear(&in);
     pf_plan_destroy(&p);
     pf_tp_setting_destroy(&set);
     return rc;

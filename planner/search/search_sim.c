@@ -199,7 +199,7 @@ static int queue_reshards(pf_search_t *s, int c)
             x->cand = c;
             x->stage = st;
             x->replica = r;
-            pf_sim_xfer_problem(p->stage_list[st].devices + (size_t)r * T,
+            pf_simulate_xfer_problem(p->stage_list[st].devices + (size_t)r * T,
                                 p->stage_list[st + 1].devices + (size_t)r * T, T, bytes, &x->xp);
             if (!pf_search_queue_job(s, PF_JOB_RESHARD, (pf_search_owner_t){.xfer = s->sim.nxfer}))
                 return PF_ERR;
@@ -261,8 +261,8 @@ static double baseline_step_ms(const pf_search_t *s, int c, int cs, pf_schedule_
     int S = e->plan->stages, R = e->plan->replicas;
     double ms = NAN;
     char err[256];
-    pf_sim_input_t in = {0};
-    pf_sim_result_t *r = NULL;
+    pf_simulate_input_t in = {0};
+    pf_simulate_result_t *r = NULL;
     pf_plan_t *p = pf_plan_clone(e->plan);
     int *dev = malloc((size_t)S * R * sizeof *dev);
     if (!p || !dev)
@@ -279,13 +279,13 @@ static double baseline_step_ms(const pf_search_t *s, int c, int cs, pf_schedule_
     p->train = s->o.train;
     p->train.schedule = schedule;
     snprintf(p->schedule, sizeof p->schedule, "%s", pf_schedule_name(schedule));
-    if (pf_sim_input_from_setting(s->g, s->c, s->tap.tp[e->tp].set, p, NULL, &in, err,
+    if (pf_simulate_input_from_setting(s->g, s->c, s->tap.tp[e->tp].set, p, NULL, &in, err,
                                   sizeof err) == PF_OK &&
         pf_simulate(&in, &r, err, sizeof err) == PF_OK)
         ms = r->step_ms;
 done:
-    pf_sim_result_destroy(&r);
-    pf_sim_input_clear(&in);
+    pf_simulate_result_destroy(&r);
+    pf_simulate_input_clear(&in);
     pf_plan_destroy(&p);
     free(dev);
     return ms;

@@ -159,7 +159,7 @@ typedef struct {
  * Allocated once for the whole phase: the problem points into itself. */
 typedef struct {
     int cand, stage, replica;
-    pf_sim_xfer_problem_t xp;
+    pf_simulate_xfer_problem_t xp;
 } xfer_rec_t;
 
 typedef struct {

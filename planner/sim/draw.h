@@ -15,9 +15,9 @@
 
 #include <stdio.h>
 
-/* The result must carry its events (pf_sim_input_t.timeline = 1). `c` names the devices.
+/* The result must carry its events (pf_simulate_input_t.timeline = 1). `c` names the devices.
  * `title` may be NULL. PF_OK, or PF_ERR when the stream fails. */
-int pf_draw_timeline_svg(const pf_sim_result_t *r, const pf_cluster_t *c, const char *title,
+int pf_draw_timeline_svg(const pf_simulate_result_t *r, const pf_cluster_t *c, const char *title,
                          FILE *f, char *err, size_t errlen);
 
 /* A mapped plan on its cluster. With the graph, links are weighted by traffic per step: p2p

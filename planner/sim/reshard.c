@@ -1,9 +1,12 @@
-/* reshard: seed 003 §2.2 (unit tasks), §3.1 (strategies) and §3.2 (through reshard_sched). */
+/* reshard: cross-mesh resharding after Zhuang et al., "On Optimizing the Communication of Model
+ * Parallelism": unit tasks (Sec. 2.2), strategies (Sec. 3.1) and, through reshard_sched, load
+ * balance and scheduling (Sec. 3.2). */
 #include "planner/sim/reshard.h"
 
 #include "planner/core/util.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,7 +30,7 @@ struct pf_reshard {
 static const char *const strategy_names[PF_XFER_NSTRATEGIES] = {
     "send/recv", "local all-gather", "global all-gather", "broadcast"};
 
-const char *pf_xfer_strategy_name(pf_xfer_strategy_t s)
+const char *pf_reshard_strategy_name(pf_reshard_strategy_t s)
 {
     return (unsigned)s < PF_XFER_NSTRATEGIES ? strategy_names[s] : "?";
 }
@@ -150,7 +153,7 @@ static double chain_ms(const pf_reshard_net_t *n, int sender, int nrecv, const i
     return sum + (k - 1) * slowest;
 }
 
-double pf_reshard_strategy_ms(const pf_reshard_net_t *n, pf_xfer_strategy_t s, int sender,
+double pf_reshard_strategy_ms(const pf_reshard_net_t *n, pf_reshard_strategy_t s, int sender,
                               int nrecv, const int *recv, double bytes, int max_chunks,
                               int *chunks)
 {
@@ -198,8 +201,8 @@ double pf_reshard_strategy_ms(const pf_reshard_net_t *n, pf_xfer_strategy_t s, i
 
 /* ---- §2.2: specs and unit tasks ---- */
 
-int pf_sharding_spec_parse(const char *text, pf_mesh_shard_t *spec, int max_dims, int *ndims, char *err,
-                        size_t errlen)
+int pf_reshard_spec_parse(const char *text, pf_mesh_shard_t *spec, int max_dims, int *ndims,
+                          char *err, size_t errlen)
 {
     int nd = 0;
     for (const char *p = text; p && *p;) {
@@ -252,15 +255,15 @@ static int block_of(int64_t x, int64_t extent, int parts)
 }
 
 /* Does the device at (row, col) hold the cell whose block per dim is blk[] under spec? */
-static int holds(const pf_mesh_shard_t *spec, int ndims, const int *blk, int row, int col, int cols)
+static bool holds(const pf_mesh_shard_t *spec, int ndims, const int *blk, int row, int col, int cols)
 {
     for (int d = 0; d < ndims; d++) {
         int want = spec[d] == PF_SHARDING_S0 ? row : spec[d] == PF_SHARDING_S1 ? col
                                                 : spec[d] == PF_SHARDING_S01 ? row * cols + col : 0;
         if (blk[d] != want)
-            return 0;
+            return false;
     }
-    return 1;
+    return true;
 }
 
 static int check_side(const char *side, const pf_mesh_t *m, const pf_mesh_shard_t *spec, int ndims,
@@ -344,8 +347,19 @@ static int dim_cuts(int64_t extent, int src_parts, int dst_parts, int64_t *out)
     return n;
 }
 
-/* Growing arrays of pf_reshard_new; src/dst offsets become pointers at the end. */
+/* What pf_reshard_new builds from: the problem, the grid of cells cut by both specs (per
+ * dimension: cuts, ncuts, and each spec's block count), the dense host numbering, scratch for one
+ * cell's receiver and candidate hosts, and the growing arrays (src/dst offsets become pointers at
+ * the end). */
 typedef struct {
+    const pf_reshard_problem_t *p;
+    const pf_reshard_net_t *net;
+    const pf_reshard_opts_t *o;
+    pf_reshard_sched_t *sched;
+    int64_t *cuts[PF_RESHARD_MAX_DIMS];
+    int ncuts[PF_RESHARD_MAX_DIMS], src_parts[PF_RESHARD_MAX_DIMS], dst_parts[PF_RESHARD_MAX_DIMS];
+    int *hosts, nhosts, *recv_h, *cand_h;
+    double *cand_ms;
     pf_reshard_task_t *tasks;
     int *src, *dst, *src_off, *dst_off;
     int *cand_dev, *cand_off, *cand_strategy, *cand_chunks;
@@ -372,7 +386,7 @@ static double best_strategy(const pf_reshard_net_t *net, const pf_reshard_opts_t
         int k = 1;
         if (!(o->strategies & (1u << s)))
             continue;
-        double ms = pf_reshard_strategy_ms(net, (pf_xfer_strategy_t)s, sender, ndst, dst, bytes,
+        double ms = pf_reshard_strategy_ms(net, (pf_reshard_strategy_t)s, sender, ndst, dst, bytes,
                                            o->max_chunks, &k);
         if (ms < best * (1 - 1e-9)) {
             best = ms;
@@ -411,146 +425,187 @@ static int collect(const pf_reshard_net_t *net, const pf_mesh_t *m, const pf_mes
     return 0;
 }
 
-pf_reshard_t *pf_reshard_new(const pf_reshard_problem_t *p, const pf_reshard_net_t *net,
-                             const pf_reshard_opts_t *o, char *err, size_t errlen)
+static void build_free(build_t *b)
 {
-    pf_reshard_t *r = NULL;
-    pf_reshard_sched_t *sched = NULL;
-    build_t b = {0};
-    int nd = p->ndims, rc = check_problem(p, net, o, err, errlen);
-    int64_t *cuts[PF_RESHARD_MAX_DIMS] = {0};
-    int ncuts[PF_RESHARD_MAX_DIMS], src_parts[PF_RESHARD_MAX_DIMS], dst_parts[PF_RESHARD_MAX_DIMS];
-    int nsrc_mesh = p->src_mesh.rows * p->src_mesh.cols, ndst_mesh = p->dst_mesh.rows * p->dst_mesh.cols;
-    int *hosts = NULL, nhosts = 0, *recv_h = NULL, *cand_h = NULL;
-    double *cand_ms = NULL;
-    if (rc != PF_OK)
-        return NULL;
-    rc = PF_ERR;
-    r = calloc(1, sizeof *r);
-    hosts = malloc((size_t)(nsrc_mesh + ndst_mesh) * sizeof(int));
-    recv_h = malloc((size_t)ndst_mesh * sizeof(int));
-    cand_h = malloc((size_t)nsrc_mesh * sizeof(int));
-    cand_ms = malloc((size_t)nsrc_mesh * sizeof(double));
-    if (!r || !hosts || !recv_h || !cand_h || !cand_ms)
-        goto fail;
+    for (int d = 0; d < b->p->ndims; d++)
+        free(b->cuts[d]);
+    free(b->tasks);
+    free(b->src);
+    free(b->dst);
+    free(b->src_off);
+    free(b->dst_off);
+    free(b->cand_dev);
+    free(b->cand_off);
+    free(b->cand_strategy);
+    free(b->cand_chunks);
+    free(b->hosts);
+    free(b->recv_h);
+    free(b->cand_h);
+    free(b->cand_ms);
+    pf_reshard_sched_destroy(&b->sched);
+}
+
+/* The hosts of both meshes numbered densely, the scheduler over them, and the grid's cuts. */
+static int build_init(build_t *b, char *err, size_t errlen)
+{
+    const pf_reshard_problem_t *p = b->p;
+    int nsrc_mesh = p->src_mesh.rows * p->src_mesh.cols;
+    int ndst_mesh = p->dst_mesh.rows * p->dst_mesh.cols;
+    b->hosts = malloc((size_t)(nsrc_mesh + ndst_mesh) * sizeof(int));
+    b->recv_h = malloc((size_t)ndst_mesh * sizeof(int));
+    b->cand_h = malloc((size_t)nsrc_mesh * sizeof(int));
+    b->cand_ms = malloc((size_t)nsrc_mesh * sizeof(double));
+    if (!b->hosts || !b->recv_h || !b->cand_h || !b->cand_ms)
+        return PF_ERR;
     for (int i = 0; i < nsrc_mesh + ndst_mesh; i++) {
         int dev = i < nsrc_mesh ? p->src_mesh.devices[i] : p->dst_mesh.devices[i - nsrc_mesh];
-        if (dense_host(hosts, nhosts, net->host_of[dev]) < 0)
-            hosts[nhosts++] = net->host_of[dev];
+        if (dense_host(b->hosts, b->nhosts, b->net->host_of[dev]) < 0)
+            b->hosts[b->nhosts++] = b->net->host_of[dev];
     }
-    if (!(sched = pf_reshard_sched_new(nhosts, err, errlen)))
-        goto fail;
+    if (!(b->sched = pf_reshard_sched_new(b->nhosts, err, errlen)))
+        return PF_ERR;
+    for (int d = 0; d < p->ndims; d++) {
+        b->src_parts[d] = parts_of(p->src_spec[d], &p->src_mesh);
+        b->dst_parts[d] = parts_of(p->dst_spec[d], &p->dst_mesh);
+        size_t n = (size_t)(b->src_parts[d] + b->dst_parts[d] + 2);
+        if (!(b->cuts[d] = malloc(n * sizeof(int64_t))))
+            return PF_ERR;
+        b->ncuts[d] = dim_cuts(p->shape[d], b->src_parts[d], b->dst_parts[d], b->cuts[d]);
+    }
+    return PF_OK;
+}
+
+/* The unit task's sender candidates: one per source host, in order of their lowest-indexed
+ * holder (the naive algorithm's sender is candidate 0, Sec. 3.2), sending from that holder with
+ * its best strategy. Holders are src[s0..nsrc), receivers dst[d0..ndst). Returns the count, or
+ * -1 when out of memory. */
+static int task_candidates(build_t *b, const pf_reshard_task_t *task, int s0, int d0)
+{
+    int ncand = 0;
+    for (int i = s0; i < b->nsrc; i++) {
+        int h = dense_host(b->hosts, b->nhosts, b->net->host_of[b->src[i]]);
+        if (dense_host(b->cand_h, ncand, h) >= 0)
+            continue;
+        size_t need = (size_t)b->ncand + 1;
+        if (pf_grow((void **)&b->cand_dev, &b->cand_cap, need, sizeof(int)) ||
+            pf_grow((void **)&b->cand_strategy, &b->strategy_cap, need, sizeof(int)) ||
+            pf_grow((void **)&b->cand_chunks, &b->chunks_cap, need, sizeof(int)))
+            return -1;
+        b->cand_dev[b->ncand] = b->src[i];
+        b->cand_h[ncand] = h;
+        b->cand_ms[ncand++] =
+            best_strategy(b->net, b->o, b->src[i], task->ndst, b->dst + d0, task->bytes,
+                          &b->cand_strategy[b->ncand], &b->cand_chunks[b->ncand]);
+        b->ncand++;
+    }
+    return ncand;
+}
+
+/* Sec. 2.2: the cell idx of the grid cut by both specs' block boundaries is one unit task: its
+ * holders and its receivers are fixed sets, and neighbouring cells differ in one of them. Adds it
+ * to the scheduler and the arrays; PF_OK or PF_ERR. */
+static int unit_task(build_t *b, const int *idx, char *err, size_t errlen)
+{
+    const pf_reshard_problem_t *p = b->p;
+    int nd = p->ndims;
+    pf_reshard_task_t task = {.chunks = 1};
+    int blk_src[PF_RESHARD_MAX_DIMS], blk_dst[PF_RESHARD_MAX_DIMS];
+    double elems = 1;
     for (int d = 0; d < nd; d++) {
-        src_parts[d] = parts_of(p->src_spec[d], &p->src_mesh);
-        dst_parts[d] = parts_of(p->dst_spec[d], &p->dst_mesh);
-        if (!(cuts[d] = malloc((size_t)(src_parts[d] + dst_parts[d] + 2) * sizeof(int64_t))))
-            goto fail;
-        ncuts[d] = dim_cuts(p->shape[d], src_parts[d], dst_parts[d], cuts[d]);
+        task.lo[d] = b->cuts[d][idx[d]];
+        task.hi[d] = b->cuts[d][idx[d] + 1];
+        elems *= (double)(task.hi[d] - task.lo[d]);
+        blk_src[d] = block_of(task.lo[d], p->shape[d], b->src_parts[d]);
+        blk_dst[d] = block_of(task.lo[d], p->shape[d], b->dst_parts[d]);
     }
-
-    /* §2.2: every cell of the grid cut by both specs' block boundaries is one unit task: its
-     * holders and its receivers are fixed sets, and neighbouring cells differ in one of them. */
-    int idx[PF_RESHARD_MAX_DIMS] = {0};
-    for (;;) {
-        pf_reshard_task_t task = {.chunks = 1};
-        int blk_src[PF_RESHARD_MAX_DIMS], blk_dst[PF_RESHARD_MAX_DIMS];
-        double elems = 1;
-        for (int d = 0; d < nd; d++) {
-            task.lo[d] = cuts[d][idx[d]];
-            task.hi[d] = cuts[d][idx[d] + 1];
-            elems *= (double)(task.hi[d] - task.lo[d]);
-            blk_src[d] = block_of(task.lo[d], p->shape[d], src_parts[d]);
-            blk_dst[d] = block_of(task.lo[d], p->shape[d], dst_parts[d]);
-        }
-        task.bytes = elems * p->dtype_bytes;
-        int s0 = b.nsrc, d0 = b.ndst, c0 = b.ncand, ncand = 0, nrecv = 0;
-        if (collect(net, &p->src_mesh, p->src_spec, nd, blk_src, 0, &b.src, &b.src_cap, &b.nsrc) ||
-            collect(net, &p->dst_mesh, p->dst_spec, nd, blk_dst, 1, &b.dst, &b.dst_cap, &b.ndst))
-            goto fail;
-        task.nsrc = b.nsrc - s0;
-        task.ndst = b.ndst - d0;
-        for (int i = d0; i < b.ndst; i++) {
-            int h = dense_host(hosts, nhosts, net->host_of[b.dst[i]]);
-            if (nrecv == 0 || recv_h[nrecv - 1] != h) /* grouped by host: adjacent repeats only */
-                recv_h[nrecv++] = h;
-        }
-        /* candidates: one per source host, in order of their lowest-indexed holder (the naive
-         * algorithm's sender is candidate 0, §3.2), sending from that holder */
-        for (int i = s0; i < b.nsrc; i++) {
-            int h = dense_host(hosts, nhosts, net->host_of[b.src[i]]);
-            if (dense_host(cand_h, ncand, h) >= 0)
-                continue;
-            size_t need = (size_t)b.ncand + 1;
-            if (pf_grow((void **)&b.cand_dev, &b.cand_cap, need, sizeof(int)) ||
-                pf_grow((void **)&b.cand_strategy, &b.strategy_cap, need, sizeof(int)) ||
-                pf_grow((void **)&b.cand_chunks, &b.chunks_cap, need, sizeof(int)))
-                goto fail;
-            b.cand_dev[b.ncand] = b.src[i];
-            cand_h[ncand] = h;
-            cand_ms[ncand++] = best_strategy(net, o, b.src[i], task.ndst, b.dst + d0, task.bytes,
-                                             &b.cand_strategy[b.ncand], &b.cand_chunks[b.ncand]);
-            b.ncand++;
-        }
-        int t = pf_reshard_sched_add_task(sched, nrecv, recv_h, ncand, cand_h, cand_ms, err, errlen);
-        if (t < 0 || pf_grow((void **)&b.tasks, &b.tasks_cap, (size_t)t + 1, sizeof *b.tasks) ||
-            pf_grow((void **)&b.src_off, &b.src_off_cap, (size_t)t + 1, sizeof(int)) ||
-            pf_grow((void **)&b.dst_off, &b.dst_off_cap, (size_t)t + 1, sizeof(int)) ||
-            pf_grow((void **)&b.cand_off, &b.cand_off_cap, (size_t)t + 1, sizeof(int)))
-            goto fail;
-        b.tasks[t] = task;
-        b.src_off[t] = s0;
-        b.dst_off[t] = d0;
-        b.cand_off[t] = c0;
-        r->ntasks = t + 1;
-        int d = nd - 1; /* next cell, last dimension fastest */
-        while (d >= 0 && ++idx[d] == ncuts[d] - 1)
-            idx[d--] = 0;
-        if (d < 0)
-            break;
+    task.bytes = elems * p->dtype_bytes;
+    int s0 = b->nsrc, d0 = b->ndst, c0 = b->ncand, nrecv = 0;
+    if (collect(b->net, &p->src_mesh, p->src_spec, nd, blk_src, 0, &b->src, &b->src_cap,
+                &b->nsrc) ||
+        collect(b->net, &p->dst_mesh, p->dst_spec, nd, blk_dst, 1, &b->dst, &b->dst_cap,
+                &b->ndst))
+        return PF_ERR;
+    task.nsrc = b->nsrc - s0;
+    task.ndst = b->ndst - d0;
+    for (int i = d0; i < b->ndst; i++) {
+        int h = dense_host(b->hosts, b->nhosts, b->net->host_of[b->dst[i]]);
+        if (nrecv == 0 || b->recv_h[nrecv - 1] != h) /* grouped by host: adjacent repeats only */
+            b->recv_h[nrecv++] = h;
     }
+    int ncand = task_candidates(b, &task, s0, d0);
+    if (ncand < 0)
+        return PF_ERR;
+    int t = pf_reshard_sched_add_task(b->sched, nrecv, b->recv_h, ncand, b->cand_h, b->cand_ms,
+                                      err, errlen);
+    if (t < 0 || pf_grow((void **)&b->tasks, &b->tasks_cap, (size_t)t + 1, sizeof *b->tasks) ||
+        pf_grow((void **)&b->src_off, &b->src_off_cap, (size_t)t + 1, sizeof(int)) ||
+        pf_grow((void **)&b->dst_off, &b->dst_off_cap, (size_t)t + 1, sizeof(int)) ||
+        pf_grow((void **)&b->cand_off, &b->cand_off_cap, (size_t)t + 1, sizeof(int)))
+        return PF_ERR;
+    b->tasks[t] = task;
+    b->src_off[t] = s0;
+    b->dst_off[t] = d0;
+    b->cand_off[t] = c0;
+    return PF_OK;
+}
 
-    if ((rc = pf_reshard_sched_solve(sched, o->algo, &o->sched, &r->sched, err, errlen)) != PF_OK)
-        goto fail;
+/* Each task as scheduled: its holders and receivers, the chosen sender, strategy and start. */
+static void apply_schedule(pf_reshard_t *r, build_t *b)
+{
+    const pf_reshard_net_t *net = b->net;
     for (int t = 0; t < r->ntasks; t++) {
-        pf_reshard_task_t *x = &b.tasks[t];
-        int c = b.cand_off[t] + r->sched.cand[t];
-        x->src = b.src + b.src_off[t];
-        x->dst = b.dst + b.dst_off[t];
-        x->sender = b.cand_dev[c];
+        pf_reshard_task_t *x = &b->tasks[t];
+        int c = b->cand_off[t] + r->sched.cand[t];
+        x->src = b->src + b->src_off[t];
+        x->dst = b->dst + b->dst_off[t];
+        x->sender = b->cand_dev[c];
         x->sender_host = net->host_of[x->sender];
-        x->strategy = (pf_xfer_strategy_t)b.cand_strategy[c];
-        x->chunks = b.cand_chunks[c];
+        x->strategy = (pf_reshard_strategy_t)b->cand_strategy[c];
+        x->chunks = b->cand_chunks[c];
         x->start_ms = r->sched.start_ms[t];
         x->ms = pf_reshard_strategy_ms(net, x->strategy, x->sender, x->ndst, x->dst, x->bytes,
                                        x->chunks, NULL);
     }
-    r->tasks = b.tasks;
-    r->src_flat = b.src;
-    r->dst_flat = b.dst;
-    b.tasks = NULL;
-    b.src = b.dst = NULL;
+    r->tasks = b->tasks;
+    r->src_flat = b->src;
+    r->dst_flat = b->dst;
+    b->tasks = NULL;
+    b->src = b->dst = NULL;
+}
+
+pf_reshard_t *pf_reshard_new(const pf_reshard_problem_t *p, const pf_reshard_net_t *net,
+                             const pf_reshard_opts_t *o, char *err, size_t errlen)
+{
+    build_t b = {.p = p, .net = net, .o = o};
+    int nd = p->ndims, rc = check_problem(p, net, o, err, errlen);
+    if (rc != PF_OK)
+        return NULL;
+    rc = PF_ERR;
+    pf_reshard_t *r = calloc(1, sizeof *r);
+    if (!r || build_init(&b, err, errlen) != PF_OK)
+        goto fail;
+    int idx[PF_RESHARD_MAX_DIMS] = {0};
+    for (;;) {
+        if (unit_task(&b, idx, err, errlen) != PF_OK)
+            goto fail;
+        r->ntasks++;
+        int d = nd - 1; /* next cell, last dimension fastest */
+        while (d >= 0 && ++idx[d] == b.ncuts[d] - 1)
+            idx[d--] = 0;
+        if (d < 0)
+            break;
+    }
+    if ((rc = pf_reshard_sched_solve(b.sched, o->algo, &o->sched, &r->sched, err, errlen)) !=
+        PF_OK)
+        goto fail;
+    apply_schedule(r, &b);
     rc = PF_OK;
 fail:
     if (rc == PF_ERR && err && !err[0])
         pf_fail(err, errlen, PF_ERR, "reshard: out of memory");
     if (rc != PF_OK)
         pf_reshard_destroy(&r);
-    for (int d = 0; d < nd; d++)
-        free(cuts[d]);
-    free(b.tasks);
-    free(b.src);
-    free(b.dst);
-    free(b.src_off);
-    free(b.dst_off);
-    free(b.cand_dev);
-    free(b.cand_off);
-    free(b.cand_strategy);
-    free(b.cand_chunks);
-    free(hosts);
-    free(recv_h);
-    free(cand_h);
-    free(cand_ms);
-    pf_reshard_sched_destroy(&sched);
+    build_free(&b);
     return r;
 }
 

@@ -1,5 +1,6 @@
-/* reshard: one cross-mesh resharding task (seed 003): a tensor sharded by one spec on a source
- * 2D device mesh must arrive sharded by another spec on a destination mesh.
+/* reshard: one cross-mesh resharding task (Zhuang et al., "On Optimizing the Communication of
+ * Model Parallelism"): a tensor sharded by one spec on a source 2D device mesh must arrive
+ * sharded by another spec on a destination mesh.
  *
  *  1. unit communication tasks (§2.2): the slices of the tensor that one set of source devices
  *     holds and one set of destination devices needs;
@@ -45,13 +46,13 @@ typedef enum {
     PF_XFER_GLOBAL_ALLGATHER, /* Fig. 3(c): 1/(nm) to every receiver, one ring all-gather */
     PF_XFER_BROADCAST,        /* Fig. 3(d): ring broadcast pipelined in k chunks */
     PF_XFER_NSTRATEGIES
-} pf_xfer_strategy_t;
+} pf_reshard_strategy_t;
 
 #define PF_XFER_ALL ((1u << PF_XFER_NSTRATEGIES) - 1)
 
 typedef struct {
     pf_reshard_sched_algo_t algo;  /* default PF_RESHARD_SCHED_BEST */
-    unsigned strategies;    /* mask of 1u << pf_xfer_strategy_t allowed; default PF_XFER_ALL */
+    unsigned strategies;    /* mask of 1u << pf_reshard_strategy_t allowed; default PF_XFER_ALL */
     int max_chunks;         /* broadcast pipeline depth k tried in 1..max_chunks; default 64 */
     pf_reshard_sched_opts_t sched;
 } pf_reshard_opts_t;
@@ -71,16 +72,16 @@ int pf_reshard_net_host(const pf_reshard_net_t *n, int device);
 double pf_reshard_net_xfer_ms(const pf_reshard_net_t *n, int a, int b, double bytes);
 
 void pf_reshard_opts_default(pf_reshard_opts_t *o);
-const char *pf_xfer_strategy_name(pf_xfer_strategy_t s);
+const char *pf_reshard_strategy_name(pf_reshard_strategy_t s);
 /* A spec in the seed's notation, one token per dimension: R, S0, S1, S01, optionally separated
  * by commas or spaces ("S0R", "S01,R", "S1 S0"). PF_EINPUT names the offending position. */
-int pf_sharding_spec_parse(const char *text, pf_mesh_shard_t *spec, int max_dims, int *ndims, char *err,
-                        size_t errlen);
+int pf_reshard_spec_parse(const char *text, pf_mesh_shard_t *spec, int max_dims, int *ndims,
+                          char *err, size_t errlen);
 
 /* §3.1: ms for `sender` to deliver `bytes` to the receivers by one strategy. recv must be grouped
  * by host (all devices of a host adjacent): that is also the ring order. For the broadcast the
  * depth k in 1..max_chunks with the least time is used and written to *chunks (1 otherwise). */
-double pf_reshard_strategy_ms(const pf_reshard_net_t *n, pf_xfer_strategy_t s, int sender,
+double pf_reshard_strategy_ms(const pf_reshard_net_t *n, pf_reshard_strategy_t s, int sender,
                               int nrecv, const int *recv, double bytes, int max_chunks,
                               int *chunks);
 
@@ -93,7 +94,7 @@ typedef struct {
     const int *dst;  /* devices needing it, by (host, device): the ring order */
     int sender;      /* chosen sending device: the lowest-indexed holder on the chosen host */
     int sender_host; /* the network's host number */
-    pf_xfer_strategy_t strategy;
+    pf_reshard_strategy_t strategy;
     int chunks;      /* broadcast pipeline depth; 1 for the other strategies */
     double ms;       /* its duration from that sender */
     double start_ms; /* when it starts (eq. 1-3) */

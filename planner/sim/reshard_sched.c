@@ -1,14 +1,16 @@
-/* reshard_sched: seed 003 §3.2. See the header for the model (eq. 1-3). */
+/* reshard_sched: Zhuang et al., "On Optimizing the Communication of Model Parallelism",
+ * Sec. 3.2. See the header for the model (eq. 1-3). */
 #include "planner/sim/reshard_sched.h"
 
 #include "planner/core/rng.h"
 #include "planner/core/util.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct pf_rsched {
+struct pf_reshard_sched {
     int nhosts, ntasks;
     int *recv_off; /* ntasks + 1 offsets into recv */
     int *recv;
@@ -127,12 +129,12 @@ int pf_reshard_sched_add_task(pf_reshard_sched_t *s, int nrecv, const int *recv_
     return t;
 }
 
-static int receives(const pf_reshard_sched_t *s, int t, int h)
+static bool receives(const pf_reshard_sched_t *s, int t, int h)
 {
     for (int i = s->recv_off[t]; i < s->recv_off[t + 1]; i++)
         if (s->recv[i] == h)
-            return 1;
-    return 0;
+            return true;
+    return false;
 }
 
 static int ncand_of(const pf_reshard_sched_t *s, int t) { return s->cand_off[t + 1] - s->cand_off[t]; }
@@ -244,7 +246,7 @@ static void lpt(const pf_reshard_sched_t *s, const double *min_ms, sched_t *out,
     out->makespan_ms = eval_ws(s, out->order, out->cand, NULL, free_ms);
 }
 
-/* ---- DFS with pruning (§3.2) ----
+/* ---- DFS with pruning (Zhuang et al., Sec. 3.2) ----
  * A node places one more task (with its sender) at the end of the sequence. Two reductions keep
  * the tree small without losing the optimum:
  *  - identical tasks (same receivers, same candidates and durations) are interchangeable: one
@@ -268,22 +270,22 @@ typedef struct {
     int stopped;
 } dfs_t;
 
-static int same_task(const pf_reshard_sched_t *s, int a, int b)
+static bool same_task(const pf_reshard_sched_t *s, int a, int b)
 {
     int nra = s->recv_off[a + 1] - s->recv_off[a], nrb = s->recv_off[b + 1] - s->recv_off[b];
     if (nra != nrb || ncand_of(s, a) != ncand_of(s, b))
-        return 0;
+        return false;
     for (int i = 0; i < nra; i++) {
         int h = s->recv[s->recv_off[a] + i], found = 0;
         for (int j = 0; j < nrb && !found; j++)
             found = s->recv[s->recv_off[b] + j] == h;
         if (!found)
-            return 0;
+            return false;
     }
     for (int k = 0; k < ncand_of(s, a); k++)
         if (sender_of(s, a, k) != sender_of(s, b, k) || ms_of(s, a, k) != ms_of(s, b, k))
-            return 0;
-    return 1;
+            return false;
+    return true;
 }
 
 /* Add sign x the task's shortest duration to the hosts it uses whatever its sender: its
@@ -316,20 +318,20 @@ static void mark_hosts(dfs_t *d, int t, int k)
         d->mark[d->s->recv[i]] = d->stamp;
 }
 
-static int touches_mark(const dfs_t *d, int t, int k)
+static bool touches_mark(const dfs_t *d, int t, int k)
 {
     if (d->mark[sender_of(d->s, t, k)] == d->stamp)
-        return 1;
+        return true;
     for (int i = d->s->recv_off[t]; i < d->s->recv_off[t + 1]; i++)
         if (d->mark[d->s->recv[i]] == d->stamp)
-            return 1;
-    return 0;
+            return true;
+    return false;
 }
 
-static int out_of_budget(dfs_t *d)
+static bool out_of_budget(dfs_t *d)
 {
     if (d->stopped)
-        return 1;
+        return true;
     d->nodes++;
     if ((d->node_cap > 0 && d->nodes > d->node_cap) ||
         (d->budget_s > 0 && (d->nodes & 1023) == 0 && pf_now_s() - d->t0_s > d->budget_s))
@@ -504,103 +506,139 @@ fail:
     return rc;
 }
 
-/* ---- Greedy Search with Randomization (§3.2) ----
+/* ---- Greedy Search with Randomization (Zhuang et al., Sec. 3.2) ----
  * Each iteration picks a set of tasks that share no host and involve as many hosts as possible:
  * `trials` random orders of the remaining tasks, each scanned once, taking every task that still
  * fits (with the free candidate sender of least load); the largest set found is appended to the
  * sequence. Each restart draws its own stream from the seed; the shortest schedule wins. */
+
+/* The greedy search's workspace: the remaining tasks, one trial's picks and the round's best,
+ * each host's stamp (used in the current trial when equal to stamp) and accumulated load. */
+typedef struct {
+    int *remaining, *perm, *pick, *pick_cand, *best_pick, *best_cand, *used;
+    double *load_ms;
+    int stamp;
+    pf_rng_t rng;
+} greedy_t;
+
+/* One trial: a random order of the nrem remaining tasks, scanned once, taking every task whose
+ * hosts are still free with its free candidate of least load. Picks go to pick / pick_cand
+ * (*np of them); returns the number of hosts they involve. */
+static int greedy_trial(const pf_reshard_sched_t *s, greedy_t *g, int nrem, int *np)
+{
+    memcpy(g->perm, g->remaining, (size_t)nrem * sizeof(int));
+    for (int i = nrem - 1; i > 0; i--) {
+        int j = (int)pf_rng_below(&g->rng, (uint64_t)i + 1), tmp = g->perm[i];
+        g->perm[i] = g->perm[j];
+        g->perm[j] = tmp;
+    }
+    int stamp = ++g->stamp, nhosts_used = 0, *used = g->used;
+    *np = 0;
+    for (int i = 0; i < nrem; i++) {
+        int t = g->perm[i], ok = 1, kbest = -1;
+        for (int j = s->recv_off[t]; j < s->recv_off[t + 1] && ok; j++)
+            ok = used[s->recv[j]] != stamp;
+        for (int k = 0; ok && k < ncand_of(s, t); k++) {
+            int h = sender_of(s, t, k);
+            if (used[h] != stamp &&
+                (kbest < 0 || g->load_ms[h] < g->load_ms[sender_of(s, t, kbest)]))
+                kbest = k;
+        }
+        if (!ok || kbest < 0)
+            continue;
+        int h = sender_of(s, t, kbest);
+        nhosts_used += !receives(s, t, h) + (s->recv_off[t + 1] - s->recv_off[t]);
+        used[h] = stamp;
+        for (int j = s->recv_off[t]; j < s->recv_off[t + 1]; j++)
+            used[s->recv[j]] = stamp;
+        g->pick[*np] = t;
+        g->pick_cand[(*np)++] = kbest;
+    }
+    return nhosts_used;
+}
+
+/* One iteration: the trial whose set involves the most hosts (best_pick / best_cand); returns
+ * its size. */
+static int greedy_round(const pf_reshard_sched_t *s, const pf_reshard_sched_opts_t *o,
+                        greedy_t *g, int nrem)
+{
+    int best_n = 0, best_hosts = -1;
+    for (int trial = 0; trial < (o->greedy_trials > 0 ? o->greedy_trials : 1); trial++) {
+        int np, nhosts_used = greedy_trial(s, g, nrem, &np);
+        if (nhosts_used > best_hosts) {
+            best_hosts = nhosts_used;
+            best_n = np;
+            memcpy(g->best_pick, g->pick, (size_t)np * sizeof(int));
+            memcpy(g->best_cand, g->pick_cand, (size_t)np * sizeof(int));
+        }
+    }
+    return best_n;
+}
+
+/* Appends the round's set to cur's order from *placed on, charges its senders, and drops it from
+ * the remaining tasks (keeping the rest in their order); returns how many remain. */
+static int greedy_place(const pf_reshard_sched_t *s, greedy_t *g, sched_t *cur, int *placed,
+                        int best_n, int nrem)
+{
+    for (int i = 0; i < best_n; i++) {
+        int t = g->best_pick[i];
+        cur->order[(*placed)++] = t;
+        cur->cand[t] = g->best_cand[i];
+        g->load_ms[sender_of(s, t, g->best_cand[i])] += ms_of(s, t, g->best_cand[i]);
+    }
+    int w = 0;
+    for (int i = 0; i < nrem; i++) {
+        int keep = 1;
+        for (int j = 0; j < best_n && keep; j++)
+            keep = g->remaining[i] != g->best_pick[j];
+        if (keep)
+            g->remaining[w++] = g->remaining[i];
+    }
+    return w;
+}
+
 static int run_greedy(const pf_reshard_sched_t *s, const pf_reshard_sched_opts_t *o, sched_t *out,
                       double *free_ms)
 {
     int n = s->ntasks, rc = -1;
     size_t nn = (size_t)(n ? n : 1);
-    int *remaining = malloc(nn * sizeof(int)), *perm = malloc(nn * sizeof(int));
-    int *pick = malloc(nn * sizeof(int)), *pick_cand = malloc(nn * sizeof(int));
-    int *best_pick = malloc(nn * sizeof(int)), *best_cand = malloc(nn * sizeof(int));
-    int *used = calloc((size_t)s->nhosts, sizeof(int));
-    double *load_ms = malloc((size_t)s->nhosts * sizeof(double));
+    greedy_t g = {0};
+    g.remaining = malloc(nn * sizeof(int));
+    g.perm = malloc(nn * sizeof(int));
+    g.pick = malloc(nn * sizeof(int));
+    g.pick_cand = malloc(nn * sizeof(int));
+    g.best_pick = malloc(nn * sizeof(int));
+    g.best_cand = malloc(nn * sizeof(int));
+    g.used = calloc((size_t)s->nhosts, sizeof(int));
+    g.load_ms = malloc((size_t)s->nhosts * sizeof(double));
     sched_t cur = {0};
-    if (!remaining || !perm || !pick || !pick_cand || !best_pick || !best_cand || !used ||
-        !load_ms || sched_alloc(&cur, n))
+    if (!g.remaining || !g.perm || !g.pick || !g.pick_cand || !g.best_pick || !g.best_cand ||
+        !g.used || !g.load_ms || sched_alloc(&cur, n))
         goto fail;
     out->makespan_ms = INFINITY;
-    int stamp = 0;
     for (int r = 0; r < (o->greedy_restarts > 0 ? o->greedy_restarts : 1); r++) {
-        pf_rng_t rng;
-        pf_rng_seed(&rng, o->seed + 0x9E3779B97F4A7C15ull * (uint64_t)(r + 1));
+        pf_rng_seed(&g.rng, o->seed + 0x9E3779B97F4A7C15ull * (uint64_t)(r + 1));
         int nrem = n, placed = 0;
         for (int t = 0; t < n; t++)
-            remaining[t] = t;
+            g.remaining[t] = t;
         for (int h = 0; h < s->nhosts; h++)
-            load_ms[h] = 0;
-        while (nrem > 0) {
-            int best_n = 0, best_hosts = -1;
-            for (int trial = 0; trial < (o->greedy_trials > 0 ? o->greedy_trials : 1); trial++) {
-                memcpy(perm, remaining, (size_t)nrem * sizeof(int));
-                for (int i = nrem - 1; i > 0; i--) {
-                    int j = (int)pf_rng_below(&rng, (uint64_t)i + 1), tmp = perm[i];
-                    perm[i] = perm[j];
-                    perm[j] = tmp;
-                }
-                stamp++;
-                int np = 0, nhosts_used = 0;
-                for (int i = 0; i < nrem; i++) {
-                    int t = perm[i], ok = 1, kbest = -1;
-                    for (int j = s->recv_off[t]; j < s->recv_off[t + 1] && ok; j++)
-                        ok = used[s->recv[j]] != stamp;
-                    for (int k = 0; ok && k < ncand_of(s, t); k++) {
-                        int h = sender_of(s, t, k);
-                        if (used[h] != stamp &&
-                            (kbest < 0 || load_ms[h] < load_ms[sender_of(s, t, kbest)]))
-                            kbest = k;
-                    }
-                    if (!ok || kbest < 0)
-                        continue;
-                    int h = sender_of(s, t, kbest);
-                    nhosts_used += !receives(s, t, h) + (s->recv_off[t + 1] - s->recv_off[t]);
-                    used[h] = stamp;
-                    for (int j = s->recv_off[t]; j < s->recv_off[t + 1]; j++)
-                        used[s->recv[j]] = stamp;
-                    pick[np] = t;
-                    pick_cand[np++] = kbest;
-                }
-                if (nhosts_used > best_hosts) {
-                    best_hosts = nhosts_used;
-                    best_n = np;
-                    memcpy(best_pick, pick, (size_t)np * sizeof(int));
-                    memcpy(best_cand, pick_cand, (size_t)np * sizeof(int));
-                }
-            }
-            for (int i = 0; i < best_n; i++) {
-                int t = best_pick[i];
-                cur.order[placed++] = t;
-                cur.cand[t] = best_cand[i];
-                load_ms[sender_of(s, t, best_cand[i])] += ms_of(s, t, best_cand[i]);
-            }
-            int w = 0; /* drop the placed tasks, keeping the rest in their order */
-            for (int i = 0; i < nrem; i++) {
-                int keep = 1;
-                for (int j = 0; j < best_n && keep; j++)
-                    keep = remaining[i] != best_pick[j];
-                if (keep)
-                    remaining[w++] = remaining[i];
-            }
-            nrem = w;
-        }
+            g.load_ms[h] = 0;
+        while (nrem > 0)
+            nrem = greedy_place(s, &g, &cur, &placed, greedy_round(s, o, &g, nrem), nrem);
         cur.makespan_ms = eval_ws(s, cur.order, cur.cand, NULL, free_ms);
         if (cur.makespan_ms < out->makespan_ms)
             sched_copy(out, &cur, n);
     }
     rc = 0;
 fail:
-    free(remaining);
-    free(perm);
-    free(pick);
-    free(pick_cand);
-    free(best_pick);
-    free(best_cand);
-    free(used);
-    free(load_ms);
+    free(g.remaining);
+    free(g.perm);
+    free(g.pick);
+    free(g.pick_cand);
+    free(g.best_pick);
+    free(g.best_cand);
+    free(g.used);
+    free(g.load_ms);
     sched_free(&cur);
     return rc;
 }
@@ -615,8 +653,53 @@ void pf_reshard_sched_result_free(pf_reshard_sched_result_t *r)
     memset(r, 0, sizeof *r);
 }
 
-int pf_reshard_sched_solve(const pf_reshard_sched_t *s, pf_reshard_sched_algo_t algo, const pf_reshard_sched_opts_t *o,
-                    pf_reshard_sched_result_t *out, char *err, size_t errlen)
+/* The algorithm that solve reports: the one asked for, or under BEST the shortest of the others
+ * (ties: the lower-numbered); fills out->algo_ms for those that ran. */
+static pf_reshard_sched_algo_t pick_winner(pf_reshard_sched_algo_t algo, const sched_t *run,
+                                           pf_reshard_sched_result_t *out)
+{
+    int want_all = algo == PF_RESHARD_SCHED_BEST;
+    for (int a = 0; a < PF_RESHARD_SCHED_BEST; a++)
+        if (want_all || a == (int)algo || a == PF_RESHARD_SCHED_NAIVE || a == PF_RESHARD_SCHED_LPT)
+            out->algo_ms[a] = run[a].makespan_ms;
+    if (!want_all)
+        return algo;
+    pf_reshard_sched_algo_t win = PF_RESHARD_SCHED_NAIVE;
+    for (int a = 1; a < PF_RESHARD_SCHED_BEST; a++)
+        if (run[a].makespan_ms < run[win].makespan_ms)
+            win = (pf_reshard_sched_algo_t)a;
+    out->algo_ms[PF_RESHARD_SCHED_BEST] = run[win].makespan_ms;
+    return win;
+}
+
+/* Runs the algorithms algo needs into run[]: naive and LPT always (cheap, and the DFS's
+ * incumbent), the DFS and the greedy search when asked for or under BEST. 0 or -1 (out of
+ * memory). */
+static int run_algorithms(const pf_reshard_sched_t *s, pf_reshard_sched_algo_t algo,
+                          const pf_reshard_sched_opts_t *o, const double *min_ms, sched_t *run,
+                          double *load_ms, double *free_ms, pf_reshard_sched_result_t *out)
+{
+    int want_all = algo == PF_RESHARD_SCHED_BEST;
+    naive(s, &run[PF_RESHARD_SCHED_NAIVE], free_ms);
+    lpt(s, min_ms, &run[PF_RESHARD_SCHED_LPT], load_ms, free_ms);
+    if (want_all || algo == PF_RESHARD_SCHED_DFS) {
+        const sched_t *inc =
+            run[PF_RESHARD_SCHED_LPT].makespan_ms <= run[PF_RESHARD_SCHED_NAIVE].makespan_ms
+                ? &run[PF_RESHARD_SCHED_LPT]
+                : &run[PF_RESHARD_SCHED_NAIVE];
+        if (run_dfs(s, o, min_ms, inc, &run[PF_RESHARD_SCHED_DFS], &out->dfs_nodes,
+                    &out->dfs_complete))
+            return -1;
+    }
+    if ((want_all || algo == PF_RESHARD_SCHED_GREEDY) &&
+        run_greedy(s, o, &run[PF_RESHARD_SCHED_GREEDY], free_ms))
+        return -1;
+    return 0;
+}
+
+int pf_reshard_sched_solve(const pf_reshard_sched_t *s, pf_reshard_sched_algo_t algo,
+                           const pf_reshard_sched_opts_t *o, pf_reshard_sched_result_t *out,
+                           char *err, size_t errlen)
 {
     int n = s->ntasks, rc = PF_ERR;
     memset(out, 0, sizeof *out);
@@ -643,30 +726,9 @@ int pf_reshard_sched_solve(const pf_reshard_sched_t *s, pf_reshard_sched_algo_t 
         out->algo_ms[a] = NAN;
     for (int t = 0; t < n; t++)
         min_ms[t] = min_ms_of(s, t);
-
-    int want_all = algo == PF_RESHARD_SCHED_BEST;
-    /* naive and LPT are cheap and give the DFS its incumbent: always computed */
-    naive(s, &run[PF_RESHARD_SCHED_NAIVE], free_ms);
-    lpt(s, min_ms, &run[PF_RESHARD_SCHED_LPT], load_ms, free_ms);
-    if (want_all || algo == PF_RESHARD_SCHED_DFS) {
-        const sched_t *inc = run[PF_RESHARD_SCHED_LPT].makespan_ms <= run[PF_RESHARD_SCHED_NAIVE].makespan_ms
-                                 ? &run[PF_RESHARD_SCHED_LPT] : &run[PF_RESHARD_SCHED_NAIVE];
-        if (run_dfs(s, o, min_ms, inc, &run[PF_RESHARD_SCHED_DFS], &out->dfs_nodes, &out->dfs_complete))
-            goto fail;
-    }
-    if ((want_all || algo == PF_RESHARD_SCHED_GREEDY) && run_greedy(s, o, &run[PF_RESHARD_SCHED_GREEDY], free_ms))
+    if (run_algorithms(s, algo, o, min_ms, run, load_ms, free_ms, out))
         goto fail;
-    for (int a = 0; a < PF_RESHARD_SCHED_BEST; a++)
-        if (want_all || a == (int)algo || a == PF_RESHARD_SCHED_NAIVE || a == PF_RESHARD_SCHED_LPT)
-            out->algo_ms[a] = run[a].makespan_ms;
-    pf_reshard_sched_algo_t win = algo;
-    if (want_all) {
-        win = PF_RESHARD_SCHED_NAIVE;
-        for (int a = 1; a < PF_RESHARD_SCHED_BEST; a++)
-            if (run[a].makespan_ms < run[win].makespan_ms)
-                win = (pf_reshard_sched_algo_t)a;
-        out->algo_ms[PF_RESHARD_SCHED_BEST] = run[win].makespan_ms;
-    }
+    pf_reshard_sched_algo_t win = pick_winner(algo, run, out);
     out->algo = win;
     memcpy(out->order, run[win].order, (size_t)n * sizeof(int));
     memcpy(out->cand, run[win].cand, (size_t)n * sizeof(int));

@@ -1,5 +1,6 @@
 /* reshard_sched: host-level load balance and scheduling of the unit communication tasks of one
- * cross-mesh resharding task (seed 003 §3.2, eq. 1-4).
+ * cross-mesh resharding task (Zhuang et al., "On Optimizing the Communication of Model
+ * Parallelism", Sec. 3.2, eq. 1-4).
  *
  * The problem (eq. 1-3): every unit task has a set of receiver hosts and a set of candidate sender
  * hosts (those holding a replica of its slice, eq. 2); its duration depends on the sender chosen.
@@ -24,7 +25,7 @@ typedef enum {
     PF_RESHARD_SCHED_NALGOS
 } pf_reshard_sched_algo_t;
 
-typedef struct pf_rsched pf_reshard_sched_t;
+typedef struct pf_reshard_sched pf_reshard_sched_t;
 
 typedef struct {
     double dfs_budget_s;  /* wall-clock cap on the DFS; 0 = none (tests use the node cap) */

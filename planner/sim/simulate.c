@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +27,7 @@ typedef struct {
 } edge_t;
 
 typedef struct {
-    const pf_sim_input_t *in;
+    const pf_simulate_input_t *in;
     int S, R, T, MB, NB;
     size_t nf, base_xf, base_xb, base_ar, base_opt, ntasks;
     task_t *task;
@@ -39,7 +40,7 @@ typedef struct {
     double *free_ms;        /* per cluster device: communication stream free from */
     int *row_of_dev;        /* cluster device -> result row, -1 */
     int *inflight;          /* per stage replica */
-    pf_sim_event_t *ev;
+    pf_simulate_event_t *ev;
     size_t nev, ev_cap;
 } sim_t;
 
@@ -84,7 +85,7 @@ static int add_edge(sim_t *x, size_t from, size_t to, double frac)
 /* The compute order of stage s: `order[i]` is micro-batch m as m (forward) or -1 - m (backward).
  * 1F1B (Narayanan et al. 2021, PipeDream-Flush): W = min(MB, S - s - 1) warm-up forwards, then
  * forward W + i and backward i alternate, then the remaining backwards; in flight at most W + 1 =
- * min(MB, S - s). Eager-1F1B (seed 003, Fig. 4b) runs more warm-up forwards: we take one extra
+ * min(MB, S - s). Eager-1F1B (Zhuang et al., Fig. 4b) runs more warm-up forwards: we take one extra
  * per downstream stage, W = min(MB, 2 (S - s - 1)), so that between a stage's two dependent
  * tasks there is always another micro-batch's forward to overlap the transfer with. */
 static void stage_order(pf_schedule_t order, int S, int MB, int s, int *out)
@@ -125,101 +126,104 @@ static double allreduce_ms(const sim_t *x, int s, int k, double bytes)
     return steps * max_lat_us / 1000.0 + steps / x->R * pf_bytes_ms(bytes, min_bw);
 }
 
-static int build(sim_t *x, pf_schedule_t order, int comm_free)
+/* A transfer between stage s (sending `up`) and s + 1 for replica r, device a to b: the
+ * resharding time the input gives, else the postal model on rank k's share. The gradient goes back
+ * the way the activation came (symmetric links). */
+static double hop_ms(const sim_t *x, const pf_simulate_stage_t *up, int r, int a, int b,
+                     int comm_free)
 {
-    const pf_sim_input_t *in = x->in;
-    int S = x->S, R = x->R, T = x->T, MB = x->MB, NB = x->NB;
-    int *ord = malloc(2 * (size_t)MB * sizeof *ord);
-    if (!ord)
-        return PF_ERR;
-    for (size_t i = 0; i < x->ntasks; i++)
-        x->task[i].kind = T_ABSENT;
-    for (int s = 0; s < S; s++) {
-        const pf_sim_stage_t *st = &in->stage[s];
-        double tpf = comm_free ? 0 : st->tp_fwd_ms, tpb = comm_free ? 0 : st->tp_bwd_ms;
-        for (int r = 0; r < R; r++) {
-            for (int m = 0; m < MB; m++) {
-                x->task[id_fwd(x, s, r, m)] =
-                    (task_t){.kind = T_FWD, .s = s, .r = r, .m = m, .dur_ms = st->fwd_ms + tpf,
-                             .tp_ms = tpf};
-                x->task[id_bwd(x, s, r, m)] = (task_t){
-                    .kind = T_BWD, .s = s, .r = r, .m = m,
-                    .dur_ms = st->recompute_ms + st->bwd_ms + tpb, .tp_ms = tpb};
-                for (int k = 0; k < T; k++) {
-                    if (s + 1 < S) {
-                        int a = dev_of(x, s, r, k), b = dev_of(x, s + 1, r, k);
-                        double ms = comm_free || st->send_bytes <= 0 ? 0
-                                    : st->xfer_ms ? st->xfer_ms[r]
-                                    : pf_cluster_xfer_ms(in->cluster, a, b, st->send_bytes / T);
-                        x->task[id_xf(x, s, r, m, k)] =
-                            (task_t){.kind = T_XFER_F, .s = s, .r = r, .k = k, .m = m,
-                                     .dur_ms = ms};
-                    }
-                    if (s > 0) {
-                        int a = dev_of(x, s, r, k), b = dev_of(x, s - 1, r, k);
-                        const pf_sim_stage_t *up = &in->stage[s - 1];
-                        double bytes = up->send_bytes;
-                        /* the gradient goes back the way the activation came (symmetric links) */
-                        double ms = comm_free || bytes <= 0 ? 0
-                                    : up->xfer_ms ? up->xfer_ms[r]
-                                    : pf_cluster_xfer_ms(in->cluster, a, b, bytes / T);
-                        x->task[id_xb(x, s, r, m, k)] =
-                            (task_t){.kind = T_XFER_B, .s = s, .r = r, .k = k, .m = m,
-                                     .dur_ms = ms};
-                    }
-                }
-            }
-            x->task[id_opt(x, s, r)] =
-                (task_t){.kind = T_OPT, .s = s, .r = r, .m = -1, .dur_ms = st->optimizer_ms};
-        }
-        if (R > 1)
-            for (int k = 0; k < T; k++)
-                for (int b = 0; b < NB; b++) {
-                    double ms = comm_free ? 0 : allreduce_ms(x, s, k, st->param_bytes / T / NB);
-                    x->task[id_ar(x, s, k, b)] =
-                        (task_t){.kind = T_AR, .s = s, .k = k, .m = b, .dur_ms = ms};
-                }
-    }
+    return comm_free || up->send_bytes <= 0 ? 0
+           : up->xfer_ms                    ? up->xfer_ms[r]
+                                            : pf_cluster_xfer_ms(x->in->cluster, a, b,
+                                                                 up->send_bytes / x->T);
+}
 
-    int rc = PF_OK;
-    for (int s = 0; s < S && rc == PF_OK; s++) {
-        stage_order(order, S, MB, s, ord);
-        for (int r = 0; r < R && rc == PF_OK; r++) {
-            size_t prev = SIZE_MAX;
-            for (int i = 0; i < 2 * MB && rc == PF_OK; i++) {
-                int m = ord[i] >= 0 ? ord[i] : -1 - ord[i];
-                int fwd = ord[i] >= 0;
-                size_t t = fwd ? id_fwd(x, s, r, m) : id_bwd(x, s, r, m);
-                if (prev != SIZE_MAX)
-                    rc |= add_edge(x, prev, t, 1.0);
-                prev = t;
-                for (int k = 0; k < T; k++) {
-                    if (fwd && s + 1 < S) {
-                        rc |= add_edge(x, t, id_xf(x, s, r, m, k), 1.0);
-                        rc |= add_edge(x, id_xf(x, s, r, m, k), id_fwd(x, s + 1, r, m), 1.0);
-                    }
-                    if (!fwd && s > 0) {
-                        rc |= add_edge(x, t, id_xb(x, s, r, m, k), 1.0);
-                        rc |= add_edge(x, id_xb(x, s, r, m, k), id_bwd(x, s - 1, r, m), 1.0);
-                    }
-                }
-            }
-            /* Bucketed gradients: the backward produces the stage's gradients from its last
-             * layer to its first, so bucket b of the last backward is final after (b + 1) / NB
-             * of it, and its all-reduce may overlap the rest. */
-            for (int k = 0; k < T && R > 1; k++)
-                for (int b = 0; b < NB; b++)
-                    rc |= add_edge(x, prev, id_ar(x, s, k, b), (double)(b + 1) / NB);
-            rc |= add_edge(x, prev, id_opt(x, s, r), 1.0);
-            for (int k = 0; k < T && R > 1; k++)
-                for (int b = 0; b < NB; b++)
-                    rc |= add_edge(x, id_ar(x, s, k, b), id_opt(x, s, r), 1.0);
+/* The tasks of stage s, replica r, micro-batch m: forward, backward and the transfers to the
+ * next stage (activations) and the previous one (gradients), per rank. */
+static void microbatch_tasks(sim_t *x, int s, int r, int m, int comm_free)
+{
+    const pf_simulate_stage_t *st = &x->in->stage[s];
+    double tpf = comm_free ? 0 : st->tp_fwd_ms, tpb = comm_free ? 0 : st->tp_bwd_ms;
+    x->task[id_fwd(x, s, r, m)] = (task_t){
+        .kind = T_FWD, .s = s, .r = r, .m = m, .dur_ms = st->fwd_ms + tpf, .tp_ms = tpf};
+    x->task[id_bwd(x, s, r, m)] =
+        (task_t){.kind = T_BWD, .s = s, .r = r, .m = m,
+                 .dur_ms = st->recompute_ms + st->bwd_ms + tpb, .tp_ms = tpb};
+    for (int k = 0; k < x->T; k++) {
+        if (s + 1 < x->S) {
+            double ms = hop_ms(x, st, r, dev_of(x, s, r, k), dev_of(x, s + 1, r, k), comm_free);
+            x->task[id_xf(x, s, r, m, k)] =
+                (task_t){.kind = T_XFER_F, .s = s, .r = r, .k = k, .m = m, .dur_ms = ms};
+        }
+        if (s > 0) {
+            double ms = hop_ms(x, &x->in->stage[s - 1], r, dev_of(x, s, r, k),
+                               dev_of(x, s - 1, r, k), comm_free);
+            x->task[id_xb(x, s, r, m, k)] =
+                (task_t){.kind = T_XFER_B, .s = s, .r = r, .k = k, .m = m, .dur_ms = ms};
         }
     }
-    free(ord);
-    if (rc != PF_OK)
-        return PF_ERR;
+}
 
+/* Every task of stage s: its micro-batches, optimizer steps and gradient all-reduce buckets. */
+static void stage_tasks(sim_t *x, int s, int comm_free)
+{
+    const pf_simulate_stage_t *st = &x->in->stage[s];
+    for (int r = 0; r < x->R; r++) {
+        for (int m = 0; m < x->MB; m++)
+            microbatch_tasks(x, s, r, m, comm_free);
+        x->task[id_opt(x, s, r)] =
+            (task_t){.kind = T_OPT, .s = s, .r = r, .m = -1, .dur_ms = st->optimizer_ms};
+    }
+    if (x->R > 1)
+        for (int k = 0; k < x->T; k++)
+            for (int b = 0; b < x->NB; b++) {
+                double ms = comm_free ? 0 : allreduce_ms(x, s, k, st->param_bytes / x->T / x->NB);
+                x->task[id_ar(x, s, k, b)] =
+                    (task_t){.kind = T_AR, .s = s, .k = k, .m = b, .dur_ms = ms};
+            }
+}
+
+/* The edges of replica r of stage s: its compute order ord (stage_order), each forward to the
+ * next stage through its transfers, each backward to the previous one, and the last backward to
+ * the all-reduce buckets and the optimizer step. */
+static int replica_edges(sim_t *x, int s, int r, const int *ord)
+{
+    int S = x->S, T = x->T, R = x->R, NB = x->NB, rc = PF_OK;
+    size_t prev = SIZE_MAX;
+    for (int i = 0; i < 2 * x->MB && rc == PF_OK; i++) {
+        int m = ord[i] >= 0 ? ord[i] : -1 - ord[i];
+        int fwd = ord[i] >= 0;
+        size_t t = fwd ? id_fwd(x, s, r, m) : id_bwd(x, s, r, m);
+        if (prev != SIZE_MAX)
+            rc |= add_edge(x, prev, t, 1.0);
+        prev = t;
+        for (int k = 0; k < T; k++) {
+            if (fwd && s + 1 < S) {
+                rc |= add_edge(x, t, id_xf(x, s, r, m, k), 1.0);
+                rc |= add_edge(x, id_xf(x, s, r, m, k), id_fwd(x, s + 1, r, m), 1.0);
+            }
+            if (!fwd && s > 0) {
+                rc |= add_edge(x, t, id_xb(x, s, r, m, k), 1.0);
+                rc |= add_edge(x, id_xb(x, s, r, m, k), id_bwd(x, s - 1, r, m), 1.0);
+            }
+        }
+    }
+    /* Bucketed gradients: the backward produces the stage's gradients from its last layer to its
+     * first, so bucket b of the last backward is final after (b + 1) / NB of it, and its
+     * all-reduce may overlap the rest. */
+    for (int k = 0; k < T && R > 1; k++)
+        for (int b = 0; b < NB; b++)
+            rc |= add_edge(x, prev, id_ar(x, s, k, b), (double)(b + 1) / NB);
+    rc |= add_edge(x, prev, id_opt(x, s, r), 1.0);
+    for (int k = 0; k < T && R > 1; k++)
+        for (int b = 0; b < NB; b++)
+            rc |= add_edge(x, id_ar(x, s, k, b), id_opt(x, s, r), 1.0);
+    return rc;
+}
+
+/* The edges in CSR by their source (succ_off, succ, succ_frac). */
+static int successor_csr(sim_t *x)
+{
     x->succ_off = calloc(x->ntasks + 1, sizeof *x->succ_off);
     x->succ = malloc((x->nedges ? x->nedges : 1) * sizeof *x->succ);
     x->succ_frac = malloc((x->nedges ? x->nedges : 1) * sizeof *x->succ_frac);
@@ -242,9 +246,33 @@ static int build(sim_t *x, pf_schedule_t order, int comm_free)
     return PF_OK;
 }
 
+/* The task graph of one step under compute order `order` (comm_free: every transfer and
+ * collective takes no time). */
+static int build(sim_t *x, pf_schedule_t order, int comm_free)
+{
+    int S = x->S, R = x->R, MB = x->MB;
+    int *ord = malloc(2 * (size_t)MB * sizeof *ord);
+    if (!ord)
+        return PF_ERR;
+    for (size_t i = 0; i < x->ntasks; i++)
+        x->task[i].kind = T_ABSENT;
+    for (int s = 0; s < S; s++)
+        stage_tasks(x, s, comm_free);
+    int rc = PF_OK;
+    for (int s = 0; s < S && rc == PF_OK; s++) {
+        stage_order(order, S, MB, s, ord);
+        for (int r = 0; r < R && rc == PF_OK; r++)
+            rc |= replica_edges(x, s, r, ord);
+    }
+    free(ord);
+    if (rc != PF_OK)
+        return PF_ERR;
+    return successor_csr(x);
+}
+
 /* ---- ready queue: a binary heap of tasks by (ready time, index) ---- */
 
-static int heap_less(const sim_t *x, int a, int b)
+static bool heap_less(const sim_t *x, int a, int b)
 {
     double ra = x->task[a].ready_ms, rb = x->task[b].ready_ms;
     return ra < rb || (ra == rb && a < b);
@@ -289,7 +317,7 @@ static int emit(sim_t *x, int dev, int stream, int kind, int s, int r, int m, do
         return PF_OK;
     if (pf_grow((void **)&x->ev, &x->ev_cap, x->nev + 1, sizeof *x->ev))
         return PF_ERR;
-    x->ev[x->nev++] = (pf_sim_event_t){dev, stream, kind, s, r, m, a, b};
+    x->ev[x->nev++] = (pf_simulate_event_t){dev, stream, kind, s, r, m, a, b};
     return PF_OK;
 }
 
@@ -297,7 +325,7 @@ static int emit(sim_t *x, int dev, int stream, int kind, int s, int r, int m, do
  * allow; a transfer or all-reduce also waits for the communication streams of all its devices,
  * which serve tasks in the order they became ready. Every push carries a ready time no earlier
  * than the one popped, so the heap pops in time order. */
-static int run(sim_t *x, pf_sim_result_t *res)
+static int run(sim_t *x, pf_simulate_result_t *res)
 {
     int T = x->T, R = x->R;
     size_t done = 0, present = 0;
@@ -387,7 +415,7 @@ static int run(sim_t *x, pf_sim_result_t *res)
 
 static int ev_cmp(const void *pa, const void *pb)
 {
-    const pf_sim_event_t *a = pa, *b = pb;
+    const pf_simulate_event_t *a = pa, *b = pb;
     if (a->device != b->device)
         return a->device < b->device ? -1 : 1;
     if (a->stream != b->stream)
@@ -409,11 +437,11 @@ static void sim_free(sim_t *x)
     free(x->ev);
 }
 
-void pf_sim_result_destroy(pf_sim_result_t **rp)
+void pf_simulate_result_destroy(pf_simulate_result_t **rp)
 {
     if (!rp || !*rp)
         return;
-    pf_sim_result_t *r = *rp;
+    pf_simulate_result_t *r = *rp;
     free(r->device);
     free(r->busy_ms);
     free(r->comm_busy_ms);
@@ -431,7 +459,8 @@ static int check_num(double v, const char *what, int s, char *err, size_t errlen
     return PF_OK;
 }
 
-static int validate(const pf_sim_input_t *in, char *err, size_t errlen)
+/* The sizes, the schedule, and a task count that fits an int. */
+static int validate_shape(const pf_simulate_input_t *in, char *err, size_t errlen)
 {
     if (!in || !in->cluster || !in->stage)
         return pf_fail(err, errlen, PF_EINPUT, "simulate: no cluster or no stages");
@@ -453,57 +482,75 @@ static int validate(const pf_sim_input_t *in, char *err, size_t errlen)
         return pf_fail(err, errlen, PF_EINPUT,
                        "simulate: %d x %d x %d stage devices but the cluster has %d", in->stages,
                        in->replicas, in->tp, D);
+    return PF_OK;
+}
+
+static int validate_numbers(const pf_simulate_stage_t *st, int s, int R, char *err,
+                            size_t errlen)
+{
+    int rc;
+    if ((rc = check_num(st->fwd_ms, "fwd_ms", s, err, errlen)) ||
+        (rc = check_num(st->bwd_ms, "bwd_ms", s, err, errlen)) ||
+        (rc = check_num(st->recompute_ms, "recompute_ms", s, err, errlen)) ||
+        (rc = check_num(st->tp_fwd_ms, "tp_fwd_ms", s, err, errlen)) ||
+        (rc = check_num(st->tp_bwd_ms, "tp_bwd_ms", s, err, errlen)) ||
+        (rc = check_num(st->optimizer_ms, "optimizer_ms", s, err, errlen)) ||
+        (rc = check_num(st->param_bytes, "param_bytes", s, err, errlen)) ||
+        (rc = check_num(st->send_bytes, "send_bytes", s, err, errlen)) ||
+        (rc = check_num(st->act_bytes, "act_bytes", s, err, errlen)) ||
+        (rc = check_num(st->static_bytes, "static_bytes", s, err, errlen)))
+        return rc;
+    if (!st->devices)
+        return pf_fail(err, errlen, PF_EINPUT, "stage %d: no devices", s);
+    for (int r = 0; st->xfer_ms && r < R; r++)
+        if ((rc = check_num(st->xfer_ms[r], "xfer_ms", s, err, errlen)) != PF_OK)
+            return rc;
+    return PF_OK;
+}
+
+/* Stage s's R x T devices are devices of the cluster (D), none already in seen. */
+static int validate_devices(const pf_simulate_stage_t *st, int s, int n, int D, char *seen,
+                            char *err, size_t errlen)
+{
+    for (int i = 0; i < n; i++) {
+        int d = st->devices[i];
+        if (d < 0 || d >= D)
+            return pf_fail(err, errlen, PF_EINPUT, "stage %d: devices[%d] = %d is not a device "
+                           "of the cluster (0..%d)", s, i, d, D - 1);
+        if (seen[d]++)
+            return pf_fail(err, errlen, PF_EINPUT, "stage %d: device %d is used twice", s, d);
+    }
+    return PF_OK;
+}
+
+static int validate(const pf_simulate_input_t *in, char *err, size_t errlen)
+{
+    int rc = validate_shape(in, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    int D = pf_cluster_ndevices(in->cluster);
     char *seen = calloc((size_t)D, 1);
     if (!seen)
         return pf_fail(err, errlen, PF_ERR, "out of memory");
-    int rc = PF_OK;
     for (int s = 0; s < in->stages && rc == PF_OK; s++) {
-        const pf_sim_stage_t *st = &in->stage[s];
-        if ((rc = check_num(st->fwd_ms, "fwd_ms", s, err, errlen)) ||
-            (rc = check_num(st->bwd_ms, "bwd_ms", s, err, errlen)) ||
-            (rc = check_num(st->recompute_ms, "recompute_ms", s, err, errlen)) ||
-            (rc = check_num(st->tp_fwd_ms, "tp_fwd_ms", s, err, errlen)) ||
-            (rc = check_num(st->tp_bwd_ms, "tp_bwd_ms", s, err, errlen)) ||
-            (rc = check_num(st->optimizer_ms, "optimizer_ms", s, err, errlen)) ||
-            (rc = check_num(st->param_bytes, "param_bytes", s, err, errlen)) ||
-            (rc = check_num(st->send_bytes, "send_bytes", s, err, errlen)) ||
-            (rc = check_num(st->act_bytes, "act_bytes", s, err, errlen)) ||
-            (rc = check_num(st->static_bytes, "static_bytes", s, err, errlen)))
-            break;
-        if (!st->devices) {
-            rc = pf_fail(err, errlen, PF_EINPUT, "stage %d: no devices", s);
-            break;
-        }
-        for (int r = 0; st->xfer_ms && r < in->replicas && rc == PF_OK; r++)
-            rc = check_num(st->xfer_ms[r], "xfer_ms", s, err, errlen);
-        if (rc != PF_OK)
-            break;
-        for (int i = 0; i < in->replicas * in->tp; i++) {
-            int d = st->devices[i];
-            if (d < 0 || d >= D) {
-                rc = pf_fail(err, errlen, PF_EINPUT, "stage %d: devices[%d] = %d is not a device "
-                             "of the cluster (0..%d)", s, i, d, D - 1);
-                break;
-            }
-            if (seen[d]++) {
-                rc = pf_fail(err, errlen, PF_EINPUT, "stage %d: device %d is used twice", s, d);
-                break;
-            }
-        }
+        const pf_simulate_stage_t *st = &in->stage[s];
+        rc = validate_numbers(st, s, in->replicas, err, errlen);
+        if (rc == PF_OK)
+            rc = validate_devices(st, s, in->replicas * in->tp, D, seen, err, errlen);
     }
     free(seen);
     return rc;
 }
 
 /* One simulation of one compute order into a fresh result. */
-static int simulate_order(const pf_sim_input_t *in, pf_schedule_t order, int comm_free,
-                          pf_sim_result_t **out, char *err, size_t errlen)
+static int simulate_order(const pf_simulate_input_t *in, pf_schedule_t order, int comm_free,
+                          pf_simulate_result_t **out, char *err, size_t errlen)
 {
     sim_t x = {.in = in, .S = in->stages, .R = in->replicas, .T = in->tp,
                .MB = in->microbatches, .NB = in->buckets > 1 ? in->buckets : 1};
     int D = pf_cluster_ndevices(in->cluster);
     int rc = PF_OK;
-    pf_sim_result_t *res = calloc(1, sizeof *res);
+    pf_simulate_result_t *res = calloc(1, sizeof *res);
     size_t rows = (size_t)x.S * x.R * x.T;
     x.nf = (size_t)x.S * x.R * x.MB;
     x.base_xf = 2 * x.nf;
@@ -553,7 +600,7 @@ static int simulate_order(const pf_sim_input_t *in, pf_schedule_t order, int com
     }
     double busy = 0;
     for (size_t i = 0; i < rows; i++) {
-        const pf_sim_stage_t *st = &in->stage[i / ((size_t)x.R * x.T)];
+        const pf_simulate_stage_t *st = &in->stage[i / ((size_t)x.R * x.T)];
         busy += res->busy_ms[i];
         res->peak_mem_bytes[i] = st->static_bytes + res->peak_inflight[i] * st->act_bytes;
     }
@@ -568,11 +615,11 @@ static int simulate_order(const pf_sim_input_t *in, pf_schedule_t order, int com
     return PF_OK;
 fail:
     sim_free(&x);
-    pf_sim_result_destroy(&res);
+    pf_simulate_result_destroy(&res);
     return rc == PF_OK ? pf_fail(err, errlen, PF_ERR, "simulate: out of memory") : rc;
 }
 
-int pf_simulate(const pf_sim_input_t *in, pf_sim_result_t **out, char *err, size_t errlen)
+int pf_simulate(const pf_simulate_input_t *in, pf_simulate_result_t **out, char *err, size_t errlen)
 {
     *out = NULL;
     int rc = validate(in, err, errlen);
@@ -585,16 +632,16 @@ int pf_simulate(const pf_sim_input_t *in, pf_sim_result_t **out, char *err, size
      * bounds every schedule with it from below. */
     static const pf_schedule_t orders[] = {PF_SCHEDULE_GPIPE, PF_SCHEDULE_1F1B, PF_SCHEDULE_EAGER_1F1B};
     for (int i = 0; i < 3; i++) {
-        pf_sim_result_t *r = NULL;
+        pf_simulate_result_t *r = NULL;
         if ((rc = simulate_order(in, orders[i], 1, &r, err, errlen)) != PF_OK) {
-            pf_sim_result_destroy(out);
+            pf_simulate_result_destroy(out);
             return rc;
         }
         if (!*out || r->step_ms < (*out)->step_ms) {
-            pf_sim_result_destroy(out);
+            pf_simulate_result_destroy(out);
             *out = r;
         } else {
-            pf_sim_result_destroy(&r);
+            pf_simulate_result_destroy(&r);
         }
     }
     return PF_OK;
@@ -602,7 +649,7 @@ int pf_simulate(const pf_sim_input_t *in, pf_sim_result_t **out, char *err, size
 
 /* ---- from a plan ---- */
 
-void pf_sim_input_clear(pf_sim_input_t *in)
+void pf_simulate_input_clear(pf_simulate_input_t *in)
 {
     if (!in)
         return;
@@ -614,8 +661,8 @@ void pf_sim_input_clear(pf_sim_input_t *in)
     memset(in, 0, sizeof *in);
 }
 
-void pf_sim_xfer_problem(const int *src, const int *dst, int T, double bytes,
-                         pf_sim_xfer_problem_t *x)
+void pf_simulate_xfer_problem(const int *src, const int *dst, int T, double bytes,
+                              pf_simulate_xfer_problem_t *x)
 {
     memset(x, 0, sizeof *x);
     x->shape[0] = bytes > 0 ? (int64_t)ceil(bytes) : 0;
@@ -626,8 +673,8 @@ void pf_sim_xfer_problem(const int *src, const int *dst, int T, double bytes,
         .src_spec = x->spec, .dst_spec = x->spec};
 }
 
-int pf_sim_xfer_ms(const pf_cluster_t *c, const pf_sim_xfer_problem_t *x, double *ms, char *err,
-                   size_t errlen)
+int pf_simulate_xfer_ms(const pf_cluster_t *c, const pf_simulate_xfer_problem_t *x, double *ms,
+                        char *err, size_t errlen)
 {
     *ms = 0;
     if (x->shape[0] <= 0)
@@ -649,7 +696,7 @@ int pf_sim_xfer_ms(const pf_cluster_t *c, const pf_sim_xfer_problem_t *x, double
 
 /* Do the plan's tensor-parallel groups span hosts? Then its setting was built with groups that
  * may (tp_groups.h), and so is the one rebuilt here. */
-static int groups_span_hosts(const pf_cluster_t *c, const pf_plan_t *p)
+static bool groups_span_hosts(const pf_cluster_t *c, const pf_plan_t *p)
 {
     int T = p->tensor_parallel;
     for (int s = 0; s < p->stages; s++)
@@ -657,21 +704,95 @@ static int groups_span_hosts(const pf_cluster_t *c, const pf_plan_t *p)
             const int *d = p->stage_list[s].devices + (size_t)r * T;
             for (int k = 1; k < T; k++)
                 if (pf_cluster_device(c, d[k])->host != pf_cluster_device(c, d[0])->host)
-                    return 1;
+                    return true;
         }
-    return 0;
+    return false;
 }
 
-int pf_sim_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p,
-                           pf_sim_input_t *in, char *err, size_t errlen)
+int pf_simulate_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p,
+                                pf_simulate_input_t *in, char *err, size_t errlen)
 {
-    return pf_sim_input_from_setting(g, c, NULL, p, NULL, in, err, errlen);
+    return pf_simulate_input_from_setting(g, c, NULL, p, NULL, in, err, errlen);
 }
 
-int pf_sim_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
-                              const pf_tp_setting_t *set, const pf_plan_t *p,
-                              const double *xfer_ms, pf_sim_input_t *in, char *err,
-                              size_t errlen)
+/* The tensor-parallel setting to simulate under: the caller's, checked against the plan's degree
+ * T, or one built here (into *own) when the plan needs one (T > 1 or recomputation). */
+static int resolve_setting(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p, int T,
+                           const pf_tp_setting_t **set, pf_tp_setting_t **own, char *err,
+                           size_t errlen)
+{
+    if (*set && pf_tp_setting_degree(*set) != T)
+        return pf_fail(err, errlen, PF_EINPUT, "the setting is for tensor parallelism %d, the "
+                       "plan has %d", pf_tp_setting_degree(*set), T);
+    if (!*set && (T > 1 || p->train.recompute != PF_RECOMPUTE_NONE)) {
+        pf_tp_setting_opts_t so;
+        pf_tp_setting_opts_init(&so);
+        so.tp = T;
+        so.across_hosts = groups_span_hosts(c, p);
+        so.train = p->train;
+        char why[256];
+        if (!(*set = *own = pf_tp_setting_new(g, c, &so, why, sizeof why)))
+            return pf_fail(err, errlen, PF_EINPUT, "tensor parallelism %d: %s", T, why);
+    }
+    return PF_OK;
+}
+
+/* Stage s's times and bytes from its ops (dg: the graph the setting runs) and the stage graph. */
+static void stage_costs(pf_simulate_input_t *in, int s, const pf_plan_t *p, const pf_graph_t *dg,
+                        const pf_tap_result_t *tap, const pf_stage_graph_t *sg)
+{
+    pf_simulate_stage_t *st = &in->stage[s];
+    const pf_stage_t *ps = &p->stage_list[s];
+    int S = in->stages;
+    for (int i = 0; i < ps->nops; i++) {
+        int v = ps->ops[i];
+        const pf_op_t *op = pf_graph_op(dg, v);
+        /* TAP's op times include their collectives: the simulator runs them apart */
+        double cf = tap ? tap->ops[v].fwd_comm_ms : 0, cb = tap ? tap->ops[v].bwd_comm_ms : 0;
+        st->fwd_ms += fmax(0, op->fwd_ms - cf);
+        st->bwd_ms += fmax(0, op->bwd_ms - cb);
+        st->tp_fwd_ms += cf;
+        st->tp_bwd_ms += cb;
+        st->act_bytes += op->mem_fwd_bytes;
+    }
+    for (int a = 0; a <= s; a++)
+        for (int b = s + 1; b < S; b++)
+            st->send_bytes += pf_stage_graph_msg_bytes(sg, a, b);
+    st->param_bytes = pf_stage_graph_param_bytes(sg, s);
+    st->static_bytes = pf_training_state_factor(&p->train, in->replicas) * st->param_bytes;
+    if (s > 0)
+        st->act_bytes += in->stage[s - 1].send_bytes;
+}
+
+/* Stage s's per-replica transfer to stage s + 1 as a cross-mesh resharding: the caller's times
+ * (xfer_ms, S x R) or priced here. */
+static int stage_xfers(pf_simulate_input_t *in, int s, const pf_plan_t *p, const double *xfer_ms,
+                       char *err, size_t errlen)
+{
+    pf_simulate_stage_t *st = &in->stage[s];
+    int R = in->replicas, T = in->tp;
+    if (!(st->xfer_ms = malloc((size_t)R * sizeof *st->xfer_ms)))
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    for (int r = 0; r < R; r++) {
+        if (xfer_ms) {
+            st->xfer_ms[r] = xfer_ms[(size_t)s * R + r];
+            continue;
+        }
+        pf_simulate_xfer_problem_t xp;
+        pf_simulate_xfer_problem(p->stage_list[s].devices + (size_t)r * T,
+                                 p->stage_list[s + 1].devices + (size_t)r * T, T, st->send_bytes,
+                                 &xp);
+        int rc = pf_simulate_xfer_ms(in->cluster, &xp, &st->xfer_ms[r], err, errlen);
+        if (rc != PF_OK)
+            return rc;
+    }
+    return PF_OK;
+}
+
+int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
+                                   const pf_tp_setting_t *set, const pf_plan_t *p,
+                                   const double *xfer_ms, pf_simulate_input_t *in, char *err,
+                                   size_t errlen)
 {
     memset(in, 0, sizeof *in);
     pf_stage_graph_t *sg = NULL;
@@ -687,19 +808,8 @@ int pf_sim_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
         return pf_fail(err, errlen, PF_EINPUT, "schedule: '%s' is not gpipe, 1f1b, eager-1f1b "
                        "or signal", p->schedule);
     int S = p->stages, R = p->replicas, T = p->tensor_parallel > 0 ? p->tensor_parallel : 1;
-    if (set && pf_tp_setting_degree(set) != T)
-        return pf_fail(err, errlen, PF_EINPUT, "the setting is for tensor parallelism %d, the "
-                       "plan has %d", pf_tp_setting_degree(set), T);
-    if (!set && (T > 1 || p->train.recompute != PF_RECOMPUTE_NONE)) {
-        pf_tp_setting_opts_t so;
-        pf_tp_setting_opts_init(&so);
-        so.tp = T;
-        so.across_hosts = groups_span_hosts(c, p);
-        so.train = p->train;
-        char why[256];
-        if (!(set = own = pf_tp_setting_new(g, c, &so, why, sizeof why)))
-            return pf_fail(err, errlen, PF_EINPUT, "tensor parallelism %d: %s", T, why);
-    }
+    if ((rc = resolve_setting(g, c, p, T, &set, &own, err, errlen)) != PF_OK)
+        return rc;
     const pf_graph_t *dg = set ? pf_tp_setting_graph(set) : g;
     const pf_tap_result_t *tap = set ? pf_tp_setting_tap(set) : NULL;
     in->stages = S;
@@ -713,45 +823,13 @@ int pf_sim_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
     if (!in->stage || !(sg = pf_stage_graph_from_plan(dg, p)))
         goto oom;
     for (int s = 0; s < S; s++) {
-        pf_sim_stage_t *st = &in->stage[s];
-        const pf_stage_t *ps = &p->stage_list[s];
-        for (int i = 0; i < ps->nops; i++) {
-            int v = ps->ops[i];
-            const pf_op_t *op = pf_graph_op(dg, v);
-            /* TAP's op times include their collectives: the simulator runs them apart */
-            double cf = tap ? tap->ops[v].fwd_comm_ms : 0, cb = tap ? tap->ops[v].bwd_comm_ms : 0;
-            st->fwd_ms += fmax(0, op->fwd_ms - cf);
-            st->bwd_ms += fmax(0, op->bwd_ms - cb);
-            st->tp_fwd_ms += cf;
-            st->tp_bwd_ms += cb;
-            st->act_bytes += op->mem_fwd_bytes;
-        }
-        for (int a = 0; a <= s; a++)
-            for (int b = s + 1; b < S; b++)
-                st->send_bytes += pf_stage_graph_msg_bytes(sg, a, b);
-        st->param_bytes = pf_stage_graph_param_bytes(sg, s);
-        st->static_bytes = pf_training_state_factor(&p->train, R) * st->param_bytes;
-        if (s > 0)
-            st->act_bytes += in->stage[s - 1].send_bytes;
+        pf_simulate_stage_t *st = &in->stage[s];
+        stage_costs(in, s, p, dg, tap, sg);
         if (!(st->devices = malloc((size_t)R * T * sizeof *st->devices)))
             goto oom;
-        memcpy(st->devices, ps->devices, (size_t)R * T * sizeof *st->devices);
-        if (T == 1 || s + 1 == S)
-            continue;
-        if (!(st->xfer_ms = malloc((size_t)R * sizeof *st->xfer_ms)))
-            goto oom;
-        for (int r = 0; r < R; r++) {
-            if (xfer_ms) {
-                st->xfer_ms[r] = xfer_ms[(size_t)s * R + r];
-                continue;
-            }
-            pf_sim_xfer_problem_t xp;
-            pf_sim_xfer_problem(ps->devices + (size_t)r * T,
-                                p->stage_list[s + 1].devices + (size_t)r * T, T, st->send_bytes,
-                                &xp);
-            if ((rc = pf_sim_xfer_ms(c, &xp, &st->xfer_ms[r], err, errlen)) != PF_OK)
-                goto fail;
-        }
+        memcpy(st->devices, p->stage_list[s].devices, (size_t)R * T * sizeof *st->devices);
+        if (T > 1 && s + 1 < S && (rc = stage_xfers(in, s, p, xfer_ms, err, errlen)) != PF_OK)
+            goto fail;
     }
     pf_stage_graph_destroy(&sg);
     pf_tp_setting_destroy(&own);
@@ -761,6 +839,6 @@ oom:
 fail:
     pf_stage_graph_destroy(&sg);
     pf_tp_setting_destroy(&own);
-    pf_sim_input_clear(in);
+    pf_simulate_input_clear(in);
     return rc;
 }

@@ -10,7 +10,7 @@
  * compute streams; communication streams serve transfers in the order they become ready.
  *
  * The input is a plain struct so that a caller (or a test) can describe a pipeline without a
- * graph; pf_sim_input_from_plan builds one from a graph, a cluster and a mapped plan. */
+ * graph; pf_simulate_input_from_plan builds one from a graph, a cluster and a mapped plan. */
 #ifndef PF_SIMULATE_H
 #define PF_SIMULATE_H
 
@@ -37,22 +37,22 @@ typedef struct {
                                      rank k sends 1/T of it to rank k of the next stage */
     double *xfer_ms;              /* R entries or NULL: replica r's transfer to the next stage
                                      per micro-batch (and its gradient back) as one cross-mesh
-                                     resharding (seed 003): every rank k's transfer k -> k is
+                                     resharding (Zhuang et al.): every rank k's transfer k -> k is
                                      busy for that long. NULL: send_bytes / T per rank by the
                                      postal model. */
     double act_bytes;             /* per device, stored for each micro-batch in flight */
     double static_bytes;          /* per device, held all step (parameter state, workspace) */
     int *devices;                 /* R x T cluster device indices: devices[r * T + k] */
-} pf_sim_stage_t;
+} pf_simulate_stage_t;
 
 typedef struct {
     int stages, replicas, tp, microbatches; /* S, R, T (>= 1), MB */
     int buckets;                /* gradient all-reduce buckets per stage (0 or 1: one) */
     pf_schedule_t schedule;
     int timeline;               /* 1: record the events (pictures); 0: figures only */
-    pf_sim_stage_t *stage;      /* S entries */
+    pf_simulate_stage_t *stage;      /* S entries */
     const pf_cluster_t *cluster;
-} pf_sim_input_t;
+} pf_simulate_input_t;
 
 /* From a graph, its cluster and a mapped plan. Per stage, over its ops in the per-device graph
  * of the plan's setting (tp_setting.h: TAP's graph for T, recomputation's view):
@@ -66,21 +66,21 @@ typedef struct {
  *   static_bytes     the training's parameter state x P(s) (training.h)
  *   xfer_ms          T > 1: the activation is replicated (B) on the T devices of replica r of
  *                    stage s and needed replicated on those of stage s + 1: a B -> B resharding
- *                    between two 1 x T meshes, timed by planner/reshard (pf_sim_xfer_problem);
+ *                    between two 1 x T meshes, timed by planner/reshard (pf_simulate_xfer_problem);
  *                    T = 1: NULL (one send).
  * Schedule and micro-batches from the plan. Allocates in->stage and its arrays: release them
- * with pf_sim_input_clear. */
-int pf_sim_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p,
-                           pf_sim_input_t *in, char *err, size_t errlen);
+ * with pf_simulate_input_clear. */
+int pf_simulate_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p,
+                                pf_simulate_input_t *in, char *err, size_t errlen);
 
 /* The same with the setting given: `set` (NULL: built here from g, c, the plan's T and training
  * with TAP in-process, deterministic; groups may span hosts when the plan's do) and the
  * resharding times (`xfer_ms`: (S - 1) x R entries, stage s replica r at [s R + r]; NULL: timed
  * here). g and c are the request's graph and cluster, as for pf_tp_setting_new. */
-int pf_sim_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
-                              const pf_tp_setting_t *set, const pf_plan_t *p,
-                              const double *xfer_ms, pf_sim_input_t *in, char *err,
-                              size_t errlen);
+int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
+                                   const pf_tp_setting_t *set, const pf_plan_t *p,
+                                   const double *xfer_ms, pf_simulate_input_t *in, char *err,
+                                   size_t errlen);
 
 /* The resharding of one cross-stage transfer: `bytes` replicated on src[0..T) and needed
  * replicated on dst[0..T), each a 1 x T mesh, one dimension of `bytes` 1-byte elements. The
@@ -89,31 +89,31 @@ typedef struct {
     pf_reshard_problem_t problem;
     int64_t shape[1];
     pf_mesh_shard_t spec[1];
-} pf_sim_xfer_problem_t;
-void pf_sim_xfer_problem(const int *src, const int *dst, int T, double bytes,
-                         pf_sim_xfer_problem_t *x);
+} pf_simulate_xfer_problem_t;
+void pf_simulate_xfer_problem(const int *src, const int *dst, int T, double bytes,
+                              pf_simulate_xfer_problem_t *x);
 /* Its time by the default resharding options (every strategy, best of the schedulers); a
  * problem of 0 bytes takes 0 ms. */
-int pf_sim_xfer_ms(const pf_cluster_t *c, const pf_sim_xfer_problem_t *x, double *ms, char *err,
-                   size_t errlen);
+int pf_simulate_xfer_ms(const pf_cluster_t *c, const pf_simulate_xfer_problem_t *x, double *ms,
+                        char *err, size_t errlen);
 
-/* Frees what pf_sim_input_from_plan allocated and zeroes *in (idempotent). */
-void pf_sim_input_clear(pf_sim_input_t *in);
+/* Frees what pf_simulate_input_from_plan allocated and zeroes *in (idempotent). */
+void pf_simulate_input_clear(pf_simulate_input_t *in);
 
 typedef enum {
     PF_EV_FWD, PF_EV_BWD, PF_EV_TP, PF_EV_OPT,          /* compute stream */
     PF_EV_SEND, PF_EV_RECV, PF_EV_ALLREDUCE             /* communication stream */
-} pf_sim_ev_kind_t;
+} pf_simulate_ev_kind_t;
 enum { PF_STREAM_COMPUTE = 0, PF_STREAM_COMM = 1 };
 
 typedef struct {
     int device;     /* cluster device index */
     int stream;     /* PF_STREAM_COMPUTE or PF_STREAM_COMM */
-    int kind;       /* pf_sim_ev_kind_t */
+    int kind;       /* pf_simulate_ev_kind_t */
     int stage, replica;
     int microbatch; /* -1 for all-reduce and optimizer */
     double start_ms, end_ms;
-} pf_sim_event_t;
+} pf_simulate_event_t;
 
 typedef struct {
     pf_schedule_t schedule;   /* as asked */
@@ -128,12 +128,13 @@ typedef struct {
     double *peak_mem_bytes;   /* static + the most micro-batches in flight x act_bytes */
     int *peak_inflight;       /* that most */
     int nevents;
-    pf_sim_event_t *events;   /* when in->timeline; sorted by device, stream, start */
-} pf_sim_result_t;
+    pf_simulate_event_t *events;   /* when in->timeline; sorted by device, stream, start */
+} pf_simulate_result_t;
 
 /* PF_OK with *out, PF_EINPUT when the input is inconsistent (counts, negative or non-finite
  * numbers, a device outside the cluster or used twice), PF_ERR when out of memory. */
-int pf_simulate(const pf_sim_input_t *in, pf_sim_result_t **out, char *err, size_t errlen);
-void pf_sim_result_destroy(pf_sim_result_t **r);
+int pf_simulate(const pf_simulate_input_t *in, pf_simulate_result_t **out, char *err,
+                size_t errlen);
+void pf_simulate_result_destroy(pf_simulate_result_t **r);
 
 #endif

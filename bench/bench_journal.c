@@ -153,7 +153,7 @@ static double batch_rate(const char *journal, int n, const pf_graph_t *g, const 
             planfarm__request_status__free_unpacked(st, NULL);
             if (state == PLANFARM__REQUEST_STATE__REQ_DONE)
                 break;
-            if (pf_request_state_ended(state))
+            if (pf_wire_request_state_ended(state))
                 goto done;
             zclock_sleep(5);
         }

@@ -85,7 +85,7 @@ int pf_tap_merge(const pf_tap_slice_t *slices, int n, pf_tap_slice_t *out, char 
 /* ---- the result: what the partition DP consumes ---- */
 
 typedef struct {
-    pf_conv_kind_t kind;
+    pf_sharding_conv_kind_t kind;
     int backward;        /* 0: in the forward pass, 1: in the backward pass */
     int op;              /* op index the collective is charged to */
     int weight_grad;     /* 1: the all-reduce of a partial weight gradient */

@@ -14,6 +14,7 @@
 #include "broker/broker.h"
 #include "client/client.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"
 #include "worker/worker.h"

@@ -20,6 +20,7 @@
  *     64 micro-batches: building the input and simulating it (target < 100 ms). */
 #include "planner/map/mapping.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/partition/partition.h"
 #include "planner/search/search.h"
 #include "planner/sim/simulate.h"

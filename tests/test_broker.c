@@ -6,6 +6,7 @@
 #include "broker/testseam.h"
 #include "client/client.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/core/util.h"
 #include "tests/testutil.h"
 #include "proto/clock.h"

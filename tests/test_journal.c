@@ -6,6 +6,7 @@
 #include "client/client.h"
 #include "broker/journal.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/core/rng.h"
 #include "planner/search/search.h"
 #include "planner/inputs/topology.h"

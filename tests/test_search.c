@@ -4,6 +4,7 @@
 #include "planner/core/rng.h"
 #include "planner/search/search.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/sim/simulate.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"

@@ -2,6 +2,7 @@
  * a plan, one GPT layer against its H100 measurement, and the two commands. */
 #include "planner/core/json.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/sim/simulate.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"

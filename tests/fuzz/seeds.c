@@ -10,6 +10,7 @@
  *   piper                        a three-node planner input
  * The text-format seeds (pipedream, piper) are files of tests/data; run.sh copies them. */
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/ir/plan.h"
 #include "planner/search/search.h"
 #include "planner/map/stage_graph.h"

@@ -21,6 +21,7 @@
 #include "broker/testseam.h"
 #include "client/client.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"
 #include "worker/worker.h"

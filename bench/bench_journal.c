@@ -14,6 +14,7 @@
 #include "broker/broker.h"
 #include "client/client.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"
 #include "worker/worker.h"
@@ -153,7 +154,7 @@ static double batch_rate(const char *journal, int n, const pf_graph_t *g, const 
             planfarm__request_status__free_unpacked(st, NULL);
             if (state == PLANFARM__REQUEST_STATE__REQ_DONE)
                 break;
-            if (pf_request_state_ended(state))
+            if (pf_wire_request_state_ended(state))
                 goto done;
             zclock_sleep(5);
         }

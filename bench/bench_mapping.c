@@ -19,6 +19,7 @@
 #include "planner/inputs/import.h"
 #include "planner/map/mapping.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/partition/partition.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"

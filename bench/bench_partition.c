@@ -12,6 +12,7 @@
 #include "planner/ir/cost.h"
 #include "planner/inputs/import.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/partition/partition.h"
 #include "planner/core/rng.h"
 #include "planner/inputs/topology.h"

@@ -20,6 +20,7 @@
  *     64 micro-batches: building the input and simulating it (target < 100 ms). */
 #include "planner/map/mapping.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/partition/partition.h"
 #include "planner/search/search.h"
 #include "planner/sim/simulate.h"
@@ -110,7 +111,7 @@ static int example(const char *label, pf_graph_t *g, pf_cluster_t *c)
         snprintf(shape, sizeof shape, "%d x %d x %d", rows[i].S, rows[i].R, rows[i].T);
         double a = rows[i].analytic_ms / rows[i].samples, lo = INFINITY;
         printf("%-14s %12.3f", shape, a);
-        static const pf_schedule_t order[3] = {PF_SCHEDULE_1F1B, PF_SCHEDULE_GPIPE,
+        static const pf_training_schedule_t order[3] = {PF_SCHEDULE_1F1B, PF_SCHEDULE_GPIPE,
                                                PF_SCHEDULE_EAGER_1F1B};
         for (int q = 0; q < 3; q++) {
             int k = order[q];
@@ -131,7 +132,7 @@ static int example(const char *label, pf_graph_t *g, pf_cluster_t *c)
     if (best_a >= 0 && best_s >= 0)
         printf("winner by the analytic estimate: %d x %d x %d; by simulation: %d x %d x %d %s "
                "(%s)\n", rows[best_a].S, rows[best_a].R, rows[best_a].T, rows[best_s].S,
-               rows[best_s].R, rows[best_s].T, pf_schedule_name((pf_schedule_t)best_sk),
+               rows[best_s].R, rows[best_s].T, pf_training_schedule_name((pf_training_schedule_t)best_sk),
                best_a == best_s ? "same candidate" : "RANKING CHANGED");
     printf("(* = does not fit memory under that schedule; plan: %s, %.2f ms)\n",
            p ? p->schedule : "-", p ? p->simulated_step_ms : NAN);
@@ -315,12 +316,12 @@ static int xfer_times(const pf_cluster_t *c, const pf_simulate_input_t *in, cons
 }
 
 static double sim_step(const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t *p,
-                       pf_schedule_t sched, const double *xfer)
+                       pf_training_schedule_t sched, const double *xfer)
 {
     char err[256];
     pf_simulate_input_t in;
     pf_simulate_result_t *r = NULL;
-    snprintf(p->schedule, sizeof p->schedule, "%s", pf_schedule_name(sched));
+    snprintf(p->schedule, sizeof p->schedule, "%s", pf_training_schedule_name(sched));
     if (pf_simulate_input_from_setting(g, c, NULL, p, xfer, &in, err, sizeof err) != PF_OK ||
         pf_simulate(&in, &r, err, sizeof err) != PF_OK) {
         fprintf(stderr, "simulate: %s\n", err);

@@ -13,6 +13,7 @@
  * and its jobs by kind from the in-process driver. */
 #include "bench/farm.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/partition/partition.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"

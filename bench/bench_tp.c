@@ -17,6 +17,7 @@
  * skips part 1, PF_BENCH_TP_ONLY="gpt3" keeps only the GPT-3 rows. */
 #include "bench/farm.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/tp/tap.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"

@@ -217,10 +217,10 @@ pf_bench_run_t pf_bench_client_search(const char *ep, const pf_graph_t *g, const
         r.jobs = st->jobs_issued;
         r.objective_ms = st->best_objective_ms;
         planfarm__request_status__free_unpacked(st, NULL);
-        if (pf_request_state_ended(state)) {
+        if (pf_wire_request_state_ended(state)) {
             r.ok = state == PLANFARM__REQUEST_STATE__REQ_DONE;
             if (!r.ok)
-                snprintf(r.err, sizeof r.err, "request %s", pf_request_state_name(state));
+                snprintf(r.err, sizeof r.err, "request %s", pf_wire_request_state_name(state));
             break;
         }
         zclock_sleep(10);

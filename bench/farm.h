@@ -16,7 +16,7 @@
 #define PF_BENCH_FARM_H
 
 #include "broker/broker.h"
-#include "planner/search/jobs.h"
+#include "planner/search/job.h"
 #include "planner/search/search.h"
 
 #include <czmq.h>

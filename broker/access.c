@@ -43,7 +43,7 @@ int pf_access_admit(pf_broker_t *b, peer_t **pp, zmq_msg_t *frame)
     return PF_OK;
 }
 
-static unsigned roles_for(pf_msg_t kind)
+static unsigned roles_for(pf_wire_msg_t kind)
 {
     if (kind == PF_MSG_HEARTBEAT || kind == PF_MSG_BYE) /* workers' and agents' */
         return PF_ROLE_WORKER | PF_ROLE_AGENT;
@@ -65,12 +65,12 @@ static const char *role_flags(unsigned roles)
     return "--clients or --admins";
 }
 
-bool pf_access_may_send(pf_broker_t *b, peer_t *p, pf_msg_t kind)
+bool pf_access_may_send(pf_broker_t *b, peer_t *p, pf_wire_msg_t kind)
 {
     if (p->roles & roles_for(kind))
         return true;
     pf_peers_malformed(b, p, "%s: this key is not listed for the role that sends it (%s)",
-                        pf_msg_name(kind), role_flags(roles_for(kind)));
+                       pf_wire_msg_name(kind), role_flags(roles_for(kind)));
     return false;
 }
 

@@ -13,7 +13,7 @@
  * PF_OK, or PF_ERR: drop the message. */
 int pf_access_admit(pf_broker_t *b, peer_t **pp, zmq_msg_t *frame);
 /* May p send a message of this kind (its roles)? Counted and logged once when not. */
-bool pf_access_may_send(pf_broker_t *b, peer_t *p, pf_msg_t kind);
+bool pf_access_may_send(pf_broker_t *b, peer_t *p, pf_wire_msg_t kind);
 /* May p see (and cancel) r: its own, or p is an admin. */
 bool pf_access_may_see(const peer_t *p, const request_t *r);
 /* An answer for a job p was not sent: dropped, counted (b->foreign), logged once per peer. */

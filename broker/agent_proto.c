@@ -33,7 +33,7 @@ typedef struct {
     uint64_t id;
     char client_key[2 * IDENTITY_MAX + 1];
     char cluster_name[PF_REC_NAME];
-    pf_profile_task_t sweep; /* sizes, reps, timeout, stream bytes for every task */
+    pf_profile_codec_task_t sweep; /* sizes, reps, timeout, stream bytes for every task */
     double task_timeout_s;
     round_host_t *hosts;
     int nhosts, pending_local;
@@ -41,9 +41,9 @@ typedef struct {
     int pair_a, pair_b; /* hosts of the current pair: a echoes, b sends */
     uint32_t task;      /* the task awaited in ECHO / PINGPONG */
     double deadline;
-    pf_device_rec_t *dev;
+    pf_record_device_t *dev;
     size_t ndev, devcap;
-    pf_link_rec_t *link;
+    pf_record_link_t *link;
     size_t nlink, linkcap;
     long long dropped;
     char *notes[ROUND_MAX_NOTES];
@@ -114,7 +114,8 @@ static peer_t *peer_by_key(pf_broker_t *b, const char *key)
     return zhashx_lookup(b->peers, key);
 }
 
-static int send_to_agent(pf_broker_t *b, const char *key, pf_msg_t kind, const ProtobufCMessage *m)
+static int send_to_agent(pf_broker_t *b, const char *key, pf_wire_msg_t kind,
+                         const ProtobufCMessage *m)
 {
     peer_t *p = peer_by_key(b, key);
     return p ? pf_peers_send(b, p, kind, m) : PF_ERR;
@@ -142,14 +143,14 @@ static int send_task(pf_broker_t *b, round_t *r, const char *agent_key,
                      Planfarm__ProfileTaskKind kind, const char *peer_ep, const char *peer_host,
                      uint32_t *task_out)
 {
-    pf_profile_task_t t = r->sweep;
+    pf_profile_codec_task_t t = r->sweep;
     t.round = r->id;
     t.task = b->agents->next_task++;
     t.kind = kind;
     pf_record_name(t.peer_host, peer_host);
     snprintf(t.peer_endpoint, sizeof t.peer_endpoint, "%s", peer_ep ? peer_ep : "");
     pf_arena_t *arena = pf_arena_new();
-    Planfarm__ProfileTask *m = arena ? pf_codec_task_to_pb(arena, &t) : NULL;
+    Planfarm__ProfileTask *m = arena ? pf_profile_codec_task_to_pb(arena, &t) : NULL;
     int rc = m ? send_to_agent(b, agent_key, PF_MSG_PROFILE, &m->base) : PF_ERR;
     pf_arena_destroy(&arena);
     agent_t *a = zhashx_lookup(b->agents->agents, agent_key);
@@ -271,9 +272,10 @@ static void round_finish(pf_broker_t *b)
     peer_t *client = peer_by_key(b, r->client_key);
     if (client)
         pf_peers_send(b, client, PF_MSG_PROFILE_CLUSTER_REPLY, &m.base);
-    pf_peer_info(b->o.quiet, "broker: profiling round %llu done: %d host%s, %u link record%s%s%s",
-                 (unsigned long long)r->id, r->nhosts, r->nhosts == 1 ? "" : "s", nlinks,
-                 nlinks == 1 ? "" : "s", rc == PF_OK ? "" : "; failed: ", rc == PF_OK ? "" : err);
+    pf_peer_io_info(
+        b->o.quiet, "broker: profiling round %llu done: %d host%s, %u link record%s%s%s",
+        (unsigned long long)r->id, r->nhosts, r->nhosts == 1 ? "" : "s", nlinks,
+        nlinks == 1 ? "" : "s", rc == PF_OK ? "" : "; failed: ", rc == PF_OK ? "" : err);
     free(json);
     pf_cluster_destroy(&c);
     pf_assemble_destroy(&as);
@@ -282,7 +284,7 @@ static void round_finish(pf_broker_t *b)
     round_free(&b->agents->round);
 }
 
-static int keep_records(round_t *r, const pf_measurement_t *m)
+static int keep_records(round_t *r, const pf_profile_codec_measurement_t *m)
 {
     if (m->ndev && pf_grow((void **)&r->dev, &r->devcap, r->ndev + (size_t)m->ndev,
                            sizeof *r->dev))
@@ -301,15 +303,15 @@ static int keep_records(round_t *r, const pf_measurement_t *m)
 
 /* Records must be about the hosts the task was about: an agent speaks for its own host (and a
  * ping-pong for the pair), never for another's devices. */
-static int records_belong(const round_t *r, const pf_measurement_t *m, const char *host,
-                          const char *peer_host, char *err, size_t errlen)
+static int records_belong(const round_t *r, const pf_profile_codec_measurement_t *m,
+                          const char *host, const char *peer_host, char *err, size_t errlen)
 {
     for (int i = 0; i < m->ndev; i++)
         if (strcmp(m->dev[i].host, host) != 0)
             return pf_fail(err, errlen, PF_EINPUT, "devices[%d]: host '%s', the agent's is '%s'",
                            i, m->dev[i].host, host);
     for (int i = 0; i < m->nlink; i++) {
-        const pf_link_rec_t *l = &m->link[i];
+        const pf_record_link_t *l = &m->link[i];
         int ok = peer_host ? !strcmp(l->src_host, host) && !strcmp(l->dst_host, peer_host)
                            : !strcmp(l->src_host, host) && !strcmp(l->dst_host, host);
         if (!ok)
@@ -324,8 +326,8 @@ static void on_measurement(pf_broker_t *b, peer_t *p, agent_t *a, const uint8_t 
 {
     char err[512];
     round_t *r = b->agents->round;
-    pf_measurement_t m;
-    if (pf_codec_decode_measurement(data, len, &m, err, sizeof err) != PF_OK) {
+    pf_profile_codec_measurement_t m;
+    if (pf_profile_codec_decode_measurement(data, len, &m, err, sizeof err) != PF_OK) {
         pf_peers_malformed(b, p, "%s", err);
         if (r && a->busy) {
             r->dropped++;
@@ -336,7 +338,7 @@ static void on_measurement(pf_broker_t *b, peer_t *p, agent_t *a, const uint8_t 
         return;
     }
     if (!r || m.round != r->id || !a->busy) { /* a late answer to an earlier round */
-        pf_measurement_clear(&m);
+        pf_profile_codec_measurement_clear(&m);
         return;
     }
     if (m.error[0]) {
@@ -403,7 +405,7 @@ static void on_measurement(pf_broker_t *b, peer_t *p, agent_t *a, const uint8_t 
               NULL);
     next_pair(b);
 done:
-    pf_measurement_clear(&m);
+    pf_profile_codec_measurement_clear(&m);
 }
 
 static void on_profile_cluster(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
@@ -420,8 +422,9 @@ static void on_profile_cluster(pf_broker_t *b, peer_t *p, const uint8_t *data, s
         return;
     }
     round_t *r = NULL;
-    if (pf_codec_check_sweep(m->sizes, m->n_sizes, m->reps, m->probe_timeout_s, err,
-                             sizeof err) != PF_OK || m->n_sizes == 1) {
+    if (pf_profile_codec_check_sweep(m->sizes, m->n_sizes, m->reps, m->probe_timeout_s, err,
+                                     sizeof err) != PF_OK ||
+        m->n_sizes == 1) {
         if (m->n_sizes == 1)
             snprintf(err, sizeof err, "one size is no sweep");
         char msg[320];
@@ -475,8 +478,8 @@ static void on_profile_cluster(pf_broker_t *b, peer_t *p, const uint8_t *data, s
     r->phase = ROUND_LOCAL;
     r->deadline = b->now + r->task_timeout_s;
     r->pending_local = r->nhosts;
-    pf_peer_info(b->o.quiet, "broker: profiling round %llu over %d host%s",
-                 (unsigned long long)r->id, r->nhosts, r->nhosts == 1 ? "" : "s");
+    pf_peer_io_info(b->o.quiet, "broker: profiling round %llu over %d host%s",
+                    (unsigned long long)r->id, r->nhosts, r->nhosts == 1 ? "" : "s");
     for (int i = 0; i < r->nhosts; i++) {
         char key[sizeof r->hosts[i].agent_key];
         memcpy(key, r->hosts[i].agent_key, sizeof key);
@@ -514,12 +517,12 @@ static void agent_gone(pf_broker_t *b, agent_t *a, const char *why)
 static void on_register(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
 {
     char err[512];
-    pf_agent_info_t info;
+    pf_profile_codec_agent_info_t info;
     if (p->kind == PEER_WORKER || p->kind == PEER_CLIENT) {
         pf_peers_malformed(b, p, "REGISTER from a peer that is not an agent");
         return;
     }
-    if (pf_codec_decode_register(data, len, &info, err, sizeof err) != PF_OK) {
+    if (pf_profile_codec_decode_register(data, len, &info, err, sizeof err) != PF_OK) {
         pf_peers_malformed(b, p, "%s", err);
         pf_peers_send_bye(b, p, err);
         return;
@@ -529,7 +532,7 @@ static void on_register(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t l
         agent_gone(b, a, "the agent registered again");
     if (!(a = calloc(1, sizeof *a)) || zhashx_insert(b->agents->agents, p->key, a) != 0) {
         free(a);
-        pf_agent_info_clear(&info);
+        pf_profile_codec_agent_info_clear(&info);
         pf_peers_send_bye(b, p, "broker: out of memory");
         return;
     }
@@ -541,14 +544,14 @@ static void on_register(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t l
     p->kind = PEER_AGENT;
     p->last_heartbeat_sent = b->now;
     snprintf(p->name, sizeof p->name, "agent %.55s", a->name);
-    pf_peer_info(b->o.quiet, "broker: agent %s registered: host %s, %d GPU%s%s%s (%zu agent%s)",
-                 a->name, a->host, a->ngpus, a->ngpus == 1 ? "" : "s",
-                 a->cuda_status[0] ? "; " : "", a->cuda_status, zhashx_size(b->agents->agents),
-                 zhashx_size(b->agents->agents) == 1 ? "" : "s");
-    pf_agent_info_clear(&info);
+    pf_peer_io_info(b->o.quiet, "broker: agent %s registered: host %s, %d GPU%s%s%s (%zu agent%s)",
+                    a->name, a->host, a->ngpus, a->ngpus == 1 ? "" : "s",
+                    a->cuda_status[0] ? "; " : "", a->cuda_status, zhashx_size(b->agents->agents),
+                    zhashx_size(b->agents->agents) == 1 ? "" : "s");
+    pf_profile_codec_agent_info_clear(&info);
 }
 
-bool pf_agent_proto_on_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t *data,
+bool pf_agent_proto_on_msg(pf_broker_t *b, peer_t *p, pf_wire_msg_t kind, const uint8_t *data,
                            size_t len)
 {
     if (kind == PF_MSG_PROFILE_CLUSTER) {
@@ -570,7 +573,7 @@ bool pf_agent_proto_on_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8
     if (!a) {
         /* forgotten (silent) or never registered: told to register again */
         pf_peers_malformed(b, p, "%s from a peer that is not a registered agent",
-                            pf_msg_name(kind));
+                           pf_wire_msg_name(kind));
         if (kind != PF_MSG_BYE)
             pf_peers_send_bye(b, p, "unknown agent: send REGISTER");
         return true;
@@ -580,11 +583,11 @@ bool pf_agent_proto_on_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8
     case PF_MSG_HEARTBEAT: break;
     case PF_MSG_MEASUREMENT: on_measurement(b, p, a, data, len); break;
     case PF_MSG_BYE:
-        pf_peer_info(b->o.quiet, "broker: agent %s left", a->name);
+        pf_peer_io_info(b->o.quiet, "broker: agent %s left", a->name);
         agent_gone(b, a, "the agent left");
         pf_peers_drop(b, p);
         break;
-    default: pf_peers_malformed(b, p, "%s is not an agent message", pf_msg_name(kind)); break;
+    default: pf_peers_malformed(b, p, "%s is not an agent message", pf_wire_msg_name(kind)); break;
     }
     return true;
 }

@@ -31,7 +31,7 @@ int pf_agent_proto_init(pf_broker_t *b); /* PF_OK or PF_ERR (out of memory) */
 void pf_agent_proto_free(pf_broker_t *b);
 /* Messages of agents (REGISTER, MEASUREMENT; HEARTBEAT and BYE once registered) and a client's
  * PROFILE_CLUSTER; false when the message is not the agents' (the caller goes on). */
-bool pf_agent_proto_on_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t *data,
+bool pf_agent_proto_on_msg(pf_broker_t *b, peer_t *p, pf_wire_msg_t kind, const uint8_t *data,
                            size_t len);
 /* Once per heartbeat interval: heartbeats to agents, their liveness, a round's deadlines. */
 void pf_agent_proto_tick(pf_broker_t *b);

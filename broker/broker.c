@@ -58,7 +58,7 @@ static void handle(pf_broker_t *b, zmq_msg_t *parts, int nparts)
         return;
     }
     char err[128];
-    pf_msg_t kind;
+    pf_wire_msg_t kind;
     if (pf_wire_parse_header(zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]), &kind, err,
                              sizeof err) != PF_OK) {
         pf_peers_malformed(b, p, "%s", err);
@@ -75,13 +75,13 @@ static void handle(pf_broker_t *b, zmq_msg_t *parts, int nparts)
     } else if (kind >= PF_MSG_SUBMIT && kind <= PF_MSG_LIST) {
         if (p->kind == PEER_WORKER) {
             pf_peers_malformed(b, p, "%s is a client message and this peer is a worker",
-                               pf_msg_name(kind));
+                               pf_wire_msg_name(kind));
             return;
         }
         p->kind = PEER_CLIENT;
         pf_client_proto_on_msg(b, p, kind, data, len);
     } else {
-        pf_peers_malformed(b, p, "%s is not sent to a broker", pf_msg_name(kind));
+        pf_peers_malformed(b, p, "%s is not sent to a broker", pf_wire_msg_name(kind));
     }
 }
 
@@ -232,7 +232,7 @@ static int loop(pf_broker_t *b, zsock_t *pipe)
                 ;
         } else if (!which && zpoller_terminated(poller)) {
             if (!pipe)
-                pf_peer_info(b->o.quiet, "broker: interrupted, shutting down");
+                pf_peer_io_info(b->o.quiet, "broker: interrupted, shutting down");
             break;
         }
         b->now = pf_clock_now(&b->o.clock);
@@ -355,8 +355,8 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
     if (pf_intake_restore(b, err, errlen) != PF_OK)
         goto fail;
     if (b->restored)
-        pf_peer_info(b->o.quiet, "broker: journal %s: %lld unfinished requests restored",
-                     b->o.journal_path, b->restored);
+        pf_peer_io_info(b->o.quiet, "broker: journal %s: %lld unfinished requests restored",
+                        b->o.journal_path, b->restored);
     return b;
 fail:
     pf_broker_destroy(&b);
@@ -385,7 +385,7 @@ void pf_broker_destroy(pf_broker_t **bp)
     pf_blobstore_destroy(&b->blobs);
     zhashx_destroy(&b->peers);
     zlistx_destroy(&b->gone);
-    pf_pack_buf_free(&b->pack);
+    pf_peer_io_pack_buf_free(&b->pack);
     free(b);
     *bp = NULL;
 }
@@ -397,14 +397,16 @@ const char *pf_broker_endpoint(const pf_broker_t *b)
 
 int pf_broker_run(pf_broker_t *b)
 {
-    pf_peer_info(b->o.quiet, "broker: serving on %s (heartbeat %d ms, liveness %d, max attempts %d; "
-                             "%s)", b->endpoint, b->o.heartbeat_ms, b->o.liveness,
-                 b->o.max_attempts, b->auth ? "CURVE" : "plain, no keys");
+    pf_peer_io_info(b->o.quiet,
+                    "broker: serving on %s (heartbeat %d ms, liveness %d, max attempts %d; "
+                    "%s)",
+                    b->endpoint, b->o.heartbeat_ms, b->o.liveness, b->o.max_attempts,
+                    b->auth ? "CURVE" : "plain, no keys");
     if (b->auth)
-        pf_peer_info(b->o.quiet, "broker: public key %s; %zu keys allowed",
-                     pf_auth_public_txt(b->auth), pf_auth_keys(b->auth));
+        pf_peer_io_info(b->o.quiet, "broker: public key %s; %zu keys allowed",
+                        pf_auth_public_txt(b->auth), pf_auth_keys(b->auth));
     if (b->http)
-        pf_peer_info(b->o.quiet, "broker: status page and /metrics on %s", pf_http_url(b->http));
+        pf_peer_io_info(b->o.quiet, "broker: status page and /metrics on %s", pf_http_url(b->http));
     return loop(b, NULL);
 }
 
@@ -454,7 +456,7 @@ void pf_broker_actor(zsock_t *pipe, void *args)
     pf_broker_t *b = pf_broker_new(args, err, sizeof err);
     zsock_signal(pipe, 0);
     if (!b) {
-        pf_peer_actor_failed(pipe, err);
+        pf_peer_io_actor_failed(pipe, err);
         return;
     }
     zstr_sendx(pipe, "OK", pf_broker_endpoint(b), NULL);

@@ -6,7 +6,7 @@
 #define PF_BROKER_OPTS_H
 
 #include "broker/auth.h"
-#include "planner/search/jobs.h"
+#include "planner/search/job.h"
 #include "proto/clock.h"
 
 #include <stdint.h>
@@ -23,7 +23,7 @@ typedef struct {
                              * through before it is dead; default 5 */
     int max_attempts;       /* workers a job may outlive before it is poisoned; default 3 */
     int64_t max_msg_bytes;  /* ZMQ_MAXMSGSIZE: larger frames drop the connection; 256 MiB */
-    pf_job_limits_t limits; /* deadlines of one attempt of a job (planner/search/jobs.h) */
+    pf_job_limits_t limits; /* deadlines of one attempt of a job (planner/search/job.h) */
     int max_finished;       /* finished requests kept for STATUS / RESULT; default 1000 */
     int max_running;        /* unfinished requests at once; a SUBMIT past it is refused (each
                              * holds its graph, cluster, blobs and search); default 64 */

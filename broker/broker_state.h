@@ -89,7 +89,7 @@ struct pf_broker {
     pf_auth_t *auth;    /* NULL: plain socket, every peer may be anything */
     double t_start_wall; /* monotonic, for the stats */
     double now;          /* the options' clock, read as each message arrives */
-    pf_pack_buf_t pack;
+    pf_peer_io_pack_buf_t pack;
     struct pf_agent_proto *agents; /* agent_proto.c */
     pf_journal_t *journal; /* NULL: --journal none */
     pf_prep_t *prep;

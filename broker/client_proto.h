@@ -7,7 +7,7 @@
 
 #include "broker/broker_state.h"
 
-void pf_client_proto_on_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t *data,
+void pf_client_proto_on_msg(pf_broker_t *b, peer_t *p, pf_wire_msg_t kind, const uint8_t *data,
                             size_t len);
 
 #endif

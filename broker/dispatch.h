@@ -17,7 +17,7 @@
 #ifndef PF_DISPATCH_H
 #define PF_DISPATCH_H
 
-#include "planner/search/jobs.h"
+#include "planner/search/job.h"
 
 #include <stdbool.h>
 #include <stddef.h>

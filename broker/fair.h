@@ -15,7 +15,7 @@
 #ifndef PF_FAIR_H
 #define PF_FAIR_H
 
-#include "planner/search/jobs.h"
+#include "planner/search/job.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -181,8 +181,8 @@ static bool accept_request(pf_broker_t *b, peer_t *p, const submit_t *in, const 
         pf_peers_send_error(b, p, PF_ERR, "broker: out of memory");
         return false;
     }
-    pf_peer_info(b->o.quiet, "broker: request %s (%s): %zu + %zu bytes, preparing", r->id,
-                 r->label, in->graph_len, in->cluster_len);
+    pf_peer_io_info(b->o.quiet, "broker: request %s (%s): %zu + %zu bytes, preparing", r->id,
+                    r->label, in->graph_len, in->cluster_len);
     reply_status(b, p, r);
     if (t)
         pf_prep_push(b->prep, t);
@@ -208,7 +208,7 @@ void pf_intake_submit(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
                    key);
     request_t *same = pf_requests_find_key(b, key);
     if (same && pf_access_may_see(p, same)) { /* another's request stays another's */
-        pf_peer_info(b->o.quiet, "broker: request %s again (same inputs and options)", same->id);
+        pf_peer_io_info(b->o.quiet, "broker: request %s again (same inputs and options)", same->id);
         reply_status(b, p, same);
         return;
     }
@@ -288,8 +288,8 @@ static void replay(pf_broker_t *b, request_t *r)
     }
     free(rp.issued);
     b->replayed_answers += rp.replayed;
-    pf_peer_info(b->o.quiet, "broker: request %s restored: %lld journaled answers replayed%s",
-                 r->id, rp.replayed, rp.skipped ? " (some skipped)" : "");
+    pf_peer_io_info(b->o.quiet, "broker: request %s restored: %lld journaled answers replayed%s",
+                    r->id, rp.replayed, rp.skipped ? " (some skipped)" : "");
 }
 
 static void prepared(pf_broker_t *b, pf_prep_task_t *t)

@@ -73,7 +73,7 @@ int pf_metrics_render(const pf_metrics_t *m, FILE *f, char *err, size_t errlen)
     head(&o, "planfarm_requests", "gauge", "Plan requests the broker holds, by state.");
     for (int s = 0; s < PF_METRICS_NSTATES; s++)
         put(&o, "planfarm_requests{state=\"%s\"} %lld\n",
-            pf_request_state_name((Planfarm__RequestState)s), m->requests[s]);
+            pf_wire_request_state_name((Planfarm__RequestState)s), m->requests[s]);
     scalar(&o, "planfarm_requests_submitted_total", "counter",
            "Plan requests accepted since the broker started.", m->requests_submitted);
     by_kind(&o, "planfarm_jobs_queued", "gauge", "Jobs waiting for a worker, by kind.",

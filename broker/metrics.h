@@ -8,7 +8,7 @@
 #ifndef PF_METRICS_H
 #define PF_METRICS_H
 
-#include "planner/search/jobs.h"
+#include "planner/search/job.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -30,7 +30,7 @@ typedef struct {
 void pf_metrics_latency_observe(pf_metrics_latency_t *h, double seconds);
 
 /* Request states, in the order of the wire's RequestState (queued, running, done, failed,
- * cancelled: proto/wire.h pf_request_state_name). */
+ * cancelled: proto/wire.h pf_wire_request_state_name). */
 #define PF_METRICS_NSTATES 5
 
 typedef struct {

@@ -51,23 +51,23 @@ void pf_peers_malformed(pf_broker_t *b, peer_t *p, const char *fmt, ...)
     b->malformed++;
     va_list ap;
     va_start(ap, fmt);
-    pf_peer_vdropped(p ? &p->warned : NULL, "broker", p ? p->name : "a peer", fmt, ap);
+    pf_peer_io_vdropped(p ? &p->warned : NULL, "broker", p ? p->name : "a peer", fmt, ap);
     va_end(ap);
 }
 
 /* With ROUTER_MANDATORY a peer that is gone (EHOSTUNREACH) or whose queue is full (EAGAIN past
  * the high-water mark) makes the send fail; such a worker is dropped after the current
  * operation (pf_peers_drop_gone), a client only loses that reply. */
-int pf_peers_send(pf_broker_t *b, peer_t *p, pf_msg_t kind, const ProtobufCMessage *m)
+int pf_peers_send(pf_broker_t *b, peer_t *p, pf_wire_msg_t kind, const ProtobufCMessage *m)
 {
-    if (pf_peer_send(zsock_resolve(b->router), p->id, p->id_len, kind, m, &b->pack) != PF_OK) {
+    if (pf_peer_io_send(zsock_resolve(b->router), p->id, p->id_len, kind, m, &b->pack) != PF_OK) {
         int e = errno;
         if (e == ENOMEM) {
-            zsys_error("broker: out of memory packing %s", pf_msg_name(kind));
+            zsys_error("broker: out of memory packing %s", pf_wire_msg_name(kind));
             return PF_ERR;
         }
         if (b->o.verbose || p->kind == PEER_WORKER)
-            zsys_warning("broker: cannot send %s to %s: %s", pf_msg_name(kind), p->name,
+            zsys_warning("broker: cannot send %s to %s: %s", pf_wire_msg_name(kind), p->name,
                          e == EHOSTUNREACH ? "peer is gone" : zmq_strerror(e));
         if (p->kind == PEER_WORKER)
             zlistx_add_end(b->gone, p->key);

@@ -16,7 +16,7 @@ void pf_peers_bury(peer_t *p);
 void pf_peers_malformed(pf_broker_t *b, peer_t *p, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* PF_OK, or PF_ERR: not sent (out of memory, the peer is gone or does not read). */
-int pf_peers_send(pf_broker_t *b, peer_t *p, pf_msg_t kind, const ProtobufCMessage *m);
+int pf_peers_send(pf_broker_t *b, peer_t *p, pf_wire_msg_t kind, const ProtobufCMessage *m);
 void pf_peers_send_error(pf_broker_t *b, peer_t *p, int status, const char *msg);
 void pf_peers_send_bye(pf_broker_t *b, peer_t *p, const char *reason);
 /* Workers a send found unreachable leave the dispatch core (their jobs go to others). */

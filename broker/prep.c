@@ -75,11 +75,12 @@ static void run_task(pf_prep_task_t *t)
     if (!gm || !cm || (t->options_len && !om)) {
         t->rc = pf_fail(t->err, sizeof t->err, PF_EINPUT, "SUBMIT: undecodable %s",
                         !gm ? "graph" : !cm ? "cluster" : "options");
-    } else if ((t->rc = pf_codec_graph_from_pb(gm, &t->g, t->err, sizeof t->err)) == PF_OK &&
-               (t->rc = pf_codec_cluster_from_pb(cm, &t->c, t->err, sizeof t->err)) == PF_OK &&
-               (t->rc = pf_plan_options_codec_from_pb(om, &t->opts, t->err, sizeof t->err)) == PF_OK &&
-               (t->rc = pf_search_validate(t->g, t->c, &t->opts, t->err, sizeof t->err)) ==
+    } else if ((t->rc = pf_model_codec_graph_from_pb(gm, &t->g, t->err, sizeof t->err)) == PF_OK &&
+               (t->rc = pf_model_codec_cluster_from_pb(cm, &t->c, t->err, sizeof t->err)) ==
                    PF_OK &&
+               (t->rc = pf_plan_options_codec_from_pb(om, &t->opts, t->err, sizeof t->err)) ==
+                   PF_OK &&
+               (t->rc = pf_search_validate(t->g, t->c, &t->opts, t->err, sizeof t->err)) == PF_OK &&
                !(t->search = pf_search_new(t->g, t->c, &t->opts, t->err, sizeof t->err))) {
         t->rc = PF_ERR;
     }

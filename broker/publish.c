@@ -21,8 +21,8 @@ void pf_publish_status(pf_broker_t *b, request_t *r, Planfarm__RequestStatus *m)
     }
     m->request_id = r->id;
     m->state = r->state;
-    m->phase = (char *)(r->search ? pf_search_phase_name(st.phase)
-                                  : pf_request_state_name(r->state));
+    m->phase =
+        (char *)(r->search ? pf_search_phase_name(st.phase) : pf_wire_request_state_name(r->state));
     bool live = r->search || r->preparing;
     m->jobs_issued = st.jobs_issued;
     m->jobs_answered = st.jobs_answered;
@@ -109,9 +109,10 @@ static char *render_status(pf_broker_t *b, const pf_broker_stats_t *bs, int agen
             ids[(*nids)++] = r->id;
         json_t *o = json_pack(
             "{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:f, s:s, s:o, s:o}", "id", r->id, "label",
-            r->label, "state", pf_request_state_name(r->state), "phase", st.phase, "jobs_issued",
-            (json_int_t)st.jobs_issued, "jobs_answered", (json_int_t)st.jobs_answered,
-            "jobs_queued", (json_int_t)st.jobs_queued, "best_objective_ms",
+            r->label, "state", pf_wire_request_state_name(r->state), "phase", st.phase,
+            "jobs_issued", (json_int_t)st.jobs_issued, "jobs_answered",
+            (json_int_t)st.jobs_answered, "jobs_queued", (json_int_t)st.jobs_queued,
+            "best_objective_ms",
             isfinite(st.best_objective_ms) ? json_real(st.best_objective_ms) : json_null(),
             "wall_s", st.wall_s, "error", r->error, "plan",
             has_plan ? url_or_null("/api/plan/%s", r->id) : json_null(), "mapping_svg",

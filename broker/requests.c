@@ -278,8 +278,8 @@ void pf_requests_fail_unprepared(pf_broker_t *b, request_t *r, int rc, const cha
     r->status = r->cancelled ? PF_ERR : rc;
     snprintf(r->error, sizeof r->error, "%s", r->cancelled ? "cancelled by a client" : err);
     journal_end(b, r);
-    pf_peer_info(b->o.quiet, "broker: request %s %s: %s", r->id, pf_request_state_name(r->state),
-                 r->error);
+    pf_peer_io_info(b->o.quiet, "broker: request %s %s: %s", r->id,
+                    pf_wire_request_state_name(r->state), r->error);
     pf_requests_evict(b);
 }
 
@@ -305,8 +305,8 @@ bool pf_requests_start(pf_broker_t *b, request_t *r, pf_prep_task_t *t)
     t->search = NULL;
     r->preparing = false;
     r->state = PLANFARM__REQUEST_STATE__REQ_QUEUED;
-    pf_peer_info(b->o.quiet, "broker: request %s prepared in %.2f s: %d ops on %d devices", r->id,
-                 t->prep_s, pf_graph_nops(r->g), pf_cluster_ndevices(r->c));
+    pf_peer_io_info(b->o.quiet, "broker: request %s prepared in %.2f s: %d ops on %d devices",
+                    r->id, t->prep_s, pf_graph_nops(r->g), pf_cluster_ndevices(r->c));
     return true;
 }
 
@@ -356,9 +356,9 @@ static void finish(pf_broker_t *b, request_t *r)
     pf_search_destroy(&r->search);
     journal_end(b, r);
     release(b, r);
-    pf_peer_info(b->o.quiet, "broker: request %s %s after %.2f s, %lld jobs%s%s", r->id,
-                 pf_request_state_name(r->state), r->t_end - r->t_start, r->last.jobs_issued,
-                 r->error[0] ? ": " : "", r->error);
+    pf_peer_io_info(b->o.quiet, "broker: request %s %s after %.2f s, %lld jobs%s%s", r->id,
+                    pf_wire_request_state_name(r->state), r->t_end - r->t_start,
+                    r->last.jobs_issued, r->error[0] ? ": " : "", r->error);
 }
 
 void pf_requests_advance(pf_broker_t *b, request_t *r)

@@ -113,8 +113,8 @@ static void on_ready(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
         snprintf(p->name, sizeof p->name, "%.63s", m->name);
     int live = pf_dispatch_workers(b->dispatch);
     pf_requests_note_workers(b, live);
-    pf_peer_info(b->o.quiet, "broker: worker %s ready: %u cores, %d credits (%d worker%s)", p->name, m->cores,
-         credits, live, live == 1 ? "" : "s");
+    pf_peer_io_info(b->o.quiet, "broker: worker %s ready: %u cores, %d credits (%d worker%s)",
+                    p->name, m->cores, credits, live, live == 1 ? "" : "s");
 done:
     planfarm__ready__free_unpacked(m, NULL);
 }
@@ -202,7 +202,8 @@ static void on_failed(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
     char why[400];
     snprintf(why, sizeof why, "%s: %.256s", p->name, m->error ? m->error : "failed");
     if (pf_dispatch_failed(b->dispatch, p->worker, m->job_id, why) && b->o.verbose)
-        pf_peer_info(b->o.quiet, "broker: job %llu failed on %s", (unsigned long long)m->job_id, why);
+        pf_peer_io_info(b->o.quiet, "broker: job %llu failed on %s", (unsigned long long)m->job_id,
+                        why);
     pf_lanes_job_left(b, m->job_id);
     planfarm__failed__free_unpacked(m, NULL);
 }
@@ -234,7 +235,7 @@ static void on_fetch(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)
     planfarm__fetch__free_unpacked(m, NULL);
 }
 
-void pf_worker_proto_on_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t *data,
+void pf_worker_proto_on_msg(pf_broker_t *b, peer_t *p, pf_wire_msg_t kind, const uint8_t *data,
                             size_t len)
 {
     if (kind == PF_MSG_READY) {
@@ -245,7 +246,8 @@ void pf_worker_proto_on_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint
         return;
     }
     if (p->kind == PEER_CLIENT) {
-        pf_peers_malformed(b, p, "%s is a worker message and this peer is a client", pf_msg_name(kind));
+        pf_peers_malformed(b, p, "%s is a worker message and this peer is a client",
+                           pf_wire_msg_name(kind));
         return;
     }
     if (p->kind == PEER_NEW || p->kind == PEER_GONE) {
@@ -254,7 +256,7 @@ void pf_worker_proto_on_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint
          * either is dropped and counted. Either is told to register again (Majordomo's
          * DISCONNECT). */
         if (kind == PF_MSG_RESULT || kind == PF_MSG_FAILED)
-            pf_access_foreign_answer(b, p, pf_msg_name(kind), 0);
+            pf_access_foreign_answer(b, p, pf_wire_msg_name(kind), 0);
         if (kind != PF_MSG_BYE)
             pf_peers_send_bye(b, p, "unknown worker: send READY");
         return;
@@ -266,7 +268,7 @@ void pf_worker_proto_on_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint
     case PF_MSG_FAILED: on_failed(b, p, data, len); break;
     case PF_MSG_FETCH: on_fetch(b, p, data, len); break;
     case PF_MSG_BYE:
-        pf_peer_info(b->o.quiet, "broker: worker %s left", p->name);
+        pf_peer_io_info(b->o.quiet, "broker: worker %s left", p->name);
         pf_dispatch_worker_remove(b->dispatch, p->worker, "worker left");
         pf_peers_drop(b, p);
         break;

@@ -7,7 +7,7 @@
 
 #include "broker/broker_state.h"
 
-void pf_worker_proto_on_msg(pf_broker_t *b, peer_t *p, pf_msg_t kind, const uint8_t *data,
+void pf_worker_proto_on_msg(pf_broker_t *b, peer_t *p, pf_wire_msg_t kind, const uint8_t *data,
                             size_t len);
 /* A job the dispatch core assigned, to its worker (or taken back when no longer wanted). */
 void pf_worker_proto_send_job(pf_broker_t *b, const pf_dispatch_assign_t *a);

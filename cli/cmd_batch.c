@@ -283,7 +283,7 @@ static int follow(pf_client_t *client, entry_t *e, char *err, size_t errlen)
     e->jobs_answered = st->jobs_answered;
     e->jobs_issued = st->jobs_issued;
     planfarm__request_status__free_unpacked(st, NULL);
-    if (!pf_request_state_ended(s))
+    if (!pf_wire_request_state_ended(s))
         return PF_OK;
     char cmd[600];
     snprintf(cmd, sizeof cmd, "batch: %s", e->where);

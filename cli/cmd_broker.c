@@ -121,7 +121,8 @@ static int check_security(const pf_broker_opts_t *o)
         if (o->auth.dirs[r] && !o->auth.cert)
             return cli_usage_error("broker", "%s needs --cert (the broker's secret cert)",
                                    dir_flags[r]);
-    if (!pf_auth_wanted(&o->auth) && !o->auth.insecure && !pf_endpoint_is_local(o->endpoint)) {
+    if (!pf_auth_wanted(&o->auth) && !o->auth.insecure &&
+        !pf_curve_endpoint_is_local(o->endpoint)) {
         pf_curve_check_plain("broker", o->endpoint, 0, 0, err, sizeof err);
         return cli_report("broker", PF_EINPUT, err);
     }

@@ -2,6 +2,7 @@
  * op costs (planner/inputs/model.h). */
 #include "cli/cli.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/core/util.h"
 
 #include <limits.h>

@@ -140,9 +140,9 @@ static void print_tables(const pf_assemble_t *a, const pf_local_report_t *rep)
     char mem[32];
     fprintf(stderr, "devices:\n");
     for (int i = 0; i < pf_assemble_ndevices(a); i++) {
-        const pf_device_rec_t *d = pf_assemble_device(a, i);
+        const pf_record_device_t *d = pf_assemble_device(a, i);
         pf_fmt_bytes(mem, sizeof mem, d->mem_bytes);
-        fprintf(stderr, "  %2d  %-28s %s  %10s", i, d->name, pf_source_name(d->source), mem);
+        fprintf(stderr, "  %2d  %-28s %s  %10s", i, d->name, pf_record_source_name(d->source), mem);
         if (d->tflops > 0)
             fprintf(stderr, "  %7.1f TFLOP/s", d->tflops);
         if (d->mem_gbps > 0)
@@ -170,22 +170,22 @@ static void print_tables(const pf_assemble_t *a, const pf_local_report_t *rep)
         fprintf(stderr, "NCCL: %s\n", rep->nccl_status);
 }
 
-static int calibrate(const char *graph_path, const char *out, const pf_cuda_t *cuda, int dev,
+static int calibrate(const char *graph_path, const char *out, const pf_cuda_loader_t *cuda, int dev,
                      int dtype, int reps, int quiet)
 {
     char err[CLI_ERRLEN];
     pf_graph_t *g = NULL, *m = NULL;
-    pf_calib_report_t rep = {0};
+    pf_calibrate_report_t rep = {0};
     int rc, n = 0;
     if ((rc = pf_graph_load(graph_path, &g, err, sizeof err)) != PF_OK)
         return cli_report(CMD, rc, err);
-    pf_cuda_api(cuda)->device_count(&n, err, sizeof err);
+    pf_cuda_loader_api(cuda)->device_count(&n, err, sizeof err);
     if (dev >= n) {
         pf_graph_destroy(&g);
         snprintf(err, sizeof err, "--device %d: this host has %d GPU%s", dev, n, n == 1 ? "" : "s");
         return cli_report(CMD, PF_EINPUT, err);
     }
-    pf_local_gpu_t timer = {pf_cuda_api(cuda), dev, reps};
+    pf_local_gpu_t timer = {pf_cuda_loader_api(cuda), dev, reps};
     rc = pf_calibrate_graph(g, dtype, pf_local_op_timer, &timer, &m, &rep, err, sizeof err);
     if (rc == PF_OK)
         rc = pf_graph_save(m, out, err, sizeof err);
@@ -196,7 +196,7 @@ static int calibrate(const char *graph_path, const char *out, const pf_cuda_t *c
             fprintf(stderr, "  kept ops[%d] %s: %s\n", rep.skipped[i].op,
                     pf_graph_op(g, rep.skipped[i].op)->name, rep.skipped[i].why);
     }
-    pf_calib_report_clear(&rep);
+    pf_calibrate_report_clear(&rep);
     pf_graph_destroy(&m);
     pf_graph_destroy(&g);
     return rc == PF_OK ? CLI_OK : cli_report(CMD, rc, err);
@@ -324,12 +324,13 @@ static int profile_broker(const profile_args_t *a)
 }
 
 /* --graph: the GPU must be there, then the graph's op times are measured. */
-static int profile_graph(const profile_args_t *a, const pf_cuda_t *cuda, const char *loader_err)
+static int profile_graph(const profile_args_t *a, const pf_cuda_loader_t *cuda,
+                         const char *loader_err)
 {
     char err[CLI_ERRLEN] = "";
     int n = 0;
     if (cuda)
-        pf_cuda_api(cuda)->device_count(&n, err, sizeof err);
+        pf_cuda_loader_api(cuda)->device_count(&n, err, sizeof err);
     if (!cuda || n == 0) {
         fprintf(stderr, "planfarm profile: %s: cannot time the ops of %s; nothing written\n",
                 cuda ? "no GPU found" : loader_err, a->graph);
@@ -340,7 +341,7 @@ static int profile_graph(const profile_args_t *a, const pf_cuda_t *cuda, const c
 
 /* This host's devices and links into a cluster file at out; without a GPU (no probes, or none
  * found: *cuda is closed then) its CPU and loopback network. */
-static int profile_cluster(const profile_args_t *a, pf_cuda_t **cuda, char *loader_err,
+static int profile_cluster(const profile_args_t *a, pf_cuda_loader_t **cuda, char *loader_err,
                            const char *out)
 {
     char err[CLI_ERRLEN] = "", host[PF_REC_NAME], cname[PF_REC_NAME + 16];
@@ -353,14 +354,15 @@ static int profile_cluster(const profile_args_t *a, pf_cuda_t **cuda, char *load
     if (!as)
         return cli_report(CMD, PF_ERR, err);
     int ngpus = 0;
-    if (*cuda && pf_cuda_api(*cuda)->device_count(&ngpus, err, sizeof err) == PF_OK && !ngpus) {
+    if (*cuda && pf_cuda_loader_api(*cuda)->device_count(&ngpus, err, sizeof err) == PF_OK &&
+        !ngpus) {
         snprintf(loader_err, CLI_ERRLEN, "no GPU found");
-        pf_cuda_close(cuda);
+        pf_cuda_loader_close(cuda);
     }
     if (!*cuda)
         fprintf(stderr, "planfarm profile: %s: measuring the CPU and the loopback network\n",
                 loader_err);
-    int rc = pf_profile_local(&a->o, *cuda, loader_err, cli_stderr_tty() ? progress_bar : NULL,
+    int rc = pf_local_profile(&a->o, *cuda, loader_err, cli_stderr_tty() ? progress_bar : NULL,
                               NULL, as, &rep, err, sizeof err);
     if (rc == PF_OK)
         rc = pf_assemble_build(as, &cl, err, sizeof err);
@@ -385,11 +387,11 @@ static int profile_local(const profile_args_t *a)
     if (cli_check_output(CMD, a->out) || (a->cluster_out && cli_check_output(CMD, a->cluster_out)))
         return CLI_USAGE;
     char loader_err[CLI_ERRLEN] = "";
-    pf_cuda_t *cuda = pf_cuda_open(loader_err, sizeof loader_err);
+    pf_cuda_loader_t *cuda = pf_cuda_loader_open(loader_err, sizeof loader_err);
     int rc = a->graph ? profile_graph(a, cuda, loader_err) : CLI_OK;
     if (rc == CLI_OK && (!a->graph || a->cluster_out))
         rc = profile_cluster(a, &cuda, loader_err, a->graph ? a->cluster_out : a->out);
-    pf_cuda_close(&cuda);
+    pf_cuda_loader_close(&cuda);
     return rc;
 }
 

@@ -32,9 +32,10 @@ static void help(FILE *f)
 static void print_figures(const pf_simulate_result_t *r, const pf_cluster_t *c)
 {
     printf("step %.2f ms (%s, %d micro-batches, bubble %.0f%%)\n", r->step_ms,
-           pf_schedule_name(r->schedule), r->microbatches, 100 * r->bubble_fraction);
+           pf_training_schedule_name(r->schedule), r->microbatches, 100 * r->bubble_fraction);
     if (r->schedule == PF_SCHEDULE_SIGNAL)
-        printf("  (communication free; best compute order: %s)\n", pf_schedule_name(r->order));
+        printf("  (communication free; best compute order: %s)\n",
+               pf_training_schedule_name(r->order));
     printf("%-6s %-20s %5s %7s %10s %10s %12s\n", "device", "name", "stage", "replica", "busy_ms",
            "comm_ms", "peak_mem");
     for (int i = 0; i < r->ndevices; i++) {
@@ -50,7 +51,7 @@ static void print_figures(const pf_simulate_result_t *r, const pf_cluster_t *c)
 
 /* What the flags ask for; 0 and false: the plan's. */
 typedef struct {
-    pf_schedule_t sched;
+    pf_training_schedule_t sched;
     bool have_sched;
     int microbatches, buckets;
     const char *timeline;
@@ -59,7 +60,7 @@ typedef struct {
 static int parse_schedule(const char *cmd, const char *arg, void *base)
 {
     simulate_args_t *a = base;
-    if ((int)(a->sched = pf_schedule_parse(arg)) < 0) {
+    if ((int)(a->sched = pf_training_schedule_parse(arg)) < 0) {
         cli_usage_error(cmd, "--schedule: '%s' is not gpipe, 1f1b, eager-1f1b or signal", arg);
         return -1;
     }

@@ -11,7 +11,8 @@
 
 static void print_status(const Planfarm__RequestStatus *st)
 {
-    printf("request %s (%s): %s\n", st->request_id, st->label, pf_request_state_name(st->state));
+    printf("request %s (%s): %s\n", st->request_id, st->label,
+           pf_wire_request_state_name(st->state));
     printf("  phase:    %s\n", st->phase);
     long long cancelled = st->jobs_issued - st->jobs_answered - st->jobs_outstanding;
     printf("  jobs:     %lld issued: %lld answered, %lld outstanding (%lld queued), %lld "
@@ -100,8 +101,8 @@ static int run(int argc, char **argv, what_t what)
                 snprintf(jobs, sizeof jobs, "%lld/%lld", (long long)st->jobs_answered,
                          (long long)st->jobs_issued);
                 printf("%-33s %-9s %-9s %9s %10.4g %9.2f  %s\n", st->request_id,
-                       pf_request_state_name(st->state), st->phase, jobs, st->best_objective_ms, st->wall_s,
-                       st->label);
+                       pf_wire_request_state_name(st->state), st->phase, jobs,
+                       st->best_objective_ms, st->wall_s, st->label);
             }
             planfarm__list_reply__free_unpacked(l, NULL);
         }

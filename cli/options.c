@@ -2,7 +2,7 @@
  * short letter, kind of value, the field it fills, the range it must lie in) and hands the tables
  * to cli_options_parse, which runs getopt_long over them, converts and range-checks every value
  * and stores it. A flag is one row, never a case in a switch: the job-kind table of the search
- * (planner/search/jobs.c) is the model. */
+ * (planner/search/job.c) is the model. */
 #include "cli/cli.h"
 
 #include <getopt.h>

@@ -38,7 +38,7 @@ static int parse_instantiation(const char *cmd, const char *arg, void *base)
 static int parse_precision(const char *cmd, const char *arg, void *base)
 {
     pf_training_t *t = &((pf_search_opts_t *)base)->train;
-    if ((t->precision_bytes = pf_precision_parse(arg)) < 0)
+    if ((t->precision_bytes = pf_training_precision_parse(arg)) < 0)
         return cli_bad_name(cmd, "--precision", arg, "bf16, fp16 or fp32");
     return 0;
 }
@@ -46,7 +46,7 @@ static int parse_precision(const char *cmd, const char *arg, void *base)
 static int parse_optimizer(const char *cmd, const char *arg, void *base)
 {
     pf_training_t *t = &((pf_search_opts_t *)base)->train;
-    if ((int)(t->optimizer = pf_optimizer_parse(arg)) < 0)
+    if ((int)(t->optimizer = pf_training_optimizer_parse(arg)) < 0)
         return cli_bad_name(cmd, "--optimizer", arg, "adam or sgd");
     return 0;
 }
@@ -54,7 +54,7 @@ static int parse_optimizer(const char *cmd, const char *arg, void *base)
 static int parse_recompute(const char *cmd, const char *arg, void *base)
 {
     pf_training_t *t = &((pf_search_opts_t *)base)->train;
-    if ((int)(t->recompute = pf_recompute_parse(arg)) < 0)
+    if ((int)(t->recompute = pf_training_recompute_parse(arg)) < 0)
         return cli_bad_name(cmd, "--recompute", arg, "none, selective or full");
     return 0;
 }
@@ -62,7 +62,7 @@ static int parse_recompute(const char *cmd, const char *arg, void *base)
 static int parse_schedule(const char *cmd, const char *arg, void *base)
 {
     pf_search_opts_t *o = base;
-    if ((int)(o->train.schedule = pf_schedule_parse(arg)) < 0 ||
+    if ((int)(o->train.schedule = pf_training_schedule_parse(arg)) < 0 ||
         o->train.schedule == PF_SCHEDULE_SIGNAL)
         return cli_bad_name(cmd, "--schedule", arg, "1f1b, gpipe or eager-1f1b");
     o->schedules = 1u << o->train.schedule; /* the plan runs this one, not the best of all */

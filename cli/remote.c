@@ -207,7 +207,7 @@ int cli_remote_fetch_plan(const char *cmd, pf_client_t *c, const char *id, const
         rc = write_text(cmd, out_path, r->plan_json ? r->plan_json : "", len);
         if (rc == CLI_OK && !quiet)
             summarize(r->plan_json);
-    } else if (!pf_request_state_ended(st->state)) {
+    } else if (!pf_wire_request_state_ended(st->state)) {
         fprintf(stderr, "planfarm %s: request %s is still running (%s, %lld of %lld jobs "
                         "answered)\n",
                 cmd, st->request_id, st->phase, (long long)st->jobs_answered,
@@ -236,7 +236,7 @@ int cli_remote_wait_and_fetch(const char *cmd, pf_client_t *c, const char *id,
                 fputc('\n', stderr);
             return cli_report(cmd, rc, err);
         }
-        bool done = pf_request_state_ended(st->state);
+        bool done = pf_wire_request_state_ended(st->state);
         if (progress) {
             progress_line(st);
             shown = true;

@@ -51,8 +51,8 @@ void pf_client_destroy(pf_client_t **cp)
     *cp = NULL;
 }
 
-int pf_client_call(pf_client_t *c, pf_msg_t kind, const ProtobufCMessage *req, pf_msg_t want,
-                   const uint8_t **body, size_t *len, char *err, size_t errlen)
+int pf_client_call(pf_client_t *c, pf_wire_msg_t kind, const ProtobufCMessage *req,
+                   pf_wire_msg_t want, const uint8_t **body, size_t *len, char *err, size_t errlen)
 {
     zmsg_destroy(&c->reply);
     if (!c->dealer) {
@@ -69,7 +69,7 @@ int pf_client_call(pf_client_t *c, pf_msg_t kind, const ProtobufCMessage *req, p
     uint8_t hdr[PF_WIRE_HEADER_LEN], *buf;
     size_t n;
     pf_wire_header(kind, hdr);
-    if (pf_codec_pack(req, &buf, &n) != PF_OK)
+    if (pf_wire_pack(req, &buf, &n) != PF_OK)
         return pf_fail(err, errlen, PF_ERR, "out of memory");
     zmsg_t *msg = zmsg_new();
     if (!msg || zmsg_addmem(msg, hdr, sizeof hdr) || zmsg_addmem(msg, buf, n) ||
@@ -103,7 +103,7 @@ int pf_client_call(pf_client_t *c, pf_msg_t kind, const ProtobufCMessage *req, p
     c->reply = zmsg_recv(c->dealer);
     zframe_t *h = c->reply ? zmsg_first(c->reply) : NULL;
     zframe_t *b = c->reply ? zmsg_next(c->reply) : NULL;
-    pf_msg_t got;
+    pf_wire_msg_t got;
     char herr[128];
     if (!h || !b || zmsg_size(c->reply) != 2 ||
         pf_wire_parse_header(zframe_data(h), zframe_size(h), &got, herr, sizeof herr) != PF_OK)
@@ -118,7 +118,7 @@ int pf_client_call(pf_client_t *c, pf_msg_t kind, const ProtobufCMessage *req, p
     }
     if (got != want)
         return pf_fail(err, errlen, PF_ERR, "broker at %s answered %s to %s", c->endpoint,
-                       pf_msg_name(got), pf_msg_name(kind));
+                       pf_wire_msg_name(got), pf_wire_msg_name(kind));
     *body = zframe_data(b);
     *len = zframe_size(b);
     return PF_OK;
@@ -128,7 +128,7 @@ int pf_client_call(pf_client_t *c, pf_msg_t kind, const ProtobufCMessage *req, p
     ((*(out) = fn(NULL, len, body)) ? PF_OK                                                      \
                                     : pf_fail(err, errlen, PF_ERR, "undecodable " type " reply"))
 
-static int call_ref(pf_client_t *c, pf_msg_t kind, pf_msg_t want, const char *id,
+static int call_ref(pf_client_t *c, pf_wire_msg_t kind, pf_wire_msg_t want, const char *id,
                     const uint8_t **body, size_t *len, char *err, size_t errlen)
 {
     Planfarm__RequestRef m = PLANFARM__REQUEST_REF__INIT;
@@ -146,8 +146,9 @@ int pf_client_submit(pf_client_t *c, const pf_graph_t *g, const pf_cluster_t *cl
     *out = NULL;
     pf_arena_t *a = pf_arena_new();
     Planfarm__Submit m = PLANFARM__SUBMIT__INIT;
-    if (!a || !(m.graph = pf_codec_graph_to_pb(a, g)) ||
-        !(m.cluster = pf_codec_cluster_to_pb(a, cl)) || !(m.options = pf_plan_options_codec_to_pb(a, o))) {
+    if (!a || !(m.graph = pf_model_codec_graph_to_pb(a, g)) ||
+        !(m.cluster = pf_model_codec_cluster_to_pb(a, cl)) ||
+        !(m.options = pf_plan_options_codec_to_pb(a, o))) {
         pf_arena_destroy(&a);
         return pf_fail(err, errlen, PF_ERR, "out of memory");
     }

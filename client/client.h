@@ -27,8 +27,8 @@ void pf_client_destroy(pf_client_t **c);
 /* Send one message and wait for the reply of kind `want`. PF_OK and the reply's body (valid until
  * the next call); an ErrorReply becomes its status and message; PF_ERR "no broker at E: timed out
  * after N s" when nothing comes back. */
-int pf_client_call(pf_client_t *c, pf_msg_t kind, const ProtobufCMessage *req, pf_msg_t want,
-                   const uint8_t **body, size_t *len, char *err, size_t errlen);
+int pf_client_call(pf_client_t *c, pf_wire_msg_t kind, const ProtobufCMessage *req,
+                   pf_wire_msg_t want, const uint8_t **body, size_t *len, char *err, size_t errlen);
 
 /* Typed requests; *out is freed with the matching planfarm__*__free_unpacked. */
 int pf_client_submit(pf_client_t *c, const pf_graph_t *g, const pf_cluster_t *cl,

@@ -22,14 +22,14 @@
 struct pf_agent {
     pf_agent_opts_t o;
     char endpoint[256], name[PF_REC_NAME], host[PF_REC_NAME], echo_bind[256], advertise[128];
-    pf_cuda_t *cuda;     /* NULL: CPU probes only */
+    pf_cuda_loader_t *cuda; /* NULL: CPU probes only */
     char cuda_status[256];
     int ngpus;
     zsock_t *dealer;
-    pf_echo_t *echo;
+    pf_cpu_probes_echo_t *echo;
     int connected, silent_ticks, backoff_ms, warned;
     double next_heartbeat, reconnect_at;
-    pf_pack_buf_t pack;
+    pf_peer_io_pack_buf_t pack;
     pf_agent_stats_t st;
 };
 
@@ -44,9 +44,9 @@ void pf_agent_opts_init(pf_agent_opts_t *o)
 
 static double hb_s(const pf_agent_t *a) { return a->o.heartbeat_ms / 1000.0; }
 
-static int send_msg(pf_agent_t *a, pf_msg_t kind, const ProtobufCMessage *m)
+static int send_msg(pf_agent_t *a, pf_wire_msg_t kind, const ProtobufCMessage *m)
 {
-    return a->dealer ? pf_peer_send(zsock_resolve(a->dealer), NULL, 0, kind, m, &a->pack)
+    return a->dealer ? pf_peer_io_send(zsock_resolve(a->dealer), NULL, 0, kind, m, &a->pack)
                      : PF_ERR;
 }
 
@@ -54,7 +54,7 @@ static int send_msg(pf_agent_t *a, pf_msg_t kind, const ProtobufCMessage *m)
 
 /* The host this agent speaks for, and its name as the measurer, go into every record of its
  * own host (probes stamp them with gethostname, which two agents on one machine share). */
-static void own_records(pf_agent_t *a, pf_measurement_t *m)
+static void own_records(pf_agent_t *a, pf_profile_codec_measurement_t *m)
 {
     for (int i = 0; i < m->ndev; i++) {
         pf_record_name(m->dev[i].host, a->host);
@@ -67,8 +67,8 @@ static void own_records(pf_agent_t *a, pf_measurement_t *m)
     }
 }
 
-static int task_local(pf_agent_t *a, const pf_profile_task_t *t, pf_measurement_t *m, char *err,
-                      size_t errlen)
+static int task_local(pf_agent_t *a, const pf_profile_codec_task_t *t,
+                      pf_profile_codec_measurement_t *m, char *err, size_t errlen)
 {
     int rc;
     if (a->cuda && a->ngpus > 0) {
@@ -82,7 +82,7 @@ static int task_local(pf_agent_t *a, const pf_profile_task_t *t, pf_measurement_
         pf_assemble_t *as = pf_assemble_new(a->host, err, errlen);
         if (!as)
             return PF_ERR;
-        rc = pf_profile_local(&lo, a->cuda, NULL, NULL, NULL, as, &rep, err, errlen);
+        rc = pf_local_profile(&lo, a->cuda, NULL, NULL, NULL, as, &rep, err, errlen);
         int nd = pf_assemble_ndevices(as), nl = pf_assemble_nlinks(as);
         if (rc == PF_OK && ((nd && !(m->dev = calloc((size_t)nd, sizeof *m->dev))) ||
                             (nl && !(m->link = calloc((size_t)nl, sizeof *m->link)))))
@@ -98,11 +98,12 @@ static int task_local(pf_agent_t *a, const pf_profile_task_t *t, pf_measurement_
     }
     double gbps = 0;
     uint64_t stream = t->stream_bytes ? t->stream_bytes : DEFAULT_STREAM_BYTES;
-    if ((rc = pf_cpu_mem_gbps((size_t)stream, t->reps > 0 ? t->reps : 3, &gbps, err, errlen)))
+    if ((rc =
+             pf_cpu_probes_mem_gbps((size_t)stream, t->reps > 0 ? t->reps : 3, &gbps, err, errlen)))
         return rc;
     if (!(m->dev = calloc(1, sizeof *m->dev)))
         return pf_fail(err, errlen, PF_ERR, "out of memory");
-    pf_cpu_device_rec(&m->dev[0], gbps);
+    pf_cpu_probes_device_rec(&m->dev[0], gbps);
     m->ndev = 1;
     own_records(a, m);
     return PF_OK;
@@ -120,17 +121,17 @@ static int advertised(const pf_agent_t *a, const char *bound, char *out, size_t 
     return PF_OK;
 }
 
-static int task_echo(pf_agent_t *a, pf_measurement_t *m, char *err, size_t errlen)
+static int task_echo(pf_agent_t *a, pf_profile_codec_measurement_t *m, char *err, size_t errlen)
 {
-    pf_echo_destroy(&a->echo);
-    if (!(a->echo = pf_echo_new(a->echo_bind, err, errlen)))
+    pf_cpu_probes_echo_destroy(&a->echo);
+    if (!(a->echo = pf_cpu_probes_echo_new(a->echo_bind, err, errlen)))
         return PF_ERR;
-    return advertised(a, pf_echo_endpoint(a->echo), m->echo_endpoint, sizeof m->echo_endpoint,
-                      err, errlen);
+    return advertised(a, pf_cpu_probes_echo_endpoint(a->echo), m->echo_endpoint,
+                      sizeof m->echo_endpoint, err, errlen);
 }
 
-static int task_pingpong(pf_agent_t *a, const pf_profile_task_t *t, pf_measurement_t *m,
-                         char *err, size_t errlen)
+static int task_pingpong(pf_agent_t *a, const pf_profile_codec_task_t *t,
+                         pf_profile_codec_measurement_t *m, char *err, size_t errlen)
 {
     double sizes[PF_SWEEP_MAX];
     int n = t->nsizes;
@@ -142,10 +143,9 @@ static int task_pingpong(pf_agent_t *a, const pf_profile_task_t *t, pf_measureme
     }
     if (!(m->link = calloc(1, sizeof *m->link)))
         return pf_fail(err, errlen, PF_ERR, "out of memory");
-    int rc = pf_cpu_pingpong_rec(t->peer_endpoint, a->host, t->peer_host, sizes, n,
-                                 t->reps > 0 ? t->reps : DEFAULT_REPS,
-                                 t->timeout_s > 0 ? t->timeout_s : DEFAULT_TIMEOUT_S, m->link,
-                                 err, errlen);
+    int rc = pf_cpu_probes_pingpong_rec(
+        t->peer_endpoint, a->host, t->peer_host, sizes, n, t->reps > 0 ? t->reps : DEFAULT_REPS,
+        t->timeout_s > 0 ? t->timeout_s : DEFAULT_TIMEOUT_S, m->link, err, errlen);
     if (rc == PF_OK) {
         m->nlink = 1;
         pf_record_name(m->link[0].measured_by, a->name);
@@ -156,16 +156,16 @@ static int task_pingpong(pf_agent_t *a, const pf_profile_task_t *t, pf_measureme
 static void on_profile(pf_agent_t *a, const uint8_t *data, size_t len)
 {
     char err[256];
-    pf_profile_task_t t;
-    pf_measurement_t m;
+    pf_profile_codec_task_t t;
+    pf_profile_codec_measurement_t m;
     memset(&m, 0, sizeof m);
-    if (pf_codec_decode_task(data, len, &t, err, sizeof err) != PF_OK) {
+    if (pf_profile_codec_decode_task(data, len, &t, err, sizeof err) != PF_OK) {
         a->st.malformed++;
-        pf_peer_dropped(&a->warned, a->name, "the broker", "%s", err);
+        pf_peer_io_dropped(&a->warned, a->name, "the broker", "%s", err);
         return;
     }
     if (t.kind == PLANFARM__PROFILE_TASK_KIND__PROFILE_ECHO_STOP) {
-        pf_echo_destroy(&a->echo);
+        pf_cpu_probes_echo_destroy(&a->echo);
         return;
     }
     m.round = t.round;
@@ -177,9 +177,9 @@ static void on_profile(pf_agent_t *a, const uint8_t *data, size_t len)
     default: rc = task_pingpong(a, &t, &m, err, sizeof err); break;
     }
     if (rc != PF_OK) {
-        pf_measurement_t failed = {.round = t.round, .task = t.task};
+        pf_profile_codec_measurement_t failed = {.round = t.round, .task = t.task};
         snprintf(failed.error, sizeof failed.error, "%.60s: %.180s", a->name, err);
-        pf_measurement_clear(&m);
+        pf_profile_codec_measurement_clear(&m);
         m = failed;
         a->st.tasks_failed++;
         zsys_warning("agent %s: task %u failed: %s", a->name, t.task, err);
@@ -187,13 +187,13 @@ static void on_profile(pf_agent_t *a, const uint8_t *data, size_t len)
         a->st.tasks_done++;
     }
     pf_arena_t *arena = pf_arena_new();
-    Planfarm__Measurement *pb = arena ? pf_codec_measurement_to_pb(arena, &m) : NULL;
+    Planfarm__Measurement *pb = arena ? pf_profile_codec_measurement_to_pb(arena, &m) : NULL;
     if (pb)
         send_msg(a, PF_MSG_MEASUREMENT, &pb->base);
     else
         zsys_error("agent %s: out of memory encoding a measurement", a->name);
     pf_arena_destroy(&arena);
-    pf_measurement_clear(&m);
+    pf_profile_codec_measurement_clear(&m);
     /* the probe held the thread: the broker's silence meanwhile is not its fault */
     a->silent_ticks = 0;
     a->next_heartbeat = pf_clock_now(&a->o.clock);
@@ -205,7 +205,7 @@ static void disconnect(pf_agent_t *a, const char *why)
 {
     zsys_warning("agent %s: %s; reconnecting in %.1f s", a->name, why, a->backoff_ms / 1000.0);
     zsock_destroy(&a->dealer);
-    pf_echo_destroy(&a->echo);
+    pf_cpu_probes_echo_destroy(&a->echo);
     a->connected = 0;
     a->reconnect_at = pf_clock_now(&a->o.clock) + a->backoff_ms / 1000.0;
     a->backoff_ms = a->backoff_ms * 2 > a->o.reconnect_max_ms ? a->o.reconnect_max_ms
@@ -213,13 +213,13 @@ static void disconnect(pf_agent_t *a, const char *why)
     a->st.reconnects++;
 }
 
-static int gpu_records(pf_agent_t *a, pf_device_rec_t **out, int *n)
+static int gpu_records(pf_agent_t *a, pf_record_device_t **out, int *n)
 {
     *out = NULL;
     *n = 0;
     if (!a->cuda || a->ngpus <= 0)
         return PF_OK;
-    const pf_cuda_api_t *api = pf_cuda_api(a->cuda);
+    const pf_cuda_api_t *api = pf_cuda_loader_api(a->cuda);
     if (!(*out = calloc((size_t)a->ngpus, sizeof **out)))
         return PF_ERR;
     for (int g = 0; g < a->ngpus; g++) {
@@ -227,7 +227,7 @@ static int gpu_records(pf_agent_t *a, pf_device_rec_t **out, int *n)
         char err[128];
         if (api->device_info(g, &info, err, sizeof err) != PF_OK)
             continue;
-        pf_device_rec_t *d = &(*out)[(*n)++];
+        pf_record_device_t *d = &(*out)[(*n)++];
         pf_record_stamp(d->measured_by, &d->when_unix_s);
         pf_record_name(d->host, a->host);
         pf_record_name(d->name, info.name);
@@ -250,15 +250,15 @@ static int connect_broker(pf_agent_t *a)
         zsock_destroy(&a->dealer);
         return PF_ERR;
     }
-    pf_agent_info_t info;
+    pf_profile_codec_agent_info_t info;
     memset(&info, 0, sizeof info);
     memcpy(info.host, a->host, sizeof info.host);
     memcpy(info.name, a->name, sizeof info.name);
     snprintf(info.cuda_status, sizeof info.cuda_status, "%s", a->cuda_status);
     int rc = gpu_records(a, &info.dev, &info.ndev);
     pf_arena_t *arena = pf_arena_new();
-    Planfarm__AgentRegister *m = rc == PF_OK && arena ? pf_codec_register_to_pb(arena, &info)
-                                                      : NULL;
+    Planfarm__AgentRegister *m =
+        rc == PF_OK && arena ? pf_profile_codec_register_to_pb(arena, &info) : NULL;
     rc = m ? send_msg(a, PF_MSG_REGISTER, &m->base) : PF_ERR;
     pf_arena_destroy(&arena);
     free(info.dev);
@@ -276,16 +276,16 @@ static int connect_broker(pf_agent_t *a)
 static void on_message(pf_agent_t *a, zmq_msg_t *parts, int n)
 {
     char err[128];
-    pf_msg_t kind;
+    pf_wire_msg_t kind;
     if (n != 2) {
         a->st.malformed++;
-        pf_peer_dropped(&a->warned, a->name, "the broker", "%d frames, expected 2", n);
+        pf_peer_io_dropped(&a->warned, a->name, "the broker", "%d frames, expected 2", n);
         return;
     }
     if (pf_wire_parse_header(zmq_msg_data(&parts[0]), zmq_msg_size(&parts[0]), &kind, err,
                              sizeof err) != PF_OK) {
         a->st.malformed++;
-        pf_peer_dropped(&a->warned, a->name, "the broker", "%s", err);
+        pf_peer_io_dropped(&a->warned, a->name, "the broker", "%s", err);
         return;
     }
     const uint8_t *data = zmq_msg_data(&parts[1]);
@@ -306,8 +306,8 @@ static void on_message(pf_agent_t *a, zmq_msg_t *parts, int n)
     }
     default:
         a->st.malformed++;
-        pf_peer_dropped(&a->warned, a->name, "the broker", "%s is not sent to an agent",
-                        pf_msg_name(kind));
+        pf_peer_io_dropped(&a->warned, a->name, "the broker", "%s is not sent to an agent",
+                           pf_wire_msg_name(kind));
         break;
     }
 }
@@ -358,9 +358,9 @@ static int loop(pf_agent_t *a, zsock_t *pipe)
         zsys_error("agent %s: cannot connect to %s", a->name, a->endpoint);
         return PF_ERR;
     }
-    pf_peer_info(a->o.quiet, "agent %s: host %s, %d GPU%s%s%s, connected to %s", a->name,
-                 a->host, a->ngpus, a->ngpus == 1 ? "" : "s", a->cuda_status[0] ? "; " : "",
-                 a->cuda_status, a->endpoint);
+    pf_peer_io_info(a->o.quiet, "agent %s: host %s, %d GPU%s%s%s, connected to %s", a->name,
+                    a->host, a->ngpus, a->ngpus == 1 ? "" : "s", a->cuda_status[0] ? "; " : "",
+                    a->cuda_status, a->endpoint);
     for (;;) {
         zmq_pollitem_t items[2];
         int n = 0, at_pipe = -1, at_dealer = -1;
@@ -377,7 +377,7 @@ static int loop(pf_agent_t *a, zsock_t *pipe)
         if (rc < 0 && errno != EINTR)
             return PF_ERR;
         if (!pipe && zsys_interrupted) {
-            pf_peer_info(a->o.quiet, "agent %s: interrupted, leaving", a->name);
+            pf_peer_io_info(a->o.quiet, "agent %s: interrupted, leaving", a->name);
             return PF_OK;
         }
         if (rc > 0 && at_pipe >= 0 && (items[at_pipe].revents & ZMQ_POLLIN)) {
@@ -444,13 +444,13 @@ pf_agent_t *pf_agent_new(const pf_agent_opts_t *opts, char *err, size_t errlen)
     a->backoff_ms = a->o.heartbeat_ms;
     if (a->o.no_cuda) {
         snprintf(a->cuda_status, sizeof a->cuda_status, "CUDA probes off (--no-cuda)");
-    } else if ((a->cuda = pf_cuda_open(a->cuda_status, sizeof a->cuda_status))) {
+    } else if ((a->cuda = pf_cuda_loader_open(a->cuda_status, sizeof a->cuda_status))) {
         char cerr[128];
-        if (pf_cuda_api(a->cuda)->device_count(&a->ngpus, cerr, sizeof cerr) != PF_OK)
+        if (pf_cuda_loader_api(a->cuda)->device_count(&a->ngpus, cerr, sizeof cerr) != PF_OK)
             a->ngpus = 0;
         if (a->ngpus == 0) {
             snprintf(a->cuda_status, sizeof a->cuda_status, "no GPU found");
-            pf_cuda_close(&a->cuda);
+            pf_cuda_loader_close(&a->cuda);
         } else {
             a->cuda_status[0] = '\0';
         }
@@ -471,10 +471,10 @@ void pf_agent_destroy(pf_agent_t **ap)
         m.reason = "agent leaving";
         send_msg(a, PF_MSG_BYE, &m.base);
     }
-    pf_echo_destroy(&a->echo);
+    pf_cpu_probes_echo_destroy(&a->echo);
     zsock_destroy(&a->dealer);
-    pf_cuda_close(&a->cuda);
-    pf_pack_buf_free(&a->pack);
+    pf_cuda_loader_close(&a->cuda);
+    pf_peer_io_pack_buf_free(&a->pack);
     free(a);
     *ap = NULL;
 }
@@ -489,7 +489,7 @@ void pf_agent_actor(zsock_t *pipe, void *args)
     pf_agent_t *a = pf_agent_new(args, err, sizeof err);
     zsock_signal(pipe, 0);
     if (!a) {
-        pf_peer_actor_failed(pipe, err);
+        pf_peer_io_actor_failed(pipe, err);
         return;
     }
     zstr_sendx(pipe, "OK", NULL);

@@ -3,12 +3,13 @@
  *
  * It sends REGISTER (its host name and the GPUs libpfcuda.so finds, unmeasured), heartbeats,
  * and answers each PROFILE task with one MEASUREMENT:
- *   LOCAL     with a GPU: pf_profile_local (every GPU, every ordered pair, host copies), every
+ *   LOCAL     with a GPU: pf_local_profile (every GPU, every ordered pair, host copies), every
  *             record "gpu"; without: this host as one "cpu" device with its STREAM bandwidth;
- *   ECHO      binds a ZeroMQ echo (pf_echo_new) on echo_bind and answers with its endpoint, the
- *             host part replaced by `advertise` (what a peer on another host can reach);
- *   PINGPONG  the size sweep against a peer's echo (pf_cpu_pingpong_rec): one "cpu" link record
- *             from this host to the peer's;
+ *   ECHO      binds a ZeroMQ echo (pf_cpu_probes_echo_new) on echo_bind and answers with its
+ *             endpoint, the host part replaced by `advertise` (what a peer on another host can
+ *             reach);
+ *   PINGPONG  the size sweep against a peer's echo (pf_cpu_probes_pingpong_rec): one "cpu" link
+ *             record from this host to the peer's;
  *   ECHO_STOP closes the echo.
  * Probes run on the agent's one thread: while one runs it sends no heartbeats, and the broker
  * counts no silence against an agent that holds a task (the task's deadline bounds it). The echo

@@ -112,7 +112,7 @@ int pf_calibrate_probe(const pf_op_t *op, int dtype, pf_op_probe_t *p, char *why
     return pf_fail(why, whylen, PF_EINPUT, "type '%.40s' has no probe", type);
 }
 
-void pf_calib_report_clear(pf_calib_report_t *r)
+void pf_calibrate_report_clear(pf_calibrate_report_t *r)
 {
     free(r->skipped);
     memset(r, 0, sizeof *r);
@@ -124,7 +124,7 @@ typedef struct {
 } class_t;
 
 int pf_calibrate_graph(const pf_graph_t *g, int dtype, pf_op_timer_fn timer, void *ctx,
-                       pf_graph_t **out, pf_calib_report_t *rep, char *err, size_t errlen)
+                       pf_graph_t **out, pf_calibrate_report_t *rep, char *err, size_t errlen)
 {
     class_t *cls = NULL;
     size_t ncls = 0, clscap = 0, skipcap = 0;
@@ -199,6 +199,6 @@ int pf_calibrate_graph(const pf_graph_t *g, int dtype, pf_op_timer_fn timer, voi
 fail:
     free(cls);
     pf_graph_destroy(&ng);
-    pf_calib_report_clear(rep);
+    pf_calibrate_report_clear(rep);
     return rc;
 }

@@ -32,21 +32,21 @@ typedef int (*pf_op_timer_fn)(void *ctx, const pf_op_probe_t *probe, double *fwd
 typedef struct {
     int op;          /* op index in the graph */
     char why[96];
-} pf_calib_skip_t;
+} pf_calibrate_skip_t;
 
 typedef struct {
     int ntimed;             /* ops whose costs were replaced */
     int nclasses;           /* distinct probes timed */
     int nskipped;
-    pf_calib_skip_t *skipped; /* nskipped entries, by op index */
-} pf_calib_report_t;
+    pf_calibrate_skip_t *skipped; /* nskipped entries, by op index */
+} pf_calibrate_report_t;
 
-void pf_calib_report_clear(pf_calib_report_t *r);
+void pf_calibrate_report_clear(pf_calibrate_report_t *r);
 
 /* *out: a new finalized graph, identical to g but for measured fwd_ms/bwd_ms. A timer failure
  * stops the calibration (PF_ERR with the op and the timer's message): a half-measured graph
  * would mix two cost models silently. */
 int pf_calibrate_graph(const pf_graph_t *g, int dtype, pf_op_timer_fn timer, void *ctx,
-                       pf_graph_t **out, pf_calib_report_t *rep, char *err, size_t errlen);
+                       pf_graph_t **out, pf_calibrate_report_t *rep, char *err, size_t errlen);
 
 #endif

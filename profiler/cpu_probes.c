@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int pf_cpu_mem_gbps(size_t bytes, int reps, double *gbps, char *err, size_t errlen)
+int pf_cpu_probes_mem_gbps(size_t bytes, int reps, double *gbps, char *err, size_t errlen)
 {
     size_t n = bytes / sizeof(double);
     *gbps = 0;
@@ -45,7 +45,7 @@ int pf_cpu_mem_gbps(size_t bytes, int reps, double *gbps, char *err, size_t errl
     return PF_OK;
 }
 
-void pf_cpu_device_rec(pf_device_rec_t *d, double mem_gbps)
+void pf_cpu_probes_device_rec(pf_record_device_t *d, double mem_gbps)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     memset(d, 0, sizeof *d);
@@ -58,7 +58,7 @@ void pf_cpu_device_rec(pf_device_rec_t *d, double mem_gbps)
     d->mem_gbps = mem_gbps;
 }
 
-struct pf_echo {
+struct pf_cpu_probes_echo {
     zactor_t *actor;
     char *endpoint;
 };
@@ -99,9 +99,9 @@ static void echo_actor(zsock_t *pipe, void *args)
     zsock_destroy(&rep);
 }
 
-pf_echo_t *pf_echo_new(const char *bind_endpoint, char *err, size_t errlen)
+pf_cpu_probes_echo_t *pf_cpu_probes_echo_new(const char *bind_endpoint, char *err, size_t errlen)
 {
-    pf_echo_t *e = calloc(1, sizeof *e);
+    pf_cpu_probes_echo_t *e = calloc(1, sizeof *e);
     if (!e) {
         pf_fail(err, errlen, PF_ERR, "out of memory");
         return NULL;
@@ -111,16 +111,16 @@ pf_echo_t *pf_echo_new(const char *bind_endpoint, char *err, size_t errlen)
     if (!ep || ep[0] == '!') {
         pf_fail(err, errlen, PF_ERR, "echo: %s", ep ? ep + 1 : "cannot start its thread");
         zstr_free(&ep);
-        pf_echo_destroy(&e);
+        pf_cpu_probes_echo_destroy(&e);
         return NULL;
     }
     e->endpoint = ep;
     return e;
 }
 
-const char *pf_echo_endpoint(const pf_echo_t *e) { return e->endpoint; }
+const char *pf_cpu_probes_echo_endpoint(const pf_cpu_probes_echo_t *e) { return e->endpoint; }
 
-void pf_echo_destroy(pf_echo_t **ep)
+void pf_cpu_probes_echo_destroy(pf_cpu_probes_echo_t **ep)
 {
     if (!ep || !*ep)
         return;
@@ -130,8 +130,8 @@ void pf_echo_destroy(pf_echo_t **ep)
     *ep = NULL;
 }
 
-int pf_cpu_pingpong(const char *connect_endpoint, const double *bytes, int nsizes, int reps,
-                    double timeout_s, double *ms_out, char *err, size_t errlen)
+int pf_cpu_probes_pingpong(const char *connect_endpoint, const double *bytes, int nsizes, int reps,
+                           double timeout_s, double *ms_out, char *err, size_t errlen)
 {
     int rc = PF_OK;
     double *rt = NULL;
@@ -201,13 +201,13 @@ fail:
     return rc;
 }
 
-int pf_cpu_pingpong_rec(const char *connect_endpoint, const char *src_host, const char *dst_host,
-                        const double *bytes, int nsizes, int reps, double timeout_s,
-                        pf_link_rec_t *rec, char *err, size_t errlen)
+int pf_cpu_probes_pingpong_rec(const char *connect_endpoint, const char *src_host,
+                               const char *dst_host, const double *bytes, int nsizes, int reps,
+                               double timeout_s, pf_record_link_t *rec, char *err, size_t errlen)
 {
     memset(rec, 0, sizeof *rec);
-    int rc = pf_cpu_pingpong(connect_endpoint, bytes, nsizes, reps, timeout_s, rec->ms, err,
-                             errlen);
+    int rc = pf_cpu_probes_pingpong(connect_endpoint, bytes, nsizes, reps, timeout_s, rec->ms, err,
+                                    errlen);
     if (rc != PF_OK)
         return rc;
     pf_record_name(rec->src_host, src_host);

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-struct pf_cuda {
+struct pf_cuda_loader {
     void *dl;
     const pf_cuda_api_t *api;
     char path[PATH_MAX];
@@ -35,11 +35,11 @@ static int candidates(char out[][PATH_MAX], int cap)
     return n;
 }
 
-pf_cuda_t *pf_cuda_open(char *err, size_t errlen)
+pf_cuda_loader_t *pf_cuda_loader_open(char *err, size_t errlen)
 {
     char cand[4][PATH_MAX];
     int ncand = candidates(cand, 4);
-    pf_cuda_t *c = calloc(1, sizeof *c);
+    pf_cuda_loader_t *c = calloc(1, sizeof *c);
     if (!c) {
         pf_fail(err, errlen, PF_ERR, "out of memory");
         return NULL;
@@ -76,14 +76,14 @@ pf_cuda_t *pf_cuda_open(char *err, size_t errlen)
     }
     return c;
 fail:
-    pf_cuda_close(&c);
+    pf_cuda_loader_close(&c);
     return NULL;
 }
 
-const pf_cuda_api_t *pf_cuda_api(const pf_cuda_t *c) { return c->api; }
-const char *pf_cuda_path(const pf_cuda_t *c) { return c->path; }
+const pf_cuda_api_t *pf_cuda_loader_api(const pf_cuda_loader_t *c) { return c->api; }
+const char *pf_cuda_loader_path(const pf_cuda_loader_t *c) { return c->path; }
 
-void pf_cuda_close(pf_cuda_t **cp)
+void pf_cuda_loader_close(pf_cuda_loader_t **cp)
 {
     if (!cp || !*cp)
         return;

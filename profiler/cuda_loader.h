@@ -10,15 +10,15 @@
 
 #include <stddef.h>
 
-typedef struct pf_cuda pf_cuda_t;
+typedef struct pf_cuda_loader pf_cuda_loader_t;
 
 /* NULL with the reason: "no CUDA probes: built without nvcc" when no library is found,
  * "no CUDA probes: <path>: <loader error>" when one is found but does not load (no CUDA driver
  * or runtime), or a version mismatch. */
-pf_cuda_t *pf_cuda_open(char *err, size_t errlen);
-const pf_cuda_api_t *pf_cuda_api(const pf_cuda_t *c);
-const char *pf_cuda_path(const pf_cuda_t *c);
-void pf_cuda_close(pf_cuda_t **c);
+pf_cuda_loader_t *pf_cuda_loader_open(char *err, size_t errlen);
+const pf_cuda_api_t *pf_cuda_loader_api(const pf_cuda_loader_t *c);
+const char *pf_cuda_loader_path(const pf_cuda_loader_t *c);
+void pf_cuda_loader_close(pf_cuda_loader_t **c);
 
 #define PF_CUDA_NOT_BUILT "no CUDA probes: built without nvcc"
 

@@ -44,21 +44,21 @@ static int profile_cpu(const pf_local_opts_t *o, pf_progress_fn progress, void *
 {
     double sizes[PF_SWEEP_MAX], gbps;
     int n = sweep_sizes(o, PF_CPU_SWEEP_MAX_BYTES, sizes), done = 0, rc;
-    pf_device_rec_t d;
-    pf_echo_t *echo = NULL;
+    pf_record_device_t d;
+    pf_cpu_probes_echo_t *echo = NULL;
     tick(progress, pctx, &done, 2, "cpu memory bandwidth");
-    if ((rc = pf_cpu_mem_gbps(o->cpu_stream_bytes, o->reps, &gbps, err, errlen)))
+    if ((rc = pf_cpu_probes_mem_gbps(o->cpu_stream_bytes, o->reps, &gbps, err, errlen)))
         return rc;
-    pf_cpu_device_rec(&d, gbps);
+    pf_cpu_probes_device_rec(&d, gbps);
     if ((rc = pf_assemble_add_device(into, &d, err, errlen)))
         return rc;
     tick(progress, pctx, &done, 2, "loopback tcp ping-pong");
-    if (!(echo = pf_echo_new("tcp://127.0.0.1:*", err, errlen)))
+    if (!(echo = pf_cpu_probes_echo_new("tcp://127.0.0.1:*", err, errlen)))
         return PF_ERR;
-    pf_link_rec_t *l = &rep->loopback.rec;
-    rc = pf_cpu_pingpong_rec(pf_echo_endpoint(echo), d.host, d.host, sizes, n, o->reps, 10.0, l,
-                             err, errlen);
-    pf_echo_destroy(&echo);
+    pf_record_link_t *l = &rep->loopback.rec;
+    rc = pf_cpu_probes_pingpong_rec(pf_cpu_probes_echo_endpoint(echo), d.host, d.host, sizes, n,
+                                    o->reps, 10.0, l, err, errlen);
+    pf_cpu_probes_echo_destroy(&echo);
     if (rc != PF_OK)
         return rc;
     /* Shown, not part of a one-device cluster: a sweep too noisy to fit (a loaded host) is
@@ -71,7 +71,7 @@ static int profile_cpu(const pf_local_opts_t *o, pf_progress_fn progress, void *
     return PF_OK;
 }
 
-static void link_rec(pf_link_rec_t *l, const char *host, int src, int dst, const char *method,
+static void link_rec(pf_record_link_t *l, const char *host, int src, int dst, const char *method,
                      const double *sizes, int n)
 {
     memset(l, 0, sizeof *l);
@@ -103,7 +103,7 @@ typedef struct {
 static int gpu_device(gpu_run_t *r, int g, char *err, size_t errlen)
 {
     pf_gpu_info_t info;
-    pf_device_rec_t d = {.index = g, .source = PF_SRC_GPU};
+    pf_record_device_t d = {.index = g, .source = PF_SRC_GPU};
     pf_op_probe_t gemm = {.kind = PF_CUDA_OP_GEMM, .dtype = PF_DT_BF16, .m = GEMM_SIDE,
                           .n = GEMM_SIDE, .k = GEMM_SIDE, .batch = 1};
     double fwd, bwd, hbm_ms;
@@ -134,7 +134,7 @@ static int gpu_device(gpu_run_t *r, int g, char *err, size_t errlen)
 /* The link a -> b, with peer access (pass 0) or without (pass 1). */
 static int gpu_peer_link(gpu_run_t *r, int a, int b, int pass, char *err, size_t errlen)
 {
-    pf_link_rec_t l;
+    pf_record_link_t l;
     char what[96];
     snprintf(what, sizeof what, "GPU %d -> GPU %d, peer access %s", a, b, pass ? "off" : "on");
     tick(r->progress, r->pctx, &r->done, r->total, what);
@@ -156,7 +156,7 @@ static int gpu_peer_link(gpu_run_t *r, int a, int b, int pass, char *err, size_t
 /* Pinned host memory to GPU g (dir 0) or back (dir 1). */
 static int gpu_host_link(gpu_run_t *r, int g, int dir, char *err, size_t errlen)
 {
-    pf_link_rec_t l;
+    pf_record_link_t l;
     char what[96];
     int src = dir ? g : PF_CUDA_HOST, dst = dir ? PF_CUDA_HOST : g, rc;
     snprintf(what, sizeof what, "%s GPU %d (pinned)", dir ? "host <-" : "host ->", g);
@@ -216,9 +216,9 @@ static int profile_gpu(const pf_local_opts_t *o, const pf_cuda_api_t *api, int n
     return PF_OK;
 }
 
-int pf_profile_local(const pf_local_opts_t *o, const pf_cuda_t *cuda, const char *cuda_status,
-                     pf_progress_fn progress, void *progress_ctx, pf_assemble_t *into,
-                     pf_local_report_t *rep, char *err, size_t errlen)
+int pf_local_profile(const pf_local_opts_t *o, const pf_cuda_loader_t *cuda,
+                     const char *cuda_status, pf_progress_fn progress, void *progress_ctx,
+                     pf_assemble_t *into, pf_local_report_t *rep, char *err, size_t errlen)
 {
     int ngpu = 0, rc;
     memset(rep, 0, sizeof *rep);
@@ -230,7 +230,7 @@ int pf_profile_local(const pf_local_opts_t *o, const pf_cuda_t *cuda, const char
                  cuda_status ? cuda_status : PF_CUDA_NOT_BUILT);
         return profile_cpu(o, progress, progress_ctx, into, rep, err, errlen);
     }
-    const pf_cuda_api_t *api = pf_cuda_api(cuda);
+    const pf_cuda_api_t *api = pf_cuda_loader_api(cuda);
     if ((rc = api->device_count(&ngpu, err, errlen)))
         return rc;
     if (ngpu == 0) {

@@ -44,9 +44,9 @@ typedef struct {
 typedef void (*pf_progress_fn)(void *ctx, int done, int total, const char *what);
 
 /* cuda may be NULL (CPU mode); cuda_status then says why (pass the loader's message). */
-int pf_profile_local(const pf_local_opts_t *o, const pf_cuda_t *cuda, const char *cuda_status,
-                     pf_progress_fn progress, void *progress_ctx, pf_assemble_t *into,
-                     pf_local_report_t *rep, char *err, size_t errlen);
+int pf_local_profile(const pf_local_opts_t *o, const pf_cuda_loader_t *cuda,
+                     const char *cuda_status, pf_progress_fn progress, void *progress_ctx,
+                     pf_assemble_t *into, pf_local_report_t *rep, char *err, size_t errlen);
 
 /* The GPU timer for pf_calibrate_graph: ctx is a pf_local_gpu_t. */
 typedef struct {

@@ -16,12 +16,12 @@ double pf_clock_now(const pf_clock_t *c);
 /* A clock that moves only when told (tests): microseconds, shared between threads. */
 typedef struct {
     atomic_llong now_us;
-} pf_manual_clock_t;
+} pf_clock_manual_t;
 
 /* Sets m to t_s and returns a pf_clock_t reading it. */
-pf_clock_t pf_manual_clock_init(pf_manual_clock_t *m, double t_s);
+pf_clock_t pf_clock_manual_init(pf_clock_manual_t *m, double t_s);
 /* A pf_clock_t reading m as it is (a second reader of the same clock). */
-pf_clock_t pf_manual_clock(pf_manual_clock_t *m);
-void pf_manual_clock_advance(pf_manual_clock_t *m, double dt_s);
+pf_clock_t pf_clock_manual(pf_clock_manual_t *m);
+void pf_clock_manual_advance(pf_clock_manual_t *m, double dt_s);
 
 #endif

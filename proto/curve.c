@@ -6,7 +6,7 @@
 #include <string.h>
 #include <zmq.h>
 
-int pf_endpoint_is_local(const char *endpoint)
+int pf_curve_endpoint_is_local(const char *endpoint)
 {
     if (!endpoint)
         return 0;
@@ -43,7 +43,7 @@ int pf_endpoint_is_local(const char *endpoint)
 int pf_curve_check_plain(const char *who, const char *endpoint, int curve, int insecure,
                          char *err, size_t errlen)
 {
-    if (curve || pf_endpoint_is_local(endpoint))
+    if (curve || pf_curve_endpoint_is_local(endpoint))
         return PF_OK;
     if (!insecure)
         return pf_fail(err, errlen, PF_EINPUT,

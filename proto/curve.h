@@ -24,10 +24,10 @@ typedef struct {
 
 /* 1 when traffic on this endpoint never leaves the machine: ipc://, inproc://, or tcp:// on
  * 127.0.0.0/8, ::1 or "localhost" (names are not resolved: anything else counts as remote). */
-int pf_endpoint_is_local(const char *endpoint);
+int pf_curve_endpoint_is_local(const char *endpoint);
 
 /* May `endpoint` carry traffic this way? CURVE (curve != 0) anywhere; plain TCP only when
- * pf_endpoint_is_local or insecure (then a warning on the log naming `who`). PF_OK, or
+ * pf_curve_endpoint_is_local or insecure (then a warning on the log naming `who`). PF_OK, or
  * PF_EINPUT and a message that says what to do. */
 int pf_curve_check_plain(const char *who, const char *endpoint, int curve, int insecure,
                          char *err, size_t errlen);

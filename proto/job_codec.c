@@ -169,7 +169,7 @@ static int dp_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *e
 
 static int dp_answer_to_pb(pf_arena_t *a, const pf_job_result_t *res, Planfarm__JobResult *m)
 {
-    if (res->plan && !(m->plan = pf_codec_plan_to_pb(a, res->plan)))
+    if (res->plan && !(m->plan = pf_model_codec_plan_to_pb(a, res->plan)))
         return PF_ERR;
     return PF_OK;
 }
@@ -179,7 +179,7 @@ static int dp_answer_from_pb(const Planfarm__JobResult *m, int nops, int ndevice
 {
     if (!m->plan)
         return pf_fail(err, errlen, PF_EINPUT, "result.plan: missing");
-    return pf_codec_plan_from_pb(m->plan, nops, ndevices, &out->plan, err, errlen);
+    return pf_model_codec_plan_from_pb(m->plan, nops, ndevices, &out->plan, err, errlen);
 }
 
 /* MAP_PROBE: ProbeParams (the stage graph travels inline) and the cluster blob; answers with a
@@ -193,7 +193,7 @@ static int probe_params_to_pb(pf_arena_t *a, const pf_job_t *job, const pf_blob_
     if (!pp || !(m->cluster = ref_to_pb(a, cluster, PLANFARM__BLOB_KIND__BLOB_CLUSTER)))
         return PF_ERR;
     planfarm__probe_params__init(pp);
-    if (!(pp->stage_graph = pf_codec_stage_graph_to_pb(a, job->stage_graph)))
+    if (!(pp->stage_graph = pf_model_codec_stage_graph_to_pb(a, job->stage_graph)))
         return PF_ERR;
     pp->instantiation = (uint32_t)job->inst;
     pp->target_ms = job->target_ms;
@@ -216,7 +216,7 @@ static int probe_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char
     if (pp->instantiation > PF_INST_FULL || !pf_is_finite_nonneg(pp->target_ms) ||
         !isfinite(pp->budget_s))
         return pf_fail(err, errlen, PF_EINPUT, "job.probe: parameter out of range");
-    if ((rc = pf_codec_stage_graph_from_pb(pp->stage_graph, &out->stage_graph, err, errlen)))
+    if ((rc = pf_model_codec_stage_graph_from_pb(pp->stage_graph, &out->stage_graph, err, errlen)))
         return rc;
     out->inst = (pf_inst_t)pp->instantiation;
     out->target_ms = pp->target_ms;
@@ -390,7 +390,7 @@ static int sim_params_to_pb(pf_arena_t *a, const pf_job_t *job, const pf_blob_re
         !(m->cluster = ref_to_pb(a, cluster, PLANFARM__BLOB_KIND__BLOB_CLUSTER)))
         return PF_ERR;
     planfarm__simulate_params__init(sp);
-    if (!(sp->plan = pf_codec_plan_to_pb(a, job->plan)))
+    if (!(sp->plan = pf_model_codec_plan_to_pb(a, job->plan)))
         return PF_ERR;
     sp->schedule = (uint32_t)job->schedule;
     if (job->xfer_ms && job->nxfer > 0) {
@@ -434,8 +434,8 @@ static int sim_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *
         if (!sp->plan->stage_list[s])
             return pf_fail(err, errlen, PF_EINPUT, "job.simulate.plan.stage_list[%zu]: missing",
                            s);
-    if ((rc = pf_codec_plan_from_pb(sp->plan, (int)nops, PF_WIRE_MAX_DEVICES, &out->plan, err,
-                                    errlen)) != PF_OK)
+    if ((rc = pf_model_codec_plan_from_pb(sp->plan, (int)nops, PF_WIRE_MAX_DEVICES, &out->plan, err,
+                                          errlen)) != PF_OK)
         return rc;
     if (!pf_plan_is_mapped(out->plan))
         return pf_fail(err, errlen, PF_EINPUT, "job.simulate.plan: not mapped");
@@ -454,7 +454,7 @@ static int sim_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *
         }
         out->nxfer = (int)sp->n_xfer_ms;
     }
-    out->schedule = (pf_schedule_t)sp->schedule;
+    out->schedule = (pf_training_schedule_t)sp->schedule;
     return PF_OK;
 }
 
@@ -664,7 +664,7 @@ static const job_codec_t job_codecs[] = {
                         reshard_answer_from_pb},
 };
 _Static_assert(sizeof job_codecs / sizeof job_codecs[0] == PF_JOB_KIND_COUNT,
-               "every job kind of planner/search/jobs.h needs its entry in job_codecs");
+               "every job kind of planner/search/job.h needs its entry in job_codecs");
 _Static_assert((int)PLANFARM__JOB_KIND__JOB_NOOP == PF_JOB_NOOP &&
                    (int)PLANFARM__JOB_KIND__JOB_DP_PARTITION == PF_JOB_DP_PARTITION &&
                    (int)PLANFARM__JOB_KIND__JOB_MAP_PROBE == PF_JOB_MAP_PROBE &&

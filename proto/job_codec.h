@@ -1,15 +1,17 @@
 /* job_codec: jobs, their answers and a request's options on the wire. The generic fields (id,
  * attempt, kind, status, error) are coded here once; each kind's parameters and answer go through
  * that kind's hooks, one entry per pf_job_kind_t in the table of job_codec.c (a build fails when a
- * kind of planner/search/jobs.h has none). Adding a kind = its descriptor in planner/search/jobs.c, its
- * Params/Answer messages in planfarm.proto and one entry in that table. Every decode validates
- * before anything above it sees the data and names the offending field (PF_EINPUT). The Setting
- * every job carries is setting_codec.h's; a request's options are plan_options_codec.h's. */
+ * kind of planner/search/job.h has none). Adding a kind = its descriptor in planner/search/job.c,
+ * its Params/Answer messages in planfarm.proto and one entry in that table. Every decode
+ * validates before anything above it sees the data and names the offending field (PF_EINPUT).
+ * The Setting every job carries is setting_codec.h's; a request's options are
+ * plan_options_codec.h's. */
 #ifndef PF_JOB_CODEC_H
 #define PF_JOB_CODEC_H
 
-#include "planner/search/jobs.h"
+#include "planner/search/job.h"
 #include "proto/model_codec.h"
+#include "proto/arena.h"
 #include "proto/wire.h"
 
 #include <stddef.h>
@@ -42,7 +44,7 @@ typedef struct {
     uint64_t tap_lo, tap_hi;
     pf_plan_t *plan;      /* SIMULATE (owned); its op and device indices checked against the
                            * blobs by pf_job_codec_check */
-    pf_schedule_t schedule;
+    pf_training_schedule_t schedule;
     double *xfer_ms;
     int nxfer;
     pf_reshard_problem_t reshard; /* RESHARD: points into the owned arrays below */

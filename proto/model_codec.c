@@ -27,7 +27,7 @@ static Planfarm__Shape *shape_to_pb(pf_arena_t *a, const pf_shape_t *s)
     return m;
 }
 
-Planfarm__Graph *pf_codec_graph_to_pb(pf_arena_t *a, const pf_graph_t *g)
+Planfarm__Graph *pf_model_codec_graph_to_pb(pf_arena_t *a, const pf_graph_t *g)
 {
     int n = pf_graph_nops(g), m = pf_graph_nedges(g);
     Planfarm__Graph *pb = PF_ANEW(a, Planfarm__Graph, 1);
@@ -91,7 +91,8 @@ static int shape_from_pb(const Planfarm__Shape *m, pf_shape_t *s, int v, const c
     return PF_OK;
 }
 
-int pf_codec_graph_from_pb(const Planfarm__Graph *m, pf_graph_t **out, char *err, size_t errlen)
+int pf_model_codec_graph_from_pb(const Planfarm__Graph *m, pf_graph_t **out, char *err,
+                                 size_t errlen)
 {
     int rc;
     *out = NULL;
@@ -141,7 +142,7 @@ fail:
 
 /* ---- cluster ---- */
 
-Planfarm__Cluster *pf_codec_cluster_to_pb(pf_arena_t *a, const pf_cluster_t *c)
+Planfarm__Cluster *pf_model_codec_cluster_to_pb(pf_arena_t *a, const pf_cluster_t *c)
 {
     int n = pf_cluster_ndevices(c);
     size_t nn = (size_t)n * (size_t)n;
@@ -173,8 +174,8 @@ Planfarm__Cluster *pf_codec_cluster_to_pb(pf_arena_t *a, const pf_cluster_t *c)
     return pb;
 }
 
-int pf_codec_cluster_from_pb(const Planfarm__Cluster *m, pf_cluster_t **out, char *err,
-                             size_t errlen)
+int pf_model_codec_cluster_from_pb(const Planfarm__Cluster *m, pf_cluster_t **out, char *err,
+                                   size_t errlen)
 {
     int rc;
     size_t n = m->n_devices;
@@ -222,7 +223,7 @@ fail:
 
 /* ---- stage graph ---- */
 
-Planfarm__StageGraph *pf_codec_stage_graph_to_pb(pf_arena_t *a, const pf_stage_graph_t *sg)
+Planfarm__StageGraph *pf_model_codec_stage_graph_to_pb(pf_arena_t *a, const pf_stage_graph_t *sg)
 {
     int S = pf_stage_graph_stages(sg);
     Planfarm__StageGraph *pb = PF_ANEW(a, Planfarm__StageGraph, 1);
@@ -248,8 +249,8 @@ Planfarm__StageGraph *pf_codec_stage_graph_to_pb(pf_arena_t *a, const pf_stage_g
     return pb;
 }
 
-int pf_codec_stage_graph_from_pb(const Planfarm__StageGraph *m, pf_stage_graph_t **out, char *err,
-                                 size_t errlen)
+int pf_model_codec_stage_graph_from_pb(const Planfarm__StageGraph *m, pf_stage_graph_t **out,
+                                       char *err, size_t errlen)
 {
     size_t S = m->stages, R = m->replicas;
     *out = NULL;
@@ -277,7 +278,7 @@ int pf_codec_stage_graph_from_pb(const Planfarm__StageGraph *m, pf_stage_graph_t
 
 /* ---- plan ---- */
 
-Planfarm__Plan *pf_codec_plan_to_pb(pf_arena_t *a, const pf_plan_t *p)
+Planfarm__Plan *pf_model_codec_plan_to_pb(pf_arena_t *a, const pf_plan_t *p)
 {
     Planfarm__Plan *pb = PF_ANEW(a, Planfarm__Plan, 1);
     Planfarm__Stage *st = PF_ANEW(a, Planfarm__Stage, p->stages);
@@ -465,8 +466,8 @@ static void reports_from_pb(const Planfarm__Plan *m, pf_plan_t *p)
     }
 }
 
-int pf_codec_plan_from_pb(const Planfarm__Plan *m, int nops, int ndevices, pf_plan_t **out,
-                          char *err, size_t errlen)
+int pf_model_codec_plan_from_pb(const Planfarm__Plan *m, int nops, int ndevices, pf_plan_t **out,
+                                char *err, size_t errlen)
 {
     int rc = PF_EINPUT;
     *out = NULL;
@@ -513,44 +514,44 @@ fail:
 
 /* ---- blob payloads ---- */
 
-int pf_codec_encode_graph(const pf_graph_t *g, uint8_t **buf, size_t *len)
+int pf_model_codec_encode_graph(const pf_graph_t *g, uint8_t **buf, size_t *len)
 {
     pf_arena_t *a = pf_arena_new();
-    Planfarm__Graph *m = a ? pf_codec_graph_to_pb(a, g) : NULL;
-    int rc = m ? pf_codec_pack(&m->base, buf, len) : PF_ERR;
+    Planfarm__Graph *m = a ? pf_model_codec_graph_to_pb(a, g) : NULL;
+    int rc = m ? pf_wire_pack(&m->base, buf, len) : PF_ERR;
     pf_arena_destroy(&a);
     return rc;
 }
 
-int pf_codec_decode_graph(const uint8_t *buf, size_t len, pf_graph_t **out, char *err,
-                          size_t errlen)
+int pf_model_codec_decode_graph(const uint8_t *buf, size_t len, pf_graph_t **out, char *err,
+                                size_t errlen)
 {
     *out = NULL;
     Planfarm__Graph *m = planfarm__graph__unpack(NULL, len, buf);
     if (!m)
         return pf_fail(err, errlen, PF_EINPUT, "graph: not a valid protobuf message");
-    int rc = pf_codec_graph_from_pb(m, out, err, errlen);
+    int rc = pf_model_codec_graph_from_pb(m, out, err, errlen);
     planfarm__graph__free_unpacked(m, NULL);
     return rc;
 }
 
-int pf_codec_encode_cluster(const pf_cluster_t *c, uint8_t **buf, size_t *len)
+int pf_model_codec_encode_cluster(const pf_cluster_t *c, uint8_t **buf, size_t *len)
 {
     pf_arena_t *a = pf_arena_new();
-    Planfarm__Cluster *m = a ? pf_codec_cluster_to_pb(a, c) : NULL;
-    int rc = m ? pf_codec_pack(&m->base, buf, len) : PF_ERR;
+    Planfarm__Cluster *m = a ? pf_model_codec_cluster_to_pb(a, c) : NULL;
+    int rc = m ? pf_wire_pack(&m->base, buf, len) : PF_ERR;
     pf_arena_destroy(&a);
     return rc;
 }
 
-int pf_codec_decode_cluster(const uint8_t *buf, size_t len, pf_cluster_t **out, char *err,
-                            size_t errlen)
+int pf_model_codec_decode_cluster(const uint8_t *buf, size_t len, pf_cluster_t **out, char *err,
+                                  size_t errlen)
 {
     *out = NULL;
     Planfarm__Cluster *m = planfarm__cluster__unpack(NULL, len, buf);
     if (!m)
         return pf_fail(err, errlen, PF_EINPUT, "cluster: not a valid protobuf message");
-    int rc = pf_codec_cluster_from_pb(m, out, err, errlen);
+    int rc = pf_model_codec_cluster_from_pb(m, out, err, errlen);
     planfarm__cluster__free_unpacked(m, NULL);
     return rc;
 }

@@ -9,6 +9,7 @@
 #include "planner/ir/graph.h"
 #include "planner/map/mapping.h"
 #include "planner/ir/plan.h"
+#include "proto/arena.h"
 #include "proto/wire.h"
 
 #include <stddef.h>
@@ -16,26 +17,27 @@
 
 /* to_pb: NULL when out of memory; strings are borrowed from the object, which must outlive the
  * message. */
-Planfarm__Graph *pf_codec_graph_to_pb(pf_arena_t *a, const pf_graph_t *g);
-int pf_codec_graph_from_pb(const Planfarm__Graph *m, pf_graph_t **out, char *err, size_t errlen);
-Planfarm__Cluster *pf_codec_cluster_to_pb(pf_arena_t *a, const pf_cluster_t *c);
-int pf_codec_cluster_from_pb(const Planfarm__Cluster *m, pf_cluster_t **out, char *err,
-                             size_t errlen);
-Planfarm__StageGraph *pf_codec_stage_graph_to_pb(pf_arena_t *a, const pf_stage_graph_t *sg);
-int pf_codec_stage_graph_from_pb(const Planfarm__StageGraph *m, pf_stage_graph_t **out, char *err,
+Planfarm__Graph *pf_model_codec_graph_to_pb(pf_arena_t *a, const pf_graph_t *g);
+int pf_model_codec_graph_from_pb(const Planfarm__Graph *m, pf_graph_t **out, char *err,
                                  size_t errlen);
+Planfarm__Cluster *pf_model_codec_cluster_to_pb(pf_arena_t *a, const pf_cluster_t *c);
+int pf_model_codec_cluster_from_pb(const Planfarm__Cluster *m, pf_cluster_t **out, char *err,
+                                   size_t errlen);
+Planfarm__StageGraph *pf_model_codec_stage_graph_to_pb(pf_arena_t *a, const pf_stage_graph_t *sg);
+int pf_model_codec_stage_graph_from_pb(const Planfarm__StageGraph *m, pf_stage_graph_t **out,
+                                       char *err, size_t errlen);
 /* nops / ndevices bound the indices a plan may name. */
-Planfarm__Plan *pf_codec_plan_to_pb(pf_arena_t *a, const pf_plan_t *p);
-int pf_codec_plan_from_pb(const Planfarm__Plan *m, int nops, int ndevices, pf_plan_t **out,
-                          char *err, size_t errlen);
+Planfarm__Plan *pf_model_codec_plan_to_pb(pf_arena_t *a, const pf_plan_t *p);
+int pf_model_codec_plan_from_pb(const Planfarm__Plan *m, int nops, int ndevices, pf_plan_t **out,
+                                char *err, size_t errlen);
 
 /* Blob payloads: a serialized Graph or Cluster. */
-int pf_codec_encode_graph(const pf_graph_t *g, uint8_t **buf, size_t *len);
-int pf_codec_decode_graph(const uint8_t *buf, size_t len, pf_graph_t **out, char *err,
-                          size_t errlen);
-int pf_codec_encode_cluster(const pf_cluster_t *c, uint8_t **buf, size_t *len);
-int pf_codec_decode_cluster(const uint8_t *buf, size_t len, pf_cluster_t **out, char *err,
-                            size_t errlen);
+int pf_model_codec_encode_graph(const pf_graph_t *g, uint8_t **buf, size_t *len);
+int pf_model_codec_decode_graph(const uint8_t *buf, size_t len, pf_graph_t **out, char *err,
+                                size_t errlen);
+int pf_model_codec_encode_cluster(const pf_cluster_t *c, uint8_t **buf, size_t *len);
+int pf_model_codec_decode_cluster(const uint8_t *buf, size_t len, pf_cluster_t **out, char *err,
+                                  size_t errlen);
 
 /* ---- jobs ---- */
 

@@ -7,15 +7,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-void pf_pack_buf_free(pf_pack_buf_t *pb)
+void pf_peer_io_pack_buf_free(pf_peer_io_pack_buf_t *pb)
 {
     free(pb->buf);
     pb->buf = NULL;
     pb->cap = 0;
 }
 
-int pf_peer_send_raw(void *socket, const uint8_t *id, size_t id_len, pf_msg_t kind,
-                     const uint8_t *body, size_t len)
+int pf_peer_io_send_raw(void *socket, const uint8_t *id, size_t id_len, pf_wire_msg_t kind,
+                        const uint8_t *body, size_t len)
 {
     uint8_t hdr[PF_WIRE_HEADER_LEN];
     pf_wire_header(kind, hdr);
@@ -28,8 +28,8 @@ int pf_peer_send_raw(void *socket, const uint8_t *id, size_t id_len, pf_msg_t ki
     return PF_OK;
 }
 
-int pf_peer_send(void *socket, const uint8_t *id, size_t id_len, pf_msg_t kind,
-                 const ProtobufCMessage *m, pf_pack_buf_t *pb)
+int pf_peer_io_send(void *socket, const uint8_t *id, size_t id_len, pf_wire_msg_t kind,
+                    const ProtobufCMessage *m, pf_peer_io_pack_buf_t *pb)
 {
     size_t need = protobuf_c_message_get_packed_size(m);
     if (pf_grow((void **)&pb->buf, &pb->cap, need < 4096 ? 4096 : need, 1) != 0) {
@@ -37,19 +37,19 @@ int pf_peer_send(void *socket, const uint8_t *id, size_t id_len, pf_msg_t kind,
         return PF_ERR;
     }
     size_t len = protobuf_c_message_pack(m, pb->buf);
-    return pf_peer_send_raw(socket, id, id_len, kind, pb->buf, len);
+    return pf_peer_io_send_raw(socket, id, id_len, kind, pb->buf, len);
 }
 
-void pf_peer_dropped(int *warned, const char *self, const char *peer, const char *fmt, ...)
+void pf_peer_io_dropped(int *warned, const char *self, const char *peer, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    pf_peer_vdropped(warned, self, peer, fmt, ap);
+    pf_peer_io_vdropped(warned, self, peer, fmt, ap);
     va_end(ap);
 }
 
-void pf_peer_vdropped(int *warned, const char *self, const char *peer, const char *fmt,
-                      va_list ap)
+void pf_peer_io_vdropped(int *warned, const char *self, const char *peer, const char *fmt,
+                         va_list ap)
 {
     if (warned && *warned)
         return;
@@ -61,7 +61,7 @@ void pf_peer_vdropped(int *warned, const char *self, const char *peer, const cha
         *warned = 1;
 }
 
-void pf_peer_info(int quiet, const char *fmt, ...)
+void pf_peer_io_info(int quiet, const char *fmt, ...)
 {
     if (quiet)
         return;
@@ -73,7 +73,7 @@ void pf_peer_info(int quiet, const char *fmt, ...)
     zsys_info("%s", msg);
 }
 
-void pf_peer_actor_failed(void *pipe, const char *err)
+void pf_peer_io_actor_failed(void *pipe, const char *err)
 {
     zstr_sendx(pipe, "ERROR", err, NULL);
     char *cmd;

@@ -5,6 +5,7 @@
 #define PF_PLAN_OPTIONS_CODEC_H
 
 #include "planner/search/search.h"
+#include "proto/arena.h"
 #include "proto/wire.h"
 
 #include <stddef.h>

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void pf_measurement_clear(pf_measurement_t *m)
+void pf_profile_codec_measurement_clear(pf_profile_codec_measurement_t *m)
 {
     if (!m)
         return;
@@ -15,7 +15,7 @@ void pf_measurement_clear(pf_measurement_t *m)
     memset(m, 0, sizeof *m);
 }
 
-void pf_agent_info_clear(pf_agent_info_t *a)
+void pf_profile_codec_agent_info_clear(pf_profile_codec_agent_info_t *a)
 {
     if (!a)
         return;
@@ -38,18 +38,19 @@ static int copy_str(char *dst, size_t cap, const char *src, const char *what, ch
 }
 
 /* Source enums travel as plain numbers: anything but 0 and 1 is refused, not cast. */
-static int copy_source(uint32_t v, pf_source_t *out, const char *what, char *err, size_t errlen)
+static int copy_source(uint32_t v, pf_record_source_t *out, const char *what, char *err,
+                       size_t errlen)
 {
     if (v != PF_SRC_CPU && v != PF_SRC_GPU)
         return pf_fail(err, errlen, PF_EINPUT, "%s: source %u, expected 0 (cpu) or 1 (gpu)",
                        what, v);
-    *out = (pf_source_t)v;
+    *out = (pf_record_source_t)v;
     return PF_OK;
 }
 
 /* ---- records ---- */
 
-Planfarm__DeviceRecord *pf_codec_device_to_pb(pf_arena_t *a, const pf_device_rec_t *d)
+Planfarm__DeviceRecord *pf_profile_codec_device_to_pb(pf_arena_t *a, const pf_record_device_t *d)
 {
     Planfarm__DeviceRecord *m = PF_ANEW(a, Planfarm__DeviceRecord, 1);
     if (!m)
@@ -69,7 +70,7 @@ Planfarm__DeviceRecord *pf_codec_device_to_pb(pf_arena_t *a, const pf_device_rec
     return m;
 }
 
-Planfarm__LinkRecord *pf_codec_link_to_pb(pf_arena_t *a, const pf_link_rec_t *l)
+Planfarm__LinkRecord *pf_profile_codec_link_to_pb(pf_arena_t *a, const pf_record_link_t *l)
 {
     Planfarm__LinkRecord *m = PF_ANEW(a, Planfarm__LinkRecord, 1);
     if (!m)
@@ -92,8 +93,8 @@ Planfarm__LinkRecord *pf_codec_link_to_pb(pf_arena_t *a, const pf_link_rec_t *l)
     return m;
 }
 
-int pf_codec_device_from_pb(const Planfarm__DeviceRecord *m, pf_device_rec_t *d, char *err,
-                            size_t errlen)
+int pf_profile_codec_device_from_pb(const Planfarm__DeviceRecord *m, pf_record_device_t *d,
+                                    char *err, size_t errlen)
 {
     int rc;
     memset(d, 0, sizeof *d);
@@ -113,8 +114,8 @@ int pf_codec_device_from_pb(const Planfarm__DeviceRecord *m, pf_device_rec_t *d,
     return pf_record_check_device(d, err, errlen);
 }
 
-int pf_codec_link_from_pb(const Planfarm__LinkRecord *m, pf_link_rec_t *l, char *err,
-                          size_t errlen)
+int pf_profile_codec_link_from_pb(const Planfarm__LinkRecord *m, pf_record_link_t *l, char *err,
+                                  size_t errlen)
 {
     int rc;
     memset(l, 0, sizeof *l);
@@ -144,7 +145,7 @@ int pf_codec_link_from_pb(const Planfarm__LinkRecord *m, pf_link_rec_t *l, char 
 }
 
 /* Records of a message into an owned array, each checked; `what` names them in errors. */
-static int devices_from_pb(Planfarm__DeviceRecord **in, size_t n, pf_device_rec_t **out,
+static int devices_from_pb(Planfarm__DeviceRecord **in, size_t n, pf_record_device_t **out,
                            int *nout, char *err, size_t errlen)
 {
     *out = NULL;
@@ -157,7 +158,7 @@ static int devices_from_pb(Planfarm__DeviceRecord **in, size_t n, pf_device_rec_
     if (!(*out = calloc(n, sizeof **out)))
         return pf_fail(err, errlen, PF_ERR, "out of memory");
     for (size_t i = 0; i < n; i++) {
-        int rc = pf_codec_device_from_pb(in[i], &(*out)[i], err, errlen);
+        int rc = pf_profile_codec_device_from_pb(in[i], &(*out)[i], err, errlen);
         if (rc != PF_OK) {
             char where[32];
             snprintf(where, sizeof where, "devices[%zu]", i);
@@ -171,8 +172,8 @@ static int devices_from_pb(Planfarm__DeviceRecord **in, size_t n, pf_device_rec_
     return PF_OK;
 }
 
-int pf_codec_check_sweep(const double *sizes, size_t nsizes, uint32_t reps, double timeout_s,
-                         char *err, size_t errlen)
+int pf_profile_codec_check_sweep(const double *sizes, size_t nsizes, uint32_t reps,
+                                 double timeout_s, char *err, size_t errlen)
 {
     if (nsizes > PF_SWEEP_MAX)
         return pf_fail(err, errlen, PF_EINPUT, "%zu sizes, at most %d", nsizes, PF_SWEEP_MAX);
@@ -195,7 +196,8 @@ int pf_codec_check_sweep(const double *sizes, size_t nsizes, uint32_t reps, doub
 
 /* ---- REGISTER ---- */
 
-Planfarm__AgentRegister *pf_codec_register_to_pb(pf_arena_t *a, const pf_agent_info_t *info)
+Planfarm__AgentRegister *pf_profile_codec_register_to_pb(pf_arena_t *a,
+                                                         const pf_profile_codec_agent_info_t *info)
 {
     Planfarm__AgentRegister *m = PF_ANEW(a, Planfarm__AgentRegister, 1);
     Planfarm__DeviceRecord **dev = PF_ANEW(a, Planfarm__DeviceRecord *, info->ndev);
@@ -207,15 +209,15 @@ Planfarm__AgentRegister *pf_codec_register_to_pb(pf_arena_t *a, const pf_agent_i
     m->name = (char *)info->name;
     m->cuda_status = (char *)info->cuda_status;
     for (int i = 0; i < info->ndev; i++)
-        if (!(dev[i] = pf_codec_device_to_pb(a, &info->dev[i])))
+        if (!(dev[i] = pf_profile_codec_device_to_pb(a, &info->dev[i])))
             return NULL;
     m->devices = dev;
     m->n_devices = (size_t)info->ndev;
     return m;
 }
 
-int pf_codec_decode_register(const uint8_t *data, size_t len, pf_agent_info_t *out, char *err,
-                             size_t errlen)
+int pf_profile_codec_decode_register(const uint8_t *data, size_t len,
+                                     pf_profile_codec_agent_info_t *out, char *err, size_t errlen)
 {
     int rc;
     memset(out, 0, sizeof *out);
@@ -248,14 +250,15 @@ int pf_codec_decode_register(const uint8_t *data, size_t len, pf_agent_info_t *o
         }
 done:
     if (rc != PF_OK)
-        pf_agent_info_clear(out);
+        pf_profile_codec_agent_info_clear(out);
     planfarm__agent_register__free_unpacked(m, NULL);
     return rc;
 }
 
 /* ---- MEASUREMENT ---- */
 
-Planfarm__Measurement *pf_codec_measurement_to_pb(pf_arena_t *a, const pf_measurement_t *in)
+Planfarm__Measurement *pf_profile_codec_measurement_to_pb(pf_arena_t *a,
+                                                          const pf_profile_codec_measurement_t *in)
 {
     Planfarm__Measurement *m = PF_ANEW(a, Planfarm__Measurement, 1);
     Planfarm__DeviceRecord **dev = PF_ANEW(a, Planfarm__DeviceRecord *, in->ndev);
@@ -266,10 +269,10 @@ Planfarm__Measurement *pf_codec_measurement_to_pb(pf_arena_t *a, const pf_measur
     m->round = in->round;
     m->task = in->task;
     for (int i = 0; i < in->ndev; i++)
-        if (!(dev[i] = pf_codec_device_to_pb(a, &in->dev[i])))
+        if (!(dev[i] = pf_profile_codec_device_to_pb(a, &in->dev[i])))
             return NULL;
     for (int i = 0; i < in->nlink; i++)
-        if (!(link[i] = pf_codec_link_to_pb(a, &in->link[i])))
+        if (!(link[i] = pf_profile_codec_link_to_pb(a, &in->link[i])))
             return NULL;
     m->devices = dev;
     m->n_devices = (size_t)in->ndev;
@@ -280,8 +283,9 @@ Planfarm__Measurement *pf_codec_measurement_to_pb(pf_arena_t *a, const pf_measur
     return m;
 }
 
-int pf_codec_decode_measurement(const uint8_t *data, size_t len, pf_measurement_t *out,
-                                char *err, size_t errlen)
+int pf_profile_codec_decode_measurement(const uint8_t *data, size_t len,
+                                        pf_profile_codec_measurement_t *out, char *err,
+                                        size_t errlen)
 {
     int rc;
     memset(out, 0, sizeof *out);
@@ -309,7 +313,8 @@ int pf_codec_decode_measurement(const uint8_t *data, size_t len, pf_measurement_
         goto done;
     }
     for (size_t i = 0; i < m->n_links; i++)
-        if ((rc = pf_codec_link_from_pb(m->links[i], &out->link[i], err, errlen)) != PF_OK) {
+        if ((rc = pf_profile_codec_link_from_pb(m->links[i], &out->link[i], err, errlen)) !=
+            PF_OK) {
             char where[64];
             snprintf(where, sizeof where, "MEASUREMENT: links[%zu]", i);
             pf_err_prefix(err, errlen, where);
@@ -318,14 +323,14 @@ int pf_codec_decode_measurement(const uint8_t *data, size_t len, pf_measurement_
     out->nlink = (int)m->n_links;
 done:
     if (rc != PF_OK)
-        pf_measurement_clear(out);
+        pf_profile_codec_measurement_clear(out);
     planfarm__measurement__free_unpacked(m, NULL);
     return rc;
 }
 
 /* ---- PROFILE ---- */
 
-Planfarm__ProfileTask *pf_codec_task_to_pb(pf_arena_t *a, const pf_profile_task_t *t)
+Planfarm__ProfileTask *pf_profile_codec_task_to_pb(pf_arena_t *a, const pf_profile_codec_task_t *t)
 {
     Planfarm__ProfileTask *m = PF_ANEW(a, Planfarm__ProfileTask, 1);
     if (!m)
@@ -344,8 +349,8 @@ Planfarm__ProfileTask *pf_codec_task_to_pb(pf_arena_t *a, const pf_profile_task_
     return m;
 }
 
-int pf_codec_decode_task(const uint8_t *data, size_t len, pf_profile_task_t *out, char *err,
-                         size_t errlen)
+int pf_profile_codec_decode_task(const uint8_t *data, size_t len, pf_profile_codec_task_t *out,
+                                 char *err, size_t errlen)
 {
     int rc;
     memset(out, 0, sizeof *out);
@@ -374,7 +379,8 @@ int pf_codec_decode_task(const uint8_t *data, size_t len, pf_profile_task_t *out
         rc = pf_fail(err, errlen, PF_EINPUT, "PROFILE: a ping-pong needs a peer endpoint and host");
         goto done;
     }
-    if ((rc = pf_codec_check_sweep(m->sizes, m->n_sizes, m->reps, m->timeout_s, err, errlen))) {
+    if ((rc = pf_profile_codec_check_sweep(m->sizes, m->n_sizes, m->reps, m->timeout_s, err,
+                                           errlen))) {
         pf_err_prefix(err, errlen, "PROFILE");
         goto done;
     }

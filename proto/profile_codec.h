@@ -8,6 +8,7 @@
 #define PF_PROFILE_CODEC_H
 
 #include "planner/inputs/record.h"
+#include "proto/arena.h"
 #include "proto/wire.h"
 
 #include <stddef.h>
@@ -24,26 +25,27 @@
 typedef struct {
     uint64_t round;
     uint32_t task;
-    pf_device_rec_t *dev;
+    pf_record_device_t *dev;
     int ndev;
-    pf_link_rec_t *link;
+    pf_record_link_t *link;
     int nlink;
     char echo_endpoint[PF_PROFILE_ENDPOINT_MAX]; /* "" unless it answers PROFILE_ECHO */
     char error[256];                             /* "" when the task succeeded */
-} pf_measurement_t;
+} pf_profile_codec_measurement_t;
 
-void pf_measurement_clear(pf_measurement_t *m); /* frees the arrays; zeroes; idempotent */
+void pf_profile_codec_measurement_clear(
+    pf_profile_codec_measurement_t *m); /* frees the arrays; zeroes; idempotent */
 
 /* What an agent registers with. */
 typedef struct {
     char host[PF_REC_NAME];
     char name[PF_REC_NAME];
     char cuda_status[256];
-    pf_device_rec_t *dev;
+    pf_record_device_t *dev;
     int ndev;
-} pf_agent_info_t;
+} pf_profile_codec_agent_info_t;
 
-void pf_agent_info_clear(pf_agent_info_t *a);
+void pf_profile_codec_agent_info_clear(pf_profile_codec_agent_info_t *a);
 
 /* A PROFILE task as an agent runs it. */
 typedef struct {
@@ -57,34 +59,37 @@ typedef struct {
     int reps;                                    /* 0 = default */
     double timeout_s;                            /* 0 = default */
     uint64_t stream_bytes;                       /* 0 = default */
-} pf_profile_task_t;
+} pf_profile_codec_task_t;
 
 /* ---- records ---- */
-Planfarm__DeviceRecord *pf_codec_device_to_pb(pf_arena_t *a, const pf_device_rec_t *d);
-Planfarm__LinkRecord *pf_codec_link_to_pb(pf_arena_t *a, const pf_link_rec_t *l);
-int pf_codec_device_from_pb(const Planfarm__DeviceRecord *m, pf_device_rec_t *d, char *err,
-                            size_t errlen);
-int pf_codec_link_from_pb(const Planfarm__LinkRecord *m, pf_link_rec_t *l, char *err,
-                          size_t errlen);
+Planfarm__DeviceRecord *pf_profile_codec_device_to_pb(pf_arena_t *a, const pf_record_device_t *d);
+Planfarm__LinkRecord *pf_profile_codec_link_to_pb(pf_arena_t *a, const pf_record_link_t *l);
+int pf_profile_codec_device_from_pb(const Planfarm__DeviceRecord *m, pf_record_device_t *d,
+                                    char *err, size_t errlen);
+int pf_profile_codec_link_from_pb(const Planfarm__LinkRecord *m, pf_record_link_t *l, char *err,
+                                  size_t errlen);
 
 /* ---- messages: to_pb builds in the arena (NULL when out of memory); decode unpacks and
  * validates the whole message (PF_EINPUT, nothing kept, when any field is wrong) ---- */
-Planfarm__AgentRegister *pf_codec_register_to_pb(pf_arena_t *a, const pf_agent_info_t *info);
-int pf_codec_decode_register(const uint8_t *data, size_t len, pf_agent_info_t *out, char *err,
-                             size_t errlen);
+Planfarm__AgentRegister *pf_profile_codec_register_to_pb(pf_arena_t *a,
+                                                         const pf_profile_codec_agent_info_t *info);
+int pf_profile_codec_decode_register(const uint8_t *data, size_t len,
+                                     pf_profile_codec_agent_info_t *out, char *err, size_t errlen);
 
-Planfarm__Measurement *pf_codec_measurement_to_pb(pf_arena_t *a, const pf_measurement_t *m);
-int pf_codec_decode_measurement(const uint8_t *data, size_t len, pf_measurement_t *out,
-                                char *err, size_t errlen);
+Planfarm__Measurement *pf_profile_codec_measurement_to_pb(pf_arena_t *a,
+                                                          const pf_profile_codec_measurement_t *m);
+int pf_profile_codec_decode_measurement(const uint8_t *data, size_t len,
+                                        pf_profile_codec_measurement_t *out, char *err,
+                                        size_t errlen);
 
-Planfarm__ProfileTask *pf_codec_task_to_pb(pf_arena_t *a, const pf_profile_task_t *t);
-int pf_codec_decode_task(const uint8_t *data, size_t len, pf_profile_task_t *out, char *err,
-                         size_t errlen);
+Planfarm__ProfileTask *pf_profile_codec_task_to_pb(pf_arena_t *a, const pf_profile_codec_task_t *t);
+int pf_profile_codec_decode_task(const uint8_t *data, size_t len, pf_profile_codec_task_t *out,
+                                 char *err, size_t errlen);
 
 /* The sweep fields shared by ProfileTask and ProfileClusterRequest: 0 .. PF_SWEEP_MAX sizes,
  * each finite in [1, PF_PROFILE_MAX_BYTES] and distinct; reps <= PF_PROFILE_MAX_REPS; timeout
  * finite in [0, PF_PROFILE_MAX_TIMEOUT_S]. */
-int pf_codec_check_sweep(const double *sizes, size_t nsizes, uint32_t reps, double timeout_s,
-                         char *err, size_t errlen);
+int pf_profile_codec_check_sweep(const double *sizes, size_t nsizes, uint32_t reps,
+                                 double timeout_s, char *err, size_t errlen);
 
 #endif

@@ -67,10 +67,10 @@ int pf_setting_codec_from_pb(const Planfarm__Setting *m, pf_tp_setting_opts_t *o
             return pf_fail(err, errlen, PF_EINPUT, "job.setting.train: out of range");
         if (t->precision_bytes) /* 0: not given, the default */
             o->train.precision_bytes = (int)t->precision_bytes;
-        o->train.optimizer = (pf_optimizer_t)t->optimizer;
+        o->train.optimizer = (pf_training_optimizer_t)t->optimizer;
         o->train.zero = (int)t->zero;
-        o->train.recompute = (pf_recompute_t)t->recompute;
-        o->train.schedule = (pf_schedule_t)t->schedule;
+        o->train.recompute = (pf_training_recompute_t)t->recompute;
+        o->train.schedule = (pf_training_schedule_t)t->schedule;
     }
     if (m->tap) {
         if (m->tap->min_duplicate > 1u << 20 || m->tap->max_unit_weights > 39)

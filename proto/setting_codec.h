@@ -4,6 +4,7 @@
 #define PF_SETTING_CODEC_H
 
 #include "planner/tp/tp_setting.h"
+#include "proto/arena.h"
 #include "proto/wire.h"
 
 #include <stddef.h>

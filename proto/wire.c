@@ -1,7 +1,6 @@
 #include "proto/wire.h"
 #include "planner/core/util.h"
 
-#include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,14 +20,14 @@ static const char *const msg_names[] = {
     [PF_MSG_PROFILE_CLUSTER_REPLY] = "PROFILE_CLUSTER_REPLY",
 };
 
-const char *pf_msg_name(int kind)
+const char *pf_wire_msg_name(int kind)
 {
     if (kind < 0 || kind >= (int)(sizeof msg_names / sizeof msg_names[0]) || !msg_names[kind])
         return "?";
     return msg_names[kind];
 }
 
-void pf_wire_header(pf_msg_t kind, uint8_t out[PF_WIRE_HEADER_LEN])
+void pf_wire_header(pf_wire_msg_t kind, uint8_t out[PF_WIRE_HEADER_LEN])
 {
     out[0] = 'P';
     out[1] = 'F';
@@ -36,7 +35,8 @@ void pf_wire_header(pf_msg_t kind, uint8_t out[PF_WIRE_HEADER_LEN])
     out[3] = (uint8_t)kind;
 }
 
-int pf_wire_parse_header(const void *data, size_t size, pf_msg_t *kind, char *err, size_t errlen)
+int pf_wire_parse_header(const void *data, size_t size, pf_wire_msg_t *kind, char *err,
+                         size_t errlen)
 {
     const uint8_t *b = data;
     if (size != PF_WIRE_HEADER_LEN || b[0] != 'P' || b[1] != 'F')
@@ -44,13 +44,13 @@ int pf_wire_parse_header(const void *data, size_t size, pf_msg_t *kind, char *er
     if (b[2] != PF_WIRE_VERSION)
         return pf_fail(err, errlen, PF_EINPUT, "protocol version %d, expected %d", b[2],
                        PF_WIRE_VERSION);
-    if (strcmp(pf_msg_name(b[3]), "?") == 0)
+    if (strcmp(pf_wire_msg_name(b[3]), "?") == 0)
         return pf_fail(err, errlen, PF_EINPUT, "unknown message kind %d", b[3]);
-    *kind = (pf_msg_t)b[3];
+    *kind = (pf_wire_msg_t)b[3];
     return PF_OK;
 }
 
-const char *pf_request_state_name(Planfarm__RequestState s)
+const char *pf_wire_request_state_name(Planfarm__RequestState s)
 {
     switch (s) {
     case PLANFARM__REQUEST_STATE__REQ_QUEUED: return "queued";
@@ -62,65 +62,13 @@ const char *pf_request_state_name(Planfarm__RequestState s)
     }
 }
 
-int pf_request_state_ended(Planfarm__RequestState s)
+int pf_wire_request_state_ended(Planfarm__RequestState s)
 {
     return s == PLANFARM__REQUEST_STATE__REQ_DONE || s == PLANFARM__REQUEST_STATE__REQ_FAILED ||
            s == PLANFARM__REQUEST_STATE__REQ_CANCELLED;
 }
 
-/* ---- arena ---- */
-
-typedef struct chunk {
-    struct chunk *next;
-    size_t used, cap;
-    alignas(max_align_t) unsigned char data[];
-} chunk_t;
-
-struct pf_arena {
-    chunk_t *head;
-};
-
-pf_arena_t *pf_arena_new(void)
-{
-    return calloc(1, sizeof(pf_arena_t));
-}
-
-void pf_arena_destroy(pf_arena_t **ap)
-{
-    if (!ap || !*ap)
-        return;
-    for (chunk_t *c = (*ap)->head, *n; c; c = n) {
-        n = c->next;
-        free(c);
-    }
-    free(*ap);
-    *ap = NULL;
-}
-
-void *pf_arena_alloc(pf_arena_t *a, size_t size)
-{
-    size = (size + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1);
-    if (size == 0)
-        size = alignof(max_align_t);
-    chunk_t *c = a->head;
-    if (!c || c->cap - c->used < size) {
-        size_t cap = size > 65536 ? size : 65536;
-        c = malloc(sizeof *c + cap);
-        if (!c)
-            return NULL;
-        c->cap = cap;
-        c->used = 0;
-        c->next = a->head;
-        a->head = c;
-    }
-    void *p = c->data + c->used;
-    c->used += size;
-    memset(p, 0, size);
-    return p;
-}
-
-
-int pf_codec_pack(const ProtobufCMessage *m, uint8_t **buf, size_t *len)
+int pf_wire_pack(const ProtobufCMessage *m, uint8_t **buf, size_t *len)
 {
     size_t n = protobuf_c_message_get_packed_size(m);
     *buf = malloc(n ? n : 1);

@@ -1,8 +1,9 @@
 /* wire: the framing every message shares (DESIGN.md "The wire"). Frame 1 of every message is a
  * 4-byte header ("PF", version, kind); frame 2 is one protobuf message of proto/planfarm.proto,
- * built in an arena and packed here; a broker's ROUTER adds the peer identity in front. Reading
- * one such message off a socket is shared by the broker and the worker so both bound what a peer
- * can make them hold in the same way. The bodies are model_codec.h's and job_codec.h's. */
+ * built in an arena (proto/arena.h) and packed here; a broker's ROUTER adds the peer identity in
+ * front. Reading one such message off a socket is shared by the broker and the worker so both
+ * bound what a peer can make them hold in the same way. The bodies are model_codec.h's and
+ * job_codec.h's. */
 #ifndef PF_WIRE_H
 #define PF_WIRE_H
 
@@ -41,40 +42,31 @@ typedef enum {
     PF_MSG_LIST_REPLY = 34,   /* ListReply */
     PF_MSG_ERROR = 35,        /* ErrorReply */
     /* profiler agent -> broker (HEARTBEAT and BYE as workers send them) */
-    PF_MSG_REGISTER = 40,     /* AgentRegister */
-    PF_MSG_MEASUREMENT = 41,  /* Measurement */
+    PF_MSG_REGISTER = 40,    /* AgentRegister */
+    PF_MSG_MEASUREMENT = 41, /* Measurement */
     /* broker -> agent */
-    PF_MSG_PROFILE = 42,      /* ProfileTask */
+    PF_MSG_PROFILE = 42, /* ProfileTask */
     /* client -> broker, and the answer */
-    PF_MSG_PROFILE_CLUSTER = 43,       /* ProfileClusterRequest */
-    PF_MSG_PROFILE_CLUSTER_REPLY = 44  /* ProfileClusterReply */
-} pf_msg_t;
+    PF_MSG_PROFILE_CLUSTER = 43,      /* ProfileClusterRequest */
+    PF_MSG_PROFILE_CLUSTER_REPLY = 44 /* ProfileClusterReply */
+} pf_wire_msg_t;
 
-const char *pf_msg_name(int kind); /* "READY", ...; "?" when unknown */
-void pf_wire_header(pf_msg_t kind, uint8_t out[PF_WIRE_HEADER_LEN]);
+const char *pf_wire_msg_name(int kind); /* "READY", ...; "?" when unknown */
+void pf_wire_header(pf_wire_msg_t kind, uint8_t out[PF_WIRE_HEADER_LEN]);
 /* PF_OK and the kind, or PF_EINPUT ("bad protocol tag", "protocol version 7, expected 1",
  * "unknown message kind 99"). */
-int pf_wire_parse_header(const void *data, size_t size, pf_msg_t *kind, char *err, size_t errlen);
+int pf_wire_parse_header(const void *data, size_t size, pf_wire_msg_t *kind, char *err,
+                         size_t errlen);
 
 /* A request's state as people read it: "queued", "preparing", "running", "done", "failed",
  * "cancelled". */
-const char *pf_request_state_name(Planfarm__RequestState s);
+const char *pf_wire_request_state_name(Planfarm__RequestState s);
 /* 1 when the request will not change state again (done, failed or cancelled): a client polls
  * until then, whatever the states before it are. */
-int pf_request_state_ended(Planfarm__RequestState s);
-
-/* Messages are built in an arena: every nested allocation goes away with it. */
-typedef struct pf_arena pf_arena_t;
-pf_arena_t *pf_arena_new(void);
-void pf_arena_destroy(pf_arena_t **a);
-void *pf_arena_alloc(pf_arena_t *a, size_t size); /* zeroed; NULL when out of memory */
+int pf_wire_request_state_ended(Planfarm__RequestState s);
 
 /* Serialize any message into a malloc'd buffer. */
-int pf_codec_pack(const ProtobufCMessage *m, uint8_t **buf, size_t *len);
-
-
-/* Zeroed arena storage for n objects of a type. */
-#define PF_ANEW(a, type, n) ((type *)pf_arena_alloc((a), sizeof(type) * (size_t)(n)))
+int pf_wire_pack(const ProtobufCMessage *m, uint8_t **buf, size_t *len);
 
 /* Bounds on what a decoded message may ask us to allocate; ZMQ_MAXMSGSIZE bounds the bytes,
  * these bound the counts inside them. */

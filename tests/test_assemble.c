@@ -8,11 +8,15 @@
 #include <string.h>
 
 /* An exact postal sweep, 4 B .. 256 MiB by x4: its fit gives back lat_us and gbps. */
-static pf_link_rec_t link_rec(const char *sh, int si, const char *dh, int di, double lat_us,
-                              double gbps, pf_source_t src, const char *method)
+static pf_record_link_t link_rec(const char *sh, int si, const char *dh, int di, double lat_us,
+                                 double gbps, pf_record_source_t src, const char *method)
 {
-    pf_link_rec_t l = {.src_index = si, .dst_index = di, .source = src, .when_unix_s = 1.7e9,
-                       .topo_level = src == PF_SRC_GPU ? 10 : -1, .nvlinks = src == PF_SRC_GPU};
+    pf_record_link_t l = {.src_index = si,
+                          .dst_index = di,
+                          .source = src,
+                          .when_unix_s = 1.7e9,
+                          .topo_level = src == PF_SRC_GPU ? 10 : -1,
+                          .nvlinks = src == PF_SRC_GPU};
     pf_record_name(l.src_host, sh);
     pf_record_name(l.dst_host, dh);
     pf_record_name(l.method, method);
@@ -24,11 +28,16 @@ static pf_link_rec_t link_rec(const char *sh, int si, const char *dh, int di, do
     return l;
 }
 
-static pf_device_rec_t gpu(const char *host, int index)
+static pf_record_device_t gpu(const char *host, int index)
 {
-    pf_device_rec_t d = {.index = index, .source = PF_SRC_GPU, .mem_bytes = 80e9,
-                         .tflops = 700 + index, .mem_gbps = 2900, .sm_count = 132,
-                         .clock_mhz = 1980, .when_unix_s = 1.7e9};
+    pf_record_device_t d = {.index = index,
+                            .source = PF_SRC_GPU,
+                            .mem_bytes = 80e9,
+                            .tflops = 700 + index,
+                            .mem_gbps = 2900,
+                            .sm_count = 132,
+                            .clock_mhz = 1980,
+                            .when_unix_s = 1.7e9};
     pf_record_name(d.host, host);
     pf_record_name(d.name, "NVIDIA H100 80GB HBM3");
     pf_record_name(d.measured_by, host);
@@ -47,11 +56,11 @@ static pf_assemble_t *two_hosts(int with_network)
     char err[256];
     pf_assemble_t *a = pf_assemble_new("2x4", err, sizeof err);
     for (int i = 0; i < 4; i++) {
-        pf_device_rec_t d = gpu("a", i);
+        pf_record_device_t d = gpu("a", i);
         CU_ASSERT_EQUAL(pf_assemble_add_device(a, &d, err, sizeof err), PF_OK);
     }
     for (int i = 3; i >= 0; i--) {
-        pf_device_rec_t d = gpu("b", i);
+        pf_record_device_t d = gpu("b", i);
         CU_ASSERT_EQUAL(pf_assemble_add_device(a, &d, err, sizeof err), PF_OK);
     }
     for (int h = 0; h < 2; h++)
@@ -59,15 +68,15 @@ static pf_assemble_t *two_hosts(int with_network)
             for (int j = 0; j < 4; j++) {
                 if (i == j || (h == 1 && i == 2 && j == 3))
                     continue;
-                pf_link_rec_t l = link_rec(h ? "b" : "a", i, h ? "b" : "a", j, 8, peer_gbps(i, j),
-                                           PF_SRC_GPU, "cuda_peer_copy");
+                pf_record_link_t l = link_rec(h ? "b" : "a", i, h ? "b" : "a", j, 8,
+                                              peer_gbps(i, j), PF_SRC_GPU, "cuda_peer_copy");
                 CU_ASSERT_EQUAL(pf_assemble_add_link(a, &l, err, sizeof err), PF_OK);
             }
-    pf_link_rec_t off = link_rec("a", 0, "a", 1, 15, 37, PF_SRC_GPU, "cuda_copy_no_p2p");
+    pf_record_link_t off = link_rec("a", 0, "a", 1, 15, 37, PF_SRC_GPU, "cuda_copy_no_p2p");
     CU_ASSERT_EQUAL(pf_assemble_add_link(a, &off, err, sizeof err), PF_OK);
     if (with_network) {
-        pf_link_rec_t net = link_rec("a", PF_END_HOST, "b", PF_END_HOST, 50, 12.5, PF_SRC_CPU,
-                                     "zmq_tcp_pingpong");
+        pf_record_link_t net =
+            link_rec("a", PF_END_HOST, "b", PF_END_HOST, 50, 12.5, PF_SRC_CPU, "zmq_tcp_pingpong");
         CU_ASSERT_EQUAL(pf_assemble_add_link(a, &net, err, sizeof err), PF_OK);
     }
     return a;
@@ -161,7 +170,7 @@ static void test_missing_and_bad(void)
     CU_ASSERT_EQUAL(pf_assemble_build(a, &c, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NULL(c);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "never paired"));
-    pf_device_rec_t d = gpu("a", 2);
+    pf_record_device_t d = gpu("a", 2);
     CU_ASSERT_EQUAL(pf_assemble_add_device(a, &d, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "a:2 given twice"));
     d = gpu("c", 0);
@@ -170,7 +179,7 @@ static void test_missing_and_bad(void)
     memset(d.host, 'x', sizeof d.host); /* no terminator, as a hostile message could send */
     d.mem_bytes = 1;
     CU_ASSERT_EQUAL(pf_assemble_add_device(a, &d, err, sizeof err), PF_EINPUT);
-    pf_link_rec_t l = link_rec("a", 0, "a", 0, 1, 1, PF_SRC_GPU, "x");
+    pf_record_link_t l = link_rec("a", 0, "a", 0, 1, 1, PF_SRC_GPU, "x");
     CU_ASSERT_EQUAL(pf_assemble_add_link(a, &l, err, sizeof err), PF_EINPUT);
     l = link_rec("a", 0, "a", 1, 1, 1, PF_SRC_GPU, "x");
     l.nvlinks = -3;

@@ -29,12 +29,12 @@ static void test_local_endpoints(void)
         {"", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int got = pf_endpoint_is_local(cases[i].ep);
+        int got = pf_curve_endpoint_is_local(cases[i].ep);
         if (got != cases[i].local)
             fprintf(stderr, "\n  %s: local %d, expected %d\n", cases[i].ep, got, cases[i].local);
         CU_ASSERT_EQUAL(got, cases[i].local);
     }
-    CU_ASSERT_EQUAL(pf_endpoint_is_local(NULL), 0);
+    CU_ASSERT_EQUAL(pf_curve_endpoint_is_local(NULL), 0);
 }
 
 static void test_plain_rule(void)

@@ -6,6 +6,7 @@
 #include "broker/testseam.h"
 #include "client/client.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/core/util.h"
 #include "tests/testutil.h"
 #include "proto/clock.h"
@@ -78,11 +79,11 @@ static void send_frames(zsock_t *s, int n, const void *const *data, const size_t
 
 /* Every broker and worker of these tests reads this clock, and it moves only when a test moves it:
  * heartbeats, liveness and deadlines happen when a test says, whatever the machine's load. */
-static pf_manual_clock_t test_clock;
+static pf_clock_manual_t test_clock;
 
 static zactor_t *start_broker(pf_broker_opts_t *o, char *endpoint, size_t len)
 {
-    o->clock = pf_manual_clock_init(&test_clock, 0);
+    o->clock = pf_clock_manual_init(&test_clock, 0);
     zactor_t *a = zactor_new(pf_broker_actor, o);
     char *status = NULL, *text = NULL;
     zstr_recvx(a, &status, &text, NULL);
@@ -102,7 +103,7 @@ static zactor_t *start_worker(const char *endpoint, int credits)
     o.threads = 1;
     o.heartbeat_ms = 100;
     o.name = "test-worker";
-    o.clock = pf_manual_clock(&test_clock);
+    o.clock = pf_clock_manual(&test_clock);
     zactor_t *a = zactor_new(pf_worker_actor, &o);
     char *status = zstr_recv(a);
     CU_ASSERT_STRING_EQUAL(status, "OK");
@@ -177,12 +178,12 @@ static pf_cluster_t *tiny_cluster(int n)
 
 /* ---- scripted peers ---- */
 
-static void peer_send(zsock_t *s, pf_msg_t kind, const ProtobufCMessage *m)
+static void peer_send(zsock_t *s, pf_wire_msg_t kind, const ProtobufCMessage *m)
 {
     uint8_t hdr[PF_WIRE_HEADER_LEN], *buf;
     size_t len;
     pf_wire_header(kind, hdr);
-    pf_codec_pack(m, &buf, &len);
+    pf_wire_pack(m, &buf, &len);
     const void *f[] = {hdr, buf};
     size_t l[] = {sizeof hdr, len};
     send_frames(s, 2, f, l);
@@ -199,7 +200,7 @@ static int peer_poll(zsock_t *s, zframe_t **body)
         return 0;
     zmsg_t *m = zmsg_recv(s);
     zframe_t *h = m ? zmsg_pop(m) : NULL, *b = m ? zmsg_pop(m) : NULL;
-    pf_msg_t kind = 0;
+    pf_wire_msg_t kind = 0;
     char err[64];
     if (!h || pf_wire_parse_header(zframe_data(h), zframe_size(h), &kind, err, sizeof err))
         kind = 0;
@@ -266,7 +267,7 @@ static int worker_sync(zsock_t *w, int *byes)
  * none) no workers left. Returns the broker's worker count after the tick. */
 static int broker_tick(zactor_t *b, zsock_t *w, double hb_s)
 {
-    pf_manual_clock_advance(&test_clock, 1.5 * hb_s);
+    pf_clock_manual_advance(&test_clock, 1.5 * hb_s);
     long long bad, dispatched;
     int workers = -1;
     for (double t0 = pf_now_s(); pf_now_s() - t0 < PF_EVENT_WAIT_S;) {
@@ -306,13 +307,13 @@ static void test_slow_message_keeps_workers(void)
     pf_search_opts_init(&so);
     pf_arena_t *a = pf_arena_new();
     Planfarm__Submit m = PLANFARM__SUBMIT__INIT;
-    m.graph = pf_codec_graph_to_pb(a, g);
-    m.cluster = pf_codec_cluster_to_pb(a, cl);
+    m.graph = pf_model_codec_graph_to_pb(a, g);
+    m.cluster = pf_model_codec_cluster_to_pb(a, cl);
     m.options = pf_plan_options_codec_to_pb(a, &so);
     uint8_t hdr[PF_WIRE_HEADER_LEN], *body;
     size_t len;
     pf_wire_header(PF_MSG_SUBMIT, hdr);
-    CU_ASSERT_EQUAL_FATAL(pf_codec_pack(&m.base, &body, &len), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_wire_pack(&m.base, &body, &len), PF_OK);
 
     zactor_t *b = start_broker(&o, ep, sizeof ep);
     zsock_t *w = fake_worker(ep, 1);
@@ -328,7 +329,7 @@ static void test_slow_message_keeps_workers(void)
     const void *f[] = {hdr, body};
     size_t l[] = {sizeof hdr, len};
     send_frames(client, 2, f, l);
-    pf_manual_clock_advance(&test_clock, 10.0);
+    pf_clock_manual_advance(&test_clock, 10.0);
     peer_send(w, PF_MSG_HEARTBEAT, &hb.base);
     int replied = 0;
     for (double t0 = pf_now_s(); !replied && pf_now_s() - t0 < PF_EVENT_WAIT_S;) {
@@ -470,8 +471,8 @@ static void test_requests(void)
      * thread, after the reply) and failed, saying where */
     pf_arena_t *a = pf_arena_new();
     Planfarm__Submit m = PLANFARM__SUBMIT__INIT;
-    m.graph = pf_codec_graph_to_pb(a, g);
-    m.cluster = pf_codec_cluster_to_pb(a, cl);
+    m.graph = pf_model_codec_graph_to_pb(a, g);
+    m.cluster = pf_model_codec_cluster_to_pb(a, cl);
     m.graph->edges[1]->dst = 99;
     const uint8_t *body;
     size_t len;
@@ -643,7 +644,7 @@ static void send_partition(zsock_t *s, const Planfarm__Job *job, int nstages, co
     r.id = job->id;
     r.kind = PLANFARM__JOB_KIND__JOB_DP_PARTITION;
     r.status = PF_OK;
-    r.plan = pf_codec_plan_to_pb(a, p);
+    r.plan = pf_model_codec_plan_to_pb(a, p);
     peer_send(s, PF_MSG_RESULT, &r.base);
     pf_arena_destroy(&a);
     pf_plan_destroy(&p);

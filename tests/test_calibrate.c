@@ -113,7 +113,7 @@ static int fake_timer(void *ctx, const pf_op_probe_t *p, double *fwd, double *bw
 static void test_rewrite(void)
 {
     pf_graph_t *g = block(), *m;
-    pf_calib_report_t rep;
+    pf_calibrate_report_t rep;
     fake_t f = {0, 0};
     char err[256];
     CU_ASSERT_EQUAL_FATAL(
@@ -140,7 +140,7 @@ static void test_rewrite(void)
     CU_ASSERT_STRING_EQUAL(pf_graph_op(m, 5)->name, "softmax");
     CU_ASSERT_EQUAL(pf_graph_op(m, 2)->weight.dim[1], 1600);
     CU_ASSERT_EQUAL(pf_graph_edge(m, 4)->bytes, 5000);
-    pf_calib_report_clear(&rep);
+    pf_calibrate_report_clear(&rep);
     pf_graph_destroy(&m);
 
     f = (fake_t){0, 3}; /* the third class fails: nothing is returned */

@@ -30,9 +30,9 @@ static void test_graph_round_trip(void)
     pf_graph_t *g = pf_test_random_dag(3, 9, 0.3);
     uint8_t *buf;
     size_t len;
-    CU_ASSERT_EQUAL_FATAL(pf_codec_encode_graph(g, &buf, &len), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_model_codec_encode_graph(g, &buf, &len), PF_OK);
     pf_graph_t *h;
-    CU_ASSERT_EQUAL_FATAL(pf_codec_decode_graph(buf, len, &h, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_model_codec_decode_graph(buf, len, &h, err, sizeof err), PF_OK);
     CU_ASSERT_EQUAL(pf_graph_nops(h), pf_graph_nops(g));
     CU_ASSERT_EQUAL(pf_graph_nedges(h), pf_graph_nedges(g));
     for (int v = 0; v < pf_graph_nops(g); v++) {
@@ -48,7 +48,7 @@ static void test_graph_round_trip(void)
     /* every strict prefix of the bytes is rejected or decodes to a valid graph: never a crash */
     for (size_t cut = 0; cut < len; cut += 1 + len / 50) {
         pf_graph_t *x = NULL;
-        int rc = pf_codec_decode_graph(buf, cut, &x, err, sizeof err);
+        int rc = pf_model_codec_decode_graph(buf, cut, &x, err, sizeof err);
         CU_ASSERT(rc == PF_OK || rc == PF_EINPUT);
         pf_graph_destroy(&x);
     }
@@ -62,23 +62,23 @@ static void test_graph_bad_messages(void)
     char err[256];
     pf_arena_t *a = pf_arena_new();
     pf_graph_t *g = pf_test_random_dag(4, 5, 0.2), *x;
-    Planfarm__Graph *m = pf_codec_graph_to_pb(a, g);
+    Planfarm__Graph *m = pf_model_codec_graph_to_pb(a, g);
     m->edges[0]->dst = 77;
-    CU_ASSERT_EQUAL(pf_codec_graph_from_pb(m, &x, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_model_codec_graph_from_pb(m, &x, err, sizeof err), PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "graph.edges[0]: op index out of range");
     m->edges[0]->dst = m->edges[0]->src; /* self-loop: caught by the graph's own validation */
-    CU_ASSERT_EQUAL(pf_codec_graph_from_pb(m, &x, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_model_codec_graph_from_pb(m, &x, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "self-loop"));
     m->edges[0]->dst = 4;
     m->ops[1]->fwd_ms = -1;
-    CU_ASSERT_EQUAL(pf_codec_graph_from_pb(m, &x, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_model_codec_graph_from_pb(m, &x, err, sizeof err), PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "graph: ops[1].fwd_ms: negative (-1)");
     m->ops[1]->fwd_ms = 1;
     m->microbatch = 0;
-    CU_ASSERT_EQUAL(pf_codec_graph_from_pb(m, &x, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_model_codec_graph_from_pb(m, &x, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NULL(x);
     uint8_t junk[] = {0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01};
-    CU_ASSERT_EQUAL(pf_codec_decode_graph(junk, sizeof junk, &x, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_model_codec_decode_graph(junk, sizeof junk, &x, err, sizeof err), PF_EINPUT);
     pf_arena_destroy(&a);
     pf_graph_destroy(&g);
 }
@@ -90,8 +90,8 @@ static void test_cluster_round_trip(void)
         pf_cluster_t *c = small_cluster(lat), *d;
         uint8_t *buf;
         size_t len;
-        CU_ASSERT_EQUAL_FATAL(pf_codec_encode_cluster(c, &buf, &len), PF_OK);
-        CU_ASSERT_EQUAL_FATAL(pf_codec_decode_cluster(buf, len, &d, err, sizeof err), PF_OK);
+        CU_ASSERT_EQUAL_FATAL(pf_model_codec_encode_cluster(c, &buf, &len), PF_OK);
+        CU_ASSERT_EQUAL_FATAL(pf_model_codec_decode_cluster(buf, len, &d, err, sizeof err), PF_OK);
         CU_ASSERT_EQUAL(memcmp(pf_cluster_bw_matrix(c), pf_cluster_bw_matrix(d), 9 * sizeof(double)),
                         0);
         CU_ASSERT_EQUAL(memcmp(pf_cluster_lat_matrix(c), pf_cluster_lat_matrix(d),
@@ -106,14 +106,14 @@ static void test_cluster_round_trip(void)
     }
     pf_arena_t *a = pf_arena_new();
     pf_cluster_t *c = small_cluster(0), *d;
-    Planfarm__Cluster *m = pf_codec_cluster_to_pb(a, c);
+    Planfarm__Cluster *m = pf_model_codec_cluster_to_pb(a, c);
     m->n_bandwidth_gbps = 8;
-    CU_ASSERT_EQUAL(pf_codec_cluster_from_pb(m, &d, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_model_codec_cluster_from_pb(m, &d, err, sizeof err), PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "cluster.bandwidth_gbps: 8 entries, expected 9");
     m->n_bandwidth_gbps = 9;
     double zero[9] = {0};
     m->bandwidth_gbps = zero;
-    CU_ASSERT_EQUAL(pf_codec_cluster_from_pb(m, &d, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_model_codec_cluster_from_pb(m, &d, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "cluster: bandwidth_gbps[0][1]: zero"));
     pf_arena_destroy(&a);
     pf_cluster_destroy(&c);
@@ -148,8 +148,8 @@ static void test_plan_and_results(void)
     char err[256];
     pf_arena_t *a = pf_arena_new();
     pf_plan_t *p = mapped_plan(), *q;
-    Planfarm__Plan *m = pf_codec_plan_to_pb(a, p);
-    CU_ASSERT_EQUAL_FATAL(pf_codec_plan_from_pb(m, 5, 3, &q, err, sizeof err), PF_OK);
+    Planfarm__Plan *m = pf_model_codec_plan_to_pb(a, p);
+    CU_ASSERT_EQUAL_FATAL(pf_model_codec_plan_from_pb(m, 5, 3, &q, err, sizeof err), PF_OK);
     CU_ASSERT_EQUAL(q->stages, 2);
     CU_ASSERT_EQUAL(q->stage_list[0].nops, 3);
     CU_ASSERT_EQUAL(q->stage_list[1].ops[1], 4);
@@ -163,9 +163,9 @@ static void test_plan_and_results(void)
     CU_ASSERT(!q->search.present);
     pf_plan_destroy(&q);
     /* indices must lie inside the graph and the cluster the job named */
-    CU_ASSERT_EQUAL(pf_codec_plan_from_pb(m, 4, 3, &q, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_model_codec_plan_from_pb(m, 4, 3, &q, err, sizeof err), PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "plan.stage_list[1].ops[1]: index out of range");
-    CU_ASSERT_EQUAL(pf_codec_plan_from_pb(m, 5, 2, &q, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_model_codec_plan_from_pb(m, 5, 2, &q, err, sizeof err), PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "plan.stage_list[0].devices[0]: out of range");
 
     /* results: a partition and a probe */
@@ -393,13 +393,13 @@ static void test_tp_plan(void)
     int *d = pf_plan_stage_devices(p, 0);
     d[0] = 2;
     d[1] = 1;
-    Planfarm__Plan *m = pf_codec_plan_to_pb(a, p);
-    CU_ASSERT_EQUAL_FATAL(pf_codec_plan_from_pb(m, 2, 3, &q, err, sizeof err), PF_OK);
+    Planfarm__Plan *m = pf_model_codec_plan_to_pb(a, p);
+    CU_ASSERT_EQUAL_FATAL(pf_model_codec_plan_from_pb(m, 2, 3, &q, err, sizeof err), PF_OK);
     CU_ASSERT(q->tensor_parallel == 2 && q->stage_list[0].devices[0] == 2 &&
               q->stage_list[0].devices[1] == 1);
     pf_plan_destroy(&q);
     m->stage_list[0]->n_devices = 1;
-    CU_ASSERT_EQUAL(pf_codec_plan_from_pb(m, 2, 3, &q, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_model_codec_plan_from_pb(m, 2, 3, &q, err, sizeof err), PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "plan.stage_list[0].devices: 1 entries, replicas x "
                            "tensor_parallel = 1 x 2");
     pf_plan_destroy(&p);
@@ -410,7 +410,7 @@ static void test_header_and_options(void)
 {
     char err[128];
     uint8_t h[4];
-    pf_msg_t k;
+    pf_wire_msg_t k;
     pf_wire_header(PF_MSG_SUBMIT, h);
     CU_ASSERT_EQUAL(pf_wire_parse_header(h, 4, &k, err, sizeof err), PF_OK);
     CU_ASSERT_EQUAL(k, PF_MSG_SUBMIT);
@@ -471,14 +471,14 @@ static void test_request_states(void)
     for (unsigned i = 0; i < d->n_values; i++) {
         Planfarm__RequestState s = (Planfarm__RequestState)d->values[i].value;
         const char *want = strchr(d->values[i].name, '_') + 1; /* "REQ_DONE" -> "DONE" */
-        CU_ASSERT_EQUAL(strcasecmp(pf_request_state_name(s), want), 0);
-        ended += pf_request_state_ended(s);
+        CU_ASSERT_EQUAL(strcasecmp(pf_wire_request_state_name(s), want), 0);
+        ended += pf_wire_request_state_ended(s);
     }
     CU_ASSERT_EQUAL(ended, 3);
-    CU_ASSERT(pf_request_state_ended(PLANFARM__REQUEST_STATE__REQ_DONE));
-    CU_ASSERT(pf_request_state_ended(PLANFARM__REQUEST_STATE__REQ_FAILED));
-    CU_ASSERT(pf_request_state_ended(PLANFARM__REQUEST_STATE__REQ_CANCELLED));
-    CU_ASSERT(!pf_request_state_ended(PLANFARM__REQUEST_STATE__REQ_PREPARING));
+    CU_ASSERT(pf_wire_request_state_ended(PLANFARM__REQUEST_STATE__REQ_DONE));
+    CU_ASSERT(pf_wire_request_state_ended(PLANFARM__REQUEST_STATE__REQ_FAILED));
+    CU_ASSERT(pf_wire_request_state_ended(PLANFARM__REQUEST_STATE__REQ_CANCELLED));
+    CU_ASSERT(!pf_wire_request_state_ended(PLANFARM__REQUEST_STATE__REQ_PREPARING));
 }
 
 void pf_suite_codec(void)

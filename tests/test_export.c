@@ -2,6 +2,7 @@
  * splits, and the rank -> device map inverted for every rank. */
 #include "planner/export/export.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/ir/plan.h"
 #include "planner/core/rng.h"
 #include "planner/inputs/topology.h"

@@ -13,7 +13,7 @@
 
 #define TOL 0.10
 
-static pf_cuda_t *cuda;
+static pf_cuda_loader_t *cuda;
 static const pf_cuda_api_t *api;
 static json_t *ref;
 
@@ -21,11 +21,11 @@ static int setup(void)
 {
     char err[512], path[1024];
     json_error_t je;
-    if (!(cuda = pf_cuda_open(err, sizeof err))) {
+    if (!(cuda = pf_cuda_loader_open(err, sizeof err))) {
         fprintf(stderr, "gpu suite: %s\n", err);
         return 1;
     }
-    api = pf_cuda_api(cuda);
+    api = pf_cuda_loader_api(cuda);
     ref = json_load_file(pf_test_data("h100/h100_reference.json", path, sizeof path), 0, &je);
     if (!ref)
         fprintf(stderr, "gpu suite: %s: %s\n", path, je.text);
@@ -35,7 +35,7 @@ static int setup(void)
 static int teardown(void)
 {
     json_decref(ref);
-    pf_cuda_close(&cuda);
+    pf_cuda_loader_close(&cuda);
     return 0;
 }
 

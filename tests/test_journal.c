@@ -6,6 +6,7 @@
 #include "client/client.h"
 #include "broker/journal.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/core/rng.h"
 #include "planner/search/search.h"
 #include "planner/inputs/topology.h"
@@ -297,7 +298,7 @@ static void test_replay_is_deterministic(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(m);
         if (pf_search_answer(a, sid, &res)) {
             rec[nrec].sid = sid;
-            CU_ASSERT_EQUAL(pf_codec_pack(&m->base, &rec[nrec].bytes, &rec[nrec].len), PF_OK);
+            CU_ASSERT_EQUAL(pf_wire_pack(&m->base, &rec[nrec].bytes, &rec[nrec].len), PF_OK);
             issued_at[nrec] = ia.nissued;
             nrec++;
         }

@@ -1,6 +1,7 @@
 /* models: generated graphs checked against hand-worked FLOPs, bytes, parameter counts and
  * published figures. */
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/ir/training.h"
 #include "planner/core/util.h"
 #include "tests/testutil.h"

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void sample_device(pf_device_rec_t *d)
+static void sample_device(pf_record_device_t *d)
 {
     memset(d, 0, sizeof *d);
     pf_record_name(d->host, "hosta");
@@ -25,7 +25,7 @@ static void sample_device(pf_device_rec_t *d)
     d->when_unix_s = 1.7e9;
 }
 
-static void sample_link(pf_link_rec_t *l)
+static void sample_link(pf_record_link_t *l)
 {
     memset(l, 0, sizeof *l);
     pf_record_name(l->src_host, "hostb");
@@ -48,17 +48,18 @@ typedef void (*mutate_fn)(Planfarm__Measurement *m, pf_arena_t *a);
 
 static int pack_measurement(mutate_fn mutate, uint8_t **buf, size_t *len)
 {
-    pf_device_rec_t d;
-    pf_link_rec_t l;
+    pf_record_device_t d;
+    pf_record_link_t l;
     sample_device(&d);
     sample_link(&l);
-    pf_measurement_t in = {.round = 7, .task = 3, .dev = &d, .ndev = 1, .link = &l, .nlink = 1};
+    pf_profile_codec_measurement_t in = {
+        .round = 7, .task = 3, .dev = &d, .ndev = 1, .link = &l, .nlink = 1};
     pf_arena_t *a = pf_arena_new();
-    Planfarm__Measurement *m = pf_codec_measurement_to_pb(a, &in);
+    Planfarm__Measurement *m = pf_profile_codec_measurement_to_pb(a, &in);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
     if (mutate)
         mutate(m, a);
-    int rc = pf_codec_pack(&m->base, buf, len);
+    int rc = pf_wire_pack(&m->base, buf, len);
     pf_arena_destroy(&a);
     return rc;
 }
@@ -68,11 +69,12 @@ static void test_roundtrip(void)
     uint8_t *buf;
     size_t len;
     char err[256];
-    pf_measurement_t out;
+    pf_profile_codec_measurement_t out;
     CU_ASSERT_EQUAL_FATAL(pack_measurement(NULL, &buf, &len), PF_OK);
-    CU_ASSERT_EQUAL_FATAL(pf_codec_decode_measurement(buf, len, &out, err, sizeof err), PF_OK);
-    pf_device_rec_t d;
-    pf_link_rec_t l;
+    CU_ASSERT_EQUAL_FATAL(pf_profile_codec_decode_measurement(buf, len, &out, err, sizeof err),
+                          PF_OK);
+    pf_record_device_t d;
+    pf_record_link_t l;
     sample_device(&d);
     sample_link(&l);
     CU_ASSERT_EQUAL(out.round, 7);
@@ -84,8 +86,8 @@ static void test_roundtrip(void)
     CU_ASSERT_EQUAL(memcmp(&out.link[0], &l, sizeof l), 0);
     CU_ASSERT_STRING_EQUAL(out.link[0].method, "zmq_tcp_pingpong");
     CU_ASSERT_DOUBLE_EQUAL(out.link[0].ms[2], 0.01 + 0.1, 1e-15); /* 10 us + 100 kB at 1 GB/s */
-    pf_measurement_clear(&out);
-    pf_measurement_clear(&out); /* idempotent */
+    pf_profile_codec_measurement_clear(&out);
+    pf_profile_codec_measurement_clear(&out); /* idempotent */
     free(buf);
 }
 
@@ -144,9 +146,10 @@ static void test_malformed(void)
         uint8_t *buf;
         size_t len;
         char err[256] = "";
-        pf_measurement_t out;
+        pf_profile_codec_measurement_t out;
         CU_ASSERT_EQUAL_FATAL(pack_measurement(cases[i].f, &buf, &len), PF_OK);
-        CU_ASSERT_EQUAL(pf_codec_decode_measurement(buf, len, &out, err, sizeof err), PF_EINPUT);
+        CU_ASSERT_EQUAL(pf_profile_codec_decode_measurement(buf, len, &out, err, sizeof err),
+                        PF_EINPUT);
         if (!strstr(err, cases[i].want))
             fprintf(stderr, "\ncase %zu: '%s' lacks '%s'\n", i, err, cases[i].want);
         CU_ASSERT_PTR_NOT_NULL(strstr(err, cases[i].want));
@@ -155,24 +158,25 @@ static void test_malformed(void)
         free(buf);
     }
     char err[256] = "";
-    pf_measurement_t out;
+    pf_profile_codec_measurement_t out;
     const uint8_t garbage[] = {0xff, 0xff, 0xff, 0xff, 0x0f};
-    CU_ASSERT_EQUAL(pf_codec_decode_measurement(garbage, sizeof garbage, &out, err, sizeof err),
-                    PF_EINPUT);
+    CU_ASSERT_EQUAL(
+        pf_profile_codec_decode_measurement(garbage, sizeof garbage, &out, err, sizeof err),
+        PF_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "not a valid Measurement"));
 }
 
-static int decode_task(const pf_profile_task_t *t, char *err, size_t errlen)
+static int decode_task(const pf_profile_codec_task_t *t, char *err, size_t errlen)
 {
     pf_arena_t *a = pf_arena_new();
     uint8_t *buf;
     size_t len;
-    pf_profile_task_t out;
-    Planfarm__ProfileTask *m = pf_codec_task_to_pb(a, t);
+    pf_profile_codec_task_t out;
+    Planfarm__ProfileTask *m = pf_profile_codec_task_to_pb(a, t);
     if (t->kind > 3)
         m->kind = t->kind; /* as sent by a peer with another enum */
-    pf_codec_pack(&m->base, &buf, &len);
-    int rc = pf_codec_decode_task(buf, len, &out, err, errlen);
+    pf_wire_pack(&m->base, &buf, &len);
+    int rc = pf_profile_codec_decode_task(buf, len, &out, err, errlen);
     if (rc == PF_OK)
         CU_ASSERT_EQUAL(memcmp(&out, t, sizeof out), 0);
     free(buf);
@@ -183,7 +187,7 @@ static int decode_task(const pf_profile_task_t *t, char *err, size_t errlen)
 static void test_task(void)
 {
     char err[256];
-    pf_profile_task_t t;
+    pf_profile_codec_task_t t;
     memset(&t, 0, sizeof t);
     t.round = 2;
     t.task = 9;
@@ -196,7 +200,7 @@ static void test_task(void)
     t.reps = 5;
     t.timeout_s = 3;
     CU_ASSERT_EQUAL(decode_task(&t, err, sizeof err), PF_OK);
-    pf_profile_task_t bad = t;
+    pf_profile_codec_task_t bad = t;
     bad.sizes[1] = 4;
     CU_ASSERT_EQUAL(decode_task(&bad, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "given twice"));
@@ -220,10 +224,10 @@ static void test_task(void)
 
 /* ---- the broker drops and counts a malformed MEASUREMENT ---- */
 
-static pf_manual_clock_t clock_; /* never moved: no heartbeat tick, no deadline, in this test */
+static pf_clock_manual_t clock_; /* never moved: no heartbeat tick, no deadline, in this test */
 
 /* Next message on a DEALER within 10 s (a bound, not a timing: the broker answers at once). */
-static pf_msg_t recv_msg(zsock_t *s, zframe_t **body)
+static pf_wire_msg_t recv_msg(zsock_t *s, zframe_t **body)
 {
     zpoller_t *p = zpoller_new(s, NULL);
     void *which = zpoller_wait(p, 10000);
@@ -232,7 +236,7 @@ static pf_msg_t recv_msg(zsock_t *s, zframe_t **body)
         return 0;
     zmsg_t *m = zmsg_recv(s);
     zframe_t *hdr = zmsg_pop(m);
-    pf_msg_t kind = 0;
+    pf_wire_msg_t kind = 0;
     char err[64];
     if (!hdr || pf_wire_parse_header(zframe_data(hdr), zframe_size(hdr), &kind, err,
                                      sizeof err) != PF_OK)
@@ -243,11 +247,11 @@ static pf_msg_t recv_msg(zsock_t *s, zframe_t **body)
     return kind;
 }
 
-static void send_msg(zsock_t *s, pf_msg_t kind, const ProtobufCMessage *m)
+static void send_msg(zsock_t *s, pf_wire_msg_t kind, const ProtobufCMessage *m)
 {
-    pf_pack_buf_t pb = {0};
-    CU_ASSERT_EQUAL(pf_peer_send(zsock_resolve(s), NULL, 0, kind, m, &pb), PF_OK);
-    pf_pack_buf_free(&pb);
+    pf_peer_io_pack_buf_t pb = {0};
+    CU_ASSERT_EQUAL(pf_peer_io_send(zsock_resolve(s), NULL, 0, kind, m, &pb), PF_OK);
+    pf_peer_io_pack_buf_free(&pb);
 }
 
 static long long broker_malformed(zactor_t *b)
@@ -285,17 +289,18 @@ static Planfarm__ProfileClusterReply *round_with(zsock_t *agent, zsock_t *client
         zclock_sleep(5);
     }
     CU_ASSERT_EQUAL_FATAL(recv_msg(agent, &body), PF_MSG_PROFILE);
-    pf_profile_task_t t;
+    pf_profile_codec_task_t t;
     char err[256];
-    CU_ASSERT_EQUAL_FATAL(pf_codec_decode_task(zframe_data(body), zframe_size(body), &t, err,
-                                               sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        pf_profile_codec_decode_task(zframe_data(body), zframe_size(body), &t, err, sizeof err),
+        PF_OK);
     zframe_destroy(&body);
     CU_ASSERT_EQUAL(t.kind, PLANFARM__PROFILE_TASK_KIND__PROFILE_LOCAL);
-    pf_device_rec_t d;
+    pf_record_device_t d;
     sample_device(&d);
-    pf_measurement_t mm = {.round = t.round, .task = t.task, .dev = &d, .ndev = 1};
+    pf_profile_codec_measurement_t mm = {.round = t.round, .task = t.task, .dev = &d, .ndev = 1};
     pf_arena_t *a = pf_arena_new();
-    Planfarm__Measurement *m = pf_codec_measurement_to_pb(a, &mm);
+    Planfarm__Measurement *m = pf_profile_codec_measurement_to_pb(a, &mm);
     if (answer)
         answer(m, a);
     send_msg(agent, PF_MSG_MEASUREMENT, &m->base);
@@ -313,18 +318,18 @@ static void test_broker_drops_malformed(void)
     pf_broker_opts_init(&o);
     o.endpoint = "tcp://127.0.0.1:*";
     o.quiet = 1;
-    o.clock = pf_manual_clock_init(&clock_, 0);
+    o.clock = pf_clock_manual_init(&clock_, 0);
     zactor_t *b = zactor_new(pf_broker_actor, &o);
     char *status = NULL, *ep = NULL;
     zstr_recvx(b, &status, &ep, NULL);
     CU_ASSERT_STRING_EQUAL_FATAL(status, "OK");
     zsock_t *agent = zsock_new_dealer(ep), *client = zsock_new_dealer(ep);
-    pf_agent_info_t info;
+    pf_profile_codec_agent_info_t info;
     memset(&info, 0, sizeof info);
     pf_record_name(info.host, "hosta");
     pf_record_name(info.name, "agent-a");
     pf_arena_t *a = pf_arena_new();
-    send_msg(agent, PF_MSG_REGISTER, &pf_codec_register_to_pb(a, &info)->base);
+    send_msg(agent, PF_MSG_REGISTER, &pf_profile_codec_register_to_pb(a, &info)->base);
     pf_arena_destroy(&a);
     CU_ASSERT_EQUAL(broker_malformed(b), 0); /* STATS after REGISTER: it was handled first */
 

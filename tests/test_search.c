@@ -4,6 +4,7 @@
 #include "planner/core/rng.h"
 #include "planner/search/search.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/sim/simulate.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"
@@ -436,7 +437,7 @@ static void test_bad_answers(void)
  * among those that fit, and every answer must equal a simulation of that plan run here. */
 typedef struct {
     pf_plan_t *plan;
-    pf_schedule_t schedule;
+    pf_training_schedule_t schedule;
     double step_ms;
     int fits;
 } sim_seen_t;
@@ -493,7 +494,7 @@ static void check_simulated_choice(const pf_graph_t *g, const pf_cluster_t *c,
         pf_simulate_result_t *r = NULL;
         pf_plan_t *mine = pf_plan_clone(q);
         mine->train.schedule = seen[i].schedule;
-        snprintf(mine->schedule, sizeof mine->schedule, "%s", pf_schedule_name(seen[i].schedule));
+        snprintf(mine->schedule, sizeof mine->schedule, "%s", pf_training_schedule_name(seen[i].schedule));
         CU_ASSERT_EQUAL_FATAL(pf_simulate_input_from_plan(g, c, mine, &in, err, sizeof err), PF_OK);
         CU_ASSERT_EQUAL_FATAL(pf_simulate(&in, &r, err, sizeof err), PF_OK);
         PF_ASSERT_CLOSE(r->step_ms, seen[i].step_ms, 1e-9);
@@ -510,7 +511,7 @@ static void check_simulated_choice(const pf_graph_t *g, const pf_cluster_t *c,
     }
     CU_ASSERT_FATAL(best >= 0);
     CU_ASSERT_EQUAL(p->simulated_step_ms, seen[best].step_ms);
-    CU_ASSERT_STRING_EQUAL(p->schedule, pf_schedule_name(seen[best].schedule));
+    CU_ASSERT_STRING_EQUAL(p->schedule, pf_training_schedule_name(seen[best].schedule));
     CU_ASSERT_EQUAL(p->train.schedule, seen[best].schedule);
     CU_ASSERT(p->stages == seen[best].plan->stages && p->replicas == seen[best].plan->replicas);
     if (tp > 1 && p->stages > 1)
@@ -521,7 +522,7 @@ static void check_simulated_choice(const pf_graph_t *g, const pf_cluster_t *c,
         for (int i = 0; i < n; i++)
             fprintf(stderr, "  %d x %d x %d %-10s %.3f ms fits %d%s\n", seen[i].plan->stages,
                     seen[i].plan->replicas, seen[i].plan->tensor_parallel,
-                    pf_schedule_name(seen[i].schedule), seen[i].step_ms, seen[i].fits,
+                    pf_training_schedule_name(seen[i].schedule), seen[i].step_ms, seen[i].fits,
                     i == best ? "  <-" : "");
     for (int i = 0; i < n; i++)
         pf_plan_destroy(&seen[i].plan);
@@ -625,7 +626,7 @@ static void test_simulate_job_memory(void)
     pf_plan_stage_devices(p, 1)[0] = 1;
     p->microbatches = 4;
     CU_ASSERT_EQUAL_FATAL(pf_plan_validate(p, g, c, err, sizeof err), PF_OK);
-    static const pf_schedule_t sched[3] = {PF_SCHEDULE_1F1B, PF_SCHEDULE_EAGER_1F1B,
+    static const pf_training_schedule_t sched[3] = {PF_SCHEDULE_1F1B, PF_SCHEDULE_EAGER_1F1B,
                                            PF_SCHEDULE_GPIPE};
     const double want[3] = {m2, m3, m4};
     for (int i = 0; i < 3; i++) {

@@ -41,19 +41,19 @@ static void test_table1(void)
 static void test_seed_volumes(void)
 {
     pf_sharding_t B = pf_sharding_b(), P = pf_sharding_p(), S0 = pf_sharding_s(0), S1 = pf_sharding_s(1);
-    CU_ASSERT_EQUAL(pf_conv_atomic(S0, S1), PF_CONV_ALL2ALL);
-    CU_ASSERT_EQUAL(pf_conv_atomic(S1, B), PF_CONV_ALLGATHER);
-    CU_ASSERT_EQUAL(pf_conv_atomic(P, S0), PF_CONV_REDUCESCATTER);
-    CU_ASSERT_EQUAL(pf_conv_atomic(P, B), PF_CONV_ALLREDUCE);
-    CU_ASSERT_EQUAL(pf_conv_atomic(S1, S1), PF_CONV_IDENTITY);
-    CU_ASSERT_EQUAL(pf_conv_atomic(B, P), PF_CONV_I2P);
-    CU_ASSERT_EQUAL(pf_conv_atomic(B, S1), PF_CONV_SPLIT);
-    CU_ASSERT_EQUAL(pf_conv_atomic(S0, P), -1);
-    PF_ASSERT_CLOSE(pf_conv_seed_volume_bytes(PF_CONV_ALL2ALL, 2, 1e6), 1e6, 1e-15);
-    PF_ASSERT_CLOSE(pf_conv_seed_volume_bytes(PF_CONV_ALLGATHER, 2, 1e6), 2e6, 1e-15);
-    PF_ASSERT_CLOSE(pf_conv_seed_volume_bytes(PF_CONV_REDUCESCATTER, 2, 1e6), 2e6, 1e-15);
-    PF_ASSERT_CLOSE(pf_conv_seed_volume_bytes(PF_CONV_ALLREDUCE, 2, 1e6), 3e6, 1e-15);
-    CU_ASSERT_EQUAL(pf_conv_seed_volume_bytes(PF_CONV_I2P, 2, 1e6), 0);
+    CU_ASSERT_EQUAL(pf_sharding_conv_atomic(S0, S1), PF_CONV_ALL2ALL);
+    CU_ASSERT_EQUAL(pf_sharding_conv_atomic(S1, B), PF_CONV_ALLGATHER);
+    CU_ASSERT_EQUAL(pf_sharding_conv_atomic(P, S0), PF_CONV_REDUCESCATTER);
+    CU_ASSERT_EQUAL(pf_sharding_conv_atomic(P, B), PF_CONV_ALLREDUCE);
+    CU_ASSERT_EQUAL(pf_sharding_conv_atomic(S1, S1), PF_CONV_IDENTITY);
+    CU_ASSERT_EQUAL(pf_sharding_conv_atomic(B, P), PF_CONV_I2P);
+    CU_ASSERT_EQUAL(pf_sharding_conv_atomic(B, S1), PF_CONV_SPLIT);
+    CU_ASSERT_EQUAL(pf_sharding_conv_atomic(S0, P), -1);
+    PF_ASSERT_CLOSE(pf_sharding_conv_seed_volume_bytes(PF_CONV_ALL2ALL, 2, 1e6), 1e6, 1e-15);
+    PF_ASSERT_CLOSE(pf_sharding_conv_seed_volume_bytes(PF_CONV_ALLGATHER, 2, 1e6), 2e6, 1e-15);
+    PF_ASSERT_CLOSE(pf_sharding_conv_seed_volume_bytes(PF_CONV_REDUCESCATTER, 2, 1e6), 2e6, 1e-15);
+    PF_ASSERT_CLOSE(pf_sharding_conv_seed_volume_bytes(PF_CONV_ALLREDUCE, 2, 1e6), 3e6, 1e-15);
+    CU_ASSERT_EQUAL(pf_sharding_conv_seed_volume_bytes(PF_CONV_I2P, 2, 1e6), 0);
 }
 
 /* A.1.2, ring reduce-scatter with n = 4, |T| = 8e6 bytes, beta = 10 GB/s: each device sends
@@ -62,11 +62,11 @@ static void test_seed_volumes(void)
 static void test_reduce_scatter_analysis(void)
 {
     pf_sharding_link_t link = {10, 0};
-    PF_ASSERT_CLOSE(pf_conv_ring_bytes(PF_CONV_REDUCESCATTER, 4, 8e6), 6e6, 1e-15);
-    PF_ASSERT_CLOSE(4 * pf_conv_ring_bytes(PF_CONV_REDUCESCATTER, 4, 8e6), 2.4e7, 1e-15);
-    PF_ASSERT_CLOSE(pf_conv_ms(PF_CONV_REDUCESCATTER, 4, 8e6, &link), 0.6, 1e-12);
+    PF_ASSERT_CLOSE(pf_sharding_conv_ring_bytes(PF_CONV_REDUCESCATTER, 4, 8e6), 6e6, 1e-15);
+    PF_ASSERT_CLOSE(4 * pf_sharding_conv_ring_bytes(PF_CONV_REDUCESCATTER, 4, 8e6), 2.4e7, 1e-15);
+    PF_ASSERT_CLOSE(pf_sharding_conv_ms(PF_CONV_REDUCESCATTER, 4, 8e6, &link), 0.6, 1e-12);
     for (int n = 2; n <= 1024; n *= 2)
-        CU_ASSERT(pf_conv_ms(PF_CONV_REDUCESCATTER, n, 8e6, &link) < 0.8);
+        CU_ASSERT(pf_sharding_conv_ms(PF_CONV_REDUCESCATTER, n, 8e6, &link) < 0.8);
 }
 
 /* Ring costs (DESIGN.md), n = 4, |T| = 8e6 bytes, 10 GB/s, 5 us a step:
@@ -77,15 +77,15 @@ static void test_reduce_scatter_analysis(void)
 static void test_ring_costs(void)
 {
     pf_sharding_link_t link = {10, 5};
-    PF_ASSERT_CLOSE(pf_conv_ms(PF_CONV_ALLREDUCE, 4, 8e6, &link), 1.23, 1e-12);
-    PF_ASSERT_CLOSE(pf_conv_ms(PF_CONV_ALLGATHER, 4, 8e6, &link), 0.615, 1e-12);
-    PF_ASSERT_CLOSE(pf_conv_ms(PF_CONV_REDUCESCATTER, 4, 8e6, &link), 0.615, 1e-12);
-    PF_ASSERT_CLOSE(pf_conv_ms(PF_CONV_ALL2ALL, 4, 8e6, &link), 0.165, 1e-12);
-    PF_ASSERT_CLOSE(pf_conv_ring_bytes(PF_CONV_ALL2ALL, 4, 8e6), 1.5e6, 1e-15);
-    CU_ASSERT_EQUAL(pf_conv_ring_steps(PF_CONV_ALLREDUCE, 4), 6);
-    CU_ASSERT_EQUAL(pf_conv_ms(PF_CONV_I2P, 4, 8e6, &link), 0);
-    CU_ASSERT_EQUAL(pf_conv_ms(PF_CONV_SPLIT, 4, 8e6, &link), 0);
-    CU_ASSERT_EQUAL(pf_conv_ms(PF_CONV_ALLREDUCE, 1, 8e6, &link), 0);
+    PF_ASSERT_CLOSE(pf_sharding_conv_ms(PF_CONV_ALLREDUCE, 4, 8e6, &link), 1.23, 1e-12);
+    PF_ASSERT_CLOSE(pf_sharding_conv_ms(PF_CONV_ALLGATHER, 4, 8e6, &link), 0.615, 1e-12);
+    PF_ASSERT_CLOSE(pf_sharding_conv_ms(PF_CONV_REDUCESCATTER, 4, 8e6, &link), 0.615, 1e-12);
+    PF_ASSERT_CLOSE(pf_sharding_conv_ms(PF_CONV_ALL2ALL, 4, 8e6, &link), 0.165, 1e-12);
+    PF_ASSERT_CLOSE(pf_sharding_conv_ring_bytes(PF_CONV_ALL2ALL, 4, 8e6), 1.5e6, 1e-15);
+    CU_ASSERT_EQUAL(pf_sharding_conv_ring_steps(PF_CONV_ALLREDUCE, 4), 6);
+    CU_ASSERT_EQUAL(pf_sharding_conv_ms(PF_CONV_I2P, 4, 8e6, &link), 0);
+    CU_ASSERT_EQUAL(pf_sharding_conv_ms(PF_CONV_SPLIT, 4, 8e6, &link), 0);
+    CU_ASSERT_EQUAL(pf_sharding_conv_ms(PF_CONV_ALLREDUCE, 1, 8e6, &link), 0);
 }
 
 /* Division (eq. 1) and "or" (eq. 2) on the same link as test_ring_costs. */

@@ -2,6 +2,7 @@
  * a plan, one GPT layer against its H100 measurement, and the two commands. */
 #include "planner/core/json.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/sim/simulate.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"
@@ -32,7 +33,7 @@ typedef struct {
 
 /* S stages x R replicas (T = 1), every stage f, b; replica r of stage s on device s R + r. */
 static void pipe_init(pipe_t *p, const pf_cluster_t *c, int S, int R, int MB, double f, double b,
-                      pf_schedule_t sched)
+                      pf_training_schedule_t sched)
 {
     memset(p, 0, sizeof *p);
     p->in = (pf_simulate_input_t){.stages = S, .replicas = R, .tp = 1, .microbatches = MB,
@@ -45,7 +46,7 @@ static void pipe_init(pipe_t *p, const pf_cluster_t *c, int S, int R, int MB, do
     }
 }
 
-static double step_of(pipe_t *p, pf_schedule_t sched)
+static double step_of(pipe_t *p, pf_training_schedule_t sched)
 {
     char err[256];
     pf_simulate_result_t *r = NULL;
@@ -103,7 +104,8 @@ static void test_peak_memory(void)
             p.stage[s].static_bytes = 1000;
             p.stage[s].act_bytes = 10;
         }
-        pf_schedule_t sch[] = {PF_SCHEDULE_GPIPE, PF_SCHEDULE_1F1B, PF_SCHEDULE_EAGER_1F1B};
+        pf_training_schedule_t sch[] = {PF_SCHEDULE_GPIPE, PF_SCHEDULE_1F1B,
+                                        PF_SCHEDULE_EAGER_1F1B};
         for (int k = 0; k < 3; k++) {
             pf_simulate_result_t *r = NULL;
             p.in.schedule = sch[k];
@@ -300,7 +302,8 @@ static void test_bounds(void)
         }
         double sig = step_of(&p, PF_SCHEDULE_SIGNAL);
         CU_ASSERT(MB * slowest <= sig + 1e-9);
-        pf_schedule_t sch[] = {PF_SCHEDULE_GPIPE, PF_SCHEDULE_1F1B, PF_SCHEDULE_EAGER_1F1B};
+        pf_training_schedule_t sch[] = {PF_SCHEDULE_GPIPE, PF_SCHEDULE_1F1B,
+                                        PF_SCHEDULE_EAGER_1F1B};
         for (int k = 0; k < 3; k++) {
             pf_simulate_result_t *r = NULL;
             p.in.schedule = sch[k];
@@ -342,11 +345,11 @@ static void test_bad_input(void)
     p.in.replicas = 3; /* 6 devices on 4 */
     CU_ASSERT_EQUAL(pf_simulate(&p.in, &r, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NULL(r);
-    pf_schedule_t s;
-    CU_ASSERT_EQUAL((s = pf_schedule_parse("eager-1f1b")), PF_SCHEDULE_EAGER_1F1B);
+    pf_training_schedule_t s;
+    CU_ASSERT_EQUAL((s = pf_training_schedule_parse("eager-1f1b")), PF_SCHEDULE_EAGER_1F1B);
     CU_ASSERT_EQUAL(s, PF_SCHEDULE_EAGER_1F1B);
-    CU_ASSERT_EQUAL(pf_schedule_parse("pipedream"), -1);
-    CU_ASSERT_STRING_EQUAL(pf_schedule_name(PF_SCHEDULE_SIGNAL), "signal");
+    CU_ASSERT_EQUAL(pf_training_schedule_parse("pipedream"), -1);
+    CU_ASSERT_STRING_EQUAL(pf_training_schedule_name(PF_SCHEDULE_SIGNAL), "signal");
     pf_cluster_destroy(&c);
 }
 

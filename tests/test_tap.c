@@ -1,6 +1,7 @@
 /* tap: PRUNEGRAPH, the sliced enumeration, Megatron-LM rediscovered on GPT and BERT, the
  * rewrite onto every instance, T = 1, and a tiny block worked by hand. */
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/tp/tap.h"
 #include "planner/core/util.h"
 #include "tests/testutil.h"

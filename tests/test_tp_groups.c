@@ -21,12 +21,12 @@ static pf_cluster_t *dgx1(int machines)
 static void test_degrees(void)
 {
     pf_cluster_t *c = dgx1(4);
-    int t[16], n = pf_tp_degrees(c, 0, t, 16);
+    int t[16], n = pf_tp_groups_degrees(c, 0, t, 16);
     int want[] = {1, 2, 4, 8};
     CU_ASSERT_EQUAL_FATAL(n, 4);
     for (int i = 0; i < n; i++)
         CU_ASSERT_EQUAL(t[i], want[i]);
-    n = pf_tp_degrees(c, 1, t, 16); /* across hosts: every divisor of 32 */
+    n = pf_tp_groups_degrees(c, 1, t, 16); /* across hosts: every divisor of 32 */
     CU_ASSERT_EQUAL(n, 6);
     CU_ASSERT_EQUAL(t[5], 32);
     char err[256];

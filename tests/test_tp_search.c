@@ -3,6 +3,7 @@
 #include "planner/ir/cost.h"
 #include "planner/map/mapping.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/partition/partition.h"
 #include "planner/search/search.h"
 #include "planner/map/stage_graph.h"

@@ -28,7 +28,7 @@ static void test_state_factor(void)
     PF_ASSERT_CLOSE(pf_training_state_factor(&t, 4), 2.75, 1e-15);
     t.zero = 3;
     PF_ASSERT_CLOSE(pf_training_state_factor(&t, 4), 2.0, 1e-15);
-    pf_state_split_t sp;
+    pf_training_state_split_t sp;
     pf_training_state_split(&t, 4, &sp);
     PF_ASSERT_CLOSE(sp.weights, 0.25, 1e-15);
     PF_ASSERT_CLOSE(sp.master, 0.5, 1e-15);
@@ -58,12 +58,12 @@ static void test_inflight_and_names(void)
     CU_ASSERT_EQUAL(pf_training_block_len("model.layers.12.attn"), strlen("model.layers.12"));
     CU_ASSERT_EQUAL(pf_training_block_len("embed"), 0);
     CU_ASSERT_EQUAL(pf_training_block_len("layers.x7.a"), 0);
-    CU_ASSERT_EQUAL(pf_precision_parse("fp16"), 2);
-    CU_ASSERT_EQUAL(pf_precision_parse("fp8"), -1);
-    CU_ASSERT_EQUAL(pf_recompute_parse("selective"), PF_RECOMPUTE_SELECTIVE);
-    CU_ASSERT_STRING_EQUAL(pf_recompute_name(PF_RECOMPUTE_FULL), "full");
-    CU_ASSERT_EQUAL(pf_optimizer_parse("sgd"), PF_OPTIMIZER_SGD);
-    CU_ASSERT_EQUAL(pf_schedule_parse("gpipe"), PF_SCHEDULE_GPIPE);
+    CU_ASSERT_EQUAL(pf_training_precision_parse("fp16"), 2);
+    CU_ASSERT_EQUAL(pf_training_precision_parse("fp8"), -1);
+    CU_ASSERT_EQUAL(pf_training_recompute_parse("selective"), PF_RECOMPUTE_SELECTIVE);
+    CU_ASSERT_STRING_EQUAL(pf_training_recompute_name(PF_RECOMPUTE_FULL), "full");
+    CU_ASSERT_EQUAL(pf_training_optimizer_parse("sgd"), PF_OPTIMIZER_SGD);
+    CU_ASSERT_EQUAL(pf_training_schedule_parse("gpipe"), PF_SCHEDULE_GPIPE);
 }
 
 /* embed -> layers.0.scores (matmul) -> layers.0.softmax -> layers.0.dropout -> layers.0.out

@@ -35,40 +35,40 @@ static pf_graph_t *one_op_graph(void)
  * (order h4, h1) and unpin it: h4 is now the least recently used -> 40. */
 static void test_cache(void)
 {
-    pf_blob_cache_t *c = pf_blob_cache_new(100);
+    pf_cache_t *c = pf_cache_new(100);
     uint8_t h1[20] = {1}, h2[20] = {2}, h3[20] = {3}, h4[20] = {4};
-    pf_cached_t *e1 = pf_blob_cache_insert(c, h1, 20, one_op_graph(), NULL, 40);
-    CU_ASSERT_PTR_NOT_NULL(pf_cached_graph(e1));
-    CU_ASSERT_PTR_NULL(pf_cached_cluster(e1));
-    pf_blob_cache_insert(c, h2, 20, one_op_graph(), NULL, 40);
-    CU_ASSERT_EQUAL(pf_blob_cache_bytes(c), 80);
-    CU_ASSERT_PTR_EQUAL(pf_blob_cache_lookup(c, h1, 20), e1);
-    pf_blob_cache_insert(c, h3, 20, one_op_graph(), NULL, 40);
-    CU_ASSERT_EQUAL(pf_blob_cache_bytes(c), 80);
-    CU_ASSERT_PTR_NULL(pf_blob_cache_lookup(c, h2, 20));
-    CU_ASSERT_PTR_NOT_NULL(pf_blob_cache_lookup(c, h3, 20));
-    pf_blob_cache_pin(e1);
-    pf_blob_cache_insert(c, h4, 20, one_op_graph(), NULL, 90);
-    CU_ASSERT_EQUAL(pf_blob_cache_bytes(c), 130);
-    CU_ASSERT_PTR_NULL(pf_blob_cache_lookup(c, h3, 20));
-    CU_ASSERT_PTR_EQUAL(pf_blob_cache_lookup(c, h1, 20), e1);
+    pf_cache_entry_t *e1 = pf_cache_insert(c, h1, 20, one_op_graph(), NULL, 40);
+    CU_ASSERT_PTR_NOT_NULL(pf_cache_entry_graph(e1));
+    CU_ASSERT_PTR_NULL(pf_cache_entry_cluster(e1));
+    pf_cache_insert(c, h2, 20, one_op_graph(), NULL, 40);
+    CU_ASSERT_EQUAL(pf_cache_bytes(c), 80);
+    CU_ASSERT_PTR_EQUAL(pf_cache_lookup(c, h1, 20), e1);
+    pf_cache_insert(c, h3, 20, one_op_graph(), NULL, 40);
+    CU_ASSERT_EQUAL(pf_cache_bytes(c), 80);
+    CU_ASSERT_PTR_NULL(pf_cache_lookup(c, h2, 20));
+    CU_ASSERT_PTR_NOT_NULL(pf_cache_lookup(c, h3, 20));
+    pf_cache_pin(e1);
+    pf_cache_insert(c, h4, 20, one_op_graph(), NULL, 90);
+    CU_ASSERT_EQUAL(pf_cache_bytes(c), 130);
+    CU_ASSERT_PTR_NULL(pf_cache_lookup(c, h3, 20));
+    CU_ASSERT_PTR_EQUAL(pf_cache_lookup(c, h1, 20), e1);
     /* the lookup made h1 the most recent; unpinning evicts down to the bound: h4 is older */
-    pf_blob_cache_unpin(c, e1);
-    CU_ASSERT_EQUAL(pf_blob_cache_bytes(c), 40);
-    CU_ASSERT_EQUAL(pf_blob_cache_count(c), 1);
-    CU_ASSERT_PTR_EQUAL(pf_blob_cache_lookup(c, h1, 20), e1);
+    pf_cache_unpin(c, e1);
+    CU_ASSERT_EQUAL(pf_cache_bytes(c), 40);
+    CU_ASSERT_EQUAL(pf_cache_count(c), 1);
+    CU_ASSERT_PTR_EQUAL(pf_cache_lookup(c, h1, 20), e1);
     /* the same hash again keeps the first object */
-    CU_ASSERT_PTR_EQUAL(pf_blob_cache_insert(c, h1, 20, one_op_graph(), NULL, 40), e1);
-    CU_ASSERT_EQUAL(pf_blob_cache_count(c), 1);
-    CU_ASSERT_PTR_NULL(pf_blob_cache_insert(c, h2, 0, one_op_graph(), NULL, 1));
-    pf_blob_cache_destroy(&c);
+    CU_ASSERT_PTR_EQUAL(pf_cache_insert(c, h1, 20, one_op_graph(), NULL, 40), e1);
+    CU_ASSERT_EQUAL(pf_cache_count(c), 1);
+    CU_ASSERT_PTR_NULL(pf_cache_insert(c, h2, 0, one_op_graph(), NULL, 1));
+    pf_cache_destroy(&c);
     CU_ASSERT_PTR_NULL(c);
 }
 
 /* ---- protocol against a scripted broker ---- */
 
 /* The workers' clock: heartbeats, liveness and back-off happen when a test moves it. */
-static pf_manual_clock_t test_clock;
+static pf_clock_manual_t test_clock;
 
 /* The worker actor's "STATS": connected, reconnects and the jobs it holds, as of its last turn. */
 typedef struct {
@@ -117,12 +117,12 @@ static void test_worker_opts(pf_worker_opts_t *o, const char *ep)
     o->endpoint = ep;
     o->threads = 1;
     o->name = "w-under-test";
-    o->clock = pf_manual_clock_init(&test_clock, 100.0);
+    o->clock = pf_clock_manual_init(&test_clock, 100.0);
 }
 
 typedef struct {
     zframe_t *identity;
-    pf_msg_t kind;
+    pf_wire_msg_t kind;
     zframe_t *body;
 } recv_t;
 
@@ -154,7 +154,7 @@ static int expect(zsock_t *router, recv_t *r, int want_hb)
             continue;
         }
         zframe_t *id = zmsg_pop(m), *hdr = zmsg_pop(m), *body = zmsg_pop(m);
-        pf_msg_t kind;
+        pf_wire_msg_t kind;
         char err[64];
         if (pf_wire_parse_header(zframe_data(hdr), zframe_size(hdr), &kind, err, sizeof err) ==
                 PF_OK &&
@@ -174,12 +174,13 @@ static int expect(zsock_t *router, recv_t *r, int want_hb)
     return ok;
 }
 
-static void send_to(zsock_t *router, zframe_t *identity, pf_msg_t kind, const ProtobufCMessage *m)
+static void send_to(zsock_t *router, zframe_t *identity, pf_wire_msg_t kind,
+                    const ProtobufCMessage *m)
 {
     uint8_t hdr[4], *buf;
     size_t len;
     pf_wire_header(kind, hdr);
-    pf_codec_pack(m, &buf, &len);
+    pf_wire_pack(m, &buf, &len);
     zmsg_t *msg = zmsg_new();
     zmsg_append(msg, &(zframe_t *){zframe_dup(identity)});
     zmsg_addmem(msg, hdr, 4);
@@ -228,7 +229,7 @@ static void test_protocol(void)
 
     /* a heartbeat comes once the clock has moved one interval (50 ms): 1.5 intervals here, as
      * an exact multiple could fall a rounding error short of it */
-    pf_manual_clock_advance(&test_clock, 0.075);
+    pf_clock_manual_advance(&test_clock, 0.075);
     CU_ASSERT(expect(router, &r, 1) && r.kind == PF_MSG_HEARTBEAT);
     recv_clear(&r);
 
@@ -332,7 +333,7 @@ static void test_protocol(void)
     /* it comes back one back-off later: one heartbeat interval, since this broker had been
      * serving it (moved 1.5 intervals on once the BYE is read, for the rounding as above) */
     CU_ASSERT_FATAL(wait_disconnected(w));
-    pf_manual_clock_advance(&test_clock, 0.075);
+    pf_clock_manual_advance(&test_clock, 0.075);
     CU_ASSERT_FATAL(expect(router, &r, 0));
     CU_ASSERT_EQUAL(r.kind, PF_MSG_READY);
     CU_ASSERT(!zframe_eq(r.identity, who));
@@ -424,8 +425,8 @@ static void test_group_mismatch(void)
     CU_ASSERT_EQUAL_FATAL(pf_cluster_validate(c, err, sizeof err), PF_OK);
     uint8_t *gbuf, *cbuf, gh[20], ch[20];
     size_t glen, clen;
-    CU_ASSERT_EQUAL_FATAL(pf_codec_encode_graph(g, &gbuf, &glen), PF_OK);
-    CU_ASSERT_EQUAL_FATAL(pf_codec_encode_cluster(c, &cbuf, &clen), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_model_codec_encode_graph(g, &gbuf, &glen), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_model_codec_encode_cluster(c, &cbuf, &clen), PF_OK);
     sha1(gbuf, glen, gh);
     sha1(cbuf, clen, ch);
 
@@ -591,7 +592,7 @@ static void test_credits_enforced(void)
  * next is due one interval after this one; an exact multiple could fall a rounding error short). */
 static void tick(double hb_s)
 {
-    pf_manual_clock_advance(&test_clock, 1.5 * hb_s);
+    pf_clock_manual_advance(&test_clock, 1.5 * hb_s);
 }
 
 /* Liveness 2 counts the worker's own heartbeat ticks since the broker last sent anything: ticks 1
@@ -668,10 +669,10 @@ static void test_backoff_after_bye(void)
         send_to(router, r.identity, PF_MSG_BYE, &bye.base);
         recv_clear(&r);
         CU_ASSERT_FATAL(wait_disconnected(w));
-        pf_manual_clock_advance(&test_clock, backoff_s[k] - 0.001);
+        pf_clock_manual_advance(&test_clock, backoff_s[k] - 0.001);
         wstats_t st;
         CU_ASSERT(worker_settled(w, &st) && !st.connected && st.reconnects == k + 1);
-        pf_manual_clock_advance(&test_clock, 0.002);
+        pf_clock_manual_advance(&test_clock, 0.002);
     }
     CU_ASSERT(expect(router, &r, 0) && r.kind == PF_MSG_READY);
     recv_clear(&r);

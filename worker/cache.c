@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct pf_cached {
+struct pf_cache_entry {
     char key[2 * PF_HASH_MAX + 1];
     pf_graph_t *graph;
     pf_cluster_t *cluster;
@@ -14,15 +14,15 @@ struct pf_cached {
     void *lru; /* handle in the LRU list: head = least recently used */
 };
 
-struct pf_blob_cache {
+struct pf_cache {
     size_t cap, bytes;
-    zhashx_t *entries; /* key -> pf_cached_t */
+    zhashx_t *entries; /* key -> pf_cache_entry_t */
     zlistx_t *lru;
 };
 
-static void entry_free(pf_cached_t **ep)
+static void entry_free(pf_cache_entry_t **ep)
 {
-    pf_cached_t *e = *ep;
+    pf_cache_entry_t *e = *ep;
     if (!e)
         return;
     pf_graph_destroy(&e->graph);
@@ -33,26 +33,26 @@ static void entry_free(pf_cached_t **ep)
 
 static void entry_destructor(void **item)
 {
-    entry_free((pf_cached_t **)item);
+    entry_free((pf_cache_entry_t **)item);
 }
 
-pf_blob_cache_t *pf_blob_cache_new(size_t cap_bytes)
+pf_cache_t *pf_cache_new(size_t cap_bytes)
 {
-    pf_blob_cache_t *c = calloc(1, sizeof *c);
+    pf_cache_t *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
     c->cap = cap_bytes;
     c->entries = zhashx_new();
     c->lru = zlistx_new();
     if (!c->entries || !c->lru) {
-        pf_blob_cache_destroy(&c);
+        pf_cache_destroy(&c);
         return NULL;
     }
     zhashx_set_destructor(c->entries, entry_destructor);
     return c;
 }
 
-void pf_blob_cache_destroy(pf_blob_cache_t **cp)
+void pf_cache_destroy(pf_cache_t **cp)
 {
     if (!cp || !*cp)
         return;
@@ -62,11 +62,11 @@ void pf_blob_cache_destroy(pf_blob_cache_t **cp)
     *cp = NULL;
 }
 
-static void evict(pf_blob_cache_t *c)
+static void evict(pf_cache_t *c)
 {
     void *h = zlistx_first(c->lru) ? zlistx_cursor(c->lru) : NULL;
     while (h && c->bytes > c->cap) {
-        pf_cached_t *e = zlistx_handle_item(h);
+        pf_cache_entry_t *e = zlistx_handle_item(h);
         void *next = zlistx_next(c->lru) ? zlistx_cursor(c->lru) : NULL;
         if (e->pins == 0) {
             zlistx_delete(c->lru, h);
@@ -77,22 +77,22 @@ static void evict(pf_blob_cache_t *c)
     }
 }
 
-pf_cached_t *pf_blob_cache_lookup(pf_blob_cache_t *c, const uint8_t *hash, size_t hash_len)
+pf_cache_entry_t *pf_cache_lookup(pf_cache_t *c, const uint8_t *hash, size_t hash_len)
 {
     char key[2 * PF_HASH_MAX + 1];
     if (hash_len == 0 || hash_len > PF_HASH_MAX)
         return NULL;
     pf_wire_hex(hash, hash_len, key);
-    pf_cached_t *e = zhashx_lookup(c->entries, key);
+    pf_cache_entry_t *e = zhashx_lookup(c->entries, key);
     if (e)
         zlistx_move_end(c->lru, e->lru);
     return e;
 }
 
-pf_cached_t *pf_blob_cache_insert(pf_blob_cache_t *c, const uint8_t *hash, size_t hash_len,
+pf_cache_entry_t *pf_cache_insert(pf_cache_t *c, const uint8_t *hash, size_t hash_len,
                                   pf_graph_t *graph, pf_cluster_t *cluster, size_t bytes)
 {
-    pf_cached_t *e = pf_blob_cache_lookup(c, hash, hash_len);
+    pf_cache_entry_t *e = pf_cache_lookup(c, hash, hash_len);
     if (e || hash_len == 0 || hash_len > PF_HASH_MAX || !(graph || cluster) ||
         !(e = calloc(1, sizeof *e))) {
         pf_graph_destroy(&graph);
@@ -121,13 +121,13 @@ pf_cached_t *pf_blob_cache_insert(pf_blob_cache_t *c, const uint8_t *hash, size_
     return e;
 }
 
-void pf_blob_cache_pin(pf_cached_t *e)
+void pf_cache_pin(pf_cache_entry_t *e)
 {
     if (e)
         e->pins++;
 }
 
-void pf_blob_cache_unpin(pf_blob_cache_t *c, pf_cached_t *e)
+void pf_cache_unpin(pf_cache_t *c, pf_cache_entry_t *e)
 {
     if (!e || e->pins == 0)
         return;
@@ -135,22 +135,22 @@ void pf_blob_cache_unpin(pf_blob_cache_t *c, pf_cached_t *e)
         evict(c);
 }
 
-const pf_graph_t *pf_cached_graph(const pf_cached_t *e)
+const pf_graph_t *pf_cache_entry_graph(const pf_cache_entry_t *e)
 {
     return e ? e->graph : NULL;
 }
 
-const pf_cluster_t *pf_cached_cluster(const pf_cached_t *e)
+const pf_cluster_t *pf_cache_entry_cluster(const pf_cache_entry_t *e)
 {
     return e ? e->cluster : NULL;
 }
 
-size_t pf_blob_cache_bytes(const pf_blob_cache_t *c)
+size_t pf_cache_bytes(const pf_cache_t *c)
 {
     return c->bytes;
 }
 
-size_t pf_blob_cache_count(const pf_blob_cache_t *c)
+size_t pf_cache_count(const pf_cache_t *c)
 {
     return zhashx_size(c->entries);
 }

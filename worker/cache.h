@@ -11,28 +11,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct pf_blob_cache pf_blob_cache_t;
-typedef struct pf_cached pf_cached_t;
+typedef struct pf_cache pf_cache_t;
+typedef struct pf_cache_entry pf_cache_entry_t;
 
-pf_blob_cache_t *pf_blob_cache_new(size_t cap_bytes);
-void pf_blob_cache_destroy(pf_blob_cache_t **c);
+pf_cache_t *pf_cache_new(size_t cap_bytes);
+void pf_cache_destroy(pf_cache_t **c);
 
 /* The entry for a hash (now the most recently used), or NULL. */
-pf_cached_t *pf_blob_cache_lookup(pf_blob_cache_t *c, const uint8_t *hash, size_t hash_len);
+pf_cache_entry_t *pf_cache_lookup(pf_cache_t *c, const uint8_t *hash, size_t hash_len);
 /* Insert a decoded graph or cluster (exactly one non-NULL; ownership taken, also on failure);
  * `bytes` is the size of its blob. Returns the entry, NULL when out of memory. An entry already
  * there for the hash is returned and the new object destroyed. Unpinned entries are evicted
  * while the total is above the bound. */
-pf_cached_t *pf_blob_cache_insert(pf_blob_cache_t *c, const uint8_t *hash, size_t hash_len,
+pf_cache_entry_t *pf_cache_insert(pf_cache_t *c, const uint8_t *hash, size_t hash_len,
                                   pf_graph_t *graph, pf_cluster_t *cluster, size_t bytes);
 
-void pf_blob_cache_pin(pf_cached_t *e);
-void pf_blob_cache_unpin(pf_blob_cache_t *c, pf_cached_t *e);
+void pf_cache_pin(pf_cache_entry_t *e);
+void pf_cache_unpin(pf_cache_t *c, pf_cache_entry_t *e);
 
-const pf_graph_t *pf_cached_graph(const pf_cached_t *e);     /* NULL for a cluster */
-const pf_cluster_t *pf_cached_cluster(const pf_cached_t *e); /* NULL for a graph */
+const pf_graph_t *pf_cache_entry_graph(const pf_cache_entry_t *e);     /* NULL for a cluster */
+const pf_cluster_t *pf_cache_entry_cluster(const pf_cache_entry_t *e); /* NULL for a graph */
 
-size_t pf_blob_cache_bytes(const pf_blob_cache_t *c);
-size_t pf_blob_cache_count(const pf_blob_cache_t *c);
+size_t pf_cache_bytes(const pf_cache_t *c);
+size_t pf_cache_count(const pf_cache_t *c);
 
 #endif

@@ -45,7 +45,8 @@ static void run_job(pf_solver_t *s, pf_wjob_t *j)
     }
     pf_job_t job;
     pf_job_result_t res;
-    pf_job_codec_bind(&j->wire, pf_cached_graph(j->graph), pf_cached_cluster(j->cluster), &job);
+    pf_job_codec_bind(&j->wire, pf_cache_entry_graph(j->graph), pf_cache_entry_cluster(j->cluster),
+                      &job);
     job.threads = s->o.threads;
     job.cancel = &j->cancel;
     int rc = pf_job_run(&job, &res);
@@ -59,7 +60,7 @@ static void run_job(pf_solver_t *s, pf_wjob_t *j)
     } else {
         pf_arena_t *a = pf_arena_new();
         Planfarm__JobResult *m = a ? pf_job_codec_result_to_pb(a, j->id, &res) : NULL;
-        if (!m || pf_codec_pack(&m->base, &j->result, &j->result_len) != PF_OK) {
+        if (!m || pf_wire_pack(&m->base, &j->result, &j->result_len) != PF_OK) {
             j->failed = 1;
             snprintf(j->error, sizeof j->error, "worker: out of memory encoding the result");
         }

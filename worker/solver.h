@@ -20,7 +20,7 @@ typedef enum { PF_WJOB_WAITING, PF_WJOB_QUEUED, PF_WJOB_RUNNING, PF_WJOB_FINISHE
 typedef struct pf_wjob {
     uint64_t id;
     pf_wire_job_t wire;
-    pf_cached_t *graph, *cluster; /* pinned once found */
+    pf_cache_entry_t *graph, *cluster; /* pinned once found */
     atomic_int cancel;
     _Atomic int state; /* pf_wjob_state_t; QUEUED -> RUNNING -> FINISHED under the mailbox lock */
     int failed;        /* answer FAILED (error) instead of RESULT */

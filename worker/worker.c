@@ -1,5 +1,5 @@
 #include "worker/worker.h"
-#include "planner/search/jobs.h"
+#include "planner/search/job.h"
 #include "planner/core/util.h"
 #include "proto/job_codec.h"
 #include "proto/peer_io.h"
@@ -28,7 +28,7 @@ struct pf_worker {
     pf_curve_client_t keys;
     pf_solver_t *solver;
     int threads; /* OpenMP threads per job */
-    pf_blob_cache_t *cache;
+    pf_cache_t *cache;
     zlistx_t *held;     /* pf_wjob_t: every job this worker holds */
     zhashx_t *fetching; /* hex hash -> FETCH sent, BLOB awaited */
     int connected;
@@ -37,7 +37,7 @@ struct pf_worker {
     double next_heartbeat, reconnect_at; /* on the options' clock */
     int backoff_ms;
     int warned;
-    pf_pack_buf_t pack;
+    pf_peer_io_pack_buf_t pack;
     pf_worker_stats_t st;
 };
 
@@ -63,8 +63,8 @@ static void job_free(pf_worker_t *w, pf_wjob_t *j)
 {
     if (!j)
         return;
-    pf_blob_cache_unpin(w->cache, j->graph);
-    pf_blob_cache_unpin(w->cache, j->cluster);
+    pf_cache_unpin(w->cache, j->graph);
+    pf_cache_unpin(w->cache, j->cluster);
     pf_job_codec_clear(&j->wire);
     free(j->result);
     free(j);
@@ -96,21 +96,21 @@ static void malformed(pf_worker_t *w, const char *fmt, ...)
     snprintf(self, sizeof self, "worker %s", w->name);
     va_list ap;
     va_start(ap, fmt);
-    pf_peer_vdropped(&w->warned, self, "the broker", fmt, ap);
+    pf_peer_io_vdropped(&w->warned, self, "the broker", fmt, ap);
     va_end(ap);
 }
 
 /* Non-blocking: a broker that does not read is found dead by the heartbeat, not by a stuck
  * send. */
-static int send_raw(pf_worker_t *w, pf_msg_t kind, const uint8_t *body, size_t len)
+static int send_raw(pf_worker_t *w, pf_wire_msg_t kind, const uint8_t *body, size_t len)
 {
-    return w->dealer ? pf_peer_send_raw(zsock_resolve(w->dealer), NULL, 0, kind, body, len)
+    return w->dealer ? pf_peer_io_send_raw(zsock_resolve(w->dealer), NULL, 0, kind, body, len)
                      : PF_ERR;
 }
 
-static int send_msg(pf_worker_t *w, pf_msg_t kind, const ProtobufCMessage *m)
+static int send_msg(pf_worker_t *w, pf_wire_msg_t kind, const ProtobufCMessage *m)
 {
-    return w->dealer ? pf_peer_send(zsock_resolve(w->dealer), NULL, 0, kind, m, &w->pack)
+    return w->dealer ? pf_peer_io_send(zsock_resolve(w->dealer), NULL, 0, kind, m, &w->pack)
                      : PF_ERR;
 }
 
@@ -151,9 +151,9 @@ static void drain_outbox(pf_worker_t *w)
         if (w->connected) {
             send_answer(w, j);
             if (w->o.verbose)
-                pf_peer_info(w->o.quiet, "worker %s: job %llu (%s) %s in %.3f s", w->name,
-                     (unsigned long long)j->id, pf_job_kind_name(j->wire.kind),
-                     j->failed ? j->error : "done", j->seconds);
+                pf_peer_io_info(w->o.quiet, "worker %s: job %llu (%s) %s in %.3f s", w->name,
+                                (unsigned long long)j->id, pf_job_kind_name(j->wire.kind),
+                                j->failed ? j->error : "done", j->seconds);
             held_remove(w, j);
             job_free(w, j);
         } else {
@@ -165,7 +165,7 @@ static void drain_outbox(pf_worker_t *w)
 
 /* ---- blobs and job start ---- */
 
-static int need_blob(const pf_blob_ref_t *r, pf_cached_t *have)
+static int need_blob(const pf_blob_ref_t *r, pf_cache_entry_t *have)
 {
     return r->hash_len > 0 && !have;
 }
@@ -190,12 +190,11 @@ static void fetch(pf_worker_t *w, const pf_blob_ref_t *r)
 static void try_start(pf_worker_t *w, pf_wjob_t *j)
 {
     if (need_blob(&j->wire.graph, j->graph) &&
-        (j->graph = pf_blob_cache_lookup(w->cache, j->wire.graph.hash, j->wire.graph.hash_len)))
-        pf_blob_cache_pin(j->graph);
+        (j->graph = pf_cache_lookup(w->cache, j->wire.graph.hash, j->wire.graph.hash_len)))
+        pf_cache_pin(j->graph);
     if (need_blob(&j->wire.cluster, j->cluster) &&
-        (j->cluster =
-             pf_blob_cache_lookup(w->cache, j->wire.cluster.hash, j->wire.cluster.hash_len)))
-        pf_blob_cache_pin(j->cluster);
+        (j->cluster = pf_cache_lookup(w->cache, j->wire.cluster.hash, j->wire.cluster.hash_len)))
+        pf_cache_pin(j->cluster);
     int missing = 0;
     if (need_blob(&j->wire.graph, j->graph)) {
         fetch(w, &j->wire.graph);
@@ -210,8 +209,8 @@ static void try_start(pf_worker_t *w, pf_wjob_t *j)
         return;
     }
     char err[256];
-    if (pf_job_codec_check(&j->wire, pf_cached_graph(j->graph), pf_cached_cluster(j->cluster), err,
-                          sizeof err) != PF_OK) {
+    if (pf_job_codec_check(&j->wire, pf_cache_entry_graph(j->graph),
+                           pf_cache_entry_cluster(j->cluster), err, sizeof err) != PF_OK) {
         drop_job(w, j, err);
         return;
     }
@@ -273,10 +272,9 @@ static void on_blob(pf_worker_t *w, const uint8_t *data, size_t len)
     pf_graph_t *g = NULL;
     pf_cluster_t *c = NULL;
     int rc = m->kind == PLANFARM__BLOB_KIND__BLOB_GRAPH
-                 ? pf_codec_decode_graph(m->data.data, m->data.len, &g, err, sizeof err)
-                 : pf_codec_decode_cluster(m->data.data, m->data.len, &c, err, sizeof err);
-    if (rc != PF_OK || !pf_blob_cache_insert(w->cache, m->hash.data, m->hash.len, g, c,
-                                             m->data.len)) {
+                 ? pf_model_codec_decode_graph(m->data.data, m->data.len, &g, err, sizeof err)
+                 : pf_model_codec_decode_cluster(m->data.data, m->data.len, &c, err, sizeof err);
+    if (rc != PF_OK || !pf_cache_insert(w->cache, m->hash.data, m->hash.len, g, c, m->data.len)) {
         char why[320];
         snprintf(why, sizeof why, "blob %.12s: %s", key, rc != PF_OK ? err : "out of memory");
         fail_waiting(w, &m->hash, why);
@@ -406,7 +404,7 @@ static int connect_broker(pf_worker_t *w)
         return PF_ERR;
     }
     Planfarm__Ready m = PLANFARM__READY__INIT;
-    Planfarm__JobKind kinds[PF_JOB_KIND_COUNT]; /* every kind of the table (planner/search/jobs.h) */
+    Planfarm__JobKind kinds[PF_JOB_KIND_COUNT]; /* every kind of the table (planner/search/job.h) */
     for (int k = 0; k < PF_JOB_KIND_COUNT; k++)
         kinds[k] = (Planfarm__JobKind)k;
     m.protocol = PF_WIRE_VERSION;
@@ -443,7 +441,7 @@ static int connect_broker(pf_worker_t *w)
 static void on_message(pf_worker_t *w, zmq_msg_t *parts, int n)
 {
     char err[128];
-    pf_msg_t kind;
+    pf_wire_msg_t kind;
     if (n != 2) {
         malformed(w, "%d frames, expected 2", n);
         return;
@@ -475,7 +473,7 @@ static void on_message(pf_worker_t *w, zmq_msg_t *parts, int n)
         disconnect(w, why);
         break;
     }
-    default: malformed(w, "%s is not sent to a worker", pf_msg_name(kind)); break;
+    default: malformed(w, "%s is not sent to a worker", pf_wire_msg_name(kind)); break;
     }
 }
 
@@ -547,8 +545,8 @@ static int loop(pf_worker_t *w, zsock_t *pipe)
         zsys_error("worker %s: cannot connect to %s", w->name, w->endpoint);
         return PF_ERR;
     }
-    pf_peer_info(w->o.quiet, "worker %s: connected to %s (%d credits, %d threads per job)",
-                 w->name, w->endpoint, w->o.credits, w->threads);
+    pf_peer_io_info(w->o.quiet, "worker %s: connected to %s (%d credits, %d threads per job)",
+                    w->name, w->endpoint, w->o.credits, w->threads);
     while (!stop) {
         zmq_pollitem_t items[3] = {{NULL, pf_solver_wake_fd(w->solver), ZMQ_POLLIN, 0}};
         int n = 1, at_pipe = -1, at_dealer = -1;
@@ -564,7 +562,7 @@ static int loop(pf_worker_t *w, zsock_t *pipe)
         if (rc < 0 && errno != EINTR)
             return PF_ERR;
         if (!pipe && zsys_interrupted) {
-            pf_peer_info(w->o.quiet, "worker %s: interrupted, leaving", w->name);
+            pf_peer_io_info(w->o.quiet, "worker %s: interrupted, leaving", w->name);
             break;
         }
         if (rc > 0 && at_pipe >= 0 && (items[at_pipe].revents & ZMQ_POLLIN))
@@ -615,7 +613,7 @@ pf_worker_t *pf_worker_new(const pf_worker_opts_t *opts, char *err, size_t errle
     }
     w->o.name = w->name;
     w->backoff_ms = w->o.heartbeat_ms;
-    w->cache = pf_blob_cache_new(w->o.cache_bytes);
+    w->cache = pf_cache_new(w->o.cache_bytes);
     w->held = zlistx_new();
     w->fetching = zhashx_new();
     if (!w->cache || !w->held || !w->fetching) {
@@ -662,11 +660,11 @@ void pf_worker_destroy(pf_worker_t **wp)
                 job_free(w, j);
             zlistx_destroy(&w->held);
         }
-        pf_blob_cache_destroy(&w->cache);
+        pf_cache_destroy(&w->cache);
     }
     zhashx_destroy(&w->fetching);
     pf_curve_client_clear(&w->keys);
-    pf_pack_buf_free(&w->pack);
+    pf_peer_io_pack_buf_free(&w->pack);
     free(w);
     *wp = NULL;
 }
@@ -688,7 +686,7 @@ void pf_worker_actor(zsock_t *pipe, void *args)
     pf_worker_t *w = pf_worker_new(args, err, sizeof err);
     zsock_signal(pipe, 0);
     if (!w) {
-        pf_peer_actor_failed(pipe, err);
+        pf_peer_io_actor_failed(pipe, err);
         return;
     }
     zstr_sendx(pipe, "OK", NULL);

@@ -37,9 +37,10 @@ typedef struct {
     pf_curve_opts_t curve; /* own cert and the broker's key (proto/curve.h); zeroed: plain,
                             * and then only to a local endpoint unless curve.insecure */
     /* Test hooks (tests and tests/integration only; never set in production):
-     * test_hang_kind: a job kind name (planner/search/jobs.h); the first job of that kind hangs until it
-     * is cancelled, to test deadline re-sends. test_delay_ms: every job sleeps that long first,
-     * so that a fast search lasts long enough to kill or freeze a worker in the middle of it. */
+     * test_hang_kind: a job kind name (planner/search/job.h); the first job of that kind hangs
+     * until it is cancelled, to test deadline re-sends. test_delay_ms: every job sleeps that long
+     * first, so that a fast search lasts long enough to kill or freeze a worker in the middle of
+     * it. */
     const char *test_hang_kind;
     int test_delay_ms;
 } pf_worker_opts_t;

@@ -1,4 +1,6 @@
-/* util: status codes, error messages into a caller's buffer, clocks, small string helpers. */
+/* util: status codes, error messages into a caller's buffer, clocks, small string helpers.
+ * The one exception to "file name = function prefix": this is the unprefixed base of the planner
+ * (pf_fail, pf_grow, pf_strdup, pf_now_s, ...). */
 #ifndef PF_UTIL_H
 #define PF_UTIL_H
 

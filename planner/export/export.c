@@ -632,10 +632,11 @@ int pf_export_write_deepspeed(const pf_export_t *x, FILE *f, char *err, size_t e
     fprintf(f, "],\n    \"layer_boundaries\": [");
     for (int s = 0; s < x->S; s++)
         fprintf(f, "%d, ", x->stage_first[s]);
-    fprintf(f, "%d],\n    \"recompute\": \"%s\",\n    \"optimizer\": \"%s\",\n"
+    fprintf(f,
+            "%d],\n    \"recompute\": \"%s\",\n    \"optimizer\": \"%s\",\n"
             "    \"schedule\": \"%s\"\n  }\n}\n",
-            x->layers, pf_recompute_name(t->recompute), pf_optimizer_name(t->optimizer),
-            pf_schedule_name(t->schedule));
+            x->layers, pf_training_recompute_name(t->recompute),
+            pf_training_optimizer_name(t->optimizer), pf_training_schedule_name(t->schedule));
     return finish(f, err, errlen);
 }
 

@@ -10,7 +10,7 @@
 
 struct pf_assembly {
     char *name;
-    pf_device_rec_t *dev; /* sorted into cluster order by build */
+    pf_record_device_t *dev; /* sorted into cluster order by build */
     size_t ndev, devcap;
     pf_link_fit_t *link;
     size_t nlink, linkcap;
@@ -49,7 +49,7 @@ static int find_host(const pf_assemble_t *a, const char *host)
     return -1;
 }
 
-int pf_assemble_add_device(pf_assemble_t *a, const pf_device_rec_t *d, char *err, size_t errlen)
+int pf_assemble_add_device(pf_assemble_t *a, const pf_record_device_t *d, char *err, size_t errlen)
 {
     int rc = pf_record_check_device(d, err, errlen);
     if (rc != PF_OK)
@@ -64,7 +64,7 @@ int pf_assemble_add_device(pf_assemble_t *a, const pf_device_rec_t *d, char *err
     return PF_OK;
 }
 
-int pf_assemble_add_link(pf_assemble_t *a, const pf_link_rec_t *l, char *err, size_t errlen)
+int pf_assemble_add_link(pf_assemble_t *a, const pf_record_link_t *l, char *err, size_t errlen)
 {
     char where[2 * PF_REC_NAME + 64];
     pf_link_fit_t lf = {.rec = *l};
@@ -85,7 +85,7 @@ int pf_assemble_add_link(pf_assemble_t *a, const pf_link_rec_t *l, char *err, si
 
 int pf_assemble_ndevices(const pf_assemble_t *a) { return (int)a->ndev; }
 int pf_assemble_nlinks(const pf_assemble_t *a) { return (int)a->nlink; }
-const pf_device_rec_t *pf_assemble_device(const pf_assemble_t *a, int i) { return &a->dev[i]; }
+const pf_record_device_t *pf_assemble_device(const pf_assemble_t *a, int i) { return &a->dev[i]; }
 const pf_link_fit_t *pf_assemble_link(const pf_assemble_t *a, int i) { return &a->link[i]; }
 
 int pf_assemble_origin(const pf_assemble_t *a, int src, int dst)
@@ -110,7 +110,7 @@ static int *host_positions(const pf_assemble_t *a)
 }
 
 typedef struct {
-    pf_device_rec_t d;
+    pf_record_device_t d;
     int host;
 } keyed_dev_t;
 
@@ -127,7 +127,7 @@ static int best_link(const pf_assemble_t *a, const char *sh, int si, const char 
 {
     int best = -1;
     for (size_t k = 0; k < a->nlink; k++) {
-        const pf_link_rec_t *r = &a->link[k].rec;
+        const pf_record_link_t *r = &a->link[k].rec;
         if (r->src_index != si || r->dst_index != di || strcmp(r->src_host, sh) ||
             strcmp(r->dst_host, dh))
             continue;
@@ -174,7 +174,7 @@ int pf_assemble_build(pf_assemble_t *a, pf_cluster_t **out, char *err, size_t er
         a->link[k].used = 0;
     for (int s = 0; s < n; s++) {
         for (int t = 0; t < n; t++) {
-            const pf_device_rec_t *x = &a->dev[s], *y = &a->dev[t];
+            const pf_record_device_t *x = &a->dev[s], *y = &a->dev[t];
             int k;
             a->origin[(size_t)s * n + t] = -1;
             if (s == t)
@@ -239,12 +239,13 @@ static void emit_provenance(pf_json_writer_t *w, const void *ctx)
     pf_json_writer_key(w, "devices");
     pf_json_writer_arr_begin(w);
     for (size_t i = 0; i < a->ndev; i++) {
-        const pf_device_rec_t *d = &a->dev[i];
+        const pf_record_device_t *d = &a->dev[i];
         pf_json_writer_obj_begin_inline(w);
         pf_json_writer_key(w, "device"); pf_json_writer_int(w, (int64_t)i);
         pf_json_writer_key(w, "host"); pf_json_writer_str(w, d->host);
         pf_json_writer_key(w, "index"); pf_json_writer_int(w, d->index);
-        pf_json_writer_key(w, "source"); pf_json_writer_str(w, pf_source_name(d->source));
+        pf_json_writer_key(w, "source");
+        pf_json_writer_str(w, pf_record_source_name(d->source));
         pf_json_writer_key(w, "measured_by"); pf_json_writer_str(w, d->measured_by);
         write_when(w, d->when_unix_s);
         pf_json_writer_key(w, "tflops"); pf_json_writer_num(w, d->tflops);
@@ -263,7 +264,8 @@ static void emit_provenance(pf_json_writer_t *w, const void *ctx)
         pf_json_writer_key(w, "src_index"); pf_json_writer_int(w, l->rec.src_index);
         pf_json_writer_key(w, "dst_host"); pf_json_writer_str(w, l->rec.dst_host);
         pf_json_writer_key(w, "dst_index"); pf_json_writer_int(w, l->rec.dst_index);
-        pf_json_writer_key(w, "source"); pf_json_writer_str(w, pf_source_name(l->rec.source));
+        pf_json_writer_key(w, "source");
+        pf_json_writer_str(w, pf_record_source_name(l->rec.source));
         pf_json_writer_key(w, "method"); pf_json_writer_str(w, l->rec.method);
         pf_json_writer_key(w, "measured_by"); pf_json_writer_str(w, l->rec.measured_by);
         write_when(w, l->rec.when_unix_s);

@@ -20,7 +20,7 @@ typedef struct pf_assembly pf_assemble_t;
 
 /* One link record and its fit, as kept by the assembly. */
 typedef struct {
-    pf_link_rec_t rec;
+    pf_record_link_t rec;
     pf_postal_t fit;
     int used; /* matrix entries taken from it by the last build */
 } pf_link_fit_t;
@@ -31,12 +31,12 @@ void pf_assemble_destroy(pf_assemble_t **a);
 /* Validate and keep a copy. PF_EINPUT names the problem ("device gpu-a:3: mem_bytes is 0",
  * "device gpu-a:3 given twice", "link gpu-a:0 -> gpu-a:1: point 2 (...)"). Links are fitted here
  * (pf_postal_fit with PF_POSTAL_TOL). */
-int pf_assemble_add_device(pf_assemble_t *a, const pf_device_rec_t *d, char *err, size_t errlen);
-int pf_assemble_add_link(pf_assemble_t *a, const pf_link_rec_t *l, char *err, size_t errlen);
+int pf_assemble_add_device(pf_assemble_t *a, const pf_record_device_t *d, char *err, size_t errlen);
+int pf_assemble_add_link(pf_assemble_t *a, const pf_record_link_t *l, char *err, size_t errlen);
 
 int pf_assemble_ndevices(const pf_assemble_t *a);
 int pf_assemble_nlinks(const pf_assemble_t *a);
-const pf_device_rec_t *pf_assemble_device(const pf_assemble_t *a, int i); /* cluster order */
+const pf_record_device_t *pf_assemble_device(const pf_assemble_t *a, int i); /* cluster order */
 const pf_link_fit_t *pf_assemble_link(const pf_assemble_t *a, int i);     /* arrival order */
 /* Index of the link record matrix entry (src, dst) came from in the last build; -1 before. */
 int pf_assemble_origin(const pf_assemble_t *a, int src, int dst);

@@ -63,7 +63,6 @@
 #ifndef PF_MODEL_H
 #define PF_MODEL_H
 
-#include "planner/inputs/model_build.h"
 #include "planner/ir/graph.h"
 
 #include <stdbool.h>

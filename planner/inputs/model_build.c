@@ -1,6 +1,6 @@
 /* model_build: the graphs of model.h's kinds (GPT/BERT, Llama, MoE, ViT, ResNet, U-Net) with
  * analytic costs, from options model.c has validated. */
-#include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/core/util.h"
 
 #include <math.h>

@@ -3,9 +3,8 @@
 #ifndef PF_MODEL_BUILD_H
 #define PF_MODEL_BUILD_H
 
+#include "planner/inputs/model.h"
 #include "planner/ir/graph.h"
-
-typedef struct pf_model_opts pf_model_opts_t; /* model.h */
 
 /* Validate and build a finalized graph. PF_EINPUT for impossible shapes (hidden not divisible by
  * heads, a depth not in the list, zero sizes, tensors past PF_MODEL_MAX_ELEMENTS); the message

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *pf_source_name(pf_source_t s) { return s == PF_SRC_GPU ? "gpu" : "cpu"; }
+const char *pf_record_source_name(pf_record_source_t s) { return s == PF_SRC_GPU ? "gpu" : "cpu"; }
 
 void pf_record_name(char dst[PF_REC_NAME], const char *src)
 {
@@ -15,7 +15,7 @@ void pf_record_name(char dst[PF_REC_NAME], const char *src)
 /* Fixed-size name fields may come off the wire: they must hold a NUL. */
 static int terminated(const char *s) { return memchr(s, '\0', PF_REC_NAME) != NULL; }
 
-int pf_record_check_device(const pf_device_rec_t *d, char *err, size_t errlen)
+int pf_record_check_device(const pf_record_device_t *d, char *err, size_t errlen)
 {
     if (!terminated(d->host) || !d->host[0] || !terminated(d->name) ||
         !terminated(d->measured_by))
@@ -39,7 +39,7 @@ int pf_record_check_device(const pf_device_rec_t *d, char *err, size_t errlen)
     return PF_OK;
 }
 
-int pf_record_check_link(const pf_link_rec_t *l, char *err, size_t errlen)
+int pf_record_check_link(const pf_record_link_t *l, char *err, size_t errlen)
 {
     if (!terminated(l->src_host) || !l->src_host[0] || !terminated(l->dst_host) ||
         !l->dst_host[0] || !terminated(l->method) || !terminated(l->measured_by))

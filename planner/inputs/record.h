@@ -13,14 +13,14 @@
 
 #define PF_REC_NAME 64
 
-typedef enum { PF_SRC_CPU = 0, PF_SRC_GPU = 1 } pf_source_t;
-const char *pf_source_name(pf_source_t s); /* "cpu", "gpu" */
+typedef enum { PF_SRC_CPU = 0, PF_SRC_GPU = 1 } pf_record_source_t;
+const char *pf_record_source_name(pf_record_source_t s); /* "cpu", "gpu" */
 
 typedef struct {
     char host[PF_REC_NAME];        /* the agent's host name: devices group by it */
     int index;                     /* device index within the host (CUDA ordinal; 0 for cpu) */
     char name[PF_REC_NAME];        /* "NVIDIA H100 80GB HBM3", "cpu" */
-    pf_source_t source;
+    pf_record_source_t source;
     double mem_bytes;              /* device memory (host RAM for a cpu device) */
     double tflops;                 /* measured dense GEMM TFLOP/s (bf16 for gpu); 0 = unknown */
     double mem_gbps;               /* measured copy bandwidth, read + write; 0 = unknown */
@@ -28,7 +28,7 @@ typedef struct {
     double clock_mhz;              /* SM clock; 0 = unknown */
     char measured_by[PF_REC_NAME]; /* agent that took the measurement */
     double when_unix_s;            /* wall-clock time of the measurement */
-} pf_device_rec_t;
+} pf_record_device_t;
 
 /* Link ends: index >= 0 a device of that host, PF_END_HOST the host's memory / NIC. */
 #define PF_END_HOST (-1)
@@ -38,7 +38,7 @@ typedef struct {
     int src_index;
     char dst_host[PF_REC_NAME];
     int dst_index;
-    pf_source_t source;            /* gpu: CUDA copies; cpu: network / memory probes */
+    pf_record_source_t source;     /* gpu: CUDA copies; cpu: network / memory probes */
     char method[PF_REC_NAME];      /* "cuda_peer_copy", "cuda_copy_no_p2p", "zmq_tcp_pingpong" */
     char measured_by[PF_REC_NAME];
     double when_unix_s;
@@ -49,7 +49,7 @@ typedef struct {
     int nsizes;                    /* <= PF_SWEEP_MAX */
     double bytes[PF_SWEEP_MAX];
     double ms[PF_SWEEP_MAX];
-} pf_link_rec_t;
+} pf_record_link_t;
 
 /* Bounded copy into a PF_REC_NAME field. */
 void pf_record_name(char dst[PF_REC_NAME], const char *src);
@@ -59,7 +59,7 @@ void pf_record_name(char dst[PF_REC_NAME], const char *src);
  * PF_SWEEP_MAX sizes with positive times. PF_EINPUT names the record and the field. What the
  * records mean together (a device given twice, a sweep that fits no line) is the assembly's to
  * say. */
-int pf_record_check_device(const pf_device_rec_t *d, char *err, size_t errlen);
-int pf_record_check_link(const pf_link_rec_t *l, char *err, size_t errlen);
+int pf_record_check_device(const pf_record_device_t *d, char *err, size_t errlen);
+int pf_record_check_link(const pf_record_link_t *l, char *err, size_t errlen);
 
 #endif

@@ -93,7 +93,7 @@ int pf_cost_fill_plan(pf_plan_t *p, const pf_graph_t *g, const pf_cost_model_t *
             params += pf_graph_op(g, st->ops[i])->param_bytes;
             act += pf_graph_op(g, st->ops[i])->mem_fwd_bytes;
         }
-        pf_state_split_t sp;
+        pf_training_state_split_t sp;
         pf_training_state_split(&cm->train, cm->replicas, &sp);
         st->mem_weights_bytes = sp.weights * params;
         st->mem_grads_bytes = sp.grads * params;

@@ -307,17 +307,18 @@ static int read_training(json_t *root, pf_training_t *t, char *err, size_t errle
         (rc = pf_json_get_int(jt, "plan.training", "zero", PF_JSON_GET_NONNEG, 0, &zero, err, errlen)))
         return rc;
     sched = json_string_value(json_object_get(root, "schedule"));
-    int a = pf_precision_parse(prec), b = pf_optimizer_parse(opt), c = pf_recompute_parse(rec);
-    int d = sched ? pf_schedule_parse(sched) : PF_SCHEDULE_1F1B;
+    int a = pf_training_precision_parse(prec), b = pf_training_optimizer_parse(opt),
+        c = pf_training_recompute_parse(rec);
+    int d = sched ? pf_training_schedule_parse(sched) : PF_SCHEDULE_1F1B;
     if (a < 0 || b < 0 || c < 0 || zero > 3)
         return pf_fail(err, errlen, PF_EINPUT, "plan.training: precision '%s', optimizer '%s', "
                        "recompute '%s' or zero %lld is not known", prec, opt, rec,
                        (long long)zero);
     t->precision_bytes = a;
-    t->optimizer = (pf_optimizer_t)b;
-    t->recompute = (pf_recompute_t)c;
+    t->optimizer = (pf_training_optimizer_t)b;
+    t->recompute = (pf_training_recompute_t)c;
     t->zero = (int)zero;
-    t->schedule = d >= 0 ? (pf_schedule_t)d : PF_SCHEDULE_1F1B;
+    t->schedule = d >= 0 ? (pf_training_schedule_t)d : PF_SCHEDULE_1F1B;
     return PF_OK;
 }
 
@@ -656,10 +657,13 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
     pf_json_writer_key(w, "schedule"); pf_json_writer_str(w, p->schedule);
     pf_json_writer_key(w, "training");
     pf_json_writer_obj_begin_inline(w);
-    pf_json_writer_key(w, "precision"); pf_json_writer_str(w, pf_precision_name(p->train.precision_bytes));
-    pf_json_writer_key(w, "optimizer"); pf_json_writer_str(w, pf_optimizer_name(p->train.optimizer));
+    pf_json_writer_key(w, "precision");
+    pf_json_writer_str(w, pf_training_precision_name(p->train.precision_bytes));
+    pf_json_writer_key(w, "optimizer");
+    pf_json_writer_str(w, pf_training_optimizer_name(p->train.optimizer));
     pf_json_writer_key(w, "zero"); pf_json_writer_int(w, p->train.zero);
-    pf_json_writer_key(w, "recompute"); pf_json_writer_str(w, pf_recompute_name(p->train.recompute));
+    pf_json_writer_key(w, "recompute");
+    pf_json_writer_str(w, pf_training_recompute_name(p->train.recompute));
     pf_json_writer_obj_end(w);
     pf_json_writer_key(w, "stage_list");
     pf_json_writer_arr_begin(w);

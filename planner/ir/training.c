@@ -34,19 +34,19 @@ static const char *const recompute_names[] = {"none", "selective", "full"};
 static const char *const schedule_names[PF_SCHEDULE_COUNT] = {"1f1b", "gpipe", "eager-1f1b",
                                                                "signal"};
 
-const char *pf_precision_name(int precision_bytes)
+const char *pf_training_precision_name(int precision_bytes)
 {
     return precision_bytes == 4 ? "fp32" : precision_bytes == 2 ? "bf16" : "?";
 }
-const char *pf_optimizer_name(pf_optimizer_t o)
+const char *pf_training_optimizer_name(pf_training_optimizer_t o)
 {
     return (unsigned)o <= PF_OPTIMIZER_SGD ? optimizer_names[o] : "?";
 }
-const char *pf_recompute_name(pf_recompute_t r)
+const char *pf_training_recompute_name(pf_training_recompute_t r)
 {
     return (unsigned)r <= PF_RECOMPUTE_FULL ? recompute_names[r] : "?";
 }
-const char *pf_schedule_name(pf_schedule_t s)
+const char *pf_training_schedule_name(pf_training_schedule_t s)
 {
     return (unsigned)s < PF_SCHEDULE_COUNT ? schedule_names[s] : "?";
 }
@@ -59,7 +59,7 @@ static int parse_name(const char *s, const char *const *names, int n)
     return -1;
 }
 
-int pf_precision_parse(const char *s)
+int pf_training_precision_parse(const char *s)
 {
     if (!s)
         return -1;
@@ -67,11 +67,14 @@ int pf_precision_parse(const char *s)
         return 2;
     return strcmp(s, "fp32") == 0 ? 4 : -1;
 }
-int pf_optimizer_parse(const char *s) { return parse_name(s, optimizer_names, 2); }
-int pf_recompute_parse(const char *s) { return parse_name(s, recompute_names, 3); }
-int pf_schedule_parse(const char *s) { return parse_name(s, schedule_names, PF_SCHEDULE_COUNT); }
+int pf_training_optimizer_parse(const char *s) { return parse_name(s, optimizer_names, 2); }
+int pf_training_recompute_parse(const char *s) { return parse_name(s, recompute_names, 3); }
+int pf_training_schedule_parse(const char *s)
+{
+    return parse_name(s, schedule_names, PF_SCHEDULE_COUNT);
+}
 
-void pf_training_state_split(const pf_training_t *t, int replicas, pf_state_split_t *out)
+void pf_training_state_split(const pf_training_t *t, int replicas, pf_training_state_split_t *out)
 {
     double p = t->precision_bytes > 0 ? t->precision_bytes : 2;
     double r = replicas > 1 ? replicas : 1;
@@ -86,7 +89,7 @@ void pf_training_state_split(const pf_training_t *t, int replicas, pf_state_spli
 
 double pf_training_state_factor(const pf_training_t *t, int replicas)
 {
-    pf_state_split_t s;
+    pf_training_state_split_t s;
     pf_training_state_split(t, replicas, &s);
     return s.weights + s.grads + s.master + s.moments;
 }

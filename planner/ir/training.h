@@ -26,8 +26,12 @@
 
 #include <stddef.h>
 
-typedef enum { PF_OPTIMIZER_ADAM, PF_OPTIMIZER_SGD } pf_optimizer_t;
-typedef enum { PF_RECOMPUTE_NONE, PF_RECOMPUTE_SELECTIVE, PF_RECOMPUTE_FULL } pf_recompute_t;
+typedef enum { PF_OPTIMIZER_ADAM, PF_OPTIMIZER_SGD } pf_training_optimizer_t;
+typedef enum {
+    PF_RECOMPUTE_NONE,
+    PF_RECOMPUTE_SELECTIVE,
+    PF_RECOMPUTE_FULL
+} pf_training_recompute_t;
 /* Pipeline schedules (the simulator runs them; memory counts their micro-batches in flight). */
 typedef enum {
     PF_SCHEDULE_1F1B,       /* S - s - 1 warm-up forwards on stage s, then one forward, one
@@ -38,37 +42,38 @@ typedef enum {
     PF_SCHEDULE_SIGNAL      /* seed 003 "Signal Send/Recv": communication free, data dependencies
                                kept; the best of the three orders above, a lower bound on each
                                (a bound to compare with, not a schedule to run) */
-} pf_schedule_t;
+} pf_training_schedule_t;
 #define PF_SCHEDULE_COUNT 4
 
 typedef struct {
     int precision_bytes;      /* 2 (bf16, fp16) or 4 (fp32); default 2 */
-    pf_optimizer_t optimizer; /* default Adam */
+    pf_training_optimizer_t optimizer; /* default Adam */
     int zero;                 /* ZeRO stage 0..3; default 0 */
-    pf_recompute_t recompute; /* default none */
-    pf_schedule_t schedule;   /* default 1F1B */
+    pf_training_recompute_t recompute; /* default none */
+    pf_training_schedule_t schedule;   /* default 1F1B */
 } pf_training_t;
 
 void pf_training_init(pf_training_t *t);
 /* PF_OK, or PF_EINPUT naming the field (precision, zero). */
 int pf_training_check(const pf_training_t *t, char *err, size_t errlen);
 
-const char *pf_precision_name(int precision_bytes); /* "bf16" for 2, "fp32" for 4 */
-const char *pf_optimizer_name(pf_optimizer_t o);
-const char *pf_recompute_name(pf_recompute_t r);
-const char *pf_schedule_name(pf_schedule_t s); /* "1f1b", "gpipe", "eager-1f1b", "signal" */
+const char *pf_training_precision_name(int precision_bytes); /* "bf16" for 2, "fp32" for 4 */
+const char *pf_training_optimizer_name(pf_training_optimizer_t o);
+const char *pf_training_recompute_name(pf_training_recompute_t r);
+const char *
+pf_training_schedule_name(pf_training_schedule_t s); /* "1f1b", "gpipe", "eager-1f1b", "signal" */
 /* Parse names as printed; -1 when unknown ("fp16" parses to 2). */
-int pf_precision_parse(const char *s);
-int pf_optimizer_parse(const char *s);
-int pf_recompute_parse(const char *s);
-int pf_schedule_parse(const char *s);
+int pf_training_precision_parse(const char *s);
+int pf_training_optimizer_parse(const char *s);
+int pf_training_recompute_parse(const char *s);
+int pf_training_schedule_parse(const char *s);
 
 /* Parameter state, per byte of parameters (param_bytes), on one device of a stage whose
  * data-parallel group has `replicas` members. */
 typedef struct {
     double weights, grads, master, moments;
-} pf_state_split_t;
-void pf_training_state_split(const pf_training_t *t, int replicas, pf_state_split_t *out);
+} pf_training_state_split_t;
+void pf_training_state_split(const pf_training_t *t, int replicas, pf_training_state_split_t *out);
 /* weights + grads + master + moments of the split. */
 double pf_training_state_factor(const pf_training_t *t, int replicas);
 

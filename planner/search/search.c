@@ -150,7 +150,7 @@ static int tp_degrees(const pf_graph_t *g, const pf_cluster_t *c, const pf_searc
                       int *out)
 {
     int list[PF_SEARCH_MAX_TP_DEGREES], k = 0;
-    int n = pf_tp_degrees(c, o->tp_across_hosts, list, PF_SEARCH_MAX_TP_DEGREES);
+    int n = pf_tp_groups_degrees(c, o->tp_across_hosts, list, PF_SEARCH_MAX_TP_DEGREES);
     int weights = 0;
     for (int v = 0; v < pf_graph_nops(g) && !weights; v++)
         weights = pf_graph_op(g, v)->weight.ndim > 0;

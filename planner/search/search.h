@@ -38,7 +38,7 @@
 #ifndef PF_SEARCH_H
 #define PF_SEARCH_H
 
-#include "planner/search/jobs.h"
+#include "planner/search/job.h"
 #include "planner/search/search_opts.h"
 
 #include <stdint.h>

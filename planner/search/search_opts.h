@@ -4,7 +4,7 @@
 #ifndef PF_SEARCH_OPTS_H
 #define PF_SEARCH_OPTS_H
 
-#include "planner/search/jobs.h"
+#include "planner/search/job.h"
 
 #include <stdint.h>
 
@@ -42,7 +42,7 @@ typedef struct {
     int layer_aligned;    /* stage boundaries only between repeated blocks */
     double mem_headroom;  /* fraction of every device's memory a plan leaves free (CUDA context,
                            * NCCL buffers, allocator fragmentation); default 0.1 */
-    unsigned schedules;   /* phase 4: schedules the plan may run, a mask of 1u << pf_schedule_t
+    unsigned schedules;   /* phase 4: schedules the plan may run, a mask of 1u << pf_training_schedule_t
                            * (no signal); 0 = 1f1b, gpipe and eager-1f1b */
 } pf_search_opts_t;
 

@@ -110,14 +110,14 @@ static void step_comm(const candidate_t *cd, const int *dev, pf_plan_t *p)
 
 /* The partition came over the wire: the request's names, training and schedule, and the memory
  * parts by the schedule's micro-batches in flight (pf_cost_fill_plan). */
-static void dress_plan(const pf_search_t *s, const candidate_t *cd, pf_schedule_t schedule,
+static void dress_plan(const pf_search_t *s, const candidate_t *cd, pf_training_schedule_t schedule,
                        pf_plan_t *p)
 {
     const dp_entry_t *e = &s->part.dp[cd->dp];
     pf_plan_set_names(p, pf_graph_name(s->g), pf_cluster_name(s->c));
     p->train = s->o.train;
     p->train.schedule = schedule;
-    snprintf(p->schedule, sizeof p->schedule, "%s", pf_schedule_name(schedule));
+    snprintf(p->schedule, sizeof p->schedule, "%s", pf_training_schedule_name(schedule));
     pf_cost_model_t cm;
     pf_cost_model_init(&cm, cd->cluster, p->stages, e->microbatches, s->o.flat_gbps);
     pf_cost_model_set_training(&cm, &p->train, p->replicas,
@@ -128,7 +128,7 @@ static void dress_plan(const pf_search_t *s, const candidate_t *cd, pf_schedule_
 /* The plan candidate c gives under `schedule`: its best mapping (under "full"), the CS / p2p
  * baselines, its groups expanded to T devices, memory parts, communication per step. NULL when
  * out of memory. */
-static pf_plan_t *candidate_plan(const pf_search_t *s, int c, pf_schedule_t schedule)
+static pf_plan_t *candidate_plan(const pf_search_t *s, int c, pf_training_schedule_t schedule)
 {
     const candidate_t *cd = &s->map.cand[c];
     const dp_entry_t *e = &s->part.dp[cd->dp];
@@ -170,7 +170,7 @@ static int queue_sims(pf_search_t *s, int c)
 {
     for (int k = 0; k < PF_SCHEDULE_COUNT; k++)
         if (s->sim.schedules & (1u << k)) {
-            pf_search_owner_t owner = {.sim = {c, (pf_schedule_t)k}};
+            pf_search_owner_t owner = {.sim = {c, (pf_training_schedule_t)k}};
             if (!pf_search_queue_job(s, PF_JOB_SIMULATE, owner))
                 return PF_ERR;
             s->sim.sims_left++;
@@ -254,7 +254,7 @@ bool pf_search_sim_start(pf_search_t *s)
 /* The step of candidate c under a baseline mapping (CS or p2p map of its groups) and the
  * schedule, by the simulator, in-process: one simulation each, cheap next to the search.
  * NAN when it cannot be simulated (then the analytic estimate stays). */
-static double baseline_step_ms(const pf_search_t *s, int c, int cs, pf_schedule_t schedule)
+static double baseline_step_ms(const pf_search_t *s, int c, int cs, pf_training_schedule_t schedule)
 {
     const candidate_t *cd = &s->map.cand[c];
     const dp_entry_t *e = &s->part.dp[cd->dp];
@@ -278,7 +278,7 @@ static double baseline_step_ms(const pf_search_t *s, int c, int cs, pf_schedule_
         goto done;
     p->train = s->o.train;
     p->train.schedule = schedule;
-    snprintf(p->schedule, sizeof p->schedule, "%s", pf_schedule_name(schedule));
+    snprintf(p->schedule, sizeof p->schedule, "%s", pf_training_schedule_name(schedule));
     if (pf_simulate_input_from_setting(s->g, s->c, s->tap.tp[e->tp].set, p, NULL, &in, err,
                                   sizeof err) == PF_OK &&
         pf_simulate(&in, &r, err, sizeof err) == PF_OK)
@@ -322,14 +322,14 @@ void pf_search_sim_finish(pf_search_t *s)
                        "schedule simulated (%d candidates)", s->map.ncand);
         return;
     }
-    pf_plan_t *p = candidate_plan(s, best_c, (pf_schedule_t)best_k);
+    pf_plan_t *p = candidate_plan(s, best_c, (pf_training_schedule_t)best_k);
     if (!p) {
         pf_search_queue_fail(s, PF_ERR, "out of memory");
         return;
     }
     p->simulated_step_ms = s->sim.cand[best_c].sim[best_k].step_ms;
-    double cs = baseline_step_ms(s, best_c, 1, (pf_schedule_t)best_k);
-    double p2p = baseline_step_ms(s, best_c, 0, (pf_schedule_t)best_k);
+    double cs = baseline_step_ms(s, best_c, 1, (pf_training_schedule_t)best_k);
+    double p2p = baseline_step_ms(s, best_c, 0, (pf_training_schedule_t)best_k);
     if (isfinite(cs) && isfinite(p2p)) {
         p->cs_map.simulated_step_ms = cs;
         p->p2p_map.simulated_step_ms = p2p;

@@ -37,7 +37,7 @@ typedef union {
     } probe;
     struct {
         int cand;               /* SIMULATE: the candidate of s->map.cand it simulates, */
-        pf_schedule_t schedule; /* under this schedule */
+        pf_training_schedule_t schedule; /* under this schedule */
     } sim;
     int xfer;  /* RESHARD: the transfer of s->sim.xfer it times */
 } pf_search_owner_t;
@@ -163,7 +163,7 @@ typedef struct {
 } xfer_rec_t;
 
 typedef struct {
-    unsigned schedules; /* the schedules simulated (mask of 1u << pf_schedule_t) */
+    unsigned schedules; /* the schedules simulated (mask of 1u << pf_training_schedule_t) */
     sim_cand_t *cand;   /* per candidate of s->map */
     xfer_rec_t *xfer;
     int nxfer, sims_left;

@@ -179,7 +179,7 @@ int pf_draw_timeline_svg(const pf_simulate_result_t *r, const pf_cluster_t *c, c
     if (title)
         put_escaped(f, title);
     fprintf(f, "%sstep %.2f ms (%s, %d micro-batches, bubble %.0f%%)</text>\n", title ? ": " : "",
-            r->step_ms, pf_schedule_name(r->schedule), r->microbatches,
+            r->step_ms, pf_training_schedule_name(r->schedule), r->microbatches,
             100 * r->bubble_fraction);
     timeline_rows(r, c, D, &g, f);
     timeline_events(r, row_of, D, &g, f);

@@ -88,7 +88,7 @@ static int add_edge(sim_t *x, size_t from, size_t to, double frac)
  * min(MB, S - s). Eager-1F1B (Zhuang et al., Fig. 4b) runs more warm-up forwards: we take one extra
  * per downstream stage, W = min(MB, 2 (S - s - 1)), so that between a stage's two dependent
  * tasks there is always another micro-batch's forward to overlap the transfer with. */
-static void stage_order(pf_schedule_t order, int S, int MB, int s, int *out)
+static void stage_order(pf_training_schedule_t order, int S, int MB, int s, int *out)
 {
     int n = 0;
     if (order == PF_SCHEDULE_GPIPE) {
@@ -248,7 +248,7 @@ static int successor_csr(sim_t *x)
 
 /* The task graph of one step under compute order `order` (comm_free: every transfer and
  * collective takes no time). */
-static int build(sim_t *x, pf_schedule_t order, int comm_free)
+static int build(sim_t *x, pf_training_schedule_t order, int comm_free)
 {
     int S = x->S, R = x->R, MB = x->MB;
     int *ord = malloc(2 * (size_t)MB * sizeof *ord);
@@ -543,7 +543,7 @@ static int validate(const pf_simulate_input_t *in, char *err, size_t errlen)
 }
 
 /* One simulation of one compute order into a fresh result. */
-static int simulate_order(const pf_simulate_input_t *in, pf_schedule_t order, int comm_free,
+static int simulate_order(const pf_simulate_input_t *in, pf_training_schedule_t order, int comm_free,
                           pf_simulate_result_t **out, char *err, size_t errlen)
 {
     sim_t x = {.in = in, .S = in->stages, .R = in->replicas, .T = in->tp,
@@ -593,7 +593,7 @@ static int simulate_order(const pf_simulate_input_t *in, pf_schedule_t order, in
     if ((rc = run(&x, res)) != PF_OK) {
         if (rc > 0)
             rc = pf_fail(err, errlen, PF_ERR, "simulate: the %s order left tasks that never "
-                         "became ready", pf_schedule_name(order));
+                         "became ready", pf_training_schedule_name(order));
         else
             rc = pf_fail(err, errlen, PF_ERR, "simulate: out of memory");
         goto fail;
@@ -630,7 +630,7 @@ int pf_simulate(const pf_simulate_input_t *in, pf_simulate_result_t **out, char 
     /* Free communication cannot delay any task of a fixed compute order (every start time is a
      * longest path over the same compute durations), so the best order without communication
      * bounds every schedule with it from below. */
-    static const pf_schedule_t orders[] = {PF_SCHEDULE_GPIPE, PF_SCHEDULE_1F1B, PF_SCHEDULE_EAGER_1F1B};
+    static const pf_training_schedule_t orders[] = {PF_SCHEDULE_GPIPE, PF_SCHEDULE_1F1B, PF_SCHEDULE_EAGER_1F1B};
     for (int i = 0; i < 3; i++) {
         pf_simulate_result_t *r = NULL;
         if ((rc = simulate_order(in, orders[i], 1, &r, err, errlen)) != PF_OK) {
@@ -803,8 +803,8 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
     if (!pf_plan_is_mapped(p))
         return pf_fail(err, errlen, PF_EINPUT,
                        "the plan's stages have no devices (map it first: planfarm map)");
-    pf_schedule_t sched = PF_SCHEDULE_1F1B;
-    if (p->schedule[0] && (int)(sched = pf_schedule_parse(p->schedule)) < 0)
+    pf_training_schedule_t sched = PF_SCHEDULE_1F1B;
+    if (p->schedule[0] && (int)(sched = pf_training_schedule_parse(p->schedule)) < 0)
         return pf_fail(err, errlen, PF_EINPUT, "schedule: '%s' is not gpipe, 1f1b, eager-1f1b "
                        "or signal", p->schedule);
     int S = p->stages, R = p->replicas, T = p->tensor_parallel > 0 ? p->tensor_parallel : 1;

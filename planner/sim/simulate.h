@@ -23,7 +23,7 @@
 
 #include <stddef.h>
 
-/* Schedules: pf_schedule_t (planner/ir/training.h). */
+/* Schedules: pf_training_schedule_t (planner/ir/training.h). */
 
 /* One stage, per micro-batch of one replica. Times are per device of a tensor-parallel group
  * (each of the T devices runs them at once); bytes of a whole replica unless said. */
@@ -48,7 +48,7 @@ typedef struct {
 typedef struct {
     int stages, replicas, tp, microbatches; /* S, R, T (>= 1), MB */
     int buckets;                /* gradient all-reduce buckets per stage (0 or 1: one) */
-    pf_schedule_t schedule;
+    pf_training_schedule_t schedule;
     int timeline;               /* 1: record the events (pictures); 0: figures only */
     pf_simulate_stage_t *stage;      /* S entries */
     const pf_cluster_t *cluster;
@@ -116,8 +116,8 @@ typedef struct {
 } pf_simulate_event_t;
 
 typedef struct {
-    pf_schedule_t schedule;   /* as asked */
-    pf_schedule_t order;      /* the compute order simulated (for signal: the best one) */
+    pf_training_schedule_t schedule; /* as asked */
+    pf_training_schedule_t order;    /* the compute order simulated (for signal: the best one) */
     int stages, replicas, tp, microbatches;
     double step_ms;
     double bubble_fraction;   /* 1 - compute busy / (devices x step) */

@@ -44,7 +44,7 @@ int pf_sharding_infer_matmul(pf_sharding_t x, pf_sharding_t w, int x_rank, pf_sh
 
 /* ---- conversions ---- */
 
-const char *pf_conv_name(pf_conv_kind_t kind)
+const char *pf_sharding_conv_name(pf_sharding_conv_kind_t kind)
 {
     static const char *names[PF_CONV_NKINDS] = {"identity",       "all-to-all", "all-gather",
                                                 "reduce-scatter", "all-reduce", "i2p",
@@ -52,7 +52,7 @@ const char *pf_conv_name(pf_conv_kind_t kind)
     return (unsigned)kind < PF_CONV_NKINDS ? names[kind] : "?";
 }
 
-int pf_conv_atomic(pf_sharding_t from, pf_sharding_t to)
+int pf_sharding_conv_atomic(pf_sharding_t from, pf_sharding_t to)
 {
     if (pf_sharding_equal(from, to))
         return PF_CONV_IDENTITY;
@@ -65,7 +65,7 @@ int pf_conv_atomic(pf_sharding_t from, pf_sharding_t to)
     }
 }
 
-double pf_conv_ring_bytes(pf_conv_kind_t kind, int n, double tensor_bytes)
+double pf_sharding_conv_ring_bytes(pf_sharding_conv_kind_t kind, int n, double tensor_bytes)
 {
     double dn = n;
     switch (kind) {
@@ -77,7 +77,7 @@ double pf_conv_ring_bytes(pf_conv_kind_t kind, int n, double tensor_bytes)
     }
 }
 
-int pf_conv_ring_steps(pf_conv_kind_t kind, int n)
+int pf_sharding_conv_ring_steps(pf_sharding_conv_kind_t kind, int n)
 {
     switch (kind) {
     case PF_CONV_ALLREDUCE: return 2 * (n - 1);
@@ -88,16 +88,17 @@ int pf_conv_ring_steps(pf_conv_kind_t kind, int n)
     }
 }
 
-double pf_conv_ms(pf_conv_kind_t kind, int n, double tensor_bytes, const pf_sharding_link_t *link)
+double pf_sharding_conv_ms(pf_sharding_conv_kind_t kind, int n, double tensor_bytes,
+                           const pf_sharding_link_t *link)
 {
-    if (n <= 1 || pf_conv_ring_steps(kind, n) == 0)
+    if (n <= 1 || pf_sharding_conv_ring_steps(kind, n) == 0)
         return 0;
-    return pf_bytes_ms(pf_conv_ring_bytes(kind, n, tensor_bytes), link->gbps) +
-           pf_conv_ring_steps(kind, n) * link->latency_us / 1000.0;
+    return pf_bytes_ms(pf_sharding_conv_ring_bytes(kind, n, tensor_bytes), link->gbps) +
+           pf_sharding_conv_ring_steps(kind, n) * link->latency_us / 1000.0;
 }
 
 /* A.3: S_i2S_j |T|; S2B n|T|; P2S n|T|; P2B (p1 - 1 + p2)|T|. */
-double pf_conv_seed_volume_bytes(pf_conv_kind_t kind, int n, double tensor_bytes)
+double pf_sharding_conv_seed_volume_bytes(pf_sharding_conv_kind_t kind, int n, double tensor_bytes)
 {
     switch (kind) {
     case PF_CONV_ALL2ALL: return tensor_bytes;
@@ -108,12 +109,12 @@ double pf_conv_seed_volume_bytes(pf_conv_kind_t kind, int n, double tensor_bytes
     }
 }
 
-static void one_step(pf_conv_kind_t kind, int n, double bytes, const pf_sharding_link_t *link,
-                     pf_sharding_conv_t *c)
+static void one_step(pf_sharding_conv_kind_t kind, int n, double bytes,
+                     const pf_sharding_link_t *link, pf_sharding_conv_t *c)
 {
     c->step[c->nsteps++] = kind;
-    c->ring_bytes += pf_conv_ring_bytes(kind, n, bytes);
-    c->ms += pf_conv_ms(kind, n, bytes, link);
+    c->ring_bytes += pf_sharding_conv_ring_bytes(kind, n, bytes);
+    c->ms += pf_sharding_conv_ms(kind, n, bytes, link);
 }
 
 static int check_prop(pf_sharding_t p, int rank, const char *what, char *err, size_t errlen)
@@ -136,19 +137,19 @@ int pf_sharding_convert(pf_sharding_t from, pf_sharding_t to, int rank, int n, d
         return rc;
     memset(out, 0, sizeof *out);
     out->mid = pf_sharding_b();
-    int direct = pf_conv_atomic(from, to);
+    int direct = pf_sharding_conv_atomic(from, to);
     if (direct == PF_CONV_IDENTITY)
         return PF_OK;
     if (direct > 0)
-        one_step((pf_conv_kind_t)direct, n, tensor_bytes, link, out);
+        one_step((pf_sharding_conv_kind_t)direct, n, tensor_bytes, link, out);
     for (int m = -2; m < rank; m++) {
         pf_sharding_t mid = m == -2 ? pf_sharding_b() : m == -1 ? pf_sharding_p() : pf_sharding_s(m);
-        int a = pf_conv_atomic(from, mid), b = pf_conv_atomic(mid, to);
+        int a = pf_sharding_conv_atomic(from, mid), b = pf_sharding_conv_atomic(mid, to);
         if (a <= 0 || b <= 0) /* not atomic, or an identity half (that is the direct op) */
             continue;
         pf_sharding_conv_t c = {.mid = mid};
-        one_step((pf_conv_kind_t)a, n, tensor_bytes, link, &c);
-        one_step((pf_conv_kind_t)b, n, tensor_bytes, link, &c);
+        one_step((pf_sharding_conv_kind_t)a, n, tensor_bytes, link, &c);
+        one_step((pf_sharding_conv_kind_t)b, n, tensor_bytes, link, &c);
         if (out->nsteps == 0 || c.ms < out->ms)
             *out = c;
     }
@@ -179,7 +180,7 @@ int pf_sharding_convert_any(pf_sharding_t from, const pf_sharding_t *targets, in
 
 static const struct {
     const char *type;
-    pf_op_kind_t kind;
+    pf_sharding_op_kind_t kind;
 } known_types[] = {
     {"linear", PF_OPK_LINEAR},       {"dense", PF_OPK_LINEAR},
     {"fc", PF_OPK_LINEAR},           {"matmul", PF_OPK_MATMUL},
@@ -215,11 +216,11 @@ static int all_inputs_like_output(const pf_sharding_op_t *op)
     return 1;
 }
 
-pf_op_kind_t pf_sharding_classify(const pf_sharding_op_t *op)
+pf_sharding_op_kind_t pf_sharding_classify(const pf_sharding_op_t *op)
 {
     if (op->output.ndim == 0 || op->nin > PF_SHARDING_MAX_IN)
         return PF_OPK_REPLICATED;
-    pf_op_kind_t kind = PF_OPK_REPLICATED;
+    pf_sharding_op_kind_t kind = PF_OPK_REPLICATED;
     int known = 0;
     for (size_t i = 0; op->type && i < sizeof known_types / sizeof *known_types; i++)
         if (!strcasecmp(op->type, known_types[i].type)) {
@@ -426,7 +427,7 @@ int pf_sharding_op_rules(const pf_sharding_op_t *op, pf_sharding_t w, int n, pf_
 {
     sig_list_t l = {.sigs = sigs, .max = max};
     int r = op->output.ndim, last = r - 1;
-    pf_op_kind_t kind = pf_sharding_classify(op);
+    pf_sharding_op_kind_t kind = pf_sharding_classify(op);
     if (n < 1 || w.kind == PF_SHARDING_P || op->nin < 0 || op->nin > PF_SHARDING_MAX_IN)
         return 0;
     if (w.kind == PF_SHARDING_S && (!op->has_weight || !divides(&op->weight, w.dim, n)))

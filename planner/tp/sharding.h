@@ -7,7 +7,7 @@
  * the full shape; the logical tensor is their sum).
  *
  * Costs: the seed's A.3 volumes are the naive gather-then-broadcast totals
- * (pf_conv_seed_volume_bytes); the times planfarm uses are ring algorithms on the group's
+ * (pf_sharding_conv_seed_volume_bytes); the times planfarm uses are ring algorithms on the group's
  * slowest link (DESIGN.md "sharding"): per device, all-reduce sends 2(n-1)/n |T|, all-gather and reduce-scatter (n-1)/n |T|,
  * all-to-all (n-1)/n^2 |T|; time = bytes / bw + steps x latency (ring steps: 2(n-1) for an
  * all-reduce, n-1 for the others). A.1.2's reduce-scatter analysis is the n-1 / n case.
@@ -59,9 +59,9 @@ typedef enum {
     PF_CONV_I2P,           /* B -> P: one device keeps the tensor, the others hold zeros (local) */
     PF_CONV_SPLIT,         /* B -> S: each device keeps its slice (local; not among the six) */
     PF_CONV_NKINDS
-} pf_conv_kind_t;
+} pf_sharding_conv_kind_t;
 
-const char *pf_conv_name(pf_conv_kind_t kind); /* "all-reduce", ... */
+const char *pf_sharding_conv_name(pf_sharding_conv_kind_t kind); /* "all-reduce", ... */
 
 /* The slowest link inside the group: every ring step is priced on it. */
 typedef struct {
@@ -70,21 +70,22 @@ typedef struct {
 } pf_sharding_link_t;
 
 /* The atomic conversion from -> to (A.1.1), or -1 when none is atomic (S -> P). */
-int pf_conv_atomic(pf_sharding_t from, pf_sharding_t to);
+int pf_sharding_conv_atomic(pf_sharding_t from, pf_sharding_t to);
 /* Bytes one device sends in the ring algorithm for a tensor of tensor_bytes over n devices. */
-double pf_conv_ring_bytes(pf_conv_kind_t kind, int n, double tensor_bytes);
-int pf_conv_ring_steps(pf_conv_kind_t kind, int n);
+double pf_sharding_conv_ring_bytes(pf_sharding_conv_kind_t kind, int n, double tensor_bytes);
+int pf_sharding_conv_ring_steps(pf_sharding_conv_kind_t kind, int n);
 /* ring bytes / bw + steps x latency, in ms; 0 for n = 1 and for the local kinds. */
-double pf_conv_ms(pf_conv_kind_t kind, int n, double tensor_bytes, const pf_sharding_link_t *link);
+double pf_sharding_conv_ms(pf_sharding_conv_kind_t kind, int n, double tensor_bytes,
+                           const pf_sharding_link_t *link);
 /* The seed's A.3 totals over all devices: All2All |T|; S2B n|T|; P2S n|T|; P2B (p1 - 1 + p2)|T|
  * with p1 = p2 = n; local kinds 0. */
-double pf_conv_seed_volume_bytes(pf_conv_kind_t kind, int n, double tensor_bytes);
+double pf_sharding_conv_seed_volume_bytes(pf_sharding_conv_kind_t kind, int n, double tensor_bytes);
 
 /* A conversion as a chain of at most two atomic ops through an intermediate property (the
  * division expression, eq. 1: I2O = Division(I2M, M2O)). */
 typedef struct {
     int nsteps;                /* 0 (identity), 1 or 2 */
-    pf_conv_kind_t step[2];
+    pf_sharding_conv_kind_t step[2];
     pf_sharding_t mid;            /* M when nsteps == 2 */
     double ring_bytes;         /* per device, all steps */
     double ms;
@@ -103,18 +104,18 @@ int pf_sharding_convert_any(pf_sharding_t from, const pf_sharding_t *targets, in
 /* ---- op rules ---- */
 
 typedef enum {
-    PF_OPK_REPLICATED = 0, /* unknown op whose shapes do not allow more: all B */
-    PF_OPK_ELEMENTWISE,    /* gelu, relu, mul, ... and unknown ops with input shapes = output */
+    PF_OPK_REPLICATED = 0,     /* unknown op whose shapes do not allow more: all B */
+    PF_OPK_ELEMENTWISE,        /* gelu, relu, mul, ... and unknown ops with input shapes = output */
     PF_OPK_ELEMENTWISE_LINEAR, /* add, sub, dropout, identity: also P in, P out */
-    PF_OPK_LINEAR,         /* y = x W (+ bias), W = [in, out] */
-    PF_OPK_MATMUL,         /* with a weight: Table 1 (P allowed); with two inputs: batched */
-    PF_OPK_EMBEDDING,      /* W = [vocab, hidden], input token ids */
-    PF_OPK_CONV,           /* W = [Cout, Cin, k, k], NCHW */
-    PF_OPK_LAYERNORM,      /* normalises the last dimension (layernorm, rmsnorm) */
-    PF_OPK_BATCHNORM,      /* normalises per channel (dimension 1) */
-    PF_OPK_SOFTMAX,        /* over the last dimension */
-    PF_OPK_ATTENTION       /* fused attention [b, s, h] -> [b, s, h]; heads split the last dim */
-} pf_op_kind_t;
+    PF_OPK_LINEAR,             /* y = x W (+ bias), W = [in, out] */
+    PF_OPK_MATMUL,             /* with a weight: Table 1 (P allowed); with two inputs: batched */
+    PF_OPK_EMBEDDING,          /* W = [vocab, hidden], input token ids */
+    PF_OPK_CONV,               /* W = [Cout, Cin, k, k], NCHW */
+    PF_OPK_LAYERNORM,          /* normalises the last dimension (layernorm, rmsnorm) */
+    PF_OPK_BATCHNORM,          /* normalises per channel (dimension 1) */
+    PF_OPK_SOFTMAX,            /* over the last dimension */
+    PF_OPK_ATTENTION /* fused attention [b, s, h] -> [b, s, h]; heads split the last dim */
+} pf_sharding_op_kind_t;
 
 #define PF_SHARDING_MAX_IN 8
 #define PF_SHARDING_MAX_SIGS 16
@@ -139,7 +140,7 @@ typedef struct {
 
 /* From the type (case-insensitive) and the shapes: unknown types are elementwise when every
  * input has the output's shape, else replicated; ops without an output shape are replicated. */
-pf_op_kind_t pf_sharding_classify(const pf_sharding_op_t *op);
+pf_sharding_op_kind_t pf_sharding_classify(const pf_sharding_op_t *op);
 /* Every signature of the op on n devices with its weight held as w (the "or" over the op's
  * rules), B first. Returns how many (0: the op cannot run with w; w other than B needs a weight
  * whose dimension divides by n). Splitting an activation on dim d needs every tensor split on

@@ -285,7 +285,7 @@ static double sig_cost(const inst_t *t, const scratch_t *sc, int j, const pf_sha
     double c = compute_ms(op, s->split, t->T);
     pf_sharding_conv_t cv;
     if (s->weight_grad_partial)
-        c += pf_conv_ms(PF_CONV_ALLREDUCE, t->T, op->param_bytes, t->link);
+        c += pf_sharding_conv_ms(PF_CONV_ALLREDUCE, t->T, op->param_bytes, t->link);
     for (int a = t->in_start[j]; a < t->in_start[j + 1]; a++) {
         int k = a - t->in_start[j], x = t->in_tens[a], dup_f = 0, dup_g = 0;
         pf_sharding_t need = required(s, k, 0), grad = required(s, k, 1);
@@ -302,7 +302,7 @@ static double sig_cost(const inst_t *t, const scratch_t *sc, int j, const pf_sha
     return c;
 }
 
-static void record(record_t *rec, pf_conv_kind_t kind, int backward, int op, int wgrad,
+static void record(record_t *rec, pf_sharding_conv_kind_t kind, int backward, int op, int wgrad,
                    double bytes, double ms)
 {
     if (!rec || rec->failed || ms == 0)
@@ -330,7 +330,7 @@ static double pay(const inst_t *t, scratch_t *sc, record_t *rec, int x, pf_shard
                          : conv_ms(t, x, sc->prop[x], p, &cv);
     for (int i = 0; i < cv.nsteps; i++)
         record(rec, cv.step[i], backward, charge, 0, t->tens_bytes[x],
-               pf_conv_ms(cv.step[i], t->T, t->tens_bytes[x], t->link));
+               pf_sharding_conv_ms(cv.step[i], t->T, t->tens_bytes[x], t->link));
     return ms;
 }
 
@@ -396,7 +396,7 @@ static int eval_plan(const inst_t *t, uint64_t plan, const int *forced, scratch_
         s += pick;
         time += compute_ms(op, s->split, t->T);
         if (s->weight_grad_partial) {
-            double ms = pf_conv_ms(PF_CONV_ALLREDUCE, t->T, op->param_bytes, t->link);
+            double ms = pf_sharding_conv_ms(PF_CONV_ALLREDUCE, t->T, op->param_bytes, t->link);
             time += ms;
             record(rec, PF_CONV_ALLREDUCE, 1, j, 1, op->param_bytes, ms);
         }

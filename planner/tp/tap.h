@@ -40,19 +40,12 @@
 
 #include "planner/ir/graph.h"
 #include "planner/tp/sharding.h"
+#include "planner/tp/tap_opts.h"
 #include "planner/tp/tap_units.h"
 
 #include <stdint.h>
 
-typedef struct pf_tap_opts {
-    int min_duplicate;         /* PRUNEGRAPH's minDuplicate (default 2) */
-    int max_unit_weights;      /* larger units are planned op by op (default 12, 3^12 plans) */
-    int allow_token_split;     /* let activations split on batch, sequence or space (default 0) */
-    double param_state_factor; /* memory per parameter byte, for the memory tie-break (default 1) */
-    double mem_limit_bytes;    /* a plan whose instance needs more per device is infeasible
-                                  (param_state_factor x parameters + mem_fwd); 0 = no limit */
-} pf_tap_opts_t;
-
+/* Fills o with the defaults its fields' comments name (tap_opts.h). */
 void pf_tap_opts_init(pf_tap_opts_t *o);
 
 
@@ -85,7 +78,7 @@ int pf_tap_merge(const pf_tap_slice_t *slices, int n, pf_tap_slice_t *out, char 
 /* ---- the result: what the partition DP consumes ---- */
 
 typedef struct {
-    pf_conv_kind_t kind;
+    pf_sharding_conv_kind_t kind;
     int backward;        /* 0: in the forward pass, 1: in the backward pass */
     int op;              /* op index the collective is charged to */
     int weight_grad;     /* 1: the all-reduce of a partial weight gradient */

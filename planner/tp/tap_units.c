@@ -1,6 +1,6 @@
 /* tap_units: TAP's units (Shi et al., "TAP: Efficient Derivation of Tensor Parallel Plans for
  * Large Neural Networks", Algorithm 1 PRUNEGRAPH) with a structural hash; tap.h describes them. */
-#include "planner/tp/tap.h"
+#include "planner/tp/tap_units.h"
 #include "planner/core/util.h"
 
 #include <ctype.h>

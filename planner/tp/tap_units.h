@@ -5,11 +5,11 @@
 #define PF_TAP_UNITS_H
 
 #include "planner/ir/graph.h"
+#include "planner/tp/tap_opts.h"
 
 #include <stdint.h>
 
 typedef struct pf_tap_units pf_tap_units_t;
-typedef struct pf_tap_opts pf_tap_opts_t; /* tap.h */
 
 typedef struct {
     const char *name;    /* "layers.#" for a repeated family, else the first op's name */

@@ -16,7 +16,7 @@ struct pf_tp_groups {
     double link_gbps, link_lat_us;
 };
 
-int pf_tp_degrees(const pf_cluster_t *c, int across_hosts, int *out, int cap)
+int pf_tp_groups_degrees(const pf_cluster_t *c, int across_hosts, int *out, int cap)
 {
     int D = pf_cluster_ndevices(c), k = 0;
     int *count = calloc((size_t)D + 1, sizeof *count);

@@ -21,7 +21,7 @@ typedef struct pf_tp_groups pf_tp_groups_t;
 
 /* The degrees T the search may use: T divides the device count and, unless across_hosts, the
  * device count of every host. Ascending into out (at most cap); returns how many. */
-int pf_tp_degrees(const pf_cluster_t *c, int across_hosts, int *out, int cap);
+int pf_tp_groups_degrees(const pf_cluster_t *c, int across_hosts, int *out, int cap);
 
 /* Groups of T devices of c (borrowed: it must outlive the groups). Inside a host of at most 8
  * devices the grouping maximises the slowest link inside any group, then the sum of the groups'

@@ -1,4 +1,5 @@
-/* Graph blobs off the wire (pf_codec_decode_graph); a graph that decodes must encode again. */
+/* Graph blobs off the wire (pf_model_codec_decode_graph); a graph that decodes must encode
+ * again. */
 #include "planner/core/util.h"
 #include "proto/job_codec.h"
 
@@ -8,10 +9,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char err[512];
     pf_graph_t *g = NULL;
-    if (pf_codec_decode_graph(data, size, &g, err, sizeof err) == PF_OK) {
+    if (pf_model_codec_decode_graph(data, size, &g, err, sizeof err) == PF_OK) {
         uint8_t *buf = NULL;
         size_t len = 0;
-        if (pf_codec_encode_graph(g, &buf, &len) != PF_OK)
+        if (pf_model_codec_encode_graph(g, &buf, &len) != PF_OK)
             abort();
         free(buf);
     }

@@ -8,7 +8,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char err[256];
-    pf_msg_t kind;
+    pf_wire_msg_t kind;
     if (pf_wire_parse_header(data, size, &kind, err, sizeof err) == PF_OK) {
         uint8_t again[PF_WIRE_HEADER_LEN];
         pf_wire_header(kind, again);

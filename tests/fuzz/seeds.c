@@ -10,6 +10,7 @@
  *   piper                        a three-node planner input
  * The text-format seeds (pipedream, piper) are files of tests/data; run.sh copies them. */
 #include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/ir/plan.h"
 #include "planner/search/search.h"
 #include "planner/map/stage_graph.h"
@@ -51,7 +52,7 @@ static int write_msg(const char *target, const char *name, const ProtobufCMessag
 {
     uint8_t *buf = NULL;
     size_t len = 0;
-    if (!m || pf_codec_pack(m, &buf, &len) != PF_OK)
+    if (!m || pf_wire_pack(m, &buf, &len) != PF_OK)
         return -1;
     int rc = write_bytes(target, name, buf, len);
     free(buf);
@@ -65,7 +66,7 @@ static int graph_seeds(const char *name, const pf_graph_t *g)
     size_t len = 0;
     if (path_for(path, sizeof path, "graph_json", name) != 0 ||
         pf_graph_save(g, path, err, sizeof err) != PF_OK ||
-        pf_codec_encode_graph(g, &buf, &len) != PF_OK)
+        pf_model_codec_encode_graph(g, &buf, &len) != PF_OK)
         return -1;
     int rc = write_bytes("decode_graph", name, buf, len);
     free(buf);
@@ -79,7 +80,7 @@ static int cluster_seeds(const char *name, const pf_cluster_t *c)
     size_t len = 0;
     if (path_for(path, sizeof path, "cluster_json", name) != 0 ||
         pf_cluster_save(c, path, err, sizeof err) != PF_OK ||
-        pf_codec_encode_cluster(c, &buf, &len) != PF_OK)
+        pf_model_codec_encode_cluster(c, &buf, &len) != PF_OK)
         return -1;
     int rc = write_bytes("decode_cluster", name, buf, len);
     free(buf);
@@ -248,11 +249,11 @@ static int piper_seed(void)
 static int header_seeds(void)
 {
     for (int k = 0; k < 256; k++) {
-        if (strcmp(pf_msg_name(k), "?") == 0)
+        if (strcmp(pf_wire_msg_name(k), "?") == 0)
             continue;
         uint8_t h[PF_WIRE_HEADER_LEN];
-        pf_wire_header((pf_msg_t)k, h);
-        if (write_bytes("wire_header", pf_msg_name(k), h, sizeof h) != 0)
+        pf_wire_header((pf_wire_msg_t)k, h);
+        if (write_bytes("wire_header", pf_wire_msg_name(k), h, sizeof h) != 0)
             return -1;
     }
     return 0;

@@ -155,12 +155,12 @@ static int hostile(const char *endpoint, size_t huge_mb)
 
 /* ---- a rogue worker ---- */
 
-static void rogue_send(zsock_t *s, pf_msg_t kind, const ProtobufCMessage *m)
+static void rogue_send(zsock_t *s, pf_wire_msg_t kind, const ProtobufCMessage *m)
 {
     uint8_t hdr[PF_WIRE_HEADER_LEN], *buf;
     size_t n;
     pf_wire_header(kind, hdr);
-    if (pf_codec_pack(m, &buf, &n) != PF_OK)
+    if (pf_wire_pack(m, &buf, &n) != PF_OK)
         return;
     zmsg_t *msg = zmsg_new();
     zmsg_addmem(msg, hdr, sizeof hdr);
@@ -180,7 +180,7 @@ static int rogue_recv(zsock_t *s, int timeout_ms, zframe_t **body)
         return 0;
     zmsg_t *m = zmsg_recv(s);
     zframe_t *h = m ? zmsg_pop(m) : NULL;
-    pf_msg_t kind = 0;
+    pf_wire_msg_t kind = 0;
     char err[64];
     if (!h || pf_wire_parse_header(zframe_data(h), zframe_size(h), &kind, err, sizeof err) !=
                   PF_OK)

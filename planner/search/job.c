@@ -1,4 +1,4 @@
-#include "planner/search/jobs.h"
+#include "planner/search/job.h"
 #include "planner/ir/cost.h"
 #include "planner/sim/simulate.h"
 #include "planner/core/util.h"
@@ -183,7 +183,7 @@ static int run_simulate(const pf_job_t *job, pf_job_result_t *res)
     }
     p->train = job->setting.train;
     p->train.schedule = job->schedule;
-    snprintf(p->schedule, sizeof p->schedule, "%s", pf_schedule_name(job->schedule));
+    snprintf(p->schedule, sizeof p->schedule, "%s", pf_training_schedule_name(job->schedule));
     if ((rc = pf_simulate_input_from_setting(job->graph, job->cluster, set, p, job->xfer_ms, &in,
                                              res->error, sizeof res->error)) != PF_OK ||
         (rc = pf_simulate(&in, &r, res->error, sizeof res->error)) != PF_OK)

@@ -1,14 +1,14 @@
 /* jobs: the one door into the solvers, and the one place in the planner that knows the job kinds.
  *
  * Every job kind is a pure function of its inputs: pf_job_run(job) -> result. Each kind has one
- * descriptor in the table of jobs.c: its name, the inputs a worker must resolve before it runs
+ * descriptor in the table of job.c: its name, the inputs a worker must resolve before it runs
  * it, the deadline of one attempt, its run function and the check of an answer against its job.
  * The broker, the worker and the search look a kind up there. The planner knows no protobuf, so
  * a kind's wire messages are encoded in proto/ (its job codec), keyed by the same enum. Adding a
  * kind: one descriptor here, its phase's describe / absorb in the search's table of kinds
  * (search.c), one .proto message and its codec (docs/DESIGN.md "Adding a job kind"). */
-#ifndef PF_JOBS_H
-#define PF_JOBS_H
+#ifndef PF_JOB_H
+#define PF_JOB_H
 
 #include "planner/ir/cluster.h"
 #include "planner/ir/graph.h"
@@ -53,7 +53,7 @@ typedef struct {
      * setting's) under `schedule`; xfer_ms: (S - 1) x R resharding times of its cross-stage
      * transfers when T > 1 (NULL: timed inside the job). All borrowed. */
     const pf_plan_t *plan;
-    pf_schedule_t schedule;
+    pf_training_schedule_t schedule;
     const double *xfer_ms;
     int nxfer;
     /* RESHARD: the problem (its arrays borrowed) and the options; the network is the cluster's */

@@ -130,29 +130,29 @@ static int table3(const pf_graph_t *g)
                 int N = S * R, *dev = malloc((size_t)N * sizeof *dev);
                 int *cs = malloc((size_t)N * sizeof *cs);
                 int *p2p = malloc((size_t)N * sizeof *p2p);
-                pf_map_opts_t o;
-                pf_map_stats_t st;
-                pf_inst_t used;
-                pf_map_opts_init(&o);
+                pf_mapping_opts_t o;
+                pf_mapping_stats_t st;
+                pf_map_inst_t used;
+                pf_mapping_opts_init(&o);
                 o.probe_seconds = PROBE_SECONDS;
-                if (pf_map_search_auto(sg, c, &o, dev, &st, &used, err, sizeof err) != PF_OK) {
+                if (pf_mapping_search_auto(sg, c, &o, dev, &st, &used, err, sizeof err) != PF_OK) {
                     fprintf(stderr, "%s\n", err);
                     return 1;
                 }
-                double ours = pf_map_objective_ms(sg, c, PF_INST_FULL, dev);
-                pf_map_cs(sg, cs);
-                pf_map_p2p(sg, p2p);
-                double ocs = pf_map_objective_ms(sg, c, PF_INST_FULL, cs);
-                double op2p = pf_map_objective_ms(sg, c, PF_INST_FULL, p2p);
-                double step = pf_map_step_estimate_ms(sg, c, dev, 4);
-                double scs = pf_map_step_estimate_ms(sg, c, cs, 4);
-                double sp2p = pf_map_step_estimate_ms(sg, c, p2p, 4);
+                double ours = pf_mapping_objective_ms(sg, c, PF_MAP_INST_FULL, dev);
+                pf_mapping_cs(sg, cs);
+                pf_mapping_p2p(sg, p2p);
+                double ocs = pf_mapping_objective_ms(sg, c, PF_MAP_INST_FULL, cs);
+                double op2p = pf_mapping_objective_ms(sg, c, PF_MAP_INST_FULL, p2p);
+                double step = pf_mapping_step_estimate_ms(sg, c, dev, 4);
+                double scs = pf_mapping_step_estimate_ms(sg, c, cs, 4);
+                double sp2p = pf_mapping_step_estimate_ms(sg, c, p2p, 4);
                 char sr[16];
                 snprintf(sr, sizeof sr, "(%d,%d)", S, R);
-                printf("%-15s %8s %5s %9.2f %9.2f %9.2f %7.2fx %7.2fx %7.2fx %7.2fx %7.1f %3d/%-3d\n",
-                       tc->label, sr, pf_inst_name(used), ours, ocs, op2p, ocs / ours,
-                       op2p / ours, scs / step, sp2p / step, st.seconds, st.probes_timed_out,
-                       st.probes);
+                printf(
+                    "%-15s %8s %5s %9.2f %9.2f %9.2f %7.2fx %7.2fx %7.2fx %7.2fx %7.1f %3d/%-3d\n",
+                    tc->label, sr, pf_map_inst_name(used), ours, ocs, op2p, ocs / ours, op2p / ours,
+                    scs / step, sp2p / step, st.seconds, st.probes_timed_out, st.probes);
                 fflush(stdout);
                 geo_cs += log(ocs / ours);
                 geo_p2p += log(op2p / ours);
@@ -173,22 +173,22 @@ static int table3(const pf_graph_t *g)
 /* (b): the whole search under each set of symmetry rules: all of them, all but the host-block
  * rule (the rules before it), none. */
 static int symmetry_row(const char *label, const pf_stage_graph_t *sg, const pf_cluster_t *c,
-                        pf_inst_t inst)
+                        pf_map_inst_t inst)
 {
     static const int modes[3] = {PF_MAP_SYM_ALL, PF_MAP_SYM_NO_BLOCKS, PF_MAP_SYM_OFF};
     char err[512];
     int S = pf_stage_graph_stages(sg), R = pf_stage_graph_replicas(sg);
     int *dev = malloc((size_t)S * R * sizeof *dev);
-    pf_map_stats_t st[3];
+    pf_mapping_stats_t st[3];
     if (!dev)
         return 1;
     for (int i = 0; i < 3; i++) {
-        pf_map_opts_t o;
-        pf_map_opts_init(&o);
+        pf_mapping_opts_t o;
+        pf_mapping_opts_init(&o);
         o.inst = inst;
         o.symmetry = modes[i];
         o.probe_seconds = SYM_PROBE_SECONDS;
-        if (pf_map_search(sg, c, &o, dev, &st[i], err, sizeof err) != PF_OK) {
+        if (pf_mapping_search(sg, c, &o, dev, &st[i], err, sizeof err) != PF_OK) {
             fprintf(stderr, "%s\n", err);
             free(dev);
             return 1;
@@ -206,7 +206,7 @@ static int symmetry_row(const char *label, const pf_stage_graph_t *sg, const pf_
              st[2].probes_timed_out);
     printf("%-10s %-8s %7s %4s %9.3f %9.3f %10lld %10lld %10lld %7.2f %7.2f %7.2f %8.1fx %8.1fx "
            "%9s %9s %8s %10lld\n",
-           label, pf_cluster_name(c), sr, pf_inst_name(inst), st[0].objective_ms,
+           label, pf_cluster_name(c), sr, pf_map_inst_name(inst), st[0].objective_ms,
            st[2].objective_ms, st[0].nodes, st[1].nodes, st[2].nodes, st[0].seconds,
            st[1].seconds, st[2].seconds,
            (double)st[1].nodes / (double)(st[0].nodes ? st[0].nodes : 1),
@@ -218,7 +218,7 @@ static int symmetry_row(const char *label, const pf_stage_graph_t *sg, const pf_
 }
 
 static int partition_row(const char *label, const pf_graph_t *g, const pf_cluster_t *c, int S,
-                         int R, pf_inst_t inst)
+                         int R, pf_map_inst_t inst)
 {
     char err[512];
     pf_stage_graph_t *sg = partition_stage_graph(g, c, S, R, err, sizeof err);
@@ -266,14 +266,14 @@ static int symmetry_table(const pf_graph_t *unet_g)
     printf("%-10s %-8s %7s %4s %9s %9s %10s %10s %10s %7s %7s %7s %9s %9s %9s %9s %8s %10s\n",
            "", "", "", "", "ms", "ms", "", "", "", "", "", "", "noblk/all", "none/all",
            "noblk/all", "none/all", "al/nb/no", "pruned");
-    int rc = partition_row("U-Net", unet_g, hier, 4, 4, PF_INST_FULL) ||
-             partition_row("U-Net", unet_g, hier, 8, 2, PF_INST_FULL) ||
-             partition_row("U-Net", unet_g, hier, 16, 1, PF_INST_M) ||
-             partition_row("U-Net", unet_g, dgx, 4, 8, PF_INST_M) ||
-             partition_row("U-Net", unet_g, dgx, 16, 2, PF_INST_M) ||
-             partition_row("U-Net", unet_g, dgx, 8, 4, PF_INST_AR) ||
-             partition_row("U-Net", unet_g, dgx, 8, 4, PF_INST_FULL) ||
-             partition_row("ResNet-50", resnet, dgx, 8, 4, PF_INST_FULL);
+    int rc = partition_row("U-Net", unet_g, hier, 4, 4, PF_MAP_INST_FULL) ||
+             partition_row("U-Net", unet_g, hier, 8, 2, PF_MAP_INST_FULL) ||
+             partition_row("U-Net", unet_g, hier, 16, 1, PF_MAP_INST_M) ||
+             partition_row("U-Net", unet_g, dgx, 4, 8, PF_MAP_INST_M) ||
+             partition_row("U-Net", unet_g, dgx, 16, 2, PF_MAP_INST_M) ||
+             partition_row("U-Net", unet_g, dgx, 8, 4, PF_MAP_INST_AR) ||
+             partition_row("U-Net", unet_g, dgx, 8, 4, PF_MAP_INST_FULL) ||
+             partition_row("ResNet-50", resnet, dgx, 8, 4, PF_MAP_INST_FULL);
     printf("    t/o: probes past the deadline (all/noblk/none); a search with such probes ran them "
            "to the deadline, so\n    its node counts measure speed, not the size of the tree\n\n");
     pf_graph_destroy(&resnet);
@@ -310,13 +310,13 @@ static int batch_table(const pf_graph_t *g)
         int dev[32];
         double base = 0;
         for (int b = 0; b < 3; b++) {
-            pf_map_opts_t o;
-            pf_map_stats_t st;
-            pf_map_opts_init(&o);
-            o.inst = PF_INST_M;
+            pf_mapping_opts_t o;
+            pf_mapping_stats_t st;
+            pf_mapping_opts_init(&o);
+            o.inst = PF_MAP_INST_M;
             o.batch = batches[b];
             o.probe_seconds = PROBE_SECONDS;
-            if (pf_map_search(sg, c, &o, dev, &st, err, sizeof err) != PF_OK) {
+            if (pf_mapping_search(sg, c, &o, dev, &st, err, sizeof err) != PF_OK) {
                 fprintf(stderr, "%s\n", err);
                 return 1;
             }

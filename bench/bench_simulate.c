@@ -2,7 +2,7 @@
  *
  * (a) The example plans of `make run` (BERT-Large on 4 x DGX-1, Llama-7B on 2 x DGX-H100) and
  *     GPT-2 XL on 4 x DGX-1, each searched with 3 candidates: per candidate and schedule the old
- *     analytic step estimate ((MB + S - 1) x max stage + all-reduce, pf_map_step_estimate_ms)
+ *     analytic step estimate ((MB + S - 1) x max stage + all-reduce, pf_mapping_step_estimate_ms)
  *     and the simulated step, both per sample; the winner under each ranking (a ranking change
  *     is a plan the analytic estimate would have picked that the simulator does not).
  * (b) Seed 003's setting: 2 nodes x 4 V100 (p3.8xlarge: NVLink inside, 10 Gbps between).
@@ -469,7 +469,7 @@ static int table_c(void)
         !(sg = pf_stage_graph_from_plan(g, p)) ||
         !(dev = malloc((size_t)S * R * sizeof *dev)))
         goto done;
-    pf_map_cs(sg, dev);
+    pf_mapping_cs(sg, dev);
     for (int s = 0; s < S; s++)
         memcpy(pf_plan_stage_devices(p, s), dev + (size_t)s * R, (size_t)R * sizeof *dev);
     double t[7], step = 0;

@@ -11,32 +11,33 @@
 
 static void help(FILE *f)
 {
-    fprintf(f,
-            "usage: planfarm map GRAPH CLUSTER PLAN [options]\n\n"
-            "Maps every stage replica of PLAN (a plan whose stages have ops, as 'planfarm\n"
-            "partition' writes it; devices may be absent) onto one device of CLUSTER, minimising\n"
-            "the largest stage time (Parmesan's binary search over a target with an exact DFS\n"
-            "probe per target). Writes the plan with devices, objective_ms (full: c_u + eq. 6 +\n"
-            "eq. 7 terms), the mapping section, the CS map and p2p map baselines and\n"
-            "simulated_step_ms (the analytic estimate (MB + S - 1) x max(c_u + p2p) +\n"
-            "max all-reduce, until a simulator exists). PLAN may be - (stdin).\n\n"
-            "  --instantiation I  m (eq. 6), ar (eq. 7), full (both) or auto (default): auto\n"
-            "                     picks m or ar by all-reduce / inter-stage bytes, runs the other\n"
-            "                     too, keeps the better mapping under full and refines it with a\n"
-            "                     full search\n"
-            "  --probe-seconds X  deadline of one probe (default %g; 0 = none, exact but\n"
-            "                     possibly slow); a probe past it counts as 'not found'\n"
-            "  --eps E            stop when t_r - t_l <= E x t_r (default %g)\n"
-            "  --batch K          K probes per round at targets splitting [t_l, t_r] evenly, run\n"
-            "                     side by side, one thread each (default 1: bisection, each probe\n"
-            "                     on every thread)\n"
-            "  --no-symmetry      do not prune interchangeable devices, machines (host blocks)\n"
-            "                     or replica orderings\n"
-            "  --threads N        OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
-            "  --seed N           seed of the random mapping in the initial upper bound (default 1)\n"
-            "  -o OUT             output plan (default -: stdout)\n\n"
-            "Exit status 2 on bad usage or input (more stage replicas than devices, ...).\n",
-            PF_MAP_DEFAULT_PROBE_SECONDS, PF_MAP_DEFAULT_REL_EPS);
+    fprintf(
+        f,
+        "usage: planfarm map GRAPH CLUSTER PLAN [options]\n\n"
+        "Maps every stage replica of PLAN (a plan whose stages have ops, as 'planfarm\n"
+        "partition' writes it; devices may be absent) onto one device of CLUSTER, minimising\n"
+        "the largest stage time (Parmesan's binary search over a target with an exact DFS\n"
+        "probe per target). Writes the plan with devices, objective_ms (full: c_u + eq. 6 +\n"
+        "eq. 7 terms), the mapping section, the CS map and p2p map baselines and\n"
+        "simulated_step_ms (the analytic estimate (MB + S - 1) x max(c_u + p2p) +\n"
+        "max all-reduce, until a simulator exists). PLAN may be - (stdin).\n\n"
+        "  --instantiation I  m (eq. 6), ar (eq. 7), full (both) or auto (default): auto\n"
+        "                     picks m or ar by all-reduce / inter-stage bytes, runs the other\n"
+        "                     too, keeps the better mapping under full and refines it with a\n"
+        "                     full search\n"
+        "  --probe-seconds X  deadline of one probe (default %g; 0 = none, exact but\n"
+        "                     possibly slow); a probe past it counts as 'not found'\n"
+        "  --eps E            stop when t_r - t_l <= E x t_r (default %g)\n"
+        "  --batch K          K probes per round at targets splitting [t_l, t_r] evenly, run\n"
+        "                     side by side, one thread each (default 1: bisection, each probe\n"
+        "                     on every thread)\n"
+        "  --no-symmetry      do not prune interchangeable devices, machines (host blocks)\n"
+        "                     or replica orderings\n"
+        "  --threads N        OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
+        "  --seed N           seed of the random mapping in the initial upper bound (default 1)\n"
+        "  -o OUT             output plan (default -: stdout)\n\n"
+        "Exit status 2 on bad usage or input (more stage replicas than devices, ...).\n",
+        PF_MAPPING_DEFAULT_PROBE_SECONDS, PF_MAPPING_DEFAULT_REL_EPS);
 }
 
 static void summary(const pf_plan_t *p)
@@ -54,10 +55,10 @@ static void summary(const pf_plan_t *p)
 
 static int parse_instantiation(const char *cmd, const char *arg, void *base)
 {
-    pf_map_opts_t *o = base;
+    pf_mapping_opts_t *o = base;
     if (!strcmp(arg, "auto")) {
         o->auto_inst = 1;
-    } else if (pf_inst_parse(arg, &o->inst) == PF_OK) {
+    } else if (pf_map_inst_parse(arg, &o->inst) == PF_OK) {
         o->auto_inst = 0;
     } else {
         cli_usage_error(cmd, "--instantiation: '%s' is not m, ar, full or auto", arg);
@@ -66,7 +67,7 @@ static int parse_instantiation(const char *cmd, const char *arg, void *base)
     return 0;
 }
 
-#define O(field) offsetof(pf_map_opts_t, field)
+#define O(field) offsetof(pf_mapping_opts_t, field)
 static const cli_option_t map_options[] = {
     {"instantiation", 0, CLI_OPT_CUSTOM, .parse = parse_instantiation},
     {"probe-seconds", 0, CLI_OPT_DOUBLE, .offset = O(probe_seconds), .dlo = 0, .dhi = 1e9},
@@ -81,9 +82,9 @@ static const cli_option_t map_options[] = {
 
 int cmd_map(int argc, char **argv)
 {
-    pf_map_opts_t o;
+    pf_mapping_opts_t o;
     const char *out = "-";
-    pf_map_opts_init(&o);
+    pf_mapping_opts_init(&o);
     o.auto_inst = 1;
     const cli_options_t spec = {"map", help, NULL, NULL,
                                 {{map_options, &o, NULL},
@@ -106,7 +107,7 @@ int cmd_map(int argc, char **argv)
         (rc = pf_cluster_load(cpath, &cl, err, sizeof err)) != PF_OK ||
         (rc = pf_plan_load(ppath, g, cl, &p, err, sizeof err)) != PF_OK)
         goto done;
-    if ((rc = pf_map_plan(g, cl, p, &o, err, sizeof err)) != PF_OK) {
+    if ((rc = pf_mapping_plan(g, cl, p, &o, err, sizeof err)) != PF_OK) {
         pf_err_prefix(err, sizeof err, strcmp(ppath, "-") ? ppath : "<stdin>");
         goto done;
     }

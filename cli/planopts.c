@@ -25,7 +25,7 @@ static int parse_instantiation(const char *cmd, const char *arg, void *base)
     pf_search_opts_t *o = base;
     if (!strcmp(arg, "auto")) {
         o->auto_inst = 1;
-    } else if (pf_inst_parse(arg, &o->inst) == PF_OK) {
+    } else if (pf_map_inst_parse(arg, &o->inst) == PF_OK) {
         o->auto_inst = 0;
     } else {
         fprintf(stderr, "planfarm %s: --instantiation: '%s' is not m, ar, full or auto\n", cmd,

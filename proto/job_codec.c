@@ -213,12 +213,12 @@ static int probe_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char
         return rc;
     if (!pp || !pp->stage_graph)
         return pf_fail(err, errlen, PF_EINPUT, "job.probe: missing");
-    if (pp->instantiation > PF_INST_FULL || !pf_is_finite_nonneg(pp->target_ms) ||
+    if (pp->instantiation > PF_MAP_INST_FULL || !pf_is_finite_nonneg(pp->target_ms) ||
         !isfinite(pp->budget_s))
         return pf_fail(err, errlen, PF_EINPUT, "job.probe: parameter out of range");
     if ((rc = pf_model_codec_stage_graph_from_pb(pp->stage_graph, &out->stage_graph, err, errlen)))
         return rc;
-    out->inst = (pf_inst_t)pp->instantiation;
+    out->inst = (pf_map_inst_t)pp->instantiation;
     out->target_ms = pp->target_ms;
     out->budget_s = pp->budget_s;
     out->symmetry = pp->symmetry;

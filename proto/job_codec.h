@@ -35,7 +35,7 @@ typedef struct {
     int *group;
     size_t group_len; /* entries in group: the graph's op count, checked once it is known */
     pf_stage_graph_t *stage_graph;
-    pf_inst_t inst;
+    pf_map_inst_t inst;
     double target_ms, budget_s;
     int symmetry, threads;
     pf_tp_setting_opts_t setting; /* .tap_plans points into tap_plans below */

@@ -24,7 +24,7 @@ Planfarm__PlanOptions *pf_plan_options_codec_to_pb(pf_arena_t *a, const pf_searc
     m->rel_eps = o->rel_eps;
     m->probe_seconds = o->probe_seconds;
     m->no_symmetry = !o->symmetry;
-    m->instantiation = (char *)(o->auto_inst ? "auto" : pf_inst_name(o->inst));
+    m->instantiation = (char *)(o->auto_inst ? "auto" : pf_map_inst_name(o->inst));
     m->seed = o->seed;
     m->max_stages = (uint32_t)o->max_stages;
     m->tp = (uint32_t)o->tp;
@@ -138,7 +138,7 @@ static int training_from_pb(const Planfarm__PlanOptions *m, pf_search_opts_t *o,
         o->auto_inst = 1;
     } else {
         o->auto_inst = 0;
-        if (pf_inst_parse(inst, &o->inst) != PF_OK)
+        if (pf_map_inst_parse(inst, &o->inst) != PF_OK)
             return pf_fail(err, errlen, PF_EINPUT, "options.instantiation: '%s' is not m, ar, full "
                            "or auto", inst);
     }

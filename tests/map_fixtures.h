@@ -82,7 +82,7 @@ static inline pf_cluster_t *two_level(int hosts, int gpus)
 typedef struct {
     const pf_stage_graph_t *sg;
     const pf_cluster_t *c;
-    pf_inst_t inst;
+    pf_map_inst_t inst;
     int N, D;
     int dev[MAXN], used[MAXN];
     double best;
@@ -92,7 +92,7 @@ typedef struct {
 static inline void brute_rec(brute_t *b, int x)
 {
     if (x == b->N) {
-        double t = pf_map_objective_ms(b->sg, b->c, b->inst, b->dev);
+        double t = pf_mapping_objective_ms(b->sg, b->c, b->inst, b->dev);
         if (t < b->best)
             b->best = t;
         b->count++;
@@ -109,7 +109,8 @@ static inline void brute_rec(brute_t *b, int x)
 }
 
 /* The optimum of eq. 5 over every one-to-one mapping of the S x R stage replicas. */
-static inline double brute_force(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t inst)
+static inline double brute_force(const pf_stage_graph_t *sg, const pf_cluster_t *c,
+                                 pf_map_inst_t inst)
 {
     brute_t b = {.sg = sg, .c = c, .inst = inst, .best = INFINITY};
     b.N = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg);
@@ -129,10 +130,10 @@ static inline int is_injective(const int *dev, int N, int D)
     return 1;
 }
 
-static inline pf_map_opts_t exact_opts(pf_inst_t inst, int symmetry, int threads, int batch)
+static inline pf_mapping_opts_t exact_opts(pf_map_inst_t inst, int symmetry, int threads, int batch)
 {
-    pf_map_opts_t o;
-    pf_map_opts_init(&o);
+    pf_mapping_opts_t o;
+    pf_mapping_opts_init(&o);
     o.inst = inst;
     o.symmetry = symmetry;
     o.threads = threads;

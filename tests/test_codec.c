@@ -230,10 +230,10 @@ static void test_jobs(void)
     double cu[2] = {3, 4}, par[2] = {1e6, 2e6}, msg[4] = {0, 5e5, 5e5, 0};
     pf_stage_graph_t *sg = pf_stage_graph_new(2, 1, cu, par, msg);
     pf_job_t probe = {.kind = PF_JOB_MAP_PROBE, .cluster = c, .stage_graph = sg,
-                      .inst = PF_INST_AR, .target_ms = 7.5, .budget_s = 2, .symmetry = 1};
+                      .inst = PF_MAP_INST_AR, .target_ms = 7.5, .budget_s = 2, .symmetry = 1};
     m = pf_job_codec_to_pb(a, 6, 0, &probe, NULL, &cr);
     CU_ASSERT_EQUAL_FATAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_OK);
-    CU_ASSERT(w.inst == PF_INST_AR && w.target_ms == 7.5 && w.budget_s == 2 && w.symmetry);
+    CU_ASSERT(w.inst == PF_MAP_INST_AR && w.target_ms == 7.5 && w.budget_s == 2 && w.symmetry);
     CU_ASSERT_EQUAL(pf_stage_graph_stages(w.stage_graph), 2);
     CU_ASSERT(pf_stage_graph_msg_bytes(w.stage_graph, 0, 1) == 5e5);
     CU_ASSERT(pf_stage_graph_cu_ms(w.stage_graph, 1) == 4);
@@ -432,13 +432,13 @@ static void test_header_and_options(void)
     o.microbatches = 8;
     o.refine = 0;
     o.auto_inst = 0;
-    o.inst = PF_INST_M;
+    o.inst = PF_MAP_INST_M;
     o.rel_eps = 1e-4;
     o.seed = 99;
     Planfarm__PlanOptions *m = pf_plan_options_codec_to_pb(a, &o);
     CU_ASSERT_EQUAL_FATAL(pf_plan_options_codec_from_pb(m, &back, err, sizeof err), PF_OK);
     CU_ASSERT(back.stages == 4 && back.microbatches == 8 && !back.refine && !back.auto_inst);
-    CU_ASSERT(back.inst == PF_INST_M && back.rel_eps == 1e-4 && back.seed == 99);
+    CU_ASSERT(back.inst == PF_MAP_INST_M && back.rel_eps == 1e-4 && back.seed == 99);
     CU_ASSERT(back.symmetry && back.nalphas == 3 && back.candidates == o.candidates);
     CU_ASSERT_EQUAL(back.probe_timeouts, 2); /* the default travels as a value */
     o.probe_timeouts = 0;                     /* 0 = no limit, not "unset" */

@@ -47,49 +47,51 @@ static void test_hand_worked(void)
     pf_cluster_set_link(c, 0, 3, 1, 10);
     pf_cluster_set_link(c, 1, 2, 1, 10);
     int cs[4], p2p[4], dev[4];
-    pf_map_cs(sg, cs);
-    pf_map_p2p(sg, p2p);
+    pf_mapping_cs(sg, cs);
+    pf_mapping_p2p(sg, p2p);
     CU_ASSERT(cs[0] == 0 && cs[1] == 1 && cs[2] == 2 && cs[3] == 3);
     CU_ASSERT(p2p[0] == 0 && p2p[1] == 2 && p2p[2] == 1 && p2p[3] == 3);
 
-    PF_ASSERT_CLOSE(pf_map_stage_time_ms(sg, c, PF_INST_M, cs, 0), 11.01, 1e-12);
-    PF_ASSERT_CLOSE(pf_map_stage_time_ms(sg, c, PF_INST_M, cs, 3), 12.01, 1e-12);
-    PF_ASSERT_CLOSE(pf_map_stage_time_ms(sg, c, PF_INST_AR, cs, 1), 11.0, 1e-12);
-    PF_ASSERT_CLOSE(pf_map_stage_time_ms(sg, c, PF_INST_AR, cs, 2), 22.0, 1e-12);
-    PF_ASSERT_CLOSE(pf_map_stage_time_ms(sg, c, PF_INST_FULL, cs, 0), 21.01, 1e-12);
-    PF_ASSERT_CLOSE(pf_map_stage_time_ms(sg, c, PF_INST_FULL, cs, 2), 32.01, 1e-12);
-    PF_ASSERT_CLOSE(pf_map_objective_ms(sg, c, PF_INST_M, cs), 12.01, 1e-12);
-    PF_ASSERT_CLOSE(pf_map_objective_ms(sg, c, PF_INST_AR, cs), 22.0, 1e-12);
-    PF_ASSERT_CLOSE(pf_map_objective_ms(sg, c, PF_INST_FULL, cs), 32.01, 1e-12);
-    PF_ASSERT_CLOSE(pf_map_step_estimate_ms(sg, c, cs, 4), 80.05, 1e-12);
-    PF_ASSERT_CLOSE(pf_map_objective_ms(sg, c, PF_INST_M, p2p), 3.002, 1e-12);
-    PF_ASSERT_CLOSE(pf_map_objective_ms(sg, c, PF_INST_AR, p2p), 202.0, 1e-12);
-    PF_ASSERT_CLOSE(pf_map_objective_ms(sg, c, PF_INST_FULL, p2p), 203.002, 1e-12);
+    PF_ASSERT_CLOSE(pf_mapping_stage_time_ms(sg, c, PF_MAP_INST_M, cs, 0), 11.01, 1e-12);
+    PF_ASSERT_CLOSE(pf_mapping_stage_time_ms(sg, c, PF_MAP_INST_M, cs, 3), 12.01, 1e-12);
+    PF_ASSERT_CLOSE(pf_mapping_stage_time_ms(sg, c, PF_MAP_INST_AR, cs, 1), 11.0, 1e-12);
+    PF_ASSERT_CLOSE(pf_mapping_stage_time_ms(sg, c, PF_MAP_INST_AR, cs, 2), 22.0, 1e-12);
+    PF_ASSERT_CLOSE(pf_mapping_stage_time_ms(sg, c, PF_MAP_INST_FULL, cs, 0), 21.01, 1e-12);
+    PF_ASSERT_CLOSE(pf_mapping_stage_time_ms(sg, c, PF_MAP_INST_FULL, cs, 2), 32.01, 1e-12);
+    PF_ASSERT_CLOSE(pf_mapping_objective_ms(sg, c, PF_MAP_INST_M, cs), 12.01, 1e-12);
+    PF_ASSERT_CLOSE(pf_mapping_objective_ms(sg, c, PF_MAP_INST_AR, cs), 22.0, 1e-12);
+    PF_ASSERT_CLOSE(pf_mapping_objective_ms(sg, c, PF_MAP_INST_FULL, cs), 32.01, 1e-12);
+    PF_ASSERT_CLOSE(pf_mapping_step_estimate_ms(sg, c, cs, 4), 80.05, 1e-12);
+    PF_ASSERT_CLOSE(pf_mapping_objective_ms(sg, c, PF_MAP_INST_M, p2p), 3.002, 1e-12);
+    PF_ASSERT_CLOSE(pf_mapping_objective_ms(sg, c, PF_MAP_INST_AR, p2p), 202.0, 1e-12);
+    PF_ASSERT_CLOSE(pf_mapping_objective_ms(sg, c, PF_MAP_INST_FULL, p2p), 203.002, 1e-12);
 
     double lo, hi;
-    CU_ASSERT_EQUAL(pf_map_bounds(sg, c, PF_INST_M, 1, &lo, &hi, dev, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_mapping_bounds(sg, c, PF_MAP_INST_M, 1, &lo, &hi, dev, err, sizeof err),
+                    PF_OK);
     PF_ASSERT_CLOSE(lo, 3.002, 1e-12);
     PF_ASSERT_CLOSE(hi, 3.002, 1e-12);
-    CU_ASSERT_EQUAL(pf_map_bounds(sg, c, PF_INST_AR, 1, &lo, &hi, dev, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_mapping_bounds(sg, c, PF_MAP_INST_AR, 1, &lo, &hi, dev, err, sizeof err),
+                    PF_OK);
     PF_ASSERT_CLOSE(lo, 22.0, 1e-12);
     PF_ASSERT_CLOSE(hi, 22.0, 1e-12);
-    CU_ASSERT_EQUAL(pf_map_bounds(sg, c, PF_INST_FULL, 1, &lo, &hi, dev, err, sizeof err),
+    CU_ASSERT_EQUAL(pf_mapping_bounds(sg, c, PF_MAP_INST_FULL, 1, &lo, &hi, dev, err, sizeof err),
                     PF_OK);
     PF_ASSERT_CLOSE(lo, 23.002, 1e-12);
 
-    pf_map_opts_t o = exact_opts(PF_INST_M, 1, 1, 1);
-    pf_map_stats_t st;
-    CU_ASSERT_EQUAL(pf_map_search(sg, c, &o, dev, &st, err, sizeof err), PF_OK);
+    pf_mapping_opts_t o = exact_opts(PF_MAP_INST_M, 1, 1, 1);
+    pf_mapping_stats_t st;
+    CU_ASSERT_EQUAL(pf_mapping_search(sg, c, &o, dev, &st, err, sizeof err), PF_OK);
     PF_ASSERT_CLOSE(st.objective_ms, 3.002, 1e-12);
     CU_ASSERT_EQUAL(st.probes, 0);
-    o.inst = PF_INST_FULL;
-    CU_ASSERT_EQUAL(pf_map_search(sg, c, &o, dev, &st, err, sizeof err), PF_OK);
+    o.inst = PF_MAP_INST_FULL;
+    CU_ASSERT_EQUAL(pf_mapping_search(sg, c, &o, dev, &st, err, sizeof err), PF_OK);
     PF_ASSERT_CLOSE(st.objective_ms, 32.01, 1e-12);
-    PF_ASSERT_CLOSE(brute_force(sg, c, PF_INST_FULL), 32.01, 1e-12);
+    PF_ASSERT_CLOSE(brute_force(sg, c, PF_MAP_INST_FULL), 32.01, 1e-12);
     CU_ASSERT(st.probes > 0);
 
     /* all-reduce bytes 2e9 + ... : sum 1 x (1e9 + 2e9) = 3e9 > 1e8 inter-stage bytes: ar */
-    CU_ASSERT_EQUAL(pf_map_auto_instantiation(sg), PF_INST_AR);
+    CU_ASSERT_EQUAL(pf_map_inst_auto(sg), PF_MAP_INST_AR);
     PF_ASSERT_CLOSE(pf_stage_graph_total_allreduce_bytes(sg), 3e9, 1e-15);
     PF_ASSERT_CLOSE(pf_stage_graph_total_p2p_bytes(sg), 1e8, 1e-15);
     pf_stage_graph_destroy(&sg);
@@ -114,12 +116,14 @@ static void test_ring_connectivity(void)
     pf_stage_graph_t *sg = pf_stage_graph_new(1, 8, cu, P, M);
     int dev[12];
     double lo, hi;
-    CU_ASSERT_EQUAL(pf_map_bounds(sg, c, PF_INST_AR, 1, &lo, &hi, dev, err, sizeof err), PF_OK);
-    PF_ASSERT_CLOSE(lo, 1751.0, 1e-12);
-    PF_ASSERT_CLOSE(brute_force(sg, c, PF_INST_AR), 1751.0, 1e-12);
-    pf_probe_result_t res;
-    CU_ASSERT_EQUAL(pf_map_probe(sg, c, PF_INST_AR, 1750.0, 0, 0, 1, NULL, dev, &res, err, sizeof err),
+    CU_ASSERT_EQUAL(pf_mapping_bounds(sg, c, PF_MAP_INST_AR, 1, &lo, &hi, dev, err, sizeof err),
                     PF_OK);
+    PF_ASSERT_CLOSE(lo, 1751.0, 1e-12);
+    PF_ASSERT_CLOSE(brute_force(sg, c, PF_MAP_INST_AR), 1751.0, 1e-12);
+    pf_probe_result_t res;
+    CU_ASSERT_EQUAL(
+        pf_mapping_probe(sg, c, PF_MAP_INST_AR, 1750.0, 0, 0, 1, NULL, dev, &res, err, sizeof err),
+        PF_OK);
     CU_ASSERT(!res.found);
     CU_ASSERT_EQUAL(res.nodes, 0);
     pf_stage_graph_destroy(&sg);
@@ -127,10 +131,12 @@ static void test_ring_connectivity(void)
     /* two stages of 4: 2 x 3/4 x 1.1e9 = 1.65e9 bytes over 11 GB/s = 150 ms, each ring inside a
      * machine; a probe below 151 ms must fail, and one at 151 must find that mapping */
     sg = pf_stage_graph_new(2, 4, cu, P, M);
-    CU_ASSERT_EQUAL(pf_map_bounds(sg, c, PF_INST_AR, 1, &lo, &hi, dev, err, sizeof err), PF_OK);
-    PF_ASSERT_CLOSE(lo, 151.0, 1e-12);
-    CU_ASSERT_EQUAL(pf_map_probe(sg, c, PF_INST_AR, 151.0, 0, 1, 1, NULL, dev, &res, err, sizeof err),
+    CU_ASSERT_EQUAL(pf_mapping_bounds(sg, c, PF_MAP_INST_AR, 1, &lo, &hi, dev, err, sizeof err),
                     PF_OK);
+    PF_ASSERT_CLOSE(lo, 151.0, 1e-12);
+    CU_ASSERT_EQUAL(
+        pf_mapping_probe(sg, c, PF_MAP_INST_AR, 151.0, 0, 1, 1, NULL, dev, &res, err, sizeof err),
+        PF_OK);
     CU_ASSERT(res.found);
     CU_ASSERT((dev[0] < 4) == (dev[1] < 4) && (dev[0] < 4) == (dev[3] < 4));
     CU_ASSERT((dev[4] < 4) == (dev[7] < 4) && (dev[0] < 4) != (dev[4] < 4));
@@ -141,11 +147,13 @@ static void test_ring_connectivity(void)
     pf_cluster_t *c12 = two_level(2, 6);
     double cu3[3] = {1, 1, 1}, P3[3] = {1.1e9, 1.1e9, 1.1e9}, M3[9] = {0};
     sg = pf_stage_graph_new(3, 4, cu3, P3, M3);
-    CU_ASSERT_EQUAL(pf_map_probe(sg, c12, PF_INST_AR, 1500.0, 0, 1, 1, NULL, dev, &res, err, sizeof err),
+    CU_ASSERT_EQUAL(pf_mapping_probe(sg, c12, PF_MAP_INST_AR, 1500.0, 0, 1, 1, NULL, dev, &res, err,
+                                     sizeof err),
                     PF_OK);
     CU_ASSERT(!res.found);
     CU_ASSERT(res.nodes < 100);
-    CU_ASSERT_EQUAL(pf_map_probe(sg, c12, PF_INST_AR, 1501.0, 0, 1, 1, NULL, dev, &res, err, sizeof err),
+    CU_ASSERT_EQUAL(pf_mapping_probe(sg, c12, PF_MAP_INST_AR, 1501.0, 0, 1, 1, NULL, dev, &res, err,
+                                     sizeof err),
                     PF_OK);
     CU_ASSERT(res.found);
     pf_stage_graph_destroy(&sg);

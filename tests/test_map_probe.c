@@ -49,8 +49,9 @@ static void check_hamiltonian(const int adj[8][8], int n, const char *what)
     int want = has_ham_path_rec(adj, n, used, -1, 0);
     for (int sym = 0; sym < 2; sym++) {
         pf_probe_result_t res;
-        CU_ASSERT_EQUAL_FATAL(pf_map_probe(sg, c, PF_INST_M, 1.0, 0, sym, 1, NULL, dev, &res, err,
-                                           sizeof err), PF_OK);
+        CU_ASSERT_EQUAL_FATAL(pf_mapping_probe(sg, c, PF_MAP_INST_M, 1.0, 0, sym, 1, NULL, dev,
+                                               &res, err, sizeof err),
+                              PF_OK);
         if (res.found != want)
             fprintf(stderr, "\n  %s: Hamiltonian path %d, probe found %d\n", what, want,
                     res.found);

@@ -32,15 +32,17 @@ static void test_symmetry(void)
         for (uint64_t seed = 1; seed <= 2; seed++) {
             pf_stage_graph_t *sg = random_stage_graph(seed + 50, S, R);
             for (int inst = 0; inst < 3; inst++) {
-                double opt = brute_force(sg, cc, (pf_inst_t)inst);
+                double opt = brute_force(sg, cc, (pf_map_inst_t)inst);
                 int dev[MAXN];
                 pf_probe_result_t with, without;
                 for (int side = 0; side < 2; side++) {
                     double t = side ? opt * (1 + 1e-9) : opt * (1 - 1e-6);
-                    CU_ASSERT_EQUAL(pf_map_probe(sg, cc, (pf_inst_t)inst, t, 0, 1, 1, NULL, dev, &with,
-                                                 err, sizeof err), PF_OK);
-                    CU_ASSERT_EQUAL(pf_map_probe(sg, cc, (pf_inst_t)inst, t, 0, 0, 1, NULL, dev,
-                                                 &without, err, sizeof err), PF_OK);
+                    CU_ASSERT_EQUAL(pf_mapping_probe(sg, cc, (pf_map_inst_t)inst, t, 0, 1, 1, NULL,
+                                                     dev, &with, err, sizeof err),
+                                    PF_OK);
+                    CU_ASSERT_EQUAL(pf_mapping_probe(sg, cc, (pf_map_inst_t)inst, t, 0, 0, 1, NULL,
+                                                     dev, &without, err, sizeof err),
+                                    PF_OK);
                     CU_ASSERT_EQUAL(with.found, side);
                     CU_ASSERT_EQUAL(without.found, side);
                     CU_ASSERT_EQUAL(without.symmetric_pruned, 0);
@@ -52,11 +54,11 @@ static void test_symmetry(void)
                     }
                 }
                 /* the search: same optimum with and without */
-                pf_map_opts_t o = exact_opts((pf_inst_t)inst, 1, 1, 1);
-                pf_map_stats_t a, b;
-                CU_ASSERT_EQUAL(pf_map_search(sg, cc, &o, dev, &a, err, sizeof err), PF_OK);
+                pf_mapping_opts_t o = exact_opts((pf_map_inst_t)inst, 1, 1, 1);
+                pf_mapping_stats_t a, b;
+                CU_ASSERT_EQUAL(pf_mapping_search(sg, cc, &o, dev, &a, err, sizeof err), PF_OK);
                 o.symmetry = 0;
-                CU_ASSERT_EQUAL(pf_map_search(sg, cc, &o, dev, &b, err, sizeof err), PF_OK);
+                CU_ASSERT_EQUAL(pf_mapping_search(sg, cc, &o, dev, &b, err, sizeof err), PF_OK);
                 CU_ASSERT(a.objective_ms <= opt * (1 + 1e-6) + 1e-12);
                 CU_ASSERT(b.objective_ms <= opt * (1 + 1e-6) + 1e-12);
             }
@@ -297,11 +299,12 @@ static void test_host_blocks_brute(void)
             pf_stage_graph_t *sg = random_stage_graph(seed + 40 + 10 * (uint64_t)i, S, R);
             int N = S * R, D = H * G + spare, dev[MAXN];
             for (int inst = 0; inst < 3; inst++) {
-                double opt = brute_force(sg, c, (pf_inst_t)inst);
+                double opt = brute_force(sg, c, (pf_map_inst_t)inst);
                 for (int sym = 0; sym <= 2; sym++) {
-                    pf_map_opts_t o = exact_opts((pf_inst_t)inst, sym, 1 + (int)(seed % 2), 1);
-                    pf_map_stats_t st;
-                    CU_ASSERT_EQUAL_FATAL(pf_map_search(sg, c, &o, dev, &st, err, sizeof err),
+                    pf_mapping_opts_t o =
+                        exact_opts((pf_map_inst_t)inst, sym, 1 + (int)(seed % 2), 1);
+                    pf_mapping_stats_t st;
+                    CU_ASSERT_EQUAL_FATAL(pf_mapping_search(sg, c, &o, dev, &st, err, sizeof err),
                                           PF_OK);
                     CU_ASSERT(is_injective(dev, N, D));
                     CU_ASSERT(st.objective_ms <= opt * (1 + 1e-6) + 1e-12);
@@ -314,7 +317,7 @@ static void test_host_blocks_brute(void)
                     for (int side = 0; side < 2; side++) {
                         pf_probe_result_t res;
                         double t = side ? opt * (1 + 1e-9) : opt * (1 - 1e-6);
-                        CU_ASSERT_EQUAL(pf_map_probe(sg, c, (pf_inst_t)inst, t, 0, sym,
+                        CU_ASSERT_EQUAL(pf_mapping_probe(sg, c, (pf_map_inst_t)inst, t, 0, sym,
                                                      1 + (int)(seed % 2), NULL, dev, &res, err,
                                                      sizeof err), PF_OK);
                         CU_ASSERT_EQUAL(res.found, side);
@@ -353,10 +356,11 @@ static void test_host_blocks_dgx1(void)
     CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &dgx, err, sizeof err), PF_OK);
     pf_stage_graph_t *sg = random_stage_graph(77, 3, 2);
     int dev[16];
-    pf_map_stats_t st[3];
+    pf_mapping_stats_t st[3];
     for (int sym = 0; sym <= 2; sym++) {
-        pf_map_opts_t o = exact_opts(PF_INST_FULL, sym, 2, 1);
-        CU_ASSERT_EQUAL_FATAL(pf_map_search(sg, dgx, &o, dev, &st[sym], err, sizeof err), PF_OK);
+        pf_mapping_opts_t o = exact_opts(PF_MAP_INST_FULL, sym, 2, 1);
+        CU_ASSERT_EQUAL_FATAL(pf_mapping_search(sg, dgx, &o, dev, &st[sym], err, sizeof err),
+                              PF_OK);
         CU_ASSERT(st[sym].lower_proven);
         CU_ASSERT(is_injective(dev, 6, 16));
     }
@@ -368,10 +372,12 @@ static void test_host_blocks_dgx1(void)
     pf_probe_result_t with, without;
     for (int side = 0; side < 2; side++) {
         double t = side ? opt * (1 + 1e-9) : opt * (1 - 1e-3);
-        CU_ASSERT_EQUAL(pf_map_probe(sg, dgx, PF_INST_FULL, t, 0, PF_MAP_SYM_ALL, 1, NULL, dev,
-                                     &with, err, sizeof err), PF_OK);
-        CU_ASSERT_EQUAL(pf_map_probe(sg, dgx, PF_INST_FULL, t, 0, PF_MAP_SYM_NO_BLOCKS, 1, NULL,
-                                     dev, &without, err, sizeof err), PF_OK);
+        CU_ASSERT_EQUAL(pf_mapping_probe(sg, dgx, PF_MAP_INST_FULL, t, 0, PF_MAP_SYM_ALL, 1, NULL,
+                                         dev, &with, err, sizeof err),
+                        PF_OK);
+        CU_ASSERT_EQUAL(pf_mapping_probe(sg, dgx, PF_MAP_INST_FULL, t, 0, PF_MAP_SYM_NO_BLOCKS, 1,
+                                         NULL, dev, &without, err, sizeof err),
+                        PF_OK);
         CU_ASSERT_EQUAL(with.found, side);
         CU_ASSERT_EQUAL(without.found, side);
         if (!side) {
@@ -412,13 +418,15 @@ static void test_host_blocks_canonical(void)
     pf_stage_graph_t *sg = pf_stage_graph_new(1, 4, &cu, &P, &M);
     int dev[4];
     pf_probe_result_t res;
-    CU_ASSERT_EQUAL(pf_map_probe(sg, c, PF_INST_M, 1.0, 0, PF_MAP_SYM_ALL, 1, NULL, dev, &res,
-                                 err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_mapping_probe(sg, c, PF_MAP_INST_M, 1.0, 0, PF_MAP_SYM_ALL, 1, NULL, dev,
+                                     &res, err, sizeof err),
+                    PF_OK);
     CU_ASSERT(res.found);
     CU_ASSERT(dev[0] == 0 && dev[1] == 2 && dev[2] == 1 && dev[3] == 3);
     CU_ASSERT(res.block_pruned > 0);
-    CU_ASSERT_EQUAL(pf_map_probe(sg, c, PF_INST_M, 1.0, 0, PF_MAP_SYM_NO_BLOCKS, 1, NULL, dev,
-                                 &res, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_mapping_probe(sg, c, PF_MAP_INST_M, 1.0, 0, PF_MAP_SYM_NO_BLOCKS, 1, NULL,
+                                     dev, &res, err, sizeof err),
+                    PF_OK);
     CU_ASSERT(res.found);
     CU_ASSERT(dev[0] == 0 && dev[1] == 1 && dev[2] == 2 && dev[3] == 3);
     pf_stage_graph_destroy(&sg);
@@ -481,12 +489,12 @@ static void test_host_blocks_tied(void)
         pf_stage_graph_t *sg = pf_stage_graph_new(S, R, cu, P, M);
         CU_ASSERT_PTR_NOT_NULL_FATAL(sg);
         for (int inst = 0; inst < 3; inst++) {
-            double opt = brute_force(sg, c, (pf_inst_t)inst);
+            double opt = brute_force(sg, c, (pf_map_inst_t)inst);
             for (int side = 0; side < 2; side++) {
                 pf_probe_result_t res;
                 int dev[MAXN];
                 double t = side ? opt * (1 + 1e-9) : opt * (1 - 1e-6);
-                CU_ASSERT_EQUAL(pf_map_probe(sg, c, (pf_inst_t)inst, t, 0, PF_MAP_SYM_ALL,
+                CU_ASSERT_EQUAL(pf_mapping_probe(sg, c, (pf_map_inst_t)inst, t, 0, PF_MAP_SYM_ALL,
                                              1 + (int)(seed % 2), NULL, dev, &res, err,
                                              sizeof err), PF_OK);
                 CU_ASSERT_EQUAL(res.found, side);

@@ -14,8 +14,8 @@
 #include <string.h>
 
 /* Search, probes just above and below the optimum, and Proposition 1, for one case. */
-static void check_against_brute(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t inst,
-                                int threads, int batch, int symmetry)
+static void check_against_brute(const pf_stage_graph_t *sg, const pf_cluster_t *c,
+                                pf_map_inst_t inst, int threads, int batch, int symmetry)
 {
     char err[256];
     int N = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg), D = pf_cluster_ndevices(c);
@@ -23,35 +23,38 @@ static void check_against_brute(const pf_stage_graph_t *sg, const pf_cluster_t *
     double opt = brute_force(sg, c, inst);
 
     double lo, hi;
-    CU_ASSERT_EQUAL_FATAL(pf_map_bounds(sg, c, inst, 5, &lo, &hi, dev, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_mapping_bounds(sg, c, inst, 5, &lo, &hi, dev, err, sizeof err), PF_OK);
     CU_ASSERT(lo <= opt * (1 + 1e-12)); /* Proposition 1 */
     CU_ASSERT(hi >= opt * (1 - 1e-12));
-    PF_ASSERT_CLOSE(hi, pf_map_objective_ms(sg, c, inst, dev), 0);
+    PF_ASSERT_CLOSE(hi, pf_mapping_objective_ms(sg, c, inst, dev), 0);
 
-    pf_map_opts_t o = exact_opts(inst, symmetry, threads, batch);
-    pf_map_stats_t st;
-    CU_ASSERT_EQUAL_FATAL(pf_map_search(sg, c, &o, dev, &st, err, sizeof err), PF_OK);
+    pf_mapping_opts_t o = exact_opts(inst, symmetry, threads, batch);
+    pf_mapping_stats_t st;
+    CU_ASSERT_EQUAL_FATAL(pf_mapping_search(sg, c, &o, dev, &st, err, sizeof err), PF_OK);
     CU_ASSERT(is_injective(dev, N, D));
     CU_ASSERT(st.objective_ms <= opt * (1 + o.rel_eps) + 1e-12);
     CU_ASSERT(st.objective_ms >= opt * (1 - 1e-12));
     CU_ASSERT(st.lower_ms <= opt * (1 + 1e-12));
     CU_ASSERT(st.lower_proven);
     CU_ASSERT_EQUAL(st.probes_timed_out, 0);
-    PF_ASSERT_CLOSE(st.objective_ms, pf_map_objective_ms(sg, c, inst, dev), 0);
+    PF_ASSERT_CLOSE(st.objective_ms, pf_mapping_objective_ms(sg, c, inst, dev), 0);
 
     pf_probe_result_t res;
-    CU_ASSERT_EQUAL(pf_map_probe(sg, c, inst, opt * (1 + 1e-9), 0, symmetry, threads, NULL, dev, &res,
-                                 err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_mapping_probe(sg, c, inst, opt * (1 + 1e-9), 0, symmetry, threads, NULL, dev,
+                                     &res, err, sizeof err),
+                    PF_OK);
     CU_ASSERT(res.found);
     CU_ASSERT(res.objective_ms <= opt * (1 + 1e-9));
     CU_ASSERT(is_injective(dev, N, D));
-    PF_ASSERT_CLOSE(res.objective_ms, pf_map_objective_ms(sg, c, inst, dev), 0);
+    PF_ASSERT_CLOSE(res.objective_ms, pf_mapping_objective_ms(sg, c, inst, dev), 0);
     /* the same mapping whatever the thread count */
-    CU_ASSERT_EQUAL(pf_map_probe(sg, c, inst, opt * (1 + 1e-9), 0, symmetry, 1, NULL, dev2, &res, err,
-                                 sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_mapping_probe(sg, c, inst, opt * (1 + 1e-9), 0, symmetry, 1, NULL, dev2,
+                                     &res, err, sizeof err),
+                    PF_OK);
     CU_ASSERT(memcmp(dev, dev2, (size_t)N * sizeof *dev) == 0);
-    CU_ASSERT_EQUAL(pf_map_probe(sg, c, inst, opt * (1 - 1e-6), 0, symmetry, threads, NULL, dev, &res,
-                                 err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_mapping_probe(sg, c, inst, opt * (1 - 1e-6), 0, symmetry, threads, NULL, dev,
+                                     &res, err, sizeof err),
+                    PF_OK);
     CU_ASSERT(!res.found);
     CU_ASSERT(!res.timed_out);
 }
@@ -69,8 +72,8 @@ static void test_brute_force(void)
             pf_stage_graph_t *sg = random_stage_graph((uint64_t)(100 * i + seed), S, R);
             pf_cluster_t *c = random_cluster((uint64_t)(100 * i + seed), D);
             for (int inst = 0; inst < 3; inst++)
-                check_against_brute(sg, c, (pf_inst_t)inst, 1 + seed % 2, 1 + (seed % 3 == 0) * 2,
-                                    1);
+                check_against_brute(sg, c, (pf_map_inst_t)inst, 1 + seed % 2,
+                                    1 + (seed % 3 == 0) * 2, 1);
             pf_stage_graph_destroy(&sg);
             pf_cluster_destroy(&c);
         }
@@ -89,20 +92,20 @@ typedef struct {
     double best;
 } indep_t;
 
-static double indep_objective(const indep_t *x, pf_inst_t inst, const int *dev)
+static double indep_objective(const indep_t *x, pf_map_inst_t inst, const int *dev)
 {
     double worst = 0;
     for (int s = 0; s < x->S; s++)
         for (int r = 0; r < x->R; r++) {
             double t = x->cu[s], ring = 0;
             int a = dev[s * x->R + r];
-            for (int s2 = 0; s2 < x->S && inst != PF_INST_AR; s2++)
+            for (int s2 = 0; s2 < x->S && inst != PF_MAP_INST_AR; s2++)
                 if (s2 != s && x->M[s * x->S + s2] > 0) {
                     int b = dev[s2 * x->R + r];
                     t += x->lat[a * x->D + b] / 1000 +
                          x->M[s * x->S + s2] / (x->bw[a * x->D + b] * 1e9) * 1e3;
                 }
-            for (int q = 0; q < x->R && inst != PF_INST_M && x->R > 1; q++) {
+            for (int q = 0; q < x->R && inst != PF_MAP_INST_M && x->R > 1; q++) {
                 int u = dev[s * x->R + q], w = dev[s * x->R + (q + 1) % x->R];
                 ring = fmax(ring, 2.0 * (x->R - 1) / x->R * x->P[s] / (x->bw[u * x->D + w] * 1e9) *
                                       1e3);
@@ -112,7 +115,7 @@ static double indep_objective(const indep_t *x, pf_inst_t inst, const int *dev)
     return worst;
 }
 
-static void indep_rec(indep_t *x, pf_inst_t inst, int k)
+static void indep_rec(indep_t *x, pf_map_inst_t inst, int k)
 {
     if (k == x->S * x->R) {
         x->best = fmin(x->best, indep_objective(x, inst, x->dev));
@@ -131,7 +134,7 @@ static void indep_rec(indep_t *x, pf_inst_t inst, int k)
  * a bandwidth and latency per ordered pair of groups (interchangeable devices, asymmetric
  * between groups); 1, every direction drawn on its own; 2, latency-dominated (1-3 ms latencies,
  * 100 GB/s, kilobyte messages); 3, two bandwidth values and no latency (ties everywhere).
- * Stages with c_u or P = 0 now and then, S and R from 1. Checked: pf_map_objective_ms equals
+ * Stages with c_u or P = 0 now and then, S and R from 1. Checked: pf_mapping_objective_ms equals
  * the evaluator above; eq. 10 / 11 / joint bound <= the optimum; the search reaches it within
  * eps with and without symmetry pruning, 1 or 2 threads, batch 1 or 3; a probe at the optimum
  * finds a mapping and one just below does not. */
@@ -201,31 +204,34 @@ static void test_independent_evaluator(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(sg);
         for (int inst = 0; inst < 3; inst++) {
             x.best = INFINITY;
-            indep_rec(&x, (pf_inst_t)inst, 0);
+            indep_rec(&x, (pf_map_inst_t)inst, 0);
             double opt = x.best, lo, hi;
             int dev[MAXN];
             cases++;
-            CU_ASSERT_EQUAL_FATAL(pf_map_bounds(sg, c, (pf_inst_t)inst, 5, &lo, &hi, dev, err,
-                                                sizeof err), PF_OK);
-            PF_ASSERT_CLOSE(pf_map_objective_ms(sg, c, (pf_inst_t)inst, dev),
-                            indep_objective(&x, (pf_inst_t)inst, dev), 1e-12);
+            CU_ASSERT_EQUAL_FATAL(
+                pf_mapping_bounds(sg, c, (pf_map_inst_t)inst, 5, &lo, &hi, dev, err, sizeof err),
+                PF_OK);
+            PF_ASSERT_CLOSE(pf_mapping_objective_ms(sg, c, (pf_map_inst_t)inst, dev),
+                            indep_objective(&x, (pf_map_inst_t)inst, dev), 1e-12);
             CU_ASSERT(lo <= opt * (1 + 1e-12));
             int sym = (int)(seed % 2), threads = 1 + (int)(seed / 2 % 2);
-            pf_map_opts_t o = exact_opts((pf_inst_t)inst, sym, threads, seed % 3 ? 1 : 3);
+            pf_mapping_opts_t o = exact_opts((pf_map_inst_t)inst, sym, threads, seed % 3 ? 1 : 3);
             o.rel_eps = 1e-7;
-            pf_map_stats_t st;
-            CU_ASSERT_EQUAL_FATAL(pf_map_search(sg, c, &o, dev, &st, err, sizeof err), PF_OK);
+            pf_mapping_stats_t st;
+            CU_ASSERT_EQUAL_FATAL(pf_mapping_search(sg, c, &o, dev, &st, err, sizeof err), PF_OK);
             CU_ASSERT(is_injective(dev, N, x.D));
             CU_ASSERT(st.objective_ms <= opt * (1 + 1e-6) + 1e-12);
-            PF_ASSERT_CLOSE(st.objective_ms, indep_objective(&x, (pf_inst_t)inst, dev), 1e-12);
+            PF_ASSERT_CLOSE(st.objective_ms, indep_objective(&x, (pf_map_inst_t)inst, dev), 1e-12);
             CU_ASSERT(st.lower_ms <= opt * (1 + 1e-12));
             pf_probe_result_t res;
-            CU_ASSERT_EQUAL(pf_map_probe(sg, c, (pf_inst_t)inst, opt * (1 + 1e-9), 0, sym, threads,
-                                         NULL, dev, &res, err, sizeof err), PF_OK);
+            CU_ASSERT_EQUAL(pf_mapping_probe(sg, c, (pf_map_inst_t)inst, opt * (1 + 1e-9), 0, sym,
+                                             threads, NULL, dev, &res, err, sizeof err),
+                            PF_OK);
             CU_ASSERT(res.found);
             if (opt > 0) {
-                CU_ASSERT_EQUAL(pf_map_probe(sg, c, (pf_inst_t)inst, opt * (1 - 1e-7), 0, sym,
-                                             threads, NULL, dev, &res, err, sizeof err), PF_OK);
+                CU_ASSERT_EQUAL(pf_mapping_probe(sg, c, (pf_map_inst_t)inst, opt * (1 - 1e-7), 0,
+                                                 sym, threads, NULL, dev, &res, err, sizeof err),
+                                PF_OK);
                 CU_ASSERT(!res.found);
             }
         }
@@ -244,8 +250,8 @@ static void test_baselines_three_by_two(void)
     int want_cs[6] = {0, 1, 2, 3, 4, 5};
     /* x = s * 2 + r -> r * 3 + s: (0,0)->0 (0,1)->3 (1,0)->1 (1,1)->4 (2,0)->2 (2,1)->5 */
     int want_p2p[6] = {0, 3, 1, 4, 2, 5};
-    pf_map_cs(sg, cs);
-    pf_map_p2p(sg, p2p);
+    pf_mapping_cs(sg, cs);
+    pf_mapping_p2p(sg, p2p);
     CU_ASSERT(memcmp(cs, want_cs, sizeof cs) == 0);
     CU_ASSERT(memcmp(p2p, want_p2p, sizeof p2p) == 0);
     pf_stage_graph_destroy(&sg);
@@ -265,41 +271,42 @@ static void test_deadline_and_errors(void)
     pf_cluster_t *c = random_cluster(9, 24);
     int dev[24];
     double lo, hi;
-    CU_ASSERT_EQUAL_FATAL(pf_map_bounds(sg, c, PF_INST_M, 1, &lo, &hi, dev, err, sizeof err),
-                          PF_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        pf_mapping_bounds(sg, c, PF_MAP_INST_M, 1, &lo, &hi, dev, err, sizeof err), PF_OK);
     pf_probe_result_t res;
-    CU_ASSERT_EQUAL(pf_map_probe(sg, c, PF_INST_M, 16.35, pf_now_s() + 0.03, 1, 2, NULL, dev,
-                                 &res, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_mapping_probe(sg, c, PF_MAP_INST_M, 16.35, pf_now_s() + 0.03, 1, 2, NULL,
+                                     dev, &res, err, sizeof err),
+                    PF_OK);
     CU_ASSERT(res.nodes > 0 && res.nodes < 1000000);
     CU_ASSERT(res.timed_out);
     CU_ASSERT(!res.found);
 
     /* a search with deadlines records the timed-out probes and the unproven lower bound */
-    pf_map_opts_t o = exact_opts(PF_INST_M, 1, 2, 1);
+    pf_mapping_opts_t o = exact_opts(PF_MAP_INST_M, 1, 2, 1);
     o.probe_seconds = 0.02;
     o.rel_eps = 1e-4;
-    pf_map_stats_t st;
-    CU_ASSERT_EQUAL(pf_map_search(sg, c, &o, dev, &st, err, sizeof err), PF_OK);
+    pf_mapping_stats_t st;
+    CU_ASSERT_EQUAL(pf_mapping_search(sg, c, &o, dev, &st, err, sizeof err), PF_OK);
     CU_ASSERT(is_injective(dev, 24, 24));
     CU_ASSERT(st.objective_ms <= hi);
     CU_ASSERT_EQUAL(st.lower_proven, st.probes_timed_out == 0);
-    PF_ASSERT_CLOSE(st.objective_ms, pf_map_objective_ms(sg, c, PF_INST_M, dev), 0);
+    PF_ASSERT_CLOSE(st.objective_ms, pf_mapping_objective_ms(sg, c, PF_MAP_INST_M, dev), 0);
     o.batch = 3;
-    CU_ASSERT_EQUAL(pf_map_search(sg, c, &o, dev, &st, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_mapping_search(sg, c, &o, dev, &st, err, sizeof err), PF_OK);
     CU_ASSERT(is_injective(dev, 24, 24));
     CU_ASSERT(st.objective_ms <= hi);
 
     /* more stage replicas than devices; bad options */
     pf_cluster_t *small = random_cluster(1, 20);
-    CU_ASSERT_EQUAL(pf_map_search(sg, small, &o, dev, &st, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_mapping_search(sg, small, &o, dev, &st, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "20 devices"));
     o.batch = 0;
-    CU_ASSERT_EQUAL(pf_map_search(sg, c, &o, dev, &st, err, sizeof err), PF_EINPUT);
-    pf_inst_t inst;
-    CU_ASSERT_EQUAL(pf_inst_parse("ar", &inst), PF_OK);
-    CU_ASSERT_EQUAL(inst, PF_INST_AR);
-    CU_ASSERT_EQUAL(pf_inst_parse("auto", &inst), PF_EINPUT);
-    CU_ASSERT_STRING_EQUAL(pf_inst_name(PF_INST_FULL), "full");
+    CU_ASSERT_EQUAL(pf_mapping_search(sg, c, &o, dev, &st, err, sizeof err), PF_EINPUT);
+    pf_map_inst_t inst;
+    CU_ASSERT_EQUAL(pf_map_inst_parse("ar", &inst), PF_OK);
+    CU_ASSERT_EQUAL(inst, PF_MAP_INST_AR);
+    CU_ASSERT_EQUAL(pf_map_inst_parse("auto", &inst), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(pf_map_inst_name(PF_MAP_INST_FULL), "full");
     pf_cluster_destroy(&small);
     pf_stage_graph_destroy(&sg);
     pf_cluster_destroy(&c);
@@ -325,9 +332,9 @@ static void test_map_plan(void)
     pf_graph_t *g = pf_test_random_dag(11, 24, 0.15);
     pf_cluster_t *c = two_level(2, 4);
     pf_plan_t *p = chain_plan(g, 4, 2);
-    pf_map_opts_t o = exact_opts(PF_INST_M, 1, 1, 1);
+    pf_mapping_opts_t o = exact_opts(PF_MAP_INST_M, 1, 1, 1);
     o.auto_inst = 1;
-    CU_ASSERT_EQUAL_FATAL(pf_map_plan(g, c, p, &o, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_mapping_plan(g, c, p, &o, err, sizeof err), PF_OK);
     CU_ASSERT(pf_plan_is_mapped(p));
     CU_ASSERT_EQUAL(pf_plan_validate(p, g, c, err, sizeof err), PF_OK);
     pf_stage_graph_t *sg = pf_stage_graph_from_plan(g, p);
@@ -335,29 +342,30 @@ static void test_map_plan(void)
     for (int s = 0; s < 4; s++)
         for (int r = 0; r < 2; r++)
             dev[s * 2 + r] = p->stage_list[s].devices[r];
-    PF_ASSERT_CLOSE(p->objective_ms, pf_map_objective_ms(sg, c, PF_INST_FULL, dev), 0);
-    PF_ASSERT_CLOSE(p->simulated_step_ms, pf_map_step_estimate_ms(sg, c, dev, p->microbatches),
+    PF_ASSERT_CLOSE(p->objective_ms, pf_mapping_objective_ms(sg, c, PF_MAP_INST_FULL, dev), 0);
+    PF_ASSERT_CLOSE(p->simulated_step_ms, pf_mapping_step_estimate_ms(sg, c, dev, p->microbatches),
                     0);
     CU_ASSERT(p->mapping.present);
-    pf_inst_t used;
-    CU_ASSERT_EQUAL_FATAL(pf_inst_parse(p->mapping.instantiation, &used), PF_OK);
-    PF_ASSERT_CLOSE(p->mapping.objective_ms, pf_map_objective_ms(sg, c, used, dev), 0);
+    pf_map_inst_t used;
+    CU_ASSERT_EQUAL_FATAL(pf_map_inst_parse(p->mapping.instantiation, &used), PF_OK);
+    PF_ASSERT_CLOSE(p->mapping.objective_ms, pf_mapping_objective_ms(sg, c, used, dev), 0);
     CU_ASSERT(p->mapping.lower_bound_ms <= p->mapping.objective_ms);
     CU_ASSERT(p->cs_map.present && p->p2p_map.present);
-    pf_map_cs(sg, cs);
-    PF_ASSERT_CLOSE(p->cs_map.objective_ms, pf_map_objective_ms(sg, c, PF_INST_FULL, cs), 0);
+    pf_mapping_cs(sg, cs);
+    PF_ASSERT_CLOSE(p->cs_map.objective_ms, pf_mapping_objective_ms(sg, c, PF_MAP_INST_FULL, cs),
+                    0);
     /* auto keeps the better of the two under full and polishes it with a full search that
      * starts from it and from the baselines: never worse than either search or baseline */
     CU_ASSERT(p->objective_ms <= p->cs_map.objective_ms);
     CU_ASSERT(p->objective_ms <= p->p2p_map.objective_ms);
-    pf_map_opts_t om = exact_opts(PF_INST_M, 1, 1, 1);
-    pf_map_stats_t st;
+    pf_mapping_opts_t om = exact_opts(PF_MAP_INST_M, 1, 1, 1);
+    pf_mapping_stats_t st;
     int d2[8];
-    CU_ASSERT_EQUAL(pf_map_search(sg, c, &om, d2, &st, err, sizeof err), PF_OK);
-    CU_ASSERT(p->objective_ms <= pf_map_objective_ms(sg, c, PF_INST_FULL, d2));
-    om.inst = PF_INST_AR;
-    CU_ASSERT_EQUAL(pf_map_search(sg, c, &om, d2, &st, err, sizeof err), PF_OK);
-    CU_ASSERT(p->objective_ms <= pf_map_objective_ms(sg, c, PF_INST_FULL, d2));
+    CU_ASSERT_EQUAL(pf_mapping_search(sg, c, &om, d2, &st, err, sizeof err), PF_OK);
+    CU_ASSERT(p->objective_ms <= pf_mapping_objective_ms(sg, c, PF_MAP_INST_FULL, d2));
+    om.inst = PF_MAP_INST_AR;
+    CU_ASSERT_EQUAL(pf_mapping_search(sg, c, &om, d2, &st, err, sizeof err), PF_OK);
+    CU_ASSERT(p->objective_ms <= pf_mapping_objective_ms(sg, c, PF_MAP_INST_FULL, d2));
     pf_stage_graph_destroy(&sg);
 
     /* files and the command */
@@ -418,9 +426,9 @@ static void test_map_plan_memory(void)
     int a[] = {0, 1, 2}, b[] = {3, 4, 5};
     pf_plan_set_stage_ops(p, 0, a, 3);
     pf_plan_set_stage_ops(p, 1, b, 3);
-    pf_map_opts_t o;
-    pf_map_opts_init(&o);
-    CU_ASSERT_EQUAL(pf_map_plan(g, c, p, &o, err, sizeof err), PF_EINFEASIBLE);
+    pf_mapping_opts_t o;
+    pf_mapping_opts_init(&o);
+    CU_ASSERT_EQUAL(pf_mapping_plan(g, c, p, &o, err, sizeof err), PF_EINFEASIBLE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "stage 0 needs"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "devices of small have 976.6 KiB"));
     CU_ASSERT(!pf_plan_is_mapped(p));

@@ -304,7 +304,7 @@ static void test_cancelled_probe(void)
     atomic_int cancel;
     atomic_init(&cancel, 0);
     pf_job_t job = {.kind = PF_JOB_MAP_PROBE, .cluster = c, .stage_graph = sg,
-                    .inst = PF_INST_FULL, .target_ms = 1e12, .symmetry = 1, .cancel = &cancel};
+                    .inst = PF_MAP_INST_FULL, .target_ms = 1e12, .symmetry = 1, .cancel = &cancel};
     pf_job_result_t res;
     CU_ASSERT_EQUAL(pf_job_run(&job, &res), PF_OK);
     CU_ASSERT(res.probe.found && res.ndevices == 8);

@@ -188,7 +188,7 @@ static double best_mapping(const pf_stage_graph_t *sg, const pf_cluster_t *c)
         }
         used[dev[x]] = 1;
         if (x == N - 1) {
-            best = fmin(best, pf_map_objective_ms(sg, c, PF_INST_FULL, dev));
+            best = fmin(best, pf_mapping_objective_ms(sg, c, PF_MAP_INST_FULL, dev));
         } else {
             dev[++x] = -1;
         }

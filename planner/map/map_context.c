@@ -148,11 +148,11 @@ static void replica_symmetry(pf_map_context_t *cx, const int *sorder)
         cx->low_ref[k] = -1;
         if (!cx->symmetry || r == 0)
             continue;
-        if (cx->inst == PF_INST_M && s == sorder[0])
+        if (cx->inst == PF_MAP_INST_M && s == sorder[0])
             cx->low_ref[k] = s * R + r - 1;
-        else if (cx->inst == PF_INST_AR)
+        else if (cx->inst == PF_MAP_INST_AR)
             cx->low_ref[k] = s * R;
-        else if (cx->inst == PF_INST_FULL && cx->stage_major && s == sorder[0])
+        else if (cx->inst == PF_MAP_INST_FULL && cx->stage_major && s == sorder[0])
             cx->low_ref[k] = s * R;
     }
 }
@@ -229,7 +229,7 @@ static int stage_tables(pf_map_context_t *cx, const pf_stage_graph_t *sg)
 
 /* The postal-model tables in ms and each device's best links. The same operations as
  * pf_cluster_xfer_ms (lat_us * 1e-3 + bytes / (gbps * 1e6)), so that times computed here equal
- * pf_map_objective_ms's bit for bit. */
+ * pf_mapping_objective_ms's bit for bit. */
 static void link_tables(pf_map_context_t *cx, const pf_cluster_t *c)
 {
     int D = cx->D;
@@ -269,8 +269,8 @@ static int bounds(pf_map_context_t *cx)
     return pf_map_bounds_init(&cx->bounds, &in);
 }
 
-pf_map_context_t *pf_map_context_new(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t inst,
-                           int symmetry, char *err, size_t errlen)
+pf_map_context_t *pf_map_context_new(const pf_stage_graph_t *sg, const pf_cluster_t *c,
+                                     pf_map_inst_t inst, int symmetry, char *err, size_t errlen)
 {
     int S = pf_stage_graph_stages(sg), R = pf_stage_graph_replicas(sg), D = pf_cluster_ndevices(c);
     if ((long long)S * R > D) {
@@ -289,13 +289,13 @@ pf_map_context_t *pf_map_context_new(const pf_stage_graph_t *sg, const pf_cluste
     cx->N = S * R;
     cx->D = D;
     cx->inst = inst;
-    cx->use_m = inst != PF_INST_AR;
-    cx->use_ar = inst != PF_INST_M && R > 1;
+    cx->use_m = inst != PF_MAP_INST_AR;
+    cx->use_ar = inst != PF_MAP_INST_M && R > 1;
     cx->symmetry = symmetry;
     /* ar: stage-major; m: replica-major; full: stage-major when all-reduce dominates (the auto
      * selection's ratio). */
-    cx->stage_major = inst == PF_INST_AR ||
-                      (inst == PF_INST_FULL && pf_map_auto_instantiation(sg) == PF_INST_AR);
+    cx->stage_major = inst == PF_MAP_INST_AR ||
+                      (inst == PF_MAP_INST_FULL && pf_map_inst_auto(sg) == PF_MAP_INST_AR);
     if (!alloc_tables(cx) || stage_tables(cx, sg) != PF_OK)
         goto fail;
     link_tables(cx, c);

@@ -2,8 +2,8 @@
  * cluster, instantiation and symmetry setting) for the DFS probe of Algorithm 2 (map_probe.h):
  * the postal-model tables in ms, the symmetry of the cluster (map_symmetry.h), the static
  * per-(stage, device) lower bounds of eq. 10 / eq. 11 and the ring connectivity (map_bounds.h),
- * the mapping order and the checking scheme. pf_map_search builds one context and probes it many
- * times; pf_map_probe builds one per call.
+ * the mapping order and the checking scheme. pf_mapping_search builds one context and probes it
+ * many times; pf_mapping_probe builds one per call.
  *
  * map_context.c fills the struct (the bounds through map_bounds.h, which is given the tables and
  * never sees the context); map_probe.c reads it; mapping.c uses only the functions. */
@@ -24,7 +24,7 @@ typedef struct pf_map_context pf_map_context_t;
 
 struct pf_map_context {
     int S, R, N, D;
-    pf_inst_t inst;
+    pf_map_inst_t inst;
     bool use_m, use_ar;
     int symmetry;
     double *cu, *ar_bytes;          /* S */
@@ -43,18 +43,18 @@ struct pf_map_context {
 
 /* NULL with the reason in err when S x R > D (PF_EINPUT's case) or out of memory.
  * symmetry: PF_MAP_SYM_* (map_symmetry.h). */
-pf_map_context_t *pf_map_context_new(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t inst,
-                           int symmetry, char *err, size_t errlen);
+pf_map_context_t *pf_map_context_new(const pf_stage_graph_t *sg, const pf_cluster_t *c,
+                                     pf_map_inst_t inst, int symmetry, char *err, size_t errlen);
 void pf_map_context_destroy(pf_map_context_t **cx);
 
 /* Eq. 10 (m), eq. 11 (ar), the joint bound (full): a lower bound of the optimum. */
 double pf_map_context_lower_bound_ms(const pf_map_context_t *cx);
-/* Eq. 5 under the context's instantiation; bit for bit pf_map_objective_ms. */
+/* Eq. 5 under the context's instantiation; bit for bit pf_mapping_objective_ms. */
 double pf_map_context_objective_ms(const pf_map_context_t *cx, const int *dev);
 /* The mapping order (stage replicas by depth) and whether it is stage-major. */
 const int *pf_map_context_order(const pf_map_context_t *cx, bool *stage_major);
 
-/* c_stage(x, p), summed in the order pf_map_stage_time_ms uses: c_u + (eq. 8 over neighbours
+/* c_stage(x, p), summed in the order pf_mapping_stage_time_ms uses: c_u + (eq. 8 over neighbours
  * ascending) + (eq. 9 max over ring pairs). */
 static inline double pf_map_context_stage_time_ms(const pf_map_context_t *cx, const int *dev, int x)
 {

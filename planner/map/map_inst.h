@@ -6,14 +6,15 @@
 
 #include "planner/map/stage_graph.h"
 
-typedef enum { PF_INST_M = 0, PF_INST_AR = 1, PF_INST_FULL = 2 } pf_inst_t;
+typedef enum { PF_MAP_INST_M = 0, PF_MAP_INST_AR = 1, PF_MAP_INST_FULL = 2 } pf_map_inst_t;
 
-const char *pf_inst_name(pf_inst_t inst); /* "m", "ar", "full" */
-int pf_inst_parse(const char *s, pf_inst_t *out); /* PF_OK or PF_EINPUT ("auto" is not one) */
+const char *pf_map_inst_name(pf_map_inst_t inst); /* "m", "ar", "full" */
+int pf_map_inst_parse(const char *s,
+                      pf_map_inst_t *out); /* PF_OK or PF_EINPUT ("auto" is not one) */
 
 /* The paper's selection: AR when all-reduce bytes / inter-stage bytes > 1, else M (both sides as
  * pf_stage_graph_total_allreduce_bytes / _total_p2p_bytes define them; no inter-stage bytes and
  * some all-reduce bytes = AR). */
-pf_inst_t pf_map_auto_instantiation(const pf_stage_graph_t *sg);
+pf_map_inst_t pf_map_inst_auto(const pf_stage_graph_t *sg);
 
 #endif

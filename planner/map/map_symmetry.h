@@ -9,9 +9,9 @@
 
 #include <stdbool.h>
 
-/* Symmetry rules of the probe (the symmetry argument of pf_map_probe and pf_map_context_new, and
- * pf_map_opts_t.symmetry): none; all of them (interchangeable devices, replica orderings, host
- * blocks); all but host blocks (to measure what the block rule adds). */
+/* Symmetry rules of the probe (the symmetry argument of pf_mapping_probe and pf_map_context_new,
+ * and pf_mapping_opts_t.symmetry): none; all of them (interchangeable devices, replica orderings,
+ * host blocks); all but host blocks (to measure what the block rule adds). */
 #define PF_MAP_SYM_OFF 0
 #define PF_MAP_SYM_ALL 1
 #define PF_MAP_SYM_NO_BLOCKS 2

@@ -42,45 +42,45 @@ static double ar_term_ms(const pf_stage_graph_t *sg, const pf_cluster_t *c, cons
     return worst;
 }
 
-double pf_map_stage_time_ms(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t inst,
-                            const int *dev, int x)
+double pf_mapping_stage_time_ms(const pf_stage_graph_t *sg, const pf_cluster_t *c,
+                                pf_map_inst_t inst, const int *dev, int x)
 {
     int s = x / pf_stage_graph_replicas(sg);
-    double m = inst != PF_INST_AR ? m_term_ms(sg, c, dev, x) : 0.0;
-    double ar = inst != PF_INST_M ? ar_term_ms(sg, c, dev, s) : 0.0;
+    double m = inst != PF_MAP_INST_AR ? m_term_ms(sg, c, dev, x) : 0.0;
+    double ar = inst != PF_MAP_INST_M ? ar_term_ms(sg, c, dev, s) : 0.0;
     return pf_stage_graph_cu_ms(sg, s) + m + ar;
 }
 
-double pf_map_objective_ms(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t inst,
-                           const int *dev)
+double pf_mapping_objective_ms(const pf_stage_graph_t *sg, const pf_cluster_t *c,
+                               pf_map_inst_t inst, const int *dev)
 {
     int N = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg);
     double t = 0;
     for (int x = 0; x < N; x++)
-        t = fmax(t, pf_map_stage_time_ms(sg, c, inst, dev, x));
+        t = fmax(t, pf_mapping_stage_time_ms(sg, c, inst, dev, x));
     return t;
 }
 
-double pf_map_step_estimate_ms(const pf_stage_graph_t *sg, const pf_cluster_t *c, const int *dev,
-                               int microbatches)
+double pf_mapping_step_estimate_ms(const pf_stage_graph_t *sg, const pf_cluster_t *c,
+                                   const int *dev, int microbatches)
 {
     int S = pf_stage_graph_stages(sg), R = pf_stage_graph_replicas(sg);
     double pipe = 0, ar = 0;
     for (int x = 0; x < S * R; x++)
-        pipe = fmax(pipe, pf_map_stage_time_ms(sg, c, PF_INST_M, dev, x));
+        pipe = fmax(pipe, pf_mapping_stage_time_ms(sg, c, PF_MAP_INST_M, dev, x));
     for (int s = 0; s < S; s++)
         ar = fmax(ar, ar_term_ms(sg, c, dev, s));
     return (microbatches + S - 1) * pipe + ar;
 }
 
-void pf_map_cs(const pf_stage_graph_t *sg, int *dev)
+void pf_mapping_cs(const pf_stage_graph_t *sg, int *dev)
 {
     int N = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg);
     for (int x = 0; x < N; x++) /* x = s * R + r -> device s * R + r */
         dev[x] = x;
 }
 
-void pf_map_p2p(const pf_stage_graph_t *sg, int *dev)
+void pf_mapping_p2p(const pf_stage_graph_t *sg, int *dev)
 {
     int S = pf_stage_graph_stages(sg), R = pf_stage_graph_replicas(sg);
     for (int s = 0; s < S; s++)
@@ -111,9 +111,9 @@ static int upper_bound(const pf_map_context_t *cx, const pf_stage_graph_t *sg, i
     int *tmp = malloc((size_t)(D > N ? D : N) * sizeof *tmp);
     if (!tmp)
         return PF_ERR;
-    pf_map_cs(sg, dev);
+    pf_mapping_cs(sg, dev);
     *upper_ms = pf_map_context_objective_ms(cx, dev);
-    pf_map_p2p(sg, tmp);
+    pf_mapping_p2p(sg, tmp);
     double t = pf_map_context_objective_ms(cx, tmp);
     if (t < *upper_ms) {
         *upper_ms = t;
@@ -141,9 +141,9 @@ static int upper_bound(const pf_map_context_t *cx, const pf_stage_graph_t *sg, i
     return PF_OK;
 }
 
-int pf_map_bounds(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t inst,
-                  uint64_t seed, double *lower_ms, double *upper_ms, int *dev, char *err,
-                  size_t errlen)
+int pf_mapping_bounds(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_map_inst_t inst,
+                      uint64_t seed, double *lower_ms, double *upper_ms, int *dev, char *err,
+                      size_t errlen)
 {
     int rc = check_input(sg, c, err, errlen);
     if (rc != PF_OK)
@@ -174,10 +174,10 @@ static int check_mapping(const int *dev, int N, int D)
 
 /* ---------------------------------------------------------------- Algorithm 2 */
 
-int pf_map_probe(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t inst,
-                 double target_ms, double deadline_s, int symmetry, int threads,
-                 const atomic_int *cancel, int *dev, pf_probe_result_t *res, char *err,
-                 size_t errlen)
+int pf_mapping_probe(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_map_inst_t inst,
+                     double target_ms, double deadline_s, int symmetry, int threads,
+                     const atomic_int *cancel, int *dev, pf_probe_result_t *res, char *err,
+                     size_t errlen)
 {
     int rc = check_input(sg, c, err, errlen);
     if (rc != PF_OK)
@@ -194,18 +194,18 @@ int pf_map_probe(const pf_stage_graph_t *sg, const pf_cluster_t *c, pf_inst_t in
 
 /* ---------------------------------------------------------------- Algorithm 1 */
 
-void pf_map_opts_init(pf_map_opts_t *o)
+void pf_mapping_opts_init(pf_mapping_opts_t *o)
 {
     memset(o, 0, sizeof *o);
-    o->inst = PF_INST_M;
-    o->rel_eps = PF_MAP_DEFAULT_REL_EPS;
+    o->inst = PF_MAP_INST_M;
+    o->rel_eps = PF_MAPPING_DEFAULT_REL_EPS;
     o->batch = 1;
-    o->probe_seconds = PF_MAP_DEFAULT_PROBE_SECONDS;
+    o->probe_seconds = PF_MAPPING_DEFAULT_PROBE_SECONDS;
     o->symmetry = PF_MAP_SYM_ALL;
     o->seed = 1;
 }
 
-static double deadline_from(const pf_map_opts_t *o)
+static double deadline_from(const pf_mapping_opts_t *o)
 {
     return o->probe_seconds > 0 ? pf_now_s() + o->probe_seconds : 0.0;
 }
@@ -214,8 +214,8 @@ static double deadline_from(const pf_map_opts_t *o)
  * threads; K > 1 runs the probes side by side, one thread each (the paper's multi-target
  * enhancement), and a probe that finds a mapping cancels those at higher targets: their answer
  * cannot move the interval further than the found objective already does. */
-static int probe_round(const pf_map_context_t *cx, const pf_map_opts_t *o, int K, const double *t,
-                       int N, int *devs, pf_probe_result_t *res, int *cancelled)
+static int probe_round(const pf_map_context_t *cx, const pf_mapping_opts_t *o, int K,
+                       const double *t, int N, int *devs, pf_probe_result_t *res, int *cancelled)
 {
     int threads = o->threads > 0 ? o->threads : omp_get_max_threads(), rc = PF_OK;
     if (K == 1)
@@ -275,7 +275,7 @@ static int round_buf_alloc(round_buf_t *b, int K, int N)
  * best of the heuristic maps, a random one and the optional initial mapping, whose mapping goes
  * to dev. */
 static int initial_interval(const pf_map_context_t *cx, const pf_stage_graph_t *sg,
-                            const pf_cluster_t *c, const pf_map_opts_t *o, int *dev, double *tl,
+                            const pf_cluster_t *c, const pf_mapping_opts_t *o, int *dev, double *tl,
                             double *tr, char *err, size_t errlen)
 {
     int N = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg), rc;
@@ -303,8 +303,8 @@ static int initial_interval(const pf_map_context_t *cx, const pf_stage_graph_t *
 
 /* One round of Algorithm 1: the targets the search proposes, probed side by side, every answer
  * counted and absorbed. *k = 0 when the search is over. PF_OK or PF_ERR (out of memory). */
-static int run_round(const pf_map_context_t *cx, const pf_map_opts_t *o, pf_target_search_t *ts,
-                     round_buf_t *b, pf_map_stats_t *st, int *k)
+static int run_round(const pf_map_context_t *cx, const pf_mapping_opts_t *o, pf_target_search_t *ts,
+                     round_buf_t *b, pf_mapping_stats_t *st, int *k)
 {
     double t;
     *k = 0;
@@ -336,8 +336,8 @@ static int run_round(const pf_map_context_t *cx, const pf_map_opts_t *o, pf_targ
     return PF_OK;
 }
 
-int pf_map_search(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_map_opts_t *o,
-                  int *dev, pf_map_stats_t *st, char *err, size_t errlen)
+int pf_mapping_search(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_mapping_opts_t *o,
+                      int *dev, pf_mapping_stats_t *st, char *err, size_t errlen)
 {
     int rc = check_input(sg, c, err, errlen);
     int N = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg), K = o->batch, k;
@@ -391,8 +391,8 @@ done:
 
 /* ---------------------------------------------------------------- planfarm map */
 
-int pf_map_fill_plan(pf_plan_t *p, const pf_stage_graph_t *sg, const pf_cluster_t *c,
-                     const int *dev, pf_inst_t used, const pf_map_stats_t *st)
+int pf_mapping_fill_plan(pf_plan_t *p, const pf_stage_graph_t *sg, const pf_cluster_t *c,
+                         const int *dev, pf_map_inst_t used, const pf_mapping_stats_t *st)
 {
     int S = pf_stage_graph_stages(sg), R = pf_stage_graph_replicas(sg);
     int *base = malloc((size_t)S * R * sizeof *base);
@@ -408,12 +408,12 @@ int pf_map_fill_plan(pf_plan_t *p, const pf_stage_graph_t *sg, const pf_cluster_
             d[r] = dev[s * R + r];
     }
     p->devices = pf_cluster_ndevices(c);
-    p->objective_ms = pf_map_objective_ms(sg, c, PF_INST_FULL, dev);
-    p->simulated_step_ms = pf_map_step_estimate_ms(sg, c, dev, p->microbatches);
+    p->objective_ms = pf_mapping_objective_ms(sg, c, PF_MAP_INST_FULL, dev);
+    p->simulated_step_ms = pf_mapping_step_estimate_ms(sg, c, dev, p->microbatches);
     if (st) {
         p->mapping.present = 1;
         snprintf(p->mapping.instantiation, sizeof p->mapping.instantiation, "%s",
-                 pf_inst_name(used));
+                 pf_map_inst_name(used));
         p->mapping.objective_ms = st->objective_ms;
         p->mapping.lower_bound_ms = st->lower_ms;
         p->mapping.initial_lower_bound_ms = st->initial_lower_ms;
@@ -424,18 +424,18 @@ int pf_map_fill_plan(pf_plan_t *p, const pf_stage_graph_t *sg, const pf_cluster_
         p->mapping.seconds = st->seconds;
     }
     pf_baseline_t *bl[2] = {&p->cs_map, &p->p2p_map};
-    void (*heuristic[2])(const pf_stage_graph_t *, int *) = {pf_map_cs, pf_map_p2p};
+    void (*heuristic[2])(const pf_stage_graph_t *, int *) = {pf_mapping_cs, pf_mapping_p2p};
     for (int i = 0; i < 2; i++) {
         heuristic[i](sg, base);
         bl[i]->present = 1;
-        bl[i]->objective_ms = pf_map_objective_ms(sg, c, PF_INST_FULL, base);
-        bl[i]->simulated_step_ms = pf_map_step_estimate_ms(sg, c, base, p->microbatches);
+        bl[i]->objective_ms = pf_mapping_objective_ms(sg, c, PF_MAP_INST_FULL, base);
+        bl[i]->simulated_step_ms = pf_mapping_step_estimate_ms(sg, c, base, p->microbatches);
     }
     free(base);
     return PF_OK;
 }
 
-static void add_counts(pf_map_stats_t *sum, const pf_map_stats_t *st)
+static void add_counts(pf_mapping_stats_t *sum, const pf_mapping_stats_t *st)
 {
     sum->probes += st->probes;
     sum->probes_timed_out += st->probes_timed_out;
@@ -446,31 +446,33 @@ static void add_counts(pf_map_stats_t *sum, const pf_map_stats_t *st)
     sum->seconds += st->seconds;
 }
 
-int pf_map_search_auto(const pf_stage_graph_t *sg, const pf_cluster_t *c, const pf_map_opts_t *o,
-                       int *dev, pf_map_stats_t *st, pf_inst_t *used, char *err, size_t errlen)
+int pf_mapping_search_auto(const pf_stage_graph_t *sg, const pf_cluster_t *c,
+                           const pf_mapping_opts_t *o, int *dev, pf_mapping_stats_t *st,
+                           pf_map_inst_t *used, char *err, size_t errlen)
 {
     int N = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg), rc;
     int *other = malloc((size_t)N * sizeof *other);
-    pf_map_stats_t sum, st2;
-    pf_map_opts_t opt = *o;
+    pf_mapping_stats_t sum, st2;
+    pf_mapping_opts_t opt = *o;
     memset(st, 0, sizeof *st);
     memset(&sum, 0, sizeof sum);
     if (!other)
         return pf_fail(err, errlen, PF_ERR, "out of memory");
     /* 1. the instantiation the ratio picks, 2. the other one: keep the better under full */
-    opt.inst = pf_map_auto_instantiation(sg);
-    if ((rc = pf_map_search(sg, c, &opt, dev, st, err, errlen)) != PF_OK)
+    opt.inst = pf_map_inst_auto(sg);
+    if ((rc = pf_mapping_search(sg, c, &opt, dev, st, err, errlen)) != PF_OK)
         goto done;
     *used = opt.inst;
     add_counts(&sum, st);
     int proven = st->lower_proven;
-    double full = pf_map_objective_ms(sg, c, PF_INST_FULL, dev), lower_first = st->lower_ms;
-    opt.inst = opt.inst == PF_INST_M ? PF_INST_AR : PF_INST_M;
-    if ((rc = pf_map_search(sg, c, &opt, other, &st2, err, errlen)) != PF_OK)
+    double full = pf_mapping_objective_ms(sg, c, PF_MAP_INST_FULL, dev), lower_first = st->lower_ms;
+    opt.inst = opt.inst == PF_MAP_INST_M ? PF_MAP_INST_AR : PF_MAP_INST_M;
+    if ((rc = pf_mapping_search(sg, c, &opt, other, &st2, err, errlen)) != PF_OK)
         goto done;
     add_counts(&sum, &st2);
     proven &= st2.lower_proven;
-    double full2 = pf_map_objective_ms(sg, c, PF_INST_FULL, other), lower_second = st2.lower_ms;
+    double full2 = pf_mapping_objective_ms(sg, c, PF_MAP_INST_FULL, other),
+           lower_second = st2.lower_ms;
     if (full2 < full) {
         memcpy(dev, other, (size_t)N * sizeof *dev);
         full = full2;
@@ -480,17 +482,17 @@ int pf_map_search_auto(const pf_stage_graph_t *sg, const pf_cluster_t *c, const 
     /* 3. full, starting from that mapping: each instantiation ignores one term, and a mapping
      * tuned for one can be poor under the other (an m mapping may scatter the all-reduce rings).
      * full >= m and full >= ar for every mapping, so both searches' lower bounds bound it too. */
-    opt.inst = PF_INST_FULL;
+    opt.inst = PF_MAP_INST_FULL;
     opt.initial = dev;
     opt.known_lower_ms = fmax(lower_first, lower_second);
-    if ((rc = pf_map_search(sg, c, &opt, other, &st2, err, errlen)) != PF_OK)
+    if ((rc = pf_mapping_search(sg, c, &opt, other, &st2, err, errlen)) != PF_OK)
         goto done;
     add_counts(&sum, &st2);
     proven &= st2.lower_proven;
     if (st2.objective_ms < full) {
         memcpy(dev, other, (size_t)N * sizeof *dev);
         *st = st2;
-        *used = PF_INST_FULL;
+        *used = PF_MAP_INST_FULL;
     }
     st->probes = sum.probes;
     st->probes_timed_out = sum.probes_timed_out;
@@ -532,8 +534,8 @@ static int check_memory(const pf_graph_t *g, const pf_cluster_t *c, const pf_pla
     return rc;
 }
 
-int pf_map_plan(const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t *p, const pf_map_opts_t *o,
-                char *err, size_t errlen)
+int pf_mapping_plan(const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t *p,
+                    const pf_mapping_opts_t *o, char *err, size_t errlen)
 {
     int rc = pf_plan_validate(p, g, c, err, errlen);
     if (rc != PF_OK || (rc = check_memory(g, c, p, err, errlen)) != PF_OK)
@@ -541,17 +543,17 @@ int pf_map_plan(const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t *p, const 
     int N = p->stages * p->replicas;
     pf_stage_graph_t *sg = pf_stage_graph_from_plan(g, p);
     int *dev = malloc((size_t)N * sizeof *dev);
-    pf_map_stats_t st;
-    pf_inst_t used = o->inst;
+    pf_mapping_stats_t st;
+    pf_map_inst_t used = o->inst;
     if (!sg || !dev) {
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto done;
     }
-    rc = o->auto_inst ? pf_map_search_auto(sg, c, o, dev, &st, &used, err, errlen)
-                      : pf_map_search(sg, c, o, dev, &st, err, errlen);
+    rc = o->auto_inst ? pf_mapping_search_auto(sg, c, o, dev, &st, &used, err, errlen)
+                      : pf_mapping_search(sg, c, o, dev, &st, err, errlen);
     if (rc != PF_OK)
         goto done;
-    if (pf_map_fill_plan(p, sg, c, dev, used, &st) != PF_OK) {
+    if (pf_mapping_fill_plan(p, sg, c, dev, used, &st) != PF_OK) {
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto done;
     }

@@ -7,15 +7,14 @@
  *
  * Two drivers, two ways of choosing targets (the policy), kept because each fits its driver and
  * both are pinned by the plans they produce:
- *   ROUNDS  pf_map_search, in-process: a round of K targets splitting (t_l, t_r) evenly runs side
- *           by side and is absorbed when all of it is in (Parmesan's multi-target enhancement);
- *           a round that moves neither bound ends the search.
- *   STREAM  the distributed search (planner/search): answers come back one at a time from
- *           workers, so W probes stay in flight, each new target halving the widest gap between
- *           the bounds and the targets out, every answer moves the bounds at once and probes
- *           outside the new interval are withdrawn. A limit on timed-out probes ends it early.
- * Both stop when t_r - t_l <= rel_eps x t_r, or when no target lies strictly inside the
- * interval (its bounds are adjacent doubles). */
+ *   ROUNDS  pf_mapping_search, in-process: a round of K targets splitting (t_l, t_r) evenly runs
+ * side by side and is absorbed when all of it is in (Parmesan's multi-target enhancement); a round
+ * that moves neither bound ends the search. STREAM  the distributed search (planner/search):
+ * answers come back one at a time from workers, so W probes stay in flight, each new target halving
+ * the widest gap between the bounds and the targets out, every answer moves the bounds at once and
+ * probes outside the new interval are withdrawn. A limit on timed-out probes ends it early. Both
+ * stop when t_r - t_l <= rel_eps x t_r, or when no target lies strictly inside the interval (its
+ * bounds are adjacent doubles). */
 #ifndef PF_TARGET_SEARCH_H
 #define PF_TARGET_SEARCH_H
 

@@ -72,9 +72,9 @@ static int run_probe(const pf_job_t *job, pf_job_result_t *res)
         goto done;
     }
     double deadline = job->budget_s > 0 ? pf_now_s() + job->budget_s : 0;
-    rc = pf_map_probe(job->stage_graph, c, job->inst, job->target_ms, deadline, job->symmetry,
-                      job->threads, job->cancel, res->devices, &res->probe, res->error,
-                      sizeof res->error);
+    rc = pf_mapping_probe(job->stage_graph, c, job->inst, job->target_ms, deadline, job->symmetry,
+                          job->threads, job->cancel, res->devices, &res->probe, res->error,
+                          sizeof res->error);
     if (rc == PF_OK && !res->probe.found && job->cancel && atomic_load(job->cancel)) {
         /* Stopped by its flag, not exhausted: "no mapping meets the target" would be a claim
          * the search moves t_l on (a deadline-cancelled copy's answer is still accepted), so
@@ -280,7 +280,7 @@ static int check_probe(const pf_job_t *job, const pf_job_result_t *res, char *er
                      "range or taken", bad, res->devices[bad]);
         goto done;
     }
-    double obj = pf_map_objective_ms(sg, c, job->inst, res->devices);
+    double obj = pf_mapping_objective_ms(sg, c, job->inst, res->devices);
     if (!(fabs(obj - res->probe.objective_ms) <= 1e-9 * fmax(1, obj)) ||
         obj > job->target_ms * (1 + 1e-9))
         rc = pf_fail(err, errlen, PF_EINPUT, "mapping claimed %g ms at target %g ms; it costs "

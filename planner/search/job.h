@@ -39,7 +39,7 @@ typedef struct {
     const pf_cluster_t *cluster; /* DP_PARTITION, MAP_PROBE */
     pf_partition_opts_t partition; /* DP_PARTITION; .group / .ngroups borrowed */
     const pf_stage_graph_t *stage_graph; /* MAP_PROBE */
-    pf_inst_t inst;              /* MAP_PROBE */
+    pf_map_inst_t inst;              /* MAP_PROBE */
     double target_ms;            /* MAP_PROBE */
     double budget_s;             /* MAP_PROBE: seconds before "timed out"; <= 0 = none */
     int symmetry;                /* MAP_PROBE */

@@ -21,7 +21,7 @@ static int nreplicas(const candidate_t *cd)
 
 /* A new binary search of candidate cand under inst over [lo, hi], dev its mapping of
  * objective hi. */
-static int add_task_at(pf_search_t *s, int cand, pf_inst_t inst, double lo, double hi,
+static int add_task_at(pf_search_t *s, int cand, pf_map_inst_t inst, double lo, double hi,
                        const int *dev)
 {
     map_phase_t *mp = &s->map;
@@ -42,8 +42,8 @@ static int add_task_at(pf_search_t *s, int cand, pf_inst_t inst, double lo, doub
     return PF_OK;
 }
 
-/* A search under inst from the initial interval of Algorithm 1 (pf_map_bounds). */
-static int add_task(pf_search_t *s, int cand, pf_inst_t inst)
+/* A search under inst from the initial interval of Algorithm 1 (pf_mapping_bounds). */
+static int add_task(pf_search_t *s, int cand, pf_map_inst_t inst)
 {
     candidate_t *cd = &s->map.cand[cand];
     char err[256];
@@ -51,7 +51,8 @@ static int add_task(pf_search_t *s, int cand, pf_inst_t inst)
     int *dev = malloc((size_t)nreplicas(cd) * sizeof *dev);
     if (!dev)
         return PF_ERR;
-    int rc = pf_map_bounds(cd->sg, cd->cluster, inst, s->o.seed, &lo, &hi, dev, err, sizeof err);
+    int rc =
+        pf_mapping_bounds(cd->sg, cd->cluster, inst, s->o.seed, &lo, &hi, dev, err, sizeof err);
     if (rc == PF_OK)
         rc = add_task_at(s, cand, inst, lo, hi, dev);
     free(dev);
@@ -102,11 +103,11 @@ static int add_full_task(pf_search_t *s, int cand)
     int *dev = malloc((size_t)nx * sizeof *dev);
     if (!dev)
         return PF_ERR;
-    rc = pf_map_bounds(cd->sg, cd->cluster, PF_INST_FULL, s->o.seed, &lo, &hi, dev, err,
-                       sizeof err);
+    rc = pf_mapping_bounds(cd->sg, cd->cluster, PF_MAP_INST_FULL, s->o.seed, &lo, &hi, dev, err,
+                           sizeof err);
     const int *da = pf_target_search_best(a->ts), *db = pf_target_search_best(b->ts);
-    double fa = pf_map_objective_ms(cd->sg, cd->cluster, PF_INST_FULL, da);
-    double fb = pf_map_objective_ms(cd->sg, cd->cluster, PF_INST_FULL, db);
+    double fa = pf_mapping_objective_ms(cd->sg, cd->cluster, PF_MAP_INST_FULL, da);
+    double fb = pf_mapping_objective_ms(cd->sg, cd->cluster, PF_MAP_INST_FULL, db);
     if (rc == PF_OK && fmin(fa, fb) < hi) {
         hi = fmin(fa, fb);
         memcpy(dev, fa <= fb ? da : db, (size_t)nx * sizeof *dev);
@@ -115,7 +116,7 @@ static int add_full_task(pf_search_t *s, int cand)
     lo = fmin(hi, fmax(lo, fmax(pf_target_search_lower_ms(a->ts),
                                 pf_target_search_lower_ms(b->ts))));
     if (rc == PF_OK)
-        rc = add_task_at(s, cand, PF_INST_FULL, lo, hi, dev);
+        rc = add_task_at(s, cand, PF_MAP_INST_FULL, lo, hi, dev);
     free(dev);
     if (rc == PF_OK)
         advance(s, index); /* never the last search: the one that started it is not over yet */
@@ -131,7 +132,7 @@ static bool task_done(pf_search_t *s, int k)
         return false;
     t->done = true;
     candidate_t *cd = &s->map.cand[t->cand];
-    if (s->o.auto_inst && t->inst != PF_INST_FULL && cd->ntasks == 2 &&
+    if (s->o.auto_inst && t->inst != PF_MAP_INST_FULL && cd->ntasks == 2 &&
         s->map.task[cd->task[0]].done && s->map.task[cd->task[1]].done &&
         add_full_task(s, t->cand) != PF_OK)
         pf_search_queue_fail(s, PF_ERR, "out of memory");
@@ -147,10 +148,10 @@ static int add_first_tasks(pf_search_t *s, int c)
     int S = pf_stage_graph_stages(cd->sg), R = pf_stage_graph_replicas(cd->sg), rc = PF_OK;
     if (!s->o.auto_inst)
         return add_task(s, c, s->o.inst);
-    pf_inst_t first = pf_map_auto_instantiation(cd->sg);
-    pf_inst_t both[2] = {first, first == PF_INST_M ? PF_INST_AR : PF_INST_M};
+    pf_map_inst_t first = pf_map_inst_auto(cd->sg);
+    pf_map_inst_t both[2] = {first, first == PF_MAP_INST_M ? PF_MAP_INST_AR : PF_MAP_INST_M};
     for (int k = 0; k < 2 && rc == PF_OK; k++) {
-        if ((both[k] == PF_INST_M && S == 1) || (both[k] == PF_INST_AR && R == 1))
+        if ((both[k] == PF_MAP_INST_M && S == 1) || (both[k] == PF_MAP_INST_AR && R == 1))
             continue;
         rc = add_task(s, c, both[k]);
     }
@@ -209,20 +210,20 @@ int pf_search_map_best(const pf_search_t *s, int c, double *full_ms)
     double chosen_full = INFINITY;
     for (int k = 0; k < cd->ntasks; k++) {
         const map_task_t *t = &s->map.task[cd->task[k]];
-        double full = pf_map_objective_ms(cd->sg, cd->cluster, PF_INST_FULL,
-                                          pf_target_search_best(t->ts));
+        double full = pf_mapping_objective_ms(cd->sg, cd->cluster, PF_MAP_INST_FULL,
+                                              pf_target_search_best(t->ts));
         if (full < chosen_full) {
             chosen_full = full;
             chosen = cd->task[k];
         }
     }
     if (chosen < 0)
-        chosen_full = pf_map_objective_ms(cd->sg, cd->cluster, PF_INST_FULL, &dev0);
+        chosen_full = pf_mapping_objective_ms(cd->sg, cd->cluster, PF_MAP_INST_FULL, &dev0);
     *full_ms = chosen_full;
     return chosen;
 }
 
-const int *pf_search_map_stats(const pf_search_t *s, int c, int k, pf_map_stats_t *st)
+const int *pf_search_map_stats(const pf_search_t *s, int c, int k, pf_mapping_stats_t *st)
 {
     const candidate_t *cd = &s->map.cand[c];
     memset(st, 0, sizeof *st);
@@ -255,7 +256,7 @@ int pf_search_map_leading(const pf_search_t *s, double *full_ms)
         double full;
         int chosen = pf_search_map_best(s, c, &full);
         const int *dev = chosen >= 0 ? pf_target_search_best(s->map.task[chosen].ts) : &dev0;
-        double step = pf_map_step_estimate_ms(cd->sg, cd->cluster, dev, p->microbatches);
+        double step = pf_mapping_step_estimate_ms(cd->sg, cd->cluster, dev, p->microbatches);
         double per_sample = step / pf_search_partition_samples_per_step(s, p);
         if (per_sample < best_per_sample) {
             best_per_sample = per_sample;

@@ -15,7 +15,7 @@ bool pf_search_map_start(pf_search_t *s, const int *dp, int n);
 int pf_search_map_best(const pf_search_t *s, int c, double *full_ms);
 /* The mapping of task k (NULL for -1) and, into st, the numbers of its search with the work of
  * all its candidate's searches. */
-const int *pf_search_map_stats(const pf_search_t *s, int c, int k, pf_map_stats_t *st);
+const int *pf_search_map_stats(const pf_search_t *s, int c, int k, pf_mapping_stats_t *st);
 /* The candidate a plan would come from now, and its best objective under full; -1 without
  * candidates. */
 int pf_search_map_leading(const pf_search_t *s, double *full_ms);

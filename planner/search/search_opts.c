@@ -20,7 +20,7 @@ void pf_search_opts_init(pf_search_opts_t *o)
     o->probe_timeouts = 2;
     o->symmetry = PF_MAP_SYM_ALL;
     o->auto_inst = 1;
-    o->inst = PF_INST_FULL;
+    o->inst = PF_MAP_INST_FULL;
     o->seed = 1;
     o->max_tp = 8;
     o->mem_headroom = 0.1;

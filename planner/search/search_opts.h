@@ -31,7 +31,7 @@ typedef struct {
                            * bound is unproven from the first); 0 = no limit; default 2 */
     int symmetry;         /* the probes' symmetry rules, PF_MAP_SYM_* (map_symmetry.h); default ALL */
     int auto_inst;        /* default 1: both instantiations, keep the better under "full" */
-    pf_inst_t inst;       /* when auto_inst = 0 */
+    pf_map_inst_t inst;       /* when auto_inst = 0 */
     uint64_t seed;
     int tp;               /* tensor-parallel degree T; 0 = every degree that divides each host's
                            * devices, up to max_tp */

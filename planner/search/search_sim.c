@@ -100,8 +100,8 @@ static void step_comm(const candidate_t *cd, const int *dev, pf_plan_t *p)
         p->comm.tp_ms = fmax(p->comm.tp_ms, MB * tp);
         for (int r = 0; r < R; r++) {
             int x = st * R + r;
-            double m = pf_map_stage_time_ms(cd->sg, cd->cluster, PF_INST_M, dev, x) - cu;
-            double ar = pf_map_stage_time_ms(cd->sg, cd->cluster, PF_INST_AR, dev, x) - cu;
+            double m = pf_mapping_stage_time_ms(cd->sg, cd->cluster, PF_MAP_INST_M, dev, x) - cu;
+            double ar = pf_mapping_stage_time_ms(cd->sg, cd->cluster, PF_MAP_INST_AR, dev, x) - cu;
             p->comm.pp_ms = fmax(p->comm.pp_ms, MB * m);
             p->comm.dp_ms = fmax(p->comm.dp_ms, ar);
         }
@@ -138,14 +138,15 @@ static pf_plan_t *candidate_plan(const pf_search_t *s, int c, pf_training_schedu
     int *cs_dev = malloc((size_t)e->plan->stages * e->plan->replicas * sizeof *cs_dev);
     if (!p || !cs_dev)
         goto fail;
-    pf_map_stats_t st;
+    pf_mapping_stats_t st;
     const int *dev = pf_search_map_stats(s, c, best_t, &st);
-    pf_inst_t used = best_t >= 0 ? s->map.task[best_t].inst : PF_INST_FULL;
+    pf_map_inst_t used = best_t >= 0 ? s->map.task[best_t].inst : PF_MAP_INST_FULL;
     if (!dev) {
-        pf_map_cs(cd->sg, cs_dev);
+        pf_mapping_cs(cd->sg, cs_dev);
         dev = cs_dev;
     }
-    if (pf_map_fill_plan(p, cd->sg, cd->cluster, dev, used, best_t >= 0 ? &st : NULL) != PF_OK ||
+    if (pf_mapping_fill_plan(p, cd->sg, cd->cluster, dev, used, best_t >= 0 ? &st : NULL) !=
+            PF_OK ||
         expand_tp(s, e->tp, p) != PF_OK)
         goto fail;
     dress_plan(s, cd, schedule, p);
@@ -267,7 +268,7 @@ static double baseline_step_ms(const pf_search_t *s, int c, int cs, pf_training_
     int *dev = malloc((size_t)S * R * sizeof *dev);
     if (!p || !dev)
         goto done;
-    (cs ? pf_map_cs : pf_map_p2p)(cd->sg, dev);
+    (cs ? pf_mapping_cs : pf_mapping_p2p)(cd->sg, dev);
     for (int st = 0; st < S; st++) {
         int *d = pf_plan_stage_devices(p, st);
         if (!d)

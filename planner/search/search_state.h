@@ -116,7 +116,7 @@ typedef struct {
 /* One binary search (Algorithm 1) of one candidate under one instantiation. */
 typedef struct {
     int cand;
-    pf_inst_t inst;
+    pf_map_inst_t inst;
     double init_lo, init_hi;
     pf_target_search_t *ts; /* bounds, best mapping, probes in flight */
     int probes;

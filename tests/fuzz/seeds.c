@@ -180,7 +180,7 @@ static int job_seeds(const pf_graph_t *g, const pf_cluster_t *c)
     double cu[2] = {3, 4}, par[2] = {1e6, 2e6}, msg[4] = {0, 5e5, 5e5, 0};
     pf_stage_graph_t *sg = pf_stage_graph_new(2, 2, cu, par, msg);
     pf_job_t probe = {.kind = PF_JOB_MAP_PROBE, .cluster = c, .stage_graph = sg,
-                      .inst = PF_INST_AR, .target_ms = 7.5, .budget_s = 1, .symmetry = 1};
+                      .inst = PF_MAP_INST_AR, .target_ms = 7.5, .budget_s = 1, .symmetry = 1};
     if (rc == 0)
         rc = write_msg("decode_job", "map_probe",
                        (ProtobufCMessage *)pf_job_codec_to_pb(a, 6, 0, &probe, NULL, &cr));
@@ -220,7 +220,7 @@ static int job_seeds(const pf_graph_t *g, const pf_cluster_t *c)
     o.alphas[0] = 0.5;
     o.alphas[1] = 2;
     o.auto_inst = 0;
-    o.inst = PF_INST_AR;
+    o.inst = PF_MAP_INST_AR;
     o.seed = 42;
     if (rc == 0)
         rc = write_msg("decode_options", "every_field",

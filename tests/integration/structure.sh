@@ -1,5 +1,5 @@
 #!/bin/sh
-# The circle and size checks (scripts/check-cycles.sh, check-functions.sh) pass on the tree's
+# The circle, name and size checks (scripts/check-cycles.sh, check-names.sh, check-functions.sh) pass on the tree's
 # sources and fail, naming the place, on a tree made to break each rule (so they can fail).
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -27,6 +27,11 @@ for m in a b; do cc -c "$tmp/t/planner/ir/$m.c" -o "$tmp/t/build/planner/ir/$m.o
 expect_fail "a call circle" "$top/scripts/check-cycles.sh build $tmp/t" "call circles"
 
 mk
+printf 'void pf_elsewhere_f(void) { }\n' > "$tmp/t/planner/ir/a.c"
+cc -c "$tmp/t/planner/ir/a.c" -o "$tmp/t/build/planner/ir/a.o"
+expect_fail "a function not named for its file" "$top/scripts/check-names.sh build $tmp/t" "planner/ir/a.c: exports pf_elsewhere_f, not pf_a_"
+
+mk
 { echo 'int pf_a_long(int x) {'; i=0; while [ $i -lt 125 ]; do echo "    x += $i;"; i=$((i + 1)); done
   echo '    return x; }'; } > "$tmp/t/planner/ir/a.c"
 expect_fail "a function over 120 lines" "$top/scripts/check-functions.sh $tmp/t" "a.c:1: pf_a_long: 127 lines"
@@ -41,4 +46,4 @@ echo "planner/ir/a.c:pf_a_branchy 32 33  # the test's allowance" > "$tmp/t/scrip
 mk
 i=0; while [ $i -lt 901 ]; do echo "int v$i;"; i=$((i + 1)); done > "$tmp/t/planner/ir/a.c"
 expect_fail "a file over 900 lines" "$top/scripts/check-functions.sh $tmp/t" "a.c:1: 901 lines"
-echo "structure: 6 passed, 0 failed"
+echo "structure: 7 passed, 0 failed"

@@ -1,4 +1,4 @@
-/* The journal's cost and what it buys (issue 12).
+/* The journal's cost and what it buys.
  *
  * 1. SUBMITs per second, one client, one reply awaited per SUBMIT, with and without the journal
  *    (each journaled SUBMIT is one SQLite commit with synchronous=FULL: one fsync of the WAL).

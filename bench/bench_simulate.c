@@ -1,4 +1,4 @@
-/* The step simulator and cross-mesh resharding (DESIGN.md "simulate, reshard"; seed 003).
+/* The step simulator and cross-mesh resharding (DESIGN.md "simulate, reshard"; [CrossMesh]).
  *
  * (a) The example plans of `make run` (BERT-Large on 4 x DGX-1, Llama-7B on 2 x DGX-H100) and
  *     GPT-2 XL on 4 x DGX-1, each searched with 3 candidates: per candidate and schedule the old
@@ -185,7 +185,7 @@ fail:
     return -1;
 }
 
-/* ---- (b) seed 003's setting ---- */
+/* ---- (b) [CrossMesh]'s setting ---- */
 
 #define P3_INTRA_GBPS 25.0 /* V100 NVLink (one link direction, p3.8xlarge) */
 #define P3_INTER_GBPS 1.25 /* 10 Gbps between instances */
@@ -423,7 +423,7 @@ static int table_b2(void)
     printf("columns: send/recv = send/recv resharding, naive order, 1F1B; broadcast = our "
            "resharding, 1F1B; eager = our resharding, eager-1F1B; signal = communication free "
            "(the bound); 'of bnd' = signal / eager step.\n"
-           "paper (seed 003 §5.2, Fig. 7, measured on the real cluster): ours 1.1x Alpa on GPT, "
+           "paper ([CrossMesh] §5.2, Fig. 7, measured on the real cluster): ours 1.1x Alpa on GPT, "
            "1.5x on U-Transformer, and over 97%% of Signal Send/Recv in every case.\n");
 done:
     if (rc)

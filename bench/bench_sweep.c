@@ -1,4 +1,4 @@
-/* The (S, R) partition sweep at scale (issue 15, item 4): BERT-48 and GPT-96L (and, for the
+/* The (S, R) partition sweep at scale: BERT-48 and GPT-96L (and, for the
  * model-size fit, BERT-24 and GPT-48) on 32, 64, 256 and 512 devices of every cluster generator
  * (planner/inputs/topology.h). Per (model, cluster, D): the partition jobs the search starts (every
  * S = 1, 2, 4, .. <= min(64, D) with R = D / S, default settings, all threads), their wall and
@@ -8,7 +8,7 @@
  * Default: a quick subset (3 generators, 2 models) that runs in about a minute on the 2-core
  * development machine; PF_BENCH_SWEEP=full runs every generator and all four models.
  *
- * Last, issue 15's target "BERT-48 on 512 devices (torus) under 10 s on 2 cores": the whole
+ * Last, the target "BERT-48 on 512 devices (torus) under 10 s on 2 cores": the whole
  * search as `planfarm plan` runs it (embedded broker, one worker with every core), wall time,
  * and its jobs by kind from the in-process driver. */
 #include "bench/farm.h"

@@ -1,4 +1,4 @@
-/* Tensor parallelism at scale (issue 10's benchmarks).
+/* Tensor parallelism at scale.
  *
  * 1. Plans of GPT-3 175B and of the 1T-parameter GPT of Narayanan et al. 2021 (Table 1) on
  *    DGX-A100 and DGX-H100 clusters, with the published global batch and selective
@@ -9,7 +9,7 @@
  *    configuration Megatron-LM published for the model, planned by the same search with S and T
  *    fixed to it, so both are priced by planfarm's one cost model.
  * 2. TAP: pf_tap_plan at T = 8 on GPT-3-shaped graphs of 12, 24, 48 and 96 layers, in-process
- *    (issue 10: 96 layers <= 1.3x the time of 24); then the TAP phase through the embedded
+ *    (target: 96 layers <= 1.3x the time of 24); then the TAP phase through the embedded
  *    broker with 1 and 2 single-thread workers: a search fixed to T = 8, one stage, one replica
  *    on one DGX-H100 whose memory never binds, so partitioning and mapping are trivial.
  *

@@ -547,7 +547,7 @@ static void send_result(zsock_t *s, uint64_t id, int status)
 
 /* The tiny request has two DP jobs. A scripted worker takes both and goes silent: declared dead
  * (liveness 2: at the third tick of the test's clock), its jobs are queued again. Its late RESULT
- * for one of them is dropped: it no longer holds the job (issue 12: only the worker an attempt
+ * for one of them is dropped: it no longer holds the job (only the worker an attempt
  * was sent to answers). A peer that never said READY sends a RESULT for the other: dropped too.
  * Both are counted as malformed and as foreign answers; the request keeps both jobs queued
  * instead of failing as "infeasible". */

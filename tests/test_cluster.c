@@ -52,7 +52,7 @@ static void test_bad_files(void)
     }
 }
 
-/* Input gaps of issue 12: each file and its whole message. */
+/* Input gaps: each file and its whole message. */
 static const struct {
     const char *text, *expect;
 } gaps[] = {

@@ -345,7 +345,7 @@ static void test_kind_counts(void)
     pf_dispatch_destroy(&d);
 }
 
-/* Who holds what (the broker accepts an answer only from a holder, issue 12). A: 1 credit, B: 1
+/* Who holds what (the broker accepts an answer only from a holder). A: 1 credit, B: 1
  * credit; job 1 -> A, job 2 -> B. A holds 1 live, not 2; after a deadline at t = 12 (timeout 10,
  * sent at t = 1) A's copy of 1 is cancelled but still held (0) until A answers, and job 1 goes
  * nowhere else (B is full): A's answer releases it (-1 after). An invalid handle holds nothing. */

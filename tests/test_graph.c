@@ -88,7 +88,7 @@ static void test_cycle_named(void)
 #define OP(id) "{\"id\": " #id ", \"fwd_ms\": 1, \"bwd_ms\": 1}"
 #define EDGE(a, b) "{\"src\": " #a ", \"dst\": " #b ", \"bytes\": 1}"
 
-/* Input gaps of issue 12: each file and its whole message (after the directory). */
+/* Input gaps: each file and its whole message (after the directory). */
 static const struct {
     const char *text, *expect;
 } gaps[] = {

@@ -1,4 +1,4 @@
-/* sharding: DistPar (seed 002) inference, conversions and their costs, worked by hand. */
+/* sharding: [DistPar] inference, conversions and their costs, worked by hand. */
 #include "planner/tp/sharding.h"
 #include "planner/core/util.h"
 #include "tests/testutil.h"

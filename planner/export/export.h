@@ -1,4 +1,4 @@
-/* export: a mapped plan as the settings a training framework runs (issue 14 item 3): Megatron-LM
+/* export: a mapped plan as the settings a training framework runs: Megatron-LM
  * arguments, a DeepSpeed config, and for every framework the rank order, hostfile and per-host
  * torchrun layout that put each process on the device the plan chose.
  *

@@ -37,9 +37,9 @@ typedef enum {
     PF_SCHEDULE_1F1B,       /* S - s - 1 warm-up forwards on stage s, then one forward, one
                                backward (PipeDream-flush) */
     PF_SCHEDULE_GPIPE,      /* all forwards, then all backwards (newest micro-batch first) */
-    PF_SCHEDULE_EAGER_1F1B, /* seed 003 Sec. 4: 2 (S - s - 1) warm-up forwards, so that a transfer
+    PF_SCHEDULE_EAGER_1F1B, /* [CrossMesh] Sec. 4: 2 (S - s - 1) warm-up forwards, so that a transfer
                                overlaps the next forward instead of stalling its consumer */
-    PF_SCHEDULE_SIGNAL      /* seed 003 "Signal Send/Recv": communication free, data dependencies
+    PF_SCHEDULE_SIGNAL      /* [CrossMesh] "Signal Send/Recv": communication free, data dependencies
                                kept; the best of the three orders above, a lower bound on each
                                (a bound to compare with, not a schedule to run) */
 } pf_training_schedule_t;

@@ -93,7 +93,7 @@ done:
     return rc;
 }
 
-/* One slice of one unit's plans (TAP, seed 001): the units are rebuilt from the graph (PRUNEGRAPH
+/* One slice of one unit's plans ([TAP]): the units are rebuilt from the graph (PRUNEGRAPH
  * is deterministic) and the collectives priced on the link of the job's groups. */
 static int run_tap_enum(const pf_job_t *job, pf_job_result_t *res)
 {

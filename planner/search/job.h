@@ -28,7 +28,7 @@ typedef enum {
     PF_JOB_MAP_PROBE = 2,    /* one target of one candidate's binary search (Alg. 2) */
     PF_JOB_TAP_ENUM = 3,     /* one slice of one TAP unit's 3^N plans for one degree T */
     PF_JOB_SIMULATE = 4,     /* one mapped candidate under one schedule (simulate.h) */
-    PF_JOB_RESHARD = 5,      /* one cross-mesh resharding problem (reshard.h, seed 003) */
+    PF_JOB_RESHARD = 5,      /* one cross-mesh resharding problem (reshard.h, [CrossMesh]) */
     PF_JOB_KIND_COUNT
 } pf_job_kind_t;
 

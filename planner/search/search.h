@@ -26,7 +26,7 @@
  *   simulate   (PF_PHASE_SIMULATE, phase 4) each candidate keeps the better of its mappings
  *              under "full" and becomes a plan (a group becomes its T devices); for T > 1 and
  *              S > 1 one RESHARD job per stage boundary and replica times the cross-stage
- *              transfer (a replicated activation between two 1 x T meshes, seed 003); then one
+ *              transfer (a replicated activation between two 1 x T meshes, [CrossMesh]); then one
  *              SIMULATE job per allowed schedule runs it through the task-graph simulator and
  *              checks its memory under that schedule's micro-batches in flight
  *   done       among the (candidate, schedule) pairs that fit memory, the least simulated step

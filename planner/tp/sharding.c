@@ -1,4 +1,4 @@
-/* sharding: DistPar properties, inference rules and conversions (seed 002; see sharding.h). */
+/* sharding: [DistPar] properties, inference rules and conversions (see sharding.h). */
 #include "planner/tp/sharding.h"
 #include "planner/core/util.h"
 

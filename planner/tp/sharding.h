@@ -1,8 +1,8 @@
-/* sharding: DistPar's distributed properties of a tensor over a group of n devices (seed 002),
+/* sharding: DistPar's distributed properties of a tensor over a group of n devices ([DistPar]),
  * the inference rules that say which properties an op can consume and produce, and the atomic
  * conversions between properties with their communication cost.
  *
- * Properties (seed 002, A.1): S(i) = split on dimension i (each device holds 1/n of it),
+ * Properties ([DistPar], A.1): S(i) = split on dimension i (each device holds 1/n of it),
  * B = broadcast (every device holds all of it), P = partial sum (every device holds a tensor of
  * the full shape; the logical tensor is their sum).
  *

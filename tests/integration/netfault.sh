@@ -1,5 +1,5 @@
 #!/bin/sh
-# The farm over a bad network (issue 12): the broker in one network namespace, two workers in
+# The farm over a bad network: the broker in one network namespace, two workers in
 # another, joined by a veth pair whose both ends delay every packet 50 ms and drop 5% (netem),
 # and a 10 s partition (loss 100% both ways, a silent black hole rather than a link down the
 # kernel would report) in the middle of the run. On a kernel without netem (CONFIG_NET_SCH_NETEM

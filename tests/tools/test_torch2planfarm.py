@@ -559,7 +559,7 @@ def plan_tp2(test, graph_path):
 
 
 class TestTensorParallel(Base):
-    """Issue 25 finding 1: traced transformers plan with tensor parallelism. The exporter writes
+    """Traced transformers plan with tensor parallelism. The exporter writes
     a fused QKV projection as q, k, v linear ops and attention's head-laid tensors in the
     [b, s, h] shape `planfarm model` gives them (scores [b, a, s, s]), which TAP splits."""
 
@@ -619,7 +619,7 @@ def traced_in_child(factory, shape, out):
 
 
 class TestLargeModels(Base):
-    """Issue 25 finding 2: a GPT-2-small-sized model (12 layers, 768 hidden, seq 1024, vocab
+    """A GPT-2-small-sized model (12 layers, 768 hidden, seq 1024, vocab
     50257) and a Llama-style stack trace in under 60 s and 2 GB (shapes only, no arithmetic),
     and plan with T = 2 splitting attention."""
 
@@ -659,7 +659,7 @@ class TestLargeModels(Base):
 
 
 class TestPricing(Base):
-    """Issue 25 finding 3: patterns the exporter priced wrong or could not trace."""
+    """Patterns the exporter priced wrong or could not trace."""
 
     def test_self_attention_mha(self):
         # nn.MultiheadAttention(64, 4, batch_first) on x [2, 32, 64] as query, key and value

@@ -1,4 +1,4 @@
-/* search: the public API of the search (search.h), the table of job kinds and the order of the
+/* search: the public API of the search (search.h), the table of phases (each with its kinds) and the order of the
  * phases: tap -> partition -> map -> simulate -> done. Only this file starts a phase: each
  * phase's absorb reports when its part is over. The phases are search_tap.c,
  * search_partition.c, search_map.c and search_sim.c; the jobs and their queue search_queue.c
@@ -90,37 +90,34 @@ static int start_degrees(pf_search_t *s, const int *degrees, int nt, char *err, 
     return rc;
 }
 
-/* ---- the kinds of jobs ---- */
+/* ---- the phases' kinds of jobs ---- */
 
-/* What the search does with the jobs of one kind; a kind the search never issues has none. */
+/* Each phase: the kinds it issues, and what comes next when one of their answers ends its part
+ * (NULL: the phase's answers never end it by themselves). */
 typedef struct {
-    /* fill in the job's own inputs (kind, graph and cluster are set) */
-    void (*describe)(const pf_search_t *s, const pf_search_owner_t *owner, pf_job_t *job);
-    /* take an answer that passed pf_search_check_answer; true when it ended its phase's part */
-    bool (*absorb)(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
-                   const pf_job_result_t *res);
-    /* what comes next when absorb says so (NULL: absorb never does) */
+    const pf_search_kind_t *kinds;
     void (*over)(pf_search_t *s, const pf_search_owner_t *owner);
-    /* a solver error fails the search as "<failed> failed: <error>"; NULL: absorb takes every
-     * verdict (an infeasible partition is an answer) */
-    const char *failed;
-} search_kind_t;
+} search_phase_t;
 
-static const search_kind_t kinds[PF_JOB_KIND_COUNT] = {
-    [PF_JOB_TAP_ENUM] = {pf_search_tap_describe, pf_search_tap_absorb, tap_job_over, "TAP job"},
-    [PF_JOB_DP_PARTITION] = {pf_search_partition_describe, pf_search_partition_absorb,
-                             dp_job_over, NULL},
-    [PF_JOB_MAP_PROBE] = {pf_search_map_describe, pf_search_map_absorb, probe_over,
-                          "mapping probe"},
-    [PF_JOB_RESHARD] = {pf_search_sim_describe_reshard, pf_search_sim_absorb_reshard, NULL,
-                        "resharding job"},
-    [PF_JOB_SIMULATE] = {pf_search_sim_describe, pf_search_sim_absorb, simulation_over,
-                         "simulation job"},
+static const search_phase_t phases[] = {
+    {pf_search_tap_kinds, tap_job_over},
+    {pf_search_partition_kinds, dp_job_over},
+    {pf_search_map_kinds, probe_over},
+    {pf_search_sim_kinds, simulation_over},
 };
 
-static const search_kind_t *kind_of(pf_job_kind_t k)
+/* The descriptor of kind k and the phase that issues it; NULL for a kind the search never
+ * issues (NOOP). */
+static const pf_search_kind_t *kind_of(pf_job_kind_t k, const search_phase_t **phase)
 {
-    return k >= 0 && k < PF_JOB_KIND_COUNT && kinds[k].describe ? &kinds[k] : NULL;
+    for (size_t p = 0; p < sizeof phases / sizeof phases[0]; p++)
+        for (const pf_search_kind_t *d = phases[p].kinds; d->describe; d++)
+            if (d->kind == k) {
+                if (phase)
+                    *phase = &phases[p];
+                return d;
+            }
+    return NULL;
 }
 
 const char *pf_search_phase_name(pf_search_phase_t p)
@@ -323,7 +320,7 @@ void pf_search_destroy(pf_search_t **sp)
 int pf_search_job(const pf_search_t *s, uint64_t id, pf_job_t *job)
 {
     const job_rec_t *j = pf_search_queue_record(s, id);
-    const search_kind_t *k = j ? kind_of(j->kind) : NULL;
+    const pf_search_kind_t *k = j ? kind_of(j->kind, NULL) : NULL;
     if (!k || (j->state != J_OUT && j->state != J_QUEUED))
         return 0;
     pf_job_init(job, j->kind);
@@ -366,11 +363,12 @@ int pf_search_answer(pf_search_t *s, uint64_t id, const pf_job_result_t *res)
         return 0; /* not an answer: the job stays outstanding for the driver to send again */
     j->state = J_ANSWERED;
     s->answered++;
-    const search_kind_t *k = kind_of(j->kind);
+    const search_phase_t *phase;
+    const pf_search_kind_t *k = kind_of(j->kind, &phase);
     if (k->failed && res->status != PF_OK)
         pf_search_queue_fail(s, res->status, "%s failed: %s", k->failed, res->error);
-    else if (k->absorb(s, id, &j->owner, res) && k->over)
-        k->over(s, &j->owner);
+    else if (k->absorb(s, id, &j->owner, res) && phase->over)
+        phase->over(s, &j->owner);
     return 1;
 }
 

@@ -25,4 +25,7 @@ bool pf_search_map_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *
                           const pf_job_result_t *res);
 void pf_search_map_clear(pf_search_t *s);
 
+/* The kinds of jobs this phase issues (search_state.h). */
+extern const pf_search_kind_t pf_search_map_kinds[];
+
 #endif

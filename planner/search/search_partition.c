@@ -373,3 +373,8 @@ void pf_search_partition_clear(pf_search_t *s)
     free(pt->dp);
     free(pt->chosen);
 }
+
+const pf_search_kind_t pf_search_partition_kinds[] = {
+    {PF_JOB_DP_PARTITION, pf_search_partition_describe, pf_search_partition_absorb, NULL},
+    {PF_JOB_KIND_COUNT, NULL, NULL, NULL},
+};

@@ -28,4 +28,7 @@ bool pf_search_partition_absorb(pf_search_t *s, uint64_t id, const pf_search_own
                                 const pf_job_result_t *res);
 void pf_search_partition_clear(pf_search_t *s);
 
+/* The kinds of jobs this phase issues (search_state.h). */
+extern const pf_search_kind_t pf_search_partition_kinds[];
+
 #endif

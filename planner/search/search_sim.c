@@ -395,3 +395,10 @@ void pf_search_sim_clear(pf_search_t *s)
     free(s->sim.cand);
     free(s->sim.xfer);
 }
+
+const pf_search_kind_t pf_search_sim_kinds[] = {
+    {PF_JOB_RESHARD, pf_search_sim_describe_reshard, pf_search_sim_absorb_reshard,
+         "resharding job"},
+    {PF_JOB_SIMULATE, pf_search_sim_describe, pf_search_sim_absorb, "simulation job"},
+    {PF_JOB_KIND_COUNT, NULL, NULL, NULL},
+};

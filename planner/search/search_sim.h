@@ -22,4 +22,7 @@ bool pf_search_sim_absorb_reshard(pf_search_t *s, uint64_t id, const pf_search_o
                                   const pf_job_result_t *res);
 void pf_search_sim_clear(pf_search_t *s);
 
+/* The kinds of jobs this phase issues (search_state.h). */
+extern const pf_search_kind_t pf_search_sim_kinds[];
+
 #endif

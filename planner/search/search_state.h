@@ -6,7 +6,7 @@
  *   search_partition.c  coarsenings, DP_PARTITION jobs, the ranking of them         s->part
  *   search_map.c        candidates and their binary searches (MAP_PROBE)            s->map
  *   search_sim.c        RESHARD and SIMULATE jobs, the plan                         s->sim
- *   search.c            the public API, the table of job kinds and the order of the phases
+ *   search.c            the public API, the table of phases and the order of the phases
  *
  * A phase reads the parts of the phases before it and writes only its own; it calls only the
  * files listed above it (sim -> map -> partition -> tap -> queue). None starts the next phase:
@@ -197,5 +197,20 @@ struct pf_search {
     char error[512];
     pf_plan_t *result;
 };
+
+/* What the search does with the jobs of one kind. Each phase file lists the kinds it issues
+ * (pf_search_<phase>_kinds, ended by a row whose describe is NULL), so that adding a kind to a
+ * phase touches that file and job.c only; search.c knows the phases, not the kinds. */
+typedef struct {
+    pf_job_kind_t kind;
+    /* fill in the job's own inputs (kind, graph and cluster are set) */
+    void (*describe)(const pf_search_t *s, const pf_search_owner_t *owner, pf_job_t *job);
+    /* take an answer that passed pf_search_check_answer; true when it ended its phase's part */
+    bool (*absorb)(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
+                   const pf_job_result_t *res);
+    /* a solver error fails the search as "<failed> failed: <error>"; NULL: absorb takes every
+     * verdict (an infeasible partition is an answer) */
+    const char *failed;
+} pf_search_kind_t;
 
 #endif

@@ -160,3 +160,8 @@ void pf_search_tap_clear(pf_search_t *s)
     pf_tap_units_destroy(&s->tap.units);
     free(s->tap.slice);
 }
+
+const pf_search_kind_t pf_search_tap_kinds[] = {
+    {PF_JOB_TAP_ENUM, pf_search_tap_describe, pf_search_tap_absorb, "TAP job"},
+    {PF_JOB_KIND_COUNT, NULL, NULL, NULL},
+};

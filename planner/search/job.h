@@ -6,7 +6,7 @@
  * The broker, the worker and the search look a kind up there. The planner knows no protobuf, so
  * a kind's wire messages are encoded in proto/ (its job codec), keyed by the same enum. Adding a
  * kind: one descriptor here, its row (describe / absorb) in its phase's pf_search_<phase>_kinds
- * (search.c), one .proto message and its codec (docs/DESIGN.md "Adding a job kind"). */
+ * (search_<phase>.c), one .proto message and its codec (docs/DESIGN.md "Adding a job kind"). */
 #ifndef PF_JOB_H
 #define PF_JOB_H
 

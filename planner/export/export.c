@@ -660,8 +660,9 @@ int pf_export_write_launch(const pf_export_t *x, FILE *f, char *err, size_t errl
     int RT = x->R * x->T;
     fprintf(f, "#!/bin/sh\n");
     put_header(x, f, "torchrun launch", "# ");
-    fprintf(f, "# Run on every host: launch.sh HOST TRAIN_SCRIPT [ARGS...]  (MASTER_PORT "
-            "defaults to 29500)\n"
+    fprintf(f, "# Run on every host: launch.sh HOST TRAIN_SCRIPT [ARGS...]  (MASTER_ADDR "
+            "defaults to the first\n# host's name: set it where that name does not resolve; "
+            "MASTER_PORT defaults to 29500)\n"
             "# torchrun gives node n the global ranks [first, first + nproc); local rank l runs "
             "on the\n# l-th GPU of CUDA_VISIBLE_DEVICES. Rank = pp x %d + dp x %d + tp "
             "(Megatron-LM's order).\n",
@@ -704,9 +705,16 @@ int pf_export_write_launch(const pf_export_t *x, FILE *f, char *err, size_t errl
     fprintf(f, "*) echo \"launch.sh: '$host' is not a host of this plan:");
     for (int n = 0; n < x->nnodes; n++)
         fprintf(f, " %s", x->nodes[n].name);
-    fprintf(f, "\" >&2; exit 2 ;;\nesac\nexport CUDA_VISIBLE_DEVICES=\"$gpus\"\n"
-            "exec torchrun --nnodes %d --nproc-per-node \"$nproc\" --node-rank \"$node_rank\" "
-            "--master-addr %s --master-port \"${MASTER_PORT:-29500}\" \"$@\"\n",
+    fprintf(f, "\" >&2; exit 2 ;;\nesac\nexport CUDA_VISIBLE_DEVICES=\"$gpus\"\n");
+    /* Megatron-LM's validate_args requires one CUDA connection per device when tensor
+     * parallelism overlaps its communication with compute (TP > 1 on Ampere and Hopper). */
+    if (x->T > 1)
+        fprintf(f, "export CUDA_DEVICE_MAX_CONNECTIONS=1\n");
+    /* The underscore spellings: every torchrun accepts them; the dashed ones only newer
+     * releases (Debian's torch 1.13 refuses --nproc-per-node). */
+    fprintf(f, "exec torchrun --nnodes %d --nproc_per_node \"$nproc\" --node_rank \"$node_rank\" "
+            "--master_addr \"${MASTER_ADDR:-%s}\" --master_port \"${MASTER_PORT:-29500}\" "
+            "\"$@\"\n",
             x->nnodes, x->nodes[0].name);
     return finish(f, err, errlen);
 }

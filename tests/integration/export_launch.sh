@@ -1,0 +1,50 @@
+#!/bin/sh
+# `planfarm export torchrun`'s launch.sh run as written on every host of a TP 4 plan, with a stub
+# torchrun first on PATH that parses its arguments with the argument parser of the torchrun that
+# Debian ships (torch.distributed.run, torch 1.13: it refuses --nproc-per-node) and prints what it
+# parsed and the CUDA environment; each host must get its node rank, its GPUs, one CUDA connection
+# per device (Megatron-LM's validate_args wants it with TP > 1) and the script with its arguments.
+set -eu
+top=$(cd "$(dirname "$0")/../.." && pwd)
+PF_BIN=${PF_BIN:-$top/planfarm}
+py=/usr/bin/python3
+if ! "$py" -c 'import torch.distributed.run' >/dev/null 2>&1; then
+    echo "SKIP export_launch: $py cannot import torch.distributed.run (Debian: python3-torch)"
+    exit 0
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+PF_BIN=$PF_BIN "$top/examples/make-examples.sh" "$tmp/ex" >/dev/null 2>&1
+"$PF_BIN" plan "$tmp/ex/llama-7b.json" "$tmp/ex/dgx-h100x2.json" --layer-aligned --tp 4 \
+    -o "$tmp/plan.json" 2>/dev/null
+"$PF_BIN" export torchrun "$tmp/ex/llama-7b.json" "$tmp/ex/dgx-h100x2.json" "$tmp/plan.json" \
+    -o "$tmp/run" 2>/dev/null
+mkdir "$tmp/bin"
+cat > "$tmp/bin/torchrun" <<STUB
+#!$py
+import os, sys
+from torch.distributed.run import get_args_parser
+a = get_args_parser().parse_args(sys.argv[1:])
+print(a.nnodes, a.nproc_per_node, a.node_rank, a.master_addr, a.master_port,
+      os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS"),
+      a.training_script, " ".join(a.training_script_args))
+STUB
+chmod +x "$tmp/bin/torchrun"
+n=0
+hosts=$(awk '{ print $1 }' "$tmp/run/hostfile")
+for host in $hosts; do
+    got=$(PATH="$tmp/bin:$PATH" sh "$tmp/run/launch.sh" "$host" pretrain_gpt.py --seq-length 4096)
+    gpus=$(sed -n "s/^$host) node_rank=[0-9]*; nproc=8; gpus=\([0-9,]*\) ;;\$/\1/p" "$tmp/run/launch.sh")
+    rank=$(sed -n "s/^$host) node_rank=\([0-9]*\);.*/\1/p" "$tmp/run/launch.sh")
+    first=$(awk 'NR == 1 { print $1 }' "$tmp/run/hostfile")
+    want="2 8 $rank $first 29500 $gpus 1 pretrain_gpt.py --seq-length 4096"
+    [ "$got" = "$want" ] || { echo "FAIL: launch.sh $host ran torchrun with: $got (want: $want)"; exit 1; }
+    echo "ok: launch.sh $host: $got"
+    n=$((n + 1))
+done
+[ $n = 2 ] || { echo "FAIL: $n hosts in the hostfile, want 2"; exit 1; }
+if PATH="$tmp/bin:$PATH" sh "$tmp/run/launch.sh" nohost x.py 2>/dev/null; then
+    echo "FAIL: launch.sh ran for a host not in the plan"; exit 1
+fi
+echo "ok: an unknown host is refused"
+echo "export_launch: 3 passed, 0 failed"

@@ -42,6 +42,9 @@ int cli_double(const char *cmd, const char *flag, const char *arg, double lo, do
 int cli_bad_name(const char *cmd, const char *flag, const char *arg, const char *known);
 
 /* Is stderr a terminal (progress lines go there only then)? */
+/* A duration for people: "%.4g ms" below 10 s, else seconds with one decimal ("142.2 s", not
+ * "1.422e+05 ms"); "-" when not finite. Returns buf. */
+const char *cli_fmt_ms(char *buf, size_t len, double ms);
 bool cli_stderr_tty(void);
 
 /* A ZeroMQ endpoint this program can use: tcp://HOST:PORT (PORT may be * or 0 to bind),

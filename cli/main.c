@@ -15,7 +15,7 @@ typedef struct {
 static const command_t commands[] = {
     {"check", cmd_check, "validate a graph or cluster file and print a summary"},
     {"cluster", cmd_cluster, "generate a cluster file (DGX-1, hierarchy, mesh, torus, random)"},
-    {"model", cmd_model, "generate a GPT, BERT, ResNet or U-Net graph with analytic costs"},
+    {"model", cmd_model, "generate a GPT, BERT, Llama, MoE, ViT, ResNet or U-Net graph"},
     {"import", cmd_import, "convert a PipeDream or Piper profile into a graph file"},
     {"partition", cmd_partition, "cut a graph into S pipeline stages (coarsen, DP, refine)"},
     {"map", cmd_map, "map a partition's stage replicas onto devices (Parmesan V)"},

@@ -79,9 +79,8 @@ int cli_remote_submit(const char *cmd, pf_client_t *client, const pf_graph_t *g,
 
 static void progress_line(const Planfarm__RequestStatus *st)
 {
-    char best[48] = "-";
-    if (isfinite(st->best_objective_ms))
-        snprintf(best, sizeof best, "%.4g ms", st->best_objective_ms);
+    char best[48];
+    cli_fmt_ms(best, sizeof best, st->best_objective_ms);
     long long cancelled = st->jobs_issued - st->jobs_answered - st->jobs_outstanding;
     fprintf(stderr,
             "\r\033[K%s: %-9s jobs: %lld answered, %lld running, %lld queued, %lld cancelled; "
@@ -148,12 +147,16 @@ static void summarize(const char *plan_json)
         fprintf(stderr, ")\n");
     }
     json_t *comm = json_object_get(p, "communication_ms_per_step");
+    char t1[32], t2[32], t3[32];
     if (comm)
-        fprintf(stderr, "  communication per step: TP %.4g ms, PP %.4g ms, DP %.4g ms\n",
-                jnum(comm, "tp"), jnum(comm, "pp"), jnum(comm, "dp"));
+        fprintf(stderr, "  communication per step: TP %s, PP %s, DP %s\n",
+                cli_fmt_ms(t1, sizeof t1, jnum(comm, "tp")),
+                cli_fmt_ms(t2, sizeof t2, jnum(comm, "pp")),
+                cli_fmt_ms(t3, sizeof t3, jnum(comm, "dp")));
     const char *sched = json_string_value(json_object_get(p, "schedule"));
-    fprintf(stderr, "  objective %.4g ms, simulated step %.4g ms (%s)", jnum(p, "objective_ms"),
-            step, sched ? sched : "1f1b");
+    fprintf(stderr, "  objective %s, simulated step %s (%s)",
+            cli_fmt_ms(t1, sizeof t1, jnum(p, "objective_ms")), cli_fmt_ms(t2, sizeof t2, step),
+            sched ? sched : "1f1b");
     if (isfinite(jnum(cs, "simulated_step_ms")) && step > 0)
         fprintf(stderr, "\n  baselines' simulated steps: CS map %.3gx ours, p2p map %.3gx ours",
                 jnum(cs, "simulated_step_ms") / step, jnum(p2p, "simulated_step_ms") / step);

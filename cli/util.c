@@ -110,6 +110,17 @@ int cli_double(const char *cmd, const char *flag, const char *arg, double lo, do
     return 0;
 }
 
+const char *cli_fmt_ms(char *buf, size_t len, double ms)
+{
+    if (!isfinite(ms))
+        snprintf(buf, len, "-");
+    else if (fabs(ms) < 1e4)
+        snprintf(buf, len, "%.4g ms", ms);
+    else
+        snprintf(buf, len, "%.1f s", ms / 1e3);
+    return buf;
+}
+
 bool cli_stderr_tty(void)
 {
     return isatty(STDERR_FILENO);

@@ -272,7 +272,7 @@ and the GPU of every stage replica.
 commands:
   check      validate a graph or cluster file and print a summary
   cluster    generate a cluster file (DGX-1, hierarchy, mesh, torus, random)
-  model      generate a GPT, BERT, ResNet or U-Net graph with analytic costs
+  model      generate a GPT, BERT, Llama, MoE, ViT, ResNet or U-Net graph
   import     convert a PipeDream or Piper profile into a graph file
   partition  cut a graph into S pipeline stages (coarsen, DP, refine)
   map        map a partition's stage replicas onto devices (Parmesan V)
@@ -1061,7 +1061,7 @@ help cancel: 3739333781 715
 help list: 3778646034 670
 help keygen: 3068494888 374
 help profile: 2385890326 3259
-help: 1992707693 1696
+help: 4118700826 1693
 EXPECTED
 if ! diff -u expected.txt actual.txt >diff.txt; then
     cat diff.txt >&2

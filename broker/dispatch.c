@@ -18,6 +18,9 @@ typedef struct {
     double sent_at; /* `now` of the latest send */
     int attempts; /* failures counted so far */
     int sends;
+    uint64_t *tried; /* serials of the workers an attempt failed on, each once */
+    int ntried;
+    size_t tried_cap;
     int worker;   /* holder of the live copy; -1 while queued */
     int zombies;  /* cancelled copies that workers still hold */
     void *qhandle; /* zlistx handle while queued */
@@ -31,6 +34,7 @@ typedef struct {
 
 typedef struct {
     int in_use;
+    uint64_t serial; /* unique for the core's life: slots are reused, serials are not */
     int credits;
     unsigned kinds;
     void *user;
@@ -57,6 +61,7 @@ struct pf_dispatch {
     int nw, live_workers;
     size_t wcap;
     int rr;          /* round-robin start for ties */
+    uint64_t serials; /* the last worker serial given */
     long long credits, credits_free;
     /* Callbacks run after the operation that caused them has finished, so an owner may call back
      * into the dispatch core (cancel more jobs) from inside one. */
@@ -101,8 +106,10 @@ void pf_dispatch_destroy(pf_dispatch_t **dp)
         return;
     pf_dispatch_t *d = *dp;
     if (d->jobs) {
-        for (job_t *j = zhashx_first(d->jobs); j; j = zhashx_next(d->jobs))
+        for (job_t *j = zhashx_first(d->jobs); j; j = zhashx_next(d->jobs)) {
+            free(j->tried);
             free(j);
+        }
         zhashx_destroy(&d->jobs);
     }
     zlistx_destroy(&d->queue);
@@ -169,6 +176,7 @@ static void forget(pf_dispatch_t *d, job_t *j)
     if (j->qhandle)
         zlistx_delete(d->queue, j->qhandle);
     zhashx_delete(d->jobs, &j->id);
+    free(j->tried);
     free(j);
 }
 
@@ -204,16 +212,49 @@ static void cancel_live_copy(pf_dispatch_t *d, job_t *j)
     j->worker = -1;
 }
 
-/* One more failure: back to the front of the queue, or poisoned. */
-static void requeue(pf_dispatch_t *d, job_t *j, const char *why)
+static bool tried_on(const job_t *j, uint64_t serial)
+{
+    for (int i = 0; i < j->ntried; i++)
+        if (j->tried[i] == serial)
+            return true;
+    return false;
+}
+
+/* Does a live worker that runs j's kind and has not failed j exist (busy or not)? */
+static bool untried_worker(const pf_dispatch_t *d, const job_t *j)
+{
+    for (int i = 0; i < d->nw; i++) {
+        const worker_t *w = &d->w[i];
+        if (w->in_use && (w->kinds & (1u << j->kind)) && !tried_on(j, w->serial))
+            return true;
+    }
+    return false;
+}
+
+/* One more failure of j on worker wi (-1: none known): back to the front of the queue, or
+ * poisoned. A job is poisoned once it failed max_attempts times and either failed on
+ * max_attempts distinct workers or no worker that has not failed it is connected: one bad
+ * worker cannot poison a job while a healthy one runs its kind (pick_worker sends the retry
+ * there). */
+static void requeue(pf_dispatch_t *d, job_t *j, int wi, const char *why)
 {
     j->attempts++;
     j->worker = -1;
     snprintf(j->error, sizeof j->error, "%s", why ? why : "failed");
-    if (j->attempts >= d->o.max_attempts) {
-        char msg[sizeof j->error + 96];
-        snprintf(msg, sizeof msg, "job %llu (%s) failed on %d workers; last: %s",
-                 (unsigned long long)j->id, pf_job_kind_name(j->kind), j->attempts, j->error);
+    if (valid_worker(d, wi) && !tried_on(j, d->w[wi].serial)) {
+        if (pf_grow((void **)&j->tried, &j->tried_cap, (size_t)j->ntried + 1,
+                    sizeof *j->tried) == 0)
+            j->tried[j->ntried++] = d->w[wi].serial;
+        else
+            zsys_error("dispatch: out of memory noting the worker job %llu failed on",
+                       (unsigned long long)j->id);
+    }
+    if (j->attempts >= d->o.max_attempts &&
+        (j->ntried >= d->o.max_attempts || !untried_worker(d, j))) {
+        char msg[sizeof j->error + 128];
+        snprintf(msg, sizeof msg, "job %llu (%s) failed %d time%s on %d worker%s; last: %s",
+                 (unsigned long long)j->id, pf_job_kind_name(j->kind), j->attempts,
+                 j->attempts == 1 ? "" : "s", j->ntried, j->ntried == 1 ? "" : "s", j->error);
         push_event(d, EV_POISONED, j->owner, j->id, j->owner_job, msg);
         d->st.poisoned++;
         forget(d, j);
@@ -248,6 +289,7 @@ int pf_dispatch_worker_add(pf_dispatch_t *d, int credits, unsigned kinds, void *
     if (!w->held)
         return PF_ERR;
     w->in_use = 1;
+    w->serial = ++d->serials;
     w->credits = credits;
     w->kinds = kinds;
     w->user = user;
@@ -271,7 +313,7 @@ static void remove_worker(pf_dispatch_t *d, int wi, const char *why)
         if (!j)
             continue;
         if (w->held[i].live)
-            requeue(d, j, why);
+            requeue(d, j, wi, why);
         else
             j->zombies--;
     }
@@ -348,22 +390,30 @@ int pf_dispatch_submit(pf_dispatch_t *d, uint64_t id, pf_job_kind_t kind, double
 }
 
 /* Least-loaded worker with a free credit that runs j's kind and holds no copy of j (a worker that
- * still holds a cancelled copy would see the same id twice). Ties go round-robin. A linear scan:
- * worker counts are in the hundreds, and the scan stops the search for a free credit only when
- * there is one (credits_free > 0 is checked first). */
+ * still holds a cancelled copy would see the same id twice). A worker j failed on gets it again
+ * only when every live worker of its kind has failed it: while one that has not is connected,
+ * the job waits for its credit (head of line, like a job waiting for its kind). Ties go
+ * round-robin. A linear scan: worker counts are in the hundreds, and the scan stops the search
+ * for a free credit only when there is one (credits_free > 0 is checked first). */
 static int pick_worker(pf_dispatch_t *d, const job_t *j)
 {
-    int best = -1;
+    int best = -1, again = -1;
+    bool untried = false;
     for (int k = 0; k < d->nw; k++) {
         int i = (d->rr + k) % d->nw;
         const worker_t *w = &d->w[i];
-        if (!w->in_use || w->nheld >= w->credits || !(w->kinds & (1u << j->kind)))
+        if (!w->in_use || !(w->kinds & (1u << j->kind)))
             continue;
-        if (j->zombies > 0 && held_index(w, j->id, -1) >= 0)
+        bool failed = j->ntried > 0 && tried_on(j, w->serial);
+        untried |= !failed;
+        if (w->nheld >= w->credits || (j->zombies > 0 && held_index(w, j->id, -1) >= 0))
             continue;
-        if (best < 0 || w->nheld < d->w[best].nheld)
-            best = i;
+        int *pick = failed ? &again : &best;
+        if (*pick < 0 || w->nheld < d->w[*pick].nheld)
+            *pick = i;
     }
+    if (best < 0 && !untried)
+        best = again;
     if (best >= 0)
         d->rr = (best + 1) % d->nw;
     return best;
@@ -462,7 +512,7 @@ bool pf_dispatch_failed(pf_dispatch_t *d, int w, uint64_t id, const char *error)
         flush(d);
         return false;
     }
-    requeue(d, j, error);
+    requeue(d, j, w, error);
     flush(d);
     return true;
 }
@@ -528,7 +578,7 @@ void pf_dispatch_tick(pf_dispatch_t *d, double now)
                          "worker and queued again",
                          (unsigned long long)j->id, pf_job_kind_name(j->kind), j->timeout_s);
             cancel_live_copy(d, j);
-            requeue(d, j, why);
+            requeue(d, j, wi, why);
         }
     }
     flush(d);

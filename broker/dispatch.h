@@ -9,8 +9,12 @@
  *   held      a worker's jobs, live or cancelled: a cancelled job keeps its credit until the
  *             worker answers for it (RESULT or FAILED), so a worker is never sent more than it
  *             agreed to hold, and a job is never sent to a worker that still holds a copy of it
- *   attempts  a worker death, a passed deadline or a FAILED counts one; at max_attempts the job
- *             is poisoned and its owner told (the request fails with that job's error)
+ *   attempts  a worker death, a passed deadline or a FAILED counts one, and marks that worker as
+ *             one the job failed on: the retry goes to a worker that has not failed it whenever
+ *             one of its kind is connected (waiting for its credit). At max_attempts the job is
+ *             poisoned, and its owner told (the request fails with that job's error), once it
+ *             failed on max_attempts distinct workers or no worker it has not failed on is left
+ *             ("failed 3 times on 1 worker")
  *
  * Jobs are pure (DESIGN.md "The search"): a late answer from a worker whose copy was cancelled is
  * still accepted while the job is outstanding, and any second answer is ignored. */

@@ -14,6 +14,7 @@
 #include "worker/worker.h"
 
 #include <czmq.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -983,6 +984,159 @@ static void test_hostile(void)
     zactor_destroy(&b);
 }
 
+/* The plan without the search's clock readings and counts (scripts/same-plans.sh leaves the same
+ * out, and the count of workers that served it): keys ending in "_s", "seconds", "jobs",
+ * "symmetric_pruned", "workers". */
+static void strip_clocks(json_t *j)
+{
+    if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++)
+            strip_clocks(json_array_get(j, i));
+        return;
+    }
+    if (!json_is_object(j))
+        return;
+    const char *key;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(j, tmp, key, v) {
+        size_t n = strlen(key);
+        if ((n > 2 && strcmp(key + n - 2, "_s") == 0) || !strcmp(key, "seconds") ||
+            !strcmp(key, "jobs") || !strcmp(key, "symmetric_pruned") || !strcmp(key, "workers"))
+            json_object_del(j, key);
+        else
+            strip_clocks(v);
+    }
+}
+
+/* Submit the tiny request, answer the scripted worker's jobs as `hostile` says until it is done;
+ * returns its plan JSON without clock readings (NULL when it failed) and counts the jobs the
+ * scripted worker answered. hostile: 0 none (the worker is not there), 1 every SIMULATE with
+ * 0.001 ms that fits, 2 every job with status -3. */
+static json_t *plan_with(pf_client_t *c, zsock_t *w, int hostile, int *answered)
+{
+    char err[512], id[40];
+    pf_graph_t *g = tiny_graph(10);
+    pf_cluster_t *cl = tiny_cluster(4);
+    pf_search_opts_t so;
+    pf_search_opts_init(&so);
+    Planfarm__RequestStatus *st;
+    json_t *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_client_submit(c, g, cl, &so, "hostile", &st, err, sizeof err), PF_OK);
+    snprintf(id, sizeof id, "%s", st->request_id);
+    planfarm__request_status__free_unpacked(st, NULL);
+    int state = 0;
+    for (double t0 = pf_now_s(); pf_now_s() - t0 < 30;) {
+        zframe_t *body = NULL;
+        int kind = w ? peer_poll(w, &body) : 0;
+        Planfarm__Job *j = kind == PF_MSG_JOB ? planfarm__job__unpack(NULL, zframe_size(body),
+                                                                      zframe_data(body))
+                                              : NULL;
+        zframe_destroy(&body);
+        if (j) {
+            Planfarm__JobResult r = PLANFARM__JOB_RESULT__INIT;
+            Planfarm__SimulateAnswer sim = PLANFARM__SIMULATE_ANSWER__INIT;
+            r.id = j->id;
+            r.kind = j->kind;
+            if (hostile == 1 && j->kind == PLANFARM__JOB_KIND__JOB_SIMULATE) {
+                sim.step_ms = 0.001;
+                sim.fits = 1;
+                sim.mem_limit_bytes = 1e9;
+                r.sim = &sim;
+            } else {
+                r.status = PF_EINFEASIBLE;
+                r.error = "hostile";
+            }
+            peer_send(w, PF_MSG_RESULT, &r.base);
+            ++*answered;
+            planfarm__job__free_unpacked(j, NULL);
+            continue;
+        }
+        if (kind)
+            continue;
+        zclock_sleep(5);
+        if (!(st = status_of(c, id)))
+            continue;
+        state = st->state;
+        planfarm__request_status__free_unpacked(st, NULL);
+        if (state == PLANFARM__REQUEST_STATE__REQ_DONE ||
+            state == PLANFARM__REQUEST_STATE__REQ_FAILED)
+            break;
+    }
+    CU_ASSERT_EQUAL(state, PLANFARM__REQUEST_STATE__REQ_DONE);
+    Planfarm__ResultReply *rr = NULL;
+    if (state == PLANFARM__REQUEST_STATE__REQ_DONE &&
+        pf_client_result(c, id, &rr, err, sizeof err) == PF_OK && rr) {
+        json_error_t je;
+        if ((plan = json_loads(rr->plan_json, 0, &je)))
+            strip_clocks(plan);
+    }
+    if (rr)
+        planfarm__result_reply__free_unpacked(rr, NULL);
+    else if (state != PLANFARM__REQUEST_STATE__REQ_DONE)
+        fprintf(stderr, "hostile request ended in state %d\n", state);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&cl);
+    return plan;
+}
+
+/* A hostile worker key next to a healthy worker: one scripted worker that runs every kind but
+ * DP_PARTITION answers each SIMULATE with a 0.001 ms step (then, in a second request, every job
+ * with status -3). Its answers are rejected (re-simulated, or failed attempts retried on the
+ * healthy worker): both requests finish, with the plan the healthy worker alone makes. */
+static void test_hostile_worker(void)
+{
+    json_t *ref = NULL;
+    for (int hostile = 0; hostile <= 2; hostile++) { /* a fresh broker each: no plan reused */
+        pf_broker_opts_t o;
+        pf_broker_opts_init(&o);
+        o.endpoint = "tcp://127.0.0.1:0";
+        o.quiet = 1;
+        char ep[256], err[512];
+        zactor_t *b = start_broker(&o, ep, sizeof ep);
+        pf_client_t *c = pf_client_new(ep, 5000, err, sizeof err);
+        zactor_t *healthy = start_worker(ep, 2);
+        zsock_t *w = NULL;
+        if (hostile) {
+            w = zsock_new_dealer(ep);
+            Planfarm__JobKind kinds[] = {
+                PLANFARM__JOB_KIND__JOB_MAP_PROBE, PLANFARM__JOB_KIND__JOB_TAP_ENUM,
+                PLANFARM__JOB_KIND__JOB_SIMULATE, PLANFARM__JOB_KIND__JOB_RESHARD};
+            Planfarm__Ready ready = PLANFARM__READY__INIT;
+            ready.protocol = PF_WIRE_VERSION;
+            ready.credits = 8;
+            ready.kinds = kinds;
+            ready.n_kinds = 4;
+            ready.name = "hostile";
+            peer_send(w, PF_MSG_READY, &ready.base);
+            int byes = 0;
+            CU_ASSERT(worker_sync(w, &byes)); /* registered before the request comes */
+        }
+        int answered = 0;
+        json_t *p = plan_with(c, w, hostile, &answered);
+        CU_ASSERT_PTR_NOT_NULL(p);
+        if (!hostile) {
+            ref = p;
+        } else {
+            CU_ASSERT(answered > 0);
+            CU_ASSERT(p && ref && json_equal(p, ref));
+            if (p && ref && !json_equal(p, ref) && getenv("PF_TEST_VERBOSE")) {
+                char *x = json_dumps(ref, JSON_COMPACT | JSON_SORT_KEYS),
+                     *y = json_dumps(p, JSON_COMPACT | JSON_SORT_KEYS);
+                fprintf(stderr, "healthy: %s\nhostile %d: %s\n", x, hostile, y);
+                free(x);
+                free(y);
+            }
+            json_decref(p);
+        }
+        zsock_destroy(&w);
+        zactor_destroy(&healthy);
+        pf_client_destroy(&c);
+        zactor_destroy(&b);
+    }
+    json_decref(ref);
+}
+
 /* Nothing listens on the port: the call ends after the timeout with a message naming the
  * endpoint, and the next call times out the same way (a fresh socket each time). */
 static void test_client_timeout(void)
@@ -1014,6 +1168,7 @@ void pf_suite_broker(void)
     CU_add_test(s, "requests without workers", test_requests);
     CU_add_test(s, "finished requests are evicted oldest first", test_eviction);
     CU_add_test(s, "hostile client", test_hostile);
+    CU_add_test(s, "a hostile worker changes no plan and fails no request", test_hostile_worker);
     CU_add_test(s, "client timeout", test_client_timeout);
     CU_add_test(s, "results only from the worker holding the job",
                 test_results_only_from_workers);

@@ -200,7 +200,8 @@ static void test_poison(void)
     CU_ASSERT_EQUAL(e.poison_owner_job, 7);
     CU_ASSERT_EQUAL(e.poison_job, 42);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.poison_error, "out of memory"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.poison_error, "3 workers"));
+    /* one worker ran it three times: counted as one worker */
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.poison_error, "failed 3 times on 1 worker;"));
     CU_ASSERT_EQUAL(pf_dispatch_next(d, 4, &x), 0);
     CU_ASSERT_EQUAL(pf_dispatch_failed(d, a, 42, "again"), 0);
     pf_dispatch_stats_t st;
@@ -208,6 +209,95 @@ static void test_poison(void)
     CU_ASSERT_EQUAL(st.poisoned, 1);
     CU_ASSERT_EQUAL(st.credits_free, 1);
     CU_ASSERT_EQUAL(st.queued + st.running, 0);
+    pf_dispatch_destroy(&d);
+}
+
+/* A fails every attempt (FAILED, out of memory), B is healthy: the retry goes to B, never back
+ * to A, and the job is answered; nothing is poisoned. When B is busy the retry waits for B's
+ * credit rather than going back to A. */
+static void test_retry_elsewhere(void)
+{
+    events_t e;
+    pf_dispatch_t *d = make(&e, 3, 1000);
+    char A, B;
+    int a = pf_dispatch_worker_add(d, 1, ALL_KINDS, &A);
+    int b = pf_dispatch_worker_add(d, 1, ALL_KINDS, &B);
+    pf_dispatch_assign_t x, y;
+    /* job 1 goes to A (round-robin from the first), job 2 to B */
+    pf_dispatch_submit(d, 1, PF_JOB_MAP_PROBE, 60, &owner_tag, 1);
+    pf_dispatch_submit(d, 2, PF_JOB_MAP_PROBE, 60, &owner_tag, 2);
+    CU_ASSERT_EQUAL(pf_dispatch_next(d, 0, &x), 1);
+    CU_ASSERT_EQUAL(pf_dispatch_next(d, 0, &y), 1);
+    CU_ASSERT_EQUAL(x.worker, a);
+    CU_ASSERT_EQUAL(y.worker, b);
+    CU_ASSERT_EQUAL(pf_dispatch_failed(d, a, 1, "A: out of memory"), 1);
+    /* A has a free credit, B none: job 1 waits for B */
+    CU_ASSERT_EQUAL(pf_dispatch_next(d, 1, &x), 0);
+    CU_ASSERT_EQUAL(pf_dispatch_result(d, b, 2), 1);
+    CU_ASSERT_EQUAL(pf_dispatch_next(d, 2, &x), 1); /* B's credit is back: job 1 goes there */
+    CU_ASSERT_EQUAL(x.job_id, 1);
+    CU_ASSERT_EQUAL(x.worker, b);
+    CU_ASSERT_EQUAL(x.attempt, 1);
+    CU_ASSERT_EQUAL(pf_dispatch_result(d, b, 1), 1);
+    /* a job A fails every time it gets one: B answers it each time */
+    for (uint64_t id = 10; id < 20; id++) {
+        pf_dispatch_submit(d, id, PF_JOB_MAP_PROBE, 60, &owner_tag, id);
+        CU_ASSERT_EQUAL(pf_dispatch_next(d, 10, &x), 1);
+        if (x.worker == a) {
+            CU_ASSERT_EQUAL(pf_dispatch_failed(d, a, id, "A: out of memory"), 1);
+            CU_ASSERT_EQUAL(pf_dispatch_next(d, 10, &x), 1);
+        }
+        CU_ASSERT_EQUAL(x.worker, b);
+        CU_ASSERT_EQUAL(pf_dispatch_result(d, b, id), 1);
+    }
+    CU_ASSERT_EQUAL(e.npoison, 0);
+    pf_dispatch_stats_t st;
+    pf_dispatch_get_stats(d, &st);
+    CU_ASSERT_EQUAL(st.poisoned, 0);
+    CU_ASSERT_EQUAL(st.answered, 12);
+    CU_ASSERT_EQUAL(st.credits_free, 2);
+    pf_dispatch_destroy(&d);
+}
+
+/* Distinct workers: with A and B both failing, a job is poisoned after three failures (A, B, then
+ * A again: no worker it has not failed on is left) and the message counts 2 workers; with a
+ * third worker C connected after that, a fresh job fails on A and B and then goes to C. */
+static void test_poison_counts_workers(void)
+{
+    events_t e;
+    pf_dispatch_t *d = make(&e, 3, 1000);
+    char A, B, C;
+    int a = pf_dispatch_worker_add(d, 1, ALL_KINDS, &A);
+    int b = pf_dispatch_worker_add(d, 1, ALL_KINDS, &B);
+    pf_dispatch_submit(d, 5, PF_JOB_MAP_PROBE, 60, &owner_tag, 5);
+    pf_dispatch_assign_t x;
+    int order[3];
+    for (int k = 0; k < 3; k++) {
+        CU_ASSERT_EQUAL(pf_dispatch_next(d, k, &x), 1);
+        order[k] = x.worker;
+        pf_dispatch_failed(d, x.worker, 5, "bad");
+    }
+    CU_ASSERT(order[0] != order[1]);
+    CU_ASSERT_EQUAL(e.npoison, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.poison_error, "failed 3 times on 2 workers;"));
+    int c = pf_dispatch_worker_add(d, 1, ALL_KINDS, &C);
+    pf_dispatch_submit(d, 6, PF_JOB_MAP_PROBE, 60, &owner_tag, 6);
+    bool used[3] = {false, false, false};
+    for (int k = 0; k < 2; k++) {
+        CU_ASSERT_EQUAL(pf_dispatch_next(d, 10 + k, &x), 1);
+        CU_ASSERT(x.worker == a || x.worker == b || x.worker == c);
+        CU_ASSERT_FALSE(used[x.worker]);
+        used[x.worker] = true;
+        if (x.worker == c)
+            break;
+        pf_dispatch_failed(d, x.worker, 6, "bad");
+    }
+    if (!used[c]) {
+        CU_ASSERT_EQUAL(pf_dispatch_next(d, 12, &x), 1);
+        CU_ASSERT_EQUAL(x.worker, c);
+    }
+    CU_ASSERT_EQUAL(pf_dispatch_result(d, c, 6), 1);
+    CU_ASSERT_EQUAL(e.npoison, 1);
     pf_dispatch_destroy(&d);
 }
 
@@ -386,6 +476,8 @@ void pf_suite_dispatch(void)
     CU_add_test(s, "credits and least-loaded choice", test_credits);
     CU_add_test(s, "worker death re-queues its jobs", test_worker_death);
     CU_add_test(s, "attempts poison a job", test_poison);
+    CU_add_test(s, "a failed job is retried on another worker", test_retry_elsewhere);
+    CU_add_test(s, "poisoning counts distinct workers", test_poison_counts_workers);
     CU_add_test(s, "deadline re-send and late answers", test_deadline);
     CU_add_test(s, "cancel and job kinds", test_cancel_and_kinds);
     CU_add_test(s, "counts by kind and send times", test_kind_counts);

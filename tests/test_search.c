@@ -583,6 +583,116 @@ static void test_simulated_choice_tp(void)
     pf_graph_destroy(&g);
 }
 
+/* A hostile worker sees every job first; the driver does what the broker does with a worker's
+ * answer: pf_search_check_answer, and on a rejection the job goes to a healthy worker (run here).
+ * FAST_SIM answers every SIMULATE with a 0.001 ms step that fits; STATUS answers every job of a
+ * kind whose errors are failures (TAP, probes, resharding, simulations) with status -3
+ * (PF_EINFEASIBLE). DP_PARTITION jobs are answered honestly: an infeasible partition is a
+ * verdict the search takes (DESIGN.md "What a worker key is trusted with"). */
+typedef enum { HOSTILE_FAST_SIM, HOSTILE_STATUS } hostile_t;
+
+static pf_plan_t *run_hostile(const pf_graph_t *g, const pf_cluster_t *c,
+                              const pf_search_opts_t *o, hostile_t how, int *rejected)
+{
+    char err[512];
+    pf_search_t *s = pf_search_new(g, c, o, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    uint64_t id;
+    pf_job_t job;
+    *rejected = 0;
+    while (pf_search_next_job(s, &id, &job)) {
+        pf_job_result_t res;
+        pf_job_run(&job, &res);
+        if (how == HOSTILE_FAST_SIM && job.kind == PF_JOB_SIMULATE) {
+            res.sim.step_ms = 0.001;
+            res.sim.fits = 1;
+            res.sim.mem_bytes = 0;
+        } else if (how == HOSTILE_STATUS && job.kind != PF_JOB_DP_PARTITION) {
+            pf_job_result_clear(&res);
+            memset(&res, 0, sizeof res);
+            res.kind = job.kind;
+            res.status = PF_EINFEASIBLE;
+            snprintf(res.error, sizeof res.error, "hostile");
+        }
+        int rc = pf_search_check_answer(s, id, &res, err, sizeof err);
+        if (rc != PF_OK) { /* that attempt failed: the healthy worker runs the job */
+            ++*rejected;
+            CU_ASSERT_PTR_NOT_NULL(strstr(err, how == HOSTILE_FAST_SIM ? "re-simulated here"
+                                                                        : "failed at its worker"));
+            pf_job_result_clear(&res);
+            CU_ASSERT_FATAL(pf_search_job(s, id, &job));
+            pf_job_run(&job, &res);
+            CU_ASSERT_EQUAL(pf_search_check_answer(s, id, &res, err, sizeof err), PF_OK);
+        }
+        CU_ASSERT_EQUAL(pf_search_answer(s, id, &res), 1);
+        pf_job_result_clear(&res);
+    }
+    CU_ASSERT(pf_search_done(s));
+    pf_plan_t *p = NULL;
+    if (pf_search_result(s, &p, err, sizeof err) != PF_OK)
+        fprintf(stderr, "hostile search result: %s\n", err);
+    pf_search_destroy(&s);
+    return p;
+}
+
+static void check_hostile(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o)
+{
+    pf_plan_t *ref = run_in_order(g, c, o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ref);
+    for (int how = HOSTILE_FAST_SIM; how <= HOSTILE_STATUS; how++) {
+        int rejected;
+        pf_plan_t *p = run_hostile(g, c, o, (hostile_t)how, &rejected);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT(rejected > 0);
+        CU_ASSERT(same_partition(ref, p));
+        CU_ASSERT_EQUAL(p->tensor_parallel, ref->tensor_parallel);
+        CU_ASSERT_STRING_EQUAL(p->schedule, ref->schedule);
+        CU_ASSERT_EQUAL(p->simulated_step_ms, ref->simulated_step_ms);
+        CU_ASSERT(p->simulated_step_ms > 0.001);
+        CU_ASSERT_EQUAL(p->objective_ms, ref->objective_ms);
+        for (int st = 0; st < ref->stages; st++)
+            CU_ASSERT_EQUAL(memcmp(p->stage_list[st].devices, ref->stage_list[st].devices,
+                                   (size_t)ref->replicas * ref->tensor_parallel * sizeof(int)),
+                            0);
+        pf_plan_destroy(&p);
+    }
+    pf_plan_destroy(&ref);
+}
+
+/* Neither hostile worker changes the plan (BERT-4 on random_blk_2, 3 candidates, T = 1; and T = 2
+ * on two hosts, with RESHARD jobs) nor fails the search. */
+static void test_hostile_worker(void)
+{
+    char err[256];
+    pf_model_opts_t mo;
+    pf_model_opts_init(&mo, PF_MODEL_BERT);
+    mo.layers = 4;
+    pf_graph_t *g;
+    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_RANDOM_BLK2);
+    to.devices = 8;
+    to.seed = 5;
+    pf_cluster_t *c;
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.tp = 1;
+    o.candidates = 3;
+    check_hostile(g, c, &o);
+    pf_cluster_destroy(&c);
+    pf_topology_opts_init(&to, PF_TOPOLOGY_HIER);
+    to.devices = 8;
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
+    pf_search_opts_init(&o);
+    o.tp = 2;
+    o.stages = 2;
+    o.candidates = 1;
+    check_hostile(g, c, &o);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 /* A SIMULATE job's memory verdict by hand. Random DAG of 6 ops, stages {0,1,2} and {3,4,5},
  * R = 1, MB = 4, bf16 Adam: 16 B of state per 2-byte parameter, 8 per byte of param_bytes
  * (training.h). Stage 0 holds k micro-batches of its ops' mem_fwd_bytes:
@@ -657,6 +767,8 @@ void pf_suite_search(void)
     CU_add_test(s, "an op too big for any device fails before any job", test_infeasible_op);
     CU_add_test(s, "answers are checked against their jobs; a rejected one is sent again",
                 test_bad_answers);
+    CU_add_test(s, "a hostile worker (0.001 ms simulations, status -3) changes no plan and "
+                   "fails no search", test_hostile_worker);
     CU_add_test(s, "a cancelled probe job stops and is no answer (PF_ERR)", test_cancelled_probe);
     CU_add_test(s, "bounds that start as adjacent doubles end the search", test_adjacent_bounds);
     CU_add_test(s, "random order, duplicates, losses: random DAG on uniform_dist",

@@ -339,27 +339,45 @@ int pf_search_next_job(pf_search_t *s, uint64_t *id, pf_job_t *job)
     return pf_search_job(s, next, job);
 }
 
+/* The answer's form, by the kind's check against its job (job filled in). */
+static int check_form(const pf_search_t *s, uint64_t id, const pf_job_result_t *res,
+                      pf_job_t *job, char *err, size_t errlen)
+{
+    if (!pf_search_queue_record(s, id))
+        return pf_fail(err, errlen, PF_EINPUT, "job %llu is not one of this search's",
+                       (unsigned long long)id);
+    if (!pf_search_job(s, id, job))
+        return pf_fail(err, errlen, PF_EINPUT, "job %llu is no longer wanted",
+                       (unsigned long long)id);
+    return pf_job_check_answer(job, res, err, errlen);
+}
+
 int pf_search_check_answer(const pf_search_t *s, uint64_t id, const pf_job_result_t *res,
                            char *err, size_t errlen)
 {
     pf_job_t job;
-    if (!pf_search_queue_record(s, id))
-        return pf_fail(err, errlen, PF_EINPUT, "job %llu is not one of this search's",
-                       (unsigned long long)id);
-    if (!pf_search_job(s, id, &job))
-        return pf_fail(err, errlen, PF_EINPUT, "job %llu is no longer wanted",
-                       (unsigned long long)id);
-    return pf_job_check_answer(&job, res, err, errlen);
+    int rc = check_form(s, id, res, &job, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    const job_rec_t *j = pf_search_queue_record(s, id);
+    const pf_search_kind_t *k = kind_of(j->kind, NULL);
+    if (k->failed && res->status != PF_OK)
+        return pf_fail(err, errlen, PF_EINPUT, "the %s failed at its worker: %s", k->failed,
+                       res->error);
+    if (k->verify && res->status == PF_OK)
+        return k->verify(s, &j->owner, &job, res, err, errlen);
+    return PF_OK;
 }
 
 int pf_search_answer(pf_search_t *s, uint64_t id, const pf_job_result_t *res)
 {
     job_rec_t *j = pf_search_queue_record(s, id);
+    pf_job_t job;
     if (!j || j->state != J_OUT || !res || res->kind != j->kind)
         return 0;
     if (pf_search_queue_stopped(s))
         return 0;
-    if (pf_search_check_answer(s, id, res, NULL, 0) != PF_OK)
+    if (check_form(s, id, res, &job, NULL, 0) != PF_OK)
         return 0; /* not an answer: the job stays outstanding for the driver to send again */
     j->state = J_ANSWERED;
     s->answered++;

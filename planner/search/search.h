@@ -68,18 +68,23 @@ void pf_search_destroy(pf_search_t **s);
 int pf_search_next_job(pf_search_t *s, uint64_t *id, pf_job_t *job);
 /* Describe an issued job again (to re-send it); 0 when the id is unknown or not needed now. */
 int pf_search_job(const pf_search_t *s, uint64_t id, pf_job_t *job);
-/* Is res a valid answer to job id? The driver asks before it counts a job as done: a partition
- * must split the request's graph into the stages, replicas and micro-batches the job asked for;
- * a found mapping must be a mapping of every stage replica that costs what it claims and meets
- * the probe's target (recomputed here). Solver verdicts (infeasible, errors) pass. PF_EINPUT
- * with the reason otherwise. */
+/* Is res an answer to job id that may be used? The driver asks before it counts an answer from
+ * elsewhere (a worker, a journal) as done: a partition must split the request's graph into the
+ * stages, replicas and micro-batches the job asked for; a found mapping must be a mapping of
+ * every stage replica that costs what it claims and meets the probe's target (recomputed here);
+ * a SIMULATE answer that could make the plan (it fits and no simulation in beats it) is run
+ * again here and must agree. A DP_PARTITION verdict (infeasible, errors) passes: it is an
+ * answer. Any other kind's error status is no answer ("the <kind> failed at its worker"): only
+ * that attempt failed, and the driver sends the job elsewhere. PF_EINPUT with the reason. */
 int pf_search_check_answer(const pf_search_t *s, uint64_t id, const pf_job_result_t *res,
                            char *err, size_t errlen);
 /* Feed an answer: returns 1 when it was used, 0 when ignored (unknown, duplicate, cancelled, or
- * failing pf_search_check_answer: that job stays outstanding). */
+ * failing the kind's check of its form: that job stays outstanding). What only
+ * pf_search_check_answer does (re-running a leading simulation, refusing error statuses) is the
+ * driver's to ask first; an error status fed here fails the search ("<kind> failed: ..."). */
 int pf_search_answer(pf_search_t *s, uint64_t id, const pf_job_result_t *res);
-/* A job that could not be run at all (it killed max_attempts workers): the search fails with
- * this error. */
+/* A job that could not be run at all (it failed max_attempts times, on every worker that runs
+ * its kind or on max_attempts of them): the search fails with this error. */
 void pf_search_job_failed(pf_search_t *s, uint64_t id, const char *error);
 /* Outstanding jobs whose answers are no longer needed: up to cap ids, removed from the list. */
 int pf_search_take_cancelled(pf_search_t *s, uint64_t *ids, int cap);

@@ -307,6 +307,6 @@ void pf_search_map_clear(pf_search_t *s)
 }
 
 const pf_search_kind_t pf_search_map_kinds[] = {
-    {PF_JOB_MAP_PROBE, pf_search_map_describe, pf_search_map_absorb, "mapping probe"},
-    {PF_JOB_KIND_COUNT, NULL, NULL, NULL},
+    {PF_JOB_MAP_PROBE, pf_search_map_describe, pf_search_map_absorb, "mapping probe", NULL},
+    {PF_JOB_KIND_COUNT, NULL, NULL, NULL, NULL},
 };

@@ -375,6 +375,6 @@ void pf_search_partition_clear(pf_search_t *s)
 }
 
 const pf_search_kind_t pf_search_partition_kinds[] = {
-    {PF_JOB_DP_PARTITION, pf_search_partition_describe, pf_search_partition_absorb, NULL},
-    {PF_JOB_KIND_COUNT, NULL, NULL, NULL},
+    {PF_JOB_DP_PARTITION, pf_search_partition_describe, pf_search_partition_absorb, NULL, NULL},
+    {PF_JOB_KIND_COUNT, NULL, NULL, NULL, NULL},
 };

@@ -15,6 +15,10 @@ void pf_search_sim_describe(const pf_search_t *s, const pf_search_owner_t *owner
 /* true when the answer was the last simulation and no candidate still times its transfers. */
 bool pf_search_sim_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
                           const pf_job_result_t *res);
+/* A SIMULATE answer that could make the plan (it fits and no done pair beats it) is run again
+ * here and must agree (1e-6 relative); PF_OK, or PF_EINPUT and both numbers. */
+int pf_search_sim_verify(const pf_search_t *s, const pf_search_owner_t *owner, const pf_job_t *job,
+                         const pf_job_result_t *res, char *err, size_t errlen);
 void pf_search_sim_describe_reshard(const pf_search_t *s, const pf_search_owner_t *owner,
                                     pf_job_t *job);
 /* Never ends the phase: a candidate's last transfer queues its SIMULATE jobs. false. */

@@ -209,8 +209,14 @@ typedef struct {
     bool (*absorb)(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
                    const pf_job_result_t *res);
     /* a solver error fails the search as "<failed> failed: <error>"; NULL: absorb takes every
-     * verdict (an infeasible partition is an answer) */
+     * verdict (an infeasible partition is an answer). From a worker, such an error is no answer
+     * (pf_search_check_answer): only that attempt failed, and the job is sent elsewhere. */
     const char *failed;
+    /* Optional: re-check an answer that passed the kind's check, by the search's own state and
+     * in process, before it can change the plan (a SIMULATE answer that would lead is re-run
+     * here). NULL: the kind's check is all. PF_OK, or PF_EINPUT and why. */
+    int (*verify)(const pf_search_t *s, const pf_search_owner_t *owner, const pf_job_t *job,
+                  const pf_job_result_t *res, char *err, size_t errlen);
 } pf_search_kind_t;
 
 #endif

@@ -162,6 +162,6 @@ void pf_search_tap_clear(pf_search_t *s)
 }
 
 const pf_search_kind_t pf_search_tap_kinds[] = {
-    {PF_JOB_TAP_ENUM, pf_search_tap_describe, pf_search_tap_absorb, "TAP job"},
-    {PF_JOB_KIND_COUNT, NULL, NULL, NULL},
+    {PF_JOB_TAP_ENUM, pf_search_tap_describe, pf_search_tap_absorb, "TAP job", NULL},
+    {PF_JOB_KIND_COUNT, NULL, NULL, NULL, NULL},
 };

@@ -3,6 +3,7 @@
 #include "planner/ir/cluster.h"
 #include "planner/partition/downsets.h"
 #include "planner/ir/graph.h"
+#include "planner/core/json.h"
 #include "planner/core/util.h"
 
 #include <jansson.h>
@@ -106,31 +107,33 @@ int cmd_check(int argc, char **argv)
     if ((rc = cli_read_file(path, &buf, &len, err, sizeof err)) != 0)
         return cli_report("check", rc, err);
 
-    /* Tell the kind by its keys; the typed reader then reports every problem precisely. */
-    json_error_t je;
-    json_t *root = json_loadb(buf, len, 0, &je);
-    int is_graph = root && json_object_get(root, "ops") != NULL;
-    int is_cluster = root && json_object_get(root, "devices") != NULL;
-    int is_plan = root && json_object_get(root, "stage_list") != NULL;
-    json_decref(root);
+    /* Tell the kind by its keys, then convert the same tree: one parse, one tree in memory. */
+    json_t *root;
+    rc = pf_json_load_buffer(buf, len, label, &root, err, sizeof err);
+    free(buf);
+    if (rc != PF_OK)
+        return cli_report("check", rc, err);
+    int is_graph = json_object_get(root, "ops") != NULL;
+    int is_cluster = json_object_get(root, "devices") != NULL;
+    int is_plan = json_object_get(root, "stage_list") != NULL;
     if (is_plan && !is_graph) {
-        free(buf);
+        json_decref(root);
         snprintf(err, sizeof err,
                  "%s: a plan file (it has \"stage_list\"): check reads graphs and clusters; a "
                  "plan is read against its graph and cluster by 'planfarm map'",
                  label);
         return cli_report("check", PF_EINPUT, err);
     }
-    if (root && !is_graph && !is_cluster) {
-        free(buf);
+    if (!is_graph && !is_cluster) {
+        json_decref(root);
         snprintf(err, sizeof err, "%s: neither a graph (no \"ops\") nor a cluster (no \"devices\")",
                  label);
         return cli_report("check", PF_EINPUT, err);
     }
     if (is_cluster && !is_graph) {
         pf_cluster_t *cl;
-        rc = pf_cluster_load_buffer(buf, len, label, &cl, err, sizeof err);
-        free(buf);
+        rc = pf_cluster_from_json(root, label, &cl, err, sizeof err);
+        json_decref(root);
         if (rc != PF_OK)
             return cli_report("check", rc, err);
         summarize_cluster(cl);
@@ -138,8 +141,8 @@ int cmd_check(int argc, char **argv)
         return CLI_OK;
     }
     pf_graph_t *g;
-    rc = pf_graph_load_buffer(buf, len, label, &g, err, sizeof err);
-    free(buf);
+    rc = pf_graph_from_json(root, label, &g, err, sizeof err);
+    json_decref(root);
     if (rc != PF_OK)
         return cli_report("check", rc, err);
     summarize_graph(g, max_downsets);

@@ -276,6 +276,71 @@ static void test_round_trip(void)
     pf_graph_destroy(&h);
 }
 
+/* A NUL byte is not JSON: jansson took one after a number as the end of the text (the rest of
+ * the file ignored, the graph accepted) and reported one before a key "near end of file". Every
+ * reader (file, stdin, buffer) now names its line, column and byte offset. */
+static void test_nul_bytes(void)
+{
+    static const struct {
+        const char *text;
+        size_t len;
+        const char *expect;
+    } cases[] = {
+        {"{\"microbatch\": 1\0, \"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1}], "
+         "\"edges\": []}",
+         77, "nul.json:1:17: NUL byte at byte offset 16"},
+        {"{\"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1}],\n \0\"edges\": []}", 61,
+         "nul.json:2:2: NUL byte at byte offset 48"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char err[512] = "", path[700];
+        pf_graph_t *g = (pf_graph_t *)1;
+        CU_ASSERT_EQUAL(pf_graph_load_buffer(cases[i].text, cases[i].len, "nul.json", &g, err,
+                                             sizeof err),
+                        PF_EINPUT);
+        CU_ASSERT_PTR_NULL(g);
+        CU_ASSERT_STRING_EQUAL(err, cases[i].expect);
+        snprintf(path, sizeof path, "%s/nul.json", pf_test_tmpdir());
+        FILE *f = fopen(path, "wb");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        fwrite(cases[i].text, 1, cases[i].len, f);
+        fclose(f);
+        g = (pf_graph_t *)1;
+        CU_ASSERT_EQUAL(pf_graph_load(path, &g, err, sizeof err), PF_EINPUT);
+        CU_ASSERT_PTR_NULL(g);
+        const char *base = strstr(err, "nul.json");
+        CU_ASSERT(base && strcmp(base, cases[i].expect) == 0);
+    }
+}
+
+/* Names over PF_NAME_MAX bytes are refused where they are read, with the place and the size. */
+static void test_long_names(void)
+{
+    size_t n = 300;
+    char *text = malloc(n + 200), err[512] = "";
+    int k = snprintf(text, n + 200, "{\"name\": \"");
+    memset(text + k, 'x', n);
+    snprintf(text + k + n, 200, "\", \"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1}], "
+                                "\"edges\": []}");
+    pf_graph_t *g = (pf_graph_t *)1;
+    CU_ASSERT_EQUAL(pf_graph_load_buffer(text, strlen(text), "long.json", &g, err, sizeof err),
+                    PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "long.json: graph.name: 300 bytes, at most 256");
+    /* an op name of exactly 256 bytes passes; 257 does not */
+    k = snprintf(text, n + 200, "{\"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1, \"name\": \"");
+    memset(text + k, 'y', PF_NAME_MAX);
+    snprintf(text + k + PF_NAME_MAX, 200, "\"}], \"edges\": []}");
+    CU_ASSERT_EQUAL(pf_graph_load_buffer(text, strlen(text), "long.json", &g, err, sizeof err),
+                    PF_OK);
+    pf_graph_destroy(&g);
+    memset(text + k, 'y', PF_NAME_MAX + 1);
+    snprintf(text + k + PF_NAME_MAX + 1, 200, "\"}], \"edges\": []}");
+    CU_ASSERT_EQUAL(pf_graph_load_buffer(text, strlen(text), "long.json", &g, err, sizeof err),
+                    PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "long.json: ops[0].name: 257 bytes, at most 256");
+    free(text);
+}
+
 void pf_suite_graph(void)
 {
     CU_pSuite s = CU_add_suite("graph", NULL, NULL);
@@ -287,4 +352,6 @@ void pf_suite_graph(void)
     CU_add_test(s, "absurd numbers, negative ids, repeated edges, cycles: exact messages",
                 test_input_gaps);
     CU_add_test(s, "invalid UTF-8 in names and types built in memory", test_bad_utf8_in_memory);
+    CU_add_test(s, "a NUL byte anywhere: line, column and byte offset", test_nul_bytes);
+    CU_add_test(s, "names over 256 bytes refused with the place", test_long_names);
 }

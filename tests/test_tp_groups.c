@@ -98,9 +98,41 @@ static void test_dgx1_groups(void)
     pf_cluster_destroy(&c);
 }
 
+/* A 256-byte name of two-byte characters (the most a file may carry): "NAME/tp2" must cut NAME
+ * on a character boundary, never mid-character (the group cluster then failed its UTF-8 check and
+ * `plan` said only "mapping bounds failed"). */
+static void test_derived_names_utf8(void)
+{
+    char name[PF_NAME_MAX + 1] = "", text[2048], err[256];
+    for (int i = 0; i < PF_NAME_MAX / 2; i++)
+        strcat(name, "\xc3\xa9"); /* e acute */
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"devices\": [{\"id\": 0, \"host\": 0, \"name\": \"%s\", "
+             "\"mem_bytes\": 1e9, \"tflops\": 1}, {\"id\": 1, \"host\": 0, \"mem_bytes\": 1e9, "
+             "\"tflops\": 1}], \"bandwidth_gbps\": [[0, 10], [10, 0]]}",
+             name, name);
+    pf_cluster_t *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_cluster_load_buffer(text, strlen(text), "c.json", &c, err, sizeof err),
+                          PF_OK);
+    pf_tp_groups_t *g = pf_tp_groups_new(c, 2, 0, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    const pf_cluster_t *gc = pf_tp_groups_cluster(g);
+    const char *n = pf_cluster_name(gc), *d = pf_cluster_device(gc, 0)->name;
+    CU_ASSERT_EQUAL(strlen(n), PF_NAME_MAX); /* 126 characters + "/tp2" */
+    CU_ASSERT_EQUAL(pf_utf8_invalid_at(n), -1);
+    CU_ASSERT_STRING_EQUAL(n + strlen(n) - 4, "/tp2");
+    CU_ASSERT_EQUAL(strlen(d), PF_NAME_MAX); /* 127 characters + "+1" */
+    CU_ASSERT_EQUAL(pf_utf8_invalid_at(d), -1);
+    CU_ASSERT_STRING_EQUAL(d + strlen(d) - 2, "+1");
+    CU_ASSERT_EQUAL(pf_cluster_validate(gc, err, sizeof err), PF_OK);
+    pf_tp_groups_destroy(&g);
+    pf_cluster_destroy(&c);
+}
+
 void pf_suite_tp_groups(void)
 {
     CU_pSuite s = CU_add_suite("tp_groups", NULL, NULL);
     CU_add_test(s, "degrees that divide every host", test_degrees);
     CU_add_test(s, "DGX-1 groups and the group cluster, by hand", test_dgx1_groups);
+    CU_add_test(s, "derived names of a 256-byte UTF-8 name stay whole", test_derived_names_utf8);
 }

@@ -14,37 +14,107 @@ static int load_error(const json_error_t *je, const char *label, char *err, size
     return pf_fail(err, errlen, PF_EINPUT, "%s: %s", label, je->text);
 }
 
-int pf_json_load_file(const char *path, json_t **out, char *err, size_t errlen)
+/* A NUL byte is never valid JSON text, but jansson takes one after a number as the end of the
+ * input; so every reader refuses one first, naming its line, column and byte offset. */
+static void locate(const char *text, size_t n, long *line, long *col)
+{
+    for (const char *p = text, *end = text + n; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) {
+            *col += end - p;
+            break;
+        }
+        (*line)++;
+        *col = 1;
+        p = nl + 1;
+    }
+}
+
+static int nul_error(const char *label, long line, long col, size_t off, char *err,
+                     size_t errlen)
+{
+    return pf_fail(err, errlen, PF_EINPUT, "%s:%ld:%ld: NUL byte at byte offset %zu", label, line,
+                   col, off);
+}
+
+typedef struct {
+    FILE *f;
+    size_t off;
+    long line, col;
+    int nul;
+} file_reader_t;
+
+static size_t read_chunk(void *buffer, size_t buflen, void *data)
+{
+    file_reader_t *r = data;
+    size_t n = fread(buffer, 1, buflen, r->f);
+    const char *z = memchr(buffer, 0, n);
+    locate(buffer, z ? (size_t)(z - (const char *)buffer) : n, &r->line, &r->col);
+    if (z) {
+        r->off += (size_t)(z - (const char *)buffer);
+        r->nul = 1;
+        return (size_t)-1;
+    }
+    r->off += n;
+    return n;
+}
+
+static int load_stream(FILE *f, const char *label, json_t **out, char *err, size_t errlen)
 {
     json_error_t je;
+    file_reader_t r = {f, 0, 1, 1, 0};
+    *out = json_load_callback(read_chunk, &r, JSON_REJECT_DUPLICATES, &je);
+    if (*out)
+        return PF_OK;
+    if (r.nul)
+        return nul_error(label, r.line, r.col, r.off, err, errlen);
+    if (ferror(f))
+        return pf_fail(err, errlen, PF_EINPUT, "%s: read error", label);
+    return load_error(&je, label, err, errlen);
+}
+
+int pf_json_load_file(const char *path, json_t **out, char *err, size_t errlen)
+{
     *out = NULL;
-    if (!path || strcmp(path, "-") == 0) {
-        *out = json_loadf(stdin, JSON_REJECT_DUPLICATES, &je);
-        return *out ? PF_OK : load_error(&je, "<stdin>", err, errlen);
-    }
+    if (!path || strcmp(path, "-") == 0)
+        return load_stream(stdin, "<stdin>", out, err, errlen);
     FILE *f = fopen(path, "rb");
     if (!f)
         return pf_fail(err, errlen, PF_EINPUT, "%s: %s", path, strerror(errno));
-    *out = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+    int rc = load_stream(f, path, out, err, errlen);
     fclose(f);
-    return *out ? PF_OK : load_error(&je, path, err, errlen);
+    return rc;
 }
 
 int pf_json_load_buffer(const char *text, size_t len, const char *label, json_t **out,
                         char *err, size_t errlen)
 {
     json_error_t je;
+    *out = NULL;
+    const char *z = memchr(text, 0, len);
+    if (z) {
+        long line = 1, col = 1;
+        locate(text, (size_t)(z - text), &line, &col);
+        return nul_error(label, line, col, (size_t)(z - text), err, errlen);
+    }
     *out = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     return *out ? PF_OK : load_error(&je, label, err, errlen);
+}
+
+int pf_json_convert(json_t *root, const char *label, pf_json_convert_fn convert, void *ctx,
+                    char *err, size_t errlen)
+{
+    int rc = convert(root, ctx, err, errlen);
+    if (rc != PF_OK)
+        pf_err_prefix(err, errlen, label);
+    return rc;
 }
 
 static int convert_root(json_t *root, const char *label, pf_json_convert_fn convert, void *ctx,
                         char *err, size_t errlen)
 {
-    int rc = convert(root, ctx, err, errlen);
+    int rc = pf_json_convert(root, label, convert, ctx, err, errlen);
     json_decref(root);
-    if (rc != PF_OK)
-        pf_err_prefix(err, errlen, label);
     return rc;
 }
 

@@ -25,6 +25,9 @@ int pf_json_read_file(const char *path, pf_json_convert_fn convert, void *ctx, c
                       size_t errlen);
 int pf_json_read_buffer(const char *text, size_t len, const char *label,
                         pf_json_convert_fn convert, void *ctx, char *err, size_t errlen);
+/* `convert` on a root already parsed (which stays the caller's), the label in front of errors. */
+int pf_json_convert(json_t *root, const char *label, pf_json_convert_fn convert, void *ctx,
+                    char *err, size_t errlen);
 
 /* Field flags for the readers. */
 enum {

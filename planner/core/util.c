@@ -137,6 +137,15 @@ int pf_check_utf8(const char *s, const char *where, char *err, size_t errlen)
     return pf_fail(err, errlen, PF_EINPUT, "%s: invalid UTF-8 at byte %ld", where, at);
 }
 
+int pf_check_name(const char *s, const char *where, char *err, size_t errlen)
+{
+    size_t n = s ? strnlen(s, PF_NAME_MAX + 1) : 0;
+    if (n > PF_NAME_MAX)
+        return pf_fail(err, errlen, PF_EINPUT, "%s: %zu bytes, at most %d", where, strlen(s),
+                       PF_NAME_MAX);
+    return pf_check_utf8(s, where, err, errlen);
+}
+
 int pf_check_range(double x, double max, const char *unit, const char *where, char *err,
                    size_t errlen)
 {

@@ -52,6 +52,11 @@ long pf_utf8_invalid_at(const char *s);
 size_t pf_utf8_fit(const char *s, size_t max);
 /* PF_OK, or PF_EINPUT with "<where>: invalid UTF-8 at byte N". */
 int pf_check_utf8(const char *s, const char *where, char *err, size_t errlen);
+/* Names and types of graphs, ops, clusters and devices: at most PF_NAME_MAX bytes of valid UTF-8;
+ * PF_EINPUT with "<where>: 300 bytes, at most 256" or the message of pf_check_utf8. Names derived
+ * from one ("NAME/tp4") cut it with pf_utf8_fit to stay within the limit. */
+#define PF_NAME_MAX 256
+int pf_check_name(const char *s, const char *where, char *err, size_t errlen);
 /* PF_OK when 0 <= x <= max; PF_EINPUT otherwise with "<where>: not finite",
  * "<where>: negative (-2)" or "<where>: 1e+308 is above the limit of 1e+09 <unit>". */
 int pf_check_range(double x, double max, const char *unit, const char *where, char *err,

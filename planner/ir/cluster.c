@@ -103,7 +103,7 @@ int pf_cluster_validate(const pf_cluster_t *c, char *err, size_t errlen)
 {
     char where[64];
     int rc;
-    if ((rc = pf_check_utf8(c->name, "cluster.name", err, errlen)) != PF_OK)
+    if ((rc = pf_check_name(c->name, "cluster.name", err, errlen)) != PF_OK)
         return rc;
     for (int i = 0; i < c->n; i++) {
         const pf_device_t *d = &c->dev[i];
@@ -111,7 +111,7 @@ int pf_cluster_validate(const pf_cluster_t *c, char *err, size_t errlen)
             return pf_fail(err, errlen, PF_EINPUT, "devices[%d].id: negative (%lld)", i,
                            (long long)d->id);
         snprintf(where, sizeof where, "devices[%d].name", i);
-        if ((rc = pf_check_utf8(d->name, where, err, errlen)) != PF_OK)
+        if ((rc = pf_check_name(d->name, where, err, errlen)) != PF_OK)
             return rc;
         if (!isfinite(d->mem_bytes) || d->mem_bytes <= 0)
             return pf_fail(err, errlen, PF_EINPUT, "devices[%d].mem_bytes: must be positive", i);
@@ -395,6 +395,13 @@ fail:
 static int convert_cluster(json_t *root, void *out, char *err, size_t errlen)
 {
     return from_json(root, out, err, errlen);
+}
+
+int pf_cluster_from_json(json_t *root, const char *label, pf_cluster_t **out, char *err,
+                      size_t errlen)
+{
+    *out = NULL;
+    return pf_json_convert(root, label, convert_cluster, out, err, errlen);
 }
 
 int pf_cluster_load_buffer(const char *text, size_t len, const char *label, pf_cluster_t **out,

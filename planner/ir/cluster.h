@@ -59,6 +59,11 @@ int pf_cluster_is_symmetric(const pf_cluster_t *c);
 int pf_cluster_load(const char *path, pf_cluster_t **out, char *err, size_t errlen);
 int pf_cluster_load_buffer(const char *text, size_t len, const char *label, pf_cluster_t **out,
                            char *err, size_t errlen);
+/* The cluster of a JSON root already parsed (check parses once to tell the kind); the root stays
+ * the caller's, errors start with label. */
+struct json_t;
+int pf_cluster_from_json(struct json_t *root, const char *label, pf_cluster_t **out, char *err,
+                    size_t errlen);
 int pf_cluster_save(const pf_cluster_t *c, const char *path, char *err, size_t errlen);
 /* The same, and `extra` (when not NULL) writes more top-level key/value pairs after the matrices
  * with the json writer: the profiler's "provenance" section. Readers ignore unknown keys. */

@@ -138,7 +138,7 @@ static int check_ops(const pf_graph_t *g, char *err, size_t errlen)
 {
     char where[64];
     int rc;
-    if ((rc = pf_check_utf8(g->name, "graph.name", err, errlen)) != PF_OK)
+    if ((rc = pf_check_name(g->name, "graph.name", err, errlen)) != PF_OK)
         return rc;
     for (int i = 0; i < g->nops; i++) {
         const pf_op_t *o = &g->ops[i];
@@ -146,10 +146,10 @@ static int check_ops(const pf_graph_t *g, char *err, size_t errlen)
             return pf_fail(err, errlen, PF_EINPUT, "ops[%d].id: negative (%lld)", i,
                            (long long)o->id);
         snprintf(where, sizeof where, "ops[%d].name", i);
-        if ((rc = pf_check_utf8(o->name, where, err, errlen)) != PF_OK)
+        if ((rc = pf_check_name(o->name, where, err, errlen)) != PF_OK)
             return rc;
         snprintf(where, sizeof where, "ops[%d].type", i);
-        if ((rc = pf_check_utf8(o->type, where, err, errlen)) != PF_OK)
+        if ((rc = pf_check_name(o->type, where, err, errlen)) != PF_OK)
             return rc;
         const struct {
             const char *key, *unit;
@@ -562,6 +562,13 @@ fail:
 static int convert_graph(json_t *root, void *out, char *err, size_t errlen)
 {
     return from_json(root, out, err, errlen);
+}
+
+int pf_graph_from_json(json_t *root, const char *label, pf_graph_t **out, char *err,
+                      size_t errlen)
+{
+    *out = NULL;
+    return pf_json_convert(root, label, convert_graph, out, err, errlen);
 }
 
 int pf_graph_load_buffer(const char *text, size_t len, const char *label, pf_graph_t **out,

@@ -79,6 +79,11 @@ double pf_graph_longest_path_ms(const pf_graph_t *g);
 int pf_graph_load(const char *path, pf_graph_t **out, char *err, size_t errlen);
 int pf_graph_load_buffer(const char *text, size_t len, const char *label, pf_graph_t **out,
                          char *err, size_t errlen);
+/* The graph of a JSON root already parsed (check parses once to tell the kind); the root stays
+ * the caller's, errors start with label. */
+struct json_t;
+int pf_graph_from_json(struct json_t *root, const char *label, pf_graph_t **out, char *err,
+                    size_t errlen);
 /* path "-" or NULL = stdout. */
 int pf_graph_save(const pf_graph_t *g, const char *path, char *err, size_t errlen);
 

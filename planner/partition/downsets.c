@@ -16,7 +16,10 @@ typedef struct {
     const pf_graph_t *g;
     int n, words;
     const int *topo;
+    const int *pos_of; /* per op: its topological position */
     int *missing;      /* per op: predecessors not yet in the current set */
+    uint64_t *ready;   /* per topological position: bit set when missing is 0 */
+    uint64_t *summary; /* per word of ready: bit set when that word is not 0 */
     int *next, *chosen; /* per depth 0..n (see walk) */
     uint64_t *cur;
     long long found, cap;
@@ -52,6 +55,44 @@ static int visit(walk_t *w, int pop)
     return 1;
 }
 
+static void set_ready(walk_t *w, int pos, int on)
+{
+    int word = pos >> 6;
+    if (on) {
+        w->ready[word] |= 1ULL << (pos & 63);
+        w->summary[word >> 6] |= 1ULL << (word & 63);
+    } else {
+        w->ready[word] &= ~(1ULL << (pos & 63));
+        if (!w->ready[word])
+            w->summary[word >> 6] &= ~(1ULL << (word & 63));
+    }
+}
+
+/* The first position >= pos whose op has no missing predecessor, or n: two bitmap levels, so
+ * backing out of a long chain costs O(n / 4096) per step instead of O(n). */
+static int next_ready(const walk_t *w, int pos)
+{
+    if (pos >= w->n)
+        return w->n;
+    int word = pos >> 6;
+    uint64_t m = w->ready[word] & (~0ULL << (pos & 63));
+    if (m)
+        return (word << 6) + __builtin_ctzll(m);
+    int sw = (word + 1) >> 6, nsum = (w->words + 63) >> 6;
+    if (sw >= nsum)
+        return w->n;
+    uint64_t s = (word + 1) & 63 ? w->summary[sw] & (~0ULL << ((word + 1) & 63)) : w->summary[sw];
+    for (;;) {
+        if (s) {
+            int wd = (sw << 6) + __builtin_ctzll(s);
+            return (wd << 6) + __builtin_ctzll(w->ready[wd]);
+        }
+        if (++sw >= nsum)
+            return w->n;
+        s = w->summary[sw];
+    }
+}
+
 static void add_op(walk_t *w, int v, int delta)
 {
     int cnt;
@@ -60,8 +101,13 @@ static void add_op(walk_t *w, int v, int delta)
         pf_bit_set(w->cur, v);
     else
         pf_bit_clear(w->cur, v);
-    for (int k = 0; k < cnt; k++)
-        w->missing[pf_graph_edge(w->g, out[k])->dst] += delta;
+    for (int k = 0; k < cnt; k++) {
+        int dst = pf_graph_edge(w->g, out[k])->dst;
+        int was = w->missing[dst];
+        w->missing[dst] += delta;
+        if ((was == 0) != (w->missing[dst] == 0))
+            set_ready(w, w->pos_of[dst], w->missing[dst] == 0);
+    }
 }
 
 /* Depth-first from the empty set, children in increasing topological position. Iterative: the
@@ -75,9 +121,7 @@ static void walk(walk_t *w)
         return;
     w->next[0] = 0;
     for (;;) {
-        int pos = w->next[depth];
-        while (pos < w->n && w->missing[w->topo[pos]] != 0)
-            pos++;
+        int pos = next_ready(w, w->next[depth]);
         if (pos >= w->n) { /* no child left: back to the parent */
             if (depth == 0)
                 return;
@@ -105,20 +149,28 @@ static long long run(const pf_graph_t *g, long long cap, pf_downsets_t *out, int
     w.topo = pf_graph_topo(g);
     w.cap = cap;
     w.out = out;
+    w.pos_of = pf_graph_topo_pos(g);
     w.missing = calloc((size_t)w.n, sizeof *w.missing);
+    w.ready = calloc((size_t)w.words + 1, sizeof *w.ready);
+    w.summary = calloc((size_t)(w.words + 63) / 64 + 1, sizeof *w.summary);
     w.cur = calloc((size_t)w.words, sizeof *w.cur);
     w.next = malloc(((size_t)w.n + 1) * sizeof *w.next);
     w.chosen = malloc(((size_t)w.n + 1) * sizeof *w.chosen);
-    if (!w.missing || !w.cur || !w.next || !w.chosen) {
+    if (!w.missing || !w.ready || !w.summary || !w.cur || !w.next || !w.chosen) {
         *oom = 1;
         goto done;
     }
-    for (int v = 0; v < w.n; v++)
+    for (int v = 0; v < w.n; v++) {
         pf_graph_in(g, v, &w.missing[v]);
+        if (w.missing[v] == 0)
+            set_ready(&w, w.pos_of[v], 1);
+    }
     walk(&w);
     *oom = w.oom;
 done:
     free(w.missing);
+    free(w.ready);
+    free(w.summary);
     free(w.cur);
     free(w.next);
     free(w.chosen);

@@ -49,7 +49,12 @@ int pf_partition_default_k(const pf_graph_t *g, int stages, long long max_downse
     /* Coarsening exists to make the DP affordable (IV-B); when the ops' own downsets already are,
      * it can only lose quality (BERT-24 at S = 8: +0.33% with K = 64, not recovered by
      * refinement), so solve exactly. */
-    if (pf_downsets_count(g, max_downsets > 0 ? max_downsets : PF_PARTITION_DEFAULT_MAX_DOWNSETS) >= 0)
+    long long d = pf_downsets_count(g, max_downsets > 0 ? max_downsets : PF_PARTITION_DEFAULT_MAX_DOWNSETS);
+    /* ... unless the exact DP is too big anyway: its setup sums every downset over the ops
+     * (D x n) and its cells pair downsets (up to D^2 / 2): a chain of 50,000 ops has only 50,001
+     * downsets but gave no plan in 300 s. Under 2^26 every example stays exact (same-plans.sh: 0
+     * of 49 outputs differ). */
+    if (d >= 0 && (double)d * n <= (double)(1 << 26))
         return n;
     return pf_coarsen_default_k(stages, n);
 }
@@ -763,7 +768,8 @@ static int run_dp(run_t *rn, const pf_partition_opts_t *o, char *err, size_t err
     if ((rc = solve(rn->h, &rn->cm, S, o->max_downsets, rn->nt, &rn->obj, rn->hstage, &rn->si,
                     err, errlen)) != PF_OK)
         return rc;
-    if (!isfinite(rn->obj) && rn->h != g) {
+    /* the fine retry only where its DP is affordable (see pf_partition_default_k) */
+    if (!isfinite(rn->obj) && rn->h != g && (double)n * n <= (double)(1 << 26)) {
         solve_info_t fine = {0};
         if ((rc = solve(g, &rn->cm, S, o->max_downsets, rn->nt, &rn->obj, rn->hstage, &fine, err,
                         errlen)) != PF_OK)

@@ -170,6 +170,15 @@ static int group_host(const pf_cluster_t *c, const int *dev, int n, int T, int *
     return PF_OK;
 }
 
+/* base + suffix in out[PF_NAME_MAX + 1], base cut on a UTF-8 character boundary so that the
+ * result stays a valid name however long base is. */
+static void derived_name(char *out, const char *base, const char *suffix)
+{
+    size_t keep = pf_utf8_fit(base, PF_NAME_MAX - strlen(suffix));
+    snprintf(out, PF_NAME_MAX + 1, "%.*s%s", (int)keep, base, suffix);
+}
+
+
 pf_tp_groups_t *pf_tp_groups_new(const pf_cluster_t *c, int T, int across_hosts, char *err,
                                  size_t errlen)
 {
@@ -230,8 +239,9 @@ pf_tp_groups_t *pf_tp_groups_new(const pf_cluster_t *c, int T, int across_hosts,
                 if (a != b)
                     g->link_lat_us = fmax(g->link_lat_us, pf_cluster_lat_us(c, m[a], m[b]));
     }
-    char name[256];
-    snprintf(name, sizeof name, "%s/tp%d", pf_cluster_name(c), T);
+    char name[PF_NAME_MAX + 1], suffix[24];
+    snprintf(suffix, sizeof suffix, "/tp%d", T);
+    derived_name(name, pf_cluster_name(c), suffix);
     if (!(g->gc = pf_cluster_new(name, g->n)))
         goto oom;
     for (int k = 0; k < g->n; k++) {
@@ -244,7 +254,8 @@ pf_tp_groups_t *pf_tp_groups_new(const pf_cluster_t *c, int T, int across_hosts,
             d.tflops = fmin(d.tflops, pf_cluster_device(c, m[i])->tflops);
         }
         d.tflops *= T;
-        snprintf(name, sizeof name, "%s+%d", d0->name ? d0->name : "dev", T - 1);
+        snprintf(suffix, sizeof suffix, "+%d", T - 1);
+        derived_name(name, d0->name ? d0->name : "dev", suffix);
         d.name = name;
         if (pf_cluster_set_device(g->gc, k, &d) != PF_OK)
             goto oom;

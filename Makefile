@@ -214,12 +214,13 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fn
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,build-fuzz/fuzz_%,$(wildcard tests/fuzz/fuzz_*.c))
 $(BUILD)/pf_fuzz_seeds: tests/fuzz/seeds.c tests/fuzz/fuzz.h $(LIBS)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIBS) $(PKG_LIBS) $(LDLIBS)
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h build-fuzz/libplanner.a
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h build-fuzz/libplanner.a build-fuzz/libpfnet.a
 	clang $(filter-out -O2 -I$(BUILD),$(CFLAGS)) -O1 $(FUZZ_SAN) -fsanitize=fuzzer -Ibuild-fuzz \
-	    $(PKG_CFLAGS) -o $@ $< build-fuzz/libpfproto.a build-fuzz/libplanner.a $(PKG_LIBS) $(LDLIBS)
+	    $(PKG_CFLAGS) -o $@ $< build-fuzz/libpfnet.a build-fuzz/libpfproto.a build-fuzz/libplanner.a \
+	    $(PKG_LIBS) $(LDLIBS)
 fuzz-build: setup-test
 	$(MAKE) BUILD=build-fuzz CC=clang OPT="-O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link" \
-	    build-fuzz/libplanner.a build-fuzz/libpfproto.a
+	    build-fuzz/libplanner.a build-fuzz/libpfproto.a build-fuzz/libpfnet.a
 	$(MAKE) $(BUILD)/pf_fuzz_seeds $(FUZZ_TARGETS)
 fuzz: fuzz-build
 	sh tests/fuzz/run.sh fuzz build-fuzz $(FUZZ_SECONDS)

@@ -285,7 +285,7 @@ static void check_cluster(const pf_cluster_t *c)
     (void)sink;
 }
 
-static void partition(const pf_graph_t *g, const pf_cluster_t *c, src_t *s)
+static void partition(const pf_graph_t *g, const pf_cluster_t *c, src_t *s, int print)
 {
     int n = pf_cluster_ndevices(c);
     if (pf_graph_nops(g) > 16 || n < 1 || n > 8)
@@ -297,8 +297,11 @@ static void partition(const pf_graph_t *g, const pf_cluster_t *c, src_t *s)
     po.max_downsets = 2000;
     char err[512];
     pf_plan_t *p = NULL;
-    if (pf_partition_run(g, c, &po, &p, err, sizeof err) == PF_OK && !p)
+    int rc = pf_partition_run(g, c, &po, &p, err, sizeof err);
+    if (rc == PF_OK && !p)
         abort(); /* PF_OK means a plan */
+    if (print)
+        printf("---- partition into %d stages: %s\n", po.stages, rc == PF_OK ? "a plan" : err);
     pf_plan_destroy(&p);
 }
 
@@ -328,7 +331,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (print)
         printf("---- cluster: %s\n", c ? "loads" : err);
     if (g && c)
-        partition(g, c, &s);
+        partition(g, c, &s, print);
     pf_graph_destroy(&g);
     pf_cluster_destroy(&c);
     free(gj.buf);

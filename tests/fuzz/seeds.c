@@ -325,6 +325,11 @@ static int wire_seeds(const pf_graph_t *g, const pf_cluster_t *c)
     ready.protocol = PF_WIRE_VERSION;
     ready.credits = 2;
     ready.name = "fuzz-worker";
+    Planfarm__JobKind kinds[] = {PLANFARM__JOB_KIND__JOB_DP_PARTITION,
+                                 PLANFARM__JOB_KIND__JOB_MAP_PROBE, PLANFARM__JOB_KIND__JOB_TAP_ENUM,
+                                 PLANFARM__JOB_KIND__JOB_SIMULATE, PLANFARM__JOB_KIND__JOB_RESHARD};
+    ready.kinds = kinds;
+    ready.n_kinds = sizeof kinds / sizeof kinds[0];
     Planfarm__Heartbeat hb = PLANFARM__HEARTBEAT__INIT;
     hb.running = 1;
     Planfarm__Failed failed = PLANFARM__FAILED__INIT;

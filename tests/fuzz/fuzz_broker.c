@@ -4,10 +4,10 @@
  * gets the id of the last JOB the broker sent this peer, so that a hostile worker answers jobs it
  * really holds with mutated results. A polite client keeps one request of fuzz.h's graph and
  * cluster standing (submitted again once it ends), so a hostile peer's READY is followed by a
- * real JOB: the harness waits up to 100 ms for it. Each input ends with BYE (the broker drops the worker and
- * re-queues what it held); a second, polite client cancels every request the input submitted
- * (CANCEL_REQ) and must get an answer to LIST within 10 s, else the broker stopped serving:
- * abort. */
+ * real JOB: the harness waits up to 100 ms for it. Each input ends with BYE (the broker drops
+ * the worker and re-queues what it held); the polite client cancels every request the input
+ * submitted (CANCEL_REQ) and must get an answer (STATUS of the standing request, or LIST) within
+ * 8 s (under the fuzzer's -timeout=10), else the broker stopped serving: abort. */
 #include "broker/broker.h"
 #include "planner/core/util.h"
 #include "proto/clock.h"
@@ -188,13 +188,13 @@ static void submit_standing(void)
     pf_cluster_destroy(&c);
 }
 
-/* The reply of kind `expect` to the polite client within 10 s, else the broker stopped serving:
+/* The reply of kind `expect` to the polite client within 8 s, else the broker stopped serving:
  * abort. Replies to its CANCEL_REQs are read and dropped on the way. A SUBMIT_REPLY, or the
  * standing request's STATUS_REPLY, says whether the standing request is still on. */
 static void polite_reply(pf_wire_msg_t expect, const char *what)
 {
     zpoller_t *p = zpoller_new(probe, NULL);
-    for (int64_t t0 = zclock_mono(); zclock_mono() - t0 < 10000;) {
+    for (int64_t t0 = zclock_mono(); zclock_mono() - t0 < 8000;) {
         if (!zpoller_wait(p, 100))
             continue;
         zmsg_t *m = zmsg_recv(probe);
@@ -222,7 +222,7 @@ static void polite_reply(pf_wire_msg_t expect, const char *what)
             return;
         }
     }
-    fprintf(stderr, "fuzz_broker: no answer to %s in 10 s: the broker stopped serving\n", what);
+    fprintf(stderr, "fuzz_broker: no answer to %s in 8 s: the broker stopped serving\n", what);
     abort();
 }
 

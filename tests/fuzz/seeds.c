@@ -11,6 +11,7 @@
  *                                HEARTBEAT, the RESULTs above, FAILED, FETCH, BYE), a broker (the
  *                                JOBs above, BLOB), a client (SUBMIT of fuzz.h's graph and
  *                                cluster, STATUS, RESULT_REQ, CANCEL_REQ, LIST), an agent
+ *   broker                       the same sessions, for fuzz_broker.c
  *   piper                        a three-node planner input
  * The text-format seeds (pipedream, piper) are files of tests/data; run.sh copies them. */
 #include "planner/inputs/model.h"
@@ -325,9 +326,10 @@ static int wire_seeds(const pf_graph_t *g, const pf_cluster_t *c)
     ready.protocol = PF_WIRE_VERSION;
     ready.credits = 2;
     ready.name = "fuzz-worker";
-    Planfarm__JobKind kinds[] = {PLANFARM__JOB_KIND__JOB_DP_PARTITION,
-                                 PLANFARM__JOB_KIND__JOB_MAP_PROBE, PLANFARM__JOB_KIND__JOB_TAP_ENUM,
-                                 PLANFARM__JOB_KIND__JOB_SIMULATE, PLANFARM__JOB_KIND__JOB_RESHARD};
+    Planfarm__JobKind kinds[] = {
+        PLANFARM__JOB_KIND__JOB_DP_PARTITION, PLANFARM__JOB_KIND__JOB_MAP_PROBE,
+        PLANFARM__JOB_KIND__JOB_TAP_ENUM, PLANFARM__JOB_KIND__JOB_SIMULATE,
+        PLANFARM__JOB_KIND__JOB_RESHARD};
     ready.kinds = kinds;
     ready.n_kinds = sizeof kinds / sizeof kinds[0];
     Planfarm__Heartbeat hb = PLANFARM__HEARTBEAT__INIT;
@@ -391,11 +393,13 @@ static int wire_seeds(const pf_graph_t *g, const pf_cluster_t *c)
     pc.reps = 3;
     rc |= frame_msg(&agent_s, PF_MSG_PROFILE_CLUSTER, &pc.base) |
           frame_msg(&agent_s, PF_MSG_HEARTBEAT, &hb.base);
-    if (rc == 0)
-        rc = write_bytes("wire_peer", "worker", worker_s.buf, worker_s.len) |
-             write_bytes("wire_peer", "broker", broker_s.buf, broker_s.len) |
-             write_bytes("wire_peer", "client", client_s.buf, client_s.len) |
-             write_bytes("wire_peer", "agent", agent_s.buf, agent_s.len);
+    for (int t = 0; t < 2 && rc == 0; t++) { /* fuzz_broker reads the same sessions */
+        const char *target = t ? "broker" : "wire_peer";
+        rc = write_bytes(target, "worker", worker_s.buf, worker_s.len) |
+             write_bytes(target, "broker", broker_s.buf, broker_s.len) |
+             write_bytes(target, "client", client_s.buf, client_s.len) |
+             write_bytes(target, "agent", agent_s.buf, agent_s.len);
+    }
     return rc ? -1 : 0;
 }
 

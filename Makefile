@@ -5,7 +5,8 @@
 #   make bench    benchmarks (ratios against baselines measured in the same run);
 #                 BENCH="partition mapping" runs only those (BENCH=peers: the peers)
 #   make bench-peers   planfarm against PipeDream and Piper themselves (bench/peers.sh)
-#   make sanitize build and run the unit tests under ASan/UBSan
+#   make sanitize build the unit tests and build-asan/planfarm under ASan/UBSan and run the
+#                 unit suites and the integration scripts with them (SAN_SCRIPTS)
 #   make check-layers   fail on any #include that points up the layers (README "Architecture")
 #                 or closes a circle between files
 #   make check-code     fail on a call circle between files or a function over the size limits
@@ -13,8 +14,8 @@
 #                 core (STRESS_N, STRESS_SANITIZE_N change the counts)
 #   make cuda     build/libpfcuda.so, the profiler's CUDA probes (only where nvcc is found)
 #   make test-gpu build it and run the GPU suite against tests/data/h100 (needs an H100)
-#   make fuzz     libFuzzer targets (tests/fuzz), FUZZ_SECONDS each (default 60); make fuzz-replay
-#                 runs the committed corpus once (CI)
+#   make fuzz     libFuzzer targets (tests/fuzz), FUZZ_SECONDS each (default 60; FUZZ_ONLY="a b":
+#                 only those); make fuzz-replay runs the committed corpus once (CI)
 
 BUILD   ?= build
 V       ?= 0
@@ -180,13 +181,31 @@ bench-peers: setup
 	$(MAKE) planfarm
 	BUILD=$(BUILD) ./bench/peers.sh
 
-# The CLI suites run the planfarm binary (the plain build: the instrumented one is the library
-# under test in-process).
-sanitize: setup-test planfarm
-	$(MAKE) BUILD=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" \
-	    LDLIBS="-lm -lpthread -fopenmp -fsanitize=address,undefined" build-asan/pf_tests
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 PF_BIN=$(CURDIR)/planfarm \
-	    PF_DATA=$(CURDIR)/tests/data build-asan/pf_tests
+# The unit suites run in-process under ASan/UBSan; the CLI suites and the integration scripts
+# run build-asan/planfarm, the same sources instrumented (tests/sanitize.sh: every process a script
+# starts, brokers and workers in the background included, writes its report to a file, and any
+# report fails the run). UBSan halts on the first report. LeakSanitizer is on for every script
+# (SAN_SCRIPTS, <script>=1): a process a script kill -9s writes no report, and one that stops on
+# SIGTERM or exits by itself must free what it holds. Not run here: deploy, layers, structure
+# (they run no planfarm) and torch2planfarm (python and torch trace three models and drive the
+# binary: its time under ASan could not be measured where torch is not installed, and the
+# check/plan calls it makes are the other scripts' too; `make test` runs it). make sanitize took
+# 3 min 22 s on 2 shared cores from an empty build-asan/: unit suites 31 s, scripts 110 s
+# (journal.sh 59 s, netfault.sh 16 s, readme.sh 11 s).
+SAN_SCRIPTS := cli_options=1 simulate=1 readme=1 agent=1 security=1 metrics=1 wire=1 journal=1 \
+               netfault=1
+SAN_FLAGS   := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+sanitize: setup-test planfarm $(BUILD)/pf_testtool
+	$(MAKE) BUILD=build-asan OPT="$(SAN_FLAGS)" \
+	    LDLIBS="-lm -lpthread -fopenmp -ldl -fsanitize=address,undefined" build-asan/pf_tests \
+	    build-asan/planfarm
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	    PF_BIN=$(CURDIR)/build-asan/planfarm PF_DATA=$(CURDIR)/tests/data build-asan/pf_tests
+	sh tests/sanitize.sh $(CURDIR)/build-asan/planfarm $(CURDIR)/$(BUILD)/pf_testtool $(SAN_SCRIPTS)
+
+# The binary at build-asan/planfarm (make sanitize); the plain one stays ./planfarm.
+$(BUILD)/planfarm: $(CLI_OBJ) $(LIBS)
+	$(call say,LD,$@)$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIBS) $(PKG_LIBS) $(LDLIBS)
 
 stress-test:
 	sh tests/stress.sh $(or $(STRESS_N),20) $(or $(STRESS_SANITIZE_N),5)
@@ -198,12 +217,13 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fn
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,build-fuzz/fuzz_%,$(wildcard tests/fuzz/fuzz_*.c))
 $(BUILD)/pf_fuzz_seeds: tests/fuzz/seeds.c tests/fuzz/fuzz.h $(LIBS)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIBS) $(PKG_LIBS) $(LDLIBS)
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h build-fuzz/libplanner.a
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h build-fuzz/libplanner.a build-fuzz/libpfnet.a
 	clang $(filter-out -O2 -I$(BUILD),$(CFLAGS)) -O1 $(FUZZ_SAN) -fsanitize=fuzzer -Ibuild-fuzz \
-	    $(PKG_CFLAGS) -o $@ $< build-fuzz/libpfproto.a build-fuzz/libplanner.a $(PKG_LIBS) $(LDLIBS)
+	    $(PKG_CFLAGS) -o $@ $< build-fuzz/libpfnet.a build-fuzz/libpfproto.a build-fuzz/libplanner.a \
+	    $(PKG_LIBS) $(LDLIBS)
 fuzz-build: setup-test
 	$(MAKE) BUILD=build-fuzz CC=clang OPT="-O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link" \
-	    build-fuzz/libplanner.a build-fuzz/libpfproto.a
+	    build-fuzz/libplanner.a build-fuzz/libpfproto.a build-fuzz/libpfnet.a
 	$(MAKE) $(BUILD)/pf_fuzz_seeds $(FUZZ_TARGETS)
 fuzz: fuzz-build
 	sh tests/fuzz/run.sh fuzz build-fuzz $(FUZZ_SECONDS)

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The fuzz targets (make fuzz, make fuzz-replay). Usage:
 #   run.sh fuzz BUILD SECONDS   seed, then fuzz each target SECONDS; new inputs go to BUILD/corpus
+#                               (FUZZ_ONLY="gen_files wire_peer": only those targets)
 #   run.sh replay BUILD         run every file of tests/fuzz/corpus/<target> once, no fuzzing
 #   run.sh merge BUILD          rebuild tests/fuzz/corpus/<target> as the smallest set of
 #                               committed + found inputs with the same coverage
@@ -9,6 +10,12 @@ set -eu
 mode=$1 build=$2
 cd "$(dirname "$0")/../.."
 targets=$(for f in tests/fuzz/fuzz_*.c; do basename "$f" .c | sed 's/^fuzz_//'; done)
+if [ -n "${FUZZ_ONLY:-}" ]; then
+    for t in $FUZZ_ONLY; do
+        [ -f "tests/fuzz/fuzz_$t.c" ] || { echo "run.sh: no target $t (tests/fuzz/fuzz_$t.c)" >&2; exit 2; }
+    done
+    targets=$FUZZ_ONLY
+fi
 mkdir -p "$build/artifacts"
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 

@@ -7,6 +7,11 @@
  *   decode_result                a partition result and a probe result
  *   decode_options               the default options and a set with every field given
  *   wire_header                  every message kind's header
+ *   wire_peer                    sessions in the framing of fuzz_wire_peer.c: a worker (READY,
+ *                                HEARTBEAT, the RESULTs above, FAILED, FETCH, BYE), a broker (the
+ *                                JOBs above, BLOB), a client (SUBMIT of fuzz.h's graph and
+ *                                cluster, STATUS, RESULT_REQ, CANCEL_REQ, LIST), an agent
+ *   broker                       the same sessions, for fuzz_broker.c
  *   piper                        a three-node planner input
  * The text-format seeds (pipedream, piper) are files of tests/data; run.sh copies them. */
 #include "planner/inputs/model.h"
@@ -16,6 +21,7 @@
 #include "planner/map/stage_graph.h"
 #include "planner/core/util.h"
 #include "proto/job_codec.h"
+#include "proto/model_codec.h"
 #include "proto/plan_options_codec.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -48,12 +54,52 @@ static int write_bytes(const char *target, const char *name, const uint8_t *data
     return fclose(f) == 0 && n == len ? 0 : -1;
 }
 
+/* A session of fuzz_wire_peer.c: messages [kind][len lo][len hi][body]. */
+typedef struct {
+    uint8_t buf[1 << 16];
+    size_t len;
+} session_t;
+static session_t worker_s, broker_s, client_s, agent_s;
+
+static void frame(session_t *s, pf_wire_msg_t kind, const uint8_t *body, size_t len)
+{
+    if (len > 0xffff || s->len + 3 + len > sizeof s->buf)
+        return;
+    if (len == 0) {
+        s->buf[s->len++] = (uint8_t)kind;
+        s->buf[s->len++] = 0;
+        s->buf[s->len++] = 0;
+        return;
+    }
+    s->buf[s->len++] = (uint8_t)kind;
+    s->buf[s->len++] = (uint8_t)(len & 0xff);
+    s->buf[s->len++] = (uint8_t)(len >> 8);
+    memcpy(s->buf + s->len, body, len);
+    s->len += len;
+}
+
+static int frame_msg(session_t *s, pf_wire_msg_t kind, const ProtobufCMessage *m)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (pf_wire_pack(m, &buf, &len) != PF_OK)
+        return -1;
+    frame(s, kind, buf, len);
+    free(buf);
+    return 0;
+}
+
 static int write_msg(const char *target, const char *name, const ProtobufCMessage *m)
 {
     uint8_t *buf = NULL;
     size_t len = 0;
     if (!m || pf_wire_pack(m, &buf, &len) != PF_OK)
         return -1;
+    /* the jobs and results go in the broker's and the worker's sessions too */
+    if (strcmp(target, "decode_job") == 0)
+        frame(&broker_s, PF_MSG_JOB, buf, len);
+    else if (strcmp(target, "decode_result") == 0)
+        frame(&worker_s, PF_MSG_RESULT, buf, len);
     int rc = write_bytes(target, name, buf, len);
     free(buf);
     return rc;
@@ -259,6 +305,104 @@ static int header_seeds(void)
     return 0;
 }
 
+/* A length-delimited field (wire type 2) by hand: SUBMIT's graph, cluster, options. */
+static void field(uint8_t *out, size_t *at, size_t cap, int num, const uint8_t *b, size_t len)
+{
+    if (*at + 12 + len > cap)
+        return;
+    out[(*at)++] = (uint8_t)(num << 3 | 2);
+    for (size_t v = len;; v >>= 7) {
+        out[(*at)++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        if (v <= 0x7f)
+            break;
+    }
+    memcpy(out + *at, b, len);
+    *at += len;
+}
+
+static int wire_seeds(const pf_graph_t *g, const pf_cluster_t *c)
+{
+    Planfarm__Ready ready = PLANFARM__READY__INIT;
+    ready.protocol = PF_WIRE_VERSION;
+    ready.credits = 2;
+    ready.name = "fuzz-worker";
+    Planfarm__JobKind kinds[] = {
+        PLANFARM__JOB_KIND__JOB_DP_PARTITION, PLANFARM__JOB_KIND__JOB_MAP_PROBE,
+        PLANFARM__JOB_KIND__JOB_TAP_ENUM, PLANFARM__JOB_KIND__JOB_SIMULATE,
+        PLANFARM__JOB_KIND__JOB_RESHARD};
+    ready.kinds = kinds;
+    ready.n_kinds = sizeof kinds / sizeof kinds[0];
+    Planfarm__Heartbeat hb = PLANFARM__HEARTBEAT__INIT;
+    hb.running = 1;
+    Planfarm__Failed failed = PLANFARM__FAILED__INIT;
+    failed.job_id = 5;
+    failed.error = "out of memory";
+    uint8_t hash[32] = {1, 2, 3};
+    Planfarm__Fetch fetch = PLANFARM__FETCH__INIT;
+    fetch.hash.data = hash;
+    fetch.hash.len = sizeof hash;
+    Planfarm__Bye bye = PLANFARM__BYE__INIT;
+    bye.reason = "done";
+    session_t w = worker_s; /* the RESULTs job_seeds framed */
+    worker_s.len = 0;
+    int rc = frame_msg(&worker_s, PF_MSG_READY, &ready.base) |
+             frame_msg(&worker_s, PF_MSG_HEARTBEAT, &hb.base);
+    memcpy(worker_s.buf + worker_s.len, w.buf, w.len);
+    worker_s.len += w.len;
+    rc |= frame_msg(&worker_s, PF_MSG_FAILED, &failed.base) |
+          frame_msg(&worker_s, PF_MSG_FETCH, &fetch.base) |
+          frame_msg(&worker_s, PF_MSG_BYE, &bye.base);
+
+    Planfarm__Blob blob = PLANFARM__BLOB__INIT;
+    blob.hash = fetch.hash;
+    blob.data.data = hash;
+    blob.data.len = 8;
+    rc |= frame_msg(&broker_s, PF_MSG_BLOB, &blob.base);
+
+    uint8_t *gb = NULL, *cb = NULL, *ob = NULL;
+    size_t gl = 0, cl = 0, ol = 0, at = 0;
+    static uint8_t submit[1 << 15];
+    pf_arena_t *a = pf_arena_new();
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    if (!a || pf_model_codec_encode_graph(g, &gb, &gl) != PF_OK ||
+        pf_model_codec_encode_cluster(c, &cb, &cl) != PF_OK ||
+        pf_wire_pack((ProtobufCMessage *)pf_plan_options_codec_to_pb(a, &o), &ob, &ol) != PF_OK)
+        rc = -1;
+    field(submit, &at, sizeof submit, 1, gb, gl);
+    field(submit, &at, sizeof submit, 2, cb, cl);
+    field(submit, &at, sizeof submit, 3, ob, ol);
+    field(submit, &at, sizeof submit, 4, (const uint8_t *)"fuzz.json", 9);
+    frame(&client_s, PF_MSG_SUBMIT, submit, at);
+    free(gb);
+    free(cb);
+    free(ob);
+    pf_arena_destroy(&a);
+    Planfarm__RequestRef ref = PLANFARM__REQUEST_REF__INIT;
+    ref.request_id = "0123456789abcdef";
+    rc |= frame_msg(&client_s, PF_MSG_STATUS, &ref.base) |
+          frame_msg(&client_s, PF_MSG_RESULT_REQ, &ref.base) |
+          frame_msg(&client_s, PF_MSG_CANCEL_REQ, &ref.base);
+    frame(&client_s, PF_MSG_LIST, NULL, 0);
+
+    double sizes[2] = {1e3, 1e6};
+    Planfarm__ProfileClusterRequest pc = PLANFARM__PROFILE_CLUSTER_REQUEST__INIT;
+    pc.cluster_name = "lab";
+    pc.sizes = sizes;
+    pc.n_sizes = 2;
+    pc.reps = 3;
+    rc |= frame_msg(&agent_s, PF_MSG_PROFILE_CLUSTER, &pc.base) |
+          frame_msg(&agent_s, PF_MSG_HEARTBEAT, &hb.base);
+    for (int t = 0; t < 2 && rc == 0; t++) { /* fuzz_broker reads the same sessions */
+        const char *target = t ? "broker" : "wire_peer";
+        rc = write_bytes(target, "worker", worker_s.buf, worker_s.len) |
+             write_bytes(target, "broker", broker_s.buf, broker_s.len) |
+             write_bytes(target, "client", client_s.buf, client_s.len) |
+             write_bytes(target, "agent", agent_s.buf, agent_s.len);
+    }
+    return rc ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -275,7 +419,7 @@ int main(int argc, char **argv)
     int rc = g && c && big && graph_seeds("fuzz", g) == 0 && model_seeds() == 0 &&
                      cluster_seeds("fuzz4", c) == 0 && cluster_seeds("hier2x8", big) == 0 &&
                      plan_seeds(g, c) == 0 && job_seeds(g, c) == 0 && header_seeds() == 0 &&
-                     piper_seed() == 0
+                     piper_seed() == 0 && wire_seeds(g, c) == 0
                  ? 0
                  : 1;
     if (rc)

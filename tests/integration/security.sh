@@ -154,3 +154,47 @@ n=$(sed -n 's/.*malformed, \([0-9]*\) answers from workers that did not hold the
 [ -n "$n" ] || fail "the broker's last line does not count foreign answers"
 [ "$n" -ge 17 ] || fail "forged answers counted: $n, expected at least 17"
 pass "$n answers from workers that did not hold the job: dropped and counted"
+
+# ---- a second CURVE broker (every key of the first), for batch: it takes the keys, and a
+# broker gone for good with a plan missing is a failure (exit 1, "1 of 2"), never success
+"$BIN" broker --journal none --bind tcp://127.0.0.1:0 --heartbeat-ms 100 --cert "$K/broker_secret" \
+    --clients "$K/clients" --workers "$K/workers" --admins "$K/admins" >"$TMP/broker2.log" 2>&1 &
+BROKER2_PID=$!
+PIDS="$PIDS $BROKER2_PID"
+EP=""
+for _ in $(seq 1 100); do
+    EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/broker2.log")
+    [ -n "$EP" ] && break
+    sleep 0.05
+done
+[ -n "$EP" ] || fail "broker 2 did not start"
+"$BIN" worker --connect "$EP" --threads 1 --heartbeat-ms 100 --name honest2 \
+    --cert "$K/worker_secret" --broker-key "$K/broker" >"$TMP/worker2.log" 2>&1 &
+WORKER2_PID=$!
+PIDS="$PIDS $WORKER2_PID"
+printf '%s %s\n' "$TMP/bert.json" "$TMP/dgx1.json" >"$TMP/one.list"
+printf '%s %s\n%s %s --microbatches 4\n' "$TMP/bert.json" "$TMP/dgx1.json" "$TMP/bert.json" \
+    "$TMP/dgx1.json" >"$TMP/two.list"
+mkdir "$TMP/b1" "$TMP/b2"
+as_key alice batch "$TMP/one.list" -o "$TMP/b1" --quiet || fail "batch with keys"
+[ -s "$TMP/b1/bert-on-dgx1-L1.plan.json" ] || fail "batch with keys wrote no plan"
+expect_rc 2 "$TMP/batch-nodir.out" -- as_key alice batch "$TMP/one.list" -o "$TMP/nodir"
+grep -q -- "-o $TMP/nodir: No such file or directory (create the directory first)" \
+    "$TMP/batch-nodir.out" || fail "batch -o on a missing directory: $(cat "$TMP/batch-nodir.out")"
+pass "batch takes --cert and --broker-key; -o on a missing directory says so"
+kill -9 "$WORKER2_PID"
+# line 1 is finished at the broker (its plan comes back at once), line 2 waits for a worker
+as_key alice batch "$TMP/two.list" -o "$TMP/b2" --timeout 0.5 --patience 2 \
+    >"$TMP/batch-gone.out" 2>&1 &
+BATCH_PID=$!
+for _ in $(seq 1 200); do
+    [ -s "$TMP/b2/bert-on-dgx1-L1.plan.json" ] && break
+    sleep 0.05
+done
+[ -s "$TMP/b2/bert-on-dgx1-L1.plan.json" ] || fail "batch: the finished line's plan not written"
+kill -9 "$BROKER2_PID"
+rc=0
+wait "$BATCH_PID" || rc=$?
+[ "$rc" = 1 ] || fail "batch with a plan missing exited $rc, expected 1 ($(cat "$TMP/batch-gone.out"))"
+grep -q "no broker at" "$TMP/batch-gone.out" || fail "batch: the broker's absence not reported"
+pass "batch: the broker gone with one plan of two written exits 1"

@@ -322,6 +322,8 @@ static int bind_router(pf_broker_t *b, char *err, size_t errlen)
     if (zsock_bind(b->router, "%s", b->o.endpoint) < 0)
         return pf_fail(err, errlen, PF_ERR, "cannot bind %s: %s", b->o.endpoint,
                        zmq_strerror(errno));
+    if (b->auth && pf_auth_watch(b->auth, b->router, err, errlen) != PF_OK)
+        return PF_ERR;
     char *last = zsock_last_endpoint(b->router); /* with the port a "tcp://...:0" got */
     snprintf(b->endpoint, sizeof b->endpoint, "%s", last ? last : b->o.endpoint);
     free(last);

@@ -63,6 +63,7 @@ static void collect(pf_broker_t *b, const pf_broker_stats_t *st, int agents, pf_
     m->msgs_in = st->msgs_in;
     m->msgs_out = st->msgs_out;
     m->malformed = st->malformed;
+    m->handshakes_refused = pf_auth_refused(b->auth);
     m->busy_s = st->busy_s;
     m->uptime_s = st->wall_s;
 }

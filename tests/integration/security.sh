@@ -65,7 +65,14 @@ cp "$K/bob_secret" "$K/clients/"
 expect_rc 1 "$TMP/secret-in-list.out" -- timeout 20 "$BIN" broker --journal none --cert "$K/broker_secret" --clients "$K/clients"
 grep -q "bob_secret is a secret cert" "$TMP/secret-in-list.out" || fail "a secret cert in an allow-list accepted"
 rm "$K/clients/bob_secret"
-pass "plain TCP off loopback refused (broker, worker, client); --insecure warns; bad key setups refused"
+expect_rc 2 "$TMP/http-any.out" -- timeout 20 "$BIN" broker --journal none --http :0
+grep -q -- "--http :0: plain HTTP off loopback is refused" "$TMP/http-any.out" || fail "--http :0 not refused"
+expect_rc 2 "$TMP/http-off.out" -- timeout 20 "$BIN" broker --journal none --http 192.0.2.1:9710
+grep -q -- "--http 192.0.2.1:9710: plain HTTP off loopback is refused" "$TMP/http-off.out" ||
+    fail "--http off loopback not refused"
+expect_rc 1 "$TMP/http-insecure.out" -- timeout 20 "$BIN" broker --journal none --http 192.0.2.1:9710 --insecure
+grep -q -- "--insecure: plain HTTP on 192.0.2.1:9710" "$TMP/http-insecure.out" || fail "--http --insecure: no warning"
+pass "plain TCP off loopback refused (broker, worker, client, --http); --insecure warns; bad key setups refused"
 
 # ---- a CURVE broker with small deadlines and at most 2 credits a worker
 "$BIN" broker --journal none --bind tcp://127.0.0.1:0 --heartbeat-ms 100 --cert "$K/broker_secret" \
@@ -89,6 +96,30 @@ expect_rc 1 "$TMP/stranger.out" -- as_key stranger list --timeout 1
 grep -q "timed out" "$TMP/stranger.out" || fail "a stranger's key got an answer"
 expect_rc 1 "$TMP/plain.out" -- "$BIN" list --broker "$EP" --timeout 1
 pass "an unknown key and a plain client get nothing"
+for _ in $(seq 1 100); do
+    [ "$(grep -c "refused a CURVE handshake" "$TMP/broker.log")" -ge 2 ] && break
+    sleep 0.05
+done
+grep -q "refused a CURVE handshake on tcp://127.0.0.1:[0-9]*: its key is in no allow-list (1 refused so far)" \
+    "$TMP/broker.log" || fail "the stranger's refused handshake left no log line"
+grep -q "refused a CURVE handshake on .*: not a CURVE handshake with this broker's key" \
+    "$TMP/broker.log" || fail "the plain client's refused handshake left no log line"
+pass "refused handshakes are logged"
+
+# ---- a key of the wrong role is told so (an ERROR), not left to time out
+expect_rc 2 "$TMP/wrong-role.out" -- as_key worker list --timeout 5
+grep -q "LIST refused: key .* is listed in --workers, not in --clients or --admins" \
+    "$TMP/wrong-role.out" || fail "a worker key used by a client: $(cat "$TMP/wrong-role.out")"
+expect_rc 1 "$TMP/client-worker.out" -- timeout 20 "$BIN" worker --connect "$EP" --heartbeat-ms 100 \
+    --cert "$K/alice_secret" --broker-key "$K/broker"
+grep -q "READY refused: key .* is listed in --clients, not in --workers (a key of the wrong role); leaving" \
+    "$TMP/client-worker.out" || fail "a worker with a client key: $(cat "$TMP/client-worker.out")"
+pass "a key of the wrong role gets an error: the client says it, the worker leaves (exit 1)"
+
+# ---- --bind tcp://localhost:PORT (the README allows localhost): bound on 127.0.0.1
+expect_rc 124 "$TMP/localhost.out" -- timeout 2 "$BIN" broker --journal none --bind tcp://localhost:0
+grep -q "serving on tcp://127.0.0.1:" "$TMP/localhost.out" || fail "--bind tcp://localhost: $(cat "$TMP/localhost.out")"
+pass "--bind tcp://localhost:0 binds 127.0.0.1"
 
 # ---- ownership: alice's and bob's requests (no worker yet: they wait)
 "$BIN" model bert --layers 4 -o "$TMP/bert.json"

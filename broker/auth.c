@@ -234,6 +234,23 @@ long long pf_auth_refused(const pf_auth_t *a)
     return a ? atomic_load(&((pf_auth_t *)a)->refused) : 0;
 }
 
+int pf_auth_http_tokens(const pf_auth_t *a, pf_auth_token_fn *each, void *ctx)
+{
+    for (void *it = zhashx_first(a->roles); it; it = zhashx_next(a->roles)) {
+        unsigned roles = (unsigned)(uintptr_t)it;
+        const char *key = zhashx_cursor(a->roles);
+        uint8_t pub[32];
+        char token[PF_CURVE_TOKEN_TXT];
+        if (!(roles & (PF_ROLE_CLIENT | PF_ROLE_ADMIN)))
+            continue;
+        if (!zmq_z85_decode(pub, key) ||
+            pf_curve_http_token(zcert_secret_key(a->own), pub, token) != PF_OK ||
+            each(ctx, token, key, (roles & PF_ROLE_ADMIN) != 0) != PF_OK)
+            return PF_ERR;
+    }
+    return PF_OK;
+}
+
 unsigned pf_auth_roles(const pf_auth_t *a, const char *key_txt)
 {
     return key_txt ? (unsigned)(uintptr_t)zhashx_lookup(a->roles, key_txt) : 0;

@@ -27,7 +27,7 @@ Q  :=
 say =
 endif
 CC      ?= cc
-PKGS    := libczmq libzmq libprotobuf-c jansson sqlite3 cunit libmicrohttpd
+PKGS    := libczmq libzmq libsodium libprotobuf-c jansson sqlite3 cunit libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # libmicrohttpd: headers only; broker/http.c opens the library when a broker serves HTTP.
 PKG_LIBS   := $(shell pkg-config --libs $(filter-out libmicrohttpd,$(PKGS)) 2>/dev/null)

@@ -65,12 +65,32 @@ static const char *role_flags(unsigned roles)
     return "--clients or --admins";
 }
 
+/* The allow-lists that hold a key ("--workers", "--clients and --admins"), or "no list". */
+static void listed_in(unsigned roles, char *out, size_t len)
+{
+    static const char *const flags[] = {"--clients", "--workers", "--agents", "--admins"};
+    size_t used = 0;
+    out[0] = '\0';
+    for (unsigned r = 0; r < 4; r++)
+        if (roles & (1u << r))
+            used += (size_t)snprintf(out + used, used < len ? len - used : 0, "%s%s",
+                                     used ? " and " : "", flags[r]);
+    if (!used)
+        snprintf(out, len, "no list");
+}
+
 bool pf_access_may_send(pf_broker_t *b, peer_t *p, pf_wire_msg_t kind)
 {
     if (p->roles & roles_for(kind))
         return true;
-    pf_peers_malformed(b, p, "%s: this key is not listed for the role that sends it (%s)",
-                       pf_wire_msg_name(kind), role_flags(roles_for(kind)));
+    char where[64], msg[256];
+    listed_in(p->roles, where, sizeof where);
+    snprintf(msg, sizeof msg, "broker: %s refused: key %.8s... is listed in %s, not in %s (a key "
+             "of the wrong role)", pf_wire_msg_name(kind), p->user, where,
+             role_flags(roles_for(kind)));
+    pf_peers_malformed(b, p, "%s", msg + strlen("broker: "));
+    /* the sender learns why instead of waiting for a reply that never comes */
+    pf_peers_send_error(b, p, PF_EINPUT, msg);
     return false;
 }
 

@@ -17,7 +17,12 @@ struct pf_auth {
     zcert_t *own;
     zhashx_t *roles; /* Z85 public key -> roles, as a pointer-sized integer */
     zactor_t *zauth;
+    zactor_t *watch;          /* reads the server socket's handshake failures (pf_auth_watch) */
+    char watch_ep[64];        /* inproc endpoint of the socket's monitor */
+    atomic_llong refused;     /* handshakes refused so far */
 };
+
+#define LOGGED_REFUSALS 20 /* one line each; past that, one line per 1000 */
 
 /* zauth binds inproc://zeromq.zap.01 in CZMQ's one context: a second one cannot start. */
 static atomic_int zauth_running;
@@ -123,6 +128,7 @@ void pf_auth_destroy(pf_auth_t **ap)
     if (!ap || !*ap)
         return;
     pf_auth_t *a = *ap;
+    zactor_destroy(&a->watch);
     if (a->zauth) {
         zactor_destroy(&a->zauth);
         atomic_store(&zauth_running, 0);
@@ -165,6 +171,84 @@ void pf_auth_apply_server(const pf_auth_t *a, zsock_t *s)
     zcert_apply(a->own, s);
     zsock_set_curve_server(s, 1);
     zsock_set_zap_domain(s, "planfarm");
+}
+
+/* Why a handshake failed, from its monitor event. */
+static const char *refusal(uint16_t event, uint32_t value)
+{
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+        return value == 400 ? "its key is in no allow-list" : "the ZAP handler refused it";
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
+        return "not a CURVE handshake with this broker's key (a plain client, or a wrong "
+               "--broker-key)";
+    return "the handshake failed"; /* not asked for */
+}
+
+/* The monitor's reader: counts and logs every failed handshake on the server socket. */
+static void watch_actor(zsock_t *pipe, void *args)
+{
+    pf_auth_t *a = args;
+    zsock_t *mon = zsock_new_pair(NULL);
+    if (mon && zsock_connect(mon, "%s", a->watch_ep) != 0)
+        zsock_destroy(&mon);
+    zsock_signal(pipe, mon ? 0 : 1);
+    if (!mon)
+        return;
+    zpoller_t *poller = zpoller_new(pipe, mon, NULL);
+    for (void *which; poller && (which = zpoller_wait(poller, -1)) == mon;) {
+        zmsg_t *m = zmsg_recv(mon);
+        zframe_t *f = m ? zmsg_first(m) : NULL;
+        char *where = m && zmsg_size(m) >= 2 ? zframe_strdup(zmsg_next(m)) : NULL;
+        if (f && zframe_size(f) == 6) {
+            uint16_t event;
+            uint32_t value;
+            memcpy(&event, zframe_data(f), 2);
+            memcpy(&value, zframe_data(f) + 2, 4);
+            long long n = atomic_fetch_add(&a->refused, 1) + 1;
+            if (n <= LOGGED_REFUSALS || n % 1000 == 0)
+                zsys_warning("broker: refused a CURVE handshake on %s: %s (%lld refused so far%s)",
+                             where ? where : "?", refusal(event, value), n,
+                             n == LOGGED_REFUSALS ? "; from now on one line per 1000" : "");
+        }
+        free(where);
+        zmsg_destroy(&m);
+    }
+    zpoller_destroy(&poller);
+    zsock_destroy(&mon);
+}
+
+int pf_auth_watch(pf_auth_t *a, zsock_t *server, char *err, size_t errlen)
+{
+    snprintf(a->watch_ep, sizeof a->watch_ep, "inproc://pf-auth-watch-%p", (void *)a);
+    if (zmq_socket_monitor(zsock_resolve(server), a->watch_ep,
+                           ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) != 0 ||
+        !(a->watch = zactor_new(watch_actor, a)))
+        return pf_fail(err, errlen, PF_ERR, "cannot watch the CURVE handshakes: %s",
+                       zmq_strerror(errno));
+    return PF_OK;
+}
+
+long long pf_auth_refused(const pf_auth_t *a)
+{
+    return a ? atomic_load(&((pf_auth_t *)a)->refused) : 0;
+}
+
+int pf_auth_http_tokens(const pf_auth_t *a, pf_auth_token_fn *each, void *ctx)
+{
+    for (void *it = zhashx_first(a->roles); it; it = zhashx_next(a->roles)) {
+        unsigned roles = (unsigned)(uintptr_t)it;
+        const char *key = zhashx_cursor(a->roles);
+        uint8_t pub[32];
+        char token[PF_CURVE_TOKEN_TXT];
+        if (!(roles & (PF_ROLE_CLIENT | PF_ROLE_ADMIN)))
+            continue;
+        if (!zmq_z85_decode(pub, key) ||
+            pf_curve_http_token(zcert_secret_key(a->own), pub, token) != PF_OK ||
+            each(ctx, token, key, (roles & PF_ROLE_ADMIN) != 0) != PF_OK)
+            return PF_ERR;
+    }
+    return PF_OK;
 }
 
 unsigned pf_auth_roles(const pf_auth_t *a, const char *key_txt)

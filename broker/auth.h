@@ -56,6 +56,15 @@ int pf_auth_start(pf_auth_t *a, char *err, size_t errlen);
 void pf_auth_apply_server(const pf_auth_t *a, zsock_t *s);
 
 /* Roles of a Z85 public key; 0 when it is in no list. */
+/* Counts and logs every handshake the server socket refuses (a key in no allow-list, a plain
+ * client, a wrong broker key): a monitor on it, read on a thread of its own. Call once, after
+ * pf_auth_apply_server; it stops with the socket and pf_auth_destroy. */
+int pf_auth_watch(pf_auth_t *a, zsock_t *server, char *err, size_t errlen);
+long long pf_auth_refused(const pf_auth_t *a); /* handshakes refused so far; 0 for NULL */
+/* Every client and admin key's token for the status page (pf_curve_http_token, with the broker's
+ * secret key), handed to each (token, the key's Z85 text, admin?). PF_OK, or the first failure. */
+typedef int pf_auth_token_fn(void *ctx, const char *token, const char *key, bool admin);
+int pf_auth_http_tokens(const pf_auth_t *a, pf_auth_token_fn *each, void *ctx);
 unsigned pf_auth_roles(const pf_auth_t *a, const char *key_txt);
 size_t pf_auth_keys(const pf_auth_t *a);         /* distinct keys listed */
 const char *pf_auth_public_txt(const pf_auth_t *a); /* the broker's own public key */

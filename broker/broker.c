@@ -305,6 +305,11 @@ static int make_parts(pf_broker_t *b, char *err, size_t errlen)
     return PF_OK;
 }
 
+static int allow_token(void *http, const char *token, const char *key, bool admin)
+{
+    return pf_http_allow(http, token, key, admin);
+}
+
 /* The ROUTER socket, bound; b->endpoint the address it got. */
 static int bind_router(pf_broker_t *b, char *err, size_t errlen)
 {
@@ -322,6 +327,8 @@ static int bind_router(pf_broker_t *b, char *err, size_t errlen)
     if (zsock_bind(b->router, "%s", b->o.endpoint) < 0)
         return pf_fail(err, errlen, PF_ERR, "cannot bind %s: %s", b->o.endpoint,
                        zmq_strerror(errno));
+    if (b->auth && pf_auth_watch(b->auth, b->router, err, errlen) != PF_OK)
+        return PF_ERR;
     char *last = zsock_last_endpoint(b->router); /* with the port a "tcp://...:0" got */
     snprintf(b->endpoint, sizeof b->endpoint, "%s", last ? last : b->o.endpoint);
     free(last);
@@ -348,6 +355,13 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
         goto fail;
     if (b->o.http_addr && !(b->http = pf_http_new(b->o.http_addr, err, errlen)))
         goto fail;
+    if (b->http && b->auth) { /* a client's token shows it its own requests, an admin's all */
+        pf_http_guard(b->http);
+        if (pf_auth_http_tokens(b->auth, allow_token, b->http) != PF_OK) {
+            pf_fail(err, errlen, PF_ERR, "--http: out of memory keeping the keys' tokens");
+            goto fail;
+        }
+    }
     b->t_start_wall = pf_now_s();
     b->now = pf_clock_now(&b->o.clock);
     /* restored requests take fresh job numbers (random high halves), so a worker that still

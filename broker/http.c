@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <czmq.h>
 #include <dlfcn.h>
+#include <jansson.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -16,6 +17,8 @@
 #define HTTP_CONNECTIONS 64   /* at once; more wait in the kernel's backlog */
 #define HTTP_TIMEOUT_S 10     /* an idle connection is closed after this */
 #define PLAN_ID_MAX 64
+#define OWNER_MAX 64 /* a CURVE key's Z85 text and its NUL fit */
+#define TOKEN_MAX 128
 
 /* libmicrohttpd is opened when a broker first serves HTTP, not linked: its TLS library and the
  * ten below it are most of the 3.3 ms that loading it adds to every planfarm process (`check`,
@@ -29,6 +32,7 @@ static struct {
     __typeof__(MHD_add_response_header) *add_response_header;
     __typeof__(MHD_queue_response) *queue_response;
     __typeof__(MHD_destroy_response) *destroy_response;
+    __typeof__(MHD_lookup_connection_value) *lookup_connection_value;
     char error[256]; /* empty when every entry point was found */
 } mhd;
 static pthread_once_t mhd_once = PTHREAD_ONCE_INIT;
@@ -56,20 +60,29 @@ static void mhd_load(void)
     MHD_SYM(add_response_header, "MHD_add_response_header")
     MHD_SYM(queue_response, "MHD_queue_response")
     MHD_SYM(destroy_response, "MHD_destroy_response")
+    MHD_SYM(lookup_connection_value, "MHD_lookup_connection_value")
 #undef MHD_SYM
 }
 
 typedef struct {
     char *json, *svg;
     size_t json_len, svg_len;
+    char owner[OWNER_MAX];
 } plan_t;
+
+typedef struct {
+    char owner[OWNER_MAX];
+    bool admin;
+} principal_t;
 
 struct pf_http {
     struct MHD_Daemon *daemon;
     char url[320];
     pthread_mutex_t lock; /* guards everything below */
     char *metrics_text, *status_json;
-    zhashx_t *plans; /* id -> plan_t */
+    zhashx_t *plans;  /* id -> plan_t */
+    bool guarded;     /* pf_http_guard: every path but / needs a token */
+    zhashx_t *tokens; /* token -> principal_t */
 };
 
 /* The status page: one table, filled by its script from /api/status every two seconds. Names
@@ -91,9 +104,12 @@ static const char status_page[] =
     "<th>progress (answered / issued)</th><th>best objective (ms)</th><th>wall (s)</th>"
     "<th>plan</th></tr></thead>\n"
     "<tbody id=\"requests\"></tbody></table>\n"
-    "<p><a href=\"/metrics\">/metrics</a> &middot; <a href=\"/api/status\">/api/status</a></p>\n"
+    "<p><a id=\"metrics\" href=\"/metrics\">/metrics</a></p>\n"
     "<script>\n"
     "'use strict';\n"
+    "const token = new URLSearchParams(location.search).get('token');\n"
+    "const q = token ? '?token=' + encodeURIComponent(token) : '';\n"
+    "if (q) document.getElementById('metrics').href += q;\n"
     "function cell(tr, text, cls) {\n"
     "  const td = document.createElement('td');\n"
     "  td.textContent = text;\n"
@@ -129,16 +145,16 @@ static const char status_page[] =
     "    cell(tr, r.best_objective_ms === null ? '' : r.best_objective_ms.toFixed(3), 'n');\n"
     "    cell(tr, r.wall_s.toFixed(2), 'n');\n"
     "    const links = cell(tr, '');\n"
-    "    if (r.plan) link(links, r.plan, 'plan.json');\n"
-    "    if (r.mapping_svg) link(links, r.mapping_svg, 'mapping.svg');\n"
+    "    if (r.plan) link(links, r.plan + q, 'plan.json');\n"
+    "    if (r.mapping_svg) link(links, r.mapping_svg + q, 'mapping.svg');\n"
     "    rows.push(tr);\n"
     "  }\n"
     "  body.replaceChildren(...rows);\n"
     "}\n"
     "async function refresh() {\n"
     "  try {\n"
-    "    const res = await fetch('/api/status', {cache: 'no-store'});\n"
-    "    if (!res.ok) throw new Error('HTTP ' + res.status);\n"
+    "    const res = await fetch('/api/status' + q, {cache: 'no-store'});\n"
+    "    if (!res.ok) throw new Error('HTTP ' + res.status + ': ' + await res.text());\n"
     "    render(await res.json());\n"
     "    document.getElementById('err').textContent = '';\n"
     "  } catch (e) {\n"
@@ -157,6 +173,12 @@ static void plan_free(void **item)
         free(p->svg);
         free(p);
     }
+    *item = NULL;
+}
+
+static void principal_free(void **item)
+{
+    free(*item);
     *item = NULL;
 }
 
@@ -200,6 +222,91 @@ static bool plan_path(const char *url, char id[PLAN_ID_MAX], bool *svg)
     return true;
 }
 
+/* Who asks: the principal of the token given as "Authorization: Bearer TOKEN" or "?token=TOKEN";
+ * NULL when none or an unknown one. Under h->lock. */
+static const principal_t *asker(pf_http_t *h, struct MHD_Connection *c)
+{
+    const char *auth = mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    const char *tok = NULL;
+    if (auth && !strncasecmp(auth, "Bearer ", 7))
+        tok = auth + 7;
+    if (!tok)
+        tok = mhd.lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
+    return tok && strlen(tok) < TOKEN_MAX ? zhashx_lookup(h->tokens, tok) : NULL;
+}
+
+/* /api/status as `who` may see it: its own requests (an admin: all), without their owners.
+ * who NULL (an open server): everything, owners dropped too. A malloc'd text, NULL when out of
+ * memory. */
+static char *status_for(const char *published, const principal_t *who)
+{
+    json_t *root = json_loads(published, 0, NULL), *kept = json_array();
+    json_t *list = root ? json_object_get(root, "requests") : NULL;
+    char *text = NULL;
+    if (!root || !kept || !json_is_array(list))
+        goto done;
+    size_t i;
+    json_t *r;
+    json_array_foreach(list, i, r) {
+        const char *owner = json_string_value(json_object_get(r, "owner"));
+        if (who && !who->admin && (!owner || strcmp(owner, who->owner) != 0))
+            continue;
+        json_object_del(r, "owner");
+        json_array_append(kept, r);
+    }
+    if (json_object_set(root, "requests", kept) == 0)
+        text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+done:
+    json_decref(kept);
+    json_decref(root);
+    return text;
+}
+
+static enum MHD_Result serve_status(pf_http_t *h, struct MHD_Connection *c,
+                                    const principal_t *who)
+{
+    if (!h->status_json)
+        return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "not published yet\n");
+    char *mine = status_for(h->status_json, who);
+    if (!mine)
+        return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+    enum MHD_Result ok = reply(c, MHD_HTTP_OK, "application/json", mine, strlen(mine));
+    free(mine);
+    return ok;
+}
+
+static enum MHD_Result serve_plan(pf_http_t *h, struct MHD_Connection *c, const char *id,
+                                  bool svg, const principal_t *who)
+{
+    const plan_t *p = zhashx_lookup(h->plans, id);
+    /* another's plan is answered as a made-up id is (the wire's rule) */
+    if (!p || (who && !who->admin && strcmp(p->owner, who->owner) != 0))
+        return text(c, MHD_HTTP_NOT_FOUND, "no finished plan with this id\n");
+    if (!svg)
+        return reply(c, MHD_HTTP_OK, "application/json", p->json, p->json_len);
+    if (p->svg)
+        return reply(c, MHD_HTTP_OK, "image/svg+xml", p->svg, p->svg_len);
+    return text(c, MHD_HTTP_NOT_FOUND, "this plan has no mapping picture\n");
+}
+
+static enum MHD_Result unauthorized(struct MHD_Connection *c)
+{
+    static const char msg[] =
+        "this broker has keys: its status page needs your token (`planfarm list --http-token` "
+        "with your --cert and --broker-key prints it) as ?token=TOKEN or an Authorization: "
+        "Bearer TOKEN header\n";
+    struct MHD_Response *r =
+        mhd.create_response_from_buffer(sizeof msg - 1, (void *)msg, MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return MHD_NO;
+    mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+    mhd.add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"planfarm\"");
+    mhd.add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    enum MHD_Result ok = mhd.queue_response(c, MHD_HTTP_UNAUTHORIZED, r);
+    mhd.destroy_response(r);
+    return ok;
+}
+
 static enum MHD_Result serve(void *cls, struct MHD_Connection *c, const char *url,
                              const char *method, const char *version, const char *upload_data,
                              size_t *upload_data_size, void **con_cls)
@@ -211,7 +318,7 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *c, const char *ur
     (void)con_cls;
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
         return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
-    if (strcmp(url, "/") == 0)
+    if (strcmp(url, "/") == 0) /* the page holds no data: its script asks with the token */
         return reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", status_page,
                      sizeof status_page - 1);
 
@@ -219,24 +326,17 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *c, const char *ur
     char id[PLAN_ID_MAX];
     bool svg = false;
     pthread_mutex_lock(&h->lock);
-    if (strcmp(url, "/metrics") == 0) {
+    const principal_t *who = h->guarded ? asker(h, c) : NULL;
+    if (h->guarded && !who) {
+        ok = unauthorized(c);
+    } else if (strcmp(url, "/metrics") == 0) {
         ok = h->metrics_text ? reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
                                      h->metrics_text, strlen(h->metrics_text))
                              : text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "not published yet\n");
     } else if (strcmp(url, "/api/status") == 0) {
-        ok = h->status_json ? reply(c, MHD_HTTP_OK, "application/json", h->status_json,
-                                    strlen(h->status_json))
-                            : text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "not published yet\n");
+        ok = serve_status(h, c, who);
     } else if (plan_path(url, id, &svg)) {
-        const plan_t *p = zhashx_lookup(h->plans, id);
-        if (!p)
-            ok = text(c, MHD_HTTP_NOT_FOUND, "no finished plan with this id\n");
-        else if (!svg)
-            ok = reply(c, MHD_HTTP_OK, "application/json", p->json, p->json_len);
-        else if (p->svg)
-            ok = reply(c, MHD_HTTP_OK, "image/svg+xml", p->svg, p->svg_len);
-        else
-            ok = text(c, MHD_HTTP_NOT_FOUND, "this plan has no mapping picture\n");
+        ok = serve_plan(h, c, id, svg, who);
     } else {
         ok = text(c, MHD_HTTP_NOT_FOUND, "not found\n");
     }
@@ -291,11 +391,13 @@ pf_http_t *pf_http_new(const char *addr, char *err, size_t errlen)
     }
     pthread_mutex_init(&h->lock, NULL);
     h->plans = zhashx_new();
-    if (!h->plans) {
+    h->tokens = zhashx_new();
+    if (!h->plans || !h->tokens) {
         pf_fail(err, errlen, PF_ERR, "out of memory");
         goto fail;
     }
     zhashx_set_destructor(h->plans, plan_free);
+    zhashx_set_destructor(h->tokens, principal_free);
 
     char host[256], port[8];
     if (split_addr(addr ? addr : "", host, sizeof host, port, sizeof port, err, errlen) != PF_OK)
@@ -344,6 +446,7 @@ void pf_http_destroy(pf_http_t **hp)
     if (h->daemon)
         mhd.stop_daemon(h->daemon);
     zhashx_destroy(&h->plans);
+    zhashx_destroy(&h->tokens);
     free(h->metrics_text);
     free(h->status_json);
     pthread_mutex_destroy(&h->lock);
@@ -383,14 +486,43 @@ static char *dup_bytes(const char *s, size_t n)
     return d;
 }
 
-int pf_http_add_plan(pf_http_t *h, const char *id, const char *json, size_t json_len,
-                     const char *svg, size_t svg_len)
+void pf_http_guard(pf_http_t *h)
 {
-    if (!id || strlen(id) >= PLAN_ID_MAX || !json)
+    pthread_mutex_lock(&h->lock);
+    h->guarded = true;
+    pthread_mutex_unlock(&h->lock);
+}
+
+int pf_http_allow(pf_http_t *h, const char *token, const char *owner, bool admin)
+{
+    if (!token || strlen(token) >= TOKEN_MAX || !owner || strlen(owner) >= OWNER_MAX)
+        return PF_ERR;
+    principal_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return PF_ERR;
+    snprintf(p->owner, sizeof p->owner, "%s", owner);
+    p->admin = admin;
+    pthread_mutex_lock(&h->lock);
+    h->guarded = true;
+    zhashx_delete(h->tokens, token);
+    int rc = zhashx_insert(h->tokens, token, p);
+    pthread_mutex_unlock(&h->lock);
+    if (rc != 0) {
+        free(p);
+        return PF_ERR;
+    }
+    return PF_OK;
+}
+
+int pf_http_add_plan(pf_http_t *h, const char *id, const char *owner, const char *json,
+                     size_t json_len, const char *svg, size_t svg_len)
+{
+    if (!id || strlen(id) >= PLAN_ID_MAX || !json || (owner && strlen(owner) >= OWNER_MAX))
         return PF_ERR;
     plan_t *p = calloc(1, sizeof *p);
     if (!p)
         return PF_ERR;
+    snprintf(p->owner, sizeof p->owner, "%s", owner ? owner : "");
     p->json = dup_bytes(json, json_len);
     p->json_len = json_len;
     if (svg) {

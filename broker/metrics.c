@@ -113,6 +113,9 @@ int pf_metrics_render(const pf_metrics_t *m, FILE *f, char *err, size_t errlen)
     scalar(&o, "planfarm_messages_sent_total", "counter", "Messages sent.", m->msgs_out);
     scalar(&o, "planfarm_messages_malformed_total", "counter",
            "Messages dropped as malformed or not allowed from their sender.", m->malformed);
+    scalar(&o, "planfarm_handshakes_refused_total", "counter",
+           "CURVE handshakes refused: a key in no allow-list, a plain client, a wrong broker "
+           "key.", m->handshakes_refused);
     seconds(&o, "planfarm_broker_busy_seconds_total", "counter",
             "Seconds the broker loop spent handling messages and timers.", m->busy_s);
     seconds(&o, "planfarm_broker_uptime_seconds", "gauge", "Seconds since the broker started.",

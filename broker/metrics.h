@@ -43,6 +43,7 @@ typedef struct {
     int workers;
     int agents; /* GPU agents registered; 0 while the broker has no agent registry */
     long long msgs_in, msgs_out, malformed;
+    long long handshakes_refused; /* CURVE handshakes refused (0 on a plain broker) */
     double busy_s;   /* the loop's time handling messages and timers */
     double uptime_s; /* since the broker was made */
     long long journal_bytes; /* 0 without a journal */

@@ -63,6 +63,7 @@ static void collect(pf_broker_t *b, const pf_broker_stats_t *st, int agents, pf_
     m->msgs_in = st->msgs_in;
     m->msgs_out = st->msgs_out;
     m->malformed = st->malformed;
+    m->handshakes_refused = pf_auth_refused(b->auth);
     m->busy_s = st->busy_s;
     m->uptime_s = st->wall_s;
 }
@@ -108,7 +109,8 @@ static char *render_status(pf_broker_t *b, const pf_broker_stats_t *bs, int agen
         if (has_plan)
             ids[(*nids)++] = r->id;
         json_t *o = json_pack(
-            "{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:f, s:s, s:o, s:o}", "id", r->id, "label",
+            "{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:f, s:s, s:o, s:o}", "id", r->id,
+            "owner", r->owner, "label",
             r->label, "state", pf_wire_request_state_name(r->state), "phase", st.phase,
             "jobs_issued", (json_int_t)st.jobs_issued, "jobs_answered",
             (json_int_t)st.jobs_answered, "jobs_queued", (json_int_t)st.jobs_queued,
@@ -161,7 +163,7 @@ void pf_publish_plan(pf_broker_t *b, request_t *r, const pf_plan_t *plan)
     if (f && fclose(f) != 0)
         drawn = false;
     r->has_mapping_svg = drawn;
-    if (pf_http_add_plan(b->http, r->id, r->plan_json, r->plan_len, drawn ? svg : NULL,
+    if (pf_http_add_plan(b->http, r->id, r->owner, r->plan_json, r->plan_len, drawn ? svg : NULL,
                          svg_len) != PF_OK)
         zsys_warning("broker: out of memory keeping the plan of %s for the status page", r->id);
     free(svg);

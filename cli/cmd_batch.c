@@ -41,7 +41,8 @@ static void help(FILE *f)
 {
     fprintf(f,
             "usage: planfarm batch LIST... [--broker ENDPOINT] [-o DIR] [--patience S]\n"
-            "                      [--timeout S] [--priority N] [--quiet]\n\n"
+            "                      [--timeout S] [--priority N] [--quiet]\n"
+            "                      [--cert FILE --broker-key FILE] [--insecure]\n\n"
             "Submits every request of the LIST files (one per line: GRAPH CLUSTER [plan\n"
             "options]; '#' starts a comment; relative paths are tried from the current\n"
             "directory, then from the list's), follows them with one progress bar on stderr\n"
@@ -52,15 +53,17 @@ static void help(FILE *f)
             "planned twice.\n\n"
             "  --list LIST         one more list file (the same as giving it as an argument)\n"
             "  --broker ENDPOINT   default %s\n"
-            "  -o DIR              write the plans into DIR\n"
+            "  -o DIR              write the plans into DIR (it must exist)\n"
             "  --patience S        how long the broker may stay unreachable (a restart) before\n"
             "                      the batch gives up (default 300)\n"
             "  --timeout S         seconds to wait for each broker reply (default %g)\n"
             "  --priority N        of every request of the batch (default 0; see submit)\n"
-            "  --quiet             no progress bar, no summary\n\n"
-            "Exit status: 0 every plan written, 2 a bad list, 3 some request infeasible (the\n"
-            "others written), 1 otherwise.\n",
+            "  --quiet             no progress bar, no summary\n",
             PF_BROKER_DEFAULT_ENDPOINT, CLI_DEFAULT_TIMEOUT_S);
+    cli_keyopts_help(f);
+    fprintf(f, "\nExit status: 0 every plan written, 2 a bad list, 3 some request infeasible (the\n"
+               "others written), 1 otherwise (any plan missing: the broker gone past --patience,\n"
+               "a request failed, an interrupt).\n");
 }
 
 static const char *stem(const char *path, char *buf, size_t len)
@@ -322,13 +325,20 @@ static size_t round_over(batch_t *bt, pf_client_t *client, bool progress, char *
     *heard = false;
     for (size_t i = 0; i < bt->n && !zsys_interrupted; i++) {
         entry_t *e = &bt->e[i];
-        int r = PF_OK;
+        int r;
+        err[0] = '\0'; /* an input that fails to load sets none */
         if (e->state == E_PENDING)
             r = submit_pending(client, e, progress, err, errlen);
         else if (e->state == E_RUNNING)
             r = follow(client, e, err, errlen);
-        if (r != PF_OK && unreachable(err))
+        else
+            continue; /* ended: the broker was not asked, so it is no sign of life */
+        if (r != PF_OK && unreachable(err)) {
+            /* this entry and the ones after it were not asked: all still open */
+            for (size_t j = i; j < bt->n; j++)
+                open += bt->e[j].state == E_PENDING || bt->e[j].state == E_RUNNING;
             break;
+        }
         *heard = true;
         open += e->state == E_PENDING || e->state == E_RUNNING;
     }
@@ -336,7 +346,7 @@ static size_t round_over(batch_t *bt, pf_client_t *client, bool progress, char *
 }
 
 /* The exit status of a finished batch: the first failure's, an infeasible one giving way to any
- * other. */
+ * other; 1 whenever a plan is missing for another reason (never 0 with plans missing). */
 static int batch_summary(const batch_t *bt, bool quiet, double t0)
 {
     size_t done = 0;
@@ -346,6 +356,8 @@ static int batch_summary(const batch_t *bt, bool quiet, double t0)
         if (bt->e[i].state == E_FAILED &&
             (worst == CLI_OK || (worst == CLI_INFEASIBLE && bt->e[i].exit_code != CLI_INFEASIBLE)))
             worst = bt->e[i].exit_code ? bt->e[i].exit_code : CLI_FAIL;
+        if (bt->e[i].state != E_DONE && bt->e[i].state != E_FAILED)
+            worst = CLI_FAIL;
     }
     if (!quiet)
         fprintf(stderr, "planfarm batch: %zu of %zu plans written in %.1f s\n", done, bt->n,
@@ -367,17 +379,17 @@ static int run_batch(batch_t *bt, pf_client_t *client, double patience_s, bool q
             last_heard = now;
         if (progress)
             bar(bt, t0);
-        if (progress && (zsys_interrupted || (!heard && now - last_heard > patience_s)))
+        if (progress && open && (zsys_interrupted || (!heard && now - last_heard > patience_s)))
             fputc('\n', stderr);
         if (zsys_interrupted) {
             fprintf(stderr, "planfarm batch: interrupted; the requests go on at the broker (run "
                             "the batch again to collect them)\n");
             return CLI_FAIL;
         }
+        if (open == 0)
+            break;
         if (!heard && now - last_heard > patience_s)
             return cli_report("batch", PF_ERR, err);
-        if (heard && open == 0)
-            break;
         zclock_sleep(delay_ms);
         delay_ms = delay_ms * 3 / 2 > 500 ? 500 : delay_ms * 3 / 2;
     }
@@ -414,10 +426,10 @@ static const cli_option_t batch_options[] = {
 };
 
 /* The lists' requests, run on the broker. */
-static int batch_lists(const batch_args_t *a, const cli_remote_args_t *r)
+static int batch_lists(const batch_args_t *a, const cli_remote_args_t *r,
+                       const pf_curve_opts_t *keys)
 {
     batch_t bt = {0};
-    char err[CLI_ERRLEN];
     pf_client_t *client = NULL;
     int rc = CLI_OK;
     for (int i = 0; i < a->nlists && rc == CLI_OK; i++)
@@ -425,8 +437,8 @@ static int batch_lists(const batch_args_t *a, const cli_remote_args_t *r)
     if (rc == CLI_OK && bt.n == 0)
         rc = cli_usage_error("batch", "no request in the lists");
     if (rc == CLI_OK &&
-        !(client = pf_client_new(r->broker, (int)(r->timeout_s * 1000), err, sizeof err)))
-        rc = cli_report("batch", PF_EINPUT, err);
+        !(client = cli_remote_client_new("batch", r->broker, r->timeout_s, keys)))
+        rc = CLI_USAGE;
     if (rc == CLI_OK) {
         pf_client_set_priority(client, a->priority);
         rc = run_batch(&bt, client, a->patience_s, r->quiet);
@@ -442,11 +454,13 @@ int cmd_batch(int argc, char **argv)
 {
     batch_args_t a = {.patience_s = 300};
     cli_remote_args_t r = {PF_BROKER_DEFAULT_ENDPOINT, NULL, CLI_DEFAULT_TIMEOUT_S, false};
+    pf_curve_opts_t keys = {0};
     const cli_options_t spec = {"batch", help, NULL, NULL,
                                 {{cli_remote_broker_options, &r, NULL},
                                  {batch_options, &a, NULL},
                                  {cli_remote_output_options, &r, NULL},
-                                 {cli_options_help, NULL, NULL}}};
+                                 {cli_options_help, NULL, NULL},
+                                 {cli_keyopts_table, &keys, NULL}}};
     int status, first = cli_options_parse(&spec, argc, argv, &status);
     if (first < 0)
         return status;
@@ -458,7 +472,10 @@ int cmd_batch(int argc, char **argv)
     if (cli_check_endpoint("batch", "--broker", r.broker))
         return CLI_USAGE;
     struct stat sd;
-    if (r.out && (stat(r.out, &sd) != 0 || !S_ISDIR(sd.st_mode)))
+    if (r.out && stat(r.out, &sd) != 0)
+        return cli_usage_error("batch", "-o %s: %s (create the directory first)", r.out,
+                               strerror(errno));
+    if (r.out && !S_ISDIR(sd.st_mode))
         return cli_usage_error("batch", "-o %s: not a directory", r.out);
-    return batch_lists(&a, &r);
+    return batch_lists(&a, &r, &keys);
 }

@@ -126,7 +126,32 @@ static int check_security(const pf_broker_opts_t *o)
         pf_curve_check_plain("broker", o->endpoint, 0, 0, err, sizeof err);
         return cli_report("broker", PF_EINPUT, err);
     }
+    /* the status page is plain HTTP whatever the broker's keys: the rule of plain TCP */
+    char http[300];
+    snprintf(http, sizeof http, "tcp://%s", o->http_addr ? o->http_addr : "");
+    if (o->http_addr && !pf_curve_endpoint_is_local(http)) {
+        if (!o->auth.insecure)
+            return cli_usage_error("broker", "--http %s: plain HTTP off loopback is refused: "
+                                   "anyone on the network could read the status page and the "
+                                   "plans. Use 127.0.0.1:PORT (an SSH tunnel or a reverse proxy "
+                                   "for others), or pass --insecure on a network you trust",
+                                   o->http_addr);
+        fprintf(stderr, "planfarm broker: --insecure: plain HTTP on %s: anyone who can reach "
+                        "it can read the status page%s\n", o->http_addr,
+                pf_auth_wanted(&o->auth) ? " (each client still needs its token)" : "");
+    }
     return CLI_OK;
+}
+
+/* zmq binds to an interface or an address, not a name: tcp://localhost:PORT becomes
+ * tcp://127.0.0.1:PORT (the README allows localhost wherever it allows loopback). */
+static void resolve_localhost(pf_broker_opts_t *o, char *buf, size_t len)
+{
+    static const char prefix[] = "tcp://localhost:";
+    if (o->endpoint && !strncmp(o->endpoint, prefix, sizeof prefix - 1)) {
+        snprintf(buf, len, "tcp://127.0.0.1:%s", o->endpoint + sizeof prefix - 1);
+        o->endpoint = buf;
+    }
 }
 
 /* The journal: expired requests leave it, and with --compact it shrinks and the broker exits
@@ -197,6 +222,8 @@ int cmd_broker(int argc, char **argv)
     if ((rc = cli_netopts_args_done("broker", argc, argv, first, "--bind", o.endpoint)) != CLI_OK ||
         (rc = check_security(&o)) != CLI_OK)
         return rc;
+    char bind[300];
+    resolve_localhost(&o, bind, sizeof bind);
     char journal_default[1024];
     bool done;
     rc = open_journal(&a, &o, journal_default, sizeof journal_default, &done);

@@ -47,6 +47,10 @@ static void help(FILE *f, what_t what)
             "  --broker ENDPOINT   default %s\n"
             "  --timeout S         seconds to wait for the reply (default %g)\n",
             usage[what], text[what], PF_BROKER_DEFAULT_ENDPOINT, CLI_DEFAULT_TIMEOUT_S);
+    if (what == ALL_LIST)
+        fprintf(f, "  --http-token        print this key's token for the broker's status page\n"
+                   "                      (--http: open it as http://HOST:PORT/?token=TOKEN)\n"
+                   "                      instead; needs --cert and --broker-key, asks nothing\n");
     cli_keyopts_help(f);
     fprintf(f, "\nWith keys a client sees its own requests only (an admin key: all).\n"
                "Exit status: 0 answered, %s1 no broker.\n",
@@ -75,10 +79,14 @@ static int run(int argc, char **argv, what_t what)
     static void (*const helps[])(FILE *) = {help_status, help_cancel, help_list};
     cli_remote_args_t r = {PF_BROKER_DEFAULT_ENDPOINT, NULL, CLI_DEFAULT_TIMEOUT_S, false};
     pf_curve_opts_t keys = {0};
+    int token = 0;
+    static const cli_option_t list_options[] = {
+        {"http-token", 0, CLI_OPT_SET_INT, .offset = 0, .lo = 1}, CLI_OPTION_END};
     const cli_options_t spec = {cmd, helps[what], NULL, NULL,
                                 {{cli_remote_broker_options, &r, NULL},
                                  {cli_options_help, NULL, NULL},
-                                 {cli_keyopts_table, &keys, NULL}}};
+                                 {cli_keyopts_table, &keys, NULL},
+                                 {what == ALL_LIST ? list_options : NULL, &token, NULL}}};
     int status, first = cli_options_parse(&spec, argc, argv, &status);
     if (first < 0)
         return status;
@@ -90,7 +98,11 @@ static int run(int argc, char **argv, what_t what)
     if (!client)
         return CLI_USAGE;
     int rc;
-    if (what == ALL_LIST) {
+    char tok[PF_CURVE_TOKEN_TXT];
+    if (token) {
+        if ((rc = pf_client_http_token(client, tok, err, sizeof err)) == PF_OK)
+            printf("%s\n", tok);
+    } else if (what == ALL_LIST) {
         Planfarm__ListReply *l;
         if ((rc = pf_client_list(client, &l, err, sizeof err)) == PF_OK) {
             printf("%-33s %-9s %-9s %9s %10s %9s  %s\n", "id", "state", "phase", "jobs",

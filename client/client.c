@@ -220,3 +220,16 @@ int pf_client_list(pf_client_t *c, Planfarm__ListReply **out, char *err, size_t 
         return rc;
     return UNPACK("LIST", planfarm__list_reply__unpack, body, len, out, err, errlen);
 }
+
+int pf_client_http_token(const pf_client_t *c, char out[PF_CURVE_TOKEN_TXT], char *err,
+                         size_t errlen)
+{
+    uint8_t broker[32];
+    if (!c->keys.own)
+        return pf_fail(err, errlen, PF_EINPUT, "--http-token needs --cert and --broker-key (a "
+                                               "broker without keys has no tokens)");
+    if (!zmq_z85_decode(broker, c->keys.broker_txt) ||
+        pf_curve_http_token(zcert_secret_key(c->keys.own), broker, out) != PF_OK)
+        return pf_fail(err, errlen, PF_EINPUT, "--broker-key: not a usable CURVE key");
+    return PF_OK;
+}

@@ -45,4 +45,9 @@ int pf_client_cancel(pf_client_t *c, const char *id, Planfarm__RequestStatus **o
                      size_t errlen);
 int pf_client_list(pf_client_t *c, Planfarm__ListReply **out, char *err, size_t errlen);
 
+/* This client's token for the status page of its broker (broker/http.h): derived from its
+ * secret key and the broker's public key, no broker asked. PF_EINPUT without keys. */
+int pf_client_http_token(const pf_client_t *c, char out[PF_CURVE_TOKEN_TXT], char *err,
+                         size_t errlen);
+
 #endif

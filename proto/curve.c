@@ -2,6 +2,7 @@
 #include "planner/core/util.h"
 
 #include <arpa/inet.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 #include <zmq.h>
@@ -136,4 +137,19 @@ void pf_curve_client_clear(pf_curve_client_t *k)
 {
     if (k)
         zcert_destroy(&k->own);
+}
+
+int pf_curve_http_token(const uint8_t secret[32], const uint8_t peer_public[32],
+                        char out[PF_CURVE_TOKEN_TXT])
+{
+    static const char label[] = "planfarm status page token v1";
+    uint8_t shared[crypto_scalarmult_BYTES], tok[16];
+    if (sodium_init() < 0 || crypto_scalarmult(shared, secret, peer_public) != 0)
+        return PF_ERR;
+    crypto_generichash(tok, sizeof tok, (const uint8_t *)label, sizeof label - 1, shared,
+                       sizeof shared);
+    sodium_memzero(shared, sizeof shared);
+    for (size_t i = 0; i < sizeof tok; i++)
+        snprintf(out + 2 * i, 3, "%02x", tok[i]);
+    return PF_OK;
 }

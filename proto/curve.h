@@ -52,4 +52,12 @@ int pf_curve_client_init(pf_curve_client_t *k, const pf_curve_opts_t *o, const c
 void pf_curve_client_apply(const pf_curve_client_t *k, zsock_t *s);
 void pf_curve_client_clear(pf_curve_client_t *k);
 
+/* The status page's token of one key (broker/http.h): 32 hex digits, a BLAKE2b hash of the
+ * CURVE shared secret of that key and the broker's, so the key's owner derives it from its
+ * secret key and the broker's public key, and the broker from its secret key and the key's
+ * public key; nobody else can. PF_OK, or PF_ERR (a key that gives no shared secret). */
+#define PF_CURVE_TOKEN_TXT 33
+int pf_curve_http_token(const uint8_t secret[32], const uint8_t peer_public[32],
+                        char out[PF_CURVE_TOKEN_TXT]);
+
 #endif

@@ -15,7 +15,8 @@
 
 /* One request; the whole response (status line, headers, body) into out. Returns the status
  * code, or -1 when the exchange failed. */
-static int get(const pf_http_t *h, const char *method, const char *path, char *out, size_t cap)
+static int get_as(const pf_http_t *h, const char *method, const char *path, const char *auth,
+                  char *out, size_t cap)
 {
     unsigned port = 0;
     if (sscanf(pf_http_url(h), "http://127.0.0.1:%u/", &port) != 1)
@@ -25,8 +26,9 @@ static int get(const pf_http_t *h, const char *method, const char *path, char *o
         return -1;
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    char req[256];
-    int n = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: x\r\n\r\n", method, path);
+    char req[512];
+    int n = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: x\r\n%s%s%s\r\n", method, path,
+                     auth ? "Authorization: " : "", auth ? auth : "", auth ? "\r\n" : "");
     size_t got = 0;
     if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 || write(fd, req, (size_t)n) != n) {
         close(fd);
@@ -39,6 +41,11 @@ static int get(const pf_http_t *h, const char *method, const char *path, char *o
     close(fd);
     int status;
     return sscanf(out, "HTTP/1.%*d %d", &status) == 1 ? status : -1;
+}
+
+static int get(const pf_http_t *h, const char *method, const char *path, char *out, size_t cap)
+{
+    return get_as(h, method, path, NULL, out, cap);
 }
 
 static const char *body(const char *response)
@@ -83,8 +90,8 @@ static void test_serve(void)
     CU_ASSERT_STRING_EQUAL(body(out), "{\"requests\":[]}");
 
     /* plans: r1 with a picture, r2 without */
-    CU_ASSERT_EQUAL(pf_http_add_plan(h, "r1", "{\"a\":1}", 7, "<svg/>", 6), PF_OK);
-    CU_ASSERT_EQUAL(pf_http_add_plan(h, "r2", "{\"b\":2}", 7, NULL, 0), PF_OK);
+    CU_ASSERT_EQUAL(pf_http_add_plan(h, "r1", NULL, "{\"a\":1}", 7, "<svg/>", 6), PF_OK);
+    CU_ASSERT_EQUAL(pf_http_add_plan(h, "r2", NULL, "{\"b\":2}", 7, NULL, 0), PF_OK);
     CU_ASSERT_EQUAL(get(h, "GET", "/api/plan/r1", out, sizeof out), 200);
     CU_ASSERT_STRING_EQUAL(body(out), "{\"a\":1}");
     CU_ASSERT_EQUAL(get(h, "GET", "/api/plan/r1/mapping.svg", out, sizeof out), 200);
@@ -144,9 +151,63 @@ static void test_bad_addresses(void)
     pf_http_destroy(&first);
 }
 
+/* A guarded server (a CURVE broker): no token, 401 (the page itself stays open: it holds no
+ * data); a client's token shows its own requests and plans only, an admin's all; the owners
+ * are never served. */
+static void test_guard(void)
+{
+    char err[256] = "", out[8192];
+    pf_http_t *h = pf_http_new("127.0.0.1:0", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    CU_ASSERT_EQUAL(pf_http_allow(h, "tokA", "keyA", false), PF_OK);
+    CU_ASSERT_EQUAL(pf_http_allow(h, "tokB", "keyB", false), PF_OK);
+    CU_ASSERT_EQUAL(pf_http_allow(h, "tokAdm", "keyAdm", true), PF_OK);
+    pf_http_publish(h, copy_text("m 1\n"),
+                    copy_text("{\"workers\":1,\"requests\":[{\"id\":\"r1\",\"owner\":\"keyA\","
+                              "\"label\":\"a\"},{\"id\":\"r2\",\"owner\":\"keyB\",\"label\":\"b\"}]}"));
+    CU_ASSERT_EQUAL(pf_http_add_plan(h, "r1", "keyA", "{\"a\":1}", 7, NULL, 0), PF_OK);
+    CU_ASSERT_EQUAL(pf_http_add_plan(h, "r2", "keyB", "{\"b\":2}", 7, NULL, 0), PF_OK);
+
+    CU_ASSERT_EQUAL(get(h, "GET", "/", out, sizeof out), 200);
+    const char *closed[] = {"/metrics", "/api/status", "/api/plan/r1", "/api/status?token=nope",
+                            "/api/status?token="};
+    for (size_t i = 0; i < sizeof closed / sizeof closed[0]; i++) {
+        CU_ASSERT_EQUAL(get(h, "GET", closed[i], out, sizeof out), 401);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "WWW-Authenticate: Bearer"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(body(out), "planfarm list --http-token"));
+    }
+    CU_ASSERT_EQUAL(get_as(h, "GET", "/api/status", "Bearer nope", out, sizeof out), 401);
+
+    CU_ASSERT_EQUAL(get(h, "GET", "/api/status?token=tokA", out, sizeof out), 200);
+    CU_ASSERT_STRING_EQUAL(body(out), "{\"workers\":1,\"requests\":[{\"id\":\"r1\",\"label\":\"a\"}]}");
+    CU_ASSERT_EQUAL(get_as(h, "GET", "/api/status", "Bearer tokB", out, sizeof out), 200);
+    CU_ASSERT_STRING_EQUAL(body(out), "{\"workers\":1,\"requests\":[{\"id\":\"r2\",\"label\":\"b\"}]}");
+    CU_ASSERT_EQUAL(get(h, "GET", "/api/status?token=tokAdm", out, sizeof out), 200);
+    CU_ASSERT_STRING_EQUAL(body(out), "{\"workers\":1,\"requests\":[{\"id\":\"r1\",\"label\":"
+                                      "\"a\"},{\"id\":\"r2\",\"label\":\"b\"}]}");
+
+    CU_ASSERT_EQUAL(get(h, "GET", "/api/plan/r1?token=tokA", out, sizeof out), 200);
+    CU_ASSERT_STRING_EQUAL(body(out), "{\"a\":1}");
+    CU_ASSERT_EQUAL(get(h, "GET", "/api/plan/r2?token=tokA", out, sizeof out), 404);
+    CU_ASSERT_STRING_EQUAL(body(out), "no finished plan with this id\n");
+    CU_ASSERT_EQUAL(get_as(h, "GET", "/api/plan/r2", "Bearer tokAdm", out, sizeof out), 200);
+    CU_ASSERT_EQUAL(get(h, "GET", "/metrics?token=tokB", out, sizeof out), 200);
+    CU_ASSERT_STRING_EQUAL(body(out), "m 1\n");
+    pf_http_destroy(&h);
+
+    /* unguarded (a plain broker): everything open, the owners still not served */
+    h = pf_http_new("127.0.0.1:0", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    pf_http_publish(h, NULL, copy_text("{\"requests\":[{\"id\":\"r1\",\"owner\":\"\"}]}"));
+    CU_ASSERT_EQUAL(get(h, "GET", "/api/status", out, sizeof out), 200);
+    CU_ASSERT_STRING_EQUAL(body(out), "{\"requests\":[{\"id\":\"r1\"}]}");
+    pf_http_destroy(&h);
+}
+
 void pf_suite_http(void)
 {
     CU_pSuite s = CU_add_suite("http", NULL, NULL);
     CU_add_test(s, "publish, plans, eviction, methods", test_serve);
     CU_add_test(s, "addresses refused with a reason", test_bad_addresses);
+    CU_add_test(s, "tokens: own requests and plans only, admins all", test_guard);
 }

@@ -36,6 +36,7 @@ static void snapshot(pf_metrics_t *m)
     m->msgs_in = 100;
     m->msgs_out = 90;
     m->malformed = 4;
+    m->handshakes_refused = 6;
     m->busy_s = 1.5;
     m->uptime_s = 60.25;
     m->journal_bytes = 4096;
@@ -216,6 +217,9 @@ static const char expected[] =
     "# HELP planfarm_messages_malformed_total Messages dropped as malformed or not allowed from their sender.\n"
     "# TYPE planfarm_messages_malformed_total counter\n"
     "planfarm_messages_malformed_total 4\n"
+    "# HELP planfarm_handshakes_refused_total CURVE handshakes refused: a key in no allow-list, a plain client, a wrong broker key.\n"
+    "# TYPE planfarm_handshakes_refused_total counter\n"
+    "planfarm_handshakes_refused_total 6\n"
     "# HELP planfarm_broker_busy_seconds_total Seconds the broker loop spent handling messages and timers.\n"
     "# TYPE planfarm_broker_busy_seconds_total counter\n"
     "planfarm_broker_busy_seconds_total 1.500000\n"

@@ -37,6 +37,7 @@ struct pf_worker {
     double next_heartbeat, reconnect_at; /* on the options' clock */
     int backoff_ms;
     int warned;
+    int refused; /* the broker answered ERROR (a key it does not list as a worker's): leave */
     pf_peer_io_pack_buf_t pack;
     pf_worker_stats_t st;
 };
@@ -473,6 +474,15 @@ static void on_message(pf_worker_t *w, zmq_msg_t *parts, int n)
         disconnect(w, why);
         break;
     }
+    case PF_MSG_ERROR: {
+        /* the broker sends a worker ERROR only when it refuses the key: retrying cannot help */
+        Planfarm__ErrorReply *m = planfarm__error_reply__unpack(NULL, len, data);
+        zsys_error("worker %s: %s; leaving", w->name,
+                   m && m->error ? m->error : "the broker refused this worker");
+        planfarm__error_reply__free_unpacked(m, NULL);
+        w->refused = 1;
+        break;
+    }
     default: malformed(w, "%s is not sent to a worker", pf_wire_msg_name(kind)); break;
     }
 }
@@ -547,7 +557,7 @@ static int loop(pf_worker_t *w, zsock_t *pipe)
     }
     pf_peer_io_info(w->o.quiet, "worker %s: connected to %s (%d credits, %d threads per job)",
                     w->name, w->endpoint, w->o.credits, w->threads);
-    while (!stop) {
+    while (!stop && !w->refused) {
         zmq_pollitem_t items[3] = {{NULL, pf_solver_wake_fd(w->solver), ZMQ_POLLIN, 0}};
         int n = 1, at_pipe = -1, at_dealer = -1;
         if (pipe) {
@@ -574,7 +584,7 @@ static int loop(pf_worker_t *w, zsock_t *pipe)
                 ;
         tick(w);
     }
-    return PF_OK;
+    return w->refused ? PF_EINPUT : PF_OK;
 }
 
 /* ---- public ---- */

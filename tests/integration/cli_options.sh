@@ -746,7 +746,7 @@ $ planfarm batch --broker foo x
 planfarm batch: --broker: 'foo' is not an endpoint (tcp://HOST:PORT, ipc://PATH or inproc://NAME)
 [exit 2]
 $ planfarm batch -o /nonexistent x
-planfarm batch: -o /nonexistent: not a directory
+planfarm batch: -o /nonexistent: No such file or directory (create the directory first)
 (see 'planfarm batch --help')
 [exit 2]
 $ planfarm batch missing.list
@@ -1054,11 +1054,11 @@ help broker: 547526744 3162
 help worker: 3015310655 1520
 help agent: 2653467728 1224
 help submit: 1343229788 4368
-help batch: 2702960718 1279
+help batch: 2781364441 1727
 help status: 979815886 725
 help result: 773170951 804
 help cancel: 3739333781 715
-help list: 3778646034 670
+help list: 2550677265 892
 help keygen: 3068494888 374
 help profile: 2385890326 3259
 help: 4118700826 1693

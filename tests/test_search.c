@@ -183,20 +183,26 @@ static void test_chaos_random_dag(void)
     pf_graph_destroy(&g);
 }
 
-static void test_chaos_bert(void)
+/* BERT-4 on an 8-device random_blk_2 cluster (seed 5): the chaos and hostile-worker cases. */
+static void bert4_on_blk2(pf_graph_t **g, pf_cluster_t **c)
 {
     char err[256];
     pf_model_opts_t mo;
     pf_model_opts_init(&mo, PF_MODEL_BERT);
     mo.layers = 4;
-    pf_graph_t *g;
-    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, g, err, sizeof err), PF_OK);
     pf_topology_opts_t to;
     pf_topology_opts_init(&to, PF_TOPOLOGY_RANDOM_BLK2);
     to.devices = 8;
     to.seed = 5;
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, c, err, sizeof err), PF_OK);
+}
+
+static void test_chaos_bert(void)
+{
+    pf_graph_t *g;
     pf_cluster_t *c;
-    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
+    bert4_on_blk2(&g, &c);
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     o.probes_in_flight = 4;
@@ -531,18 +537,9 @@ static void check_simulated_choice(const pf_graph_t *g, const pf_cluster_t *c,
 
 static void test_simulated_choice(void)
 {
-    char err[256];
-    pf_model_opts_t mo;
-    pf_model_opts_init(&mo, PF_MODEL_BERT);
-    mo.layers = 4;
     pf_graph_t *g;
-    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
-    pf_topology_opts_t to;
-    pf_topology_opts_init(&to, PF_TOPOLOGY_RANDOM_BLK2);
-    to.devices = 8;
-    to.seed = 5;
     pf_cluster_t *c;
-    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
+    bert4_on_blk2(&g, &c);
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     o.tp = 1;
@@ -664,23 +661,16 @@ static void check_hostile(const pf_graph_t *g, const pf_cluster_t *c, const pf_s
 static void test_hostile_worker(void)
 {
     char err[256];
-    pf_model_opts_t mo;
-    pf_model_opts_init(&mo, PF_MODEL_BERT);
-    mo.layers = 4;
     pf_graph_t *g;
-    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
-    pf_topology_opts_t to;
-    pf_topology_opts_init(&to, PF_TOPOLOGY_RANDOM_BLK2);
-    to.devices = 8;
-    to.seed = 5;
     pf_cluster_t *c;
-    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
+    bert4_on_blk2(&g, &c);
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     o.tp = 1;
     o.candidates = 3;
     check_hostile(g, c, &o);
     pf_cluster_destroy(&c);
+    pf_topology_opts_t to;
     pf_topology_opts_init(&to, PF_TOPOLOGY_HIER);
     to.devices = 8;
     CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);

@@ -161,7 +161,7 @@ integration: planfarm $(BUILD)/pf_testtool
 test: setup-test
 	$(MAKE) check-layers check-code unit integration
 
-# On a machine with a GPU: the CUDA probes against tests/data/h100 (within 10%), then a
+# On a machine with a GPU: the CUDA probes against tests/data/h100 (class bounds), then a
 # profiled cluster planned end to end. The GPU suite registers itself only when PF_GPU_TESTS=1.
 test-gpu: planfarm $(BUILD)/pf_tests $(BUILD)/libpfcuda.so
 	PF_GPU_TESTS=1 PF_CUDA_LIB=$(CURDIR)/$(BUILD)/libpfcuda.so PF_BIN=$(CURDIR)/planfarm \

@@ -12,6 +12,7 @@
 #include "profiler/calibrate.h"
 #include "profiler/cuda_loader.h"
 #include "profiler/local.h"
+#include "profiler/sweep.h"
 #include "proto/profile_codec.h"
 
 #include <stdio.h>
@@ -25,6 +26,7 @@ static void help(FILE *f)
     fprintf(f,
             "usage: planfarm profile --local [flags] [-o CLUSTER]\n"
             "       planfarm profile --local --graph GRAPH [flags] [-o MEASURED_GRAPH]\n"
+            "       planfarm profile --local --sweep [--quick] [--device N] [-o SWEEP]\n"
             "       planfarm profile --broker ENDPOINT [--sizes L] [--reps N] [--timeout S]\n"
             "                        [--stream-mb N] [--name NAME] [-o CLUSTER]\n\n"
             "Measures this host and writes a cluster file whose bandwidth and latency matrices\n"
@@ -51,6 +53,12 @@ static void help(FILE *f)
             "assembles the cluster from every record and sends it back. What failed is listed\n"
             "on stderr; a cluster with a pair nobody measured is refused, never invented.\n\n"
             "  --local           profile this host\n"
+            "  --sweep           the measurements a device model is fitted to, on GPU --device:\n"
+            "                    bf16 GEMMs over a grid of (m, n, k) from 256 to 16k, fp16/fp32\n"
+            "                    squares, attention's batched GEMMs and unfused operator, HBM\n"
+            "                    copies from 1 MiB to 4 GiB, elementwise/layernorm/softmax over\n"
+            "                    sizes; JSON records (format planfarm-device-sweep). Needs a GPU\n"
+            "  --quick           with --sweep: two sizes per axis (a first look; seconds)\n"
             "  --broker EP       profile the broker's agents, e.g. tcp://127.0.0.1:5710\n"
             "  --timeout S       with --broker: seconds to wait for the round (default 600); the\n"
             "                    broker gives each probe task a tenth of it\n"
@@ -209,7 +217,7 @@ typedef struct {
     double timeout_s;
     long long stream_mb, device;
     int dtype;
-    bool local, quiet;
+    bool local, quiet, sweep, quick;
 } profile_args_t;
 
 static int parse_sizes_arg(const char *cmd, const char *arg, void *base)
@@ -240,6 +248,8 @@ static const cli_option_t profile_options[] = {
     {"output", 'o', CLI_OPT_STRING, .offset = A(out)},
     {"cluster-out", 0, CLI_OPT_STRING, .offset = A(cluster_out)},
     {"graph", 0, CLI_OPT_STRING, .offset = A(graph)},
+    {"sweep", 0, CLI_OPT_FLAG, .offset = A(sweep)},
+    {"quick", 0, CLI_OPT_FLAG, .offset = A(quick)},
     {"device", 0, CLI_OPT_LLONG, .offset = A(device), .lo = 0, .hi = 1023},
     {"dtype", 0, CLI_OPT_CUSTOM, .parse = parse_dtype},
     {"sizes", 0, CLI_OPT_CUSTOM, .parse = parse_sizes_arg},
@@ -379,6 +389,37 @@ static int profile_cluster(const profile_args_t *a, pf_cuda_loader_t **cuda, cha
     return rc == PF_OK ? CLI_OK : cli_report(CMD, rc, err);
 }
 
+/* --sweep: the device-model records of GPU --device, written as JSON. */
+static int profile_sweep(const profile_args_t *a, const pf_cuda_loader_t *cuda,
+                         const char *loader_err)
+{
+    char err[CLI_ERRLEN] = "";
+    int n = 0;
+    if (cuda)
+        pf_cuda_loader_api(cuda)->device_count(&n, err, sizeof err);
+    if (!cuda || n <= a->device) {
+        fprintf(stderr, "planfarm profile: %s: no sweep; nothing written\n",
+                !cuda ? loader_err : n ? "no such GPU (--device)" : "no GPU found");
+        return CLI_FAIL;
+    }
+    pf_sweep_opts_t so = {.device = (int)a->device, .reps = a->o.reps, .quick = a->quick};
+    json_t *rec = pf_sweep_run(pf_cuda_loader_api(cuda), &so,
+                               cli_stderr_tty() && !a->quiet ? progress_bar : NULL, NULL, err,
+                               sizeof err);
+    if (!rec)
+        return cli_report(CMD, PF_ERR, err);
+    int rc = a->out && strcmp(a->out, "-") ? json_dump_file(rec, a->out, JSON_INDENT(1))
+                                           : json_dumpf(rec, stdout, JSON_INDENT(1));
+    if (!a->quiet && !rc)
+        fprintf(stderr, "sweep of GPU %lld (%s): %d probes written to %s\n", a->device,
+                json_string_value(json_object_get(json_object_get(rec, "gpu"), "name")),
+                pf_sweep_count(&so), a->out && strcmp(a->out, "-") ? a->out : "stdout");
+    json_decref(rec);
+    if (rc)
+        return cli_report(CMD, PF_ERR, "cannot write the sweep");
+    return CLI_OK;
+}
+
 /* --local: the measured graph (with --graph), the cluster (without, or with --cluster-out). */
 static int profile_local(const profile_args_t *a)
 {
@@ -388,6 +429,15 @@ static int profile_local(const profile_args_t *a)
         return CLI_USAGE;
     char loader_err[CLI_ERRLEN] = "";
     pf_cuda_loader_t *cuda = pf_cuda_loader_open(loader_err, sizeof loader_err);
+    if (a->sweep) {
+        int rc = a->graph || a->cluster_out
+                     ? cli_usage_error(CMD, "--sweep writes no graph or cluster (drop --graph)")
+                     : profile_sweep(a, cuda, loader_err);
+        pf_cuda_loader_close(&cuda);
+        return rc;
+    }
+    if (a->quick)
+        return cli_usage_error(CMD, "--quick goes with --sweep");
     int rc = a->graph ? profile_graph(a, cuda, loader_err) : CLI_OK;
     if (rc == CLI_OK && (!a->graph || a->cluster_out))
         rc = profile_cluster(a, &cuda, loader_err, a->graph ? a->cluster_out : a->out);
@@ -410,8 +460,9 @@ int cmd_profile(int argc, char **argv)
         return cli_usage_error(CMD, "one of --local and --broker ENDPOINT is required");
     if (!a.broker)
         return profile_local(&a);
-    if (a.graph || a.cluster_out || a.o.peer_off)
-        return cli_usage_error(CMD, "--graph, --cluster-out and --peer-off go with --local");
+    if (a.graph || a.cluster_out || a.o.peer_off || a.sweep || a.quick)
+        return cli_usage_error(CMD,
+                               "--graph, --cluster-out, --peer-off and --sweep go with --local");
     if (cli_check_endpoint(CMD, "--broker", a.broker) || cli_check_output(CMD, a.out))
         return CLI_USAGE;
     if (a.o.nsizes == 1)

@@ -460,6 +460,9 @@ static int op_time(int dev, const pf_op_probe_t *op, int reps, double *fwd_ms, d
     cudaEvent_t e0 = NULL, e1 = NULL;
     int64_t m = op->m, n = op->n, k = op->k, b = op->batch > 0 ? op->batch : 1;
     size_t elems[6] = {};
+    /* An elementwise op is m elements: its n and k are unused (0 from the graph's shapes). */
+    if (op->kind == PF_CUDA_OP_ELEMENTWISE)
+        n = 1;
     if (m < 1 || n < 1 || reps < 1 || op->dtype < 0 || op->dtype > 2 ||
         ((op->kind == PF_CUDA_OP_GEMM || op->kind == PF_CUDA_OP_ATTENTION) && k < 1))
         return fail(err, errlen, -2, "op probe: bad shape %lld x %lld x %lld", (long long)m,

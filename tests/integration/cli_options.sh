@@ -963,7 +963,7 @@ planfarm profile: one of --local and --broker ENDPOINT is required
 (see 'planfarm profile --help')
 [exit 2]
 $ planfarm profile --broker tcp://127.0.0.1:1 --graph g
-planfarm profile: --graph, --cluster-out and --peer-off go with --local
+planfarm profile: --graph, --cluster-out, --peer-off and --sweep go with --local
 (see 'planfarm profile --help')
 [exit 2]
 $ planfarm profile --broker foo
@@ -1060,7 +1060,7 @@ help result: 773170951 804
 help cancel: 3739333781 715
 help list: 2550677265 892
 help keygen: 3068494888 374
-help profile: 2385890326 3259
+help profile: 729247599 3824
 help: 4118700826 1693
 EXPECTED
 if ! diff -u expected.txt actual.txt >diff.txt; then

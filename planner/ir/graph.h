@@ -17,6 +17,16 @@ typedef struct {
     int64_t dim[PF_SHAPE_MAX];
 } pf_shape_t;
 
+/* The work an op does per micro-batch of one replica, what a device model prices (DESIGN.md
+ * "Files", graph keys fwd_flops, bwd_flops, bytes_read, bytes_written, gemm). 0 = not known.
+ * A GEMM-like op also gives its forward product: `gemm_batch` products of (m x k) @ (k x n);
+ * gemm_m = 0 when the op is not one. */
+typedef struct {
+    double fwd_flops, bwd_flops;
+    double bytes_read, bytes_written;
+    int64_t gemm_m, gemm_n, gemm_k, gemm_batch;
+} pf_op_work_t;
+
 /* One operator. Costs are per micro-batch of one replica. */
 typedef struct {
     int64_t id;       /* id in the file; unique */
@@ -25,6 +35,7 @@ typedef struct {
     double fwd_ms, bwd_ms;
     double param_bytes, mem_fwd_bytes, mem_bwd_bytes;
     pf_shape_t weight, input, output;
+    pf_op_work_t work;
 } pf_op_t;
 
 typedef struct {

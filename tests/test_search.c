@@ -584,9 +584,10 @@ static void test_simulated_choice_tp(void)
  * answer: pf_search_check_answer, and on a rejection the job goes to a healthy worker (run here).
  * FAST_SIM answers every SIMULATE with a 0.001 ms step that fits; STATUS answers every job of a
  * kind whose errors are failures (TAP, probes, resharding, simulations) with status -3
- * (PF_EINFEASIBLE). DP_PARTITION jobs are answered honestly: an infeasible partition is a
+ * (PF_EINFEASIBLE); FAST_RESHARD answers every RESHARD with a thousandth of its time (faster
+ * transfers would favour a pipelined candidate). DP_PARTITION jobs are answered honestly: an infeasible partition is a
  * verdict the search takes (DESIGN.md "What a worker key is trusted with"). */
-typedef enum { HOSTILE_FAST_SIM, HOSTILE_STATUS } hostile_t;
+typedef enum { HOSTILE_FAST_SIM, HOSTILE_STATUS, HOSTILE_FAST_RESHARD } hostile_t;
 
 static pf_plan_t *run_hostile(const pf_graph_t *g, const pf_cluster_t *c,
                               const pf_search_opts_t *o, hostile_t how, int *rejected)
@@ -604,6 +605,8 @@ static pf_plan_t *run_hostile(const pf_graph_t *g, const pf_cluster_t *c,
             res.sim.step_ms = 0.001;
             res.sim.fits = 1;
             res.sim.mem_bytes = 0;
+        } else if (how == HOSTILE_FAST_RESHARD && job.kind == PF_JOB_RESHARD) {
+            res.reshard.time_ms *= 1e-3;
         } else if (how == HOSTILE_STATUS && job.kind != PF_JOB_DP_PARTITION) {
             pf_job_result_clear(&res);
             memset(&res, 0, sizeof res);
@@ -614,8 +617,9 @@ static pf_plan_t *run_hostile(const pf_graph_t *g, const pf_cluster_t *c,
         int rc = pf_search_check_answer(s, id, &res, err, sizeof err);
         if (rc != PF_OK) { /* that attempt failed: the healthy worker runs the job */
             ++*rejected;
-            CU_ASSERT_PTR_NOT_NULL(strstr(err, how == HOSTILE_FAST_SIM ? "re-simulated here"
-                                                                        : "failed at its worker"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(err, how == HOSTILE_FAST_SIM       ? "re-simulated here"
+                                               : how == HOSTILE_FAST_RESHARD ? "re-solved here"
+                                                                             : "failed at its worker"));
             pf_job_result_clear(&res);
             CU_ASSERT_FATAL(pf_search_job(s, id, &job));
             pf_job_run(&job, &res);
@@ -632,11 +636,13 @@ static pf_plan_t *run_hostile(const pf_graph_t *g, const pf_cluster_t *c,
     return p;
 }
 
-static void check_hostile(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o)
+static void check_hostile(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
+                          int with_reshard)
 {
     pf_plan_t *ref = run_in_order(g, c, o);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ref);
-    for (int how = HOSTILE_FAST_SIM; how <= HOSTILE_STATUS; how++) {
+    for (int how = HOSTILE_FAST_SIM; how <= (with_reshard ? HOSTILE_FAST_RESHARD : HOSTILE_STATUS);
+         how++) {
         int rejected;
         pf_plan_t *p = run_hostile(g, c, o, (hostile_t)how, &rejected);
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -668,7 +674,7 @@ static void test_hostile_worker(void)
     pf_search_opts_init(&o);
     o.tp = 1;
     o.candidates = 3;
-    check_hostile(g, c, &o);
+    check_hostile(g, c, &o, 0);
     pf_cluster_destroy(&c);
     pf_topology_opts_t to;
     pf_topology_opts_init(&to, PF_TOPOLOGY_HIER);
@@ -678,7 +684,7 @@ static void test_hostile_worker(void)
     o.tp = 2;
     o.stages = 2;
     o.candidates = 1;
-    check_hostile(g, c, &o);
+    check_hostile(g, c, &o, 1);
     pf_cluster_destroy(&c);
     pf_graph_destroy(&g);
 }

@@ -425,6 +425,27 @@ bool pf_search_sim_absorb_reshard(pf_search_t *s, uint64_t id, const pf_search_o
     return false;
 }
 
+/* A RESHARD answer sets a candidate's cross-stage transfer times, which its SIMULATE jobs (and
+ * their re-simulation above) take as given, so every one is solved again here: one stage
+ * boundary of one replica, T devices to T, under the node cap that makes the answer the same
+ * everywhere (describe_reshard), costs little next to the search. */
+int pf_search_sim_verify_reshard(const pf_search_t *s, const pf_search_owner_t *owner,
+                                 const pf_job_t *job, const pf_job_result_t *res, char *err,
+                                 size_t errlen)
+{
+    (void)s, (void)owner;
+    pf_job_result_t own;
+    int rc = pf_job_run(job, &own);
+    if (rc != PF_OK)
+        rc = pf_fail(err, errlen, PF_EINPUT, "reshard answer: %g ms could not be re-solved "
+                     "here: %s", res->reshard.time_ms, own.error);
+    else if (!close_to(own.reshard.time_ms, res->reshard.time_ms))
+        rc = pf_fail(err, errlen, PF_EINPUT, "reshard answer: %g ms, re-solved here: %g ms",
+                     res->reshard.time_ms, own.reshard.time_ms);
+    pf_job_result_clear(&own);
+    return rc;
+}
+
 void pf_search_sim_clear(pf_search_t *s)
 {
     for (int c = 0; s->sim.cand && c < s->map.ncand; c++) {
@@ -437,7 +458,7 @@ void pf_search_sim_clear(pf_search_t *s)
 
 const pf_search_kind_t pf_search_sim_kinds[] = {
     {PF_JOB_RESHARD, pf_search_sim_describe_reshard, pf_search_sim_absorb_reshard,
-         "resharding job", NULL},
+         "resharding job", pf_search_sim_verify_reshard},
     {PF_JOB_SIMULATE, pf_search_sim_describe, pf_search_sim_absorb, "simulation job",
          pf_search_sim_verify},
     {PF_JOB_KIND_COUNT, NULL, NULL, NULL, NULL},

@@ -173,14 +173,21 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* hbm_gbps from the largest copy, launch_us the median excess over bytes / hbm_gbps. */
+/* hbm_gbps the slope between the two largest copies (the largest alone when there is one, or
+ * when the slope is not positive), launch_us the median excess over bytes / hbm_gbps. */
 static int fit_copy(const fit_t *f, pf_devmodel_spec_t *s, char *err, size_t errlen)
 {
-    int big = 0;
+    int big = 0, next = -1;
     for (int i = 1; i < f->nc; i++)
         if (f->c[i].bytes > f->c[big].bytes)
             big = i;
+    for (int i = 0; i < f->nc; i++)
+        if (f->c[i].bytes < f->c[big].bytes && (next < 0 || f->c[i].bytes > f->c[next].bytes))
+            next = i;
     s->hbm_gbps = 2 * f->c[big].bytes / (f->c[big].ms * 1e6);
+    if (next >= 0 && f->c[big].ms > f->c[next].ms)
+        s->hbm_gbps = 2 * (f->c[big].bytes - f->c[next].bytes) /
+                      ((f->c[big].ms - f->c[next].ms) * 1e6);
     double *ex = malloc((size_t)f->nc * sizeof *ex);
     if (!ex)
         return pf_fail(err, errlen, PF_ERR, "out of memory");

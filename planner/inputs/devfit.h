@@ -5,8 +5,9 @@
  * (m, n, k) of the sweep's batch-1 GEMMs in the table's precision (bf16), every combination
  * required; each cell's efficiency is 2mnk / (fwd_ms x peak), the mean over repeated records,
  * capped at 1. Each other precision's scale is its largest GEMM's efficiency over the table's
- * at that shape. The copy roofline: hbm_gbps from the largest copy (2 x bytes / ms), launch_us
- * the median over copies of what each takes beyond that (at least 0). The rest (peaks, fused
+ * at that shape. The copy roofline: hbm_gbps the slope of time over 2 x bytes between the two
+ * largest copies, launch_us the median over copies of what each takes beyond bytes / hbm_gbps
+ * (at least 0). The rest (peaks, fused
  * efficiency, NVLink) comes from the base model. */
 #ifndef PF_DEVFIT_H
 #define PF_DEVFIT_H

@@ -114,9 +114,9 @@ static const double h200_eff[7 * 6 * 6] = {
     .gn = {512, 1024, 2048, 4096, 8192, 16384}, .gk = {512, 1024, 2048, 4096, 8192, 16384}
 #define GIB 1073741824.0
 /* Achievable copy bandwidth of the GPUs we did not measure: the vendor's HBM peak times the
- * fraction the H100 reached (3025.7 of 3350 GB/s, h100-sweep.json's 4 GiB copy). */
-#define HBM_FRACTION (3025.7 / 3350.0)
-#define H100_LAUNCH_US 5.85
+ * fraction the H100 reached (3036.6 of 3350 GB/s: planfarm calibrate on h100-sweep.json). */
+#define HBM_FRACTION (3036.6 / 3350.0)
+#define H100_LAUNCH_US 6.31
 
 /* Vendor dense peaks (TFLOP/s: bf16, fp16, fp32, tf32, fp8), HBM, memory and NVLink: the
  * datasheets docs/DEVICES.md cites. The GEMM table of the GPUs without a sweep is the H100's
@@ -131,11 +131,11 @@ static const pf_devmodel_t presets[] = {
     {.spec = {"a100-80g", {312, 312, 19.5, 156, 0}, {1, 1, 1, 1, 1}, 2039 * HBM_FRACTION,
               H100_LAUNCH_US, 80 * GIB, 0.5, 0.38, 300, 0, 8},
      SWEEP_GRID, .eff = h100_eff},
-    {.spec = {"h100-sxm", {989.4, 989.4, 66.9, 494.7, 1978.9}, {1, 1.088, 1.108, 1, 1}, 3025.7,
+    {.spec = {"h100-sxm", {989.4, 989.4, 66.9, 494.7, 1978.9}, {1, 1.088, 1.108, 1, 1}, 3036.6,
               H100_LAUNCH_US, 85017493504.0, 0.5, 0.38, 450, 1, 8},
      SWEEP_GRID, .eff = h100_eff},
-    {.spec = {"h200", {989.4, 989.4, 66.9, 494.7, 1978.9}, {1, 1.097, 1.092, 1, 1}, 4276.7,
-              6.50, 150109880320.0, 0.5, 0.38, 450, 1, 8},
+    {.spec = {"h200", {989.4, 989.4, 66.9, 494.7, 1978.9}, {1, 1.097, 1.092, 1, 1}, 4302.6,
+              7.46, 150109880320.0, 0.5, 0.38, 450, 1, 8},
      SWEEP_GRID, .eff = h200_eff},
     {.spec = {"b200", {2250, 2250, 75, 1125, 4500}, {1, 1, 1, 1, 1}, 8000 * HBM_FRACTION,
               H100_LAUNCH_US, 180e9, 0.5, 0.38, 900, 1, 8},

@@ -294,8 +294,10 @@ static void none_feasible(pf_search_t *s, int best_infeasible)
         why = s->tap.tp[t].why;
     if (!*why)
         why = "no (stages, replicas, tensor-parallel degree) fits the options";
-    if (!s->part.block_group || best_infeasible < 0)
-        pf_search_queue_fail(s, PF_EINFEASIBLE, "%s", why);
+    if (!s->part.block_group || best_infeasible < 0 ||
+        (!strstr(why, "of whole groups") && !strstr(why, "cuts block") &&
+         s->part.dp[best_infeasible].stages <= s->part.nblock_groups))
+        pf_search_queue_fail(s, PF_EINFEASIBLE, "%s", why); /* e.g. an op that fits no device */
     else if (s->part.dp[best_infeasible].stages > s->part.nblock_groups)
         pf_search_queue_fail(s, PF_EINFEASIBLE, "--layer-aligned: %d stages need %d whole layers "
                              "or more, the graph has %d", s->part.dp[best_infeasible].stages,

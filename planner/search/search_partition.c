@@ -225,8 +225,8 @@ static int add_dp_entries(pf_search_t *s, int tpi, char *err, size_t errlen)
         int MB = microbatches_for(s, R);
         if (S < 1 || R < 1 || (long long)S * R > D || MB < 1)
             continue;
-        if (s->part.block_group && S > s->part.nblock_groups && !s->o.stages)
-            continue; /* a stage of whole blocks needs one; --stages S hears why from its DP */
+        if (s->part.block_group && S > s->part.nblock_groups && !s->o.stages && !s->o.replicas)
+            continue; /* a stage of whole blocks needs one; a fixed S hears why from its DP */
         int rc = add_dp_alphas(s, tpi, S, R, MB, err, errlen);
         if (rc != PF_OK)
             return rc;

@@ -878,6 +878,34 @@ static void test_layer_aligned_grid(void)
     pf_graph_destroy(&g);
 }
 
+/* A block whose ops are not consecutive in graph order (layers.0.a -> layers.1.a -> layers.0.b)
+ * cannot be one group of whole-layer stages: refused before any job, naming the op. */
+static void test_layer_aligned_interleaved(void)
+{
+    char err[512];
+    const char *names[] = {"layers.0.a", "layers.1.a", "layers.0.b"};
+    pf_graph_t *g = pf_graph_new("interleaved", 1);
+    for (int v = 0; v < 3; v++) {
+        pf_op_t op = {.id = v, .name = names[v], .fwd_ms = 1};
+        pf_graph_add_op(g, &op);
+    }
+    pf_graph_add_edge(g, 0, 1, 1);
+    pf_graph_add_edge(g, 1, 2, 1);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
+    pf_cluster_t *c = two_hosts(1e12);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.tp = 1;
+    o.layer_aligned = 1;
+    pf_search_t *s = pf_search_new(g, c, &o, err, sizeof err);
+    CU_ASSERT_PTR_NULL(s);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "block layers.0 are not consecutive in graph order "
+                                       "(layers.0.b comes after"));
+    pf_search_destroy(&s);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_search(void)
 {
     CU_pSuite s = CU_add_suite("search", NULL, NULL);
@@ -899,6 +927,8 @@ void pf_suite_search(void)
                 test_simulated_choice_tp);
     CU_add_test(s, "--layer-aligned over recomputation x stages x ZeRO x memory: whole layers "
                    "per stage or exit 3 naming it", test_layer_aligned_grid);
+    CU_add_test(s, "--layer-aligned refuses a block whose ops are not consecutive",
+                test_layer_aligned_interleaved);
     CU_add_test(s, "a SIMULATE job's memory under 1f1b, eager-1f1b and gpipe, by hand",
                 test_simulate_job_memory);
 }

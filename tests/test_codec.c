@@ -212,13 +212,14 @@ static void test_jobs(void)
     job.partition.alpha = 100;
     job.partition.group = group;
     job.partition.ngroups = 3;
+    job.partition.group_whole = 1; /* --layer-aligned: the worker must not cut a group */
     Planfarm__Job *m = pf_job_codec_to_pb(a, 5, 2, &job, &gr, &cr);
     pf_wire_job_t w;
     CU_ASSERT_EQUAL_FATAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_OK);
     CU_ASSERT(w.id == 5 && w.attempt == 2 && w.kind == PF_JOB_DP_PARTITION);
     CU_ASSERT(w.graph.hash_len == 20 && w.graph.hash[2] == 3 && w.cluster.size == 50);
     CU_ASSERT(w.partition.stages == 2 && w.partition.alpha == 100 && w.partition.ngroups == 3);
-    CU_ASSERT(w.partition.group && w.partition.group[4] == 2);
+    CU_ASSERT(w.partition.group && w.partition.group[4] == 2 && w.partition.group_whole == 1);
     pf_job_codec_clear(&w);
     m->partition->group[3] = 3; /* >= ngroups */
     CU_ASSERT_EQUAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_EINPUT);

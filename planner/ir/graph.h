@@ -86,6 +86,9 @@ double pf_graph_total_param_bytes(const pf_graph_t *g);
 /* Longest path by c_u (sum over its ops), the critical path of one forward+backward. */
 double pf_graph_longest_path_ms(const pf_graph_t *g);
 
+/* Files. The version pf_graph_save writes: 2 added the ops' work keys (fwd_flops, bwd_flops,
+ * bytes_read, bytes_written, gemm); files without "version" are version 1 and load unchanged. */
+#define PF_GRAPH_VERSION 2
 /* Files. load returns PF_OK, PF_EINPUT (message "<file>: <place>: <problem>") or PF_ERR. */
 int pf_graph_load(const char *path, pf_graph_t **out, char *err, size_t errlen);
 int pf_graph_load_buffer(const char *text, size_t len, const char *label, pf_graph_t **out,

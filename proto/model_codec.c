@@ -74,6 +74,7 @@ Planfarm__Graph *pf_model_codec_graph_to_pb(pf_arena_t *a, const pf_graph_t *g)
     planfarm__graph__init(pb);
     pb->name = str(pf_graph_name(g));
     pb->microbatch = (uint32_t)pf_graph_microbatch(g);
+    pb->device_model = str(pf_graph_device_model(g));
     for (int v = 0; v < n; v++) {
         const pf_op_t *o = pf_graph_op(g, v);
         Planfarm__Op *x = &ops[v];
@@ -136,9 +137,15 @@ int pf_model_codec_graph_from_pb(const Planfarm__Graph *m, pf_graph_t **out, cha
                        m->n_edges);
     if (m->microbatch == 0 || m->microbatch > (1u << 30))
         return pf_fail(err, errlen, PF_EINPUT, "graph.microbatch: %u out of range", m->microbatch);
+    if (m->device_model && strlen(m->device_model) > PF_GRAPH_DEVICE_MODEL_MAX)
+        return pf_fail(err, errlen, PF_EINPUT, "graph.device_model: longer than %d bytes",
+                       PF_GRAPH_DEVICE_MODEL_MAX);
     pf_graph_t *g = pf_graph_new(m->name, (int)m->microbatch);
-    if (!g)
+    if (!g || pf_graph_set_device_model(g, m->device_model && *m->device_model ? m->device_model
+                                                                               : NULL) != PF_OK) {
+        pf_graph_destroy(&g);
         return pf_fail(err, errlen, PF_ERR, "out of memory");
+    }
     for (size_t v = 0; v < m->n_ops; v++) {
         const Planfarm__Op *x = m->ops[v];
         pf_op_t op = {.id = x->id, .name = x->name, .type = x->type, .fwd_ms = x->fwd_ms,

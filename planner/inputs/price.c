@@ -5,10 +5,12 @@ int pf_price_graph(const pf_graph_t *g, const pf_devmodel_t *dm, pf_prec_t p, pf
                    int *npriced, char *err, size_t errlen)
 {
     int rc = PF_ERR, priced = 0;
-    pf_graph_t *h = pf_graph_new(pf_graph_name(g), pf_graph_microbatch(g));
+    pf_graph_t *h = pf_graph_new_like(g);
     *out = NULL;
-    if (!h)
+    if (!h || pf_graph_set_device_model(h, pf_devmodel_spec(dm)->name) != PF_OK) {
+        pf_graph_destroy(&h);
         return pf_fail(err, errlen, PF_ERR, "out of memory");
+    }
     for (int v = 0; v < pf_graph_nops(g); v++) {
         pf_op_t op = *pf_graph_op(g, v);
         priced += pf_devmodel_op_ms(dm, p, &op.work, &op.fwd_ms, &op.bwd_ms);

@@ -13,6 +13,7 @@ typedef struct {
 
 struct pf_graph {
     char *name;
+    char *device_model; /* the device model the op times were priced on; NULL = not said */
     int microbatch;
     int nops;
     size_t ops_cap;
@@ -41,11 +42,32 @@ pf_graph_t *pf_graph_new(const char *name, int microbatch)
     return g;
 }
 
+pf_graph_t *pf_graph_new_like(const pf_graph_t *g)
+{
+    pf_graph_t *h = pf_graph_new(g->name, g->microbatch);
+    if (h && g->device_model && pf_graph_set_device_model(h, g->device_model) != PF_OK)
+        pf_graph_destroy(&h);
+    return h;
+}
+
+int pf_graph_set_device_model(pf_graph_t *g, const char *name)
+{
+    char *copy = NULL;
+    if (name && !(copy = pf_strdup(name)))
+        return PF_ERR;
+    free(g->device_model);
+    g->device_model = copy;
+    return PF_OK;
+}
+
+const char *pf_graph_device_model(const pf_graph_t *g) { return g->device_model; }
+
 void pf_graph_destroy(pf_graph_t **gp)
 {
     if (!gp || !*gp)
         return;
     pf_graph_t *g = *gp;
+    free(g->device_model);
     for (int i = 0; i < g->nops; i++) {
         free((char *)g->ops[i].name);
         free((char *)g->ops[i].type);
@@ -614,9 +636,18 @@ static int from_json(json_t *root, pf_graph_t **out, char *err, size_t errlen)
         return pf_fail(err, errlen, PF_EINPUT, "graph.microbatch: too large");
     if (json_array_size(ops) > (1u << 26) || json_array_size(edges) > (1u << 28))
         return pf_fail(err, errlen, PF_EINPUT, "graph: too many ops or edges");
+    const char *device_model = NULL;
+    if ((rc = pf_json_get_string(root, "graph", "device_model", 0, NULL, &device_model, err,
+                                 errlen)))
+        return rc;
+    if (device_model && (!*device_model || strlen(device_model) > PF_GRAPH_DEVICE_MODEL_MAX))
+        return pf_fail(err, errlen, PF_EINPUT, "graph.device_model: empty or longer than %d bytes",
+                       PF_GRAPH_DEVICE_MODEL_MAX);
     g = pf_graph_new(name, (int)mb);
-    if (!g)
+    if (!g || pf_graph_set_device_model(g, device_model) != PF_OK) {
+        pf_graph_destroy(&g);
         return pf_fail(err, errlen, PF_ERR, "out of memory");
+    }
     for (size_t i = 0; i < json_array_size(ops); i++) {
         pf_op_t op = {0};
         snprintf(path, sizeof path, "ops[%zu]", i);
@@ -710,6 +741,10 @@ static void emit_graph(pf_json_writer_t *w, const void *ctx)
     pf_json_writer_str(w, g->name);
     pf_json_writer_key(w, "microbatch");
     pf_json_writer_int(w, g->microbatch);
+    if (g->device_model) {
+        pf_json_writer_key(w, "device_model");
+        pf_json_writer_str(w, g->device_model);
+    }
     pf_json_writer_key(w, "ops");
     pf_json_writer_arr_begin(w);
     for (int i = 0; i < g->nops; i++) {

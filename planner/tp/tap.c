@@ -729,7 +729,7 @@ int pf_tap_graph(const pf_graph_t *g, const pf_tap_result_t *res, pf_graph_t **o
     if (res->nops != pf_graph_nops(g))
         return pf_fail(err, errlen, PF_EINPUT, "tap: the result has %d ops, the graph %d",
                        res->nops, pf_graph_nops(g));
-    pf_graph_t *t = pf_graph_new(pf_graph_name(g), pf_graph_microbatch(g));
+    pf_graph_t *t = pf_graph_new_like(g);
     int rc = t ? PF_OK : PF_ERR;
     for (int v = 0; v < res->nops && !rc; v++) {
         pf_op_t op = *pf_graph_op(g, v);

@@ -419,7 +419,11 @@ bool pf_search_sim_absorb_reshard(pf_search_t *s, uint64_t id, const pf_search_o
     (void)id;
     const xfer_rec_t *x = &s->sim.xfer[owner->xfer];
     sim_cand_t *sc = &s->sim.cand[x->cand];
-    sc->xfer_ms[(size_t)x->stage * sc->plan->replicas + x->replica] = res->reshard.time_ms;
+    const pf_reshard_problem_t *xp = &x->xp.problem; /* or Megatron's scatter/gather */
+    double sg = pf_simulate_scatter_gather_ms(s->c, xp->src_mesh.devices, xp->dst_mesh.devices,
+                                              xp->src_mesh.cols, (double)x->xp.shape[0], 0);
+    sc->xfer_ms[(size_t)x->stage * sc->plan->replicas + x->replica] =
+        fmin(res->reshard.time_ms, sg);
     if (--sc->xfer_left == 0 && queue_sims(s, x->cand) != PF_OK)
         pf_search_queue_fail(s, PF_ERR, "out of memory");
     return false;

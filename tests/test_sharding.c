@@ -225,7 +225,8 @@ void pf_suite_sharding(void)
     CU_add_test(s, "Table 1 immediate inference for matmul", test_table1);
     CU_add_test(s, "atomic ops and the seed's A.3 volumes", test_seed_volumes);
     CU_add_test(s, "A.1.2 reduce-scatter analysis", test_reduce_scatter_analysis);
-    CU_add_test(s, "collective costs on the slowest link (ring, tree, all-to-all), by hand", test_ring_costs);
+    CU_add_test(s, "collective costs on the slowest link (ring, tree, all-to-all), by hand",
+                test_ring_costs);
     CU_add_test(s, "division (eq. 1) and or (eq. 2) expressions", test_division_and_or);
     CU_add_test(s, "op rules on BERT-Large shapes", test_op_rules);
 }

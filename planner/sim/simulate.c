@@ -181,7 +181,8 @@ static int stage_tasks(sim_t *x, int s, int comm_free)
         if (!comm_free && allreduce_ms(x, s, k, st->param_bytes / x->T / x->NB, &ms) != PF_OK)
             return PF_ERR;
         for (int b = 0; b < x->NB; b++)
-            x->task[id_ar(x, s, k, b)] = (task_t){.kind = T_AR, .s = s, .k = k, .m = b, .dur_ms = ms};
+            x->task[id_ar(x, s, k, b)] =
+                (task_t){.kind = T_AR, .s = s, .k = k, .m = b, .dur_ms = ms};
     }
     return PF_OK;
 }

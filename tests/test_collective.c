@@ -120,6 +120,31 @@ static void test_two_hosts(void)
     PF_ASSERT_CLOSE(pf_collective_best_ms(&g, PF_COLL_P2P, 1e9), 40.01, 1e-12);
 }
 
+/* 2 hosts x 8 GPUs sharing 2 NICs a host (nics_per_host = 2): the ring's channels get 2 x 25
+ * GB/s, the hierarchical algorithm's 8 rings of the inter-host phase take turns on 2 NICs. */
+static void test_shared_nics(void)
+{
+    pf_collective_group_t g = two_hosts(0);
+    g.nics_per_host = 2;
+    pf_collective_algo_t a;
+    /* ring: 0.3 + 30/16 x 1e9 / min(250, 50)e6 = 0.3 + 37.5 */
+    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_RING, NULL), 37.8,
+                    1e-12);
+    /* tree: 0.05 + 2 x 1e9 / 50e6 */
+    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_TREE, NULL), 40.05,
+                    1e-12);
+    /* hier: 3.535 + (0.02 + 1.25e8 / (25e6 x 2 / 8)) + 3.535 = 3.535 + 20.02 + 3.535: now the
+     * cheapest (NCCL's reason for hierarchical algorithms on hosts with few NICs) */
+    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_BEST, &a), 27.09,
+                    1e-12);
+    CU_ASSERT_EQUAL(a, PF_COLL_ALGO_HIER);
+    /* all-to-all: the 8/16 leaving the host go 8 members to 2 NICs: 20 ms x 4 */
+    PF_ASSERT_CLOSE(pf_collective_best_ms(&g, PF_COLL_ALLTOALL, 1e9), 80.01, 1e-12);
+    /* more NICs than members changes nothing */
+    g.nics_per_host = 16;
+    PF_ASSERT_CLOSE(pf_collective_best_ms(&g, PF_COLL_ALLREDUCE, 1e9), 9.675, 1e-12);
+}
+
 /* One GPU per host (the data-parallel group of a rank whose tensor-parallel group fills its
  * host): the ring on the NIC, as eq. 7 prices it: 2 (R-1)/R x bytes / B + 2 (R-1) latencies. */
 static void test_one_per_host_is_eq7(void)
@@ -194,6 +219,7 @@ void pf_suite_collective(void)
     CU_add_test(s, "NVLS inside an NVSwitch host", test_nvls);
     CU_add_test(s, "2 hosts x 8: ring over the NICs, tree, hierarchical, the choice",
                 test_two_hosts);
+    CU_add_test(s, "2 hosts x 8 on 2 NICs a host: hierarchical wins", test_shared_nics);
     CU_add_test(s, "one GPU per host: the ring of eq. 7", test_one_per_host_is_eq7);
     CU_add_test(s, "the group of cluster devices", test_from_cluster);
 }

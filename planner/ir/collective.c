@@ -16,15 +16,22 @@ static double us_ms(double us)
     return us * 1e-3;
 }
 
+/* NICs a host's members use at once: one each unless the group says fewer. */
+static int nics(const pf_collective_group_t *g)
+{
+    return g->nics_per_host > 0 && g->nics_per_host < g->per_host ? g->nics_per_host
+                                                                   : g->per_host;
+}
+
 /* The bandwidth a ring or tree over the whole group runs at: inside one host the NVLink rate;
- * across hosts one channel per NIC, so per_host NICs carry the channels at once. */
+ * across hosts one channel per NIC, so the NICs carry the channels at once. */
 static double flat_gbps(const pf_collective_group_t *g)
 {
     if (g->hosts <= 1)
         return g->intra_gbps;
     if (g->per_host <= 1)
         return g->inter_gbps;
-    return fmin(g->intra_gbps, g->per_host * g->inter_gbps);
+    return fmin(g->intra_gbps, nics(g) * g->inter_gbps);
 }
 
 static double flat_lat_us(const pf_collective_group_t *g)
@@ -83,7 +90,8 @@ static double hier_ms(const pf_collective_group_t *g, pf_collective_op_t op, dou
 {
     int G = g->per_host, H = g->hosts;
     double shard = bytes / G;
-    double inter = ring_ms(op, H, shard, g->inter_gbps, g->inter_lat_us);
+    /* per_host rings of the shard, nics(g) at a time */
+    double inter = ring_ms(op, H, shard, g->inter_gbps * nics(g) / G, g->inter_lat_us);
     if (op == PF_COLL_ALLREDUCE)
         return intra_phase_ms(g, PF_COLL_REDUCE_SCATTER, bytes) + inter +
                intra_phase_ms(g, PF_COLL_ALLGATHER, bytes);
@@ -94,7 +102,9 @@ static double alltoall_ms(const pf_collective_group_t *g, double bytes)
 {
     int n = g->n, G = g->per_host;
     double in_host = G > 1 ? (double)(G - 1) / n * pf_bytes_ms(bytes, g->intra_gbps) : 0;
-    double off_host = g->hosts > 1 ? (double)(n - G) / n * pf_bytes_ms(bytes, g->inter_gbps) : 0;
+    double off_host = g->hosts > 1 ? (double)(n - G) / n * pf_bytes_ms(bytes, g->inter_gbps) *
+                                         G / nics(g) /* members sharing a NIC */
+                                   : 0;
     return us_ms(flat_lat_us(g)) + fmax(in_host, off_host);
 }
 

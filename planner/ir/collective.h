@@ -9,7 +9,8 @@
  * is in ms: steps x latency + volume / bandwidth. The algorithms:
  *
  *   ring     [NCCL] one ring per channel, one channel per NIC of a host, so that across hosts the
- *            ring's bottleneck is min(intra, per_host x inter):
+ *            ring's bottleneck is min(intra, N x inter), N = the NICs a host's members use
+ *            (nics_per_host, at most per_host; default per_host):
  *              all-reduce  2 (n-1) steps, 2 (n-1)/n x bytes / bw
  *              RS, AG      (n-1) steps,   (n-1)/n x bytes / bw
  *            a step's latency is the slowest link's (inter when hosts > 1).
@@ -20,12 +21,14 @@
  *            bandwidth is the host's nvls_busbw_gbps instead of intra_gbps (ring's formula with
  *            that bandwidth, 2 steps for all-reduce, 1 for RS and AG).
  *   hier     hosts > 1: reduce-scatter inside each host (ring, or NVLS), all-reduce of the
- *            1/per_host shard across hosts over the per_host NICs in parallel (one ring per local
- *            rank), all-gather inside; RS and AG likewise with the inter-host phase a RS or AG.
+ *            1/per_host shard across hosts over the NICs in parallel (one ring per local rank;
+ *            per_host / N rings share a NIC and take that many times longer), all-gather inside;
+ *            RS and AG likewise with the inter-host phase a RS or AG.
  *            The phases run one after the other (no pipelining between them).
  *   direct   all-to-all: every member sends bytes/n to each other member at once; the members
  *            on its host over NVLink, the others through its NIC, in parallel:
- *              one latency + max((per_host-1)/n x bytes / intra, (n-per_host)/n x bytes / inter)
+ *              one latency + max((per_host-1)/n x bytes / intra,
+ *                                (n-per_host)/n x bytes / inter x per_host / N)
  *            broadcast: a pipelined chain, (n-1) latencies + bytes / bw; p2p: latency + bytes/bw.
  * pf_collective_ms with PF_COLL_ALGO_BEST takes the cheapest algorithm the group allows, the
  * choice NCCL's tuner makes from the same kind of model; ties go to the lower enum value. */
@@ -62,6 +65,8 @@ typedef struct {
     double inter_gbps;      /* per GPU between hosts (0 when hosts == 1) */
     double inter_lat_us;
     double nvls_busbw_gbps; /* > 0: the hosts have NVSwitch SHARP (NVLS), this bus bandwidth */
+    int nics_per_host;      /* NICs the members of one host use between hosts, each at
+                               inter_gbps; 0: one per member (rail-optimised, DGX) */
 } pf_collective_group_t;
 
 /* The time in ms of `op` on `bytes` by `algo`; INFINITY when the algorithm does not apply (tree

@@ -218,8 +218,8 @@ static void test_allreduce(void)
     pf_cluster_destroy(&c);
 }
 
-/* The data-parallel all-reduce as NCCL runs it (planner/ir/collective.h): R = 4 replicas of one
- * stage on two hosts of two (1000 GB/s at 10 us inside, 100 GB/s at 20 us between), 4e9 bytes.
+/* The data-parallel all-reduce as NCCL runs it (planner/ir/collective.h), and NVLS inside one
+ * host (below): R = 4 replicas of one stage on two hosts of two (1000 GB/s at 10 us inside, 100 GB/s at 20 us between), 4e9 bytes.
  *   eq. 7's ring on the slowest link: 6 x 0.02 + 6/4 x 4e9 / 100e6 = 60.12 ms
  *   ring over both NICs of a host:     6 x 0.02 + 6/4 x 4e9 / min(1000, 2 x 100)e6 = 30.12
  *   tree:                              2 (10 + 20) us + 2 x 4e9 / 200e6 = 40.06
@@ -245,6 +245,21 @@ static void test_allreduce_hosts(void)
      * (still hierarchical), one after another on the communication stream: 1 + 2/3 + 3 x 8.06 */
     p.in.buckets = 3;
     PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_1F1B), 1 + 2.0 / 3 + 3 * 8.06, 1e-12);
+    pf_cluster_destroy(&c);
+    /* one NVSwitch host of 4 at 100 GB/s, no latency: the ring's 6/4 x 4e9 / 100e6 = 60 ms;
+     * with NVLS at a 300 GB/s bus bandwidth 6/4 x 4e9 / 300e6 = 20 ms */
+    c = pf_cluster_new("1x4", 4);
+    for (int i = 0; i < 4; i++) {
+        pf_device_t d = {.id = i, .host = 0, .mem_bytes = 80e9};
+        pf_cluster_set_device(c, i, &d);
+        for (int j = 0; j < i; j++)
+            pf_cluster_set_link(c, i, j, 100, 0);
+    }
+    pipe_init(&p, c, 1, 4, 1, 1.0, 2.0, PF_SCHEDULE_1F1B);
+    p.stage[0].param_bytes = 4e9;
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_1F1B), 3 + 60, 1e-12);
+    p.in.nvls_busbw_gbps = 300;
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_1F1B), 3 + 20, 1e-12);
     CU_ASSERT_EQUAL(pf_simulate_buckets(4e9, 4, 2), 50);
     CU_ASSERT_EQUAL(pf_simulate_buckets(1e9, 64, 2), 8); /* 6.4e7 parameters a bucket */
     CU_ASSERT_EQUAL(pf_simulate_buckets(0, 4, 2), 1);

@@ -2,6 +2,7 @@
  * and then in random order with duplicated and lost answers. The partition must not change and
  * the objective must stay within the binary search's epsilon of the in-order run. */
 #include "planner/core/rng.h"
+#include "planner/ir/collective.h"
 #include "planner/search/search.h"
 #include "planner/inputs/model.h"
 #include "planner/inputs/model_build.h"
@@ -482,6 +483,39 @@ static pf_plan_t *run_recording(const pf_graph_t *g, const pf_cluster_t *c,
     return p;
 }
 
+/* T = 1: the plan's communication per step is the simulator's pricing on its devices: pipeline
+ * transfers to and from the neighbours by the postal model (x MB), the data-parallel all-reduce
+ * of each stage's parameters by collective.h's cheapest algorithm over its replicas. */
+static void check_comm(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p)
+{
+    pf_stage_graph_t *sg = pf_stage_graph_from_plan(g, p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sg);
+    int S = p->stages, R = p->replicas, group[64];
+    double pp = 0, dp = 0;
+    for (int st = 0; st < S; st++) {
+        const int *dev = p->stage_list[st].devices;
+        for (int r = 0; r < R; r++) {
+            int k;
+            const int *nb = pf_stage_graph_neighbors(sg, st, &k);
+            double sum = 0;
+            for (int i = 0; i < k; i++)
+                sum += pf_cluster_xfer_ms(c, dev[r], p->stage_list[nb[i]].devices[r],
+                                          pf_stage_graph_msg_bytes(sg, st, nb[i]));
+            pp = fmax(pp, p->microbatches * sum);
+            group[r] = dev[r];
+        }
+        pf_collective_group_t grp;
+        CU_ASSERT_EQUAL(pf_collective_group_from_cluster(c, group, R, 0, &grp), PF_OK);
+        dp = fmax(dp, pf_collective_best_ms(&grp, PF_COLL_ALLREDUCE,
+                                            pf_stage_graph_param_bytes(sg, st)));
+    }
+    CU_ASSERT(p->comm.present);
+    PF_ASSERT_CLOSE(p->comm.pp_ms, pp, 1e-12);
+    PF_ASSERT_CLOSE(p->comm.dp_ms, dp, 1e-12);
+    CU_ASSERT(R == 1 || dp > 0);
+    pf_stage_graph_destroy(&sg);
+}
+
 static void check_simulated_choice(const pf_graph_t *g, const pf_cluster_t *c,
                                    const pf_search_opts_t *o, int want_sims, int tp)
 {
@@ -522,8 +556,11 @@ static void check_simulated_choice(const pf_graph_t *g, const pf_cluster_t *c,
     CU_ASSERT(p->stages == seen[best].plan->stages && p->replicas == seen[best].plan->replicas);
     if (tp > 1 && p->stages > 1)
         CU_ASSERT(nreshard > 0);
-    if (tp == 1)
+    if (tp == 1) {
         CU_ASSERT_EQUAL(nreshard, 0);
+        CU_ASSERT_FATAL(p->replicas <= 64);
+        check_comm(g, c, p);
+    }
     if (getenv("PF_TEST_VERBOSE"))
         for (int i = 0; i < n; i++)
             fprintf(stderr, "  %d x %d x %d %-10s %.3f ms fits %d%s\n", seen[i].plan->stages,

@@ -7,6 +7,7 @@
 #include "planner/search/search_tap.h"
 #include "planner/search/search_queue.h"
 #include "planner/partition/coarsen.h"
+#include "planner/ir/collective.h"
 #include "planner/ir/cost.h"
 #include "planner/core/util.h"
 
@@ -246,26 +247,47 @@ int pf_search_partition_open(pf_search_t *s, int tpi, char *err, size_t errlen)
     return add_dp_entries(s, tpi, err, errlen);
 }
 
+/* The data-parallel all-reduce of `bytes` per device over R replicas before the mapping places
+ * them: collective.h's cheapest algorithm on the group cluster's first R devices (Megatron's
+ * order: data parallelism next to tensor parallelism, so replicas share a host where they fit),
+ * or eq. 7 at B_flat when --flat-gbps asks for a flat network (or out of memory). */
+static double dp_allreduce_ms(const pf_search_t *s, const pf_cluster_t *c, int R, double bytes,
+                              double flat)
+{
+    if (R <= 1)
+        return 0;
+    int *devs = s->o.flat_gbps > 0 || R > pf_cluster_ndevices(c) ? NULL
+                                                                 : malloc((size_t)R * sizeof *devs);
+    pf_collective_group_t grp;
+    double ms = pf_bytes_ms(pf_cost_ring_allreduce_bytes(bytes, R), flat); /* eq. 7 */
+    if (devs) {
+        for (int r = 0; r < R; r++)
+            devs[r] = r;
+        if (pf_collective_group_from_cluster(c, devs, R, 0, &grp) == PF_OK)
+            ms = pf_collective_best_ms(&grp, PF_COLL_ALLREDUCE, bytes);
+    }
+    free(devs);
+    return ms;
+}
+
 /* Flat-bandwidth estimate used to rank partitions before they are mapped: the pipeline of
- * DESIGN.md's step estimate with every transfer at B_flat, divided by the samples of a step. */
+ * DESIGN.md's step estimate with every transfer at B_flat, divided by the samples of a step; the
+ * data-parallel all-reduce by dp_allreduce_ms. */
 static double flat_ms_per_sample(const pf_search_t *s, const dp_entry_t *e)
 {
     const pf_plan_t *p = e->plan;
     const pf_graph_t *g = pf_search_tap_graph(s, e->tp);
+    const pf_cluster_t *c = pf_search_tap_cluster(s, e->tp);
     int S = p->stages, R = p->replicas, MB = p->microbatches;
     double ar = 0;
     for (int st = 0; st < S; st++) {
         double params = 0; /* per device of the stage's group */
         for (int i = 0; i < p->stage_list[st].nops; i++)
             params += pf_graph_op(g, p->stage_list[st].ops[i])->param_bytes;
-        double flat = s->o.flat_gbps > 0 ? s->o.flat_gbps
-                                         : pf_cluster_bw_median(pf_search_tap_cluster(s, e->tp));
+        double flat = s->o.flat_gbps > 0 ? s->o.flat_gbps : pf_cluster_bw_median(c);
         if (!(flat > 0))
             flat = s->flat_gbps;
-        double t = R > 1 ? pf_bytes_ms(pf_cost_ring_allreduce_bytes(params, R), flat)
-                         : 0; /* eq. 7 at B_flat */
-        if (t > ar)
-            ar = t;
+        ar = fmax(ar, dp_allreduce_ms(s, c, R, params, flat));
     }
     double step = (MB + S - 1) * p->partition_objective_ms + ar;
     return step / ((double)pf_graph_microbatch(s->g) * MB * R);

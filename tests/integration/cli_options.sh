@@ -1087,7 +1087,7 @@ help model: 1668137441 3136
 help import: 569495115 693
 help partition: 4063264872 1654
 help map: 6792700 1712
-help simulate: 240277190 977
+help simulate: 1304480699 1058
 help draw: 1025757025 508
 help export: 468710436 1572
 help plan: 245281832 4489

@@ -15,6 +15,7 @@
 #include "planner/core/util.h"
 #include "planner/inputs/model.h"
 #include "planner/inputs/model_build.h"
+#include "planner/inputs/price.h"
 #include "planner/inputs/topology.h"
 
 #include <jansson.h>
@@ -25,6 +26,7 @@
 
 #define SEQ 2048 /* every row of Table 1 (the file's notes) */
 #define VOCAB 51200
+#define DEVICE "a100-80g" /* Selene's DGX A100 80GB (the file's source); mixed precision fp16 */
 
 typedef struct {
     int heads, hidden, layers, t, p, gpus;
@@ -60,17 +62,20 @@ static int build(const row_t *r, int mb, pf_graph_t **g, pf_cluster_t **c)
     mo.vocab = VOCAB;
     mo.microbatch = mb;
     mo.precision_bytes = 2;
-    mo.tflops = 312; /* A100 dense bf16/fp16 peak (datasheet); replaced by the device preset */
-    mo.hbm_gbps = 2039;
     pf_topology_opts_t to;
     pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_A100);
     to.machines = r->gpus / 8;
-    if (pf_model_build(&mo, g, err, sizeof err) != PF_OK ||
+    pf_graph_t *raw = NULL;
+    const pf_devmodel_t *dm = pf_devmodel_preset(DEVICE);
+    if (!dm || pf_model_build(&mo, &raw, err, sizeof err) != PF_OK ||
+        pf_price_graph(raw, dm, PF_PREC_FP16, g, NULL, err, sizeof err) != PF_OK ||
         pf_topology_build(&to, c, err, sizeof err) != PF_OK) {
-        fprintf(stderr, "bench narayanan: %s\n", err);
+        fprintf(stderr, "bench narayanan: %s\n", dm ? err : "no " DEVICE " preset");
+        pf_graph_destroy(&raw);
         pf_graph_destroy(g);
         return -1;
     }
+    pf_graph_destroy(&raw);
     return 0;
 }
 

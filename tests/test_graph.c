@@ -442,6 +442,33 @@ static void test_long_names(void)
     free(text);
 }
 
+/* "device_model": written when set, read back, kept by graphs derived with pf_graph_new_like,
+ * refused when empty. */
+static void test_device_model(void)
+{
+    char err[256], path[512];
+    const char *text = "{\"name\":\"d\",\"device_model\":\"a100-80g\",\"ops\":[{\"id\":0,"
+                       "\"fwd_ms\":1,\"bwd_ms\":2}],\"edges\":[]}";
+    pf_graph_t *g = NULL, *h = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_graph_load_buffer(text, strlen(text), "d.json", &g, err, sizeof err),
+                          PF_OK);
+    CU_ASSERT_STRING_EQUAL(pf_graph_device_model(g), "a100-80g");
+    snprintf(path, sizeof path, "%s/dm.json", pf_test_tmpdir());
+    CU_ASSERT_EQUAL(pf_graph_save(g, path, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_load(path, &h, err, sizeof err), PF_OK);
+    CU_ASSERT_STRING_EQUAL(pf_graph_device_model(h), "a100-80g");
+    pf_graph_destroy(&h);
+    h = pf_graph_new_like(g);
+    CU_ASSERT_STRING_EQUAL(pf_graph_device_model(h), "a100-80g");
+    CU_ASSERT_EQUAL(pf_graph_microbatch(h), 1);
+    pf_graph_destroy(&h);
+    pf_graph_destroy(&g);
+    const char *empty = "{\"name\":\"d\",\"device_model\":\"\",\"ops\":[{\"id\":0}],\"edges\":[]}";
+    CU_ASSERT_EQUAL(pf_graph_load_buffer(empty, strlen(empty), "e.json", &g, err, sizeof err),
+                    PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "graph.device_model: empty"));
+}
+
 void pf_suite_graph(void)
 {
     CU_pSuite s = CU_add_suite("graph", NULL, NULL);
@@ -456,4 +483,5 @@ void pf_suite_graph(void)
     CU_add_test(s, "invalid UTF-8 in names and types built in memory", test_bad_utf8_in_memory);
     CU_add_test(s, "a NUL byte anywhere: line, column and byte offset", test_nul_bytes);
     CU_add_test(s, "names over 256 bytes refused with the place", test_long_names);
+    CU_add_test(s, "device_model read, written and kept by derived graphs", test_device_model);
 }

@@ -8,7 +8,8 @@
 #   yaml      yamllint (deploy/.yamllint) and deploy/k8s_schema.py on deploy/k8s/*.yaml
 #   image     every shared library ./planfarm links (objdump NEEDED) comes from a package the
 #             Containerfile's runtime stage installs (skipped when ./planfarm is not built)
-#   flags     every role started with exactly the flags of each unit's ExecStart, each k8s
+#   flags     every role started with exactly the flags of each unit's ExecStart (under the
+#             unit's SystemCallFilter, through deploy/seccomp_run.c, on x86_64), each k8s
 #             container's args and each srun line of the Slurm scripts (paths, keys and
 #             endpoints replaced by local ones); it must still run after 2 s (an unknown flag or
 #             a refused endpoint ends it at once). Needs ./planfarm built.
@@ -156,6 +157,65 @@ else
     cp -r "$etc/clients" "$etc/workers" "$etc/agents" "$keys/"
     # a port nothing listens on, for workers and agents (they keep reconnecting)
     dead=tcp://127.0.0.1:9
+    # filter_for UNIT: the system call numbers its SystemCallFilter= lines allow, as systemd
+    # reads them (the first line an allow-list, later ones add, "~" ones remove; @groups
+    # expanded by systemd-analyze), for seccomp_run.c, which kills the role on any other call
+    filter_for() {
+        command -v systemd-analyze >/dev/null 2>&1 || { echo "no systemd-analyze"; return 1; }
+        [ -x "$tmp/seccomp_run" ] || { echo "cannot build deploy/seccomp_run.c (x86_64, cc)"; return 1; }
+        "$py3" - "$1" <<'PY'
+import re, subprocess, sys
+def expand(name, seen):
+    if not name.startswith("@"):
+        return {name}
+    if name in seen:
+        return set()
+    seen.add(name)
+    out = subprocess.run(["systemd-analyze", "syscall-filter", name], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    calls = set()
+    for line in out[1:]:
+        word = line.strip()
+        if word and not word.startswith("#"):
+            calls |= expand(word, seen)
+    return calls
+allowed = None
+for line in open(sys.argv[1]):
+    m = re.match(r"SystemCallFilter=(~?)(.*)", line.strip())
+    if not m:
+        continue
+    names = set()
+    for w in m.group(2).split():
+        names |= expand(w, set())
+    if allowed is None:
+        if m.group(1):
+            sys.exit("a deny-list unit: not modelled")
+        allowed = names
+    elif m.group(1):
+        allowed -= names
+    else:
+        allowed |= names
+if allowed is None:
+    sys.exit("no SystemCallFilter")
+nr = dict(re.findall(r"#define __NR_(\w+) (\d+)",
+                     open("/usr/include/x86_64-linux-gnu/asm/unistd_64.h").read()))
+print("\n".join(sorted(nr[c] for c in allowed if c in nr)))
+PY
+    }
+    py3=$(command -v python3 || true)
+    if [ "$(uname -m)" = x86_64 ] && [ -n "$py3" ] && [ -r /usr/include/x86_64-linux-gnu/asm/unistd_64.h ]; then
+        cc -std=c11 -O2 -o "$tmp/seccomp_run" "$here/seccomp_run.c" 2>"$tmp/cc.err" || true
+    fi
+    # The units run as a DynamicUser: as root, SQLite would fchown its journal (in @privileged)
+    # where the service never does, so run them as an unprivileged user (throwaway keys made
+    # readable for it)
+    as_user=""
+    if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
+        as_user="setpriv --reuid=65534 --regid=65534 --clear-groups"
+        chmod 755 "$tmp"
+        chmod -R a+rX "$etc" "$cred" "$keys"
+        chmod 777 "$tmp/state"
+    fi
     # systemd: the unit's defaults, its credentials and state directory; ${X} and $X as systemd
     # splits them (one word, words)
     for unit in "$here"/systemd/*.service; do
@@ -164,7 +224,14 @@ else
         PLANFARM_BIND=tcp://127.0.0.1:0 PLANFARM_HTTP=127.0.0.1:0 PLANFARM_BROKER=$dead \
             PLANFARM_WORKER_ARGS="--threads 1" CREDENTIALS_DIRECTORY=$cred STATE_DIRECTORY=$tmp/state
         eval "set -- $cmd"
-        run_role "systemd/$(basename "$unit")" "$@"
+        if filter_for "$unit" >"$tmp/calls" 2>"$tmp/calls.err"; then
+            # shellcheck disable=SC2086 # as_user: a command and its flags, or nothing
+            run_role "systemd/$(basename "$unit") under its SystemCallFilter" $as_user \
+                "$tmp/seccomp_run" "$tmp/calls" "$@"
+        else
+            skip "SystemCallFilter of $(basename "$unit"): $(cat "$tmp/calls.err")"
+            run_role "systemd/$(basename "$unit")" "$@"
+        fi
     done
     # Kubernetes: each container's args, with the mounts and Service names made local
     if [ -n "$py" ]; then

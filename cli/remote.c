@@ -164,7 +164,7 @@ static void summarize(const char *plan_json)
                 sps);
         if (isfinite(tps))
             fprintf(stderr, tps < 1e3 ? ", %.4g tokens/s" : ", %.0f tokens/s", tps);
-        /* only with the graph's FLOPs and the devices' peaks (plan.h pf_plan_rates) */
+        /* only with the graph's FLOPs and the devices' peaks (planner/ir/plan_rates.h) */
         if (isfinite(jnum(p, "mfu")))
             fprintf(stderr, ", MFU %.1f %%", 100 * jnum(p, "mfu"));
     }

@@ -1,4 +1,5 @@
 #include "planner/ir/plan.h"
+#include "planner/ir/plan_rates.h"
 #include "planner/core/json.h"
 #include "planner/core/util.h"
 
@@ -532,60 +533,13 @@ static void key_num(pf_json_writer_t *w, const char *k, double x)
     }
 }
 
-/* ---- rates (plan.h) ---- */
-
-static double graph_seq_len(const pf_graph_t *g)
-{
-    for (int v = 0; v < pf_graph_nops(g); v++) {
-        const pf_op_t *op = pf_graph_op(g, v);
-        if (op->type && !strcmp(op->type, "embedding"))
-            return op->input.ndim == 2 && op->input.dim[0] == pf_graph_microbatch(g) &&
-                           op->input.dim[1] > 0
-                       ? (double)op->input.dim[1]
-                       : NAN;
-    }
-    return NAN;
-}
-
-/* Sum of the peak FLOP/s of the devices the plan maps; NaN when one is unknown or unmapped. */
-static double mapped_peak_flops(const pf_plan_t *p, const pf_cluster_t *c)
-{
-    double sum = 0;
-    int RT = p->replicas * p->tensor_parallel;
-    for (int s = 0; s < p->stages; s++)
-        for (int i = 0; i < RT; i++) {
-            int d = p->stage_list[s].devices ? p->stage_list[s].devices[i] : -1;
-            double tf = d >= 0 && d < pf_cluster_ndevices(c) ? pf_cluster_device(c, d)->tflops : 0;
-            if (!(tf > 0))
-                return NAN;
-            sum += tf * 1e12;
-        }
-    return sum;
-}
-
-pf_plan_rates_t pf_plan_rates(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c)
-{
-    pf_plan_rates_t r = {NAN, NAN, NAN};
-    double step_s = p->simulated_step_ms / 1e3, flops = 0;
-    if (!(step_s > 0) || !isfinite(step_s))
-        return r;
-    double steps_per_mb = (double)p->microbatches * p->replicas;
-    r.samples_per_s = pf_graph_microbatch(g) * steps_per_mb / step_s;
-    r.tokens_per_s = r.samples_per_s * graph_seq_len(g);
-    for (int v = 0; v < pf_graph_nops(g); v++)
-        flops += pf_graph_op(g, v)->work.fwd_flops + pf_graph_op(g, v)->work.bwd_flops;
-    double peak = mapped_peak_flops(p, c);
-    if (flops > 0 && peak > 0)
-        r.mfu = flops * steps_per_mb / (step_s * peak);
-    return r;
-}
-
 /* simulated_step_ms and what the plan trains per second at it */
 static void write_step(pf_json_writer_t *w, const pf_plan_t *p, const pf_graph_t *g,
                        const pf_cluster_t *c)
 {
     key_num(w, "simulated_step_ms", p->simulated_step_ms);
-    pf_plan_rates_t r = pf_plan_rates(p, g, c);
+    pf_plan_rates_t r = pf_plan_rates(g, c, p->simulated_step_ms, p->microbatches, p->replicas,
+                                      p->stages * p->replicas * p->tensor_parallel);
     key_num(w, "throughput_samples_per_s", r.samples_per_s);
     key_num(w, "tokens_per_s", r.tokens_per_s);
     key_num(w, "mfu", r.mfu);

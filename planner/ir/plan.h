@@ -108,20 +108,6 @@ int *pf_plan_op_stage(const pf_plan_t *p, int nops);
 int pf_plan_validate(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c, char *err,
                      size_t errlen);
 
-/* What a step of the plan trains, at its simulated step time (NaN where not known):
- *   samples_per_s  global batch (micro-batch x MB x R) / step
- *   tokens_per_s   samples_per_s x the sequence length: dim 1 of the [micro-batch, seq] input
- *                  of the graph's first op of type "embedding" (NaN without one)
- *   mfu            model FLOPs utilisation ([PaLM] App. B): the graph's fwd_flops +
- *                  bwd_flops (per micro-batch; recomputation not counted) x MB x R / (step x
- *                  the sum of the peak FLOP/s, tflops, of the S x R x T devices the plan
- *                  maps); NaN when the graph has no FLOPs, a mapped device no tflops, or the
- *                  plan no mapping. */
-typedef struct {
-    double samples_per_s, tokens_per_s, mfu;
-} pf_plan_rates_t;
-pf_plan_rates_t pf_plan_rates(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c);
-
 int pf_plan_load(const char *path, const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t **out,
                  char *err, size_t errlen);
 /* The plan file's JSON onto an open stream. */

@@ -3,6 +3,7 @@
 #include "planner/core/util.h"
 #include "tests/testutil.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

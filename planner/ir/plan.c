@@ -1,4 +1,5 @@
 #include "planner/ir/plan.h"
+#include "planner/ir/plan_rates.h"
 #include "planner/core/json.h"
 #include "planner/core/util.h"
 
@@ -532,6 +533,18 @@ static void key_num(pf_json_writer_t *w, const char *k, double x)
     }
 }
 
+/* simulated_step_ms and what the plan trains per second at it */
+static void write_step(pf_json_writer_t *w, const pf_plan_t *p, const pf_graph_t *g,
+                       const pf_cluster_t *c)
+{
+    key_num(w, "simulated_step_ms", p->simulated_step_ms);
+    pf_plan_rates_t r = pf_plan_rates(g, c, p->simulated_step_ms, p->microbatches, p->replicas,
+                                      p->stages * p->replicas * p->tensor_parallel);
+    key_num(w, "throughput_samples_per_s", r.samples_per_s);
+    key_num(w, "tokens_per_s", r.tokens_per_s);
+    key_num(w, "mfu", r.mfu);
+}
+
 static void write_baseline(pf_json_writer_t *w, const char *k, const pf_baseline_t *b)
 {
     if (!b->present)
@@ -796,7 +809,7 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
     pf_json_writer_arr_end(w);
     key_num(w, "partition_objective_ms", p->partition_objective_ms);
     key_num(w, "objective_ms", p->objective_ms);
-    key_num(w, "simulated_step_ms", p->simulated_step_ms);
+    write_step(w, p, g, c);
     if (p->comm.present) {
         pf_json_writer_key(w, "communication_ms_per_step");
         pf_json_writer_obj_begin_inline(w);

@@ -80,7 +80,7 @@ static int build(const row_t *r, int mb, pf_graph_t **g, pf_cluster_t **c)
 }
 
 /* One row at micro-batch mb: the simulated TFLOP/s per GPU, 0 when no plan (reason printed). */
-static double plan_row(const row_t *r, int mb, double *plan_s)
+static double plan_row(const row_t *r, int mb, double *plan_s, char *why, size_t whylen)
 {
     pf_graph_t *g = NULL;
     pf_cluster_t *c = NULL;
@@ -103,7 +103,7 @@ static double plan_row(const row_t *r, int mb, double *plan_s)
     if (d.status == PF_OK && d.plan->simulated_step_ms > 0)
         tflops = step_flops(r) / (d.plan->simulated_step_ms * 1e-3 * r->gpus) / 1e12;
     else
-        printf("      mb %d: no plan (%s)\n", mb, d.err);
+        snprintf(why, whylen, "      mb %d: no plan (%s)\n", mb, d.err);
     pf_bench_drive_free(&d);
     pf_graph_destroy(&g);
     pf_cluster_destroy(&c);
@@ -186,8 +186,9 @@ int pf_bench_narayanan(void)
             continue;
         }
         double top = 0;
+        char why[8][640] = {{0}};
         for (int k = 0; k < nmb; k++) {
-            double plan_s, tf = plan_row(&r, mbs[k], &plan_s);
+            double plan_s, tf = plan_row(&r, mbs[k], &plan_s, why[k], sizeof why[k]);
             printf(" mb%d %6.1f (%.3f) %.1fs", mbs[k], tf, tf / r.published_tflops, plan_s);
             fflush(stdout);
             if (k == 0)
@@ -196,6 +197,8 @@ int pf_bench_narayanan(void)
         }
         count(&best, top / r.published_tflops);
         printf("\n");
+        for (int k = 0; k < nmb; k++)
+            fputs(why[k], stdout);
         fflush(stdout);
     }
     report(&first, "the first micro-batch size");

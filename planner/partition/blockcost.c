@@ -341,10 +341,16 @@ static int better(const pf_blockcost_eval_t *a, const pf_blockcost_eval_t *best,
     return a->mem_max_bytes < best->mem_max_bytes;
 }
 
+typedef struct {
+    pf_blockcost_cand_t cand;
+    pf_blockcost_eval_t ev;
+    int have;
+    double fastest_ms; /* the fastest counts, memory ignored */
+} split_best_t;
+
 /* Layer counts of the first and last stages for `mid` layers on each middle stage. */
 static void try_mid(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
-                    const pf_blockcost_part_t parts[3], int L, int mid, pf_blockcost_cand_t *bc,
-                    pf_blockcost_eval_t *best, int *have)
+                    const pf_blockcost_part_t parts[3], int L, int mid, split_best_t *sb)
 {
     int rest = L - (c->p - 2) * mid;
     int lo = c->p > 2 ? (rest - mid > 0 ? rest - mid : 0) : 0;
@@ -354,10 +360,13 @@ static void try_mid(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
         c->first_layers = x;
         c->mid_layers = mid;
         c->last_layers = rest - x;
-        if (pf_blockcost_eval(pr, c, parts, &ev) == PF_OK && better(&ev, best, *have)) {
-            *best = ev;
-            *bc = *c;
-            *have = 1;
+        if (pf_blockcost_eval(pr, c, parts, &ev) != PF_OK)
+            continue;
+        sb->fastest_ms = fmin(sb->fastest_ms, ev.step_ms);
+        if (better(&ev, &sb->ev, sb->have)) {
+            sb->ev = ev;
+            sb->cand = *c;
+            sb->have = 1;
         }
     }
 }
@@ -365,18 +374,27 @@ static void try_mid(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
 int pf_blockcost_split(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
                        const pf_blockcost_part_t parts[3], pf_blockcost_eval_t *ev)
 {
-    int L = pf_blocks_count(pr->blocks);
+    int L = pf_blocks_count(pr->blocks), rc;
     if (c->p == 1 || c->v > 1) {
         c->first_layers = c->mid_layers = c->last_layers = L / c->p;
-        return pf_blockcost_eval(pr, c, parts, ev);
+        rc = pf_blockcost_eval(pr, c, parts, ev);
+        ev->unconstrained = 1;
+        return rc;
     }
-    pf_blockcost_cand_t bc = *c;
-    int have = 0;
+    split_best_t sb = {.cand = *c, .fastest_ms = DBL_MAX};
+    double layer_ms = part_ms(&parts[1]);
     if (c->p == 2)
-        try_mid(pr, c, parts, L, 0, &bc, ev, &have);
+        try_mid(pr, c, parts, L, 0, &sb);
     else
-        for (int mid = (L + c->p - 1) / c->p; mid > 0 && (c->p - 2) * mid <= L; mid++)
-            try_mid(pr, c, parts, L, mid, &bc, ev, &have);
-    *c = bc;
-    return have ? PF_OK : PF_EINPUT;
+        /* a middle stage of `mid` layers takes mid x layer_ms at least: past the best fitting
+         * stage time, more layers in the middle cannot help */
+        for (int mid = (L + c->p - 1) / c->p; mid > 0 && (c->p - 2) * mid <= L; mid++) {
+            if (sb.have && sb.ev.fits && mid * layer_ms > sb.ev.stage_max_ms)
+                break;
+            try_mid(pr, c, parts, L, mid, &sb);
+        }
+    *c = sb.cand;
+    *ev = sb.ev;
+    ev->unconstrained = sb.have && ev->fits && ev->step_ms <= sb.fastest_ms * (1 + 1e-12);
+    return sb.have ? PF_OK : PF_EINPUT;
 }

@@ -118,6 +118,9 @@ typedef struct {
     double stage_max_ms, pipeline_ms, dp_exposed_ms, zero3_exposed_ms, optimizer_ms, step_ms;
     double mem_bytes[3], mem_max_bytes;
     int fits;
+    /* pf_blockcost_split only: memory did not change the layer counts (the fastest counts
+     * fit), so a candidate that only trades time for memory cannot beat this one */
+    int unconstrained;
 } pf_blockcost_eval_t;
 
 /* the 3 parts: 0 prologue, 1 block, 2 epilogue */

@@ -531,6 +531,23 @@ static void key_num(pf_json_writer_t *w, const char *k, double x)
     }
 }
 
+/* The block-level search's choice (DESIGN.md "Plan"): its own keys, and how it was found. */
+static void write_block_search(pf_json_writer_t *w, const pf_plan_t *p)
+{
+    pf_json_writer_key(w, "microbatch_size"); pf_json_writer_int(w, p->blocks.microbatch_size);
+    pf_json_writer_key(w, "virtual_stages"); pf_json_writer_int(w, p->blocks.virtual_stages);
+    pf_json_writer_key(w, "sequence_parallel"); pf_json_writer_bool(w, p->blocks.sequence_parallel);
+    pf_json_writer_key(w, "block_search");
+    pf_json_writer_obj_begin_inline(w);
+    pf_json_writer_key(w, "layers_first"); pf_json_writer_int(w, p->blocks.first_layers);
+    pf_json_writer_key(w, "layers_middle"); pf_json_writer_int(w, p->blocks.mid_layers);
+    pf_json_writer_key(w, "layers_last"); pf_json_writer_int(w, p->blocks.last_layers);
+    key_num(w, "analytic_step_ms", p->blocks.analytic_step_ms);
+    pf_json_writer_key(w, "candidates"); pf_json_writer_int(w, p->blocks.candidates);
+    key_num(w, "wall_s", p->blocks.wall_s);
+    pf_json_writer_obj_end(w);
+}
+
 static void write_baseline(pf_json_writer_t *w, const char *k, const pf_baseline_t *b)
 {
     if (!b->present)
@@ -655,6 +672,8 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
     pf_json_writer_key(w, "global_batch");
     pf_json_writer_int(w, (long long)pf_graph_microbatch(g) * p->microbatches * p->replicas);
     pf_json_writer_key(w, "schedule"); pf_json_writer_str(w, p->schedule);
+    if (p->blocks.present)
+        write_block_search(w, p);
     pf_json_writer_key(w, "training");
     pf_json_writer_obj_begin_inline(w);
     pf_json_writer_key(w, "precision");

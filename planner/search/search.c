@@ -4,6 +4,7 @@
  * search_partition.c, search_map.c and search_sim.c; the jobs and their queue search_queue.c
  * (search_state.h). */
 #include "planner/search/search.h"
+#include "planner/search/search_blocks.h"
 #include "planner/search/search_sim.h"
 #include "planner/search/search_map.h"
 #include "planner/search/search_partition.h"
@@ -262,8 +263,16 @@ static int nothing_to_partition(const pf_search_t *s, char *err, size_t errlen)
 }
 
 pf_search_t *pf_search_new(const pf_graph_t *g, const pf_cluster_t *c,
-                           const pf_search_opts_t *opts, char *err, size_t errlen)
+                           const pf_search_opts_t *request, char *err, size_t errlen)
 {
+    /* the block-level pre-phase fixes (S, T, R), recomputation and ZeRO first */
+    pf_search_opts_t fixed = *request;
+    pf_search_blocks_t blocks;
+    memset(&blocks, 0, sizeof blocks);
+    if (pf_search_blocks_wanted(request) &&
+        pf_search_blocks_fix(g, c, &fixed, &blocks, err, errlen) != PF_OK)
+        return NULL;
+    const pf_search_opts_t *opts = &fixed;
     pf_search_opts_t o = resolved(opts);
     int degrees[PF_SEARCH_MAX_TP_DEGREES];
     if (pf_search_validate(g, c, opts, err, errlen) != PF_OK)
@@ -280,6 +289,7 @@ pf_search_t *pf_search_new(const pf_graph_t *g, const pf_cluster_t *c,
     s->o = o;
     s->ndev = pf_cluster_ndevices(c);
     s->flat_gbps = cm.flat_gbps;
+    s->blocks = blocks;
     s->phase = PF_PHASE_PARTITION;
     s->sim.schedules = o.schedules ? o.schedules
                                    : (1u << PF_SCHEDULE_1F1B) | (1u << PF_SCHEDULE_GPIPE) |
@@ -446,6 +456,7 @@ int pf_search_result(pf_search_t *s, pf_plan_t **plan, char *err, size_t errlen)
         return pf_fail(err, errlen, s->status ? s->status : PF_ERR, "%s", s->error);
     if (s->phase != PF_PHASE_DONE)
         return pf_fail(err, errlen, PF_ERR, "search not finished");
+    pf_search_blocks_to_plan(&s->blocks, s->result);
     *plan = s->result;
     s->result = NULL;
     return PF_OK;

@@ -1,0 +1,110 @@
+/* search_blocks: the block-level pre-phase (search_blocks.h). */
+#include "planner/search/search_blocks.h"
+#include "planner/core/util.h"
+
+#include <string.h>
+
+int pf_search_blocks_wanted(const pf_search_opts_t *o)
+{
+    return o->block_search || o->recompute_auto || o->zero_auto || o->sequence_parallel >= 0 ||
+           o->virtual_stages > 0 || o->microbatch_size > 0;
+}
+
+/* The prices of the analytic model: the one place a device model and a collective model plug
+ * in (search_blocks.h). */
+static void block_env(const pf_cluster_t *c, pf_blockcost_roofline_t *roof, pf_blockcost_env_t *env)
+{
+    pf_blockcost_roofline_init(roof, c, env);
+}
+
+/* The request's fixed dimensions. */
+static int fixed_dims(const pf_graph_t *g, const pf_search_opts_t *o, pf_blockenum_fix_t *f,
+                      char *err, size_t errlen)
+{
+    int mb = pf_graph_microbatch(g);
+    if (o->microbatch_size > 0 && o->microbatch_size != mb)
+        return pf_fail(err, errlen, PF_EINPUT,
+                       "microbatch_size: %d differs from the graph's micro-batch %d (re-pricing "
+                       "the graph at another size needs the device model)",
+                       o->microbatch_size, mb);
+    pf_blockenum_fix_init(f);
+    f->t = o->tp;
+    f->p = o->stages;
+    f->b = mb;
+    f->v = o->virtual_stages;
+    f->sp = o->sequence_parallel;
+    f->zero = o->zero_auto ? -1 : o->train.zero;
+    f->recompute = o->recompute_auto ? -1 : (int)o->train.recompute;
+    return PF_OK;
+}
+
+static int gpus_per_host(const pf_cluster_t *c)
+{
+    int n = 0;
+    for (int i = 0; i < pf_cluster_ndevices(c); i++)
+        n += pf_cluster_device(c, i)->host == pf_cluster_device(c, 0)->host;
+    return n;
+}
+
+static void apply(const pf_blockcost_cand_t *best, pf_search_opts_t *o)
+{
+    o->stages = best->p;
+    o->replicas = best->d;
+    o->tp = best->t;
+    o->train.recompute = best->recompute;
+    o->train.zero = best->zero;
+    o->layer_aligned = 1;
+    o->recompute_auto = o->zero_auto = 0;
+}
+
+int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_opts_t *o,
+                         pf_search_blocks_t *choice, char *err, size_t errlen)
+{
+    memset(choice, 0, sizeof *choice);
+    if (o->global_batch <= 0)
+        return pf_fail(err, errlen, PF_EINPUT, "block search: needs a global batch "
+                       "(--global-batch)");
+    pf_blockenum_fix_t fix;
+    int rc = fixed_dims(g, o, &fix, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    pf_blocks_t *b = pf_blocks_new(g, o->train.precision_bytes, err, errlen);
+    if (!b)
+        return PF_EINPUT;
+    pf_blockcost_roofline_t roof;
+    pf_blockcost_env_t env;
+    block_env(c, &roof, &env);
+    pf_blockcost_problem_t pr = {.blocks = b, .env = &env, .training = o->train,
+                                 .global_batch = o->global_batch,
+                                 .ngpus = pf_cluster_ndevices(c), .gpus_per_host = gpus_per_host(c),
+                                 .mem_bytes = pf_cluster_min_mem_bytes(c) * (1 - o->mem_headroom)};
+    int k = o->block_candidates < 1                  ? 1
+            : o->block_candidates > PF_SEARCH_BLOCKS_K ? PF_SEARCH_BLOCKS_K
+                                                       : o->block_candidates;
+    double t0 = pf_now_s();
+    rc = pf_blockenum_run(&pr, &fix, k, 1, choice->best, &choice->n, &choice->stats, err, errlen);
+    choice->wall_s = pf_now_s() - t0;
+    pf_blocks_destroy(&b);
+    if (rc != PF_OK)
+        return rc;
+    choice->present = 1;
+    apply(&choice->best[0].cand, o);
+    return PF_OK;
+}
+
+void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
+{
+    if (!choice->present || !p)
+        return;
+    const pf_blockenum_item_t *it = &choice->best[0];
+    p->blocks.present = 1;
+    p->blocks.microbatch_size = it->cand.b;
+    p->blocks.virtual_stages = it->cand.v;
+    p->blocks.sequence_parallel = it->cand.sp;
+    p->blocks.first_layers = it->cand.first_layers;
+    p->blocks.mid_layers = it->cand.p > 2 ? it->cand.mid_layers : 0;
+    p->blocks.last_layers = it->cand.p > 1 ? it->cand.last_layers : 0;
+    p->blocks.analytic_step_ms = it->eval.step_ms;
+    p->blocks.candidates = choice->n;
+    p->blocks.wall_s = choice->wall_s;
+}

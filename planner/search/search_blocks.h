@@ -1,0 +1,34 @@
+/* search_blocks: the block-level pre-phase of the search (issue 22). For a graph made of
+ * repeated blocks (blocks.h) it enumerates Megatron-LM style configurations with the analytic
+ * model (blockenum.h, blockcost.h), keeps the best K, and fixes the best one's (S, T, R),
+ * recomputation and ZeRO stage, with whole layers per stage (--layer-aligned), for the phases
+ * that follow (partition, map, simulate). Sequence parallelism, virtual stages and the micro-batch
+ * size are recorded in the plan; the simulator does not model the first two yet.
+ *
+ * The device and network prices come from block_env() in search_blocks.c: today the roofline
+ * of blockcost.h over the cluster; the device model (planner/ir/devmodel.h) and the collective
+ * model (planner/ir/collective.h) plug in there. */
+#ifndef PF_SEARCH_BLOCKS_H
+#define PF_SEARCH_BLOCKS_H
+
+#include "planner/search/search_state.h"
+
+#include <stddef.h>
+
+/* Does the request ask for the block-level search (block_search, or one of its dimensions
+ * left to the search or fixed: recompute or ZeRO auto, sequence parallelism, virtual stages,
+ * micro-batch size)? */
+int pf_search_blocks_wanted(const pf_search_opts_t *o);
+
+/* Runs the enumeration for graph g on cluster c and rewrites *o to the best candidate (stages,
+ * replicas, tp, train.recompute, train.zero, layer_aligned = 1, recompute_auto = zero_auto =
+ * 0); the choice and the ranking go to *choice. PF_EINPUT when the graph has no repeated blocks,
+ * no --global-batch is given, or --microbatch-size differs from the graph's micro-batch (other
+ * sizes need the device model's re-pricing); PF_EINFEASIBLE when nothing fits. */
+int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_opts_t *o,
+                         pf_search_blocks_t *choice, char *err, size_t errlen);
+
+/* The choice into the plan's keys (microbatch_size, virtual_stages, sequence_parallel). */
+void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p);
+
+#endif

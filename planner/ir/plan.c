@@ -548,6 +548,23 @@ static void write_block_search(pf_json_writer_t *w, const pf_plan_t *p)
     pf_json_writer_obj_end(w);
 }
 
+/* How the stages train: the block search's choice when it ran, then "training". */
+static void write_training(pf_json_writer_t *w, const pf_plan_t *p)
+{
+    if (p->blocks.present)
+        write_block_search(w, p);
+    pf_json_writer_key(w, "training");
+    pf_json_writer_obj_begin_inline(w);
+    pf_json_writer_key(w, "precision");
+    pf_json_writer_str(w, pf_training_precision_name(p->train.precision_bytes));
+    pf_json_writer_key(w, "optimizer");
+    pf_json_writer_str(w, pf_training_optimizer_name(p->train.optimizer));
+    pf_json_writer_key(w, "zero"); pf_json_writer_int(w, p->train.zero);
+    pf_json_writer_key(w, "recompute");
+    pf_json_writer_str(w, pf_training_recompute_name(p->train.recompute));
+    pf_json_writer_obj_end(w);
+}
+
 static void write_baseline(pf_json_writer_t *w, const char *k, const pf_baseline_t *b)
 {
     if (!b->present)
@@ -672,18 +689,7 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
     pf_json_writer_key(w, "global_batch");
     pf_json_writer_int(w, (long long)pf_graph_microbatch(g) * p->microbatches * p->replicas);
     pf_json_writer_key(w, "schedule"); pf_json_writer_str(w, p->schedule);
-    if (p->blocks.present)
-        write_block_search(w, p);
-    pf_json_writer_key(w, "training");
-    pf_json_writer_obj_begin_inline(w);
-    pf_json_writer_key(w, "precision");
-    pf_json_writer_str(w, pf_training_precision_name(p->train.precision_bytes));
-    pf_json_writer_key(w, "optimizer");
-    pf_json_writer_str(w, pf_training_optimizer_name(p->train.optimizer));
-    pf_json_writer_key(w, "zero"); pf_json_writer_int(w, p->train.zero);
-    pf_json_writer_key(w, "recompute");
-    pf_json_writer_str(w, pf_training_recompute_name(p->train.recompute));
-    pf_json_writer_obj_end(w);
+    write_training(w, p);
     pf_json_writer_key(w, "stage_list");
     pf_json_writer_arr_begin(w);
     for (int s = 0; s < p->stages; s++) {

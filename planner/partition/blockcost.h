@@ -11,11 +11,11 @@
  *   GEMMs at the graph's shapes scaled to b samples, split by t as blocks.h says: forward
  *     gemm(m, n, k), backward gemm(m, k, n) + gemm(k, n, m) (data and weight gradients);
  *   memory-bound ops: bytes scaled to b, / t when split (every one of them under sequence
- *     parallelism, [Korthikanti22] §4.2.2), backward = 2 x forward (the generators' rule);
+ *     parallelism, [Korthikanti22] §4), backward = 2 x forward (the generators' rule);
  *   tensor-parallel collectives (t > 1): the part's forward all-reduces (after row-parallel
  *     linears: 2 per transformer layer) and backward ones (before column-parallel linears: 2),
  *     each of b s h elements; under sequence parallelism each becomes a reduce-scatter + an
- *     all-gather of the same tensor ([Korthikanti22] §4.2.2, Fig. 5);
+ *     all-gather of the same tensor ([Korthikanti22] §4, sequence parallelism);
  *   recomputation adds forward work to backward: full = the part's forward with its
  *     collectives, selective = its attention core ([Korthikanti22] §5);
  *   stored activations: whole tensors / (sp ? t : 1) + split ones / t (+ the core / t without
@@ -26,7 +26,7 @@
  * A stage's time per micro-batch: its layers' forward + backward + recomputation + collectives,
  * the prologue on the first and the epilogue on the last, and with p > 1 two p2p transfers
  * (activation forward, its gradient backward) of the block's output, / t with sp (Narayanan
- * et al.'s scatter-gather, [Narayanan21] §4.1), v times with v virtual stages.
+ * et al.'s scatter/gather optimisation, [Narayanan21] §4), v times with v virtual stages.
  * Step (m = global batch / (d b) micro-batches): (m + (p - 1) / v) x max stage time
  * ([Narayanan21] §2.2: bubble (p - 1) / m under 1F1B, (p - 1) / (v m) interleaved), plus the
  * data-parallel gradient reduction (ZeRO 0: an all-reduce; >= 1: reduce-scatter + all-gather
@@ -38,7 +38,7 @@
  * stored activations + the recomputation reserve. In flight on stage s: min(m, p - s) under
  * 1F1B; interleaved, Megatron-LM's warm-up holds (p - s - 1) x 2 + (v - 1) x p + 1 model chunks
  * of L / (p v) layers on stage s, which on stage 0 is L (1 + (p - 1)/(p v)) layers' worth
- * ([Korthikanti22] §4.2.3). */
+ * ([Korthikanti22] §4, pipeline parallelism). */
 #ifndef PF_BLOCKCOST_H
 #define PF_BLOCKCOST_H
 

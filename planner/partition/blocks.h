@@ -18,7 +18,7 @@
  * any other op's output is split when one of its inputs is. An op stores a split tensor for
  * backward when one of its inputs is split, so its mem_fwd_bytes divides by t; the rest (layer
  * norms, the dropouts after row-parallel linears, the inputs of column-parallel linears) is
- * what Korthikanti et al. 2022 ([Korthikanti22] §4.2.2) call the 10 s b h not parallelised
+ * what Korthikanti et al. 2022 ([Korthikanti22] §4, Table 2) call the 10 s b h not parallelised
  * without sequence parallelism. */
 #ifndef PF_BLOCKS_H
 #define PF_BLOCKS_H

@@ -3,7 +3,8 @@
  * batch 1536: the pruned enumeration's wall time, candidates evaluated and skipped, its best K
  * by the analytic step (blockcost.h, the roofline prices), and Megatron-LM's (t 8, p 8, d 1)
  * configuration on 64 GPUs priced by the same model, with the best's step over it.
- * Target: under 1 s per row on 2 cores. PF_BENCH_BLOCKS_K (default 5) sets K. */
+ * Memory: 90% of a device (the search's default --mem-headroom). Target: under 1 s per row on
+ * 2 cores. PF_BENCH_BLOCKS_K (default 5) sets K. */
 #include "planner/core/util.h"
 #include "planner/inputs/model.h"
 #include "planner/inputs/model_build.h"
@@ -75,7 +76,9 @@ static int run_row(int gpus, int k, int *slow)
     pf_blockcost_env_t env;
     pf_blockcost_roofline_init(&roof, c, &env);
     pf_blockcost_problem_t pr = {.blocks = b, .env = &env, .global_batch = 1536, .ngpus = gpus,
-                                 .gpus_per_host = 8, .mem_bytes = pf_cluster_min_mem_bytes(c)};
+                                 .gpus_per_host = 8,
+                                 /* the search's default headroom (--mem-headroom 0.1) */
+                                 .mem_bytes = pf_cluster_min_mem_bytes(c) * 0.9};
     pf_training_init(&pr.training);
     pf_blockenum_item_t *out = calloc((size_t)k, sizeof *out);
     pf_blockenum_stats_t st;

@@ -58,7 +58,7 @@ static int parse_recompute(const char *cmd, const char *arg, void *base)
     pf_search_opts_t *o = base;
     o->recompute_auto = !strcmp(arg, "auto");
     if (o->recompute_auto)
-        o->train.recompute = PF_RECOMPUTE_NONE;
+        o->block_search = 1, o->train.recompute = PF_RECOMPUTE_NONE;
     else if ((int)(o->train.recompute = pf_training_recompute_parse(arg)) < 0)
         return cli_bad_name(cmd, "--recompute", arg, "none, selective, full or auto");
     return 0;
@@ -69,7 +69,9 @@ static int parse_zero(const char *cmd, const char *arg, void *base)
     pf_search_opts_t *o = base;
     long long z = 0;
     o->zero_auto = !strcmp(arg, "auto");
-    if (!o->zero_auto && cli_int(cmd, "--zero", arg, 0, 3, &z))
+    if (o->zero_auto)
+        o->block_search = 1;
+    else if (cli_int(cmd, "--zero", arg, 0, 3, &z))
         return -1;
     o->train.zero = (int)z;
     return 0;
@@ -190,7 +192,7 @@ void cli_planopts_help(FILE *f)
             "\nblock-level search (graphs of repeated blocks; needs --global-batch; on with any\n"
             "flag below, or --recompute auto, --zero auto): Megatron-LM configurations ranked by\n"
             "an analytic model fix S, T, R, recomputation and ZeRO for the search (whole layers\n"
-            "per stage):\n"
+            "per stage); recomputation and ZeRO are searched unless --recompute / --zero fix them:\n"
             "  --block-search        turn it on with every dimension searched\n"
             "  --block-candidates K  configurations ranked (default %d)\n"
             "  --microbatch-size B   samples per micro-batch (must be the graph's for now)\n"

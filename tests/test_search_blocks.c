@@ -33,7 +33,8 @@ static void test_wanted(void)
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     CU_ASSERT_FALSE(pf_search_blocks_wanted(&o)); /* the default search is unchanged */
-    o.recompute_auto = 1;
+    CU_ASSERT_TRUE(o.recompute_auto && o.zero_auto); /* searched once it is on */
+    o.block_search = 1;
     CU_ASSERT_TRUE(pf_search_blocks_wanted(&o));
     pf_search_opts_init(&o);
     o.sequence_parallel = 0;
@@ -60,7 +61,6 @@ static void test_fix(void)
     o.microbatch_size = 4; /* the graph's is 2: other sizes need re-pricing */
     CU_ASSERT_EQUAL(pf_search_blocks_fix(g, c, &o, &choice, err, sizeof err), PF_EINPUT);
     o.microbatch_size = 0;
-    o.recompute_auto = o.zero_auto = 1;
     CU_ASSERT_EQUAL_FATAL(pf_search_blocks_fix(g, c, &o, &choice, err, sizeof err), PF_OK);
     CU_ASSERT_TRUE(choice.present);
     CU_ASSERT_EQUAL(choice.n, 5);
@@ -94,7 +94,7 @@ static void test_fix(void)
     /* fixed: t 2, sp on, full recomputation */
     pf_search_opts_init(&o);
     o.global_batch = 64, o.tp = 2, o.sequence_parallel = 1;
-    o.train.recompute = PF_RECOMPUTE_FULL;
+    o.train.recompute = PF_RECOMPUTE_FULL, o.recompute_auto = 0;
     CU_ASSERT_EQUAL_FATAL(pf_search_blocks_fix(g, c, &o, &choice, err, sizeof err), PF_OK);
     CU_ASSERT_EQUAL(choice.best[0].cand.t, 2);
     CU_ASSERT_TRUE(choice.best[0].cand.sp);
@@ -113,7 +113,7 @@ static void test_search(void)
     CU_ASSERT_EQUAL_FATAL(fixture(&g, &c), 0);
     pf_search_opts_t o;
     pf_search_opts_init(&o);
-    o.global_batch = 64, o.recompute_auto = 1;
+    o.global_batch = 64, o.block_search = 1;
     pf_search_t *s = pf_search_new(g, c, &o, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     uint64_t id;

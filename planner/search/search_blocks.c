@@ -6,8 +6,8 @@
 
 int pf_search_blocks_wanted(const pf_search_opts_t *o)
 {
-    return o->block_search || o->recompute_auto || o->zero_auto || o->sequence_parallel >= 0 ||
-           o->virtual_stages > 0 || o->microbatch_size > 0;
+    return o->block_search || o->sequence_parallel >= 0 || o->virtual_stages > 0 ||
+           o->microbatch_size > 0;
 }
 
 /* The prices of the analytic model: the one place a device model and a collective model plug

@@ -15,9 +15,9 @@
 
 #include <stddef.h>
 
-/* Does the request ask for the block-level search (block_search, or one of its dimensions
- * left to the search or fixed: recompute or ZeRO auto, sequence parallelism, virtual stages,
- * micro-batch size)? */
+/* Does the request ask for the block-level search (block_search, or one of its own dimensions
+ * given: sequence parallelism, virtual stages, micro-batch size)? `--recompute auto` and
+ * `--zero auto` set block_search in the command line. */
 int pf_search_blocks_wanted(const pf_search_opts_t *o);
 
 /* Runs the enumeration for graph g on cluster c and rewrites *o to the best candidate (stages,

@@ -88,15 +88,17 @@ static void test_activations(void)
 /* t 1, p 2, d 1, b 4, global batch 8 (m = 2), no recomputation.
  * Block forward: GEMMs q k v 3 x 2 x 64 x 64 x 64 = 1572864 FLOPs, scores + context 2 x 2 x 16^4
  * = 262144, out 524288, fc1 + fc2 2 x 2097152: 6553600 -> 6.5536 ms; backward 2x: 13.1072;
- * memory-bound ops (input + output elements x 2 B): 8 x 16384 + gelu 65536 = 196608 -> 0.196608,
- * backward 0.393216. One layer 20.250624 ms. Prologue (embed: (64 + 4096) x 2 = 8320 B)
- * 0.00832 + 0.01664 = 0.02496; epilogue: final_ln 0.016384 + 0.032768, head 2 x 64 x 100 x 64
- * = 819200 -> 0.8192 + 1.6384: 2.506752. p2p: 2 x 8192 B = 0.016384 per stage.
- * Layers 1 + 1 (0 + 2 or 2 + 0 are slower): stage 0 = 0.02496 + 20.250624 + 0.016384 =
- * 20.291968, stage 1 = 20.250624 + 2.506752 + 0.016384 = 22.77376; pipeline (m + p - 1) x max
- * = 3 x 22.77376 = 68.32128. Optimizer: 14 B moved per parameter byte (grads read, master and
+ * memory-bound ops, the bytes their work moves (read + written): ln1 and ln2 16640 (input 8192,
+ * weights 256, output 8192), softmax 16384, the three dropouts 20480 (+ a 1-B mask of 4096),
+ * the two residual adds 24576 (two inputs), gelu 65536: 225792 -> 0.225792, backward 0.451584.
+ * One layer 20.338176 ms. Prologue (embed's work: 25088 B) 0.025088 + 0.050176 = 0.075264;
+ * epilogue: final_ln 0.01664 + 0.03328, head 2 x 64 x 100 x 64 = 819200 -> 0.8192 + 1.6384:
+ * 2.50752. p2p: 2 x 8192 B = 0.016384 per stage.
+ * Layers 1 + 1 (0 + 2 or 2 + 0 are slower): stage 0 = 0.075264 + 20.338176 + 0.016384 =
+ * 20.429824, stage 1 = 20.338176 + 2.50752 + 0.016384 = 22.86208; pipeline (m + p - 1) x max
+ * = 3 x 22.86208 = 68.58624. Optimizer: 14 B moved per parameter byte (grads read, master and
  * moments read and written, weights written): stage 0's 99968 + 14848 B -> 1.607424 ms.
- * Step 69.928704 ms. Memory of stage 0: 114816 x 8 (16 B per 2-B parameter) + 2 in flight x
+ * Step 70.193664 ms. Memory of stage 0: 114816 x 8 (16 B per 2-B parameter) + 2 in flight x
  * (39 sbh + embed's 512) = 918528 + 2 x 160256 = 1239040 B. */
 static void test_pipeline_step(void)
 {
@@ -108,20 +110,20 @@ static void test_pipeline_step(void)
     problem(&pr, b, 2, 8);
     pf_blockcost_part_t parts[3];
     pf_blockcost_parts(&pr, 1, 4, 0, PF_RECOMPUTE_NONE, parts);
-    PF_ASSERT_CLOSE(parts[1].fwd_ms, 6.750208, 1e-12);
-    PF_ASSERT_CLOSE(parts[1].bwd_ms, 13.500416, 1e-12);
-    PF_ASSERT_CLOSE(parts[2].fwd_ms + parts[2].bwd_ms, 2.506752, 1e-12);
+    PF_ASSERT_CLOSE(parts[1].fwd_ms, 6.779392, 1e-12);
+    PF_ASSERT_CLOSE(parts[1].bwd_ms, 13.558784, 1e-12);
+    PF_ASSERT_CLOSE(parts[2].fwd_ms + parts[2].bwd_ms, 2.50752, 1e-12);
     pf_blockcost_cand_t c = {.t = 1, .p = 2, .d = 1, .b = 4, .v = 1};
     pf_blockcost_eval_t ev;
     CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(&pr, &c, parts, &ev), PF_OK);
     CU_ASSERT_EQUAL(c.first_layers, 1);
     CU_ASSERT_EQUAL(c.last_layers, 1);
     CU_ASSERT_EQUAL(ev.microbatches, 2);
-    PF_ASSERT_CLOSE(ev.stage_ms[0], 20.291968, 1e-12);
-    PF_ASSERT_CLOSE(ev.stage_ms[2], 22.77376, 1e-12);
-    PF_ASSERT_CLOSE(ev.pipeline_ms, 68.32128, 1e-12);
+    PF_ASSERT_CLOSE(ev.stage_ms[0], 20.429824, 1e-12);
+    PF_ASSERT_CLOSE(ev.stage_ms[2], 22.86208, 1e-12);
+    PF_ASSERT_CLOSE(ev.pipeline_ms, 68.58624, 1e-12);
     PF_ASSERT_CLOSE(ev.optimizer_ms, 1.607424, 1e-12);
-    PF_ASSERT_CLOSE(ev.step_ms, 69.928704, 1e-12);
+    PF_ASSERT_CLOSE(ev.step_ms, 70.193664, 1e-12);
     PF_ASSERT_CLOSE(ev.mem_bytes[0], 1239040, 1e-12);
     CU_ASSERT_TRUE(ev.fits);
     /* 1.2 MB: 1 + 1 needs 1239040 on stage 0; 0 + 2 needs (2 x 99968 + 13056) x 8 = 1704...
@@ -142,18 +144,18 @@ static void test_pipeline_step(void)
 
 /* t 2 with sequence parallelism, selective recomputation, p 1, d 2, ZeRO 1, b 2, batch 8 (m 2).
  * b = 2 scales the graph's micro-batch by 0.5 and t divides: GEMMs 6.5536 / 4 = 1.6384 ms,
- * backward 3.2768; memory-bound ops 196608 x 0.25 -> 0.049152, backward 0.098304; the core
- * (softmax, dropout) 32768 x 0.25 -> 0.008192 recomputed; 2 x (reduce-scatter + all-gather) of
- * 4096 B over 2 = 2 x 2 x 0.002048 = 0.008192 forward and the same backward. One layer
- * 5.087232. Prologue: 2080 B -> 0.00208 + 0.00416 and its all-reduce as RS + AG 0.004096:
- * 0.010336. Epilogue: final_ln 0.004096 + 0.008192, head 2 x 32 x 50 x 64 -> 0.2048 + 0.4096,
- * the head's input all-reduce backward 0.004096: 0.630784. Stage 2 x 5.087232 + 0.010336 +
- * 0.630784 = 10.815584, pipeline 2 x that = 21.631168. Parameters per GPU: 2 x (512 + 99456 /
- * 2) + 14848 / 2 + 256 + 12800 / 2 = 114560 B; their RS + AG over d = 2 (0.11456) hide under
- * the backward; the optimizer works on half: 114560 / 2 x 14 -> 0.80192. Step 22.433088.
- * Memory: ZeRO-1 over 2: 1 + 1 + 6 / 2 = 5 B per parameter byte: 572800; one micro-batch in
- * flight: 2 x 17 sbh at b 2 (34816) + embed 512 / 4 + (final_ln 8192 + head 20992) / 4 =
- * 77056. */
+ * backward 3.2768; memory-bound ops 225792 x 0.25 -> 0.056448, backward 0.112896; the core
+ * (softmax 16384, its dropout 20480) 36864 x 0.25 -> 0.009216 recomputed; 2 x (reduce-scatter +
+ * all-gather) of 4096 B over 2 = 2 x 2 x 0.002048 = 0.008192 forward and the same backward. One
+ * layer 5.110144. Prologue: 25088 x 0.25 -> 0.006272 + 0.012544 and its all-reduce as RS + AG
+ * 0.004096: 0.022912. Epilogue: final_ln 16640 x 0.25 -> 0.00416 + 0.00832, head 2 x 32 x 50 x
+ * 64 -> 0.2048 + 0.4096, the head's input all-reduce backward 0.004096: 0.630976. Stage 2 x
+ * 5.110144 + 0.022912 + 0.630976 = 10.874176, pipeline 2 x that = 21.748352. Parameters per
+ * GPU: 2 x (512 + 99456 / 2) + 14848 / 2 + 256 + 12800 / 2 = 114560 B; their RS + AG over d = 2
+ * (0.11456) hide under the backward; the optimizer works on half: 114560 / 2 x 14 -> 0.80192.
+ * Step 22.550272. Memory: ZeRO-1 over 2: 1 + 1 + 6 / 2 = 5 B per parameter byte: 572800; one
+ * micro-batch in flight: 2 x 17 sbh at b 2 (34816) + embed 512 / 4 + (final_ln 8192 + head
+ * 20992) / 4 = 77056. */
 static void test_tp_sp_zero(void)
 {
     char err[256];
@@ -164,7 +166,7 @@ static void test_tp_sp_zero(void)
     problem(&pr, b, 4, 8);
     pf_blockcost_part_t parts[3];
     pf_blockcost_parts(&pr, 2, 2, 1, PF_RECOMPUTE_SELECTIVE, parts);
-    PF_ASSERT_CLOSE(parts[1].recompute_ms, 0.008192, 1e-12);
+    PF_ASSERT_CLOSE(parts[1].recompute_ms, 0.009216, 1e-12);
     PF_ASSERT_CLOSE(parts[1].tp_fwd_ms, 0.008192, 1e-12);
     PF_ASSERT_CLOSE(parts[1].tp_bwd_ms, 0.008192, 1e-12);
     PF_ASSERT_CLOSE(parts[0].tp_fwd_ms, 0.004096, 1e-12);
@@ -174,11 +176,11 @@ static void test_tp_sp_zero(void)
     pf_blockcost_eval_t ev;
     CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(&pr, &c, parts, &ev), PF_OK);
     CU_ASSERT_EQUAL(c.first_layers, 2);
-    PF_ASSERT_CLOSE(ev.stage_max_ms, 10.815584, 1e-12);
-    PF_ASSERT_CLOSE(ev.pipeline_ms, 21.631168, 1e-12);
+    PF_ASSERT_CLOSE(ev.stage_max_ms, 10.874176, 1e-12);
+    PF_ASSERT_CLOSE(ev.pipeline_ms, 21.748352, 1e-12);
     PF_ASSERT_CLOSE(ev.dp_exposed_ms, 0, 1e-12);
     PF_ASSERT_CLOSE(ev.optimizer_ms, 0.80192, 1e-12);
-    PF_ASSERT_CLOSE(ev.step_ms, 22.433088, 1e-12);
+    PF_ASSERT_CLOSE(ev.step_ms, 22.550272, 1e-12);
     PF_ASSERT_CLOSE(ev.mem_max_bytes, 572800 + 77056, 1e-12);
     pf_blocks_destroy(&b);
     pf_graph_destroy(&g);

@@ -1,7 +1,8 @@
 /* The block-level search (issue 22): GPT-3 175B (96 layers, hidden 12288, 96 heads, seq 2048,
  * vocab 51200, [Narayanan21] Table 1's shape) on 64 to 3072 A100 (DGX A100 machines) at global
  * batch 1536: the pruned enumeration's wall time, candidates evaluated and skipped, its best K
- * by the analytic step (blockcost.h, the roofline prices), and Megatron-LM's (t 8, p 8, d 1)
+ * by the analytic step (blockcost.h priced by the a100-80g device model and the collective
+ * model; PF_BENCH_BLOCKS_ROOFLINE=1 for the roofline), and Megatron-LM's (t 8, p 8, d 1)
  * configuration on 64 GPUs priced by the same model, with the best's step over it.
  * Memory: 90% of a device (the search's default --mem-headroom). Target: under 1 s per row on
  * 2 cores. PF_BENCH_BLOCKS_K (default 5) sets K. */
@@ -13,6 +14,8 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+
+#define DEVICE "a100-80g" /* the device model's preset; PF_BENCH_BLOCKS_ROOFLINE=1: the roofline */
 
 static int build(int gpus, pf_graph_t **g, pf_cluster_t **c)
 {
@@ -73,8 +76,13 @@ static int run_row(int gpus, int k, int *slow)
         return -1;
     pf_blocks_t *b = pf_blocks_new(g, 2, err, sizeof err);
     pf_blockcost_roofline_t roof;
+    pf_blockcost_priced_t priced;
     pf_blockcost_env_t env;
-    pf_blockcost_roofline_init(&roof, c, &env);
+    const pf_devmodel_t *dm = pf_devmodel_preset(DEVICE);
+    if (dm && !getenv("PF_BENCH_BLOCKS_ROOFLINE"))
+        pf_blockcost_priced_init(&priced, c, dm, 2, &env);
+    else
+        pf_blockcost_roofline_init(&roof, c, &env);
     pf_blockcost_problem_t pr = {.blocks = b, .env = &env, .global_batch = 1536, .ngpus = gpus,
                                  .gpus_per_host = 8,
                                  /* the search's default headroom (--mem-headroom 0.1) */
@@ -112,7 +120,8 @@ int pf_bench_blocks(void)
 {
     int k = getenv("PF_BENCH_BLOCKS_K") ? atoi(getenv("PF_BENCH_BLOCKS_K")) : 5, slow = 0;
     const int gpus[] = {64, 128, 256, 512, 1024, 1536, 3072};
-    printf("bench blocks: GPT-3 175B at global batch 1536, block-level search (analytic model)\n");
+    printf("bench blocks: GPT-3 175B at global batch 1536, block-level search (analytic model, %s "
+           "prices)\n", getenv("PF_BENCH_BLOCKS_ROOFLINE") ? "roofline" : DEVICE " + collective");
     for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++)
         run_row(gpus[i], k > 0 ? k : 5, &slow);
     printf("  rows at or over 1 s: %d\n", slow);

@@ -250,6 +250,37 @@ static void test_roofline(void)
     pf_cluster_destroy(&c);
 }
 
+/* The measured prices are the device model's and the collective model's own. */
+static void test_priced(void)
+{
+    char err[256];
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_A100);
+    to.machines = 2;
+    pf_cluster_t *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
+    const pf_devmodel_t *dm = pf_devmodel_preset("a100-80g");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dm);
+    pf_blockcost_priced_t r;
+    pf_blockcost_env_t env;
+    pf_blockcost_priced_init(&r, c, dm, 2, &env);
+    PF_ASSERT_CLOSE(env.gemm_ms(env.ctx, 4096, 1536, 12288, 1),
+                    pf_devmodel_gemm_ms(dm, PF_PREC_BF16, 4096, 1536, 12288, 1), 1e-12);
+    PF_ASSERT_CLOSE(env.memory_ms(env.ctx, 1e9), pf_devmodel_memory_ms(dm, 1e9), 1e-12);
+    /* the data-parallel group of t = 8: devices 0 and 8, one per machine */
+    int devs[2] = {0, 8};
+    pf_collective_group_t g;
+    CU_ASSERT_EQUAL_FATAL(pf_collective_group_from_cluster(c, devs, 2, 0, &g), PF_OK);
+    pf_blockcost_group_t across = {0, 2, 8};
+    PF_ASSERT_CLOSE(env.allreduce_ms(env.ctx, across, 1e9),
+                    pf_collective_best_ms(&g, PF_COLL_ALLREDUCE, 1e9), 1e-12);
+    PF_ASSERT_CLOSE(env.all_gather_ms(env.ctx, across, 1e9),
+                    pf_collective_best_ms(&g, PF_COLL_ALLGATHER, 1e9), 1e-12);
+    CU_ASSERT_EQUAL(r.ncache, 1);
+    CU_ASSERT_EQUAL(env.allreduce_ms(env.ctx, (pf_blockcost_group_t){0, 1, 1}, 1e9), 0);
+    pf_cluster_destroy(&c);
+}
+
 void pf_suite_blockcost(void)
 {
     CU_pSuite s = CU_add_suite("blockcost", NULL, NULL);
@@ -258,4 +289,5 @@ void pf_suite_blockcost(void)
     CU_add_test(s, "t, sp, selective, ZeRO-1 by hand", test_tp_sp_zero);
     CU_add_test(s, "interleaved bubble and memory", test_interleaved);
     CU_add_test(s, "roofline prices", test_roofline);
+    CU_add_test(s, "device-model and collective prices", test_priced);
 }

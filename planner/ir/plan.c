@@ -538,8 +538,7 @@ static void write_block_search(pf_json_writer_t *w, const pf_plan_t *p)
     pf_json_writer_key(w, "microbatch_size"); pf_json_writer_int(w, p->blocks.microbatch_size);
     pf_json_writer_key(w, "virtual_stages"); pf_json_writer_int(w, p->blocks.virtual_stages);
     pf_json_writer_key(w, "sequence_parallel"); pf_json_writer_bool(w, p->blocks.sequence_parallel);
-    pf_json_writer_key(w, "block_search");
-    pf_json_writer_obj_begin_inline(w);
+    pf_json_writer_key(w, "block_search"); pf_json_writer_obj_begin_inline(w);
     pf_json_writer_key(w, "layers_first"); pf_json_writer_int(w, p->blocks.first_layers);
     pf_json_writer_key(w, "layers_middle"); pf_json_writer_int(w, p->blocks.mid_layers);
     pf_json_writer_key(w, "layers_last"); pf_json_writer_int(w, p->blocks.last_layers);
@@ -554,15 +553,12 @@ static void write_training(pf_json_writer_t *w, const pf_plan_t *p)
 {
     if (p->blocks.present)
         write_block_search(w, p);
-    pf_json_writer_key(w, "training");
-    pf_json_writer_obj_begin_inline(w);
+    pf_json_writer_key(w, "training"); pf_json_writer_obj_begin_inline(w);
     pf_json_writer_key(w, "precision");
     pf_json_writer_str(w, pf_training_precision_name(p->train.precision_bytes));
-    pf_json_writer_key(w, "optimizer");
-    pf_json_writer_str(w, pf_training_optimizer_name(p->train.optimizer));
+    pf_json_writer_key(w, "optimizer"); pf_json_writer_str(w, pf_training_optimizer_name(p->train.optimizer));
     pf_json_writer_key(w, "zero"); pf_json_writer_int(w, p->train.zero);
-    pf_json_writer_key(w, "recompute");
-    pf_json_writer_str(w, pf_training_recompute_name(p->train.recompute));
+    pf_json_writer_key(w, "recompute"); pf_json_writer_str(w, pf_training_recompute_name(p->train.recompute));
     pf_json_writer_obj_end(w);
 }
 

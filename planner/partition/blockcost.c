@@ -4,6 +4,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- the default prices: roofline and ring collectives ---- */
@@ -91,6 +92,86 @@ void pf_blockcost_roofline_init(pf_blockcost_roofline_t *r, const pf_cluster_t *
                                 .reduce_scatter_ms = roof_half_ms,
                                 .all_gather_ms = roof_half_ms,
                                 .p2p_ms = roof_p2p_ms};
+}
+
+/* ---- the measured prices: device model and collective model ---- */
+
+static double dm_gemm_ms(void *ctx, int64_t m, int64_t n, int64_t k, int64_t batch)
+{
+    const pf_blockcost_priced_t *r = ctx;
+    return pf_devmodel_gemm_ms(r->dm, r->prec, (double)m, (double)n, (double)k, (double)batch);
+}
+
+static double dm_memory_ms(void *ctx, double bytes)
+{
+    const pf_blockcost_priced_t *r = ctx;
+    return bytes > 0 ? pf_devmodel_memory_ms(r->dm, bytes) : 0;
+}
+
+/* The collective model's group of devices first + i x stride, cached per group. */
+static const pf_collective_group_t *coll_group(pf_blockcost_priced_t *r, pf_blockcost_group_t g)
+{
+    for (int i = 0; i < r->ncache; i++)
+        if (r->cache[i].first == g.first && r->cache[i].size == g.size &&
+            r->cache[i].stride == g.stride)
+            return &r->cache[i].g;
+    int slot = r->ncache < PF_BLOCKCOST_CACHE ? r->ncache++ : r->next++ % PF_BLOCKCOST_CACHE;
+    int n = pf_cluster_ndevices(r->cluster), *devs = malloc(sizeof *devs * (size_t)g.size);
+    for (int i = 0; devs && i < g.size; i++)
+        devs[i] = (g.first + i * g.stride) % n;
+    r->cache[slot].first = g.first;
+    r->cache[slot].size = g.size;
+    r->cache[slot].stride = g.stride;
+    /* out of memory: the collective model's one-host group with no links (infinite times) */
+    if (!devs || pf_collective_group_from_cluster(r->cluster, devs, g.size, 0, &r->cache[slot].g))
+        r->cache[slot].g = (pf_collective_group_t){.n = g.size, .hosts = 1, .per_host = g.size};
+    free(devs);
+    return &r->cache[slot].g;
+}
+
+static double dm_coll_ms(void *ctx, pf_blockcost_group_t g, double bytes, pf_collective_op_t op)
+{
+    if (g.size <= 1 || bytes <= 0)
+        return 0;
+    return pf_collective_best_ms(coll_group(ctx, g), op, bytes);
+}
+
+static double dm_allreduce_ms(void *ctx, pf_blockcost_group_t g, double bytes)
+{
+    return dm_coll_ms(ctx, g, bytes, PF_COLL_ALLREDUCE);
+}
+
+static double dm_reduce_scatter_ms(void *ctx, pf_blockcost_group_t g, double bytes)
+{
+    return dm_coll_ms(ctx, g, bytes, PF_COLL_REDUCE_SCATTER);
+}
+
+static double dm_all_gather_ms(void *ctx, pf_blockcost_group_t g, double bytes)
+{
+    return dm_coll_ms(ctx, g, bytes, PF_COLL_ALLGATHER);
+}
+
+static double dm_p2p_ms(void *ctx, int src, int dst, double bytes)
+{
+    const pf_blockcost_priced_t *r = ctx;
+    return pf_cluster_xfer_ms(r->cluster, src, dst, bytes);
+}
+
+void pf_blockcost_priced_init(pf_blockcost_priced_t *r, const pf_cluster_t *c,
+                              const pf_devmodel_t *dm, int precision_bytes,
+                              pf_blockcost_env_t *env)
+{
+    memset(r, 0, sizeof *r);
+    r->cluster = c;
+    r->dm = dm;
+    r->prec = precision_bytes == 4 ? PF_PREC_FP32 : PF_PREC_BF16;
+    *env = (pf_blockcost_env_t){.ctx = r,
+                                .gemm_ms = dm_gemm_ms,
+                                .memory_ms = dm_memory_ms,
+                                .allreduce_ms = dm_allreduce_ms,
+                                .reduce_scatter_ms = dm_reduce_scatter_ms,
+                                .all_gather_ms = dm_all_gather_ms,
+                                .p2p_ms = dm_p2p_ms};
 }
 
 /* ---- one part ---- */

@@ -43,6 +43,8 @@
 #define PF_BLOCKCOST_H
 
 #include "planner/ir/cluster.h"
+#include "planner/ir/collective.h"
+#include "planner/ir/devmodel.h"
 #include "planner/ir/training.h"
 #include "planner/partition/blocks.h"
 
@@ -88,6 +90,27 @@ typedef struct {
  * shared). tflops 0 on device 0 falls back to 125. */
 void pf_blockcost_roofline_init(pf_blockcost_roofline_t *r, const pf_cluster_t *c,
                                 pf_blockcost_env_t *env);
+
+/* The measured prices: GEMMs and memory-bound ops by a device model (devmodel.h: the GEMM
+ * efficiency table at each shape, the achievable HBM bandwidth and a kernel's launch cost),
+ * collectives by the collective model (collective.h: the cheapest of ring, tree, NVLS and
+ * hierarchical, as NCCL's tuner picks, over the group's hosts and links from the cluster; no
+ * NVLS, as the search's other phases assume), p2p by the postal model. */
+typedef struct {
+    const pf_cluster_t *cluster;
+    const pf_devmodel_t *dm;
+    pf_prec_t prec;
+    struct {
+        int first, size, stride;
+        pf_collective_group_t g;
+    } cache[PF_BLOCKCOST_CACHE];
+    int ncache, next;
+} pf_blockcost_priced_t;
+
+/* As the roofline's init; precision_bytes 2 prices bf16, 4 fp32. */
+void pf_blockcost_priced_init(pf_blockcost_priced_t *r, const pf_cluster_t *c,
+                              const pf_devmodel_t *dm, int precision_bytes,
+                              pf_blockcost_env_t *env);
 
 typedef struct {
     const pf_blocks_t *blocks;

@@ -10,11 +10,22 @@ int pf_search_blocks_wanted(const pf_search_opts_t *o)
            o->microbatch_size > 0;
 }
 
-/* The prices of the analytic model: the one place a device model and a collective model plug
- * in (search_blocks.h). */
-static void block_env(const pf_cluster_t *c, pf_blockcost_roofline_t *roof, pf_blockcost_env_t *env)
+/* The prices of the analytic model (search_blocks.h): the device model the graph was priced on
+ * (its "device_model", a preset) with the collective model, else the roofline. */
+typedef struct {
+    pf_blockcost_roofline_t roof;
+    pf_blockcost_priced_t priced;
+} env_state_t;
+
+static void block_env(const pf_graph_t *g, const pf_cluster_t *c, const pf_training_t *t,
+                      env_state_t *st, pf_blockcost_env_t *env)
 {
-    pf_blockcost_roofline_init(roof, c, env);
+    const char *name = pf_graph_device_model(g);
+    const pf_devmodel_t *dm = name ? pf_devmodel_preset(name) : NULL;
+    if (dm)
+        pf_blockcost_priced_init(&st->priced, c, dm, t->precision_bytes, env);
+    else
+        pf_blockcost_roofline_init(&st->roof, c, env);
 }
 
 /* The request's fixed dimensions. */
@@ -57,6 +68,33 @@ static void apply(const pf_blockcost_cand_t *best, pf_search_opts_t *o)
     o->recompute_auto = o->zero_auto = 0;
 }
 
+/* The first ranked candidate the later phases can hold: they do not model sequence
+ * parallelism, so a candidate with it must also fit memory without it. -1 when none. */
+static int handoff(const pf_blockcost_problem_t *pr, const pf_search_blocks_t *choice)
+{
+    for (int i = 0; i < choice->n; i++) {
+        pf_blockcost_cand_t cand = choice->best[i].cand;
+        if (!cand.sp)
+            return i;
+        pf_blockcost_part_t parts[3];
+        pf_blockcost_eval_t ev;
+        cand.sp = 0;
+        pf_blockcost_parts(pr, cand.t, cand.b, 0, cand.recompute, parts);
+        if (pf_blockcost_eval(pr, &cand, parts, &ev) == PF_OK && ev.fits)
+            return i;
+    }
+    return -1;
+}
+
+static int rank(const pf_blockcost_problem_t *pr, const pf_blockenum_fix_t *fix, int k,
+                pf_search_blocks_t *choice, char *err, size_t errlen)
+{
+    double t0 = pf_now_s();
+    int rc = pf_blockenum_run(pr, fix, k, 1, choice->best, &choice->n, &choice->stats, err, errlen);
+    choice->wall_s += pf_now_s() - t0;
+    return rc;
+}
+
 int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_opts_t *o,
                          pf_search_blocks_t *choice, char *err, size_t errlen)
 {
@@ -71,9 +109,9 @@ int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_o
     pf_blocks_t *b = pf_blocks_new(g, o->train.precision_bytes, err, errlen);
     if (!b)
         return PF_EINPUT;
-    pf_blockcost_roofline_t roof;
+    env_state_t st;
     pf_blockcost_env_t env;
-    block_env(c, &roof, &env);
+    block_env(g, c, &o->train, &st, &env);
     pf_blockcost_problem_t pr = {.blocks = b, .env = &env, .training = o->train,
                                  .global_batch = o->global_batch,
                                  .ngpus = pf_cluster_ndevices(c), .gpus_per_host = gpus_per_host(c),
@@ -81,12 +119,21 @@ int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_o
     int k = o->block_candidates < 1                  ? 1
             : o->block_candidates > PF_SEARCH_BLOCKS_K ? PF_SEARCH_BLOCKS_K
                                                        : o->block_candidates;
-    double t0 = pf_now_s();
-    rc = pf_blockenum_run(&pr, &fix, k, 1, choice->best, &choice->n, &choice->stats, err, errlen);
-    choice->wall_s = pf_now_s() - t0;
+    rc = rank(&pr, &fix, k, choice, err, errlen);
+    int pick = rc == PF_OK ? handoff(&pr, choice) : -1;
+    if (rc == PF_OK && pick < 0) { /* every one needs sequence parallelism to fit: rank without */
+        fix.sp = 0;
+        rc = rank(&pr, &fix, k, choice, err, errlen);
+        pick = 0;
+    }
     pf_blocks_destroy(&b);
     if (rc != PF_OK)
         return rc;
+    if (pick > 0) { /* the one handed on goes first */
+        pf_blockenum_item_t it = choice->best[pick];
+        memmove(&choice->best[1], &choice->best[0], sizeof it * (size_t)pick);
+        choice->best[0] = it;
+    }
     choice->present = 1;
     apply(&choice->best[0].cand, o);
     return PF_OK;

@@ -5,9 +5,10 @@
  * that follow (partition, map, simulate). Sequence parallelism, virtual stages and the micro-batch
  * size are recorded in the plan; the simulator does not model the first two yet.
  *
- * The device and network prices come from block_env() in search_blocks.c: today the roofline
- * of blockcost.h over the cluster; the device model (planner/ir/devmodel.h) and the collective
- * model (planner/ir/collective.h) plug in there. */
+ * The device and network prices come from block_env() in search_blocks.c: when the graph names
+ * its device model (graph key "device_model", `planfarm model --device`), that preset and the
+ * collective model (blockcost.h's pf_blockcost_priced_t); else blockcost.h's roofline over the
+ * cluster. */
 #ifndef PF_SEARCH_BLOCKS_H
 #define PF_SEARCH_BLOCKS_H
 
@@ -20,11 +21,13 @@
  * `--zero auto` set block_search in the command line. */
 int pf_search_blocks_wanted(const pf_search_opts_t *o);
 
-/* Runs the enumeration for graph g on cluster c and rewrites *o to the best candidate (stages,
- * replicas, tp, train.recompute, train.zero, layer_aligned = 1, recompute_auto = zero_auto =
- * 0); the choice and the ranking go to *choice. PF_EINPUT when the graph has no repeated blocks,
- * no --global-batch is given, or --microbatch-size differs from the graph's micro-batch (other
- * sizes need the device model's re-pricing); PF_EINFEASIBLE when nothing fits. */
+/* Runs the enumeration for graph g on cluster c and rewrites *o to the best candidate that the
+ * later phases can hold: stages, replicas, tp, train.recompute, train.zero, layer_aligned = 1,
+ * recompute_auto = zero_auto = 0. They do not model sequence parallelism, so a candidate with it
+ * must fit memory without it too; when none of the K does, the ranking is redone without it.
+ * The ranking goes to *choice, the one handed on first. PF_EINPUT when the graph has no
+ * repeated blocks, no --global-batch is given, or --microbatch-size differs from the graph's
+ * micro-batch (other sizes need re-pricing); PF_EINFEASIBLE when nothing fits. */
 int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_opts_t *o,
                          pf_search_blocks_t *choice, char *err, size_t errlen);
 

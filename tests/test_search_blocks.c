@@ -65,9 +65,20 @@ static void test_fix(void)
     CU_ASSERT_TRUE(choice.present);
     CU_ASSERT_EQUAL(choice.n, 5);
     const pf_blockcost_cand_t *b = &choice.best[0].cand;
-    CU_ASSERT_EQUAL(o.stages, b->p);
-    CU_ASSERT_EQUAL(o.tp, b->t);
-    CU_ASSERT_EQUAL(o.replicas, b->d);
+    /* the later phases try the (S, T) of the ranked candidates that train as the first does,
+     * the first's first, and simulate them; one pair would fix S, T and R */
+    CU_ASSERT_TRUE(o.nblock_pairs != 1);
+    if (o.nblock_pairs) {
+        CU_ASSERT_EQUAL(o.block_pairs[0][0], b->p);
+        CU_ASSERT_EQUAL(o.block_pairs[0][1], b->t);
+        CU_ASSERT_TRUE(o.candidates >= o.nblock_pairs);
+        for (int i = 0; i < o.nblock_pairs; i++)
+            CU_ASSERT_EQUAL(16 % (o.block_pairs[i][0] * o.block_pairs[i][1]), 0);
+    } else {
+        CU_ASSERT_EQUAL(o.stages, b->p);
+        CU_ASSERT_EQUAL(o.tp, b->t);
+        CU_ASSERT_EQUAL(o.replicas, b->d);
+    }
     CU_ASSERT_EQUAL(b->t * b->p * b->d, 16);
     CU_ASSERT_EQUAL(b->b, 2); /* the graph's micro-batch */
     CU_ASSERT_EQUAL((int)o.train.recompute, (int)b->recompute);
@@ -141,6 +152,15 @@ static void test_search(void)
     CU_ASSERT_TRUE(p->blocks.virtual_stages >= 1);
     CU_ASSERT_TRUE(p->blocks.analytic_step_ms > 0);
     CU_ASSERT_EQUAL(p->stages * p->replicas * p->tensor_parallel, 16);
+    /* the plan's (S, T) is one of the pairs the pre-phase handed on (the same pure function) */
+    pf_search_opts_t fixed = o;
+    pf_search_blocks_t choice;
+    CU_ASSERT_EQUAL_FATAL(pf_search_blocks_fix(g, c, &fixed, &choice, err, sizeof err), PF_OK);
+    int found = !fixed.nblock_pairs && p->stages == fixed.stages && p->tensor_parallel == fixed.tp;
+    for (int i = 0; i < fixed.nblock_pairs; i++)
+        found |= p->stages == fixed.block_pairs[i][0] && p->tensor_parallel == fixed.block_pairs[i][1];
+    CU_ASSERT_TRUE(found);
+    CU_ASSERT_EQUAL((int)p->train.recompute, (int)choice.best[0].cand.recompute);
     CU_ASSERT_EQUAL((long long)pf_graph_microbatch(g) * p->microbatches * p->replicas, 64);
     CU_ASSERT_EQUAL(p->blocks.first_layers + p->blocks.last_layers +
                         (p->stages > 2 ? (p->stages - 2) * p->blocks.mid_layers : 0),

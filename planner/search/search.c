@@ -153,8 +153,10 @@ static int tp_degrees(const pf_graph_t *g, const pf_cluster_t *c, const pf_searc
     for (int v = 0; v < pf_graph_nops(g) && !weights; v++)
         weights = pf_graph_op(g, v)->weight.ndim > 0;
     for (int i = 0; i < n; i++) {
-        int T = list[i];
-        if (o->tp ? T == o->tp : (T == 1 || (weights && T <= o->max_tp)))
+        int T = list[i], paired = !o->nblock_pairs;
+        for (int j = 0; j < o->nblock_pairs; j++)
+            paired |= o->block_pairs[j][1] == T;
+        if (paired && (o->tp ? T == o->tp : (T == 1 || (weights && T <= o->max_tp))))
             out[k++] = T;
     }
     return k;

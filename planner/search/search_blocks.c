@@ -57,33 +57,58 @@ static int gpus_per_host(const pf_cluster_t *c)
     return n;
 }
 
-static void apply(const pf_blockcost_cand_t *best, pf_search_opts_t *o)
+
+/* Can the later phases hold the candidate: they do not model sequence parallelism, so one
+ * with it must also fit memory without it. */
+static int holds(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t cand)
 {
-    o->stages = best->p;
-    o->replicas = best->d;
-    o->tp = best->t;
+    if (!cand.sp)
+        return 1;
+    pf_blockcost_part_t parts[3];
+    pf_blockcost_eval_t ev;
+    cand.sp = 0;
+    pf_blockcost_parts(pr, cand.t, cand.b, 0, cand.recompute, parts);
+    return pf_blockcost_eval(pr, &cand, parts, &ev) == PF_OK && ev.fits;
+}
+
+/* The first ranked candidate the later phases can hold; -1 when none. */
+static int handoff(const pf_blockcost_problem_t *pr, const pf_search_blocks_t *choice)
+{
+    for (int i = 0; i < choice->n; i++)
+        if (holds(pr, choice->best[i].cand))
+            return i;
+    return -1;
+}
+
+/* The later phases try the (S, T) of every ranked candidate they can hold that trains as the
+ * first does (recomputation and ZeRO are one for the whole search), and the simulator picks;
+ * one pair fixes S, R and T outright. */
+static void apply(const pf_blockcost_problem_t *pr, const pf_search_blocks_t *choice,
+                  pf_search_opts_t *o)
+{
+    const pf_blockcost_cand_t *best = &choice->best[0].cand;
+    int n = 0, same_p = 1, same_t = 1;
+    for (int i = 0; i < choice->n && n < 8; i++) {
+        const pf_blockcost_cand_t *c = &choice->best[i].cand;
+        int dup = c->recompute != best->recompute || c->zero != best->zero || !holds(pr, *c);
+        for (int j = 0; j < n && !dup; j++)
+            dup = o->block_pairs[j][0] == c->p && o->block_pairs[j][1] == c->t;
+        if (dup)
+            continue;
+        o->block_pairs[n][0] = c->p, o->block_pairs[n][1] = c->t, n++;
+        same_p &= c->p == best->p, same_t &= c->t == best->t;
+        o->max_stages = c->p > o->max_stages ? c->p : o->max_stages;
+        o->max_tp = c->t > o->max_tp ? c->t : o->max_tp;
+    }
+    o->nblock_pairs = n > 1 ? n : 0;
+    o->stages = same_p ? best->p : 0;
+    o->tp = same_t ? best->t : 0;
+    o->replicas = n == 1 ? best->d : 0;
+    o->candidates = n > o->candidates ? n : o->candidates;
     o->train.recompute = best->recompute;
     o->train.zero = best->zero;
     o->layer_aligned = 1;
     o->recompute_auto = o->zero_auto = 0;
-}
-
-/* The first ranked candidate the later phases can hold: they do not model sequence
- * parallelism, so a candidate with it must also fit memory without it. -1 when none. */
-static int handoff(const pf_blockcost_problem_t *pr, const pf_search_blocks_t *choice)
-{
-    for (int i = 0; i < choice->n; i++) {
-        pf_blockcost_cand_t cand = choice->best[i].cand;
-        if (!cand.sp)
-            return i;
-        pf_blockcost_part_t parts[3];
-        pf_blockcost_eval_t ev;
-        cand.sp = 0;
-        pf_blockcost_parts(pr, cand.t, cand.b, 0, cand.recompute, parts);
-        if (pf_blockcost_eval(pr, &cand, parts, &ev) == PF_OK && ev.fits)
-            return i;
-    }
-    return -1;
 }
 
 static int rank(const pf_blockcost_problem_t *pr, const pf_blockenum_fix_t *fix, int k,
@@ -126,16 +151,18 @@ int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_o
         rc = rank(&pr, &fix, k, choice, err, errlen);
         pick = 0;
     }
-    pf_blocks_destroy(&b);
-    if (rc != PF_OK)
+    if (rc != PF_OK) {
+        pf_blocks_destroy(&b);
         return rc;
+    }
     if (pick > 0) { /* the one handed on goes first */
         pf_blockenum_item_t it = choice->best[pick];
         memmove(&choice->best[1], &choice->best[0], sizeof it * (size_t)pick);
         choice->best[0] = it;
     }
     choice->present = 1;
-    apply(&choice->best[0].cand, o);
+    apply(&pr, choice, o);
+    pf_blocks_destroy(&b);
     return PF_OK;
 }
 
@@ -144,6 +171,13 @@ void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
     if (!choice->present || !p)
         return;
     const pf_blockenum_item_t *it = &choice->best[0];
+    for (int i = 0; i < choice->n; i++) /* the candidate the simulator chose */
+        if (choice->best[i].cand.p == p->stages && choice->best[i].cand.t == p->tensor_parallel &&
+            choice->best[i].cand.recompute == it->cand.recompute &&
+            choice->best[i].cand.zero == it->cand.zero) {
+            it = &choice->best[i];
+            break;
+        }
     p->blocks.present = 1;
     p->blocks.microbatch_size = it->cand.b;
     p->blocks.virtual_stages = it->cand.v;

@@ -52,6 +52,10 @@ typedef struct {
     int virtual_stages;   /* interleaved 1F1B's model chunks per device; 0 = searched */
     int recompute_auto;   /* train.recompute searched; default 1 */
     int zero_auto;        /* train.zero searched; default 1 */
+    /* Set by the pre-phase (not a request's option): the (S, T) pairs the later phases try,
+     * R = devices / (S T); 0 pairs = every (S, T) the options allow. */
+    int nblock_pairs;
+    int block_pairs[8][2];
     unsigned schedules;   /* phase 4: schedules the plan may run, a mask of 1u << pf_training_schedule_t
                            * (no signal); 0 = 1f1b, gpipe and eager-1f1b */
 } pf_search_opts_t;

@@ -17,6 +17,8 @@ const cli_flag_t cli_planopts_flags[] = {
     {"max_stages", "--max-stages"}, {"tp", "--tp"}, {"max_tp", "--max-tp"},
     {"global_batch", "--global-batch"}, {"layer_aligned", "--layer-aligned"},
     {"precision", "--precision"}, {"zero", "--zero"}, {"mem_headroom", "--mem-headroom"},
+    {"block_search", "--block-search"}, {"microbatch_size", "--microbatch-size"},
+    {"sequence_parallel", "--sequence-parallel"}, {"virtual_stages", "--virtual-stages"},
     {NULL, NULL},
 };
 
@@ -53,9 +55,36 @@ static int parse_optimizer(const char *cmd, const char *arg, void *base)
 
 static int parse_recompute(const char *cmd, const char *arg, void *base)
 {
-    pf_training_t *t = &((pf_search_opts_t *)base)->train;
-    if ((int)(t->recompute = pf_training_recompute_parse(arg)) < 0)
-        return cli_bad_name(cmd, "--recompute", arg, "none, selective or full");
+    pf_search_opts_t *o = base;
+    o->recompute_auto = !strcmp(arg, "auto");
+    if (o->recompute_auto)
+        o->block_search = 1, o->train.recompute = PF_RECOMPUTE_NONE;
+    else if ((int)(o->train.recompute = pf_training_recompute_parse(arg)) < 0)
+        return cli_bad_name(cmd, "--recompute", arg, "none, selective, full or auto");
+    return 0;
+}
+
+static int parse_zero(const char *cmd, const char *arg, void *base)
+{
+    pf_search_opts_t *o = base;
+    long long z = 0;
+    o->zero_auto = !strcmp(arg, "auto");
+    if (o->zero_auto)
+        o->block_search = 1;
+    else if (cli_int(cmd, "--zero", arg, 0, 3, &z))
+        return -1;
+    o->train.zero = (int)z;
+    return 0;
+}
+
+static int parse_sequence_parallel(const char *cmd, const char *arg, void *base)
+{
+    pf_search_opts_t *o = base;
+    o->sequence_parallel = !strcmp(arg, "on") ? 1 : !strcmp(arg, "off") ? 0 : !strcmp(arg, "auto") ? -1 : -2;
+    if (o->sequence_parallel == -2)
+        return cli_bad_name(cmd, "--sequence-parallel", arg, "on, off or auto");
+    if (o->sequence_parallel == -1)
+        o->block_search = 1; /* auto asks for the block search by itself */
     return 0;
 }
 
@@ -91,7 +120,12 @@ const cli_option_t cli_planopts_table[] = {
     {"tp-across-hosts", 0, CLI_OPT_SET_INT, .offset = O(tp_across_hosts), .lo = 1},
     {"precision", 0, CLI_OPT_CUSTOM, .parse = parse_precision},
     {"optimizer", 0, CLI_OPT_CUSTOM, .parse = parse_optimizer},
-    {"zero", 0, CLI_OPT_INT, .offset = O(train.zero), .lo = 0, .hi = 3},
+    {"zero", 0, CLI_OPT_CUSTOM, .parse = parse_zero},
+    {"block-search", 0, CLI_OPT_SET_INT, .offset = O(block_search), .lo = 1},
+    {"block-candidates", 0, CLI_OPT_INT, .offset = O(block_candidates), .lo = 1, .hi = 8},
+    {"microbatch-size", 0, CLI_OPT_INT, .offset = O(microbatch_size), .lo = 1, .hi = 1 << 20},
+    {"sequence-parallel", 0, CLI_OPT_CUSTOM, .parse = parse_sequence_parallel},
+    {"virtual-stages", 0, CLI_OPT_INT, .offset = O(virtual_stages), .lo = 1, .hi = 4096},
     {"recompute", 0, CLI_OPT_CUSTOM, .parse = parse_recompute},
     {"schedule", 0, CLI_OPT_CUSTOM, .parse = parse_schedule},
     {"global-batch", 0, CLI_OPT_LLONG, .offset = O(global_batch), .lo = 1, .hi = 1LL << 40},
@@ -142,9 +176,10 @@ void cli_planopts_help(FILE *f)
             "                        the master copy rule (default bf16: 16 B per parameter with\n"
             "                        Adam)\n"
             "  --optimizer O         adam or sgd (with momentum) (default adam)\n"
-            "  --zero Z              ZeRO stage 0-3 over the data-parallel group (default 0)\n"
-            "  --recompute R         none, selective or full activation recomputation (default\n"
-            "                        none)\n"
+            "  --zero Z              ZeRO stage 0-3 over the data-parallel group, or auto (the\n"
+            "                        block search chooses) (default 0)\n"
+            "  --recompute R         none, selective or full activation recomputation, or auto\n"
+            "                        (the block search chooses) (default none)\n"
             "  --schedule S          1f1b, gpipe or eager-1f1b: the plan runs this schedule\n"
             "                        (default: the best candidates are simulated under all three\n"
             "                        and the fastest that fits memory is chosen)\n"
@@ -153,8 +188,18 @@ void cli_planopts_help(FILE *f)
             "  --layer-aligned       stage boundaries only between repeated blocks (what Megatron\n"
             "                        and DeepSpeed run; planfarm export needs it)\n"
             "  --mem-headroom F      fraction of every GPU's memory left free for the CUDA\n"
-            "                        context, NCCL buffers and fragmentation (default %g)\n",
+            "                        context, NCCL buffers and fragmentation (default %g)\n"
+            "\nblock-level search (graphs of repeated blocks; needs --global-batch; on with any\n"
+            "flag below, or --recompute auto, --zero auto): Megatron-LM configurations ranked by\n"
+            "an analytic model fix S, T, R, recomputation and ZeRO for the search (whole layers\n"
+            "per stage); recomputation and ZeRO are searched unless --recompute / --zero fix them:\n"
+            "  --block-search        turn it on with every dimension searched\n"
+            "  --block-candidates K  configurations ranked (default %d)\n"
+            "  --microbatch-size B   samples per micro-batch (must be the graph's for now)\n"
+            "  --sequence-parallel X on, off or auto (default auto)\n"
+            "  --virtual-stages V    interleaved 1F1B model chunks per device (default: searched)\n",
             d.max_stages, PF_DEFAULT_MICROBATCHES, PF_PARTITION_DEFAULT_MAX_DOWNSETS,
             d.candidates, d.probes_in_flight, d.rel_eps,
-            d.probe_seconds, d.probe_timeouts, (unsigned long long)d.seed, d.max_tp, d.mem_headroom);
+            d.probe_seconds, d.probe_timeouts, (unsigned long long)d.seed, d.max_tp, d.mem_headroom,
+            d.block_candidates);
 }

@@ -32,6 +32,13 @@ Planfarm__PlanOptions *pf_plan_options_codec_to_pb(pf_arena_t *a, const pf_searc
     m->tp_across_hosts = o->tp_across_hosts != 0;
     m->global_batch = (uint64_t)o->global_batch;
     m->layer_aligned = o->layer_aligned != 0;
+    m->block_search = o->block_search != 0;
+    m->block_candidates = (uint32_t)o->block_candidates;
+    m->microbatch_size = (uint32_t)o->microbatch_size;
+    m->sequence_parallel = (uint32_t)(o->sequence_parallel + 1); /* 0 on the wire: searched */
+    m->virtual_stages = (uint32_t)o->virtual_stages;
+    m->recompute_auto = o->recompute_auto != 0;
+    m->zero_auto = o->zero_auto != 0;
     m->mem_headroom_set = 1;
     m->mem_headroom = o->mem_headroom;
     m->probe_timeouts_set = 1;
@@ -93,6 +100,17 @@ static int parallelism_from_pb(const Planfarm__PlanOptions *m, pf_search_opts_t 
     o->tp_across_hosts = m->tp_across_hosts;
     o->global_batch = (long long)m->global_batch;
     o->layer_aligned = m->layer_aligned;
+    if (m->block_candidates > 64 || m->microbatch_size > (1u << 20) || m->sequence_parallel > 2 ||
+        m->virtual_stages > 4096)
+        return pf_fail(err, errlen, PF_EINPUT, "options: block search dimensions out of range");
+    o->block_search = m->block_search;
+    if (m->block_candidates)
+        o->block_candidates = (int)m->block_candidates;
+    o->microbatch_size = (int)m->microbatch_size;
+    o->sequence_parallel = (int)m->sequence_parallel - 1;
+    o->virtual_stages = (int)m->virtual_stages;
+    o->recompute_auto = m->recompute_auto;
+    o->zero_auto = m->zero_auto;
     return PF_OK;
 }
 

@@ -1,4 +1,5 @@
 #include "planner/ir/plan.h"
+#include "planner/ir/plan_blocks.h"
 #include "planner/ir/plan_rates.h"
 #include "planner/core/json.h"
 #include "planner/core/util.h"
@@ -545,6 +546,36 @@ static void write_step(pf_json_writer_t *w, const pf_plan_t *p, const pf_graph_t
     key_num(w, "mfu", r.mfu);
 }
 
+/* The block-level search's choice (DESIGN.md "Plan"): its own keys, and how it was found. */
+static void write_block_search(pf_json_writer_t *w, const pf_plan_t *p)
+{
+    pf_json_writer_key(w, "microbatch_size"); pf_json_writer_int(w, p->blocks.microbatch_size);
+    pf_json_writer_key(w, "virtual_stages"); pf_json_writer_int(w, p->blocks.virtual_stages);
+    pf_json_writer_key(w, "sequence_parallel"); pf_json_writer_bool(w, p->blocks.sequence_parallel);
+    pf_json_writer_key(w, "block_search"); pf_json_writer_obj_begin_inline(w);
+    pf_json_writer_key(w, "layers_first"); pf_json_writer_int(w, p->blocks.first_layers);
+    pf_json_writer_key(w, "layers_middle"); pf_json_writer_int(w, p->blocks.mid_layers);
+    pf_json_writer_key(w, "layers_last"); pf_json_writer_int(w, p->blocks.last_layers);
+    key_num(w, "analytic_step_ms", p->blocks.analytic_step_ms);
+    pf_json_writer_key(w, "candidates"); pf_json_writer_int(w, p->blocks.candidates);
+    key_num(w, "wall_s", p->blocks.wall_s);
+    pf_json_writer_obj_end(w);
+}
+
+/* How the stages train: the block search's choice when it ran, then "training". */
+static void write_training(pf_json_writer_t *w, const pf_plan_t *p)
+{
+    if (p->blocks.present)
+        write_block_search(w, p);
+    pf_json_writer_key(w, "training"); pf_json_writer_obj_begin_inline(w);
+    pf_json_writer_key(w, "precision");
+    pf_json_writer_str(w, pf_training_precision_name(p->train.precision_bytes));
+    pf_json_writer_key(w, "optimizer"); pf_json_writer_str(w, pf_training_optimizer_name(p->train.optimizer));
+    pf_json_writer_key(w, "zero"); pf_json_writer_int(w, p->train.zero);
+    pf_json_writer_key(w, "recompute"); pf_json_writer_str(w, pf_training_recompute_name(p->train.recompute));
+    pf_json_writer_obj_end(w);
+}
+
 static void write_baseline(pf_json_writer_t *w, const char *k, const pf_baseline_t *b)
 {
     if (!b->present)
@@ -556,78 +587,12 @@ static void write_baseline(pf_json_writer_t *w, const char *k, const pf_baseline
     pf_json_writer_obj_end(w);
 }
 
-/* Repeated blocks (training.h: layers.7) against the stages: of[v] = op v's block (-1 outside
- * any), lo[b] .. hi[b] the stages holding block b's ops, stamp[b] scratch of write_blocks. */
-typedef struct {
-    int *of, *lo, *hi, *stamp;
-} plan_blocks_t;
-
 typedef struct {
     const pf_plan_t *p;
     const pf_graph_t *g;
     const pf_cluster_t *c;
-    plan_blocks_t *b;
+    pf_plan_blocks_t *b;
 } plan_emit_t;
-
-static void blocks_free(plan_blocks_t *b)
-{
-    free(b->of);
-    free(b->lo);
-    free(b->hi);
-    free(b->stamp);
-    memset(b, 0, sizeof *b);
-}
-
-static int cmp_block_name(const void *a, const void *b, void *ctx)
-{
-    const pf_graph_t *g = ctx;
-    const char *x = pf_graph_op(g, *(const int *)a)->name, *y = pf_graph_op(g, *(const int *)b)->name;
-    size_t lx = pf_training_block_len(x), ly = pf_training_block_len(y);
-    int c = strncmp(x, y, lx < ly ? lx : ly);
-    return c ? c : (lx > ly) - (lx < ly);
-}
-
-/* Ops with the same block name share a block, wherever they sit in the graph. */
-static int blocks_build(const pf_plan_t *p, const pf_graph_t *g, plan_blocks_t *b)
-{
-    int n = pf_graph_nops(g), k = 0, nb = 0;
-    size_t sz = (size_t)(n ? n : 1) * sizeof(int);
-    int *ops = malloc(sz);
-    b->of = malloc(sz);
-    b->lo = malloc(sz);
-    b->hi = malloc(sz);
-    b->stamp = malloc(sz);
-    if (!ops || !b->of || !b->lo || !b->hi || !b->stamp) {
-        free(ops);
-        blocks_free(b);
-        return PF_ERR;
-    }
-    for (int v = 0; v < n; v++) {
-        b->of[v] = -1;
-        if (pf_training_block_len(pf_graph_op(g, v)->name))
-            ops[k++] = v;
-    }
-    qsort_r(ops, (size_t)k, sizeof *ops, cmp_block_name, (void *)g);
-    for (int i = 0; i < k; i++) {
-        if (i > 0 && cmp_block_name(&ops[i - 1], &ops[i], (void *)g))
-            nb++;
-        b->of[ops[i]] = nb;
-    }
-    for (int x = 0; x < n; x++) {
-        b->lo[x] = INT_MAX;
-        b->hi[x] = b->stamp[x] = -1;
-    }
-    for (int st = 0; st < p->stages; st++)
-        for (int i = 0; i < p->stage_list[st].nops; i++) {
-            int v = p->stage_list[st].ops[i], x = v >= 0 && v < n ? b->of[v] : -1;
-            if (x >= 0 && st < b->lo[x])
-                b->lo[x] = st;
-            if (x >= 0 && st > b->hi[x])
-                b->hi[x] = st;
-        }
-    free(ops);
-    return PF_OK;
-}
 
 /* The stage's memory by part (DESIGN.md "Memory per device"), when cost.c filled it. */
 static void write_memory(pf_json_writer_t *w, const pf_stage_t *st)
@@ -643,73 +608,6 @@ static void write_memory(pf_json_writer_t *w, const pf_stage_t *st)
     pf_json_writer_key(w, "microbatches_in_flight"); pf_json_writer_int(w, st->inflight);
     key_num(w, "reserve_bytes", st->mem_reserve_bytes);
     pf_json_writer_obj_end(w);
-}
-
-/* Stage s's cut blocks (some of their ops in another stage) as "cut_blocks": every block is
- * listed once per stage holding part of it. */
-static void write_cut_blocks(pf_json_writer_t *w, const pf_graph_t *g, const pf_stage_t *st, int s,
-                             plan_blocks_t *b)
-{
-    int any = 0;
-    for (int i = 0; i < st->nops; i++) {
-        int x = b->of[st->ops[i]];
-        if (x < 0 || b->lo[x] == b->hi[x] || b->stamp[x] == -2 - s)
-            continue;
-        b->stamp[x] = -2 - s;
-        if (!any++) {
-            pf_json_writer_key(w, "cut_blocks");
-            pf_json_writer_arr_begin_inline(w);
-        }
-        const char *name = pf_graph_op(g, st->ops[i])->name;
-        char a[256];
-        size_t len = pf_training_block_len(name);
-        snprintf(a, sizeof a, "%.*s", (int)(len < 255 ? len : 255), name);
-        pf_json_writer_str(w, a);
-    }
-    if (any)
-        pf_json_writer_arr_end(w);
-}
-
-/* The repeated blocks stage s holds whole (layers.3 .. layers.7: what Megatron and DeepSpeed
- * count), so no block is in two stages' "blocks" (a block split by a boundary is each stage's
- * "cut_blocks"), and its op names. */
-static void write_blocks(pf_json_writer_t *w, const pf_graph_t *g, const pf_stage_t *st, int s,
-                         plan_blocks_t *b)
-{
-    const char *first = NULL, *last = NULL;
-    size_t first_len = 0, last_len = 0;
-    int count = 0;
-    for (int i = 0; i < st->nops; i++) {
-        const char *name = pf_graph_op(g, st->ops[i])->name;
-        int x = b->of[st->ops[i]];
-        if (x < 0 || b->lo[x] != b->hi[x] || b->stamp[x] == s)
-            continue;
-        b->stamp[x] = s; /* ops come in topological order: first and last are the outer ones */
-        count++;
-        if (!first) {
-            first = name;
-            first_len = pf_training_block_len(name);
-        }
-        last = name;
-        last_len = pf_training_block_len(name);
-    }
-    if (count) {
-        char a[256], b[256];
-        snprintf(a, sizeof a, "%.*s", (int)(first_len < 255 ? first_len : 255), first);
-        snprintf(b, sizeof b, "%.*s", (int)(last_len < 255 ? last_len : 255), last);
-        pf_json_writer_key(w, "blocks");
-        pf_json_writer_obj_begin_inline(w);
-        pf_json_writer_key(w, "first"); pf_json_writer_str(w, a);
-        pf_json_writer_key(w, "last"); pf_json_writer_str(w, b);
-        pf_json_writer_key(w, "count"); pf_json_writer_int(w, count);
-        pf_json_writer_obj_end(w);
-    }
-    write_cut_blocks(w, g, st, s, b);
-    pf_json_writer_key(w, "op_names");
-    pf_json_writer_arr_begin_inline(w);
-    for (int i = 0; i < st->nops; i++)
-        pf_json_writer_str(w, pf_graph_op(g, st->ops[i])->name);
-    pf_json_writer_arr_end(w);
 }
 
 /* Per stage under tensor parallelism: how each weight is split and the collectives per
@@ -763,16 +661,7 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
     pf_json_writer_key(w, "global_batch");
     pf_json_writer_int(w, (long long)pf_graph_microbatch(g) * p->microbatches * p->replicas);
     pf_json_writer_key(w, "schedule"); pf_json_writer_str(w, p->schedule);
-    pf_json_writer_key(w, "training");
-    pf_json_writer_obj_begin_inline(w);
-    pf_json_writer_key(w, "precision");
-    pf_json_writer_str(w, pf_training_precision_name(p->train.precision_bytes));
-    pf_json_writer_key(w, "optimizer");
-    pf_json_writer_str(w, pf_training_optimizer_name(p->train.optimizer));
-    pf_json_writer_key(w, "zero"); pf_json_writer_int(w, p->train.zero);
-    pf_json_writer_key(w, "recompute");
-    pf_json_writer_str(w, pf_training_recompute_name(p->train.recompute));
-    pf_json_writer_obj_end(w);
+    write_training(w, p);
     pf_json_writer_key(w, "stage_list");
     pf_json_writer_arr_begin(w);
     for (int s = 0; s < p->stages; s++) {
@@ -788,7 +677,7 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
         key_num(w, "time_ms", st->time_ms);
         key_num(w, "peak_mem_bytes", st->peak_mem_bytes);
         write_memory(w, st);
-        write_blocks(w, g, st, s, e->b);
+        pf_plan_blocks_write(e->b, w, g, st->ops, st->nops, s);
         write_stage_tp(w, p, g, st);
         pf_json_writer_key(w, "devices");
         pf_json_writer_arr_begin_inline(w);
@@ -866,26 +755,42 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
     pf_json_writer_obj_end(w);
 }
 
+/* The plan's blocks against its stages (plan_blocks.h); NULL when out of memory. */
+static pf_plan_blocks_t *plan_blocks(const pf_plan_t *p, const pf_graph_t *g)
+{
+    int S = p->stages > 0 ? p->stages : 1, *nops = malloc(sizeof *nops * (size_t)S);
+    const int **ops = malloc(sizeof *ops * (size_t)S);
+    pf_plan_blocks_t *b = NULL;
+    if (ops && nops) {
+        for (int s = 0; s < p->stages; s++)
+            ops[s] = p->stage_list[s].ops, nops[s] = p->stage_list[s].nops;
+        b = pf_plan_blocks_new(g, p->stages, ops, nops);
+    }
+    free(ops);
+    free(nops);
+    return b;
+}
+
 int pf_plan_write(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c, FILE *f,
                   char *err, size_t errlen)
 {
-    plan_blocks_t b = {0};
-    if (blocks_build(p, g, &b) != PF_OK)
+    pf_plan_blocks_t *b = plan_blocks(p, g);
+    if (!b)
         return pf_fail(err, errlen, PF_ERR, "out of memory");
-    plan_emit_t e = {p, g, c, &b};
+    plan_emit_t e = {p, g, c, b};
     int rc = pf_json_write(f, emit_plan, &e, err, errlen);
-    blocks_free(&b);
+    pf_plan_blocks_destroy(&b);
     return rc;
 }
 
 int pf_plan_save(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c,
                  const char *path, char *err, size_t errlen)
 {
-    plan_blocks_t b = {0};
-    if (blocks_build(p, g, &b) != PF_OK)
+    pf_plan_blocks_t *b = plan_blocks(p, g);
+    if (!b)
         return pf_fail(err, errlen, PF_ERR, "out of memory");
-    plan_emit_t e = {p, g, c, &b};
+    plan_emit_t e = {p, g, c, b};
     int rc = pf_json_save(path, emit_plan, &e, err, errlen);
-    blocks_free(&b);
+    pf_plan_blocks_destroy(&b);
     return rc;
 }

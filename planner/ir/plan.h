@@ -77,6 +77,14 @@ typedef struct {
         int present;
         double tp_ms, pp_ms, dp_ms;
     } comm;
+    struct { /* the block-level search's choice (issue 22); written when present */
+        int present;
+        int microbatch_size, virtual_stages, sequence_parallel;
+        int first_layers, mid_layers, last_layers; /* blocks per stage: first, middle, last */
+        double analytic_step_ms;                   /* blockcost.h's step of the choice */
+        int candidates;                            /* ranked by the analytic model */
+        double wall_s;
+    } blocks;
     struct { /* the distributed search */
         int present;
         long long jobs;

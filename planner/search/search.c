@@ -4,6 +4,7 @@
  * search_partition.c, search_map.c and search_sim.c; the jobs and their queue search_queue.c
  * (search_state.h). */
 #include "planner/search/search.h"
+#include "planner/search/search_blocks.h"
 #include "planner/search/search_sim.h"
 #include "planner/search/search_map.h"
 #include "planner/search/search_partition.h"
@@ -152,8 +153,10 @@ static int tp_degrees(const pf_graph_t *g, const pf_cluster_t *c, const pf_searc
     for (int v = 0; v < pf_graph_nops(g) && !weights; v++)
         weights = pf_graph_op(g, v)->weight.ndim > 0;
     for (int i = 0; i < n; i++) {
-        int T = list[i];
-        if (o->tp ? T == o->tp : (T == 1 || (weights && T <= o->max_tp)))
+        int T = list[i], paired = !o->nblock_pairs;
+        for (int j = 0; j < o->nblock_pairs; j++)
+            paired |= o->block_pairs[j][1] == T;
+        if (paired && (o->tp ? T == o->tp : (T == 1 || (weights && T <= o->max_tp))))
             out[k++] = T;
     }
     return k;
@@ -282,8 +285,16 @@ static int nothing_to_partition(const pf_search_t *s, char *err, size_t errlen)
 }
 
 pf_search_t *pf_search_new(const pf_graph_t *g, const pf_cluster_t *c,
-                           const pf_search_opts_t *opts, char *err, size_t errlen)
+                           const pf_search_opts_t *request, char *err, size_t errlen)
 {
+    /* the block-level pre-phase fixes (S, T, R), recomputation and ZeRO first */
+    pf_search_opts_t fixed = *request;
+    pf_search_blocks_t blocks;
+    memset(&blocks, 0, sizeof blocks);
+    if (pf_search_blocks_wanted(request) &&
+        pf_search_blocks_fix(g, c, &fixed, &blocks, err, errlen) != PF_OK)
+        return NULL;
+    const pf_search_opts_t *opts = &fixed;
     pf_search_opts_t o = resolved(opts);
     int degrees[PF_SEARCH_MAX_TP_DEGREES];
     if (pf_search_validate(g, c, opts, err, errlen) != PF_OK)
@@ -300,6 +311,7 @@ pf_search_t *pf_search_new(const pf_graph_t *g, const pf_cluster_t *c,
     s->o = o;
     s->ndev = pf_cluster_ndevices(c);
     s->flat_gbps = cm.flat_gbps;
+    s->blocks = blocks;
     s->phase = PF_PHASE_PARTITION;
     s->sim.schedules = o.schedules ? o.schedules
                                    : (1u << PF_SCHEDULE_1F1B) | (1u << PF_SCHEDULE_GPIPE) |
@@ -466,6 +478,7 @@ int pf_search_result(pf_search_t *s, pf_plan_t **plan, char *err, size_t errlen)
         return pf_fail(err, errlen, s->status ? s->status : PF_ERR, "%s", s->error);
     if (s->phase != PF_PHASE_DONE)
         return pf_fail(err, errlen, PF_ERR, "search not finished");
+    pf_search_blocks_to_plan(&s->blocks, s->result);
     *plan = s->result;
     s->result = NULL;
     return PF_OK;

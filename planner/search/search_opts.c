@@ -24,5 +24,8 @@ void pf_search_opts_init(pf_search_opts_t *o)
     o->seed = 1;
     o->max_tp = 8;
     o->mem_headroom = 0.1;
+    o->block_candidates = 5;
+    o->sequence_parallel = -1;
+    o->recompute_auto = o->zero_auto = 1;
     pf_training_init(&o->train);
 }

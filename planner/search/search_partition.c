@@ -100,6 +100,14 @@ int pf_search_partition_init(pf_search_t *s, char *err, size_t errlen)
     return rc;
 }
 
+bool pf_search_partition_paired(const pf_search_opts_t *o, int S, int T)
+{
+    bool paired = o->nblock_pairs == 0;
+    for (int j = 0; j < o->nblock_pairs; j++)
+        paired |= o->block_pairs[j][0] == S && o->block_pairs[j][1] == T;
+    return paired;
+}
+
 int pf_search_partition_stage_counts(const pf_search_opts_t *o, int D, int n, int *list)
 {
     int nst = 0;
@@ -228,6 +236,8 @@ static int add_dp_entries(pf_search_t *s, int tpi, char *err, size_t errlen)
             continue;
         if (s->part.block_group && S > s->part.nblock_groups && !s->o.stages && !s->o.replicas)
             continue; /* a stage of whole blocks needs one; a fixed S hears why from its DP */
+        if (!pf_search_partition_paired(&s->o, S, s->tap.tp[tpi].opts.tp))
+            continue; /* the block pre-phase's candidates only */
         int rc = add_dp_alphas(s, tpi, S, R, MB, err, errlen);
         if (rc != PF_OK)
             return rc;

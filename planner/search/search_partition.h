@@ -11,6 +11,8 @@
 int pf_search_partition_init(pf_search_t *s, char *err, size_t errlen);
 /* The stage counts S to partition for (S x R = D, or the one the options fix; S <= ops, S <=
  * coarsen_k hyper-ops): up to 64 into list; returns how many. */
+/* Is (S, T) one of the block pre-phase's pairs (search_opts.h; every pair when it set none)? */
+bool pf_search_partition_paired(const pf_search_opts_t *o, int S, int T);
 int pf_search_partition_stage_counts(const pf_search_opts_t *o, int D, int n, int *list);
 /* Builds T's setting and queues its DP jobs; a setting that cannot be built drops the degree
  * (its reason kept). PF_ERR only for running out of memory. */

@@ -15,6 +15,7 @@
 #define PF_SEARCH_STATE_H
 
 #include "planner/map/target_search.h"
+#include "planner/partition/blockenum.h"
 #include "planner/search/search_opts.h"
 #include "planner/sim/simulate.h"
 
@@ -169,6 +170,17 @@ typedef struct {
     int nxfer, sims_left;
 } sim_phase_t;
 
+/* ---- search_blocks.c: the block-level pre-phase ---- */
+
+#define PF_SEARCH_BLOCKS_K 8
+typedef struct {
+    int present;
+    int n; /* candidates ranked, best first */
+    pf_blockenum_item_t best[PF_SEARCH_BLOCKS_K];
+    pf_blockenum_stats_t stats;
+    double wall_s;
+} pf_search_blocks_t;
+
 struct pf_search {
     const pf_graph_t *g;
     const pf_cluster_t *c;
@@ -191,6 +203,7 @@ struct pf_search {
     partition_phase_t part;
     map_phase_t map;
     sim_phase_t sim;
+    pf_search_blocks_t blocks;
 
     pf_search_phase_t phase;
     int status;

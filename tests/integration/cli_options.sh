@@ -620,7 +620,7 @@ planfarm plan: unknown option
 (see 'planfarm plan --help')
 [exit 2]
 $ planfarm plan --s 1 a b
-planfarm plan: option '--s' is ambiguous; possibilities: '--stages' '--seed' '--schedule'
+planfarm plan: option '--s' is ambiguous; possibilities: '--stages' '--seed' '--sequence-parallel' '--schedule'
 planfarm plan: unknown option
 (see 'planfarm plan --help')
 [exit 2]
@@ -682,7 +682,7 @@ $ planfarm plan --zero 4 a b
 planfarm plan: --zero: 4 is outside [0, 3]
 [exit 2]
 $ planfarm plan --recompute x a b
-planfarm plan: --recompute: 'x' is not none, selective or full
+planfarm plan: --recompute: 'x' is not none, selective, full or auto
 [exit 2]
 $ planfarm plan --schedule signal a b
 planfarm plan: --schedule: 'signal' is not 1f1b, gpipe or eager-1f1b
@@ -1090,11 +1090,11 @@ help map: 6792700 1712
 help simulate: 1304480699 1058
 help draw: 1025757025 508
 help export: 163475739 1721
-help plan: 245281832 4489
+help plan: 2143466120 5261
 help broker: 547526744 3162
 help worker: 3015310655 1520
 help agent: 3155974298 1572
-help submit: 1343229788 4368
+help submit: 3443841449 5140
 help batch: 2781364441 1727
 help status: 979815886 725
 help result: 773170951 804

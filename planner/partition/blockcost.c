@@ -1,0 +1,481 @@
+/* blockcost: the analytic model of one Megatron-LM configuration (blockcost.h). */
+#include "planner/partition/blockcost.h"
+#include "planner/core/util.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the default prices: roofline and ring collectives ---- */
+
+static double roof_gemm_ms(void *ctx, int64_t m, int64_t n, int64_t k, int64_t batch)
+{
+    const pf_blockcost_roofline_t *r = ctx;
+    double flops = 2.0 * (double)m * (double)n * (double)k * (double)batch;
+    return flops / (r->tflops * 1e12 * r->efficiency) * 1e3;
+}
+
+static double roof_memory_ms(void *ctx, double bytes)
+{
+    const pf_blockcost_roofline_t *r = ctx;
+    return bytes / (r->hbm_gbps * 1e9) * 1e3;
+}
+
+/* The slowest link and the largest latency around the group's ring, cached per group. */
+static void ring_link(pf_blockcost_roofline_t *r, pf_blockcost_group_t g, double *bw,
+                      double *lat)
+{
+    for (int i = 0; i < r->ncache; i++)
+        if (r->cache[i].first == g.first && r->cache[i].size == g.size &&
+            r->cache[i].stride == g.stride) {
+            *bw = r->cache[i].bw_gbps;
+            *lat = r->cache[i].lat_us;
+            return;
+        }
+    int n = pf_cluster_ndevices(r->cluster);
+    double b = DBL_MAX, l = 0;
+    for (int i = 0; i < g.size; i++) {
+        int a = (g.first + i * g.stride) % n, c = (g.first + ((i + 1) % g.size) * g.stride) % n;
+        if (a == c)
+            continue;
+        b = fmin(b, pf_cluster_bw_gbps(r->cluster, a, c));
+        l = fmax(l, pf_cluster_lat_us(r->cluster, a, c));
+    }
+    int slot = r->ncache < PF_BLOCKCOST_CACHE ? r->ncache++ : r->next++ % PF_BLOCKCOST_CACHE;
+    r->cache[slot].first = g.first;
+    r->cache[slot].size = g.size;
+    r->cache[slot].stride = g.stride;
+    r->cache[slot].bw_gbps = *bw = b;
+    r->cache[slot].lat_us = *lat = l;
+}
+
+/* steps x latency + factor x (n - 1)/n x bytes / bw */
+static double ring_ms(void *ctx, pf_blockcost_group_t g, double bytes, double factor)
+{
+    if (g.size <= 1 || bytes <= 0)
+        return 0;
+    double bw, lat, n = g.size;
+    ring_link(ctx, g, &bw, &lat);
+    return factor * (n - 1) * lat / 1e3 + factor * (n - 1) / n * bytes / (bw * 1e9) * 1e3;
+}
+
+static double roof_allreduce_ms(void *ctx, pf_blockcost_group_t g, double bytes)
+{
+    return ring_ms(ctx, g, bytes, 2);
+}
+
+static double roof_half_ms(void *ctx, pf_blockcost_group_t g, double bytes)
+{
+    return ring_ms(ctx, g, bytes, 1);
+}
+
+static double roof_p2p_ms(void *ctx, int src, int dst, double bytes)
+{
+    const pf_blockcost_roofline_t *r = ctx;
+    return pf_cluster_xfer_ms(r->cluster, src, dst, bytes);
+}
+
+void pf_blockcost_roofline_init(pf_blockcost_roofline_t *r, const pf_cluster_t *c,
+                                pf_blockcost_env_t *env)
+{
+    memset(r, 0, sizeof *r);
+    r->cluster = c;
+    double tf = pf_cluster_device(c, 0)->tflops;
+    r->tflops = tf > 0 ? tf : 125;
+    r->efficiency = PF_BLOCKCOST_GEMM_EFFICIENCY;
+    r->hbm_gbps = PF_BLOCKCOST_HBM_GBPS;
+    *env = (pf_blockcost_env_t){.ctx = r,
+                                .gemm_ms = roof_gemm_ms,
+                                .memory_ms = roof_memory_ms,
+                                .allreduce_ms = roof_allreduce_ms,
+                                .reduce_scatter_ms = roof_half_ms,
+                                .all_gather_ms = roof_half_ms,
+                                .p2p_ms = roof_p2p_ms};
+}
+
+/* ---- the measured prices: device model and collective model ---- */
+
+static double dm_gemm_ms(void *ctx, int64_t m, int64_t n, int64_t k, int64_t batch)
+{
+    const pf_blockcost_priced_t *r = ctx;
+    return pf_devmodel_gemm_ms(r->dm, r->prec, (double)m, (double)n, (double)k, (double)batch);
+}
+
+static double dm_memory_ms(void *ctx, double bytes)
+{
+    const pf_blockcost_priced_t *r = ctx;
+    return bytes > 0 ? pf_devmodel_memory_ms(r->dm, bytes) : 0;
+}
+
+/* The collective model's group of devices first + i x stride, cached per group. */
+static const pf_collective_group_t *coll_group(pf_blockcost_priced_t *r, pf_blockcost_group_t g)
+{
+    for (int i = 0; i < r->ncache; i++)
+        if (r->cache[i].first == g.first && r->cache[i].size == g.size &&
+            r->cache[i].stride == g.stride)
+            return &r->cache[i].g;
+    int slot = r->ncache < PF_BLOCKCOST_CACHE ? r->ncache++ : r->next++ % PF_BLOCKCOST_CACHE;
+    int n = pf_cluster_ndevices(r->cluster), *devs = malloc(sizeof *devs * (size_t)g.size);
+    for (int i = 0; devs && i < g.size; i++)
+        devs[i] = (g.first + i * g.stride) % n;
+    r->cache[slot].first = g.first;
+    r->cache[slot].size = g.size;
+    r->cache[slot].stride = g.stride;
+    /* out of memory: the collective model's one-host group with no links (infinite times) */
+    if (!devs || pf_collective_group_from_cluster(r->cluster, devs, g.size, 0, &r->cache[slot].g))
+        r->cache[slot].g = (pf_collective_group_t){.n = g.size, .hosts = 1, .per_host = g.size};
+    free(devs);
+    return &r->cache[slot].g;
+}
+
+static double dm_coll_ms(void *ctx, pf_blockcost_group_t g, double bytes, pf_collective_op_t op)
+{
+    if (g.size <= 1 || bytes <= 0)
+        return 0;
+    return pf_collective_best_ms(coll_group(ctx, g), op, bytes);
+}
+
+static double dm_allreduce_ms(void *ctx, pf_blockcost_group_t g, double bytes)
+{
+    return dm_coll_ms(ctx, g, bytes, PF_COLL_ALLREDUCE);
+}
+
+static double dm_reduce_scatter_ms(void *ctx, pf_blockcost_group_t g, double bytes)
+{
+    return dm_coll_ms(ctx, g, bytes, PF_COLL_REDUCE_SCATTER);
+}
+
+static double dm_all_gather_ms(void *ctx, pf_blockcost_group_t g, double bytes)
+{
+    return dm_coll_ms(ctx, g, bytes, PF_COLL_ALLGATHER);
+}
+
+static double dm_p2p_ms(void *ctx, int src, int dst, double bytes)
+{
+    const pf_blockcost_priced_t *r = ctx;
+    return pf_cluster_xfer_ms(r->cluster, src, dst, bytes);
+}
+
+void pf_blockcost_priced_init(pf_blockcost_priced_t *r, const pf_cluster_t *c,
+                              const pf_devmodel_t *dm, int precision_bytes,
+                              pf_blockcost_env_t *env)
+{
+    memset(r, 0, sizeof *r);
+    r->cluster = c;
+    r->dm = dm;
+    r->prec = precision_bytes == 4 ? PF_PREC_FP32 : PF_PREC_BF16;
+    *env = (pf_blockcost_env_t){.ctx = r,
+                                .gemm_ms = dm_gemm_ms,
+                                .memory_ms = dm_memory_ms,
+                                .allreduce_ms = dm_allreduce_ms,
+                                .reduce_scatter_ms = dm_reduce_scatter_ms,
+                                .all_gather_ms = dm_all_gather_ms,
+                                .p2p_ms = dm_p2p_ms};
+}
+
+/* ---- one part ---- */
+
+static int64_t scaled(int64_t x, double f)
+{
+    int64_t y = (int64_t)llround((double)x * f);
+    return y > 0 ? y : 1;
+}
+
+static int64_t divided(int64_t x, int t) { return x / t > 0 ? x / t : 1; }
+
+static void gemm_cost(const pf_blockcost_env_t *env, const pf_blocks_gemm_t *gm, double scale,
+                      int t, double *fwd, double *bwd)
+{
+    int64_t m = gm->m, n = gm->n, k = gm->k, batch = gm->batch;
+    if (gm->samples_in_batch)
+        batch = scaled(batch, scale);
+    else
+        m = scaled(m, scale);
+    if (gm->split == PF_BLOCKS_COLUMN)
+        n = divided(n, t);
+    else if (gm->split == PF_BLOCKS_ROW)
+        k = divided(k, t);
+    else if (gm->split == PF_BLOCKS_HEADS)
+        batch = divided(batch, t);
+    *fwd = env->gemm_ms(env->ctx, m, n, k, batch);
+    *bwd = env->gemm_ms(env->ctx, m, k, n, batch) + env->gemm_ms(env->ctx, k, n, m, batch);
+}
+
+/* The tensor-parallel collectives of `count` tensors of `bytes` in all. */
+static double tp_comm_ms(const pf_blockcost_env_t *env, int t, int sp, int count, double bytes)
+{
+    if (t <= 1 || count <= 0)
+        return 0;
+    pf_blockcost_group_t g = {0, t, 1};
+    double each = bytes / count;
+    if (sp)
+        return count * (env->reduce_scatter_ms(env->ctx, g, each) +
+                        env->all_gather_ms(env->ctx, g, each));
+    return count * env->allreduce_ms(env->ctx, g, each);
+}
+
+static void compute_cost(const pf_blockcost_problem_t *pr, const pf_blocks_part_t *part,
+                         double scale, int t, int sp, pf_blockcost_part_t *out, double *core_ms)
+{
+    const pf_blockcost_env_t *env = pr->env;
+    for (int i = 0; i < part->ngemms; i++) {
+        double f, b;
+        gemm_cost(env, &part->gemms[i], scale, t, &f, &b);
+        out->fwd_ms += f;
+        out->bwd_ms += b;
+        if (part->gemms[i].core)
+            *core_ms += f;
+    }
+    for (int i = 0; i < part->nmem; i++) {
+        const pf_blocks_memop_t *mo = &part->mem[i];
+        double f = env->memory_ms(env->ctx, mo->bytes * scale / (mo->split || sp ? t : 1));
+        out->fwd_ms += f;
+        out->bwd_ms += 2 * f;
+        if (mo->core)
+            *core_ms += f;
+    }
+}
+
+void pf_blockcost_part(const pf_blockcost_problem_t *pr, const pf_blocks_part_t *part, int t,
+                       int b, int sp, pf_training_recompute_t rc, pf_blockcost_part_t *out)
+{
+    memset(out, 0, sizeof *out);
+    double scale = (double)b / pf_blocks_microbatch(pr->blocks), core_ms = 0;
+    int spt = sp && t > 1 ? t : 1;
+    compute_cost(pr, part, scale, t, sp, out, &core_ms);
+    out->tp_fwd_ms = tp_comm_ms(pr->env, t, sp, part->nar_fwd, part->ar_fwd_bytes * scale);
+    out->tp_bwd_ms = tp_comm_ms(pr->env, t, sp, part->nar_bwd, part->ar_bwd_bytes * scale);
+    double kept = part->act_whole_bytes / spt + part->act_split_bytes / t;
+    double all = kept + part->act_core_bytes / t;
+    if (rc == PF_RECOMPUTE_FULL) {
+        out->recompute_ms = out->fwd_ms + out->tp_fwd_ms;
+        out->act_bytes = part->input_bytes * scale / spt;
+        out->reserve_bytes = all * scale;
+    } else if (rc == PF_RECOMPUTE_SELECTIVE) {
+        out->recompute_ms = core_ms;
+        out->act_bytes = kept * scale;
+    } else
+        out->act_bytes = all * scale;
+    out->param_bytes = part->param_bytes - part->param_split_bytes + part->param_split_bytes / t;
+    out->p2p_bytes = part->output_bytes * scale / spt;
+}
+
+void pf_blockcost_parts(const pf_blockcost_problem_t *pr, int t, int b, int sp,
+                        pf_training_recompute_t rc, pf_blockcost_part_t out[3])
+{
+    pf_blockcost_part(pr, pf_blocks_prologue(pr->blocks), t, b, sp, rc, &out[0]);
+    pf_blockcost_part(pr, pf_blocks_block(pr->blocks), t, b, sp, rc, &out[1]);
+    pf_blockcost_part(pr, pf_blocks_epilogue(pr->blocks), t, b, sp, rc, &out[2]);
+}
+
+/* ---- stages and the step ---- */
+
+static double part_ms(const pf_blockcost_part_t *x)
+{
+    return x->fwd_ms + x->bwd_ms + x->recompute_ms + x->tp_fwd_ms + x->tp_bwd_ms;
+}
+
+/* Model chunks (of L / (p v) layers) stage s holds at its peak, in layer-sets of the stage:
+ * 1F1B min(m, p - s); interleaved Megatron-LM's warm-up + 1, / v. */
+static double inflight(const pf_blockcost_cand_t *c, int m, int s)
+{
+    if (c->v <= 1)
+        return fmin(m, c->p - s);
+    double chunks = (c->p - s - 1) * 2.0 + (c->v - 1) * (double)c->p + 1;
+    return fmin(chunks, (double)m * c->v) / c->v;
+}
+
+typedef struct {
+    int which; /* 0 first, 1 middle, 2 last */
+    int stage; /* its index */
+    int layers;
+} stage_t;
+
+static double stage_ms(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
+                       const pf_blockcost_part_t parts[3], stage_t st)
+{
+    double ms = st.layers * part_ms(&parts[1]);
+    if (st.stage == 0)
+        ms += part_ms(&parts[0]);
+    if (st.stage == c->p - 1)
+        ms += part_ms(&parts[2]);
+    if (c->p > 1) {
+        int n = pr->ngpus, src = st.stage * c->t * c->d, dst = (src + c->t * c->d) % n;
+        ms += 2.0 * c->v * pr->env->p2p_ms(pr->env->ctx, src, dst, parts[1].p2p_bytes);
+    }
+    return ms;
+}
+
+static double stage_param_bytes(const pf_blockcost_cand_t *c, const pf_blockcost_part_t parts[3],
+                                stage_t st)
+{
+    double pb = st.layers * parts[1].param_bytes;
+    if (st.stage == 0)
+        pb += parts[0].param_bytes;
+    if (st.stage == c->p - 1)
+        pb += parts[2].param_bytes;
+    return pb;
+}
+
+static double stage_mem(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
+                        const pf_blockcost_part_t parts[3], stage_t st, int m)
+{
+    pf_training_t tr = pr->training;
+    tr.zero = c->zero;
+    double state = stage_param_bytes(c, parts, st) * pf_training_state_factor(&tr, c->d);
+    double act = st.layers * parts[1].act_bytes, reserve = parts[1].reserve_bytes;
+    if (st.stage == 0) {
+        act += parts[0].act_bytes;
+        reserve = fmax(reserve, parts[0].reserve_bytes);
+    }
+    if (st.stage == c->p - 1) {
+        act += parts[2].act_bytes;
+        reserve = fmax(reserve, parts[2].reserve_bytes);
+    }
+    return state + inflight(c, m, st.stage) * act + reserve;
+}
+
+/* Gradient reduction not hidden by the last micro-batch's backward, ZeRO-3's gathers not hidden
+ * by the compute, and the optimizer step, for one stage. */
+static void dp_costs(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
+                     const pf_blockcost_part_t parts[3], stage_t st, int m, double sms,
+                     double out[3])
+{
+    const pf_blockcost_env_t *env = pr->env;
+    double pb = stage_param_bytes(c, parts, st);
+    double bwd = st.layers * (parts[1].bwd_ms + parts[1].recompute_ms);
+    pf_blockcost_group_t g = {0, c->d, c->t};
+    double dp = 0, z3 = 0;
+    if (c->d > 1 && c->zero == 0)
+        dp = env->allreduce_ms(env->ctx, g, pb);
+    else if (c->d > 1)
+        dp = env->reduce_scatter_ms(env->ctx, g, pb) + env->all_gather_ms(env->ctx, g, pb);
+    if (c->d > 1 && c->zero == 3)
+        z3 = m * fmax(0, 2 * env->all_gather_ms(env->ctx, g, pb) - sms);
+    pf_training_state_split_t sp;
+    pf_training_state_split(&pr->training, 1, &sp);
+    double shard = c->zero >= 1 ? 1.0 / c->d : 1.0;
+    out[0] = fmax(0, dp - bwd);
+    out[1] = z3;
+    out[2] = env->memory_ms(env->ctx, pb * shard * (2 * (sp.master + sp.moments) + 2));
+}
+
+static int check_cand(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c, int *m)
+{
+    int L = pf_blocks_count(pr->blocks);
+    if (c->t < 1 || c->p < 1 || c->d < 1 || c->b < 1 || c->v < 1 ||
+        (int64_t)c->t * c->p * c->d != pr->ngpus || pr->global_batch % ((int64_t)c->d * c->b))
+        return PF_EINPUT;
+    *m = (int)(pr->global_batch / ((int64_t)c->d * c->b));
+    if (c->v > 1 && (c->p < 2 || L % (c->p * c->v) || *m % c->p))
+        return PF_EINPUT;
+    int sum = c->p == 1 ? c->first_layers
+                        : c->first_layers + c->last_layers + (c->p - 2) * c->mid_layers;
+    return sum == L && c->first_layers >= 0 && c->last_layers >= 0 && c->mid_layers >= 0
+               ? PF_OK
+               : PF_EINPUT;
+}
+
+int pf_blockcost_eval(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
+                      const pf_blockcost_part_t parts[3], pf_blockcost_eval_t *ev)
+{
+    int m;
+    memset(ev, 0, sizeof *ev);
+    if (check_cand(pr, c, &m))
+        return PF_EINPUT;
+    ev->microbatches = m;
+    stage_t st[3] = {{0, 0, c->first_layers},
+                     {1, c->p > 2 ? 1 : 0, c->p > 2 ? c->mid_layers : c->first_layers},
+                     {2, c->p - 1, c->p > 1 ? c->last_layers : c->first_layers}};
+    double worst_dp = 0;
+    for (int i = 0; i < 3; i++) {
+        ev->stage_ms[i] = stage_ms(pr, c, parts, st[i]);
+        ev->stage_max_ms = fmax(ev->stage_max_ms, ev->stage_ms[i]);
+        ev->mem_bytes[i] = stage_mem(pr, c, parts, st[i], m);
+        ev->mem_max_bytes = fmax(ev->mem_max_bytes, ev->mem_bytes[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        double d[3];
+        dp_costs(pr, c, parts, st[i], m, ev->stage_ms[i], d);
+        if (d[0] + d[1] + d[2] >= worst_dp) {
+            worst_dp = d[0] + d[1] + d[2];
+            ev->dp_exposed_ms = d[0];
+            ev->zero3_exposed_ms = d[1];
+            ev->optimizer_ms = d[2];
+        }
+    }
+    ev->pipeline_ms = (m + (c->p - 1.0) / c->v) * ev->stage_max_ms;
+    ev->step_ms = ev->pipeline_ms + worst_dp;
+    ev->fits = ev->mem_max_bytes <= pr->mem_bytes;
+    return PF_OK;
+}
+
+/* Is (first, mid, last) better than the best so far: fitting first, then faster, then
+ * smaller. */
+static int better(const pf_blockcost_eval_t *a, const pf_blockcost_eval_t *best, int have)
+{
+    if (!have || a->fits != best->fits)
+        return !have || a->fits;
+    if (a->fits)
+        return a->step_ms < best->step_ms * (1 - 1e-12);
+    return a->mem_max_bytes < best->mem_max_bytes;
+}
+
+typedef struct {
+    pf_blockcost_cand_t cand;
+    pf_blockcost_eval_t ev;
+    int have;
+    double fastest_ms; /* the fastest counts, memory ignored */
+} split_best_t;
+
+/* Layer counts of the first and last stages for `mid` layers on each middle stage. */
+static void try_mid(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
+                    const pf_blockcost_part_t parts[3], int L, int mid, split_best_t *sb)
+{
+    int rest = L - (c->p - 2) * mid;
+    int lo = c->p > 2 ? (rest - mid > 0 ? rest - mid : 0) : 0;
+    int hi = c->p > 2 ? (rest < mid ? rest : mid) : rest;
+    for (int x = lo; x <= hi; x++) {
+        pf_blockcost_eval_t ev;
+        c->first_layers = x;
+        c->mid_layers = mid;
+        c->last_layers = rest - x;
+        if (pf_blockcost_eval(pr, c, parts, &ev) != PF_OK)
+            continue;
+        sb->fastest_ms = fmin(sb->fastest_ms, ev.step_ms);
+        if (better(&ev, &sb->ev, sb->have)) {
+            sb->ev = ev;
+            sb->cand = *c;
+            sb->have = 1;
+        }
+    }
+}
+
+int pf_blockcost_split(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
+                       const pf_blockcost_part_t parts[3], pf_blockcost_eval_t *ev)
+{
+    int L = pf_blocks_count(pr->blocks), rc;
+    if (c->p == 1 || c->v > 1) {
+        c->first_layers = c->mid_layers = c->last_layers = L / c->p;
+        rc = pf_blockcost_eval(pr, c, parts, ev);
+        ev->unconstrained = 1;
+        return rc;
+    }
+    split_best_t sb = {.cand = *c, .fastest_ms = DBL_MAX};
+    double layer_ms = part_ms(&parts[1]);
+    if (c->p == 2)
+        try_mid(pr, c, parts, L, 0, &sb);
+    else
+        /* a middle stage of `mid` layers takes mid x layer_ms at least: past the best fitting
+         * stage time, more layers in the middle cannot help */
+        for (int mid = (L + c->p - 1) / c->p; mid > 0 && (c->p - 2) * mid <= L; mid++) {
+            if (sb.have && sb.ev.fits && mid * layer_ms > sb.ev.stage_max_ms)
+                break;
+            try_mid(pr, c, parts, L, mid, &sb);
+        }
+    *c = sb.cand;
+    *ev = sb.ev;
+    ev->unconstrained = sb.have && ev->fits && ev->step_ms <= sb.fastest_ms * (1 + 1e-12);
+    return sb.have ? PF_OK : PF_EINPUT;
+}

@@ -1,0 +1,165 @@
+/* blockcost: the analytic step time and memory of one Megatron-LM style configuration of a
+ * graph made of repeated blocks (blocks.h), in the terms of Narayanan et al. 2021
+ * ([Narayanan21]) and Korthikanti et al. 2022 ([Korthikanti22]).
+ *
+ * A candidate is (t, p, d, micro-batch size b, virtual stages v, recompute none | selective |
+ * full, sequence parallelism, ZeRO 0..3, layers of the first, middle and last stages). Ranks are
+ * laid out as Megatron-LM does: t innermost (t consecutive devices of one host), then d, then p,
+ * so a data-parallel group strides by t and pipeline neighbours are t x d devices apart.
+ *
+ * Per part (prologue, one block, epilogue) at (t, b, sp, recompute), per micro-batch of b samples:
+ *   GEMMs at the graph's shapes scaled to b samples, split by t as blocks.h says: forward
+ *     gemm(m, n, k), backward gemm(m, k, n) + gemm(k, n, m) (data and weight gradients);
+ *   memory-bound ops: bytes scaled to b, / t when split (every one of them under sequence
+ *     parallelism, [Korthikanti22] §4), backward = 2 x forward (the generators' rule);
+ *   tensor-parallel collectives (t > 1): the part's forward all-reduces (after row-parallel
+ *     linears: 2 per transformer layer) and backward ones (before column-parallel linears: 2),
+ *     each of b s h elements; under sequence parallelism each becomes a reduce-scatter + an
+ *     all-gather of the same tensor ([Korthikanti22] §4, sequence parallelism);
+ *   recomputation adds forward work to backward: full = the part's forward with its
+ *     collectives, selective = its attention core ([Korthikanti22] §5);
+ *   stored activations: whole tensors / (sp ? t : 1) + split ones / t (+ the core / t without
+ *     recomputation): s b h (34 + 5 a s / h) at t = 1, s b h (10 + 24/t + 5 a s/(h t)) with t,
+ *     s b h (34/t + 5 a s/(h t)) with sp ([Korthikanti22] Table 2); full recomputation keeps the
+ *     part's input (2 s b h, / t with sp) and reserves one part's working set once per stage;
+ *   parameters per GPU: whole ones + split ones / t.
+ * A stage's time per micro-batch: its layers' forward + backward + recomputation + collectives,
+ * the prologue on the first and the epilogue on the last, and with p > 1 two p2p transfers
+ * (activation forward, its gradient backward) of the block's output, / t with sp (Narayanan
+ * et al.'s scatter/gather optimisation, [Narayanan21] §4), v times with v virtual stages.
+ * Step (m = global batch / (d b) micro-batches): (m + (p - 1) / v) x max stage time
+ * ([Narayanan21] §2.2: bubble (p - 1) / m under 1F1B, (p - 1) / (v m) interleaved), plus the
+ * data-parallel gradient reduction (ZeRO 0: an all-reduce; >= 1: reduce-scatter + all-gather
+ * of the weights, [ZeRO]) less what the last micro-batch's backward on the stage hides, plus
+ * ZeRO-3's per-micro-batch weight all-gathers (forward and backward) not hidden by the stage's
+ * compute, plus the optimizer step (memory-bound: gradients read, master and moments read and
+ * written, weights written, on 1/d of them with ZeRO >= 1).
+ * Memory of a stage: parameter state (training.h, ZeRO over d) + micro-batches in flight x
+ * stored activations + the recomputation reserve. In flight on stage s: min(m, p - s) under
+ * 1F1B; interleaved, Megatron-LM's warm-up holds (p - s - 1) x 2 + (v - 1) x p + 1 model chunks
+ * of L / (p v) layers on stage s, which on stage 0 is L (1 + (p - 1)/(p v)) layers' worth
+ * ([Korthikanti22] §4, pipeline parallelism). */
+#ifndef PF_BLOCKCOST_H
+#define PF_BLOCKCOST_H
+
+#include "planner/ir/cluster.h"
+#include "planner/ir/collective.h"
+#include "planner/ir/devmodel.h"
+#include "planner/ir/training.h"
+#include "planner/partition/blocks.h"
+
+#include <stdint.h>
+
+/* Devices first, first + stride, ..., first + (size - 1) x stride. */
+typedef struct {
+    int first, size, stride;
+} pf_blockcost_group_t;
+
+/* Every device and network price the model needs, behind one interface, so that a device
+ * model (GEMM efficiency by shape) and a collective model (ring, tree, NVLS, hierarchical)
+ * can replace the roofline below without touching the model. Collectives take the bytes of
+ * the whole tensor each rank holds (an all-reduce's buffer, an all-gather's output). */
+typedef struct {
+    void *ctx;
+    double (*gemm_ms)(void *ctx, int64_t m, int64_t n, int64_t k, int64_t batch);
+    double (*memory_ms)(void *ctx, double bytes);
+    double (*allreduce_ms)(void *ctx, pf_blockcost_group_t g, double bytes);
+    double (*reduce_scatter_ms)(void *ctx, pf_blockcost_group_t g, double bytes);
+    double (*all_gather_ms)(void *ctx, pf_blockcost_group_t g, double bytes);
+    double (*p2p_ms)(void *ctx, int src, int dst, double bytes);
+} pf_blockcost_env_t;
+
+/* The default prices: a roofline at fixed efficiency from the cluster's device 0 (tflops, and
+ * an HBM bandwidth), ring collectives over the slowest link of the group's ring ([DistPar]
+ * A.3: all-reduce 2 (n - 1)/n |T| / bw, reduce-scatter and all-gather (n - 1)/n |T| / bw, plus
+ * one latency per step), p2p by the postal model. */
+#define PF_BLOCKCOST_GEMM_EFFICIENCY 0.7
+#define PF_BLOCKCOST_HBM_GBPS 1555.0 /* A100 40GB's HBM2 (NVIDIA datasheet) */
+#define PF_BLOCKCOST_CACHE 16
+typedef struct {
+    const pf_cluster_t *cluster;
+    double tflops, efficiency, hbm_gbps;
+    struct {
+        int first, size, stride;
+        double bw_gbps, lat_us;
+    } cache[PF_BLOCKCOST_CACHE];
+    int ncache, next;
+} pf_blockcost_roofline_t;
+
+/* Fills r and env (env->ctx = r; r must outlive env; one per thread: the cache is not
+ * shared). tflops 0 on device 0 falls back to 125. */
+void pf_blockcost_roofline_init(pf_blockcost_roofline_t *r, const pf_cluster_t *c,
+                                pf_blockcost_env_t *env);
+
+/* The measured prices: GEMMs and memory-bound ops by a device model (devmodel.h: the GEMM
+ * efficiency table at each shape, the achievable HBM bandwidth and a kernel's launch cost),
+ * collectives by the collective model (collective.h: the cheapest of ring, tree, NVLS and
+ * hierarchical, as NCCL's tuner picks, over the group's hosts and links from the cluster; no
+ * NVLS, as the search's other phases assume), p2p by the postal model. */
+typedef struct {
+    const pf_cluster_t *cluster;
+    const pf_devmodel_t *dm;
+    pf_prec_t prec;
+    struct {
+        int first, size, stride;
+        pf_collective_group_t g;
+    } cache[PF_BLOCKCOST_CACHE];
+    int ncache, next;
+} pf_blockcost_priced_t;
+
+/* As the roofline's init; precision_bytes 2 prices bf16, 4 fp32. */
+void pf_blockcost_priced_init(pf_blockcost_priced_t *r, const pf_cluster_t *c,
+                              const pf_devmodel_t *dm, int precision_bytes,
+                              pf_blockcost_env_t *env);
+
+typedef struct {
+    const pf_blocks_t *blocks;
+    const pf_blockcost_env_t *env;
+    pf_training_t training; /* precision and optimizer; zero, recompute, schedule unused */
+    int64_t global_batch;   /* samples per step */
+    int ngpus, gpus_per_host;
+    double mem_bytes; /* per device */
+} pf_blockcost_problem_t;
+
+typedef struct {
+    int t, p, d, b, v, sp, zero;
+    pf_training_recompute_t recompute;
+    int first_layers, mid_layers, last_layers; /* v > 1: all L / p */
+} pf_blockcost_cand_t;
+
+/* One part priced at (t, b, sp, recompute), per micro-batch. */
+typedef struct {
+    double fwd_ms, bwd_ms, recompute_ms, tp_fwd_ms, tp_bwd_ms;
+    double act_bytes, reserve_bytes; /* stored per micro-batch; full recomputation's reserve */
+    double param_bytes;              /* per GPU */
+    double p2p_bytes;                /* its output, per micro-batch, as sent */
+} pf_blockcost_part_t;
+
+typedef struct {
+    int microbatches;
+    double stage_ms[3]; /* first, middle, last stage per micro-batch */
+    double stage_max_ms, pipeline_ms, dp_exposed_ms, zero3_exposed_ms, optimizer_ms, step_ms;
+    double mem_bytes[3], mem_max_bytes;
+    int fits;
+    /* pf_blockcost_split only: memory did not change the layer counts (the fastest counts
+     * fit), so a candidate that only trades time for memory cannot beat this one */
+    int unconstrained;
+} pf_blockcost_eval_t;
+
+/* the 3 parts: 0 prologue, 1 block, 2 epilogue */
+void pf_blockcost_part(const pf_blockcost_problem_t *pr, const pf_blocks_part_t *part, int t,
+                       int b, int sp, pf_training_recompute_t rc, pf_blockcost_part_t *out);
+void pf_blockcost_parts(const pf_blockcost_problem_t *pr, int t, int b, int sp,
+                        pf_training_recompute_t rc, pf_blockcost_part_t out[3]);
+/* A candidate whose layer counts are set. PF_OK, or PF_EINPUT when it is not well formed
+ * (t p d != GPUs, b does not divide the replica's batch, layers do not add up to L, v > 1
+ * with L % (p v) or m % p). */
+int pf_blockcost_eval(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
+                      const pf_blockcost_part_t parts[3], pf_blockcost_eval_t *ev);
+/* Sets c's layer counts: v > 1 gives every stage L / p; else the first and last stages may
+ * hold fewer layers than the middle ones (which hold the same), chosen to minimise the step
+ * time among those that fit memory (the one of least memory when none fits). Fills ev. */
+int pf_blockcost_split(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
+                       const pf_blockcost_part_t parts[3], pf_blockcost_eval_t *ev);
+
+#endif

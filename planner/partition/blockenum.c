@@ -1,0 +1,216 @@
+/* blockenum: the candidate space with pruning, the best K (blockenum.h). */
+#include "planner/partition/blockenum.h"
+#include "planner/core/util.h"
+
+#include <float.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_V 64
+
+typedef struct {
+    const pf_blockcost_problem_t *pr;
+    const pf_blockenum_fix_t *fix;
+    int k, prune, n, L;
+    pf_blockenum_item_t *out;
+    pf_blockenum_stats_t st;
+} run_t;
+
+void pf_blockenum_fix_init(pf_blockenum_fix_t *f)
+{
+    memset(f, 0, sizeof *f);
+    f->sp = f->zero = f->recompute = -1;
+}
+
+static double kth_ms(const run_t *r) { return r->n < r->k ? DBL_MAX : r->out[r->k - 1].eval.step_ms; }
+
+/* Insert into the sorted best k; an equal step keeps the one found first. */
+static void keep(run_t *r, const pf_blockcost_cand_t *c, const pf_blockcost_eval_t *ev)
+{
+    if (ev->step_ms >= kth_ms(r))
+        return;
+    int i = r->n < r->k ? r->n++ : r->k - 1;
+    while (i > 0 && r->out[i - 1].eval.step_ms > ev->step_ms) {
+        r->out[i] = r->out[i - 1];
+        i--;
+    }
+    r->out[i].cand = *c;
+    r->out[i].eval = *ev;
+}
+
+/* t splits every split dimension of the block (Megatron-LM needs heads and widths divisible). */
+static int valid_t(const pf_blocks_t *b, int t)
+{
+    const pf_blocks_part_t *blk = pf_blocks_block(b);
+    int mb = pf_blocks_microbatch(b);
+    for (int i = 0; i < blk->ngemms; i++) {
+        const pf_blocks_gemm_t *g = &blk->gemms[i];
+        int64_t heads = g->samples_in_batch && g->batch % mb == 0 ? g->batch / mb : g->batch;
+        if ((g->split == PF_BLOCKS_COLUMN && g->n % t) || (g->split == PF_BLOCKS_ROW && g->k % t) ||
+            (g->split == PF_BLOCKS_HEADS && heads % t))
+            return 0;
+    }
+    return 1;
+}
+
+static int fixed_ok(int fixed, int value, int unset) { return fixed == unset || fixed == value; }
+
+/* The virtual-stage counts of (p, m): 1, and v > 1 where L % (p v) = 0 and m % p = 0. */
+static int v_values(const run_t *r, int p, int m, int *vs)
+{
+    int n = 0;
+    for (int v = 1; v <= r->L && n < MAX_V; v++) {
+        int ok = v == 1 || (p >= 2 && r->L % (p * v) == 0 && m % p == 0);
+        if (ok && fixed_ok(r->fix->v, v, 0))
+            vs[n++] = v;
+    }
+    return n;
+}
+
+/* Can any candidate of this b fit: the least memory (full recomputation, sequence parallelism
+ * when t > 1, v = 1, the highest ZeRO searched). */
+static int may_fit(const run_t *r, pf_blockcost_cand_t c, int zmax)
+{
+    pf_blockcost_part_t parts[3];
+    pf_blockcost_eval_t ev;
+    c.sp = c.t > 1 && r->fix->sp != 0;
+    c.recompute = r->fix->recompute >= 0 ? r->fix->recompute : PF_RECOMPUTE_FULL;
+    c.zero = zmax;
+    c.v = 1;
+    pf_blockcost_parts(r->pr, c.t, c.b, c.sp, c.recompute, parts);
+    return pf_blockcost_split(r->pr, &c, parts, &ev) != PF_OK || ev.fits ||
+           (r->fix->v > 1); /* a fixed v is not bounded by v = 1 */
+}
+
+/* A lower bound on the step of every candidate of (t, p, d, b). */
+static double step_lower_bound(const run_t *r, const pf_blockcost_cand_t *c, int m)
+{
+    pf_blockcost_part_t x;
+    pf_blockcost_part(r->pr, pf_blocks_block(r->pr->blocks), c->t, c->b, c->t > 1, PF_RECOMPUTE_NONE,
+                      &x);
+    return m * ((double)r->L / c->p) * (x.fwd_ms + x.bwd_ms);
+}
+
+/* Every (v, ZeRO) of one (sp, recompute); dom[v][zero] marks the pairs a lighter recomputation
+ * already won. */
+static void each_rc(run_t *r, pf_blockcost_cand_t c, const int *vs, int nv, const int *zs, int nz,
+                    char dom[MAX_V][4])
+{
+    pf_blockcost_part_t parts[3];
+    pf_blockcost_parts(r->pr, c.t, c.b, c.sp, c.recompute, parts);
+    for (int i = 0; i < nv; i++)
+        for (int j = 0; j < nz; j++) {
+            if (r->prune && dom[i][zs[j]]) {
+                r->st.skipped++;
+                continue;
+            }
+            pf_blockcost_eval_t ev;
+            c.v = vs[i];
+            c.zero = zs[j];
+            r->st.evaluated++;
+            if (pf_blockcost_split(r->pr, &c, parts, &ev) != PF_OK || !ev.fits)
+                continue;
+            keep(r, &c, &ev);
+            if (ev.unconstrained)
+                dom[i][zs[j]] = 1;
+        }
+}
+
+/* Every candidate of (t, p, d, b); 0 when no candidate of this b or a larger one can fit. */
+static int each_b(run_t *r, pf_blockcost_cand_t c, const int *zs, int nz)
+{
+    int m = (int)(r->pr->global_batch / ((int64_t)c.d * c.b)), vs[MAX_V];
+    int nv = v_values(r, c.p, m, vs);
+    if (r->prune && !may_fit(r, c, zs[nz - 1]))
+        return 0;
+    if (r->prune && step_lower_bound(r, &c, m) >= kth_ms(r)) {
+        r->st.skipped += (long)nv * nz;
+        return 1;
+    }
+    for (int sp = 0; sp <= (c.t > 1); sp++) {
+        if (!fixed_ok(r->fix->sp, sp, -1))
+            continue;
+        char dom[MAX_V][4];
+        memset(dom, 0, sizeof dom);
+        for (int rc = PF_RECOMPUTE_NONE; rc <= PF_RECOMPUTE_FULL; rc++) {
+            if (!fixed_ok(r->fix->recompute, rc, -1))
+                continue;
+            c.sp = sp;
+            c.recompute = (pf_training_recompute_t)rc;
+            each_rc(r, c, vs, nv, zs, nz, dom);
+        }
+    }
+    return 1;
+}
+
+/* The ZeRO stages of (t, p, d) whose parameter state on an average stage fits. */
+static int zero_values(const run_t *r, int t, int p, int d, int *zs)
+{
+    pf_blockcost_part_t parts[3];
+    pf_blockcost_parts(r->pr, t, 1, 0, PF_RECOMPUTE_NONE, parts);
+    double avg = (r->L * parts[1].param_bytes + parts[0].param_bytes + parts[2].param_bytes) / p;
+    int n = 0;
+    for (int z = 0; z <= (d == 1 ? 0 : p > 1 ? 1 : 3); z++) {
+        if (!fixed_ok(r->fix->zero, z, -1))
+            continue;
+        pf_training_t tr = r->pr->training;
+        tr.zero = z;
+        if (r->prune && avg * pf_training_state_factor(&tr, d) > r->pr->mem_bytes)
+            continue;
+        zs[n++] = z;
+    }
+    return n;
+}
+
+static void each_p(run_t *r, int t, int p)
+{
+    int d = r->pr->ngpus / (t * p), zs[4];
+    int64_t replica = r->pr->global_batch / d;
+    if (r->pr->global_batch % d)
+        return;
+    int nz = zero_values(r, t, p, d, zs);
+    if (!nz)
+        return;
+    for (int b = 1; b <= replica; b++) {
+        if (replica % b || !fixed_ok(r->fix->b, b, 0))
+            continue;
+        pf_blockcost_cand_t c = {.t = t, .p = p, .d = d, .b = b, .v = 1};
+        if (!each_b(r, c, zs, nz))
+            break;
+    }
+}
+
+int pf_blockenum_run(const pf_blockcost_problem_t *pr, const pf_blockenum_fix_t *fix, int k,
+                     int prune, pf_blockenum_item_t *out, int *nout, pf_blockenum_stats_t *stats,
+                     char *err, size_t errlen)
+{
+    run_t r = {.pr = pr, .fix = fix, .k = k, .prune = prune, .out = out,
+               .L = pf_blocks_count(pr->blocks)};
+    int N = pr->ngpus, host = pr->gpus_per_host > 0 ? pr->gpus_per_host : 1;
+    *nout = 0;
+    if (k < 1 || N < 1 || pr->global_batch < 1)
+        return pf_fail(err, errlen, PF_EINPUT, "blocks: k, GPUs and global batch must be positive");
+    for (int t = 1; t <= host && t <= N; t++) {
+        if (host % t || N % t || !fixed_ok(fix->t, t, 0) || !valid_t(pr->blocks, t))
+            continue;
+        for (int p = 1; p <= r.L && p <= N / t; p++)
+            if ((N / t) % p == 0 && fixed_ok(fix->p, p, 0))
+                each_p(&r, t, p);
+    }
+    if (stats)
+        *stats = r.st;
+    *nout = r.n;
+    if (!r.n)
+        return pf_fail(err, errlen, PF_EINFEASIBLE,
+                       "blocks: no configuration of the %d blocks on %d GPUs at global batch %lld "
+                       "fits %.1f GB per device",
+                       r.L, N, (long long)pr->global_batch, pr->mem_bytes / 1e9);
+    return PF_OK;
+}
+
+void pf_blockenum_describe(const pf_blockcost_cand_t *c, char *buf, size_t len)
+{
+    snprintf(buf, len, "t %d p %d d %d b %d v %d %s%s zero %d layers %d/%d/%d", c->t, c->p, c->d,
+             c->b, c->v, pf_training_recompute_name(c->recompute), c->sp ? " sp" : "", c->zero,
+             c->first_layers, c->p > 2 ? c->mid_layers : 0, c->p > 1 ? c->last_layers : 0);
+}

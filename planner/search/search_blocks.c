@@ -1,0 +1,191 @@
+/* search_blocks: the block-level pre-phase (search_blocks.h). */
+#include "planner/search/search_blocks.h"
+#include "planner/core/util.h"
+
+#include <string.h>
+
+int pf_search_blocks_wanted(const pf_search_opts_t *o)
+{
+    return o->block_search || o->sequence_parallel >= 0 || o->virtual_stages > 0 ||
+           o->microbatch_size > 0;
+}
+
+/* The prices of the analytic model (search_blocks.h): the device model the graph was priced on
+ * (its "device_model", a preset) with the collective model, else the roofline. */
+typedef struct {
+    pf_blockcost_roofline_t roof;
+    pf_blockcost_priced_t priced;
+} env_state_t;
+
+static void block_env(const pf_graph_t *g, const pf_cluster_t *c, const pf_training_t *t,
+                      env_state_t *st, pf_blockcost_env_t *env)
+{
+    const char *name = pf_graph_device_model(g);
+    const pf_devmodel_t *dm = name ? pf_devmodel_preset(name) : NULL;
+    if (dm)
+        pf_blockcost_priced_init(&st->priced, c, dm, t->precision_bytes, env);
+    else
+        pf_blockcost_roofline_init(&st->roof, c, env);
+}
+
+/* The request's fixed dimensions. */
+static int fixed_dims(const pf_graph_t *g, const pf_search_opts_t *o, pf_blockenum_fix_t *f,
+                      char *err, size_t errlen)
+{
+    int mb = pf_graph_microbatch(g);
+    if (o->microbatch_size > 0 && o->microbatch_size != mb)
+        return pf_fail(err, errlen, PF_EINPUT,
+                       "microbatch_size: %d differs from the graph's micro-batch %d (re-pricing "
+                       "the graph at another size needs the device model)",
+                       o->microbatch_size, mb);
+    pf_blockenum_fix_init(f);
+    f->t = o->tp;
+    f->p = o->stages;
+    f->b = mb;
+    f->v = o->virtual_stages;
+    f->sp = o->sequence_parallel;
+    f->zero = o->zero_auto ? -1 : o->train.zero;
+    f->recompute = o->recompute_auto ? -1 : (int)o->train.recompute;
+    return PF_OK;
+}
+
+static int gpus_per_host(const pf_cluster_t *c)
+{
+    int n = 0;
+    for (int i = 0; i < pf_cluster_ndevices(c); i++)
+        n += pf_cluster_device(c, i)->host == pf_cluster_device(c, 0)->host;
+    return n;
+}
+
+
+/* Can the later phases hold the candidate: they do not model sequence parallelism, so one
+ * with it must also fit memory without it. */
+static int holds(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t cand)
+{
+    if (!cand.sp)
+        return 1;
+    pf_blockcost_part_t parts[3];
+    pf_blockcost_eval_t ev;
+    cand.sp = 0;
+    pf_blockcost_parts(pr, cand.t, cand.b, 0, cand.recompute, parts);
+    return pf_blockcost_eval(pr, &cand, parts, &ev) == PF_OK && ev.fits;
+}
+
+/* The first ranked candidate the later phases can hold; -1 when none. */
+static int handoff(const pf_blockcost_problem_t *pr, const pf_search_blocks_t *choice)
+{
+    for (int i = 0; i < choice->n; i++)
+        if (holds(pr, choice->best[i].cand))
+            return i;
+    return -1;
+}
+
+/* The later phases try the (S, T) of every ranked candidate they can hold that trains as the
+ * first does (recomputation and ZeRO are one for the whole search), and the simulator picks;
+ * one pair fixes S, R and T outright. */
+static void apply(const pf_blockcost_problem_t *pr, const pf_search_blocks_t *choice,
+                  pf_search_opts_t *o)
+{
+    const pf_blockcost_cand_t *best = &choice->best[0].cand;
+    int n = 0, same_p = 1, same_t = 1;
+    for (int i = 0; i < choice->n && n < 8; i++) {
+        const pf_blockcost_cand_t *c = &choice->best[i].cand;
+        int dup = c->recompute != best->recompute || c->zero != best->zero || !holds(pr, *c);
+        for (int j = 0; j < n && !dup; j++)
+            dup = o->block_pairs[j][0] == c->p && o->block_pairs[j][1] == c->t;
+        if (dup)
+            continue;
+        o->block_pairs[n][0] = c->p, o->block_pairs[n][1] = c->t, n++;
+        same_p &= c->p == best->p, same_t &= c->t == best->t;
+        o->max_stages = c->p > o->max_stages ? c->p : o->max_stages;
+        o->max_tp = c->t > o->max_tp ? c->t : o->max_tp;
+    }
+    o->nblock_pairs = n > 1 ? n : 0;
+    o->stages = same_p ? best->p : 0;
+    o->tp = same_t ? best->t : 0;
+    o->replicas = n == 1 ? best->d : 0;
+    o->candidates = n > o->candidates ? n : o->candidates;
+    o->train.recompute = best->recompute;
+    o->train.zero = best->zero;
+    o->layer_aligned = 1;
+    o->recompute_auto = o->zero_auto = 0;
+}
+
+static int rank(const pf_blockcost_problem_t *pr, const pf_blockenum_fix_t *fix, int k,
+                pf_search_blocks_t *choice, char *err, size_t errlen)
+{
+    double t0 = pf_now_s();
+    int rc = pf_blockenum_run(pr, fix, k, 1, choice->best, &choice->n, &choice->stats, err, errlen);
+    choice->wall_s += pf_now_s() - t0;
+    return rc;
+}
+
+int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_opts_t *o,
+                         pf_search_blocks_t *choice, char *err, size_t errlen)
+{
+    memset(choice, 0, sizeof *choice);
+    if (o->global_batch <= 0)
+        return pf_fail(err, errlen, PF_EINPUT, "block search: needs a global batch "
+                       "(--global-batch)");
+    pf_blockenum_fix_t fix;
+    int rc = fixed_dims(g, o, &fix, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    pf_blocks_t *b = pf_blocks_new(g, o->train.precision_bytes, err, errlen);
+    if (!b)
+        return PF_EINPUT;
+    env_state_t st;
+    pf_blockcost_env_t env;
+    block_env(g, c, &o->train, &st, &env);
+    pf_blockcost_problem_t pr = {.blocks = b, .env = &env, .training = o->train,
+                                 .global_batch = o->global_batch,
+                                 .ngpus = pf_cluster_ndevices(c), .gpus_per_host = gpus_per_host(c),
+                                 .mem_bytes = pf_cluster_min_mem_bytes(c) * (1 - o->mem_headroom)};
+    int k = o->block_candidates < 1                  ? 1
+            : o->block_candidates > PF_SEARCH_BLOCKS_K ? PF_SEARCH_BLOCKS_K
+                                                       : o->block_candidates;
+    rc = rank(&pr, &fix, k, choice, err, errlen);
+    int pick = rc == PF_OK ? handoff(&pr, choice) : -1;
+    if (rc == PF_OK && pick < 0) { /* every one needs sequence parallelism to fit: rank without */
+        fix.sp = 0;
+        rc = rank(&pr, &fix, k, choice, err, errlen);
+        pick = 0;
+    }
+    if (rc != PF_OK) {
+        pf_blocks_destroy(&b);
+        return rc;
+    }
+    if (pick > 0) { /* the one handed on goes first */
+        pf_blockenum_item_t it = choice->best[pick];
+        memmove(&choice->best[1], &choice->best[0], sizeof it * (size_t)pick);
+        choice->best[0] = it;
+    }
+    choice->present = 1;
+    apply(&pr, choice, o);
+    pf_blocks_destroy(&b);
+    return PF_OK;
+}
+
+void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
+{
+    if (!choice->present || !p)
+        return;
+    const pf_blockenum_item_t *it = &choice->best[0];
+    for (int i = 0; i < choice->n; i++) /* the candidate the simulator chose */
+        if (choice->best[i].cand.p == p->stages && choice->best[i].cand.t == p->tensor_parallel &&
+            choice->best[i].cand.recompute == it->cand.recompute &&
+            choice->best[i].cand.zero == it->cand.zero) {
+            it = &choice->best[i];
+            break;
+        }
+    p->blocks.present = 1;
+    p->blocks.microbatch_size = it->cand.b;
+    p->blocks.virtual_stages = it->cand.v;
+    p->blocks.sequence_parallel = it->cand.sp;
+    p->blocks.first_layers = it->cand.first_layers;
+    p->blocks.mid_layers = it->cand.p > 2 ? it->cand.mid_layers : 0;
+    p->blocks.last_layers = it->cand.p > 1 ? it->cand.last_layers : 0;
+    p->blocks.analytic_step_ms = it->eval.step_ms;
+    p->blocks.candidates = choice->n;
+    p->blocks.wall_s = choice->wall_s;
+}

@@ -1,0 +1,37 @@
+/* search_blocks: the block-level pre-phase of the search (issue 22). For a graph made of
+ * repeated blocks (blocks.h) it enumerates Megatron-LM style configurations with the analytic
+ * model (blockenum.h, blockcost.h), keeps the best K, and fixes the best one's (S, T, R),
+ * recomputation and ZeRO stage, with whole layers per stage (--layer-aligned), for the phases
+ * that follow (partition, map, simulate). Sequence parallelism, virtual stages and the micro-batch
+ * size are recorded in the plan; the simulator does not model the first two yet.
+ *
+ * The device and network prices come from block_env() in search_blocks.c: when the graph names
+ * its device model (graph key "device_model", `planfarm model --device`), that preset and the
+ * collective model (blockcost.h's pf_blockcost_priced_t); else blockcost.h's roofline over the
+ * cluster. */
+#ifndef PF_SEARCH_BLOCKS_H
+#define PF_SEARCH_BLOCKS_H
+
+#include "planner/search/search_state.h"
+
+#include <stddef.h>
+
+/* Does the request ask for the block-level search (block_search, or one of its own dimensions
+ * given: sequence parallelism, virtual stages, micro-batch size)? `--recompute auto` and
+ * `--zero auto` set block_search in the command line. */
+int pf_search_blocks_wanted(const pf_search_opts_t *o);
+
+/* Runs the enumeration for graph g on cluster c and rewrites *o to the best candidate that the
+ * later phases can hold: stages, replicas, tp, train.recompute, train.zero, layer_aligned = 1,
+ * recompute_auto = zero_auto = 0. They do not model sequence parallelism, so a candidate with it
+ * must fit memory without it too; when none of the K does, the ranking is redone without it.
+ * The ranking goes to *choice, the one handed on first. PF_EINPUT when the graph has no
+ * repeated blocks, no --global-batch is given, or --microbatch-size differs from the graph's
+ * micro-batch (other sizes need re-pricing); PF_EINFEASIBLE when nothing fits. */
+int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_opts_t *o,
+                         pf_search_blocks_t *choice, char *err, size_t errlen);
+
+/* The choice into the plan's keys (microbatch_size, virtual_stages, sequence_parallel). */
+void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p);
+
+#endif

@@ -1,0 +1,293 @@
+/* blockcost: the analytic model on the tiny GPT of test_blocks (2 layers, h 64, 4 heads, s 16,
+ * vocab 100, graph micro-batch 4, fp16) under exact unit prices, worked by hand; the Korthikanti
+ * activation formulas at every (t, sp, recompute); the default roofline's prices. */
+#include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
+#include "planner/inputs/topology.h"
+#include "planner/partition/blockcost.h"
+#include "planner/core/util.h"
+#include "tests/testutil.h"
+
+#include <string.h>
+
+/* Unit prices: 1 ms per MFLOP, 1 ms per MB moved, ring collectives and p2p at 1 MB/ms, no
+ * latency: numbers a hand can follow. */
+static double u_gemm(void *ctx, int64_t m, int64_t n, int64_t k, int64_t batch)
+{
+    (void)ctx;
+    return 2e-6 * (double)m * (double)n * (double)k * (double)batch;
+}
+static double u_mem(void *ctx, double bytes) { (void)ctx; return bytes * 1e-6; }
+static double u_ar(void *ctx, pf_blockcost_group_t g, double bytes)
+{
+    (void)ctx;
+    return 2.0 * (g.size - 1) / g.size * bytes * 1e-6;
+}
+static double u_half(void *ctx, pf_blockcost_group_t g, double bytes)
+{
+    (void)ctx;
+    return (double)(g.size - 1) / g.size * bytes * 1e-6;
+}
+static double u_p2p(void *ctx, int a, int b, double bytes) { (void)ctx, (void)a, (void)b; return bytes * 1e-6; }
+static const pf_blockcost_env_t unit_env = {NULL, u_gemm, u_mem, u_ar, u_half, u_half, u_p2p};
+
+static pf_graph_t *tiny_gpt(void)
+{
+    char err[256];
+    pf_model_opts_t mo;
+    pf_graph_t *g = NULL;
+    pf_model_opts_init(&mo, PF_MODEL_GPT);
+    mo.layers = 2, mo.hidden = 64, mo.heads = 4, mo.seq = 16, mo.vocab = 100, mo.microbatch = 4;
+    if (pf_model_build(&mo, &g, err, sizeof err))
+        fprintf(stderr, "\n  model: %s\n", err);
+    return g;
+}
+
+static void problem(pf_blockcost_problem_t *pr, const pf_blocks_t *b, int gpus, int64_t batch)
+{
+    memset(pr, 0, sizeof *pr);
+    pr->blocks = b;
+    pr->env = &unit_env;
+    pf_training_init(&pr->training);
+    pr->global_batch = batch;
+    pr->ngpus = gpus;
+    pr->gpus_per_host = 8;
+    pr->mem_bytes = 1e12;
+}
+
+/* s b h = 16 x 4 x 64 = 4096 elements: Korthikanti's bytes per layer at b = 4 are sbh x
+ * (34 + 5 a s / h) = 4096 x 39 (a s / h = 1); t = 2: 4096 x (10 + 12 + 2.5); sp: 4096 x (17 +
+ * 2.5); selective drops 5 a s/(h t); full keeps the input 2 s b h (/ t with sp). */
+static void test_activations(void)
+{
+    char err[256];
+    pf_graph_t *g = tiny_gpt();
+    pf_blocks_t *b = pf_blocks_new(g, 2, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    pf_blockcost_problem_t pr;
+    problem(&pr, b, 8, 8);
+    const pf_blocks_part_t *blk = pf_blocks_block(b);
+    pf_blockcost_part_t x;
+    struct { int t, sp; pf_training_recompute_t rc; double sbh; } rows[] = {
+        {1, 0, PF_RECOMPUTE_NONE, 39},      {2, 0, PF_RECOMPUTE_NONE, 24.5},
+        {2, 1, PF_RECOMPUTE_NONE, 19.5},    {2, 0, PF_RECOMPUTE_SELECTIVE, 22},
+        {2, 1, PF_RECOMPUTE_SELECTIVE, 17}, {4, 1, PF_RECOMPUTE_SELECTIVE, 8.5},
+        {2, 0, PF_RECOMPUTE_FULL, 2},       {2, 1, PF_RECOMPUTE_FULL, 1}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        pf_blockcost_part(&pr, blk, rows[i].t, 4, rows[i].sp, rows[i].rc, &x);
+        PF_ASSERT_CLOSE(x.act_bytes, rows[i].sbh * 4096, 1e-12);
+    }
+    /* full: one layer's working set reserved (t = 2, no sp: 24.5 sbh); b = 2 halves it */
+    pf_blockcost_part(&pr, blk, 2, 2, 0, PF_RECOMPUTE_FULL, &x);
+    PF_ASSERT_CLOSE(x.reserve_bytes, 24.5 * 2048, 1e-12);
+    PF_ASSERT_CLOSE(x.act_bytes, 2 * 2048, 1e-12);
+    pf_blocks_destroy(&b);
+    pf_graph_destroy(&g);
+}
+
+/* t 1, p 2, d 1, b 4, global batch 8 (m = 2), no recomputation.
+ * Block forward: GEMMs q k v 3 x 2 x 64 x 64 x 64 = 1572864 FLOPs, scores + context 2 x 2 x 16^4
+ * = 262144, out 524288, fc1 + fc2 2 x 2097152: 6553600 -> 6.5536 ms; backward 2x: 13.1072;
+ * memory-bound ops, the bytes their work moves (read + written): ln1 and ln2 16640 (input 8192,
+ * weights 256, output 8192), softmax 16384, the three dropouts 20480 (+ a 1-B mask of 4096),
+ * the two residual adds 24576 (two inputs), gelu 65536: 225792 -> 0.225792, backward 0.451584.
+ * One layer 20.338176 ms. Prologue (embed's work: 25088 B) 0.025088 + 0.050176 = 0.075264;
+ * epilogue: final_ln 0.01664 + 0.03328, head 2 x 64 x 100 x 64 = 819200 -> 0.8192 + 1.6384:
+ * 2.50752. p2p: 2 x 8192 B = 0.016384 per stage.
+ * Layers 1 + 1 (0 + 2 or 2 + 0 are slower): stage 0 = 0.075264 + 20.338176 + 0.016384 =
+ * 20.429824, stage 1 = 20.338176 + 2.50752 + 0.016384 = 22.86208; pipeline (m + p - 1) x max
+ * = 3 x 22.86208 = 68.58624. Optimizer: 14 B moved per parameter byte (grads read, master and
+ * moments read and written, weights written): stage 0's 99968 + 14848 B -> 1.607424 ms.
+ * Step 70.193664 ms. Memory of stage 0: 114816 x 8 (16 B per 2-B parameter) + 2 in flight x
+ * (39 sbh + embed's 512) = 918528 + 2 x 160256 = 1239040 B. */
+static void test_pipeline_step(void)
+{
+    char err[256];
+    pf_graph_t *g = tiny_gpt();
+    pf_blocks_t *b = pf_blocks_new(g, 2, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    pf_blockcost_problem_t pr;
+    problem(&pr, b, 2, 8);
+    pf_blockcost_part_t parts[3];
+    pf_blockcost_parts(&pr, 1, 4, 0, PF_RECOMPUTE_NONE, parts);
+    PF_ASSERT_CLOSE(parts[1].fwd_ms, 6.779392, 1e-12);
+    PF_ASSERT_CLOSE(parts[1].bwd_ms, 13.558784, 1e-12);
+    PF_ASSERT_CLOSE(parts[2].fwd_ms + parts[2].bwd_ms, 2.50752, 1e-12);
+    pf_blockcost_cand_t c = {.t = 1, .p = 2, .d = 1, .b = 4, .v = 1};
+    pf_blockcost_eval_t ev;
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(&pr, &c, parts, &ev), PF_OK);
+    CU_ASSERT_EQUAL(c.first_layers, 1);
+    CU_ASSERT_EQUAL(c.last_layers, 1);
+    CU_ASSERT_EQUAL(ev.microbatches, 2);
+    PF_ASSERT_CLOSE(ev.stage_ms[0], 20.429824, 1e-12);
+    PF_ASSERT_CLOSE(ev.stage_ms[2], 22.86208, 1e-12);
+    PF_ASSERT_CLOSE(ev.pipeline_ms, 68.58624, 1e-12);
+    PF_ASSERT_CLOSE(ev.optimizer_ms, 1.607424, 1e-12);
+    PF_ASSERT_CLOSE(ev.step_ms, 70.193664, 1e-12);
+    PF_ASSERT_CLOSE(ev.mem_bytes[0], 1239040, 1e-12);
+    CU_ASSERT_TRUE(ev.fits);
+    /* 1.2 MB: 1 + 1 needs 1239040 on stage 0; 0 + 2 needs (2 x 99968 + 13056) x 8 = 1704...
+     * on the last stage, 2 + 0 more on stage 0: none fits, the least memory (1 + 1) is said */
+    pr.mem_bytes = 1200000;
+    CU_ASSERT_EQUAL(pf_blockcost_split(&pr, &c, parts, &ev), PF_OK);
+    CU_ASSERT_EQUAL(c.first_layers, 1);
+    CU_ASSERT_FALSE(ev.fits);
+    PF_ASSERT_CLOSE(ev.mem_max_bytes, 1239040, 1e-12);
+    /* ill-formed: b does not divide the batch, layers that do not add up */
+    c.b = 3;
+    CU_ASSERT_EQUAL(pf_blockcost_eval(&pr, &c, parts, &ev), PF_EINPUT);
+    c.b = 4, c.first_layers = 2;
+    CU_ASSERT_EQUAL(pf_blockcost_eval(&pr, &c, parts, &ev), PF_EINPUT);
+    pf_blocks_destroy(&b);
+    pf_graph_destroy(&g);
+}
+
+/* t 2 with sequence parallelism, selective recomputation, p 1, d 2, ZeRO 1, b 2, batch 8 (m 2).
+ * b = 2 scales the graph's micro-batch by 0.5 and t divides: GEMMs 6.5536 / 4 = 1.6384 ms,
+ * backward 3.2768; memory-bound ops 225792 x 0.25 -> 0.056448, backward 0.112896; the core
+ * (softmax 16384, its dropout 20480) 36864 x 0.25 -> 0.009216 recomputed; 2 x (reduce-scatter +
+ * all-gather) of 4096 B over 2 = 2 x 2 x 0.002048 = 0.008192 forward and the same backward. One
+ * layer 5.110144. Prologue: 25088 x 0.25 -> 0.006272 + 0.012544 and its all-reduce as RS + AG
+ * 0.004096: 0.022912. Epilogue: final_ln 16640 x 0.25 -> 0.00416 + 0.00832, head 2 x 32 x 50 x
+ * 64 -> 0.2048 + 0.4096, the head's input all-reduce backward 0.004096: 0.630976. Stage 2 x
+ * 5.110144 + 0.022912 + 0.630976 = 10.874176, pipeline 2 x that = 21.748352. Parameters per
+ * GPU: 2 x (512 + 99456 / 2) + 14848 / 2 + 256 + 12800 / 2 = 114560 B; their RS + AG over d = 2
+ * (0.11456) hide under the backward; the optimizer works on half: 114560 / 2 x 14 -> 0.80192.
+ * Step 22.550272. Memory: ZeRO-1 over 2: 1 + 1 + 6 / 2 = 5 B per parameter byte: 572800; one
+ * micro-batch in flight: 2 x 17 sbh at b 2 (34816) + embed 512 / 4 + (final_ln 8192 + head
+ * 20992) / 4 = 77056. */
+static void test_tp_sp_zero(void)
+{
+    char err[256];
+    pf_graph_t *g = tiny_gpt();
+    pf_blocks_t *b = pf_blocks_new(g, 2, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    pf_blockcost_problem_t pr;
+    problem(&pr, b, 4, 8);
+    pf_blockcost_part_t parts[3];
+    pf_blockcost_parts(&pr, 2, 2, 1, PF_RECOMPUTE_SELECTIVE, parts);
+    PF_ASSERT_CLOSE(parts[1].recompute_ms, 0.009216, 1e-12);
+    PF_ASSERT_CLOSE(parts[1].tp_fwd_ms, 0.008192, 1e-12);
+    PF_ASSERT_CLOSE(parts[1].tp_bwd_ms, 0.008192, 1e-12);
+    PF_ASSERT_CLOSE(parts[0].tp_fwd_ms, 0.004096, 1e-12);
+    PF_ASSERT_CLOSE(parts[2].tp_bwd_ms, 0.004096, 1e-12);
+    pf_blockcost_cand_t c = {.t = 2, .p = 1, .d = 2, .b = 2, .v = 1, .sp = 1, .zero = 1,
+                             .recompute = PF_RECOMPUTE_SELECTIVE};
+    pf_blockcost_eval_t ev;
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(&pr, &c, parts, &ev), PF_OK);
+    CU_ASSERT_EQUAL(c.first_layers, 2);
+    PF_ASSERT_CLOSE(ev.stage_max_ms, 10.874176, 1e-12);
+    PF_ASSERT_CLOSE(ev.pipeline_ms, 21.748352, 1e-12);
+    PF_ASSERT_CLOSE(ev.dp_exposed_ms, 0, 1e-12);
+    PF_ASSERT_CLOSE(ev.optimizer_ms, 0.80192, 1e-12);
+    PF_ASSERT_CLOSE(ev.step_ms, 22.550272, 1e-12);
+    PF_ASSERT_CLOSE(ev.mem_max_bytes, 572800 + 77056, 1e-12);
+    pf_blocks_destroy(&b);
+    pf_graph_destroy(&g);
+}
+
+/* Interleaving: v = 2 on p = 2 needs L % 4 == 0; with 4 layers, batch 8, b 1 (m = 8): the bubble
+ * (p - 1)/v = 0.5 stage times, p2p twice as often; stage 0 holds (2 - 1) x 2 + (2 - 1) x 2 + 1
+ * = 5 chunks of one layer, 2.5 stage layer-sets: L (1 + (p - 1)/(p v)) = 4 x 1.25 = 5 layers. */
+static void test_interleaved(void)
+{
+    char err[256];
+    pf_model_opts_t mo;
+    pf_graph_t *g = NULL;
+    pf_model_opts_init(&mo, PF_MODEL_GPT);
+    mo.layers = 4, mo.hidden = 64, mo.heads = 4, mo.seq = 16, mo.vocab = 100, mo.microbatch = 4;
+    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
+    pf_blocks_t *b = pf_blocks_new(g, 2, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    pf_blockcost_problem_t pr;
+    problem(&pr, b, 2, 8);
+    pf_blockcost_part_t parts[3];
+    pf_blockcost_parts(&pr, 1, 1, 0, PF_RECOMPUTE_NONE, parts);
+    pf_blockcost_cand_t c1 = {.t = 1, .p = 2, .d = 1, .b = 1, .v = 1}, c2 = c1;
+    c2.v = 2;
+    pf_blockcost_eval_t e1, e2;
+    c1.first_layers = c1.last_layers = 2;
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_eval(&pr, &c1, parts, &e1), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(&pr, &c2, parts, &e2), PF_OK);
+    CU_ASSERT_EQUAL(c2.first_layers, 2);
+    /* p2p at b = 1: 2048 B -> 0.002048 ms, twice per stage with v = 1, 4 times with v = 2 */
+    PF_ASSERT_CLOSE(e2.stage_ms[0] - e1.stage_ms[0], 2 * 0.002048, 1e-9);
+    PF_ASSERT_CLOSE(e1.pipeline_ms, 9 * e1.stage_max_ms, 1e-12);
+    PF_ASSERT_CLOSE(e2.pipeline_ms, 8.5 * e2.stage_max_ms, 1e-12);
+    /* stage 0's activations: 2 layer-sets (p) under 1F1B, 2.5 interleaved */
+    double state = e1.mem_bytes[0] - 2 * (2 * parts[1].act_bytes + parts[0].act_bytes);
+    PF_ASSERT_CLOSE(e2.mem_bytes[0], state + 2.5 * (2 * parts[1].act_bytes + parts[0].act_bytes),
+                    1e-12);
+    c2.p = 2, c2.v = 4; /* 4 % (2 x 4) */
+    CU_ASSERT_EQUAL(pf_blockcost_split(&pr, &c2, parts, &e2), PF_EINPUT);
+    pf_blocks_destroy(&b);
+    pf_graph_destroy(&g);
+}
+
+/* The roofline: GEMM at 70% of device 0's peak, ring collectives over the group's slowest link
+ * (DGX A100: 250 GB/s inside a machine, 25 between). */
+static void test_roofline(void)
+{
+    char err[256];
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_A100);
+    to.machines = 2;
+    pf_cluster_t *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
+    pf_blockcost_roofline_t r;
+    pf_blockcost_env_t env;
+    pf_blockcost_roofline_init(&r, c, &env);
+    /* 2 x 1024^3 FLOPs at 312e12 x 0.7 */
+    PF_ASSERT_CLOSE(env.gemm_ms(env.ctx, 1024, 1024, 1024, 1), 2.0 * 1073741824 / 218.4e12 * 1e3,
+                    1e-12);
+    /* 8 GPUs of one machine: 2 x 7/8 x 1 GB / 250 GB/s = 7 ms, plus 14 x 2.5 us */
+    pf_blockcost_group_t in = {0, 8, 1}, across = {0, 2, 8};
+    PF_ASSERT_CLOSE(env.allreduce_ms(env.ctx, in, 1e9), 7.0 + 14 * 2.5e-3, 1e-12);
+    /* two machines (stride 8): 2 x 1/2 x 1 GB / 25 GB/s = 40 ms + 2 x 5 us; cached next time */
+    PF_ASSERT_CLOSE(env.allreduce_ms(env.ctx, across, 1e9), 40.0 + 2 * 5e-3, 1e-12);
+    PF_ASSERT_CLOSE(env.all_gather_ms(env.ctx, across, 1e9), 20.0 + 5e-3, 1e-12);
+    CU_ASSERT_EQUAL(r.ncache, 2);
+    pf_cluster_destroy(&c);
+}
+
+/* The measured prices are the device model's and the collective model's own. */
+static void test_priced(void)
+{
+    char err[256];
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_A100);
+    to.machines = 2;
+    pf_cluster_t *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
+    const pf_devmodel_t *dm = pf_devmodel_preset("a100-80g");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dm);
+    pf_blockcost_priced_t r;
+    pf_blockcost_env_t env;
+    pf_blockcost_priced_init(&r, c, dm, 2, &env);
+    PF_ASSERT_CLOSE(env.gemm_ms(env.ctx, 4096, 1536, 12288, 1),
+                    pf_devmodel_gemm_ms(dm, PF_PREC_BF16, 4096, 1536, 12288, 1), 1e-12);
+    PF_ASSERT_CLOSE(env.memory_ms(env.ctx, 1e9), pf_devmodel_memory_ms(dm, 1e9), 1e-12);
+    /* the data-parallel group of t = 8: devices 0 and 8, one per machine */
+    int devs[2] = {0, 8};
+    pf_collective_group_t g;
+    CU_ASSERT_EQUAL_FATAL(pf_collective_group_from_cluster(c, devs, 2, 0, &g), PF_OK);
+    pf_blockcost_group_t across = {0, 2, 8};
+    PF_ASSERT_CLOSE(env.allreduce_ms(env.ctx, across, 1e9),
+                    pf_collective_best_ms(&g, PF_COLL_ALLREDUCE, 1e9), 1e-12);
+    PF_ASSERT_CLOSE(env.all_gather_ms(env.ctx, across, 1e9),
+                    pf_collective_best_ms(&g, PF_COLL_ALLGATHER, 1e9), 1e-12);
+    CU_ASSERT_EQUAL(r.ncache, 1);
+    CU_ASSERT_EQUAL(env.allreduce_ms(env.ctx, (pf_blockcost_group_t){0, 1, 1}, 1e9), 0);
+    pf_cluster_destroy(&c);
+}
+
+void pf_suite_blockcost(void)
+{
+    CU_pSuite s = CU_add_suite("blockcost", NULL, NULL);
+    CU_add_test(s, "Korthikanti activations", test_activations);
+    CU_add_test(s, "1F1B step worked by hand", test_pipeline_step);
+    CU_add_test(s, "t, sp, selective, ZeRO-1 by hand", test_tp_sp_zero);
+    CU_add_test(s, "interleaved bubble and memory", test_interleaved);
+    CU_add_test(s, "roofline prices", test_roofline);
+    CU_add_test(s, "device-model and collective prices", test_priced);
+}

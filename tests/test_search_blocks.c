@@ -1,0 +1,217 @@
+/* search_blocks: the block-level pre-phase: when it is wanted, what it fixes (the best
+ * analytic configuration, the same as blockenum's), its refusals, and a whole search driven
+ * in process whose plan carries the choice. */
+#include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
+#include "planner/inputs/topology.h"
+#include "planner/search/search.h"
+#include "planner/search/search_blocks.h"
+#include "planner/core/util.h"
+#include "proto/arena.h"
+#include "proto/plan_options_codec.h"
+#include "tests/testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* GPT, 8 layers, h 256, 8 heads, s 128, micro-batch 2, on 2 DGX A100 machines (16 GPUs) */
+static int fixture(pf_graph_t **g, pf_cluster_t **c)
+{
+    char err[256];
+    pf_model_opts_t mo;
+    pf_model_opts_init(&mo, PF_MODEL_GPT);
+    mo.layers = 8, mo.hidden = 256, mo.heads = 8, mo.seq = 128, mo.vocab = 1000, mo.microbatch = 2;
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_A100);
+    to.machines = 2;
+    return pf_model_build(&mo, g, err, sizeof err) || pf_topology_build(&to, c, err, sizeof err);
+}
+
+static void test_wanted(void)
+{
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    CU_ASSERT_FALSE(pf_search_blocks_wanted(&o)); /* the default search is unchanged */
+    CU_ASSERT_TRUE(o.recompute_auto && o.zero_auto); /* searched once it is on */
+    o.block_search = 1;
+    CU_ASSERT_TRUE(pf_search_blocks_wanted(&o));
+    pf_search_opts_init(&o);
+    o.sequence_parallel = 0;
+    CU_ASSERT_TRUE(pf_search_blocks_wanted(&o));
+    pf_search_opts_init(&o);
+    o.virtual_stages = 2;
+    CU_ASSERT_TRUE(pf_search_blocks_wanted(&o));
+}
+
+static void test_fix(void)
+{
+    pf_graph_t *g = NULL;
+    pf_cluster_t *c = NULL;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(fixture(&g, &c), 0);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.block_search = 1;
+    pf_search_blocks_t choice;
+    /* no global batch: refused */
+    CU_ASSERT_EQUAL(pf_search_blocks_fix(g, c, &o, &choice, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "--global-batch"));
+    o.global_batch = 64;
+    o.microbatch_size = 4; /* the graph's is 2: other sizes need re-pricing */
+    CU_ASSERT_EQUAL(pf_search_blocks_fix(g, c, &o, &choice, err, sizeof err), PF_EINPUT);
+    o.microbatch_size = 0;
+    CU_ASSERT_EQUAL_FATAL(pf_search_blocks_fix(g, c, &o, &choice, err, sizeof err), PF_OK);
+    CU_ASSERT_TRUE(choice.present);
+    CU_ASSERT_EQUAL(choice.n, 5);
+    const pf_blockcost_cand_t *b = &choice.best[0].cand;
+    /* the later phases try the (S, T) of the ranked candidates that train as the first does,
+     * the first's first, and simulate them; one pair would fix S, T and R */
+    CU_ASSERT_TRUE(o.nblock_pairs != 1);
+    if (o.nblock_pairs) {
+        CU_ASSERT_EQUAL(o.block_pairs[0][0], b->p);
+        CU_ASSERT_EQUAL(o.block_pairs[0][1], b->t);
+        CU_ASSERT_TRUE(o.candidates >= o.nblock_pairs);
+        for (int i = 0; i < o.nblock_pairs; i++)
+            CU_ASSERT_EQUAL(16 % (o.block_pairs[i][0] * o.block_pairs[i][1]), 0);
+    } else {
+        CU_ASSERT_EQUAL(o.stages, b->p);
+        CU_ASSERT_EQUAL(o.tp, b->t);
+        CU_ASSERT_EQUAL(o.replicas, b->d);
+    }
+    CU_ASSERT_EQUAL(b->t * b->p * b->d, 16);
+    CU_ASSERT_EQUAL(b->b, 2); /* the graph's micro-batch */
+    CU_ASSERT_EQUAL((int)o.train.recompute, (int)b->recompute);
+    CU_ASSERT_EQUAL(o.train.zero, b->zero);
+    CU_ASSERT_TRUE(o.layer_aligned);
+    CU_ASSERT_FALSE(o.recompute_auto || o.zero_auto);
+    /* the rest stay ranked; the one handed on fits without sequence parallelism (the later
+     * phases' memory model has none) */
+    for (int i = 2; i < choice.n; i++)
+        CU_ASSERT_TRUE(choice.best[i - 1].eval.step_ms <= choice.best[i].eval.step_ms);
+    /* the same as blockenum's best over the same problem */
+    pf_blocks_t *bl = pf_blocks_new(g, 2, err, sizeof err);
+    pf_blockcost_roofline_t roof;
+    pf_blockcost_env_t env;
+    pf_blockcost_roofline_init(&roof, c, &env);
+    pf_blockcost_problem_t pr = {.blocks = bl, .env = &env, .global_batch = 64, .ngpus = 16,
+                                 .gpus_per_host = 8, .mem_bytes = pf_cluster_min_mem_bytes(c) * 0.9};
+    pf_training_init(&pr.training);
+    pf_blockenum_fix_t fix;
+    pf_blockenum_fix_init(&fix);
+    fix.b = 2;
+    pf_blockenum_item_t one;
+    int n;
+    CU_ASSERT_EQUAL_FATAL(pf_blockenum_run(&pr, &fix, 1, 0, &one, &n, NULL, err, sizeof err), PF_OK);
+    pf_blockcost_cand_t twin = choice.best[0].cand;
+    pf_blockcost_part_t parts[3];
+    pf_blockcost_eval_t ev;
+    twin.sp = 0;
+    pf_blockcost_parts(&pr, twin.t, twin.b, 0, twin.recompute, parts);
+    CU_ASSERT_EQUAL(pf_blockcost_eval(&pr, &twin, parts, &ev), PF_OK);
+    CU_ASSERT_TRUE(ev.fits);
+    /* the tiny model fits 80 GB either way: the handed one is the analytic best itself */
+    PF_ASSERT_CLOSE(one.eval.step_ms, choice.best[0].eval.step_ms, 1e-12);
+    /* fixed: t 2, sp on, full recomputation */
+    pf_search_opts_init(&o);
+    o.global_batch = 64, o.tp = 2, o.sequence_parallel = 1;
+    o.train.recompute = PF_RECOMPUTE_FULL, o.recompute_auto = 0;
+    CU_ASSERT_EQUAL_FATAL(pf_search_blocks_fix(g, c, &o, &choice, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(choice.best[0].cand.t, 2);
+    CU_ASSERT_TRUE(choice.best[0].cand.sp);
+    CU_ASSERT_EQUAL(choice.best[0].cand.recompute, PF_RECOMPUTE_FULL);
+    pf_blocks_destroy(&bl);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&c);
+}
+
+/* The whole search in process: the plan has the fixed (S, T, R) and the block keys. */
+static void test_search(void)
+{
+    pf_graph_t *g = NULL;
+    pf_cluster_t *c = NULL;
+    char err[512];
+    CU_ASSERT_EQUAL_FATAL(fixture(&g, &c), 0);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.global_batch = 64, o.block_search = 1;
+    pf_search_t *s = pf_search_new(g, c, &o, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    uint64_t id;
+    pf_job_t job;
+    while (pf_search_next_job(s, &id, &job)) {
+        pf_job_result_t res;
+        pf_job_run(&job, &res);
+        pf_search_answer(s, id, &res);
+        pf_job_result_clear(&res);
+    }
+    pf_plan_t *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_search_result(s, &p, err, sizeof err), PF_OK);
+    CU_ASSERT_TRUE(p->blocks.present);
+    CU_ASSERT_EQUAL(p->blocks.microbatch_size, 2);
+    CU_ASSERT_TRUE(p->blocks.virtual_stages >= 1);
+    CU_ASSERT_TRUE(p->blocks.analytic_step_ms > 0);
+    CU_ASSERT_EQUAL(p->stages * p->replicas * p->tensor_parallel, 16);
+    /* the plan's (S, T) is one of the pairs the pre-phase handed on (the same pure function) */
+    pf_search_opts_t fixed = o;
+    pf_search_blocks_t choice;
+    CU_ASSERT_EQUAL_FATAL(pf_search_blocks_fix(g, c, &fixed, &choice, err, sizeof err), PF_OK);
+    int found = !fixed.nblock_pairs && p->stages == fixed.stages && p->tensor_parallel == fixed.tp;
+    for (int i = 0; i < fixed.nblock_pairs; i++)
+        found |= p->stages == fixed.block_pairs[i][0] && p->tensor_parallel == fixed.block_pairs[i][1];
+    CU_ASSERT_TRUE(found);
+    CU_ASSERT_EQUAL((int)p->train.recompute, (int)choice.best[0].cand.recompute);
+    CU_ASSERT_EQUAL((long long)pf_graph_microbatch(g) * p->microbatches * p->replicas, 64);
+    CU_ASSERT_EQUAL(p->blocks.first_layers + p->blocks.last_layers +
+                        (p->stages > 2 ? (p->stages - 2) * p->blocks.mid_layers : 0),
+                    p->stages == 1 ? p->blocks.first_layers : 8);
+    /* the plan file's keys */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CU_ASSERT_EQUAL(pf_plan_write(p, g, c, f, err, sizeof err), PF_OK);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"microbatch_size\": 2"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"virtual_stages\": "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"sequence_parallel\": "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"analytic_step_ms\": "));
+    free(buf);
+    pf_plan_destroy(&p);
+    pf_search_destroy(&s);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&c);
+}
+
+/* The block options on the wire (PlanOptions 27-33): a round trip, and an older client's
+ * message (none of them set) that leaves the block search off. */
+static void test_wire(void)
+{
+    char err[256];
+    pf_arena_t *a = pf_arena_new();
+    pf_search_opts_t o, back;
+    pf_search_opts_init(&o);
+    o.block_search = 1, o.block_candidates = 7, o.microbatch_size = 2, o.sequence_parallel = 0;
+    o.virtual_stages = 3, o.recompute_auto = 1, o.zero_auto = 1;
+    Planfarm__PlanOptions *m = pf_plan_options_codec_to_pb(a, &o);
+    CU_ASSERT_EQUAL_FATAL(pf_plan_options_codec_from_pb(m, &back, err, sizeof err), PF_OK);
+    CU_ASSERT(back.block_search && back.block_candidates == 7 && back.microbatch_size == 2);
+    CU_ASSERT(back.sequence_parallel == 0 && back.virtual_stages == 3);
+    CU_ASSERT(back.recompute_auto && back.zero_auto);
+    m->block_search = m->recompute_auto = m->zero_auto = 0;
+    m->block_candidates = m->microbatch_size = m->sequence_parallel = m->virtual_stages = 0;
+    CU_ASSERT_EQUAL_FATAL(pf_plan_options_codec_from_pb(m, &back, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(back.sequence_parallel, -1);
+    CU_ASSERT_FALSE(pf_search_blocks_wanted(&back));
+    m->sequence_parallel = 3;
+    CU_ASSERT_EQUAL(pf_plan_options_codec_from_pb(m, &back, err, sizeof err), PF_EINPUT);
+    pf_arena_destroy(&a);
+}
+
+void pf_suite_search_blocks(void)
+{
+    CU_pSuite s = CU_add_suite("search_blocks", NULL, NULL);
+    CU_add_test(s, "wanted", test_wanted);
+    CU_add_test(s, "fixes the best configuration", test_fix);
+    CU_add_test(s, "a whole search carries the choice", test_search);
+    CU_add_test(s, "options on the wire", test_wire);
+}

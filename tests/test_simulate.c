@@ -260,6 +260,13 @@ static void test_allreduce_hosts(void)
     PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_1F1B), 3 + 60, 1e-12);
     p.in.nvls_busbw_gbps = 300;
     PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_1F1B), 3 + 20, 1e-12);
+    /* ZeRO-3: the ring all-gather of the 4e9 bytes, 3/4 x 4e9 / 100e6 = 30 ms, before the forward
+     * and again before the backward; 2 x 30 - 3 = 57 ms do not hide behind the micro-batch's
+     * compute and lengthen its backward, then the gradients' reduction (20 ms with NVLS) */
+    p.in.nvls_busbw_gbps = 0;
+    p.in.zero = 3;
+    PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_1F1B), 3 + 57 + 60, 1e-12);
+    PF_ASSERT_CLOSE(pf_simulate_zero3_ms(&p.stage[0], 1.0), 0, 1e-12); /* hidden */
     CU_ASSERT_EQUAL(pf_simulate_buckets(4e9, 4, 2), 50);
     CU_ASSERT_EQUAL(pf_simulate_buckets(1e9, 64, 2), 8); /* 6.4e7 parameters a bucket */
     CU_ASSERT_EQUAL(pf_simulate_buckets(0, 4, 2), 1);

@@ -113,10 +113,11 @@ static void stage_order(pf_training_schedule_t order, int S, int MB, int s, int 
         out[n++] = -1 - m;
 }
 
-/* The data-parallel gradient all-reduce of `bytes` over the replicas of stage s, rank k: the
- * cheapest algorithm of planner/ir/collective.h on the group the R devices form (ring over one
- * channel per NIC, tree, NVLS inside an NVSwitch host, hierarchical across hosts). */
-static int allreduce_ms(const sim_t *x, int s, int k, double bytes, double *ms)
+/* A data-parallel collective `op` of `bytes` over the replicas of stage s, rank k: the cheapest
+ * algorithm of planner/ir/collective.h on the group the R devices form (ring over one channel
+ * per NIC, tree, NVLS inside an NVSwitch host, hierarchical across hosts). */
+static int dp_coll_ms(const sim_t *x, int s, int k, pf_collective_op_t op, double bytes,
+                      double *ms)
 {
     for (int r = 0; r < x->R; r++)
         x->group[r] = dev_of(x, s, r, k);
@@ -124,7 +125,7 @@ static int allreduce_ms(const sim_t *x, int s, int k, double bytes, double *ms)
     if (pf_collective_group_from_cluster(x->in->cluster, x->group, x->R, x->in->nvls_busbw_gbps,
                                          &g) != PF_OK)
         return PF_ERR;
-    *ms = pf_collective_best_ms(&g, PF_COLL_ALLREDUCE, bytes);
+    *ms = pf_collective_best_ms(&g, op, bytes);
     return PF_OK;
 }
 
@@ -138,6 +139,12 @@ static double hop_ms(const sim_t *x, const pf_simulate_stage_t *up, int r, int a
            : up->xfer_ms                    ? up->xfer_ms[r]
                                             : pf_cluster_xfer_ms(x->in->cluster, a, b,
                                                                  up->send_bytes / x->T);
+}
+
+double pf_simulate_zero3_ms(const pf_simulate_stage_t *st, double gather_ms)
+{
+    double compute = st->fwd_ms + st->recompute_ms + st->bwd_ms;
+    return fmax(0, 2 * gather_ms - compute);
 }
 
 /* The tasks of stage s, replica r, micro-batch m: forward, backward and the transfers to the
@@ -170,15 +177,22 @@ static void microbatch_tasks(sim_t *x, int s, int r, int m, int comm_free)
 static int stage_tasks(sim_t *x, int s, int comm_free)
 {
     const pf_simulate_stage_t *st = &x->in->stage[s];
+    double gather_ms = 0;
+    if (x->in->zero == 3 && x->R > 1 && !comm_free &&
+        dp_coll_ms(x, s, 0, PF_COLL_ALLGATHER, st->param_bytes / x->T, &gather_ms) != PF_OK)
+        return PF_ERR;
     for (int r = 0; r < x->R; r++) {
-        for (int m = 0; m < x->MB; m++)
+        for (int m = 0; m < x->MB; m++) {
             microbatch_tasks(x, s, r, m, comm_free);
+            x->task[id_bwd(x, s, r, m)].dur_ms += pf_simulate_zero3_ms(st, gather_ms);
+        }
         x->task[id_opt(x, s, r)] =
             (task_t){.kind = T_OPT, .s = s, .r = r, .m = -1, .dur_ms = st->optimizer_ms};
     }
     for (int k = 0; k < x->T && x->R > 1; k++) {
         double ms = 0;
-        if (!comm_free && allreduce_ms(x, s, k, st->param_bytes / x->T / x->NB, &ms) != PF_OK)
+        if (!comm_free && dp_coll_ms(x, s, k, PF_COLL_ALLREDUCE, st->param_bytes / x->T / x->NB,
+                                     &ms) != PF_OK)
             return PF_ERR;
         for (int b = 0; b < x->NB; b++)
             x->task[id_ar(x, s, k, b)] =
@@ -869,6 +883,7 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
     for (int s = 0; s < S; s++)
         most = fmax(most, in->stage[s].param_bytes / T);
     in->buckets = pf_simulate_buckets(most, R, p->train.precision_bytes);
+    in->zero = p->train.zero;
     pf_stage_graph_destroy(&sg);
     pf_tp_setting_destroy(&own);
     return PF_OK;

@@ -57,6 +57,8 @@ typedef struct {
     int buckets;                /* gradient all-reduce buckets per stage (0 or 1: one) */
     double nvls_busbw_gbps;     /* > 0: hosts have NVSwitch SHARP, all-reduce bus bandwidth (the
                                    cluster file does not say; a device model does) */
+    int zero;                   /* ZeRO stage (training.h): 3 gathers a stage's parameters
+                                   before each forward and backward (pf_simulate_zero3_ms) */
     pf_training_schedule_t schedule;
     int timeline;               /* 1: record the events (pictures); 0: figures only */
     pf_simulate_stage_t *stage;      /* S entries */
@@ -119,6 +121,13 @@ int pf_simulate_buckets(double rank_bytes, int replicas, int precision_bytes);
  * (collective.h). T = 1: the postal time of bytes. */
 double pf_simulate_scatter_gather_ms(const pf_cluster_t *c, const int *src, const int *dst, int T,
                                      double bytes, double nvls_busbw_gbps);
+
+/* ZeRO-3 [ZeRO]: every micro-batch gathers the stage's parameters (its T-th share, over the R
+ * replicas) before its forward and again before its backward; prefetched layer by layer, a
+ * gather hides behind the compute of that micro-batch, and what does not hide, max(0, 2 gather
+ * - (forward + recomputation + backward)), lengthens the backward. The gradients' reduce-scatter
+ * is the buckets' reduction (an all-reduce's volume). */
+double pf_simulate_zero3_ms(const pf_simulate_stage_t *st, double gather_ms);
 
 /* Frees what pf_simulate_input_from_plan allocated and zeroes *in (idempotent). */
 void pf_simulate_input_clear(pf_simulate_input_t *in);

@@ -37,7 +37,8 @@ typedef union {
     } probe;
     struct {
         int cand;               /* SIMULATE: the candidate of s->map.cand it simulates, */
-        pf_training_schedule_t schedule; /* under this schedule */
+        pf_training_schedule_t schedule; /* under this schedule; */
+        int baseline;           /* 0, or the winner's baseline: 1 CS map, 2 p2p map */
     } sim;
     int xfer;  /* RESHARD: the transfer of s->sim.xfer it times */
 } pf_search_owner_t;
@@ -167,6 +168,10 @@ typedef struct {
     sim_cand_t *cand;   /* per candidate of s->map */
     xfer_rec_t *xfer;
     int nxfer, sims_left;
+    /* the winner, waiting for its two baselines' SIMULATE jobs (search_sim.c) */
+    pf_plan_t *pending, *base_plan[2];
+    double base_ms[2];
+    int base_left, best_c, best_k;
 } sim_phase_t;
 
 struct pf_search {

@@ -174,9 +174,10 @@ static void on_pipe(pf_broker_t *b, zsock_t *pipe, bool *stop)
     } else if (streq(cmd, "STATS")) {
         pf_broker_stats_t st;
         pf_broker_get_stats(b, &st);
-        zstr_sendf(pipe, "STATS %.6f %.6f %lld %lld %lld %lld %d %.6f %d", st.wall_s, st.busy_s,
-                   st.msgs_in, st.msgs_out, st.malformed, st.dispatched, st.workers,
-                   st.max_stall_s, st.preparing);
+        zstr_sendf(pipe, "STATS %.6f %.6f %lld %lld %lld %lld %d %.6f %d %lld %.6f %lld",
+                   st.wall_s, st.busy_s, st.msgs_in, st.msgs_out, st.malformed, st.dispatched,
+                   st.workers, st.max_stall_s, st.preparing, st.reruns, st.rerun_max_s,
+                   st.workers_lost);
     } else {
         pf_testseam_command(b, pipe, cmd, msg);
     }
@@ -447,6 +448,9 @@ void pf_broker_get_stats(const pf_broker_t *b, pf_broker_stats_t *st)
     st->restored = b->restored;
     st->replayed_answers = b->replayed_answers;
     st->journal_errors = b->journal_errors;
+    st->reruns = b->reruns;
+    st->rerun_max_s = b->rerun_max_s;
+    st->workers_lost = b->workers_lost;
 }
 
 int pf_broker_journal_compact_or_expire(const char *path, double expire_days, int compact,

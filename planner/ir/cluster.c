@@ -263,12 +263,17 @@ static int materialize(pf_cluster_t *c)
 
 const double *pf_cluster_bw_matrix(const pf_cluster_t *c)
 {
-    return c->bw || materialize((pf_cluster_t *)c) == PF_OK ? c->bw : NULL;
+    /* a matrix's never changes; a hierarchy's is made (and its pointer set) under the lock */
+    if (!c->hier)
+        return c->bw;
+    return materialize((pf_cluster_t *)c) == PF_OK ? c->bw : NULL;
 }
 
 const double *pf_cluster_lat_matrix(const pf_cluster_t *c)
 {
-    return c->lat || materialize((pf_cluster_t *)c) == PF_OK ? c->lat : NULL;
+    if (!c->hier)
+        return c->lat;
+    return materialize((pf_cluster_t *)c) == PF_OK ? c->lat : NULL;
 }
 
 double pf_cluster_bw_gbps(const pf_cluster_t *c, int a, int b)

@@ -384,15 +384,15 @@ static bool close_to(double a, double b)
 }
 
 /* A SIMULATE answer that fits and would lead (no done pair has a smaller step per sample; ties
- * count, an earlier candidate may win them) can make the plan, so it is run again here: the
+ * count, an earlier candidate may win them) can make the plan, so it is run again: the
  * simulator is deterministic and one run is cheap next to the search. An answer that cannot
  * lead (it does not fit, or a done pair beats it) is taken as it is: it can only make the plan
- * worse, by keeping a candidate out. */
-int pf_search_sim_verify(const pf_search_t *s, const pf_search_owner_t *owner, const pf_job_t *job,
-                         const pf_job_result_t *res, char *err, size_t errlen)
+ * worse, by keeping a candidate out. A baseline only describes the plan: never re-run. */
+bool pf_search_sim_rerun(const pf_search_t *s, const pf_search_owner_t *owner,
+                         const pf_job_result_t *res)
 {
     if (!res->sim.fits || owner->sim.baseline)
-        return PF_OK;
+        return false;
     const pf_plan_t *plan = s->sim.cand[owner->sim.cand].plan;
     double mine = res->sim.step_ms / pf_search_partition_samples_per_step(s, plan);
     for (int c = 0; c < s->map.ncand; c++)
@@ -400,19 +400,35 @@ int pf_search_sim_verify(const pf_search_t *s, const pf_search_owner_t *owner, c
             const sim_rec_t *r = &s->sim.cand[c].sim[k];
             if (r->done && r->fits &&
                 r->step_ms / pf_search_partition_samples_per_step(s, s->sim.cand[c].plan) < mine)
-                return PF_OK;
+                return false;
         }
+    return true;
+}
+
+int pf_search_sim_agree(const pf_job_result_t *res, const pf_job_result_t *own, char *err,
+                        size_t errlen)
+{
+    if (own->sim.fits != res->sim.fits || !close_to(own->sim.step_ms, res->sim.step_ms) ||
+        !close_to(own->sim.mem_bytes, res->sim.mem_bytes) ||
+        !close_to(own->sim.bubble_fraction, res->sim.bubble_fraction))
+        return pf_fail(err, errlen, PF_EINPUT, "simulate answer: step %g ms (fits %d), "
+                       "re-simulated here: %g ms (fits %d)", res->sim.step_ms, res->sim.fits,
+                       own->sim.step_ms, own->sim.fits);
+    return PF_OK;
+}
+
+int pf_search_sim_verify(const pf_search_t *s, const pf_search_owner_t *owner, const pf_job_t *job,
+                         const pf_job_result_t *res, char *err, size_t errlen)
+{
+    if (!pf_search_sim_rerun(s, owner, res))
+        return PF_OK;
     pf_job_result_t own;
     int rc = pf_job_run(job, &own);
     if (rc != PF_OK)
         rc = pf_fail(err, errlen, PF_EINPUT, "simulate answer: step %g ms could not be "
                      "re-simulated here: %s", res->sim.step_ms, own.error);
-    else if (own.sim.fits != res->sim.fits || !close_to(own.sim.step_ms, res->sim.step_ms) ||
-             !close_to(own.sim.mem_bytes, res->sim.mem_bytes) ||
-             !close_to(own.sim.bubble_fraction, res->sim.bubble_fraction))
-        rc = pf_fail(err, errlen, PF_EINPUT, "simulate answer: step %g ms (fits %d), re-simulated "
-                     "here: %g ms (fits %d)", res->sim.step_ms, res->sim.fits, own.sim.step_ms,
-                     own.sim.fits);
+    else
+        rc = pf_search_sim_agree(res, &own, err, errlen);
     pf_job_result_clear(&own);
     return rc;
 }
@@ -471,7 +487,11 @@ void pf_search_sim_clear(pf_search_t *s)
 const pf_search_kind_t pf_search_sim_kinds[] = {
     {PF_JOB_RESHARD, pf_search_sim_describe_reshard, pf_search_sim_absorb_reshard,
          "resharding job", NULL},
-    {PF_JOB_SIMULATE, pf_search_sim_describe, pf_search_sim_absorb, "simulation job",
-         pf_search_sim_verify},
+    {PF_JOB_SIMULATE, pf_search_sim_describe, pf_search_sim_absorb, "simulation job", NULL},
     {PF_JOB_KIND_COUNT, NULL, NULL, NULL, NULL},
+};
+
+const pf_search_rerun_t pf_search_sim_reruns[] = {
+    {PF_JOB_SIMULATE, pf_search_sim_rerun, pf_search_sim_agree},
+    {PF_JOB_KIND_COUNT, NULL, NULL},
 };

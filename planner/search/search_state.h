@@ -224,4 +224,18 @@ typedef struct {
                   const pf_job_result_t *res, char *err, size_t errlen);
 } pf_search_kind_t;
 
+/* Kinds whose answers are checked by running them again, instead of a verify: an answer for
+ * which rerun says true is run again (pf_job_run of its job) and must agree with that run. In
+ * two halves so that a driver may run the job off its own thread
+ * (pf_search_check_answer_deferred: the broker's loop never simulates). A table of its own
+ * (search_sim.c's pf_search_sim_reruns, ended by PF_JOB_KIND_COUNT) rather than two more
+ * columns in every phase's table of kinds. */
+typedef struct {
+    pf_job_kind_t kind;
+    bool (*rerun)(const pf_search_t *s, const pf_search_owner_t *owner,
+                  const pf_job_result_t *res);
+    int (*agree)(const pf_job_result_t *res, const pf_job_result_t *own, char *err,
+                 size_t errlen);
+} pf_search_rerun_t;
+
 #endif

@@ -304,9 +304,9 @@ static int best_simulated(const pf_search_t *s, int *best_k)
 
 /* The winner's two baselines (CS map, p2p map) as SIMULATE jobs under its schedule: workers run
  * them like any job, so the broker's loop never simulates (issue 23: two simulations of a 1T
- * GPT on 3,072 GPUs kept it from heartbeats for seconds). Their numbers only describe the plan,
- * they never choose it, so they are not re-run here (pf_search_sim_verify). PF_ERR when out of
- * memory queueing them. */
+ * GPT on 3,072 GPUs kept it from heartbeats for seconds). Their answers are re-run like a
+ * leading one (pf_search_sim_rerun), by the broker's helper thread. PF_ERR when out of memory
+ * queueing them. */
 static int queue_baselines(pf_search_t *s)
 {
     for (int b = 0; b < 2; b++) {
@@ -387,11 +387,15 @@ static bool close_to(double a, double b)
  * count, an earlier candidate may win them) can make the plan, so it is run again: the
  * simulator is deterministic and one run is cheap next to the search. An answer that cannot
  * lead (it does not fit, or a done pair beats it) is taken as it is: it can only make the plan
- * worse, by keeping a candidate out. A baseline only describes the plan: never re-run. */
+ * worse, by keeping a candidate out. A baseline's step goes into the plan as it is: always
+ * re-run (on the broker, off its loop), so that every number of the plan was computed on the
+ * trusted side. */
 bool pf_search_sim_rerun(const pf_search_t *s, const pf_search_owner_t *owner,
                          const pf_job_result_t *res)
 {
-    if (!res->sim.fits || owner->sim.baseline)
+    if (owner->sim.baseline)
+        return true;
+    if (!res->sim.fits)
         return false;
     const pf_plan_t *plan = s->sim.cand[owner->sim.cand].plan;
     double mine = res->sim.step_ms / pf_search_partition_samples_per_step(s, plan);

@@ -8,6 +8,7 @@
 #include "planner/core/util.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,11 +49,37 @@ static void summarize_graph(const pf_graph_t *g, long long max_downsets)
         printf("  downsets:     %lld\n", nd);
 }
 
+/* The least and largest latency between two devices: over the levels some pair uses. */
+static void hierarchy_latency(const pf_cluster_hier_t *h)
+{
+    int L = pf_cluster_hier_nlevels(h);
+    double lat_lo = INFINITY, lat_hi = -INFINITY;
+    for (int l = 0; l < L; l++) {
+        if (!pf_cluster_hier_level_used(h, l))
+            continue;
+        for (int k = 0; l == 0 && k < pf_cluster_hier_nkinds(h); k++) { /* inside: per kind */
+            if (pf_cluster_hier_kind(h, k)->gpus < 2)
+                continue;
+            lat_lo = fmin(lat_lo, pf_cluster_hier_kind(h, k)->lat_us);
+            lat_hi = fmax(lat_hi, pf_cluster_hier_kind(h, k)->lat_us);
+        }
+        if (l > 0) {
+            lat_lo = fmin(lat_lo, pf_cluster_hier_level(h, l)->lat_us);
+            lat_hi = fmax(lat_hi, pf_cluster_hier_level(h, l)->lat_us);
+        }
+    }
+    if (pf_cluster_hier_has_latency(h) && lat_lo <= lat_hi)
+        printf("  latency:      %g .. %g us\n", lat_lo, lat_hi);
+    else
+        printf("  latency:      none given (0)\n");
+}
+
 /* Format 2: the levels, host kinds and exceptions, bottom up. */
 static void summarize_hierarchy(const pf_cluster_hier_t *h)
 {
     double over = 1;
     int L = pf_cluster_hier_nlevels(h);
+    hierarchy_latency(h);
     printf("  hierarchy:    %d level%s, %d host slot%s, %d exception%s (format 2)\n", L,
            L == 1 ? "" : "s", pf_cluster_hier_hosts(h), pf_cluster_hier_hosts(h) == 1 ? "" : "s",
            pf_cluster_hier_nexceptions(h), pf_cluster_hier_nexceptions(h) == 1 ? "" : "s");
@@ -81,6 +108,20 @@ static void summarize_hierarchy(const pf_cluster_hier_t *h)
                x->gpus, mem, x->tflops, x->device_model ? ", model " : "",
                x->device_model ? x->device_model : "", x->bw_gbps, x->lat_us);
     }
+    int shown = 0;
+    for (int i = 0; i < pf_cluster_hier_hosts(h) && shown < 8; i++) {
+        int k = pf_cluster_hier_host_kind(h, i);
+        double nic = pf_cluster_hier_host_nic_gbps(h, i);
+        if (k == 0 && nic == 0)
+            continue;
+        printf("    host %d: %s", i, k < 0 ? "missing" : pf_cluster_hier_kind(h, k)->name);
+        if (nic > 0)
+            printf(", NIC %g GB/s", nic);
+        printf("\n");
+        shown++;
+    }
+    if (shown < pf_cluster_hier_nexceptions(h))
+        printf("    ... %d more exceptions\n", pf_cluster_hier_nexceptions(h) - shown);
 }
 
 static void summarize_cluster(const pf_cluster_t *c)

@@ -234,6 +234,25 @@ static int check_count(const char *kind, long long ndev, char *err, size_t errle
     return PF_OK;
 }
 
+/* A machine kind's size: a matrix up to PF_TOPOLOGY_MAX_DEVICES, a hierarchy up to
+ * PF_TOPOLOGY_MAX_MACHINES machines, and the hierarchy's own options. */
+static int check_size(const pf_topology_opts_t *o, const char *kind, char *err, size_t errlen)
+{
+    if (!writes_hierarchy(o))
+        return check_count(kind, (long long)o->machines * o->gpus_per_machine, err, errlen);
+    if (o->machines > PF_TOPOLOGY_MAX_MACHINES ||
+        (long long)o->machines * o->gpus_per_machine > PF_CLUSTER_HIER_MAX_DEVICES)
+        return pf_fail(err, errlen, PF_EINPUT, "%s: %d machines of %d GPUs, more than the cap of "
+                       "%d machines and %d devices", kind, o->machines, o->gpus_per_machine,
+                       PF_TOPOLOGY_MAX_MACHINES, PF_CLUSTER_HIER_MAX_DEVICES);
+    if (o->hosts_per_leaf < 1 || o->leaves_per_spine < 1 || !isfinite(o->oversub) ||
+        o->oversub < 1)
+        return pf_fail(err, errlen, PF_EINPUT, "%s: %d hosts per leaf, %d leaves per spine, "
+                       "oversubscription %g (need >= 1 each)", kind, o->hosts_per_leaf,
+                       o->leaves_per_spine, o->oversub);
+    return PF_OK;
+}
+
 /* Checks the options that the kind uses and returns its device count in *ndev. */
 static int check_opts(const pf_topology_opts_t *o, int *ndev, char *err, size_t errlen)
 {
@@ -291,20 +310,8 @@ static int check_opts(const pf_topology_opts_t *o, int *ndev, char *err, size_t 
         (rc = check_positive("intra-machine bandwidth (GB/s)", o->intra_gbps, err, errlen)))
         return rc;
     if ((rc = check_positive("inter-machine bandwidth (GB/s)", o->inter_gbps, err, errlen)) ||
-        (!writes_hierarchy(o) &&
-         (rc = check_count(kind, (long long)o->machines * o->gpus_per_machine, err, errlen))))
+        (rc = check_size(o, kind, err, errlen)))
         return rc;
-    if (writes_hierarchy(o) && (o->machines > PF_TOPOLOGY_MAX_MACHINES ||
-                                (long long)o->machines * o->gpus_per_machine >
-                                    PF_CLUSTER_HIER_MAX_DEVICES))
-        return pf_fail(err, errlen, PF_EINPUT, "%s: %d machines of %d GPUs, more than the cap of "
-                       "%d machines and %d devices", kind, o->machines, o->gpus_per_machine,
-                       PF_TOPOLOGY_MAX_MACHINES, PF_CLUSTER_HIER_MAX_DEVICES);
-    if (writes_hierarchy(o) && (o->hosts_per_leaf < 1 || o->leaves_per_spine < 1 ||
-                                !isfinite(o->oversub) || o->oversub < 1))
-        return pf_fail(err, errlen, PF_EINPUT, "%s: %d hosts per leaf, %d leaves per spine, "
-                       "oversubscription %g (need >= 1 each)", kind, o->hosts_per_leaf,
-                       o->leaves_per_spine, o->oversub);
     *ndev = o->machines * o->gpus_per_machine;
     return PF_OK;
 }

@@ -198,6 +198,26 @@ int pf_cluster_hier_has_latency(const pf_cluster_hier_t *h)
     return 0;
 }
 
+int pf_cluster_hier_level_used(const pf_cluster_hier_t *h, int level)
+{
+    int64_t unit = -1, child = -1;
+    for (int i = 0; i < h->hosts; i++) {
+        if (h->host_kind[i] < 0)
+            continue;
+        if (level == 0) {
+            if (h->kind[h->host_kind[i]].gpus > 1)
+                return 1;
+            continue;
+        }
+        int64_t u = i / h->span[level], c = i / h->span[level - 1];
+        if (u == unit && c != child)
+            return 1;
+        unit = u;
+        child = c;
+    }
+    return 0;
+}
+
 /* ---- validation ---- */
 
 static int check_link(double bw, double lat, const char *where, char *err, size_t errlen)

@@ -82,6 +82,9 @@ int pf_cluster_hier_common_level(const pf_cluster_hier_t *h, int host_a, int hos
 double pf_cluster_hier_bw_gbps(const pf_cluster_hier_t *h, int host_a, int host_b);
 double pf_cluster_hier_lat_us(const pf_cluster_hier_t *h, int host_a, int host_b);
 int pf_cluster_hier_has_latency(const pf_cluster_hier_t *h);
+/* Whether some pair of devices talks over level L (a host with 2 GPUs for L = 0; two present
+ * hosts under different units of L - 1 in one unit of L). O(hosts). */
+int pf_cluster_hier_level_used(const pf_cluster_hier_t *h, int level);
 
 /* Least, median and largest bandwidth over every ordered pair of distinct devices, exactly as
  * the dense matrix's statistics (cluster.h), without enumerating pairs: pairs are counted per

@@ -13,16 +13,17 @@ mkdir -p "$dir"
 # "<wall s> <peak RSS MB> <exit status>" of a command, its output into $dir/last.log
 measure() {
     /usr/bin/time -f "%e %M" -o "$dir/time.txt" timeout "$limit" "$@" >"$dir/last.log" 2>&1
-    local rc=$?
-    read -r wall kb <"$dir/time.txt" 2>/dev/null || { wall=?; kb=0; }
-    case "$wall" in Command*) read -r wall kb < <(tail -1 "$dir/time.txt") ;; esac
+    local rc=$? wall=0 kb=0
+    # the numbers are the last line (a killed command's status line comes first)
+    read -r wall kb < <(tail -n 1 "$dir/time.txt")
     echo "$wall $((kb / 1024)) $rc"
 }
 
 cluster_row() { # KIND MACHINES [--matrix]
     local f="$dir/$1x$2${3:+-matrix}.json"
-    local gen chk
-    gen=$(measure "$pf" cluster "$1" --machines "$2" ${3:-} -o "$f")
+    local gen chk flags=()
+    [ -n "${3:-}" ] && flags=("$3")
+    gen=$(measure "$pf" cluster "$1" --machines "$2" "${flags[@]}" -o "$f")
     chk=$(measure "$pf" check "$f")
     printf 'cluster %-8s x %5d %-8s gpus %6d  file %10d B  generate %s  check %s\n' "$1" "$2" \
         "${3:-}" $(($2 * 8)) "$(stat -c %s "$f" 2>/dev/null || echo 0)" "$gen" "$chk"

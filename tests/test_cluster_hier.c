@@ -3,7 +3,10 @@
  * inputs with their located messages. */
 #include "planner/ir/cluster_hier.h"
 #include "planner/ir/cluster.h"
+#include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
 #include "planner/inputs/topology.h"
+#include "planner/search/search.h"
 #include "planner/core/util.h"
 #include "proto/arena.h"
 #include "proto/model_codec.h"
@@ -297,6 +300,74 @@ static void test_matrix_files_unchanged(void)
     }
 }
 
+/* The whole search in process (every job run here, in order): its plan. */
+static pf_plan_t *search_plan(const pf_graph_t *g, const pf_cluster_t *c, int tp)
+{
+    char err[512];
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.tp = tp;
+    pf_search_t *s = pf_search_new(g, c, &o, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    uint64_t id;
+    pf_job_t job;
+    while (pf_search_next_job(s, &id, &job)) {
+        pf_job_result_t res;
+        pf_job_run(&job, &res);
+        CU_ASSERT(pf_search_check_answer(s, id, &res, err, sizeof err) == PF_OK);
+        CU_ASSERT_EQUAL(pf_search_answer(s, id, &res), 1);
+        pf_job_result_clear(&res);
+    }
+    pf_plan_t *p = NULL;
+    CU_ASSERT_EQUAL(pf_search_result(s, &p, err, sizeof err), PF_OK);
+    pf_search_destroy(&s);
+    return p;
+}
+
+/* Plans on a hierarchy equal the matrix path's (issue 23): a small GPT on 2 and 4 DGX A100
+ * hosts, T = 1 and T = 2, every number and every device of the plan. */
+static void test_plans_equal_dense(void)
+{
+    char err[256];
+    pf_model_opts_t mo;
+    pf_model_opts_init(&mo, PF_MODEL_GPT);
+    mo.layers = 4;
+    mo.hidden = 512;
+    mo.heads = 8;
+    mo.seq = 256;
+    mo.vocab = 8192;
+    pf_graph_t *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
+    for (int machines = 2; machines <= 4; machines += 2)
+        for (int tp = 1; tp <= 2; tp++) {
+            pf_cluster_t *h = generate(PF_TOPOLOGY_DGX_A100, machines, 0, 1);
+            pf_cluster_t *m = generate(PF_TOPOLOGY_DGX_A100, machines, 1, 1);
+            pf_plan_t *a = search_plan(g, h, tp), *b = search_plan(g, m, tp);
+            CU_ASSERT_FATAL(a && b);
+            CU_ASSERT(a->stages == b->stages && a->replicas == b->replicas &&
+                      a->tensor_parallel == b->tensor_parallel && a->tensor_parallel == tp &&
+                      a->microbatches == b->microbatches);
+            CU_ASSERT_EQUAL(a->objective_ms, b->objective_ms);
+            CU_ASSERT_EQUAL(a->simulated_step_ms, b->simulated_step_ms);
+            CU_ASSERT_EQUAL(a->cs_map.simulated_step_ms, b->cs_map.simulated_step_ms);
+            CU_ASSERT_EQUAL(a->p2p_map.simulated_step_ms, b->p2p_map.simulated_step_ms);
+            int n = a->replicas * a->tensor_parallel;
+            if (getenv("PF_TEST_VERBOSE"))
+                fprintf(stderr, "  %d hosts, T %d: %d x %d x %d, step %g ms\n", machines, tp,
+                        a->stages, a->replicas, a->tensor_parallel, a->simulated_step_ms);
+            for (int st = 0; st < a->stages && st < b->stages; st++) {
+                CU_ASSERT_EQUAL(a->stage_list[st].nops, b->stage_list[st].nops);
+                CU_ASSERT(memcmp(pf_plan_stage_devices(a, st), pf_plan_stage_devices(b, st),
+                                 (size_t)n * sizeof(int)) == 0);
+            }
+            pf_plan_destroy(&a);
+            pf_plan_destroy(&b);
+            pf_cluster_destroy(&h);
+            pf_cluster_destroy(&m);
+        }
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_cluster_hier(void)
 {
     CU_pSuite s = CU_add_suite("cluster_hier", NULL, NULL);
@@ -307,4 +378,5 @@ void pf_suite_cluster_hier(void)
                 test_matrix_refused_when_too_large);
     CU_add_test(s, "bad hierarchies: located errors", test_bad_hierarchies);
     CU_add_test(s, "matrix files load unchanged", test_matrix_files_unchanged);
+    CU_add_test(s, "plans on a hierarchy equal the matrix path's", test_plans_equal_dense);
 }

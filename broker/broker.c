@@ -345,6 +345,12 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
     }
     if (take_opts(b, opts, err, errlen) != PF_OK)
         goto fail;
+    /* answers are trusted without a re-run only where no other process can send them */
+    if (b->o.own_workers_only && strncmp(b->o.endpoint, "inproc://", 9) != 0) {
+        pf_fail(err, errlen, PF_EINPUT, "broker: own workers only needs an inproc:// endpoint, "
+                "not %s", b->o.endpoint);
+        goto fail;
+    }
     /* before anything listens: a refused endpoint binds nothing */
     if (pf_curve_check_plain("broker", b->o.endpoint, b->o.auth.cert != NULL, b->o.auth.insecure,
                              err, errlen) != PF_OK)

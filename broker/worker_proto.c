@@ -193,7 +193,7 @@ static void on_result(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
     if (rc == PF_OK && (rc = pf_search_check_answer_deferred(r->search, sid, &res, &job, &rerun,
                                                              err, sizeof err)) != PF_OK)
         pf_job_result_clear(&res);
-    if (rc == PF_OK && rerun) { /* the job stays held by w until the re-run is back */
+    if (rc == PF_OK && rerun && !b->o.own_workers_only) { /* w holds the job until it is back */
         pf_prep_task_t *t = pf_prep_rerun_new(r->id, sid, m->id, p->key, &job, &res, data, len);
         pf_job_result_clear(&res);
         if (t) {

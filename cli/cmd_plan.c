@@ -82,6 +82,7 @@ static int embedded_start(embedded_t *e, int nworkers, int threads, char *err, s
     snprintf(e->endpoint, sizeof e->endpoint, "inproc://planfarm-plan-%d", (int)getpid());
     bo.endpoint = e->endpoint;
     bo.quiet = 1;
+    bo.own_workers_only = 1; /* inproc: no other process can connect */
     if (!(e->broker = zactor_new(pf_broker_actor, &bo)) ||
         actor_started(e->broker, e->endpoint, sizeof e->endpoint, err, errlen) != PF_OK)
         return PF_ERR;

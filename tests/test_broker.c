@@ -1232,6 +1232,25 @@ static void test_rerun_off_the_loop(void)
     pf_cluster_destroy(&cl);
 }
 
+/* Answers go unchecked by a re-run only where no other process can send them: a broker asked to
+ * trust its own workers refuses to start on a TCP endpoint. */
+static void test_own_workers_only_inproc(void)
+{
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    o.endpoint = "tcp://127.0.0.1:0";
+    o.quiet = 1;
+    o.own_workers_only = 1;
+    zactor_t *a = zactor_new(pf_broker_actor, &o);
+    char *status = NULL, *text = NULL;
+    zstr_recvx(a, &status, &text, NULL);
+    CU_ASSERT_STRING_EQUAL(status, "ERROR");
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "own workers only needs an inproc:// endpoint"));
+    free(status);
+    free(text);
+    zactor_destroy(&a);
+}
+
 void pf_suite_broker(void)
 {
     CU_pSuite s = CU_add_suite("broker", NULL, NULL);
@@ -1248,6 +1267,7 @@ void pf_suite_broker(void)
     CU_add_test(s, "replies a client never reads are bounded", test_unread_replies_bounded);
     CU_add_test(s, "running requests are bounded", test_running_requests_bounded);
     CU_add_test(s, "job ids differ across broker instances", test_job_ids_differ_across_brokers);
+    CU_add_test(s, "own workers only: inproc endpoints only", test_own_workers_only_inproc);
     CU_add_test(s, "a leading answer is re-run off the loop; no worker is lost",
                 test_rerun_off_the_loop);
     CU_add_test(s, "a slow message does not make workers look dead",

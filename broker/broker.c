@@ -174,9 +174,10 @@ static void on_pipe(pf_broker_t *b, zsock_t *pipe, bool *stop)
     } else if (streq(cmd, "STATS")) {
         pf_broker_stats_t st;
         pf_broker_get_stats(b, &st);
-        zstr_sendf(pipe, "STATS %.6f %.6f %lld %lld %lld %lld %d %.6f %d", st.wall_s, st.busy_s,
-                   st.msgs_in, st.msgs_out, st.malformed, st.dispatched, st.workers,
-                   st.max_stall_s, st.preparing);
+        zstr_sendf(pipe, "STATS %.6f %.6f %lld %lld %lld %lld %d %.6f %d %lld %.6f %lld",
+                   st.wall_s, st.busy_s, st.msgs_in, st.msgs_out, st.malformed, st.dispatched,
+                   st.workers, st.max_stall_s, st.preparing, st.reruns, st.rerun_max_s,
+                   st.workers_lost);
     } else {
         pf_testseam_command(b, pipe, cmd, msg);
     }
@@ -344,6 +345,12 @@ pf_broker_t *pf_broker_new(const pf_broker_opts_t *opts, char *err, size_t errle
     }
     if (take_opts(b, opts, err, errlen) != PF_OK)
         goto fail;
+    /* answers are trusted without a re-run only where no other process can send them */
+    if (b->o.own_workers_only && strncmp(b->o.endpoint, "inproc://", 9) != 0) {
+        pf_fail(err, errlen, PF_EINPUT, "broker: own workers only needs an inproc:// endpoint, "
+                "not %s", b->o.endpoint);
+        goto fail;
+    }
     /* before anything listens: a refused endpoint binds nothing */
     if (pf_curve_check_plain("broker", b->o.endpoint, b->o.auth.cert != NULL, b->o.auth.insecure,
                              err, errlen) != PF_OK)
@@ -447,6 +454,9 @@ void pf_broker_get_stats(const pf_broker_t *b, pf_broker_stats_t *st)
     st->restored = b->restored;
     st->replayed_answers = b->replayed_answers;
     st->journal_errors = b->journal_errors;
+    st->reruns = b->reruns;
+    st->rerun_max_s = b->rerun_max_s;
+    st->workers_lost = b->workers_lost;
 }
 
 int pf_broker_journal_compact_or_expire(const char *path, double expire_days, int compact,

@@ -53,7 +53,8 @@ void pf_broker_get_stats(const pf_broker_t *b, pf_broker_stats_t *st);
  * must live until the actor has started. After zactor_new, the actor sends "OK" <endpoint> or
  * "ERROR" <message>. Commands on the pipe (others go to the options' testseam, if any):
  *   "STATS"      replies "STATS" <wall_s> <busy_s> <msgs_in> <msgs_out> <malformed>
- *                <dispatched> <workers> <max_stall_s> <preparing>
+ *                <dispatched> <workers> <max_stall_s> <preparing> <reruns> <rerun_max_s>
+ *                <workers_lost>
  *   "$TERM"      stop (BYE to workers). */
 void pf_broker_actor(zsock_t *pipe, void *args);
 

@@ -39,6 +39,10 @@ typedef struct {
     const char *journal_path; /* SQLite journal (broker/journal.h); NULL: requests live in memory
                                * only. Unfinished requests in it are restored by pf_broker_new */
     int prep_delay_ms;      /* test hook: the helper thread sleeps this long before each setup */
+    int own_workers_only;   /* every worker is this process's own (planfarm plan's embedded
+                             * broker on an inproc:// endpoint): answers are not re-run, the
+                             * re-run would be the same code on the same inputs in the same
+                             * process (pf_search_check_answer_deferred) */
     int client_max_requests; /* unfinished requests one client may have; 0 = only max_running */
     int client_max_jobs;    /* jobs of one client in the dispatch core at once; 0 = no quota.
                              * Clients take turns for free credits either way (broker/fair.h) */

@@ -74,6 +74,8 @@ typedef struct {
     char client[2 * IDENTITY_MAX + 1]; /* the submitter's key: its lane (broker/fair.h) */
     bool preparing; /* its setup is on the helper thread (search NULL, not finished) */
     bool restored;  /* from the journal: its journaled answers are replayed once prepared */
+    int reruns;     /* answers being re-run on the helper thread: they borrow the search, graph
+                     * and cluster, so it finishes (and frees them) only at 0 */
 } request_t;
 
 struct pf_broker {
@@ -95,7 +97,8 @@ struct pf_broker {
     pf_prep_t *prep;
     pf_fair_t *fair;
     /* stats */
-    double max_stall_s, prep_max_s;
+    double max_stall_s, prep_max_s, rerun_max_s;
+    long long reruns, workers_lost;
     long long restored, replayed_answers, journal_errors;
     double busy_s;
     long long msgs_in, msgs_out, malformed, nrequests, foreign;

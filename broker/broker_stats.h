@@ -16,6 +16,9 @@ typedef struct {
     double prep_max_s;   /* longest request setup on the helper thread */
     int preparing;       /* requests whose setup is queued or running */
     long long restored, replayed_answers, journal_errors;
+    long long reruns;    /* answers re-run on the helper thread (a leading SIMULATE answer) */
+    double rerun_max_s;  /* the longest of them */
+    long long workers_lost; /* workers declared silent or unreachable */
 } pf_broker_stats_t;
 
 #endif

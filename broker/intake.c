@@ -4,6 +4,7 @@
 #include "broker/peers.h"
 #include "broker/publish.h"
 #include "broker/requests.h"
+#include "broker/worker_proto.h"
 #include "planner/core/util.h"
 
 #include <math.h>
@@ -308,7 +309,10 @@ void pf_intake_prepared(pf_broker_t *b)
 {
     pf_prep_task_t *t;
     while ((t = pf_prep_take(b->prep)) != NULL) {
-        prepared(b, t);
+        if (t->kind == PF_PREP_RERUN)
+            pf_worker_proto_rerun_back(b, t);
+        else
+            prepared(b, t);
         pf_prep_task_free(&t);
     }
 }

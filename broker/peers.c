@@ -99,6 +99,7 @@ void pf_peers_drop_gone(pf_broker_t *b)
         peer_t *p = zhashx_lookup(b->peers, key);
         if (p && p->kind == PEER_WORKER) {
             zsys_warning("broker: worker %s is unreachable: its jobs go to others", p->name);
+            b->workers_lost++;
             pf_dispatch_worker_remove(b->dispatch, p->worker, "worker unreachable");
             pf_peers_bury(p);
         }

@@ -19,7 +19,14 @@
 
 typedef struct pf_prep pf_prep_t;
 
+/* What a task is: a request's setup, or the re-run of a worker's answer that could make the
+ * plan (pf_search_check_answer_deferred: a leading SIMULATE answer). Re-runs came to this thread
+ * in issue 23: two simulations of a 1T GPT on 3,072 GPUs held the loop for seconds, and the
+ * broker's own worker looked dead. */
+typedef enum { PF_PREP_SETUP, PF_PREP_RERUN } pf_prep_kind_t;
+
 typedef struct pf_prep_task {
+    pf_prep_kind_t kind;
     char id[64]; /* the request's id: the loop looks it up again when the task comes back */
     /* in: packed Graph, Cluster and PlanOptions messages (owned, malloc'd) */
     uint8_t *graph, *cluster, *options;
@@ -32,6 +39,16 @@ typedef struct pf_prep_task {
     int rc;
     char err[512];
     double prep_s; /* seconds the thread spent on it */
+    /* PF_PREP_RERUN: answer `res` of search job sid (dispatch job job_id) from the peer whose
+     * key is `peer`, its RESULT message (for the journal), the job to run again (it borrows the
+     * request's search, graph and cluster: the request keeps them while a re-run is out,
+     * request_t.reruns) and, back from the thread, that run's answer `own` */
+    uint64_t sid, job_id;
+    char peer[512];
+    pf_job_t job;
+    pf_job_result_t res, own;
+    uint8_t *result;
+    size_t result_len;
     struct pf_prep_task *next;
 } pf_prep_task_t;
 
@@ -39,9 +56,15 @@ typedef struct pf_prep_task {
 pf_prep_task_t *pf_prep_task_new(const char *id, const uint8_t *graph, size_t graph_len,
                                  const uint8_t *cluster, size_t cluster_len,
                                  const uint8_t *options, size_t options_len);
+/* A re-run: copies the peer key and the RESULT bytes, takes res over (cleared in the caller's
+ * copy); NULL when out of memory (res is then the caller's still). */
+pf_prep_task_t *pf_prep_rerun_new(const char *id, uint64_t sid, uint64_t job_id, const char *peer,
+                                  const pf_job_t *job, pf_job_result_t *res,
+                                  const uint8_t *result, size_t result_len);
 void pf_prep_task_free(pf_prep_task_t **t);
 
-/* Starts the thread. delay_ms: a test hook, a sleep before each task (0 in production). */
+/* Starts the thread. delay_ms: a test hook, a sleep before each task, setups and re-runs (0 in
+ * production). */
 pf_prep_t *pf_prep_new(int delay_ms, char *err, size_t errlen);
 /* Stops the thread (after the task it is running) and frees every task it still has. */
 void pf_prep_destroy(pf_prep_t **p);

@@ -378,7 +378,7 @@ void pf_requests_advance(pf_broker_t *b, request_t *r)
             break;
         }
     }
-    if (r->search && pf_search_done(r->search))
+    if (r->search && pf_search_done(r->search) && r->reruns == 0)
         finish(b, r);
 }
 

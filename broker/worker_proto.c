@@ -2,6 +2,7 @@
 #include "broker/access.h"
 #include "broker/lanes.h"
 #include "broker/peers.h"
+#include "broker/prep.h"
 #include "broker/requests.h"
 #include "broker/testseam.h"
 #include "planner/core/util.h"
@@ -29,11 +30,29 @@ void pf_worker_proto_on_dead(void *ctx, void *worker_user)
     peer_t *p = worker_user;
     zsys_warning("broker: worker %s is silent for %d heartbeats: its jobs go to others", p->name,
                  b->o.liveness);
+    b->workers_lost++;
     pf_peers_bury(p);
 }
 
 
 /* ---- messages ---- */
+
+/* A checked answer (rc PF_OK) goes to its request, a failed check makes it a failed attempt
+ * of the job on that worker. res is cleared. */
+static void settle(pf_broker_t *b, peer_t *p, request_t *r, uint64_t sid, uint64_t job_id, int rc,
+                   const char *err, pf_job_result_t *res, const uint8_t *data, size_t len)
+{
+    if (rc != PF_OK) {
+        char why[400];
+        pf_peers_malformed(b, p, "RESULT for job %llu: %s", (unsigned long long)job_id, err);
+        snprintf(why, sizeof why, "%s sent an invalid result: %s", p->name, err);
+        pf_dispatch_failed(b->dispatch, p->worker, job_id, why);
+    } else if (pf_dispatch_result(b->dispatch, p->worker, job_id)) {
+        pf_requests_answer(b, r, sid, res, data, len);
+    }
+    pf_job_result_clear(res);
+}
+
 
 void pf_worker_proto_send_job(pf_broker_t *b, const pf_dispatch_assign_t *a)
 {
@@ -167,24 +186,52 @@ static void on_result(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len
         goto done;
     }
     pf_job_result_t res;
+    pf_job_t job;
+    bool rerun = false;
     int rc = pf_job_codec_result_from_pb(m, pf_graph_nops(r->g), pf_cluster_ndevices(r->c), &res, err,
                                      sizeof err);
-    if (rc == PF_OK &&
-        (rc = pf_search_check_answer(r->search, sid, &res, err, sizeof err)) != PF_OK)
+    if (rc == PF_OK && (rc = pf_search_check_answer_deferred(r->search, sid, &res, &job, &rerun,
+                                                             err, sizeof err)) != PF_OK)
         pf_job_result_clear(&res);
-    if (rc != PF_OK) {
-        char why[400];
-        pf_peers_malformed(b, p, "RESULT for job %llu: %s", (unsigned long long)m->id, err);
-        snprintf(why, sizeof why, "%s sent an invalid result: %s", p->name, err);
-        pf_dispatch_failed(b->dispatch, w, m->id, why);
-        goto done;
+    if (rc == PF_OK && rerun && !b->o.own_workers_only) { /* w holds the job until it is back */
+        pf_prep_task_t *t = pf_prep_rerun_new(r->id, sid, m->id, p->key, &job, &res, data, len);
+        pf_job_result_clear(&res);
+        if (t) {
+            r->reruns++;
+            pf_prep_push(b->prep, t);
+            goto done;
+        }
+        rc = pf_fail(err, sizeof err, PF_ERR, "broker: out of memory re-running it");
     }
-    if (pf_dispatch_result(b->dispatch, w, m->id))
-        pf_requests_answer(b, r, sid, &res, data, len);
-    pf_job_result_clear(&res);
+    settle(b, p, r, sid, m->id, rc, err, &res, data, len);
 done:
     pf_lanes_job_left(b, m->id);
     planfarm__job_result__free_unpacked(m, NULL);
+}
+
+void pf_worker_proto_rerun_back(pf_broker_t *b, pf_prep_task_t *t)
+{
+    char err[400] = "";
+    request_t *r = pf_requests_find(b, t->id);
+    if (!r)
+        return;
+    r->reruns--;
+    peer_t *p = zhashx_lookup(b->peers, t->peer);
+    b->reruns++;
+    if (t->prep_s > b->rerun_max_s)
+        b->rerun_max_s = t->prep_s;
+    /* a worker declared dead meanwhile had its jobs sent elsewhere: this answer is not needed */
+    if (r->search && p && (p->kind == PEER_WORKER || p->kind == PEER_GONE) &&
+        pf_dispatch_holds(b->dispatch, p->worker, t->job_id) >= 0 &&
+        pf_requests_wants(r, t->sid)) {
+        int rc = t->own.status != PF_OK
+                     ? pf_fail(err, sizeof err, PF_EINPUT, "the answer could not be re-run "
+                               "here: %s", t->own.error)
+                     : pf_search_check_rerun(r->search, t->sid, &t->res, &t->own, err, sizeof err);
+        settle(b, p, r, t->sid, t->job_id, rc, err, &t->res, t->result, t->result_len);
+    }
+    pf_lanes_job_left(b, t->job_id);
+    pf_requests_advance(b, r); /* a search that ended meanwhile finishes now */
 }
 
 static void on_failed(pf_broker_t *b, peer_t *p, const uint8_t *data, size_t len)

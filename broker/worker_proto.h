@@ -14,5 +14,9 @@ void pf_worker_proto_send_job(pf_broker_t *b, const pf_dispatch_assign_t *a);
 /* dispatch events */
 void pf_worker_proto_on_cancel(void *ctx, void *worker_user, uint64_t job_id);
 void pf_worker_proto_on_dead(void *ctx, void *worker_user);
+/* A re-run the helper thread is done with (broker/prep.h, PF_PREP_RERUN): the answer it checked
+ * goes to its request, or is one failed attempt of its job on that worker. */
+struct pf_prep_task;
+void pf_worker_proto_rerun_back(pf_broker_t *b, struct pf_prep_task *t);
 
 #endif

@@ -1,12 +1,14 @@
 /* planfarm check FILE: validate a graph or cluster file and summarise it. */
 #include "cli/cli.h"
 #include "planner/ir/cluster.h"
+#include "planner/ir/cluster_hier.h"
 #include "planner/partition/downsets.h"
 #include "planner/ir/graph.h"
 #include "planner/core/json.h"
 #include "planner/core/util.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,7 @@ static void help(FILE *f)
     fprintf(f,
             "usage: planfarm check FILE [--max-downsets N]\n\n"
             "Validates a graph or cluster file (which one is told by its keys: \"ops\" or\n"
-            "\"devices\") and prints a summary. FILE may be - for stdin.\n\n"
+            "\"devices\" or \"hierarchy\") and prints a summary. FILE may be - for stdin.\n\n"
             "  --max-downsets N  stop counting downsets past N (default %lld)\n\n"
             "Exit status 2 when the file is invalid; the message names the place.\n",
             DEFAULT_MAX_DOWNSETS);
@@ -47,6 +49,81 @@ static void summarize_graph(const pf_graph_t *g, long long max_downsets)
         printf("  downsets:     %lld\n", nd);
 }
 
+/* The least and largest latency between two devices: over the levels some pair uses. */
+static void hierarchy_latency(const pf_cluster_hier_t *h)
+{
+    int L = pf_cluster_hier_nlevels(h);
+    double lat_lo = INFINITY, lat_hi = -INFINITY;
+    for (int l = 0; l < L; l++) {
+        if (!pf_cluster_hier_level_used(h, l))
+            continue;
+        for (int k = 0; l == 0 && k < pf_cluster_hier_nkinds(h); k++) { /* inside: per kind */
+            if (pf_cluster_hier_kind(h, k)->gpus < 2)
+                continue;
+            lat_lo = fmin(lat_lo, pf_cluster_hier_kind(h, k)->lat_us);
+            lat_hi = fmax(lat_hi, pf_cluster_hier_kind(h, k)->lat_us);
+        }
+        if (l > 0) {
+            lat_lo = fmin(lat_lo, pf_cluster_hier_level(h, l)->lat_us);
+            lat_hi = fmax(lat_hi, pf_cluster_hier_level(h, l)->lat_us);
+        }
+    }
+    if (pf_cluster_hier_has_latency(h) && lat_lo <= lat_hi)
+        printf("  latency:      %g .. %g us\n", lat_lo, lat_hi);
+    else
+        printf("  latency:      none given (0)\n");
+}
+
+/* Format 2: the levels, host kinds and exceptions, bottom up. */
+static void summarize_hierarchy(const pf_cluster_hier_t *h)
+{
+    double over = 1;
+    int L = pf_cluster_hier_nlevels(h);
+    hierarchy_latency(h);
+    printf("  hierarchy:    %d level%s, %d host slot%s, %d exception%s (format 2)\n", L,
+           L == 1 ? "" : "s", pf_cluster_hier_hosts(h), pf_cluster_hier_hosts(h) == 1 ? "" : "s",
+           pf_cluster_hier_nexceptions(h), pf_cluster_hier_nexceptions(h) == 1 ? "" : "s");
+    for (int l = 0; l < L; l++) {
+        const pf_cluster_level_t *v = pf_cluster_hier_level(h, l);
+        char count[48];
+        if (l == 0)
+            snprintf(count, sizeof count, "%d GPUs", v->count);
+        else if (v->count == 0)
+            snprintf(count, sizeof count, "all below");
+        else
+            snprintf(count, sizeof count, "%d x %s", v->count, pf_cluster_hier_level(h, l - 1)->name);
+        printf("    %-8s %-14s %g GB/s per GPU (%g between two GPUs), %g us", v->name, count,
+               v->bw_gbps, l == 0 ? v->bw_gbps : v->bw_gbps / over, v->lat_us);
+        if (l > 0 && v->oversub != 1)
+            printf(", oversubscribed %g:1", v->oversub);
+        printf("\n");
+        if (l > 0)
+            over *= v->oversub;
+    }
+    for (int k = 0; k < pf_cluster_hier_nkinds(h); k++) {
+        const pf_cluster_host_kind_t *x = pf_cluster_hier_kind(h, k);
+        char mem[32];
+        pf_fmt_bytes(mem, sizeof mem, x->mem_bytes);
+        printf("    kind %s: %d GPUs of %s, %g TFLOPs%s%s, %g GB/s and %g us inside\n", x->name,
+               x->gpus, mem, x->tflops, x->device_model ? ", model " : "",
+               x->device_model ? x->device_model : "", x->bw_gbps, x->lat_us);
+    }
+    int shown = 0;
+    for (int i = 0; i < pf_cluster_hier_hosts(h) && shown < 8; i++) {
+        int k = pf_cluster_hier_host_kind(h, i);
+        double nic = pf_cluster_hier_host_nic_gbps(h, i);
+        if (k == 0 && nic == 0)
+            continue;
+        printf("    host %d: %s", i, k < 0 ? "missing" : pf_cluster_hier_kind(h, k)->name);
+        if (nic > 0)
+            printf(", NIC %g GB/s", nic);
+        printf("\n");
+        shown++;
+    }
+    if (shown < pf_cluster_hier_nexceptions(h))
+        printf("    ... %d more exceptions\n", pf_cluster_hier_nexceptions(h) - shown);
+}
+
 static void summarize_cluster(const pf_cluster_t *c)
 {
     int n = pf_cluster_ndevices(c);
@@ -65,6 +142,10 @@ static void summarize_cluster(const pf_cluster_t *c)
         printf("  bandwidth:    min %g, median %g, max %g GB/s (%s)\n", pf_cluster_bw_min(c),
                pf_cluster_bw_median(c), pf_cluster_bw_max(c),
                pf_cluster_is_symmetric(c) ? "symmetric" : "asymmetric");
+    if (pf_cluster_hierarchy(c)) {
+        summarize_hierarchy(pf_cluster_hierarchy(c));
+        return;
+    }
     if (pf_cluster_has_latency(c)) {
         for (int x = 0; x < n; x++)
             for (int y = 0; y < n; y++) {
@@ -114,7 +195,7 @@ int cmd_check(int argc, char **argv)
     if (rc != PF_OK)
         return cli_report("check", rc, err);
     int is_graph = json_object_get(root, "ops") != NULL;
-    int is_cluster = json_object_get(root, "devices") != NULL;
+    int is_cluster = json_object_get(root, "devices") || json_object_get(root, "hierarchy");
     int is_plan = json_object_get(root, "stage_list") != NULL;
     if (is_plan && !is_graph) {
         json_decref(root);
@@ -126,7 +207,7 @@ int cmd_check(int argc, char **argv)
     }
     if (!is_graph && !is_cluster) {
         json_decref(root);
-        snprintf(err, sizeof err, "%s: neither a graph (no \"ops\") nor a cluster (no \"devices\")",
+        snprintf(err, sizeof err, "%s: neither a graph (no \"ops\") nor a cluster (no \"devices\" or \"hierarchy\")",
                  label);
         return cli_report("check", PF_EINPUT, err);
     }

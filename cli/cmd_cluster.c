@@ -5,6 +5,8 @@
 #include "planner/core/util.h"
 
 #include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +18,10 @@ static void help(FILE *f)
 {
     fprintf(f,
             "usage: planfarm cluster KIND [flags] [-o CLUSTER]\n\n"
-            "Writes a cluster file (devices, bandwidth_gbps, optional latency_us) for a\n"
-            "generated topology. KIND is one of:\n"
+            "Writes a cluster file for a generated topology: nvswitch, dgx-a100 and\n"
+            "dgx-h100 as a hierarchy (format 2: host -> leaf -> spine -> core, a few\n"
+            "hundred bytes at any size; --matrix for the dense form), the other kinds as\n"
+            "devices with a bandwidth_gbps (and optional latency_us) matrix. KIND is one of:\n"
             "  hier         Parmesan's two-level system: machines x GPUs, Titan V (12 GB,\n"
             "               110 TFLOPs), PCIe 11 GB/s inside a machine, Ethernet 1.1 GB/s between\n"
             "  dgx1         machines of 8 V100 (16 GB, 125 TFLOPs) with the DGX-1 NVLink\n"
@@ -58,11 +62,19 @@ static void help(FILE *f)
             "                    latency write no latency matrix\n"
             "  --inter-latency-us X  machine kinds: latency between machines (dgx-*: 5;\n"
             "                    others 0 = --latency-us)\n"
+            "  --matrix          nvswitch, dgx-*: the dense D x D matrix (format 1), at most\n"
+            "                    %d devices, instead of the hierarchy\n"
+            "  --hosts-per-leaf N  nvswitch, dgx-*: machines under one leaf (a scalable unit;\n"
+            "                    default dgx-a100 20, others 32)\n"
+            "  --leaves-per-spine N  nvswitch, dgx-*: leaves under one spine (default 16)\n"
+            "  --oversubscription X  nvswitch, dgx-*: the leaf's uplink oversubscription; the\n"
+            "                    bandwidth between leaves is divided by it (default 1)\n"
             "  --name NAME       cluster name (default from the kind, e.g. dgx1x4)\n"
             "  -o, --output FILE write there (default or -: stdout)\n\n"
-            "At most %d devices. Hosts: machine (hier, dgx1, nvswitch, dgx-*), node (random-blk1/2),\n"
-            "one per device (mesh, torus, uniform). Exit status 2 on bad flags.\n",
-            PF_TOPOLOGY_MAX_DEVICES);
+            "At most %d devices as a matrix; a hierarchy up to %d machines. Hosts: machine\n"
+            "(hier, dgx1, nvswitch, dgx-*), node (random-blk1/2), one per device (mesh,\n"
+            "torus, uniform). Exit status 2 on bad flags.\n",
+            PF_TOPOLOGY_MAX_DEVICES, PF_TOPOLOGY_MAX_DEVICES, PF_TOPOLOGY_MAX_MACHINES);
 }
 
 /* "4x4" or "4x4x4" into dims (the rest 1); PF_OK, or PF_EINPUT after a usage message. */
@@ -102,7 +114,8 @@ static int parse_dims(const char *arg, int want, int dims[3], const char *kind)
 /* The flags as given: they are converted once the kind is known, whose defaults come first. */
 typedef struct {
     const char *machines, *gpus, *intra, *inter, *dims, *devices, *seed, *mem, *tflops, *latency,
-        *inter_latency, *name, *out;
+        *inter_latency, *name, *out, *per_leaf, *per_spine, *oversub;
+    bool matrix;
 } cluster_args_t;
 
 #define G(field) offsetof(cluster_args_t, field)
@@ -120,6 +133,10 @@ static const cli_option_t cluster_options[] = {
     {"inter-latency-us", 0, CLI_OPT_STRING, .offset = G(inter_latency)},
     {"name", 0, CLI_OPT_STRING, .offset = G(name)},
     {"output", 'o', CLI_OPT_STRING, .offset = G(out)},
+    {"hosts-per-leaf", 0, CLI_OPT_STRING, .offset = G(per_leaf)},
+    {"leaves-per-spine", 0, CLI_OPT_STRING, .offset = G(per_spine)},
+    {"oversubscription", 0, CLI_OPT_STRING, .offset = G(oversub)},
+    {"matrix", 0, CLI_OPT_FLAG, .offset = G(matrix)},
     CLI_OPTION_HELP,
     CLI_OPTION_END,
 };
@@ -131,6 +148,7 @@ static const cli_option_t cluster_options[] = {
 #define K_MACHINES (K(PF_TOPOLOGY_HIER) | K(PF_TOPOLOGY_DGX1) | K(PF_TOPOLOGY_NVSWITCH) | K_DGX)
 #define K_GRID (K(PF_TOPOLOGY_MESH2D) | K(PF_TOPOLOGY_TORUS2D) | K(PF_TOPOLOGY_MESH3D) | K(PF_TOPOLOGY_TORUS3D))
 #define K_RANDOM (K(PF_TOPOLOGY_RANDOM_BLK1) | K(PF_TOPOLOGY_RANDOM_BLK2) | K(PF_TOPOLOGY_UNIFORM))
+#define K_HIERARCHY (K(PF_TOPOLOGY_NVSWITCH) | K_DGX)
 
 static const struct {
     size_t given;
@@ -149,6 +167,9 @@ static const struct {
     {G(dims), "--dims", K_GRID, "mesh2d, torus2d, mesh3d and torus3d"},
     {G(devices), "--devices", K_RANDOM, "random-blk1, random-blk2 and uniform"},
     {G(seed), "--seed", K_RANDOM, "random-blk1, random-blk2 and uniform"},
+    {G(per_leaf), "--hosts-per-leaf", K_HIERARCHY, "nvswitch, dgx-a100 and dgx-h100"},
+    {G(per_spine), "--leaves-per-spine", K_HIERARCHY, "nvswitch, dgx-a100 and dgx-h100"},
+    {G(oversub), "--oversubscription", K_HIERARCHY, "nvswitch, dgx-a100 and dgx-h100"},
 };
 
 static const char *given_text(const cluster_args_t *a, size_t offset)
@@ -194,7 +215,13 @@ static const struct {
     cli_option_t set;
 } values[] = {
     {G(machines), {"machines", 0, CLI_OPT_INT, .offset = T(machines), .lo = 1,
-                   .hi = PF_TOPOLOGY_MAX_DEVICES}},
+                   .hi = PF_TOPOLOGY_MAX_MACHINES}},
+    {G(per_leaf), {"hosts-per-leaf", 0, CLI_OPT_INT, .offset = T(hosts_per_leaf), .lo = 1,
+                   .hi = PF_TOPOLOGY_MAX_MACHINES}},
+    {G(per_spine), {"leaves-per-spine", 0, CLI_OPT_INT, .offset = T(leaves_per_spine), .lo = 1,
+                    .hi = PF_TOPOLOGY_MAX_MACHINES}},
+    {G(oversub), {"oversubscription", 0, CLI_OPT_DOUBLE, .offset = T(oversub), .dlo = 1,
+                  .dhi = 1e6}},
     {G(gpus), {"gpus", 0, CLI_OPT_INT, .offset = T(gpus_per_machine), .lo = 1,
                .hi = PF_TOPOLOGY_MAX_DEVICES}},
     {G(devices), {"devices", 0, CLI_OPT_INT, .offset = T(devices), .lo = 1,
@@ -225,7 +252,11 @@ static int topology_opts(const cluster_args_t *a, pf_topology_kind_t kind, pf_to
         if (given_text(a, applies[i].given) && !(applies[i].kinds & K(kind)))
             return cli_usage_error(CMD, "%s does not apply to %s (only to %s)", applies[i].flag,
                                    kname, applies[i].which);
+    if (a->matrix && !(K_HIERARCHY & K(kind)))
+        return cli_usage_error(CMD, "--matrix does not apply to %s (only to nvswitch, dgx-a100 "
+                               "and dgx-h100: the others are always a matrix)", kname);
     pf_topology_opts_init(o, kind);
+    o->matrix = a->matrix;
     for (size_t i = 0; i < NELEMS(values); i++) {
         const char *text = given_text(a, values[i].given);
         if (text && cli_options_set(CMD, &values[i].set, text, o) != 0)

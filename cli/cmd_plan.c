@@ -29,7 +29,8 @@ static void help(FILE *f)
             "  --workers N         embedded workers (default 1, using every core)\n"
             "  --threads T         OpenMP threads per embedded worker (default cores / N)\n"
             "  --broker ENDPOINT   use a running broker, e.g. %s\n"
-            "  --timeout S         seconds to wait for each broker reply (default %g)\n"
+            "  --timeout S         seconds to wait for each broker reply (default %g;\n"
+            "                      an embedded broker is waited for without limit)\n"
             "  --quiet             no summary, no progress line\n\n",
             PF_BROKER_DEFAULT_ENDPOINT, CLI_DEFAULT_TIMEOUT_S);
     cli_planopts_help(f);
@@ -38,6 +39,9 @@ static void help(FILE *f)
                "terminal. Exit status: 0 plan written, 2 bad input, 3 no feasible plan (the\n"
                "message names the constraint), 1 run-time failure.\n");
 }
+
+/* "Without limit" for the client's reply wait, in what its int milliseconds hold: 24 days. */
+#define EMBEDDED_TIMEOUT_S 2e6
 
 typedef struct {
     zactor_t *broker;
@@ -78,6 +82,7 @@ static int embedded_start(embedded_t *e, int nworkers, int threads, char *err, s
     snprintf(e->endpoint, sizeof e->endpoint, "inproc://planfarm-plan-%d", (int)getpid());
     bo.endpoint = e->endpoint;
     bo.quiet = 1;
+    bo.own_workers_only = 1; /* inproc: no other process can connect */
     if (!(e->broker = zactor_new(pf_broker_actor, &bo)) ||
         actor_started(e->broker, e->endpoint, sizeof e->endpoint, err, errlen) != PF_OK)
         return PF_ERR;
@@ -132,7 +137,13 @@ static int plan_run(const plan_args_t *a, const cli_remote_args_t *r, const pf_c
         }
         broker = e.endpoint;
     }
-    if (!(client = cli_remote_client_new("plan", broker, r->timeout_s, keys))) {
+    /* The embedded broker is in this process: it is alive while it works (a large request's
+     * setup or answers may keep it from replying for more than the 5 s a remote broker gets),
+     * so its replies are waited for without that limit unless --timeout says otherwise. */
+    double timeout_s = r->timeout_s;
+    if (e.broker && timeout_s == CLI_DEFAULT_TIMEOUT_S)
+        timeout_s = EMBEDDED_TIMEOUT_S;
+    if (!(client = cli_remote_client_new("plan", broker, timeout_s, keys))) {
         rc = CLI_USAGE;
         goto done;
     }

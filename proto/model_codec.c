@@ -185,8 +185,34 @@ fail:
 
 /* ---- cluster ---- */
 
+/* A hierarchy travels as its file's JSON text (a few hundred bytes at any size). */
+static Planfarm__Cluster *hierarchy_to_pb(pf_arena_t *a, const pf_cluster_t *c)
+{
+    char *text = NULL, err[256];
+    size_t len = 0;
+    Planfarm__Cluster *pb = PF_ANEW(a, Planfarm__Cluster, 1);
+    FILE *f = open_memstream(&text, &len);
+    if (!pb || !f)
+        goto fail;
+    int rc = pf_cluster_write_extra(c, f, NULL, NULL, err, sizeof err);
+    if (fclose(f) != 0 || rc != PF_OK)
+        goto fail;
+    planfarm__cluster__init(pb);
+    pb->name = str(pf_cluster_name(c));
+    if (!(pb->hierarchy_json = PF_ANEW(a, char, len + 1)))
+        goto fail;
+    memcpy(pb->hierarchy_json, text, len + 1);
+    free(text);
+    return pb;
+fail:
+    free(text);
+    return NULL;
+}
+
 Planfarm__Cluster *pf_model_codec_cluster_to_pb(pf_arena_t *a, const pf_cluster_t *c)
 {
+    if (pf_cluster_hierarchy(c))
+        return hierarchy_to_pb(a, c);
     int n = pf_cluster_ndevices(c);
     size_t nn = (size_t)n * (size_t)n;
     Planfarm__Cluster *pb = PF_ANEW(a, Planfarm__Cluster, 1);
@@ -223,7 +249,20 @@ int pf_model_codec_cluster_from_pb(const Planfarm__Cluster *m, pf_cluster_t **ou
     int rc;
     size_t n = m->n_devices;
     *out = NULL;
-    if (n == 0 || n > PF_WIRE_MAX_DEVICES)
+    if (m->hierarchy_json && *m->hierarchy_json) {
+        if (n || m->n_bandwidth_gbps || m->n_latency_us)
+            return pf_fail(err, errlen, PF_EINPUT, "cluster: a hierarchy with devices or "
+                           "matrices besides");
+        rc = pf_cluster_load_buffer(m->hierarchy_json, strlen(m->hierarchy_json), "cluster",
+                                    out, err, errlen);
+        if (rc == PF_OK && pf_cluster_ndevices(*out) > PF_WIRE_MAX_DEVICES) {
+            pf_cluster_destroy(out);
+            rc = pf_fail(err, errlen, PF_EINPUT, "cluster: more than %d devices",
+                         PF_WIRE_MAX_DEVICES);
+        }
+        return rc;
+    }
+    if (n == 0 || n > (1 << 15)) /* the matrices: pf_cluster_new's cap */
         return pf_fail(err, errlen, PF_EINPUT, "cluster: %zu devices out of range", n);
     if (m->n_bandwidth_gbps != n * n)
         return pf_fail(err, errlen, PF_EINPUT, "cluster.bandwidth_gbps: %zu entries, expected %zu",

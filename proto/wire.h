@@ -71,7 +71,7 @@ int pf_wire_pack(const ProtobufCMessage *m, uint8_t **buf, size_t *len);
 /* Bounds on what a decoded message may ask us to allocate; ZMQ_MAXMSGSIZE bounds the bytes,
  * these bound the counts inside them. */
 #define PF_WIRE_MAX_OPS (1 << 24)
-#define PF_WIRE_MAX_DEVICES (1 << 14)
+#define PF_WIRE_MAX_DEVICES (1 << 17) /* a hierarchy's 131,072 GPUs (issue 23) */
 #define PF_WIRE_MAX_STAGE_REPLICAS (1 << 16)
 
 /* Lower-case hex of a hash (or any bytes) into out (2 x len + 1 bytes): blob names in tables and

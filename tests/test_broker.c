@@ -6,6 +6,7 @@
 #include "broker/testseam.h"
 #include "client/client.h"
 #include "planner/inputs/model.h"
+#include "planner/inputs/topology.h"
 #include "planner/inputs/model_build.h"
 #include "planner/core/util.h"
 #include "tests/testutil.h"
@@ -1161,6 +1162,95 @@ static void test_client_timeout(void)
     CU_ASSERT_PTR_NULL(pf_client_new("", 100, err, sizeof err));
 }
 
+/* A leading SIMULATE answer is re-run on the broker's helper thread, not on its loop (issue 23:
+ * two re-runs of a 1T GPT on 3,072 GPUs held the loop for seconds and the broker's own worker
+ * was declared dead). The test hook holds every helper task 1.5 s, 15 heartbeat intervals of
+ * 100 ms and far past liveness 3, while the test's clock moves as fast as the wall's: the request finishes, at least
+ * one answer was re-run and took the 1.5 s, the loop's longest turn stays far below it (a stat
+ * the loop keeps, not a wall-clock race: the old loop re-ran in the turn that received the
+ * answer and could not meet 1 s), and no worker was lost. */
+static void test_rerun_off_the_loop(void)
+{
+    char err[512], ep[256], id[64];
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    o.endpoint = "tcp://127.0.0.1:0";
+    o.heartbeat_ms = 100; /* the test worker's interval too */
+    o.liveness = 3;
+    o.quiet = 1;
+    o.prep_delay_ms = 1500;
+    pf_graph_t *g = gpt_graph(1);
+    pf_topology_opts_t to; /* one machine of 2 H100: a hierarchy (format 2) over the wire too */
+    pf_topology_opts_init(&to, PF_TOPOLOGY_NVSWITCH);
+    to.machines = 1;
+    to.gpus_per_machine = 2;
+    pf_cluster_t *cl = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &cl, err, sizeof err), PF_OK);
+    CU_ASSERT_PTR_NOT_NULL(pf_cluster_hierarchy(cl));
+    pf_search_opts_t so;
+    pf_search_opts_init(&so);
+    zactor_t *b = start_broker(&o, ep, sizeof ep);
+    zactor_t *w = start_worker(ep, 4);
+    pf_client_t *c = pf_client_new(ep, 5000, err, sizeof err);
+    Planfarm__RequestStatus *st = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_client_submit(c, g, cl, &so, "rerun", &st, err, sizeof err), PF_OK);
+    snprintf(id, sizeof id, "%s", st->request_id);
+    int done = 0;
+    for (double t0 = pf_now_s(); !done && pf_now_s() - t0 < 3 * PF_EVENT_WAIT_S;) {
+        planfarm__request_status__free_unpacked(st, NULL);
+        pf_clock_manual_advance(&test_clock, 0.01); /* heartbeats and liveness go on */
+        zclock_sleep(10);
+        st = status_of(c, id);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+        done = st->state == PLANFARM__REQUEST_STATE__REQ_DONE ||
+               st->state == PLANFARM__REQUEST_STATE__REQ_FAILED;
+    }
+    CU_ASSERT_EQUAL(st->state, PLANFARM__REQUEST_STATE__REQ_DONE);
+    if (st->state != PLANFARM__REQUEST_STATE__REQ_DONE)
+        fprintf(stderr, "rerun request: state %d: %s\n", (int)st->state, st->error);
+    planfarm__request_status__free_unpacked(st, NULL);
+    zstr_send(b, "STATS");
+    char *stats = zstr_recv(b);
+    double wall, busy, stall = 1e9, rerun_s = 0;
+    long long in, out, bad, disp, reruns = 0, lost = -1;
+    int workers = 0, preparing = -1;
+    CU_ASSERT_EQUAL(sscanf(stats ? stats : "",
+                           "STATS %lf %lf %lld %lld %lld %lld %d %lf %d %lld %lf %lld", &wall,
+                           &busy, &in, &out, &bad, &disp, &workers, &stall, &preparing, &reruns,
+                           &rerun_s, &lost),
+                    12);
+    CU_ASSERT(reruns >= 1);
+    CU_ASSERT(rerun_s >= 1.4);
+    CU_ASSERT(stall < 1.0);
+    CU_ASSERT_EQUAL(lost, 0);
+    CU_ASSERT_EQUAL(workers, 1);
+    free(stats);
+    pf_client_destroy(&c);
+    zactor_destroy(&w);
+    zactor_destroy(&b);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&cl);
+}
+
+/* Answers go unchecked by a re-run only where no other process can send them: a broker asked to
+ * trust its own workers refuses to start on a TCP endpoint. */
+static void test_own_workers_only_inproc(void)
+{
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    o.endpoint = "tcp://127.0.0.1:0";
+    o.quiet = 1;
+    o.own_workers_only = 1;
+    zactor_t *a = zactor_new(pf_broker_actor, &o);
+    char *status = NULL, *text = NULL;
+    zstr_recvx(a, &status, &text, NULL);
+    CU_ASSERT_STRING_EQUAL(status, "ERROR");
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "own workers only needs an inproc:// endpoint"));
+    free(status);
+    free(text);
+    zactor_destroy(&a);
+}
+
 void pf_suite_broker(void)
 {
     CU_pSuite s = CU_add_suite("broker", NULL, NULL);
@@ -1177,6 +1267,9 @@ void pf_suite_broker(void)
     CU_add_test(s, "replies a client never reads are bounded", test_unread_replies_bounded);
     CU_add_test(s, "running requests are bounded", test_running_requests_bounded);
     CU_add_test(s, "job ids differ across broker instances", test_job_ids_differ_across_brokers);
+    CU_add_test(s, "own workers only: inproc endpoints only", test_own_workers_only_inproc);
+    CU_add_test(s, "a leading answer is re-run off the loop; no worker is lost",
+                test_rerun_off_the_loop);
     CU_add_test(s, "a slow message does not make workers look dead",
                 test_slow_message_keeps_workers);
 }

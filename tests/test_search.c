@@ -524,7 +524,8 @@ static void check_simulated_choice(const pf_graph_t *g, const pf_cluster_t *c,
     int n = 0, nreshard = 0;
     pf_plan_t *p = run_recording(g, c, o, seen, &n, 64, &nreshard);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(n, want_sims);
+    /* and last the winner's two baselines (CS map, p2p map), SIMULATE jobs too */
+    CU_ASSERT_EQUAL_FATAL(n, want_sims + 2);
     int best = -1;
     double best_per_sample = INFINITY;
     for (int i = 0; i < n; i++) {
@@ -544,13 +545,18 @@ static void check_simulated_choice(const pf_graph_t *g, const pf_cluster_t *c,
         CU_ASSERT_EQUAL(q->tensor_parallel, tp);
         double per_sample = seen[i].step_ms / ((double)pf_graph_microbatch(g) *
                                                q->microbatches * q->replicas);
-        if (seen[i].fits && per_sample < best_per_sample) {
+        if (i < want_sims && seen[i].fits && per_sample < best_per_sample) {
             best_per_sample = per_sample;
             best = i;
         }
     }
     CU_ASSERT_FATAL(best >= 0);
     CU_ASSERT_EQUAL(p->simulated_step_ms, seen[best].step_ms);
+    CU_ASSERT_EQUAL(p->cs_map.simulated_step_ms, seen[want_sims].step_ms);
+    CU_ASSERT_EQUAL(p->p2p_map.simulated_step_ms, seen[want_sims + 1].step_ms);
+    for (int b = want_sims; b < n; b++) /* under the winner's schedule and shape */
+        CU_ASSERT(seen[b].schedule == seen[best].schedule &&
+                  seen[b].plan->stages == p->stages && seen[b].plan->replicas == p->replicas);
     CU_ASSERT_STRING_EQUAL(p->schedule, pf_training_schedule_name(seen[best].schedule));
     CU_ASSERT_EQUAL(p->train.schedule, seen[best].schedule);
     CU_ASSERT(p->stages == seen[best].plan->stages && p->replicas == seen[best].plan->replicas);

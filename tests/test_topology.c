@@ -519,8 +519,12 @@ static void test_bad_options(void)
     o.inter_gbps = NAN;
     expect_bad(&o, "inter-machine bandwidth");
     pf_topology_opts_init(&o, PF_TOPOLOGY_NVSWITCH);
-    o.machines = 600; /* 4800 GPUs */
+    o.machines = 600; /* 4800 GPUs: too many for a matrix (a hierarchy takes up to 131,072) */
+    o.matrix = 1;
     expect_bad(&o, "4800 devices");
+    pf_topology_opts_init(&o, PF_TOPOLOGY_NVSWITCH);
+    o.machines = PF_TOPOLOGY_MAX_MACHINES + 1;
+    expect_bad(&o, "16385 machines of 8 GPUs, more than the cap of 16384 machines");
     pf_topology_opts_init(&o, PF_TOPOLOGY_DGX1);
     o.gpus_per_machine = 4;
     expect_bad(&o, "a DGX-1 has 8");
@@ -616,6 +620,8 @@ static void test_cli(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "cluster dgx-a100x2: 16 devices on 2 hosts"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "min 25, median 25, max 250 GB/s (symmetric)"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "latency:      2.5 .. 5 us"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "hierarchy:    2 levels, 2 host slots, 0 exceptions"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "leaf     all below      25 GB/s per GPU"));
     CU_ASSERT_EQUAL(run(out, sizeof out,
                         "@ cluster dgx-h100 --machines 2 --inter-latency-us 7 | @ check -"), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "latency:      2.5 .. 7 us"));

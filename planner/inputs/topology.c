@@ -1,4 +1,5 @@
 #include "planner/inputs/topology.h"
+#include "planner/ir/cluster_hier.h"
 #include "planner/core/rng.h"
 #include "planner/core/util.h"
 
@@ -62,6 +63,13 @@ static const unsigned char dgx1_links[DGX1_GPUS][DGX1_GPUS] = {
 #define DGX_H100_INTER_GBPS 50.0
 #define DGX_NVLINK_LATENCY_US 2.5
 #define DGX_IB_LATENCY_US 5.0
+/* Scalable units of the DGX SuperPOD reference architectures: 20 DGX A100 or 32 DGX H100 per
+ * unit, one leaf switch per rail (8 rails), full bisection (oversubscription 1) up to the core.
+ * Spine groups of 16 units are our choice: bandwidth is equal at every level by default, so the
+ * grouping only tells the planner which hosts share switches. */
+#define SU_A100_HOSTS 20
+#define SU_H100_HOSTS 32
+#define SPINE_LEAVES 16
 
 /* Random kinds (App. D-B), bounds in MB/us as the paper draws them. */
 #define BLK1_INTRA_LO_MBUS 1e-4
@@ -147,6 +155,9 @@ void pf_topology_opts_init(pf_topology_opts_t *o, pf_topology_kind_t kind)
     o->dims[2] = grid_ndims(kind) == 3 ? 4 : 1;
     o->devices = 64;
     o->seed = 1;
+    o->hosts_per_leaf = kind == PF_TOPOLOGY_DGX_A100 ? SU_A100_HOSTS : SU_H100_HOSTS;
+    o->leaves_per_spine = SPINE_LEAVES;
+    o->oversub = 1;
     /* Mesh, torus and random kinds name no device: a V100, the GPU of the paper's DGX-1. */
     o->mem_bytes = V100_MEM_BYTES;
     o->tflops = V100_TFLOPS;
@@ -209,11 +220,36 @@ static int check_positive(const char *what, double x, char *err, size_t errlen)
     return PF_OK;
 }
 
+static int writes_hierarchy(const pf_topology_opts_t *o)
+{
+    return !o->matrix && (o->kind == PF_TOPOLOGY_NVSWITCH || o->kind == PF_TOPOLOGY_DGX_A100 ||
+                          o->kind == PF_TOPOLOGY_DGX_H100);
+}
+
 static int check_count(const char *kind, long long ndev, char *err, size_t errlen)
 {
     if (ndev > PF_TOPOLOGY_MAX_DEVICES)
         return pf_fail(err, errlen, PF_EINPUT, "%s: %lld devices, more than the cap of %d", kind,
                        ndev, PF_TOPOLOGY_MAX_DEVICES);
+    return PF_OK;
+}
+
+/* A machine kind's size: a matrix up to PF_TOPOLOGY_MAX_DEVICES, a hierarchy up to
+ * PF_TOPOLOGY_MAX_MACHINES machines, and the hierarchy's own options. */
+static int check_size(const pf_topology_opts_t *o, const char *kind, char *err, size_t errlen)
+{
+    if (!writes_hierarchy(o))
+        return check_count(kind, (long long)o->machines * o->gpus_per_machine, err, errlen);
+    if (o->machines > PF_TOPOLOGY_MAX_MACHINES ||
+        (long long)o->machines * o->gpus_per_machine > PF_CLUSTER_HIER_MAX_DEVICES)
+        return pf_fail(err, errlen, PF_EINPUT, "%s: %d machines of %d GPUs, more than the cap of "
+                       "%d machines and %d devices", kind, o->machines, o->gpus_per_machine,
+                       PF_TOPOLOGY_MAX_MACHINES, PF_CLUSTER_HIER_MAX_DEVICES);
+    if (o->hosts_per_leaf < 1 || o->leaves_per_spine < 1 || !isfinite(o->oversub) ||
+        o->oversub < 1)
+        return pf_fail(err, errlen, PF_EINPUT, "%s: %d hosts per leaf, %d leaves per spine, "
+                       "oversubscription %g (need >= 1 each)", kind, o->hosts_per_leaf,
+                       o->leaves_per_spine, o->oversub);
     return PF_OK;
 }
 
@@ -274,7 +310,7 @@ static int check_opts(const pf_topology_opts_t *o, int *ndev, char *err, size_t 
         (rc = check_positive("intra-machine bandwidth (GB/s)", o->intra_gbps, err, errlen)))
         return rc;
     if ((rc = check_positive("inter-machine bandwidth (GB/s)", o->inter_gbps, err, errlen)) ||
-        (rc = check_count(kind, (long long)o->machines * o->gpus_per_machine, err, errlen)))
+        (rc = check_size(o, kind, err, errlen)))
         return rc;
     *ndev = o->machines * o->gpus_per_machine;
     return PF_OK;
@@ -449,6 +485,39 @@ static int build_random(const pf_topology_opts_t *o, draft_t *d)
     return PF_OK;
 }
 
+/* The hierarchy of a machine kind (topology.h): the same links as build_machines' matrix. */
+static int build_hierarchy(const pf_topology_opts_t *o, const char *name, pf_cluster_t **out,
+                           char *err, size_t errlen)
+{
+    int a100 = o->kind == PF_TOPOLOGY_DGX_A100, nvs = o->kind == PF_TOPOLOGY_NVSWITCH;
+    double inter_lat = o->inter_latency_us > 0 ? o->inter_latency_us : o->latency_us;
+    int64_t leaf = o->hosts_per_leaf, spine = leaf * o->leaves_per_spine;
+    pf_cluster_level_t lv[4] = {
+        {"host", o->gpus_per_machine, o->intra_gbps, o->latency_us, 1},
+        {"leaf", o->machines <= leaf ? 0 : (int)leaf, o->inter_gbps, inter_lat, o->oversub},
+        {"spine", o->machines <= spine ? 0 : o->leaves_per_spine, o->inter_gbps, inter_lat, 1},
+        {"core", 0, o->inter_gbps, inter_lat, 1}};
+    int nl = o->machines <= leaf ? 2 : o->machines <= spine ? 3 : 4;
+    pf_cluster_host_kind_t kind = {
+        .name = nvs ? "hgx-h100" : a100 ? "dgx-a100" : "dgx-h100",
+        .device_model = a100 ? "a100-sxm4-80gb" : "h100-sxm5-80gb",
+        .gpus = o->gpus_per_machine, .mem_bytes = o->mem_bytes, .tflops = o->tflops,
+        .bw_gbps = o->intra_gbps, .lat_us = o->latency_us};
+    if (o->mem_bytes != (a100 ? A100_MEM_BYTES : H100_MEM_BYTES) ||
+        o->tflops != (a100 ? A100_TFLOPS : H100_TFLOPS))
+        kind.device_model = NULL; /* --mem-gb / --tflops: no longer that GPU */
+    pf_cluster_hier_t *h = pf_cluster_hier_new(o->machines, lv, nl, &kind, 1);
+    int rc;
+    if (!h || !(*out = pf_cluster_new_hier(name, h))) {
+        pf_cluster_hier_destroy(&h);
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    }
+    /* A builder bug must not reach a file: the generated cluster passes the reader's checks. */
+    if ((rc = pf_cluster_validate(*out, err, errlen)) != PF_OK)
+        pf_cluster_destroy(out);
+    return rc;
+}
+
 int pf_topology_build(const pf_topology_opts_t *o, pf_cluster_t **out, char *err, size_t errlen)
 {
     pf_topology_opts_t opts = *o;
@@ -460,6 +529,8 @@ int pf_topology_build(const pf_topology_opts_t *o, pf_cluster_t **out, char *err
         return rc;
     if (!opts.name)
         name_default(&opts, name, sizeof name);
+    if (writes_hierarchy(&opts))
+        return build_hierarchy(&opts, opts.name ? opts.name : name, out, err, errlen);
     d.host = calloc((size_t)d.n, sizeof *d.host);
     d.name = calloc((size_t)d.n, sizeof *d.name);
     d.c = pf_cluster_new(opts.name ? opts.name : name, d.n);

@@ -14,8 +14,11 @@
 
 #include <stdint.h>
 
-/* Largest cluster a generator builds: two 4096 x 4096 matrices are 256 MiB already. */
+/* Largest cluster a generator builds as a matrix: two 4096 x 4096 matrices are 256 MiB already.
+ * A hierarchy (nvswitch, dgx-a100, dgx-h100 without `matrix`) stores nothing per pair: up to
+ * PF_TOPOLOGY_MAX_MACHINES machines of 8 GPUs (131,072, issue 23). */
 #define PF_TOPOLOGY_MAX_DEVICES 4096
+#define PF_TOPOLOGY_MAX_MACHINES 16384
 
 /* Parmesan App. D-B draws random bandwidths in MB/us and converts with 1 GB/s = 1024/10^6 MB/us,
  * so x MB/us = x * 10^6 / 1024 GB/s (976.5625, exact in binary). */
@@ -48,6 +51,14 @@ typedef struct {
     /* latency of every pair, or only of pairs on one machine where inter_latency_us > 0
      * (machine kinds); both 0 = no latency matrix. dgx-a100/h100 default to 2.5 and 5. */
     double latency_us, inter_latency_us;
+    /* nvswitch, dgx-a100, dgx-h100: the dense matrix (format 1) instead of the hierarchy
+     * (format 2, cluster_hier.h). The hierarchy: host -> leaf (hosts_per_leaf machines, a
+     * scalable unit of one leaf switch per rail) -> spine (leaves_per_spine leaves) -> core,
+     * levels made only as far as the machines need them; every level above the host at
+     * inter_gbps and inter-machine latency, the leaf's uplinks oversubscribed by `oversub`. */
+    int matrix;
+    int hosts_per_leaf, leaves_per_spine;
+    double oversub;
 } pf_topology_opts_t;
 
 /* "hier", "dgx1", "nvswitch", "mesh2d", "torus2d", "mesh3d", "torus3d", "random-blk1",

@@ -1,8 +1,10 @@
 #include "planner/ir/cluster.h"
+#include "planner/ir/cluster_hier.h"
 #include "planner/core/json.h"
 #include "planner/core/util.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,30 +12,70 @@ struct pf_cluster {
     char *name;
     int n;
     pf_device_t *dev;
-    double *bw;  /* n x n, GB/s */
-    double *lat; /* n x n, us */
+    /* n x n (GB/s, us): the file's matrices, or for a hierarchy NULL until someone asks for
+     * the matrix (materialize(), under lock: clusters are shared by a worker's threads) */
+    double *bw, *lat;
     int has_lat;
+    pf_cluster_hier_t *hier; /* format 2 (cluster_hier.h), NULL for a matrix */
+    pthread_mutex_t lock;    /* the lazily computed parts below and the matrices of a hierarchy */
+    int stats_ok;
+    double stat_min, stat_median, stat_max;
 };
 
-pf_cluster_t *pf_cluster_new(const char *name, int ndevices)
+static pf_cluster_t *cluster_alloc(const char *name, int ndevices, int matrices)
 {
-    if (ndevices <= 0 || ndevices > (1 << 15))
-        return NULL;
     pf_cluster_t *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
     size_t nn = (size_t)ndevices * (size_t)ndevices;
     c->n = ndevices;
+    c->stat_min = c->stat_median = c->stat_max = NAN;
+    pthread_mutex_init(&c->lock, NULL);
     c->name = pf_strdup(name ? name : "cluster");
     c->dev = calloc((size_t)ndevices, sizeof *c->dev);
-    c->bw = calloc(nn, sizeof *c->bw);
-    c->lat = calloc(nn, sizeof *c->lat);
-    if (!c->name || !c->dev || !c->bw || !c->lat) {
+    if (matrices) {
+        c->bw = calloc(nn, sizeof *c->bw);
+        c->lat = calloc(nn, sizeof *c->lat);
+    }
+    if (!c->name || !c->dev || (matrices && (!c->bw || !c->lat))) {
         pf_cluster_destroy(&c);
         return NULL;
     }
     for (int i = 0; i < ndevices; i++)
         c->dev[i].id = i;
+    return c;
+}
+
+pf_cluster_t *pf_cluster_new(const char *name, int ndevices)
+{
+    if (ndevices <= 0 || ndevices > (1 << 15))
+        return NULL;
+    return cluster_alloc(name, ndevices, 1);
+}
+
+/* Devices numbered host by host: node<h>/gpu<g>, the generators' names. */
+pf_cluster_t *pf_cluster_new_hier(const char *name, pf_cluster_hier_t *h)
+{
+    int n = pf_cluster_hier_ndevices(h), i = 0;
+    pf_cluster_t *c = n > 0 ? cluster_alloc(name, n, 0) : NULL;
+    if (!c)
+        return NULL;
+    for (int host = 0; host < pf_cluster_hier_hosts(h); host++) {
+        int k = pf_cluster_hier_host_kind(h, host);
+        const pf_cluster_host_kind_t *x = k >= 0 ? pf_cluster_hier_kind(h, k) : NULL;
+        for (int g = 0; x && g < x->gpus; g++, i++) {
+            char nm[48];
+            snprintf(nm, sizeof nm, "node%d/gpu%d", host, g);
+            pf_device_t d = {.id = i, .host = host, .name = nm, .mem_bytes = x->mem_bytes,
+                             .tflops = x->tflops};
+            if (pf_cluster_set_device(c, i, &d) != PF_OK) {
+                pf_cluster_destroy(&c);
+                return NULL;
+            }
+        }
+    }
+    c->hier = h;
+    c->has_lat = pf_cluster_hier_has_latency(h);
     return c;
 }
 
@@ -50,6 +92,8 @@ void pf_cluster_destroy(pf_cluster_t **cp)
     free(c->bw);
     free(c->lat);
     free(c->name);
+    pf_cluster_hier_destroy(&c->hier);
+    pthread_mutex_destroy(&c->lock);
     free(c);
     *cp = NULL;
 }
@@ -75,11 +119,16 @@ int pf_cluster_set_device(pf_cluster_t *c, int i, const pf_device_t *d)
 
 void pf_cluster_set_bw(pf_cluster_t *c, int a, int b, double gbps)
 {
+    if (c->hier)
+        return; /* a hierarchy's links are its levels' */
     c->bw[(size_t)a * c->n + b] = gbps;
+    c->stats_ok = 0;
 }
 
 void pf_cluster_set_lat(pf_cluster_t *c, int a, int b, double us)
 {
+    if (c->hier)
+        return;
     c->lat[(size_t)a * c->n + b] = us;
     if (us != 0)
         c->has_lat = 1;
@@ -92,6 +141,8 @@ void pf_cluster_set_link(pf_cluster_t *c, int a, int b, double gbps, double lat_
     pf_cluster_set_lat(c, a, b, lat_us);
     pf_cluster_set_lat(c, b, a, lat_us);
 }
+
+static int validate_matrices(const pf_cluster_t *c, char *err, size_t errlen);
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -140,6 +191,14 @@ int pf_cluster_validate(const pf_cluster_t *c, char *err, size_t errlen)
         }
     }
     free(ids);
+    if (c->hier) /* O(hosts): nothing is stored per pair */
+        return pf_cluster_hier_validate(c->hier, err, errlen);
+    return validate_matrices(c, err, errlen);
+}
+
+/* Every entry of the D x D matrices: O(D^2), so at load only (issue 23). */
+static int validate_matrices(const pf_cluster_t *c, char *err, size_t errlen)
+{
     for (int a = 0; a < c->n; a++) {
         for (int b = 0; b < c->n; b++) {
             double bw = c->bw[(size_t)a * c->n + b], lat = c->lat[(size_t)a * c->n + b];
@@ -172,17 +231,62 @@ int pf_cluster_validate(const pf_cluster_t *c, char *err, size_t errlen)
 const char *pf_cluster_name(const pf_cluster_t *c) { return c->name; }
 int pf_cluster_ndevices(const pf_cluster_t *c) { return c->n; }
 const pf_device_t *pf_cluster_device(const pf_cluster_t *c, int i) { return &c->dev[i]; }
-const double *pf_cluster_bw_matrix(const pf_cluster_t *c) { return c->bw; }
-const double *pf_cluster_lat_matrix(const pf_cluster_t *c) { return c->lat; }
 int pf_cluster_has_latency(const pf_cluster_t *c) { return c->has_lat; }
+const pf_cluster_hier_t *pf_cluster_hierarchy(const pf_cluster_t *c) { return c->hier; }
+
+/* A hierarchy's D x D matrices, once, for the paths that still work on the matrix
+ * (map_symmetry.c). Refused above PF_CLUSTER_MATRIX_MAX_DEVICES. */
+static int materialize(pf_cluster_t *c)
+{
+    int ok;
+    pthread_mutex_lock(&c->lock);
+    if (!c->bw && c->n <= PF_CLUSTER_MATRIX_MAX_DEVICES) {
+        size_t nn = (size_t)c->n * (size_t)c->n;
+        double *bw = malloc(nn * sizeof *bw), *lat = malloc(nn * sizeof *lat);
+        if (bw && lat) {
+            for (int a = 0; a < c->n; a++)
+                for (int b = 0; b < c->n; b++) {
+                    bw[(size_t)a * c->n + b] = pf_cluster_bw_gbps(c, a, b);
+                    lat[(size_t)a * c->n + b] = pf_cluster_lat_us(c, a, b);
+                }
+            c->bw = bw;
+            c->lat = lat;
+        } else {
+            free(bw);
+            free(lat);
+        }
+    }
+    ok = c->bw != NULL;
+    pthread_mutex_unlock(&c->lock);
+    return ok ? PF_OK : PF_ERR;
+}
+
+const double *pf_cluster_bw_matrix(const pf_cluster_t *c)
+{
+    /* a matrix's never changes; a hierarchy's is made (and its pointer set) under the lock */
+    if (!c->hier)
+        return c->bw;
+    return materialize((pf_cluster_t *)c) == PF_OK ? c->bw : NULL;
+}
+
+const double *pf_cluster_lat_matrix(const pf_cluster_t *c)
+{
+    if (!c->hier)
+        return c->lat;
+    return materialize((pf_cluster_t *)c) == PF_OK ? c->lat : NULL;
+}
 
 double pf_cluster_bw_gbps(const pf_cluster_t *c, int a, int b)
 {
+    if (c->hier)
+        return a == b ? 0 : pf_cluster_hier_bw_gbps(c->hier, c->dev[a].host, c->dev[b].host);
     return c->bw[(size_t)a * c->n + b];
 }
 
 double pf_cluster_lat_us(const pf_cluster_t *c, int a, int b)
 {
+    if (c->hier)
+        return a == b ? 0 : pf_cluster_hier_lat_us(c->hier, c->dev[a].host, c->dev[b].host);
     return c->lat[(size_t)a * c->n + b];
 }
 
@@ -190,22 +294,28 @@ double pf_cluster_xfer_ms(const pf_cluster_t *c, int a, int b, double bytes)
 {
     if (a == b)
         return 0;
-    size_t k = (size_t)a * c->n + b;
-    return c->lat[k] * 1e-3 + pf_bytes_ms(bytes, c->bw[k]);
+    return pf_cluster_lat_us(c, a, b) * 1e-3 + pf_bytes_ms(bytes, pf_cluster_bw_gbps(c, a, b));
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* O(D log D): the host values sorted (the pairwise scan it replaces was O(D x hosts)). */
 int pf_cluster_nhosts(const pf_cluster_t *c)
 {
+    if (c->hier)
+        return pf_cluster_hier_present_hosts(c->hier);
     int *h = malloc((size_t)c->n * sizeof *h), count = 0;
     if (!h)
         return -1;
-    for (int i = 0; i < c->n; i++) {
-        int seen = 0;
-        for (int k = 0; k < count && !seen; k++)
-            seen = h[k] == c->dev[i].host;
-        if (!seen)
-            h[count++] = c->dev[i].host;
-    }
+    for (int i = 0; i < c->n; i++)
+        h[i] = c->dev[i].host;
+    qsort(h, (size_t)c->n, sizeof *h, cmp_int);
+    for (int i = 0; i < c->n; i++)
+        count += i == 0 || h[i] != h[i - 1];
     free(h);
     return count;
 }
@@ -280,9 +390,50 @@ static double bw_quantile(const pf_cluster_t *c, int which)
     return r;
 }
 
-double pf_cluster_bw_min(const pf_cluster_t *c) { return bw_quantile(c, -1); }
-double pf_cluster_bw_median(const pf_cluster_t *c) { return bw_quantile(c, 0); }
-double pf_cluster_bw_max(const pf_cluster_t *c) { return bw_quantile(c, 1); }
+/* Computed once per cluster: the search asks for the median on every job's cost model, and on
+ * 3,072 devices one selection over D^2 values took 0.1 s and 75 MB (issue 23). */
+static void bw_stats(const pf_cluster_t *cc, double *min, double *median, double *max)
+{
+    pf_cluster_t *c = (pf_cluster_t *)cc; /* the cache is not part of the value */
+    pthread_mutex_lock(&c->lock);
+    if (!c->stats_ok) {
+        int ok = PF_OK;
+        if (c->hier)
+            ok = pf_cluster_hier_bw_stats(c->hier, &c->stat_min, &c->stat_median, &c->stat_max);
+        else {
+            c->stat_min = bw_quantile(c, -1);
+            c->stat_max = bw_quantile(c, 1);
+            c->stat_median = bw_quantile(c, 0);
+            ok = c->n < 2 || !isnan(c->stat_median) ? PF_OK : PF_ERR;
+        }
+        c->stats_ok = ok == PF_OK; /* out of memory: NAN now, tried again next time */
+    }
+    *min = c->stat_min;
+    *median = c->stat_median;
+    *max = c->stat_max;
+    pthread_mutex_unlock(&c->lock);
+}
+
+double pf_cluster_bw_min(const pf_cluster_t *c)
+{
+    double a, b, x;
+    bw_stats(c, &a, &b, &x);
+    return a;
+}
+
+double pf_cluster_bw_median(const pf_cluster_t *c)
+{
+    double a, b, x;
+    bw_stats(c, &a, &b, &x);
+    return b;
+}
+
+double pf_cluster_bw_max(const pf_cluster_t *c)
+{
+    double a, b, x;
+    bw_stats(c, &a, &b, &x);
+    return x;
+}
 
 double pf_cluster_min_mem_bytes(const pf_cluster_t *c)
 {
@@ -295,6 +446,8 @@ double pf_cluster_min_mem_bytes(const pf_cluster_t *c)
 
 int pf_cluster_is_symmetric(const pf_cluster_t *c)
 {
+    if (c->hier) /* a level's links go both ways */
+        return 1;
     for (int a = 0; a < c->n; a++)
         for (int b = a + 1; b < c->n; b++)
             if (c->bw[(size_t)a * c->n + b] != c->bw[(size_t)b * c->n + a] ||
@@ -332,6 +485,45 @@ static int read_matrix(json_t *root, const char *key, int required, int n, doubl
     return PF_OK;
 }
 
+/* Format 2: the "hierarchy" object instead of devices and matrices. */
+static int hier_from_json(json_t *root, const char *name, pf_cluster_t **out, char *err,
+                          size_t errlen)
+{
+    pf_cluster_hier_t *h;
+    int rc;
+    if (json_object_get(root, "devices") || json_object_get(root, "bandwidth_gbps"))
+        return pf_fail(err, errlen, PF_EINPUT, "cluster: \"hierarchy\" and \"%s\": give one "
+                       "(a hierarchy lists no devices and no matrix)",
+                       json_object_get(root, "devices") ? "devices" : "bandwidth_gbps");
+    if ((rc = pf_cluster_hier_from_json(json_object_get(root, "hierarchy"), &h, err, errlen)))
+        return rc;
+    if (!(*out = pf_cluster_new_hier(name, h))) {
+        pf_cluster_hier_destroy(&h);
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    }
+    if ((rc = pf_cluster_validate(*out, err, errlen)) != PF_OK)
+        pf_cluster_destroy(out);
+    return rc;
+}
+
+static int check_format(json_t *root, int *format, char *err, size_t errlen)
+{
+    int64_t f;
+    int hier = json_object_get(root, "hierarchy") != NULL;
+    int rc = pf_json_get_int(root, "cluster", "format", 0, hier ? 2 : 1, &f, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    if (f != 1 && f != 2)
+        return pf_fail(err, errlen, PF_EINPUT, "cluster.format: %lld, this reader knows 1 "
+                       "(matrix) and 2 (hierarchy)", (long long)f);
+    if ((f == 2) != hier)
+        return pf_fail(err, errlen, PF_EINPUT, "cluster.format: %lld, but %s", (long long)f,
+                       hier ? "the file has a \"hierarchy\" (format 2)"
+                            : "the file has no \"hierarchy\" (format 2 needs one)");
+    *format = (int)f;
+    return PF_OK;
+}
+
 static int from_json(json_t *root, pf_cluster_t **out, char *err, size_t errlen)
 {
     json_t *devs;
@@ -341,8 +533,14 @@ static int from_json(json_t *root, pf_cluster_t **out, char *err, size_t errlen)
     *out = NULL;
     if (!json_is_object(root))
         return pf_fail(err, errlen, PF_EINPUT, "top level: not an object");
+    int format = 1;
     if ((rc = pf_json_get_string(root, "cluster", "name", 0, "cluster", &name, err, errlen)) ||
-        (rc = pf_json_get_array(root, "cluster", "devices", PF_JSON_GET_REQUIRED, &devs, err, errlen)))
+        (rc = check_format(root, &format, err, errlen)))
+        return rc;
+    if (format == 2)
+        return hier_from_json(root, name, out, err, errlen);
+    if ((rc = pf_json_get_array(root, "cluster", "devices", PF_JSON_GET_REQUIRED, &devs, err,
+                                errlen)))
         return rc;
     size_t n = json_array_size(devs);
     if (n == 0)
@@ -443,6 +641,16 @@ static void emit_cluster(pf_json_writer_t *w, const void *ctx)
     pf_json_writer_obj_begin(w);
     pf_json_writer_key(w, "name");
     pf_json_writer_str(w, c->name);
+    if (c->hier) {
+        pf_json_writer_key(w, "format");
+        pf_json_writer_int(w, 2);
+        pf_json_writer_key(w, "hierarchy");
+        pf_cluster_hier_write(c->hier, w);
+        if (e->extra)
+            e->extra(w, e->extra_ctx);
+        pf_json_writer_obj_end(w);
+        return;
+    }
     pf_json_writer_key(w, "devices");
     pf_json_writer_arr_begin(w);
     for (int i = 0; i < c->n; i++) {

@@ -23,16 +23,26 @@ typedef struct {
 
 /* All bandwidths start at 0 (invalid off the diagonal) and latencies at 0. */
 pf_cluster_t *pf_cluster_new(const char *name, int ndevices);
+/* A cluster described by its hierarchy (cluster_hier.h, format 2; validate it first): devices
+ * host slot by host slot, "node<h>/gpu<g>", memory and peak of their host's kind; nothing per
+ * pair is stored. Takes h (on success only). NULL when out of memory. */
+typedef struct pf_cluster_hier pf_cluster_hier_t;
+pf_cluster_t *pf_cluster_new_hier(const char *name, pf_cluster_hier_t *h);
+/* NULL for a matrix cluster. */
+const pf_cluster_hier_t *pf_cluster_hierarchy(const pf_cluster_t *c);
 void pf_cluster_destroy(pf_cluster_t **c);
 
 int pf_cluster_set_device(pf_cluster_t *c, int i, const pf_device_t *d); /* copies name */
+/* Matrix clusters only (a hierarchy ignores them). */
 void pf_cluster_set_bw(pf_cluster_t *c, int a, int b, double gbps);
 void pf_cluster_set_lat(pf_cluster_t *c, int a, int b, double us);
 /* Set both directions. */
 void pf_cluster_set_link(pf_cluster_t *c, int a, int b, double gbps, double lat_us);
 
 /* Checks devices (unique ids, positive memory, host >= 0) and matrices (off-diagonal bandwidth
- * > 0 and finite, latency >= 0 and finite). PF_EINPUT with "bandwidth_gbps[2][5]: zero". */
+ * > 0 and finite, latency >= 0 and finite). PF_EINPUT with "bandwidth_gbps[2][5]: zero".
+ * O(D^2) for a matrix, O(D log D + hosts) for a hierarchy: readers and builders call it once;
+ * a cluster handed to the planner is taken as valid. */
 int pf_cluster_validate(const pf_cluster_t *c, char *err, size_t errlen);
 
 const char *pf_cluster_name(const pf_cluster_t *c);
@@ -41,7 +51,10 @@ int pf_cluster_nhosts(const pf_cluster_t *c); /* distinct host values */
 const pf_device_t *pf_cluster_device(const pf_cluster_t *c, int i);
 double pf_cluster_bw_gbps(const pf_cluster_t *c, int a, int b);
 double pf_cluster_lat_us(const pf_cluster_t *c, int a, int b);
-/* Row-major D x D arrays. */
+/* Row-major D x D arrays. A hierarchy (format 2) computes them on the first call (then they
+ * live as long as the cluster); NULL above PF_CLUSTER_MATRIX_MAX_DEVICES or out of memory:
+ * paths that need the matrix (planner/map/map_symmetry.c) must refuse such a cluster. */
+#define PF_CLUSTER_MATRIX_MAX_DEVICES 16384
 const double *pf_cluster_bw_matrix(const pf_cluster_t *c);
 const double *pf_cluster_lat_matrix(const pf_cluster_t *c);
 int pf_cluster_has_latency(const pf_cluster_t *c);

@@ -405,6 +405,10 @@ int pf_map_symmetry_init(pf_map_symmetry_t *sy, const pf_cluster_t *c, int symme
 {
     int D = pf_cluster_ndevices(c);
     memset(sy, 0, sizeof *sy);
+    /* The symmetry is found on the D x D matrix, which a hierarchy above
+     * PF_CLUSTER_MATRIX_MAX_DEVICES does not give (cluster.h): then no pruning, the same optimum. */
+    if (symmetry != PF_MAP_SYM_OFF && (!pf_cluster_bw_matrix(c) || !pf_cluster_lat_matrix(c)))
+        symmetry = PF_MAP_SYM_OFF;
     sy->cls = malloc((size_t)D * sizeof *sy->cls);
     sy->blk = malloc((size_t)D * sizeof *sy->blk);
     sy->blk_class = malloc((size_t)D * sizeof *sy->blk_class);

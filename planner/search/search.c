@@ -384,11 +384,19 @@ static int check_form(const pf_search_t *s, uint64_t id, const pf_job_result_t *
     return pf_job_check_answer(job, res, err, errlen);
 }
 
-int pf_search_check_answer(const pf_search_t *s, uint64_t id, const pf_job_result_t *res,
-                           char *err, size_t errlen)
+static const pf_search_rerun_t *rerun_of(pf_job_kind_t kind)
 {
-    pf_job_t job;
-    int rc = check_form(s, id, res, &job, err, errlen);
+    for (const pf_search_rerun_t *x = pf_search_sim_reruns; x->kind != PF_JOB_KIND_COUNT; x++)
+        if (x->kind == kind)
+            return x;
+    return NULL;
+}
+
+int pf_search_check_answer_deferred(const pf_search_t *s, uint64_t id, const pf_job_result_t *res,
+                                    pf_job_t *job, bool *rerun, char *err, size_t errlen)
+{
+    *rerun = false;
+    int rc = check_form(s, id, res, job, err, errlen);
     if (rc != PF_OK)
         return rc;
     const job_rec_t *j = pf_search_queue_record(s, id);
@@ -397,8 +405,38 @@ int pf_search_check_answer(const pf_search_t *s, uint64_t id, const pf_job_resul
         return pf_fail(err, errlen, PF_EINPUT, "the %s failed at its worker: %s", k->failed,
                        res->error);
     if (k->verify && res->status == PF_OK)
-        return k->verify(s, &j->owner, &job, res, err, errlen);
+        return k->verify(s, &j->owner, job, res, err, errlen);
+    const pf_search_rerun_t *x = rerun_of(j->kind);
+    *rerun = x && res->status == PF_OK && x->rerun(s, &j->owner, res);
     return PF_OK;
+}
+
+int pf_search_check_rerun(const pf_search_t *s, uint64_t id, const pf_job_result_t *res,
+                          const pf_job_result_t *own, char *err, size_t errlen)
+{
+    const job_rec_t *j = pf_search_queue_record(s, id);
+    const pf_search_rerun_t *x = j ? rerun_of(j->kind) : NULL;
+    if (!x)
+        return pf_fail(err, errlen, PF_EINPUT, "job %llu is not re-run", (unsigned long long)id);
+    return x->agree(res, own, err, errlen);
+}
+
+int pf_search_check_answer(const pf_search_t *s, uint64_t id, const pf_job_result_t *res,
+                           char *err, size_t errlen)
+{
+    pf_job_t job;
+    bool rerun;
+    int rc = pf_search_check_answer_deferred(s, id, res, &job, &rerun, err, errlen);
+    if (rc != PF_OK || !rerun)
+        return rc;
+    pf_job_result_t own;
+    if (pf_job_run(&job, &own) != PF_OK)
+        rc = pf_fail(err, errlen, PF_EINPUT, "the answer could not be re-run here: %s",
+                     own.error);
+    else
+        rc = pf_search_check_rerun(s, id, res, &own, err, errlen);
+    pf_job_result_clear(&own);
+    return rc;
 }
 
 int pf_search_answer(pf_search_t *s, uint64_t id, const pf_job_result_t *res)

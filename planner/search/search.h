@@ -41,6 +41,7 @@
 #include "planner/search/job.h"
 #include "planner/search/search_opts.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 const char *pf_search_phase_name(pf_search_phase_t p);
@@ -78,6 +79,15 @@ int pf_search_job(const pf_search_t *s, uint64_t id, pf_job_t *job);
  * that attempt failed, and the driver sends the job elsewhere. PF_EINPUT with the reason. */
 int pf_search_check_answer(const pf_search_t *s, uint64_t id, const pf_job_result_t *res,
                            char *err, size_t errlen);
+/* pf_search_check_answer for a driver that must not run jobs itself (the broker's loop): every
+ * check but the re-run. *rerun = true when the answer is to be re-run: run *job (pf_job_run;
+ * it borrows the search's inputs, so the search must outlive the run) anywhere, then pass both
+ * answers to pf_search_check_rerun before pf_search_answer. */
+int pf_search_check_answer_deferred(const pf_search_t *s, uint64_t id, const pf_job_result_t *res,
+                                    pf_job_t *job, bool *rerun, char *err, size_t errlen);
+/* PF_OK when the re-run `own` agrees with `res` (the kind's tolerance), else PF_EINPUT and why. */
+int pf_search_check_rerun(const pf_search_t *s, uint64_t id, const pf_job_result_t *res,
+                          const pf_job_result_t *own, char *err, size_t errlen);
 /* Feed an answer: returns 1 when it was used, 0 when ignored (unknown, duplicate, cancelled, or
  * failing the kind's check of its form: that job stays outstanding). What only
  * pf_search_check_answer does (re-running a leading simulation, refusing error statuses) is the

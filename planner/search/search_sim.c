@@ -289,44 +289,33 @@ bool pf_search_sim_start(pf_search_t *s)
     return s->sim.nxfer == 0 && s->sim.sims_left == 0;
 }
 
-/* The step of candidate c under a baseline mapping (CS or p2p map of its groups) and the
- * schedule, by the simulator, in-process: one simulation each, cheap next to the search.
- * NAN when it cannot be simulated (then the analytic estimate stays). */
-static double baseline_step_ms(const pf_search_t *s, int c, int cs, pf_training_schedule_t schedule)
+/* Candidate c's plan under a baseline mapping (the CS or p2p map of its groups), its groups
+ * expanded to T devices: what the baseline's SIMULATE job runs. NULL when it cannot be built
+ * (out of memory: then the analytic estimate stays). */
+static pf_plan_t *baseline_plan(const pf_search_t *s, int c, int cs)
 {
     const candidate_t *cd = &s->map.cand[c];
     const dp_entry_t *e = &s->part.dp[cd->dp];
     int S = e->plan->stages, R = e->plan->replicas;
-    double ms = NAN;
-    char err[256];
-    pf_simulate_input_t in = {0};
-    pf_simulate_result_t *r = NULL;
     pf_plan_t *p = pf_plan_clone(e->plan);
     int *dev = malloc((size_t)S * R * sizeof *dev);
     if (!p || !dev)
-        goto done;
+        goto fail;
     (cs ? pf_mapping_cs : pf_mapping_p2p)(cd->sg, dev);
     for (int st = 0; st < S; st++) {
         int *d = pf_plan_stage_devices(p, st);
         if (!d)
-            goto done;
+            goto fail;
         memcpy(d, dev + (size_t)st * R, (size_t)R * sizeof *d);
     }
     if (expand_tp(s, e->tp, p) != PF_OK)
-        goto done;
-    p->train = s->o.train;
-    p->train.schedule = schedule;
-    snprintf(p->schedule, sizeof p->schedule, "%s", pf_training_schedule_name(schedule));
-    if (pf_simulate_input_from_setting(s->g, s->c, s->tap.tp[e->tp].set, p, NULL, &in, err,
-                                  sizeof err) == PF_OK &&
-        pf_simulate(&in, &r, err, sizeof err) == PF_OK)
-        ms = r->step_ms;
-done:
-    pf_simulate_result_destroy(&r);
-    pf_simulate_input_clear(&in);
-    pf_plan_destroy(&p);
+        goto fail;
     free(dev);
-    return ms;
+    return p;
+fail:
+    free(dev);
+    pf_plan_destroy(&p);
+    return NULL;
 }
 
 /* Among every (candidate, schedule) whose memory fits under that schedule, the least simulated
@@ -350,27 +339,57 @@ static int best_simulated(const pf_search_t *s, int *best_k)
     return best_c;
 }
 
+/* The winner's two baselines (CS map, p2p map) as SIMULATE jobs under its schedule: workers run
+ * them like any job, so the broker's loop never simulates (issue 23: two simulations of a 1T
+ * GPT on 3,072 GPUs kept it from heartbeats for seconds). Their answers are re-run like a
+ * leading one (pf_search_sim_rerun), by the broker's helper thread. PF_ERR when out of memory
+ * queueing them. */
+static int queue_baselines(pf_search_t *s)
+{
+    for (int b = 0; b < 2; b++) {
+        s->sim.base_ms[b] = NAN;
+        if (!(s->sim.base_plan[b] = baseline_plan(s, s->sim.best_c, b == 0)))
+            continue;
+        pf_search_owner_t owner = {.sim = {s->sim.best_c,
+                                           (pf_training_schedule_t)s->sim.best_k, b + 1}};
+        if (!pf_search_queue_job(s, PF_JOB_SIMULATE, owner))
+            return PF_ERR;
+        s->sim.base_left++;
+    }
+    return PF_OK;
+}
+
 /* The plan: the best simulated pair, with the baselines under the same simulator and schedule
- * (so that their ratios mean something). */
+ * (so that their ratios mean something). Called twice: when the candidates' simulations are in
+ * (it queues the baselines) and when the baselines are (it finishes). */
 void pf_search_sim_finish(pf_search_t *s)
 {
-    int best_k = -1, best_c = best_simulated(s, &best_k);
-    if (best_c < 0) {
-        pf_search_queue_fail(s, PF_EINFEASIBLE, "no candidate's memory fits its devices under any "
-                       "schedule simulated (%d candidates)", s->map.ncand);
-        return;
+    if (!s->sim.pending) {
+        int best_k = -1, best_c = best_simulated(s, &best_k);
+        if (best_c < 0) {
+            pf_search_queue_fail(s, PF_EINFEASIBLE, "no candidate's memory fits its devices "
+                                 "under any schedule simulated (%d candidates)", s->map.ncand);
+            return;
+        }
+        if (!(s->sim.pending = candidate_plan(s, best_c, (pf_training_schedule_t)best_k))) {
+            pf_search_queue_fail(s, PF_ERR, "out of memory");
+            return;
+        }
+        s->sim.pending->simulated_step_ms = s->sim.cand[best_c].sim[best_k].step_ms;
+        s->sim.best_c = best_c;
+        s->sim.best_k = best_k;
+        if (queue_baselines(s) != PF_OK) {
+            pf_search_queue_fail(s, PF_ERR, "out of memory");
+            return;
+        }
+        if (s->sim.base_left > 0)
+            return;
     }
-    pf_plan_t *p = candidate_plan(s, best_c, (pf_training_schedule_t)best_k);
-    if (!p) {
-        pf_search_queue_fail(s, PF_ERR, "out of memory");
-        return;
-    }
-    p->simulated_step_ms = s->sim.cand[best_c].sim[best_k].step_ms;
-    double cs = baseline_step_ms(s, best_c, 1, (pf_training_schedule_t)best_k);
-    double p2p = baseline_step_ms(s, best_c, 0, (pf_training_schedule_t)best_k);
-    if (isfinite(cs) && isfinite(p2p)) {
-        p->cs_map.simulated_step_ms = cs;
-        p->p2p_map.simulated_step_ms = p2p;
+    pf_plan_t *p = s->sim.pending;
+    s->sim.pending = NULL;
+    if (isfinite(s->sim.base_ms[0]) && isfinite(s->sim.base_ms[1])) {
+        p->cs_map.simulated_step_ms = s->sim.base_ms[0];
+        p->p2p_map.simulated_step_ms = s->sim.base_ms[1];
     }
     p->search.present = 1;
     p->search.jobs = s->njobs;
@@ -383,6 +402,13 @@ void pf_search_sim_describe(const pf_search_t *s, const pf_search_owner_t *owner
 {
     const sim_cand_t *sc = &s->sim.cand[owner->sim.cand];
     job->setting = s->tap.tp[s->part.dp[s->map.cand[owner->sim.cand].dp].tp].opts;
+    if (owner->sim.baseline) { /* a baseline maps the groups otherwise and times no reshard */
+        job->plan = s->sim.base_plan[owner->sim.baseline - 1];
+        job->schedule = owner->sim.schedule;
+        job->xfer_ms = NULL;
+        job->nxfer = 0;
+        return;
+    }
     job->plan = sc->plan;
     job->schedule = owner->sim.schedule;
     job->xfer_ms = sc->xfer_ms;
@@ -395,15 +421,19 @@ static bool close_to(double a, double b)
 }
 
 /* A SIMULATE answer that fits and would lead (no done pair has a smaller step per sample; ties
- * count, an earlier candidate may win them) can make the plan, so it is run again here: the
+ * count, an earlier candidate may win them) can make the plan, so it is run again: the
  * simulator is deterministic and one run is cheap next to the search. An answer that cannot
  * lead (it does not fit, or a done pair beats it) is taken as it is: it can only make the plan
- * worse, by keeping a candidate out. */
-int pf_search_sim_verify(const pf_search_t *s, const pf_search_owner_t *owner, const pf_job_t *job,
-                         const pf_job_result_t *res, char *err, size_t errlen)
+ * worse, by keeping a candidate out. A baseline's step goes into the plan as it is: always
+ * re-run (on the broker, off its loop), so that every number of the plan was computed on the
+ * trusted side. */
+bool pf_search_sim_rerun(const pf_search_t *s, const pf_search_owner_t *owner,
+                         const pf_job_result_t *res)
 {
+    if (owner->sim.baseline)
+        return true;
     if (!res->sim.fits)
-        return PF_OK;
+        return false;
     const pf_plan_t *plan = s->sim.cand[owner->sim.cand].plan;
     double mine = res->sim.step_ms / pf_search_partition_samples_per_step(s, plan);
     for (int c = 0; c < s->map.ncand; c++)
@@ -411,19 +441,35 @@ int pf_search_sim_verify(const pf_search_t *s, const pf_search_owner_t *owner, c
             const sim_rec_t *r = &s->sim.cand[c].sim[k];
             if (r->done && r->fits &&
                 r->step_ms / pf_search_partition_samples_per_step(s, s->sim.cand[c].plan) < mine)
-                return PF_OK;
+                return false;
         }
+    return true;
+}
+
+int pf_search_sim_agree(const pf_job_result_t *res, const pf_job_result_t *own, char *err,
+                        size_t errlen)
+{
+    if (own->sim.fits != res->sim.fits || !close_to(own->sim.step_ms, res->sim.step_ms) ||
+        !close_to(own->sim.mem_bytes, res->sim.mem_bytes) ||
+        !close_to(own->sim.bubble_fraction, res->sim.bubble_fraction))
+        return pf_fail(err, errlen, PF_EINPUT, "simulate answer: step %g ms (fits %d), "
+                       "re-simulated here: %g ms (fits %d)", res->sim.step_ms, res->sim.fits,
+                       own->sim.step_ms, own->sim.fits);
+    return PF_OK;
+}
+
+int pf_search_sim_verify(const pf_search_t *s, const pf_search_owner_t *owner, const pf_job_t *job,
+                         const pf_job_result_t *res, char *err, size_t errlen)
+{
+    if (!pf_search_sim_rerun(s, owner, res))
+        return PF_OK;
     pf_job_result_t own;
     int rc = pf_job_run(job, &own);
     if (rc != PF_OK)
         rc = pf_fail(err, errlen, PF_EINPUT, "simulate answer: step %g ms could not be "
                      "re-simulated here: %s", res->sim.step_ms, own.error);
-    else if (own.sim.fits != res->sim.fits || !close_to(own.sim.step_ms, res->sim.step_ms) ||
-             !close_to(own.sim.mem_bytes, res->sim.mem_bytes) ||
-             !close_to(own.sim.bubble_fraction, res->sim.bubble_fraction))
-        rc = pf_fail(err, errlen, PF_EINPUT, "simulate answer: step %g ms (fits %d), re-simulated "
-                     "here: %g ms (fits %d)", res->sim.step_ms, res->sim.fits, own.sim.step_ms,
-                     own.sim.fits);
+    else
+        rc = pf_search_sim_agree(res, &own, err, errlen);
     pf_job_result_clear(&own);
     return rc;
 }
@@ -432,6 +478,10 @@ bool pf_search_sim_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *
                           const pf_job_result_t *res)
 {
     (void)id;
+    if (owner->sim.baseline) { /* the plan waits for both */
+        s->sim.base_ms[owner->sim.baseline - 1] = res->sim.step_ms;
+        return --s->sim.base_left == 0;
+    }
     sim_rec_t *r = &s->sim.cand[owner->sim.cand].sim[owner->sim.schedule];
     *r = (sim_rec_t){true, res->sim.fits, res->sim.step_ms, res->sim.bubble_fraction};
     if (--s->sim.sims_left != 0)
@@ -467,24 +517,23 @@ bool pf_search_sim_absorb_reshard(pf_search_t *s, uint64_t id, const pf_search_o
 }
 
 /* A RESHARD answer sets a candidate's cross-stage transfer times, which its SIMULATE jobs (and
- * their re-simulation above) take as given, so every one is solved again here: one stage
- * boundary of one replica, T devices to T, under the node cap that makes the answer the same
- * everywhere (describe_reshard), costs little next to the search. */
-int pf_search_sim_verify_reshard(const pf_search_t *s, const pf_search_owner_t *owner,
-                                 const pf_job_t *job, const pf_job_result_t *res, char *err,
-                                 size_t errlen)
+ * their re-runs above) take as given, so every one is solved again: one stage boundary of one
+ * replica, T devices to T, under the node cap that makes the answer the same everywhere
+ * (describe_reshard), costs little next to the search. */
+bool pf_search_sim_rerun_reshard(const pf_search_t *s, const pf_search_owner_t *owner,
+                                 const pf_job_result_t *res)
 {
-    (void)s, (void)owner;
-    pf_job_result_t own;
-    int rc = pf_job_run(job, &own);
-    if (rc != PF_OK)
-        rc = pf_fail(err, errlen, PF_EINPUT, "reshard answer: %g ms could not be re-solved "
-                     "here: %s", res->reshard.time_ms, own.error);
-    else if (!close_to(own.reshard.time_ms, res->reshard.time_ms))
-        rc = pf_fail(err, errlen, PF_EINPUT, "reshard answer: %g ms, re-solved here: %g ms",
-                     res->reshard.time_ms, own.reshard.time_ms);
-    pf_job_result_clear(&own);
-    return rc;
+    (void)s, (void)owner, (void)res;
+    return true;
+}
+
+int pf_search_sim_agree_reshard(const pf_job_result_t *res, const pf_job_result_t *own,
+                                char *err, size_t errlen)
+{
+    if (close_to(own->reshard.time_ms, res->reshard.time_ms))
+        return PF_OK;
+    return pf_fail(err, errlen, PF_EINPUT, "reshard answer: %g ms, re-solved here: %g ms",
+                   res->reshard.time_ms, own->reshard.time_ms);
 }
 
 void pf_search_sim_clear(pf_search_t *s)
@@ -495,12 +544,20 @@ void pf_search_sim_clear(pf_search_t *s)
     }
     free(s->sim.cand);
     free(s->sim.xfer);
+    pf_plan_destroy(&s->sim.pending);
+    pf_plan_destroy(&s->sim.base_plan[0]);
+    pf_plan_destroy(&s->sim.base_plan[1]);
 }
 
 const pf_search_kind_t pf_search_sim_kinds[] = {
     {PF_JOB_RESHARD, pf_search_sim_describe_reshard, pf_search_sim_absorb_reshard,
-         "resharding job", pf_search_sim_verify_reshard},
-    {PF_JOB_SIMULATE, pf_search_sim_describe, pf_search_sim_absorb, "simulation job",
-         pf_search_sim_verify},
+         "resharding job", NULL},
+    {PF_JOB_SIMULATE, pf_search_sim_describe, pf_search_sim_absorb, "simulation job", NULL},
     {PF_JOB_KIND_COUNT, NULL, NULL, NULL, NULL},
+};
+
+const pf_search_rerun_t pf_search_sim_reruns[] = {
+    {PF_JOB_SIMULATE, pf_search_sim_rerun, pf_search_sim_agree},
+    {PF_JOB_RESHARD, pf_search_sim_rerun_reshard, pf_search_sim_agree_reshard},
+    {PF_JOB_KIND_COUNT, NULL, NULL},
 };

@@ -19,12 +19,19 @@ bool pf_search_sim_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *
  * here and must agree (1e-6 relative); PF_OK, or PF_EINPUT and both numbers. */
 int pf_search_sim_verify(const pf_search_t *s, const pf_search_owner_t *owner, const pf_job_t *job,
                          const pf_job_result_t *res, char *err, size_t errlen);
+/* The two halves of it (search_state.h, rerun and agree): whether the answer is to be re-run,
+ * and whether a re-run agrees. */
+bool pf_search_sim_rerun(const pf_search_t *s, const pf_search_owner_t *owner,
+                         const pf_job_result_t *res);
+int pf_search_sim_agree(const pf_job_result_t *res, const pf_job_result_t *own, char *err,
+                        size_t errlen);
 void pf_search_sim_describe_reshard(const pf_search_t *s, const pf_search_owner_t *owner,
                                     pf_job_t *job);
-/* Every RESHARD answer solved again here; PF_EINPUT when it differs (search_state.h verify). */
-int pf_search_sim_verify_reshard(const pf_search_t *s, const pf_search_owner_t *owner,
-                                 const pf_job_t *job, const pf_job_result_t *res, char *err,
-                                 size_t errlen);
+/* Every RESHARD answer is solved again (search_state.h reruns); PF_EINPUT when it differs. */
+bool pf_search_sim_rerun_reshard(const pf_search_t *s, const pf_search_owner_t *owner,
+                                 const pf_job_result_t *res);
+int pf_search_sim_agree_reshard(const pf_job_result_t *res, const pf_job_result_t *own,
+                                char *err, size_t errlen);
 /* Never ends the phase: a candidate's last transfer queues its SIMULATE jobs. false. */
 bool pf_search_sim_absorb_reshard(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
                                   const pf_job_result_t *res);
@@ -32,5 +39,7 @@ void pf_search_sim_clear(pf_search_t *s);
 
 /* The kinds of jobs this phase issues (search_state.h). */
 extern const pf_search_kind_t pf_search_sim_kinds[];
+/* The kinds it checks by re-running them (search_state.h). */
+extern const pf_search_rerun_t pf_search_sim_reruns[];
 
 #endif

@@ -38,7 +38,8 @@ typedef union {
     } probe;
     struct {
         int cand;               /* SIMULATE: the candidate of s->map.cand it simulates, */
-        pf_training_schedule_t schedule; /* under this schedule */
+        pf_training_schedule_t schedule; /* under this schedule; */
+        int baseline;           /* 0, or the winner's baseline: 1 CS map, 2 p2p map */
     } sim;
     int xfer;  /* RESHARD: the transfer of s->sim.xfer it times */
 } pf_search_owner_t;
@@ -168,6 +169,10 @@ typedef struct {
     sim_cand_t *cand;   /* per candidate of s->map */
     xfer_rec_t *xfer;
     int nxfer, sims_left;
+    /* the winner, waiting for its two baselines' SIMULATE jobs (search_sim.c) */
+    pf_plan_t *pending, *base_plan[2];
+    double base_ms[2];
+    int base_left, best_c, best_k;
 } sim_phase_t;
 
 /* ---- search_blocks.c: the block-level pre-phase ---- */
@@ -231,5 +236,19 @@ typedef struct {
     int (*verify)(const pf_search_t *s, const pf_search_owner_t *owner, const pf_job_t *job,
                   const pf_job_result_t *res, char *err, size_t errlen);
 } pf_search_kind_t;
+
+/* Kinds whose answers are checked by running them again, instead of a verify: an answer for
+ * which rerun says true is run again (pf_job_run of its job) and must agree with that run. In
+ * two halves so that a driver may run the job off its own thread
+ * (pf_search_check_answer_deferred: the broker's loop never simulates). A table of its own
+ * (search_sim.c's pf_search_sim_reruns, ended by PF_JOB_KIND_COUNT) rather than two more
+ * columns in every phase's table of kinds. */
+typedef struct {
+    pf_job_kind_t kind;
+    bool (*rerun)(const pf_search_t *s, const pf_search_owner_t *owner,
+                  const pf_job_result_t *res);
+    int (*agree)(const pf_job_result_t *res, const pf_job_result_t *own, char *err,
+                 size_t errlen);
+} pf_search_rerun_t;
 
 #endif

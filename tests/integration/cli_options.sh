@@ -347,7 +347,7 @@ planfarm cluster: unknown option
 (see 'planfarm cluster --help')
 [exit 2]
 $ planfarm cluster --machines 0 hier
-planfarm cluster: --machines: 0 is outside [1, 4096]
+planfarm cluster: --machines: 0 is outside [1, 16384]
 [exit 2]
 $ planfarm cluster --machines x mesh2d
 planfarm cluster: --machines does not apply to mesh2d (only to hier, dgx1, nvswitch, dgx-a100 and dgx-h100)
@@ -1081,8 +1081,8 @@ planfarm plan: option '--no' is ambiguous; possibilities: '--no-refine' '--no-sy
 planfarm plan: unknown option
 (see 'planfarm plan --help')
 [exit 2]
-help check: 1459407725 319
-help cluster: 3967755995 3233
+help check: 350063101 334
+help cluster: 2736856384 3971
 help model: 1668137441 3136
 help import: 569495115 693
 help partition: 4063264872 1654
@@ -1090,7 +1090,7 @@ help map: 6792700 1712
 help simulate: 1304480699 1058
 help draw: 1025757025 508
 help export: 163475739 1721
-help plan: 2143466120 5261
+help plan: 2778920655 5331
 help broker: 547526744 3162
 help worker: 3015310655 1520
 help agent: 3155974298 1572

@@ -45,11 +45,12 @@ PIDS="$PIDS $!"
 "$BIN" submit "$TMP/bert.json" "$TMP/dgx.json" $OPTS --broker "$EP" --wait --quiet \
     -o "$TMP/farm.json" || fail "submit --wait"
 "$TOOL" compare "$TMP/embedded.json" "$TMP/farm.json" 0.001 || fail "farm and embedded plans differ"
-# S = 2, R = 4: one RESHARD job per replica's stage boundary; 3 schedules, one candidate
+# S = 2, R = 4: one RESHARD job per replica's stage boundary; 3 schedules, one candidate, and
+# the winner's two baselines (CS map, p2p map) are SIMULATE jobs too
 n=$(grep -c "(reshard) done" "$TMP/worker.log" || true)
 [ "$n" -eq 4 ] || fail "$n RESHARD jobs answered by the worker, expected 4"
 n=$(grep -c "(simulate) done" "$TMP/worker.log" || true)
-[ "$n" -eq 3 ] || fail "$n SIMULATE jobs answered by the worker, expected 3"
+[ "$n" -eq 5 ] || fail "$n SIMULATE jobs answered by the worker, expected 5"
 pass "RESHARD and SIMULATE jobs through the broker; the plan matches the embedded one"
 
 grep -q '"tensor_parallel": 2' "$TMP/farm.json" || fail "not a TP plan"

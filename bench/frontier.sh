@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Frontier scale (issue 23): cluster generation, `planfarm check` and `planfarm plan` wall time and
+# peak resident memory (GNU time) from 1,536 to 131,072 GPUs. Models and (t, p) from Megatron-LM's
+# weak-scaling table (../shared/data/megatron/narayanan2021_table1.json) and Llama 3 405B
+# (../shared/data/megatron/llama3_405b.json): S and T fixed as the papers ran them.
+# usage: bench/frontier.sh [PLANFARM] [DIR] [PLAN_TIMEOUT_S]; prints one line per measurement.
+set -u
+pf=${1:-./planfarm}
+dir=${2:-build/frontier}
+limit=${3:-600}
+mkdir -p "$dir"
+
+# "<wall s> <peak RSS MB> <exit status>" of a command, its output into $dir/last.log
+measure() {
+    /usr/bin/time -f "%e %M" -o "$dir/time.txt" timeout "$limit" "$@" >"$dir/last.log" 2>&1
+    local rc=$? wall=0 kb=0
+    # the numbers are the last line (a killed command's status line comes first)
+    read -r wall kb < <(tail -n 1 "$dir/time.txt")
+    echo "$wall $((kb / 1024)) $rc"
+}
+
+cluster_row() { # KIND MACHINES [--matrix]
+    local f="$dir/$1x$2${3:+-matrix}.json"
+    local gen chk flags=()
+    [ -n "${3:-}" ] && flags=("$3")
+    gen=$(measure "$pf" cluster "$1" --machines "$2" "${flags[@]}" -o "$f")
+    chk=$(measure "$pf" check "$f")
+    printf 'cluster %-8s x %5d %-8s gpus %6d  file %10d B  generate %s  check %s\n' "$1" "$2" \
+        "${3:-}" $(($2 * 8)) "$(stat -c %s "$f" 2>/dev/null || echo 0)" "$gen" "$chk"
+}
+
+plan_row() { # LABEL GRAPH CLUSTER FLAGS...
+    local label=$1 g=$2 c=$3
+    shift 3
+    local r
+    r=$(measure "$pf" plan "$g" "$c" -o "$dir/$label.plan.json" "$@")
+    local warn
+    warn=$(grep -c -E '^W:|warning' "$dir/last.log")
+    printf 'plan %-28s wall_s peak_MB rc: %s  warnings %s\n' "$label" "$r" "$warn"
+    grep -E '^plan for|search:' "$dir/last.log" | sed 's/^/    /'
+    [ "$(tail -c 300 "$dir/last.log" | grep -c 'planfarm plan:')" -gt 0 ] && tail -2 "$dir/last.log" | sed 's/^/    /'
+}
+
+"$pf" model gpt --layers 80 --hidden 12288 --heads 96 --seq 2048 --vocab 51200 --microbatch 1 \
+    -o "$dir/gpt145b.json" >/dev/null
+"$pf" model gpt --layers 128 --hidden 25600 --heads 160 --seq 2048 --vocab 51200 --microbatch 1 \
+    -o "$dir/gpt1t.json" >/dev/null
+"$pf" model llama --preset 405b --seq 8192 -o "$dir/llama405b.json" >/dev/null
+
+cluster_row dgx-a100 192 --matrix
+cluster_row dgx-a100 192
+cluster_row dgx-a100 384 --matrix
+cluster_row dgx-a100 384
+cluster_row dgx-h100 2048
+cluster_row dgx-h100 16384
+
+plan_row gpt145b-1536-matrix "$dir/gpt145b.json" "$dir/dgx-a100x192-matrix.json" \
+    --stages 8 --tp 8 --global-batch 2304 --recompute full --layer-aligned
+plan_row gpt145b-1536 "$dir/gpt145b.json" "$dir/dgx-a100x192.json" \
+    --stages 8 --tp 8 --global-batch 2304 --recompute full --layer-aligned
+plan_row gpt1t-3072-matrix "$dir/gpt1t.json" "$dir/dgx-a100x384-matrix.json" \
+    --stages 64 --tp 8 --global-batch 3072 --recompute full --layer-aligned
+plan_row gpt1t-3072 "$dir/gpt1t.json" "$dir/dgx-a100x384.json" \
+    --stages 64 --tp 8 --global-batch 3072 --recompute full --layer-aligned
+if [ "${FRONTIER_16K:-0}" = 1 ]; then
+    plan_row llama405b-16384 "$dir/llama405b.json" "$dir/dgx-h100x2048.json" \
+        --stages 16 --tp 8 --global-batch 2048 --recompute full --layer-aligned
+fi

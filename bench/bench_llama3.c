@@ -1,0 +1,173 @@
+/* Llama 3 405B's published pre-training configurations against planfarm (issue 22).
+ *
+ * llama3_405b.json ($PF_SHARED/data/megatron, default ../shared: Llama Team 2024, Tables 3 and 4):
+ * the model (126 layers, hidden 16384, ffn 53248, 128 heads, 8 KV heads, vocab 128256) and the
+ * configurations of 8,192 and 16,384 H100 at 16M tokens per step (sequences of 8192). For each
+ * row of context parallelism 1: the published (t, p, d) planned with every dimension fixed
+ * (whole layers per stage, 1F1B, micro-batch 1, the distributed optimizer (ZeRO-1), selective
+ * recomputation, else full where selective does not fit), and the same model,
+ * cluster and batch planned freely by the block-level search. Rates are model FLOPs (the
+ * graph's forward and backward work, no recomputation) per second per GPU, as the paper's
+ * TFLOP/s and MFU count them, beside the published figure. DGX-H100 hosts (hierarchical
+ * cluster), ops priced on the h100-sxm device model. PF_BENCH_LLAMA3_MAX_GPUS (default 16384)
+ * skips larger rows; no figure of the file is in this one. */
+#include "bench/farm.h"
+#include "planner/core/util.h"
+#include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
+#include "planner/inputs/price.h"
+#include "planner/inputs/topology.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int layers, hidden, ffn, heads, kv_heads, vocab, seq;
+} shape_t;
+
+typedef struct {
+    int gpus, t, cp, p, d, seq;
+    double tokens, tflops;
+} config_t;
+
+static int build(const shape_t *m, int gpus, pf_graph_t **g, pf_cluster_t **c)
+{
+    char err[512];
+    pf_model_opts_t mo;
+    pf_model_opts_init(&mo, PF_MODEL_LLAMA);
+    mo.layers = m->layers, mo.hidden = m->hidden, mo.ffn = m->ffn, mo.heads = m->heads;
+    mo.kv_heads = m->kv_heads, mo.vocab = m->vocab, mo.seq = m->seq, mo.microbatch = 1;
+    mo.precision_bytes = 2;
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_H100);
+    to.machines = gpus / 8;
+    pf_graph_t *raw = NULL;
+    const pf_devmodel_t *dm = pf_devmodel_preset("h100-sxm");
+    int rc = !dm || pf_model_build(&mo, &raw, err, sizeof err) != PF_OK ||
+             pf_price_graph(raw, dm, PF_PREC_BF16, g, NULL, err, sizeof err) != PF_OK ||
+             pf_topology_build(&to, c, err, sizeof err) != PF_OK;
+    if (rc)
+        fprintf(stderr, "bench llama3: %s\n", dm ? err : "no h100-sxm preset");
+    pf_graph_destroy(&raw);
+    return rc ? -1 : 0;
+}
+
+/* Model FLOPs of one sample: the graph's forward and backward work. */
+static double sample_flops(const pf_graph_t *g)
+{
+    double f = 0;
+    for (int v = 0; v < pf_graph_nops(g); v++)
+        f += pf_graph_op(g, v)->work.fwd_flops + pf_graph_op(g, v)->work.bwd_flops;
+    return f / pf_graph_microbatch(g);
+}
+
+/* One plan: TFLOP/s per GPU (0 when none, the reason in shape). */
+static double plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
+                   double samples, double *wall_s, char *shape, size_t len)
+{
+    pf_bench_drive_t d;
+    pf_bench_drive(g, c, o, 0, 1, &d);
+    double tf = 0;
+    *wall_s = d.wall_s;
+    if (d.status == PF_OK && d.plan->simulated_step_ms > 0) {
+        const pf_plan_t *p = d.plan;
+        tf = sample_flops(g) * samples / (p->simulated_step_ms * 1e-3) /
+             pf_cluster_ndevices(c) / 1e12;
+        snprintf(shape, len, "t%d p%d d%d %s zero %d", p->tensor_parallel, p->stages,
+                 p->replicas, pf_training_recompute_name(p->train.recompute), p->train.zero);
+    } else {
+        snprintf(shape, len, "no plan (%.120s)", d.err);
+    }
+    pf_bench_drive_free(&d);
+    return tf;
+}
+
+static void row(const shape_t *m, const config_t *cf)
+{
+    pf_graph_t *g = NULL;
+    pf_cluster_t *c = NULL;
+    if (build(m, cf->gpus, &g, &c))
+        return;
+    double samples = (double)(long long)(cf->tokens / cf->seq), wall, fwall;
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.stages = cf->p, o.tp = cf->t, o.replicas = cf->d;
+    o.global_batch = (long long)samples - (long long)samples % cf->d;
+    o.layer_aligned = 1;
+    o.train.zero = 1; /* Megatron's distributed optimizer */
+    o.schedules = 1u << PF_SCHEDULE_1F1B;
+    char fixed_shape[160], free_shape[160];
+    double tf = 0;
+    for (int rc = PF_RECOMPUTE_SELECTIVE; tf == 0 && rc <= PF_RECOMPUTE_FULL; rc++) {
+        o.train.recompute = (pf_training_recompute_t)rc; /* the lighter that fits */
+        tf = plan(g, c, &o, (double)o.global_batch, &wall, fixed_shape, sizeof fixed_shape);
+    }
+    pf_search_opts_init(&o);
+    o.global_batch = (long long)samples - (long long)samples % cf->d;
+    o.block_search = 1;
+    o.layer_aligned = 1;
+    double ftf = plan(g, c, &o, (double)o.global_batch, &fwall, free_shape, sizeof free_shape);
+    printf("%6d %3d %3d %4d %9.0f | fixed %6.1f (%.3f) %.1fs %s | free %6.1f (%.3f of fixed) "
+           "%.1fs %s\n", cf->gpus, cf->t, cf->p, cf->d, cf->tflops, tf, tf / cf->tflops, wall,
+           fixed_shape, ftf, tf > 0 ? ftf / tf : 0, fwall, free_shape);
+    fflush(stdout);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&c);
+}
+
+static json_t *load(void)
+{
+    char path[1024];
+    const char *shared = getenv("PF_SHARED") ? getenv("PF_SHARED") : "../shared";
+    snprintf(path, sizeof path, "%s/data/megatron/llama3_405b.json", shared);
+    json_error_t je;
+    json_t *t = json_load_file(path, 0, &je);
+    if (!t)
+        printf("SKIP: %s: %s (set PF_SHARED)\n", path, je.text);
+    return t;
+}
+
+int pf_bench_llama3(void)
+{
+    json_t *root = load(), *cfg;
+    if (!root)
+        return 0;
+    shape_t m;
+    if (json_unpack(json_object_get(root, "model"), "{s:i, s:i, s:i, s:i, s:i, s:i, s:i}",
+                    "layers", &m.layers, "hidden", &m.hidden, "ffn_hidden", &m.ffn, "heads",
+                    &m.heads, "kv_heads", &m.kv_heads, "vocab", &m.vocab, "seq", &m.seq)) {
+        printf("llama3_405b.json: model: unreadable\n");
+        json_decref(root);
+        return 1;
+    }
+    int max_gpus = getenv("PF_BENCH_LLAMA3_MAX_GPUS") ? atoi(getenv("PF_BENCH_LLAMA3_MAX_GPUS"))
+                                                      : 16384;
+    printf("Llama 3 405B on DGX-H100 (h100-sxm prices), 16M tokens per step; model TFLOP/s per "
+           "GPU from the simulated step\n%6s %3s %3s %4s %9s | %s\n", "GPUs", "t", "p", "d",
+           "published", "planfarm: published config fixed (ratio), plan s | free search");
+    size_t i;
+    json_array_foreach(json_object_get(root, "configurations"), i, cfg) {
+        config_t cf;
+        if (json_unpack(cfg, "{s:i, s:i, s:i, s:i, s:i, s:i, s:F, s:F}", "gpus", &cf.gpus,
+                        "tensor_parallel", &cf.t, "context_parallel", &cf.cp,
+                        "pipeline_parallel", &cf.p, "data_parallel", &cf.d, "seq", &cf.seq,
+                        "tokens_per_batch", &cf.tokens, "tflops_per_gpu", &cf.tflops)) {
+            printf("configurations[%zu]: unreadable\n", i);
+            continue;
+        }
+        if (cf.cp != 1 || cf.seq != m.seq) {
+            printf("%6d: context parallelism %d at sequence %d: not planned (no context "
+                   "parallelism yet)\n", cf.gpus, cf.cp, cf.seq);
+            continue;
+        }
+        if (cf.gpus > max_gpus) {
+            printf("%6d: skipped (PF_BENCH_LLAMA3_MAX_GPUS %d)\n", cf.gpus, max_gpus);
+            continue;
+        }
+        row(&m, &cf);
+    }
+    json_decref(root);
+    return 0;
+}

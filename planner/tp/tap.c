@@ -40,7 +40,14 @@ typedef struct {
     int *nsig;                /* [j * 3 + weight option] */
     pf_sharding_sig_t *sig;      /* [(j * 3 + option) * PF_SHARDING_MAX_SIGS + s] */
     double *split_ms;         /* [j * 3 + weight option]: fwd + bwd when split (tp_price.h) */
+    /* Conversions of tensor x from one sharding to another, found once (the enumeration asks
+     * for the same ones millions of times): [(x * NCODE + from) * NCODE + to], nsteps -1 = not
+     * yet found; and each position's weight-gradient all-reduce. */
+    pf_sharding_conv_t *conv;
+    double *wgrad_ms;
 } inst_t;
+
+#define NCODE (2 + PF_SHAPE_MAX) /* B, P, S(0 .. PF_SHAPE_MAX - 1) */
 
 /* Per-evaluation state. */
 typedef struct {
@@ -61,6 +68,7 @@ static void inst_free(inst_t *t)
 {
     free(t->in_start), free(t->in_tens), free(t->in_edge), free(t->widx), free(t->ext_out);
     free(t->tens_edge), free(t->tens_bytes), free(t->nsig), free(t->sig), free(t->split_ms);
+    free(t->conv), free(t->wgrad_ms);
     memset(t, 0, sizeof *t);
 }
 
@@ -126,8 +134,12 @@ static int inst_alloc(inst_t *t, const pf_graph_t *g, const int *ops, int nops)
         !(t->tens_bytes = malloc(sizeof(double) * nt)) ||
         !(t->nsig = calloc((size_t)nops * 3, sizeof(int))) ||
         !(t->sig = malloc(sizeof *t->sig * (size_t)nops * 3 * PF_SHARDING_MAX_SIGS)) ||
-        !(t->split_ms = malloc(sizeof *t->split_ms * (size_t)nops * 3)))
+        !(t->split_ms = malloc(sizeof *t->split_ms * (size_t)nops * 3)) ||
+        !(t->conv = malloc(sizeof *t->conv * nt * NCODE * NCODE)) ||
+        !(t->wgrad_ms = malloc(sizeof *t->wgrad_ms * (size_t)(nops ? nops : 1))))
         return PF_ERR;
+    for (size_t i = 0; i < nt * NCODE * NCODE; i++)
+        t->conv[i].nsteps = -1;
     return PF_OK;
 }
 
@@ -193,6 +205,9 @@ static void inst_sigs(inst_t *t, int j, const pf_sharding_op_t *d, int nin)
 /* Each position's split time under each weight option, priced once (tp_price.h). */
 static void inst_split_times(inst_t *t)
 {
+    for (int j = 0; j < t->nops; j++)
+        t->wgrad_ms[j] = pf_sharding_conv_ms(PF_CONV_ALLREDUCE, t->T,
+                                             pf_graph_op(t->g, t->ops[j])->param_bytes, t->link);
     const pf_devmodel_t *dm = pf_tp_price_model(t->g);
     for (int j = 0; j < t->nops; j++)
         for (int w = 0; w < 3; w++) {
@@ -276,14 +291,24 @@ static bool done_has(const pf_sharding_t *list, int n, pf_sharding_t p)
     return false;
 }
 
+static int code(pf_sharding_t p)
+{
+    return p.kind == PF_SHARDING_S ? 2 + p.dim : p.kind == PF_SHARDING_P;
+}
+
 static double conv_ms(const inst_t *t, int x, pf_sharding_t from, pf_sharding_t to, pf_sharding_conv_t *c)
 {
     c->nsteps = 0;
     c->ms = 0;
     if (pf_sharding_equal(from, to))
         return 0;
-    if (pf_sharding_convert(from, to, PF_SHAPE_MAX, t->T, t->tens_bytes[x], t->link, c, NULL, 0))
-        return INFINITY;
+    pf_sharding_conv_t *memo = &t->conv[((size_t)x * NCODE + code(from)) * NCODE + code(to)];
+    if (memo->nsteps < 0 &&
+        pf_sharding_convert(from, to, PF_SHAPE_MAX, t->T, t->tens_bytes[x], t->link, memo, NULL, 0)) {
+        memo->nsteps = 0;
+        memo->ms = INFINITY;
+    }
+    *c = *memo;
     return c->ms;
 }
 
@@ -299,11 +324,10 @@ static double compute_ms(const inst_t *t, int j, int w, int split)
 static double sig_cost(const inst_t *t, const scratch_t *sc, int j, int w,
                        const pf_sharding_sig_t *s)
 {
-    const pf_op_t *op = pf_graph_op(t->g, t->ops[j]);
     double c = compute_ms(t, j, w, s->split);
     pf_sharding_conv_t cv;
     if (s->weight_grad_partial)
-        c += pf_sharding_conv_ms(PF_CONV_ALLREDUCE, t->T, op->param_bytes, t->link);
+        c += t->wgrad_ms[j];
     for (int a = t->in_start[j]; a < t->in_start[j + 1]; a++) {
         int k = a - t->in_start[j], x = t->in_tens[a], dup_f = 0, dup_g = 0;
         pf_sharding_t need = required(s, k, 0), grad = required(s, k, 1);
@@ -414,7 +438,7 @@ static int eval_plan(const inst_t *t, uint64_t plan, const int *forced, scratch_
         s += pick;
         time += compute_ms(t, j, w, s->split);
         if (s->weight_grad_partial) {
-            double ms = pf_sharding_conv_ms(PF_CONV_ALLREDUCE, t->T, op->param_bytes, t->link);
+            double ms = t->wgrad_ms[j];
             time += ms;
             record(rec, PF_CONV_ALLREDUCE, 1, j, 1, op->param_bytes, ms);
         }

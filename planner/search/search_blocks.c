@@ -28,20 +28,19 @@ static void block_env(const pf_graph_t *g, const pf_cluster_t *c, const pf_train
         pf_blockcost_roofline_init(&st->roof, c, env);
 }
 
-/* The request's fixed dimensions. */
+/* The request's fixed dimensions: the micro-batch is --microbatch-size, else the graph's (the
+ * block costs scale to it: blockcost.h; the later phases plan the graph re-priced at it). */
 static int fixed_dims(const pf_graph_t *g, const pf_search_opts_t *o, pf_blockenum_fix_t *f,
                       char *err, size_t errlen)
 {
     int mb = pf_graph_microbatch(g);
-    if (o->microbatch_size > 0 && o->microbatch_size != mb)
-        return pf_fail(err, errlen, PF_EINPUT,
-                       "microbatch_size: %d differs from the graph's micro-batch %d (re-pricing "
-                       "the graph at another size needs the device model)",
-                       o->microbatch_size, mb);
+    if (o->microbatch_size < 0)
+        return pf_fail(err, errlen, PF_EINPUT, "microbatch_size: %d is not >= 1",
+                       o->microbatch_size);
     pf_blockenum_fix_init(f);
     f->t = o->tp;
     f->p = o->stages;
-    f->b = mb;
+    f->b = o->microbatch_size > 0 ? o->microbatch_size : mb;
     f->v = o->virtual_stages;
     f->sp = o->sequence_parallel;
     f->zero = o->zero_auto ? -1 : o->train.zero;

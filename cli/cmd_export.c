@@ -2,7 +2,7 @@
  * as the launch settings of a training framework (planner/export/export.h). */
 #include "cli/cli.h"
 #include "planner/ir/cluster.h"
-#include "planner/export/export.h"
+#include "planner/export/export_warnings.h"
 #include "planner/ir/graph.h"
 #include "planner/ir/plan.h"
 #include "planner/core/util.h"

@@ -1,6 +1,6 @@
 /* export: every Megatron-LM flag and DeepSpeed key of a hand-made plan, uneven and refused layer
  * splits, and the rank -> device map inverted for every rank. */
-#include "planner/export/export.h"
+#include "planner/export/export_warnings.h"
 #include "planner/inputs/model.h"
 #include "planner/inputs/model_build.h"
 #include "planner/ir/plan.h"

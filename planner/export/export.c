@@ -547,9 +547,9 @@ static void put_header(const pf_export_t *x, FILE *f, const char *what, const ch
 
 /* Megatron-LM's names, from megatron/training/arguments.py (_add_distributed_args:
  * --decoder-first-pipeline-num-layers, --decoder-last-pipeline-num-layers,
- * --num-layers-per-virtual-pipeline-stage, --use-distributed-optimizer, --sequence-parallel;
- * _add_training_args: --micro-batch-size, --global-batch-size, --recompute-granularity,
- * --recompute-method, --recompute-num-layers); tests/data/megatron_args.txt lists them. */
+ * --num-layers-per-virtual-pipeline-stage, --use-distributed-optimizer; _add_training_args:
+ * --micro-batch-size, --global-batch-size, --recompute-granularity, --recompute-method,
+ * --recompute-num-layers, --sequence-parallel); tests/data/megatron_args.txt lists them. */
 
 /* The layer split: PF_EINPUT when Megatron-LM cannot write it. Uneven ends go by
  * --decoder-first/last-pipeline-num-layers (the middle stages are split evenly); interleaving by

@@ -67,11 +67,12 @@ static int at_microbatch(const char *cmd, const pf_graph_t *g, const pf_search_o
     if (o->microbatch_size <= 0 || o->microbatch_size == b0)
         return PF_OK;
     int rc = pf_price_microbatch_ex(g, o->microbatch_size, owned, &linear, err, errlen);
+    const char *dm = pf_graph_device_model(g);
     if (rc == PF_OK)
-        fprintf(stderr, "planfarm %s: the graph's micro-batch %d re-priced at %d %s%s%s\n", cmd,
-                b0, o->microbatch_size, linear ? "linearly (B / b0" : "on ",
-                linear ? "" : pf_graph_device_model(g),
-                linear ? " for ops the graph's device model cannot price)" : "");
+        fprintf(stderr, "planfarm %s: the graph's micro-batch %d re-priced at %d %s%s\n", cmd, b0,
+                o->microbatch_size, linear ? "linearly x B / b0 (" : "on ",
+                !linear ? dm : dm && pf_devmodel_preset(dm) ? "for ops without work)"
+                                                            : "the graph names no device preset)");
     return rc;
 }
 

@@ -224,8 +224,23 @@ static void test_block_choices(void)
     p->blocks.microbatch_size = 2;
     p->blocks.virtual_stages = 2;
     p->blocks.sequence_parallel = 1;
-    char err[512] = "";
+    p->blocks.first_layers = 2, p->blocks.last_layers = 2, p->blocks.candidates = 3;
+    p->blocks.analytic_step_ms = 12.5;
+    char err[512] = "", path[600];
     int rc;
+    /* the plan file keeps them (plan.c reads what it writes) */
+    pf_plan_t *back = NULL;
+    snprintf(path, sizeof path, "%s/export-blocks-plan.json", pf_test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(pf_plan_save(p, g, c, path, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_plan_load(path, g, c, &back, err, sizeof err), PF_OK);
+    CU_ASSERT_TRUE(back->blocks.present);
+    CU_ASSERT_EQUAL(back->blocks.microbatch_size, 2);
+    CU_ASSERT_EQUAL(back->blocks.virtual_stages, 2);
+    CU_ASSERT_EQUAL(back->blocks.sequence_parallel, 1);
+    CU_ASSERT_EQUAL(back->blocks.first_layers + back->blocks.last_layers, 4);
+    CU_ASSERT_EQUAL(back->blocks.candidates, 3);
+    CU_ASSERT_EQUAL(back->blocks.analytic_step_ms, 12.5);
+    pf_plan_destroy(&back);
     pf_export_t *x = pf_export_new(p, g, c, &rc, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(x);
     CU_ASSERT_EQUAL(pf_export_microbatch(x), 2);

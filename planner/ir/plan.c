@@ -325,6 +325,40 @@ static int read_training(json_t *root, pf_training_t *t, char *err, size_t errle
     return PF_OK;
 }
 
+/* The block search's keys (write_block_search), so that a plan read back exports and writes them
+ * again; absent = no block search. */
+static int read_block_search(json_t *root, pf_plan_t *p, char *err, size_t errlen)
+{
+    int64_t b, v, lf, lm, ll, n;
+    json_t *sp = json_object_get(root, "sequence_parallel"), *bs = json_object_get(root, "block_search");
+    if (!json_object_get(root, "microbatch_size"))
+        return PF_OK;
+    if (sp && !json_is_boolean(sp))
+        return pf_fail(err, errlen, PF_EINPUT, "plan.sequence_parallel: not true or false");
+    int rc;
+    if ((rc = pf_json_get_int(root, "plan", "microbatch_size", PF_JSON_GET_POSITIVE, 1, &b, err, errlen)) ||
+        (rc = pf_json_get_int(root, "plan", "virtual_stages", PF_JSON_GET_POSITIVE, 1, &v, err, errlen)))
+        return rc;
+    if (bs && ((rc = pf_json_get_int(bs, "plan.block_search", "layers_first", PF_JSON_GET_NONNEG, 0, &lf, err, errlen)) ||
+               (rc = pf_json_get_int(bs, "plan.block_search", "layers_middle", PF_JSON_GET_NONNEG, 0, &lm, err, errlen)) ||
+               (rc = pf_json_get_int(bs, "plan.block_search", "layers_last", PF_JSON_GET_NONNEG, 0, &ll, err, errlen)) ||
+               (rc = pf_json_get_int(bs, "plan.block_search", "candidates", PF_JSON_GET_NONNEG, 0, &n, err, errlen)) ||
+               (rc = pf_json_get_number(bs, "plan.block_search", "analytic_step_ms", PF_JSON_GET_NONNEG, 0,
+                                        &p->blocks.analytic_step_ms, err, errlen)) ||
+               (rc = pf_json_get_number(bs, "plan.block_search", "wall_s", PF_JSON_GET_NONNEG, 0,
+                                        &p->blocks.wall_s, err, errlen))))
+        return rc;
+    if (b > 1 << 20 || v > 1 << 10)
+        return pf_fail(err, errlen, PF_EINPUT, "plan: microbatch_size or virtual_stages too large");
+    p->blocks.present = 1;
+    p->blocks.microbatch_size = (int)b, p->blocks.virtual_stages = (int)v;
+    p->blocks.sequence_parallel = json_is_true(sp);
+    if (bs)
+        p->blocks.first_layers = (int)lf, p->blocks.mid_layers = (int)lm,
+        p->blocks.last_layers = (int)ll, p->blocks.candidates = (int)n;
+    return PF_OK;
+}
+
 static int read_partition_search(json_t *root, pf_plan_t *p, char *err, size_t errlen)
 {
     json_t *se = json_object_get(root, "search"), *exact;
@@ -483,7 +517,8 @@ static int from_json(json_t *root, const pf_graph_t *g, const pf_cluster_t *c, p
     p->microbatches = (int)mb;
     p->tensor_parallel = (int)tp;
     p->devices = pf_cluster_ndevices(c);
-    if ((rc = read_training(root, &p->train, err, errlen)) != PF_OK)
+    if ((rc = read_training(root, &p->train, err, errlen)) != PF_OK ||
+        (rc = read_block_search(root, p, err, errlen)) != PF_OK)
         goto fail;
     snprintf(p->schedule, sizeof p->schedule, "%s", schedule);
     pf_plan_set_names(p, model, cluster);

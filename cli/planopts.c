@@ -195,7 +195,8 @@ void cli_planopts_help(FILE *f)
             "per stage); recomputation and ZeRO are searched unless --recompute / --zero fix them:\n"
             "  --block-search        turn it on with every dimension searched\n"
             "  --block-candidates K  configurations ranked (default %d)\n"
-            "  --microbatch-size B   samples per micro-batch (must be the graph's for now)\n"
+            "  --microbatch-size B   samples per micro-batch (default the graph's; another\n"
+            "                        re-prices the graph on its device model, else linearly)\n"
             "  --sequence-parallel X on, off or auto (default auto)\n"
             "  --virtual-stages V    interleaved 1F1B model chunks per device (default: searched)\n",
             d.max_stages, PF_DEFAULT_MICROBATCHES, PF_PARTITION_DEFAULT_MAX_DOWNSETS,

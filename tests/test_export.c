@@ -1,6 +1,6 @@
 /* export: every Megatron-LM flag and DeepSpeed key of a hand-made plan, uneven and refused layer
  * splits, and the rank -> device map inverted for every rank. */
-#include "planner/export/export.h"
+#include "planner/export/export_warnings.h"
 #include "planner/inputs/model.h"
 #include "planner/inputs/model_build.h"
 #include "planner/ir/plan.h"
@@ -99,6 +99,33 @@ static char *written(const pf_export_t *x, writer_fn w, int *rc, char *err, size
     return buf;
 }
 
+/* Every "--flag" the text holds is one of Megatron-LM's (tests/data/megatron_args.txt). */
+static void check_megatron_names(const char *text)
+{
+    char path[600], line[128], known[4096] = " ";
+    FILE *f = fopen(pf_test_data("megatron_args.txt", path, sizeof path), "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    while (fgets(line, sizeof line, f))
+        if (line[0] == '-') {
+            line[strcspn(line, "\n")] = 0;
+            strncat(known, line, sizeof known - strlen(known) - 3);
+            strcat(known, " ");
+        }
+    fclose(f);
+    int n = 0;
+    for (const char *at = strstr(text, "    --"); at; at = strstr(at + 1, "    --")) {
+        char flag[96];
+        CU_ASSERT_EQUAL_FATAL(sscanf(at + 4, " %90s", flag + 1), 1);
+        flag[0] = ' ';
+        strcat(flag, " ");
+        if (!strstr(known, flag))
+            fprintf(stderr, "\n  not a Megatron-LM flag:%s\n", flag);
+        CU_ASSERT_PTR_NOT_NULL(strstr(known, flag));
+        n++;
+    }
+    CU_ASSERT_TRUE(n >= 5);
+}
+
 static void test_megatron_flags(void)
 {
     pf_graph_t *g = small_gpt(4);
@@ -145,6 +172,7 @@ static void test_megatron_flags(void)
     char *got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
     CU_ASSERT_EQUAL(rc, PF_OK);
     CU_ASSERT_STRING_EQUAL(got, want);
+    check_megatron_names(got);
     free(got);
     pf_export_destroy(&x);
 
@@ -168,6 +196,129 @@ static void test_megatron_flags(void)
     CU_ASSERT_PTR_NULL(strstr(got, "--sequence-parallel"));
     CU_ASSERT_PTR_NULL(strstr(got, "--bf16"));
     CU_ASSERT_PTR_NULL(strstr(got, "--use-distributed-optimizer"));
+    free(got);
+    pf_export_destroy(&x);
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+/* The block search's choices (plan.h "blocks"): micro-batch 2 of a graph made at 4, 2 virtual
+ * stages over 2 stages of 2 layers, sequence parallelism, full recomputation, ZeRO 1; then the
+ * refusals (3 virtual stages: 4 layers are not a multiple of 2 x 3; 2 over a 3 | 1 split) and
+ * ZeRO 3. */
+static void test_block_choices(void)
+{
+    pf_graph_t *g = small_gpt(4);
+    pf_cluster_t *c = two_hosts();
+    const int cut[] = {0, 35, 71}; /* embed + layers 0-1 | layers 2-3 + final_ln + head */
+    pf_plan_t *p = cut_plan(g, 2, 2, 2, cut);
+    const int dev[2][4] = {{0, 1, 2, 3}, {8, 9, 10, 11}};
+    for (int s = 0; s < 2; s++)
+        memcpy(p->stage_list[s].devices, dev[s], sizeof dev[s]);
+    p->microbatches = 8;
+    p->train.precision_bytes = 2;
+    p->train.zero = 1;
+    p->train.recompute = PF_RECOMPUTE_FULL;
+    p->blocks.present = 1;
+    p->blocks.microbatch_size = 2;
+    p->blocks.virtual_stages = 2;
+    p->blocks.sequence_parallel = 1;
+    p->blocks.first_layers = 2, p->blocks.last_layers = 2, p->blocks.candidates = 3;
+    p->blocks.analytic_step_ms = 12.5;
+    char err[512] = "", path[600];
+    int rc;
+    /* the plan file keeps them (plan.c reads what it writes) */
+    pf_plan_t *back = NULL;
+    snprintf(path, sizeof path, "%s/export-blocks-plan.json", pf_test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(pf_plan_save(p, g, c, path, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_plan_load(path, g, c, &back, err, sizeof err), PF_OK);
+    CU_ASSERT_TRUE(back->blocks.present);
+    CU_ASSERT_EQUAL(back->blocks.microbatch_size, 2);
+    CU_ASSERT_EQUAL(back->blocks.virtual_stages, 2);
+    CU_ASSERT_EQUAL(back->blocks.sequence_parallel, 1);
+    CU_ASSERT_EQUAL(back->blocks.first_layers + back->blocks.last_layers, 4);
+    CU_ASSERT_EQUAL(back->blocks.candidates, 3);
+    CU_ASSERT_EQUAL(back->blocks.analytic_step_ms, 12.5);
+    pf_plan_destroy(&back);
+    pf_export_t *x = pf_export_new(p, g, c, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_EQUAL(pf_export_microbatch(x), 2);
+    CU_ASSERT_EQUAL(pf_export_global_batch(x), 32); /* 2 samples x 8 micro-batches x 2 */
+    CU_ASSERT_EQUAL(pf_export_virtual_stages(x), 2);
+    CU_ASSERT_EQUAL(pf_export_sequence_parallel(x), 1);
+    const char *want = "MEGATRON_PARALLEL_ARGS=(\n"
+                       "    --tensor-model-parallel-size 2\n"
+                       "    --pipeline-model-parallel-size 2\n"
+                       "    --num-layers 4\n"
+                       "    # interleaved 1F1B: 2 virtual stages per stage of 2 layers\n"
+                       "    --num-layers-per-virtual-pipeline-stage 1\n"
+                       "    # global batch = micro-batch 2 x 8 micro-batches x 2 replicas\n"
+                       "    --micro-batch-size 2\n"
+                       "    --global-batch-size 32\n"
+                       "    --bf16\n"
+                       "    --optimizer adam\n"
+                       "    --use-distributed-optimizer\n"
+                       "    --recompute-granularity full\n"
+                       "    --recompute-method uniform\n"
+                       "    --recompute-num-layers 1\n"
+                       "    --sequence-parallel\n"
+                       ")\n";
+    char *got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, PF_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, want));
+    check_megatron_names(got);
+    free(got);
+    got = written(x, pf_export_write_deepspeed, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "\"train_batch_size\": 32,\n"
+                                       "  \"train_micro_batch_size_per_gpu\": 2,\n"
+                                       "  \"gradient_accumulation_steps\": 8,"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "\"activation_checkpoint_interval\": 1"));
+    free(got);
+    /* DeepSpeed: T = 2, sequence parallelism, 2 virtual stages; Megatron-LM: nothing */
+    char lines[6][PF_EXPORT_WARN_LEN];
+    CU_ASSERT_EQUAL_FATAL(pf_export_warnings(x, PF_EXPORT_DEEPSPEED, lines, 6), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(lines[1], "sequence parallelism: DeepSpeed's config has no key"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(lines[2], "2 virtual stages: DeepSpeed's PipelineEngine has no "
+                                            "interleaved 1F1B"));
+    CU_ASSERT_EQUAL(pf_export_warnings(x, PF_EXPORT_MEGATRON, lines, 6), 0);
+    pf_export_destroy(&x);
+    /* no sequence parallelism planned, one virtual stage, selective: neither flag */
+    p->blocks.sequence_parallel = 0, p->blocks.virtual_stages = 1;
+    p->train.recompute = PF_RECOMPUTE_SELECTIVE;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x = pf_export_new(p, g, c, &rc, err, sizeof err));
+    got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NULL(strstr(got, "--sequence-parallel"));
+    CU_ASSERT_PTR_NULL(strstr(got, "virtual"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "    --recompute-granularity selective\n)\n"));
+    free(got);
+    pf_export_destroy(&x);
+    /* ZeRO 3: the distributed optimizer (ZeRO 1), and a warning */
+    p->train.zero = 3;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x = pf_export_new(p, g, c, &rc, err, sizeof err));
+    CU_ASSERT_EQUAL_FATAL(pf_export_warnings(x, PF_EXPORT_MEGATRON, lines, 6), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(lines[0], "ZeRO 3: Megatron-LM's distributed optimizer shards "
+                                            "the optimizer state only"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(lines[0], "no Megatron-LM flag"));
+    got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "    --use-distributed-optimizer\n"));
+    free(got);
+    pf_export_destroy(&x);
+    /* 3 virtual stages: 4 layers over 2 x 3 chunks; refused */
+    p->train.zero = 1, p->blocks.virtual_stages = 3;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x = pf_export_new(p, g, c, &rc, err, sizeof err));
+    got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "3 virtual stages over 2 stages of 4 layers"));
+    free(got);
+    pf_export_destroy(&x);
+    pf_plan_destroy(&p);
+    /* 2 virtual stages over a 3 | 1 split: refused (interleaving needs equal stages) */
+    p = example_plan(g);
+    p->blocks.present = 1, p->blocks.virtual_stages = 2, p->blocks.microbatch_size = 4;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x = pf_export_new(p, g, c, &rc, err, sizeof err));
+    got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, PF_EINPUT);
     free(got);
     pf_export_destroy(&x);
     pf_plan_destroy(&p);
@@ -649,6 +800,8 @@ void pf_suite_export(void)
 {
     CU_pSuite s = CU_add_suite("export", NULL, NULL);
     CU_add_test(s, "Megatron-LM: every flag of the example plan, by hand", test_megatron_flags);
+    CU_add_test(s, "the block search's choices: micro-batch, interleaving, sequence parallelism, "
+                "ZeRO 3", test_block_choices);
     CU_add_test(s, "DeepSpeed: config, PipelineModule arguments and warnings of the example "
                    "plan; ZeRO 2 with a pipeline refused",
                 test_deepspeed_config);

@@ -3,6 +3,7 @@
  * in process whose plan carries the choice. */
 #include "planner/inputs/model.h"
 #include "planner/inputs/model_build.h"
+#include "planner/inputs/price.h"
 #include "planner/inputs/topology.h"
 #include "planner/search/search.h"
 #include "planner/search/search_blocks.h"
@@ -58,8 +59,13 @@ static void test_fix(void)
     CU_ASSERT_EQUAL(pf_search_blocks_fix(g, c, &o, &choice, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "--global-batch"));
     o.global_batch = 64;
-    o.microbatch_size = 4; /* the graph's is 2: other sizes need re-pricing */
+    o.microbatch_size = -1;
     CU_ASSERT_EQUAL(pf_search_blocks_fix(g, c, &o, &choice, err, sizeof err), PF_EINPUT);
+    pf_search_opts_t four = o;
+    four.microbatch_size = 4; /* the graph's is 2: the block costs scale to 4 */
+    CU_ASSERT_EQUAL_FATAL(pf_search_blocks_fix(g, c, &four, &choice, err, sizeof err), PF_OK);
+    for (int i = 0; i < choice.n; i++)
+        CU_ASSERT_EQUAL(choice.best[i].cand.b, 4);
     o.microbatch_size = 0;
     CU_ASSERT_EQUAL_FATAL(pf_search_blocks_fix(g, c, &o, &choice, err, sizeof err), PF_OK);
     CU_ASSERT_TRUE(choice.present);
@@ -182,6 +188,83 @@ static void test_search(void)
     pf_cluster_destroy(&c);
 }
 
+/* Runs a whole search in process; NULL when it fails. */
+static pf_plan_t *search_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
+                              const pf_graph_t **planned)
+{
+    char err[512];
+    pf_search_t *s = pf_search_new(g, c, o, err, sizeof err);
+    if (!s) {
+        fprintf(stderr, "search: %s\n", err);
+        return NULL;
+    }
+    uint64_t id;
+    pf_job_t job;
+    while (pf_search_next_job(s, &id, &job)) {
+        pf_job_result_t res;
+        pf_job_run(&job, &res);
+        CU_ASSERT_PTR_EQUAL(job.graph ? job.graph : pf_search_graph(s), pf_search_graph(s));
+        pf_search_answer(s, id, &res);
+        pf_job_result_clear(&res);
+    }
+    pf_plan_t *p = NULL;
+    if (pf_search_result(s, &p, err, sizeof err) != PF_OK)
+        fprintf(stderr, "search result: %s\n", err);
+    if (planned)
+        *planned = pf_search_graph(s) == g ? g : NULL;
+    pf_search_destroy(&s);
+    return p;
+}
+
+/* The fixture's GPT generated at micro-batch b and priced on a100-80g. */
+static pf_graph_t *priced_gpt(int b)
+{
+    char err[256];
+    pf_model_opts_t mo;
+    pf_model_opts_init(&mo, PF_MODEL_GPT);
+    mo.layers = 8, mo.hidden = 256, mo.heads = 8, mo.seq = 128, mo.vocab = 1000, mo.microbatch = b;
+    mo.precision_bytes = 2;
+    pf_graph_t *g = NULL, *h = NULL;
+    if (pf_model_build(&mo, &g, err, sizeof err) == PF_OK)
+        pf_price_graph(g, pf_devmodel_preset("a100-80g"), PF_PREC_BF16, &h, NULL, err, sizeof err);
+    pf_graph_destroy(&g);
+    return h;
+}
+
+/* --microbatch-size 2 on a graph generated at 1: the search plans the graph re-priced at 2, and
+ * its plan is the plan of the graph generated at 2 (the same step, within 1e-6). */
+static void test_microbatch_repriced(void)
+{
+    pf_graph_t *g1 = priced_gpt(1), *g2 = priced_gpt(2), *unused = NULL;
+    pf_cluster_t *c = NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g2);
+    CU_ASSERT_EQUAL_FATAL(fixture(&unused, &c), 0);
+    pf_graph_destroy(&unused);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.global_batch = 64, o.block_search = 1, o.microbatch_size = 2;
+    const pf_graph_t *planned = g1;
+    pf_plan_t *p1 = search_plan(g1, c, &o, &planned), *p2 = search_plan(g2, c, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p2);
+    CU_ASSERT_PTR_NULL(planned); /* g1 was not the graph planned: its re-pricing was */
+    CU_ASSERT_EQUAL(p1->blocks.microbatch_size, 2);
+    CU_ASSERT_EQUAL(2LL * p1->microbatches * p1->replicas, 64);
+    CU_ASSERT_EQUAL(p1->stages, p2->stages);
+    CU_ASSERT_EQUAL(p1->replicas, p2->replicas);
+    CU_ASSERT_EQUAL(p1->tensor_parallel, p2->tensor_parallel);
+    CU_ASSERT_EQUAL(p1->microbatches, p2->microbatches);
+    CU_ASSERT_TRUE(p1->simulated_step_ms > 0);
+    PF_ASSERT_CLOSE(p1->simulated_step_ms, p2->simulated_step_ms, 1e-6);
+    PF_ASSERT_CLOSE(p1->objective_ms, p2->objective_ms, 1e-6);
+    pf_plan_destroy(&p1);
+    pf_plan_destroy(&p2);
+    pf_graph_destroy(&g1);
+    pf_graph_destroy(&g2);
+    pf_cluster_destroy(&c);
+}
+
 /* The block options on the wire (PlanOptions 27-33): a round trip, and an older client's
  * message (none of them set) that leaves the block search off. */
 static void test_wire(void)
@@ -214,4 +297,5 @@ void pf_suite_search_blocks(void)
     CU_add_test(s, "fixes the best configuration", test_fix);
     CU_add_test(s, "a whole search carries the choice", test_search);
     CU_add_test(s, "options on the wire", test_wire);
+    CU_add_test(s, "--microbatch-size re-prices the graph", test_microbatch_repriced);
 }

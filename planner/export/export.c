@@ -4,7 +4,6 @@
 
 #include <ctype.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -482,6 +481,7 @@ void pf_export_destroy(pf_export_t **xp)
     *xp = NULL;
 }
 
+const pf_plan_t *pf_export_plan(const pf_export_t *x) { return x->p; }
 int pf_export_layers(const pf_export_t *x) { return x->layers; }
 int pf_export_stage_layers(const pf_export_t *x, int s) { return x->stage_layers[s]; }
 int pf_export_stage_first_layer(const pf_export_t *x, int s) { return x->stage_first[s]; }
@@ -493,10 +493,31 @@ const pf_export_node_t *pf_export_node(const pf_export_t *x, int n) { return &x-
 int pf_export_exact(const pf_export_t *x) { return x->exact; }
 const char *pf_export_reason(const pf_export_t *x) { return x->reason; }
 
+/* The block search's choices when the plan has them (plan.h "blocks"), else the graph's
+ * micro-batch, one virtual stage, and sequence parallelism with tensor parallelism (Megatron-LM's
+ * advice; the plan did not count its memory savings). */
+int pf_export_microbatch(const pf_export_t *x)
+{
+    const pf_plan_t *p = x->p;
+    return p->blocks.present && p->blocks.microbatch_size > 0 ? p->blocks.microbatch_size
+                                                              : pf_graph_microbatch(x->g);
+}
+
+int pf_export_virtual_stages(const pf_export_t *x)
+{
+    return x->p->blocks.present && x->p->blocks.virtual_stages > 1 ? x->p->blocks.virtual_stages
+                                                                    : 1;
+}
+
+int pf_export_sequence_parallel(const pf_export_t *x)
+{
+    return x->T > 1 && (x->p->blocks.present ? x->p->blocks.sequence_parallel : 1);
+}
+
 /* One step trains microbatch x MB x R samples (DESIGN.md "Cost definitions"). */
 int pf_export_global_batch(const pf_export_t *x)
 {
-    return pf_graph_microbatch(x->g) * x->p->microbatches * x->R;
+    return pf_export_microbatch(x) * x->p->microbatches * x->R;
 }
 
 /* ---- writers ---- */
@@ -524,12 +545,19 @@ static void put_header(const pf_export_t *x, FILE *f, const char *what, const ch
     fprintf(f, " (planfarm export)\n");
 }
 
-int pf_export_write_megatron(const pf_export_t *x, FILE *f, char *err, size_t errlen)
+/* Megatron-LM's names, from megatron/training/arguments.py (_add_distributed_args:
+ * --decoder-first-pipeline-num-layers, --decoder-last-pipeline-num-layers,
+ * --num-layers-per-virtual-pipeline-stage, --use-distributed-optimizer; _add_training_args:
+ * --micro-batch-size, --global-batch-size, --recompute-granularity, --recompute-method,
+ * --recompute-num-layers, --sequence-parallel); tests/data/megatron_args.txt lists them. */
+
+/* The layer split: PF_EINPUT when Megatron-LM cannot write it. Uneven ends go by
+ * --decoder-first/last-pipeline-num-layers (the middle stages are split evenly); interleaving by
+ * --num-layers-per-virtual-pipeline-stage = L / (p v), which needs equal stages. */
+static int megatron_layers(const pf_export_t *x, FILE *f, char *err, size_t errlen)
 {
-    const pf_plan_t *p = x->p;
-    const pf_training_t *t = &p->train;
     int S = x->S, L = x->layers, first = x->stage_layers[0], last = x->stage_layers[S - 1];
-    int mid = S > 2 ? x->stage_layers[1] : 0;
+    int mid = S > 2 ? x->stage_layers[1] : 0, v = pf_export_virtual_stages(x);
     for (int s = 2; s < S - 1; s++)
         if (x->stage_layers[s] != mid)
             return pf_fail(err, errlen, PF_EINPUT, "stages 1 and %d hold %d and %d layers: "
@@ -540,20 +568,11 @@ int pf_export_write_megatron(const pf_export_t *x, FILE *f, char *err, size_t er
     int even = 1;
     for (int s = 1; s < S; s++)
         even &= x->stage_layers[s] == first;
+    if (v > 1 && (!even || L % (S * v)))
+        return pf_fail(err, errlen, PF_EINPUT, "%d virtual stages over %d stages of %d layers: "
+                       "Megatron-LM's --num-layers-per-virtual-pipeline-stage needs every stage "
+                       "to hold the same number of layers, a multiple of %d", v, S, L, v);
     int put_first = !even && (S == 2 || first != mid), put_last = !even && (S == 2 || last != mid);
-
-    put_header(x, f, "Megatron-LM arguments", "# ");
-    fprintf(f, "# %d pipeline stages x %d data-parallel replicas x %d tensor-parallel ranks = %d "
-            "ranks.\n# The data-parallel size is implied: world / (pipeline x tensor). Ranks "
-            "follow Megatron-LM's\n# order rank = pp x %d + dp x %d + tp; launch.sh puts each on "
-            "the plan's device.\n# layers per stage:",
-            S, x->R, x->T, x->world, x->R * x->T, x->T);
-    for (int s = 0; s < S; s++)
-        fprintf(f, " %d", x->stage_layers[s]);
-    fprintf(f, "\nMEGATRON_PARALLEL_ARGS=(\n");
-    fprintf(f, "    --tensor-model-parallel-size %d\n", x->T);
-    fprintf(f, "    --pipeline-model-parallel-size %d\n", S);
-    fprintf(f, "    --num-layers %d\n", L);
     if (put_first || put_last)
         fprintf(f, "    # uneven split: Megatron-LM divides the layers of the stages not named "
                 "here evenly\n");
@@ -561,9 +580,20 @@ int pf_export_write_megatron(const pf_export_t *x, FILE *f, char *err, size_t er
         fprintf(f, "    --decoder-first-pipeline-num-layers %d\n", first);
     if (put_last)
         fprintf(f, "    --decoder-last-pipeline-num-layers %d\n", last);
+    if (v > 1)
+        fprintf(f, "    # interleaved 1F1B: %d virtual stages per stage of %d layers\n"
+                "    --num-layers-per-virtual-pipeline-stage %d\n", v, L / S, L / (S * v));
+    return PF_OK;
+}
+
+/* How each rank trains: batch, precision, optimizer, ZeRO, recomputation, sequence parallelism. */
+static void megatron_training(const pf_export_t *x, FILE *f)
+{
+    const pf_plan_t *p = x->p;
+    const pf_training_t *t = &p->train;
     fprintf(f, "    # global batch = micro-batch %d x %d micro-batches x %d replicas\n",
-            pf_graph_microbatch(x->g), p->microbatches, x->R);
-    fprintf(f, "    --micro-batch-size %d\n", pf_graph_microbatch(x->g));
+            pf_export_microbatch(x), p->microbatches, x->R);
+    fprintf(f, "    --micro-batch-size %d\n", pf_export_microbatch(x));
     fprintf(f, "    --global-batch-size %d\n", pf_export_global_batch(x));
     if (t->precision_bytes == 2)
         fprintf(f, "    --bf16\n");
@@ -582,10 +612,32 @@ int pf_export_write_megatron(const pf_export_t *x, FILE *f, char *err, size_t er
     else if (t->recompute == PF_RECOMPUTE_FULL)
         fprintf(f, "    --recompute-granularity full\n    --recompute-method uniform\n"
                 "    --recompute-num-layers 1\n");
-    if (x->T > 1)
-        fprintf(f, "    # tensor parallel > 1: Megatron-LM recommends sequence parallelism with "
-                "it\n    --sequence-parallel\n");
-    if (t->schedule == PF_SCHEDULE_GPIPE)
+    if (pf_export_sequence_parallel(x))
+        fprintf(f, "%s    --sequence-parallel\n", p->blocks.present ? "" : "    # tensor parallel > "
+                "1: Megatron-LM recommends sequence parallelism with it\n");
+}
+
+int pf_export_write_megatron(const pf_export_t *x, FILE *f, char *err, size_t errlen)
+{
+    const pf_plan_t *p = x->p;
+    int S = x->S;
+    put_header(x, f, "Megatron-LM arguments", "# ");
+    fprintf(f, "# %d pipeline stages x %d data-parallel replicas x %d tensor-parallel ranks = %d "
+            "ranks.\n# The data-parallel size is implied: world / (pipeline x tensor). Ranks "
+            "follow Megatron-LM's\n# order rank = pp x %d + dp x %d + tp; launch.sh puts each on "
+            "the plan's device.\n# layers per stage:",
+            S, x->R, x->T, x->world, x->R * x->T, x->T);
+    for (int s = 0; s < S; s++)
+        fprintf(f, " %d", x->stage_layers[s]);
+    fprintf(f, "\nMEGATRON_PARALLEL_ARGS=(\n");
+    fprintf(f, "    --tensor-model-parallel-size %d\n", x->T);
+    fprintf(f, "    --pipeline-model-parallel-size %d\n", S);
+    fprintf(f, "    --num-layers %d\n", x->layers);
+    int rc = megatron_layers(x, f, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    megatron_training(x, f);
+    if (p->train.schedule == PF_SCHEDULE_GPIPE)
         fprintf(f, "    # the plan assumed GPipe; Megatron-LM runs 1F1B (fewer micro-batches in "
                 "flight)\n");
     fprintf(f, ")\n");
@@ -636,8 +688,7 @@ int pf_export_write_deepspeed(const pf_export_t *x, FILE *f, char *err, size_t e
     json_t *root = json_object(), *zero = json_object();
     int bad = !root || !zero;
     bad |= ds_set(root, "train_batch_size", json_integer(pf_export_global_batch(x)));
-    bad |= ds_set(root, "train_micro_batch_size_per_gpu",
-                  json_integer(pf_graph_microbatch(x->g)));
+    bad |= ds_set(root, "train_micro_batch_size_per_gpu", json_integer(pf_export_microbatch(x)));
     bad |= ds_set(root, "gradient_accumulation_steps", json_integer(x->p->microbatches));
     bad |= ds_set(zero, "stage", json_integer(t->zero));
     bad |= ds_set(root, "zero_optimization", json_incref(zero));
@@ -695,81 +746,6 @@ int pf_export_write_deepspeed_pipe(const pf_export_t *x, FILE *f, char *err, siz
             "                          partition_method=\"type:\" + block_type,\n"
             "                          activation_checkpoint_interval=ACTIVATION_CHECKPOINT_INTERVAL)\n");
     return finish(f, err, errlen);
-}
-
-/* ---- what a target cannot express ---- */
-
-typedef struct {
-    char (*lines)[PF_EXPORT_WARN_LEN];
-    int n, max;
-} warn_t;
-
-static void warn(warn_t *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(warn_t *w, const char *fmt, ...)
-{
-    if (w->n < w->max) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(w->lines[w->n], PF_EXPORT_WARN_LEN, fmt, ap);
-        va_end(ap);
-    }
-    w->n++;
-}
-
-static void warn_schedule(const pf_export_t *x, warn_t *w, const char *who)
-{
-    pf_training_schedule_t sc = x->p->train.schedule;
-    if (x->S < 2 || sc == PF_SCHEDULE_1F1B)
-        return;
-    warn(w, "schedule %s: %s runs 1F1B; %s", pf_training_schedule_name(sc), who,
-         sc == PF_SCHEDULE_GPIPE ? "it holds fewer micro-batches than the plan counted"
-         : sc == PF_SCHEDULE_EAGER_1F1B ? "it holds fewer micro-batches and overlaps less "
-                                          "communication than the plan counted"
-                                        : "the signal bound is no schedule to run, so the "
-                                          "plan's step time is a lower bound");
-}
-
-static void warn_deepspeed(const pf_export_t *x, warn_t *w)
-{
-    const pf_training_t *t = &x->p->train;
-    if (t->recompute == PF_RECOMPUTE_SELECTIVE)
-        warn(w, "selective recomputation: DeepSpeed checkpoints whole layers only; exported as "
-             "full recomputation (activation_checkpoint_interval 1): less memory, more "
-             "recomputed time than the plan counted");
-    if (x->T > 1)
-        warn(w, "tensor parallelism %d: DeepSpeed does not split layers itself; "
-             "pipeline_module.py's topology has num_mp %d, so the layers must be tensor-"
-             "parallel ones (Megatron-DeepSpeed's), else use `planfarm export megatron`",
-             x->T, x->T);
-    if (!ds_stages_even(x)) {
-        char counts[128] = "";
-        for (int s = 0, at = 0; s < x->S && at < (int)sizeof counts; s++)
-            at += snprintf(counts + at, sizeof counts - (size_t)at, "%s%d", s ? "," : "",
-                           x->stage_layers[s]);
-        warn(w, "uneven stages (%s blocks): PipelineModule's partition methods (uniform, "
-             "parameters, type:REGEX) balance the layers, so DeepSpeed splits the %d blocks "
-             "its own way", counts, x->layers);
-    }
-    warn_schedule(x, w, "DeepSpeed's PipelineEngine");
-}
-
-static void warn_megatron(const pf_export_t *x, warn_t *w)
-{
-    if (x->p->train.zero >= 2)
-        warn(w, "ZeRO %d: Megatron-LM's distributed optimizer shards the optimizer state only "
-             "(ZeRO 1); GPUs hold more than the plan counted", x->p->train.zero);
-    warn_schedule(x, w, "Megatron-LM");
-}
-
-int pf_export_warnings(const pf_export_t *x, pf_export_kind_t kind,
-                       char (*lines)[PF_EXPORT_WARN_LEN], int max)
-{
-    warn_t w = {lines, 0, max};
-    if (kind == PF_EXPORT_DEEPSPEED)
-        warn_deepspeed(x, &w);
-    else if (kind == PF_EXPORT_MEGATRON)
-        warn_megatron(x, &w);
-    return w.n;
 }
 
 int pf_export_write_hostfile(const pf_export_t *x, FILE *f, char *err, size_t errlen)

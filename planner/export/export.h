@@ -70,11 +70,18 @@ pf_export_t *pf_export_new(const pf_plan_t *p, const pf_graph_t *g, const pf_clu
                            int *rc, char *err, size_t errlen);
 void pf_export_destroy(pf_export_t **x);
 
+const pf_plan_t *pf_export_plan(const pf_export_t *x);
 int pf_export_layers(const pf_export_t *x);                   /* blocks in the model */
 int pf_export_stage_layers(const pf_export_t *x, int s);      /* blocks stage s holds */
 int pf_export_stage_first_layer(const pf_export_t *x, int s); /* index of its first block */
 int pf_export_world(const pf_export_t *x);                    /* S x R x T */
 int pf_export_global_batch(const pf_export_t *x);             /* microbatch x MB x R */
+/* The plan's choices (plan.h "blocks", the block search) when it has them, else the graph's
+ * micro-batch, 1 virtual stage, and sequence parallelism whenever T > 1 (Megatron-LM's advice).
+ * Sequence parallelism is 0 at T = 1. */
+int pf_export_microbatch(const pf_export_t *x);
+int pf_export_virtual_stages(const pf_export_t *x);
+int pf_export_sequence_parallel(const pf_export_t *x);
 /* Device the plan chose for global rank g, and the device the layout runs it on (the same for
  * every rank when the layout is exact). */
 int pf_export_plan_rank_device(const pf_export_t *x, int g);
@@ -93,7 +100,7 @@ int pf_export_write_megatron(const pf_export_t *x, FILE *f, char *err, size_t er
  * train_batch_size, train_micro_batch_size_per_gpu, gradient_accumulation_steps,
  * zero_optimization.stage, bf16 (2-byte precision), and with recomputation
  * activation_checkpointing and pipeline.activation_checkpoint_interval 1 (DeepSpeed checkpoints
- * whole layers: selective is written as full, and pf_export_warnings says so). PF_EINPUT for ZeRO
+ * whole layers: selective is written as full, and export_warnings.h says so). PF_EINPUT for ZeRO
  * 2 or 3 with more than one stage (DeepSpeed's pipeline engine refuses them). */
 int pf_export_write_deepspeed(const pf_export_t *x, FILE *f, char *err, size_t errlen);
 /* pipeline_module.py: PipelineModule's constructor arguments (stage count, a
@@ -101,13 +108,6 @@ int pf_export_write_deepspeed(const pf_export_t *x, FILE *f, char *err, size_t e
  * class, activation_checkpoint_interval) as a Python function pipeline_module(layers,
  * block_type, loss_fn=None). Same refusals as the config. */
 int pf_export_write_deepspeed_pipe(const pf_export_t *x, FILE *f, char *err, size_t errlen);
-/* One line (no prefix, no newline) per property of the plan that `kind` cannot express as
- * planned: DeepSpeed: selective recomputation, tensor parallelism > 1, uneven stages, a schedule
- * other than 1F1B; Megatron-LM: ZeRO 2 or 3, a schedule other than 1F1B. Writes the first max
- * lines, returns how many there are. */
-#define PF_EXPORT_WARN_LEN 320
-int pf_export_warnings(const pf_export_t *x, pf_export_kind_t kind,
-                       char (*lines)[PF_EXPORT_WARN_LEN], int max);
 /* "HOST slots=N", one line per node in node-rank order. */
 int pf_export_write_hostfile(const pf_export_t *x, FILE *f, char *err, size_t errlen);
 /* A POSIX sh script `launch.sh HOST TRAIN_SCRIPT [ARGS...]`: the rank table as comments, then

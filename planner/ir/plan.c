@@ -325,6 +325,47 @@ static int read_training(json_t *root, pf_training_t *t, char *err, size_t errle
     return PF_OK;
 }
 
+/* The block search's keys (write_block_search), so that a plan read back exports and writes them
+ * again; absent = no block search. */
+static int read_block_search(json_t *root, pf_plan_t *p, char *err, size_t errlen)
+{
+    int64_t b, v, n[4] = {0};
+    static const char *const keys[4] = {"layers_first", "layers_middle", "layers_last",
+                                        "candidates"};
+    const char *at = "plan.block_search";
+    json_t *sp = json_object_get(root, "sequence_parallel");
+    json_t *bs = json_object_get(root, "block_search");
+    if (!json_object_get(root, "microbatch_size"))
+        return PF_OK;
+    if (sp && !json_is_boolean(sp))
+        return pf_fail(err, errlen, PF_EINPUT, "plan.sequence_parallel: not true or false");
+    int rc = pf_json_get_int(root, "plan", "microbatch_size", PF_JSON_GET_POSITIVE, 1, &b, err,
+                             errlen);
+    if (!rc)
+        rc = pf_json_get_int(root, "plan", "virtual_stages", PF_JSON_GET_POSITIVE, 1, &v, err,
+                             errlen);
+    for (int i = 0; i < 4 && bs && !rc; i++)
+        rc = pf_json_get_int(bs, at, keys[i], PF_JSON_GET_NONNEG, 0, &n[i], err, errlen);
+    if (bs && !rc)
+        rc = pf_json_get_number(bs, at, "analytic_step_ms", PF_JSON_GET_NONNEG, 0,
+                                &p->blocks.analytic_step_ms, err, errlen);
+    if (bs && !rc)
+        rc = pf_json_get_number(bs, at, "wall_s", PF_JSON_GET_NONNEG, 0, &p->blocks.wall_s, err,
+                                errlen);
+    if (rc)
+        return rc;
+    if (b > 1 << 20 || v > 1 << 10 || n[0] > 1 << 20 || n[1] > 1 << 20 || n[2] > 1 << 20 ||
+        n[3] > 1 << 20)
+        return pf_fail(err, errlen, PF_EINPUT, "plan: microbatch_size, virtual_stages or "
+                       "block_search too large");
+    p->blocks.present = 1;
+    p->blocks.microbatch_size = (int)b, p->blocks.virtual_stages = (int)v;
+    p->blocks.sequence_parallel = json_is_true(sp);
+    p->blocks.first_layers = (int)n[0], p->blocks.mid_layers = (int)n[1];
+    p->blocks.last_layers = (int)n[2], p->blocks.candidates = (int)n[3];
+    return PF_OK;
+}
+
 static int read_partition_search(json_t *root, pf_plan_t *p, char *err, size_t errlen)
 {
     json_t *se = json_object_get(root, "search"), *exact;
@@ -483,7 +524,8 @@ static int from_json(json_t *root, const pf_graph_t *g, const pf_cluster_t *c, p
     p->microbatches = (int)mb;
     p->tensor_parallel = (int)tp;
     p->devices = pf_cluster_ndevices(c);
-    if ((rc = read_training(root, &p->train, err, errlen)) != PF_OK)
+    if ((rc = read_training(root, &p->train, err, errlen)) != PF_OK ||
+        (rc = read_block_search(root, p, err, errlen)) != PF_OK)
         goto fail;
     snprintf(p->schedule, sizeof p->schedule, "%s", schedule);
     pf_plan_set_names(p, model, cluster);

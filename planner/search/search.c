@@ -10,6 +10,7 @@
 #include "planner/search/search_partition.h"
 #include "planner/search/search_tap.h"
 #include "planner/search/search_queue.h"
+#include "planner/inputs/price.h"
 #include "planner/ir/cost.h"
 #include "planner/core/util.h"
 
@@ -284,29 +285,44 @@ static int nothing_to_partition(const pf_search_t *s, char *err, size_t errlen)
     return pf_fail(err, errlen, PF_EINPUT, "no (stages, replicas) fits %d devices", s->ndev);
 }
 
-pf_search_t *pf_search_new(const pf_graph_t *g, const pf_cluster_t *c,
+/* The graph at the block search's micro-batch: g itself, or *owned (price.h). */
+static int at_microbatch(const pf_graph_t *g, const pf_search_blocks_t *blocks,
+                         pf_graph_t **owned, char *err, size_t errlen)
+{
+    *owned = NULL;
+    if (!blocks->present || blocks->best[0].cand.b == pf_graph_microbatch(g))
+        return PF_OK;
+    return pf_price_microbatch(g, blocks->best[0].cand.b, owned, err, errlen);
+}
+
+pf_search_t *pf_search_new(const pf_graph_t *request_g, const pf_cluster_t *c,
                            const pf_search_opts_t *request, char *err, size_t errlen)
 {
-    /* the block-level pre-phase fixes (S, T, R), recomputation and ZeRO first */
+    /* the block-level pre-phase fixes (S, T, R), the micro-batch, recomputation and ZeRO first */
     pf_search_opts_t fixed = *request;
     pf_search_blocks_t blocks;
+    pf_graph_t *owned = NULL;
+    pf_search_t *s = NULL;
     memset(&blocks, 0, sizeof blocks);
     if (pf_search_blocks_wanted(request) &&
-        pf_search_blocks_fix(g, c, &fixed, &blocks, err, errlen) != PF_OK)
+        (pf_search_blocks_fix(request_g, c, &fixed, &blocks, err, errlen) != PF_OK ||
+         at_microbatch(request_g, &blocks, &owned, err, errlen) != PF_OK))
         return NULL;
+    const pf_graph_t *g = owned ? owned : request_g;
     const pf_search_opts_t *opts = &fixed;
     pf_search_opts_t o = resolved(opts);
     int degrees[PF_SEARCH_MAX_TP_DEGREES];
     if (pf_search_validate(g, c, opts, err, errlen) != PF_OK)
-        return NULL;
+        goto fail;
     pf_cost_model_t cm;
     pf_cost_model_init(&cm, c, 1, o.microbatches, o.flat_gbps);
-    pf_search_t *s = calloc(1, sizeof *s);
-    if (!s) {
+    if (!(s = calloc(1, sizeof *s))) {
         pf_fail(err, errlen, PF_ERR, "out of memory");
-        return NULL;
+        goto fail;
     }
     s->g = g;
+    s->owned_g = owned;
+    owned = NULL;
     s->c = c;
     s->o = o;
     s->ndev = pf_cluster_ndevices(c);
@@ -326,8 +342,14 @@ pf_search_t *pf_search_new(const pf_graph_t *g, const pf_cluster_t *c,
     }
     return s;
 fail:
+    pf_graph_destroy(&owned);
     pf_search_destroy(&s);
     return NULL;
+}
+
+const pf_graph_t *pf_search_graph(const pf_search_t *s)
+{
+    return s->g;
 }
 
 void pf_search_destroy(pf_search_t **sp)
@@ -343,6 +365,7 @@ void pf_search_destroy(pf_search_t **sp)
     free(s->queue);
     free(s->cancelled);
     pf_plan_destroy(&s->result);
+    pf_graph_destroy(&s->owned_g);
     free(s);
     *sp = NULL;
 }

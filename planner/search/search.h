@@ -59,10 +59,15 @@ int pf_search_validate(const pf_graph_t *g, const pf_cluster_t *c, const pf_sear
                        char *err, size_t errlen);
 /* A search, or NULL with the reason in err (what pf_search_validate says, or out of memory:
  * callers that need the status code call pf_search_validate first). g and c are borrowed and
- * must outlive the search. */
+ * must outlive the search. When the block-level pre-phase runs at a micro-batch other than g's
+ * (--microbatch-size), the search plans a copy of g re-priced at it (pf_price_microbatch), which
+ * it owns: pf_search_graph. */
 pf_search_t *pf_search_new(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
                            char *err, size_t errlen);
 void pf_search_destroy(pf_search_t **s);
+/* The graph the search plans and its jobs carry (pf_job_t.graph): g, or g re-priced at the block
+ * search's micro-batch. A driver that ships the graph to workers must ship this one. */
+const pf_graph_t *pf_search_graph(const pf_search_t *s);
 
 /* The next job to run, if one is ready: returns 1 and fills *id and *job (pointers in *job stay
  * valid until the search is destroyed); 0 when nothing is ready now. Ids are unique and > 0. */

@@ -28,20 +28,19 @@ static void block_env(const pf_graph_t *g, const pf_cluster_t *c, const pf_train
         pf_blockcost_roofline_init(&st->roof, c, env);
 }
 
-/* The request's fixed dimensions. */
+/* The request's fixed dimensions: the micro-batch is --microbatch-size, else the graph's (the
+ * block costs scale to it: blockcost.h; the later phases plan the graph re-priced at it). */
 static int fixed_dims(const pf_graph_t *g, const pf_search_opts_t *o, pf_blockenum_fix_t *f,
                       char *err, size_t errlen)
 {
     int mb = pf_graph_microbatch(g);
-    if (o->microbatch_size > 0 && o->microbatch_size != mb)
-        return pf_fail(err, errlen, PF_EINPUT,
-                       "microbatch_size: %d differs from the graph's micro-batch %d (re-pricing "
-                       "the graph at another size needs the device model)",
-                       o->microbatch_size, mb);
+    if (o->microbatch_size < 0)
+        return pf_fail(err, errlen, PF_EINPUT, "microbatch_size: %d is not >= 1",
+                       o->microbatch_size);
     pf_blockenum_fix_init(f);
     f->t = o->tp;
     f->p = o->stages;
-    f->b = mb;
+    f->b = o->microbatch_size > 0 ? o->microbatch_size : mb;
     f->v = o->virtual_stages;
     f->sp = o->sequence_parallel;
     f->zero = o->zero_auto ? -1 : o->train.zero;
@@ -81,7 +80,8 @@ static int handoff(const pf_blockcost_problem_t *pr, const pf_search_blocks_t *c
 }
 
 /* The later phases try the (S, T) of every ranked candidate they can hold that trains as the
- * first does (recomputation and ZeRO are one for the whole search), and the simulator picks;
+ * first does (recomputation, ZeRO and the micro-batch the graph is re-priced at are one for the
+ * whole search), and the simulator picks;
  * one pair fixes S, R and T outright. */
 static void apply(const pf_blockcost_problem_t *pr, const pf_search_blocks_t *choice,
                   pf_search_opts_t *o)
@@ -90,7 +90,8 @@ static void apply(const pf_blockcost_problem_t *pr, const pf_search_blocks_t *ch
     int n = 0, same_p = 1, same_t = 1;
     for (int i = 0; i < choice->n && n < 8; i++) {
         const pf_blockcost_cand_t *c = &choice->best[i].cand;
-        int dup = c->recompute != best->recompute || c->zero != best->zero || !holds(pr, *c);
+        int dup = c->recompute != best->recompute || c->zero != best->zero || c->b != best->b ||
+                  !holds(pr, *c);
         for (int j = 0; j < n && !dup; j++)
             dup = o->block_pairs[j][0] == c->p && o->block_pairs[j][1] == c->t;
         if (dup)
@@ -174,6 +175,7 @@ void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
     for (int i = 0; i < choice->n; i++) /* the candidate the simulator chose */
         if (choice->best[i].cand.p == p->stages && choice->best[i].cand.t == p->tensor_parallel &&
             choice->best[i].cand.recompute == it->cand.recompute &&
+            choice->best[i].cand.b == it->cand.b &&
             choice->best[i].cand.zero == it->cand.zero) {
             it = &choice->best[i];
             break;

@@ -26,8 +26,9 @@ int pf_search_blocks_wanted(const pf_search_opts_t *o);
  * recompute_auto = zero_auto = 0. They do not model sequence parallelism, so a candidate with it
  * must fit memory without it too; when none of the K does, the ranking is redone without it.
  * The ranking goes to *choice, the one handed on first. PF_EINPUT when the graph has no
- * repeated blocks, no --global-batch is given, or --microbatch-size differs from the graph's
- * micro-batch (other sizes need re-pricing); PF_EINFEASIBLE when nothing fits. */
+ * repeated blocks or no --global-batch is given; PF_EINFEASIBLE when nothing fits. The micro-batch
+ * is --microbatch-size when given, else the graph's; choice->best[0].cand.b is the one the later
+ * phases must plan at (pf_search_new re-prices the graph to it: price.h). */
 int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_opts_t *o,
                          pf_search_blocks_t *choice, char *err, size_t errlen);
 

@@ -187,7 +187,8 @@ typedef struct {
 } pf_search_blocks_t;
 
 struct pf_search {
-    const pf_graph_t *g;
+    const pf_graph_t *g; /* the request's graph, or owned_g */
+    pf_graph_t *owned_g; /* the request's re-priced at the block search's micro-batch (price.h) */
     const pf_cluster_t *c;
     pf_search_opts_t o;
     double flat_gbps;

@@ -4,17 +4,38 @@
 # Debian ships (torch.distributed.run, torch 1.13: it refuses --nproc-per-node) and prints what it
 # parsed and the CUDA environment; each host must get its node rank, its GPUs, one CUDA connection
 # per device (Megatron-LM's validate_args wants it with TP > 1) and the script with its arguments.
+# First, without torch: a block-search plan (micro-batch 2 of a graph made at 1, TP 2, sequence
+# parallelism, 2 virtual stages) exported for Megatron-LM writes only flags of Megatron-LM's
+# megatron/training/arguments.py (tests/data/megatron_args.txt, which names where each is
+# defined), with the plan's micro-batch, interleaving and sequence parallelism.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 PF_BIN=${PF_BIN:-$top/planfarm}
 py=/usr/bin/python3
-if ! "$py" -c 'import torch.distributed.run' >/dev/null 2>&1; then
-    echo "SKIP export_launch: $py cannot import torch.distributed.run (Debian: python3-torch)"
-    exit 0
-fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 PF_BIN=$PF_BIN "$top/examples/make-examples.sh" "$tmp/ex" >/dev/null 2>&1
+"$PF_BIN" plan "$tmp/ex/llama-7b.json" "$tmp/ex/dgx-h100x2.json" --block-search --global-batch 64 \
+    --microbatch-size 2 --tp 2 --sequence-parallel on --virtual-stages 2 -o "$tmp/bplan.json" \
+    2>/dev/null
+"$PF_BIN" export megatron "$tmp/ex/llama-7b.json" "$tmp/ex/dgx-h100x2.json" "$tmp/bplan.json" \
+    -o "$tmp/brun" 2>/dev/null
+flags=$(sed -n 's/^    \(--[a-z0-9-]*\).*/\1/p' "$tmp/brun/megatron_args.sh")
+for f in $flags; do
+    grep -qx -- "$f" "$top/tests/data/megatron_args.txt" ||
+        { echo "FAIL: export megatron wrote $f, not in tests/data/megatron_args.txt"; exit 1; }
+done
+for want in "--micro-batch-size 2" "--global-batch-size 64" "--sequence-parallel" \
+            "--num-layers-per-virtual-pipeline-stage "; do
+    grep -q -- "^    $want" "$tmp/brun/megatron_args.sh" ||
+        { echo "FAIL: export megatron did not write '$want'"; exit 1; }
+done
+echo "ok: export megatron of a block-search plan: $(echo $flags | wc -w) flags, all Megatron-LM's"
+if ! "$py" -c 'import torch.distributed.run' >/dev/null 2>&1; then
+    echo "SKIP export_launch (launch.sh): $py cannot import torch.distributed.run (Debian: python3-torch)"
+    echo "export_launch: 1 passed, 0 failed"
+    exit 0
+fi
 "$PF_BIN" plan "$tmp/ex/llama-7b.json" "$tmp/ex/dgx-h100x2.json" --layer-aligned --tp 4 \
     -o "$tmp/plan.json" 2>/dev/null
 "$PF_BIN" export torchrun "$tmp/ex/llama-7b.json" "$tmp/ex/dgx-h100x2.json" "$tmp/plan.json" \
@@ -47,4 +68,4 @@ if PATH="$tmp/bin:$PATH" sh "$tmp/run/launch.sh" nohost x.py 2>/dev/null; then
     echo "FAIL: launch.sh ran for a host not in the plan"; exit 1
 fi
 echo "ok: an unknown host is refused"
-echo "export_launch: 3 passed, 0 failed"
+echo "export_launch: 4 passed, 0 failed"

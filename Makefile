@@ -144,6 +144,7 @@ check-layers:
 # No include or call circle between files (from the objects), no function over the size limits.
 check-code: $(LIBS) planfarm
 	@./scripts/check-cycles.sh $(BUILD)
+	@./scripts/check-names.sh $(BUILD)
 	@./scripts/check-functions.sh
 
 unit: planfarm $(BUILD)/pf_tests

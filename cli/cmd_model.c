@@ -141,7 +141,7 @@ typedef struct {
 static int parse_precision(const char *cmd, const char *arg, void *base)
 {
     model_args_t *a = base;
-    a->prec = pf_prec_parse(arg);
+    a->prec = pf_devmodel_prec_parse(arg);
     if (!strcmp(arg, "fp16") || !strcmp(arg, "bf16"))
         a->precision_bytes = 2;
     else if (!strcmp(arg, "fp32"))

@@ -118,8 +118,8 @@ static void test_presets(void)
                     pf_devmodel_spec(v)->peak_tflops[PF_PREC_FP16]);
     CU_ASSERT_EQUAL(pf_devmodel_peak_tflops(v, PF_PREC_TF32),
                     pf_devmodel_spec(v)->peak_tflops[PF_PREC_FP16]);
-    CU_ASSERT_EQUAL(pf_prec_parse("fp8"), PF_PREC_FP8);
-    CU_ASSERT_EQUAL(pf_prec_parse("int4"), -1);
+    CU_ASSERT_EQUAL(pf_devmodel_prec_parse("fp8"), PF_PREC_FP8);
+    CU_ASSERT_EQUAL(pf_devmodel_prec_parse("int4"), -1);
 }
 
 static void test_file_round_trip(void)

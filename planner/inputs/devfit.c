@@ -36,7 +36,7 @@ static int read_gemm(json_t *r, int i, gemm_rec_t *g, char *err, size_t errlen)
     if ((rc = pf_json_get_string(r, path, "dtype", PF_JSON_GET_REQUIRED, NULL, &dt, err,
                                  errlen)))
         return rc;
-    if ((g->prec = pf_prec_parse(dt)) < 0)
+    if ((g->prec = pf_devmodel_prec_parse(dt)) < 0)
         return pf_fail(err, errlen, PF_EINPUT, "%s.dtype: '%s' is not bf16, fp16, fp32, tf32 or "
                        "fp8", path, dt);
     for (int d = 0; d < 4; d++) {
@@ -130,11 +130,11 @@ static int fit_table(const fit_t *f, int prec, double peak, pf_devmodel_spec_t *
         if (g->prec == prec && g->batch == 1 &&
             (grid_add(gm, &nm, g->m) || grid_add(gn, &nn, g->n) || grid_add(gk, &nk, g->k)))
             return pf_fail(err, errlen, PF_EINPUT, "gemm[%d]: more than %d distinct sizes on an "
-                           "axis of the %s grid", i, PF_DEVMODEL_GRID_MAX, pf_prec_name(prec));
+                           "axis of the %s grid", i, PF_DEVMODEL_GRID_MAX, pf_devmodel_prec_name(prec));
     }
     if (nm == 0)
         return pf_fail(err, errlen, PF_EINPUT, "gemm: no %s record with batch 1",
-                       pf_prec_name(prec));
+                       pf_devmodel_prec_name(prec));
     size_t cells = (size_t)nm * nn * nk;
     double *sum = calloc(cells, sizeof *sum), *cnt = calloc(cells, sizeof *cnt);
     if (!sum || !cnt) {
@@ -153,7 +153,7 @@ static int fit_table(const fit_t *f, int prec, double peak, pf_devmodel_spec_t *
     for (size_t c = 0; c < cells; c++) {
         if (cnt[c] == 0) {
             rc = pf_fail(err, errlen, PF_EINPUT, "gemm: no %s record at m %g, n %g, k %g (the "
-                         "grid needs every combination)", pf_prec_name(prec),
+                         "grid needs every combination)", pf_devmodel_prec_name(prec),
                          gm[c / nk / nn], gn[c / nk % nn], gk[c % nk]);
             goto fail;
         }
@@ -250,10 +250,10 @@ static void report(const fit_t *f, const pf_devmodel_t *dm, pf_devfit_report_t *
         double fwd, bwd;
         char name[40];
         pf_devmodel_op_ms(dm, (pf_prec_t)g->prec, &w, &fwd, &bwd);
-        snprintf(name, sizeof name, "%s%s fwd", pf_prec_name(g->prec),
+        snprintf(name, sizeof name, "%s%s fwd", pf_devmodel_prec_name(g->prec),
                  g->batch > 1 ? " batched" : "");
         book(rep, name, fwd / g->fwd_ms - 1);
-        snprintf(name, sizeof name, "%s%s bwd", pf_prec_name(g->prec),
+        snprintf(name, sizeof name, "%s%s bwd", pf_devmodel_prec_name(g->prec),
                  g->batch > 1 ? " batched" : "");
         book(rep, name, bwd / g->bwd_ms - 1);
     }

@@ -302,7 +302,7 @@ void pf_devmodel_table(const pf_devmodel_t *dm, int *nm, const double **grid_m, 
 
 static const char *prec_names[PF_PREC_COUNT] = {"bf16", "fp16", "fp32", "tf32", "fp8"};
 
-int pf_prec_parse(const char *s)
+int pf_devmodel_prec_parse(const char *s)
 {
     for (int p = 0; s && p < PF_PREC_COUNT; p++)
         if (!strcmp(s, prec_names[p]))
@@ -310,7 +310,7 @@ int pf_prec_parse(const char *s)
     return -1;
 }
 
-const char *pf_prec_name(pf_prec_t p)
+const char *pf_devmodel_prec_name(pf_prec_t p)
 {
     return p >= 0 && p < PF_PREC_COUNT ? prec_names[p] : "?";
 }

@@ -73,8 +73,8 @@ void pf_devmodel_table(const pf_devmodel_t *dm, int *nm, const double **grid_m, 
                        const double **eff);
 
 /* "bf16" -> PF_PREC_BF16; -1 when unknown. */
-int pf_prec_parse(const char *s);
-const char *pf_prec_name(pf_prec_t p);
+int pf_devmodel_prec_parse(const char *s);
+const char *pf_devmodel_prec_name(pf_prec_t p);
 
 /* The peak used for precision p after the fallbacks above, TFLOP/s. */
 double pf_devmodel_peak_tflops(const pf_devmodel_t *dm, pf_prec_t p);

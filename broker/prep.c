@@ -90,6 +90,20 @@ void pf_prep_task_free(pf_prep_task_t **tp)
     *tp = NULL;
 }
 
+/* The search re-priced the graph (another micro-batch: pf_search_graph): workers must plan that
+ * graph, so it replaces the submitted one as the request's graph blob. */
+static int reencode_graph(pf_prep_task_t *t)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (pf_model_codec_encode_graph(pf_search_graph(t->search), &buf, &len) != PF_OK)
+        return pf_fail(t->err, sizeof t->err, PF_ERR, "out of memory");
+    free(t->graph);
+    t->graph = buf;
+    t->graph_len = len;
+    return PF_OK;
+}
+
 /* What on_submit used to do on the loop: decode, validate, build the search (phase 0). */
 static void run_task(pf_prep_task_t *t)
 {
@@ -110,6 +124,8 @@ static void run_task(pf_prep_task_t *t)
                !(t->search = pf_search_new(t->g, t->c, &t->opts, t->err, sizeof t->err))) {
         t->rc = PF_ERR;
     }
+    if (t->rc == PF_OK && pf_search_graph(t->search) != t->g)
+        t->rc = reencode_graph(t);
     if (gm)
         planfarm__graph__free_unpacked(gm, NULL);
     if (cm)

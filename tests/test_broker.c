@@ -8,6 +8,7 @@
 #include "planner/inputs/model.h"
 #include "planner/inputs/topology.h"
 #include "planner/inputs/model_build.h"
+#include "planner/inputs/price.h"
 #include "planner/core/util.h"
 #include "tests/testutil.h"
 #include "proto/clock.h"
@@ -15,6 +16,7 @@
 #include "worker/worker.h"
 
 #include <czmq.h>
+#include <math.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1085,6 +1087,91 @@ static json_t *plan_with(pf_client_t *c, zsock_t *w, int hostile, int *answered)
  * DP_PARTITION answers each SIMULATE with a 0.001 ms step (then, in a second request, every job
  * with status -3). Its answers are rejected (re-simulated, or failed attempts retried on the
  * healthy worker): both requests finish, with the plan the healthy worker alone makes. */
+/* A request's plan through the broker and its workers (30 s at most): its JSON, or NULL. */
+static json_t *plan_through(pf_client_t *c, const pf_graph_t *g, const pf_cluster_t *cl,
+                            const pf_search_opts_t *so)
+{
+    char err[512], id[64];
+    Planfarm__RequestStatus *st;
+    if (pf_client_submit(c, g, cl, so, "mb", &st, err, sizeof err) != PF_OK)
+        return NULL;
+    snprintf(id, sizeof id, "%s", st->request_id);
+    planfarm__request_status__free_unpacked(st, NULL);
+    int state = 0;
+    for (double t0 = pf_now_s(); pf_now_s() - t0 < 30 && state != PLANFARM__REQUEST_STATE__REQ_DONE &&
+                                 state != PLANFARM__REQUEST_STATE__REQ_FAILED;) {
+        zclock_sleep(20);
+        if ((st = status_of(c, id))) {
+            state = st->state;
+            planfarm__request_status__free_unpacked(st, NULL);
+        }
+    }
+    Planfarm__ResultReply *rr = NULL;
+    json_t *plan = NULL;
+    if (state == PLANFARM__REQUEST_STATE__REQ_DONE &&
+        pf_client_result(c, id, &rr, err, sizeof err) == PF_OK && rr)
+        plan = json_loads(rr->plan_json, 0, NULL);
+    if (rr)
+        planfarm__result_reply__free_unpacked(rr, NULL);
+    return plan;
+}
+
+static pf_graph_t *gpt_at(int microbatch)
+{
+    char err[256];
+    pf_model_opts_t mo;
+    pf_model_opts_init(&mo, PF_MODEL_GPT);
+    mo.layers = 4, mo.hidden = 512, mo.heads = 8, mo.seq = 256, mo.microbatch = microbatch;
+    pf_graph_t *raw = NULL, *g = NULL;
+    if (pf_model_build(&mo, &raw, err, sizeof err) == PF_OK)
+        pf_price_graph(raw, pf_devmodel_preset("a100-80g"), PF_PREC_BF16, &g, NULL, err,
+                       sizeof err);
+    pf_graph_destroy(&raw);
+    return g;
+}
+
+/* --microbatch-size 2 on a graph priced at micro-batch 1, submitted as is (planfarm batch does
+ * not re-price): the search re-prices it and the workers get the re-priced graph, so the plan
+ * is the one of the graph generated at micro-batch 2. */
+static void test_microbatch_repriced(void)
+{
+    pf_broker_opts_t o;
+    pf_broker_opts_init(&o);
+    o.endpoint = "tcp://127.0.0.1:0";
+    o.quiet = 1;
+    char ep[256], err[512];
+    zactor_t *b = start_broker(&o, ep, sizeof ep);
+    pf_client_t *c = pf_client_new(ep, 5000, err, sizeof err);
+    zactor_t *w = start_worker(ep, 2);
+    pf_graph_t *g1 = gpt_at(1), *g2 = gpt_at(2);
+    pf_cluster_t *cl = tiny_cluster(4);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g2);
+    pf_search_opts_t so;
+    pf_search_opts_init(&so);
+    so.block_search = 1;
+    so.microbatch_size = 2;
+    so.global_batch = 32;
+    json_t *p1 = plan_through(c, g1, cl, &so), *p2 = plan_through(c, g2, cl, &so);
+    CU_ASSERT_PTR_NOT_NULL(p1);
+    CU_ASSERT_PTR_NOT_NULL(p2);
+    if (p1 && p2) {
+        double s1 = json_number_value(json_object_get(p1, "simulated_step_ms")),
+               s2 = json_number_value(json_object_get(p2, "simulated_step_ms"));
+        CU_ASSERT(s2 > 0 && fabs(s1 - s2) <= 1e-6 * s2);
+        CU_ASSERT_EQUAL(json_integer_value(json_object_get(p1, "microbatch_size")), 2);
+        CU_ASSERT_EQUAL(json_integer_value(json_object_get(p1, "global_batch")), 32);
+    }
+    json_decref(p1);
+    json_decref(p2);
+    pf_graph_destroy(&g1);
+    pf_graph_destroy(&g2);
+    pf_cluster_destroy(&cl);
+    zactor_destroy(&w);
+    pf_client_destroy(&c);
+    zactor_destroy(&b);
+}
+
 static void test_hostile_worker(void)
 {
     json_t *ref = NULL;
@@ -1268,6 +1355,7 @@ void pf_suite_broker(void)
     CU_add_test(s, "running requests are bounded", test_running_requests_bounded);
     CU_add_test(s, "job ids differ across broker instances", test_job_ids_differ_across_brokers);
     CU_add_test(s, "own workers only: inproc endpoints only", test_own_workers_only_inproc);
+    CU_add_test(s, "a re-priced micro-batch reaches the workers", test_microbatch_repriced);
     CU_add_test(s, "a leading answer is re-run off the loop; no worker is lost",
                 test_rerun_off_the_loop);
     CU_add_test(s, "a slow message does not make workers look dead",

@@ -36,6 +36,12 @@ static void test_rates(void)
     CU_ASSERT_DOUBLE_EQUAL(r.samples_per_s, 32, 1e-9);
     CU_ASSERT_DOUBLE_EQUAL(r.tokens_per_s, 4096, 1e-9);
     CU_ASSERT_DOUBLE_EQUAL(r.mfu, 0.12, 1e-12);
+    /* the plan runs micro-batches twice the graph's (re-priced): twice the samples and FLOPs a
+     * step, so at the same step time twice the rates */
+    pf_plan_rates_t r2 = pf_plan_rates_at(g, c, 500, 4, 2, 4, 2 * pf_graph_microbatch(g));
+    CU_ASSERT_DOUBLE_EQUAL(r2.samples_per_s, 64, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(r2.tokens_per_s, 8192, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(r2.mfu, 0.24, 1e-12);
     /* in the plan file too */
     pf_plan_t *p = pf_plan_new(2, 2);
     int a[] = {0}, b[] = {1};

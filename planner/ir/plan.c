@@ -576,13 +576,21 @@ static void key_num(pf_json_writer_t *w, const char *k, double x)
     }
 }
 
+/* Samples per micro-batch: the block search's (the graph re-priced to it), else the graph's. */
+static int plan_microbatch(const pf_plan_t *p, const pf_graph_t *g)
+{
+    return p->blocks.present && p->blocks.microbatch_size > 0 ? p->blocks.microbatch_size
+                                                              : pf_graph_microbatch(g);
+}
+
 /* simulated_step_ms and what the plan trains per second at it */
 static void write_step(pf_json_writer_t *w, const pf_plan_t *p, const pf_graph_t *g,
                        const pf_cluster_t *c)
 {
     key_num(w, "simulated_step_ms", p->simulated_step_ms);
-    pf_plan_rates_t r = pf_plan_rates(g, c, p->simulated_step_ms, p->microbatches, p->replicas,
-                                      p->stages * p->replicas * p->tensor_parallel);
+    pf_plan_rates_t r = pf_plan_rates_at(g, c, p->simulated_step_ms, p->microbatches,
+                                         p->replicas, p->stages * p->replicas * p->tensor_parallel,
+                                         plan_microbatch(p, g));
     key_num(w, "throughput_samples_per_s", r.samples_per_s);
     key_num(w, "tokens_per_s", r.tokens_per_s);
     key_num(w, "mfu", r.mfu);
@@ -701,7 +709,7 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
     pf_json_writer_key(w, "tensor_parallel"); pf_json_writer_int(w, p->tensor_parallel);
     pf_json_writer_key(w, "microbatches"); pf_json_writer_int(w, p->microbatches);
     pf_json_writer_key(w, "global_batch");
-    pf_json_writer_int(w, (long long)pf_graph_microbatch(g) * p->microbatches * p->replicas);
+    pf_json_writer_int(w, (long long)plan_microbatch(p, g) * p->microbatches * p->replicas);
     pf_json_writer_key(w, "schedule"); pf_json_writer_str(w, p->schedule);
     write_training(w, p);
     pf_json_writer_key(w, "stage_list");

@@ -31,17 +31,24 @@ static double shared_peak_flops(const pf_cluster_t *c)
 pf_plan_rates_t pf_plan_rates(const pf_graph_t *g, const pf_cluster_t *c, double step_ms,
                               int microbatches, int replicas, int gpus)
 {
+    return pf_plan_rates_at(g, c, step_ms, microbatches, replicas, gpus, 0);
+}
+
+pf_plan_rates_t pf_plan_rates_at(const pf_graph_t *g, const pf_cluster_t *c, double step_ms,
+                                 int microbatches, int replicas, int gpus, int microbatch_size)
+{
     pf_plan_rates_t r = {NAN, NAN, NAN};
     double step_s = step_ms / 1e3, flops = 0;
     if (!(step_s > 0) || !isfinite(step_s) || microbatches < 1 || replicas < 1)
         return r;
-    double per_step = (double)microbatches * replicas; /* micro-batches of the graph a step runs */
-    r.samples_per_s = pf_graph_microbatch(g) * per_step / step_s;
+    double per_step = (double)microbatches * replicas; /* micro-batches a step runs */
+    double b0 = pf_graph_microbatch(g), B = microbatch_size > 0 ? microbatch_size : b0;
+    r.samples_per_s = B * per_step / step_s;
     r.tokens_per_s = r.samples_per_s * graph_seq_len(g);
     for (int v = 0; v < pf_graph_nops(g); v++)
         flops += pf_graph_op(g, v)->work.fwd_flops + pf_graph_op(g, v)->work.bwd_flops;
     double peak = shared_peak_flops(c);
     if (flops > 0 && peak > 0 && gpus > 0)
-        r.mfu = flops * per_step / (step_s * gpus * peak);
+        r.mfu = flops * (B / b0) * per_step / (step_s * gpus * peak);
     return r;
 }

@@ -21,5 +21,9 @@ typedef struct {
 } pf_plan_rates_t;
 pf_plan_rates_t pf_plan_rates(const pf_graph_t *g, const pf_cluster_t *c, double step_ms,
                               int microbatches, int replicas, int gpus);
+/* The same for a plan that runs micro-batches of microbatch_size samples (the block search's
+ * re-priced micro-batch; 0 = the graph's): samples and FLOPs scale by it over the graph's. */
+pf_plan_rates_t pf_plan_rates_at(const pf_graph_t *g, const pf_cluster_t *c, double step_ms,
+                                 int microbatches, int replicas, int gpus, int microbatch_size);
 
 #endif

@@ -23,6 +23,7 @@
 #include "planner/core/util.h"
 
 #include <czmq.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,20 +80,27 @@ static int build(const gpt_shape_t *m, int layers, const gpu_t *gpu, int machine
 
 /* ---- 1. plans ---- */
 
-typedef struct {
-    const gpt_shape_t *model;
-    const char *source; /* where the figure is from, and whether it was checked */
-    int gpus, t, p, d;
-    long long batch;
-} published_t;
-
-/* Megatron-LM's published configurations. "recalled": not checked against the paper text in
- * this run (the search tool found no copy of the tables); see bench/RESULTS.md. */
-static const published_t PUBLISHED[] = {
-    {&GPT3, "Korthikanti 2022 Table 3 (recalled)", 64, 8, 8, 1, 64},
-    {&GPT1T, "Korthikanti 2022 Table 3 (recalled)", 512, 8, 64, 1, 512},
-    {&GPT1T, "Narayanan 2021 Table 1 (recalled)", 3072, 8, 64, 6, 3072},
-};
+/* Megatron-LM's published (t, p) for a model of this shape on this many GPUs, from
+ * narayanan2021_table1.json ($PF_SHARED/data/megatron, default ../shared): 0 when none. */
+static int published_tp(const gpt_shape_t *m, int gpus, int *t, int *p)
+{
+    char path[1024];
+    const char *shared = getenv("PF_SHARED") ? getenv("PF_SHARED") : "../shared";
+    snprintf(path, sizeof path, "%s/data/megatron/narayanan2021_table1.json", shared);
+    json_t *root = json_load_file(path, 0, NULL), *r;
+    size_t i;
+    int found = 0;
+    json_array_foreach(json_object_get(root, "rows"), i, r) {
+        int layers = 0, hidden = 0, g = 0, tt = 0, pp = 0;
+        if (json_unpack(r, "{s:i, s:i, s:i, s:i, s:i}", "layers", &layers, "hidden", &hidden,
+                        "gpus", &g, "tensor_parallel", &tt, "pipeline_parallel", &pp) == 0 &&
+            layers == m->layers && hidden == m->hidden && g == gpus) {
+            *t = tt, *p = pp, found = 1;
+        }
+    }
+    json_decref(root);
+    return found;
+}
 
 static double max_stage_mem(const pf_plan_t *p, int *worst)
 {
@@ -152,12 +160,10 @@ static int plan_rows(const gpt_shape_t *m, const gpu_t *gpu, int machines)
     pf_bench_drive_free(&d);
     /* Megatron's (t, p) for this GPU count, when it published one: the same search with S and T
      * fixed (R follows). */
-    for (size_t i = 0; i < sizeof PUBLISHED / sizeof *PUBLISHED; i++) {
-        const published_t *pub = &PUBLISHED[i];
-        if (pub->model != m || pub->gpus != pf_cluster_ndevices(c))
-            continue;
-        o.stages = pub->p;
-        o.tp = pub->t;
+    int pub_t, pub_p;
+    if (published_tp(m, pf_cluster_ndevices(c), &pub_t, &pub_p)) {
+        o.stages = pub_p;
+        o.tp = pub_t;
         pf_bench_drive(g, c, &o, 0, 1, &d);
         print_drive("Megatron", m, c, &d);
         pf_bench_drive_free(&d);
@@ -191,11 +197,8 @@ static int plans(void)
         rc |= plan_rows(&GPT1T, &A100, machines_1t);
         rc |= plan_rows(&GPT1T, &H100, machines_1t);
     }
-    printf("published (Megatron-LM; t = tensor, p = pipeline, d = data parallel):\n");
-    for (size_t i = 0; i < sizeof PUBLISHED / sizeof *PUBLISHED; i++)
-        printf("  %-11s %5d A100 GPUs: %dx%dx%d (p x d x t), global batch %lld  [%s]\n",
-               PUBLISHED[i].model->name, PUBLISHED[i].gpus, PUBLISHED[i].p, PUBLISHED[i].d,
-               PUBLISHED[i].t, PUBLISHED[i].batch, PUBLISHED[i].source);
+    printf("Megatron rows: (t, p) of narayanan2021_table1.json for the same model and GPU count "
+           "(the 1T GPT on 3072 GPUs: PF_BENCH_1T_MACHINES=384)\n");
     return rc;
 }
 

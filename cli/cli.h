@@ -219,5 +219,7 @@ int cmd_cancel(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_keygen(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
 
 #endif

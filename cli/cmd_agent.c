@@ -12,7 +12,8 @@ static void help(FILE *f)
     fprintf(f,
             "usage: planfarm agent --connect ENDPOINT [--name NAME] [--host HOST]\n"
             "                      [--echo-bind EP] [--advertise ADDR] [--no-cuda]\n"
-            "                      [--heartbeat-ms N] [--liveness N]\n\n"
+            "                      [--heartbeat-ms N] [--liveness N]\n"
+            "                      [--cert FILE --broker-key FILE] [--insecure]\n\n"
             "Registers this host (and its GPUs, when libpfcuda.so loads and finds one) with a\n"
             "broker and measures what the broker asks when a client runs\n"
             "`planfarm profile --broker`: its own devices and links, and the network to the\n"
@@ -29,6 +30,7 @@ static void help(FILE *f)
             "  --heartbeat-ms N    as the broker's (default %d)\n"
             "  --liveness N        broker heartbeats missed before reconnecting (default %d)\n",
             d.echo_bind, d.heartbeat_ms, d.liveness);
+    cli_keyopts_help(f);
 }
 
 int cmd_agent(int argc, char **argv)
@@ -51,7 +53,8 @@ int cmd_agent(int argc, char **argv)
 #undef O
     pf_agent_opts_t o;
     pf_agent_opts_init(&o);
-    const cli_options_t spec = {"agent", help, NULL, NULL, {{options, &o, NULL}, {NULL, NULL, NULL}}};
+    const cli_options_t spec = {"agent", help, NULL, NULL,
+                                {{options, &o, NULL}, {cli_keyopts_table, &o.curve, NULL}}};
     int status, first = cli_options_parse(&spec, argc, argv, &status);
     if (first < 0)
         return status;

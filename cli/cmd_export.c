@@ -22,18 +22,20 @@ static void help(FILE *f)
             "             flags (tensor/pipeline sizes, layers and an uneven split, micro and\n"
             "             global batch, precision, distributed optimizer, recomputation,\n"
             "             sequence parallel); add them to pretrain_gpt.py's other arguments\n"
-            "  deepspeed  ds_config.json: batch sizes, ZeRO stage, bf16, pipeline stages; its\n"
-            "             \"planfarm\" section lists layers_per_stage and layer_boundaries (stage s\n"
-            "             builds layers [b[s], b[s+1])): DeepSpeed's PipelineModule has no option\n"
-            "             for explicit cuts, so set its parts from them (see README)\n"
+            "  deepspeed  ds_config.json: batch sizes, ZeRO stage, bf16, activation\n"
+            "             checkpointing (only keys DeepSpeed reads), and pipeline_module.py:\n"
+            "             PipelineModule's stages, topology and partition method; to stdout\n"
+            "             ds_config.json alone (one JSON document)\n"
             "  torchrun   only the two files below\n"
             "and for every kind hostfile (HOST slots=N) and launch.sh: `launch.sh HOST SCRIPT\n"
             "[ARGS...]` on every host sets CUDA_VISIBLE_DEVICES and runs torchrun with that\n"
             "host's --node-rank, so that global rank pp x (R x T) + dp x T + tp (Megatron-LM's\n"
             "order) runs on the device the plan chose. When torchrun cannot realise the plan's\n"
             "placement (a host's ranks are not one contiguous block) the closest layout is\n"
-            "written and a warning says why.\n\n"
-            "  -o DIR   write the files into DIR (created if missing); - or none: all to stdout\n\n"
+            "written and a warning says why; so does a warning line (stderr) for every plan\n"
+            "property the framework cannot express (DeepSpeed: selective recomputation,\n"
+            "tensor parallelism, uneven stages; both: a schedule other than 1F1B).\n\n"
+            "  -o DIR   write the files into DIR (created if missing); - or none: to stdout\n\n"
             "Exit status 2 on bad usage or input, including a plan that is not layer-aligned or\n"
             "that the framework cannot express (the message says why).\n");
 }
@@ -45,14 +47,16 @@ typedef struct {
     writer_fn write;
 } output_t;
 
-/* Write one output to DIR/file (removed again if its writer refuses) or to stdout. */
-static int write_output(const pf_export_t *x, const output_t *o, const char *dir, int first,
-                        char *err, size_t errlen)
+/* Write one output to DIR/file (removed again if its writer refuses) or to stdout (under a
+ * "# ==> FILE <==" line unless bare). */
+static int write_output(const pf_export_t *x, const output_t *o, const char *dir, int bare,
+                        int first, char *err, size_t errlen)
 {
     if (!dir) {
         if (!first)
             printf("\n");
-        printf("# ==> %s <==\n", o->file);
+        if (!bare)
+            printf("# ==> %s <==\n", o->file);
         return o->write(x, stdout, err, errlen);
     }
     char path[4096];
@@ -70,28 +74,50 @@ static int write_output(const pf_export_t *x, const output_t *o, const char *dir
     return rc;
 }
 
-/* The framework's own file first: when it refuses the plan, nothing else is written. */
+static void print_warnings(const pf_export_t *x, pf_export_kind_t kind)
+{
+    char lines[8][PF_EXPORT_WARN_LEN];
+    int n = pf_export_warnings(x, kind, lines, 8);
+    for (int i = 0; i < n && i < 8; i++)
+        fprintf(stderr, "planfarm export: warning: %s: %s\n", pf_export_kind_name(kind), lines[i]);
+    if (!pf_export_exact(x))
+        fprintf(stderr, "planfarm export: warning: the layout is not the plan's: %s\n",
+                pf_export_reason(x));
+}
+
+/* The framework's own files first: when they refuse the plan, nothing else is written. To
+ * stdout DeepSpeed writes ds_config.json alone, so that stdout is one JSON document. */
 static int write_outputs(const pf_export_t *x, pf_export_kind_t kind, const char *dir, char *err,
                          size_t errlen)
 {
-    const output_t main_out[] = {{"megatron_args.sh", pf_export_write_megatron},
-                                 {"ds_config.json", pf_export_write_deepspeed},
-                                 {NULL, NULL}};
-    const output_t outputs[] = {main_out[kind], {"hostfile", pf_export_write_hostfile},
+    const output_t own[3][2] = {{{"megatron_args.sh", pf_export_write_megatron}, {NULL, NULL}},
+                                {{"ds_config.json", pf_export_write_deepspeed},
+                                 {"pipeline_module.py", pf_export_write_deepspeed_pipe}},
+                                {{NULL, NULL}, {NULL, NULL}}};
+    const output_t outputs[] = {own[kind][0], own[kind][1], {"hostfile", pf_export_write_hostfile},
                                 {"launch.sh", pf_export_write_launch}};
+    size_t nout = kind == PF_EXPORT_DEEPSPEED && !dir ? 1 : sizeof outputs / sizeof outputs[0];
     int rc = PF_OK, written = 0;
-    for (size_t i = 0; i < sizeof outputs / sizeof outputs[0] && rc == PF_OK; i++)
-        if (outputs[i].file &&
-            (rc = write_output(x, &outputs[i], dir, written++ == 0, err, errlen)) != PF_OK &&
-            i == 0)
+    char names[256] = "";
+    for (size_t i = 0; i < nout && rc == PF_OK; i++) {
+        if (!outputs[i].file)
+            continue;
+        rc = write_output(x, &outputs[i], dir, kind == PF_EXPORT_DEEPSPEED, written++ == 0, err,
+                          errlen);
+        if (rc != PF_OK && i < 2)
             pf_err_prefix(err, errlen, pf_export_kind_name(kind));
-    if (rc == PF_OK && !pf_export_exact(x))
-        fprintf(stderr, "planfarm export: warning: the layout is not the plan's: %s\n",
-                pf_export_reason(x));
-    if (rc == PF_OK && dir)
-        fprintf(stderr, "planfarm export: wrote %s%shostfile, launch.sh to %s\n",
-                outputs[0].file ? outputs[0].file : "", outputs[0].file ? ", " : "", dir);
-    return rc;
+        size_t at = strlen(names);
+        snprintf(names + at, sizeof names - at, "%s%s", at ? ", " : "", outputs[i].file);
+    }
+    if (rc != PF_OK)
+        return rc;
+    print_warnings(x, kind);
+    if (dir)
+        fprintf(stderr, "planfarm export: wrote %s to %s\n", names, dir);
+    else if (kind == PF_EXPORT_DEEPSPEED)
+        fprintf(stderr, "planfarm export: stdout holds ds_config.json only; -o DIR also writes "
+                        "pipeline_module.py, hostfile and launch.sh\n");
+    return PF_OK;
 }
 
 int cmd_export(int argc, char **argv)

@@ -3,6 +3,8 @@
 #include "cli/cli.h"
 #include "planner/inputs/model.h"
 #include "planner/inputs/model_build.h"
+#include "planner/inputs/price.h"
+#include "planner/ir/devmodel.h"
 #include "planner/core/util.h"
 
 #include <limits.h>
@@ -112,6 +114,9 @@ static void help(FILE *f)
             "  --tflops T      device peak TFLOPs (default %g, V100-like)\n"
             "  --efficiency E  fraction of the peak a kernel reaches, in (0, 1] (default %g)\n"
             "  --hbm-gbps G    memory bandwidth for memory-bound ops, GB/s (default %g)\n"
+            "  --device D      price every op that carries its work (FLOPs, bytes, GEMM\n"
+            "                  shape) on device model D: a preset (planfarm devices) or a\n"
+            "                  model file (planfarm calibrate), at --precision\n"
             "  --name NAME     graph name (default from the kind and the shape)\n"
             "  -o, --output GRAPH  output file (default or -: stdout)\n\n"
             "Op time: FLOPs / (T x 1e12 x E) for linear, matmul and conv; a roofline\n"
@@ -129,12 +134,14 @@ static void help(FILE *f)
 /* The flags that are not shape or cost values. */
 typedef struct {
     int precision_bytes; /* 0: the kind's */
-    const char *out, *name, *preset;
+    int prec;            /* the device model's precision (pf_prec_t; 0 = bf16) */
+    const char *out, *name, *preset, *device;
 } model_args_t;
 
 static int parse_precision(const char *cmd, const char *arg, void *base)
 {
     model_args_t *a = base;
+    a->prec = pf_prec_parse(arg);
     if (!strcmp(arg, "fp16") || !strcmp(arg, "bf16"))
         a->precision_bytes = 2;
     else if (!strcmp(arg, "fp32"))
@@ -161,6 +168,7 @@ static const cli_option_t model_options[] = {
     {"precision", 0, CLI_OPT_CUSTOM, .parse = parse_precision},
     {"name", 0, CLI_OPT_CUSTOM, .parse = parse_name},
     {"preset", 0, CLI_OPT_STRING, .offset = A(preset)},
+    {"device", 0, CLI_OPT_STRING, .offset = A(device)},
     {"output", 'o', CLI_OPT_STRING, .offset = A(out)},
     CLI_OPTION_HELP,
     CLI_OPTION_END,
@@ -196,6 +204,28 @@ static int model_opts(pf_model_kind_t kind, const pf_model_opts_t *vals, const b
     return CLI_OK;
 }
 
+/* Re-price *g on --device (ops without work keep the analytic times). */
+static int price(pf_graph_t **g, const model_args_t *a, char *err, size_t errlen)
+{
+    pf_devmodel_t *dm = NULL;
+    pf_graph_t *h = NULL;
+    int n = 0, rc = pf_devmodel_resolve(a->device, &dm, err, errlen);
+    if (rc != PF_OK) {
+        pf_err_prefix(err, errlen, "--device");
+        return rc;
+    }
+    rc = pf_price_graph(*g, dm, a->prec < 0 ? PF_PREC_BF16 : (pf_prec_t)a->prec, &h, &n, err,
+                        errlen);
+    if (rc == PF_OK) {
+        fprintf(stderr, "planfarm model: priced %d of %d ops on %s\n", n, pf_graph_nops(h),
+                pf_devmodel_spec(dm)->name);
+        pf_graph_destroy(g);
+        *g = h;
+    }
+    pf_devmodel_destroy(&dm);
+    return rc;
+}
+
 int cmd_model(int argc, char **argv)
 {
     pf_model_opts_t vals = {0}, o;
@@ -224,6 +254,10 @@ int cmd_model(int argc, char **argv)
     pf_graph_t *g;
     if ((rc = pf_model_build(&o, &g, err, sizeof err)) != PF_OK) {
         cli_flag_names(err, sizeof err, model_flags);
+        return cli_report("model", rc, err);
+    }
+    if (a.device && (rc = price(&g, &a, err, sizeof err)) != PF_OK) {
+        pf_graph_destroy(&g);
         return cli_report("model", rc, err);
     }
     rc = pf_graph_save(g, a.out, err, sizeof err);

@@ -24,7 +24,8 @@ static void help(FILE *f)
             "  --schedule S        gpipe, 1f1b, eager-1f1b or signal (free communication: a lower\n"
             "                      bound); default: the plan's schedule\n"
             "  --microbatches MB   micro-batches per step (default: the plan's)\n"
-            "  --buckets N         gradient all-reduce buckets per stage (default 1)\n"
+            "  --buckets N         gradient all-reduce buckets per stage (default: Megatron-LM's\n"
+            "                      bucket of max(4e7, 1e6 x replicas) parameters)\n"
             "  --timeline OUT.svg  write the timeline: one row per device, bubbles visible\n\n"
             "Exit status 2 on bad usage or input (an unmapped plan, a bad schedule, ...).\n");
 }
@@ -81,7 +82,7 @@ static const cli_option_t simulate_options[] = {
 
 int cmd_simulate(int argc, char **argv)
 {
-    simulate_args_t a = {PF_SCHEDULE_1F1B, false, 0, 1, NULL};
+    simulate_args_t a = {PF_SCHEDULE_1F1B, false, 0, 0, NULL};
     const cli_options_t spec = {"simulate", help, NULL, NULL,
                                 {{simulate_options, &a, NULL}, {NULL, NULL, NULL}}};
     char err[CLI_ERRLEN] = "";
@@ -117,7 +118,8 @@ int cmd_simulate(int argc, char **argv)
         in.schedule = a.sched;
     if (a.microbatches)
         in.microbatches = a.microbatches;
-    in.buckets = a.buckets;
+    if (a.buckets)
+        in.buckets = a.buckets;
     in.timeline = timeline != NULL;
     if ((rc = pf_simulate(&in, &r, err, sizeof err)) != PF_OK)
         goto done;

@@ -24,6 +24,8 @@ static void print_status(const Planfarm__RequestStatus *st)
         printf("  %s %.6g ms\n",
                st->state == PLANFARM__REQUEST_STATE__REQ_DONE ? "plan:    " : "best:    ",
                st->best_objective_ms);
+    else /* no mapping found yet: the wire says NaN */
+        printf("  best:     -\n");
     printf("  wall:     %.2f s, %u worker%s connected\n", st->wall_s, st->workers,
            st->workers == 1 ? "" : "s");
     if (st->error && st->error[0])
@@ -109,12 +111,14 @@ static int run(int argc, char **argv, what_t what)
                    "best_ms", "wall_s", "label");
             for (size_t i = 0; i < l->n_requests; i++) {
                 const Planfarm__RequestStatus *st = l->requests[i];
-                char jobs[32];
+                char jobs[32], best[32] = "-"; /* "-": no mapping found yet (NaN on the wire) */
                 snprintf(jobs, sizeof jobs, "%lld/%lld", (long long)st->jobs_answered,
                          (long long)st->jobs_issued);
-                printf("%-33s %-9s %-9s %9s %10.4g %9.2f  %s\n", st->request_id,
-                       pf_wire_request_state_name(st->state), st->phase, jobs,
-                       st->best_objective_ms, st->wall_s, st->label);
+                if (isfinite(st->best_objective_ms))
+                    snprintf(best, sizeof best, "%.4g", st->best_objective_ms);
+                printf("%-33s %-9s %-9s %9s %10s %9.2f  %s\n", st->request_id,
+                       pf_wire_request_state_name(st->state), st->phase, jobs, best, st->wall_s,
+                       st->label);
             }
             planfarm__list_reply__free_unpacked(l, NULL);
         }

@@ -34,6 +34,8 @@ static const command_t commands[] = {
     {"list", cmd_list, "every request a broker remembers"},
     {"keygen", cmd_keygen, "make a CurveZMQ key pair (NAME, NAME_secret) for broker, workers, clients"},
     {"profile", cmd_profile, "measure this host's GPUs (or CPU) into a cluster file; --graph"},
+    {"calibrate", cmd_calibrate, "fit a device model to a GPU's measured sweep"},
+    {"devices", cmd_devices, "list the device model presets (v100 .. b200)"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -98,8 +98,8 @@ static double jnum(json_t *o, const char *key)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-/* One paragraph a person reads: shape of the plan, objective, step estimate against the
- * baselines, and what the search cost. */
+/* One paragraph a person reads: shape of the plan, objective, step estimate, throughput and
+ * MFU, the baselines, and what the search cost. */
 static void summarize(const char *plan_json)
 {
     json_error_t je;
@@ -157,6 +157,17 @@ static void summarize(const char *plan_json)
     fprintf(stderr, "  objective %s, simulated step %s (%s)",
             cli_fmt_ms(t1, sizeof t1, jnum(p, "objective_ms")), cli_fmt_ms(t2, sizeof t2, step),
             sched ? sched : "1f1b");
+    double sps = jnum(p, "throughput_samples_per_s"), tps = jnum(p, "tokens_per_s");
+    if (isfinite(sps)) {
+        /* whole numbers from 1000 up: 72537 tokens/s, not 7.254e+04 */
+        fprintf(stderr, sps < 1e3 ? "\n  throughput: %.4g samples/s" : "\n  throughput: %.0f samples/s",
+                sps);
+        if (isfinite(tps))
+            fprintf(stderr, tps < 1e3 ? ", %.4g tokens/s" : ", %.0f tokens/s", tps);
+        /* only with the graph's FLOPs and the devices' peaks (planner/ir/plan_rates.h) */
+        if (isfinite(jnum(p, "mfu")))
+            fprintf(stderr, ", MFU %.1f %%", 100 * jnum(p, "mfu"));
+    }
     if (isfinite(jnum(cs, "simulated_step_ms")) && step > 0)
         fprintf(stderr, "\n  baselines' simulated steps: CS map %.3gx ours, p2p map %.3gx ours",
                 jnum(cs, "simulated_step_ms") / step, jnum(p2p, "simulated_step_ms") / step);

@@ -8,6 +8,11 @@
 #   yaml      yamllint (deploy/.yamllint) and deploy/k8s_schema.py on deploy/k8s/*.yaml
 #   image     every shared library ./planfarm links (objdump NEEDED) comes from a package the
 #             Containerfile's runtime stage installs (skipped when ./planfarm is not built)
+#   flags     every role started with exactly the flags of each unit's ExecStart (under the
+#             unit's SystemCallFilter, through deploy/seccomp_run.c, on x86_64), each k8s
+#             container's args and each srun line of the Slurm scripts (paths, keys and
+#             endpoints replaced by local ones); it must still run after 2 s (an unknown flag or
+#             a refused endpoint ends it at once). Needs ./planfarm built.
 # Needs (Debian): systemd, shellcheck, yamllint, python3-yaml, binutils (objdump).
 # --allow-missing turns a missing tool into a SKIP line instead of a failure (for `make
 # integration` on machines without them); CI runs it without.
@@ -120,6 +125,173 @@ elif have objdump binutils && have dpkg dpkg; then
     else
         fail "Containerfile runtime stage lacks:$missing"
     fi
+fi
+
+# ---- every command line against the binary ----
+# run_role LABEL WORD...: the role runs 2 s (timeout's 124) or the check fails with its output.
+run_role() {
+    label=$1
+    shift
+    rc=0
+    timeout 2 "$@" >"$tmp/role.out" 2>&1 || rc=$?
+    if [ "$rc" = 124 ]; then
+        pass "flags: $label"
+    else
+        fail "flags: $label: exit $rc: $*"
+        sed 's/^/    /' "$tmp/role.out" | head -5
+    fi
+}
+if [ ! -x "$root/planfarm" ]; then
+    if [ "$allow_missing" = 1 ]; then skip "flags: ./planfarm not built"; else fail "flags: ./planfarm not built"; fi
+else
+    bin=$root/planfarm
+    # keys where the files expect them: /etc/planfarm (allow-lists, the broker's public cert),
+    # credentials (secret certs under the names the units and Secrets give them)
+    etc=$tmp/etc cred=$tmp/cred keys=$tmp/keys
+    mkdir -p "$etc/clients" "$etc/workers" "$etc/agents" "$etc/admins" "$cred" "$tmp/state" "$keys"
+    for k in broker worker agent client; do "$bin" keygen "$k" -d "$keys" >/dev/null; done
+    cp "$keys/broker" "$etc/broker"
+    cp "$keys/client" "$etc/clients/"; cp "$keys/client" "$etc/admins/"
+    cp "$keys/worker" "$etc/workers/"; cp "$keys/agent" "$etc/agents/"
+    for k in broker worker agent; do cp "$keys/${k}_secret" "$cred/$k.cert"; done
+    cp -r "$etc/clients" "$etc/workers" "$etc/agents" "$keys/"
+    # a port nothing listens on, for workers and agents (they keep reconnecting)
+    dead=tcp://127.0.0.1:9
+    # filter_for UNIT: the system call numbers its SystemCallFilter= lines allow, as systemd
+    # reads them (the first line an allow-list, later ones add, "~" ones remove; @groups
+    # expanded by systemd-analyze), for seccomp_run.c, which kills the role on any other call
+    filter_for() {
+        command -v systemd-analyze >/dev/null 2>&1 || { echo "no systemd-analyze"; return 1; }
+        [ -x "$tmp/seccomp_run" ] || { echo "cannot build deploy/seccomp_run.c (x86_64, cc)"; return 1; }
+        "$py3" - "$1" <<'PY'
+import re, subprocess, sys
+def expand(name, seen):
+    if not name.startswith("@"):
+        return {name}
+    if name in seen:
+        return set()
+    seen.add(name)
+    out = subprocess.run(["systemd-analyze", "syscall-filter", name], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    calls = set()
+    for line in out[1:]:
+        word = line.strip()
+        if word and not word.startswith("#"):
+            calls |= expand(word, seen)
+    return calls
+allowed = None
+for line in open(sys.argv[1]):
+    m = re.match(r"SystemCallFilter=(~?)(.*)", line.strip())
+    if not m:
+        continue
+    names = set()
+    for w in m.group(2).split():
+        names |= expand(w, set())
+    if allowed is None:
+        if m.group(1):
+            sys.exit("a deny-list unit: not modelled")
+        allowed = names
+    elif m.group(1):
+        allowed -= names
+    else:
+        allowed |= names
+if allowed is None:
+    sys.exit("no SystemCallFilter")
+nr = dict(re.findall(r"#define __NR_(\w+) (\d+)",
+                     open("/usr/include/x86_64-linux-gnu/asm/unistd_64.h").read()))
+print("\n".join(sorted(nr[c] for c in allowed if c in nr)))
+PY
+    }
+    py3=$(command -v python3 || true)
+    if [ "$(uname -m)" = x86_64 ] && [ -n "$py3" ] && [ -r /usr/include/x86_64-linux-gnu/asm/unistd_64.h ]; then
+        cc -std=c11 -O2 -o "$tmp/seccomp_run" "$here/seccomp_run.c" 2>"$tmp/cc.err" || true
+    fi
+    # The units run as a DynamicUser: as root, SQLite would fchown its journal (in @privileged)
+    # where the service never does, so run them as an unprivileged user (throwaway keys made
+    # readable for it)
+    as_user=""
+    if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
+        as_user="setpriv --reuid=65534 --regid=65534 --clear-groups"
+        chmod 755 "$tmp"
+        chmod -R a+rX "$etc" "$cred" "$keys"
+        chmod 777 "$tmp/state"
+    fi
+    # systemd: the unit's defaults, its credentials and state directory; ${X} and $X as systemd
+    # splits them (one word, words)
+    for unit in "$here"/systemd/*.service; do
+        cmd=$(sed -n 's/^ExecStart=//p' "$unit" | sed "s#/usr/local/bin/planfarm#$bin#; s#/etc/planfarm#$etc#g; s/%H/host/; s/%i/1/")
+        # shellcheck disable=SC2034 # used by the eval below
+        PLANFARM_BIND=tcp://127.0.0.1:0 PLANFARM_HTTP=127.0.0.1:0 PLANFARM_BROKER=$dead \
+            PLANFARM_WORKER_ARGS="--threads 1" CREDENTIALS_DIRECTORY=$cred STATE_DIRECTORY=$tmp/state
+        eval "set -- $cmd"
+        if filter_for "$unit" >"$tmp/calls" 2>"$tmp/calls.err"; then
+            # shellcheck disable=SC2086 # as_user: a command and its flags, or nothing
+            run_role "systemd/$(basename "$unit") under its SystemCallFilter" $as_user \
+                "$tmp/seccomp_run" "$tmp/calls" "$@"
+        else
+            skip "SystemCallFilter of $(basename "$unit"): $(cat "$tmp/calls.err")"
+            run_role "systemd/$(basename "$unit")" "$@"
+        fi
+    done
+    # Kubernetes: each container's args, with the mounts and Service names made local
+    if [ -n "$py" ]; then
+        "$py" - "$here"/k8s/*.yaml >"$tmp/k8s.args" <<PY
+import shlex, sys, yaml
+subst = [("/etc/planfarm/keys/", "$cred/"), ("/etc/planfarm/broker-key/", "$etc/"),
+         ("/etc/planfarm/", "$etc/"), ("/var/lib/planfarm", "$tmp/state"),
+         ("tcp://0.0.0.0:5710", "tcp://127.0.0.1:0"), ("tcp://planfarm-broker:5710", "$dead"),
+         ("127.0.0.1:9710", "127.0.0.1:0"), ("\$(NODE_NAME)", "node0"), ("\$(POD_IP)", "127.0.0.1")]
+for path in sys.argv[1:]:
+    for doc in yaml.safe_load_all(open(path)):
+        pod = (doc or {}).get("spec", {}).get("template", {}).get("spec", {})
+        for c in pod.get("containers", []):
+            args = []
+            for a in c.get("args", []):
+                for old, new in subst:
+                    a = a.replace(old, new)
+                args.append(a)
+            print(path.rsplit("/", 1)[-1] + ":" + c["name"], shlex.join(args))
+PY
+        while read -r label cmd; do
+            eval "set -- $cmd"
+            run_role "k8s/$label" "$bin" "$@"
+        done <"$tmp/k8s.args"
+    fi
+    # Slurm: srun runs each command 2 s and logs its exit status; scontrol names this machine
+    mkdir -p "$tmp/slurm"
+    printf '#!/bin/sh\necho 127.0.0.1\n' >"$tmp/slurm/scontrol"
+    cat >"$tmp/slurm/srun" <<'SH'
+#!/bin/sh
+while [ $# -gt 0 ]; do case "$1" in --*) shift ;; *) break ;; esac; done
+rc=0
+timeout 2 "$@" >>"$SRUN_LOG.out" 2>&1 || rc=$?
+echo "$rc $*" >>"$SRUN_LOG"
+SH
+    chmod +x "$tmp/slurm/scontrol" "$tmp/slurm/srun"
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    for keyed in "$keys" ""; do
+        for script in planfarm-farm planfarm-agents; do
+            mode="(--insecure)"
+            [ -n "$keyed" ] && mode="(keys)"
+            log=$tmp/srun-$script-${keyed:+keys}.log
+            : >"$log"
+            args=""
+            [ "$script" = planfarm-agents ] && args=$dead
+            # shellcheck disable=SC2086 # args: one endpoint or none
+            PATH="$tmp/slurm:$PATH" SRUN_LOG=$log PLANFARM=$bin PLANFARM_KEYS=$keyed \
+                PLANFARM_PORT=$port SLURM_JOB_NODELIST=node0 SLURM_JOB_ID=1 \
+                SLURM_SUBMIT_DIR=$tmp/state timeout 30 bash "$here/slurm/$script.sbatch" $args \
+                >"$log.script" 2>&1 || true
+            n=$(grep -c . "$log")
+            bad=$(grep -v '^124 ' "$log" || true)
+            if [ "$n" -gt 0 ] && [ -z "$bad" ]; then
+                pass "flags: slurm/$script.sbatch $mode: $n srun lines ran"
+            else
+                fail "flags: slurm/$script.sbatch $mode: ${bad:-no srun line ran}"
+                tail -5 "$log.script" "$log.out" 2>/dev/null | sed 's/^/    /'
+            fi
+        done
+    done
 fi
 
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -26,6 +26,7 @@ struct pf_agent {
     char cuda_status[256];
     int ngpus;
     zsock_t *dealer;
+    pf_curve_client_t keys;
     pf_cpu_probes_echo_t *echo;
     int connected, silent_ticks, backoff_ms, warned;
     double next_heartbeat, reconnect_at;
@@ -246,6 +247,7 @@ static int connect_broker(pf_agent_t *a)
     if (!a->dealer)
         return PF_ERR;
     zsock_set_linger(a->dealer, 0);
+    pf_curve_client_apply(&a->keys, a->dealer);
     if (zsock_connect(a->dealer, "%s", a->endpoint) < 0) {
         zsock_destroy(&a->dealer);
         return PF_ERR;
@@ -414,6 +416,8 @@ pf_agent_t *pf_agent_new(const pf_agent_opts_t *opts, char *err, size_t errlen)
     if (a->o.reconnect_max_ms < a->o.heartbeat_ms)
         a->o.reconnect_max_ms = a->o.heartbeat_ms;
     snprintf(a->endpoint, sizeof a->endpoint, "%s", a->o.endpoint);
+    if (pf_curve_client_init(&a->keys, &a->o.curve, "agent", a->endpoint, err, errlen) != PF_OK)
+        goto fail;
     char me[PF_REC_NAME];
     double when;
     pf_record_stamp(me, &when);
@@ -474,6 +478,7 @@ void pf_agent_destroy(pf_agent_t **ap)
     pf_cpu_probes_echo_destroy(&a->echo);
     zsock_destroy(&a->dealer);
     pf_cuda_loader_close(&a->cuda);
+    pf_curve_client_clear(&a->keys);
     pf_peer_io_pack_buf_free(&a->pack);
     free(a);
     *ap = NULL;

@@ -22,6 +22,7 @@
 #define PF_AGENT_H
 
 #include "proto/clock.h"
+#include "proto/curve.h"
 
 #include <czmq.h>
 #include <stddef.h>
@@ -41,6 +42,8 @@ typedef struct {
     int reconnect_max_ms;  /* default 32000 */
     int quiet;             /* no routine log lines; warnings still show */
     pf_clock_t clock;      /* heartbeats, liveness, back-off; default (zeroed) monotonic */
+    pf_curve_opts_t curve; /* own cert and the broker's key, as a worker's (proto/curve.h);
+                            * zeroed: plain, and then only to a local broker unless insecure */
 } pf_agent_opts_t;
 
 void pf_agent_opts_init(pf_agent_opts_t *o);

@@ -114,6 +114,7 @@ static int dp_params_to_pb(pf_arena_t *a, const pf_job_t *job, const pf_blob_ref
         pp->group = g;
         pp->n_group = (size_t)n;
         pp->ngroups = (uint32_t)o->ngroups;
+        pp->group_whole = o->group_whole != 0;
     }
     m->partition = pp;
     return PF_OK;
@@ -163,6 +164,7 @@ static int dp_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *e
         out->group_len = pp->n_group;
         out->partition.group = out->group;
         out->partition.ngroups = (int)pp->ngroups;
+        out->partition.group_whole = pp->group_whole;
     }
     return PF_OK;
 }

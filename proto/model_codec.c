@@ -27,6 +27,40 @@ static Planfarm__Shape *shape_to_pb(pf_arena_t *a, const pf_shape_t *s)
     return m;
 }
 
+static int work_to_pb(pf_arena_t *a, const pf_op_work_t *w, Planfarm__Op *x)
+{
+    x->fwd_flops = w->fwd_flops;
+    x->bwd_flops = w->bwd_flops;
+    x->bytes_read = w->bytes_read;
+    x->bytes_written = w->bytes_written;
+    if (w->gemm_m == 0)
+        return PF_OK;
+    Planfarm__Gemm *gm = PF_ANEW(a, Planfarm__Gemm, 1);
+    if (!gm)
+        return PF_ERR;
+    planfarm__gemm__init(gm);
+    gm->m = w->gemm_m;
+    gm->n = w->gemm_n;
+    gm->k = w->gemm_k;
+    gm->batch = w->gemm_batch;
+    x->gemm = gm;
+    return PF_OK;
+}
+
+/* The ranges are pf_graph_finalize's (a gemm with a zero dimension is refused there). */
+static pf_op_work_t work_from_pb(const Planfarm__Op *x)
+{
+    pf_op_work_t w = {.fwd_flops = x->fwd_flops, .bwd_flops = x->bwd_flops,
+                      .bytes_read = x->bytes_read, .bytes_written = x->bytes_written};
+    if (x->gemm) {
+        w.gemm_m = x->gemm->m;
+        w.gemm_n = x->gemm->n;
+        w.gemm_k = x->gemm->k;
+        w.gemm_batch = x->gemm->batch;
+    }
+    return w;
+}
+
 Planfarm__Graph *pf_model_codec_graph_to_pb(pf_arena_t *a, const pf_graph_t *g)
 {
     int n = pf_graph_nops(g), m = pf_graph_nedges(g);
@@ -40,6 +74,7 @@ Planfarm__Graph *pf_model_codec_graph_to_pb(pf_arena_t *a, const pf_graph_t *g)
     planfarm__graph__init(pb);
     pb->name = str(pf_graph_name(g));
     pb->microbatch = (uint32_t)pf_graph_microbatch(g);
+    pb->device_model = str(pf_graph_device_model(g));
     for (int v = 0; v < n; v++) {
         const pf_op_t *o = pf_graph_op(g, v);
         Planfarm__Op *x = &ops[v];
@@ -52,7 +87,8 @@ Planfarm__Graph *pf_model_codec_graph_to_pb(pf_arena_t *a, const pf_graph_t *g)
         x->param_bytes = o->param_bytes;
         x->mem_fwd_bytes = o->mem_fwd_bytes;
         x->mem_bwd_bytes = o->mem_bwd_bytes;
-        if ((o->weight.ndim && !(x->weight = shape_to_pb(a, &o->weight))) ||
+        if (work_to_pb(a, &o->work, x) != PF_OK ||
+            (o->weight.ndim && !(x->weight = shape_to_pb(a, &o->weight))) ||
             (o->input.ndim && !(x->input = shape_to_pb(a, &o->input))) ||
             (o->output.ndim && !(x->output = shape_to_pb(a, &o->output))))
             return NULL;
@@ -101,14 +137,21 @@ int pf_model_codec_graph_from_pb(const Planfarm__Graph *m, pf_graph_t **out, cha
                        m->n_edges);
     if (m->microbatch == 0 || m->microbatch > (1u << 30))
         return pf_fail(err, errlen, PF_EINPUT, "graph.microbatch: %u out of range", m->microbatch);
+    if (m->device_model && strlen(m->device_model) > PF_GRAPH_DEVICE_MODEL_MAX)
+        return pf_fail(err, errlen, PF_EINPUT, "graph.device_model: longer than %d bytes",
+                       PF_GRAPH_DEVICE_MODEL_MAX);
     pf_graph_t *g = pf_graph_new(m->name, (int)m->microbatch);
-    if (!g)
+    if (!g || pf_graph_set_device_model(g, m->device_model && *m->device_model ? m->device_model
+                                                                               : NULL) != PF_OK) {
+        pf_graph_destroy(&g);
         return pf_fail(err, errlen, PF_ERR, "out of memory");
+    }
     for (size_t v = 0; v < m->n_ops; v++) {
         const Planfarm__Op *x = m->ops[v];
         pf_op_t op = {.id = x->id, .name = x->name, .type = x->type, .fwd_ms = x->fwd_ms,
                       .bwd_ms = x->bwd_ms, .param_bytes = x->param_bytes,
-                      .mem_fwd_bytes = x->mem_fwd_bytes, .mem_bwd_bytes = x->mem_bwd_bytes};
+                      .mem_fwd_bytes = x->mem_fwd_bytes, .mem_bwd_bytes = x->mem_bwd_bytes,
+                      .work = work_from_pb(x)};
         if ((rc = shape_from_pb(x->weight, &op.weight, (int)v, "weight", err, errlen)) ||
             (rc = shape_from_pb(x->input, &op.input, (int)v, "input", err, errlen)) ||
             (rc = shape_from_pb(x->output, &op.output, (int)v, "output", err, errlen)))

@@ -83,6 +83,48 @@ static void test_graph_bad_messages(void)
     pf_graph_destroy(&g);
 }
 
+/* Graph version 2's work (FLOPs, bytes, GEMM shape) crosses the wire bit for bit; an op
+ * without it stays without it; a GEMM shape with a zero dimension is refused by finalize. */
+static void test_graph_work_round_trip(void)
+{
+    char err[256];
+    pf_graph_t *g = pf_graph_new("w", 2), *h = NULL;
+    pf_op_t a = {.id = 7, .name = "fc", .type = "linear", .fwd_ms = 1, .bwd_ms = 2,
+                 .work = {.fwd_flops = 3.25e12, .bwd_flops = 6.5e12, .bytes_read = 1.5e9,
+                          .bytes_written = 0.1 + 0.2, .gemm_m = 8192, .gemm_n = 6400,
+                          .gemm_k = 1600, .gemm_batch = 3}};
+    pf_op_t b = {.id = 9, .name = "relu", .type = "relu", .fwd_ms = 0.5, .bwd_ms = 1};
+    CU_ASSERT_EQUAL(pf_graph_add_op(g, &a), 0);
+    CU_ASSERT_EQUAL(pf_graph_add_op(g, &b), 1);
+    CU_ASSERT_EQUAL(pf_graph_add_edge(g, 0, 1, 100), 0);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
+    uint8_t *buf;
+    size_t len;
+    CU_ASSERT_EQUAL_FATAL(pf_model_codec_encode_graph(g, &buf, &len), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_model_codec_decode_graph(buf, len, &h, err, sizeof err), PF_OK);
+    CU_ASSERT(memcmp(&pf_graph_op(h, 0)->work, &a.work, sizeof a.work) == 0);
+    const pf_op_work_t *w = &pf_graph_op(h, 1)->work;
+    CU_ASSERT(w->fwd_flops == 0 && w->bwd_flops == 0 && w->bytes_read == 0 &&
+              w->bytes_written == 0 && w->gemm_m == 0 && w->gemm_batch == 0);
+    free(buf);
+    pf_arena_t *ar = pf_arena_new();
+    Planfarm__Graph *m = pf_model_codec_graph_to_pb(ar, g);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_PTR_NULL(m->ops[1]->gemm);
+    m->ops[0]->gemm->k = 0;
+    pf_graph_t *x = NULL;
+    CU_ASSERT_EQUAL(pf_model_codec_graph_from_pb(m, &x, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "graph: ops[0].gemm.k: 0 is not a dimension"));
+    m->ops[0]->gemm->k = 1600;
+    m->ops[0]->bytes_read = -1;
+    CU_ASSERT_EQUAL(pf_model_codec_graph_from_pb(m, &x, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "graph: ops[0].bytes_read: negative (-1)");
+    CU_ASSERT_PTR_NULL(x);
+    pf_arena_destroy(&ar);
+    pf_graph_destroy(&h);
+    pf_graph_destroy(&g);
+}
+
 static void test_cluster_round_trip(void)
 {
     char err[256];
@@ -212,13 +254,14 @@ static void test_jobs(void)
     job.partition.alpha = 100;
     job.partition.group = group;
     job.partition.ngroups = 3;
+    job.partition.group_whole = 1; /* --layer-aligned: the worker must not cut a group */
     Planfarm__Job *m = pf_job_codec_to_pb(a, 5, 2, &job, &gr, &cr);
     pf_wire_job_t w;
     CU_ASSERT_EQUAL_FATAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_OK);
     CU_ASSERT(w.id == 5 && w.attempt == 2 && w.kind == PF_JOB_DP_PARTITION);
     CU_ASSERT(w.graph.hash_len == 20 && w.graph.hash[2] == 3 && w.cluster.size == 50);
     CU_ASSERT(w.partition.stages == 2 && w.partition.alpha == 100 && w.partition.ngroups == 3);
-    CU_ASSERT(w.partition.group && w.partition.group[4] == 2);
+    CU_ASSERT(w.partition.group && w.partition.group[4] == 2 && w.partition.group_whole == 1);
     pf_job_codec_clear(&w);
     m->partition->group[3] = 3; /* >= ngroups */
     CU_ASSERT_EQUAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_EINPUT);
@@ -486,6 +529,7 @@ void pf_suite_codec(void)
     CU_pSuite s = CU_add_suite("codec", NULL, NULL);
     CU_add_test(s, "graph round trip; truncated bytes never crash", test_graph_round_trip);
     CU_add_test(s, "graph messages with bad indices and numbers", test_graph_bad_messages);
+    CU_add_test(s, "graph work (FLOPs, bytes, GEMM shape) round trip", test_graph_work_round_trip);
     CU_add_test(s, "cluster round trip; bad sizes and zero bandwidth", test_cluster_round_trip);
     CU_add_test(s, "plan and job results round trip; out-of-range indices", test_plan_and_results);
     CU_add_test(s, "partition and probe jobs round trip; bad fields", test_jobs);

@@ -9,6 +9,7 @@
 #include "planner/core/util.h"
 #include "tests/testutil.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,35 +184,71 @@ static void test_deepspeed_config(void)
     int rc;
     pf_export_t *x = pf_export_new(p, g, c, &rc, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(x);
-    /* train_batch_size = 4 x 8 x 2 = 64 = micro x accumulation x data-parallel size; boundaries
-     * 0 | 3 | 4: stage 0 builds layers 0-2, stage 1 layer 3 */
+    /* train_batch_size = 4 x 8 x 2 = 64 = micro x accumulation x data-parallel size (R, with
+     * the tensor-parallel ranks in DeepSpeed's "model" axis); selective recomputation becomes
+     * DeepSpeed's whole-layer checkpointing; nothing DeepSpeed does not read */
     const char *want = "{\n"
                        "  \"train_batch_size\": 64,\n"
                        "  \"train_micro_batch_size_per_gpu\": 4,\n"
                        "  \"gradient_accumulation_steps\": 8,\n"
-                       "  \"zero_optimization\": { \"stage\": 1 },\n"
-                       "  \"bf16\": { \"enabled\": true },\n"
-                       "  \"fp16\": { \"enabled\": false },\n"
-                       "  \"pipeline\": { \"stages\": 2, \"activation_checkpoint_interval\": 0 },\n"
-                       "  \"planfarm\": {\n"
-                       "    \"model\": \"gpt-4l-64h\",\n"
-                       "    \"cluster\": \"two-dgx-h100\",\n"
-                       "    \"pipeline_parallel\": 2,\n"
-                       "    \"data_parallel\": 2,\n"
-                       "    \"tensor_parallel\": 2,\n"
-                       "    \"num_layers\": 4,\n"
-                       "    \"layers_per_stage\": [3, 1],\n"
-                       "    \"layer_boundaries\": [0, 3, 4],\n"
-                       "    \"recompute\": \"selective\",\n"
-                       "    \"optimizer\": \"adam\",\n"
-                       "    \"schedule\": \"1f1b\"\n"
+                       "  \"zero_optimization\": {\n"
+                       "    \"stage\": 1\n"
+                       "  },\n"
+                       "  \"bf16\": {\n"
+                       "    \"enabled\": true\n"
+                       "  },\n"
+                       "  \"activation_checkpointing\": {\n"
+                       "    \"partition_activations\": false,\n"
+                       "    \"contiguous_memory_optimization\": false,\n"
+                       "    \"cpu_checkpointing\": false\n"
+                       "  },\n"
+                       "  \"pipeline\": {\n"
+                       "    \"activation_checkpoint_interval\": 1\n"
                        "  }\n"
                        "}\n";
     char *got = written(x, pf_export_write_deepspeed, &rc, err, sizeof err);
     CU_ASSERT_EQUAL(rc, PF_OK);
     CU_ASSERT_STRING_EQUAL(got, want);
     free(got);
+    /* PipelineModule's arguments: 2 stages, topology pp 2 x mp 2 x dp 2, the plan's 3 + 1 */
+    got = written(x, pf_export_write_deepspeed_pipe, &rc, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, PF_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "\nPIPELINE_STAGES = 2\nDATA_PARALLEL = 2\n"
+                                       "TENSOR_PARALLEL = 2\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "\nLAYERS_PER_STAGE = [3, 1]\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "\nACTIVATION_CHECKPOINT_INTERVAL = 1\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "PipelineModule(layers=layers, topology=topology"));
+    free(got);
+    /* what DeepSpeed cannot express: selective, T = 2, 3 | 1 blocks; Megatron-LM: nothing */
+    char lines[4][PF_EXPORT_WARN_LEN];
+    CU_ASSERT_EQUAL_FATAL(pf_export_warnings(x, PF_EXPORT_DEEPSPEED, lines, 4), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(lines[0], "selective recomputation: DeepSpeed checkpoints "
+                                            "whole layers only"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(lines[1], "tensor parallelism 2: DeepSpeed does not split "
+                                            "layers itself"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(lines[2], "uneven stages (3,1 blocks)"));
+    CU_ASSERT_EQUAL(pf_export_warnings(x, PF_EXPORT_MEGATRON, lines, 4), 0);
+    CU_ASSERT_EQUAL(pf_export_warnings(x, PF_EXPORT_TORCHRUN, lines, 4), 0);
     pf_export_destroy(&x);
+    /* fp32, no recomputation, GPipe: no bf16, no checkpointing keys; the schedule warned about
+     * by both, and only the count past max */
+    p->train.precision_bytes = 4;
+    p->train.recompute = PF_RECOMPUTE_NONE;
+    p->train.schedule = PF_SCHEDULE_GPIPE;
+    x = pf_export_new(p, g, c, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    got = written(x, pf_export_write_deepspeed, &rc, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, PF_OK);
+    CU_ASSERT_PTR_NULL(strstr(got, "bf16"));
+    CU_ASSERT_PTR_NULL(strstr(got, "checkpoint"));
+    free(got);
+    CU_ASSERT_EQUAL(pf_export_warnings(x, PF_EXPORT_DEEPSPEED, lines, 1), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(lines[0], "tensor parallelism 2"));
+    CU_ASSERT_EQUAL(pf_export_warnings(x, PF_EXPORT_MEGATRON, lines, 4), 1);
+    CU_ASSERT_STRING_EQUAL(lines[0], "schedule gpipe: Megatron-LM runs 1F1B; it holds fewer "
+                                     "micro-batches than the plan counted");
+    pf_export_destroy(&x);
+    p->train.schedule = PF_SCHEDULE_1F1B;
     /* ZeRO 2 with a pipeline: DeepSpeed's pipeline engine refuses it, so do we */
     p->train.zero = 2;
     x = pf_export_new(p, g, c, &rc, err, sizeof err);
@@ -220,6 +257,10 @@ static void test_deepspeed_config(void)
     CU_ASSERT_EQUAL(rc, PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "ZeRO 2 with 2 pipeline stages: DeepSpeed's pipeline engine "
                                 "supports ZeRO stage 0 or 1 only");
+    CU_ASSERT_STRING_EQUAL(got, "");
+    free(got);
+    got = written(x, pf_export_write_deepspeed_pipe, &rc, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, PF_EINPUT);
     free(got);
     pf_export_destroy(&x);
     pf_plan_destroy(&p);
@@ -513,6 +554,34 @@ static void test_refused(void)
 }
 
 /* planfarm export through the binary: files written, stdout, refusals and bad usage. */
+/* `export deepspeed` to stdout: one JSON document (jansson parses all of it) with the plan's
+ * numbers and no key DeepSpeed does not read; the uneven 3 | 1 split warned on stderr. */
+static void check_deepspeed_cli(const char *gpath, const char *cpath, const char *ppath)
+{
+    char cmd[3000], out[8192];
+    snprintf(cmd, sizeof cmd, "%s export deepspeed %s %s %s 2>/dev/null", pf_test_bin(), gpath,
+             cpath, ppath);
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 0);
+    json_error_t je;
+    json_t *root = json_loads(out, 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    /* 4 samples x 4 micro-batches x 2 replicas */
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(root, "train_batch_size")), 32);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(root, "train_micro_batch_size_per_gpu")), 4);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(root, "gradient_accumulation_steps")), 4);
+    json_t *zero = json_object_get(root, "zero_optimization");
+    CU_ASSERT_TRUE(json_is_integer(json_object_get(zero, "stage")));
+    CU_ASSERT_EQUAL(json_is_true(json_object_get(json_object_get(root, "bf16"), "enabled")), 1);
+    CU_ASSERT_EQUAL(json_object_size(root), 5); /* batch x 3, ZeRO, bf16; no recomputation */
+    json_decref(root);
+    snprintf(cmd, sizeof cmd, "%s export deepspeed %s %s %s 2>&1 >/dev/null", pf_test_bin(),
+             gpath, cpath, ppath);
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "planfarm export: warning: deepspeed: uneven stages (3,1 "
+                                       "blocks)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "stdout holds ds_config.json only"));
+}
+
 static void test_cli(void)
 {
     pf_graph_t *g = small_gpt(4);
@@ -563,6 +632,7 @@ static void test_cli(void)
         CU_ASSERT_EQUAL(st, cases[i].status);
         CU_ASSERT_PTR_NOT_NULL(strstr(out, cases[i].expect));
     }
+    check_deepspeed_cli(gpath, cpath, ppath);
     /* -o DIR wrote the three files; launch.sh runs: an unknown host is refused by name */
     char cmd[3000], out[4096];
     snprintf(cmd, sizeof cmd, "grep -c . %s/megatron_args.sh %s/hostfile %s/launch.sh && "
@@ -579,7 +649,8 @@ void pf_suite_export(void)
 {
     CU_pSuite s = CU_add_suite("export", NULL, NULL);
     CU_add_test(s, "Megatron-LM: every flag of the example plan, by hand", test_megatron_flags);
-    CU_add_test(s, "DeepSpeed: config of the example plan; ZeRO 2 with a pipeline refused",
+    CU_add_test(s, "DeepSpeed: config, PipelineModule arguments and warnings of the example "
+                   "plan; ZeRO 2 with a pipeline refused",
                 test_deepspeed_config);
     CU_add_test(s, "rank layout: hosts and GPUs reordered, every rank inverted; not realisable",
                 test_rank_layout);

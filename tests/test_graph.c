@@ -102,6 +102,37 @@ static const struct {
     {"{\"ops\": [" OP(0) ", " OP(1) "], \"edges\": [{\"src\": 0, \"dst\": 1, \"bytes\": 1e19}]}",
      "bad.json: edges[0].bytes: 1e+19 is above the limit of 1e+18 bytes"},
     {"{\"ops\": [" OP(-4) "], \"edges\": []}", "bad.json: ops[0].id: negative (-4)"},
+    /* version 2's work keys */
+    {"{\"version\": 3, \"ops\": [" OP(0) "], \"edges\": []}",
+     "bad.json: graph.version: 3 is newer than this planfarm reads (1 to 2)"},
+    {"{\"version\": 0, \"ops\": [" OP(0) "], \"edges\": []}", "bad.json: graph.version: zero"},
+    {"{\"ops\": [" OP(0) ", {\"id\": 1, \"fwd_ms\": 1, \"bwd_ms\": 1, \"fwd_flops\": -5}], "
+     "\"edges\": []}",
+     "bad.json: ops[1].fwd_flops: negative (-5)"},
+    {"{\"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1, \"bwd_flops\": 1e31}], \"edges\": []}",
+     "bad.json: ops[0].bwd_flops: 1e+31 is above the limit of 1e+30 FLOPs"},
+    {"{\"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1, \"bytes_read\": 2e18}], "
+     "\"edges\": []}",
+     "bad.json: ops[0].bytes_read: 2e+18 is above the limit of 1e+18 bytes"},
+    {"{\"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1, \"bytes_written\": \"8\"}], "
+     "\"edges\": []}",
+     "bad.json: ops[0].bytes_written: not a number"},
+    {"{\"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1, \"gemm\": [1, 2, 3, 4]}], "
+     "\"edges\": []}",
+     "bad.json: ops[0].gemm: not an object"},
+    {"{\"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1, \"gemm\": {\"m\": 8, \"n\": 8, "
+     "\"k\": 8}}], \"edges\": []}",
+     "bad.json: ops[0].gemm.batch: missing"},
+    {"{\"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1, \"gemm\": {\"m\": 8, \"n\": 0, "
+     "\"k\": 8, \"batch\": 1}}], \"edges\": []}",
+     "bad.json: ops[0].gemm.n: zero"},
+    {"{\"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1, \"gemm\": {\"m\": 8, \"n\": 8, "
+     "\"k\": 2.5, \"batch\": 1}}], \"edges\": []}",
+     "bad.json: ops[0].gemm.k: not an integer"},
+    {"{\"ops\": [{\"id\": 0, \"fwd_ms\": 1, \"bwd_ms\": 1, \"gemm\": {\"m\": 8, \"n\": 8, "
+     "\"k\": 8, \"batch\": 9007199254740993}}], \"edges\": []}",
+     "bad.json: ops[0].gemm.batch: 9007199254740993 is not a dimension (1 to 2^53; a GEMM shape "
+     "gives all of m, n, k, batch)"},
     {"{\"ops\": [" OP(2) ", " OP(3) ", " OP(4) "], \"edges\": [" EDGE(2, 3) ", " EDGE(3, 4) ", "
      EDGE(2, 4) ", " EDGE(3, 4) "]}",
      "bad.json: edges[3] repeats edges[1] (op 3 -> op 4)"},
@@ -245,7 +276,11 @@ static void test_round_trip(void)
                  .mem_bwd_bytes = 7};
     a.weight = (pf_shape_t){2, {1024, 1024}};
     a.input = (pf_shape_t){3, {8, 512, 1024}};
+    a.work = (pf_op_work_t){.fwd_flops = 2.0 * 4096 * 1024 * 1024, .bwd_flops = 1e30,
+                            .bytes_read = 0.1 + 0.7, .bytes_written = 1e18, .gemm_m = 4096,
+                            .gemm_n = 1024, .gemm_k = 1024, .gemm_batch = (int64_t)1 << 53};
     pf_op_t b = {.id = 7, .name = "tab\there", .fwd_ms = 1e-300, .bwd_ms = 123456789.125};
+    b.work.bytes_written = 5e-324; /* only some keys: the others stay 0, unknown */
     pf_graph_add_op(g, &a);
     pf_graph_add_op(g, &b);
     pf_graph_add_edge(g, 0, 1, 8388608.5);
@@ -269,11 +304,77 @@ static void test_round_trip(void)
         CU_ASSERT_EQUAL(x->weight.ndim, y->weight.ndim);
         CU_ASSERT_EQUAL(x->input.ndim, y->input.ndim);
         CU_ASSERT_EQUAL(memcmp(x->input.dim, y->input.dim, sizeof x->input.dim), 0);
+        CU_ASSERT_EQUAL(memcmp(&x->work, &y->work, sizeof x->work), 0);
     }
     CU_ASSERT_EQUAL(pf_graph_nedges(h), 1);
     CU_ASSERT(pf_graph_edge(h, 0)->bytes == 8388608.5);
+    /* the writer names its version first */
+    FILE *f = fopen(path, "r");
+    char head[64] = "";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT(fread(head, 1, sizeof head - 1, f) > 0);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(head, "\"version\": 2,"));
     pf_graph_destroy(&g);
     pf_graph_destroy(&h);
+}
+
+/* A version 1 file (no "version", no work keys; tests/data/graph-v1.json, in the format
+ * pf_graph_save wrote before version 2) loads unchanged: every number as written, no work. */
+static void test_version1_file(void)
+{
+    char err[256], path[512];
+    pf_graph_t *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(
+        pf_graph_load(pf_test_data("graph-v1.json", path, sizeof path), &g, err, sizeof err),
+        PF_OK);
+    CU_ASSERT_STRING_EQUAL(pf_graph_name(g), "two-layer-v1");
+    CU_ASSERT_EQUAL(pf_graph_microbatch(g), 4);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_nops(g), 3);
+    static const struct {
+        int64_t id;
+        const char *name, *type;
+        double fwd_ms, bwd_ms, param_bytes, mem_fwd_bytes, mem_bwd_bytes;
+        int wdim, idim, odim;
+        int64_t w[2], in[3], out[3];
+    } want[] = {
+        {3, "embed", "embedding", 0.0625, 0.125, 103022592, 16384, 8388608, 2, 2, 3,
+         {50304, 1024}, {4, 1024}, {4, 1024, 1024}},
+        {5, "layers.0.fc1", "linear", 1.099511627776, 2.2, 8396800, 8388608, 41943040, 2, 3, 3,
+         {1024, 4096}, {4, 1024, 1024}, {4, 1024, 4096}},
+        {9, "head", "linear", 3.3e-05, 0, 0, 0, 0, 0, 3, 0, {0}, {4, 1024, 4096}, {0}},
+    };
+    for (int v = 0; v < 3; v++) {
+        const pf_op_t *o = pf_graph_op(g, v);
+        CU_ASSERT_EQUAL(o->id, want[v].id);
+        CU_ASSERT_STRING_EQUAL(o->name, want[v].name);
+        CU_ASSERT_STRING_EQUAL(o->type, want[v].type);
+        CU_ASSERT(o->fwd_ms == want[v].fwd_ms && o->bwd_ms == want[v].bwd_ms);
+        CU_ASSERT(o->param_bytes == want[v].param_bytes);
+        CU_ASSERT(o->mem_fwd_bytes == want[v].mem_fwd_bytes);
+        CU_ASSERT(o->mem_bwd_bytes == want[v].mem_bwd_bytes);
+        CU_ASSERT_EQUAL(o->weight.ndim, want[v].wdim);
+        CU_ASSERT_EQUAL(o->input.ndim, want[v].idim);
+        CU_ASSERT_EQUAL(o->output.ndim, want[v].odim);
+        for (int k = 0; k < o->weight.ndim; k++)
+            CU_ASSERT_EQUAL(o->weight.dim[k], want[v].w[k]);
+        for (int k = 0; k < o->input.ndim; k++)
+            CU_ASSERT_EQUAL(o->input.dim[k], want[v].in[k]);
+        for (int k = 0; k < o->output.ndim; k++)
+            CU_ASSERT_EQUAL(o->output.dim[k], want[v].out[k]);
+        static const pf_op_work_t none;
+        CU_ASSERT_EQUAL(memcmp(&o->work, &none, sizeof none), 0);
+    }
+    CU_ASSERT_EQUAL_FATAL(pf_graph_nedges(g), 2);
+    CU_ASSERT(pf_graph_edge(g, 0)->src == 0 && pf_graph_edge(g, 0)->dst == 1);
+    CU_ASSERT(pf_graph_edge(g, 0)->bytes == 8388608);
+    CU_ASSERT(pf_graph_edge(g, 1)->src == 1 && pf_graph_edge(g, 1)->dst == 2);
+    CU_ASSERT(pf_graph_edge(g, 1)->bytes == 33554432.5);
+    pf_graph_destroy(&g);
+    /* "version": 1 said outright is the same format */
+    const char *v1 = "{\"version\": 1, \"ops\": [" OP(0) "], \"edges\": []}";
+    CU_ASSERT_EQUAL(pf_graph_load_buffer(v1, strlen(v1), "v1.json", &g, err, sizeof err), PF_OK);
+    pf_graph_destroy(&g);
 }
 
 /* A NUL byte is not JSON: jansson took one after a number as the end of the text (the rest of
@@ -341,6 +442,33 @@ static void test_long_names(void)
     free(text);
 }
 
+/* "device_model": written when set, read back, kept by graphs derived with pf_graph_new_like,
+ * refused when empty. */
+static void test_device_model(void)
+{
+    char err[256], path[512];
+    const char *text = "{\"name\":\"d\",\"device_model\":\"a100-80g\",\"ops\":[{\"id\":0,"
+                       "\"fwd_ms\":1,\"bwd_ms\":2}],\"edges\":[]}";
+    pf_graph_t *g = NULL, *h = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_graph_load_buffer(text, strlen(text), "d.json", &g, err, sizeof err),
+                          PF_OK);
+    CU_ASSERT_STRING_EQUAL(pf_graph_device_model(g), "a100-80g");
+    snprintf(path, sizeof path, "%s/dm.json", pf_test_tmpdir());
+    CU_ASSERT_EQUAL(pf_graph_save(g, path, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_load(path, &h, err, sizeof err), PF_OK);
+    CU_ASSERT_STRING_EQUAL(pf_graph_device_model(h), "a100-80g");
+    pf_graph_destroy(&h);
+    h = pf_graph_new_like(g);
+    CU_ASSERT_STRING_EQUAL(pf_graph_device_model(h), "a100-80g");
+    CU_ASSERT_EQUAL(pf_graph_microbatch(h), 1);
+    pf_graph_destroy(&h);
+    pf_graph_destroy(&g);
+    const char *empty = "{\"name\":\"d\",\"device_model\":\"\",\"ops\":[{\"id\":0}],\"edges\":[]}";
+    CU_ASSERT_EQUAL(pf_graph_load_buffer(empty, strlen(empty), "e.json", &g, err, sizeof err),
+                    PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "graph.device_model: empty"));
+}
+
 void pf_suite_graph(void)
 {
     CU_pSuite s = CU_add_suite("graph", NULL, NULL);
@@ -349,9 +477,11 @@ void pf_suite_graph(void)
     CU_add_test(s, "bad files: each message names the place", test_bad_files);
     CU_add_test(s, "missing file", test_missing_file);
     CU_add_test(s, "write then read gives the same graph", test_round_trip);
+    CU_add_test(s, "a version 1 file loads unchanged, every number", test_version1_file);
     CU_add_test(s, "absurd numbers, negative ids, repeated edges, cycles: exact messages",
                 test_input_gaps);
     CU_add_test(s, "invalid UTF-8 in names and types built in memory", test_bad_utf8_in_memory);
     CU_add_test(s, "a NUL byte anywhere: line, column and byte offset", test_nul_bytes);
     CU_add_test(s, "names over 256 bytes refused with the place", test_long_names);
+    CU_add_test(s, "device_model read, written and kept by derived graphs", test_device_model);
 }

@@ -156,6 +156,10 @@ static void test_pipedream_hard_numbers(void)
     CU_ASSERT(o->param_bytes == 1180672.0);
     CU_ASSERT(o->mem_fwd_bytes == 411041792.0 && o->mem_bwd_bytes == 411041792.0);
     CU_ASSERT(edge_bytes(g, 12, 13) == 411041792.0); /* node12 -> node13 (ReLU) */
+    /* work: the weights read and the activation written, as measured; no FLOPs, no GEMM
+     * shape (the profile has none) */
+    CU_ASSERT(o->work.bytes_read == 1180672.0 && o->work.bytes_written == 411041792.0);
+    CU_ASSERT(o->work.fwd_flops == 0 && o->work.bwd_flops == 0 && o->work.gemm_m == 0);
     CU_ASSERT_STRING_EQUAL(op_by_id(g, 13)->type, "relu");
     CU_ASSERT_STRING_EQUAL(op_by_id(g, 1)->type, "input");
     CU_ASSERT_STRING_EQUAL(op_by_id(g, 11)->type, "pool");
@@ -516,6 +520,8 @@ static void test_piper_files(void)
     PF_ASSERT_CLOSE(o->fwd_ms, 0.030492 / 3, 1e-15);
     PF_ASSERT_CLOSE(o->bwd_ms, 0.030492 * 2 / 3, 1e-15);
     CU_ASSERT(o->param_bytes == 176997120.0 && o->mem_fwd_bytes == 606478336.0);
+    CU_ASSERT(o->work.bytes_read == 176997120.0 && o->work.bytes_written == 606478336.0);
+    CU_ASSERT(o->work.fwd_flops == 0 && o->work.bwd_flops == 0 && o->work.gemm_m == 0);
     CU_ASSERT_STRING_EQUAL(op_by_id(g, 36)->name, "Pooler"); /* unique name: no suffix */
     CU_ASSERT_STRING_EQUAL(op_by_id(g, 1)->type, "embedding");
     CU_ASSERT_STRING_EQUAL(op_by_id(g, 4)->name, "tensor.2");

@@ -681,6 +681,115 @@ static void test_options(void)
     pf_graph_destroy(&g);
 }
 
+/* ---- whole groups (the search's --layer-aligned) ---- */
+
+/* embed -> layers.B.a -> layers.B.b (B = 0, 1, 2) -> head: c_u = 1 each, fp32 Adam state 4 x
+ * params: a 2e9, b 1e9, embed and head 0; edges of 0 bytes, no activations. Groups: a block
+ * each, embed with layers.0 and head with layers.2 (as search_partition.c groups them). At S = 2
+ * whole blocks give 3e9 | 6e9 or 6e9 | 3e9; single ops reach 5e9 | 4e9 (cut after layers.1.a),
+ * the cut the op-level retry finds when the limit is 5.5e9. */
+static pf_graph_t *three_blocks(int *group)
+{
+    char err[256], name[32];
+    pf_graph_t *g = pf_graph_new("blocks3", 1);
+    for (int v = 0; v < 8; v++) {
+        int b = (v - 1) / 2, in_block = v >= 1 && v <= 6;
+        if (in_block)
+            snprintf(name, sizeof name, "layers.%d.%s", b, v % 2 ? "a" : "b");
+        else
+            snprintf(name, sizeof name, "%s", v == 0 ? "embed" : "head");
+        pf_op_t op = {.id = v, .name = name, .fwd_ms = 1,
+                      .param_bytes = in_block ? (v % 2 ? 0.5e9 : 0.25e9) : 0};
+        pf_graph_add_op(g, &op);
+        group[v] = v == 0 ? 0 : v == 7 ? 2 : b;
+    }
+    for (int v = 0; v < 7; v++)
+        pf_graph_add_edge(g, v, v + 1, 0);
+    if (pf_graph_finalize(g, err, sizeof err) != PF_OK)
+        pf_graph_destroy(&g);
+    return g;
+}
+
+/* Every group in one stage, stages in group order (a chain: no other partition is convex). */
+static int groups_whole(const pf_plan_t *p, const int *group, int n)
+{
+    int *at = malloc((size_t)n * sizeof *at), ok = 1, prev = -1;
+    for (int v = 0; v < n; v++)
+        at[v] = -1;
+    for (int s = 0; s < p->stages; s++)
+        for (int i = 0; i < p->stage_list[s].nops; i++) {
+            int v = p->stage_list[s].ops[i];
+            ok &= at[group[v]] < 0 || at[group[v]] == s;
+            at[group[v]] = s;
+        }
+    for (int k = 0; k < n && at[k] >= 0; k++) {
+        ok &= at[k] >= prev;
+        prev = at[k];
+    }
+    free(at);
+    return ok;
+}
+
+/* Brute force over the block boundaries: the least largest-stage state of S stages of whole
+ * blocks (3 blocks of 3e9 each), INFINITY when S > 3. */
+static double whole_blocks_best_mem(int S)
+{
+    return S == 1 ? 9e9 : S == 2 ? 6e9 : S == 3 ? 3e9 : INFINITY;
+}
+
+static void test_whole_groups(void)
+{
+    int group[8];
+    pf_graph_t *g = three_blocks(group);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pf_partition_opts_t o;
+    pf_partition_opts_init(&o);
+    o.stages = 2;
+    o.replicas = 1;
+    o.train.precision_bytes = 4;
+    o.group = group;
+    o.ngroups = 3;
+    pf_cluster_t *c = flat_cluster(4, 5.5e9, 100);
+    pf_plan_t *p = NULL;
+    char err[512];
+    /* a coarsening (group_whole off): the retry on single ops cuts layers.1 where memory needs */
+    CU_ASSERT_EQUAL_FATAL(pf_partition_run(g, c, &o, &p, err, sizeof err), PF_OK);
+    CU_ASSERT_FALSE(groups_whole(p, group, 8));
+    PF_ASSERT_CLOSE(p->stage_list[0].peak_mem_bytes, 5e9, 1e-12);
+    pf_plan_destroy(&p);
+    /* whole groups: no retry, and the message says what was kept whole */
+    o.group_whole = 1;
+    CU_ASSERT_EQUAL(pf_partition_run(g, c, &o, &p, err, sizeof err), PF_EINFEASIBLE);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_STRING_EQUAL(err, "no partition into 2 stages of whole groups fits 5.1 GiB per "
+                                "device; the best found needs 5.6 GiB on its largest stage");
+    o.stages = 4;
+    CU_ASSERT_EQUAL(pf_partition_run(g, c, &o, &p, err, sizeof err), PF_EINFEASIBLE);
+    CU_ASSERT_STRING_EQUAL(err, "no partition into 4 stages: graph blocks3 has only 3 groups");
+    o.group = NULL;
+    CU_ASSERT_EQUAL(pf_partition_run(g, c, &o, &p, err, sizeof err), PF_EINPUT);
+    o.group = group;
+    pf_cluster_destroy(&c);
+    /* every limit from 2.5e9 to 10e9 and S = 1..4, refinement on: whole groups or PF_EINFEASIBLE,
+     * exactly when brute force finds no S whole-block stages under the limit */
+    for (double mem = 2.5e9; mem <= 10e9; mem += 0.25e9)
+        for (int S = 1; S <= 4; S++) {
+            c = flat_cluster(4, mem, 100);
+            o.stages = S;
+            o.refine = 1;
+            int rc = pf_partition_run(g, c, &o, &p, err, sizeof err);
+            CU_ASSERT_EQUAL(rc, whole_blocks_best_mem(S) <= mem ? PF_OK : PF_EINFEASIBLE);
+            if (rc == PF_OK) {
+                CU_ASSERT(groups_whole(p, group, 8));
+                for (int s = 0; s < S; s++)
+                    CU_ASSERT(p->stage_list[s].peak_mem_bytes <= mem);
+            }
+            pf_plan_destroy(&p);
+            pf_cluster_destroy(&c);
+        }
+    pf_graph_destroy(&g);
+}
+
 /* Thread count and coarsening/refinement on: same result with 1 and 2 threads, the plan's
  * numbers are cost.h's, and refinement never makes the objective worse. */
 static void test_full_flow(void)
@@ -836,6 +945,8 @@ void pf_suite_partition(void)
     CU_add_test(s, "coarsening hides the cut memory needs: the ops are tried",
                 test_coarsening_hides_cut);
     CU_add_test(s, "options and defaults", test_options);
+    CU_add_test(s, "whole groups (--layer-aligned) under memory pressure: never cut, or "
+                   "PF_EINFEASIBLE exactly when brute force finds none", test_whole_groups);
     CU_add_test(s, "coarsen + DP + refine: threads agree, numbers are cost.h's", test_full_flow);
     CU_add_test(s, "DPs large enough for a thread team: 1, 2, 3 threads give the same plan",
                 test_threads_large_dp);

@@ -3,7 +3,9 @@
 #include "planner/core/util.h"
 #include "tests/testutil.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static pf_cluster_t *four_devices(void)
@@ -96,9 +98,78 @@ static void test_back_edge_across_stages(void)
     pf_graph_destroy(&g);
 }
 
+/* The plan's text for p (stdout-like buffer; NULL on failure). */
+static char *plan_text(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c)
+{
+    char *text = NULL, err[256];
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    int rc = pf_plan_write(p, g, c, f, err, sizeof err);
+    fclose(f);
+    if (rc != PF_OK) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* embed, layers.0.{a,b}, layers.1.{a,b}, layers.2.{a,b}, head in a chain. Cut after layers.1.a
+ * (issue 22's overlap: stage 0 = layers 0-1, stage 1 = layers 1-2), each stage's "blocks" has
+ * only what it holds whole and layers.1 is both stages' "cut_blocks"; cut after layers.1.b,
+ * nothing is cut and the counts add up to 3. */
+static void test_blocks_never_overlap(void)
+{
+    char err[256], name[32];
+    pf_graph_t *g = pf_graph_new("blocks3", 1);
+    for (int v = 0; v < 8; v++) {
+        if (v >= 1 && v <= 6)
+            snprintf(name, sizeof name, "layers.%d.%s", (v - 1) / 2, v % 2 ? "a" : "b");
+        else
+            snprintf(name, sizeof name, "%s", v == 0 ? "embed" : "head");
+        pf_op_t op = {.id = v, .name = name, .fwd_ms = 1};
+        pf_graph_add_op(g, &op);
+    }
+    for (int v = 0; v < 7; v++)
+        pf_graph_add_edge(g, v, v + 1, 0);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
+    pf_cluster_t *c = four_devices();
+    pf_plan_t *p = pf_plan_new(2, 1);
+    int a[] = {0, 1, 2, 3}, b[] = {4, 5, 6, 7};
+    pf_plan_set_stage_ops(p, 0, a, 4);
+    pf_plan_set_stage_ops(p, 1, b, 4);
+    char *t = plan_text(p, g, c);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    const char *cut = "\"cut_blocks\": [\"layers.1\"]", *at = strstr(t, cut);
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "\"blocks\": {\"first\": \"layers.0\", \"last\": \"layers.0\", "
+                                     "\"count\": 1}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "\"blocks\": {\"first\": \"layers.2\", \"last\": \"layers.2\", "
+                                     "\"count\": 1}"));
+    CU_ASSERT(at && strstr(at + 1, cut) && !strstr(strstr(at + 1, cut) + 1, cut)); /* twice */
+    CU_ASSERT_PTR_NULL(strstr(t, "\"last\": \"layers.1\""));
+    free(t);
+    int a2[] = {0, 1, 2, 3, 4}, b2[] = {5, 6, 7};
+    pf_plan_set_stage_ops(p, 0, a2, 5);
+    pf_plan_set_stage_ops(p, 1, b2, 3);
+    t = plan_text(p, g, c);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_PTR_NULL(strstr(t, "cut_blocks"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "\"blocks\": {\"first\": \"layers.0\", \"last\": \"layers.1\", "
+                                     "\"count\": 2}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "\"blocks\": {\"first\": \"layers.2\", \"last\": \"layers.2\", "
+                                     "\"count\": 1}"));
+    free(t);
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_plan(void)
 {
     CU_pSuite s = CU_add_suite("plan", NULL, NULL);
     CU_add_test(s, "round trip, validation errors", test_round_trip_and_errors);
     CU_add_test(s, "an edge back across stages is named", test_back_edge_across_stages);
+    CU_add_test(s, "stage_list[i].blocks: whole blocks only, never in two stages; cut_blocks",
+                test_blocks_never_overlap);
 }

@@ -2,6 +2,7 @@
  * and then in random order with duplicated and lost answers. The partition must not change and
  * the objective must stay within the binary search's epsilon of the in-order run. */
 #include "planner/core/rng.h"
+#include "planner/ir/collective.h"
 #include "planner/search/search.h"
 #include "planner/inputs/model.h"
 #include "planner/inputs/model_build.h"
@@ -482,6 +483,39 @@ static pf_plan_t *run_recording(const pf_graph_t *g, const pf_cluster_t *c,
     return p;
 }
 
+/* T = 1: the plan's communication per step is the simulator's pricing on its devices: pipeline
+ * transfers to and from the neighbours by the postal model (x MB), the data-parallel all-reduce
+ * of each stage's parameters by collective.h's cheapest algorithm over its replicas. */
+static void check_comm(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p)
+{
+    pf_stage_graph_t *sg = pf_stage_graph_from_plan(g, p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sg);
+    int S = p->stages, R = p->replicas, group[64];
+    double pp = 0, dp = 0;
+    for (int st = 0; st < S; st++) {
+        const int *dev = p->stage_list[st].devices;
+        for (int r = 0; r < R; r++) {
+            int k;
+            const int *nb = pf_stage_graph_neighbors(sg, st, &k);
+            double sum = 0;
+            for (int i = 0; i < k; i++)
+                sum += pf_cluster_xfer_ms(c, dev[r], p->stage_list[nb[i]].devices[r],
+                                          pf_stage_graph_msg_bytes(sg, st, nb[i]));
+            pp = fmax(pp, p->microbatches * sum);
+            group[r] = dev[r];
+        }
+        pf_collective_group_t grp;
+        CU_ASSERT_EQUAL(pf_collective_group_from_cluster(c, group, R, 0, &grp), PF_OK);
+        dp = fmax(dp, pf_collective_best_ms(&grp, PF_COLL_ALLREDUCE,
+                                            pf_stage_graph_param_bytes(sg, st)));
+    }
+    CU_ASSERT(p->comm.present);
+    PF_ASSERT_CLOSE(p->comm.pp_ms, pp, 1e-12);
+    PF_ASSERT_CLOSE(p->comm.dp_ms, dp, 1e-12);
+    CU_ASSERT(R == 1 || dp > 0);
+    pf_stage_graph_destroy(&sg);
+}
+
 static void check_simulated_choice(const pf_graph_t *g, const pf_cluster_t *c,
                                    const pf_search_opts_t *o, int want_sims, int tp)
 {
@@ -528,8 +562,11 @@ static void check_simulated_choice(const pf_graph_t *g, const pf_cluster_t *c,
     CU_ASSERT(p->stages == seen[best].plan->stages && p->replicas == seen[best].plan->replicas);
     if (tp > 1 && p->stages > 1)
         CU_ASSERT(nreshard > 0);
-    if (tp == 1)
+    if (tp == 1) {
         CU_ASSERT_EQUAL(nreshard, 0);
+        CU_ASSERT_FATAL(p->replicas <= 64);
+        check_comm(g, c, p);
+    }
     if (getenv("PF_TEST_VERBOSE"))
         for (int i = 0; i < n; i++)
             fprintf(stderr, "  %d x %d x %d %-10s %.3f ms fits %d%s\n", seen[i].plan->stages,
@@ -590,9 +627,10 @@ static void test_simulated_choice_tp(void)
  * answer: pf_search_check_answer, and on a rejection the job goes to a healthy worker (run here).
  * FAST_SIM answers every SIMULATE with a 0.001 ms step that fits; STATUS answers every job of a
  * kind whose errors are failures (TAP, probes, resharding, simulations) with status -3
- * (PF_EINFEASIBLE). DP_PARTITION jobs are answered honestly: an infeasible partition is a
+ * (PF_EINFEASIBLE); FAST_RESHARD answers every RESHARD with a thousandth of its time (faster
+ * transfers would favour a pipelined candidate). DP_PARTITION jobs are answered honestly: an infeasible partition is a
  * verdict the search takes (DESIGN.md "What a worker key is trusted with"). */
-typedef enum { HOSTILE_FAST_SIM, HOSTILE_STATUS } hostile_t;
+typedef enum { HOSTILE_FAST_SIM, HOSTILE_STATUS, HOSTILE_FAST_RESHARD } hostile_t;
 
 static pf_plan_t *run_hostile(const pf_graph_t *g, const pf_cluster_t *c,
                               const pf_search_opts_t *o, hostile_t how, int *rejected)
@@ -610,6 +648,8 @@ static pf_plan_t *run_hostile(const pf_graph_t *g, const pf_cluster_t *c,
             res.sim.step_ms = 0.001;
             res.sim.fits = 1;
             res.sim.mem_bytes = 0;
+        } else if (how == HOSTILE_FAST_RESHARD && job.kind == PF_JOB_RESHARD) {
+            res.reshard.time_ms *= 1e-3;
         } else if (how == HOSTILE_STATUS && job.kind != PF_JOB_DP_PARTITION) {
             pf_job_result_clear(&res);
             memset(&res, 0, sizeof res);
@@ -620,8 +660,9 @@ static pf_plan_t *run_hostile(const pf_graph_t *g, const pf_cluster_t *c,
         int rc = pf_search_check_answer(s, id, &res, err, sizeof err);
         if (rc != PF_OK) { /* that attempt failed: the healthy worker runs the job */
             ++*rejected;
-            CU_ASSERT_PTR_NOT_NULL(strstr(err, how == HOSTILE_FAST_SIM ? "re-simulated here"
-                                                                        : "failed at its worker"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(err, how == HOSTILE_FAST_SIM       ? "re-simulated here"
+                                               : how == HOSTILE_FAST_RESHARD ? "re-solved here"
+                                                                             : "failed at its worker"));
             pf_job_result_clear(&res);
             CU_ASSERT_FATAL(pf_search_job(s, id, &job));
             pf_job_run(&job, &res);
@@ -638,11 +679,13 @@ static pf_plan_t *run_hostile(const pf_graph_t *g, const pf_cluster_t *c,
     return p;
 }
 
-static void check_hostile(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o)
+static void check_hostile(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
+                          int with_reshard)
 {
     pf_plan_t *ref = run_in_order(g, c, o);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ref);
-    for (int how = HOSTILE_FAST_SIM; how <= HOSTILE_STATUS; how++) {
+    for (int how = HOSTILE_FAST_SIM; how <= (with_reshard ? HOSTILE_FAST_RESHARD : HOSTILE_STATUS);
+         how++) {
         int rejected;
         pf_plan_t *p = run_hostile(g, c, o, (hostile_t)how, &rejected);
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -674,7 +717,7 @@ static void test_hostile_worker(void)
     pf_search_opts_init(&o);
     o.tp = 1;
     o.candidates = 3;
-    check_hostile(g, c, &o);
+    check_hostile(g, c, &o, 0);
     pf_cluster_destroy(&c);
     pf_topology_opts_t to;
     pf_topology_opts_init(&to, PF_TOPOLOGY_HIER);
@@ -684,7 +727,7 @@ static void test_hostile_worker(void)
     o.tp = 2;
     o.stages = 2;
     o.candidates = 1;
-    check_hostile(g, c, &o);
+    check_hostile(g, c, &o, 1);
     pf_cluster_destroy(&c);
     pf_graph_destroy(&g);
 }
@@ -756,6 +799,162 @@ static void test_simulate_job_memory(void)
     pf_graph_destroy(&g);
 }
 
+/* ---- --layer-aligned over recomputation x stages x ZeRO ---- */
+
+/* Two hosts of 4 GPUs with mem_bytes each (100 GB/s inside a host, 10 between). */
+static pf_cluster_t *two_hosts(double mem_bytes)
+{
+    pf_cluster_t *c = pf_cluster_new("2x4", 8);
+    for (int i = 0; i < 8; i++) {
+        pf_device_t d = {.id = i, .host = i / 4, .mem_bytes = mem_bytes, .tflops = 100};
+        pf_cluster_set_device(c, i, &d);
+        for (int j = 0; j < i; j++)
+            pf_cluster_set_link(c, i, j, i / 4 == j / 4 ? 100 : 10, 0);
+    }
+    return c;
+}
+
+/* The stage of every op of every block (layers.N) is the same, the blocks' stages never go
+ * back, and the plan's JSON gives every block to one stage's "blocks" at most. */
+static int aligned_plan(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c)
+{
+    int n = pf_graph_nops(g), ok = 1, prev = 0;
+    int *op_stage = pf_plan_op_stage(p, n);
+    const int *topo = pf_graph_topo(g);
+    for (int i = 0; i < n && op_stage; i++) {
+        const char *a = pf_graph_op(g, topo[i])->name;
+        size_t la = pf_training_block_len(a);
+        for (int j = i + 1; la && j < n; j++) {
+            const char *b = pf_graph_op(g, topo[j])->name;
+            if (pf_training_block_len(b) == la && !strncmp(a, b, la))
+                ok &= op_stage[topo[i]] == op_stage[topo[j]];
+        }
+        if (la) {
+            ok &= op_stage[topo[i]] >= prev;
+            prev = op_stage[topo[i]];
+        }
+    }
+    free(op_stage);
+    char *text = NULL, err[256];
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int seen[64] = {0}, total = 0;
+    if (!f || pf_plan_write(p, g, c, f, err, sizeof err) != PF_OK)
+        return 0;
+    fclose(f);
+    ok &= !strstr(text, "cut_blocks");
+    /* "first": "layers.F", "last": "layers.L": count the layers each stage claims */
+    for (const char *q = text; (q = strstr(q, "\"blocks\"")); q++) {
+        int lo, hi;
+        const char *fst = strstr(q, "\"first\": \"layers."), *lst = strstr(q, "\"last\": \"layers.");
+        if (!fst || !lst || sscanf(fst, "\"first\": \"layers.%d", &lo) != 1 ||
+            sscanf(lst, "\"last\": \"layers.%d", &hi) != 1 || lo < 0 || hi >= 64)
+            ok = 0;
+        for (int k = lo; ok && k <= hi; k++)
+            ok &= !seen[k]++;
+    }
+    for (int k = 0; k < 64; k++)
+        total += seen[k];
+    free(text);
+    return ok && total == 6;
+}
+
+/* A 6-layer GPT on 8 GPUs at several memory sizes, for every recomputation, S in {2, 4} and
+ * ZeRO 0, 1, 3: each search ends in a plan whose stages hold whole layers, or in
+ * PF_EINFEASIBLE naming --layer-aligned. The memory sizes bracket where whole layers stop
+ * fitting while op-level cuts still do (the partition's retry on single ops used to take
+ * those). */
+static void test_layer_aligned_grid(void)
+{
+    char err[512];
+    pf_model_opts_t mo;
+    pf_model_opts_init(&mo, PF_MODEL_GPT);
+    mo.layers = 6, mo.hidden = 512, mo.heads = 8, mo.seq = 512, mo.vocab = 1024;
+    mo.microbatch = 2;
+    pf_graph_t *g;
+    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
+    const pf_training_recompute_t rec[] = {PF_RECOMPUTE_NONE, PF_RECOMPUTE_SELECTIVE,
+                                           PF_RECOMPUTE_FULL};
+    const int stages[] = {2, 4}, zero[] = {0, 1, 3};
+    int plans = 0, refused = 0;
+    const char *why = "--layer-aligned: no plan with whole layers per stage fits in memory; no "
+                      "partition into ";
+    for (int r = 0; r < 3; r++)
+        for (int si = 0; si < 2; si++)
+            for (int z = 0; z < 3; z++)
+                for (double mb = 40; mb <= 400; mb *= 1.25) {
+                    pf_cluster_t *c = two_hosts(mb * 1e6);
+                    pf_search_opts_t o;
+                    pf_search_opts_init(&o);
+                    o.tp = 1 + (r == 1 && si == 0 && z == 1); /* T = 2 once: TAP's graph */
+                    o.stages = stages[si];
+                    o.candidates = 1;
+                    o.probe_seconds = 0;
+                    o.layer_aligned = 1;
+                    o.train.recompute = rec[r];
+                    o.train.zero = zero[z];
+                    o.schedules = 1u << PF_SCHEDULE_1F1B;
+                    o.train.schedule = PF_SCHEDULE_1F1B;
+                    pf_search_t *s = pf_search_new(g, c, &o, err, sizeof err);
+                    if (!s)
+                        fprintf(stderr, "layer-aligned grid: %s\n", err);
+                    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+                    uint64_t id;
+                    pf_job_t job;
+                    while (pf_search_next_job(s, &id, &job)) {
+                        pf_job_result_t res;
+                        pf_job_run(&job, &res);
+                        pf_search_answer(s, id, &res);
+                        pf_job_result_clear(&res);
+                    }
+                    pf_plan_t *p = NULL;
+                    int rc = pf_search_result(s, &p, err, sizeof err);
+                    if (rc == PF_OK) {
+                        plans++;
+                        CU_ASSERT(aligned_plan(p, g, c));
+                    } else {
+                        refused++;
+                        CU_ASSERT_EQUAL(rc, PF_EINFEASIBLE);
+                        /* or one op fits no GPU, whatever the alignment */
+                        CU_ASSERT(!strncmp(err, why, strlen(why)) ||
+                                  (!strncmp(err, "op ", 3) && strstr(err, "parameter state")));
+                    }
+                    pf_plan_destroy(&p);
+                    pf_search_destroy(&s);
+                    pf_cluster_destroy(&c);
+                }
+    CU_ASSERT(plans > 0 && refused > 0);
+    pf_graph_destroy(&g);
+}
+
+/* A block whose ops are not consecutive in graph order (layers.0.a -> layers.1.a -> layers.0.b)
+ * cannot be one group of whole-layer stages: refused before any job, naming the op. */
+static void test_layer_aligned_interleaved(void)
+{
+    char err[512];
+    const char *names[] = {"layers.0.a", "layers.1.a", "layers.0.b"};
+    pf_graph_t *g = pf_graph_new("interleaved", 1);
+    for (int v = 0; v < 3; v++) {
+        pf_op_t op = {.id = v, .name = names[v], .fwd_ms = 1};
+        pf_graph_add_op(g, &op);
+    }
+    pf_graph_add_edge(g, 0, 1, 1);
+    pf_graph_add_edge(g, 1, 2, 1);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
+    pf_cluster_t *c = two_hosts(1e12);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.tp = 1;
+    o.layer_aligned = 1;
+    pf_search_t *s = pf_search_new(g, c, &o, err, sizeof err);
+    CU_ASSERT_PTR_NULL(s);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "block layers.0 are not consecutive in graph order "
+                                       "(layers.0.b comes after"));
+    pf_search_destroy(&s);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_search(void)
 {
     CU_pSuite s = CU_add_suite("search", NULL, NULL);
@@ -775,6 +974,10 @@ void pf_suite_search(void)
                 test_simulated_choice);
     CU_add_test(s, "phase 4 with T = 2: RESHARD jobs, and the plan's step re-simulates equal",
                 test_simulated_choice_tp);
+    CU_add_test(s, "--layer-aligned over recomputation x stages x ZeRO x memory: whole layers "
+                   "per stage or exit 3 naming it", test_layer_aligned_grid);
+    CU_add_test(s, "--layer-aligned refuses a block whose ops are not consecutive",
+                test_layer_aligned_interleaved);
     CU_add_test(s, "a SIMULATE job's memory under 1f1b, eager-1f1b and gpipe, by hand",
                 test_simulate_job_memory);
 }

@@ -305,7 +305,10 @@ static void test_global_batch(void)
     o.global_batch = 6; /* 4 does not divide 6 */
     pf_search_t *s = pf_search_new(g, c, &o, err, sizeof err);
     CU_ASSERT_PTR_NULL(s);
+    /* bad input (exit 2), not infeasible: with R in {1, 2, 4, 8} the multiples of 4 x R */
+    CU_ASSERT_EQUAL(pf_search_validate(g, c, &o, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "gives 6 samples per step"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "reachable: a multiple of 4, 8, 16, 32"));
     pf_cluster_destroy(&c);
     pf_graph_destroy(&g);
 }

@@ -30,6 +30,18 @@ attention's head-laid tensors are written [b, s, heads x head_dim] (scores [b, a
             token, not the table).
   bwd_ms    2 x fwd_ms for every op (the weight and the input gradient of a weighted op each
             cost its forward FLOPs; memory-bound ops read and write about twice the bytes).
+  work      (graph file version 2, DESIGN.md "Files") what a device model prices:
+            fwd_flops  the FLOPs above (left out where none are counted);
+            bwd_flops  2 x fwd_flops for linear, matmul, conv and attention (the gradients of
+                       both operands) and the norms (statistics again, then scale and shift),
+                       1 x for every other op, as planner/inputs/model_build.c;
+            bytes_read  the inputs read + the parameters the op uses (each call of a shared
+                       module reads them; an embedding reads one row per token);
+            bytes_written  its outputs;
+            gemm {m, n, k, batch}  for linear (m = rows, k = in, n = out), matmul/bmm/mm
+                       (batch = the leading dimensions) and conv (the im2col product, batch =
+                       groups): batch products of (m x k) @ (k x n), 2 m n k batch = fwd_flops.
+                       Attention is one fused op: flash-attention's FLOPs, no single GEMM.
   param_bytes  the op's parameters in --dtype; a parameter used by several ops (tied weights,
             a module called twice) is counted once, by identity, on the op that computes
             most with it (tied embeddings: the output head).
@@ -85,6 +97,9 @@ FLOPS_PER_ELEMENT = {"add": 1, "sub": 1, "mul": 1, "div": 1, "relu": 1, "softmax
                      "gelu": 8, "silu": 4, "sigmoid": 4, "tanh": 4}
 # Ops whose backward needs their input (model.h: linear, matmul, conv, embedding, norms, gelu,
 # maxpool), plus the products and activations a Llama block adds (mul: d(xy) = y dx + x dy).
+# The backward's FLOPs per forward FLOP (the module docstring, "work").
+BWD_FLOPS_2X = {"linear", "matmul", "conv", "attention", "layernorm", "batchnorm", "groupnorm",
+                "instancenorm"}
 KEEPS_INPUT = {"linear", "matmul", "conv", "embedding", "layernorm", "batchnorm", "groupnorm",
                "instancenorm", "gelu", "silu", "maxpool", "attention", "mul", "div", "pow"}
 
@@ -547,6 +562,33 @@ def _flops(kind, node, mod, in_metas, out_metas):
     return per * sum(_numel(m.shape) for m in out_metas)
 
 
+def _gemm(kind, node, mod, in_metas, out_metas):
+    """(m, n, k, batch) of a GEMM-like op, the product _flops counts; None for any other."""
+    out = out_metas[0] if out_metas else None
+    inp = in_metas[0] if in_metas else None
+    if out is None or inp is None or len(out.shape) == 0:
+        return None
+    if kind == "linear":
+        n_in = mod.in_features if mod is not None else int(inp.shape[-1])
+        n_out = mod.out_features if mod is not None else int(out.shape[-1])
+        return _numel(inp.shape) // max(n_in, 1), n_out, n_in, 1
+    if kind == "matmul" and _fn_name(node) in ("matmul", "bmm", "mm", "baddbmm", "addmm"):
+        a = in_metas[-2] if _fn_name(node) in ("baddbmm", "addmm") and len(in_metas) >= 3 \
+            else inp
+        if len(a.shape) < 2 or len(out.shape) < 2:
+            return None  # a matrix-vector product: not a GEMM
+        return int(out.shape[-2]), int(out.shape[-1]), int(a.shape[-1]), \
+            _numel(out.shape[:-2])
+    if kind == "conv" and mod is not None:
+        g, kk = mod.groups, _numel(mod.kernel_size)
+        if mod.transposed:  # per input pixel: Cin/g inputs -> Cout/g x kernel outputs
+            return _numel(inp.shape) // mod.in_channels, mod.out_channels // g * kk, \
+                mod.in_channels // g, g
+        return _numel(out.shape) // mod.out_channels, mod.out_channels // g, \
+            mod.in_channels // g * kk, g
+    return None
+
+
 def _is_tensor_node(node):
     return bool(_metas(node.meta.get("tensor_meta")))
 
@@ -714,7 +756,7 @@ class _GraphBuilder:
             ids = list(dict.fromkeys(i for i, _ in uses))
             if len(ids) < 2:
                 continue
-            best = max(ids, key=lambda i: self.ops[i]["flops"])  # the first of the largest
+            best = max(ids, key=lambda i: self.ops[i].get("fwd_flops", 0))  # the first largest
             nbytes = uses[0][1]
             if best != ids[0] and self.ops[ids[0]]["param_bytes"] >= nbytes:
                 self.ops[ids[0]]["param_bytes"] -= nbytes
@@ -738,7 +780,8 @@ class _GraphBuilder:
         return read_from, graph_in
 
     def add_op(self, node, name, kind, flops, out_metas, in_metas, read_from, graph_in,
-               param_bytes, weight_shape, cls, output_shape, keeps_input=None, in_grad=True):
+               param_bytes, weight_shape, cls, output_shape, keeps_input=None, in_grad=True,
+               weight_read=None, gemm=None):
         costs = self.costs
         out_bytes = sum(costs.tensor_bytes(m) for m in out_metas)
         in_grad_bytes = sum(read_from.values())
@@ -764,7 +807,14 @@ class _GraphBuilder:
             op["input"] = [int(d) for d in in_metas[0].shape]
         if output_shape:
             op["output"] = output_shape
-        op["flops"] = flops or 0
+        if flops:
+            op["fwd_flops"] = flops
+            op["bwd_flops"] = (2 if kind in BWD_FLOPS_2X else 1) * flops
+        weights = param_bytes if weight_read is None else weight_read
+        op["bytes_read"] = in_bytes + (out_bytes if kind == "embedding" else weights)
+        op["bytes_written"] = out_bytes
+        if gemm and all(d > 0 for d in gemm):
+            op["gemm"] = dict(zip(("m", "n", "k", "batch"), (int(d) for d in gemm)))
         if cls is not None:
             op["module_class"] = cls
         op["_out_bytes"] = out_bytes
@@ -850,7 +900,9 @@ class _GraphBuilder:
         self.labels[node] = labels
         output = _canonical(labels, out_metas[0].shape) if out_metas else None
         op_id = self.add_op(node, self.op_name(base), kind, flops, out_metas, in_metas,
-                            read_from, graph_in, param_bytes, weight_shape, cls, output)
+                            read_from, graph_in, param_bytes, weight_shape, cls, output,
+                            weight_read=sum(n for _, n in uses),
+                            gemm=_gemm(kind, node, mod, in_metas, out_metas))
         self.ops[op_id]["_params"] = uses
         node.meta["pf_op"] = op_id
         self.source[node] = op_id
@@ -867,6 +919,7 @@ class _GraphBuilder:
             tuple("part%d" % i for i in range(len(split)))
         name = self.op_name(base)
         first = None
+        rows = _numel(in_metas[0].shape) // max(weight_shape[0], 1) if in_metas else 0
         for i, (meta, takers) in enumerate(split):
             width = meta.shape[-1]
             share = width / total
@@ -878,7 +931,8 @@ class _GraphBuilder:
                 param_bytes - sum(int(round(param_bytes * m.shape[-1] / total))
                                   for m, _ in split[:-1]),
                 [weight_shape[0], width], cls, [int(d) for d in meta.shape],
-                keeps_input=i == 0 and "linear" in KEEPS_INPUT, in_grad=i == 0)
+                keeps_input=i == 0 and "linear" in KEEPS_INPUT, in_grad=i == 0,
+                gemm=(rows, int(width), weight_shape[0], 1))
             if first is None:
                 first = op_id
                 node.meta["pf_op"] = op_id
@@ -898,7 +952,7 @@ def build_graph(gm, costs, name, microbatch):
     b.move_shared()
     for op in b.ops:
         del op["_out_bytes"]  # _fx_node stays for measure(); export() drops it
-    return {"name": name, "microbatch": microbatch, "ops": b.ops,
+    return {"version": 2, "name": name, "microbatch": microbatch, "ops": b.ops,
             "edges": [{"src": s, "dst": d, "bytes": n} for (s, d), n in sorted(b.edges.items())],
             "exporter": {"tool": "torch2planfarm", "torch": torch.__version__,
                          "dtype_bytes": costs.float_bytes, "tflops": costs.tflops,
@@ -982,9 +1036,9 @@ def measure(gm, graph, example_inputs, dtype, warmup=3, repeat=10):
             # backward alone = (forward + backward) - forward
             bwd = max(timed(backward) - fwd, 0.0)
             gm.zero_grad(set_to_none=True)
-        total = sum(op["flops"] for op in node_ops)
+        total = sum(op.get("fwd_flops", 0) for op in node_ops)
         for op in node_ops:
-            share = op["flops"] / total if total else 1.0 / len(node_ops)
+            share = op.get("fwd_flops", 0) / total if total else 1.0 / len(node_ops)
             op["fwd_ms"], op["bwd_ms"] = fwd * share, bwd * share
     graph["exporter"]["measured"] = True
     graph["exporter"]["device"] = torch.cuda.get_device_name()

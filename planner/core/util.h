@@ -42,6 +42,7 @@ int pf_is_finite_nonneg(double x);
 #define PF_MAX_GBPS 1e9      /* a link's bandwidth */
 #define PF_MAX_US 1e9        /* a link's latency */
 #define PF_MAX_TFLOPS 1e9    /* a device's peak */
+#define PF_MAX_FLOPS 1e30    /* an op's work per micro-batch (PF_MAX_MS at PF_MAX_TFLOPS is 1e27) */
 
 /* Byte offset of the first byte of s that does not start a valid UTF-8 sequence (overlong
  * forms, UTF-16 surrogates and code points above U+10FFFF count as invalid), or -1 when s is

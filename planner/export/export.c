@@ -3,6 +3,8 @@
 #include "planner/core/util.h"
 
 #include <ctype.h>
+#include <jansson.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -513,21 +515,6 @@ static void put_comment_text(FILE *f, const char *s)
         fputc(isprint((unsigned char)*s) ? *s : '?', f);
 }
 
-static void put_json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
 static void put_header(const pf_export_t *x, FILE *f, const char *what, const char *lead)
 {
     fprintf(f, "%s%s for plan ", lead, what);
@@ -605,39 +592,184 @@ int pf_export_write_megatron(const pf_export_t *x, FILE *f, char *err, size_t er
     return finish(f, err, errlen);
 }
 
+/* ---- DeepSpeed ----
+ * What DeepSpeed reads from its config (deepspeed.ai "DeepSpeed Configuration JSON"): the batch
+ * triple (train_batch_size = micro x accumulation x data-parallel size, which with a
+ * PipeModelDataParallelTopology is R), zero_optimization.stage, bf16, activation_checkpointing,
+ * and of the "pipeline" section only activation_checkpoint_interval (the PipelineEngine copies a
+ * positive one onto its PipelineModule). The stage count and the partition method are
+ * PipelineModule's constructor arguments: pipeline_module.py carries them. */
+
+static int ds_stages_even(const pf_export_t *x)
+{
+    for (int s = 1; s < x->S; s++)
+        if (x->stage_layers[s] != x->stage_layers[0])
+            return 0;
+    return 1;
+}
+
+/* DeepSpeed checkpoints whole layers only: selective recomputation is exported as full. */
+static int ds_checkpoint_interval(const pf_export_t *x)
+{
+    return x->p->train.recompute != PF_RECOMPUTE_NONE;
+}
+
+static int ds_check(const pf_export_t *x, char *err, size_t errlen)
+{
+    if (x->S > 1 && x->p->train.zero >= 2)
+        return pf_fail(err, errlen, PF_EINPUT, "ZeRO %d with %d pipeline stages: DeepSpeed's "
+                       "pipeline engine supports ZeRO stage 0 or 1 only", x->p->train.zero, x->S);
+    return PF_OK;
+}
+
+static int ds_set(json_t *o, const char *key, json_t *v)
+{
+    return v ? json_object_set_new(o, key, v) : -1;
+}
+
 int pf_export_write_deepspeed(const pf_export_t *x, FILE *f, char *err, size_t errlen)
 {
     const pf_training_t *t = &x->p->train;
-    if (x->S > 1 && t->zero >= 2)
-        return pf_fail(err, errlen, PF_EINPUT, "ZeRO %d with %d pipeline stages: DeepSpeed's "
-                       "pipeline engine supports ZeRO stage 0 or 1 only", t->zero, x->S);
-    fprintf(f, "{\n");
-    fprintf(f, "  \"train_batch_size\": %d,\n", pf_export_global_batch(x));
-    fprintf(f, "  \"train_micro_batch_size_per_gpu\": %d,\n", pf_graph_microbatch(x->g));
-    fprintf(f, "  \"gradient_accumulation_steps\": %d,\n", x->p->microbatches);
-    fprintf(f, "  \"zero_optimization\": { \"stage\": %d },\n", t->zero);
-    fprintf(f, "  \"bf16\": { \"enabled\": %s },\n", t->precision_bytes == 2 ? "true" : "false");
-    fprintf(f, "  \"fp16\": { \"enabled\": false },\n");
-    fprintf(f, "  \"pipeline\": { \"stages\": %d, \"activation_checkpoint_interval\": %d },\n",
-            x->S, t->recompute == PF_RECOMPUTE_FULL);
-    fprintf(f, "  \"planfarm\": {\n    \"model\": ");
-    put_json_string(f, x->p->model ? x->p->model : pf_graph_name(x->g));
-    fprintf(f, ",\n    \"cluster\": ");
-    put_json_string(f, x->p->cluster ? x->p->cluster : pf_cluster_name(x->c));
-    fprintf(f, ",\n    \"pipeline_parallel\": %d,\n    \"data_parallel\": %d,\n"
-            "    \"tensor_parallel\": %d,\n    \"num_layers\": %d,\n    \"layers_per_stage\": [",
-            x->S, x->R, x->T, x->layers);
+    int rc = ds_check(x, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    json_t *root = json_object(), *zero = json_object();
+    int bad = !root || !zero;
+    bad |= ds_set(root, "train_batch_size", json_integer(pf_export_global_batch(x)));
+    bad |= ds_set(root, "train_micro_batch_size_per_gpu",
+                  json_integer(pf_graph_microbatch(x->g)));
+    bad |= ds_set(root, "gradient_accumulation_steps", json_integer(x->p->microbatches));
+    bad |= ds_set(zero, "stage", json_integer(t->zero));
+    bad |= ds_set(root, "zero_optimization", json_incref(zero));
+    if (t->precision_bytes == 2)
+        bad |= ds_set(root, "bf16", json_pack("{s:b}", "enabled", 1));
+    if (ds_checkpoint_interval(x)) {
+        /* the plan keeps each checkpointed layer input whole on every tensor-parallel rank, on
+         * the GPU (DESIGN.md "Memory per device"): no partitioning, no CPU copies */
+        bad |= ds_set(root, "activation_checkpointing",
+                      json_pack("{s:b,s:b,s:b}", "partition_activations", 0,
+                                "contiguous_memory_optimization", 0, "cpu_checkpointing", 0));
+        bad |= ds_set(root, "pipeline", json_pack("{s:i}", "activation_checkpoint_interval",
+                                                  ds_checkpoint_interval(x)));
+    }
+    if (!bad && json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0)
+        fputc('\n', f);
+    else
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory or write failed");
+    json_decref(zero);
+    json_decref(root);
+    return rc == PF_OK ? finish(f, err, errlen) : rc;
+}
+
+int pf_export_write_deepspeed_pipe(const pf_export_t *x, FILE *f, char *err, size_t errlen)
+{
+    int rc = ds_check(x, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    put_header(x, f, "DeepSpeed PipelineModule arguments", "# ");
+    fprintf(f, "# The pipeline's stage count, topology, partition and activation checkpointing are\n"
+            "# PipelineModule's constructor arguments, not ds_config.json keys. Build the model\n"
+            "# with pipeline_module(layers, block_type): layers = the embedding, then the %d\n"
+            "# transformer blocks (their class name matches the regex block_type), then the head.\n"
+            "# Ranks: DeepSpeed's axes pipe, data, model (model fastest) = the plan's rank\n"
+            "# pp x %d + dp x %d + tp, the order launch.sh places.\n",
+            x->layers, x->R * x->T, x->T);
+    fprintf(f, "from deepspeed.pipe import PipelineModule\n"
+            "from deepspeed.runtime.pipe.topology import PipeModelDataParallelTopology\n\n");
+    fprintf(f, "PIPELINE_STAGES = %d\nDATA_PARALLEL = %d\nTENSOR_PARALLEL = %d\n", x->S, x->R,
+            x->T);
+    fprintf(f, "# the plan's blocks per stage%s\nLAYERS_PER_STAGE = [", ds_stages_even(x) ? "" :
+            " (uneven: partition_method balances the counts instead)");
     for (int s = 0; s < x->S; s++)
         fprintf(f, "%s%d", s ? ", " : "", x->stage_layers[s]);
-    fprintf(f, "],\n    \"layer_boundaries\": [");
-    for (int s = 0; s < x->S; s++)
-        fprintf(f, "%d, ", x->stage_first[s]);
-    fprintf(f,
-            "%d],\n    \"recompute\": \"%s\",\n    \"optimizer\": \"%s\",\n"
-            "    \"schedule\": \"%s\"\n  }\n}\n",
-            x->layers, pf_training_recompute_name(t->recompute),
-            pf_training_optimizer_name(t->optimizer), pf_training_schedule_name(t->schedule));
+    fprintf(f, "]\n# 1: every layer's forward runs again in backward; 0: none (%s recomputation "
+            "planned)\nACTIVATION_CHECKPOINT_INTERVAL = %d\n",
+            pf_training_recompute_name(x->p->train.recompute), ds_checkpoint_interval(x));
+    fprintf(f, "\n\ndef pipeline_module(layers, block_type, loss_fn=None):\n"
+            "    # \"type:REGEX\" balances the layers whose class matches: equal blocks per stage,\n"
+            "    # the embedding with the first and the head with the last\n"
+            "    topology = PipeModelDataParallelTopology(num_pp=PIPELINE_STAGES,\n"
+            "                                             num_mp=TENSOR_PARALLEL,\n"
+            "                                             num_dp=DATA_PARALLEL)\n"
+            "    return PipelineModule(layers=layers, topology=topology, loss_fn=loss_fn,\n"
+            "                          partition_method=\"type:\" + block_type,\n"
+            "                          activation_checkpoint_interval=ACTIVATION_CHECKPOINT_INTERVAL)\n");
     return finish(f, err, errlen);
+}
+
+/* ---- what a target cannot express ---- */
+
+typedef struct {
+    char (*lines)[PF_EXPORT_WARN_LEN];
+    int n, max;
+} warn_t;
+
+static void warn(warn_t *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(warn_t *w, const char *fmt, ...)
+{
+    if (w->n < w->max) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(w->lines[w->n], PF_EXPORT_WARN_LEN, fmt, ap);
+        va_end(ap);
+    }
+    w->n++;
+}
+
+static void warn_schedule(const pf_export_t *x, warn_t *w, const char *who)
+{
+    pf_training_schedule_t sc = x->p->train.schedule;
+    if (x->S < 2 || sc == PF_SCHEDULE_1F1B)
+        return;
+    warn(w, "schedule %s: %s runs 1F1B; %s", pf_training_schedule_name(sc), who,
+         sc == PF_SCHEDULE_GPIPE ? "it holds fewer micro-batches than the plan counted"
+         : sc == PF_SCHEDULE_EAGER_1F1B ? "it holds fewer micro-batches and overlaps less "
+                                          "communication than the plan counted"
+                                        : "the signal bound is no schedule to run, so the "
+                                          "plan's step time is a lower bound");
+}
+
+static void warn_deepspeed(const pf_export_t *x, warn_t *w)
+{
+    const pf_training_t *t = &x->p->train;
+    if (t->recompute == PF_RECOMPUTE_SELECTIVE)
+        warn(w, "selective recomputation: DeepSpeed checkpoints whole layers only; exported as "
+             "full recomputation (activation_checkpoint_interval 1): less memory, more "
+             "recomputed time than the plan counted");
+    if (x->T > 1)
+        warn(w, "tensor parallelism %d: DeepSpeed does not split layers itself; "
+             "pipeline_module.py's topology has num_mp %d, so the layers must be tensor-"
+             "parallel ones (Megatron-DeepSpeed's), else use `planfarm export megatron`",
+             x->T, x->T);
+    if (!ds_stages_even(x)) {
+        char counts[128] = "";
+        for (int s = 0, at = 0; s < x->S && at < (int)sizeof counts; s++)
+            at += snprintf(counts + at, sizeof counts - (size_t)at, "%s%d", s ? "," : "",
+                           x->stage_layers[s]);
+        warn(w, "uneven stages (%s blocks): PipelineModule's partition methods (uniform, "
+             "parameters, type:REGEX) balance the layers, so DeepSpeed splits the %d blocks "
+             "its own way", counts, x->layers);
+    }
+    warn_schedule(x, w, "DeepSpeed's PipelineEngine");
+}
+
+static void warn_megatron(const pf_export_t *x, warn_t *w)
+{
+    if (x->p->train.zero >= 2)
+        warn(w, "ZeRO %d: Megatron-LM's distributed optimizer shards the optimizer state only "
+             "(ZeRO 1); GPUs hold more than the plan counted", x->p->train.zero);
+    warn_schedule(x, w, "Megatron-LM");
+}
+
+int pf_export_warnings(const pf_export_t *x, pf_export_kind_t kind,
+                       char (*lines)[PF_EXPORT_WARN_LEN], int max)
+{
+    warn_t w = {lines, 0, max};
+    if (kind == PF_EXPORT_DEEPSPEED)
+        warn_deepspeed(x, &w);
+    else if (kind == PF_EXPORT_MEGATRON)
+        warn_megatron(x, &w);
+    return w.n;
 }
 
 int pf_export_write_hostfile(const pf_export_t *x, FILE *f, char *err, size_t errlen)

@@ -89,9 +89,25 @@ const char *pf_export_reason(const pf_export_t *x);
  * PF_EINPUT when the layer split cannot be written with --decoder-first/last-pipeline-num-layers
  * (Megatron-LM splits the middle stages evenly). PF_ERR on a write error. */
 int pf_export_write_megatron(const pf_export_t *x, FILE *f, char *err, size_t errlen);
-/* A DeepSpeed config (JSON). PF_EINPUT for ZeRO 2 or 3 with more than one stage (DeepSpeed's
- * pipeline engine refuses them). */
+/* A DeepSpeed config (ds_config.json, one JSON document) with only keys DeepSpeed reads:
+ * train_batch_size, train_micro_batch_size_per_gpu, gradient_accumulation_steps,
+ * zero_optimization.stage, bf16 (2-byte precision), and with recomputation
+ * activation_checkpointing and pipeline.activation_checkpoint_interval 1 (DeepSpeed checkpoints
+ * whole layers: selective is written as full, and pf_export_warnings says so). PF_EINPUT for ZeRO
+ * 2 or 3 with more than one stage (DeepSpeed's pipeline engine refuses them). */
 int pf_export_write_deepspeed(const pf_export_t *x, FILE *f, char *err, size_t errlen);
+/* pipeline_module.py: PipelineModule's constructor arguments (stage count, a
+ * PipeModelDataParallelTopology in the plan's rank order, partition_method "type:" + the block
+ * class, activation_checkpoint_interval) as a Python function pipeline_module(layers,
+ * block_type, loss_fn=None). Same refusals as the config. */
+int pf_export_write_deepspeed_pipe(const pf_export_t *x, FILE *f, char *err, size_t errlen);
+/* One line (no prefix, no newline) per property of the plan that `kind` cannot express as
+ * planned: DeepSpeed: selective recomputation, tensor parallelism > 1, uneven stages, a schedule
+ * other than 1F1B; Megatron-LM: ZeRO 2 or 3, a schedule other than 1F1B. Writes the first max
+ * lines, returns how many there are. */
+#define PF_EXPORT_WARN_LEN 320
+int pf_export_warnings(const pf_export_t *x, pf_export_kind_t kind,
+                       char (*lines)[PF_EXPORT_WARN_LEN], int max);
 /* "HOST slots=N", one line per node in node-rank order. */
 int pf_export_write_hostfile(const pf_export_t *x, FILE *f, char *err, size_t errlen);
 /* A POSIX sh script `launch.sh HOST TRAIN_SCRIPT [ARGS...]`: the rank table as comments, then

@@ -20,6 +20,11 @@
  *                 activation figure and eq. 14 sums max(m_fwd, m_bwd) over a stage, so it is the
  *                 activation one micro-batch keeps alive; a 2x "plus its gradient" on every op
  *                 would count gradient buffers that live one op at a time as if all were live.
+ *   work          (graph.h) what the profile measured and nothing more: bytes_read = parameter_size
+ *                 (the weights the kernels read; what an op reads from its producers is on its
+ *                 in-edges), bytes_written = activation_size (its output). No FLOPs and no GEMM
+ *                 shape: the profile gives none, so they stay 0 (unknown) and the times stay
+ *                 the measured ones.
  *   edge A -> B   bytes = A's activation (the consumer receives the producer's output). When A
  *                 has a list and B is `__getitem__(k)` with k in range, bytes = list[k] (in every
  *                 shipped profile such a consumer's own activation_size equals list[k]); any other
@@ -43,6 +48,8 @@
  *   mem_fwd_bytes = mem_bwd_bytes = memoryUsageA (the activations, = PipeDream's activation_size).
  *                 memoryUsageB is weights + gradients (2 x parameterSize in every shipped file);
  *                 it is not read, since the cost model adds opt_factor x param_bytes itself.
+ *   work          as PipeDream's: bytes_read = parameterSize, bytes_written = memoryUsageA; no
+ *                 FLOPs, no GEMM shape (Piper's input gives none)
  *   edge bytes    communicationCost
  * syncTimeFw/Bw, other configurations and the top-level device/bandwidth keys are ignored. Errors
  * (PF_EINPUT) read "<file>: <JSON path>: <problem>", e.g. `nodes[3].TMPCs: no "1" vanilla

@@ -625,7 +625,8 @@ int pf_import_pipedream(const char *path, int microbatch, pf_graph_t **out, char
                       .bwd_ms = n->bwd_ms,
                       .param_bytes = n->param_bytes,
                       .mem_fwd_bytes = n->act_sum,
-                      .mem_bwd_bytes = n->act_sum};
+                      .mem_bwd_bytes = n->act_sum,
+                      .work = {.bytes_read = n->param_bytes, .bytes_written = n->act_sum}};
         if (pf_graph_add_op(g, &op) < 0) {
             rc = pf_fail(err, errlen, PF_ERR, "out of memory");
             goto fail;

@@ -152,7 +152,8 @@ static int piper_op(piper_t *p, size_t i, char *err, size_t errlen)
                   .bwd_ms = time_ms - time_ms / 3.0,
                   .param_bytes = param_bytes,
                   .mem_fwd_bytes = act_bytes,
-                  .mem_bwd_bytes = act_bytes};
+                  .mem_bwd_bytes = act_bytes,
+                  .work = {.bytes_read = param_bytes, .bytes_written = act_bytes}};
     if (pf_graph_add_op(p->g, &op) < 0)
         return pf_fail(err, errlen, PF_ERR, "out of memory");
     return PF_OK;

@@ -15,6 +15,20 @@
  *              row per token from each table instead of the whole table; a dropout also
  *              writes its 1-byte mask; an MoE expert reads only the tokens routed to it).
  *   bwd_ms     2 x fwd_ms for every op.
+ *   work       (graph.h pf_op_work_t; DESIGN.md "Files") what the times above were made of, for a
+ *              device model to re-price: fwd_flops = the FLOPs above; bwd_flops = 2 x fwd_flops
+ *              for linear, matmul and conv (the gradients of both operands: dX and dW, or both
+ *              activations of scores and context; Narayanan et al. 2021's 2x) and for the norms
+ *              (statistics again, then the scale and shift gradients), 1 x for every other op
+ *              (one pass over the same elements); bytes_read = inputs read + parameters (an
+ *              embedding: its token ids and one row per token of each table; an MoE dispatch:
+ *              each token once per expert it goes to + the routing probabilities), bytes_written
+ *              = output + dropout mask, so that read + written is the roofline's moved bytes;
+ *              gemm (linear, matmul, conv only; 2 m n k batch = fwd_flops): a linear m = token
+ *              rows, k = in, n = out, batch 1; scores m = n = s, k = h / heads, batch = b x heads;
+ *              context m = s, k = s, n = h / heads, batch = b x heads (GQA shares K and V heads,
+ *              not FLOPs); a conv its im2col product m = b Ho Wo, n = Cout, k = Cin k k (the
+ *              transposed 2x2/2 conv: k = Cin). Attention is not one fused op here.
  *   param_bytes   parameter elements x p: linear = in x out + out (bias); conv = Cout Cin k k
  *              (+ Cout for the biased U-Net convs; ResNet convs have none); layernorm and
  *              batchnorm = 2C (scale, shift; running statistics are buffers, not counted);

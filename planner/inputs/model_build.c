@@ -57,11 +57,14 @@ typedef struct {
     double flops;          /* forward */
     double param_elems;
     double moved_bytes;    /* memory-bound: 0 = inputs + output + parameters + mask */
+    double moved_written;  /* of moved_bytes, the bytes written (the rest are read) */
     double graph_in_bytes; /* input from outside the graph (image, token ids) */
     double edge_bytes;     /* bytes read from each producer; 0 = its whole output */
     int ninputs;
     int inputs[MAX_INPUTS]; /* producer op indices */
     pf_shape_t weight, input, output;
+    /* GEMM-like ops: gemm_batch products of (m x k) @ (k x n), 2 m n k batch = flops */
+    int64_t gemm_m, gemm_n, gemm_k, gemm_batch;
 } op_spec_t;
 
 static const char *nm(builder_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -92,6 +95,36 @@ static double read_bytes(const builder_t *b, const op_spec_t *s, int k)
     return s->edge_bytes > 0 ? s->edge_bytes : out_bytes(b, s->inputs[k]);
 }
 
+/* The backward's FLOPs per forward FLOP (model.h): a GEMM or conv computes the gradients of
+ * both its operands (dX and dW, or both inputs of an activation matmul), each as many FLOPs as
+ * the forward; a normalisation recomputes its statistics and reduces over the same elements
+ * again for its scale and shift (about 2x); every other op is about one pass (1x). */
+static double bwd_factor(const op_spec_t *s)
+{
+    if (s->compute_bound == COMPUTE_BOUND)
+        return 2.0;
+    if (!strcmp(s->type, "layernorm") || !strcmp(s->type, "rmsnorm") ||
+        !strcmp(s->type, "batchnorm"))
+        return 2.0;
+    return 1.0;
+}
+
+/* The op's work (graph.h): FLOPs and the bytes its forward kernel reads (inputs, parameters)
+ * and writes (output, dropout mask); `in_bytes` counts its inputs. */
+static pf_op_work_t work_of(const op_spec_t *s, double in_bytes, double out, double params,
+                            double mask)
+{
+    pf_op_work_t w = {.fwd_flops = s->flops, .bwd_flops = bwd_factor(s) * s->flops,
+                      .bytes_read = in_bytes + params, .bytes_written = out + mask,
+                      .gemm_m = s->gemm_m, .gemm_n = s->gemm_n, .gemm_k = s->gemm_k,
+                      .gemm_batch = s->gemm_batch};
+    if (s->moved_bytes > 0) {
+        w.bytes_read = s->moved_bytes - s->moved_written;
+        w.bytes_written = s->moved_written;
+    }
+    return w;
+}
+
 /* Adds the op with its costs (model.h) and one edge from each producer; returns its index. */
 static int add(builder_t *b, const char *name, const op_spec_t *s)
 {
@@ -118,7 +151,7 @@ static int add(builder_t *b, const char *name, const op_spec_t *s)
     pf_op_t op = {.id = pf_graph_nops(b->g), .name = name, .type = s->type, .fwd_ms = fwd_ms,
                   .bwd_ms = 2 * fwd_ms, .param_bytes = params, .mem_fwd_bytes = saved,
                   .mem_bwd_bytes = out + in_grad_bytes, .weight = s->weight, .input = s->input,
-                  .output = s->output};
+                  .output = s->output, .work = work_of(s, in_bytes, out, params, mask)};
     int v = pf_graph_add_op(b->g, &op);
     for (int k = 0; v >= 0 && k < s->ninputs; k++)
         if (pf_graph_add_edge(b->g, s->inputs[k], v, read_bytes(b, s, k)) < 0)
@@ -150,7 +183,8 @@ static int linear(builder_t *b, const char *name, int x, int64_t in, int64_t out
                    .flops = 2 * rows * (double)in * (double)out,
                    .param_elems = (double)in * (double)out + (bias ? (double)out : 0),
                    .ninputs = 1, .inputs = {x}, .weight = SHAPE(in, out),
-                   .input = *shape_of(b, x), .output = os};
+                   .input = *shape_of(b, x), .output = os, .gemm_m = (int64_t)rows,
+                   .gemm_n = out, .gemm_k = in, .gemm_batch = 1};
     return add(b, name, &s);
 }
 
@@ -218,9 +252,11 @@ static int attention_core(builder_t *b, int i, int q, int k, int v, int with_dro
 {
     const pf_model_opts_t *o = b->o;
     int64_t bs = o->microbatch, s = b->seq, h = o->hidden, a = o->heads;
+    /* per (sample, head): scores (s x d) @ (d x s), context (s x s) @ (s x d) */
     op_spec_t sc = {.type = "matmul", .compute_bound = COMPUTE_BOUND, .keeps_input = KEEP_ALL,
                     .flops = 2.0 * bs * s * s * h, .ninputs = 2, .inputs = {q, k},
-                    .input = SHAPE(bs, s, h), .output = SHAPE(bs, a, s, s)};
+                    .input = SHAPE(bs, s, h), .output = SHAPE(bs, a, s, s), .gemm_m = s,
+                    .gemm_n = s, .gemm_k = h / a, .gemm_batch = bs * a};
     int scores = add(b, nm(b, "layers.%d.attn.scores", i), &sc);
     int probs = pointwise(b, nm(b, "layers.%d.attn.softmax", i), "softmax", scores, -1,
                           FLOPS_SOFTMAX, SAVE_OUTPUT, 0);
@@ -228,7 +264,8 @@ static int attention_core(builder_t *b, int i, int q, int k, int v, int with_dro
         probs = dropout(b, nm(b, "layers.%d.attn.dropout", i), probs, 1);
     op_spec_t cx = {.type = "matmul", .compute_bound = COMPUTE_BOUND, .keeps_input = KEEP_LAST,
                     .flops = 2.0 * bs * s * s * h, .ninputs = 2, .inputs = {probs, v},
-                    .input = SHAPE(bs, a, s, s), .output = SHAPE(bs, s, h)};
+                    .input = SHAPE(bs, a, s, s), .output = SHAPE(bs, s, h), .gemm_m = s,
+                    .gemm_n = h / a, .gemm_k = s, .gemm_batch = bs * a};
     return add(b, nm(b, "layers.%d.attn.context", i), &cx);
 }
 
@@ -277,7 +314,8 @@ static int swiglu(builder_t *b, const char *pre, int x, int64_t rows, int64_t h,
     op_spec_t gs = {.type = "linear", .compute_bound = COMPUTE_BOUND, .keeps_input = KEEP_ALL,
                     .flops = 2 * n * h * f, .param_elems = (double)h * f,
                     .edge_bytes = rows ? bytes : 0, .ninputs = 1, .inputs = {x},
-                    .weight = SHAPE(h, f), .input = in, .output = mid};
+                    .weight = SHAPE(h, f), .input = in, .output = mid, .gemm_m = (int64_t)n,
+                    .gemm_n = f, .gemm_k = h, .gemm_batch = 1};
     int gate = add(b, nm(b, "%s.gate", p), &gs);
     gs.keeps_input = KEEP_NONE; /* up reads the tensor gate saved */
     int up = add(b, nm(b, "%s.up", p), &gs);
@@ -285,7 +323,8 @@ static int swiglu(builder_t *b, const char *pre, int x, int64_t rows, int64_t h,
     int prod = pointwise(b, nm(b, "%s.mul", p), "mul", act, up, FLOPS_MUL, SAVE_INPUT, 0);
     op_spec_t ds = {.type = "linear", .compute_bound = COMPUTE_BOUND, .keeps_input = KEEP_ALL,
                     .flops = 2 * n * f * h, .param_elems = (double)f * h, .ninputs = 1,
-                    .inputs = {prod}, .weight = SHAPE(f, h), .input = mid, .output = in};
+                    .inputs = {prod}, .weight = SHAPE(f, h), .input = mid, .output = in,
+                    .gemm_m = (int64_t)n, .gemm_n = h, .gemm_k = f, .gemm_batch = 1};
     return add(b, nm(b, "%s.down", p), &ds);
 }
 
@@ -303,6 +342,7 @@ static int moe_block(builder_t *b, int i, int x)
     /* Reads each token k times and writes it k times; saves the routing probabilities. */
     op_spec_t ds = {.type = "moe_dispatch", .keeps_input = KEEP_LAST,
                     .moved_bytes = 2.0 * o->top_k * bs * s * h * p + (double)bs * s * E * p,
+                    .moved_written = (double)o->top_k * bs * s * h * p,
                     .ninputs = 2, .inputs = {x, router}, .input = SHAPE(bs, s, h),
                     .output = SHAPE(E, rows, h)};
     int dispatch = add(b, nm(b, "layers.%d.moe.dispatch", i), &ds);
@@ -358,7 +398,8 @@ static int head(builder_t *b, const char *name, int x, int64_t in, int64_t out, 
                    .keeps_output = 1, .flops = 2 * rows * (double)in * (double)out,
                    .param_elems = (double)in * (double)out + (bias ? (double)out : 0),
                    .ninputs = 1, .inputs = {x}, .weight = SHAPE(in, out),
-                   .input = *shape_of(b, x), .output = os};
+                   .input = *shape_of(b, x), .output = os, .gemm_m = (int64_t)rows,
+                   .gemm_n = out, .gemm_k = in, .gemm_batch = 1};
     return add(b, name, &s);
 }
 
@@ -375,6 +416,7 @@ static void build_transformer(builder_t *b)
     op_spec_t emb = {.type = "embedding", .keeps_input = KEEP_ALL,
                      .param_elems = (double)(v + (llama ? 0 : s) + (bert ? 2 : 0)) * h,
                      .moved_bytes = ids_bytes + (tables + 1) * act_bytes,
+                     .moved_written = act_bytes,
                      .graph_in_bytes = ids_bytes, .weight = SHAPE(v, h), .input = SHAPE(bs, s),
                      .output = SHAPE(bs, s, h)};
     int x = add(b, "embed", &emb);
@@ -415,7 +457,8 @@ static int conv(builder_t *b, const char *name, int x, int64_t cin, int64_t side
                    .graph_in_bytes = x >= 0 ? 0 : (double)bs * cin * side * side *
                                                       o->precision_bytes,
                    .weight = SHAPE(cout, cin, k, k), .input = SHAPE(bs, cin, side, side),
-                   .output = SHAPE(bs, cout, so, so)};
+                   .output = SHAPE(bs, cout, so, so), .gemm_m = bs * so * so, .gemm_n = cout,
+                   .gemm_k = cin * k * k, .gemm_batch = 1};
     return add(b, name, &s);
 }
 
@@ -557,7 +600,8 @@ static void build_unet(builder_t *b)
                         .param_elems = (double)cup * c * 4 + (double)c, .ninputs = 1,
                         .inputs = {x}, .weight = SHAPE(cup, c, 2, 2),
                         .input = SHAPE(bs, cup, side / 2, side / 2),
-                        .output = SHAPE(bs, c, side, side)};
+                        .output = SHAPE(bs, c, side, side), .gemm_m = bs * side * side,
+                        .gemm_n = c, .gemm_k = cup, .gemm_batch = 1};
         int u = add(b, nm(b, "dec.%d.up", i), &up);
         /* the long skip: encoder level i's output joins decoder level i */
         op_spec_t cat = {.type = "concat", .ninputs = 2, .inputs = {u, skip[i]},
@@ -596,7 +640,8 @@ static void build_vit(builder_t *b)
                     .param_elems = (double)h * o->classes + o->classes,
                     .edge_bytes = (double)bs * h * p, .ninputs = 1, .inputs = {x},
                     .weight = SHAPE(h, o->classes), .input = SHAPE(bs, h),
-                    .output = SHAPE(bs, o->classes)};
+                    .output = SHAPE(bs, o->classes), .gemm_m = bs, .gemm_n = o->classes,
+                    .gemm_k = h, .gemm_batch = 1};
     add(b, "head", &hd);
 }
 

@@ -13,6 +13,7 @@ typedef struct {
 
 struct pf_graph {
     char *name;
+    char *device_model; /* the device model the op times were priced on; NULL = not said */
     int microbatch;
     int nops;
     size_t ops_cap;
@@ -41,11 +42,32 @@ pf_graph_t *pf_graph_new(const char *name, int microbatch)
     return g;
 }
 
+pf_graph_t *pf_graph_new_like(const pf_graph_t *g)
+{
+    pf_graph_t *h = pf_graph_new(g->name, g->microbatch);
+    if (h && g->device_model && pf_graph_set_device_model(h, g->device_model) != PF_OK)
+        pf_graph_destroy(&h);
+    return h;
+}
+
+int pf_graph_set_device_model(pf_graph_t *g, const char *name)
+{
+    char *copy = NULL;
+    if (name && !(copy = pf_strdup(name)))
+        return PF_ERR;
+    free(g->device_model);
+    g->device_model = copy;
+    return PF_OK;
+}
+
+const char *pf_graph_device_model(const pf_graph_t *g) { return g->device_model; }
+
 void pf_graph_destroy(pf_graph_t **gp)
 {
     if (!gp || !*gp)
         return;
     pf_graph_t *g = *gp;
+    free(g->device_model);
     for (int i = 0; i < g->nops; i++) {
         free((char *)g->ops[i].name);
         free((char *)g->ops[i].type);
@@ -131,6 +153,42 @@ static int lookup_id(const id_index_t *ids, int n, int64_t id)
     return -1;
 }
 
+/* A GEMM shape's dimensions are counts: up to 2^53, where doubles still count them exactly. */
+#define GEMM_DIM_MAX ((int64_t)1 << 53)
+
+/* ops[i]'s work (graph.h): FLOPs and bytes within util.h's bounds; a GEMM shape is all four
+ * dimensions positive, or none (gemm_m = ... = 0: not a GEMM). */
+static int check_work(const pf_op_work_t *w, int i, char *err, size_t errlen)
+{
+    char where[64];
+    int rc;
+    const struct {
+        const char *key, *unit;
+        double v, max;
+    } f[] = {{"fwd_flops", "FLOPs", w->fwd_flops, PF_MAX_FLOPS},
+             {"bwd_flops", "FLOPs", w->bwd_flops, PF_MAX_FLOPS},
+             {"bytes_read", "bytes", w->bytes_read, PF_MAX_BYTES},
+             {"bytes_written", "bytes", w->bytes_written, PF_MAX_BYTES}};
+    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
+        snprintf(where, sizeof where, "ops[%d].%s", i, f[k].key);
+        if ((rc = pf_check_range(f[k].v, f[k].max, f[k].unit, where, err, errlen)) != PF_OK)
+            return rc;
+    }
+    const struct {
+        const char *key;
+        int64_t v;
+    } d[] = {{"m", w->gemm_m}, {"n", w->gemm_n}, {"k", w->gemm_k}, {"batch", w->gemm_batch}};
+    if (!w->gemm_m && !w->gemm_n && !w->gemm_k && !w->gemm_batch)
+        return PF_OK;
+    for (size_t k = 0; k < sizeof d / sizeof d[0]; k++)
+        if (d[k].v <= 0 || d[k].v > GEMM_DIM_MAX)
+            return pf_fail(err, errlen, PF_EINPUT,
+                           "ops[%d].gemm.%s: %lld is not a dimension (1 to 2^53; a GEMM shape "
+                           "gives all of m, n, k, batch)",
+                           i, d[k].key, (long long)d[k].v);
+    return PF_OK;
+}
+
 /* What every graph must satisfy whatever built it (file, import, wire, generator): ids not
  * negative, names and types valid UTF-8 (they are written back into JSON), numbers finite and
  * within the bounds of util.h. */
@@ -164,6 +222,8 @@ static int check_ops(const pf_graph_t *g, char *err, size_t errlen)
             if ((rc = pf_check_range(f[k].v, f[k].max, f[k].unit, where, err, errlen)) != PF_OK)
                 return rc;
         }
+        if ((rc = check_work(&o->work, i, err, errlen)) != PF_OK)
+            return rc;
     }
     for (int e = 0; e < g->nedges; e++) {
         const pf_edge_t *ed = &g->edges[e];
@@ -461,6 +521,38 @@ static const struct {
     {"mem_bwd_bytes", PF_JSON_GET_NONNEG, offsetof(pf_op_t, mem_bwd_bytes)},
 };
 
+/* Version 2's work keys (DESIGN.md "Files"): all optional, 0 = unknown. A "gemm" object gives
+ * all four dimensions; the ranges are check_work's, run by finalize. */
+static int work_from_json(json_t *o, const char *path, pf_op_work_t *w, char *err, size_t errlen)
+{
+    const struct {
+        const char *key;
+        double *out;
+    } f[] = {{"fwd_flops", &w->fwd_flops},
+             {"bwd_flops", &w->bwd_flops},
+             {"bytes_read", &w->bytes_read},
+             {"bytes_written", &w->bytes_written}};
+    int rc;
+    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
+        if ((rc = pf_json_get_number(o, path, f[k].key, PF_JSON_GET_NONNEG, 0, f[k].out, err,
+                                     errlen)))
+            return rc;
+    json_t *gm = json_object_get(o, "gemm");
+    if (!gm)
+        return PF_OK;
+    char gpath[64];
+    snprintf(gpath, sizeof gpath, "%s.gemm", path);
+    if (!json_is_object(gm))
+        return pf_fail(err, errlen, PF_EINPUT, "%s: not an object", gpath);
+    const int req = PF_JSON_GET_REQUIRED | PF_JSON_GET_POSITIVE;
+    if ((rc = pf_json_get_int(gm, gpath, "m", req, 0, &w->gemm_m, err, errlen)) ||
+        (rc = pf_json_get_int(gm, gpath, "n", req, 0, &w->gemm_n, err, errlen)) ||
+        (rc = pf_json_get_int(gm, gpath, "k", req, 0, &w->gemm_k, err, errlen)) ||
+        (rc = pf_json_get_int(gm, gpath, "batch", req, 0, &w->gemm_batch, err, errlen)))
+        return rc;
+    return PF_OK;
+}
+
 /* ops[i] into op (its strings point into the JSON). */
 static int op_from_json(json_t *o, const char *path, pf_op_t *op, char *err, size_t errlen)
 {
@@ -477,7 +569,8 @@ static int op_from_json(json_t *o, const char *path, pf_op_t *op, char *err, siz
             return rc;
     if ((rc = read_shape(o, path, "weight", &op->weight, err, errlen)) ||
         (rc = read_shape(o, path, "input", &op->input, err, errlen)) ||
-        (rc = read_shape(o, path, "output", &op->output, err, errlen)))
+        (rc = read_shape(o, path, "output", &op->output, err, errlen)) ||
+        (rc = work_from_json(o, path, &op->work, err, errlen)))
         return rc;
     return PF_OK;
 }
@@ -520,13 +613,20 @@ static int from_json(json_t *root, pf_graph_t **out, char *err, size_t errlen)
     pf_graph_t *g = NULL;
     json_t *ops, *edges;
     const char *name;
-    int64_t mb;
+    int64_t mb, version;
     int rc;
     char path[48];
 
     *out = NULL;
     if (!json_is_object(root))
         return pf_fail(err, errlen, PF_EINPUT, "top level: not an object");
+    if ((rc = pf_json_get_int(root, "graph", "version", PF_JSON_GET_POSITIVE, 1, &version, err,
+                              errlen)))
+        return rc;
+    if (version > PF_GRAPH_VERSION)
+        return pf_fail(err, errlen, PF_EINPUT,
+                       "graph.version: %lld is newer than this planfarm reads (1 to %d)",
+                       (long long)version, PF_GRAPH_VERSION);
     if ((rc = pf_json_get_string(root, "graph", "name", 0, "graph", &name, err, errlen)) ||
         (rc = pf_json_get_int(root, "graph", "microbatch", PF_JSON_GET_POSITIVE, 1, &mb, err, errlen)) ||
         (rc = pf_json_get_array(root, "graph", "ops", PF_JSON_GET_REQUIRED, &ops, err, errlen)) ||
@@ -536,9 +636,18 @@ static int from_json(json_t *root, pf_graph_t **out, char *err, size_t errlen)
         return pf_fail(err, errlen, PF_EINPUT, "graph.microbatch: too large");
     if (json_array_size(ops) > (1u << 26) || json_array_size(edges) > (1u << 28))
         return pf_fail(err, errlen, PF_EINPUT, "graph: too many ops or edges");
+    const char *device_model = NULL;
+    if ((rc = pf_json_get_string(root, "graph", "device_model", 0, NULL, &device_model, err,
+                                 errlen)))
+        return rc;
+    if (device_model && (!*device_model || strlen(device_model) > PF_GRAPH_DEVICE_MODEL_MAX))
+        return pf_fail(err, errlen, PF_EINPUT, "graph.device_model: empty or longer than %d bytes",
+                       PF_GRAPH_DEVICE_MODEL_MAX);
     g = pf_graph_new(name, (int)mb);
-    if (!g)
+    if (!g || pf_graph_set_device_model(g, device_model) != PF_OK) {
+        pf_graph_destroy(&g);
         return pf_fail(err, errlen, PF_ERR, "out of memory");
+    }
     for (size_t i = 0; i < json_array_size(ops); i++) {
         pf_op_t op = {0};
         snprintf(path, sizeof path, "ops[%zu]", i);
@@ -595,14 +704,47 @@ static void write_shape(pf_json_writer_t *w, const char *key, const pf_shape_t *
     pf_json_writer_arr_end(w);
 }
 
+/* Only what is known: 0 (unknown) is left out, as in a version 1 file. */
+static void write_work(pf_json_writer_t *w, const pf_op_work_t *k)
+{
+    const struct {
+        const char *key;
+        double v;
+    } f[] = {{"fwd_flops", k->fwd_flops},
+             {"bwd_flops", k->bwd_flops},
+             {"bytes_read", k->bytes_read},
+             {"bytes_written", k->bytes_written}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        if (f[i].v > 0) {
+            pf_json_writer_key(w, f[i].key);
+            pf_json_writer_num(w, f[i].v);
+        }
+    }
+    if (k->gemm_m <= 0)
+        return;
+    pf_json_writer_key(w, "gemm");
+    pf_json_writer_obj_begin_inline(w);
+    pf_json_writer_key(w, "m"); pf_json_writer_int(w, k->gemm_m);
+    pf_json_writer_key(w, "n"); pf_json_writer_int(w, k->gemm_n);
+    pf_json_writer_key(w, "k"); pf_json_writer_int(w, k->gemm_k);
+    pf_json_writer_key(w, "batch"); pf_json_writer_int(w, k->gemm_batch);
+    pf_json_writer_obj_end(w);
+}
+
 static void emit_graph(pf_json_writer_t *w, const void *ctx)
 {
     const pf_graph_t *g = ctx;
     pf_json_writer_obj_begin(w);
+    pf_json_writer_key(w, "version");
+    pf_json_writer_int(w, PF_GRAPH_VERSION);
     pf_json_writer_key(w, "name");
     pf_json_writer_str(w, g->name);
     pf_json_writer_key(w, "microbatch");
     pf_json_writer_int(w, g->microbatch);
+    if (g->device_model) {
+        pf_json_writer_key(w, "device_model");
+        pf_json_writer_str(w, g->device_model);
+    }
     pf_json_writer_key(w, "ops");
     pf_json_writer_arr_begin(w);
     for (int i = 0; i < g->nops; i++) {
@@ -619,6 +761,7 @@ static void emit_graph(pf_json_writer_t *w, const void *ctx)
         write_shape(w, "weight", &o->weight);
         write_shape(w, "input", &o->input);
         write_shape(w, "output", &o->output);
+        write_work(w, &o->work);
         pf_json_writer_obj_end(w);
     }
     pf_json_writer_arr_end(w);

@@ -44,6 +44,14 @@ typedef struct {
 } pf_edge_t;
 
 pf_graph_t *pf_graph_new(const char *name, int microbatch);
+/* An empty graph with g's name, micro-batch and device model (for graphs derived from g). */
+pf_graph_t *pf_graph_new_like(const pf_graph_t *g);
+/* The device model whose prices the op times are (graph key "device_model": a preset's name
+ * such as "a100-80g", written by `planfarm model --device`); NULL when the graph does not say.
+ * Re-pricing an op at another tensor-parallel split scales its time by this model's ratio. */
+#define PF_GRAPH_DEVICE_MODEL_MAX 64
+const char *pf_graph_device_model(const pf_graph_t *g);
+int pf_graph_set_device_model(pf_graph_t *g, const char *name); /* copies; NULL clears */
 void pf_graph_destroy(pf_graph_t **g);
 
 /* Returns the new op's index, or -1 when out of memory. name and type are copied (NULL name
@@ -86,6 +94,9 @@ double pf_graph_total_param_bytes(const pf_graph_t *g);
 /* Longest path by c_u (sum over its ops), the critical path of one forward+backward. */
 double pf_graph_longest_path_ms(const pf_graph_t *g);
 
+/* Files. The version pf_graph_save writes: 2 added the ops' work keys (fwd_flops, bwd_flops,
+ * bytes_read, bytes_written, gemm); files without "version" are version 1 and load unchanged. */
+#define PF_GRAPH_VERSION 2
 /* Files. load returns PF_OK, PF_EINPUT (message "<file>: <place>: <problem>") or PF_ERR. */
 int pf_graph_load(const char *path, pf_graph_t **out, char *err, size_t errlen);
 int pf_graph_load_buffer(const char *text, size_t len, const char *label, pf_graph_t **out,

@@ -1,7 +1,9 @@
 #include "planner/ir/plan.h"
+#include "planner/ir/plan_rates.h"
 #include "planner/core/json.h"
 #include "planner/core/util.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -531,6 +533,18 @@ static void key_num(pf_json_writer_t *w, const char *k, double x)
     }
 }
 
+/* simulated_step_ms and what the plan trains per second at it */
+static void write_step(pf_json_writer_t *w, const pf_plan_t *p, const pf_graph_t *g,
+                       const pf_cluster_t *c)
+{
+    key_num(w, "simulated_step_ms", p->simulated_step_ms);
+    pf_plan_rates_t r = pf_plan_rates(g, c, p->simulated_step_ms, p->microbatches, p->replicas,
+                                      p->stages * p->replicas * p->tensor_parallel);
+    key_num(w, "throughput_samples_per_s", r.samples_per_s);
+    key_num(w, "tokens_per_s", r.tokens_per_s);
+    key_num(w, "mfu", r.mfu);
+}
+
 static void write_baseline(pf_json_writer_t *w, const char *k, const pf_baseline_t *b)
 {
     if (!b->present)
@@ -542,11 +556,78 @@ static void write_baseline(pf_json_writer_t *w, const char *k, const pf_baseline
     pf_json_writer_obj_end(w);
 }
 
+/* Repeated blocks (training.h: layers.7) against the stages: of[v] = op v's block (-1 outside
+ * any), lo[b] .. hi[b] the stages holding block b's ops, stamp[b] scratch of write_blocks. */
+typedef struct {
+    int *of, *lo, *hi, *stamp;
+} plan_blocks_t;
+
 typedef struct {
     const pf_plan_t *p;
     const pf_graph_t *g;
     const pf_cluster_t *c;
+    plan_blocks_t *b;
 } plan_emit_t;
+
+static void blocks_free(plan_blocks_t *b)
+{
+    free(b->of);
+    free(b->lo);
+    free(b->hi);
+    free(b->stamp);
+    memset(b, 0, sizeof *b);
+}
+
+static int cmp_block_name(const void *a, const void *b, void *ctx)
+{
+    const pf_graph_t *g = ctx;
+    const char *x = pf_graph_op(g, *(const int *)a)->name, *y = pf_graph_op(g, *(const int *)b)->name;
+    size_t lx = pf_training_block_len(x), ly = pf_training_block_len(y);
+    int c = strncmp(x, y, lx < ly ? lx : ly);
+    return c ? c : (lx > ly) - (lx < ly);
+}
+
+/* Ops with the same block name share a block, wherever they sit in the graph. */
+static int blocks_build(const pf_plan_t *p, const pf_graph_t *g, plan_blocks_t *b)
+{
+    int n = pf_graph_nops(g), k = 0, nb = 0;
+    size_t sz = (size_t)(n ? n : 1) * sizeof(int);
+    int *ops = malloc(sz);
+    b->of = malloc(sz);
+    b->lo = malloc(sz);
+    b->hi = malloc(sz);
+    b->stamp = malloc(sz);
+    if (!ops || !b->of || !b->lo || !b->hi || !b->stamp) {
+        free(ops);
+        blocks_free(b);
+        return PF_ERR;
+    }
+    for (int v = 0; v < n; v++) {
+        b->of[v] = -1;
+        if (pf_training_block_len(pf_graph_op(g, v)->name))
+            ops[k++] = v;
+    }
+    qsort_r(ops, (size_t)k, sizeof *ops, cmp_block_name, (void *)g);
+    for (int i = 0; i < k; i++) {
+        if (i > 0 && cmp_block_name(&ops[i - 1], &ops[i], (void *)g))
+            nb++;
+        b->of[ops[i]] = nb;
+    }
+    for (int x = 0; x < n; x++) {
+        b->lo[x] = INT_MAX;
+        b->hi[x] = b->stamp[x] = -1;
+    }
+    for (int st = 0; st < p->stages; st++)
+        for (int i = 0; i < p->stage_list[st].nops; i++) {
+            int v = p->stage_list[st].ops[i], x = v >= 0 && v < n ? b->of[v] : -1;
+            if (x >= 0 && st < b->lo[x])
+                b->lo[x] = st;
+            if (x >= 0 && st > b->hi[x])
+                b->hi[x] = st;
+        }
+    free(ops);
+    return PF_OK;
+}
 
 /* The stage's memory by part (DESIGN.md "Memory per device"), when cost.c filled it. */
 static void write_memory(pf_json_writer_t *w, const pf_stage_t *st)
@@ -564,27 +645,53 @@ static void write_memory(pf_json_writer_t *w, const pf_stage_t *st)
     pf_json_writer_obj_end(w);
 }
 
-/* The repeated blocks a stage holds (layers.3 .. layers.7: what Megatron and DeepSpeed count) and
- * its op names. */
-static void write_blocks(pf_json_writer_t *w, const pf_graph_t *g, const pf_stage_t *st)
+/* Stage s's cut blocks (some of their ops in another stage) as "cut_blocks": every block is
+ * listed once per stage holding part of it. */
+static void write_cut_blocks(pf_json_writer_t *w, const pf_graph_t *g, const pf_stage_t *st, int s,
+                             plan_blocks_t *b)
+{
+    int any = 0;
+    for (int i = 0; i < st->nops; i++) {
+        int x = b->of[st->ops[i]];
+        if (x < 0 || b->lo[x] == b->hi[x] || b->stamp[x] == -2 - s)
+            continue;
+        b->stamp[x] = -2 - s;
+        if (!any++) {
+            pf_json_writer_key(w, "cut_blocks");
+            pf_json_writer_arr_begin_inline(w);
+        }
+        const char *name = pf_graph_op(g, st->ops[i])->name;
+        char a[256];
+        size_t len = pf_training_block_len(name);
+        snprintf(a, sizeof a, "%.*s", (int)(len < 255 ? len : 255), name);
+        pf_json_writer_str(w, a);
+    }
+    if (any)
+        pf_json_writer_arr_end(w);
+}
+
+/* The repeated blocks stage s holds whole (layers.3 .. layers.7: what Megatron and DeepSpeed
+ * count), so no block is in two stages' "blocks" (a block split by a boundary is each stage's
+ * "cut_blocks"), and its op names. */
+static void write_blocks(pf_json_writer_t *w, const pf_graph_t *g, const pf_stage_t *st, int s,
+                         plan_blocks_t *b)
 {
     const char *first = NULL, *last = NULL;
     size_t first_len = 0, last_len = 0;
     int count = 0;
     for (int i = 0; i < st->nops; i++) {
         const char *name = pf_graph_op(g, st->ops[i])->name;
-        size_t len = pf_training_block_len(name);
-        if (!len)
+        int x = b->of[st->ops[i]];
+        if (x < 0 || b->lo[x] != b->hi[x] || b->stamp[x] == s)
             continue;
-        if (!last || len != last_len || strncmp(name, last, len)) {
-            count++; /* ops come in topological order: a block's ops are consecutive here */
-            if (!first) {
-                first = name;
-                first_len = len;
-            }
-            last = name;
-            last_len = len;
+        b->stamp[x] = s; /* ops come in topological order: first and last are the outer ones */
+        count++;
+        if (!first) {
+            first = name;
+            first_len = pf_training_block_len(name);
         }
+        last = name;
+        last_len = pf_training_block_len(name);
     }
     if (count) {
         char a[256], b[256];
@@ -597,6 +704,7 @@ static void write_blocks(pf_json_writer_t *w, const pf_graph_t *g, const pf_stag
         pf_json_writer_key(w, "count"); pf_json_writer_int(w, count);
         pf_json_writer_obj_end(w);
     }
+    write_cut_blocks(w, g, st, s, b);
     pf_json_writer_key(w, "op_names");
     pf_json_writer_arr_begin_inline(w);
     for (int i = 0; i < st->nops; i++)
@@ -680,7 +788,7 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
         key_num(w, "time_ms", st->time_ms);
         key_num(w, "peak_mem_bytes", st->peak_mem_bytes);
         write_memory(w, st);
-        write_blocks(w, g, st);
+        write_blocks(w, g, st, s, e->b);
         write_stage_tp(w, p, g, st);
         pf_json_writer_key(w, "devices");
         pf_json_writer_arr_begin_inline(w);
@@ -701,7 +809,7 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
     pf_json_writer_arr_end(w);
     key_num(w, "partition_objective_ms", p->partition_objective_ms);
     key_num(w, "objective_ms", p->objective_ms);
-    key_num(w, "simulated_step_ms", p->simulated_step_ms);
+    write_step(w, p, g, c);
     if (p->comm.present) {
         pf_json_writer_key(w, "communication_ms_per_step");
         pf_json_writer_obj_begin_inline(w);
@@ -761,13 +869,23 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
 int pf_plan_write(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c, FILE *f,
                   char *err, size_t errlen)
 {
-    plan_emit_t e = {p, g, c};
-    return pf_json_write(f, emit_plan, &e, err, errlen);
+    plan_blocks_t b = {0};
+    if (blocks_build(p, g, &b) != PF_OK)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    plan_emit_t e = {p, g, c, &b};
+    int rc = pf_json_write(f, emit_plan, &e, err, errlen);
+    blocks_free(&b);
+    return rc;
 }
 
 int pf_plan_save(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c,
                  const char *path, char *err, size_t errlen)
 {
-    plan_emit_t e = {p, g, c};
-    return pf_json_save(path, emit_plan, &e, err, errlen);
+    plan_blocks_t b = {0};
+    if (blocks_build(p, g, &b) != PF_OK)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    plan_emit_t e = {p, g, c, &b};
+    int rc = pf_json_save(path, emit_plan, &e, err, errlen);
+    blocks_free(&b);
+    return rc;
 }

@@ -180,7 +180,7 @@ pf_graph_t *pf_training_view(const pf_graph_t *g, const pf_training_t *t, double
     int n = pf_graph_nops(g), m = pf_graph_nedges(g);
     block_op_t *block_ops = NULL;
     size_t *blen = NULL;
-    pf_graph_t *out = pf_graph_new(pf_graph_name(g), pf_graph_microbatch(g));
+    pf_graph_t *out = pf_graph_new_like(g);
     *reserve_bytes = 0;
     if (!out || !(blen = malloc(((size_t)n + 1) * sizeof *blen)) ||
         !(block_ops = malloc(((size_t)n + 1) * sizeof *block_ops))) {

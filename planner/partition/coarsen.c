@@ -484,7 +484,7 @@ int pf_coarsen_hyper_graph(const pf_graph_t *g, const int *group, int ngroups, p
     mark = malloc((size_t)ngroups * sizeof *mark);
     targets = malloc((size_t)ngroups * sizeof *targets);
     acc = malloc((size_t)ngroups * sizeof *acc);
-    h = pf_graph_new(pf_graph_name(g), pf_graph_microbatch(g));
+    h = pf_graph_new_like(g);
     if (!start || !members || !mark || !targets || !acc || !h)
         goto oom;
     /* Members of each group in g's topological order (counting sort). */

@@ -698,9 +698,9 @@ static int check_opts(const pf_graph_t *g, const pf_cluster_t *c, const pf_parti
         return pf_fail(err, errlen, PF_EINPUT,
                        "coarsen_k: K = %d hyper-ops cannot make %d stages (K must be >= S)",
                        o->coarsen_k, S);
-    if (o->group && (o->ngroups < 1 || o->ngroups > pf_graph_nops(g)))
-        return pf_fail(err, errlen, PF_EINPUT, "group: %d groups for %d ops", o->ngroups,
-                       pf_graph_nops(g));
+    if (o->group ? o->ngroups < 1 || o->ngroups > pf_graph_nops(g) : o->group_whole)
+        return pf_fail(err, errlen, PF_EINPUT, "group: %d groups for %d ops%s", o->ngroups,
+                       pf_graph_nops(g), o->group ? "" : " (group_whole needs groups)");
     *replicas = R;
     return PF_OK;
 }
@@ -759,8 +759,8 @@ static int run_coarsen(run_t *rn, const pf_partition_opts_t *o, char *err, size_
     return PF_OK;
 }
 
-/* IV-A: the DP (eq. 13) over rn->h; when nothing fits, again over the ops, since fusions fit one
- * device alone but can hide the cut that memory needs. Fills op_stage. */
+/* IV-A: the DP (eq. 13) over rn->h; when nothing fits, again over the ops (fusions fit one device
+ * but can hide the cut memory needs), unless groups stay whole (cuts would split them). */
 static int run_dp(run_t *rn, const pf_partition_opts_t *o, char *err, size_t errlen)
 {
     const pf_graph_t *g = rn->g;
@@ -769,7 +769,7 @@ static int run_dp(run_t *rn, const pf_partition_opts_t *o, char *err, size_t err
                     err, errlen)) != PF_OK)
         return rc;
     /* the fine retry only where its DP is affordable (see pf_partition_default_k) */
-    if (!isfinite(rn->obj) && rn->h != g && (double)n * n <= (double)(1 << 26)) {
+    if (!isfinite(rn->obj) && rn->h != g && !o->group_whole && (double)n * n <= 0x1p26) {
         solve_info_t fine = {0};
         if ((rc = solve(g, &rn->cm, S, o->max_downsets, rn->nt, &rn->obj, rn->hstage, &fine, err,
                         errlen)) != PF_OK)
@@ -789,9 +789,9 @@ static int run_dp(run_t *rn, const pf_partition_opts_t *o, char *err, size_t err
         pf_fmt_bytes(a, sizeof a, rn->cm.mem_limit_bytes);
         pf_fmt_bytes(b, sizeof b, rn->si.best_mem_bytes);
         return pf_fail(err, errlen, PF_EINFEASIBLE,
-                       "no partition into %d stage%s fits %s per device; the best found needs %s "
-                       "on its largest stage%s",
-                       S, S == 1 ? "" : "s", a, b,
+                       "no partition into %d stage%s%s fits %s per device; the best found needs %s "
+                       "on its largest stage%s", S, S == 1 ? "" : "s",
+                       o->group_whole ? " of whole groups" : "", a, b,
                        rn->si.exact ? "" : " (searched topological prefixes only)");
     }
     for (int v = 0; v < n; v++)
@@ -828,10 +828,11 @@ static int run_setup(run_t *rn, const pf_cluster_t *c, const pf_partition_opts_t
     rn->cm.mem_limit_bytes *= 1 - o->mem_headroom;
     if ((rc = pf_cost_check_ops_fit(rn->g, &rn->cm, err, errlen)) != PF_OK)
         return rc;
-    if (n < S)
-        return pf_fail(err, errlen, PF_EINFEASIBLE,
-                       "no partition into %d stages: graph %s has only %d op%s", S,
-                       pf_graph_name(rn->g), n, n == 1 ? "" : "s");
+    int parts = o->group_whole ? o->ngroups : n; /* whole groups: a stage needs one */
+    if (parts < S)
+        return pf_fail(err, errlen, PF_EINFEASIBLE, "no partition into %d stages: graph %s has "
+                       "only %d %s%s", S, pf_graph_name(rn->g), parts,
+                       o->group_whole ? "group" : "op", parts == 1 ? "" : "s");
     rn->group = malloc((size_t)n * sizeof *rn->group);
     rn->hstage = malloc((size_t)n * sizeof *rn->hstage);
     rn->op_stage = malloc((size_t)n * sizeof *rn->op_stage);
@@ -867,10 +868,9 @@ int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partit
         goto fail;
     }
     double before = p->partition_objective_ms;
-
-    /* IV-C: refine on atomic ops. */
+    /* IV-C: refine on atomic ops (single-op moves would cut whole groups). */
     pf_refine_stats_t rs = {0};
-    if (o->refine && S > 1) {
+    if (o->refine && S > 1 && !o->group_whole) {
         if ((rc = pf_refine_run(g, &rn.cm, S, o->refine_max_moves, rn.op_stage, &rs, err,
                                 errlen)) != PF_OK)
             goto fail;

@@ -38,6 +38,10 @@ typedef struct {
      * [0, ngroups). When set, coarsen_k and alpha are not used for coarsening. */
     const int *group;
     int ngroups;
+    /* The groups are a constraint, not a coarsening (the search's --layer-aligned: one group per
+     * repeated block): every group stays whole in one stage. No retry on single ops when no
+     * grouped partition fits, no refinement; PF_EINFEASIBLE then, and when S > ngroups. */
+    int group_whole;
 } pf_partition_opts_t;
 
 void pf_partition_opts_init(pf_partition_opts_t *o);
@@ -49,7 +53,8 @@ int pf_partition_default_k(const pf_graph_t *g, int stages, long long max_downse
 
 /* Returns PF_OK and a plan without devices (stage ops, per-stage compute/time/memory,
  * partition_objective_ms, partition_search stats); PF_EINFEASIBLE when no partition fits memory
- * (the message names the op or the stage); PF_EINPUT for bad options. */
+ * (the message names the op or the stage; with group_whole, "of whole groups"); PF_EINPUT for
+ * bad options. */
 int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partition_opts_t *o,
                      pf_plan_t **out, char *err, size_t errlen);
 

@@ -185,12 +185,27 @@ static int check_ranges(const pf_search_opts_t *o, int D, char *err, size_t errl
     return PF_OK;
 }
 
-/* With a global batch, some (S, R, T) must make a whole number of micro-batches. */
+/* Adds R to the sorted set rs (n entries, at most cap). */
+static void add_replicas(long long *rs, int *n, int cap, long long R)
+{
+    int i = 0;
+    while (i < *n && rs[i] < R)
+        i++;
+    if ((i < *n && rs[i] == R) || *n == cap)
+        return;
+    memmove(rs + i + 1, rs + i, (size_t)(*n - i) * sizeof *rs);
+    rs[i] = R;
+    (*n)++;
+}
+
+/* With a global batch, some (S, R, T) must make a whole number of micro-batches. A batch none
+ * makes is bad input (the user can pick another), so the message lists what the layouts reach:
+ * the multiples of micro-batch x R for every replica count R they have. */
 static int check_global_batch(const pf_graph_t *g, const pf_search_opts_t *o, int D,
                               const int *degrees, int nt, char *err, size_t errlen)
 {
-    int ok = 0, list[64];
-    long long mb = pf_graph_microbatch(g);
+    int ok = 0, list[64], nr = 0;
+    long long mb = pf_graph_microbatch(g), rs[32];
     if (!o->global_batch)
         return PF_OK;
     for (int i = 0; i < nt && !ok; i++) {
@@ -199,14 +214,19 @@ static int check_global_batch(const pf_graph_t *g, const pf_search_opts_t *o, in
         for (int k = 0; k < ns && !ok; k++) {
             long long R = o->replicas ? o->replicas : Dg / list[k];
             ok = R > 0 && o->global_batch % (mb * R) == 0;
+            if (R > 0)
+                add_replicas(rs, &nr, 32, R);
         }
     }
-    if (!ok)
-        return pf_fail(err, errlen, PF_EINFEASIBLE,
-                       "global_batch: no (stages, replicas, tensor-parallel degree) gives "
-                       "%lld samples per step (micro-batch %lld x micro-batches x replicas)",
-                       o->global_batch, mb);
-    return PF_OK;
+    if (ok)
+        return PF_OK;
+    char reach[256] = "";
+    for (int i = 0, at = 0; i < nr && at < (int)sizeof reach - 1; i++)
+        at += snprintf(reach + at, sizeof reach - (size_t)at, "%s%lld", i ? ", " : "", mb * rs[i]);
+    return pf_fail(err, errlen, PF_EINPUT,
+                   "global_batch: no (stages, replicas, tensor-parallel degree) gives %lld "
+                   "samples per step (micro-batch %lld x micro-batches x replicas); reachable: "
+                   "a multiple of %s", o->global_batch, mb, reach[0] ? reach : "nothing");
 }
 
 int pf_search_validate(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *opts,

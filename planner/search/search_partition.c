@@ -7,6 +7,7 @@
 #include "planner/search/search_tap.h"
 #include "planner/search/search_queue.h"
 #include "planner/partition/coarsen.h"
+#include "planner/ir/collective.h"
 #include "planner/ir/cost.h"
 #include "planner/core/util.h"
 
@@ -15,21 +16,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Ops by the name of their block (layers.7). */
+static int cmp_block_name(const void *a, const void *b, void *ctx)
+{
+    const pf_graph_t *g = ctx;
+    const char *x = pf_graph_op(g, *(const int *)a)->name, *y = pf_graph_op(g, *(const int *)b)->name;
+    size_t lx = pf_training_block_len(x), ly = pf_training_block_len(y);
+    int c = strncmp(x, y, lx < ly ? lx : ly);
+    return c ? c : (lx > ly) - (lx < ly);
+}
+
 /* Layer-aligned plans: every repeated block (training.h) is one group; ops outside blocks join
  * the block before them (the first block for those ahead of every block), so each stage holds
- * whole blocks and the embedding and head ride with the first and last. */
-static int block_groups(const pf_graph_t *g, int *group, int *ngroups)
+ * whole blocks and the embedding and head ride with the first and last. A block whose ops are
+ * not consecutive in topological order would become two groups, which a stage boundary could
+ * separate: PF_EINPUT with *bad its op met again. first: scratch
+ * of |V| ints (each group's first op). */
+static int block_groups(const pf_graph_t *g, int *group, int *ngroups, int *first, int *bad)
 {
     int n = pf_graph_nops(g), k = -1, pending = 0;
     const int *topo = pf_graph_topo(g);
     const char *cur = NULL;
     size_t cur_len = 0;
+    *bad = -1;
     for (int i = 0; i < n; i++) {
         int v = topo[i];
         const char *name = pf_graph_op(g, v)->name;
         size_t len = pf_training_block_len(name);
         if (len && (!cur || len != cur_len || strncmp(name, cur, len))) {
             k++;
+            first[k] = v;
             cur = name;
             cur_len = len;
         }
@@ -45,6 +61,14 @@ static int block_groups(const pf_graph_t *g, int *group, int *ngroups)
     for (int v = 0; pending && v < n; v++)
         if (group[v] < 0)
             group[v] = 0;
+    /* a block name heading two groups: sorted by name, they meet */
+    qsort_r(first, (size_t)k + 1, sizeof *first, cmp_block_name, (void *)g);
+    for (int i = 1; i <= k; i++)
+        if (!cmp_block_name(&first[i - 1], &first[i], (void *)g)) {
+            const int *pos = pf_graph_topo_pos(g); /* the later head is the one met again */
+            *bad = pos[first[i]] > pos[first[i - 1]] ? first[i] : first[i - 1];
+            return PF_EINPUT;
+        }
     /* groups must be convex: a block's ops are contiguous in topological order here, and an op
      * outside blocks joins a neighbour in that order, so every group is an interval of it */
     *ngroups = k + 1;
@@ -54,15 +78,26 @@ static int block_groups(const pf_graph_t *g, int *group, int *ngroups)
 int pf_search_partition_init(pf_search_t *s, char *err, size_t errlen)
 {
     partition_phase_t *pt = &s->part;
+    int n = pf_graph_nops(s->g), bad, rc = PF_OK;
     if (!s->o.layer_aligned)
         return PF_OK;
-    if (!(pt->block_group = malloc((size_t)pf_graph_nops(s->g) * sizeof *pt->block_group)))
+    int *first = malloc((size_t)n * sizeof *first);
+    if (!first || !(pt->block_group = malloc((size_t)n * sizeof *pt->block_group))) {
+        free(first);
         return pf_fail(err, errlen, PF_ERR, "out of memory");
-    if (block_groups(s->g, pt->block_group, &pt->nblock_groups) != PF_OK)
-        return pf_fail(err, errlen, PF_EINPUT, "layer_aligned: graph %s has no repeated "
-                       "blocks (dotted names with a number, such as layers.7.mlp)",
-                       pf_graph_name(s->g));
-    return PF_OK;
+    }
+    if (block_groups(s->g, pt->block_group, &pt->nblock_groups, first, &bad) != PF_OK) {
+        const char *name = bad >= 0 ? pf_graph_op(s->g, bad)->name : NULL;
+        rc = name ? pf_fail(err, errlen, PF_EINPUT, "layer_aligned: the ops of block %.*s are "
+                            "not consecutive in graph order (%s comes after another block's "
+                            "ops): the block cannot be kept whole", (int)pf_training_block_len(name),
+                            name, name)
+                  : pf_fail(err, errlen, PF_EINPUT, "layer_aligned: graph %s has no repeated "
+                            "blocks (dotted names with a number, such as layers.7.mlp)",
+                            pf_graph_name(s->g));
+    }
+    free(first);
+    return rc;
 }
 
 int pf_search_partition_stage_counts(const pf_search_opts_t *o, int D, int n, int *list)
@@ -191,6 +226,8 @@ static int add_dp_entries(pf_search_t *s, int tpi, char *err, size_t errlen)
         int MB = microbatches_for(s, R);
         if (S < 1 || R < 1 || (long long)S * R > D || MB < 1)
             continue;
+        if (s->part.block_group && S > s->part.nblock_groups && !s->o.stages && !s->o.replicas)
+            continue; /* a stage of whole blocks needs one; a fixed S hears why from its DP */
         int rc = add_dp_alphas(s, tpi, S, R, MB, err, errlen);
         if (rc != PF_OK)
             return rc;
@@ -210,26 +247,47 @@ int pf_search_partition_open(pf_search_t *s, int tpi, char *err, size_t errlen)
     return add_dp_entries(s, tpi, err, errlen);
 }
 
+/* The data-parallel all-reduce of `bytes` per device over R replicas before the mapping places
+ * them: collective.h's cheapest algorithm on the group cluster's first R devices (Megatron's
+ * order: data parallelism next to tensor parallelism, so replicas share a host where they fit),
+ * or eq. 7 at B_flat when --flat-gbps asks for a flat network (or out of memory). */
+static double dp_allreduce_ms(const pf_search_t *s, const pf_cluster_t *c, int R, double bytes,
+                              double flat)
+{
+    if (R <= 1)
+        return 0;
+    int *devs = s->o.flat_gbps > 0 || R > pf_cluster_ndevices(c) ? NULL
+                                                                 : malloc((size_t)R * sizeof *devs);
+    pf_collective_group_t grp;
+    double ms = pf_bytes_ms(pf_cost_ring_allreduce_bytes(bytes, R), flat); /* eq. 7 */
+    if (devs) {
+        for (int r = 0; r < R; r++)
+            devs[r] = r;
+        if (pf_collective_group_from_cluster(c, devs, R, 0, &grp) == PF_OK)
+            ms = pf_collective_best_ms(&grp, PF_COLL_ALLREDUCE, bytes);
+    }
+    free(devs);
+    return ms;
+}
+
 /* Flat-bandwidth estimate used to rank partitions before they are mapped: the pipeline of
- * DESIGN.md's step estimate with every transfer at B_flat, divided by the samples of a step. */
+ * DESIGN.md's step estimate with every transfer at B_flat, divided by the samples of a step; the
+ * data-parallel all-reduce by dp_allreduce_ms. */
 static double flat_ms_per_sample(const pf_search_t *s, const dp_entry_t *e)
 {
     const pf_plan_t *p = e->plan;
     const pf_graph_t *g = pf_search_tap_graph(s, e->tp);
+    const pf_cluster_t *c = pf_search_tap_cluster(s, e->tp);
     int S = p->stages, R = p->replicas, MB = p->microbatches;
     double ar = 0;
     for (int st = 0; st < S; st++) {
         double params = 0; /* per device of the stage's group */
         for (int i = 0; i < p->stage_list[st].nops; i++)
             params += pf_graph_op(g, p->stage_list[st].ops[i])->param_bytes;
-        double flat = s->o.flat_gbps > 0 ? s->o.flat_gbps
-                                         : pf_cluster_bw_median(pf_search_tap_cluster(s, e->tp));
+        double flat = s->o.flat_gbps > 0 ? s->o.flat_gbps : pf_cluster_bw_median(c);
         if (!(flat > 0))
             flat = s->flat_gbps;
-        double t = R > 1 ? pf_bytes_ms(pf_cost_ring_allreduce_bytes(params, R), flat)
-                         : 0; /* eq. 7 at B_flat */
-        if (t > ar)
-            ar = t;
+        ar = fmax(ar, dp_allreduce_ms(s, c, R, params, flat));
     }
     double step = (MB + S - 1) * p->partition_objective_ms + ar;
     return step / ((double)pf_graph_microbatch(s->g) * MB * R);
@@ -249,14 +307,26 @@ static int cmp_dp(const void *a, const void *b, void *ctx)
 }
 
 /* No partition is feasible: the deepest pipeline spreads memory the most, so its message is
- * the one to show; without any DP job, why the degrees were dropped. */
+ * the one to show; without any DP job, why the degrees were dropped. Under --layer-aligned the
+ * message names that constraint: plans that cut a layer were not looked at. */
 static void none_feasible(pf_search_t *s, int best_infeasible)
 {
     const char *why = best_infeasible >= 0 ? s->part.dp[best_infeasible].error : "";
     for (int t = 0; !*why && t < s->tap.ntp; t++)
         why = s->tap.tp[t].why;
-    pf_search_queue_fail(s, PF_EINFEASIBLE, "%s",
-                         *why ? why : "no (stages, replicas, tensor-parallel degree) fits the options");
+    if (!*why)
+        why = "no (stages, replicas, tensor-parallel degree) fits the options";
+    if (!s->part.block_group || best_infeasible < 0 ||
+        (!strstr(why, "of whole groups") && !strstr(why, "cuts block") &&
+         s->part.dp[best_infeasible].stages <= s->part.nblock_groups))
+        pf_search_queue_fail(s, PF_EINFEASIBLE, "%s", why); /* e.g. an op that fits no device */
+    else if (s->part.dp[best_infeasible].stages > s->part.nblock_groups)
+        pf_search_queue_fail(s, PF_EINFEASIBLE, "--layer-aligned: %d stages need %d whole layers "
+                             "or more, the graph has %d", s->part.dp[best_infeasible].stages,
+                             s->part.dp[best_infeasible].stages, s->part.nblock_groups);
+    else
+        pf_search_queue_fail(s, PF_EINFEASIBLE, "--layer-aligned: no plan with whole layers per "
+                             "stage fits in memory; %s", why);
 }
 
 /* The feasible entries into order, their estimates computed; -1 when an entry failed (the
@@ -335,11 +405,37 @@ void pf_search_partition_describe(const pf_search_t *s, const pf_search_owner_t 
     } else if (pt->block_group) {
         job->partition.group = pt->block_group;
         job->partition.ngroups = pt->nblock_groups;
+        job->partition.group_whole = 1; /* no retry on single ops (they would cut layers) */
     }
     /* refinement moves single ops across boundaries: it would cut blocks */
     job->partition.refine = s->o.refine && !pt->block_group;
     if (s->o.max_downsets > 0)
         job->partition.max_downsets = s->o.max_downsets;
+}
+
+/* Layer-aligned: an op of a block that the plan puts in two stages, else -1. */
+static int cut_block(const pf_search_t *s, const pf_plan_t *p)
+{
+    const partition_phase_t *pt = &s->part;
+    int n = pf_graph_nops(s->g), cut = -1;
+    int *gstage = pt->block_group ? malloc((size_t)pt->nblock_groups * sizeof *gstage) : NULL;
+    if (!gstage)
+        return pt->block_group ? 0 : -1; /* out of memory: unverified counts as cut */
+    for (int k = 0; k < pt->nblock_groups; k++)
+        gstage[k] = -1;
+    for (int st = 0; st < p->stages && cut < 0; st++)
+        for (int i = 0; i < p->stage_list[st].nops && cut < 0; i++) {
+            int v = p->stage_list[st].ops[i], *at = v >= 0 && v < n ? &gstage[pt->block_group[v]]
+                                                                       : NULL;
+            if (!at)
+                cut = 0;
+            else if (*at >= 0 && *at != st)
+                cut = v;
+            else
+                *at = st;
+        }
+    free(gstage);
+    return cut;
 }
 
 /* A DP answer's verdict is kept: an infeasible (S, T) is an answer, not a failure. */
@@ -356,6 +452,14 @@ bool pf_search_partition_absorb(pf_search_t *s, uint64_t id, const pf_search_own
             pf_search_queue_fail(s, PF_ERR, "%s",
                                  res->plan ? "out of memory" : "partition job sent no plan");
             return false;
+        }
+        int cut = cut_block(s, e->plan);
+        if (cut >= 0) { /* a worker that ignores group_whole: its plan is no layer-aligned one */
+            const char *name = pf_graph_op(s->g, cut)->name;
+            e->status = PF_EINFEASIBLE;
+            snprintf(e->error, sizeof e->error, "the partition into %d stages cuts block %.*s",
+                     e->stages, (int)pf_training_block_len(name), name);
+            pf_plan_destroy(&e->plan);
         }
     }
     return --s->part.dp_left == 0 && s->tap.tp_left == 0;

@@ -9,6 +9,7 @@
 #include "planner/search/search_partition.h"
 #include "planner/search/search_tap.h"
 #include "planner/search/search_queue.h"
+#include "planner/ir/collective.h"
 #include "planner/ir/cost.h"
 #include "planner/tp/tp_groups.h"
 #include "planner/core/util.h"
@@ -84,28 +85,63 @@ static int expand_tp(const pf_search_t *s, int tpi, pf_plan_t *p)
     return PF_OK;
 }
 
-/* One step's communication on the slowest stage for each kind: tensor parallel (the stage's
- * collectives, MB micro-batches), pipeline (eq. 6 term, MB micro-batches) and data parallel
- * (eq. 7 term, once). */
-static void step_comm(const candidate_t *cd, const int *dev, pf_plan_t *p)
+/* Replica r's pipeline transfers of stage st per micro-batch: to and from each neighbouring
+ * stage, a TP group's by Megatron's scatter/gather (pf_simulate_scatter_gather_ms; T = 1: the
+ * postal model, eq. 6's term). */
+static double pp_ms(const pf_search_t *s, const candidate_t *cd, const pf_plan_t *p, int st, int r)
+{
+    int T = p->tensor_parallel > 0 ? p->tensor_parallel : 1, k;
+    const int *nb = pf_stage_graph_neighbors(cd->sg, st, &k);
+    double sum = 0;
+    for (int i = 0; i < k; i++)
+        sum += pf_simulate_scatter_gather_ms(s->c, p->stage_list[st].devices + (size_t)r * T,
+                                             p->stage_list[nb[i]].devices + (size_t)r * T, T,
+                                             pf_stage_graph_msg_bytes(cd->sg, st, nb[i]), 0);
+    return sum;
+}
+
+/* Stage st's data-parallel all-reduce: each rank's over its R replicas (collective.h), the
+ * slowest rank's. */
+static double dp_ms(const pf_search_t *s, const candidate_t *cd, const pf_plan_t *p, int st,
+                    int *group)
+{
+    int T = p->tensor_parallel > 0 ? p->tensor_parallel : 1, R = p->replicas;
+    double worst = 0;
+    for (int k = 0; k < T && R > 1; k++) {
+        for (int r = 0; r < R; r++)
+            group[r] = p->stage_list[st].devices[(size_t)r * T + k];
+        pf_collective_group_t g;
+        if (pf_collective_group_from_cluster(s->c, group, R, 0, &g) != PF_OK)
+            return INFINITY;
+        worst = fmax(worst, pf_collective_best_ms(&g, PF_COLL_ALLREDUCE,
+                                                  pf_stage_graph_param_bytes(cd->sg, st)));
+    }
+    return worst;
+}
+
+/* One step's communication on the slowest stage for each kind, on the plan's devices: tensor
+ * parallel (the stage's collectives, MB micro-batches), pipeline (pp_ms, MB micro-batches) and
+ * data parallel (dp_ms, once), as the simulator prices them. */
+static int step_comm(const pf_search_t *s, const candidate_t *cd, pf_plan_t *p)
 {
     int S = pf_stage_graph_stages(cd->sg), R = pf_stage_graph_replicas(cd->sg);
     int MB = p->microbatches;
+    int *group = malloc((size_t)R * sizeof *group);
+    if (!group)
+        return PF_ERR;
     p->comm.present = 1;
     p->comm.tp_ms = p->comm.pp_ms = p->comm.dp_ms = 0;
     for (int st = 0; st < S; st++) {
-        double tp = 0, cu = pf_stage_graph_cu_ms(cd->sg, st);
+        double tp = 0;
         for (int i = 0; p->tp_nops && i < p->stage_list[st].nops; i++)
             tp += p->tp_comm_ms[p->stage_list[st].ops[i]];
         p->comm.tp_ms = fmax(p->comm.tp_ms, MB * tp);
-        for (int r = 0; r < R; r++) {
-            int x = st * R + r;
-            double m = pf_mapping_stage_time_ms(cd->sg, cd->cluster, PF_MAP_INST_M, dev, x) - cu;
-            double ar = pf_mapping_stage_time_ms(cd->sg, cd->cluster, PF_MAP_INST_AR, dev, x) - cu;
-            p->comm.pp_ms = fmax(p->comm.pp_ms, MB * m);
-            p->comm.dp_ms = fmax(p->comm.dp_ms, ar);
-        }
+        for (int r = 0; r < R; r++)
+            p->comm.pp_ms = fmax(p->comm.pp_ms, MB * pp_ms(s, cd, p, st, r));
+        p->comm.dp_ms = fmax(p->comm.dp_ms, dp_ms(s, cd, p, st, group));
     }
+    free(group);
+    return PF_OK;
 }
 
 /* The partition came over the wire: the request's names, training and schedule, and the memory
@@ -150,7 +186,8 @@ static pf_plan_t *candidate_plan(const pf_search_t *s, int c, pf_training_schedu
         expand_tp(s, e->tp, p) != PF_OK)
         goto fail;
     dress_plan(s, cd, schedule, p);
-    step_comm(cd, dev, p);
+    if (step_comm(s, cd, p) != PF_OK)
+        goto fail;
     if (e->coarse >= 0)
         p->partition_search.coarsen_s = s->part.coarse[e->coarse].seconds;
     free(cs_dev);
@@ -469,10 +506,35 @@ bool pf_search_sim_absorb_reshard(pf_search_t *s, uint64_t id, const pf_search_o
     (void)id;
     const xfer_rec_t *x = &s->sim.xfer[owner->xfer];
     sim_cand_t *sc = &s->sim.cand[x->cand];
-    sc->xfer_ms[(size_t)x->stage * sc->plan->replicas + x->replica] = res->reshard.time_ms;
+    const pf_reshard_problem_t *xp = &x->xp.problem; /* or Megatron's scatter/gather */
+    double sg = pf_simulate_scatter_gather_ms(s->c, xp->src_mesh.devices, xp->dst_mesh.devices,
+                                              xp->src_mesh.cols, (double)x->xp.shape[0], 0);
+    sc->xfer_ms[(size_t)x->stage * sc->plan->replicas + x->replica] =
+        fmin(res->reshard.time_ms, sg);
     if (--sc->xfer_left == 0 && queue_sims(s, x->cand) != PF_OK)
         pf_search_queue_fail(s, PF_ERR, "out of memory");
     return false;
+}
+
+/* A RESHARD answer sets a candidate's cross-stage transfer times, which its SIMULATE jobs (and
+ * their re-simulation above) take as given, so every one is solved again here: one stage
+ * boundary of one replica, T devices to T, under the node cap that makes the answer the same
+ * everywhere (describe_reshard), costs little next to the search. */
+int pf_search_sim_verify_reshard(const pf_search_t *s, const pf_search_owner_t *owner,
+                                 const pf_job_t *job, const pf_job_result_t *res, char *err,
+                                 size_t errlen)
+{
+    (void)s, (void)owner;
+    pf_job_result_t own;
+    int rc = pf_job_run(job, &own);
+    if (rc != PF_OK)
+        rc = pf_fail(err, errlen, PF_EINPUT, "reshard answer: %g ms could not be re-solved "
+                     "here: %s", res->reshard.time_ms, own.error);
+    else if (!close_to(own.reshard.time_ms, res->reshard.time_ms))
+        rc = pf_fail(err, errlen, PF_EINPUT, "reshard answer: %g ms, re-solved here: %g ms",
+                     res->reshard.time_ms, own.reshard.time_ms);
+    pf_job_result_clear(&own);
+    return rc;
 }
 
 void pf_search_sim_clear(pf_search_t *s)
@@ -490,7 +552,7 @@ void pf_search_sim_clear(pf_search_t *s)
 
 const pf_search_kind_t pf_search_sim_kinds[] = {
     {PF_JOB_RESHARD, pf_search_sim_describe_reshard, pf_search_sim_absorb_reshard,
-         "resharding job", NULL},
+         "resharding job", pf_search_sim_verify_reshard},
     {PF_JOB_SIMULATE, pf_search_sim_describe, pf_search_sim_absorb, "simulation job", NULL},
     {PF_JOB_KIND_COUNT, NULL, NULL, NULL, NULL},
 };

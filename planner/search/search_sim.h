@@ -27,6 +27,10 @@ int pf_search_sim_agree(const pf_job_result_t *res, const pf_job_result_t *own, 
                         size_t errlen);
 void pf_search_sim_describe_reshard(const pf_search_t *s, const pf_search_owner_t *owner,
                                     pf_job_t *job);
+/* Every RESHARD answer solved again here; PF_EINPUT when it differs (search_state.h verify). */
+int pf_search_sim_verify_reshard(const pf_search_t *s, const pf_search_owner_t *owner,
+                                 const pf_job_t *job, const pf_job_result_t *res, char *err,
+                                 size_t errlen);
 /* Never ends the phase: a candidate's last transfer queues its SIMULATE jobs. false. */
 bool pf_search_sim_absorb_reshard(pf_search_t *s, uint64_t id, const pf_search_owner_t *owner,
                                   const pf_job_result_t *res);

@@ -1,4 +1,5 @@
 #include "planner/sim/simulate.h"
+#include "planner/ir/collective.h"
 #include "planner/ir/cost.h"
 #include "planner/map/stage_graph.h"
 #include "planner/core/util.h"
@@ -40,6 +41,7 @@ typedef struct {
     double *free_ms;        /* per cluster device: communication stream free from */
     int *row_of_dev;        /* cluster device -> result row, -1 */
     int *inflight;          /* per stage replica */
+    int *group;             /* R: scratch, one data-parallel group's devices */
     pf_simulate_event_t *ev;
     size_t nev, ev_cap;
 } sim_t;
@@ -111,19 +113,19 @@ static void stage_order(pf_training_schedule_t order, int S, int MB, int s, int 
         out[n++] = -1 - m;
 }
 
-/* Ring all-reduce of eq. 7 over the replicas of stage s, rank k: 2 (R - 1) steps, each moving
- * bytes / R over every ring link; the slowest link and the largest latency set the pace. */
-static double allreduce_ms(const sim_t *x, int s, int k, double bytes)
+/* The data-parallel gradient all-reduce of `bytes` over the replicas of stage s, rank k: the
+ * cheapest algorithm of planner/ir/collective.h on the group the R devices form (ring over one
+ * channel per NIC, tree, NVLS inside an NVSwitch host, hierarchical across hosts). */
+static int allreduce_ms(const sim_t *x, int s, int k, double bytes, double *ms)
 {
-    const pf_cluster_t *c = x->in->cluster;
-    double min_bw = INFINITY, max_lat_us = 0;
-    for (int r = 0; r < x->R; r++) {
-        int a = dev_of(x, s, r, k), b = dev_of(x, s, (r + 1) % x->R, k);
-        min_bw = fmin(min_bw, pf_cluster_bw_gbps(c, a, b));
-        max_lat_us = fmax(max_lat_us, pf_cluster_lat_us(c, a, b));
-    }
-    double steps = 2.0 * (x->R - 1);
-    return steps * max_lat_us / 1000.0 + steps / x->R * pf_bytes_ms(bytes, min_bw);
+    for (int r = 0; r < x->R; r++)
+        x->group[r] = dev_of(x, s, r, k);
+    pf_collective_group_t g;
+    if (pf_collective_group_from_cluster(x->in->cluster, x->group, x->R, x->in->nvls_busbw_gbps,
+                                         &g) != PF_OK)
+        return PF_ERR;
+    *ms = pf_collective_best_ms(&g, PF_COLL_ALLREDUCE, bytes);
+    return PF_OK;
 }
 
 /* A transfer between stage s (sending `up`) and s + 1 for replica r, device a to b: the
@@ -165,7 +167,7 @@ static void microbatch_tasks(sim_t *x, int s, int r, int m, int comm_free)
 }
 
 /* Every task of stage s: its micro-batches, optimizer steps and gradient all-reduce buckets. */
-static void stage_tasks(sim_t *x, int s, int comm_free)
+static int stage_tasks(sim_t *x, int s, int comm_free)
 {
     const pf_simulate_stage_t *st = &x->in->stage[s];
     for (int r = 0; r < x->R; r++) {
@@ -174,13 +176,15 @@ static void stage_tasks(sim_t *x, int s, int comm_free)
         x->task[id_opt(x, s, r)] =
             (task_t){.kind = T_OPT, .s = s, .r = r, .m = -1, .dur_ms = st->optimizer_ms};
     }
-    if (x->R > 1)
-        for (int k = 0; k < x->T; k++)
-            for (int b = 0; b < x->NB; b++) {
-                double ms = comm_free ? 0 : allreduce_ms(x, s, k, st->param_bytes / x->T / x->NB);
-                x->task[id_ar(x, s, k, b)] =
-                    (task_t){.kind = T_AR, .s = s, .k = k, .m = b, .dur_ms = ms};
-            }
+    for (int k = 0; k < x->T && x->R > 1; k++) {
+        double ms = 0;
+        if (!comm_free && allreduce_ms(x, s, k, st->param_bytes / x->T / x->NB, &ms) != PF_OK)
+            return PF_ERR;
+        for (int b = 0; b < x->NB; b++)
+            x->task[id_ar(x, s, k, b)] =
+                (task_t){.kind = T_AR, .s = s, .k = k, .m = b, .dur_ms = ms};
+    }
+    return PF_OK;
 }
 
 /* The edges of replica r of stage s: its compute order ord (stage_order), each forward to the
@@ -256,9 +260,9 @@ static int build(sim_t *x, pf_training_schedule_t order, int comm_free)
         return PF_ERR;
     for (size_t i = 0; i < x->ntasks; i++)
         x->task[i].kind = T_ABSENT;
-    for (int s = 0; s < S; s++)
-        stage_tasks(x, s, comm_free);
     int rc = PF_OK;
+    for (int s = 0; s < S && rc == PF_OK; s++)
+        rc = stage_tasks(x, s, comm_free);
     for (int s = 0; s < S && rc == PF_OK; s++) {
         stage_order(order, S, MB, s, ord);
         for (int r = 0; r < R && rc == PF_OK; r++)
@@ -434,6 +438,7 @@ static void sim_free(sim_t *x)
     free(x->free_ms);
     free(x->row_of_dev);
     free(x->inflight);
+    free(x->group);
     free(x->ev);
 }
 
@@ -570,8 +575,10 @@ static int simulate_order(const pf_simulate_input_t *in, pf_training_schedule_t 
     x.free_ms = calloc((size_t)D, sizeof *x.free_ms);
     x.row_of_dev = malloc((size_t)D * sizeof *x.row_of_dev);
     x.inflight = calloc((size_t)x.S * x.R, sizeof *x.inflight);
+    x.group = malloc((size_t)x.R * sizeof *x.group);
     if (!res->device || !res->busy_ms || !res->comm_busy_ms || !res->peak_mem_bytes ||
-        !res->peak_inflight || !x.task || !x.heap || !x.free_ms || !x.row_of_dev || !x.inflight)
+        !res->peak_inflight || !x.task || !x.heap || !x.free_ms || !x.row_of_dev || !x.inflight ||
+        !x.group)
         goto fail;
     res->schedule = in->schedule;
     res->order = order;
@@ -673,12 +680,38 @@ void pf_simulate_xfer_problem(const int *src, const int *dst, int T, double byte
         .src_spec = x->spec, .dst_spec = x->spec};
 }
 
+int pf_simulate_buckets(double rank_bytes, int replicas, int precision_bytes)
+{
+    double per = fmax(40e6, 1e6 * replicas) * (precision_bytes > 0 ? precision_bytes : 2);
+    double n = ceil(rank_bytes / per);
+    return n < 1 ? 1 : n > 1 << 16 ? 1 << 16 : (int)n;
+}
+
+double pf_simulate_scatter_gather_ms(const pf_cluster_t *c, const int *src, const int *dst, int T,
+                                     double bytes, double nvls_busbw_gbps)
+{
+    if (bytes <= 0)
+        return 0;
+    double scatter = 0;
+    for (int k = 0; k < T; k++)
+        scatter = fmax(scatter, pf_cluster_xfer_ms(c, src[k], dst[k], bytes / T));
+    if (T <= 1)
+        return scatter;
+    pf_collective_group_t g;
+    if (pf_collective_group_from_cluster(c, dst, T, nvls_busbw_gbps, &g) != PF_OK)
+        return INFINITY; /* out of memory: the caller's other price stands */
+    return scatter + pf_collective_best_ms(&g, PF_COLL_ALLGATHER, bytes);
+}
+
 int pf_simulate_xfer_ms(const pf_cluster_t *c, const pf_simulate_xfer_problem_t *x, double *ms,
                         char *err, size_t errlen)
 {
     *ms = 0;
     if (x->shape[0] <= 0)
         return PF_OK;
+    const pf_reshard_problem_t *p = &x->problem;
+    double sg = pf_simulate_scatter_gather_ms(c, p->src_mesh.devices, p->dst_mesh.devices,
+                                              p->src_mesh.cols, (double)x->shape[0], 0);
     pf_reshard_opts_t o;
     pf_reshard_opts_default(&o);
     o.sched.dfs_budget_s = 0; /* the node cap alone: the same answer on every machine */
@@ -689,7 +722,7 @@ int pf_simulate_xfer_ms(const pf_cluster_t *c, const pf_simulate_xfer_problem_t 
     pf_reshard_net_destroy(&net);
     if (!r)
         return PF_EINPUT;
-    *ms = pf_reshard_time_ms(r);
+    *ms = fmin(pf_reshard_time_ms(r), sg);
     pf_reshard_destroy(&r);
     return PF_OK;
 }
@@ -758,8 +791,9 @@ static void stage_costs(pf_simulate_input_t *in, int s, const pf_plan_t *p, cons
     for (int a = 0; a <= s; a++)
         for (int b = s + 1; b < S; b++)
             st->send_bytes += pf_stage_graph_msg_bytes(sg, a, b);
-    st->param_bytes = pf_stage_graph_param_bytes(sg, s);
-    st->static_bytes = pf_training_state_factor(&p->train, in->replicas) * st->param_bytes;
+    double per_device = pf_stage_graph_param_bytes(sg, s);
+    st->param_bytes = per_device * in->tp; /* the simulator gives each rank 1/T */
+    st->static_bytes = pf_training_state_factor(&p->train, in->replicas) * per_device;
     if (s > 0)
         st->act_bytes += in->stage[s - 1].send_bytes;
 }
@@ -831,6 +865,10 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
         if (T > 1 && s + 1 < S && (rc = stage_xfers(in, s, p, xfer_ms, err, errlen)) != PF_OK)
             goto fail;
     }
+    double most = 0;
+    for (int s = 0; s < S; s++)
+        most = fmax(most, in->stage[s].param_bytes / T);
+    in->buckets = pf_simulate_buckets(most, R, p->train.precision_bytes);
     pf_stage_graph_destroy(&sg);
     pf_tp_setting_destroy(&own);
     return PF_OK;

@@ -5,9 +5,16 @@
  * backward of each stage replica per micro-batch (tensor-parallel collectives run on the compute
  * stream right after them and block it, as in Megatron-LM), the p2p transfers between consecutive
  * stages (the sender's and the receiver's communication streams are both busy; postal model:
- * latency + bytes / bandwidth), the data-parallel gradient all-reduce of each stage (a ring over
- * the R replicas, eq. 7, bucketed), and the optimizer step. The schedule fixes the order of the
- * compute streams; communication streams serve transfers in the order they become ready.
+ * latency + bytes / bandwidth), the data-parallel gradient all-reduce of each stage (per rank k,
+ * over the R replicas' rank-k devices, priced by planner/ir/collective.h: the cheapest of ring,
+ * tree, NVLS and hierarchical, as NCCL's tuner picks), bucketed, each bucket launched as soon as
+ * the last backward has produced its gradients (Megatron-LM's --overlap-grad-reduce), and the
+ * optimizer step. The schedule fixes the order of the compute streams; communication streams
+ * serve transfers in the order they become ready. A device's communication stream is its link
+ * to the network (NVLink port and its own NIC, rail-optimised hosts): the pipeline transfers and
+ * the gradient buckets that use one device share it by taking turns, so two of them ready at
+ * once finish when they would sharing its bandwidth, and neither gets the whole link while the
+ * other runs.
  *
  * The input is a plain struct so that a caller (or a test) can describe a pipeline without a
  * graph; pf_simulate_input_from_plan builds one from a graph, a cluster and a mapped plan. */
@@ -48,6 +55,8 @@ typedef struct {
 typedef struct {
     int stages, replicas, tp, microbatches; /* S, R, T (>= 1), MB */
     int buckets;                /* gradient all-reduce buckets per stage (0 or 1: one) */
+    double nvls_busbw_gbps;     /* > 0: hosts have NVSwitch SHARP, all-reduce bus bandwidth (the
+                                   cluster file does not say; a device model does) */
     pf_training_schedule_t schedule;
     int timeline;               /* 1: record the events (pictures); 0: figures only */
     pf_simulate_stage_t *stage;      /* S entries */
@@ -58,7 +67,8 @@ typedef struct {
  * of the plan's setting (tp_setting.h: TAP's graph for T, recomputation's view):
  *   fwd_ms, bwd_ms   op times less their tensor-parallel collectives (TAP's fwd/bwd_comm_ms)
  *   tp_fwd/bwd_ms    those collectives (0 when T = 1)
- *   param_bytes      P(s) per device (stage graph of the per-device graph)
+ *   param_bytes      T x P(s), P(s) per device (stage graph of the per-device graph): each rank
+ *                    all-reduces its own P(s)
  *   send_bytes       bytes of the edges that cross the cut after stage s (a pipeline relays skip
  *                    connections through the stages between), per device
  *   act_bytes        sum of mem_fwd_bytes + the bytes entering the stage (its stashed input,
@@ -68,6 +78,7 @@ typedef struct {
  *                    stage s and needed replicated on those of stage s + 1: a B -> B resharding
  *                    between two 1 x T meshes, timed by planner/reshard (pf_simulate_xfer_problem);
  *                    T = 1: NULL (one send).
+ * buckets            pf_simulate_buckets (Megatron-LM's bucket size).
  * Schedule and micro-batches from the plan. Allocates in->stage and its arrays: release them
  * with pf_simulate_input_clear. */
 int pf_simulate_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p,
@@ -92,10 +103,22 @@ typedef struct {
 } pf_simulate_xfer_problem_t;
 void pf_simulate_xfer_problem(const int *src, const int *dst, int T, double bytes,
                               pf_simulate_xfer_problem_t *x);
-/* Its time by the default resharding options (every strategy, best of the schedulers); a
- * problem of 0 bytes takes 0 ms. */
+/* Its time: the better of the resharding by the default options (every strategy, best of the
+ * schedulers) and Megatron's scatter/gather (pf_simulate_scatter_gather_ms, no NVLS); a problem
+ * of 0 bytes takes 0 ms. */
 int pf_simulate_xfer_ms(const pf_cluster_t *c, const pf_simulate_xfer_problem_t *x, double *ms,
                         char *err, size_t errlen);
+
+/* Megatron-LM's gradient buckets: max(40e6, 1e6 x R) parameters of precision_bytes each per
+ * bucket (its DDP default), so ceil(rank_bytes / that) buckets, at least 1, at most 1 << 16. */
+int pf_simulate_buckets(double rank_bytes, int replicas, int precision_bytes);
+
+/* Megatron-LM's scatter/gather of a tensor-parallel group's activation ([Megatron] Sec. 4.1):
+ * rank k of src sends bytes / T to rank k of dst, all T at once, then dst all-gathers the T
+ * slices: max_k postal(src[k], dst[k], bytes / T) + the cheapest all-gather of bytes over dst
+ * (collective.h). T = 1: the postal time of bytes. */
+double pf_simulate_scatter_gather_ms(const pf_cluster_t *c, const int *src, const int *dst, int T,
+                                     double bytes, double nvls_busbw_gbps);
 
 /* Frees what pf_simulate_input_from_plan allocated and zeroes *in (idempotent). */
 void pf_simulate_input_clear(pf_simulate_input_t *in);

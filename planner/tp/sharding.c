@@ -1,5 +1,6 @@
 /* sharding: [DistPar] properties, inference rules and conversions (see sharding.h). */
 #include "planner/tp/sharding.h"
+#include "planner/ir/collective.h"
 #include "planner/core/util.h"
 
 #include <stdio.h>
@@ -93,8 +94,17 @@ double pf_sharding_conv_ms(pf_sharding_conv_kind_t kind, int n, double tensor_by
 {
     if (n <= 1 || pf_sharding_conv_ring_steps(kind, n) == 0)
         return 0;
-    return pf_bytes_ms(pf_sharding_conv_ring_bytes(kind, n, tensor_bytes), link->gbps) +
-           pf_sharding_conv_ring_steps(kind, n) * link->latency_us / 1000.0;
+    /* the group as collective.h sees it: n devices on one fabric at the link's rate */
+    pf_collective_group_t g = {.n = n, .hosts = 1, .per_host = n, .intra_gbps = link->gbps,
+                               .intra_lat_us = link->latency_us};
+    switch (kind) {
+    case PF_CONV_ALLREDUCE: return pf_collective_best_ms(&g, PF_COLL_ALLREDUCE, tensor_bytes);
+    case PF_CONV_ALLGATHER: return pf_collective_best_ms(&g, PF_COLL_ALLGATHER, tensor_bytes);
+    case PF_CONV_REDUCESCATTER:
+        return pf_collective_best_ms(&g, PF_COLL_REDUCE_SCATTER, tensor_bytes);
+    default: /* all-to-all of S(i) -> S(j): each device holds tensor / n */
+        return pf_collective_best_ms(&g, PF_COLL_ALLTOALL, tensor_bytes / n);
+    }
 }
 
 /* A.3: S_i2S_j |T|; S2B n|T|; P2S n|T|; P2B (p1 - 1 + p2)|T|. */

@@ -63,10 +63,10 @@ typedef enum {
 
 const char *pf_sharding_conv_name(pf_sharding_conv_kind_t kind); /* "all-reduce", ... */
 
-/* The slowest link inside the group: every ring step is priced on it. */
+/* The slowest link inside the group: every step of a collective is priced on it. */
 typedef struct {
     double gbps;       /* > 0 */
-    double latency_us; /* >= 0; per ring step */
+    double latency_us; /* >= 0; per step */
 } pf_sharding_link_t;
 
 /* The atomic conversion from -> to (A.1.1), or -1 when none is atomic (S -> P). */
@@ -74,7 +74,10 @@ int pf_sharding_conv_atomic(pf_sharding_t from, pf_sharding_t to);
 /* Bytes one device sends in the ring algorithm for a tensor of tensor_bytes over n devices. */
 double pf_sharding_conv_ring_bytes(pf_sharding_conv_kind_t kind, int n, double tensor_bytes);
 int pf_sharding_conv_ring_steps(pf_sharding_conv_kind_t kind, int n);
-/* ring bytes / bw + steps x latency, in ms; 0 for n = 1 and for the local kinds. */
+/* The conversion's collective on n devices over the link, by planner/ir/collective.h's cheapest
+ * algorithm on one fabric at the link's rate (ring: ring bytes / bw + steps x latency; tree for
+ * latency-bound all-reduces; all-to-all: one latency + ring bytes / bw; no NVLS yet), in ms; 0 for n = 1 and for
+ * the local kinds. */
 double pf_sharding_conv_ms(pf_sharding_conv_kind_t kind, int n, double tensor_bytes,
                            const pf_sharding_link_t *link);
 /* The seed's A.3 totals over all devices: All2All |T|; S2B n|T|; P2S n|T|; P2B (p1 - 1 + p2)|T|

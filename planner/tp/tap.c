@@ -2,6 +2,7 @@
  * Networks") over DistPar ("DistPar: tensor partitioning for distributed neural network
  * computing"): enumeration and rewrite of the units of tap_units.c; tap.h describes the model. */
 #include "planner/tp/tap.h"
+#include "planner/tp/tp_price.h"
 #include "planner/tp/tap_units.h"
 #include "planner/core/util.h"
 
@@ -38,6 +39,7 @@ typedef struct {
     double *tens_bytes;
     int *nsig;                /* [j * 3 + weight option] */
     pf_sharding_sig_t *sig;      /* [(j * 3 + option) * PF_SHARDING_MAX_SIGS + s] */
+    double *split_ms;         /* [j * 3 + weight option]: fwd + bwd when split (tp_price.h) */
 } inst_t;
 
 /* Per-evaluation state. */
@@ -58,7 +60,7 @@ static const pf_sharding_t weight_option[3] = {{PF_SHARDING_B, -1}, {PF_SHARDING
 static void inst_free(inst_t *t)
 {
     free(t->in_start), free(t->in_tens), free(t->in_edge), free(t->widx), free(t->ext_out);
-    free(t->tens_edge), free(t->tens_bytes), free(t->nsig), free(t->sig);
+    free(t->tens_edge), free(t->tens_bytes), free(t->nsig), free(t->sig), free(t->split_ms);
     memset(t, 0, sizeof *t);
 }
 
@@ -123,7 +125,8 @@ static int inst_alloc(inst_t *t, const pf_graph_t *g, const int *ops, int nops)
         !(t->tens_edge = malloc(sizeof(int) * nt)) ||
         !(t->tens_bytes = malloc(sizeof(double) * nt)) ||
         !(t->nsig = calloc((size_t)nops * 3, sizeof(int))) ||
-        !(t->sig = malloc(sizeof *t->sig * (size_t)nops * 3 * PF_SHARDING_MAX_SIGS)))
+        !(t->sig = malloc(sizeof *t->sig * (size_t)nops * 3 * PF_SHARDING_MAX_SIGS)) ||
+        !(t->split_ms = malloc(sizeof *t->split_ms * (size_t)nops * 3)))
         return PF_ERR;
     return PF_OK;
 }
@@ -187,6 +190,18 @@ static void inst_sigs(inst_t *t, int j, const pf_sharding_op_t *d, int nin)
     }
 }
 
+/* Each position's split time under each weight option, priced once (tp_price.h). */
+static void inst_split_times(inst_t *t)
+{
+    const pf_devmodel_t *dm = pf_tp_price_model(t->g);
+    for (int j = 0; j < t->nops; j++)
+        for (int w = 0; w < 3; w++) {
+            double f, b;
+            pf_tp_price_split(dm, pf_graph_op(t->g, t->ops[j]), (pf_tp_split_t)w, t->T, &f, &b);
+            t->split_ms[j * 3 + w] = f + b;
+        }
+}
+
 static int inst_build(inst_t *t, const pf_graph_t *g, const int *ops, int nops, int T,
                       const pf_sharding_link_t *link, const pf_tap_opts_t *o)
 {
@@ -197,6 +212,7 @@ static int inst_build(inst_t *t, const pf_graph_t *g, const int *ops, int nops, 
         return PF_ERR;
     }
     inst_outputs(t);
+    inst_split_times(t);
     int at = 0;
     for (int j = 0; j < nops; j++) {
         const pf_op_t *op = pf_graph_op(g, ops[j]);
@@ -271,18 +287,20 @@ static double conv_ms(const inst_t *t, int x, pf_sharding_t from, pf_sharding_t 
     return c->ms;
 }
 
-static double compute_ms(const pf_op_t *op, int split, int T)
+static double compute_ms(const inst_t *t, int j, int w, int split)
 {
-    return split ? (op->fwd_ms + op->bwd_ms) / T : op->fwd_ms + op->bwd_ms;
+    const pf_op_t *op = pf_graph_op(t->g, t->ops[j]);
+    return split ? t->split_ms[j * 3 + w] : op->fwd_ms + op->bwd_ms;
 }
 
 /* What running position j by s costs now: its compute, a partial weight gradient's all-reduce,
  * and the conversions its inputs (forward) and their gradients (backward) need that no earlier
  * consumer has paid for. */
-static double sig_cost(const inst_t *t, const scratch_t *sc, int j, const pf_sharding_sig_t *s)
+static double sig_cost(const inst_t *t, const scratch_t *sc, int j, int w,
+                       const pf_sharding_sig_t *s)
 {
     const pf_op_t *op = pf_graph_op(t->g, t->ops[j]);
-    double c = compute_ms(op, s->split, t->T);
+    double c = compute_ms(t, j, w, s->split);
     pf_sharding_conv_t cv;
     if (s->weight_grad_partial)
         c += pf_sharding_conv_ms(PF_CONV_ALLREDUCE, t->T, op->param_bytes, t->link);
@@ -387,14 +405,14 @@ static int eval_plan(const inst_t *t, uint64_t plan, const int *forced, scratch_
         int ns = t->nsig[j * 3 + w], pick = forced ? forced[j] : 0;
         if (ns == 0 || pick >= ns)
             return -1;
-        double best = sig_cost(t, sc, j, &s[pick]);
+        double best = sig_cost(t, sc, j, w, &s[pick]);
         for (int i = 1; !forced && i < ns; i++) {
-            double c = sig_cost(t, sc, j, &s[i]);
+            double c = sig_cost(t, sc, j, w, &s[i]);
             if (c < best)
                 best = c, pick = i;
         }
         s += pick;
-        time += compute_ms(op, s->split, t->T);
+        time += compute_ms(t, j, w, s->split);
         if (s->weight_grad_partial) {
             double ms = pf_sharding_conv_ms(PF_CONV_ALLREDUCE, t->T, op->param_bytes, t->link);
             time += ms;
@@ -567,8 +585,10 @@ static int apply_instance(const inst_t *t, uint64_t plan, int unit, const int *f
             if (rec->colls[c].op == j)
                 comm[rec->colls[c].backward] += rec->colls[c].ms;
         op_mem(t, j, s, m);
-        *r = (pf_tap_op_t){.fwd_ms = s->split ? op->fwd_ms / t->T : op->fwd_ms,
-                           .bwd_ms = s->split ? op->bwd_ms / t->T : op->bwd_ms,
+        double f = op->fwd_ms, b = op->bwd_ms;
+        if (s->split)
+            pf_tp_price_split(pf_tp_price_model(t->g), op, (pf_tp_split_t)w, t->T, &f, &b);
+        *r = (pf_tap_op_t){.fwd_ms = f, .bwd_ms = b,
                            .fwd_comm_ms = comm[0], .bwd_comm_ms = comm[1],
                            .param_bytes = w ? op->param_bytes / t->T : op->param_bytes,
                            .mem_fwd_bytes = m[0], .mem_bwd_bytes = m[1],
@@ -729,7 +749,7 @@ int pf_tap_graph(const pf_graph_t *g, const pf_tap_result_t *res, pf_graph_t **o
     if (res->nops != pf_graph_nops(g))
         return pf_fail(err, errlen, PF_EINPUT, "tap: the result has %d ops, the graph %d",
                        res->nops, pf_graph_nops(g));
-    pf_graph_t *t = pf_graph_new(pf_graph_name(g), pf_graph_microbatch(g));
+    pf_graph_t *t = pf_graph_new_like(g);
     int rc = t ? PF_OK : PF_ERR;
     for (int v = 0; v < res->nops && !rc; v++) {
         pf_op_t op = *pf_graph_op(g, v);

@@ -224,6 +224,14 @@ profile --sizes 4
 profile --sizes 4,x
 profile --sizes 4,2G
 profile --dtype fp8
+calibrate
+calibrate a b
+calibrate --bogus x
+calibrate --base nope x
+calibrate missing.json
+devices x
+devices --bogus
+model --device nope gpt
 broker --h
 worker --c x
 submit --p 1 a b
@@ -248,7 +256,7 @@ run_case() {
 actual() {
     cases | while IFS= read -r line; do run_case "$line"; done
     for c in check cluster model import partition map simulate draw export plan broker worker \
-             agent submit batch status result cancel list keygen profile; do
+             agent submit batch status result cancel list keygen profile calibrate devices; do
         echo "help $c: $("$BIN" "$c" --help | cksum)"
     done
     echo "help: $("$BIN" --help | cksum)"
@@ -291,6 +299,8 @@ commands:
   list       every request a broker remembers
   keygen     make a CurveZMQ key pair (NAME, NAME_secret) for broker, workers, clients
   profile    measure this host's GPUs (or CPU) into a cluster file; --graph
+  calibrate  fit a device model to a GPU's measured sweep
+  devices    list the device model presets (v100 .. b200)
 
 'planfarm <command> --help' describes one command.
 Exit status: 0 done, 1 run-time failure, 2 bad usage or input, 3 no feasible plan.
@@ -1001,6 +1011,37 @@ $ planfarm profile --dtype fp8
 planfarm profile: --dtype: 'fp8': bf16, fp16 or fp32
 (see 'planfarm profile --help')
 [exit 2]
+$ planfarm calibrate
+planfarm calibrate: expected one sweep file (planfarm profile --local --sweep)
+(see 'planfarm calibrate --help')
+[exit 2]
+$ planfarm calibrate a b
+planfarm calibrate: expected one sweep file (planfarm profile --local --sweep)
+(see 'planfarm calibrate --help')
+[exit 2]
+$ planfarm calibrate --bogus x
+planfarm calibrate: unrecognized option '--bogus'
+planfarm calibrate: unknown option
+(see 'planfarm calibrate --help')
+[exit 2]
+$ planfarm calibrate --base nope x
+planfarm calibrate: --base: 'nope' is neither a device preset (v100, a100-40g, a100-80g, h100-sxm, h200, b200) nor a readable file
+[exit 2]
+$ planfarm calibrate missing.json
+planfarm calibrate: missing.json: No such file or directory
+[exit 2]
+$ planfarm devices x
+planfarm devices: takes no operand
+(see 'planfarm devices --help')
+[exit 2]
+$ planfarm devices --bogus
+planfarm devices: unrecognized option '--bogus'
+planfarm devices: unknown option
+(see 'planfarm devices --help')
+[exit 2]
+$ planfarm model --device nope gpt
+planfarm model: --device: 'nope' is neither a device preset (v100, a100-40g, a100-80g, h100-sxm, h200, b200) nor a readable file
+[exit 2]
 $ planfarm broker --h
 planfarm broker: option '--h' is ambiguous; possibilities: '--http' '--heartbeat-ms' '--help'
 planfarm broker: unknown option
@@ -1042,17 +1083,17 @@ planfarm plan: unknown option
 [exit 2]
 help check: 350063101 334
 help cluster: 2736856384 3971
-help model: 3095756389 2918
+help model: 1668137441 3136
 help import: 569495115 693
 help partition: 4063264872 1654
 help map: 6792700 1712
-help simulate: 240277190 977
+help simulate: 1304480699 1058
 help draw: 1025757025 508
-help export: 468710436 1572
+help export: 163475739 1721
 help plan: 3949033753 4559
 help broker: 547526744 3162
 help worker: 3015310655 1520
-help agent: 2653467728 1224
+help agent: 3155974298 1572
 help submit: 1343229788 4368
 help batch: 2781364441 1727
 help status: 979815886 725
@@ -1061,7 +1102,9 @@ help cancel: 3739333781 715
 help list: 2550677265 892
 help keygen: 3068494888 374
 help profile: 729247599 3824
-help: 4118700826 1693
+help calibrate: 2922399942 841
+help devices: 3212416660 317
+help: 1742133860 1809
 EXPECTED
 if ! diff -u expected.txt actual.txt >diff.txt; then
     cat diff.txt >&2

@@ -117,7 +117,7 @@ reason_for() {
             echo "make test runs this script (recursion); the prelude replays make run" ;;
         *torch2planfarm.py*) echo "needs torch and the model file the reader writes (mymodel.py)" ;;
         *" model.json "*) echo "needs model.json, written by torch2planfarm.py" ;;
-        *"export megatron gpt.json cluster.json plan.json"*)
+        *"export megatron gpt.json cluster.json plan.json"* | *"export deepspeed gpt.json cluster.json plan.json"*)
             echo "placeholders for a layer-aligned plan of the reader's own model" ;;
         ". run/megatron_args.sh"* | "run/launch.sh "*)
             echo "runs Megatron-LM through torchrun on GPU hosts" ;;

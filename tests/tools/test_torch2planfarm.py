@@ -396,7 +396,7 @@ class TestGPT(Base):
                                ("blocks.0.qkv.v", "blocks.0.matmul_1", 2048)])
         for part in "qkv":
             op = ops["blocks.0.qkv." + part]
-            self.assertEqual((op["weight"], op["param_bytes"], op["flops"]), ([32, 32], 2112,
+            self.assertEqual((op["weight"], op["param_bytes"], op["fwd_flops"]), ([32, 32], 2112,
                                                                               2 * 32 * 32 * 32))
         # Only q keeps the input (2048 B) and has its gradient, as the fused op would once.
         self.assertEqual([ops["blocks.0.qkv." + p]["mem_fwd_bytes"] for p in "qkv"],
@@ -450,6 +450,72 @@ class TestGPT(Base):
             r = run(sys.executable, TOOL, *(args or ["torchvision.models"]))
             self.assertEqual(r.returncode, 2, (args, r.stderr))
             self.assertIn(msg, r.stderr)
+
+
+class TestWork(Base):
+    """Graph file version 2's work keys (DESIGN.md "Files"), from the traced shapes."""
+
+    def setUp(self):
+        super().setUp()
+        torch.manual_seed(0)
+        self.g = t2p.export(TinyGPT(), torch.zeros(2, 16, dtype=torch.long))
+
+    def test_gemm_ops(self):
+        ops = self.by_name(self.g)
+        self.assertEqual(self.g["version"], 2)
+        want = {
+            # fc1: x [2, 16, 32] @ [32, 128]: 32 token rows; reads x (2048 B) and its weights
+            # and biases (8448 B), writes [2, 16, 128] (8192 B)
+            "blocks.0.fc1": ({"m": 32, "n": 128, "k": 32, "batch": 1}, 262144, 10496, 8192),
+            # q of the split qkv: 32 -> 32, its third of the weights (2112 B)
+            "blocks.0.qkv.q": ({"m": 32, "n": 32, "k": 32, "batch": 1}, 65536, 4160, 2048),
+            # scores q @ k^T per (sample, head), 2 x 4 = 8 of (16 x 8) @ (8 x 16)
+            "blocks.0.matmul": ({"m": 16, "n": 16, "k": 8, "batch": 8}, 32768, 4096, 4096),
+            # context probs @ v: 8 of (16 x 16) @ (16 x 8); reads probs 4096 B + v 2048 B
+            "blocks.0.matmul_1": ({"m": 16, "n": 8, "k": 16, "batch": 8}, 32768, 6144, 2048),
+        }
+        for name, (gemm, flops, read, written) in want.items():
+            op = ops[name]
+            self.assertEqual(op["gemm"], gemm, name)
+            self.assertEqual((op["fwd_flops"], op["bwd_flops"]), (flops, 2 * flops), name)
+            self.assertEqual((op["bytes_read"], op["bytes_written"]), (read, written), name)
+
+    def test_other_ops(self):
+        ops = self.by_name(self.g)
+        sm = ops["blocks.0.softmax"]  # 5 FLOPs per element, backward one pass
+        self.assertEqual((sm["fwd_flops"], sm["bwd_flops"]), (10240, 10240))
+        self.assertEqual((sm["bytes_read"], sm["bytes_written"]), (4096, 4096))
+        self.assertNotIn("gemm", sm)
+        ln = ops["blocks.0.ln1"]  # 8 per element, backward 2x; reads x and scale, shift
+        self.assertEqual((ln["fwd_flops"], ln["bwd_flops"]), (8192, 16384))
+        self.assertEqual((ln["bytes_read"], ln["bytes_written"]), (2048 + 128, 2048))
+        # the embedding reads its 2 x 16 int64 ids and one 64-byte row per token
+        wte = ops["wte"]
+        self.assertEqual((wte["bytes_read"], wte["bytes_written"]), (256 + 2048, 2048))
+        self.assertNotIn("gemm", wte)
+        for op in self.g["ops"]:
+            self.assertGreater(op["bytes_written"], 0, op["name"])
+            if "gemm" in op:
+                d = op["gemm"]
+                self.assertEqual(2 * d["m"] * d["n"] * d["k"] * d["batch"], op["fwd_flops"],
+                                 op["name"])
+            self.assertIn(op.get("bwd_flops", 0), (op.get("fwd_flops", 0),
+                                                   2 * op.get("fwd_flops", 0)), op["name"])
+
+    def test_conv_and_mha(self):
+        import torchvision
+        g = t2p.export(torchvision.models.resnet18(weights=None), torch.randn(2, 3, 64, 64))
+        ops = self.by_name(g)
+        # conv1 7x7/2, 3 -> 64 on 64 x 64: im2col rows 2 x 32 x 32, k = 3 x 49
+        self.assertEqual(ops["conv1"]["gemm"], {"m": 2048, "n": 64, "k": 147, "batch": 1})
+        self.assertEqual(ops["conv1"]["fwd_flops"], 38535168)
+        # reads the image (2 x 3 x 64 x 64 x 2 B) and 64 x 3 x 49 weights, writes 131072 x 2 B
+        self.assertEqual(ops["conv1"]["bytes_read"], 49152 + 18816)
+        self.assertEqual(ops["fc"]["gemm"], {"m": 2, "n": 1000, "k": 512, "batch": 1})
+        # nn.MultiheadAttention is one fused op: its FLOPs, no single GEMM shape
+        mha = self.by_name(t2p.export(SelfAttention(), torch.randn(2, 32, 64)))["mha"]
+        self.assertEqual((mha["fwd_flops"], mha["bwd_flops"]), (2621440, 2 * 2621440))
+        self.assertNotIn("gemm", mha)
 
 
 class TestResNet18(Base):
@@ -648,7 +714,7 @@ class TestLargeModels(Base):
                         "transformer.h.0.mlp.c_proj"])
         ops = self.by_name(g)
         # Scores: 2 x (1 x 12 heads x 1024 x 1024) x 64 = 1,610,612,736 FLOPs.
-        self.assertEqual(ops["transformer.h.0.attn.matmul"]["flops"], 1610612736)
+        self.assertEqual(ops["transformer.h.0.attn.matmul"]["fwd_flops"], 1610612736)
         self.assertEqual(ops["transformer.h.0.attn.matmul"]["output"], [1, 12, 1024, 1024])
 
     def test_llama_stack(self):
@@ -669,7 +735,7 @@ class TestPricing(Base):
         g = t2p.export(SelfAttention(), torch.randn(2, 32, 64))
         mha = self.by_name(g)["mha"]
         self.assertEqual(mha["type"], "attention")
-        self.assertEqual(mha["flops"], 2621440)
+        self.assertEqual(mha["fwd_flops"], 2621440)
         self.assertAlmostEqual(mha["fwd_ms"], 2621440 / PEAK * 1e3, places=15)
         # 4 x 64 x 64 weights + 3 x 64 + 64 biases = 16,640 parameters, 33,280 bytes.
         self.assertEqual(mha["param_bytes"], 33280)
@@ -685,7 +751,7 @@ class TestPricing(Base):
         ops = self.by_name(g)
         self.assertEqual(ops["lm_head"]["param_bytes"], 128000)
         self.assertEqual(ops["transformer.wte"]["param_bytes"], 0)
-        self.assertEqual(ops["lm_head"]["flops"], 2 * 64 * 64 * 1000)
+        self.assertEqual(ops["lm_head"]["fwd_flops"], 2 * 64 * 64 * 1000)
 
     def test_moe_routing(self):
         # The router decides by the tokens: the command line draws token ids at random (seed 0)
@@ -703,7 +769,7 @@ class TestPricing(Base):
         for n in rows:
             self.assertTrue(0 < n < 32, rows)  # every expert used, none by every token
         for e in range(4):  # 2 x rows x 32 x 64 each
-            self.assertEqual(ops["experts.%d.0" % e]["flops"], 2 * rows[e] * 32 * 64)
+            self.assertEqual(ops["experts.%d.0" % e]["fwd_flops"], 2 * rows[e] * 32 * 64)
 
     def test_tuple_unpacking(self):
         # `rows, cols = torch.where(mask)` unpacks (Python 3.11's bytecode broke torch.fx's

@@ -1,4 +1,5 @@
 #include "planner/ir/cluster_hier.h"
+#include "planner/ir/cluster.h"
 #include "planner/core/json.h"
 #include "planner/core/util.h"
 
@@ -274,6 +275,10 @@ static int validate_kinds(const pf_cluster_hier_t *h, char *err, size_t errlen)
         snprintf(where, sizeof where, "hierarchy.host_kinds[%d]", k);
         if ((rc = pf_check_name(x->name, where, err, errlen)) != PF_OK ||
             (rc = check_link(x->bw_gbps, x->lat_us, where, err, errlen)) != PF_OK)
+            return rc;
+        char mw[96];
+        snprintf(mw, sizeof mw, "%s.device_model", where);
+        if ((rc = pf_cluster_check_model(x->device_model, mw, err, errlen)) != PF_OK)
             return rc;
         if (x->gpus < 1 || x->gpus > 4096)
             return pf_fail(err, errlen, PF_EINPUT, "%s.gpus: %d, must be in [1, 4096]", where,

@@ -493,9 +493,11 @@ static int build_random(const pf_topology_opts_t *o, draft_t *d)
 /* --models: the preset names of the machine blocks, with their memory and dense bf16 peak. */
 #define TOPOLOGY_MAX_MODELS 16
 typedef struct {
-    int n; /* 0 = no list */
+    int n;      /* 0 = no list */
+    int nkinds; /* distinct names */
     const char *name[TOPOLOGY_MAX_MODELS]; /* the presets' own names (static) */
     double mem_bytes[TOPOLOGY_MAX_MODELS], tflops[TOPOLOGY_MAX_MODELS];
+    int kind[TOPOLOGY_MAX_MODELS]; /* the block's host kind: its name's first block */
 } models_t;
 
 static int parse_models(const pf_topology_opts_t *o, models_t *m, char *err, size_t errlen)
@@ -522,6 +524,10 @@ static int parse_models(const pf_topology_opts_t *o, models_t *m, char *err, siz
         m->name[m->n] = pf_devmodel_spec(dm)->name;
         m->mem_bytes[m->n] = pf_devmodel_spec(dm)->mem_bytes;
         m->tflops[m->n] = pf_devmodel_peak_tflops(dm, PF_PREC_BF16);
+        int j = 0;
+        while (j < m->n && m->name[j] != m->name[m->n])
+            j++;
+        m->kind[m->n] = j < m->n ? m->kind[j] : m->nkinds++;
         if (!end)
             break;
         p = end + 1;
@@ -555,15 +561,18 @@ static int build_hierarchy(const pf_topology_opts_t *o, const models_t *m, const
         .device_model = o->device_model,
         .gpus = o->gpus_per_machine, .mem_bytes = o->mem_bytes, .tflops = o->tflops,
         .bw_gbps = o->intra_gbps, .lat_us = o->latency_us}};
-    for (int k = 0; k < m->n; k++) {
+    for (int b = m->n - 1; b >= 0; b--) { /* the first block of a name sets its kind */
+        int k = m->kind[b];
         kind[k] = kind[0];
-        kind[k].name = kind[k].device_model = m->name[k];
-        kind[k].mem_bytes = m->mem_bytes[k];
-        kind[k].tflops = m->tflops[k];
+        kind[k].name = kind[k].device_model = m->name[b];
+        kind[k].mem_bytes = m->mem_bytes[b];
+        kind[k].tflops = m->tflops[b];
     }
-    pf_cluster_hier_t *h = pf_cluster_hier_new(o->machines, lv, nl, kind, m->n > 0 ? m->n : 1);
-    for (int host = 0; h && m->n > 1 && host < o->machines; host++)
-        if (pf_cluster_hier_set_host(h, host, models_block(m, host, o->machines), 0) != PF_OK)
+    pf_cluster_hier_t *h =
+        pf_cluster_hier_new(o->machines, lv, nl, kind, m->nkinds > 0 ? m->nkinds : 1);
+    for (int host = 0; h && m->nkinds > 1 && host < o->machines; host++)
+        if (pf_cluster_hier_set_host(h, host, m->kind[models_block(m, host, o->machines)], 0) !=
+            PF_OK)
             pf_cluster_hier_destroy(&h);
     int rc;
     if (!h || !(*out = pf_cluster_new_hier(name, h))) {

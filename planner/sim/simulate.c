@@ -1,6 +1,7 @@
 #include "planner/sim/simulate.h"
 #include "planner/ir/collective.h"
 #include "planner/ir/cost.h"
+#include "planner/ir/devkinds.h"
 #include "planner/map/stage_graph.h"
 #include "planner/core/util.h"
 
@@ -146,11 +147,13 @@ static void microbatch_tasks(sim_t *x, int s, int r, int m, int comm_free)
 {
     const pf_simulate_stage_t *st = &x->in->stage[s];
     double tpf = comm_free ? 0 : st->tp_fwd_ms, tpb = comm_free ? 0 : st->tp_bwd_ms;
+    double fwd = st->rep_fwd_ms ? st->rep_fwd_ms[r] : st->fwd_ms;
+    double bwd = st->rep_bwd_ms ? st->rep_bwd_ms[r] : st->bwd_ms;
     x->task[id_fwd(x, s, r, m)] = (task_t){
-        .kind = T_FWD, .s = s, .r = r, .m = m, .dur_ms = st->fwd_ms + tpf, .tp_ms = tpf};
+        .kind = T_FWD, .s = s, .r = r, .m = m, .dur_ms = fwd + tpf, .tp_ms = tpf};
     x->task[id_bwd(x, s, r, m)] =
         (task_t){.kind = T_BWD, .s = s, .r = r, .m = m,
-                 .dur_ms = st->recompute_ms + st->bwd_ms + tpb, .tp_ms = tpb};
+                 .dur_ms = st->recompute_ms + bwd + tpb, .tp_ms = tpb};
     for (int k = 0; k < x->T; k++) {
         if (s + 1 < x->S) {
             double ms = hop_ms(x, st, r, dev_of(x, s, r, k), dev_of(x, s + 1, r, k), comm_free);
@@ -663,6 +666,8 @@ void pf_simulate_input_clear(pf_simulate_input_t *in)
     for (int s = 0; in->stage && s < in->stages; s++) {
         free(in->stage[s].devices);
         free(in->stage[s].xfer_ms);
+        free(in->stage[s].rep_fwd_ms);
+        free(in->stage[s].rep_bwd_ms);
     }
     free(in->stage);
     memset(in, 0, sizeof *in);
@@ -798,6 +803,42 @@ static void stage_costs(pf_simulate_input_t *in, int s, const pf_plan_t *p, cons
         st->act_bytes += in->stage[s - 1].send_bytes;
 }
 
+/* A mixed cluster (dk not uniform): stage s's compute per replica, each op priced on its
+ * devices' kinds (devkinds.h), a replica as slow as the slowest kind among its T devices (a
+ * tensor-parallel group waits for its slowest rank). */
+static int stage_kind_costs(pf_simulate_input_t *in, int s, const pf_plan_t *p,
+                            const pf_graph_t *dg, const pf_tap_result_t *tap,
+                            const pf_devkinds_t *dk)
+{
+    pf_simulate_stage_t *st = &in->stage[s];
+    const pf_stage_t *ps = &p->stage_list[s];
+    int R = in->replicas, T = in->tp, K = pf_devkinds_count(dk);
+    double *kf = calloc((size_t)K * 2, sizeof *kf), *kb = kf + K;
+    st->rep_fwd_ms = calloc((size_t)R, sizeof *st->rep_fwd_ms);
+    st->rep_bwd_ms = calloc((size_t)R, sizeof *st->rep_bwd_ms);
+    if (!kf || !st->rep_fwd_ms || !st->rep_bwd_ms) {
+        free(kf);
+        return PF_ERR;
+    }
+    for (int i = 0; i < ps->nops; i++) {
+        int v = ps->ops[i];
+        const pf_op_t *op = pf_graph_op(dg, v);
+        double cf = tap ? tap->ops[v].fwd_comm_ms : 0, cb = tap ? tap->ops[v].bwd_comm_ms : 0;
+        for (int k = 0; k < K; k++) {
+            kf[k] += fmax(0, op->fwd_ms - cf) * pf_devkinds_fwd_ratio(dk, v, k);
+            kb[k] += fmax(0, op->bwd_ms - cb) * pf_devkinds_bwd_ratio(dk, v, k);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) {
+            int k = pf_devkinds_of(dk, ps->devices[r * T + t]);
+            st->rep_fwd_ms[r] = fmax(st->rep_fwd_ms[r], kf[k]);
+            st->rep_bwd_ms[r] = fmax(st->rep_bwd_ms[r], kb[k]);
+        }
+    free(kf);
+    return PF_OK;
+}
+
 /* Stage s's per-replica transfer to stage s + 1 as a cross-mesh resharding: the caller's times
  * (xfer_ms, S x R) or priced here. */
 static int stage_xfers(pf_simulate_input_t *in, int s, const pf_plan_t *p, const double *xfer_ms,
@@ -830,6 +871,7 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
 {
     memset(in, 0, sizeof *in);
     pf_stage_graph_t *sg = NULL;
+    pf_devkinds_t *dk = NULL;
     pf_tp_setting_t *own = NULL;
     int rc = pf_plan_validate(p, g, c, err, errlen);
     if (rc != PF_OK)
@@ -854,11 +896,14 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
     in->schedule = sched;
     in->cluster = c;
     in->stage = calloc((size_t)S, sizeof *in->stage);
-    if (!in->stage || !(sg = pf_stage_graph_from_plan(dg, p)))
+    if (!in->stage || !(sg = pf_stage_graph_from_plan(dg, p)) ||
+        !(dk = pf_devkinds_new(dg, c)))
         goto oom;
     for (int s = 0; s < S; s++) {
         pf_simulate_stage_t *st = &in->stage[s];
         stage_costs(in, s, p, dg, tap, sg);
+        if (!pf_devkinds_uniform(dk) && stage_kind_costs(in, s, p, dg, tap, dk) != PF_OK)
+            goto oom;
         if (!(st->devices = malloc((size_t)R * T * sizeof *st->devices)))
             goto oom;
         memcpy(st->devices, p->stage_list[s].devices, (size_t)R * T * sizeof *st->devices);
@@ -870,11 +915,13 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
         most = fmax(most, in->stage[s].param_bytes / T);
     in->buckets = pf_simulate_buckets(most, R, p->train.precision_bytes);
     pf_stage_graph_destroy(&sg);
+    pf_devkinds_destroy(&dk);
     pf_tp_setting_destroy(&own);
     return PF_OK;
 oom:
     rc = pf_fail(err, errlen, PF_ERR, "out of memory");
 fail:
+    pf_devkinds_destroy(&dk);
     pf_stage_graph_destroy(&sg);
     pf_tp_setting_destroy(&own);
     pf_simulate_input_clear(in);

@@ -67,6 +67,38 @@ static void price_ops(pf_devkinds_t *dk, const pf_graph_t *g, const pf_devmodel_
     }
 }
 
+int pf_devkinds_number(const pf_cluster_t *c, int *kind_of)
+{
+    int D = pf_cluster_ndevices(c), K = 0;
+    for (int d = 0; d < D; d++) {
+        const char *m = pf_cluster_device(c, d)->device_model;
+        int e = 0;
+        while (e < d && !same_name(pf_cluster_device(c, e)->device_model, m))
+            e++;
+        kind_of[d] = e < d ? kind_of[e] : K++;
+    }
+    return K;
+}
+
+int pf_devkinds_number_of(const pf_cluster_t *c, int d)
+{
+    enum { SEEN = 64 };
+    const char *seen[SEEN];
+    const char *m = pf_cluster_device(c, d)->device_model;
+    int K = 0;
+    for (int e = 0; e <= d; e++) {
+        const char *x = pf_cluster_device(c, e)->device_model;
+        int k = 0;
+        while (k < K && !same_name(seen[k], x))
+            k++;
+        if (same_name(x, m))
+            return k;
+        if (k == K && K < SEEN)
+            seen[K++] = x;
+    }
+    return K;
+}
+
 pf_devkinds_t *pf_devkinds_new(const pf_graph_t *g, const pf_cluster_t *c)
 {
     pf_devkinds_t *dk = calloc(1, sizeof *dk);

@@ -22,6 +22,12 @@ typedef struct pf_devkinds pf_devkinds_t;
 pf_devkinds_t *pf_devkinds_new(const pf_graph_t *g, const pf_cluster_t *c);
 void pf_devkinds_destroy(pf_devkinds_t **dk);
 
+/* The kinds of c's devices alone: kind_of[d] (D entries) numbered by first device; returns
+ * their count. pf_devkinds_new numbers them the same way. */
+int pf_devkinds_number(const pf_cluster_t *c, int *kind_of);
+/* Device d's kind in that numbering alone (O(d x kinds)). */
+int pf_devkinds_number_of(const pf_cluster_t *c, int d);
+
 /* Distinct kinds (>= 1) and device d's kind in [0, count), kinds numbered by first device. */
 int pf_devkinds_count(const pf_devkinds_t *dk);
 int pf_devkinds_of(const pf_devkinds_t *dk, int device);

@@ -1,5 +1,4 @@
 #include "planner/ir/cluster.h"
-#include "planner/ir/graph.h"
 #include "planner/ir/cluster_hier.h"
 #include "planner/core/json.h"
 #include "planner/core/util.h"
@@ -153,15 +152,6 @@ void pf_cluster_set_link(pf_cluster_t *c, int a, int b, double gbps, double lat_
 
 static int validate_matrices(const pf_cluster_t *c, char *err, size_t errlen);
 
-int pf_cluster_check_model(const char *name, const char *where, char *err, size_t errlen)
-{
-    if (!name)
-        return PF_OK;
-    if (!*name || strlen(name) > PF_GRAPH_DEVICE_MODEL_MAX)
-        return pf_fail(err, errlen, PF_EINPUT, "%s: empty or longer than %d bytes", where,
-                       PF_GRAPH_DEVICE_MODEL_MAX);
-    return pf_check_utf8(name, where, err, errlen);
-}
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -196,7 +186,7 @@ int pf_cluster_validate(const pf_cluster_t *c, char *err, size_t errlen)
         if (d->host < 0)
             return pf_fail(err, errlen, PF_EINPUT, "devices[%d].host: negative", i);
         snprintf(where, sizeof where, "devices[%d].device_model", i);
-        if ((rc = pf_cluster_check_model(d->device_model, where, err, errlen)) != PF_OK)
+        if ((rc = pf_cluster_hier_check_model(d->device_model, where, err, errlen)) != PF_OK)
             return rc;
     }
     int64_t *ids = malloc((size_t)c->n * sizeof *ids);

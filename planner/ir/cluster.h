@@ -47,10 +47,6 @@ void pf_cluster_set_link(pf_cluster_t *c, int a, int b, double gbps, double lat_
  * O(D^2) for a matrix, O(D log D + hosts) for a hierarchy: readers and builders call it once;
  * a cluster handed to the planner is taken as valid. */
 int pf_cluster_validate(const pf_cluster_t *c, char *err, size_t errlen);
-/* A device_model name as files may hold it (NULL is fine): non-empty, at most
- * PF_GRAPH_DEVICE_MODEL_MAX bytes of UTF-8; "<where>: empty or longer than 64 bytes". A name that
- * is no preset is kept: ops on such a device keep the graph's times (devkinds.h). */
-int pf_cluster_check_model(const char *name, const char *where, char *err, size_t errlen);
 
 const char *pf_cluster_name(const pf_cluster_t *c);
 int pf_cluster_ndevices(const pf_cluster_t *c);

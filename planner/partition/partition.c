@@ -31,7 +31,6 @@
  * does not depend on the thread count. */
 #include "planner/partition/partition.h"
 #include "planner/partition/partition_layout.h"
-#include "planner/partition/partition_opts.h"
 #include "planner/partition/coarsen.h"
 #include "planner/partition/refine.h"
 #include "planner/core/util.h"

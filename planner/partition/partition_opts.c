@@ -1,4 +1,5 @@
-#include "planner/partition/partition_opts.h"
+/* partition_opts: the defaults and the checks of pf_partition_opts_t (partition.h). */
+#include "planner/partition/partition.h"
 #include "planner/core/util.h"
 
 #include <math.h>

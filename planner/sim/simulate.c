@@ -1,7 +1,7 @@
 #include "planner/sim/simulate.h"
 #include "planner/ir/collective.h"
 #include "planner/ir/cost.h"
-#include "planner/ir/devkinds.h"
+#include "planner/sim/stage_kinds.h"
 #include "planner/map/stage_graph.h"
 #include "planner/core/util.h"
 
@@ -803,42 +803,6 @@ static void stage_costs(pf_simulate_input_t *in, int s, const pf_plan_t *p, cons
         st->act_bytes += in->stage[s - 1].send_bytes;
 }
 
-/* A mixed cluster (dk not uniform): stage s's compute per replica, each op priced on its
- * devices' kinds (devkinds.h), a replica as slow as the slowest kind among its T devices (a
- * tensor-parallel group waits for its slowest rank). */
-static int stage_kind_costs(pf_simulate_input_t *in, int s, const pf_plan_t *p,
-                            const pf_graph_t *dg, const pf_tap_result_t *tap,
-                            const pf_devkinds_t *dk)
-{
-    pf_simulate_stage_t *st = &in->stage[s];
-    const pf_stage_t *ps = &p->stage_list[s];
-    int R = in->replicas, T = in->tp, K = pf_devkinds_count(dk);
-    double *kf = calloc((size_t)K * 2, sizeof *kf), *kb = kf + K;
-    st->rep_fwd_ms = calloc((size_t)R, sizeof *st->rep_fwd_ms);
-    st->rep_bwd_ms = calloc((size_t)R, sizeof *st->rep_bwd_ms);
-    if (!kf || !st->rep_fwd_ms || !st->rep_bwd_ms) {
-        free(kf);
-        return PF_ERR;
-    }
-    for (int i = 0; i < ps->nops; i++) {
-        int v = ps->ops[i];
-        const pf_op_t *op = pf_graph_op(dg, v);
-        double cf = tap ? tap->ops[v].fwd_comm_ms : 0, cb = tap ? tap->ops[v].bwd_comm_ms : 0;
-        for (int k = 0; k < K; k++) {
-            kf[k] += fmax(0, op->fwd_ms - cf) * pf_devkinds_fwd_ratio(dk, v, k);
-            kb[k] += fmax(0, op->bwd_ms - cb) * pf_devkinds_bwd_ratio(dk, v, k);
-        }
-    }
-    for (int r = 0; r < R; r++)
-        for (int t = 0; t < T; t++) {
-            int k = pf_devkinds_of(dk, ps->devices[r * T + t]);
-            st->rep_fwd_ms[r] = fmax(st->rep_fwd_ms[r], kf[k]);
-            st->rep_bwd_ms[r] = fmax(st->rep_bwd_ms[r], kb[k]);
-        }
-    free(kf);
-    return PF_OK;
-}
-
 /* Stage s's per-replica transfer to stage s + 1 as a cross-mesh resharding: the caller's times
  * (xfer_ms, S x R) or priced here. */
 static int stage_xfers(pf_simulate_input_t *in, int s, const pf_plan_t *p, const double *xfer_ms,
@@ -902,7 +866,11 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
     for (int s = 0; s < S; s++) {
         pf_simulate_stage_t *st = &in->stage[s];
         stage_costs(in, s, p, dg, tap, sg);
-        if (!pf_devkinds_uniform(dk) && stage_kind_costs(in, s, p, dg, tap, dk) != PF_OK)
+        if (!pf_devkinds_uniform(dk) &&
+            (!(st->rep_fwd_ms = calloc((size_t)R, sizeof *st->rep_fwd_ms)) ||
+             !(st->rep_bwd_ms = calloc((size_t)R, sizeof *st->rep_bwd_ms)) ||
+             pf_stage_kinds_times(dg, tap, &p->stage_list[s], R, T, dk, st->rep_fwd_ms,
+                                  st->rep_bwd_ms) != PF_OK))
             goto oom;
         if (!(st->devices = malloc((size_t)R * T * sizeof *st->devices)))
             goto oom;

@@ -260,12 +260,59 @@ static void test_devkinds_a100_h100_gpt(void)
     pf_graph_destroy(&g);
 }
 
+/* The file key: read, validated with its place, written back; a hierarchy's host kind names the
+ * model of its devices. */
+static void test_devkinds_cluster_files(void)
+{
+    char err[256];
+    const char *dense = "{\"name\": \"m\", \"devices\": ["
+                        "{\"id\": 0, \"host\": 0, \"mem_bytes\": 1e9, \"device_model\": \"a100-80g\"},"
+                        "{\"id\": 1, \"host\": 1, \"mem_bytes\": 1e9, \"device_model\": \"%s\"}],"
+                        "\"bandwidth_gbps\": [[0, 1], [1, 0]]}";
+    char text[512];
+    snprintf(text, sizeof text, dense, "h100-sxm");
+    pf_cluster_t *c = NULL, *back = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_cluster_load_buffer(text, strlen(text), "m", &c, err, sizeof err),
+                          PF_OK);
+    CU_ASSERT_STRING_EQUAL(pf_cluster_device(c, 1)->device_model, "h100-sxm");
+    char path[512];
+    snprintf(path, sizeof path, "%s/mixed.json", pf_test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(pf_cluster_save(c, path, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_cluster_load(path, &back, err, sizeof err), PF_OK);
+    CU_ASSERT_STRING_EQUAL(pf_cluster_device(back, 0)->device_model, "a100-80g");
+    CU_ASSERT_STRING_EQUAL(pf_cluster_device(back, 1)->device_model, "h100-sxm");
+    pf_cluster_destroy(&back);
+    pf_cluster_destroy(&c);
+    snprintf(text, sizeof text, dense, "");
+    CU_ASSERT_EQUAL(pf_cluster_load_buffer(text, strlen(text), "m", &c, err, sizeof err),
+                    PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "devices[1].device_model: empty"));
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_A100);
+    to.machines = 4;
+    to.models = "a100-80g,h100-sxm";
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_cluster_ndevices(c), 32);
+    CU_ASSERT_STRING_EQUAL(pf_cluster_device(c, 15)->device_model, "a100-80g"); /* host 1 */
+    CU_ASSERT_STRING_EQUAL(pf_cluster_device(c, 16)->device_model, "h100-sxm"); /* host 2 */
+    pf_cluster_destroy(&c);
+    to.models = "a100-80g,x";
+    CU_ASSERT_EQUAL(pf_topology_build(&to, &c, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "'x' is not a device preset"));
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_A100);
+    to.tflops = 100; /* no longer an A100 80GB */
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
+    CU_ASSERT_PTR_NULL(pf_cluster_device(c, 0)->device_model);
+    pf_cluster_destroy(&c);
+}
+
 void pf_suite_devkinds(void)
 {
     CU_pSuite s = CU_add_suite("devkinds", NULL, NULL);
     CU_add_test(s, "ratios by hand (HBM roofline, GEMM)", test_devkinds_ratio);
     CU_add_test(s, "one kind or unknown models: ratio 1", test_devkinds_uniform);
     CU_add_test(s, "DP with stage multipliers = brute force", test_devkinds_dp_multipliers);
+    CU_add_test(s, "device_model in cluster files and generators", test_devkinds_cluster_files);
     CU_add_test(s, "A100 + H100: more layers on the H100, faster step",
                 test_devkinds_a100_h100_gpt);
 }

@@ -124,6 +124,40 @@ static void summarize_hierarchy(const pf_cluster_hier_t *h)
         printf("    ... %d more exceptions\n", pf_cluster_hier_nexceptions(h) - shown);
 }
 
+/* "a100-80g x 8, h100-sxm x 8": the devices per device model, in device order ("none" for
+ * devices that name none); nothing when no device names one. */
+static void summarize_models(const pf_cluster_t *c)
+{
+    enum { SHOWN = 8 };
+    const char *name[SHOWN];
+    int count[SHOWN], k = 0, n = pf_cluster_ndevices(c), any = 0, rest = 0;
+    for (int i = 0; i < n; i++) {
+        const char *m = pf_cluster_device(c, i)->device_model;
+        any |= m != NULL;
+        m = m ? m : "none";
+        int j = 0;
+        while (j < k && strcmp(name[j], m) != 0)
+            j++;
+        if (j == k && k == SHOWN) {
+            rest++;
+            continue;
+        }
+        if (j == k) {
+            name[k] = m;
+            count[k++] = 0;
+        }
+        count[j]++;
+    }
+    if (!any)
+        return;
+    printf("  models:      ");
+    for (int j = 0; j < k; j++)
+        printf("%s %s x %d", j ? "," : "", name[j], count[j]);
+    if (rest)
+        printf(", %d more devices", rest);
+    printf("\n");
+}
+
 static void summarize_cluster(const pf_cluster_t *c)
 {
     int n = pf_cluster_ndevices(c);
@@ -138,6 +172,7 @@ static void summarize_cluster(const pf_cluster_t *c)
     printf("cluster %s: %d device%s on %d host%s\n", pf_cluster_name(c), n, n == 1 ? "" : "s",
            hosts, hosts == 1 ? "" : "s");
     printf("  memory:       %s .. %s per device\n", a, b);
+    summarize_models(c);
     if (n > 1)
         printf("  bandwidth:    min %g, median %g, max %g GB/s (%s)\n", pf_cluster_bw_min(c),
                pf_cluster_bw_median(c), pf_cluster_bw_max(c),

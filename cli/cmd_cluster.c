@@ -57,6 +57,11 @@ static void help(FILE *f)
             "                    16 for mesh, torus and random kinds)\n"
             "  --tflops X        peak TFLOPs per device (default: the kind's GPU; 125 otherwise);\n"
             "                    recorded only: op times come from the graph file\n"
+            "                    (dgx1, nvswitch, dgx-*: either flag drops the device model)\n"
+            "  --models M1,M2..  nvswitch, dgx-*: device presets (planfarm devices) of\n"
+            "                    consecutive blocks of machines, e.g. a100-80g,h100-sxm: the\n"
+            "                    first half A100, the second H100, each with its preset's\n"
+            "                    memory and peak; ops are priced on each device's model\n"
             "  --latency-us X    latency of every pair (inside a machine where an inter-machine\n"
             "                    latency is set); 0 (default but dgx-*: 2.5) and no inter-machine\n"
             "                    latency write no latency matrix\n"
@@ -114,7 +119,7 @@ static int parse_dims(const char *arg, int want, int dims[3], const char *kind)
 /* The flags as given: they are converted once the kind is known, whose defaults come first. */
 typedef struct {
     const char *machines, *gpus, *intra, *inter, *dims, *devices, *seed, *mem, *tflops, *latency,
-        *inter_latency, *name, *out, *per_leaf, *per_spine, *oversub;
+        *inter_latency, *name, *out, *per_leaf, *per_spine, *oversub, *models;
     bool matrix;
 } cluster_args_t;
 
@@ -136,6 +141,7 @@ static const cli_option_t cluster_options[] = {
     {"hosts-per-leaf", 0, CLI_OPT_STRING, .offset = G(per_leaf)},
     {"leaves-per-spine", 0, CLI_OPT_STRING, .offset = G(per_spine)},
     {"oversubscription", 0, CLI_OPT_STRING, .offset = G(oversub)},
+    {"models", 0, CLI_OPT_STRING, .offset = G(models)},
     {"matrix", 0, CLI_OPT_FLAG, .offset = G(matrix)},
     CLI_OPTION_HELP,
     CLI_OPTION_END,
@@ -170,6 +176,7 @@ static const struct {
     {G(per_leaf), "--hosts-per-leaf", K_HIERARCHY, "nvswitch, dgx-a100 and dgx-h100"},
     {G(per_spine), "--leaves-per-spine", K_HIERARCHY, "nvswitch, dgx-a100 and dgx-h100"},
     {G(oversub), "--oversubscription", K_HIERARCHY, "nvswitch, dgx-a100 and dgx-h100"},
+    {G(models), "--models", K_HIERARCHY, "nvswitch, dgx-a100 and dgx-h100"},
 };
 
 static const char *given_text(const cluster_args_t *a, size_t offset)
@@ -208,6 +215,16 @@ static int set_name(const char *cmd, const char *arg, void *base)
     return 0;
 }
 
+static int set_models(const char *cmd, const char *arg, void *base)
+{
+    if (!*arg) {
+        cli_usage_error(cmd, "--models: empty");
+        return -1;
+    }
+    ((pf_topology_opts_t *)base)->models = arg; /* checked by pf_topology_build */
+    return 0;
+}
+
 /* How each given flag sets the topology's options, in the order they are checked. */
 #define T(field) offsetof(pf_topology_opts_t, field)
 static const struct {
@@ -239,6 +256,7 @@ static const struct {
     {G(inter_latency), {"inter-latency-us", 0, CLI_OPT_DOUBLE, .offset = T(inter_latency_us),
                         .dlo = 0, .dhi = 1e9}},
     {G(name), {"name", 0, CLI_OPT_CUSTOM, .parse = set_name}},
+    {G(models), {"models", 0, CLI_OPT_CUSTOM, .parse = set_models}},
 };
 #undef T
 

@@ -328,6 +328,17 @@ Planfarm__StageGraph *pf_model_codec_stage_graph_to_pb(pf_arena_t *a, const pf_s
     pb->n_param_bytes = (size_t)S;
     pb->msg_bytes = msg;
     pb->n_msg_bytes = (size_t)S * S;
+    int K = pf_stage_graph_nkinds(sg);
+    if (K > 0) {
+        double *ck = PF_ANEW(a, double, (size_t)S * K);
+        if (!ck)
+            return NULL;
+        for (int s = 0; s < S; s++)
+            for (int k = 0; k < K; k++)
+                ck[(size_t)s * K + k] = pf_stage_graph_cu_kind_ms(sg, s, k);
+        pb->cu_kind_ms = ck;
+        pb->n_cu_kind_ms = (size_t)S * K;
+    }
     return pb;
 }
 
@@ -354,8 +365,19 @@ int pf_model_codec_stage_graph_from_pb(const Planfarm__StageGraph *m, pf_stage_g
                                s, t);
         }
     }
+    if (m->n_cu_kind_ms % S != 0 || m->n_cu_kind_ms / S > PF_WIRE_MAX_STAGE_REPLICAS)
+        return pf_fail(err, errlen, PF_EINPUT, "stage_graph.cu_kind_ms: %zu entries for %zu "
+                       "stages", m->n_cu_kind_ms, S);
     *out = pf_stage_graph_new((int)S, (int)R, m->cu_ms, m->param_bytes, m->msg_bytes);
-    return *out ? PF_OK : pf_fail(err, errlen, PF_ERR, "out of memory");
+    if (!*out)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    int rc = pf_stage_graph_set_kind_cu(*out, (int)(m->n_cu_kind_ms / S), m->cu_kind_ms);
+    if (rc != PF_OK) {
+        pf_stage_graph_destroy(out);
+        return pf_fail(err, errlen, rc, rc == PF_ERR ? "out of memory"
+                                                     : "stage_graph.cu_kind_ms: a bad number");
+    }
+    return PF_OK;
 }
 
 /* ---- plan ---- */

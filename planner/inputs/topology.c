@@ -1,5 +1,6 @@
 #include "planner/inputs/topology.h"
 #include "planner/ir/cluster_hier.h"
+#include "planner/ir/devmodel.h"
 #include "planner/core/rng.h"
 #include "planner/core/util.h"
 
@@ -167,6 +168,7 @@ void pf_topology_opts_init(pf_topology_opts_t *o, pf_topology_kind_t kind)
         o->tflops = HIER_TFLOPS;
         break;
     case PF_TOPOLOGY_DGX1:
+        o->device_model = "v100";
         o->gpus_per_machine = DGX1_GPUS;
         o->intra_gbps = DGX1_DOUBLE_GBPS;
         o->inter_gbps = DGX1_INTER_GBPS;
@@ -177,6 +179,7 @@ void pf_topology_opts_init(pf_topology_opts_t *o, pf_topology_kind_t kind)
         o->inter_gbps = NVSWITCH_INTER_GBPS;
         o->mem_bytes = H100_MEM_BYTES;
         o->tflops = H100_TFLOPS;
+        o->device_model = "h100-sxm";
         break;
     case PF_TOPOLOGY_DGX_A100:
     case PF_TOPOLOGY_DGX_H100: {
@@ -186,6 +189,7 @@ void pf_topology_opts_init(pf_topology_opts_t *o, pf_topology_kind_t kind)
         o->inter_gbps = a100 ? DGX_A100_INTER_GBPS : DGX_H100_INTER_GBPS;
         o->mem_bytes = a100 ? A100_MEM_BYTES : H100_MEM_BYTES;
         o->tflops = a100 ? A100_TFLOPS : H100_TFLOPS;
+        o->device_model = a100 ? "a100-80g" : "h100-sxm";
         o->latency_us = DGX_NVLINK_LATENCY_US;
         o->inter_latency_us = DGX_IB_LATENCY_US;
         break;
@@ -486,8 +490,62 @@ static int build_random(const pf_topology_opts_t *o, draft_t *d)
 }
 
 /* The hierarchy of a machine kind (topology.h): the same links as build_machines' matrix. */
-static int build_hierarchy(const pf_topology_opts_t *o, const char *name, pf_cluster_t **out,
-                           char *err, size_t errlen)
+/* --models: the preset names of the machine blocks, with their memory and dense bf16 peak. */
+#define TOPOLOGY_MAX_MODELS 16
+typedef struct {
+    int n;      /* 0 = no list */
+    int nkinds; /* distinct names */
+    const char *name[TOPOLOGY_MAX_MODELS]; /* the presets' own names (static) */
+    double mem_bytes[TOPOLOGY_MAX_MODELS], tflops[TOPOLOGY_MAX_MODELS];
+    int kind[TOPOLOGY_MAX_MODELS]; /* the block's host kind: its name's first block */
+} models_t;
+
+static int parse_models(const pf_topology_opts_t *o, models_t *m, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    if (!o->models)
+        return PF_OK;
+    const char *kind = pf_topology_kind_name(o->kind);
+    if (o->kind == PF_TOPOLOGY_HIER || o->kind == PF_TOPOLOGY_DGX1 || is_grid(o->kind) ||
+        is_random(o->kind))
+        return pf_fail(err, errlen, PF_EINPUT, "models: %s has one GPU kind (only nvswitch, "
+                       "dgx-a100 and dgx-h100 take a list)", kind);
+    for (const char *p = o->models;; m->n++) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char nm[PF_DEVMODEL_NAME_MAX], names[256];
+        snprintf(nm, sizeof nm, "%.*s", (int)(len < sizeof nm ? len : sizeof nm - 1), p);
+        const pf_devmodel_t *dm = len < sizeof nm ? pf_devmodel_preset(nm) : NULL;
+        if (!dm)
+            return pf_fail(err, errlen, PF_EINPUT, "models: '%s' is not a device preset (%s)", nm,
+                           pf_devmodel_names(names, sizeof names));
+        if (m->n == TOPOLOGY_MAX_MODELS)
+            return pf_fail(err, errlen, PF_EINPUT, "models: more than %d", TOPOLOGY_MAX_MODELS);
+        m->name[m->n] = pf_devmodel_spec(dm)->name;
+        m->mem_bytes[m->n] = pf_devmodel_spec(dm)->mem_bytes;
+        m->tflops[m->n] = pf_devmodel_peak_tflops(dm, PF_PREC_BF16);
+        int j = 0;
+        while (j < m->n && m->name[j] != m->name[m->n])
+            j++;
+        m->kind[m->n] = j < m->n ? m->kind[j] : m->nkinds++;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    if (++m->n > o->machines)
+        return pf_fail(err, errlen, PF_EINPUT, "models: %d names for %d machines", m->n,
+                       o->machines);
+    return PF_OK;
+}
+
+/* The block (index into the list) of machine h of `machines`. */
+static int models_block(const models_t *m, int host, int machines)
+{
+    return (int)((long long)host * m->n / machines);
+}
+
+static int build_hierarchy(const pf_topology_opts_t *o, const models_t *m, const char *name,
+                           pf_cluster_t **out, char *err, size_t errlen)
 {
     int a100 = o->kind == PF_TOPOLOGY_DGX_A100, nvs = o->kind == PF_TOPOLOGY_NVSWITCH;
     double inter_lat = o->inter_latency_us > 0 ? o->inter_latency_us : o->latency_us;
@@ -498,15 +556,24 @@ static int build_hierarchy(const pf_topology_opts_t *o, const char *name, pf_clu
         {"spine", o->machines <= spine ? 0 : o->leaves_per_spine, o->inter_gbps, inter_lat, 1},
         {"core", 0, o->inter_gbps, inter_lat, 1}};
     int nl = o->machines <= leaf ? 2 : o->machines <= spine ? 3 : 4;
-    pf_cluster_host_kind_t kind = {
+    pf_cluster_host_kind_t kind[TOPOLOGY_MAX_MODELS] = {{
         .name = nvs ? "hgx-h100" : a100 ? "dgx-a100" : "dgx-h100",
-        .device_model = a100 ? "a100-sxm4-80gb" : "h100-sxm5-80gb",
+        .device_model = o->device_model,
         .gpus = o->gpus_per_machine, .mem_bytes = o->mem_bytes, .tflops = o->tflops,
-        .bw_gbps = o->intra_gbps, .lat_us = o->latency_us};
-    if (o->mem_bytes != (a100 ? A100_MEM_BYTES : H100_MEM_BYTES) ||
-        o->tflops != (a100 ? A100_TFLOPS : H100_TFLOPS))
-        kind.device_model = NULL; /* --mem-gb / --tflops: no longer that GPU */
-    pf_cluster_hier_t *h = pf_cluster_hier_new(o->machines, lv, nl, &kind, 1);
+        .bw_gbps = o->intra_gbps, .lat_us = o->latency_us}};
+    for (int b = m->n - 1; b >= 0; b--) { /* the first block of a name sets its kind */
+        int k = m->kind[b];
+        kind[k] = kind[0];
+        kind[k].name = kind[k].device_model = m->name[b];
+        kind[k].mem_bytes = m->mem_bytes[b];
+        kind[k].tflops = m->tflops[b];
+    }
+    pf_cluster_hier_t *h =
+        pf_cluster_hier_new(o->machines, lv, nl, kind, m->nkinds > 0 ? m->nkinds : 1);
+    for (int host = 0; h && m->nkinds > 1 && host < o->machines; host++)
+        if (pf_cluster_hier_set_host(h, host, m->kind[models_block(m, host, o->machines)], 0) !=
+            PF_OK)
+            pf_cluster_hier_destroy(&h);
     int rc;
     if (!h || !(*out = pf_cluster_new_hier(name, h))) {
         pf_cluster_hier_destroy(&h);
@@ -518,6 +585,16 @@ static int build_hierarchy(const pf_topology_opts_t *o, const char *name, pf_clu
     return rc;
 }
 
+/* A device that no longer has its kind's memory or peak (--mem-gb, --tflops) is no longer that
+ * GPU: it names no model. */
+static void keep_model(pf_topology_opts_t *o)
+{
+    pf_topology_opts_t def;
+    pf_topology_opts_init(&def, o->kind);
+    if (o->mem_bytes != def.mem_bytes || o->tflops != def.tflops)
+        o->device_model = NULL;
+}
+
 int pf_topology_build(const pf_topology_opts_t *o, pf_cluster_t **out, char *err, size_t errlen)
 {
     pf_topology_opts_t opts = *o;
@@ -525,12 +602,15 @@ int pf_topology_build(const pf_topology_opts_t *o, pf_cluster_t **out, char *err
     char name[96];
     int rc;
     *out = NULL;
-    if ((rc = check_opts(&opts, &d.n, err, errlen)) != PF_OK)
+    models_t m;
+    if ((rc = check_opts(&opts, &d.n, err, errlen)) != PF_OK ||
+        (rc = parse_models(&opts, &m, err, errlen)) != PF_OK)
         return rc;
+    keep_model(&opts);
     if (!opts.name)
         name_default(&opts, name, sizeof name);
     if (writes_hierarchy(&opts))
-        return build_hierarchy(&opts, opts.name ? opts.name : name, out, err, errlen);
+        return build_hierarchy(&opts, &m, opts.name ? opts.name : name, out, err, errlen);
     d.host = calloc((size_t)d.n, sizeof *d.host);
     d.name = calloc((size_t)d.n, sizeof *d.name);
     d.c = pf_cluster_new(opts.name ? opts.name : name, d.n);
@@ -547,7 +627,14 @@ int pf_topology_build(const pf_topology_opts_t *o, pf_cluster_t **out, char *err
         goto fail;
     for (int i = 0; i < d.n; i++) {
         pf_device_t dev = {.id = i, .host = d.host[i], .name = d.name[i],
-                           .mem_bytes = opts.mem_bytes, .tflops = opts.tflops};
+                           .mem_bytes = opts.mem_bytes, .tflops = opts.tflops,
+                           .device_model = opts.device_model};
+        if (m.n > 0) {
+            int k = models_block(&m, d.host[i], opts.machines);
+            dev.mem_bytes = m.mem_bytes[k];
+            dev.tflops = m.tflops[k];
+            dev.device_model = m.name[k];
+        }
         if ((rc = pf_cluster_set_device(d.c, i, &dev)) != PF_OK)
             goto fail;
         for (int j = 0; j < d.n && (opts.latency_us > 0 || opts.inter_latency_us > 0); j++)

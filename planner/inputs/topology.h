@@ -59,6 +59,14 @@ typedef struct {
     int matrix;
     int hosts_per_leaf, leaves_per_spine;
     double oversub;
+    /* The device model (devmodel.h preset) every device names: set by init for the kinds that
+     * are one GPU (dgx1 v100, nvswitch and dgx-h100 h100-sxm, dgx-a100 a100-80g), dropped when
+     * memory or peak differ from the init's; NULL = none named. */
+    const char *device_model;
+    /* Machine kinds: "a100-80g,h100-sxm": the machines in as many consecutive blocks as names
+     * (machine h in block h x n / machines), each block's GPUs that preset with its memory and
+     * dense bf16 peak (mem_bytes, tflops and device_model are then unused); NULL = one kind. */
+    const char *models;
 } pf_topology_opts_t;
 
 /* "hier", "dgx1", "nvswitch", "mesh2d", "torus2d", "mesh3d", "torus3d", "random-blk1",

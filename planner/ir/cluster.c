@@ -67,7 +67,7 @@ pf_cluster_t *pf_cluster_new_hier(const char *name, pf_cluster_hier_t *h)
             char nm[48];
             snprintf(nm, sizeof nm, "node%d/gpu%d", host, g);
             pf_device_t d = {.id = i, .host = host, .name = nm, .mem_bytes = x->mem_bytes,
-                             .tflops = x->tflops};
+                             .tflops = x->tflops, .device_model = x->device_model};
             if (pf_cluster_set_device(c, i, &d) != PF_OK) {
                 pf_cluster_destroy(&c);
                 return NULL;
@@ -85,8 +85,10 @@ void pf_cluster_destroy(pf_cluster_t **cp)
         return;
     pf_cluster_t *c = *cp;
     if (c->dev) {
-        for (int i = 0; i < c->n; i++)
+        for (int i = 0; i < c->n; i++) {
             free((char *)c->dev[i].name);
+            free((char *)c->dev[i].device_model);
+        }
     }
     free(c->dev);
     free(c->bw);
@@ -109,11 +111,17 @@ int pf_cluster_set_device(pf_cluster_t *c, int i, const pf_device_t *d)
         name = fallback;
     }
     char *copy = pf_strdup(name);
-    if (!copy)
+    char *model = d->device_model ? pf_strdup(d->device_model) : NULL;
+    if (!copy || (d->device_model && !model)) {
+        free(copy);
+        free(model);
         return PF_ERR;
+    }
     free((char *)c->dev[i].name);
+    free((char *)c->dev[i].device_model);
     c->dev[i] = *d;
     c->dev[i].name = copy;
+    c->dev[i].device_model = model;
     return PF_OK;
 }
 
@@ -143,6 +151,7 @@ void pf_cluster_set_link(pf_cluster_t *c, int a, int b, double gbps, double lat_
 }
 
 static int validate_matrices(const pf_cluster_t *c, char *err, size_t errlen);
+
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -176,6 +185,9 @@ int pf_cluster_validate(const pf_cluster_t *c, char *err, size_t errlen)
             return rc;
         if (d->host < 0)
             return pf_fail(err, errlen, PF_EINPUT, "devices[%d].host: negative", i);
+        snprintf(where, sizeof where, "devices[%d].device_model", i);
+        if ((rc = pf_cluster_hier_check_model(d->device_model, where, err, errlen)) != PF_OK)
+            return rc;
     }
     int64_t *ids = malloc((size_t)c->n * sizeof *ids);
     if (!ids)
@@ -564,7 +576,9 @@ static int from_json(json_t *root, pf_cluster_t **out, char *err, size_t errlen)
             (rc = pf_json_get_string(o, path, "name", 0, NULL, &d.name, err, errlen)) ||
             (rc = pf_json_get_number(o, path, "mem_bytes", PF_JSON_GET_REQUIRED | PF_JSON_GET_POSITIVE, 0,
                                &d.mem_bytes, err, errlen)) ||
-            (rc = pf_json_get_number(o, path, "tflops", PF_JSON_GET_NONNEG, 0, &d.tflops, err, errlen)))
+            (rc = pf_json_get_number(o, path, "tflops", PF_JSON_GET_NONNEG, 0, &d.tflops, err, errlen)) ||
+            (rc = pf_json_get_string(o, path, "device_model", 0, NULL, &d.device_model, err,
+                                     errlen)))
             goto fail;
         if (host > (1 << 30)) {
             rc = pf_fail(err, errlen, PF_EINPUT, "%s.host: too large", path);
@@ -661,6 +675,9 @@ static void emit_cluster(pf_json_writer_t *w, const void *ctx)
         pf_json_writer_key(w, "name"); pf_json_writer_str(w, d->name);
         pf_json_writer_key(w, "mem_bytes"); pf_json_writer_num(w, d->mem_bytes);
         pf_json_writer_key(w, "tflops"); pf_json_writer_num(w, d->tflops);
+        if (d->device_model) {
+            pf_json_writer_key(w, "device_model"); pf_json_writer_str(w, d->device_model);
+        }
         pf_json_writer_obj_end(w);
     }
     pf_json_writer_arr_end(w);

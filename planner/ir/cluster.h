@@ -19,6 +19,9 @@ typedef struct {
     const char *name; /* owned by the cluster once set */
     double mem_bytes; /* > 0 */
     double tflops;    /* peak, for analytic op costs; 0 = unknown */
+    /* the device model (devmodel.h) that prices ops on it: a preset name such as "a100-80g",
+     * owned by the cluster once set; NULL = not said (ops keep the graph's times) */
+    const char *device_model;
 } pf_device_t;
 
 /* All bandwidths start at 0 (invalid off the diagonal) and latencies at 0. */
@@ -32,7 +35,7 @@ pf_cluster_t *pf_cluster_new_hier(const char *name, pf_cluster_hier_t *h);
 const pf_cluster_hier_t *pf_cluster_hierarchy(const pf_cluster_t *c);
 void pf_cluster_destroy(pf_cluster_t **c);
 
-int pf_cluster_set_device(pf_cluster_t *c, int i, const pf_device_t *d); /* copies name */
+int pf_cluster_set_device(pf_cluster_t *c, int i, const pf_device_t *d); /* copies name, model */
 /* Matrix clusters only (a hierarchy ignores them). */
 void pf_cluster_set_bw(pf_cluster_t *c, int a, int b, double gbps);
 void pf_cluster_set_lat(pf_cluster_t *c, int a, int b, double us);

@@ -1,4 +1,5 @@
 #include "planner/ir/cluster_hier.h"
+#include "planner/ir/graph.h"
 #include "planner/core/json.h"
 #include "planner/core/util.h"
 
@@ -265,6 +266,16 @@ static int validate_levels(const pf_cluster_hier_t *h, char *err, size_t errlen)
     return PF_OK;
 }
 
+int pf_cluster_hier_check_model(const char *name, const char *where, char *err, size_t errlen)
+{
+    if (!name)
+        return PF_OK;
+    if (!*name || strlen(name) > PF_GRAPH_DEVICE_MODEL_MAX)
+        return pf_fail(err, errlen, PF_EINPUT, "%s: empty or longer than %d bytes", where,
+                       PF_GRAPH_DEVICE_MODEL_MAX);
+    return pf_check_utf8(name, where, err, errlen);
+}
+
 static int validate_kinds(const pf_cluster_hier_t *h, char *err, size_t errlen)
 {
     char where[64];
@@ -274,6 +285,10 @@ static int validate_kinds(const pf_cluster_hier_t *h, char *err, size_t errlen)
         snprintf(where, sizeof where, "hierarchy.host_kinds[%d]", k);
         if ((rc = pf_check_name(x->name, where, err, errlen)) != PF_OK ||
             (rc = check_link(x->bw_gbps, x->lat_us, where, err, errlen)) != PF_OK)
+            return rc;
+        char mw[96];
+        snprintf(mw, sizeof mw, "%s.device_model", where);
+        if ((rc = pf_cluster_hier_check_model(x->device_model, mw, err, errlen)) != PF_OK)
             return rc;
         if (x->gpus < 1 || x->gpus > 4096)
             return pf_fail(err, errlen, PF_EINPUT, "%s.gpus: %d, must be in [1, 4096]", where,

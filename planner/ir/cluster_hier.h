@@ -63,6 +63,11 @@ int pf_cluster_hier_set_host(pf_cluster_hier_t *h, int host, int kind, double ni
  * at most PF_CLUSTER_HIER_MAX_DEVICES devices; messages name the JSON path
  * ("hierarchy.levels[2].bw_gbps: zero"). O(hosts). */
 int pf_cluster_hier_validate(const pf_cluster_hier_t *h, char *err, size_t errlen);
+/* A device_model name as cluster files hold it, per device (format 1) or per host kind (NULL is
+ * fine): non-empty, at most PF_GRAPH_DEVICE_MODEL_MAX bytes of UTF-8; "<where>: empty or longer
+ * than 64 bytes". A name that is no preset is kept: ops on such a device keep the graph's times
+ * (devkinds.h). */
+int pf_cluster_hier_check_model(const char *name, const char *where, char *err, size_t errlen);
 
 int pf_cluster_hier_hosts(const pf_cluster_hier_t *h);         /* slots, missing ones too */
 int pf_cluster_hier_present_hosts(const pf_cluster_hier_t *h); /* slots with devices */

@@ -13,6 +13,7 @@ void pf_cost_model_init(pf_cost_model_t *cm, const pf_cluster_t *c, int stages, 
     cm->microbatches = microbatches > 0 ? microbatches : PF_DEFAULT_MICROBATCHES;
     cm->stages = stages > 0 ? stages : 1;
     cm->mem_limit_bytes = pf_cluster_min_mem_bytes(c);
+    cm->stage_mult = NULL;
     pf_training_t t;
     pf_training_init(&t);
     pf_cost_model_set_training(cm, &t, 1, 0);
@@ -46,6 +47,8 @@ double pf_cost_stage_time_ms(const pf_graph_t *g, const int *op_stage, int s,
     for (int v = 0; v < n; v++)
         if (op_stage[v] == s)
             t += pf_graph_cu_ms(g, v);
+    if (cm->stage_mult)
+        t *= cm->stage_mult[s];
     for (int e = 0; e < m; e++) {
         const pf_edge_t *ed = pf_graph_edge(g, e);
         if ((op_stage[ed->src] == s) != (op_stage[ed->dst] == s))

@@ -4,6 +4,7 @@
  *   c_u(v)  = fwd_ms + bwd_ms
  *   c_m(e)  = bytes(e) / B_flat
  *   t(H)    = sum_{v in H} c_u(v) + sum_{e crossing H's boundary} c_m(e)            (eq. 3)
+ *             (the sum of c_u times stage_mult[s] on a mixed cluster)
  *   m(H, s) = state_factor x sum_{v in H} param_bytes + k_s x sum_{v in H} mem_fwd + reserve
  *             k_s = micro-batches stage s holds at its peak (min(MB, S - s) under 1F1B)
  *   (DESIGN.md "Memory per device": eq. 14 of Parmesan generalised to parameter state as
@@ -29,6 +30,10 @@ typedef struct {
     double mem_limit_bytes; /* smallest device memory */
     pf_training_t train;
     int replicas;           /* the data-parallel group ZeRO divides over */
+    /* A cluster that mixes device kinds (devkinds.h): stage s's compute sum_{v in H} c_u(v) is
+     * multiplied by stage_mult[s], the graph ratio of the kind assumed to run it
+     * (partition.c); NULL = 1 (every uniform cluster). Borrowed, S entries. */
+    const double *stage_mult;
 } pf_cost_model_t;
 
 /* Defaults from the cluster: B_flat = median off-diagonal bandwidth (or flat_gbps when > 0),

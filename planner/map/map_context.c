@@ -13,6 +13,7 @@
  */
 #include "planner/map/map_context.h"
 #include "planner/core/util.h"
+#include "planner/ir/devkinds.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -24,6 +25,8 @@ void pf_map_context_destroy(pf_map_context_t **cxp)
         return;
     pf_map_context_t *cx = *cxp;
     free(cx->cu);
+    free(cx->kind);
+    free(cx->cu_kind);
     free(cx->ar_bytes);
     free(cx->adj_off);
     free(cx->adj);
@@ -198,6 +201,27 @@ static bool alloc_tables(pf_map_context_t *cx)
            cx->low_ref;
 }
 
+/* A mixed cluster: c_u per (stage, kind) and each device's kind; cu = the least over kinds,
+ * so the static bounds (map_bounds.h) stay lower bounds. */
+static int kind_tables(pf_map_context_t *cx, const pf_stage_graph_t *sg)
+{
+    int S = cx->S, K = pf_stage_graph_nkinds(sg);
+    if (K <= 0)
+        return PF_OK;
+    cx->kind = malloc((size_t)cx->D * sizeof *cx->kind);
+    cx->cu_kind = malloc((size_t)S * K * sizeof *cx->cu_kind);
+    if (!cx->kind || !cx->cu_kind)
+        return PF_ERR;
+    cx->nkinds = K;
+    for (int s = 0; s < S; s++)
+        for (int k = 0; k < K; k++) {
+            cx->cu_kind[(size_t)s * K + k] = pf_stage_graph_cu_kind_ms(sg, s, k);
+            cx->cu[s] = k ? fmin(cx->cu[s], cx->cu_kind[(size_t)s * K + k])
+                          : cx->cu_kind[(size_t)s * K];
+        }
+    return PF_OK;
+}
+
 /* cu, ar_bytes and the stage adjacency with its message bytes, from the stage graph. */
 static int stage_tables(pf_map_context_t *cx, const pf_stage_graph_t *sg)
 {
@@ -212,6 +236,8 @@ static int stage_tables(pf_map_context_t *cx, const pf_stage_graph_t *sg)
         cx->ar_bytes[s] = pf_stage_graph_allreduce_bytes(sg, s);
     }
     cx->adj_off[S] = nadj;
+    if (kind_tables(cx, sg) != PF_OK)
+        return PF_ERR;
     cx->adj = malloc((size_t)(nadj ? nadj : 1) * sizeof *cx->adj);
     cx->adj_bytes = malloc((size_t)(nadj ? nadj : 1) * sizeof *cx->adj_bytes);
     if (!cx->adj || !cx->adj_bytes)
@@ -299,7 +325,15 @@ pf_map_context_t *pf_map_context_new(const pf_stage_graph_t *sg, const pf_cluste
     if (!alloc_tables(cx) || stage_tables(cx, sg) != PF_OK)
         goto fail;
     link_tables(cx, c);
-    if (pf_map_symmetry_init(&cx->sym, c, symmetry) != PF_OK || bounds(cx) != PF_OK ||
+    if (cx->kind && pf_devkinds_number(c, cx->kind) != cx->nkinds) {
+        pf_fail(err, errlen, PF_EINPUT, "the stage graph prices %d device kinds, cluster %s has "
+                "%d", cx->nkinds, pf_cluster_name(c), pf_devkinds_number(c, cx->kind));
+        pf_map_context_destroy(&cx);
+        return NULL;
+    }
+    /* devices of different kinds are not interchangeable: no device symmetry there */
+    if (pf_map_symmetry_init(&cx->sym, c, cx->kind ? PF_MAP_SYM_OFF : symmetry) != PF_OK ||
+        bounds(cx) != PF_OK ||
         build_order(cx) != PF_OK)
         goto fail;
     return cx;

@@ -27,7 +27,10 @@ struct pf_map_context {
     pf_map_inst_t inst;
     bool use_m, use_ar;
     int symmetry;
-    double *cu, *ar_bytes;          /* S */
+    double *cu, *ar_bytes;          /* S; cu = the least over kinds on a mixed cluster */
+    int nkinds;                     /* > 0: a mixed cluster (stage_graph.h per-kind c_u) */
+    int *kind;                      /* D: device -> kind (pf_devkinds_number), or NULL */
+    double *cu_kind;                /* S x nkinds, or NULL */
     int *adj_off, *adj, max_deg;    /* stage adjacency (CSR), as the stage graph has it */
     double *adj_bytes;              /* M of each adjacency entry */
     double *lat_ms, *bw_bpms;       /* D x D: latency ms, bandwidth bytes per ms */
@@ -54,6 +57,12 @@ double pf_map_context_objective_ms(const pf_map_context_t *cx, const int *dev);
 /* The mapping order (stage replicas by depth) and whether it is stage-major. */
 const int *pf_map_context_order(const pf_map_context_t *cx, bool *stage_major);
 
+/* c_u(s) on device d: its kind's when the cluster mixes kinds. */
+static inline double pf_map_context_cu(const pf_map_context_t *cx, int s, int d)
+{
+    return cx->cu_kind ? cx->cu_kind[(size_t)s * cx->nkinds + cx->kind[d]] : cx->cu[s];
+}
+
 /* c_stage(x, p), summed in the order pf_mapping_stage_time_ms uses: c_u + (eq. 8 over neighbours
  * ascending) + (eq. 9 max over ring pairs). */
 static inline double pf_map_context_stage_time_ms(const pf_map_context_t *cx, const int *dev, int x)
@@ -71,7 +80,7 @@ static inline double pf_map_context_stage_time_ms(const pf_map_context_t *cx, co
             int a = dev[s * R + q], b = dev[s * R + (q + 1) % R];
             ar = fmax(ar, cx->ar_bytes[s] / cx->bw_bpms[(size_t)a * D + b]);
         }
-    return cx->cu[s] + m + ar;
+    return pf_map_context_cu(cx, s, d) + m + ar;
 }
 
 #endif

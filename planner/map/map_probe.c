@@ -196,12 +196,13 @@ static bool place(dfs_t *st, int x, int d, int commit, double *score)
             double mb2 = fmax(acc2 + fmax(rem2, 0.0), cx->bounds.static_m[(size_t)s2 * D + e]);
             double mmax2 = fmax(st->mmax[s2], mb2);
             double ar2 = cx->use_ar ? st->arlb[s2] : 0.0;
-            if (cx->cu[s2] + mmax2 + ar2 > st->t_prune) {
+            double cu2 = pf_map_context_cu(cx, s2, e);
+            if (cu2 + mmax2 + ar2 > st->t_prune) {
                 ok = 0;
                 if (!commit)
                     return false;
             }
-            sc = fmax(sc, cx->cu[s2] + mb2);
+            sc = fmax(sc, cu2 + mb2);
             if (commit) {
                 set_logged(st, &st->acc[x2], acc2);
                 set_logged(st, &st->rem[x2], rem2);
@@ -232,11 +233,12 @@ static bool place(dfs_t *st, int x, int d, int commit, double *score)
             set_logged(st, &st->arlb[s], arv);
     }
     double mm = cx->use_m ? fmax(st->mmax[s], mx) : 0.0;
-    if (cx->cu[s] + mm + arv > st->t_prune)
+    double cu = pf_map_context_cu(cx, s, d);
+    if (cu + mm + arv > st->t_prune)
         ok = 0;
     if (commit && cx->use_m)
         set_logged(st, &st->mmax[s], mm);
-    *score = fmax(sc, cx->cu[s] + mx + pairv);
+    *score = fmax(sc, cu + mx + pairv);
     return ok;
 }
 

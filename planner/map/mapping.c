@@ -3,6 +3,7 @@
  * `planfarm map`. The precomputation of one instantiation is map_context.c, the bounds
  * map_bounds.c, the DFS probe (Algorithm 2) map_probe.c, its symmetry map_symmetry.c. */
 #include "planner/map/mapping.h"
+#include "planner/ir/devkinds.h"
 #include "planner/ir/cost.h"
 #include "planner/map/map_context.h"
 #include "planner/map/target_search.h"
@@ -48,7 +49,10 @@ double pf_mapping_stage_time_ms(const pf_stage_graph_t *sg, const pf_cluster_t *
     int s = x / pf_stage_graph_replicas(sg);
     double m = inst != PF_MAP_INST_AR ? m_term_ms(sg, c, dev, x) : 0.0;
     double ar = inst != PF_MAP_INST_M ? ar_term_ms(sg, c, dev, s) : 0.0;
-    return pf_stage_graph_cu_ms(sg, s) + m + ar;
+    double cu = pf_stage_graph_nkinds(sg) > 0
+                    ? pf_stage_graph_cu_kind_ms(sg, s, pf_devkinds_number_of(c, dev[x]))
+                    : pf_stage_graph_cu_ms(sg, s);
+    return cu + m + ar;
 }
 
 double pf_mapping_objective_ms(const pf_stage_graph_t *sg, const pf_cluster_t *c,
@@ -545,7 +549,7 @@ int pf_mapping_plan(const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t *p,
     int *dev = malloc((size_t)N * sizeof *dev);
     pf_mapping_stats_t st;
     pf_map_inst_t used = o->inst;
-    if (!sg || !dev) {
+    if (!sg || !dev || pf_stage_graph_price_kinds(sg, g, p, c) != PF_OK) {
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto done;
     }

@@ -1,5 +1,6 @@
 #include "planner/map/stage_graph.h"
 #include "planner/ir/cost.h"
+#include "planner/ir/devkinds.h"
 #include "planner/core/util.h"
 
 #include <math.h>
@@ -14,6 +15,8 @@ struct pf_stage_graph {
     double *param_bytes; /* S */
     double *msg_bytes;   /* S x S, symmetric, zero diagonal */
     int *adj_off, *adj;  /* CSR over stages: neighbours with M > 0, ascending */
+    int nkinds;          /* 0: one cost per stage */
+    double *cu_kind_ms;  /* S x nkinds */
 };
 
 void pf_stage_graph_destroy(pf_stage_graph_t **sgp)
@@ -26,6 +29,7 @@ void pf_stage_graph_destroy(pf_stage_graph_t **sgp)
     free(sg->msg_bytes);
     free(sg->adj_off);
     free(sg->adj);
+    free(sg->cu_kind_ms);
     free(sg);
     *sgp = NULL;
 }
@@ -176,4 +180,49 @@ double pf_stage_graph_total_p2p_bytes(const pf_stage_graph_t *sg)
         for (int t = s + 1; t < S; t++)
             sum += sg->msg_bytes[(size_t)s * S + t];
     return sum;
+}
+
+int pf_stage_graph_set_kind_cu(pf_stage_graph_t *sg, int K, const double *cu_sk)
+{
+    free(sg->cu_kind_ms);
+    sg->cu_kind_ms = NULL;
+    sg->nkinds = 0;
+    if (K <= 0)
+        return PF_OK;
+    size_t n = (size_t)sg->stages * K;
+    for (size_t i = 0; i < n; i++)
+        if (!pf_is_finite_nonneg(cu_sk[i]))
+            return PF_EINPUT;
+    if (!(sg->cu_kind_ms = malloc(n * sizeof *sg->cu_kind_ms)))
+        return PF_ERR;
+    memcpy(sg->cu_kind_ms, cu_sk, n * sizeof *cu_sk);
+    sg->nkinds = K;
+    return PF_OK;
+}
+
+int pf_stage_graph_nkinds(const pf_stage_graph_t *sg) { return sg->nkinds; }
+
+double pf_stage_graph_cu_kind_ms(const pf_stage_graph_t *sg, int s, int k)
+{
+    return sg->cu_kind_ms[(size_t)s * sg->nkinds + k];
+}
+
+int pf_stage_graph_price_kinds(pf_stage_graph_t *sg, const pf_graph_t *g, const pf_plan_t *p,
+                               const pf_cluster_t *c)
+{
+    pf_devkinds_t *dk = pf_devkinds_new(g, c);
+    if (!dk)
+        return PF_ERR;
+    int rc = PF_OK, K = pf_devkinds_count(dk), S = sg->stages;
+    if (!pf_devkinds_uniform(dk)) {
+        double *cu = calloc((size_t)S * K, sizeof *cu);
+        for (int s = 0; cu && s < S; s++)
+            for (int i = 0; i < p->stage_list[s].nops; i++)
+                for (int k = 0; k < K; k++)
+                    cu[(size_t)s * K + k] += pf_devkinds_cu_ms(dk, g, p->stage_list[s].ops[i], k);
+        rc = cu ? pf_stage_graph_set_kind_cu(sg, K, cu) : PF_ERR;
+        free(cu);
+    }
+    pf_devkinds_destroy(&dk);
+    return rc;
 }

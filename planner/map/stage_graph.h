@@ -7,6 +7,7 @@
 #ifndef PF_STAGE_GRAPH_H
 #define PF_STAGE_GRAPH_H
 
+#include "planner/ir/cluster.h"
 #include "planner/ir/graph.h"
 #include "planner/ir/plan.h"
 
@@ -28,6 +29,18 @@ int pf_stage_graph_replicas(const pf_stage_graph_t *sg);
 double pf_stage_graph_cu_ms(const pf_stage_graph_t *sg, int s);
 double pf_stage_graph_param_bytes(const pf_stage_graph_t *sg, int s);
 double pf_stage_graph_msg_bytes(const pf_stage_graph_t *sg, int s, int t);
+
+/* A cluster that mixes device kinds (devkinds.h): c_u(s) on each kind, S x K row-major
+ * (cu_sk[s K + k]), kinds numbered as pf_devkinds_number numbers the cluster's devices. Copied;
+ * K <= 0 drops them. PF_OK, PF_EINPUT (a number negative or not finite), PF_ERR. */
+int pf_stage_graph_set_kind_cu(pf_stage_graph_t *sg, int K, const double *cu_sk);
+/* The kinds set (0: none, every device costs c_u(s)) and c_u(s) on kind k. */
+int pf_stage_graph_nkinds(const pf_stage_graph_t *sg);
+double pf_stage_graph_cu_kind_ms(const pf_stage_graph_t *sg, int s, int k);
+/* Sets the per-kind c_u of the plan's stages on cluster c when c mixes kinds whose ratios are
+ * not all 1 (g: the graph of from_plan); nothing otherwise. PF_OK or PF_ERR. */
+int pf_stage_graph_price_kinds(pf_stage_graph_t *sg, const pf_graph_t *g, const pf_plan_t *p,
+                               const pf_cluster_t *c);
 
 /* Stages adjacent to s (M(s, s') > 0), ascending; *count gets their number. Eq. 6 sums over
  * them in this order. */

@@ -30,6 +30,7 @@
  * class begins). Pairs are visited in a fixed order and improvements are strict, so the result
  * does not depend on the thread count. */
 #include "planner/partition/partition.h"
+#include "planner/partition/partition_layout.h"
 #include "planner/partition/coarsen.h"
 #include "planner/partition/refine.h"
 #include "planner/core/util.h"
@@ -57,17 +58,6 @@ int pf_partition_default_k(const pf_graph_t *g, int stages, long long max_downse
     if (d >= 0 && (double)d * n <= (double)(1 << 26))
         return n;
     return pf_coarsen_default_k(stages, n);
-}
-
-void pf_partition_opts_init(pf_partition_opts_t *o)
-{
-    memset(o, 0, sizeof *o);
-    o->stages = 1;
-    o->alpha = 1.0;
-    o->refine = 1;
-    o->refine_max_moves = 100;
-    o->max_downsets = PF_PARTITION_DEFAULT_MAX_DOWNSETS;
-    pf_training_init(&o->train);
 }
 
 /* ---- per-downset sums ---- */
@@ -221,6 +211,9 @@ typedef struct {
     const pf_cost_model_t *cm;
     int S, nested, mode;
     double cap;         /* stage values above it are treated as infeasible */
+    const double *mult; /* BY_TIME on a mixed cluster: stage s's compute multiplier at
+                         * mult[s - 1] (cost.h stage_mult); NULL = 1 */
+    double bscale;      /* the least multiplier (1 without): c_u bounds below are scaled by it */
     double floor_value; /* a lower bound of the answer: cells are clamped up to it */
     const double *base; /* c_u (BY_TIME) or memory at k_s = 1 (BY_MEMORY) per downset */
     long long *order;   /* downsets sorted by base; the s* arrays are in that order, so the
@@ -234,7 +227,8 @@ typedef struct {
 
 /* Stage H = F_i - F_j (j's set inside i's): its eq. 3 time, and its parameter state and stored
  * activations for the memory test. */
-static double stage_time(const dp_t *dp, long long j, long long i, double *fixed, double *act)
+static double stage_time(const dp_t *dp, long long j, long long i, double *fixed, double *act,
+                         double *cu)
 {
     const dsinfo_t *in = dp->in;
     const uint64_t *fi = pf_downsets_get(dp->ds, i);
@@ -245,16 +239,19 @@ static double stage_time(const dp_t *dp, long long j, long long i, double *fixed
     *fixed = in->fixed[i] - in->fixed[j];
     *act = in->act[i] - in->act[j];
     double cut = in->out[i] - in->out[j] + 2 * into;
+    *cu = in->cu[i] - in->cu[j];
     return in->cu[i] - in->cu[j] + pf_bytes_ms(cut, dp->cm->flat_gbps);
 }
 
-/* H's value as stage s (1-based) of a chain: its time, +inf when its memory does not fit; its
- * memory in BY_MEMORY mode. */
-static double value_at(const dp_t *dp, double time, double fixed, double act, int s)
+/* H's value as stage s (1-based) of a chain: its time (its compute cu scaled by the stage's
+ * multiplier), +inf when its memory does not fit; its memory in BY_MEMORY mode. */
+static double value_at(const dp_t *dp, double time, double cu, double fixed, double act, int s)
 {
     double mem = fixed + pf_cost_inflight(dp->cm, s - 1) * act + dp->cm->reserve_bytes;
     if (dp->mode == BY_MEMORY)
         return mem;
+    if (dp->mult)
+        time += (dp->mult[s - 1] - 1) * cu;
     return mem > dp->cm->mem_limit_bytes ? INFINITY : time;
 }
 
@@ -279,9 +276,9 @@ static void stage_count_range(const dp_t *dp, long long i, int pop, int *slo_out
     int slo = last ? S : 2, shi = last ? S : (S - 1 < pop ? S - 1 : pop);
     if (!last && dp->cap > 0 && isfinite(dp->cap)) {
         double slack = dp->cap * (1 + 1e-9), rest = dp->base[D - 1] - dp->base[i];
-        while (slo <= shi && dp->base[i] > slo * slack)
+        while (slo <= shi && dp->base[i] * dp->bscale > slo * slack)
             slo++;
-        while (shi >= slo && rest > (S - shi) * slack)
+        while (shi >= slo && rest * dp->bscale > (S - shi) * slack)
             shi--;
     }
     *slo_out = slo;
@@ -299,7 +296,7 @@ static long long scan_start(const dp_t *dp, long long rank_i, double bi, int shi
     while (top + 1 < D && sbase[top + 1] <= bi + 1e-12 * fabs(bi))
         top++;
     if (dp->cap > 0 && isfinite(dp->cap)) {
-        double most = (shi - 1) * dp->cap * (1 + 1e-9);
+        double most = (shi - 1) * dp->cap * (1 + 1e-9) / dp->bscale;
         if (sbase[top] > most) {
             long long lo = -1, hi = top; /* sbase[lo] <= most < sbase[hi] */
             while (hi - lo > 1) {
@@ -334,8 +331,8 @@ static void dp_cell(const dp_t *dp, long long i, long long rank_i, int pop)
     int S = dp->S;
     double *Ti = dp->T + (size_t)rank_i * S;
     int *argi = dp->arg + (size_t)i * S;
-    double f1, a1, t1 = stage_time(dp, 0, i, &f1, &a1);
-    double v1 = value_at(dp, t1, f1, a1, 1);
+    double f1, a1, c1, t1 = stage_time(dp, 0, i, &f1, &a1, &c1);
+    double v1 = value_at(dp, t1, c1, f1, a1, 1);
     Ti[0] = v1 <= dp->cap ? fmax(v1, dp->floor_value) : INFINITY;
     if (S == 1)
         return;
@@ -352,7 +349,7 @@ static void dp_cell(const dp_t *dp, long long i, long long rank_i, int pop)
     double lim = INFINITY; /* max over s of the best so far */
     long long top = scan_start(dp, rank_i, bi, shi);
     for (long long q = top; q >= 0; q--) {
-        double low = bi - sbase[q];
+        double low = (bi - sbase[q]) * dp->bscale;
         if (low >= lim || low > dp->cap)
             break;
         if (spop[q] >= pop || smin_t[q] >= lim) /* not a proper subset; or T too high */
@@ -371,10 +368,10 @@ static void dp_cell(const dp_t *dp, long long i, long long rank_i, int pop)
             continue;
         if (!dp->nested && !is_subset(pf_downsets_get(dp->ds, j), fi, in->words))
             continue;
-        double fx, ac, tm = stage_time(dp, j, i, &fx, &ac);
+        double fx, ac, cu, tm = stage_time(dp, j, i, &fx, &ac, &cu);
         double newlim = 0;
         for (int s = slo; s <= shi; s++) {
-            double val = value_at(dp, tm, fx, ac, s);
+            double val = value_at(dp, tm, cu, fx, ac, s);
             if (!(val <= dp->cap)) {
                 newlim = fmax(newlim, Ti[s - 1]);
                 continue;
@@ -548,7 +545,10 @@ static int dp_run(const pf_graph_t *g, const pf_downsets_t *ds, int nested,
     pf_downsets_t *prefixes = NULL;
     int rc = PF_ERR, n = pf_graph_nops(g);
     long long D = pf_downsets_size(ds);
-    dp_t dp = {.ds = ds, .cm = cm, .S = S, .nested = nested, .mode = mode, .cap = INFINITY};
+    dp_t dp = {.ds = ds, .cm = cm, .S = S, .nested = nested, .mode = mode, .cap = INFINITY,
+               .mult = mode == BY_TIME ? cm->stage_mult : NULL, .bscale = 1};
+    for (int s = 0; dp.mult && s < S; s++)
+        dp.bscale = fmin(dp.bscale, dp.mult[s]);
     *value = INFINITY;
     if (D < 2 || pf_downsets_popcount(ds, D - 1) != n)
         return pf_fail(err, errlen, PF_ERR, "partition: downsets do not end with the whole graph");
@@ -560,7 +560,7 @@ static int dp_run(const pf_graph_t *g, const pf_downsets_t *ds, int nested,
         biggest = fmax(biggest, x);
         total += x - reserve;
     }
-    dp.floor_value = fmax(biggest, total / S + reserve) * (1 - 1e-12);
+    dp.floor_value = fmax(biggest, total / S + reserve) * dp.bscale * (1 - 1e-12);
     dp.T = malloc((size_t)S * (size_t)D * sizeof *dp.T);
     dp.arg = malloc((size_t)S * (size_t)D * sizeof *dp.arg);
     if (!dp.T || !dp.arg)
@@ -657,52 +657,6 @@ static int solve(const pf_graph_t *h, const pf_cost_model_t *cm, int S, long lon
                     errlen);
     pf_downsets_destroy(&ds);
     return rc;
-}
-
-static int check_opts(const pf_graph_t *g, const pf_cluster_t *c, const pf_partition_opts_t *o,
-                      int *replicas, char *err, size_t errlen)
-{
-    int D = pf_cluster_ndevices(c), S = o->stages;
-    if (S < 1)
-        return pf_fail(err, errlen, PF_EINPUT, "stages: %d, must be at least 1", S);
-    if (S > D)
-        return pf_fail(err, errlen, PF_EINPUT, "stages: %d exceeds the %d devices of cluster %s",
-                       S, D, pf_cluster_name(c));
-    if (o->replicas < 0)
-        return pf_fail(err, errlen, PF_EINPUT, "replicas: %d is negative", o->replicas);
-    int R = o->replicas > 0 ? o->replicas : D / S;
-    if ((long long)S * R > D)
-        return pf_fail(err, errlen, PF_EINPUT,
-                       "stages x replicas = %d x %d exceeds the %d devices of cluster %s", S, R,
-                       D, pf_cluster_name(c));
-    if (o->microbatches < 0)
-        return pf_fail(err, errlen, PF_EINPUT, "microbatches: %d is negative", o->microbatches);
-    if (!isfinite(o->flat_gbps))
-        return pf_fail(err, errlen, PF_EINPUT, "flat_gbps: not a finite number");
-    if (!(o->alpha >= 0) || !isfinite(o->alpha))
-        return pf_fail(err, errlen, PF_EINPUT, "alpha: %g, must be finite and >= 0", o->alpha);
-    if (o->max_downsets < 1)
-        return pf_fail(err, errlen, PF_EINPUT, "max_downsets: %lld, must be at least 1",
-                       o->max_downsets);
-    if (o->threads < 0 || o->refine_max_moves < 0)
-        return pf_fail(err, errlen, PF_EINPUT, "threads / refine_max_moves: must be >= 0");
-    if (!(o->mem_headroom >= 0 && o->mem_headroom < 1))
-        return pf_fail(err, errlen, PF_EINPUT, "mem_headroom: %g is not in [0, 1)",
-                       o->mem_headroom);
-    if (!(o->reserve_bytes >= 0) || !isfinite(o->reserve_bytes))
-        return pf_fail(err, errlen, PF_EINPUT, "reserve_bytes: %g", o->reserve_bytes);
-    int rc = pf_training_check(&o->train, err, errlen);
-    if (rc != PF_OK)
-        return rc;
-    if (!o->group && o->coarsen_k > 0 && o->coarsen_k < S)
-        return pf_fail(err, errlen, PF_EINPUT,
-                       "coarsen_k: K = %d hyper-ops cannot make %d stages (K must be >= S)",
-                       o->coarsen_k, S);
-    if (o->group ? o->ngroups < 1 || o->ngroups > pf_graph_nops(g) : o->group_whole)
-        return pf_fail(err, errlen, PF_EINPUT, "group: %d groups for %d ops%s", o->ngroups,
-                       pf_graph_nops(g), o->group ? "" : " (group_whole needs groups)");
-    *replicas = R;
-    return PF_OK;
 }
 
 /* Stage op lists in g's topological order. */
@@ -842,6 +796,30 @@ static int run_setup(run_t *rn, const pf_cluster_t *c, const pf_partition_opts_t
     return PF_OK;
 }
 
+/* The DP under each layout's multipliers (none on a uniform cluster); the best layout's stays
+ * in rn->cm.stage_mult for refinement and the plan's times. */
+static int run_dp_layouts(run_t *rn, const pf_cluster_t *c, const pf_partition_opts_t *o,
+                          double *mult, char *err, size_t errlen)
+{
+    int nl, S = rn->S, best = 0, rc;
+    if (pf_partition_layout_mult(rn->g, c, S, mult, &nl) != PF_OK)
+        return pf_fail(err, errlen, PF_ERR, "partition: out of memory");
+    if (nl == 0)
+        return run_dp(rn, o, err, errlen);
+    double best_obj = INFINITY;
+    for (int l = 0; l < nl; l++) {
+        rn->cm.stage_mult = mult + (size_t)l * S;
+        if ((rc = run_dp(rn, o, err, errlen)) != PF_OK)
+            return rc;
+        if (rn->obj < best_obj) {
+            best_obj = rn->obj;
+            best = l;
+        }
+    }
+    rn->cm.stage_mult = mult + (size_t)best * S;
+    return best == nl - 1 ? PF_OK : run_dp(rn, o, err, errlen);
+}
+
 int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partition_opts_t *o,
                      pf_plan_t **out, char *err, size_t errlen)
 {
@@ -849,17 +827,19 @@ int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partit
     run_t rn = {.g = g, .h = g, .n = pf_graph_nops(g), .S = S, .nt = thread_count(o->threads)};
     rn.nh = rn.n;
     pf_plan_t *p = NULL;
-    double t[4];
+    double t[4], *mult = NULL;
     *out = NULL;
-    if ((rc = check_opts(g, c, o, &R, err, errlen)) != PF_OK)
+    if ((rc = pf_partition_opts_check(g, c, o, &R, err, errlen)) != PF_OK)
         return rc;
+    if (!(mult = malloc((size_t)S * 2 * sizeof *mult)))
+        return pf_fail(err, errlen, PF_ERR, "partition: out of memory");
     if ((rc = run_setup(&rn, c, o, R, err, errlen)) != PF_OK)
         goto fail;
     t[0] = pf_now_s();
     if ((rc = run_coarsen(&rn, o, err, errlen)) != PF_OK)
         goto fail;
     t[1] = pf_now_s();
-    if ((rc = run_dp(&rn, o, err, errlen)) != PF_OK)
+    if ((rc = run_dp_layouts(&rn, c, o, mult, err, errlen)) != PF_OK)
         goto fail;
     t[2] = pf_now_s();
     if (!(p = pf_plan_new(S, R)) || set_stages(p, g, rn.op_stage, rn.scratch) != PF_OK ||
@@ -892,6 +872,7 @@ int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partit
 fail:
     pf_plan_destroy(&p);
     pf_graph_destroy(&rn.coarse);
+    free(mult);
     free(rn.group);
     free(rn.hstage);
     free(rn.op_stage);

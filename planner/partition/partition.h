@@ -45,6 +45,11 @@ typedef struct {
 } pf_partition_opts_t;
 
 void pf_partition_opts_init(pf_partition_opts_t *o);
+/* PF_OK with *replicas (R: o->replicas or devices / S), or PF_EINPUT naming the option
+ * (partition_opts.c, with the defaults above). */
+int pf_partition_opts_check(const pf_graph_t *g, const pf_cluster_t *c,
+                            const pf_partition_opts_t *o, int *replicas, char *err,
+                            size_t errlen);
 
 /* K when the caller gives none: |V| (no coarsening) when the graph has at most max_downsets
  * downsets (0 = the default cap), so the DP is exact on the ops themselves; otherwise

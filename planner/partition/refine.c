@@ -206,8 +206,11 @@ typedef struct {
     double g2, g3, objective;
 } gain_t;
 
-static double stage_time(const ref_t *r, double cu, double cut)
+/* Stage a's eq. 3 time (its compute scaled by the cost model's stage multiplier, if any). */
+static double stage_time(const ref_t *r, int a, double cu, double cut)
 {
+    if (r->cm->stage_mult)
+        cu *= r->cm->stage_mult[a];
     return cu + pf_bytes_ms(cut, r->cm->flat_gbps); /* eq. 3 */
 }
 
@@ -215,7 +218,7 @@ static double objective(const ref_t *r)
 {
     double worst = 0;
     for (int a = 0; a < r->S; a++)
-        worst = fmax(worst, stage_time(r, r->cu[a], r->cutb[a]));
+        worst = fmax(worst, stage_time(r, a, r->cu[a], r->cutb[a]));
     return worst;
 }
 
@@ -306,7 +309,7 @@ static bool evaluate(ref_t *r, int v, int t, double obj, double maxcu, gain_t *g
     double newobj = 0, newmax = 0;
     for (int a = 0; a < r->S; a++) {
         double cu = r->cu[a] + (a == t ? c : 0) - (a == s ? c : 0);
-        newobj = fmax(newobj, stage_time(r, cu, r->cutb[a] + r->dcut[a]));
+        newobj = fmax(newobj, stage_time(r, a, cu, r->cutb[a] + r->dcut[a]));
         newmax = fmax(newmax, cu);
     }
     if (newobj > obj + 1e-12 * fmax(1.0, obj))

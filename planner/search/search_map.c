@@ -170,8 +170,10 @@ static int add_candidates(pf_search_t *s, const int *dp, int n)
         const dp_entry_t *e = &s->part.dp[dp[c]];
         mp->cand[c].dp = dp[c];
         mp->cand[c].cluster = pf_search_tap_cluster(s, e->tp);
-        mp->cand[c].sg = pf_stage_graph_from_plan(pf_search_tap_graph(s, e->tp), e->plan);
-        if (!mp->cand[c].sg)
+        const pf_graph_t *tg = pf_search_tap_graph(s, e->tp);
+        mp->cand[c].sg = pf_stage_graph_from_plan(tg, e->plan);
+        if (!mp->cand[c].sg ||
+            pf_stage_graph_price_kinds(mp->cand[c].sg, tg, e->plan, mp->cand[c].cluster) != PF_OK)
             return PF_ERR;
         mp->ncand = c + 1;
     }

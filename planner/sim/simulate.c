@@ -1,6 +1,7 @@
 #include "planner/sim/simulate.h"
 #include "planner/ir/collective.h"
 #include "planner/ir/cost.h"
+#include "planner/sim/stage_kinds.h"
 #include "planner/map/stage_graph.h"
 #include "planner/core/util.h"
 
@@ -153,11 +154,13 @@ static void microbatch_tasks(sim_t *x, int s, int r, int m, int comm_free)
 {
     const pf_simulate_stage_t *st = &x->in->stage[s];
     double tpf = comm_free ? 0 : st->tp_fwd_ms, tpb = comm_free ? 0 : st->tp_bwd_ms;
+    double fwd = st->rep_fwd_ms ? st->rep_fwd_ms[r] : st->fwd_ms;
+    double bwd = st->rep_bwd_ms ? st->rep_bwd_ms[r] : st->bwd_ms;
     x->task[id_fwd(x, s, r, m)] = (task_t){
-        .kind = T_FWD, .s = s, .r = r, .m = m, .dur_ms = st->fwd_ms + tpf, .tp_ms = tpf};
+        .kind = T_FWD, .s = s, .r = r, .m = m, .dur_ms = fwd + tpf, .tp_ms = tpf};
     x->task[id_bwd(x, s, r, m)] =
         (task_t){.kind = T_BWD, .s = s, .r = r, .m = m,
-                 .dur_ms = st->recompute_ms + st->bwd_ms + tpb, .tp_ms = tpb};
+                 .dur_ms = st->recompute_ms + bwd + tpb, .tp_ms = tpb};
     for (int k = 0; k < x->T; k++) {
         if (s + 1 < x->S) {
             double ms = hop_ms(x, st, r, dev_of(x, s, r, k), dev_of(x, s + 1, r, k), comm_free);
@@ -677,6 +680,8 @@ void pf_simulate_input_clear(pf_simulate_input_t *in)
     for (int s = 0; in->stage && s < in->stages; s++) {
         free(in->stage[s].devices);
         free(in->stage[s].xfer_ms);
+        free(in->stage[s].rep_fwd_ms);
+        free(in->stage[s].rep_bwd_ms);
     }
     free(in->stage);
     memset(in, 0, sizeof *in);
@@ -844,6 +849,7 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
 {
     memset(in, 0, sizeof *in);
     pf_stage_graph_t *sg = NULL;
+    pf_devkinds_t *dk = NULL;
     pf_tp_setting_t *own = NULL;
     int rc = pf_plan_validate(p, g, c, err, errlen);
     if (rc != PF_OK)
@@ -868,11 +874,18 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
     in->schedule = sched;
     in->cluster = c;
     in->stage = calloc((size_t)S, sizeof *in->stage);
-    if (!in->stage || !(sg = pf_stage_graph_from_plan(dg, p)))
+    if (!in->stage || !(sg = pf_stage_graph_from_plan(dg, p)) ||
+        !(dk = pf_devkinds_new(dg, c)))
         goto oom;
     for (int s = 0; s < S; s++) {
         pf_simulate_stage_t *st = &in->stage[s];
         stage_costs(in, s, p, dg, tap, sg);
+        if (!pf_devkinds_uniform(dk) &&
+            (!(st->rep_fwd_ms = calloc((size_t)R, sizeof *st->rep_fwd_ms)) ||
+             !(st->rep_bwd_ms = calloc((size_t)R, sizeof *st->rep_bwd_ms)) ||
+             pf_stage_kinds_times(dg, tap, &p->stage_list[s], R, T, dk, st->rep_fwd_ms,
+                                  st->rep_bwd_ms) != PF_OK))
+            goto oom;
         if (!(st->devices = malloc((size_t)R * T * sizeof *st->devices)))
             goto oom;
         memcpy(st->devices, p->stage_list[s].devices, (size_t)R * T * sizeof *st->devices);
@@ -885,11 +898,13 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
     in->buckets = pf_simulate_buckets(most, R, p->train.precision_bytes);
     in->zero = p->train.zero;
     pf_stage_graph_destroy(&sg);
+    pf_devkinds_destroy(&dk);
     pf_tp_setting_destroy(&own);
     return PF_OK;
 oom:
     rc = pf_fail(err, errlen, PF_ERR, "out of memory");
 fail:
+    pf_devkinds_destroy(&dk);
     pf_stage_graph_destroy(&sg);
     pf_tp_setting_destroy(&own);
     pf_simulate_input_clear(in);

@@ -50,6 +50,9 @@ typedef struct {
     double act_bytes;             /* per device, stored for each micro-batch in flight */
     double static_bytes;          /* per device, held all step (parameter state, workspace) */
     int *devices;                 /* R x T cluster device indices: devices[r * T + k] */
+    double *rep_fwd_ms, *rep_bwd_ms; /* R entries or NULL: replica r's fwd_ms / bwd_ms on its
+                                        own devices (a mixed cluster, devkinds.h: the slowest
+                                        kind of its T devices); NULL: fwd_ms, bwd_ms */
 } pf_simulate_stage_t;
 
 typedef struct {

@@ -248,10 +248,13 @@ pf_tp_groups_t *pf_tp_groups_new(const pf_cluster_t *c, int T, int across_hosts,
         const int *m = g->members + (size_t)k * T;
         const pf_device_t *d0 = pf_cluster_device(c, m[0]);
         pf_device_t d = {.id = k, .host = d0->host, .mem_bytes = d0->mem_bytes,
-                         .tflops = d0->tflops};
+                         .tflops = d0->tflops, .device_model = d0->device_model};
         for (int i = 1; i < T; i++) {
-            d.mem_bytes = fmin(d.mem_bytes, pf_cluster_device(c, m[i])->mem_bytes);
-            d.tflops = fmin(d.tflops, pf_cluster_device(c, m[i])->tflops);
+            const pf_device_t *di = pf_cluster_device(c, m[i]);
+            d.mem_bytes = fmin(d.mem_bytes, di->mem_bytes);
+            if (di->tflops < d.tflops) /* a group runs at its slowest member's pace */
+                d.device_model = di->device_model;
+            d.tflops = fmin(d.tflops, di->tflops);
         }
         d.tflops *= T;
         snprintf(suffix, sizeof suffix, "+%d", T - 1);

@@ -1082,7 +1082,7 @@ planfarm plan: unknown option
 (see 'planfarm plan --help')
 [exit 2]
 help check: 350063101 334
-help cluster: 2736856384 3971
+help cluster: 857414402 4357
 help model: 1668137441 3136
 help import: 569495115 693
 help partition: 4063264872 1654

@@ -266,10 +266,11 @@ static void test_allreduce_hosts(void)
     p.in.nvls_busbw_gbps = 0;
     p.in.zero = 3;
     PF_ASSERT_CLOSE(step_of(&p, PF_SCHEDULE_1F1B), 3 + 57 + 60, 1e-12);
-    PF_ASSERT_CLOSE(pf_simulate_zero3_ms(&p.stage[0], 1.0), 0, 1e-12); /* hidden */
-    CU_ASSERT_EQUAL(pf_simulate_buckets(4e9, 4, 2), 50);
-    CU_ASSERT_EQUAL(pf_simulate_buckets(1e9, 64, 2), 8); /* 6.4e7 parameters a bucket */
-    CU_ASSERT_EQUAL(pf_simulate_buckets(0, 4, 2), 1);
+    PF_ASSERT_CLOSE(pf_training_zero3_exposed_ms(1.0, 3.0), 0, 1e-12); /* hidden */
+    PF_ASSERT_CLOSE(pf_training_zero3_exposed_ms(30.0, 3.0), 57, 1e-12);
+    CU_ASSERT_EQUAL(pf_training_grad_buckets(4e9, 4, 2), 50);
+    CU_ASSERT_EQUAL(pf_training_grad_buckets(1e9, 64, 2), 8); /* 6.4e7 parameters a bucket */
+    CU_ASSERT_EQUAL(pf_training_grad_buckets(0, 4, 2), 1);
     pf_cluster_destroy(&c);
 }
 

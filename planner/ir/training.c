@@ -231,3 +231,15 @@ fail:
     pf_graph_destroy(&out);
     return NULL;
 }
+
+double pf_training_zero3_exposed_ms(double gather_ms, double compute_ms)
+{
+    return fmax(0, 2 * gather_ms - compute_ms);
+}
+
+int pf_training_grad_buckets(double rank_bytes, int replicas, int precision_bytes)
+{
+    double per = fmax(40e6, 1e6 * replicas) * (precision_bytes > 0 ? precision_bytes : 2);
+    double n = ceil(rank_bytes / per);
+    return n < 1 ? 1 : n > 1 << 16 ? 1 << 16 : (int)n;
+}

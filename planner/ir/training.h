@@ -82,6 +82,17 @@ double pf_training_state_factor(const pf_training_t *t, int replicas);
  * eager-1F1B, MB under GPipe; the signal bound counts as 1F1B. */
 int pf_training_inflight(const pf_training_t *t, int stages, int microbatches, int s);
 
+/* Megatron-LM's gradient buckets: max(40e6, 1e6 x R) parameters of precision_bytes each per
+ * bucket (its DDP default), so ceil(rank_bytes / that) buckets, at least 1, at most 1 << 16. */
+int pf_training_grad_buckets(double rank_bytes, int replicas, int precision_bytes);
+
+/* ZeRO-3 [ZeRO]: every micro-batch gathers a stage's parameters (over its data-parallel group)
+ * before its forward and again before its backward; prefetched layer by layer, a gather hides
+ * behind that micro-batch's compute (forward + recomputation + backward), and what does not hide,
+ * max(0, 2 gather - compute), is exposed. The gradients' reduce-scatter is the usual reduction
+ * (an all-reduce's volume). The simulator and the block search's analytic model both use it. */
+double pf_training_zero3_exposed_ms(double gather_ms, double compute_ms);
+
 /* Is op v one selective recomputation drops and recomputes (the rule above)? */
 int pf_training_selective_op(const pf_graph_t *g, int v);
 

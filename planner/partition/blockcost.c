@@ -352,7 +352,7 @@ static void dp_costs(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t
     else if (c->d > 1)
         dp = env->reduce_scatter_ms(env->ctx, g, pb) + env->all_gather_ms(env->ctx, g, pb);
     if (c->d > 1 && c->zero == 3)
-        z3 = m * fmax(0, 2 * env->all_gather_ms(env->ctx, g, pb) - sms);
+        z3 = m * pf_training_zero3_exposed_ms(env->all_gather_ms(env->ctx, g, pb), sms);
     pf_training_state_split_t sp;
     pf_training_state_split(&pr->training, 1, &sp);
     double shard = c->zero >= 1 ? 1.0 / c->d : 1.0;

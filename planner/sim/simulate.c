@@ -142,12 +142,6 @@ static double hop_ms(const sim_t *x, const pf_simulate_stage_t *up, int r, int a
                                                                  up->send_bytes / x->T);
 }
 
-double pf_simulate_zero3_ms(const pf_simulate_stage_t *st, double gather_ms)
-{
-    double compute = st->fwd_ms + st->recompute_ms + st->bwd_ms;
-    return fmax(0, 2 * gather_ms - compute);
-}
-
 /* The tasks of stage s, replica r, micro-batch m: forward, backward and the transfers to the
  * next stage (activations) and the previous one (gradients), per rank. */
 static void microbatch_tasks(sim_t *x, int s, int r, int m, int comm_free)
@@ -184,10 +178,11 @@ static int stage_tasks(sim_t *x, int s, int comm_free)
     if (x->in->zero == 3 && x->R > 1 && !comm_free &&
         dp_coll_ms(x, s, 0, PF_COLL_ALLGATHER, st->param_bytes / x->T, &gather_ms) != PF_OK)
         return PF_ERR;
+    double z3 = pf_training_zero3_exposed_ms(gather_ms, st->fwd_ms + st->recompute_ms + st->bwd_ms);
     for (int r = 0; r < x->R; r++) {
         for (int m = 0; m < x->MB; m++) {
             microbatch_tasks(x, s, r, m, comm_free);
-            x->task[id_bwd(x, s, r, m)].dur_ms += pf_simulate_zero3_ms(st, gather_ms);
+            x->task[id_bwd(x, s, r, m)].dur_ms += z3;
         }
         x->task[id_opt(x, s, r)] =
             (task_t){.kind = T_OPT, .s = s, .r = r, .m = -1, .dur_ms = st->optimizer_ms};
@@ -699,13 +694,6 @@ void pf_simulate_xfer_problem(const int *src, const int *dst, int T, double byte
         .src_spec = x->spec, .dst_spec = x->spec};
 }
 
-int pf_simulate_buckets(double rank_bytes, int replicas, int precision_bytes)
-{
-    double per = fmax(40e6, 1e6 * replicas) * (precision_bytes > 0 ? precision_bytes : 2);
-    double n = ceil(rank_bytes / per);
-    return n < 1 ? 1 : n > 1 << 16 ? 1 << 16 : (int)n;
-}
-
 double pf_simulate_scatter_gather_ms(const pf_cluster_t *c, const int *src, const int *dst, int T,
                                      double bytes, double nvls_busbw_gbps)
 {
@@ -895,7 +883,7 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
     double most = 0;
     for (int s = 0; s < S; s++)
         most = fmax(most, in->stage[s].param_bytes / T);
-    in->buckets = pf_simulate_buckets(most, R, p->train.precision_bytes);
+    in->buckets = pf_training_grad_buckets(most, R, p->train.precision_bytes);
     in->zero = p->train.zero;
     pf_stage_graph_destroy(&sg);
     pf_devkinds_destroy(&dk);

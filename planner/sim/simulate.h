@@ -61,7 +61,7 @@ typedef struct {
     double nvls_busbw_gbps;     /* > 0: hosts have NVSwitch SHARP, all-reduce bus bandwidth (the
                                    cluster file does not say; a device model does) */
     int zero;                   /* ZeRO stage (training.h): 3 gathers a stage's parameters
-                                   before each forward and backward (pf_simulate_zero3_ms) */
+                                   before each forward and backward (training.h) */
     pf_training_schedule_t schedule;
     int timeline;               /* 1: record the events (pictures); 0: figures only */
     pf_simulate_stage_t *stage;      /* S entries */
@@ -83,7 +83,7 @@ typedef struct {
  *                    stage s and needed replicated on those of stage s + 1: a B -> B resharding
  *                    between two 1 x T meshes, timed by planner/reshard (pf_simulate_xfer_problem);
  *                    T = 1: NULL (one send).
- * buckets            pf_simulate_buckets (Megatron-LM's bucket size).
+ * buckets            pf_training_grad_buckets (Megatron-LM's bucket size).
  * Schedule and micro-batches from the plan. Allocates in->stage and its arrays: release them
  * with pf_simulate_input_clear. */
 int pf_simulate_input_from_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p,
@@ -114,23 +114,12 @@ void pf_simulate_xfer_problem(const int *src, const int *dst, int T, double byte
 int pf_simulate_xfer_ms(const pf_cluster_t *c, const pf_simulate_xfer_problem_t *x, double *ms,
                         char *err, size_t errlen);
 
-/* Megatron-LM's gradient buckets: max(40e6, 1e6 x R) parameters of precision_bytes each per
- * bucket (its DDP default), so ceil(rank_bytes / that) buckets, at least 1, at most 1 << 16. */
-int pf_simulate_buckets(double rank_bytes, int replicas, int precision_bytes);
-
 /* Megatron-LM's scatter/gather of a tensor-parallel group's activation ([Megatron] Sec. 4.1):
  * rank k of src sends bytes / T to rank k of dst, all T at once, then dst all-gathers the T
  * slices: max_k postal(src[k], dst[k], bytes / T) + the cheapest all-gather of bytes over dst
  * (collective.h). T = 1: the postal time of bytes. */
 double pf_simulate_scatter_gather_ms(const pf_cluster_t *c, const int *src, const int *dst, int T,
                                      double bytes, double nvls_busbw_gbps);
-
-/* ZeRO-3 [ZeRO]: every micro-batch gathers the stage's parameters (its T-th share, over the R
- * replicas) before its forward and again before its backward; prefetched layer by layer, a
- * gather hides behind the compute of that micro-batch, and what does not hide, max(0, 2 gather
- * - (forward + recomputation + backward)), lengthens the backward. The gradients' reduce-scatter
- * is the buckets' reduction (an all-reduce's volume). */
-double pf_simulate_zero3_ms(const pf_simulate_stage_t *st, double gather_ms);
 
 /* Frees what pf_simulate_input_from_plan allocated and zeroes *in (idempotent). */
 void pf_simulate_input_clear(pf_simulate_input_t *in);

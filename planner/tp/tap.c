@@ -40,9 +40,10 @@ typedef struct {
     int *nsig;                /* [j * 3 + weight option] */
     pf_sharding_sig_t *sig;      /* [(j * 3 + option) * PF_SHARDING_MAX_SIGS + s] */
     double *split_ms;         /* [j * 3 + weight option]: fwd + bwd when split (tp_price.h) */
-    /* Conversions of tensor x from one sharding to another, found once (the enumeration asks
-     * for the same ones millions of times): [(x * NCODE + from) * NCODE + to], nsteps -1 = not
-     * yet found; and each position's weight-gradient all-reduce. */
+    /* Conversions of tensor x from one sharding to another, all found when the instance is
+     * built (the enumeration asks for the same ones millions of times, from several threads:
+     * read-only after the build): [(x * NCODE + from) * NCODE + to]; and each position's
+     * weight-gradient all-reduce. */
     pf_sharding_conv_t *conv;
     double *wgrad_ms;
 } inst_t;
@@ -138,8 +139,6 @@ static int inst_alloc(inst_t *t, const pf_graph_t *g, const int *ops, int nops)
         !(t->conv = malloc(sizeof *t->conv * nt * NCODE * NCODE)) ||
         !(t->wgrad_ms = malloc(sizeof *t->wgrad_ms * (size_t)(nops ? nops : 1))))
         return PF_ERR;
-    for (size_t i = 0; i < nt * NCODE * NCODE; i++)
-        t->conv[i].nsteps = -1;
     return PF_OK;
 }
 
@@ -202,6 +201,32 @@ static void inst_sigs(inst_t *t, int j, const pf_sharding_op_t *d, int nin)
     }
 }
 
+static int code(pf_sharding_t p)
+{
+    return p.kind == PF_SHARDING_S ? 2 + p.dim : p.kind == PF_SHARDING_P;
+}
+
+static pf_sharding_t of_code(int c)
+{
+    return c == 0 ? pf_sharding_b() : c == 1 ? pf_sharding_p() : pf_sharding_s(c - 2);
+}
+
+/* Every conversion of every tensor of the instance (conv). */
+static void inst_conversions(inst_t *t)
+{
+    for (int x = 0; x < t->ntens; x++)
+        for (int a = 0; a < NCODE; a++)
+            for (int b = 0; b < NCODE; b++) {
+                pf_sharding_conv_t *c = &t->conv[((size_t)x * NCODE + a) * NCODE + b];
+                *c = (pf_sharding_conv_t){0};
+                if (a != b && pf_sharding_convert(of_code(a), of_code(b), PF_SHAPE_MAX, t->T,
+                                                  t->tens_bytes[x], t->link, c, NULL, 0)) {
+                    c->nsteps = 0;
+                    c->ms = INFINITY;
+                }
+            }
+}
+
 /* Each position's split time under each weight option, priced once (tp_price.h). */
 static void inst_split_times(inst_t *t)
 {
@@ -250,6 +275,7 @@ static int inst_build(inst_t *t, const pf_graph_t *g, const int *ops, int nops, 
         inst_sigs(t, j, &d, nin);
     }
     t->in_start[nops] = at;
+    inst_conversions(t);
     return PF_OK;
 }
 
@@ -291,24 +317,14 @@ static bool done_has(const pf_sharding_t *list, int n, pf_sharding_t p)
     return false;
 }
 
-static int code(pf_sharding_t p)
-{
-    return p.kind == PF_SHARDING_S ? 2 + p.dim : p.kind == PF_SHARDING_P;
-}
-
 static double conv_ms(const inst_t *t, int x, pf_sharding_t from, pf_sharding_t to, pf_sharding_conv_t *c)
 {
-    c->nsteps = 0;
-    c->ms = 0;
-    if (pf_sharding_equal(from, to))
+    if (pf_sharding_equal(from, to)) {
+        c->nsteps = 0;
+        c->ms = 0;
         return 0;
-    pf_sharding_conv_t *memo = &t->conv[((size_t)x * NCODE + code(from)) * NCODE + code(to)];
-    if (memo->nsteps < 0 &&
-        pf_sharding_convert(from, to, PF_SHAPE_MAX, t->T, t->tens_bytes[x], t->link, memo, NULL, 0)) {
-        memo->nsteps = 0;
-        memo->ms = INFINITY;
     }
-    *c = *memo;
+    *c = t->conv[((size_t)x * NCODE + code(from)) * NCODE + code(to)];
     return c->ms;
 }
 

@@ -40,20 +40,18 @@ typedef struct {
     int *nsig;                /* [j * 3 + weight option] */
     pf_sharding_sig_t *sig;      /* [(j * 3 + option) * PF_SHARDING_MAX_SIGS + s] */
     double *split_ms;         /* [j * 3 + weight option]: fwd + bwd when split (tp_price.h) */
-    /* Conversions of tensor x from one sharding to another, all found when the instance is
-     * built (the enumeration asks for the same ones millions of times, from several threads:
-     * read-only after the build): [(x * NCODE + from) * NCODE + to]; and each position's
-     * weight-gradient all-reduce. */
-    pf_sharding_conv_t *conv;
-    double *wgrad_ms;
+    double *wgrad_ms;         /* each position's weight-gradient all-reduce */
 } inst_t;
 
 #define NCODE (2 + PF_SHAPE_MAX) /* B, P, S(0 .. PF_SHAPE_MAX - 1) */
 
-/* Per-evaluation state. */
+/* Per-evaluation state, one per thread. conv: the conversions of tensor x from one sharding
+ * to another, found once per thread (the enumeration asks for the same ones millions of
+ * times): [(x * NCODE + from) * NCODE + to], nsteps -1 until found. */
 typedef struct {
     pf_sharding_t *prop, *fwd_done, *grad_done; /* per tensor; MAX_DONE conversions each */
     int *nfwd, *ngrad, *choice;
+    pf_sharding_conv_t *conv;
 } scratch_t;
 
 /* Collects what a plan does when asked to (apply). */
@@ -69,7 +67,7 @@ static void inst_free(inst_t *t)
 {
     free(t->in_start), free(t->in_tens), free(t->in_edge), free(t->widx), free(t->ext_out);
     free(t->tens_edge), free(t->tens_bytes), free(t->nsig), free(t->sig), free(t->split_ms);
-    free(t->conv), free(t->wgrad_ms);
+    free(t->wgrad_ms);
     memset(t, 0, sizeof *t);
 }
 
@@ -136,7 +134,6 @@ static int inst_alloc(inst_t *t, const pf_graph_t *g, const int *ops, int nops)
         !(t->nsig = calloc((size_t)nops * 3, sizeof(int))) ||
         !(t->sig = malloc(sizeof *t->sig * (size_t)nops * 3 * PF_SHARDING_MAX_SIGS)) ||
         !(t->split_ms = malloc(sizeof *t->split_ms * (size_t)nops * 3)) ||
-        !(t->conv = malloc(sizeof *t->conv * nt * NCODE * NCODE)) ||
         !(t->wgrad_ms = malloc(sizeof *t->wgrad_ms * (size_t)(nops ? nops : 1))))
         return PF_ERR;
     return PF_OK;
@@ -206,27 +203,6 @@ static int code(pf_sharding_t p)
     return p.kind == PF_SHARDING_S ? 2 + p.dim : p.kind == PF_SHARDING_P;
 }
 
-static pf_sharding_t of_code(int c)
-{
-    return c == 0 ? pf_sharding_b() : c == 1 ? pf_sharding_p() : pf_sharding_s(c - 2);
-}
-
-/* Every conversion of every tensor of the instance (conv). */
-static void inst_conversions(inst_t *t)
-{
-    for (int x = 0; x < t->ntens; x++)
-        for (int a = 0; a < NCODE; a++)
-            for (int b = 0; b < NCODE; b++) {
-                pf_sharding_conv_t *c = &t->conv[((size_t)x * NCODE + a) * NCODE + b];
-                *c = (pf_sharding_conv_t){0};
-                if (a != b && pf_sharding_convert(of_code(a), of_code(b), PF_SHAPE_MAX, t->T,
-                                                  t->tens_bytes[x], t->link, c, NULL, 0)) {
-                    c->nsteps = 0;
-                    c->ms = INFINITY;
-                }
-            }
-}
-
 /* Each position's split time under each weight option, priced once (tp_price.h). */
 static void inst_split_times(inst_t *t)
 {
@@ -275,7 +251,6 @@ static int inst_build(inst_t *t, const pf_graph_t *g, const int *ops, int nops, 
         inst_sigs(t, j, &d, nin);
     }
     t->in_start[nops] = at;
-    inst_conversions(t);
     return PF_OK;
 }
 
@@ -284,7 +259,7 @@ static int inst_build(inst_t *t, const pf_graph_t *g, const int *ops, int nops, 
 static void scratch_free(scratch_t *sc)
 {
     free(sc->prop), free(sc->fwd_done), free(sc->grad_done);
-    free(sc->nfwd), free(sc->ngrad), free(sc->choice);
+    free(sc->nfwd), free(sc->ngrad), free(sc->choice), free(sc->conv);
     memset(sc, 0, sizeof *sc);
 }
 
@@ -297,10 +272,13 @@ static int scratch_new(scratch_t *sc, const inst_t *t)
         !(sc->grad_done = malloc(sizeof *sc->grad_done * nt * MAX_DONE)) ||
         !(sc->nfwd = malloc(sizeof *sc->nfwd * nt)) ||
         !(sc->ngrad = malloc(sizeof *sc->ngrad * nt)) ||
-        !(sc->choice = malloc(sizeof *sc->choice * (size_t)(t->nops + 1)))) {
+        !(sc->choice = malloc(sizeof *sc->choice * (size_t)(t->nops + 1))) ||
+        !(sc->conv = malloc(sizeof *sc->conv * nt * NCODE * NCODE))) {
         scratch_free(sc);
         return PF_ERR;
     }
+    for (size_t i = 0; i < nt * NCODE * NCODE; i++)
+        sc->conv[i].nsteps = -1;
     return PF_OK;
 }
 
@@ -317,14 +295,20 @@ static bool done_has(const pf_sharding_t *list, int n, pf_sharding_t p)
     return false;
 }
 
-static double conv_ms(const inst_t *t, int x, pf_sharding_t from, pf_sharding_t to, pf_sharding_conv_t *c)
+static double conv_ms(const inst_t *t, scratch_t *sc, int x, pf_sharding_t from,
+                      pf_sharding_t to, pf_sharding_conv_t *c)
 {
-    if (pf_sharding_equal(from, to)) {
-        c->nsteps = 0;
-        c->ms = 0;
+    c->nsteps = 0;
+    c->ms = 0;
+    if (pf_sharding_equal(from, to))
         return 0;
+    pf_sharding_conv_t *memo = &sc->conv[((size_t)x * NCODE + code(from)) * NCODE + code(to)];
+    if (memo->nsteps < 0 &&
+        pf_sharding_convert(from, to, PF_SHAPE_MAX, t->T, t->tens_bytes[x], t->link, memo, NULL, 0)) {
+        memo->nsteps = 0;
+        memo->ms = INFINITY;
     }
-    *c = t->conv[((size_t)x * NCODE + code(from)) * NCODE + code(to)];
+    *c = *memo;
     return c->ms;
 }
 
@@ -337,7 +321,7 @@ static double compute_ms(const inst_t *t, int j, int w, int split)
 /* What running position j by s costs now: its compute, a partial weight gradient's all-reduce,
  * and the conversions its inputs (forward) and their gradients (backward) need that no earlier
  * consumer has paid for. */
-static double sig_cost(const inst_t *t, const scratch_t *sc, int j, int w,
+static double sig_cost(const inst_t *t, scratch_t *sc, int j, int w,
                        const pf_sharding_sig_t *s)
 {
     double c = compute_ms(t, j, w, s->split);
@@ -353,9 +337,9 @@ static double sig_cost(const inst_t *t, const scratch_t *sc, int j, int w,
                 dup_g |= pf_sharding_equal(required(s, b - t->in_start[j], 1), grad);
             }
         if (!dup_f && !done_has(sc->fwd_done + (size_t)x * MAX_DONE, sc->nfwd[x], need))
-            c += conv_ms(t, x, sc->prop[x], need, &cv);
+            c += conv_ms(t, sc, x, sc->prop[x], need, &cv);
         if (!dup_g && !done_has(sc->grad_done + (size_t)x * MAX_DONE, sc->ngrad[x], grad))
-            c += conv_ms(t, x, grad, pf_sharding_grad_expected(sc->prop[x]), &cv);
+            c += conv_ms(t, sc, x, grad, pf_sharding_grad_expected(sc->prop[x]), &cv);
     }
     return c;
 }
@@ -384,8 +368,8 @@ static double pay(const inst_t *t, scratch_t *sc, record_t *rec, int x, pf_shard
         return 0;
     if (*n < MAX_DONE)
         list[(*n)++] = p;
-    double ms = backward ? conv_ms(t, x, p, pf_sharding_grad_expected(sc->prop[x]), &cv)
-                         : conv_ms(t, x, sc->prop[x], p, &cv);
+    double ms = backward ? conv_ms(t, sc, x, p, pf_sharding_grad_expected(sc->prop[x]), &cv)
+                         : conv_ms(t, sc, x, sc->prop[x], p, &cv);
     for (int i = 0; i < cv.nsteps; i++)
         record(rec, cv.step[i], backward, charge, 0, t->tens_bytes[x],
                pf_sharding_conv_ms(cv.step[i], t->T, t->tens_bytes[x], t->link));

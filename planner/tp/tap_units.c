@@ -326,7 +326,8 @@ static int coarsest_blocks(name_rec_t *recs, int nrec, int n, int min_duplicate,
         return -1;
     for (int v = 0; v < n; v++)
         best[v] = -1;
-    qsort(recs, (size_t)nrec, sizeof *recs, rec_cmp);
+    if (nrec > 0) /* no named op: recs may be NULL */
+        qsort(recs, (size_t)nrec, sizeof *recs, rec_cmp);
     for (int f = 0, l; f < nrec; f = l) {
         int count = 1;
         for (l = f + 1; l < nrec && same_family(&recs[f], &recs[l]); l++)
@@ -342,7 +343,8 @@ static int coarsest_blocks(name_rec_t *recs, int nrec, int n, int min_duplicate,
     for (int r = 0; r < nrec; r++)
         if (best[recs[r].v] == r)
             recs[nb++] = recs[r], in_block[recs[r].v] = 1;
-    qsort(recs, (size_t)nb, sizeof *recs, rec_cmp);
+    if (nb > 0)
+        qsort(recs, (size_t)nb, sizeof *recs, rec_cmp);
     free(best);
     return nb;
 }

@@ -1,4 +1,5 @@
 #include "planner/sim/simulate.h"
+#include "planner/sim/interleave.h"
 #include "planner/ir/collective.h"
 #include "planner/ir/cost.h"
 #include "planner/sim/stage_kinds.h"
@@ -30,7 +31,7 @@ typedef struct {
 
 typedef struct {
     const pf_simulate_input_t *in;
-    int S, R, T, MB, NB;
+    int S, R, T, MB, NB, V, P; /* V chunks per rank, P = S / V ranks */
     size_t nf, base_xf, base_xb, base_ar, base_opt, ntasks;
     task_t *task;
     edge_t *edge;
@@ -41,7 +42,7 @@ typedef struct {
     size_t nheap;
     double *free_ms;        /* per cluster device: communication stream free from */
     int *row_of_dev;        /* cluster device -> result row, -1 */
-    int *inflight;          /* per stage replica */
+    int *inflight;          /* per (virtual) stage replica */
     int *group;             /* R: scratch, one data-parallel group's devices */
     pf_simulate_event_t *ev;
     size_t nev, ev_cap;
@@ -83,35 +84,6 @@ static int add_edge(sim_t *x, size_t from, size_t to, double frac)
     x->edge[x->nedges++] = (edge_t){(int)from, (int)to, frac};
     x->task[to].npred++;
     return PF_OK;
-}
-
-/* The compute order of stage s: `order[i]` is micro-batch m as m (forward) or -1 - m (backward).
- * 1F1B (Narayanan et al. 2021, PipeDream-Flush): W = min(MB, S - s - 1) warm-up forwards, then
- * forward W + i and backward i alternate, then the remaining backwards; in flight at most W + 1 =
- * min(MB, S - s). Eager-1F1B (Zhuang et al., Fig. 4b) runs more warm-up forwards: we take one extra
- * per downstream stage, W = min(MB, 2 (S - s - 1)), so that between a stage's two dependent
- * tasks there is always another micro-batch's forward to overlap the transfer with. */
-static void stage_order(pf_training_schedule_t order, int S, int MB, int s, int *out)
-{
-    int n = 0;
-    if (order == PF_SCHEDULE_GPIPE) {
-        for (int m = 0; m < MB; m++)
-            out[n++] = m;
-        for (int m = MB - 1; m >= 0; m--) /* autograd unwinds the newest micro-batch first */
-            out[n++] = -1 - m;
-        return;
-    }
-    int warm = order == PF_SCHEDULE_EAGER_1F1B ? 2 * (S - s - 1) : S - s - 1;
-    if (warm > MB)
-        warm = MB;
-    for (int m = 0; m < warm; m++)
-        out[n++] = m;
-    for (int i = 0; i + warm < MB; i++) {
-        out[n++] = warm + i;
-        out[n++] = -1 - i;
-    }
-    for (int m = MB - warm; m < MB; m++)
-        out[n++] = -1 - m;
 }
 
 /* A data-parallel collective `op` of `bytes` over the replicas of stage s, rank k: the cheapest
@@ -199,16 +171,33 @@ static int stage_tasks(sim_t *x, int s, int comm_free)
     return PF_OK;
 }
 
-/* The edges of replica r of stage s: its compute order ord (stage_order), each forward to the
- * next stage through its transfers, each backward to the previous one, and the last backward to
- * the all-reduce buckets and the optimizer step. */
-static int replica_edges(sim_t *x, int s, int r, const int *ord)
+/* Replica r of stage s, last backward that of micro-batch m: bucket b is final after (b + 1) / NB
+ * of it (gradients come from the last layer to the first) and its all-reduce may overlap the rest;
+ * then the optimizer step, after the previous chunk's on the same devices. */
+static int grad_edges(sim_t *x, int s, int r, int m)
 {
-    int S = x->S, T = x->T, R = x->R, NB = x->NB, rc = PF_OK;
+    size_t last = id_bwd(x, s, r, m);
+    int rc = add_edge(x, last, id_opt(x, s, r), 1.0);
+    for (int k = 0; k < x->T && x->R > 1; k++)
+        for (int b = 0; b < x->NB; b++) {
+            rc |= add_edge(x, last, id_ar(x, s, k, b), (double)(b + 1) / x->NB);
+            rc |= add_edge(x, id_ar(x, s, k, b), id_opt(x, s, r), 1.0);
+        }
+    if (s >= x->P)
+        rc |= add_edge(x, id_opt(x, s - x->P, r), id_opt(x, s, r), 1.0);
+    return rc;
+}
+
+/* The edges of replica r of rank i: its compute order ord (interleave.h, over its V chunks),
+ * each forward to the next stage through its transfers, each backward to the previous one, and
+ * each chunk's last backward to its gradient edges. */
+static int replica_edges(sim_t *x, int i, int r, const int *ord)
+{
+    int S = x->S, T = x->T, MB = x->MB, n = 2 * MB * x->V, rc = PF_OK;
     size_t prev = SIZE_MAX;
-    for (int i = 0; i < 2 * x->MB && rc == PF_OK; i++) {
-        int m = ord[i] >= 0 ? ord[i] : -1 - ord[i];
-        int fwd = ord[i] >= 0;
+    for (int j = 0; j < n && rc == PF_OK; j++) {
+        int e = ord[j] >= 0 ? ord[j] : -1 - ord[j], fwd = ord[j] >= 0;
+        int s = e / MB * x->P + i, m = e % MB;
         size_t t = fwd ? id_fwd(x, s, r, m) : id_bwd(x, s, r, m);
         if (prev != SIZE_MAX)
             rc |= add_edge(x, prev, t, 1.0);
@@ -224,16 +213,9 @@ static int replica_edges(sim_t *x, int s, int r, const int *ord)
             }
         }
     }
-    /* Bucketed gradients: the backward produces the stage's gradients from its last layer to its
-     * first, so bucket b of the last backward is final after (b + 1) / NB of it, and its
-     * all-reduce may overlap the rest. */
-    for (int k = 0; k < T && R > 1; k++)
-        for (int b = 0; b < NB; b++)
-            rc |= add_edge(x, prev, id_ar(x, s, k, b), (double)(b + 1) / NB);
-    rc |= add_edge(x, prev, id_opt(x, s, r), 1.0);
-    for (int k = 0; k < T && R > 1; k++)
-        for (int b = 0; b < NB; b++)
-            rc |= add_edge(x, id_ar(x, s, k, b), id_opt(x, s, r), 1.0);
+    int mlast = (-1 - ord[n - 1]) % MB; /* every order ends each chunk with this micro-batch */
+    for (int c = 0; c < x->V && rc == PF_OK; c++)
+        rc |= grad_edges(x, c * x->P + i, r, mlast);
     return rc;
 }
 
@@ -267,7 +249,7 @@ static int successor_csr(sim_t *x)
 static int build(sim_t *x, pf_training_schedule_t order, int comm_free)
 {
     int S = x->S, R = x->R, MB = x->MB;
-    int *ord = malloc(2 * (size_t)MB * sizeof *ord);
+    int *ord = malloc(2 * (size_t)MB * x->V * sizeof *ord);
     if (!ord)
         return PF_ERR;
     for (size_t i = 0; i < x->ntasks; i++)
@@ -275,10 +257,10 @@ static int build(sim_t *x, pf_training_schedule_t order, int comm_free)
     int rc = PF_OK;
     for (int s = 0; s < S && rc == PF_OK; s++)
         rc = stage_tasks(x, s, comm_free);
-    for (int s = 0; s < S && rc == PF_OK; s++) {
-        stage_order(order, S, MB, s, ord);
+    for (int i = 0; i < x->P && rc == PF_OK; i++) {
+        pf_interleave_order(order, x->P, x->V, MB, i, ord);
         for (int r = 0; r < R && rc == PF_OK; r++)
-            rc |= replica_edges(x, s, r, ord);
+            rc |= replica_edges(x, i, r, ord);
     }
     free(ord);
     if (rc != PF_OK)
@@ -337,6 +319,23 @@ static int emit(sim_t *x, int dev, int stream, int kind, int s, int r, int m, do
     return PF_OK;
 }
 
+/* A forward (d = 1) or backward (-1) of stage s, replica r: its rank's micro-batch-chunks in flight
+ * and their activation bytes at their most (simulate_order adds the static bytes). */
+static void note_inflight(sim_t *x, pf_simulate_result_t *res, const task_t *t, int row, int d)
+{
+    x->inflight[t->s * x->R + t->r] += d;
+    int n = 0; double bytes = 0;
+    for (int s = t->s % x->P; d > 0 && s < x->S; s += x->P) {
+        int live = x->inflight[s * x->R + t->r];
+        n += live;
+        bytes += live * x->in->stage[s].act_bytes;
+    }
+    for (int k = 0; k < x->T && d > 0; k++) {
+        res->peak_inflight[row + k] = n > res->peak_inflight[row + k] ? n : res->peak_inflight[row + k];
+        res->peak_mem_bytes[row + k] = fmax(res->peak_mem_bytes[row + k], bytes);
+    }
+}
+
 /* Runs the task graph: compute tasks start when their predecessors (the stream order among them)
  * allow; a transfer or all-reduce also waits for the communication streams of all its devices,
  * which serve tasks in the order they became ready. Every push carries a ready time no earlier
@@ -357,16 +356,14 @@ static int run(sim_t *x, pf_simulate_result_t *res)
         int id = heap_pop(x);
         task_t *t = &x->task[id];
         double start = t->ready_ms;
-        int row = (t->s * R + t->r) * T;
+        int row = (t->s % x->P * R + t->r) * T;
         int rc = PF_OK;
         switch (t->kind) {
         case T_FWD:
         case T_BWD:
         case T_OPT: {
-            int *live = &x->inflight[t->s * R + t->r];
-            if (t->kind == T_FWD && ++*live > res->peak_inflight[row])
-                for (int k = 0; k < T; k++)
-                    res->peak_inflight[row + k] = *live;
+            if (t->kind != T_OPT)
+                note_inflight(x, res, t, row, t->kind == T_FWD ? 1 : -1);
             double end = start + t->dur_ms, body_end = end - t->tp_ms;
             int kind = t->kind == T_FWD ? PF_EV_FWD : t->kind == T_BWD ? PF_EV_BWD : PF_EV_OPT;
             for (int k = 0; k < T; k++) {
@@ -375,8 +372,6 @@ static int run(sim_t *x, pf_simulate_result_t *res)
                 rc |= emit(x, d, PF_STREAM_COMPUTE, kind, t->s, t->r, t->m, start, body_end);
                 rc |= emit(x, d, PF_STREAM_COMPUTE, PF_EV_TP, t->s, t->r, t->m, body_end, end);
             }
-            if (t->kind == T_BWD)
-                --*live;
             break;
         }
         case T_XFER_F:
@@ -495,7 +490,7 @@ static int validate_shape(const pf_simulate_input_t *in, char *err, size_t errle
     if ((double)need * in->microbatches * 4.0 * in->tp > INT_MAX / 4 || in->buckets > 1 << 16)
         return pf_fail(err, errlen, PF_EINPUT, "simulate: %lld devices x %d micro-batches is too "
                        "large to simulate", need, in->microbatches);
-    if (need > D)
+    if (need / (in->virtual_stages > 1 ? in->virtual_stages : 1) > D)
         return pf_fail(err, errlen, PF_EINPUT,
                        "simulate: %d x %d x %d stage devices but the cluster has %d", in->stages,
                        in->replicas, in->tp, D);
@@ -542,8 +537,9 @@ static int validate_devices(const pf_simulate_stage_t *st, int s, int n, int D, 
 
 static int validate(const pf_simulate_input_t *in, char *err, size_t errlen)
 {
-    int rc = validate_shape(in, err, errlen);
-    if (rc != PF_OK)
+    int rc = validate_shape(in, err, errlen), n = in->replicas * in->tp, P;
+    if (rc != PF_OK || (rc = pf_interleave_check(in->stages, in->virtual_stages,
+                                                 in->microbatches, &P, err, errlen)) != PF_OK)
         return rc;
     int D = pf_cluster_ndevices(in->cluster);
     char *seen = calloc((size_t)D, 1);
@@ -552,8 +548,10 @@ static int validate(const pf_simulate_input_t *in, char *err, size_t errlen)
     for (int s = 0; s < in->stages && rc == PF_OK; s++) {
         const pf_simulate_stage_t *st = &in->stage[s];
         rc = validate_numbers(st, s, in->replicas, err, errlen);
-        if (rc == PF_OK)
-            rc = validate_devices(st, s, in->replicas * in->tp, D, seen, err, errlen);
+        if (rc == PF_OK) /* a rank's later chunks: on its first chunk's devices */
+            rc = s < P ? validate_devices(st, s, n, D, seen, err, errlen)
+                       : pf_interleave_same_devices(st->devices, in->stage[s - P].devices, n, s, P,
+                                                    err, errlen);
     }
     free(seen);
     return rc;
@@ -564,11 +562,13 @@ static int simulate_order(const pf_simulate_input_t *in, pf_training_schedule_t 
                           pf_simulate_result_t **out, char *err, size_t errlen)
 {
     sim_t x = {.in = in, .S = in->stages, .R = in->replicas, .T = in->tp,
-               .MB = in->microbatches, .NB = in->buckets > 1 ? in->buckets : 1};
+               .MB = in->microbatches, .NB = in->buckets > 1 ? in->buckets : 1,
+               .V = in->virtual_stages > 1 ? in->virtual_stages : 1};
+    x.P = x.S / x.V;
     int D = pf_cluster_ndevices(in->cluster);
     int rc = PF_OK;
     pf_simulate_result_t *res = calloc(1, sizeof *res);
-    size_t rows = (size_t)x.S * x.R * x.T;
+    size_t rows = (size_t)x.P * x.R * x.T; /* one per device: a rank's chunks share it */
     x.nf = (size_t)x.S * x.R * x.MB;
     x.base_xf = 2 * x.nf;
     x.base_xb = x.base_xf + x.nf * x.T;
@@ -601,7 +601,7 @@ static int simulate_order(const pf_simulate_input_t *in, pf_training_schedule_t 
     res->ndevices = (int)rows;
     for (int d = 0; d < D; d++)
         x.row_of_dev[d] = -1;
-    for (int s = 0; s < x.S; s++)
+    for (int s = 0; s < x.P; s++)
         for (int i = 0; i < x.R * x.T; i++) {
             int row = s * x.R * x.T + i;
             res->device[row] = in->stage[s].devices[i];
@@ -619,9 +619,9 @@ static int simulate_order(const pf_simulate_input_t *in, pf_training_schedule_t 
     }
     double busy = 0;
     for (size_t i = 0; i < rows; i++) {
-        const pf_simulate_stage_t *st = &in->stage[i / ((size_t)x.R * x.T)];
         busy += res->busy_ms[i];
-        res->peak_mem_bytes[i] = st->static_bytes + res->peak_inflight[i] * st->act_bytes;
+        for (int s = (int)(i / ((size_t)x.R * x.T)); s < x.S; s += x.P)
+            res->peak_mem_bytes[i] += in->stage[s].static_bytes;
     }
     res->bubble_fraction = res->step_ms > 0 ? 1.0 - busy / (rows * res->step_ms) : 0.0;
     if (x.nev)

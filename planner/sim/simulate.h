@@ -62,6 +62,10 @@ typedef struct {
                                    cluster file does not say; a device model does) */
     int zero;                   /* ZeRO stage (training.h): 3 gathers a stage's parameters
                                    before each forward and backward (training.h) */
+    int virtual_stages;         /* V > 1: interleaved 1F1B (interleave.h): the stages are P = stages
+                                   / V ranks' chunks, stage s on the devices of stage s mod P,
+                                   run in Megatron-LM's interleaved order whatever `schedule`
+                                   says; 0 or 1: none */
     pf_training_schedule_t schedule;
     int timeline;               /* 1: record the events (pictures); 0: figures only */
     pf_simulate_stage_t *stage;      /* S entries */
@@ -145,12 +149,13 @@ typedef struct {
     int stages, replicas, tp, microbatches;
     double step_ms;
     double bubble_fraction;   /* 1 - compute busy / (devices x step) */
-    int ndevices;             /* S x R x T rows, stage-major: row (s R + r) T + k */
+    int ndevices;             /* P x R x T rows (P = S / V ranks), rank-major: row (s R + r) T + k */
     int *device;              /* cluster device index of each row */
     double *busy_ms;          /* compute stream busy time */
     double *comm_busy_ms;     /* communication stream busy time */
-    double *peak_mem_bytes;   /* static + the most micro-batches in flight x act_bytes */
-    int *peak_inflight;       /* that most */
+    double *peak_mem_bytes;   /* the static bytes of the rank's chunks + the most activation bytes
+                                 of its micro-batch-chunks in flight */
+    int *peak_inflight;       /* the most micro-batch-chunks in flight */
     int nevents;
     pf_simulate_event_t *events;   /* when in->timeline; sorted by device, stream, start */
 } pf_simulate_result_t;

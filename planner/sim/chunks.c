@@ -1,0 +1,102 @@
+/* chunks: P stages as P x V interleaved chunks (chunks.h). */
+#include "planner/sim/chunks.h"
+#include "planner/core/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pf_chunks_of_plan(const pf_plan_t *p)
+{
+    return p->blocks.present && p->blocks.virtual_stages > 1 ? p->blocks.virtual_stages : 1;
+}
+
+/* Chunk j = c P + i of stage i (src), H the boundary activation, wrap_ms the last rank's
+ * transfer to rank 0 per replica (T > 1) or NULL. Allocates out's devices and xfer_ms. */
+static int chunk_of(const pf_simulate_input_t *in, int j, int V, double H, const double *wrap_ms,
+                    pf_simulate_stage_t *out)
+{
+    int P = in->stages, i = j % P, n = in->replicas * in->tp;
+    const pf_simulate_stage_t *src = &in->stage[i];
+    double stashed = i > 0 ? in->stage[i - 1].send_bytes : 0;
+    *out = *src;
+    out->fwd_ms /= V, out->bwd_ms /= V, out->recompute_ms /= V;
+    out->tp_fwd_ms /= V, out->tp_bwd_ms /= V, out->optimizer_ms /= V;
+    out->param_bytes /= V, out->static_bytes /= V;
+    out->act_bytes = fmax(0, src->act_bytes - stashed) / V + (j > 0 ? H : 0);
+    out->send_bytes = j + 1 == P * V ? 0 : i + 1 < P ? src->send_bytes : H;
+    const double *xf = j + 1 == P * V ? NULL : i + 1 < P ? src->xfer_ms : wrap_ms;
+    out->xfer_ms = NULL;
+    out->devices = malloc((size_t)n * sizeof *out->devices);
+    if (xf)
+        out->xfer_ms = malloc((size_t)in->replicas * sizeof *out->xfer_ms);
+    if (!out->devices || (xf && !out->xfer_ms))
+        return PF_ERR;
+    memcpy(out->devices, src->devices, (size_t)n * sizeof *out->devices);
+    if (xf)
+        memcpy(out->xfer_ms, xf, (size_t)in->replicas * sizeof *out->xfer_ms);
+    return PF_OK;
+}
+
+/* The last rank's transfer of H to rank 0, per replica, as pf_simulate_input_from_setting
+ * prices the other boundaries of a T > 1 pipeline. */
+static int wrap_xfers(const pf_simulate_input_t *in, double H, double *ms, char *err,
+                      size_t errlen)
+{
+    int P = in->stages, T = in->tp;
+    for (int r = 0; r < in->replicas; r++) {
+        pf_simulate_xfer_problem_t xp;
+        pf_simulate_xfer_problem(in->stage[P - 1].devices + (size_t)r * T,
+                                 in->stage[0].devices + (size_t)r * T, T, H, &xp);
+        int rc = pf_simulate_xfer_ms(in->cluster, &xp, &ms[r], err, errlen);
+        if (rc != PF_OK)
+            return rc;
+    }
+    return PF_OK;
+}
+
+static void free_stages(pf_simulate_stage_t *st, int n)
+{
+    for (int s = 0; st && s < n; s++) {
+        free(st[s].devices);
+        free(st[s].xfer_ms);
+    }
+    free(st);
+}
+
+int pf_chunks_split(pf_simulate_input_t *in, int V, char *err, size_t errlen)
+{
+    if (V <= 1)
+        return PF_OK;
+    int P = in->stages, rc = PF_OK;
+    if (P < 2 || in->virtual_stages > 1 || in->microbatches % P != 0)
+        return pf_fail(err, errlen, PF_EINPUT, "interleaving %d chunks: needs 2 or more stages "
+                       "(%d), not chunks already, and micro-batches (%d) a multiple of the "
+                       "stages", V, P, in->microbatches);
+    double H = 0;
+    for (int i = 0; i + 1 < P; i++)
+        H = fmax(H, in->stage[i].send_bytes);
+    pf_simulate_stage_t *st = calloc((size_t)P * V, sizeof *st);
+    double *wrap = in->tp > 1 ? calloc((size_t)in->replicas, sizeof *wrap) : NULL;
+    if (!st || (in->tp > 1 && !wrap)) {
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+        goto done;
+    }
+    if (wrap && (rc = wrap_xfers(in, H, wrap, err, errlen)) != PF_OK)
+        goto done;
+    for (int j = 0; j < P * V && rc == PF_OK; j++)
+        if (chunk_of(in, j, V, H, wrap, &st[j]) != PF_OK)
+            rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+    if (rc != PF_OK)
+        goto done;
+    free_stages(in->stage, P);
+    in->stage = st;
+    st = NULL;
+    in->stages = P * V;
+    in->virtual_stages = V;
+    in->buckets = in->buckets > 1 ? (in->buckets + V - 1) / V : in->buckets;
+done:
+    free_stages(st, P * V);
+    free(wrap);
+    return rc;
+}

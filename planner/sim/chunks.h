@@ -1,0 +1,28 @@
+/* chunks: a pipeline of P stages as the P x V model chunks of interleaved 1F1B ([Narayanan21]
+ * Sec. 2.2; DESIGN.md "simulate"). A plan keeps its P stages of whole layers (map/ and export/
+ * see them as before) and says `virtual_stages` V; the simulator's input then gets P V stages,
+ * chunk c of rank i (stage c P + i) on stage i's devices with 1/V of its work, so that
+ * interleave.h's order runs them. */
+#ifndef PF_CHUNKS_H
+#define PF_CHUNKS_H
+
+#include "planner/ir/plan.h"
+#include "planner/sim/simulate.h"
+
+#include <stddef.h>
+
+/* Splits every stage i of a P-stage input (virtual_stages 0 or 1) into V chunks: chunk c of
+ * rank i is stage c P + i with stage i's times (fwd, bwd, recompute, tp, optimizer) and bytes
+ * (param, static) over V; its activations (stage i's less its stashed input) over V plus its own
+ * stashed input, the boundary activation H (the largest send_bytes of the stages but the last);
+ * it sends stage i's send_bytes, the last rank's chunks (but the very last) H to rank 0 (priced
+ * as a resharding between the two groups when T > 1, as from_setting prices the others); the
+ * gradient buckets per chunk ceil(buckets / V). V <= 1: nothing changes. PF_EINPUT when P < 2,
+ * the input is split already, or the micro-batches are not a multiple of P; PF_ERR out of
+ * memory (the input is then as it was). */
+int pf_chunks_split(pf_simulate_input_t *in, int V, char *err, size_t errlen);
+
+/* The plan's V: its block search's virtual_stages when it has one, else 1. */
+int pf_chunks_of_plan(const pf_plan_t *p);
+
+#endif

@@ -43,7 +43,23 @@ static void test_round_trip_and_errors(void)
     CU_ASSERT_EQUAL(q->stage_list[1].nops, 3);
     CU_ASSERT_EQUAL(q->stage_list[0].devices[0], 3);
     CU_ASSERT_EQUAL(q->stage_list[1].devices[1], 2);
+    CU_ASSERT_EQUAL(q->blocks.present, 0);
     pf_plan_destroy(&q);
+
+    /* the block search's keys come back (the simulator interleaves by virtual_stages) */
+    p->blocks.present = 1;
+    p->blocks.microbatch_size = 2, p->blocks.virtual_stages = 3, p->blocks.sequence_parallel = 1;
+    p->blocks.first_layers = 4, p->blocks.mid_layers = 5, p->blocks.last_layers = 6;
+    p->blocks.candidates = 7, p->blocks.analytic_step_ms = 8.5, p->blocks.wall_s = 0.25;
+    CU_ASSERT_EQUAL_FATAL(pf_plan_save(p, g, c, path, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_plan_load(path, g, c, &q, err, sizeof err), PF_OK);
+    CU_ASSERT(q->blocks.present && q->blocks.microbatch_size == 2 &&
+              q->blocks.virtual_stages == 3 && q->blocks.sequence_parallel == 1);
+    CU_ASSERT(q->blocks.first_layers == 4 && q->blocks.mid_layers == 5 &&
+              q->blocks.last_layers == 6 && q->blocks.candidates == 7);
+    CU_ASSERT(q->blocks.analytic_step_ms == 8.5 && q->blocks.wall_s == 0.25);
+    pf_plan_destroy(&q);
+    p->blocks.present = 0;
 
     /* an op in no stage; a device used twice */
     pf_plan_set_stage_ops(p, 1, b, 2);

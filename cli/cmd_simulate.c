@@ -2,6 +2,7 @@
  * simulator (planner/sim/simulate.h); figures on stdout, the timeline as SVG on request. */
 #include "cli/cli.h"
 #include "planner/ir/cluster.h"
+#include "planner/sim/chunks.h"
 #include "planner/sim/draw.h"
 #include "planner/ir/graph.h"
 #include "planner/ir/plan.h"
@@ -110,7 +111,8 @@ int cmd_simulate(int argc, char **argv)
         (rc = pf_cluster_load(cpath, &cl, err, sizeof err)) != PF_OK ||
         (rc = pf_plan_load(ppath, g, cl, &p, err, sizeof err)) != PF_OK)
         goto done;
-    if ((rc = pf_simulate_input_from_plan(g, cl, p, &in, err, sizeof err)) != PF_OK) {
+    if ((rc = pf_simulate_input_from_plan(g, cl, p, &in, err, sizeof err)) != PF_OK ||
+        (rc = pf_chunks_split(&in, pf_chunks_of_plan(p), err, sizeof err)) != PF_OK) {
         pf_err_prefix(err, sizeof err, strcmp(ppath, "-") ? ppath : "<stdin>");
         goto done;
     }

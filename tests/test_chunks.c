@@ -75,6 +75,11 @@ static void test_split_by_hand(void)
     CU_ASSERT_EQUAL_FATAL(pf_simulate(&in, &r, err, sizeof err), PF_OK);
     PF_ASSERT_CLOSE(r->step_ms, 18 + 0.5, 1e-5); /* the two optimizer halves one after another */
     CU_ASSERT_EQUAL(r->ndevices, 2);
+    /* rank 0 holds 5 micro-batch-chunks at most (test_interleave), at most 70 bytes: after
+     * F2c0 three of chunk 0 (10 each) and two of chunk 1 (20 each), again after F3c1; 1F1B's
+     * 2 x (10 + 20) = 60. Rank 1 holds 3 (F0c0 F1c0 F0c1, 20 each: 60) against 1 x 40. */
+    PF_ASSERT_CLOSE(pf_chunks_extra_bytes(&in, r, 0), 10, 1e-9);
+    PF_ASSERT_CLOSE(pf_chunks_extra_bytes(&in, r, 1), 20, 1e-9);
     pf_simulate_result_destroy(&r);
     pf_simulate_input_clear(&in);
     pf_cluster_destroy(&c);

@@ -1,5 +1,6 @@
 #include "planner/search/job.h"
 #include "planner/ir/cost.h"
+#include "planner/sim/chunks.h"
 #include "planner/sim/simulate.h"
 #include "planner/core/util.h"
 
@@ -124,7 +125,8 @@ done:
  * with (cost.h: parameter state + k_s micro-batches of activations + reserve), each against the
  * least memory among the stage's devices. */
 static int sim_memory(const pf_job_t *job, const pf_graph_t *dg, const pf_tp_setting_t *set,
-                      const pf_plan_t *p, pf_job_result_t *res)
+                      const pf_plan_t *p, const pf_simulate_input_t *in,
+                      const pf_simulate_result_t *r, pf_job_result_t *res)
 {
     int *op_stage = pf_plan_op_stage(p, pf_graph_nops(dg));
     if (!op_stage)
@@ -138,7 +140,8 @@ static int sim_memory(const pf_job_t *job, const pf_graph_t *dg, const pf_tp_set
     int n = p->replicas * p->tensor_parallel;
     res->sim.fits = 1;
     for (int s = 0; s < p->stages; s++) {
-        double mem = pf_cost_stage_mem_bytes(dg, op_stage, s, &cm), limit = INFINITY;
+        double mem = pf_cost_stage_mem_bytes(dg, op_stage, s, &cm) +
+                     pf_chunks_extra_bytes(in, r, s), limit = INFINITY;
         for (int i = 0; i < n; i++)
             limit = fmin(limit, pf_cluster_device(job->cluster,
                                                   p->stage_list[s].devices[i])->mem_bytes);
@@ -186,13 +189,14 @@ static int run_simulate(const pf_job_t *job, pf_job_result_t *res)
     snprintf(p->schedule, sizeof p->schedule, "%s", pf_training_schedule_name(job->schedule));
     if ((rc = pf_simulate_input_from_setting(job->graph, job->cluster, set, p, job->xfer_ms, &in,
                                              res->error, sizeof res->error)) != PF_OK ||
+        (rc = pf_chunks_split(&in, pf_chunks_of_plan(p), res->error, sizeof res->error)) ||
         (rc = pf_simulate(&in, &r, res->error, sizeof res->error)) != PF_OK)
         goto done;
     res->sim.step_ms = r->step_ms;
     res->sim.bubble_fraction = r->bubble_fraction;
     for (int i = 0; i < r->ndevices; i++)
         res->sim.peak_mem_bytes = fmax(res->sim.peak_mem_bytes, r->peak_mem_bytes[i]);
-    rc = sim_memory(job, set ? pf_tp_setting_graph(set) : job->graph, set, p, res);
+    rc = sim_memory(job, set ? pf_tp_setting_graph(set) : job->graph, set, p, &in, r, res);
 done:
     pf_simulate_result_destroy(&r);
     pf_simulate_input_clear(&in);

@@ -182,7 +182,9 @@ void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
         }
     p->blocks.present = 1;
     p->blocks.microbatch_size = it->cand.b;
-    p->blocks.virtual_stages = it->cand.v;
+    /* the simulator interleaves a plan's stages as Megatron-LM does: m a multiple of p */
+    p->blocks.virtual_stages =
+        it->cand.v > 1 && p->stages > 1 && p->microbatches % p->stages == 0 ? it->cand.v : 1;
     p->blocks.sequence_parallel = it->cand.sp;
     p->blocks.first_layers = it->cand.first_layers;
     p->blocks.mid_layers = it->cand.p > 2 ? it->cand.mid_layers : 0;

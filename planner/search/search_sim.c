@@ -5,6 +5,7 @@
  * per allowed schedule. Among the (candidate, schedule) pairs that fit memory, the least
  * simulated step time per sample makes the plan. */
 #include "planner/search/search_sim.h"
+#include "planner/search/search_blocks.h"
 #include "planner/search/search_map.h"
 #include "planner/search/search_partition.h"
 #include "planner/search/search_tap.h"
@@ -186,6 +187,7 @@ static pf_plan_t *candidate_plan(const pf_search_t *s, int c, pf_training_schedu
         expand_tp(s, e->tp, p) != PF_OK)
         goto fail;
     dress_plan(s, cd, schedule, p);
+    pf_search_blocks_to_plan(&s->blocks, p); /* its virtual stages are simulated (chunks.h) */
     if (step_comm(s, cd, p) != PF_OK)
         goto fail;
     if (e->coarse >= 0)

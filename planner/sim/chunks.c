@@ -100,3 +100,16 @@ done:
     free(wrap);
     return rc;
 }
+
+double pf_chunks_extra_bytes(const pf_simulate_input_t *in, const pf_simulate_result_t *r, int i)
+{
+    if (in->virtual_stages <= 1)
+        return 0;
+    int P = in->stages / in->virtual_stages, k = in->microbatches < P - i ? in->microbatches : P - i;
+    double act = 0, stat = 0;
+    for (int s = i; s < in->stages; s += P) {
+        act += in->stage[s].act_bytes;
+        stat += in->stage[s].static_bytes;
+    }
+    return r->peak_mem_bytes[(size_t)i * in->replicas * in->tp] - stat - k * act;
+}

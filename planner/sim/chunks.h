@@ -25,4 +25,9 @@ int pf_chunks_split(pf_simulate_input_t *in, int V, char *err, size_t errlen);
 /* The plan's V: its block search's virtual_stages when it has one, else 1. */
 int pf_chunks_of_plan(const pf_plan_t *p);
 
+/* What interleaving adds to the memory of rank i over 1F1B's (which holds min(MB, P - i)
+ * micro-batches of the whole stage, cost.h): its simulated peak (r, one row per device) less its
+ * chunks' static bytes less min(MB, P - i) x the sum of its chunks' act_bytes. V <= 1: 0. */
+double pf_chunks_extra_bytes(const pf_simulate_input_t *in, const pf_simulate_result_t *r, int i);
+
 #endif

@@ -75,8 +75,9 @@ static double plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_o
         const pf_plan_t *p = d.plan;
         tf = sample_flops(g) * samples / (p->simulated_step_ms * 1e-3) /
              pf_cluster_ndevices(c) / 1e12;
-        snprintf(shape, len, "t%d p%d d%d %s zero %d", p->tensor_parallel, p->stages,
-                 p->replicas, pf_training_recompute_name(p->train.recompute), p->train.zero);
+        snprintf(shape, len, "t%d p%d d%d v%d %s zero %d", p->tensor_parallel, p->stages,
+                 p->replicas, p->blocks.present ? p->blocks.virtual_stages : 1,
+                 pf_training_recompute_name(p->train.recompute), p->train.zero);
     } else {
         snprintf(shape, len, "no plan (%.120s)", d.err);
     }

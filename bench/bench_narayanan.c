@@ -137,7 +137,8 @@ static double free_row(const row_t *r, double *plan_s, char *shape, size_t len)
     if (d.status == PF_OK && d.plan->simulated_step_ms > 0) {
         const pf_plan_t *p = d.plan;
         tflops = step_flops(r) / (p->simulated_step_ms * 1e-3 * r->gpus) / 1e12;
-        snprintf(shape, len, "t%d p%d d%d %s z%d", p->tensor_parallel, p->stages, p->replicas,
+        snprintf(shape, len, "t%d p%d d%d v%d %s z%d", p->tensor_parallel, p->stages,
+                 p->replicas, p->blocks.present ? p->blocks.virtual_stages : 1,
                  pf_training_recompute_name(p->train.recompute), p->train.zero);
     } else {
         snprintf(shape, len, "no plan (%.60s)", d.err);

@@ -3,7 +3,8 @@
  * model (blockenum.h, blockcost.h), keeps the best K, and fixes the best one's (S, T, R),
  * recomputation and ZeRO stage, with whole layers per stage (--layer-aligned), for the phases
  * that follow (partition, map, simulate). Sequence parallelism, virtual stages and the micro-batch
- * size are recorded in the plan; the simulator does not model the first two yet.
+ * size are recorded in the plan; the simulator runs the virtual stages (planner/sim/chunks.h)
+ * but does not model sequence parallelism yet.
  *
  * The device and network prices come from block_env() in search_blocks.c: when the graph names
  * its device model (graph key "device_model", `planfarm model --device`), that preset and the

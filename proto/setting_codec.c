@@ -31,6 +31,7 @@ Planfarm__Setting *pf_setting_codec_to_pb(pf_arena_t *a, const pf_tp_setting_opt
     t->zero = (uint32_t)o->train.zero;
     t->recompute = (uint32_t)o->train.recompute;
     t->schedule = (uint32_t)o->train.schedule;
+    t->sequence_parallel = o->train.sequence_parallel != 0;
     to->min_duplicate = (uint32_t)o->tap.min_duplicate;
     to->max_unit_weights = (uint32_t)o->tap.max_unit_weights;
     to->allow_token_split = o->tap.allow_token_split != 0;
@@ -71,6 +72,7 @@ int pf_setting_codec_from_pb(const Planfarm__Setting *m, pf_tp_setting_opts_t *o
         o->train.zero = (int)t->zero;
         o->train.recompute = (pf_training_recompute_t)t->recompute;
         o->train.schedule = (pf_training_schedule_t)t->schedule;
+        o->train.sequence_parallel = t->sequence_parallel;
     }
     if (m->tap) {
         if (m->tap->min_duplicate > 1u << 20 || m->tap->max_unit_weights > 39)

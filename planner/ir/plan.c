@@ -361,6 +361,7 @@ static int read_block_search(json_t *root, pf_plan_t *p, char *err, size_t errle
     p->blocks.present = 1;
     p->blocks.microbatch_size = (int)b, p->blocks.virtual_stages = (int)v;
     p->blocks.sequence_parallel = json_is_true(sp);
+    p->train.sequence_parallel = p->blocks.sequence_parallel; /* its memory (tp/seqpar.h) */
     p->blocks.first_layers = (int)n[0], p->blocks.mid_layers = (int)n[1];
     p->blocks.last_layers = (int)n[2], p->blocks.candidates = (int)n[3];
     return PF_OK;

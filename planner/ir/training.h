@@ -51,6 +51,8 @@ typedef struct {
     int zero;                 /* ZeRO stage 0..3; default 0 */
     pf_training_recompute_t recompute; /* default none */
     pf_training_schedule_t schedule;   /* default 1F1B */
+    int sequence_parallel;    /* 1: with T > 1, the ops tensor parallelism leaves replicated store
+                                 1/T of their activations (planner/tp/seqpar.h); default 0 */
 } pf_training_t;
 
 void pf_training_init(pf_training_t *t);

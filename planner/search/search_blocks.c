@@ -57,41 +57,19 @@ static int gpus_per_host(const pf_cluster_t *c)
 }
 
 
-/* Can the later phases hold the candidate: they do not model sequence parallelism, so one
- * with it must also fit memory without it. */
-static int holds(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t cand)
-{
-    if (!cand.sp)
-        return 1;
-    pf_blockcost_part_t parts[3];
-    pf_blockcost_eval_t ev;
-    cand.sp = 0;
-    pf_blockcost_parts(pr, cand.t, cand.b, 0, cand.recompute, parts);
-    return pf_blockcost_eval(pr, &cand, parts, &ev) == PF_OK && ev.fits;
-}
-
-/* The first ranked candidate the later phases can hold; -1 when none. */
-static int handoff(const pf_blockcost_problem_t *pr, const pf_search_blocks_t *choice)
-{
-    for (int i = 0; i < choice->n; i++)
-        if (holds(pr, choice->best[i].cand))
-            return i;
-    return -1;
-}
-
-/* The later phases try the (S, T) of every ranked candidate they can hold that trains as the
- * first does (recomputation, ZeRO and the micro-batch the graph is re-priced at are one for the
- * whole search), and the simulator picks;
- * one pair fixes S, R and T outright. */
-static void apply(const pf_blockcost_problem_t *pr, const pf_search_blocks_t *choice,
-                  pf_search_opts_t *o)
+/* The later phases try the (S, T) of every ranked candidate that trains as the first does
+ * (recomputation, ZeRO, sequence parallelism and the micro-batch the graph is re-priced at are one
+ * for the whole search), and the simulator picks; one pair fixes S, R and T outright. They model
+ * sequence parallelism's memory (planner/tp/seqpar.h) and interleaving (planner/sim/chunks.h), so
+ * every candidate can be handed on. */
+static void apply(const pf_search_blocks_t *choice, pf_search_opts_t *o)
 {
     const pf_blockcost_cand_t *best = &choice->best[0].cand;
     int n = 0, same_p = 1, same_t = 1;
     for (int i = 0; i < choice->n && n < 8; i++) {
         const pf_blockcost_cand_t *c = &choice->best[i].cand;
         int dup = c->recompute != best->recompute || c->zero != best->zero || c->b != best->b ||
-                  !holds(pr, *c);
+                  c->sp != best->sp;
         for (int j = 0; j < n && !dup; j++)
             dup = o->block_pairs[j][0] == c->p && o->block_pairs[j][1] == c->t;
         if (dup)
@@ -108,6 +86,7 @@ static void apply(const pf_blockcost_problem_t *pr, const pf_search_blocks_t *ch
     o->candidates = n > o->candidates ? n : o->candidates;
     o->train.recompute = best->recompute;
     o->train.zero = best->zero;
+    o->train.sequence_parallel = best->sp;
     o->layer_aligned = 1;
     o->recompute_auto = o->zero_auto = 0;
 }
@@ -146,23 +125,12 @@ int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_o
             : o->block_candidates > PF_SEARCH_BLOCKS_K ? PF_SEARCH_BLOCKS_K
                                                        : o->block_candidates;
     rc = rank(&pr, &fix, k, choice, err, errlen);
-    int pick = rc == PF_OK ? handoff(&pr, choice) : -1;
-    if (rc == PF_OK && pick < 0) { /* every one needs sequence parallelism to fit: rank without */
-        fix.sp = 0;
-        rc = rank(&pr, &fix, k, choice, err, errlen);
-        pick = 0;
-    }
     if (rc != PF_OK) {
         pf_blocks_destroy(&b);
         return rc;
     }
-    if (pick > 0) { /* the one handed on goes first */
-        pf_blockenum_item_t it = choice->best[pick];
-        memmove(&choice->best[1], &choice->best[0], sizeof it * (size_t)pick);
-        choice->best[0] = it;
-    }
     choice->present = 1;
-    apply(&pr, choice, o);
+    apply(choice, o);
     pf_blocks_destroy(&b);
     return PF_OK;
 }
@@ -175,7 +143,7 @@ void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
     for (int i = 0; i < choice->n; i++) /* the candidate the simulator chose */
         if (choice->best[i].cand.p == p->stages && choice->best[i].cand.t == p->tensor_parallel &&
             choice->best[i].cand.recompute == it->cand.recompute &&
-            choice->best[i].cand.b == it->cand.b &&
+            choice->best[i].cand.b == it->cand.b && choice->best[i].cand.sp == it->cand.sp &&
             choice->best[i].cand.zero == it->cand.zero) {
             it = &choice->best[i];
             break;
@@ -185,7 +153,7 @@ void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
     /* the simulator interleaves a plan's stages as Megatron-LM does: m a multiple of p */
     p->blocks.virtual_stages =
         it->cand.v > 1 && p->stages > 1 && p->microbatches % p->stages == 0 ? it->cand.v : 1;
-    p->blocks.sequence_parallel = it->cand.sp;
+    p->blocks.sequence_parallel = it->cand.sp && p->tensor_parallel > 1;
     p->blocks.first_layers = it->cand.first_layers;
     p->blocks.mid_layers = it->cand.p > 2 ? it->cand.mid_layers : 0;
     p->blocks.last_layers = it->cand.p > 1 ? it->cand.last_layers : 0;

@@ -1,10 +1,11 @@
 /* search_blocks: the block-level pre-phase of the search (issue 22). For a graph made of
  * repeated blocks (blocks.h) it enumerates Megatron-LM style configurations with the analytic
  * model (blockenum.h, blockcost.h), keeps the best K, and fixes the best one's (S, T, R),
- * recomputation and ZeRO stage, with whole layers per stage (--layer-aligned), for the phases
- * that follow (partition, map, simulate). Sequence parallelism, virtual stages and the micro-batch
- * size are recorded in the plan; the simulator runs the virtual stages (planner/sim/chunks.h)
- * but does not model sequence parallelism yet.
+ * recomputation, ZeRO stage and sequence parallelism, with whole layers per stage
+ * (--layer-aligned), for the phases that follow (partition, map, simulate). Sequence parallelism,
+ * virtual stages and the micro-batch size are recorded in the plan; the later phases store
+ * sequence parallelism's activations (planner/tp/seqpar.h) and simulate the virtual stages
+ * (planner/sim/chunks.h).
  *
  * The device and network prices come from block_env() in search_blocks.c: when the graph names
  * its device model (graph key "device_model", `planfarm model --device`), that preset and the
@@ -23,10 +24,9 @@
 int pf_search_blocks_wanted(const pf_search_opts_t *o);
 
 /* Runs the enumeration for graph g on cluster c and rewrites *o to the best candidate that the
- * later phases can hold: stages, replicas, tp, train.recompute, train.zero, layer_aligned = 1,
- * recompute_auto = zero_auto = 0. They do not model sequence parallelism, so a candidate with it
- * must fit memory without it too; when none of the K does, the ranking is redone without it.
- * The ranking goes to *choice, the one handed on first. PF_EINPUT when the graph has no
+ * later phases can hold (all of them): stages, replicas, tp, train.recompute, train.zero,
+ * train.sequence_parallel, layer_aligned = 1, recompute_auto = zero_auto = 0. The ranking goes to
+ * *choice, the one handed on first. PF_EINPUT when the graph has no
  * repeated blocks or no --global-batch is given; PF_EINFEASIBLE when nothing fits. The micro-batch
  * is --microbatch-size when given, else the graph's; choice->best[0].cand.b is the one the later
  * phases must plan at (pf_search_new re-prices the graph to it: price.h). */

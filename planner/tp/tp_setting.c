@@ -1,4 +1,5 @@
 #include "planner/tp/tp_setting.h"
+#include "planner/tp/seqpar.h"
 #include "planner/core/util.h"
 
 #include <stdlib.h>
@@ -11,6 +12,7 @@ struct pf_tp_setting {
     pf_tap_result_t tap;
     int has_tap;
     pf_graph_t *tp_graph;   /* TAP's per-device graph (T > 1) */
+    pf_graph_t *sp_graph;   /* that with sequence parallelism's memory (seqpar.h), when on */
     pf_graph_t *view;       /* after recomputation; NULL when that changes nothing */
     const pf_graph_t *graph;
     double reserve_bytes;
@@ -60,6 +62,11 @@ pf_tp_setting_t *pf_tp_setting_new(const pf_graph_t *g, const pf_cluster_t *c,
         if (pf_tap_graph(g, &s->tap, &s->tp_graph, err, errlen) != PF_OK)
             goto fail;
         cur = s->tp_graph;
+        if (o->train.sequence_parallel) {
+            if (!(s->sp_graph = pf_seqpar_graph(g, cur, o->tp, err, errlen)))
+                goto fail;
+            cur = s->sp_graph;
+        }
     }
     if (o->train.recompute != PF_RECOMPUTE_NONE) {
         if (!(s->view = pf_training_view(cur, &o->train, &s->reserve_bytes, err, errlen)))
@@ -83,6 +90,7 @@ void pf_tp_setting_destroy(pf_tp_setting_t **sp)
     if (s->has_tap)
         pf_tap_result_free(&s->tap);
     pf_graph_destroy(&s->tp_graph);
+    pf_graph_destroy(&s->sp_graph);
     pf_graph_destroy(&s->view);
     free(s);
     *sp = NULL;

@@ -1,0 +1,85 @@
+/* seqpar: sequence parallelism's activations against Korthikanti et al. 2022's formula. */
+#include "planner/inputs/model.h"
+#include "planner/inputs/model_build.h"
+#include "planner/inputs/topology.h"
+#include "planner/tp/seqpar.h"
+#include "planner/tp/tp_setting.h"
+#include "planner/core/util.h"
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static double layer_bytes(const pf_graph_t *g, const char *prefix)
+{
+    double sum = 0;
+    for (int v = 0; v < pf_graph_nops(g); v++)
+        if (!strncmp(pf_graph_op(g, v)->name, prefix, strlen(prefix)))
+            sum += pf_graph_op(g, v)->mem_fwd_bytes;
+    return sum;
+}
+
+/* GPT, h = 1024, 16 heads, s = 512, b = 8, bf16, T = 2 on one 4-GPU host. Korthikanti et al.:
+ * a layer stores s b h (10 + 24/t + 5 a s/(h t)) = 42 s b h under tensor parallelism and s b h
+ * (34/t + 5 a s/(h t)) = 37 s b h with sequence parallelism as well. TAP's per-device graph of
+ * this layer stores the 42 s b h (in units of s b h, per op: ln1 2, attn.q 1, scores 2, softmax 8,
+ * attention dropout 12, context 1, attn.out 2, its dropout 1, ln2 2, fc1 1, gelu 4, fc2 5, mlp
+ * dropout 1); the ops it left whole are ln1, attn.out, its dropout, ln2 and the mlp dropout, and
+ * halve: 42 - 4 = 38 s b h, within 3% of 37 (TAP splits attn.q's stored input already and keeps
+ * attn.out's whole, where Megatron-LM does the opposite). Every op TAP split keeps its bytes. */
+static void test_korthikanti(void)
+{
+    char err[256];
+    pf_model_opts_t mo;
+    pf_model_opts_init(&mo, PF_MODEL_GPT);
+    mo.layers = 2, mo.hidden = 1024, mo.heads = 16, mo.seq = 512, mo.microbatch = 8;
+    mo.vocab = 1024;
+    pf_graph_t *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_HIER);
+    to.machines = 1, to.gpus_per_machine = 4, to.intra_gbps = 100, to.inter_gbps = 12.5;
+    pf_cluster_t *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
+    pf_tp_setting_opts_t so;
+    pf_tp_setting_opts_init(&so);
+    so.tp = 2;
+    pf_tp_setting_t *off = pf_tp_setting_new(g, c, &so, err, sizeof err);
+    so.train.sequence_parallel = 1;
+    pf_tp_setting_t *on = pf_tp_setting_new(g, c, &so, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(off);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(on);
+    const pf_graph_t *a = pf_tp_setting_graph(off), *b = pf_tp_setting_graph(on);
+    double sbh = 512.0 * 8 * 1024;
+    char layer[32];
+    snprintf(layer, sizeof layer, "%s", pf_graph_op(g, pf_graph_nops(g) / 2)->name);
+    char *dot = strchr(layer, '.');
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dot); /* "layers.N.": one layer's ops by name */
+    dot = strchr(dot + 1, '.');
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dot);
+    dot[1] = '\0';
+    PF_ASSERT_CLOSE(layer_bytes(a, layer), 42 * sbh, 1e-9);
+    PF_ASSERT_CLOSE(layer_bytes(b, layer), 38 * sbh, 1e-9);
+    double korthikanti = sbh * (34.0 / 2 + 5.0 * 16 * 512 / (1024 * 2)); /* 37 s b h */
+    CU_ASSERT(fabs(layer_bytes(b, layer) / korthikanti - 1) < 0.03);
+    int halved = 0;
+    for (int v = 0; v < pf_graph_nops(g); v++) {
+        double x = pf_graph_op(a, v)->mem_fwd_bytes, y = pf_graph_op(b, v)->mem_fwd_bytes;
+        int whole = x >= pf_graph_op(g, v)->mem_fwd_bytes;
+        CU_ASSERT(whole ? y == x / 2 : y == x);
+        halved += whole && x > 0;
+    }
+    CU_ASSERT(halved > 0);
+    pf_tp_setting_destroy(&off);
+    pf_tp_setting_destroy(&on);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+void pf_suite_seqpar(void)
+{
+    CU_pSuite s = CU_add_suite("seqpar", NULL, NULL);
+    CU_add_test(s, "a GPT layer stores 10 s b h (1 - 1/t) less (Korthikanti et al.)",
+                test_korthikanti);
+}

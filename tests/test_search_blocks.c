@@ -91,8 +91,9 @@ static void test_fix(void)
     CU_ASSERT_EQUAL(o.train.zero, b->zero);
     CU_ASSERT_TRUE(o.layer_aligned);
     CU_ASSERT_FALSE(o.recompute_auto || o.zero_auto);
-    /* the rest stay ranked; the one handed on fits without sequence parallelism (the later
-     * phases' memory model has none) */
+    /* the rest stay ranked; the one handed on is the analytic best, its sequence parallelism
+     * handed on too (the later phases store its activations: planner/tp/seqpar.h) */
+    CU_ASSERT_EQUAL(o.train.sequence_parallel, b->sp);
     for (int i = 2; i < choice.n; i++)
         CU_ASSERT_TRUE(choice.best[i - 1].eval.step_ms <= choice.best[i].eval.step_ms);
     /* the same as blockenum's best over the same problem */
@@ -125,6 +126,7 @@ static void test_fix(void)
     CU_ASSERT_EQUAL_FATAL(pf_search_blocks_fix(g, c, &o, &choice, err, sizeof err), PF_OK);
     CU_ASSERT_EQUAL(choice.best[0].cand.t, 2);
     CU_ASSERT_TRUE(choice.best[0].cand.sp);
+    CU_ASSERT_TRUE(o.train.sequence_parallel);
     CU_ASSERT_EQUAL(choice.best[0].cand.recompute, PF_RECOMPUTE_FULL);
     pf_blocks_destroy(&bl);
     pf_graph_destroy(&g);

@@ -98,6 +98,9 @@ static void row(const shape_t *m, const config_t *cf)
     o.global_batch = (long long)samples - (long long)samples % cf->d;
     o.layer_aligned = 1;
     o.train.zero = 1; /* Megatron's distributed optimizer */
+    /* PF_BENCH_LLAMA3_SP=1: with sequence parallelism (planner/tp/seqpar.h), as Megatron-LM
+     * runs tensor parallelism with it */
+    o.train.sequence_parallel = getenv("PF_BENCH_LLAMA3_SP") && atoi(getenv("PF_BENCH_LLAMA3_SP"));
     o.schedules = 1u << PF_SCHEDULE_1F1B;
     char fixed_shape[160], free_shape[160];
     double tf = 0;

@@ -203,7 +203,15 @@ static void test_plan_and_results(void)
     CU_ASSERT(q->cs_map.present && !q->p2p_map.present && q->cs_map.simulated_step_ms == 90);
     CU_ASSERT(q->partition_search.present && q->partition_search.downsets == 42);
     CU_ASSERT(!q->search.present);
+    CU_ASSERT(!q->blocks.present);
     pf_plan_destroy(&q);
+    /* a SIMULATE job's worker interleaves the plan's virtual stages (planner/sim/chunks.h) */
+    p->blocks.present = 1, p->blocks.virtual_stages = 3;
+    m = pf_model_codec_plan_to_pb(a, p);
+    CU_ASSERT_EQUAL_FATAL(pf_model_codec_plan_from_pb(m, 5, 3, &q, err, sizeof err), PF_OK);
+    CU_ASSERT(q->blocks.present && q->blocks.virtual_stages == 3);
+    pf_plan_destroy(&q);
+    p->blocks.present = 0, p->blocks.virtual_stages = 0;
     /* indices must lie inside the graph and the cluster the job named */
     CU_ASSERT_EQUAL(pf_model_codec_plan_from_pb(m, 4, 3, &q, err, sizeof err), PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "plan.stage_list[1].ops[1]: index out of range");
@@ -255,6 +263,7 @@ static void test_jobs(void)
     job.partition.group = group;
     job.partition.ngroups = 3;
     job.partition.group_whole = 1; /* --layer-aligned: the worker must not cut a group */
+    job.setting.tp = 2, job.setting.train.sequence_parallel = 1; /* seqpar.h's memory */
     Planfarm__Job *m = pf_job_codec_to_pb(a, 5, 2, &job, &gr, &cr);
     pf_wire_job_t w;
     CU_ASSERT_EQUAL_FATAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_OK);
@@ -262,6 +271,7 @@ static void test_jobs(void)
     CU_ASSERT(w.graph.hash_len == 20 && w.graph.hash[2] == 3 && w.cluster.size == 50);
     CU_ASSERT(w.partition.stages == 2 && w.partition.alpha == 100 && w.partition.ngroups == 3);
     CU_ASSERT(w.partition.group && w.partition.group[4] == 2 && w.partition.group_whole == 1);
+    CU_ASSERT(w.setting.tp == 2 && w.setting.train.sequence_parallel == 1);
     pf_job_codec_clear(&w);
     m->partition->group[3] = 3; /* >= ngroups */
     CU_ASSERT_EQUAL(pf_job_codec_from_pb(m, &w, err, sizeof err), PF_EINPUT);

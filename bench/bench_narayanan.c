@@ -137,9 +137,12 @@ static double free_row(const row_t *r, double *plan_s, char *shape, size_t len)
     if (d.status == PF_OK && d.plan->simulated_step_ms > 0) {
         const pf_plan_t *p = d.plan;
         tflops = step_flops(r) / (p->simulated_step_ms * 1e-3 * r->gpus) / 1e12;
-        snprintf(shape, len, "t%d p%d d%d v%d %s z%d", p->tensor_parallel, p->stages,
-                 p->replicas, p->blocks.present ? p->blocks.virtual_stages : 1,
-                 pf_training_recompute_name(p->train.recompute), p->train.zero);
+        snprintf(shape, len, "t%d p%d d%d v%d%s %s z%d (analytic %.0f ms, simulated %.0f)",
+                 p->tensor_parallel, p->stages, p->replicas,
+                 p->blocks.present ? p->blocks.virtual_stages : 1,
+                 p->blocks.sequence_parallel ? " sp" : "",
+                 pf_training_recompute_name(p->train.recompute), p->train.zero,
+                 p->blocks.analytic_step_ms, p->simulated_step_ms);
     } else {
         snprintf(shape, len, "no plan (%.60s)", d.err);
     }
@@ -239,7 +242,7 @@ int pf_bench_narayanan(void)
         }
         count(&best, top / r.published_tflops);
         if (free_search) {
-            char shape[128];
+            char shape[192];
             double fs, ftf = free_row(&r, &fs, shape, sizeof shape);
             printf(" | free %6.1f (%.3f of published, %.3f of fixed mb1) %s %.1fs", ftf,
                    ftf / r.published_tflops, first_tf > 0 ? ftf / first_tf : 0, shape, fs);

@@ -86,14 +86,21 @@ static void test_split_by_hand(void)
 }
 
 /* T = 2: the boundary transfers keep stage 0's resharding time (0.25 ms, given), and the wrap
- * from rank 1 to rank 0 is priced as a resharding of H = 10 bytes between the two groups. */
+ * from rank 1 to rank 0 is priced as a resharding of H = 10 bytes between the two groups; a
+ * replica's own time (a mixed cluster's, 3 ms) is halved in each chunk, each its own copy. */
 static void test_split_tp(void)
 {
     pf_cluster_t *c = flat_cluster(4);
     pf_simulate_input_t in;
     char err[256];
     two_stages(&in, c, 2, 2);
+    in.stage[1].rep_fwd_ms = malloc(sizeof(double)); /* a mixed cluster's replica time */
+    in.stage[1].rep_fwd_ms[0] = 3;
     CU_ASSERT_EQUAL_FATAL(pf_chunks_split(&in, 2, err, sizeof err), PF_OK);
+    CU_ASSERT_PTR_NULL(in.stage[0].rep_fwd_ms);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(in.stage[3].rep_fwd_ms);
+    PF_ASSERT_CLOSE(in.stage[1].rep_fwd_ms[0], 1.5, 1e-12);
+    PF_ASSERT_CLOSE(in.stage[3].rep_fwd_ms[0], 1.5, 1e-12);
     pf_simulate_xfer_problem_t xp;
     int from[] = {2, 3}, to[] = {0, 1};
     pf_simulate_xfer_problem(from, to, 2, 10, &xp);

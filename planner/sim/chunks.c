@@ -11,8 +11,22 @@ int pf_chunks_of_plan(const pf_plan_t *p)
     return p->blocks.present && p->blocks.virtual_stages > 1 ? p->blocks.virtual_stages : 1;
 }
 
+/* A copy of n entries of src over V into *dst (NULL stays NULL). */
+static int copy_over(const double *src, int n, int V, double **dst)
+{
+    *dst = NULL;
+    if (!src)
+        return PF_OK;
+    if (!(*dst = malloc((size_t)n * sizeof **dst)))
+        return PF_ERR;
+    for (int i = 0; i < n; i++)
+        (*dst)[i] = src[i] / V;
+    return PF_OK;
+}
+
 /* Chunk j = c P + i of stage i (src), H the boundary activation, wrap_ms the last rank's
- * transfer to rank 0 per replica (T > 1) or NULL. Allocates out's devices and xfer_ms. */
+ * transfer to rank 0 per replica (T > 1) or NULL. Allocates out's devices, xfer_ms and the
+ * replicas' own times (a mixed cluster: 1/V of stage i's). */
 static int chunk_of(const pf_simulate_input_t *in, int j, int V, double H, const double *wrap_ms,
                     pf_simulate_stage_t *out)
 {
@@ -26,7 +40,11 @@ static int chunk_of(const pf_simulate_input_t *in, int j, int V, double H, const
     out->act_bytes = fmax(0, src->act_bytes - stashed) / V + (j > 0 ? H : 0);
     out->send_bytes = j + 1 == P * V ? 0 : i + 1 < P ? src->send_bytes : H;
     const double *xf = j + 1 == P * V ? NULL : i + 1 < P ? src->xfer_ms : wrap_ms;
-    out->xfer_ms = NULL;
+    out->xfer_ms = out->rep_fwd_ms = out->rep_bwd_ms = NULL;
+    out->devices = NULL; /* nothing of src's is owned by the chunk */
+    if (copy_over(src->rep_fwd_ms, in->replicas, V, &out->rep_fwd_ms) != PF_OK ||
+        copy_over(src->rep_bwd_ms, in->replicas, V, &out->rep_bwd_ms) != PF_OK)
+        return PF_ERR;
     out->devices = malloc((size_t)n * sizeof *out->devices);
     if (xf)
         out->xfer_ms = malloc((size_t)in->replicas * sizeof *out->xfer_ms);
@@ -60,6 +78,8 @@ static void free_stages(pf_simulate_stage_t *st, int n)
     for (int s = 0; st && s < n; s++) {
         free(st[s].devices);
         free(st[s].xfer_ms);
+        free(st[s].rep_fwd_ms);
+        free(st[s].rep_bwd_ms);
     }
     free(st);
 }

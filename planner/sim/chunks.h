@@ -12,8 +12,8 @@
 #include <stddef.h>
 
 /* Splits every stage i of a P-stage input (virtual_stages 0 or 1) into V chunks: chunk c of
- * rank i is stage c P + i with stage i's times (fwd, bwd, recompute, tp, optimizer) and bytes
- * (param, static) over V; its activations (stage i's less its stashed input) over V plus its own
+ * rank i is stage c P + i with stage i's times (fwd, bwd, recompute, tp, optimizer, a mixed
+ * cluster's per-replica fwd and bwd) and bytes (param, static) over V; its activations (stage i's less its stashed input) over V plus its own
  * stashed input, the boundary activation H (the largest send_bytes of the stages but the last);
  * it sends stage i's send_bytes, the last rank's chunks (but the very last) H to rank 0 (priced
  * as a resharding between the two groups when T > 1, as from_setting prices the others); the

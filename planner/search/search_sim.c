@@ -210,7 +210,7 @@ static int queue_sims(pf_search_t *s, int c)
 {
     for (int k = 0; k < PF_SCHEDULE_COUNT; k++)
         if (s->sim.schedules & (1u << k)) {
-            pf_search_owner_t owner = {.sim = {c, (pf_training_schedule_t)k}};
+            pf_search_owner_t owner = {.sim = {.cand = c, .schedule = (pf_training_schedule_t)k}};
             if (!pf_search_queue_job(s, PF_JOB_SIMULATE, owner))
                 return PF_ERR;
             s->sim.sims_left++;

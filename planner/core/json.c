@@ -247,7 +247,12 @@ int pf_json_get_array(json_t *obj, const char *path, const char *key, int flags,
     return PF_OK;
 }
 
-/* ---- writer ---- */
+/* ---- writer ----
+ *
+ * A streaming writer rather than jansson's json_dump of a tree: a graph, cluster or plan file is
+ * written straight from planfarm's own structures. `make bench BENCH=json_write` measured it on a
+ * 200,000-op chain: this writer 0.65 s and no tree; jansson 1.43 s plus a 359 MB tree
+ * (bench/RESULTS.md, 2026-11-26). Reading uses jansson. */
 
 #define PF_JSON_WRITER_DEPTH 32
 

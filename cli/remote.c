@@ -3,7 +3,6 @@
 #include "client/client.h"
 #include "cli/cli.h"
 #include "planner/core/util.h"
-#include "planner/inputs/price.h"
 
 #include <czmq.h>
 #include <jansson.h>
@@ -57,38 +56,17 @@ int cli_remote_load_inputs(const char *cmd, const char *graph_path, const char *
     return CLI_OK;
 }
 
-/* --microbatch-size other than the graph's: the graph sent is the one re-priced at it (a
- * broker's workers plan the graph they are sent: price.h); *owned when so. */
-static int at_microbatch(const char *cmd, const pf_graph_t *g, const pf_search_opts_t *o,
-                         pf_graph_t **owned, char *err, size_t errlen)
-{
-    int linear = 0, b0 = pf_graph_microbatch(g);
-    *owned = NULL;
-    if (o->microbatch_size <= 0 || o->microbatch_size == b0)
-        return PF_OK;
-    int rc = pf_price_microbatch_ex(g, o->microbatch_size, owned, &linear, err, errlen);
-    const char *dm = pf_graph_device_model(g);
-    if (rc == PF_OK)
-        fprintf(stderr, "planfarm %s: the graph's micro-batch %d re-priced at %d %s%s\n", cmd, b0,
-                o->microbatch_size, linear ? "linearly x B / b0 (" : "on ",
-                !linear ? dm : dm && pf_devmodel_preset(dm) ? "for ops without work)"
-                                                            : "the graph names no device preset)");
-    return rc;
-}
-
 int cli_remote_submit(const char *cmd, pf_client_t *client, const pf_graph_t *g,
                       const pf_cluster_t *c, const char *graph_path, const char *cluster_path,
                       const pf_search_opts_t *o, char **id)
 {
     char err[CLI_ERRLEN] = "", label[256];
     Planfarm__RequestStatus *st = NULL;
-    pf_graph_t *owned = NULL;
     *id = NULL;
     snprintf(label, sizeof label, "%s on %s", basename_of(graph_path), basename_of(cluster_path));
-    int rc = at_microbatch(cmd, g, o, &owned, err, sizeof err);
-    if (rc == PF_OK)
-        rc = pf_client_submit(client, owned ? owned : g, c, o, label, &st, err, sizeof err);
-    pf_graph_destroy(&owned);
+    /* a --microbatch-size other than the graph's is re-priced by the broker's search, and its
+     * workers get that graph (broker/prep.c) */
+    int rc = pf_client_submit(client, g, c, o, label, &st, err, sizeof err);
     if (rc == PF_OK && st->state == PLANFARM__REQUEST_STATE__REQ_FAILED) {
         rc = pf_fail(err, sizeof err, st->status ? st->status : PF_ERR, "%s (request %s)",
                      st->error, st->request_id);

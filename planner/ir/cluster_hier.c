@@ -494,22 +494,19 @@ static int read_kind(json_t *o, int k, pf_cluster_host_kind_t *x, char *err, siz
                                  errlen)) ||
         (rc = pf_json_get_string(o, path, "device_model", 0, NULL, &x->device_model, err,
                                  errlen)) ||
-        (rc = pf_json_get_int(o, path, "gpus", PF_JSON_GET_NONNEG, 0, &gpus, err, errlen)) ||
+        (rc = pf_json_get_int(o, path, "gpus", PF_JSON_GET_POSITIVE, 0, &gpus, err, errlen)) ||
         (rc = pf_json_get_number(o, path, "mem_bytes", PF_JSON_GET_REQUIRED | PF_JSON_GET_POSITIVE,
                                  0, &x->mem_bytes, err, errlen)) ||
         (rc = pf_json_get_number(o, path, "tflops", PF_JSON_GET_NONNEG, 0, &x->tflops, err,
                                  errlen)) ||
-        (rc = pf_json_get_number(o, path, "bw_gbps", PF_JSON_GET_NONNEG, 0, &x->bw_gbps, err,
+        (rc = pf_json_get_number(o, path, "bw_gbps", PF_JSON_GET_POSITIVE, 0, &x->bw_gbps, err,
                                  errlen)) ||
-        (rc = pf_json_get_number(o, path, "latency_us", 0, -1, &x->lat_us, err, errlen)))
-        return rc;
-    if (json_object_get(o, "gpus") && (gpus < 1 || gpus > 4096))
+        (rc = pf_json_get_number(o, path, "latency_us", PF_JSON_GET_NONNEG, -1, &x->lat_us, err,
+                                 errlen)))
+        return rc; /* the defaults (0, -1: "the host level's") are not checked by the flags */
+    if (gpus > 4096)
         return pf_fail(err, errlen, PF_EINPUT, "%s.gpus: %lld, must be in [1, 4096]", path,
                        (long long)gpus);
-    if (json_object_get(o, "bw_gbps") && x->bw_gbps <= 0)
-        return pf_fail(err, errlen, PF_EINPUT, "%s.bw_gbps: zero", path);
-    if (json_object_get(o, "latency_us") && x->lat_us < 0)
-        return pf_fail(err, errlen, PF_EINPUT, "%s.latency_us: negative (%g)", path, x->lat_us);
     x->gpus = (int)gpus;
     return PF_OK;
 }

@@ -167,17 +167,20 @@ int pf_cluster_hier_common_level(const pf_cluster_hier_t *h, int a, int b)
     return h->nlevels - 1; /* validate rules this out: the top level holds every host */
 }
 
+/* Level l's bandwidth (l > 0) between hosts whose NICs cap at nic_a and nic_b (0 = no cap). */
+static double above_gbps(const pf_cluster_hier_t *h, int l, double nic_a, double nic_b)
+{
+    double bw = h->above_gbps[l];
+    bw = nic_a > 0 ? fmin(bw, nic_a) : bw;
+    return nic_b > 0 ? fmin(bw, nic_b) : bw;
+}
+
 double pf_cluster_hier_bw_gbps(const pf_cluster_hier_t *h, int a, int b)
 {
     int l = pf_cluster_hier_common_level(h, a, b);
     if (l == 0)
         return h->kind[h->host_kind[a] >= 0 ? h->host_kind[a] : 0].bw_gbps;
-    double bw = h->above_gbps[l];
-    if (h->host_nic[a] > 0)
-        bw = fmin(bw, h->host_nic[a]);
-    if (h->host_nic[b] > 0)
-        bw = fmin(bw, h->host_nic[b]);
-    return bw;
+    return above_gbps(h, l, h->host_nic[a], h->host_nic[b]);
 }
 
 double pf_cluster_hier_lat_us(const pf_cluster_hier_t *h, int a, int b)
@@ -399,12 +402,8 @@ static bw_class_t *bw_classes(const pf_cluster_hier_t *h, int *n)
                 int64_t exact = cur[a * S + b] - prev[a * S + b];
                 if (exact <= 0)
                     continue;
-                double bw = h->kind[skind[a]].bw_gbps;
-                if (l > 0) {
-                    bw = h->above_gbps[l];
-                    bw = snic[a] > 0 ? fmin(bw, snic[a]) : bw;
-                    bw = snic[b] > 0 ? fmin(bw, snic[b]) : bw;
-                }
+                double bw = l > 0 ? above_gbps(h, l, snic[a], snic[b])
+                                  : h->kind[skind[a]].bw_gbps;
                 cls[(*n)++] = (bw_class_t){bw, exact};
             }
         int64_t *t = prev;

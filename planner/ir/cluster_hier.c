@@ -587,7 +587,7 @@ int pf_cluster_hier_from_json(json_t *obj, pf_cluster_hier_t **out, char *err, s
     pf_cluster_host_kind_t x[PF_CLUSTER_HIER_MAX_KINDS];
     int64_t hosts;
     int nl = 0, nk = 0, rc;
-    json_t *exc = NULL;
+    json_t *exc;
     *out = NULL;
     if (!json_is_object(obj))
         return pf_fail(err, errlen, PF_EINPUT, "hierarchy: not an object");
@@ -597,11 +597,9 @@ int pf_cluster_hier_from_json(json_t *obj, pf_cluster_hier_t **out, char *err, s
     if (hosts < 1 || hosts > PF_CLUSTER_HIER_MAX_HOSTS)
         return pf_fail(err, errlen, PF_EINPUT, "hierarchy.hosts: %lld, must be in [1, %d]",
                        (long long)hosts, PF_CLUSTER_HIER_MAX_HOSTS);
-    if ((rc = read_arrays(obj, v, &nl, x, &nk, err, errlen)))
-        return rc;
-    if (json_object_get(obj, "exceptions") &&
+    if ((rc = read_arrays(obj, v, &nl, x, &nk, err, errlen)) ||
         (rc = pf_json_get_array(obj, "hierarchy", "exceptions", 0, &exc, err, errlen)))
-        return rc;
+        return rc; /* no "exceptions": exc NULL */
     pf_cluster_hier_t *h = pf_cluster_hier_new((int)hosts, v, nl, x, nk);
     if (!h)
         return pf_fail(err, errlen, PF_ERR, "out of memory");

@@ -94,6 +94,12 @@ static int read_records(json_t *root, fit_t *f, char *err, size_t errlen)
     return PF_OK;
 }
 
+/* The record's forward efficiency: 2 m n k over its time at peak TFLOP/s. */
+static double measured_eff(const gemm_rec_t *g, double peak_tflops)
+{
+    return 2 * g->m * g->n * g->k / (g->fwd_ms * 1e-3 * peak_tflops * 1e12);
+}
+
 /* Insert x into the sorted set g[0..*n); -1 when it would pass the grid's limit. */
 static int grid_add(double *g, int *n, double x)
 {
@@ -147,7 +153,7 @@ static int fit_table(const fit_t *f, int prec, double peak, pf_devmodel_spec_t *
             continue;
         size_t c = ((size_t)grid_at(gm, nm, g->m) * nn + grid_at(gn, nn, g->n)) * nk +
                    grid_at(gk, nk, g->k);
-        sum[c] += 2 * g->m * g->n * g->k / (g->fwd_ms * 1e-3 * peak * 1e12);
+        sum[c] += measured_eff(g, peak);
         cnt[c] += 1;
     }
     for (size_t c = 0; c < cells; c++) {
@@ -214,8 +220,8 @@ static void fit_scales(const fit_t *f, int table_prec, pf_devmodel_t *dm)
         if (p == table_prec || best < 0 || !(s.peak_tflops[p] > 0))
             continue;
         const gemm_rec_t *g = &f->g[best];
-        double eff = 2 * g->m * g->n * g->k / (g->fwd_ms * 1e-3 * peak * 1e12);
-        s.prec_scale[p] = fmin(fmax(eff / pf_devmodel_gemm_eff(dm, g->m, g->n, g->k), 1e-3), 10);
+        double scale = measured_eff(g, peak) / pf_devmodel_gemm_eff(dm, g->m, g->n, g->k);
+        s.prec_scale[p] = fmin(fmax(scale, 1e-3), 10);
     }
     pf_devmodel_set_spec(dm, &s);
 }

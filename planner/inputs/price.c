@@ -3,40 +3,61 @@
 
 #include <math.h>
 
+/* Fill h (empty, from the caller) with g's ops, each changed by op_fn, and g's edges with bytes
+ * x mul / div; then finalize it. *count is the sum of op_fn's returns. */
+typedef int (*op_fn_t)(pf_op_t *op, const void *ctx);
+
+static int rebuild(const pf_graph_t *g, pf_graph_t *h, op_fn_t op_fn, const void *ctx,
+                   double mul, double div, int *count, char *err, size_t errlen)
+{
+    int n = 0, rc;
+    for (int v = 0; v < pf_graph_nops(g); v++) {
+        pf_op_t op = *pf_graph_op(g, v);
+        n += op_fn(&op, ctx);
+        if (pf_graph_add_op(h, &op) < 0)
+            return pf_fail(err, errlen, PF_ERR, "out of memory");
+    }
+    for (int e = 0; e < pf_graph_nedges(g); e++) {
+        const pf_edge_t *ed = pf_graph_edge(g, e);
+        if (pf_graph_add_edge(h, ed->src, ed->dst, ed->bytes * mul / div) < 0)
+            return pf_fail(err, errlen, PF_ERR, "out of memory");
+    }
+    if ((rc = pf_graph_finalize(h, err, errlen)) == PF_OK)
+        *count = n;
+    return rc;
+}
+
+typedef struct {
+    const pf_devmodel_t *dm;
+    pf_prec_t p;
+} price_ctx_t;
+
+/* 1 when dm priced the op. */
+static int price_op(pf_op_t *op, const void *ctx)
+{
+    const price_ctx_t *c = ctx;
+    return pf_devmodel_op_ms(c->dm, c->p, &op->work, &op->fwd_ms, &op->bwd_ms);
+}
+
 int pf_price_graph(const pf_graph_t *g, const pf_devmodel_t *dm, pf_prec_t p, pf_graph_t **out,
                    int *npriced, char *err, size_t errlen)
 {
-    int rc = PF_ERR, priced = 0;
+    int rc, priced = 0;
+    price_ctx_t ctx = {dm, p};
     pf_graph_t *h = pf_graph_new_like(g);
     *out = NULL;
     if (!h || pf_graph_set_device_model(h, pf_devmodel_spec(dm)->name) != PF_OK) {
         pf_graph_destroy(&h);
         return pf_fail(err, errlen, PF_ERR, "out of memory");
     }
-    for (int v = 0; v < pf_graph_nops(g); v++) {
-        pf_op_t op = *pf_graph_op(g, v);
-        priced += pf_devmodel_op_ms(dm, p, &op.work, &op.fwd_ms, &op.bwd_ms);
-        if (pf_graph_add_op(h, &op) < 0) {
-            rc = pf_fail(err, errlen, PF_ERR, "out of memory");
-            goto fail;
-        }
+    if ((rc = rebuild(g, h, price_op, &ctx, 1, 1, &priced, err, errlen)) != PF_OK) {
+        pf_graph_destroy(&h);
+        return rc;
     }
-    for (int e = 0; e < pf_graph_nedges(g); e++) {
-        const pf_edge_t *ed = pf_graph_edge(g, e);
-        if (pf_graph_add_edge(h, ed->src, ed->dst, ed->bytes) < 0) {
-            rc = pf_fail(err, errlen, PF_ERR, "out of memory");
-            goto fail;
-        }
-    }
-    if ((rc = pf_graph_finalize(h, err, errlen)) != PF_OK)
-        goto fail;
     if (npriced)
         *npriced = priced;
     *out = h;
     return PF_OK;
-fail:
-    pf_graph_destroy(&h);
-    return rc;
 }
 
 /* ---- micro-batch re-pricing ---- */
@@ -71,10 +92,18 @@ static pf_op_work_t scale_work(const pf_op_work_t *w, double param_bytes, int b0
     return n;
 }
 
+typedef struct {
+    const pf_devmodel_t *dm;
+    int b0, B;
+} scale_ctx_t;
+
 /* One op at r: its quantities, and its times by dm's ratio (NULL: linearly). Returns 1 when it
  * was scaled linearly. */
-static int scale_op(const pf_devmodel_t *dm, pf_op_t *op, int b0, int B)
+static int scale_op(pf_op_t *op, const void *ctx)
 {
+    const scale_ctx_t *c = ctx;
+    const pf_devmodel_t *dm = c->dm;
+    int b0 = c->b0, B = c->B;
     double r = (double)B / b0, f0 = 0, b0_ms = 0, f1 = 0, b1 = 0;
     pf_op_work_t w = scale_work(&op->work, op->param_bytes, b0, r);
     int priced = dm && pf_devmodel_op_ms(dm, PF_PREC_BF16, &op->work, &f0, &b0_ms);
@@ -92,9 +121,9 @@ static int scale_op(const pf_devmodel_t *dm, pf_op_t *op, int b0, int B)
 int pf_price_microbatch_ex(const pf_graph_t *g, int B, pf_graph_t **out, int *linear, char *err,
                            size_t errlen)
 {
-    int rc = PF_ERR, lin = 0, b0 = pf_graph_microbatch(g);
+    int rc, lin = 0, b0 = pf_graph_microbatch(g);
     const char *name = pf_graph_device_model(g);
-    const pf_devmodel_t *dm = name ? pf_devmodel_preset(name) : NULL;
+    scale_ctx_t ctx = {name ? pf_devmodel_preset(name) : NULL, b0, B};
     *out = NULL;
     if (B < 1 || b0 < 1)
         return pf_fail(err, errlen, PF_EINPUT, "microbatch_size: %d (graph's %d) must be >= 1",
@@ -104,28 +133,14 @@ int pf_price_microbatch_ex(const pf_graph_t *g, int B, pf_graph_t **out, int *li
         pf_graph_destroy(&h);
         return pf_fail(err, errlen, PF_ERR, "out of memory");
     }
-    for (int v = 0; v < pf_graph_nops(g); v++) {
-        pf_op_t op = *pf_graph_op(g, v);
-        lin |= scale_op(dm, &op, b0, B);
-        if (pf_graph_add_op(h, &op) < 0)
-            goto oom;
+    if ((rc = rebuild(g, h, scale_op, &ctx, B, b0, &lin, err, errlen)) != PF_OK) {
+        pf_graph_destroy(&h);
+        return rc;
     }
-    for (int e = 0; e < pf_graph_nedges(g); e++) {
-        const pf_edge_t *ed = pf_graph_edge(g, e);
-        if (pf_graph_add_edge(h, ed->src, ed->dst, ed->bytes * B / b0) < 0)
-            goto oom;
-    }
-    if ((rc = pf_graph_finalize(h, err, errlen)) != PF_OK)
-        goto fail;
     if (linear)
-        *linear = lin;
+        *linear = lin > 0;
     *out = h;
     return PF_OK;
-oom:
-    rc = pf_fail(err, errlen, PF_ERR, "out of memory");
-fail:
-    pf_graph_destroy(&h);
-    return rc;
 }
 
 int pf_price_microbatch(const pf_graph_t *g, int B, pf_graph_t **out, char *err, size_t errlen)

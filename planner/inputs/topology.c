@@ -224,10 +224,15 @@ static int check_positive(const char *what, double x, char *err, size_t errlen)
     return PF_OK;
 }
 
+/* The kinds built of switched machine blocks: a hierarchy by default, and a --models list. */
+static int is_switched(pf_topology_kind_t k)
+{
+    return k == PF_TOPOLOGY_NVSWITCH || is_dgx_nvswitch(k);
+}
+
 static int writes_hierarchy(const pf_topology_opts_t *o)
 {
-    return !o->matrix && (o->kind == PF_TOPOLOGY_NVSWITCH || o->kind == PF_TOPOLOGY_DGX_A100 ||
-                          o->kind == PF_TOPOLOGY_DGX_H100);
+    return !o->matrix && is_switched(o->kind);
 }
 
 static int check_count(const char *kind, long long ndev, char *err, size_t errlen)
@@ -489,7 +494,6 @@ static int build_random(const pf_topology_opts_t *o, draft_t *d)
     return PF_OK;
 }
 
-/* The hierarchy of a machine kind (topology.h): the same links as build_machines' matrix. */
 /* --models: the preset names of the machine blocks, with their memory and dense bf16 peak. */
 #define TOPOLOGY_MAX_MODELS 16
 typedef struct {
@@ -506,8 +510,7 @@ static int parse_models(const pf_topology_opts_t *o, models_t *m, char *err, siz
     if (!o->models)
         return PF_OK;
     const char *kind = pf_topology_kind_name(o->kind);
-    if (o->kind == PF_TOPOLOGY_HIER || o->kind == PF_TOPOLOGY_DGX1 || is_grid(o->kind) ||
-        is_random(o->kind))
+    if (!is_switched(o->kind))
         return pf_fail(err, errlen, PF_EINPUT, "models: %s has one GPU kind (only nvswitch, "
                        "dgx-a100 and dgx-h100 take a list)", kind);
     for (const char *p = o->models;; m->n++) {
@@ -544,6 +547,7 @@ static int models_block(const models_t *m, int host, int machines)
     return (int)((long long)host * m->n / machines);
 }
 
+/* The hierarchy of a machine kind (topology.h): the same links as build_machines' matrix. */
 static int build_hierarchy(const pf_topology_opts_t *o, const models_t *m, const char *name,
                            pf_cluster_t **out, char *err, size_t errlen)
 {

@@ -167,17 +167,20 @@ int pf_cluster_hier_common_level(const pf_cluster_hier_t *h, int a, int b)
     return h->nlevels - 1; /* validate rules this out: the top level holds every host */
 }
 
+/* Level l's bandwidth (l > 0) between hosts whose NICs cap at nic_a and nic_b (0 = no cap). */
+static double above_gbps(const pf_cluster_hier_t *h, int l, double nic_a, double nic_b)
+{
+    double bw = h->above_gbps[l];
+    bw = nic_a > 0 ? fmin(bw, nic_a) : bw;
+    return nic_b > 0 ? fmin(bw, nic_b) : bw;
+}
+
 double pf_cluster_hier_bw_gbps(const pf_cluster_hier_t *h, int a, int b)
 {
     int l = pf_cluster_hier_common_level(h, a, b);
     if (l == 0)
         return h->kind[h->host_kind[a] >= 0 ? h->host_kind[a] : 0].bw_gbps;
-    double bw = h->above_gbps[l];
-    if (h->host_nic[a] > 0)
-        bw = fmin(bw, h->host_nic[a]);
-    if (h->host_nic[b] > 0)
-        bw = fmin(bw, h->host_nic[b]);
-    return bw;
+    return above_gbps(h, l, h->host_nic[a], h->host_nic[b]);
 }
 
 double pf_cluster_hier_lat_us(const pf_cluster_hier_t *h, int a, int b)
@@ -399,12 +402,8 @@ static bw_class_t *bw_classes(const pf_cluster_hier_t *h, int *n)
                 int64_t exact = cur[a * S + b] - prev[a * S + b];
                 if (exact <= 0)
                     continue;
-                double bw = h->kind[skind[a]].bw_gbps;
-                if (l > 0) {
-                    bw = h->above_gbps[l];
-                    bw = snic[a] > 0 ? fmin(bw, snic[a]) : bw;
-                    bw = snic[b] > 0 ? fmin(bw, snic[b]) : bw;
-                }
+                double bw = l > 0 ? above_gbps(h, l, snic[a], snic[b])
+                                  : h->kind[skind[a]].bw_gbps;
                 cls[(*n)++] = (bw_class_t){bw, exact};
             }
         int64_t *t = prev;
@@ -494,22 +493,19 @@ static int read_kind(json_t *o, int k, pf_cluster_host_kind_t *x, char *err, siz
                                  errlen)) ||
         (rc = pf_json_get_string(o, path, "device_model", 0, NULL, &x->device_model, err,
                                  errlen)) ||
-        (rc = pf_json_get_int(o, path, "gpus", PF_JSON_GET_NONNEG, 0, &gpus, err, errlen)) ||
+        (rc = pf_json_get_int(o, path, "gpus", PF_JSON_GET_POSITIVE, 0, &gpus, err, errlen)) ||
         (rc = pf_json_get_number(o, path, "mem_bytes", PF_JSON_GET_REQUIRED | PF_JSON_GET_POSITIVE,
                                  0, &x->mem_bytes, err, errlen)) ||
         (rc = pf_json_get_number(o, path, "tflops", PF_JSON_GET_NONNEG, 0, &x->tflops, err,
                                  errlen)) ||
-        (rc = pf_json_get_number(o, path, "bw_gbps", PF_JSON_GET_NONNEG, 0, &x->bw_gbps, err,
+        (rc = pf_json_get_number(o, path, "bw_gbps", PF_JSON_GET_POSITIVE, 0, &x->bw_gbps, err,
                                  errlen)) ||
-        (rc = pf_json_get_number(o, path, "latency_us", 0, -1, &x->lat_us, err, errlen)))
-        return rc;
-    if (json_object_get(o, "gpus") && (gpus < 1 || gpus > 4096))
+        (rc = pf_json_get_number(o, path, "latency_us", PF_JSON_GET_NONNEG, -1, &x->lat_us, err,
+                                 errlen)))
+        return rc; /* the defaults (0, -1: "the host level's") are not checked by the flags */
+    if (gpus > 4096)
         return pf_fail(err, errlen, PF_EINPUT, "%s.gpus: %lld, must be in [1, 4096]", path,
                        (long long)gpus);
-    if (json_object_get(o, "bw_gbps") && x->bw_gbps <= 0)
-        return pf_fail(err, errlen, PF_EINPUT, "%s.bw_gbps: zero", path);
-    if (json_object_get(o, "latency_us") && x->lat_us < 0)
-        return pf_fail(err, errlen, PF_EINPUT, "%s.latency_us: negative (%g)", path, x->lat_us);
     x->gpus = (int)gpus;
     return PF_OK;
 }
@@ -591,7 +587,7 @@ int pf_cluster_hier_from_json(json_t *obj, pf_cluster_hier_t **out, char *err, s
     pf_cluster_host_kind_t x[PF_CLUSTER_HIER_MAX_KINDS];
     int64_t hosts;
     int nl = 0, nk = 0, rc;
-    json_t *exc = NULL;
+    json_t *exc;
     *out = NULL;
     if (!json_is_object(obj))
         return pf_fail(err, errlen, PF_EINPUT, "hierarchy: not an object");
@@ -601,11 +597,9 @@ int pf_cluster_hier_from_json(json_t *obj, pf_cluster_hier_t **out, char *err, s
     if (hosts < 1 || hosts > PF_CLUSTER_HIER_MAX_HOSTS)
         return pf_fail(err, errlen, PF_EINPUT, "hierarchy.hosts: %lld, must be in [1, %d]",
                        (long long)hosts, PF_CLUSTER_HIER_MAX_HOSTS);
-    if ((rc = read_arrays(obj, v, &nl, x, &nk, err, errlen)))
-        return rc;
-    if (json_object_get(obj, "exceptions") &&
+    if ((rc = read_arrays(obj, v, &nl, x, &nk, err, errlen)) ||
         (rc = pf_json_get_array(obj, "hierarchy", "exceptions", 0, &exc, err, errlen)))
-        return rc;
+        return rc; /* no "exceptions": exc NULL */
     pf_cluster_hier_t *h = pf_cluster_hier_new((int)hosts, v, nl, x, nk);
     if (!h)
         return pf_fail(err, errlen, PF_ERR, "out of memory");

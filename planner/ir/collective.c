@@ -39,13 +39,19 @@ static double flat_lat_us(const pf_collective_group_t *g)
     return g->hosts > 1 ? g->inter_lat_us : g->intra_lat_us;
 }
 
+/* Ring steps over n members: all-reduce 2 (n-1) (RS then AG), RS and AG n-1. */
+static double ring_steps(pf_collective_op_t op, int n)
+{
+    return op == PF_COLL_ALLREDUCE ? 2.0 * (n - 1) : (double)(n - 1);
+}
+
 /* A ring over n members at gbps with per-step latency lat_us: all-reduce 2 (n-1) steps, RS and AG
  * n-1, each moving bytes / n over every link. */
 static double ring_ms(pf_collective_op_t op, int n, double bytes, double gbps, double lat_us)
 {
     if (n <= 1 || bytes <= 0)
         return 0;
-    double steps = op == PF_COLL_ALLREDUCE ? 2.0 * (n - 1) : (double)(n - 1);
+    double steps = ring_steps(op, n);
     return steps * us_ms(lat_us) + steps / n * pf_bytes_ms(bytes, gbps);
 }
 
@@ -68,7 +74,7 @@ static double tree_ms(const pf_collective_group_t *g, double bytes)
  * (up to the switch, multicast down) for all-reduce and 1 for RS and AG. */
 static double nvls_ms(const pf_collective_group_t *g, pf_collective_op_t op, int n, double bytes)
 {
-    double steps = op == PF_COLL_ALLREDUCE ? 2.0 * (n - 1) : (double)(n - 1);
+    double steps = ring_steps(op, n);
     int lats = op == PF_COLL_ALLREDUCE ? 2 : 1;
     return lats * us_ms(g->intra_lat_us) + steps / n * pf_bytes_ms(bytes, g->nvls_busbw_gbps);
 }

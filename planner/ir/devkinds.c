@@ -30,18 +30,12 @@ static bool same_name(const char *a, const char *b)
     return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-/* kind_of and name from the devices' model strings. */
+/* kind_of and name from the devices' model strings, numbered as pf_devkinds_number does. */
 static void number_kinds(pf_devkinds_t *dk, const pf_cluster_t *c)
 {
-    for (int d = 0; d < dk->D; d++) {
-        const char *m = pf_cluster_device(c, d)->device_model;
-        int k = 0;
-        while (k < dk->K && !same_name(dk->name[k], m))
-            k++;
-        if (k == dk->K)
-            dk->name[dk->K++] = m;
-        dk->kind_of[d] = k;
-    }
+    dk->K = pf_devkinds_number(c, dk->kind_of);
+    for (int d = 0; d < dk->D; d++)
+        dk->name[dk->kind_of[d]] = pf_cluster_device(c, d)->device_model;
 }
 
 /* x / y, 1 when either side is unknown. */

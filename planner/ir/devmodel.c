@@ -177,6 +177,9 @@ static int is_preset(const pf_devmodel_t *dm)
 
 /* ---- making and owning ---- */
 
+/* The file's keys and the CLI's words for pf_prec_t, in its order. */
+static const char *const prec_names[PF_PREC_COUNT] = {"bf16", "fp16", "fp32", "tf32", "fp8"};
+
 static int check_grid(const char *what, int n, const double *g, char *err, size_t errlen)
 {
     if (n < 1 || n > PF_DEVMODEL_GRID_MAX)
@@ -195,15 +198,14 @@ static int check_grid(const char *what, int n, const double *g, char *err, size_
 
 static int check_spec(const pf_devmodel_spec_t *s, char *err, size_t errlen)
 {
-    static const char *keys[PF_PREC_COUNT] = {"bf16", "fp16", "fp32", "tf32", "fp8"};
     int rc;
     for (int p = 0; p < PF_PREC_COUNT; p++) {
         char where[64];
-        snprintf(where, sizeof where, "peak_tflops.%s", keys[p]);
+        snprintf(where, sizeof where, "peak_tflops.%s", prec_names[p]);
         if ((rc = pf_check_range(s->peak_tflops[p], PF_MAX_TFLOPS, "TFLOP/s", where, err,
                                  errlen)))
             return rc;
-        snprintf(where, sizeof where, "precision_scale.%s", keys[p]);
+        snprintf(where, sizeof where, "precision_scale.%s", prec_names[p]);
         if (!(s->prec_scale[p] > 0 && s->prec_scale[p] <= 10))
             return pf_fail(err, errlen, PF_EINPUT, "%s: %g is not in (0, 10]", where,
                            s->prec_scale[p]);
@@ -299,8 +301,6 @@ void pf_devmodel_table(const pf_devmodel_t *dm, int *nm, const double **grid_m, 
 }
 
 /* ---- pricing ---- */
-
-static const char *prec_names[PF_PREC_COUNT] = {"bf16", "fp16", "fp32", "tf32", "fp8"};
 
 int pf_devmodel_prec_parse(const char *s)
 {

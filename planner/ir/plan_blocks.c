@@ -82,6 +82,13 @@ pf_plan_blocks_t *pf_plan_blocks_new(const pf_graph_t *g, int stages, const int 
     return b;
 }
 
+/* The block part of an op's name ("layers.7" of "layers.7.mlp"), cut to 255 characters. */
+static void block_name(char out[256], const char *name)
+{
+    size_t len = pf_training_block_len(name);
+    snprintf(out, 256, "%.*s", (int)(len < 255 ? len : 255), name);
+}
+
 /* Stage s's cut blocks (some of their ops in another stage) as "cut_blocks": every block is
  * listed once per stage holding part of it. */
 static void write_cut_blocks(pf_json_writer_t *w, const pf_graph_t *g, const int *ops, int nops,
@@ -97,10 +104,8 @@ static void write_cut_blocks(pf_json_writer_t *w, const pf_graph_t *g, const int
             pf_json_writer_key(w, "cut_blocks");
             pf_json_writer_arr_begin_inline(w);
         }
-        const char *name = pf_graph_op(g, ops[i])->name;
         char a[256];
-        size_t len = pf_training_block_len(name);
-        snprintf(a, sizeof a, "%.*s", (int)(len < 255 ? len : 255), name);
+        block_name(a, pf_graph_op(g, ops[i])->name);
         pf_json_writer_str(w, a);
     }
     if (any)
@@ -114,7 +119,6 @@ void pf_plan_blocks_write(pf_plan_blocks_t *b, pf_json_writer_t *w, const pf_gra
                           const int *ops, int nops, int s)
 {
     const char *first = NULL, *last = NULL;
-    size_t first_len = 0, last_len = 0;
     int count = 0;
     for (int i = 0; i < nops; i++) {
         const char *name = pf_graph_op(g, ops[i])->name;
@@ -123,21 +127,18 @@ void pf_plan_blocks_write(pf_plan_blocks_t *b, pf_json_writer_t *w, const pf_gra
             continue;
         b->stamp[x] = s; /* ops come in topological order: first and last are the outer ones */
         count++;
-        if (!first) {
+        if (!first)
             first = name;
-            first_len = pf_training_block_len(name);
-        }
         last = name;
-        last_len = pf_training_block_len(name);
     }
     if (count) {
-        char a[256], b[256];
-        snprintf(a, sizeof a, "%.*s", (int)(first_len < 255 ? first_len : 255), first);
-        snprintf(b, sizeof b, "%.*s", (int)(last_len < 255 ? last_len : 255), last);
+        char fa[256], la[256];
+        block_name(fa, first);
+        block_name(la, last);
         pf_json_writer_key(w, "blocks");
         pf_json_writer_obj_begin_inline(w);
-        pf_json_writer_key(w, "first"); pf_json_writer_str(w, a);
-        pf_json_writer_key(w, "last"); pf_json_writer_str(w, b);
+        pf_json_writer_key(w, "first"); pf_json_writer_str(w, fa);
+        pf_json_writer_key(w, "last"); pf_json_writer_str(w, la);
         pf_json_writer_key(w, "count"); pf_json_writer_int(w, count);
         pf_json_writer_obj_end(w);
     }

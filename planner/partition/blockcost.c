@@ -22,65 +22,64 @@ static double roof_memory_ms(void *ctx, double bytes)
     return bytes / (r->hbm_gbps * 1e9) * 1e3;
 }
 
-/* The slowest link and the largest latency around the group's ring, cached per group. */
-static void ring_link(pf_blockcost_roofline_t *r, pf_blockcost_group_t g, double *bw,
-                      double *lat)
+/* The collective model's group of devices first + i x stride (mod the cluster's devices), cached
+ * per group. */
+static const pf_collective_group_t *coll_group(pf_blockcost_groups_t *gs, pf_blockcost_group_t g)
 {
-    for (int i = 0; i < r->ncache; i++)
-        if (r->cache[i].first == g.first && r->cache[i].size == g.size &&
-            r->cache[i].stride == g.stride) {
-            *bw = r->cache[i].bw_gbps;
-            *lat = r->cache[i].lat_us;
-            return;
-        }
-    int n = pf_cluster_ndevices(r->cluster);
-    double b = DBL_MAX, l = 0;
-    for (int i = 0; i < g.size; i++) {
-        int a = (g.first + i * g.stride) % n, c = (g.first + ((i + 1) % g.size) * g.stride) % n;
-        if (a == c)
-            continue;
-        b = fmin(b, pf_cluster_bw_gbps(r->cluster, a, c));
-        l = fmax(l, pf_cluster_lat_us(r->cluster, a, c));
-    }
-    int slot = r->ncache < PF_BLOCKCOST_CACHE ? r->ncache++ : r->next++ % PF_BLOCKCOST_CACHE;
-    r->cache[slot].first = g.first;
-    r->cache[slot].size = g.size;
-    r->cache[slot].stride = g.stride;
-    r->cache[slot].bw_gbps = *bw = b;
-    r->cache[slot].lat_us = *lat = l;
+    for (int i = 0; i < gs->ncache; i++)
+        if (gs->cache[i].key.first == g.first && gs->cache[i].key.size == g.size &&
+            gs->cache[i].key.stride == g.stride)
+            return &gs->cache[i].g;
+    int slot = gs->ncache < PF_BLOCKCOST_CACHE ? gs->ncache++ : gs->next++ % PF_BLOCKCOST_CACHE;
+    int n = pf_cluster_ndevices(gs->cluster), *devs = malloc(sizeof *devs * (size_t)g.size);
+    for (int i = 0; devs && i < g.size; i++)
+        devs[i] = (g.first + i * g.stride) % n;
+    gs->cache[slot].key = g;
+    /* out of memory: the collective model's one-host group with no links (infinite times) */
+    if (!devs ||
+        pf_collective_group_from_cluster(gs->cluster, devs, g.size, 0, &gs->cache[slot].g))
+        gs->cache[slot].g = (pf_collective_group_t){.n = g.size, .hosts = 1, .per_host = g.size};
+    free(devs);
+    return &gs->cache[slot].g;
 }
 
-/* steps x latency + factor x (n - 1)/n x bytes / bw */
-static double ring_ms(void *ctx, pf_blockcost_group_t g, double bytes, double factor)
+static double coll_ms(pf_blockcost_groups_t *gs, pf_blockcost_group_t g, double bytes,
+                      pf_collective_op_t op, pf_collective_algo_t algo)
 {
     if (g.size <= 1 || bytes <= 0)
         return 0;
-    double bw, lat, n = g.size;
-    ring_link(ctx, g, &bw, &lat);
-    return factor * (n - 1) * lat / 1e3 + factor * (n - 1) / n * bytes / (bw * 1e9) * 1e3;
+    return pf_collective_ms(coll_group(gs, g), op, bytes, algo, NULL);
 }
 
 static double roof_allreduce_ms(void *ctx, pf_blockcost_group_t g, double bytes)
 {
-    return ring_ms(ctx, g, bytes, 2);
+    pf_blockcost_roofline_t *r = ctx;
+    return coll_ms(&r->groups, g, bytes, PF_COLL_ALLREDUCE, PF_COLL_ALGO_RING);
 }
 
-static double roof_half_ms(void *ctx, pf_blockcost_group_t g, double bytes)
+static double roof_reduce_scatter_ms(void *ctx, pf_blockcost_group_t g, double bytes)
 {
-    return ring_ms(ctx, g, bytes, 1);
+    pf_blockcost_roofline_t *r = ctx;
+    return coll_ms(&r->groups, g, bytes, PF_COLL_REDUCE_SCATTER, PF_COLL_ALGO_RING);
+}
+
+static double roof_all_gather_ms(void *ctx, pf_blockcost_group_t g, double bytes)
+{
+    pf_blockcost_roofline_t *r = ctx;
+    return coll_ms(&r->groups, g, bytes, PF_COLL_ALLGATHER, PF_COLL_ALGO_RING);
 }
 
 static double roof_p2p_ms(void *ctx, int src, int dst, double bytes)
 {
     const pf_blockcost_roofline_t *r = ctx;
-    return pf_cluster_xfer_ms(r->cluster, src, dst, bytes);
+    return pf_cluster_xfer_ms(r->groups.cluster, src, dst, bytes);
 }
 
 void pf_blockcost_roofline_init(pf_blockcost_roofline_t *r, const pf_cluster_t *c,
                                 pf_blockcost_env_t *env)
 {
     memset(r, 0, sizeof *r);
-    r->cluster = c;
+    r->groups.cluster = c;
     double tf = pf_cluster_device(c, 0)->tflops;
     r->tflops = tf > 0 ? tf : 125;
     r->efficiency = PF_BLOCKCOST_GEMM_EFFICIENCY;
@@ -89,8 +88,8 @@ void pf_blockcost_roofline_init(pf_blockcost_roofline_t *r, const pf_cluster_t *
                                 .gemm_ms = roof_gemm_ms,
                                 .memory_ms = roof_memory_ms,
                                 .allreduce_ms = roof_allreduce_ms,
-                                .reduce_scatter_ms = roof_half_ms,
-                                .all_gather_ms = roof_half_ms,
+                                .reduce_scatter_ms = roof_reduce_scatter_ms,
+                                .all_gather_ms = roof_all_gather_ms,
                                 .p2p_ms = roof_p2p_ms};
 }
 
@@ -108,53 +107,28 @@ static double dm_memory_ms(void *ctx, double bytes)
     return bytes > 0 ? pf_devmodel_memory_ms(r->dm, bytes) : 0;
 }
 
-/* The collective model's group of devices first + i x stride, cached per group. */
-static const pf_collective_group_t *coll_group(pf_blockcost_priced_t *r, pf_blockcost_group_t g)
-{
-    for (int i = 0; i < r->ncache; i++)
-        if (r->cache[i].first == g.first && r->cache[i].size == g.size &&
-            r->cache[i].stride == g.stride)
-            return &r->cache[i].g;
-    int slot = r->ncache < PF_BLOCKCOST_CACHE ? r->ncache++ : r->next++ % PF_BLOCKCOST_CACHE;
-    int n = pf_cluster_ndevices(r->cluster), *devs = malloc(sizeof *devs * (size_t)g.size);
-    for (int i = 0; devs && i < g.size; i++)
-        devs[i] = (g.first + i * g.stride) % n;
-    r->cache[slot].first = g.first;
-    r->cache[slot].size = g.size;
-    r->cache[slot].stride = g.stride;
-    /* out of memory: the collective model's one-host group with no links (infinite times) */
-    if (!devs || pf_collective_group_from_cluster(r->cluster, devs, g.size, 0, &r->cache[slot].g))
-        r->cache[slot].g = (pf_collective_group_t){.n = g.size, .hosts = 1, .per_host = g.size};
-    free(devs);
-    return &r->cache[slot].g;
-}
-
-static double dm_coll_ms(void *ctx, pf_blockcost_group_t g, double bytes, pf_collective_op_t op)
-{
-    if (g.size <= 1 || bytes <= 0)
-        return 0;
-    return pf_collective_best_ms(coll_group(ctx, g), op, bytes);
-}
-
 static double dm_allreduce_ms(void *ctx, pf_blockcost_group_t g, double bytes)
 {
-    return dm_coll_ms(ctx, g, bytes, PF_COLL_ALLREDUCE);
+    pf_blockcost_priced_t *r = ctx;
+    return coll_ms(&r->groups, g, bytes, PF_COLL_ALLREDUCE, PF_COLL_ALGO_BEST);
 }
 
 static double dm_reduce_scatter_ms(void *ctx, pf_blockcost_group_t g, double bytes)
 {
-    return dm_coll_ms(ctx, g, bytes, PF_COLL_REDUCE_SCATTER);
+    pf_blockcost_priced_t *r = ctx;
+    return coll_ms(&r->groups, g, bytes, PF_COLL_REDUCE_SCATTER, PF_COLL_ALGO_BEST);
 }
 
 static double dm_all_gather_ms(void *ctx, pf_blockcost_group_t g, double bytes)
 {
-    return dm_coll_ms(ctx, g, bytes, PF_COLL_ALLGATHER);
+    pf_blockcost_priced_t *r = ctx;
+    return coll_ms(&r->groups, g, bytes, PF_COLL_ALLGATHER, PF_COLL_ALGO_BEST);
 }
 
 static double dm_p2p_ms(void *ctx, int src, int dst, double bytes)
 {
     const pf_blockcost_priced_t *r = ctx;
-    return pf_cluster_xfer_ms(r->cluster, src, dst, bytes);
+    return pf_cluster_xfer_ms(r->groups.cluster, src, dst, bytes);
 }
 
 void pf_blockcost_priced_init(pf_blockcost_priced_t *r, const pf_cluster_t *c,
@@ -162,7 +136,7 @@ void pf_blockcost_priced_init(pf_blockcost_priced_t *r, const pf_cluster_t *c,
                               pf_blockcost_env_t *env)
 {
     memset(r, 0, sizeof *r);
-    r->cluster = c;
+    r->groups.cluster = c;
     r->dm = dm;
     r->prec = precision_bytes == 4 ? PF_PREC_FP32 : PF_PREC_BF16;
     *env = (pf_blockcost_env_t){.ctx = r,

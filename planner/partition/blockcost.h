@@ -69,21 +69,27 @@ typedef struct {
     double (*p2p_ms)(void *ctx, int src, int dst, double bytes);
 } pf_blockcost_env_t;
 
-/* The default prices: a roofline at fixed efficiency from the cluster's device 0 (tflops, and
- * an HBM bandwidth), ring collectives over the slowest link of the group's ring ([DistPar]
- * A.3: all-reduce 2 (n - 1)/n |T| / bw, reduce-scatter and all-gather (n - 1)/n |T| / bw, plus
- * one latency per step), p2p by the postal model. */
-#define PF_BLOCKCOST_GEMM_EFFICIENCY 0.7
-#define PF_BLOCKCOST_HBM_GBPS 1555.0 /* A100 40GB's HBM2 (NVIDIA datasheet) */
+/* The collective model's group (collective.h) of each pf_blockcost_group_t priced, cached:
+ * both price sets below price collectives on it. */
 #define PF_BLOCKCOST_CACHE 16
 typedef struct {
     const pf_cluster_t *cluster;
-    double tflops, efficiency, hbm_gbps;
     struct {
-        int first, size, stride;
-        double bw_gbps, lat_us;
+        pf_blockcost_group_t key;
+        pf_collective_group_t g;
     } cache[PF_BLOCKCOST_CACHE];
     int ncache, next;
+} pf_blockcost_groups_t;
+
+/* The default prices: a roofline at fixed efficiency from the cluster's device 0 (tflops, and
+ * an HBM bandwidth), ring collectives (collective.h's ring over the group's hosts and links;
+ * [DistPar] A.3: all-reduce 2 (n - 1)/n |T| / bw, reduce-scatter and all-gather
+ * (n - 1)/n |T| / bw, plus one latency per step), p2p by the postal model. */
+#define PF_BLOCKCOST_GEMM_EFFICIENCY 0.7
+#define PF_BLOCKCOST_HBM_GBPS 1555.0 /* A100 40GB's HBM2 (NVIDIA datasheet) */
+typedef struct {
+    pf_blockcost_groups_t groups;
+    double tflops, efficiency, hbm_gbps;
 } pf_blockcost_roofline_t;
 
 /* Fills r and env (env->ctx = r; r must outlive env; one per thread: the cache is not
@@ -97,14 +103,9 @@ void pf_blockcost_roofline_init(pf_blockcost_roofline_t *r, const pf_cluster_t *
  * hierarchical, as NCCL's tuner picks, over the group's hosts and links from the cluster; no
  * NVLS, as the search's other phases assume), p2p by the postal model. */
 typedef struct {
-    const pf_cluster_t *cluster;
+    pf_blockcost_groups_t groups;
     const pf_devmodel_t *dm;
     pf_prec_t prec;
-    struct {
-        int first, size, stride;
-        pf_collective_group_t g;
-    } cache[PF_BLOCKCOST_CACHE];
-    int ncache, next;
 } pf_blockcost_priced_t;
 
 /* As the roofline's init; precision_bytes 2 prices bf16, 4 fp32. */

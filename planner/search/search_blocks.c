@@ -1,6 +1,7 @@
 /* search_blocks: the block-level pre-phase (search_blocks.h). */
 #include "planner/search/search_blocks.h"
 #include "planner/core/util.h"
+#include "planner/tp/tp_price.h"
 
 #include <string.h>
 
@@ -20,8 +21,7 @@ typedef struct {
 static void block_env(const pf_graph_t *g, const pf_cluster_t *c, const pf_training_t *t,
                       env_state_t *st, pf_blockcost_env_t *env)
 {
-    const char *name = pf_graph_device_model(g);
-    const pf_devmodel_t *dm = name ? pf_devmodel_preset(name) : NULL;
+    const pf_devmodel_t *dm = pf_tp_price_model(g);
     if (dm)
         pf_blockcost_priced_init(&st->priced, c, dm, t->precision_bytes, env);
     else

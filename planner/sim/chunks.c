@@ -73,15 +73,12 @@ static int wrap_xfers(const pf_simulate_input_t *in, double H, double *ms, char 
     return PF_OK;
 }
 
+/* n stages and what each owns: pf_simulate_input_clear's, so that the list of owned fields
+ * stays in one place. */
 static void free_stages(pf_simulate_stage_t *st, int n)
 {
-    for (int s = 0; st && s < n; s++) {
-        free(st[s].devices);
-        free(st[s].xfer_ms);
-        free(st[s].rep_fwd_ms);
-        free(st[s].rep_bwd_ms);
-    }
-    free(st);
+    pf_simulate_input_t in = {.stage = st, .stages = n};
+    pf_simulate_input_clear(&in);
 }
 
 int pf_chunks_split(pf_simulate_input_t *in, int V, char *err, size_t errlen)

@@ -39,7 +39,8 @@ typedef struct {
     double *tens_bytes;
     int *nsig;                /* [j * 3 + weight option] */
     pf_sharding_sig_t *sig;      /* [(j * 3 + option) * PF_SHARDING_MAX_SIGS + s] */
-    double *split_ms;         /* [j * 3 + weight option]: fwd + bwd when split (tp_price.h) */
+    double *split_ms;         /* [(j * 3 + weight option) * 2 + 0 fwd / 1 bwd] when split
+                               * (tp_price.h) */
     double *wgrad_ms;         /* each position's weight-gradient all-reduce */
 } inst_t;
 
@@ -133,7 +134,7 @@ static int inst_alloc(inst_t *t, const pf_graph_t *g, const int *ops, int nops)
         !(t->tens_bytes = malloc(sizeof(double) * nt)) ||
         !(t->nsig = calloc((size_t)nops * 3, sizeof(int))) ||
         !(t->sig = malloc(sizeof *t->sig * (size_t)nops * 3 * PF_SHARDING_MAX_SIGS)) ||
-        !(t->split_ms = malloc(sizeof *t->split_ms * (size_t)nops * 3)) ||
+        !(t->split_ms = malloc(sizeof *t->split_ms * (size_t)nops * 6)) ||
         !(t->wgrad_ms = malloc(sizeof *t->wgrad_ms * (size_t)(nops ? nops : 1))))
         return PF_ERR;
     return PF_OK;
@@ -211,11 +212,9 @@ static void inst_split_times(inst_t *t)
                                              pf_graph_op(t->g, t->ops[j])->param_bytes, t->link);
     const pf_devmodel_t *dm = pf_tp_price_model(t->g);
     for (int j = 0; j < t->nops; j++)
-        for (int w = 0; w < 3; w++) {
-            double f, b;
-            pf_tp_price_split(dm, pf_graph_op(t->g, t->ops[j]), (pf_tp_split_t)w, t->T, &f, &b);
-            t->split_ms[j * 3 + w] = f + b;
-        }
+        for (int w = 0; w < 3; w++)
+            pf_tp_price_split(dm, pf_graph_op(t->g, t->ops[j]), (pf_tp_split_t)w, t->T,
+                              &t->split_ms[(j * 3 + w) * 2], &t->split_ms[(j * 3 + w) * 2 + 1]);
 }
 
 static int inst_build(inst_t *t, const pf_graph_t *g, const int *ops, int nops, int T,
@@ -315,7 +314,8 @@ static double conv_ms(const inst_t *t, scratch_t *sc, int x, pf_sharding_t from,
 static double compute_ms(const inst_t *t, int j, int w, int split)
 {
     const pf_op_t *op = pf_graph_op(t->g, t->ops[j]);
-    return split ? t->split_ms[j * 3 + w] : op->fwd_ms + op->bwd_ms;
+    const double *x = t->split_ms + (j * 3 + w) * 2;
+    return split ? x[0] + x[1] : op->fwd_ms + op->bwd_ms;
 }
 
 /* What running position j by s costs now: its compute, a partial weight gradient's all-reduce,
@@ -609,9 +609,8 @@ static int apply_instance(const inst_t *t, uint64_t plan, int unit, const int *f
             if (rec->colls[c].op == j)
                 comm[rec->colls[c].backward] += rec->colls[c].ms;
         op_mem(t, j, s, m);
-        double f = op->fwd_ms, b = op->bwd_ms;
-        if (s->split)
-            pf_tp_price_split(pf_tp_price_model(t->g), op, (pf_tp_split_t)w, t->T, &f, &b);
+        const double *x = t->split_ms + (j * 3 + w) * 2; /* inst_split_times */
+        double f = s->split ? x[0] : op->fwd_ms, b = s->split ? x[1] : op->bwd_ms;
         *r = (pf_tap_op_t){.fwd_ms = f, .bwd_ms = b,
                            .fwd_comm_ms = comm[0], .bwd_comm_ms = comm[1],
                            .param_bytes = w ? op->param_bytes / t->T : op->param_bytes,

@@ -111,8 +111,7 @@ int cmd_simulate(int argc, char **argv)
         (rc = pf_cluster_load(cpath, &cl, err, sizeof err)) != PF_OK ||
         (rc = pf_plan_load(ppath, g, cl, &p, err, sizeof err)) != PF_OK)
         goto done;
-    if ((rc = pf_simulate_input_from_plan(g, cl, p, &in, err, sizeof err)) != PF_OK ||
-        (rc = pf_chunks_split(&in, pf_chunks_of_plan(p), err, sizeof err)) != PF_OK) {
+    if ((rc = pf_chunks_input_from_setting(g, cl, NULL, p, NULL, &in, err, sizeof err)) != PF_OK) {
         pf_err_prefix(err, sizeof err, strcmp(ppath, "-") ? ppath : "<stdin>");
         goto done;
     }

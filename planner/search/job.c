@@ -187,9 +187,8 @@ static int run_simulate(const pf_job_t *job, pf_job_result_t *res)
     p->train = job->setting.train;
     p->train.schedule = job->schedule;
     snprintf(p->schedule, sizeof p->schedule, "%s", pf_training_schedule_name(job->schedule));
-    if ((rc = pf_simulate_input_from_setting(job->graph, job->cluster, set, p, job->xfer_ms, &in,
-                                             res->error, sizeof res->error)) != PF_OK ||
-        (rc = pf_chunks_split(&in, pf_chunks_of_plan(p), res->error, sizeof res->error)) ||
+    if ((rc = pf_chunks_input_from_setting(job->graph, job->cluster, set, p, job->xfer_ms, &in,
+                                           res->error, sizeof res->error)) != PF_OK ||
         (rc = pf_simulate(&in, &r, res->error, sizeof res->error)) != PF_OK)
         goto done;
     res->sim.step_ms = r->step_ms;

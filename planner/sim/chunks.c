@@ -130,3 +130,14 @@ double pf_chunks_extra_bytes(const pf_simulate_input_t *in, const pf_simulate_re
     }
     return r->peak_mem_bytes[(size_t)i * in->replicas * in->tp] - stat - k * act;
 }
+
+int pf_chunks_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
+                                 const pf_tp_setting_t *set, const pf_plan_t *p,
+                                 const double *xfer_ms, pf_simulate_input_t *in, char *err,
+                                 size_t errlen)
+{
+    int rc = pf_simulate_input_from_setting(g, c, set, p, xfer_ms, in, err, errlen);
+    if (rc == PF_OK && (rc = pf_chunks_split(in, pf_chunks_of_plan(p), err, errlen)) != PF_OK)
+        pf_simulate_input_clear(in);
+    return rc;
+}

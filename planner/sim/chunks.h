@@ -25,6 +25,13 @@ int pf_chunks_split(pf_simulate_input_t *in, int V, char *err, size_t errlen);
 /* The plan's V: its block search's virtual_stages when it has one, else 1. */
 int pf_chunks_of_plan(const pf_plan_t *p);
 
+/* pf_simulate_input_from_setting, then split into the plan's V chunks: the input of what the
+ * plan runs (a SIMULATE job and planfarm simulate both build it this way). */
+int pf_chunks_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
+                                 const pf_tp_setting_t *set, const pf_plan_t *p,
+                                 const double *xfer_ms, pf_simulate_input_t *in, char *err,
+                                 size_t errlen);
+
 /* What interleaving adds to the memory of rank i over 1F1B's (which holds min(MB, P - i)
  * micro-batches of the whole stage, cost.h): its simulated peak (r, one row per device) less its
  * chunks' static bytes less min(MB, P - i) x the sum of its chunks' act_bytes. V <= 1: 0. */

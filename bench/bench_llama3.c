@@ -67,22 +67,10 @@ static double sample_flops(const pf_graph_t *g)
 static double plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
                    double samples, double *wall_s, char *shape, size_t len)
 {
-    pf_bench_drive_t d;
-    pf_bench_drive(g, c, o, 0, 1, &d);
-    double tf = 0;
-    *wall_s = d.wall_s;
-    if (d.status == PF_OK && d.plan->simulated_step_ms > 0) {
-        const pf_plan_t *p = d.plan;
-        tf = sample_flops(g) * samples / (p->simulated_step_ms * 1e-3) /
-             pf_cluster_ndevices(c) / 1e12;
-        snprintf(shape, len, "t%d p%d d%d v%d %s zero %d", p->tensor_parallel, p->stages,
-                 p->replicas, p->blocks.present ? p->blocks.virtual_stages : 1,
-                 pf_training_recompute_name(p->train.recompute), p->train.zero);
-    } else {
-        snprintf(shape, len, "no plan (%.120s)", d.err);
-    }
-    pf_bench_drive_free(&d);
-    return tf;
+    double step_ms;
+    if (pf_bench_plan_step(g, c, o, &step_ms, wall_s, shape, len))
+        return 0;
+    return sample_flops(g) * samples / (step_ms * 1e-3) / pf_cluster_ndevices(c) / 1e12;
 }
 
 static void row(const shape_t *m, const config_t *cf)
@@ -121,21 +109,9 @@ static void row(const shape_t *m, const config_t *cf)
     pf_cluster_destroy(&c);
 }
 
-static json_t *load(void)
-{
-    char path[1024];
-    const char *shared = getenv("PF_SHARED") ? getenv("PF_SHARED") : "../shared";
-    snprintf(path, sizeof path, "%s/data/megatron/llama3_405b.json", shared);
-    json_error_t je;
-    json_t *t = json_load_file(path, 0, &je);
-    if (!t)
-        printf("SKIP: %s: %s (set PF_SHARED)\n", path, je.text);
-    return t;
-}
-
 int pf_bench_llama3(void)
 {
-    json_t *root = load(), *cfg;
+    json_t *root = pf_bench_shared_json("data/megatron/llama3_405b.json"), *cfg;
     if (!root)
         return 0;
     shape_t m;

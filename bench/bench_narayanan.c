@@ -100,15 +100,12 @@ static double plan_row(const row_t *r, int mb, double *plan_s, char *why, size_t
     o.layer_aligned = 1;
     o.train.recompute = PF_RECOMPUTE_FULL;
     o.schedules = 1u << PF_SCHEDULE_1F1B;
-    pf_bench_drive_t d;
-    pf_bench_drive(g, c, &o, 0, 1, &d);
-    double tflops = 0;
-    *plan_s = d.wall_s;
-    if (d.status == PF_OK && d.plan->simulated_step_ms > 0)
-        tflops = step_flops(r) / (d.plan->simulated_step_ms * 1e-3 * r->gpus) / 1e12;
+    char shape[192];
+    double step_ms, tflops = 0;
+    if (pf_bench_plan_step(g, c, &o, &step_ms, plan_s, shape, sizeof shape) == 0)
+        tflops = step_flops(r) / (step_ms * 1e-3 * r->gpus) / 1e12;
     else
-        snprintf(why, whylen, "      mb %d: no plan (%s)\n", mb, d.err);
-    pf_bench_drive_free(&d);
+        snprintf(why, whylen, "      mb %d: %s\n", mb, shape);
     pf_graph_destroy(&g);
     pf_cluster_destroy(&c);
     return tflops;
@@ -130,38 +127,12 @@ static double free_row(const row_t *r, double *plan_s, char *shape, size_t len)
     o.global_batch = r->batch;
     o.block_search = 1;
     o.layer_aligned = 1;
-    pf_bench_drive_t d;
-    pf_bench_drive(g, c, &o, 0, 1, &d);
-    double tflops = 0;
-    *plan_s = d.wall_s;
-    if (d.status == PF_OK && d.plan->simulated_step_ms > 0) {
-        const pf_plan_t *p = d.plan;
-        tflops = step_flops(r) / (p->simulated_step_ms * 1e-3 * r->gpus) / 1e12;
-        snprintf(shape, len, "t%d p%d d%d v%d%s %s z%d (analytic %.0f ms, simulated %.0f)",
-                 p->tensor_parallel, p->stages, p->replicas,
-                 p->blocks.present ? p->blocks.virtual_stages : 1,
-                 p->blocks.sequence_parallel ? " sp" : "",
-                 pf_training_recompute_name(p->train.recompute), p->train.zero,
-                 p->blocks.analytic_step_ms, p->simulated_step_ms);
-    } else {
-        snprintf(shape, len, "no plan (%.60s)", d.err);
-    }
-    pf_bench_drive_free(&d);
+    double step_ms, tflops = 0;
+    if (pf_bench_plan_step(g, c, &o, &step_ms, plan_s, shape, len) == 0)
+        tflops = step_flops(r) / (step_ms * 1e-3 * r->gpus) / 1e12;
     pf_graph_destroy(&g);
     pf_cluster_destroy(&c);
     return tflops;
-}
-
-static json_t *load_table(void)
-{
-    char path[1024];
-    const char *shared = getenv("PF_SHARED") ? getenv("PF_SHARED") : "../shared";
-    snprintf(path, sizeof path, "%s/data/megatron/narayanan2021_table1.json", shared);
-    json_error_t je;
-    json_t *t = json_load_file(path, 0, &je);
-    if (!t)
-        printf("SKIP: %s: %s (set PF_SHARED)\n", path, je.text);
-    return t;
 }
 
 static int parse_mbs(int *mbs)
@@ -201,7 +172,7 @@ static void report(const summary_t *s, const char *what)
 
 int pf_bench_narayanan(void)
 {
-    json_t *table = load_table();
+    json_t *table = pf_bench_shared_json("data/megatron/narayanan2021_table1.json");
     if (!table)
         return 0;
     int max_gpus = getenv("PF_BENCH_NARAYANAN_MAX_GPUS") ? atoi(getenv("PF_BENCH_NARAYANAN_MAX_GPUS"))

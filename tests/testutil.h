@@ -39,4 +39,20 @@ int pf_test_run(const char *cmd, char *out, size_t cap);
  * probability p_edge: skips and branches. Costs are random in [0.5, 10) ms, bytes in
  * [1e5, 1e8), params in [0, 1e8). Finalized; NULL on failure. */
 pf_graph_t *pf_test_random_dag(uint64_t seed, int n, double p_edge);
+
+#include "planner/search/search.h"
+
+/* What pf_test_search saw besides the plan. */
+typedef struct {
+    long long jobs[PF_JOB_KIND_COUNT]; /* jobs run, by kind */
+    pf_search_status_t status;         /* at the end */
+    int graph_is_input;                /* it planned g itself, not a graph of its own (re-priced) */
+} pf_test_search_t;
+
+/* The whole search in process: every job run here as soon as it is issued, its answer fed
+ * straight back; asserts each answer passes pf_search_check_answer and is taken once, each job
+ * names the search's graph, and the search is done at the end. The plan, NULL (the reason on
+ * stderr) when the search fails; seen, when given, what happened on the way. */
+pf_plan_t *pf_test_search(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
+                          pf_test_search_t *seen);
 #endif

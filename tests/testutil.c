@@ -70,3 +70,12 @@ pf_plan_t *pf_test_search(const pf_graph_t *g, const pf_cluster_t *c, const pf_s
     pf_search_destroy(&s);
     return p;
 }
+
+int pf_test_err_from(const char *err, const char *file, const char *expect, size_t i)
+{
+    const char *base = strstr(err, file);
+    int ok = base && strncmp(base, expect, strlen(expect)) == 0;
+    if (!ok)
+        fprintf(stderr, "\n  case %zu: got '%s', want '%s'\n", i, err, expect);
+    return ok;
+}

@@ -17,6 +17,9 @@ const char *pf_test_tmpdir(void);
 char *pf_test_write(const char *name, const char *text);
 /* Path of a reference data file: $PF_DATA/<rel> (PF_DATA defaults to tests/data). */
 const char *pf_test_data(const char *rel, char *buf, size_t len);
+/* Whether err, from the file name `file` on, begins with expect (the path before it varies);
+ * when not, both are printed with the case number. */
+int pf_test_err_from(const char *err, const char *file, const char *expect, size_t i);
 /* The planfarm binary ($PF_BIN, default ./planfarm). */
 const char *pf_test_bin(void);
 /* Run a shell command; capture stdout+stderr (up to cap bytes) and return the exit status. */

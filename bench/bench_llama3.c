@@ -14,8 +14,6 @@
 #include "bench/farm.h"
 #include "planner/core/util.h"
 #include "planner/inputs/model.h"
-#include "planner/inputs/model_build.h"
-#include "planner/inputs/price.h"
 #include "planner/inputs/topology.h"
 
 #include <jansson.h>
@@ -34,7 +32,6 @@ typedef struct {
 
 static int build(const shape_t *m, int gpus, pf_graph_t **g, pf_cluster_t **c)
 {
-    char err[512];
     pf_model_opts_t mo;
     pf_model_opts_init(&mo, PF_MODEL_LLAMA);
     mo.layers = m->layers, mo.hidden = m->hidden, mo.ffn = m->ffn, mo.heads = m->heads;
@@ -43,15 +40,7 @@ static int build(const shape_t *m, int gpus, pf_graph_t **g, pf_cluster_t **c)
     pf_topology_opts_t to;
     pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_H100);
     to.machines = gpus / 8;
-    pf_graph_t *raw = NULL;
-    const pf_devmodel_t *dm = pf_devmodel_preset("h100-sxm");
-    int rc = !dm || pf_model_build(&mo, &raw, err, sizeof err) != PF_OK ||
-             pf_price_graph(raw, dm, PF_PREC_BF16, g, NULL, err, sizeof err) != PF_OK ||
-             pf_topology_build(&to, c, err, sizeof err) != PF_OK;
-    if (rc)
-        fprintf(stderr, "bench llama3: %s\n", dm ? err : "no h100-sxm preset");
-    pf_graph_destroy(&raw);
-    return rc ? -1 : 0;
+    return pf_bench_build("llama3", &mo, "h100-sxm", PF_PREC_BF16, &to, g, c);
 }
 
 /* Model FLOPs of one sample: the graph's forward and backward work. */

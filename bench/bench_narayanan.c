@@ -18,8 +18,6 @@
 #include "bench/farm.h"
 #include "planner/core/util.h"
 #include "planner/inputs/model.h"
-#include "planner/inputs/model_build.h"
-#include "planner/inputs/price.h"
 #include "planner/inputs/topology.h"
 
 #include <jansson.h>
@@ -56,31 +54,14 @@ static double step_flops(const row_t *r)
 
 static int build(const row_t *r, int mb, pf_graph_t **g, pf_cluster_t **c)
 {
-    char err[512];
     pf_model_opts_t mo;
     pf_model_opts_init(&mo, PF_MODEL_GPT);
-    mo.layers = r->layers;
-    mo.hidden = r->hidden;
-    mo.heads = r->heads;
-    mo.seq = SEQ;
-    mo.vocab = VOCAB;
-    mo.microbatch = mb;
-    mo.precision_bytes = 2;
+    mo.layers = r->layers, mo.hidden = r->hidden, mo.heads = r->heads;
+    mo.seq = SEQ, mo.vocab = VOCAB, mo.microbatch = mb, mo.precision_bytes = 2;
     pf_topology_opts_t to;
     pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_A100);
     to.machines = r->gpus / 8;
-    pf_graph_t *raw = NULL;
-    const pf_devmodel_t *dm = pf_devmodel_preset(DEVICE);
-    if (!dm || pf_model_build(&mo, &raw, err, sizeof err) != PF_OK ||
-        pf_price_graph(raw, dm, PF_PREC_FP16, g, NULL, err, sizeof err) != PF_OK ||
-        pf_topology_build(&to, c, err, sizeof err) != PF_OK) {
-        fprintf(stderr, "bench narayanan: %s\n", dm ? err : "no " DEVICE " preset");
-        pf_graph_destroy(&raw);
-        pf_graph_destroy(g);
-        return -1;
-    }
-    pf_graph_destroy(&raw);
-    return 0;
+    return pf_bench_build("narayanan", &mo, DEVICE, PF_PREC_FP16, &to, g, c);
 }
 
 /* One row at micro-batch mb: the simulated TFLOP/s per GPU, 0 when no plan (reason printed). */

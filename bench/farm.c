@@ -2,6 +2,8 @@
 #include "broker/broker.h"
 #include "client/client.h"
 #include "planner/core/util.h"
+#include "planner/inputs/model_build.h"
+#include "planner/inputs/price.h"
 #include "worker/worker.h"
 
 #include <arpa/inet.h>
@@ -136,6 +138,33 @@ void pf_bench_drive_free(pf_bench_drive_t *d)
 }
 
 /* ---- published tables ---- */
+
+int pf_bench_build(const char *what, const pf_model_opts_t *mo, const char *device,
+                   pf_prec_t prec, const pf_topology_opts_t *to, pf_graph_t **g,
+                   pf_cluster_t **c)
+{
+    char err[512] = "";
+    pf_graph_t *raw = NULL;
+    const pf_devmodel_t *dm = device ? pf_devmodel_preset(device) : NULL;
+    *g = NULL, *c = NULL;
+    if (device && !dm)
+        snprintf(err, sizeof err, "no %s preset", device);
+    int rc = (device && !dm) || pf_model_build(mo, &raw, err, sizeof err) != PF_OK ||
+             (dm && pf_price_graph(raw, dm, prec, g, NULL, err, sizeof err) != PF_OK) ||
+             pf_topology_build(to, c, err, sizeof err) != PF_OK;
+    if (!dm && !rc) {
+        *g = raw; /* as generated */
+        raw = NULL;
+    }
+    pf_graph_destroy(&raw);
+    if (rc) {
+        fprintf(stderr, "bench %s: %s\n", what, err);
+        pf_graph_destroy(g);
+        pf_cluster_destroy(c);
+        return -1;
+    }
+    return 0;
+}
 
 json_t *pf_bench_shared_json(const char *rel)
 {

@@ -16,6 +16,9 @@
 #define PF_BENCH_FARM_H
 
 #include "broker/broker.h"
+#include "planner/inputs/model.h"
+#include "planner/ir/devmodel.h"
+#include "planner/inputs/topology.h"
 #include "planner/search/job.h"
 #include "planner/search/search.h"
 
@@ -47,6 +50,13 @@ void pf_bench_drive_free(pf_bench_drive_t *d);
 double pf_bench_cpu_s(void); /* process CPU seconds */
 
 /* ---- published tables ---- */
+
+/* The model of mo, its ops priced on the device model preset `device` at precision prec (device
+ * NULL: as generated), and the cluster of to. 0, or -1 with the reason on stderr after "bench
+ * <what>: " and nothing left allocated. */
+int pf_bench_build(const char *what, const pf_model_opts_t *mo, const char *device,
+                   pf_prec_t prec, const pf_topology_opts_t *to, pf_graph_t **g,
+                   pf_cluster_t **c);
 
 /* $PF_SHARED/<rel> (PF_SHARED defaults to ../shared) parsed; NULL, with a "SKIP:" line on stdout,
  * when absent or unreadable: the benchmarks against published figures skip rather than fail. */

@@ -6,9 +6,9 @@
  * configuration on 64 GPUs priced by the same model, with the best's step over it.
  * Memory: 90% of a device (the search's default --mem-headroom). Target: under 1 s per row on
  * 2 cores. PF_BENCH_BLOCKS_K (default 5) sets K. */
+#include "bench/farm.h"
 #include "planner/core/util.h"
 #include "planner/inputs/model.h"
-#include "planner/inputs/model_build.h"
 #include "planner/inputs/topology.h"
 #include "planner/partition/blockenum.h"
 
@@ -19,7 +19,6 @@
 
 static int build(int gpus, pf_graph_t **g, pf_cluster_t **c)
 {
-    char err[512];
     pf_model_opts_t mo;
     pf_model_opts_init(&mo, PF_MODEL_GPT);
     mo.layers = 96, mo.hidden = 12288, mo.heads = 96, mo.seq = 2048, mo.vocab = 51200;
@@ -27,12 +26,8 @@ static int build(int gpus, pf_graph_t **g, pf_cluster_t **c)
     pf_topology_opts_t to;
     pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_A100);
     to.machines = gpus / 8;
-    if (pf_model_build(&mo, g, err, sizeof err) != PF_OK ||
-        pf_topology_build(&to, c, err, sizeof err) != PF_OK) {
-        fprintf(stderr, "bench blocks: %s\n", err);
-        return -1;
-    }
-    return 0;
+    /* the graph as generated: the block-level search prices blocks itself (blockcost.h) */
+    return pf_bench_build("blocks", &mo, NULL, PF_PREC_BF16, &to, g, c);
 }
 
 static void print_item(int rank, const pf_blockenum_item_t *it)

@@ -55,18 +55,30 @@ int pf_bench_json_write(void)
     int n = getenv("PF_BENCH_JSON_OPS") ? atoi(getenv("PF_BENCH_JSON_OPS")) : 200000;
     char path[] = "/tmp/pf_bench_json.XXXXXX", err[256];
     int fd = mkstemp(path);
-    pf_graph_t *g = fd >= 0 ? chain(n) : NULL;
-    if (!g)
+    if (fd < 0) {
+        perror("bench json_write: mkstemp");
         return 1;
+    }
     close(fd);
+    pf_graph_t *g = chain(n);
+    if (!g) {
+        fprintf(stderr, "bench json_write: could not build a chain of %d ops\n", n);
+        unlink(path);
+        return 1;
+    }
     double t0 = pf_now_s();
     int rc = pf_graph_save(g, path, err, sizeof err);
     double own_s = pf_now_s() - t0;
+    if (rc)
+        fprintf(stderr, "bench json_write: pf_graph_save: %s\n", err);
     size_t heap0 = mallinfo2().uordblks;
     t0 = pf_now_s();
     json_t *tree = as_tree(g);
     size_t tree_bytes = mallinfo2().uordblks - heap0;
-    rc |= !tree || json_dump_file(tree, path, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+    if (!tree || json_dump_file(tree, path, JSON_INDENT(1) | JSON_REAL_PRECISION(17))) {
+        fprintf(stderr, "bench json_write: jansson could not write the tree\n");
+        rc = -1;
+    }
     double jansson_s = pf_now_s() - t0;
     json_decref(tree);
     unlink(path);

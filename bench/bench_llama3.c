@@ -14,8 +14,6 @@
 #include "bench/farm.h"
 #include "planner/core/util.h"
 #include "planner/inputs/model.h"
-#include "planner/inputs/model_build.h"
-#include "planner/inputs/price.h"
 #include "planner/inputs/topology.h"
 
 #include <jansson.h>
@@ -34,7 +32,6 @@ typedef struct {
 
 static int build(const shape_t *m, int gpus, pf_graph_t **g, pf_cluster_t **c)
 {
-    char err[512];
     pf_model_opts_t mo;
     pf_model_opts_init(&mo, PF_MODEL_LLAMA);
     mo.layers = m->layers, mo.hidden = m->hidden, mo.ffn = m->ffn, mo.heads = m->heads;
@@ -43,15 +40,7 @@ static int build(const shape_t *m, int gpus, pf_graph_t **g, pf_cluster_t **c)
     pf_topology_opts_t to;
     pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_H100);
     to.machines = gpus / 8;
-    pf_graph_t *raw = NULL;
-    const pf_devmodel_t *dm = pf_devmodel_preset("h100-sxm");
-    int rc = !dm || pf_model_build(&mo, &raw, err, sizeof err) != PF_OK ||
-             pf_price_graph(raw, dm, PF_PREC_BF16, g, NULL, err, sizeof err) != PF_OK ||
-             pf_topology_build(&to, c, err, sizeof err) != PF_OK;
-    if (rc)
-        fprintf(stderr, "bench llama3: %s\n", dm ? err : "no h100-sxm preset");
-    pf_graph_destroy(&raw);
-    return rc ? -1 : 0;
+    return pf_bench_build("llama3", &mo, "h100-sxm", PF_PREC_BF16, &to, g, c);
 }
 
 /* Model FLOPs of one sample: the graph's forward and backward work. */
@@ -67,22 +56,10 @@ static double sample_flops(const pf_graph_t *g)
 static double plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
                    double samples, double *wall_s, char *shape, size_t len)
 {
-    pf_bench_drive_t d;
-    pf_bench_drive(g, c, o, 0, 1, &d);
-    double tf = 0;
-    *wall_s = d.wall_s;
-    if (d.status == PF_OK && d.plan->simulated_step_ms > 0) {
-        const pf_plan_t *p = d.plan;
-        tf = sample_flops(g) * samples / (p->simulated_step_ms * 1e-3) /
-             pf_cluster_ndevices(c) / 1e12;
-        snprintf(shape, len, "t%d p%d d%d v%d %s zero %d", p->tensor_parallel, p->stages,
-                 p->replicas, p->blocks.present ? p->blocks.virtual_stages : 1,
-                 pf_training_recompute_name(p->train.recompute), p->train.zero);
-    } else {
-        snprintf(shape, len, "no plan (%.120s)", d.err);
-    }
-    pf_bench_drive_free(&d);
-    return tf;
+    double step_ms;
+    if (pf_bench_plan_step(g, c, o, &step_ms, wall_s, shape, len))
+        return 0;
+    return sample_flops(g) * samples / (step_ms * 1e-3) / pf_cluster_ndevices(c) / 1e12;
 }
 
 static void row(const shape_t *m, const config_t *cf)
@@ -121,21 +98,9 @@ static void row(const shape_t *m, const config_t *cf)
     pf_cluster_destroy(&c);
 }
 
-static json_t *load(void)
-{
-    char path[1024];
-    const char *shared = getenv("PF_SHARED") ? getenv("PF_SHARED") : "../shared";
-    snprintf(path, sizeof path, "%s/data/megatron/llama3_405b.json", shared);
-    json_error_t je;
-    json_t *t = json_load_file(path, 0, &je);
-    if (!t)
-        printf("SKIP: %s: %s (set PF_SHARED)\n", path, je.text);
-    return t;
-}
-
 int pf_bench_llama3(void)
 {
-    json_t *root = load(), *cfg;
+    json_t *root = pf_bench_shared_json("data/megatron/llama3_405b.json"), *cfg;
     if (!root)
         return 0;
     shape_t m;

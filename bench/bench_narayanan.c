@@ -18,8 +18,6 @@
 #include "bench/farm.h"
 #include "planner/core/util.h"
 #include "planner/inputs/model.h"
-#include "planner/inputs/model_build.h"
-#include "planner/inputs/price.h"
 #include "planner/inputs/topology.h"
 
 #include <jansson.h>
@@ -56,31 +54,14 @@ static double step_flops(const row_t *r)
 
 static int build(const row_t *r, int mb, pf_graph_t **g, pf_cluster_t **c)
 {
-    char err[512];
     pf_model_opts_t mo;
     pf_model_opts_init(&mo, PF_MODEL_GPT);
-    mo.layers = r->layers;
-    mo.hidden = r->hidden;
-    mo.heads = r->heads;
-    mo.seq = SEQ;
-    mo.vocab = VOCAB;
-    mo.microbatch = mb;
-    mo.precision_bytes = 2;
+    mo.layers = r->layers, mo.hidden = r->hidden, mo.heads = r->heads;
+    mo.seq = SEQ, mo.vocab = VOCAB, mo.microbatch = mb, mo.precision_bytes = 2;
     pf_topology_opts_t to;
     pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_A100);
     to.machines = r->gpus / 8;
-    pf_graph_t *raw = NULL;
-    const pf_devmodel_t *dm = pf_devmodel_preset(DEVICE);
-    if (!dm || pf_model_build(&mo, &raw, err, sizeof err) != PF_OK ||
-        pf_price_graph(raw, dm, PF_PREC_FP16, g, NULL, err, sizeof err) != PF_OK ||
-        pf_topology_build(&to, c, err, sizeof err) != PF_OK) {
-        fprintf(stderr, "bench narayanan: %s\n", dm ? err : "no " DEVICE " preset");
-        pf_graph_destroy(&raw);
-        pf_graph_destroy(g);
-        return -1;
-    }
-    pf_graph_destroy(&raw);
-    return 0;
+    return pf_bench_build("narayanan", &mo, DEVICE, PF_PREC_FP16, &to, g, c);
 }
 
 /* One row at micro-batch mb: the simulated TFLOP/s per GPU, 0 when no plan (reason printed). */
@@ -100,15 +81,12 @@ static double plan_row(const row_t *r, int mb, double *plan_s, char *why, size_t
     o.layer_aligned = 1;
     o.train.recompute = PF_RECOMPUTE_FULL;
     o.schedules = 1u << PF_SCHEDULE_1F1B;
-    pf_bench_drive_t d;
-    pf_bench_drive(g, c, &o, 0, 1, &d);
-    double tflops = 0;
-    *plan_s = d.wall_s;
-    if (d.status == PF_OK && d.plan->simulated_step_ms > 0)
-        tflops = step_flops(r) / (d.plan->simulated_step_ms * 1e-3 * r->gpus) / 1e12;
+    char shape[192];
+    double step_ms, tflops = 0;
+    if (pf_bench_plan_step(g, c, &o, &step_ms, plan_s, shape, sizeof shape) == 0)
+        tflops = step_flops(r) / (step_ms * 1e-3 * r->gpus) / 1e12;
     else
-        snprintf(why, whylen, "      mb %d: no plan (%s)\n", mb, d.err);
-    pf_bench_drive_free(&d);
+        snprintf(why, whylen, "      mb %d: %s\n", mb, shape);
     pf_graph_destroy(&g);
     pf_cluster_destroy(&c);
     return tflops;
@@ -130,38 +108,12 @@ static double free_row(const row_t *r, double *plan_s, char *shape, size_t len)
     o.global_batch = r->batch;
     o.block_search = 1;
     o.layer_aligned = 1;
-    pf_bench_drive_t d;
-    pf_bench_drive(g, c, &o, 0, 1, &d);
-    double tflops = 0;
-    *plan_s = d.wall_s;
-    if (d.status == PF_OK && d.plan->simulated_step_ms > 0) {
-        const pf_plan_t *p = d.plan;
-        tflops = step_flops(r) / (p->simulated_step_ms * 1e-3 * r->gpus) / 1e12;
-        snprintf(shape, len, "t%d p%d d%d v%d%s %s z%d (analytic %.0f ms, simulated %.0f)",
-                 p->tensor_parallel, p->stages, p->replicas,
-                 p->blocks.present ? p->blocks.virtual_stages : 1,
-                 p->blocks.sequence_parallel ? " sp" : "",
-                 pf_training_recompute_name(p->train.recompute), p->train.zero,
-                 p->blocks.analytic_step_ms, p->simulated_step_ms);
-    } else {
-        snprintf(shape, len, "no plan (%.60s)", d.err);
-    }
-    pf_bench_drive_free(&d);
+    double step_ms, tflops = 0;
+    if (pf_bench_plan_step(g, c, &o, &step_ms, plan_s, shape, len) == 0)
+        tflops = step_flops(r) / (step_ms * 1e-3 * r->gpus) / 1e12;
     pf_graph_destroy(&g);
     pf_cluster_destroy(&c);
     return tflops;
-}
-
-static json_t *load_table(void)
-{
-    char path[1024];
-    const char *shared = getenv("PF_SHARED") ? getenv("PF_SHARED") : "../shared";
-    snprintf(path, sizeof path, "%s/data/megatron/narayanan2021_table1.json", shared);
-    json_error_t je;
-    json_t *t = json_load_file(path, 0, &je);
-    if (!t)
-        printf("SKIP: %s: %s (set PF_SHARED)\n", path, je.text);
-    return t;
 }
 
 static int parse_mbs(int *mbs)
@@ -201,7 +153,7 @@ static void report(const summary_t *s, const char *what)
 
 int pf_bench_narayanan(void)
 {
-    json_t *table = load_table();
+    json_t *table = pf_bench_shared_json("data/megatron/narayanan2021_table1.json");
     if (!table)
         return 0;
     int max_gpus = getenv("PF_BENCH_NARAYANAN_MAX_GPUS") ? atoi(getenv("PF_BENCH_NARAYANAN_MAX_GPUS"))

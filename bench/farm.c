@@ -2,6 +2,8 @@
 #include "broker/broker.h"
 #include "client/client.h"
 #include "planner/core/util.h"
+#include "planner/inputs/model_build.h"
+#include "planner/inputs/price.h"
 #include "worker/worker.h"
 
 #include <arpa/inet.h>
@@ -133,6 +135,72 @@ void pf_bench_drive_free(pf_bench_drive_t *d)
 {
     if (d)
         pf_plan_destroy(&d->plan);
+}
+
+/* ---- published tables ---- */
+
+int pf_bench_build(const char *what, const pf_model_opts_t *mo, const char *device,
+                   pf_prec_t prec, const pf_topology_opts_t *to, pf_graph_t **g,
+                   pf_cluster_t **c)
+{
+    char err[512] = "";
+    pf_graph_t *raw = NULL;
+    const pf_devmodel_t *dm = device ? pf_devmodel_preset(device) : NULL;
+    *g = NULL, *c = NULL;
+    if (device && !dm)
+        snprintf(err, sizeof err, "no %s preset", device);
+    int rc = (device && !dm) || pf_model_build(mo, &raw, err, sizeof err) != PF_OK ||
+             (dm && pf_price_graph(raw, dm, prec, g, NULL, err, sizeof err) != PF_OK) ||
+             pf_topology_build(to, c, err, sizeof err) != PF_OK;
+    if (!dm && !rc) {
+        *g = raw; /* as generated */
+        raw = NULL;
+    }
+    pf_graph_destroy(&raw);
+    if (rc) {
+        fprintf(stderr, "bench %s: %s\n", what, err);
+        pf_graph_destroy(g);
+        pf_cluster_destroy(c);
+        return -1;
+    }
+    return 0;
+}
+
+json_t *pf_bench_shared_json(const char *rel)
+{
+    char path[1024];
+    const char *shared = getenv("PF_SHARED") ? getenv("PF_SHARED") : "../shared";
+    snprintf(path, sizeof path, "%s/%s", shared, rel);
+    json_error_t je;
+    json_t *t = json_load_file(path, 0, &je);
+    if (!t)
+        printf("SKIP: %s: %s (set PF_SHARED)\n", path, je.text);
+    return t;
+}
+
+int pf_bench_plan_step(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
+                       double *step_ms, double *wall_s, char *shape, size_t len)
+{
+    pf_bench_drive_t d;
+    pf_bench_drive(g, c, o, 0, 1, &d);
+    *wall_s = d.wall_s;
+    *step_ms = 0;
+    if (d.status == PF_OK && d.plan->simulated_step_ms > 0) {
+        const pf_plan_t *p = d.plan;
+        *step_ms = p->simulated_step_ms;
+        snprintf(shape, len, "t%d p%d d%d v%d%s %s z%d", p->tensor_parallel, p->stages,
+                 p->replicas, p->blocks.present ? p->blocks.virtual_stages : 1,
+                 p->blocks.sequence_parallel ? " sp" : "",
+                 pf_training_recompute_name(p->train.recompute), p->train.zero);
+        if (p->blocks.present) /* the block-level search's own estimate beside the simulator's */
+            snprintf(shape + strlen(shape), len - strlen(shape),
+                     " (analytic %.0f ms, simulated %.0f)", p->blocks.analytic_step_ms,
+                     p->simulated_step_ms);
+    } else {
+        snprintf(shape, len, "no plan (%.120s)", d.err);
+    }
+    pf_bench_drive_free(&d);
+    return *step_ms > 0 ? 0 : -1;
 }
 
 /* ---- actors ---- */

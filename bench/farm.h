@@ -16,10 +16,14 @@
 #define PF_BENCH_FARM_H
 
 #include "broker/broker.h"
+#include "planner/inputs/model.h"
+#include "planner/ir/devmodel.h"
+#include "planner/inputs/topology.h"
 #include "planner/search/job.h"
 #include "planner/search/search.h"
 
 #include <czmq.h>
+#include <jansson.h>
 #include <sys/types.h>
 
 typedef struct {
@@ -44,6 +48,27 @@ int pf_bench_drive(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_o
                    int threads, int nworkers, pf_bench_drive_t *out);
 void pf_bench_drive_free(pf_bench_drive_t *d);
 double pf_bench_cpu_s(void); /* process CPU seconds */
+
+/* ---- published tables ---- */
+
+/* The model of mo, its ops priced on the device model preset `device` at precision prec (device
+ * NULL: as generated), and the cluster of to. 0, or -1 with the reason on stderr after "bench
+ * <what>: " and nothing left allocated. */
+int pf_bench_build(const char *what, const pf_model_opts_t *mo, const char *device,
+                   pf_prec_t prec, const pf_topology_opts_t *to, pf_graph_t **g,
+                   pf_cluster_t **c);
+
+/* $PF_SHARED/<rel> (PF_SHARED defaults to ../shared) parsed; NULL, with a "SKIP:" line on stdout,
+ * when absent or unreadable: the benchmarks against published figures skip rather than fail. */
+json_t *pf_bench_shared_json(const char *rel);
+
+/* One in-process search (one worker, default threads): the plan's simulated step in *step_ms
+ * (0 when no plan) and the search's wall time in *wall_s; shape gets the plan's shape
+ * ("t8 p16 d8 v1 sp selective z1", then the block-level search's analytic step beside the
+ * simulated one where it planned) or "no plan (<reason>)". Returns 0 when a plan came back
+ * with a positive simulated step, else -1. */
+int pf_bench_plan_step(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
+                       double *step_ms, double *wall_s, char *shape, size_t len);
 
 /* ---- actors ---- */
 

@@ -31,13 +31,14 @@ static double u_half(void *ctx, pf_blockcost_group_t g, double bytes)
 static double u_p2p(void *ctx, int a, int b, double bytes) { (void)ctx, (void)a, (void)b; return bytes * 1e-6; }
 static const pf_blockcost_env_t unit_env = {NULL, u_gemm, u_mem, u_ar, u_half, u_half, u_p2p};
 
-static pf_graph_t *tiny_gpt(void)
+static pf_graph_t *tiny_gpt(int layers)
 {
     char err[256];
     pf_model_opts_t mo;
     pf_graph_t *g = NULL;
     pf_model_opts_init(&mo, PF_MODEL_GPT);
-    mo.layers = 2, mo.hidden = 64, mo.heads = 4, mo.seq = 16, mo.vocab = 100, mo.microbatch = 4;
+    mo.layers = layers, mo.hidden = 64, mo.heads = 4, mo.seq = 16, mo.vocab = 100;
+    mo.microbatch = 4;
     if (pf_model_build(&mo, &g, err, sizeof err))
         fprintf(stderr, "\n  model: %s\n", err);
     return g;
@@ -55,18 +56,42 @@ static void problem(pf_blockcost_problem_t *pr, const pf_blocks_t *b, int gpus, 
     pr->mem_bytes = 1e12;
 }
 
+/* The tiny GPT of `layers` layers, its blocks and a problem on gpus GPUs at global batch batch. */
+typedef struct {
+    pf_graph_t *g;
+    pf_blocks_t *b;
+    pf_blockcost_problem_t pr;
+} fixture_t;
+
+static void fixture_close(fixture_t *f)
+{
+    pf_blocks_destroy(&f->b);
+    pf_graph_destroy(&f->g);
+}
+
+static int fixture_open(fixture_t *f, int layers, int gpus, int64_t batch)
+{
+    char err[256];
+    memset(f, 0, sizeof *f);
+    f->g = tiny_gpt(layers);
+    f->b = f->g ? pf_blocks_new(f->g, 2, err, sizeof err) : NULL;
+    if (!f->b) {
+        fixture_close(f);
+        return -1;
+    }
+    problem(&f->pr, f->b, gpus, batch);
+    return 0;
+}
+
 /* s b h = 16 x 4 x 64 = 4096 elements: Korthikanti's bytes per layer at b = 4 are sbh x
  * (34 + 5 a s / h) = 4096 x 39 (a s / h = 1); t = 2: 4096 x (10 + 12 + 2.5); sp: 4096 x (17 +
  * 2.5); selective drops 5 a s/(h t); full keeps the input 2 s b h (/ t with sp). */
 static void test_activations(void)
 {
-    char err[256];
-    pf_graph_t *g = tiny_gpt();
-    pf_blocks_t *b = pf_blocks_new(g, 2, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
-    pf_blockcost_problem_t pr;
-    problem(&pr, b, 8, 8);
-    const pf_blocks_part_t *blk = pf_blocks_block(b);
+    fixture_t f;
+    CU_ASSERT_EQUAL_FATAL(fixture_open(&f, 2, 8, 8), 0);
+    pf_blockcost_problem_t *pr = &f.pr;
+    const pf_blocks_part_t *blk = pf_blocks_block(f.b);
     pf_blockcost_part_t x;
     struct { int t, sp; pf_training_recompute_t rc; double sbh; } rows[] = {
         {1, 0, PF_RECOMPUTE_NONE, 39},      {2, 0, PF_RECOMPUTE_NONE, 24.5},
@@ -74,15 +99,14 @@ static void test_activations(void)
         {2, 1, PF_RECOMPUTE_SELECTIVE, 17}, {4, 1, PF_RECOMPUTE_SELECTIVE, 8.5},
         {2, 0, PF_RECOMPUTE_FULL, 2},       {2, 1, PF_RECOMPUTE_FULL, 1}};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        pf_blockcost_part(&pr, blk, rows[i].t, 4, rows[i].sp, rows[i].rc, &x);
+        pf_blockcost_part(pr, blk, rows[i].t, 4, rows[i].sp, rows[i].rc, &x);
         PF_ASSERT_CLOSE(x.act_bytes, rows[i].sbh * 4096, 1e-12);
     }
     /* full: one layer's working set reserved (t = 2, no sp: 24.5 sbh); b = 2 halves it */
-    pf_blockcost_part(&pr, blk, 2, 2, 0, PF_RECOMPUTE_FULL, &x);
+    pf_blockcost_part(pr, blk, 2, 2, 0, PF_RECOMPUTE_FULL, &x);
     PF_ASSERT_CLOSE(x.reserve_bytes, 24.5 * 2048, 1e-12);
     PF_ASSERT_CLOSE(x.act_bytes, 2 * 2048, 1e-12);
-    pf_blocks_destroy(&b);
-    pf_graph_destroy(&g);
+    fixture_close(&f);
 }
 
 /* t 1, p 2, d 1, b 4, global batch 8 (m = 2), no recomputation.
@@ -102,20 +126,17 @@ static void test_activations(void)
  * (39 sbh + embed's 512) = 918528 + 2 x 160256 = 1239040 B. */
 static void test_pipeline_step(void)
 {
-    char err[256];
-    pf_graph_t *g = tiny_gpt();
-    pf_blocks_t *b = pf_blocks_new(g, 2, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
-    pf_blockcost_problem_t pr;
-    problem(&pr, b, 2, 8);
+    fixture_t f;
+    CU_ASSERT_EQUAL_FATAL(fixture_open(&f, 2, 2, 8), 0);
+    pf_blockcost_problem_t *pr = &f.pr;
     pf_blockcost_part_t parts[3];
-    pf_blockcost_parts(&pr, 1, 4, 0, PF_RECOMPUTE_NONE, parts);
+    pf_blockcost_parts(pr, 1, 4, 0, PF_RECOMPUTE_NONE, parts);
     PF_ASSERT_CLOSE(parts[1].fwd_ms, 6.779392, 1e-12);
     PF_ASSERT_CLOSE(parts[1].bwd_ms, 13.558784, 1e-12);
     PF_ASSERT_CLOSE(parts[2].fwd_ms + parts[2].bwd_ms, 2.50752, 1e-12);
     pf_blockcost_cand_t c = {.t = 1, .p = 2, .d = 1, .b = 4, .v = 1};
     pf_blockcost_eval_t ev;
-    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(&pr, &c, parts, &ev), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(pr, &c, parts, &ev), PF_OK);
     CU_ASSERT_EQUAL(c.first_layers, 1);
     CU_ASSERT_EQUAL(c.last_layers, 1);
     CU_ASSERT_EQUAL(ev.microbatches, 2);
@@ -126,20 +147,19 @@ static void test_pipeline_step(void)
     PF_ASSERT_CLOSE(ev.step_ms, 70.193664, 1e-12);
     PF_ASSERT_CLOSE(ev.mem_bytes[0], 1239040, 1e-12);
     CU_ASSERT_TRUE(ev.fits);
-    /* 1.2 MB: 1 + 1 needs 1239040 on stage 0; 0 + 2 needs (2 x 99968 + 13056) x 8 = 1704...
+    /* 1.2 MB: 1 + 1 needs 1239040 on stage 0; 0 + 2 needs (2 x 99968 + 13056) x 8 = 1703936
      * on the last stage, 2 + 0 more on stage 0: none fits, the least memory (1 + 1) is said */
-    pr.mem_bytes = 1200000;
-    CU_ASSERT_EQUAL(pf_blockcost_split(&pr, &c, parts, &ev), PF_OK);
+    pr->mem_bytes = 1200000;
+    CU_ASSERT_EQUAL(pf_blockcost_split(pr, &c, parts, &ev), PF_OK);
     CU_ASSERT_EQUAL(c.first_layers, 1);
     CU_ASSERT_FALSE(ev.fits);
     PF_ASSERT_CLOSE(ev.mem_max_bytes, 1239040, 1e-12);
     /* ill-formed: b does not divide the batch, layers that do not add up */
     c.b = 3;
-    CU_ASSERT_EQUAL(pf_blockcost_eval(&pr, &c, parts, &ev), PF_EINPUT);
+    CU_ASSERT_EQUAL(pf_blockcost_eval(pr, &c, parts, &ev), PF_EINPUT);
     c.b = 4, c.first_layers = 2;
-    CU_ASSERT_EQUAL(pf_blockcost_eval(&pr, &c, parts, &ev), PF_EINPUT);
-    pf_blocks_destroy(&b);
-    pf_graph_destroy(&g);
+    CU_ASSERT_EQUAL(pf_blockcost_eval(pr, &c, parts, &ev), PF_EINPUT);
+    fixture_close(&f);
 }
 
 /* t 2 with sequence parallelism, selective recomputation, p 1, d 2, ZeRO 1, b 2, batch 8 (m 2).
@@ -158,14 +178,11 @@ static void test_pipeline_step(void)
  * 20992) / 4 = 77056. */
 static void test_tp_sp_zero(void)
 {
-    char err[256];
-    pf_graph_t *g = tiny_gpt();
-    pf_blocks_t *b = pf_blocks_new(g, 2, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
-    pf_blockcost_problem_t pr;
-    problem(&pr, b, 4, 8);
+    fixture_t f;
+    CU_ASSERT_EQUAL_FATAL(fixture_open(&f, 2, 4, 8), 0);
+    pf_blockcost_problem_t *pr = &f.pr;
     pf_blockcost_part_t parts[3];
-    pf_blockcost_parts(&pr, 2, 2, 1, PF_RECOMPUTE_SELECTIVE, parts);
+    pf_blockcost_parts(pr, 2, 2, 1, PF_RECOMPUTE_SELECTIVE, parts);
     PF_ASSERT_CLOSE(parts[1].recompute_ms, 0.009216, 1e-12);
     PF_ASSERT_CLOSE(parts[1].tp_fwd_ms, 0.008192, 1e-12);
     PF_ASSERT_CLOSE(parts[1].tp_bwd_ms, 0.008192, 1e-12);
@@ -174,7 +191,7 @@ static void test_tp_sp_zero(void)
     pf_blockcost_cand_t c = {.t = 2, .p = 1, .d = 2, .b = 2, .v = 1, .sp = 1, .zero = 1,
                              .recompute = PF_RECOMPUTE_SELECTIVE};
     pf_blockcost_eval_t ev;
-    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(&pr, &c, parts, &ev), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(pr, &c, parts, &ev), PF_OK);
     CU_ASSERT_EQUAL(c.first_layers, 2);
     PF_ASSERT_CLOSE(ev.stage_max_ms, 10.874176, 1e-12);
     PF_ASSERT_CLOSE(ev.pipeline_ms, 21.748352, 1e-12);
@@ -182,8 +199,7 @@ static void test_tp_sp_zero(void)
     PF_ASSERT_CLOSE(ev.optimizer_ms, 0.80192, 1e-12);
     PF_ASSERT_CLOSE(ev.step_ms, 22.550272, 1e-12);
     PF_ASSERT_CLOSE(ev.mem_max_bytes, 572800 + 77056, 1e-12);
-    pf_blocks_destroy(&b);
-    pf_graph_destroy(&g);
+    fixture_close(&f);
 }
 
 /* Interleaving: v = 2 on p = 2 needs L % 4 == 0; with 4 layers, batch 8, b 1 (m = 8): the bubble
@@ -191,24 +207,17 @@ static void test_tp_sp_zero(void)
  * = 5 chunks of one layer, 2.5 stage layer-sets: L (1 + (p - 1)/(p v)) = 4 x 1.25 = 5 layers. */
 static void test_interleaved(void)
 {
-    char err[256];
-    pf_model_opts_t mo;
-    pf_graph_t *g = NULL;
-    pf_model_opts_init(&mo, PF_MODEL_GPT);
-    mo.layers = 4, mo.hidden = 64, mo.heads = 4, mo.seq = 16, mo.vocab = 100, mo.microbatch = 4;
-    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
-    pf_blocks_t *b = pf_blocks_new(g, 2, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
-    pf_blockcost_problem_t pr;
-    problem(&pr, b, 2, 8);
+    fixture_t f;
+    CU_ASSERT_EQUAL_FATAL(fixture_open(&f, 4, 2, 8), 0);
+    pf_blockcost_problem_t *pr = &f.pr;
     pf_blockcost_part_t parts[3];
-    pf_blockcost_parts(&pr, 1, 1, 0, PF_RECOMPUTE_NONE, parts);
+    pf_blockcost_parts(pr, 1, 1, 0, PF_RECOMPUTE_NONE, parts);
     pf_blockcost_cand_t c1 = {.t = 1, .p = 2, .d = 1, .b = 1, .v = 1}, c2 = c1;
     c2.v = 2;
     pf_blockcost_eval_t e1, e2;
     c1.first_layers = c1.last_layers = 2;
-    CU_ASSERT_EQUAL_FATAL(pf_blockcost_eval(&pr, &c1, parts, &e1), PF_OK);
-    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(&pr, &c2, parts, &e2), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_eval(pr, &c1, parts, &e1), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(pr, &c2, parts, &e2), PF_OK);
     CU_ASSERT_EQUAL(c2.first_layers, 2);
     /* p2p at b = 1: 2048 B -> 0.002048 ms, twice per stage with v = 1, 4 times with v = 2 */
     PF_ASSERT_CLOSE(e2.stage_ms[0] - e1.stage_ms[0], 2 * 0.002048, 1e-9);
@@ -219,9 +228,8 @@ static void test_interleaved(void)
     PF_ASSERT_CLOSE(e2.mem_bytes[0], state + 2.5 * (2 * parts[1].act_bytes + parts[0].act_bytes),
                     1e-12);
     c2.p = 2, c2.v = 4; /* 4 % (2 x 4) */
-    CU_ASSERT_EQUAL(pf_blockcost_split(&pr, &c2, parts, &e2), PF_EINPUT);
-    pf_blocks_destroy(&b);
-    pf_graph_destroy(&g);
+    CU_ASSERT_EQUAL(pf_blockcost_split(pr, &c2, parts, &e2), PF_EINPUT);
+    fixture_close(&f);
 }
 
 /* The roofline: GEMM at 70% of device 0's peak, collective.h's ring (DGX A100: 250 GB/s inside a

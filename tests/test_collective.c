@@ -21,32 +21,35 @@ static pf_collective_group_t two_hosts(double nvls)
                                    .nvls_busbw_gbps = nvls};
 }
 
+/* An all-reduce by one algorithm (or the best, its choice into *chosen) */
+static double ar(const pf_collective_group_t *g, double bytes, pf_collective_algo_t algo,
+                 pf_collective_algo_t *chosen)
+{
+    return pf_collective_ms(g, PF_COLL_ALLREDUCE, bytes, algo, chosen);
+}
+
 static void test_one_host(void)
 {
     pf_collective_group_t g = one_host(0);
     pf_collective_algo_t a;
     /* ring: 2 x 7 = 14 steps: 14 x 5 us = 0.07 ms + 14/8 x 4 ms = 7 ms */
-    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_RING, NULL), 7.07,
-                    1e-12);
+    PF_ASSERT_CLOSE(ar(&g, 1e9, PF_COLL_ALGO_RING, NULL), 7.07, 1e-12);
     /* tree: 2 x ceil(log2 8) = 6 latencies = 0.03 ms + 2 x 4 ms */
-    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_TREE, NULL), 8.03,
-                    1e-12);
-    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_BEST, &a), 7.07,
-                    1e-12);
+    PF_ASSERT_CLOSE(ar(&g, 1e9, PF_COLL_ALGO_TREE, NULL), 8.03, 1e-12);
+    PF_ASSERT_CLOSE(ar(&g, 1e9, PF_COLL_ALGO_BEST, &a), 7.07, 1e-12);
     CU_ASSERT_EQUAL(a, PF_COLL_ALGO_RING);
     /* 1 kB: latency-bound, the tree's 6 latencies beat the ring's 14:
      * tree 0.03 + 2 x 1e3 / 250e6 = 0.030008, ring 0.07 + 1.75 x 4e-6 = 0.070007 */
-    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e3, PF_COLL_ALGO_BEST, &a), 0.030008,
-                    1e-12);
+    PF_ASSERT_CLOSE(ar(&g, 1e3, PF_COLL_ALGO_BEST, &a), 0.030008, 1e-12);
     CU_ASSERT_EQUAL(a, PF_COLL_ALGO_TREE);
     /* reduce-scatter and all-gather: 7 steps (0.035 ms) + 7/8 x 4 ms */
     PF_ASSERT_CLOSE(pf_collective_best_ms(&g, PF_COLL_REDUCE_SCATTER, 1e9), 3.535, 1e-12);
     PF_ASSERT_CLOSE(pf_collective_best_ms(&g, PF_COLL_ALLGATHER, 1e9), 3.535, 1e-12);
     /* no tree for RS, no NVLS without the switch, no hier on one host, no direct reduction */
     CU_ASSERT(isinf(pf_collective_ms(&g, PF_COLL_REDUCE_SCATTER, 1e9, PF_COLL_ALGO_TREE, NULL)));
-    CU_ASSERT(isinf(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_NVLS, NULL)));
-    CU_ASSERT(isinf(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_HIER, NULL)));
-    CU_ASSERT(isinf(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_DIRECT, NULL)));
+    CU_ASSERT(isinf(ar(&g, 1e9, PF_COLL_ALGO_NVLS, NULL)));
+    CU_ASSERT(isinf(ar(&g, 1e9, PF_COLL_ALGO_HIER, NULL)));
+    CU_ASSERT(isinf(ar(&g, 1e9, PF_COLL_ALGO_DIRECT, NULL)));
     /* broadcast: a chain, 7 latencies + 4 ms; p2p: 1 latency + 4 ms */
     PF_ASSERT_CLOSE(pf_collective_best_ms(&g, PF_COLL_BROADCAST, 1e9), 4.035, 1e-12);
     PF_ASSERT_CLOSE(pf_collective_best_ms(&g, PF_COLL_P2P, 1e9), 4.005, 1e-12);
@@ -66,17 +69,15 @@ static void test_nvls(void)
     pf_collective_group_t g = one_host(480);
     pf_collective_algo_t a;
     double nvls = 0.01 + 1.75 * 1e9 / 480e6;
-    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_NVLS, NULL), nvls,
-                    1e-12);
-    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_BEST, &a), nvls,
-                    1e-12);
+    PF_ASSERT_CLOSE(ar(&g, 1e9, PF_COLL_ALGO_NVLS, NULL), nvls, 1e-12);
+    PF_ASSERT_CLOSE(ar(&g, 1e9, PF_COLL_ALGO_BEST, &a), nvls, 1e-12);
     CU_ASSERT_EQUAL(a, PF_COLL_ALGO_NVLS);
     /* RS: 1 latency + 7/8 x 1e9 / 480e6 */
     PF_ASSERT_CLOSE(pf_collective_best_ms(&g, PF_COLL_REDUCE_SCATTER, 1e9),
                     0.005 + 0.875 * 1e9 / 480e6, 1e-12);
     /* a group across hosts has no single switch: NVLS does not apply to it as a whole */
     g = two_hosts(480);
-    CU_ASSERT(isinf(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_NVLS, NULL)));
+    CU_ASSERT(isinf(ar(&g, 1e9, PF_COLL_ALGO_NVLS, NULL)));
 }
 
 static void test_two_hosts(void)
@@ -85,29 +86,23 @@ static void test_two_hosts(void)
     pf_collective_algo_t a;
     /* ring: 8 channels over the 8 NICs: min(250, 8 x 25) = 200 GB/s; 30 steps of the inter-host
      * latency (0.3 ms) + 30/16 x 1e9 / 200e6 = 9.375 ms */
-    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_RING, NULL), 9.675,
-                    1e-12);
+    PF_ASSERT_CLOSE(ar(&g, 1e9, PF_COLL_ALGO_RING, NULL), 9.675, 1e-12);
     /* tree: 2 (3 x 5 + 1 x 10) us = 0.05 ms + 2 x 5 ms */
-    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_TREE, NULL), 10.05,
-                    1e-12);
+    PF_ASSERT_CLOSE(ar(&g, 1e9, PF_COLL_ALGO_TREE, NULL), 10.05, 1e-12);
     /* hier: RS in the host 3.535 + all-reduce of 1e9/8 over 2 hosts on each NIC (2 steps of
      * 10 us + 2/2 x 1.25e8 / 25e6 = 5 ms) + AG in the host 3.535 */
-    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_HIER, NULL), 12.09,
-                    1e-12);
-    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_BEST, &a), 9.675,
-                    1e-12);
+    PF_ASSERT_CLOSE(ar(&g, 1e9, PF_COLL_ALGO_HIER, NULL), 12.09, 1e-12);
+    PF_ASSERT_CLOSE(ar(&g, 1e9, PF_COLL_ALGO_BEST, &a), 9.675, 1e-12);
     CU_ASSERT_EQUAL(a, PF_COLL_ALGO_RING);
     /* 1 MB: ring 0.3 + 1.875 x 0.005 = 0.309375; tree 0.05 + 2 x 0.005 = 0.06;
      * hier (0.035 + 0.0035) x 2 + (0.02 + 0.005) = 0.102: the tree */
-    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e6, PF_COLL_ALGO_BEST, &a), 0.06,
-                    1e-12);
+    PF_ASSERT_CLOSE(ar(&g, 1e6, PF_COLL_ALGO_BEST, &a), 0.06, 1e-12);
     CU_ASSERT_EQUAL(a, PF_COLL_ALGO_TREE);
     /* with NVLS in each host the intra phases run at 480: RS 0.005 + 7/8 x 1e9 / 480e6, twice,
      * + 5.02 across: 8.6758 beats the ring's 9.675 */
     g = two_hosts(480);
     double intra = 0.005 + 0.875 * 1e9 / 480e6;
-    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_BEST, &a),
-                    2 * intra + 5.02, 1e-12);
+    PF_ASSERT_CLOSE(ar(&g, 1e9, PF_COLL_ALGO_BEST, &a), 2 * intra + 5.02, 1e-12);
     CU_ASSERT_EQUAL(a, PF_COLL_ALGO_HIER);
     g = two_hosts(0);
     /* all-gather: ring 15 x 0.01 + 15/16 x 5 = 4.8375; hier 3.535 + (0.01 + 1/2 x 5) = 6.045 */
@@ -128,15 +123,12 @@ static void test_shared_nics(void)
     g.nics_per_host = 2;
     pf_collective_algo_t a;
     /* ring: 0.3 + 30/16 x 1e9 / min(250, 50)e6 = 0.3 + 37.5 */
-    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_RING, NULL), 37.8,
-                    1e-12);
+    PF_ASSERT_CLOSE(ar(&g, 1e9, PF_COLL_ALGO_RING, NULL), 37.8, 1e-12);
     /* tree: 0.05 + 2 x 1e9 / 50e6 */
-    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_TREE, NULL), 40.05,
-                    1e-12);
+    PF_ASSERT_CLOSE(ar(&g, 1e9, PF_COLL_ALGO_TREE, NULL), 40.05, 1e-12);
     /* hier: 3.535 + (0.02 + 1.25e8 / (25e6 x 2 / 8)) + 3.535 = 3.535 + 20.02 + 3.535: now the
      * cheapest (NCCL's reason for hierarchical algorithms on hosts with few NICs) */
-    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_BEST, &a), 27.09,
-                    1e-12);
+    PF_ASSERT_CLOSE(ar(&g, 1e9, PF_COLL_ALGO_BEST, &a), 27.09, 1e-12);
     CU_ASSERT_EQUAL(a, PF_COLL_ALGO_HIER);
     /* all-to-all: the 8/16 leaving the host go 8 members to 2 NICs: 20 ms x 4 */
     PF_ASSERT_CLOSE(pf_collective_best_ms(&g, PF_COLL_ALLTOALL, 1e9), 80.01, 1e-12);
@@ -151,10 +143,9 @@ static void test_one_per_host_is_eq7(void)
 {
     pf_collective_group_t g = {.n = 4, .hosts = 4, .per_host = 1, .inter_gbps = 25,
                                .inter_lat_us = 10};
-    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_RING, NULL),
-                    6 * 0.01 + 1.5 * 40, 1e-12);
+    PF_ASSERT_CLOSE(ar(&g, 1e9, PF_COLL_ALGO_RING, NULL), 6 * 0.01 + 1.5 * 40, 1e-12);
     /* hier needs two members on a host */
-    CU_ASSERT(isinf(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_HIER, NULL)));
+    CU_ASSERT(isinf(ar(&g, 1e9, PF_COLL_ALGO_HIER, NULL)));
     /* tree: 2 x ceil(log2 4) x 10 us + 2 x 40 ms: the ring wins at 1 GB */
     PF_ASSERT_CLOSE(pf_collective_best_ms(&g, PF_COLL_ALLREDUCE, 1e9), 60.06, 1e-12);
 }

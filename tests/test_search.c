@@ -24,33 +24,15 @@ typedef struct {
     long long run, duplicates, lost, late_cancelled;
 } chaos_stats_t;
 
-/* In order: every job runs as soon as it is issued, its answer goes straight back. */
+/* In order: every job runs as soon as it is issued, its answer goes straight back
+ * (pf_test_search); the status's "best" is the plan's objective, not the lowest of any
+ * candidate. */
 static pf_plan_t *run_in_order(const pf_graph_t *g, const pf_cluster_t *c,
                                const pf_search_opts_t *o)
 {
-    char err[512];
-    pf_search_t *s = pf_search_new(g, c, o, err, sizeof err);
-    if (!s) {
-        fprintf(stderr, "search: %s\n", err);
-        return NULL;
-    }
-    uint64_t id;
-    pf_job_t job;
-    while (pf_search_next_job(s, &id, &job)) {
-        pf_job_result_t res;
-        pf_job_run(&job, &res);
-        CU_ASSERT_EQUAL(pf_search_answer(s, id, &res), 1);
-        pf_job_result_clear(&res);
-    }
-    CU_ASSERT(pf_search_done(s));
-    pf_search_status_t st;
-    pf_search_get_status(s, &st);
-    pf_plan_t *p = NULL;
-    if (pf_search_result(s, &p, err, sizeof err) != PF_OK)
-        fprintf(stderr, "search result: %s\n", err);
-    /* the status's "best" is the plan's objective, not the lowest of any candidate */
-    CU_ASSERT(p && st.best_objective_ms == p->objective_ms);
-    pf_search_destroy(&s);
+    pf_test_search_t seen;
+    pf_plan_t *p = pf_test_search(g, c, o, &seen);
+    CU_ASSERT(p && seen.status.best_objective_ms == p->objective_ms);
     return p;
 }
 

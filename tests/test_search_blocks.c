@@ -190,34 +190,6 @@ static void test_search(void)
     pf_cluster_destroy(&c);
 }
 
-/* Runs a whole search in process; NULL when it fails. */
-static pf_plan_t *search_plan(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
-                              const pf_graph_t **planned)
-{
-    char err[512];
-    pf_search_t *s = pf_search_new(g, c, o, err, sizeof err);
-    if (!s) {
-        fprintf(stderr, "search: %s\n", err);
-        return NULL;
-    }
-    uint64_t id;
-    pf_job_t job;
-    while (pf_search_next_job(s, &id, &job)) {
-        pf_job_result_t res;
-        pf_job_run(&job, &res);
-        CU_ASSERT_PTR_EQUAL(job.graph ? job.graph : pf_search_graph(s), pf_search_graph(s));
-        pf_search_answer(s, id, &res);
-        pf_job_result_clear(&res);
-    }
-    pf_plan_t *p = NULL;
-    if (pf_search_result(s, &p, err, sizeof err) != PF_OK)
-        fprintf(stderr, "search result: %s\n", err);
-    if (planned)
-        *planned = pf_search_graph(s) == g ? g : NULL;
-    pf_search_destroy(&s);
-    return p;
-}
-
 /* The fixture's GPT generated at micro-batch b and priced on a100-80g. */
 static pf_graph_t *priced_gpt(int b)
 {
@@ -246,11 +218,11 @@ static void test_microbatch_repriced(void)
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     o.global_batch = 64, o.block_search = 1, o.microbatch_size = 2;
-    const pf_graph_t *planned = g1;
-    pf_plan_t *p1 = search_plan(g1, c, &o, &planned), *p2 = search_plan(g2, c, &o, NULL);
+    pf_test_search_t seen;
+    pf_plan_t *p1 = pf_test_search(g1, c, &o, &seen), *p2 = pf_test_search(g2, c, &o, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p2);
-    CU_ASSERT_PTR_NULL(planned); /* g1 was not the graph planned: its re-pricing was */
+    CU_ASSERT_FALSE(seen.graph_is_input); /* g1 was not the graph planned: its re-pricing was */
     CU_ASSERT_EQUAL(p1->blocks.microbatch_size, 2);
     CU_ASSERT_EQUAL(2LL * p1->microbatches * p1->replicas, 64);
     CU_ASSERT_EQUAL(p1->stages, p2->stages);

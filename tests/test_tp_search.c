@@ -196,26 +196,14 @@ static double best_mapping(const pf_stage_graph_t *sg, const pf_cluster_t *c)
     return best;
 }
 
+/* The whole search in process (pf_test_search); T > 1 goes through TAP_ENUM jobs. */
 static pf_plan_t *search_in_order(const pf_graph_t *g, const pf_cluster_t *c,
                                   const pf_search_opts_t *o, int expect_tap)
 {
-    char err[512];
-    pf_search_t *s = pf_search_new(g, c, o, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    uint64_t id;
-    pf_job_t job;
-    long long tap_jobs = 0;
-    while (pf_search_next_job(s, &id, &job)) {
-        pf_job_result_t res;
-        tap_jobs += job.kind == PF_JOB_TAP_ENUM;
-        pf_job_run(&job, &res);
-        CU_ASSERT_EQUAL(pf_search_answer(s, id, &res), 1);
-        pf_job_result_clear(&res);
-    }
-    CU_ASSERT_EQUAL(tap_jobs > 0, expect_tap); /* T > 1 goes through TAP_ENUM jobs */
-    pf_plan_t *p = NULL;
-    CU_ASSERT_EQUAL(pf_search_result(s, &p, err, sizeof err), PF_OK);
-    pf_search_destroy(&s);
+    pf_test_search_t seen;
+    pf_plan_t *p = pf_test_search(g, c, o, &seen);
+    CU_ASSERT_EQUAL(seen.jobs[PF_JOB_TAP_ENUM] > 0, expect_tap);
+    CU_ASSERT_PTR_NOT_NULL(p);
     return p;
 }
 

@@ -1,7 +1,9 @@
 #include "tests/testutil.h"
 #include "planner/core/rng.h"
+#include "planner/core/util.h"
 
 #include <stdio.h>
+#include <string.h>
 
 pf_graph_t *pf_test_random_dag(uint64_t seed, int n, double p_edge)
 {
@@ -33,4 +35,47 @@ pf_graph_t *pf_test_random_dag(uint64_t seed, int n, double p_edge)
         pf_graph_destroy(&g);
     }
     return g;
+}
+
+pf_plan_t *pf_test_search(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
+                          pf_test_search_t *seen)
+{
+    char err[512];
+    pf_test_search_t local;
+    seen = seen ? seen : &local;
+    memset(seen, 0, sizeof *seen);
+    pf_search_t *s = pf_search_new(g, c, o, err, sizeof err);
+    if (!s) {
+        fprintf(stderr, "\n  search: %s\n", err);
+        return NULL;
+    }
+    uint64_t id;
+    pf_job_t job;
+    while (pf_search_next_job(s, &id, &job)) {
+        pf_job_result_t res;
+        if ((unsigned)job.kind < PF_JOB_KIND_COUNT)
+            seen->jobs[job.kind]++;
+        CU_ASSERT_PTR_EQUAL(job.graph ? job.graph : pf_search_graph(s), pf_search_graph(s));
+        pf_job_run(&job, &res);
+        CU_ASSERT(pf_search_check_answer(s, id, &res, err, sizeof err) == PF_OK);
+        CU_ASSERT_EQUAL(pf_search_answer(s, id, &res), 1);
+        pf_job_result_clear(&res);
+    }
+    CU_ASSERT(pf_search_done(s));
+    pf_search_get_status(s, &seen->status);
+    seen->graph_is_input = pf_search_graph(s) == g;
+    pf_plan_t *p = NULL;
+    if (pf_search_result(s, &p, err, sizeof err) != PF_OK)
+        fprintf(stderr, "\n  search result: %s\n", err);
+    pf_search_destroy(&s);
+    return p;
+}
+
+int pf_test_err_from(const char *err, const char *file, const char *expect, size_t i)
+{
+    const char *base = strstr(err, file);
+    int ok = base && strncmp(base, expect, strlen(expect)) == 0;
+    if (!ok)
+        fprintf(stderr, "\n  case %zu: got '%s', want '%s'\n", i, err, expect);
+    return ok;
 }

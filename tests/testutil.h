@@ -17,6 +17,9 @@ const char *pf_test_tmpdir(void);
 char *pf_test_write(const char *name, const char *text);
 /* Path of a reference data file: $PF_DATA/<rel> (PF_DATA defaults to tests/data). */
 const char *pf_test_data(const char *rel, char *buf, size_t len);
+/* Whether err, from the file name `file` on, begins with expect (the path before it varies);
+ * when not, both are printed with the case number. */
+int pf_test_err_from(const char *err, const char *file, const char *expect, size_t i);
 /* The planfarm binary ($PF_BIN, default ./planfarm). */
 const char *pf_test_bin(void);
 /* Run a shell command; capture stdout+stderr (up to cap bytes) and return the exit status. */
@@ -39,4 +42,20 @@ int pf_test_run(const char *cmd, char *out, size_t cap);
  * probability p_edge: skips and branches. Costs are random in [0.5, 10) ms, bytes in
  * [1e5, 1e8), params in [0, 1e8). Finalized; NULL on failure. */
 pf_graph_t *pf_test_random_dag(uint64_t seed, int n, double p_edge);
+
+#include "planner/search/search.h"
+
+/* What pf_test_search saw besides the plan. */
+typedef struct {
+    long long jobs[PF_JOB_KIND_COUNT]; /* jobs run, by kind */
+    pf_search_status_t status;         /* at the end */
+    int graph_is_input;                /* it planned g itself, not a graph of its own (re-priced) */
+} pf_test_search_t;
+
+/* The whole search in process: every job run here as soon as it is issued, its answer fed
+ * straight back; asserts each answer passes pf_search_check_answer and is taken once, each job
+ * names the search's graph, and the search is done at the end. The plan, NULL (the reason on
+ * stderr) when the search fails; seen, when given, what happened on the way. */
+pf_plan_t *pf_test_search(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
+                          pf_test_search_t *seen);
 #endif

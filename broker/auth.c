@@ -181,6 +181,9 @@ static const char *refusal(uint16_t event, uint32_t value)
     if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
         return "not a CURVE handshake with this broker's key (a plain client, or a wrong "
                "--broker-key)";
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
+        return "the peer hung up during the handshake (a plain client that saw the CURVE "
+               "greeting first, or one that gave up)";
     return "the handshake failed"; /* not asked for */
 }
 
@@ -222,7 +225,12 @@ int pf_auth_watch(pf_auth_t *a, zsock_t *server, char *err, size_t errlen)
     snprintf(a->watch_ep, sizeof a->watch_ep, "inproc://pf-auth-watch-%p", (void *)a);
     if (zmq_socket_monitor(zsock_resolve(server), a->watch_ep,
                            ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
-                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) != 0 ||
+                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                               /* a plain client that reads the server's CURVE greeting first
+                                * hangs up: the server then sees no protocol error, only the
+                                * connection ending mid-handshake (which side parses first is a
+                                * race, so both are refusals) */
+                               ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0 ||
         !(a->watch = zactor_new(watch_actor, a)))
         return pf_fail(err, errlen, PF_ERR, "cannot watch the CURVE handshakes: %s",
                        zmq_strerror(errno));

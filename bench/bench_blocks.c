@@ -1,5 +1,5 @@
 /* The block-level search (issue 22): GPT-3 175B (96 layers, hidden 12288, 96 heads, seq 2048,
- * vocab 51200, [Narayanan21] Table 1's shape) on 64 to 3072 A100 (DGX A100 machines) at global
+ * vocab 51200: the shape [Korthikanti22] Table 3 runs at t 8, p 8) on 64 to 3072 A100 (DGX A100 machines) at global
  * batch 1536: the pruned enumeration's wall time, candidates evaluated and skipped, its best K
  * by the analytic step (blockcost.h priced by the a100-80g device model and the collective
  * model; PF_BENCH_BLOCKS_ROOFLINE=1 for the roofline), and Megatron-LM's (t 8, p 8, d 1)

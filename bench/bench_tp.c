@@ -221,7 +221,7 @@ static int tap_direct(void)
             return 1;
         pf_tap_opts_t o;
         pf_tap_opts_init(&o);
-        pf_sharding_link_t link = {370, 2.5};
+        pf_sharding_link_t link = {370, 2.5, 0};
         double best = 1e30, best_cpu = 0;
         for (int rep = 0; rep < 3; rep++) {
             pf_tap_result_t res;

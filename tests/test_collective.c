@@ -202,6 +202,33 @@ static void test_from_cluster(void)
     pf_cluster_destroy(&c);
 }
 
+/* NVLS comes from the members' device models: 8 H100 of one host all-reduce at 480 GB/s, so
+ * 1 GB costs 2 x 5 us + 1.75 x 1e9 / 480e6 = 3.656 ms (test_nvls's formula) and NVLS beats
+ * the ring's 1.75 x 1e9 / 250e6 = 7 ms; one A100 among them turns it off; a caller's value
+ * wins. */
+static void test_nvls_from_models(void)
+{
+    pf_cluster_t *c = cluster_2x8();
+    for (int i = 0; i < 16; i++) {
+        pf_device_t d = *pf_cluster_device(c, i);
+        d.device_model = i == 15 ? "a100-80g" : "h100-sxm";
+        CU_ASSERT_EQUAL(pf_cluster_set_device(c, i, &d), PF_OK);
+    }
+    int host0[8] = {0, 1, 2, 3, 4, 5, 6, 7}, host1[8] = {8, 9, 10, 11, 12, 13, 14, 15};
+    pf_collective_group_t g;
+    pf_collective_algo_t a;
+    CU_ASSERT_EQUAL_FATAL(pf_collective_group_from_cluster(c, host0, 8, 0, &g), PF_OK);
+    PF_ASSERT_CLOSE(g.nvls_busbw_gbps, 480, 1e-12);
+    PF_ASSERT_CLOSE(pf_collective_ms(&g, PF_COLL_ALLREDUCE, 1e9, PF_COLL_ALGO_BEST, &a),
+                    0.01 + 1.75 * 1e9 / 480e6, 1e-12);
+    CU_ASSERT_EQUAL(a, PF_COLL_ALGO_NVLS);
+    CU_ASSERT_EQUAL_FATAL(pf_collective_group_from_cluster(c, host1, 8, 0, &g), PF_OK);
+    CU_ASSERT_EQUAL(g.nvls_busbw_gbps, 0);
+    CU_ASSERT_EQUAL_FATAL(pf_collective_group_from_cluster(c, host1, 8, 300, &g), PF_OK);
+    CU_ASSERT_EQUAL(g.nvls_busbw_gbps, 300);
+    pf_cluster_destroy(&c);
+}
+
 void pf_suite_collective(void)
 {
     CU_pSuite s = CU_add_suite("collective", NULL, NULL);
@@ -213,4 +240,5 @@ void pf_suite_collective(void)
     CU_add_test(s, "2 hosts x 8 on 2 NICs a host: hierarchical wins", test_shared_nics);
     CU_add_test(s, "one GPU per host: the ring of eq. 7", test_one_per_host_is_eq7);
     CU_add_test(s, "the group of cluster devices", test_from_cluster);
+    CU_add_test(s, "NVLS from the members' device models", test_nvls_from_models);
 }

@@ -15,7 +15,7 @@ static const double EFF[8] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8};
 static pf_devmodel_spec_t tiny_spec(void)
 {
     pf_devmodel_spec_t s = {"tiny", {100, 100, 10, 50, 200}, {1, 1, 1, 1, 1}, 1000, 5, 80e9,
-                            0.5, 0.25, 300, 1, 8};
+                            0.5, 0.25, 300, 1, 8, 0};
     return s;
 }
 
@@ -120,6 +120,13 @@ static void test_presets(void)
                     pf_devmodel_spec(v)->peak_tflops[PF_PREC_FP16]);
     CU_ASSERT_EQUAL(pf_devmodel_prec_parse("fp8"), PF_PREC_FP8);
     CU_ASSERT_EQUAL(pf_devmodel_prec_parse("int4"), -1);
+    /* NVLS: measured on H100 and H200 hosts (480 GB/s), the line rate where unmeasured (B200's
+     * 900), none on V100 and A100 */
+    CU_ASSERT_EQUAL(pf_devmodel_nvls_busbw_gbps(pf_devmodel_preset("h100-sxm")), 480);
+    CU_ASSERT_EQUAL(pf_devmodel_nvls_busbw_gbps(pf_devmodel_preset("h200")), 480);
+    CU_ASSERT_EQUAL(pf_devmodel_nvls_busbw_gbps(pf_devmodel_preset("b200")), 900);
+    CU_ASSERT_EQUAL(pf_devmodel_nvls_busbw_gbps(pf_devmodel_preset("a100-80g")), 0);
+    CU_ASSERT_EQUAL(pf_devmodel_nvls_busbw_gbps(v), 0);
 }
 
 static void test_file_round_trip(void)
@@ -136,6 +143,15 @@ static void test_file_round_trip(void)
     pf_devmodel_table(back, &nm, &gm, &nn, &gn, &nk, &gk, &eff);
     CU_ASSERT(nm == 2 && nn == 2 && nk == 2 && gm[1] == 1024 && gk[0] == 256);
     CU_ASSERT_EQUAL(memcmp(eff, EFF, sizeof EFF), 0);
+    /* nvls without its bus bandwidth: the line rate; with it, kept through the file */
+    CU_ASSERT_EQUAL(pf_devmodel_nvls_busbw_gbps(back), 300);
+    pf_devmodel_spec_t spec = *pf_devmodel_spec(dm);
+    spec.nvls_busbw_gbps = 420;
+    pf_devmodel_set_spec(dm, &spec);
+    pf_devmodel_destroy(&back);
+    CU_ASSERT_EQUAL_FATAL(pf_devmodel_save(dm, path, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_devmodel_load(path, &back, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_devmodel_nvls_busbw_gbps(back), 420);
     pf_devmodel_t *r = NULL;
     CU_ASSERT_EQUAL(pf_devmodel_resolve(path, &r, err, sizeof err), PF_OK);
     pf_devmodel_destroy(&r);
@@ -196,6 +212,8 @@ static void test_file_rejects(void)
     rejects("\"bwd\": 0.4", "\"bwd\": 2", "m.json: device.fused_efficiency: 0.5, 2: each must be");
     rejects("\"k\": [512]", "\"k\": \"512\"", "m.json: device.gemm.k: ");
     rejects("\"name\": \"x\"", "\"name\": 7", "m.json: device.name: ");
+    rejects("\"hbm_gbps\": 1000", "\"hbm_gbps\": 1000, \"nvls\": true, \"nvls_busbw_gbps\": -4",
+            "m.json: device.nvls_busbw_gbps: negative (-4)");
 }
 
 void pf_suite_devmodel(void)

@@ -61,7 +61,7 @@ static void test_seed_volumes(void)
  * 6e6 / 1e10 s = 0.6 ms, and stays below |T|/beta = 0.8 ms for any n. */
 static void test_reduce_scatter_analysis(void)
 {
-    pf_sharding_link_t link = {10, 0};
+    pf_sharding_link_t link = {10, 0, 0};
     PF_ASSERT_CLOSE(pf_sharding_conv_ring_bytes(PF_CONV_REDUCESCATTER, 4, 8e6), 6e6, 1e-15);
     PF_ASSERT_CLOSE(4 * pf_sharding_conv_ring_bytes(PF_CONV_REDUCESCATTER, 4, 8e6), 2.4e7, 1e-15);
     PF_ASSERT_CLOSE(pf_sharding_conv_ms(PF_CONV_REDUCESCATTER, 4, 8e6, &link), 0.6, 1e-12);
@@ -79,7 +79,7 @@ static void test_reduce_scatter_analysis(void)
  * 2 x log2(4) x 0.005 + 2 x 8e3 B / 10 GB/s = 0.0216 ms. */
 static void test_ring_costs(void)
 {
-    pf_sharding_link_t link = {10, 5};
+    pf_sharding_link_t link = {10, 5, 0};
     PF_ASSERT_CLOSE(pf_sharding_conv_ms(PF_CONV_ALLREDUCE, 4, 8e6, &link), 1.23, 1e-12);
     PF_ASSERT_CLOSE(pf_sharding_conv_ms(PF_CONV_ALLGATHER, 4, 8e6, &link), 0.615, 1e-12);
     PF_ASSERT_CLOSE(pf_sharding_conv_ms(PF_CONV_REDUCESCATTER, 4, 8e6, &link), 0.615, 1e-12);
@@ -92,10 +92,39 @@ static void test_ring_costs(void)
     CU_ASSERT_EQUAL(pf_sharding_conv_ms(PF_CONV_ALLREDUCE, 1, 8e6, &link), 0);
 }
 
+/* A group of 4 H100 on one host: the link keeps the given rate and gains the H100's NVLS bus
+ * bandwidth (480 GB/s); the 8 MB all-reduce then costs 2 x 0.005 + 2 x 3/4 x 8e6 / 480e6 = 0.035
+ * ms instead of test_ring_costs' 1.23, and the all-gather 0.005 + 3/4 x 8e6 / 480e6 = 0.0175
+ * instead of 0.615. With one A100 among them, no NVLS. */
+static void test_link_of_models(void)
+{
+    pf_cluster_t *c = pf_cluster_new("h", 4);
+    for (int i = 0; i < 4; i++) {
+        pf_device_t d = {.id = i, .host = 0, .name = "g", .mem_bytes = 8e10,
+                         .device_model = "h100-sxm"};
+        pf_cluster_set_device(c, i, &d);
+    }
+    for (int a = 0; a < 4; a++)
+        for (int b = a + 1; b < 4; b++)
+            pf_cluster_set_link(c, a, b, 10, 5);
+    int devs[4] = {0, 1, 2, 3};
+    pf_sharding_link_t link = pf_sharding_link_of(c, devs, 4, 10, 5);
+    CU_ASSERT_EQUAL(link.gbps, 10);
+    CU_ASSERT_EQUAL(link.latency_us, 5);
+    CU_ASSERT_EQUAL(link.nvls_busbw_gbps, 480);
+    PF_ASSERT_CLOSE(pf_sharding_conv_ms(PF_CONV_ALLREDUCE, 4, 8e6, &link), 0.035, 1e-12);
+    PF_ASSERT_CLOSE(pf_sharding_conv_ms(PF_CONV_ALLGATHER, 4, 8e6, &link), 0.0175, 1e-12);
+    pf_device_t d = *pf_cluster_device(c, 2);
+    d.device_model = "a100-80g";
+    pf_cluster_set_device(c, 2, &d);
+    CU_ASSERT_EQUAL(pf_sharding_link_of(c, devs, 4, 10, 5).nvls_busbw_gbps, 0);
+    pf_cluster_destroy(&c);
+}
+
 /* Division (eq. 1) and "or" (eq. 2) on the same link as test_ring_costs. */
 static void test_division_and_or(void)
 {
-    pf_sharding_link_t link = {10, 5};
+    pf_sharding_link_t link = {10, 5, 0};
     pf_sharding_t B = pf_sharding_b(), P = pf_sharding_p(), S0 = pf_sharding_s(0), S1 = pf_sharding_s(1);
     pf_sharding_conv_t c;
     char err[128];
@@ -228,5 +257,6 @@ void pf_suite_sharding(void)
     CU_add_test(s, "collective costs on the slowest link (ring, tree, all-to-all), by hand",
                 test_ring_costs);
     CU_add_test(s, "division (eq. 1) and or (eq. 2) expressions", test_division_and_or);
+    CU_add_test(s, "a group's link gains NVLS from its device models", test_link_of_models);
     CU_add_test(s, "op rules on BERT-Large shapes", test_op_rules);
 }

@@ -149,7 +149,7 @@ static void check_megatron(pf_model_kind_t kind, int T)
     pf_graph_t *g = transformer(kind, 3);
     pf_tap_opts_t o;
     pf_tap_opts_init(&o);
-    pf_sharding_link_t link = {100, 0};
+    pf_sharding_link_t link = {100, 0, 0};
     pf_tap_result_t r;
     CU_ASSERT_EQUAL_FATAL(pf_tap_plan(g, T, &link, &o, &r, err, sizeof err), PF_OK);
     int checked = 0;
@@ -237,7 +237,7 @@ static void test_slices_merge(void)
     pf_graph_t *g = transformer(PF_MODEL_GPT, 2);
     pf_tap_opts_t o;
     pf_tap_opts_init(&o);
-    pf_sharding_link_t link = {50, 3};
+    pf_sharding_link_t link = {50, 3, 0};
     pf_tap_units_t *u = pf_tap_units_new(g, &o, err, sizeof err);
     int k = unit_named(u, "layers.#");
     pf_tap_units_info_t info;
@@ -319,7 +319,7 @@ static void test_tiny_by_hand(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     pf_tap_opts_t o;
     pf_tap_opts_init(&o);
-    pf_sharding_link_t link = {100, 0};
+    pf_sharding_link_t link = {100, 0, 0};
     pf_tap_units_t *u = pf_tap_units_new(g, &o, err, sizeof err);
     int k = unit_named(u, "b.#");
     CU_ASSERT_FATAL(k >= 0);
@@ -391,7 +391,7 @@ static void test_t1_identity(void)
     pf_graph_t *g = transformer(PF_MODEL_BERT, 2), *tg = NULL;
     pf_tap_opts_t o;
     pf_tap_opts_init(&o);
-    pf_sharding_link_t link = {25, 10};
+    pf_sharding_link_t link = {25, 10, 0};
     pf_tap_result_t r;
     CU_ASSERT_EQUAL_FATAL(pf_tap_plan(g, 1, &link, &o, &r, err, sizeof err), PF_OK);
     CU_ASSERT_EQUAL_FATAL(pf_tap_graph(g, &r, &tg, err, sizeof err), PF_OK);

@@ -1,4 +1,5 @@
 #include "planner/ir/collective.h"
+#include "planner/ir/devmodel.h"
 #include "planner/core/util.h"
 
 #include <math.h>
@@ -244,11 +245,26 @@ static void links(const pf_cluster_t *c, const int *devs, int n, const int *ord,
     }
 }
 
+/* The slowest member's NVLS bus bandwidth by its device model; 0 when a member names no preset
+ * or one without NVLS. */
+static double models_nvls_gbps(const pf_cluster_t *c, const int *devs, int n)
+{
+    double gbps = INFINITY;
+    for (int i = 0; i < n && gbps > 0; i++) {
+        const char *name = pf_cluster_device(c, devs[i])->device_model;
+        const pf_devmodel_t *dm = name ? pf_devmodel_preset(name) : NULL;
+        gbps = fmin(gbps, dm ? pf_devmodel_nvls_busbw_gbps(dm) : 0);
+    }
+    return n > 0 ? gbps : 0;
+}
+
 int pf_collective_group_from_cluster(const pf_cluster_t *c, const int *devs, int n,
                                      double nvls_busbw_gbps, pf_collective_group_t *g)
 {
     *g = (pf_collective_group_t){.n = n, .hosts = 1, .per_host = 1,
                                  .nvls_busbw_gbps = nvls_busbw_gbps};
+    if (n > 1 && !(nvls_busbw_gbps > 0))
+        g->nvls_busbw_gbps = models_nvls_gbps(c, devs, n);
     if (n <= 1)
         return PF_OK;
     int *ord = malloc(2 * (size_t)n * sizeof *ord);

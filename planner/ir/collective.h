@@ -82,8 +82,9 @@ double pf_collective_best_ms(const pf_collective_group_t *g, pf_collective_op_t 
  * slowest (and intra_lat_us the largest) between members on one host, over the pairs of each
  * host's members in order and its last to its first (a ring's links); inter the slowest between
  * the j-th members of consecutive hosts (in order of first appearance, the last to the first),
- * j < the smaller of the two hosts' counts (rails). nvls_busbw_gbps as given (0: no NVLS): the
- * cluster file does not say whether a host has NVSwitch SHARP; a device model does. PF_OK, or
+ * j < the smaller of the two hosts' counts (rails). nvls_busbw_gbps > 0 as given; 0: what the
+ * members' device models say (pf_devmodel_nvls_busbw_gbps, the slowest; 0 when one names no
+ * preset): the cluster file does not say whether a host has NVSwitch SHARP. PF_OK, or
  * PF_ERR when out of memory (*g then describes n members on one host with no links). */
 int pf_collective_group_from_cluster(const pf_cluster_t *c, const int *devs, int n,
                                      double nvls_busbw_gbps, pf_collective_group_t *g);

@@ -118,30 +118,43 @@ static const double h200_eff[7 * 6 * 6] = {
 #define HBM_FRACTION (3036.6 / 3350.0)
 #define H100_LAUNCH_US 6.31
 
+/* NCCL's peak all-reduce bus bandwidth with NVLS on 8 H100 (NVLink 4, NVSwitch gen 3), as
+ * NCCL's maintainers give it ([NVLS]): ~480 GB/s, where the ring reaches ~370 (the dgx-h100
+ * cluster's host links). The H200 has the same NVLink and NVSwitch. */
+#define H100_NVLS_BUSBW_GBPS 480.0
+
 /* Vendor dense peaks (TFLOP/s: bf16, fp16, fp32, tf32, fp8), HBM, memory and NVLink: the
  * datasheets docs/DEVICES.md cites. The GEMM table of the GPUs without a sweep is the H100's
  * (efficiency is a fraction of each GPU's own peak; DEVICES.md says what that assumes). */
 static const pf_devmodel_t presets[] = {
     {.spec = {"v100", {0, 125, 15.7, 0, 0}, {1, 1, 1, 1, 1}, 900 * HBM_FRACTION, H100_LAUNCH_US,
-              32 * GIB, 0.5, 0.38, 150, 0, 8},
+              32 * GIB, 0.5, 0.38, 150, 0, 8, 0},
      SWEEP_GRID, .eff = h100_eff},
     {.spec = {"a100-40g", {312, 312, 19.5, 156, 0}, {1, 1, 1, 1, 1}, 1555 * HBM_FRACTION,
-              H100_LAUNCH_US, 40 * GIB, 0.5, 0.38, 300, 0, 8},
+              H100_LAUNCH_US, 40 * GIB, 0.5, 0.38, 300, 0, 8, 0},
      SWEEP_GRID, .eff = h100_eff},
     {.spec = {"a100-80g", {312, 312, 19.5, 156, 0}, {1, 1, 1, 1, 1}, 2039 * HBM_FRACTION,
-              H100_LAUNCH_US, 80 * GIB, 0.5, 0.38, 300, 0, 8},
+              H100_LAUNCH_US, 80 * GIB, 0.5, 0.38, 300, 0, 8, 0},
      SWEEP_GRID, .eff = h100_eff},
     {.spec = {"h100-sxm", {989.4, 989.4, 66.9, 494.7, 1978.9}, {1, 1.088, 1.108, 1, 1}, 3036.6,
-              H100_LAUNCH_US, 85017493504.0, 0.5, 0.38, 450, 1, 8},
+              H100_LAUNCH_US, 85017493504.0, 0.5, 0.38, 450, 1, 8, H100_NVLS_BUSBW_GBPS},
      SWEEP_GRID, .eff = h100_eff},
     {.spec = {"h200", {989.4, 989.4, 66.9, 494.7, 1978.9}, {1, 1.097, 1.092, 1, 1}, 4302.6,
-              7.46, 150109880320.0, 0.5, 0.38, 450, 1, 8},
+              7.46, 150109880320.0, 0.5, 0.38, 450, 1, 8, H100_NVLS_BUSBW_GBPS},
      SWEEP_GRID, .eff = h200_eff},
     {.spec = {"b200", {2250, 2250, 75, 1125, 4500}, {1, 1, 1, 1, 1}, 8000 * HBM_FRACTION,
-              H100_LAUNCH_US, 180e9, 0.5, 0.38, 900, 1, 8},
+              H100_LAUNCH_US, 180e9, 0.5, 0.38, 900, 1, 8, 0},
      SWEEP_GRID, .eff = h100_eff},
 };
 #define NPRESETS ((int)(sizeof presets / sizeof presets[0]))
+
+double pf_devmodel_nvls_busbw_gbps(const pf_devmodel_t *dm)
+{
+    const pf_devmodel_spec_t *s = &dm->spec;
+    if (!s->nvls)
+        return 0;
+    return s->nvls_busbw_gbps > 0 ? s->nvls_busbw_gbps : s->nvlink_gbps;
+}
 
 const pf_devmodel_t *pf_devmodel_preset(const char *name)
 {
@@ -223,7 +236,9 @@ static int check_spec(const pf_devmodel_spec_t *s, char *err, size_t errlen)
         return pf_fail(err, errlen, PF_EINPUT, "fused_efficiency: %g, %g: each must be in (0, 1]",
                        s->fused_eff_fwd, s->fused_eff_bwd);
     if ((rc = pf_check_range(s->launch_us, PF_MAX_US, "us", "launch_us", err, errlen)) ||
-        (rc = pf_check_range(s->nvlink_gbps, PF_MAX_GBPS, "GB/s", "nvlink_gbps", err, errlen)))
+        (rc = pf_check_range(s->nvlink_gbps, PF_MAX_GBPS, "GB/s", "nvlink_gbps", err, errlen)) ||
+        (rc = pf_check_range(s->nvls_busbw_gbps, PF_MAX_GBPS, "GB/s", "nvls_busbw_gbps", err,
+                             errlen)))
         return rc;
     if (s->gpus_per_host < 1 || s->gpus_per_host > 1 << 16)
         return pf_fail(err, errlen, PF_EINPUT, "gpus_per_host: %d is not in 1 .. 65536",
@@ -500,6 +515,9 @@ static int read_spec(json_t *root, pf_devmodel_spec_t *s, char *err, size_t errl
     if (nvls && !json_is_boolean(nvls))
         return pf_fail(err, errlen, PF_EINPUT, "device.nvls: not true or false");
     s->nvls = json_is_true(nvls);
+    if ((rc = pf_json_get_number(root, "device", "nvls_busbw_gbps", 0, 0, &s->nvls_busbw_gbps,
+                                 err, errlen)))
+        return rc;
     s->gpus_per_host = gph < 1 || gph > 1 << 16 ? 0 : (int)gph;
     return PF_OK;
 }
@@ -617,6 +635,10 @@ static void emit_model(pf_json_writer_t *w, const void *ctx)
     }
     pf_json_writer_key(w, "nvls");
     pf_json_writer_bool(w, s->nvls);
+    if (s->nvls && s->nvls_busbw_gbps > 0) {
+        pf_json_writer_key(w, "nvls_busbw_gbps");
+        pf_json_writer_num(w, s->nvls_busbw_gbps);
+    }
     pf_json_writer_key(w, "gpus_per_host");
     pf_json_writer_int(w, s->gpus_per_host);
     pf_json_writer_key(w, "fused_efficiency");

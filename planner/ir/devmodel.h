@@ -40,6 +40,8 @@ typedef struct {
     double nvlink_gbps; /* intra-host bandwidth per GPU, one direction; 0 = PCIe only */
     int nvls;           /* NVSwitch with in-switch reduction (NVLink SHARP) */
     int gpus_per_host;
+    double nvls_busbw_gbps; /* NVLS all-reduce bus bandwidth inside a host; 0 with nvls: the
+                             * line rate nvlink_gbps (unmeasured) */
 } pf_devmodel_spec_t;
 
 typedef struct pf_devmodel pf_devmodel_t;
@@ -71,6 +73,10 @@ void pf_devmodel_set_spec(pf_devmodel_t *dm, const pf_devmodel_spec_t *spec);
 void pf_devmodel_table(const pf_devmodel_t *dm, int *nm, const double **grid_m, int *nn,
                        const double **grid_n, int *nk, const double **grid_k,
                        const double **eff);
+
+/* The bus bandwidth a collective on one host reaches with NVLS ([NVLS]; collective.h), GB/s:
+ * 0 when the GPU's hosts have no NVSwitch SHARP. */
+double pf_devmodel_nvls_busbw_gbps(const pf_devmodel_t *dm);
 
 /* "bf16" -> PF_PREC_BF16; -1 when unknown. */
 int pf_devmodel_prec_parse(const char *s);

@@ -112,7 +112,9 @@ static int run_tap_enum(const pf_job_t *job, pf_job_result_t *res)
                                     res->error, sizeof res->error)) ||
         !(units = pf_tap_units_new(job->graph, &to, res->error, sizeof res->error)))
         goto done;
-    pf_sharding_link_t link = {pf_tp_groups_link_gbps(groups), pf_tp_groups_link_lat_us(groups)};
+    pf_sharding_link_t link = pf_sharding_link_of(
+        job->cluster, pf_tp_groups_members(groups, 0), job->setting.tp,
+        pf_tp_groups_link_gbps(groups), pf_tp_groups_link_lat_us(groups));
     rc = pf_tap_enum_slice(job->graph, units, job->tap_unit, job->setting.tp, &link, &to,
                            job->tap_lo, job->tap_hi, &res->tap, res->error, sizeof res->error);
 done:

@@ -89,6 +89,16 @@ int pf_sharding_conv_ring_steps(pf_sharding_conv_kind_t kind, int n)
     }
 }
 
+pf_sharding_link_t pf_sharding_link_of(const pf_cluster_t *c, const int *devs, int n, double gbps,
+                                       double latency_us)
+{
+    pf_sharding_link_t link = {gbps, latency_us, 0};
+    pf_collective_group_t g;
+    if (pf_collective_group_from_cluster(c, devs, n, 0, &g) == PF_OK)
+        link.nvls_busbw_gbps = g.nvls_busbw_gbps;
+    return link;
+}
+
 double pf_sharding_conv_ms(pf_sharding_conv_kind_t kind, int n, double tensor_bytes,
                            const pf_sharding_link_t *link)
 {
@@ -96,7 +106,8 @@ double pf_sharding_conv_ms(pf_sharding_conv_kind_t kind, int n, double tensor_by
         return 0;
     /* the group as collective.h sees it: n devices on one fabric at the link's rate */
     pf_collective_group_t g = {.n = n, .hosts = 1, .per_host = n, .intra_gbps = link->gbps,
-                               .intra_lat_us = link->latency_us};
+                               .intra_lat_us = link->latency_us,
+                               .nvls_busbw_gbps = link->nvls_busbw_gbps};
     switch (kind) {
     case PF_CONV_ALLREDUCE: return pf_collective_best_ms(&g, PF_COLL_ALLREDUCE, tensor_bytes);
     case PF_CONV_ALLGATHER: return pf_collective_best_ms(&g, PF_COLL_ALLGATHER, tensor_bytes);

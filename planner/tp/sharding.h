@@ -18,6 +18,7 @@
 #ifndef PF_SHARDING_H
 #define PF_SHARDING_H
 
+#include "planner/ir/cluster.h"
 #include "planner/ir/graph.h"
 
 #include <stddef.h>
@@ -67,7 +68,13 @@ const char *pf_sharding_conv_name(pf_sharding_conv_kind_t kind); /* "all-reduce"
 typedef struct {
     double gbps;       /* > 0 */
     double latency_us; /* >= 0; per step */
+    double nvls_busbw_gbps; /* > 0: the group's host has NVLS (collective.h), 0: none */
 } pf_sharding_link_t;
+
+/* The link of the group devs[0..n) of c: gbps and latency_us as given (the group's slowest),
+ * NVLS as the members' device models say (pf_collective_group_from_cluster). */
+pf_sharding_link_t pf_sharding_link_of(const pf_cluster_t *c, const int *devs, int n, double gbps,
+                                       double latency_us);
 
 /* The atomic conversion from -> to (A.1.1), or -1 when none is atomic (S -> P). */
 int pf_sharding_conv_atomic(pf_sharding_t from, pf_sharding_t to);

@@ -38,8 +38,9 @@ pf_tp_setting_t *pf_tp_setting_new(const pf_graph_t *g, const pf_cluster_t *c,
     s->T = o->tp;
     if (!(s->groups = pf_tp_groups_new(c, o->tp, o->across_hosts, err, errlen)))
         goto fail;
-    s->link.gbps = pf_tp_groups_link_gbps(s->groups);
-    s->link.latency_us = pf_tp_groups_link_lat_us(s->groups);
+    s->link = pf_sharding_link_of(c, pf_tp_groups_members(s->groups, 0), o->tp,
+                                  pf_tp_groups_link_gbps(s->groups),
+                                  pf_tp_groups_link_lat_us(s->groups));
     const pf_graph_t *cur = g;
     if (o->tp > 1) {
         pf_tap_opts_t to = o->tap;

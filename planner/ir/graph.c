@@ -78,7 +78,9 @@ static int read_arch(json_t *root, pf_graph_t *g, char *err, size_t errlen)
         return PF_OK;
     if ((rc = pf_arch_from_json(m, "graph.model", &a, err, errlen)) != PF_OK)
         return rc;
-    return pf_graph_set_arch(g, &a) == PF_OK ? PF_OK : pf_fail(err, errlen, PF_ERR, "out of memory");
+    if (pf_graph_set_arch(g, &a) != PF_OK)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    return PF_OK;
 }
 
 static void write_arch(pf_json_writer_t *w, const pf_graph_t *g)

@@ -7,7 +7,11 @@
 #             scripts that run them
 #   yaml      yamllint (deploy/.yamllint) and deploy/k8s_schema.py on deploy/k8s/*.yaml
 #   image     every shared library ./planfarm links (objdump NEEDED) comes from a package the
-#             Containerfile's runtime stage installs (skipped when ./planfarm is not built)
+#             Containerfile's runtime stage installs (skipped when ./planfarm is not built);
+#             the build stage's make command run on exactly the files it COPYs (what a podman
+#             build compiles, without podman); the CUDA stage's make target built where nvcc is
+#             found, else checked with make -n and its clean refusal without nvcc; agent-gpu's
+#             cuBLAS package against what libpfcuda.so links, when it is built here
 #   flags     every role started with exactly the flags of each unit's ExecStart (under the
 #             unit's SystemCallFilter, through deploy/seccomp_run.c, on x86_64), each k8s
 #             container's args and each srun line of the Slurm scripts (paths, keys and
@@ -107,7 +111,7 @@ fi
 if [ ! -x "$root/planfarm" ]; then
     skip "Containerfile runtime libraries: ./planfarm not built"
 elif have objdump binutils && have dpkg dpkg; then
-    runtime=$(sed -n '/RUNTIME-PACKAGES/,/rm -rf/p' "$here/Containerfile" \
+    runtime=$(sed -n '/^# RUNTIME-PACKAGES/,/rm -rf/p' "$here/Containerfile" \
         | tr -c 'a-z0-9.+\n-' '\n' | grep -E '^lib[a-z0-9.+-]+$' | sort -u)
     missing=""
     # what it links, and what the broker opens with dlopen (libmicrohttpd, for `broker --http`)
@@ -124,6 +128,96 @@ elif have objdump binutils && have dpkg dpkg; then
         pass "Containerfile runtime stage installs every library planfarm links or opens"
     else
         fail "Containerfile runtime stage lacks:$missing"
+    fi
+fi
+
+# ---- the image's build stages, from exactly the files they copy ----
+# stage_lines NAME: the Containerfile's lines of stage NAME (from its FROM to the next FROM)
+stage_lines() { awk -v s="$1" '/^FROM /{ on = ($NF == s) } on' "$here/Containerfile"; }
+# its COPY sources from the build context (not --from=), and its RUN line that starts with make
+stage_copies() { stage_lines "$1" | awk '$1 == "COPY" && $2 !~ /^--/ { print $2, $3 }'; }
+stage_make() { stage_lines "$1" | sed -n 's/^RUN \(make .*\)$/\1/p' | head -1; }
+ctx=$tmp/context
+mkdir -p "$ctx"
+stage_copies build >"$tmp/copies"
+ncopy=0 copy_ok=1
+while read -r src dst; do
+    # every COPY here keeps its path (COPY x x, or a file into ./): the context tree is the repo's
+    case "$dst" in
+        "$src"|./|.) ;;
+        *) copy_ok=0; fail "Containerfile: COPY $src $dst moves a path (check.sh copies paths as they are)" ;;
+    esac
+    mkdir -p "$ctx/$(dirname "$src")"
+    cp -R "$root/$src" "$ctx/$src" || copy_ok=0
+    ncopy=$((ncopy + 1))
+done <"$tmp/copies"
+build_cmd=$(stage_make build)
+if [ "$copy_ok" = 1 ] && [ "$ncopy" -gt 0 ] && [ -n "$build_cmd" ]; then
+    if (cd "$ctx" && sh -c "$build_cmd") >"$tmp/image-build.log" 2>&1 && [ -x "$ctx/planfarm" ]; then
+        pass "image stage build: '$build_cmd' from exactly the $ncopy paths it copies"
+    else
+        fail "image stage build: '$build_cmd' from the $ncopy paths it copies"
+        grep -E 'error|Error|No rule' "$tmp/image-build.log" | head -5 | sed 's/^/    /'
+    fi
+else
+    fail "image stage build: no COPY or no 'RUN make' line found in deploy/Containerfile"
+fi
+# build-cuda: FROM build, so the same tree; its make command builds libpfcuda.so with nvcc.
+# With nvcc here the target is built for real (this machine's nvcc instead of the stage's
+# Debian one); without, make -n proves the target and every file it needs are in the copied
+# tree, and make without an nvcc must stop with its message.
+cuda_cmd=$(stage_make build-cuda)
+if [ "$(stage_lines build-cuda | awk '$1 == "FROM" { print $2 }')" != build ] || [ -z "$cuda_cmd" ]; then
+    fail "image stage build-cuda: not 'FROM build' with a 'RUN make' line"
+elif [ ! -x "$ctx/planfarm" ]; then
+    skip "image stage build-cuda: the build stage did not build"
+elif [ -n "$(stage_copies build-cuda)" ]; then
+    fail "image stage build-cuda copies files of its own: check.sh builds it from build's tree"
+elif command -v nvcc >/dev/null 2>&1; then
+    target=$(printf '%s\n' "$cuda_cmd" | awk '{ print $2 }')
+    if (cd "$ctx" && make "$target" NVCC="$(command -v nvcc)") >"$tmp/cuda-build.log" 2>&1 &&
+        [ -f "$ctx/build/libpfcuda.so" ]; then
+        pass "image stage build-cuda: make $target (this machine's nvcc) from the build stage's files"
+    else
+        fail "image stage build-cuda: make $target from the build stage's files"
+        tail -5 "$tmp/cuda-build.log" | sed 's/^/    /'
+    fi
+elif ! (cd "$ctx" && sh -c "$cuda_cmd -n") >"$tmp/cuda-n.log" 2>&1; then
+    fail "image stage build-cuda: '$cuda_cmd -n': a target or file is missing from the copied tree"
+    tail -3 "$tmp/cuda-n.log" | sed 's/^/    /'
+elif (cd "$ctx" && make cuda NVCC=) >"$tmp/cuda.log" 2>&1 ||
+    ! grep -q 'libpfcuda.so: no nvcc found' "$tmp/cuda.log"; then
+    fail "image stage build-cuda: without nvcc, make cuda does not stop with 'no nvcc found'"
+    tail -3 "$tmp/cuda.log" | sed 's/^/    /'
+else
+    pass "image stage build-cuda: '$cuda_cmd' finds its target and inputs in the copied tree (make -n); not compiled: no nvcc here (make cuda without one stops with 'no nvcc found')"
+fi
+# agent-gpu's runtime: a package for every library libpfcuda.so links beyond the C/C++ runtime
+# and the driver's libcuda (mounted by the NVIDIA runtime): cuBLAS, whose package carries its
+# soname's major (libcublas11 in bookworm; a local toolkit may be another CUDA, so only the
+# library is compared, not its version)
+cuda_runtime=$(sed -n '/^# CUDA-RUNTIME-PACKAGES/,/rm -rf/p' "$here/Containerfile" \
+    | tr -c 'a-z0-9.+\n-' '\n' | grep -E '^lib[a-z0-9.+-]+$' | sort -u)
+so=""
+for f in "$ctx/build/libpfcuda.so" "$root/build/libpfcuda.so"; do
+    if [ -f "$f" ]; then so=$f; break; fi
+done
+if [ -z "$so" ]; then
+    skip "agent-gpu runtime libraries: no libpfcuda.so built here (needs nvcc)"
+elif have objdump binutils; then
+    missing=""
+    for lib in $(objdump -p "$so" | awk '/NEEDED/ { print $2 }'); do
+        case "$lib" in
+            libcublas.so.*|libcublasLt.so.*) pkg=$(printf '%s\n' "$cuda_runtime" | grep -E '^libcublas[0-9]+$' | head -1) ;;
+            libc.so.*|libm.so.*|libgcc_s.so.*|libstdc++.so.*|libdl.so.*|libpthread.so.*|librt.so.*|ld-linux*|libcuda.so.*) continue ;;
+            *) pkg="?" ;;
+        esac
+        [ -n "$pkg" ] && printf '%s\n' "$cuda_runtime" | grep -qx "$pkg" || missing="$missing $lib"
+    done
+    if [ -z "$missing" ]; then
+        pass "agent-gpu installs the cuBLAS that libpfcuda.so links ($(echo "$cuda_runtime" | tr '\n' ' '))"
+    else
+        fail "agent-gpu runtime stage lacks a package for:$missing"
     fi
 fi
 

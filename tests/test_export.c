@@ -1,5 +1,6 @@
 /* export: every Megatron-LM flag and DeepSpeed key of a hand-made plan, uneven and refused layer
  * splits, and the rank -> device map inverted for every rank. */
+#include "planner/export/export_megatron.h"
 #include "planner/export/export_warnings.h"
 #include "planner/inputs/model.h"
 #include "planner/inputs/model_build.h"
@@ -99,9 +100,66 @@ static char *written(const pf_export_t *x, writer_fn w, int *rc, char *err, size
     return buf;
 }
 
-/* Every "--flag" the text holds is one of Megatron-LM's (tests/data/megatron_args.txt). */
+/* The value after "    FLAG " in text (a flag on its own counts 1), or dflt when absent. */
+static long megatron_value(const char *text, const char *flag, long dflt)
+{
+    char key[96];
+    snprintf(key, sizeof key, "    %s", flag);
+    for (const char *at = strstr(text, key); at; at = strstr(at + 1, key)) {
+        const char *end = at + strlen(key);
+        if (*end == '\n')
+            return 1;
+        if (*end == ' ')
+            return strtol(end + 1, NULL, 10);
+    }
+    return dflt;
+}
+
+/* What Megatron-LM's validate_args and TransformerConfig.__post_init__ assert of these flags
+ * (megatron/training/arguments.py, megatron/core/transformer/transformer_config.py): heads and
+ * query groups divisible by t, heads by query groups, hidden by heads, the layers split over p
+ * (evenly, or the middle stages evenly once --decoder-first/last-pipeline-num-layers took theirs),
+ * a virtual stage a divisor of a stage's layers, max-position-embeddings >= seq-length,
+ * --num-query-groups only with --group-query-attention. */
+static void check_megatron_constraints(const char *text)
+{
+    long t = megatron_value(text, "--tensor-model-parallel-size", 1);
+    long p = megatron_value(text, "--pipeline-model-parallel-size", 1);
+    long layers = megatron_value(text, "--num-layers", 0);
+    long heads = megatron_value(text, "--num-attention-heads", 0);
+    long hidden = megatron_value(text, "--hidden-size", 0);
+    long gqa = megatron_value(text, "--group-query-attention", 0);
+    long groups = megatron_value(text, "--num-query-groups", 0);
+    long first = megatron_value(text, "--decoder-first-pipeline-num-layers", 0);
+    long last = megatron_value(text, "--decoder-last-pipeline-num-layers", 0);
+    long vl = megatron_value(text, "--num-layers-per-virtual-pipeline-stage", 0);
+    long seq = megatron_value(text, "--seq-length", 0);
+    long pos = megatron_value(text, "--max-position-embeddings", 0);
+    CU_ASSERT_TRUE(t >= 1 && p >= 1 && layers >= 0); /* 0: only the model's array */
+    if (heads) {
+        CU_ASSERT_EQUAL(heads % t, 0);
+        CU_ASSERT_EQUAL(hidden % heads, 0);
+    }
+    CU_ASSERT_EQUAL(groups != 0, gqa != 0);
+    if (groups) {
+        CU_ASSERT_EQUAL(groups % t, 0);
+        CU_ASSERT_EQUAL(heads % groups, 0);
+    }
+    long rest = layers - first - last, middle = p - (first > 0) - (last > 0);
+    if (layers)
+        CU_ASSERT_TRUE(rest >= 0 && (middle > 0 ? rest % middle == 0 : rest == 0));
+    if (vl)
+        CU_ASSERT_TRUE(layers % p == 0 && (layers / p) % vl == 0);
+    CU_ASSERT_TRUE(pos >= seq);
+    if (megatron_value(text, "--sequence-parallel", 0))
+        CU_ASSERT_TRUE(t > 1);
+}
+
+/* Every "--flag" the text holds is one of Megatron-LM's (tests/data/megatron_args.txt), and the
+ * flags together pass Megatron-LM's own checks. */
 static void check_megatron_names(const char *text)
 {
+    check_megatron_constraints(text);
     char path[600], line[128], known[4096] = " ";
     FILE *f = fopen(pf_test_data("megatron_args.txt", path, sizeof path), "r");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -147,6 +205,19 @@ static void test_megatron_flags(void)
      * ZeRO 1: distributed optimizer; selective recomputation; bf16 */
     const char *want =
         "# Megatron-LM arguments for plan gpt-4l-64h on two-dgx-h100 (planfarm export)\n"
+        "# The model, from the graph's \"model\" object; add data, tokenizer and optimizer "
+        "settings.\n"
+        "MEGATRON_MODEL_ARGS=(\n"
+        "    --hidden-size 64\n"
+        "    --ffn-hidden-size 256\n"
+        "    --num-attention-heads 4\n"
+        "    --seq-length 16\n"
+        "    --max-position-embeddings 16\n"
+        "    # vocabulary 100: the tokenizer sets it (Megatron-LM pads it to a multiple of 128 x "
+        "T)\n"
+        "    # the graph's head holds its own vocabulary x hidden matrix, as planned\n"
+        "    --untie-embeddings-and-output-weights\n"
+        ")\n"
         "# 2 pipeline stages x 2 data-parallel replicas x 2 tensor-parallel ranks = 8 ranks.\n"
         "# The data-parallel size is implied: world / (pipeline x tensor). Ranks follow "
         "Megatron-LM's\n"
@@ -168,7 +239,8 @@ static void test_megatron_flags(void)
         "    --recompute-granularity selective\n"
         "    # tensor parallel > 1: Megatron-LM recommends sequence parallelism with it\n"
         "    --sequence-parallel\n"
-        ")\n";
+        ")\n"
+        "MEGATRON_ARGS=(\"${MEGATRON_MODEL_ARGS[@]}\" \"${MEGATRON_PARALLEL_ARGS[@]}\")\n";
     char *got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
     CU_ASSERT_EQUAL(rc, PF_OK);
     CU_ASSERT_STRING_EQUAL(got, want);
@@ -196,6 +268,121 @@ static void test_megatron_flags(void)
     CU_ASSERT_PTR_NULL(strstr(got, "--sequence-parallel"));
     CU_ASSERT_PTR_NULL(strstr(got, "--bf16"));
     CU_ASSERT_PTR_NULL(strstr(got, "--use-distributed-optimizer"));
+    free(got);
+    pf_export_destroy(&x);
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+/* The model flags from the graph's "model" object (export_megatron.h), by hand for a Llama with
+ * grouped-query attention, the MoE and BERT additions, a graph without the object, and the
+ * models Megatron-LM would refuse at the plan's tensor-parallel size. */
+static void test_megatron_model(void)
+{
+    pf_model_opts_t o;
+    pf_arch_t a;
+    pf_model_opts_init(&o, PF_MODEL_LLAMA);
+    o.layers = 4, o.hidden = 4096, o.heads = 32, o.kv_heads = 8;
+    CU_ASSERT_EQUAL_FATAL(pf_model_arch(&o, &a), PF_OK);
+    char *buf = NULL, err[512] = "";
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    pf_export_megatron_model(&a, f);
+    fclose(f);
+    CU_ASSERT_STRING_EQUAL(buf,
+        "# The model, from the graph's \"model\" object; add data, tokenizer and optimizer "
+        "settings.\n"
+        "MEGATRON_MODEL_ARGS=(\n"
+        "    --hidden-size 4096\n"
+        "    --ffn-hidden-size 11008\n"
+        "    --num-attention-heads 32\n"
+        "    # grouped-query attention: 4 query heads share each of 8 key/value heads\n"
+        "    --group-query-attention\n"
+        "    --num-query-groups 8\n"
+        "    --seq-length 4096\n"
+        "    --max-position-embeddings 4096\n"
+        "    # vocabulary 32000: the tokenizer sets it (Megatron-LM pads it to a multiple of 128 x "
+        "T)\n"
+        "    --swiglu\n"
+        "    --normalization RMSNorm\n"
+        "    --position-embedding-type rope\n"
+        "    # no biases and no dropout ops in the graph (Llama's block)\n"
+        "    --disable-bias-linear\n"
+        "    --attention-dropout 0\n"
+        "    --hidden-dropout 0\n"
+        "    # the graph's head holds its own vocabulary x hidden matrix, as planned\n"
+        "    --untie-embeddings-and-output-weights\n"
+        ")\n");
+    check_megatron_names(buf);
+    free(buf);
+    /* t = 8 holds whole heads and groups; t = 16 splits a key/value head; the layer count must
+     * be the plan's */
+    CU_ASSERT_EQUAL(pf_export_megatron_check(&a, 4, 8, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_export_megatron_check(&a, 4, 16, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "8 query groups (kv heads) are not divisible by tensor "
+                                       "parallel 16"));
+    CU_ASSERT_EQUAL(pf_export_megatron_check(&a, 5, 2, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "says 4 layers but its ops hold 5 blocks"));
+    CU_ASSERT_EQUAL(pf_export_megatron_check(NULL, 5, 3, err, sizeof err), PF_OK);
+    /* MoE: experts and top-k; BERT: no binary head, the head stays tied (Megatron-LM's) */
+    pf_model_opts_init(&o, PF_MODEL_MOE);
+    CU_ASSERT_EQUAL_FATAL(pf_model_arch(&o, &a), PF_OK);
+    f = open_memstream(&buf, &len);
+    pf_export_megatron_model(&a, f);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "    --num-query-groups 8\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "    --num-experts 8\n    --moe-router-topk 2\n)\n"));
+    check_megatron_names(buf);
+    free(buf);
+    pf_model_opts_init(&o, PF_MODEL_BERT);
+    CU_ASSERT_EQUAL_FATAL(pf_model_arch(&o, &a), PF_OK);
+    f = open_memstream(&buf, &len);
+    pf_export_megatron_model(&a, f);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "    --bert-no-binary-head\n)\n"));
+    CU_ASSERT_PTR_NULL(strstr(buf, "--untie"));
+    CU_ASSERT_PTR_NULL(strstr(buf, "--swiglu"));
+    CU_ASSERT_PTR_NULL(strstr(buf, "--group-query-attention"));
+    check_megatron_names(buf);
+    free(buf);
+    /* resnet has no transformer shape */
+    pf_model_opts_init(&o, PF_MODEL_RESNET);
+    CU_ASSERT_EQUAL(pf_model_arch(&o, &a), PF_EINPUT);
+    /* no object: an empty array and the flags to add, named */
+    f = open_memstream(&buf, &len);
+    pf_export_megatron_model(NULL, f);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "MEGATRON_MODEL_ARGS=(\n)\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "# Add its flags yourself: --hidden-size, "
+                                       "--num-attention-heads"));
+    CU_ASSERT_PTR_NULL(strstr(buf, "    --"));
+    free(buf);
+
+    /* through the writer: the example plan (T = 2) of a graph whose model has 5 heads is refused
+     * before anything is written; without the object it exports, with the comment */
+    pf_graph_t *g = small_gpt(4);
+    pf_cluster_t *c = two_hosts();
+    pf_plan_t *p = example_plan(g);
+    int rc;
+    a = *pf_graph_arch(g);
+    a.heads = 5, a.kv_heads = 5;
+    CU_ASSERT_EQUAL_FATAL(pf_graph_set_arch(g, &a), PF_OK);
+    pf_export_t *x = pf_export_new(p, g, c, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    char *got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(got, "");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "5 attention heads are not divisible by tensor parallel 2"));
+    free(got);
+    pf_export_destroy(&x);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_set_arch(g, NULL), PF_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x = pf_export_new(p, g, c, &rc, err, sizeof err));
+    got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, PF_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "MEGATRON_MODEL_ARGS=(\n)\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "    --num-layers 4\n"));
+    check_megatron_names(got);
     free(got);
     pf_export_destroy(&x);
     pf_plan_destroy(&p);
@@ -800,6 +987,8 @@ void pf_suite_export(void)
 {
     CU_pSuite s = CU_add_suite("export", NULL, NULL);
     CU_add_test(s, "Megatron-LM: every flag of the example plan, by hand", test_megatron_flags);
+    CU_add_test(s, "Megatron-LM model flags from the graph's model object; refused shapes",
+                test_megatron_model);
     CU_add_test(s, "the block search's choices: micro-batch, interleaving, sequence parallelism, "
                 "ZeRO 3", test_block_choices);
     CU_add_test(s, "DeepSpeed: config, PipelineModule arguments and warnings of the example "

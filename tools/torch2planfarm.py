@@ -1057,6 +1057,60 @@ def _has_meta_params(model):
     return any(t.device.type == "meta" for t in list(model.parameters()) + list(model.buffers()))
 
 
+# Hugging Face model types built of Llama's block: RMSNorm, rotary positions, SwiGLU, no biases.
+_LLAMA_LIKE = ("llama", "mistral", "mixtral", "qwen2")
+
+
+def _config_int(cfg, *names):
+    """The first of `names` that cfg has as a positive integer, else None."""
+    for n in names:
+        v = getattr(cfg, n, None)
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            return v
+    return None
+
+
+def model_metadata(model, example_inputs):
+    """The graph's "model" object (DESIGN.md "Files", model metadata; planner/ir/arch.h), which
+    `planfarm export megatron` turns into Megatron-LM's model flags, from the configuration the
+    model carries as `model.config`: a Hugging Face one (num_hidden_layers, hidden_size,
+    num_attention_heads, num_key_value_heads, intermediate_size, vocab_size, model_type,
+    hidden_act, tie_word_embeddings) or nanoGPT's GPTConfig (n_layer, n_embd, n_head,
+    vocab_size, bias; nanoGPT ties its head to the embedding). `seq` is the traced sequence,
+    the second dimension of an integer first input. None when there is no such configuration
+    (export then says which flags to add) or it names no layers, width and heads."""
+    cfg = getattr(model, "config", None)
+    layers = _config_int(cfg, "num_hidden_layers", "n_layer")
+    hidden = _config_int(cfg, "hidden_size", "n_embd")
+    heads = _config_int(cfg, "num_attention_heads", "n_head")
+    if cfg is None or not (layers and hidden and heads) or hidden % heads:
+        return None
+    model_type = getattr(cfg, "model_type", None)
+    kind = model_type if isinstance(model_type, str) and model_type else type(model).__name__
+    meta = {"kind": kind.lower()[:31], "layers": layers, "hidden": hidden, "heads": heads}
+    kv = _config_int(cfg, "num_key_value_heads")
+    if kv and kv <= heads and heads % kv == 0:
+        meta["kv_heads"] = kv
+    for key, names in (("ffn_hidden", ("intermediate_size", "n_inner")),
+                       ("vocab", ("vocab_size",))):
+        v = _config_int(cfg, *names)
+        if v:
+            meta[key] = v
+    first = example_inputs[0] if example_inputs else None
+    if isinstance(first, torch.Tensor) and first.dim() == 2 and not first.is_floating_point():
+        meta["seq"] = int(first.shape[1])
+    if meta["kind"] in _LLAMA_LIKE:
+        meta.update(activation="swiglu", norm="rmsnorm", positions="rope", bias=False)
+    elif hasattr(cfg, "n_layer") or meta["kind"] == "gpt2":
+        meta.update(activation="gelu", norm="layernorm", positions="learned")
+        if isinstance(getattr(cfg, "bias", None), bool):
+            meta["bias"] = cfg.bias
+    tied = getattr(cfg, "tie_word_embeddings", True if hasattr(cfg, "n_layer") else None)
+    if isinstance(tied, bool):
+        meta["tied_embeddings"] = tied
+    return meta
+
+
 def export(model, example_inputs, path=None, *, name=None, microbatch=None, dtype="fp16",
            tflops=125.0, efficiency=0.5, hbm_gbps=900.0, measure_cuda=False, warmup=3,
            repeat=10, leaf_classes=(), trace="auto"):
@@ -1102,6 +1156,9 @@ def export(model, example_inputs, path=None, *, name=None, microbatch=None, dtyp
         traced = "real"
     graph = build_graph(gm, costs, name or type(model).__name__, microbatch)
     graph["exporter"]["traced"] = traced
+    meta = model_metadata(model, example_inputs)
+    if meta:
+        graph["model"] = meta
     if measure_cuda:
         if not measure(gm, graph, example_inputs, dtype, warmup, repeat):
             print("torch2planfarm: --measure: CUDA is not available; op times are analytic",

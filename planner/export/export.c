@@ -1,4 +1,5 @@
 #include "planner/export/export.h"
+#include "planner/export/export_megatron.h"
 #include "planner/ir/training.h"
 #include "planner/core/util.h"
 
@@ -620,8 +621,11 @@ static void megatron_training(const pf_export_t *x, FILE *f)
 int pf_export_write_megatron(const pf_export_t *x, FILE *f, char *err, size_t errlen)
 {
     const pf_plan_t *p = x->p;
-    int S = x->S;
+    int S = x->S, rc = pf_export_megatron_check(pf_graph_arch(x->g), x->layers, x->T, err, errlen);
+    if (rc != PF_OK)
+        return rc;
     put_header(x, f, "Megatron-LM arguments", "# ");
+    pf_export_megatron_model(pf_graph_arch(x->g), f);
     fprintf(f, "# %d pipeline stages x %d data-parallel replicas x %d tensor-parallel ranks = %d "
             "ranks.\n# The data-parallel size is implied: world / (pipeline x tensor). Ranks "
             "follow Megatron-LM's\n# order rank = pp x %d + dp x %d + tp; launch.sh puts each on "
@@ -633,14 +637,14 @@ int pf_export_write_megatron(const pf_export_t *x, FILE *f, char *err, size_t er
     fprintf(f, "    --tensor-model-parallel-size %d\n", x->T);
     fprintf(f, "    --pipeline-model-parallel-size %d\n", S);
     fprintf(f, "    --num-layers %d\n", x->layers);
-    int rc = megatron_layers(x, f, err, errlen);
+    rc = megatron_layers(x, f, err, errlen);
     if (rc != PF_OK)
         return rc;
     megatron_training(x, f);
     if (p->train.schedule == PF_SCHEDULE_GPIPE)
         fprintf(f, "    # the plan assumed GPipe; Megatron-LM runs 1F1B (fewer micro-batches in "
                 "flight)\n");
-    fprintf(f, ")\n");
+    fprintf(f, ")\nMEGATRON_ARGS=(\"${MEGATRON_MODEL_ARGS[@]}\" \"${MEGATRON_PARALLEL_ARGS[@]}\")\n");
     return finish(f, err, errlen);
 }
 

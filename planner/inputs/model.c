@@ -2,6 +2,7 @@
  * model_build.c builds the graphs (costs defined in model.h). */
 #include "planner/inputs/model.h"
 #include "planner/core/util.h"
+#include "planner/ir/arch.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -322,4 +323,29 @@ bool pf_model_op_expert(const pf_op_t *op)
 {
     return op && op->type && op->name && !strcmp(op->type, "linear") &&
            strstr(op->name, ".experts.") != NULL;
+}
+
+/* The generators' blocks (model_build.c): GPT, BERT and ViT are the original transformer
+ * (LayerNorm, GELU, learned positions, biased linears); llama and moe the Llama block (RMSNorm,
+ * SwiGLU, rotary, no biases, Touvron et al. 2023). The language models' head keeps its own
+ * h x V matrix (model_build.c: untied), so a framework must not tie it to the embedding or
+ * its memory would differ from the plan's. */
+int pf_model_arch(const pf_model_opts_t *o, pf_arch_t *a)
+{
+    pf_arch_init(a);
+    if (!pf_model_is_transformer(o->kind))
+        return PF_EINPUT;
+    int llama = pf_model_is_llama_like(o->kind);
+    snprintf(a->kind, sizeof a->kind, "%s", pf_model_kind_name(o->kind));
+    a->layers = o->layers, a->hidden = o->hidden, a->heads = o->heads;
+    a->kv_heads = pf_model_kv_heads(o), a->ffn_hidden = pf_model_ffn(o), a->seq = pf_model_seq(o);
+    snprintf(a->activation, sizeof a->activation, "%s", llama ? "swiglu" : "gelu");
+    snprintf(a->norm, sizeof a->norm, "%s", llama ? "rmsnorm" : "layernorm");
+    snprintf(a->positions, sizeof a->positions, "%s", llama ? "rope" : "learned");
+    a->bias = !llama;
+    if (o->kind != PF_MODEL_VIT)
+        a->vocab = o->vocab, a->tied_embeddings = 0;
+    if (o->kind == PF_MODEL_MOE)
+        a->experts = o->experts, a->top_k = o->top_k;
+    return PF_OK;
 }

@@ -157,6 +157,12 @@ int64_t pf_model_ffn(const pf_model_opts_t *o);      /* ffn, or 4 x hidden */
 int64_t pf_model_kv_heads(const pf_model_opts_t *o); /* kv heads (llama, moe), else heads */
 int64_t pf_model_seq(const pf_model_opts_t *o);      /* tokens per sample (ViT: patches + 1) */
 
+/* The graph's "model" metadata (planner/ir/arch.h) of a transformer kind: its shapes, and
+ * activation, norm, positions, biases and untied head as the generator builds them. PF_EINPUT
+ * (and `a` says nothing) for resnet and unet. Valid after pf_model_validate(). */
+typedef struct pf_arch pf_arch_t;
+int pf_model_arch(const pf_model_opts_t *o, pf_arch_t *a);
+
 /* An MoE expert weight: a linear whose name holds ".experts.<e>." (layers.N.moe.experts.E.gate,
  * .up, .down). Each expert sees tokens x top_k / experts rows; expert (or tensor) parallelism
  * may place or shard each expert on its own devices. */

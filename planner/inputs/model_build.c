@@ -2,6 +2,7 @@
  * analytic costs, from options model.c has validated. */
 #include "planner/inputs/model_build.h"
 #include "planner/core/util.h"
+#include "planner/ir/arch.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -690,6 +691,11 @@ int pf_model_build(const pf_model_opts_t *o, pf_graph_t **out, char *err, size_t
     if (b.failed) {
         rc = pf_fail(err, errlen, PF_ERR, "out of memory building the %s graph",
                      pf_model_kind_name(o->kind));
+        goto fail;
+    }
+    pf_arch_t arch;
+    if (pf_model_arch(o, &arch) == PF_OK && pf_graph_set_arch(b.g, &arch) != PF_OK) {
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto fail;
     }
     if ((rc = pf_graph_finalize(b.g, err, errlen)) != PF_OK)

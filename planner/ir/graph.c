@@ -1,5 +1,6 @@
 #include "planner/ir/graph.h"
 #include "planner/core/json.h"
+#include "planner/ir/arch.h"
 #include "planner/core/util.h"
 
 #include <math.h>
@@ -14,6 +15,7 @@ typedef struct {
 struct pf_graph {
     char *name;
     char *device_model; /* the device model the op times were priced on; NULL = not said */
+    pf_arch_t *arch;    /* the file's "model" object (arch.h); NULL = not said */
     int microbatch;
     int nops;
     size_t ops_cap;
@@ -47,7 +49,46 @@ pf_graph_t *pf_graph_new_like(const pf_graph_t *g)
     pf_graph_t *h = pf_graph_new(g->name, g->microbatch);
     if (h && g->device_model && pf_graph_set_device_model(h, g->device_model) != PF_OK)
         pf_graph_destroy(&h);
+    if (h && pf_graph_set_arch(h, g->arch) != PF_OK)
+        pf_graph_destroy(&h);
     return h;
+}
+
+/* The "model" metadata (arch.h): kept apart from the ops, read and written as one object. */
+int pf_graph_set_arch(pf_graph_t *g, const pf_arch_t *a)
+{
+    pf_arch_t *copy = NULL;
+    if (a && !(copy = malloc(sizeof *copy)))
+        return PF_ERR;
+    if (a)
+        *copy = *a;
+    free(g->arch);
+    g->arch = copy;
+    return PF_OK;
+}
+
+const pf_arch_t *pf_graph_arch(const pf_graph_t *g) { return g->arch; }
+
+static int read_arch(json_t *root, pf_graph_t *g, char *err, size_t errlen)
+{
+    json_t *m = json_object_get(root, "model");
+    pf_arch_t a;
+    int rc;
+    if (!m)
+        return PF_OK;
+    if ((rc = pf_arch_from_json(m, "graph.model", &a, err, errlen)) != PF_OK)
+        return rc;
+    if (pf_graph_set_arch(g, &a) != PF_OK)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    return PF_OK;
+}
+
+static void write_arch(pf_json_writer_t *w, const pf_graph_t *g)
+{
+    if (!g->arch)
+        return;
+    pf_json_writer_key(w, "model");
+    pf_arch_write(g->arch, w);
 }
 
 int pf_graph_set_device_model(pf_graph_t *g, const char *name)
@@ -68,6 +109,7 @@ void pf_graph_destroy(pf_graph_t **gp)
         return;
     pf_graph_t *g = *gp;
     free(g->device_model);
+    free(g->arch);
     for (int i = 0; i < g->nops; i++) {
         free((char *)g->ops[i].name);
         free((char *)g->ops[i].type);
@@ -648,6 +690,8 @@ static int from_json(json_t *root, pf_graph_t **out, char *err, size_t errlen)
         pf_graph_destroy(&g);
         return pf_fail(err, errlen, PF_ERR, "out of memory");
     }
+    if ((rc = read_arch(root, g, err, errlen)) != PF_OK)
+        goto fail;
     for (size_t i = 0; i < json_array_size(ops); i++) {
         pf_op_t op = {0};
         snprintf(path, sizeof path, "ops[%zu]", i);
@@ -745,6 +789,7 @@ static void emit_graph(pf_json_writer_t *w, const void *ctx)
         pf_json_writer_key(w, "device_model");
         pf_json_writer_str(w, g->device_model);
     }
+    write_arch(w, g);
     pf_json_writer_key(w, "ops");
     pf_json_writer_arr_begin(w);
     for (int i = 0; i < g->nops; i++) {

@@ -53,6 +53,12 @@ pf_graph_t *pf_graph_new_like(const pf_graph_t *g);
 const char *pf_graph_device_model(const pf_graph_t *g);
 int pf_graph_set_device_model(pf_graph_t *g, const char *name); /* copies; NULL clears */
 void pf_graph_destroy(pf_graph_t **g);
+/* The model the graph is (graph key "model", planner/ir/arch.h: layers, widths, heads, block
+ * kind), which exporters turn into a framework's model flags; NULL when the graph does not say
+ * (an imported or traced graph). Graphs derived with pf_graph_new_like keep it. */
+typedef struct pf_arch pf_arch_t;
+const pf_arch_t *pf_graph_arch(const pf_graph_t *g);
+int pf_graph_set_arch(pf_graph_t *g, const pf_arch_t *a); /* copies; NULL clears; PF_ERR: memory */
 
 /* Returns the new op's index, or -1 when out of memory. name and type are copied (NULL name
  * becomes "op<id>"). */

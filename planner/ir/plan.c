@@ -497,6 +497,13 @@ static int from_json(json_t *root, const pf_graph_t *g, const pf_cluster_t *c, p
 
     if (!json_is_object(root))
         return pf_fail(err, errlen, PF_EINPUT, "top level: not an object");
+    int64_t version;
+    if ((rc = pf_json_get_int(root, "plan", "version", PF_JSON_GET_POSITIVE, 1, &version, err,
+                              errlen)))
+        return rc;
+    if (version > PF_PLAN_VERSION)
+        return pf_fail(err, errlen, PF_EINPUT, "plan.version: %lld is newer than this planfarm "
+                       "reads (1 to %d)", (long long)version, PF_PLAN_VERSION);
     if ((rc = pf_json_get_string(root, "plan", "model", 0, "", &model, err, errlen)) ||
         (rc = pf_json_get_string(root, "plan", "cluster", 0, "", &cluster, err, errlen)) ||
         (rc = pf_json_get_int(root, "plan", "stages", PF_JSON_GET_REQUIRED | PF_JSON_GET_POSITIVE, 0, &stages, err,
@@ -701,6 +708,7 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
     const pf_graph_t *g = e->g;
     const pf_cluster_t *c = e->c;
     pf_json_writer_obj_begin(w);
+    pf_json_writer_key(w, "version"); pf_json_writer_int(w, PF_PLAN_VERSION);
     pf_json_writer_key(w, "model"); pf_json_writer_str(w, p->model ? p->model : pf_graph_name(g));
     pf_json_writer_key(w, "cluster"); pf_json_writer_str(w, p->cluster ? p->cluster : pf_cluster_name(c));
     pf_json_writer_key(w, "devices"); pf_json_writer_int(w, pf_cluster_ndevices(c));

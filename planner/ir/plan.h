@@ -116,6 +116,9 @@ int *pf_plan_op_stage(const pf_plan_t *p, int nops);
 int pf_plan_validate(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c, char *err,
                      size_t errlen);
 
+/* The plan file's "version" (DESIGN.md "Plan"): pf_plan_save writes it; a file without one is
+ * version 1 (plans written before it had a number), a newer one is refused. */
+#define PF_PLAN_VERSION 1
 int pf_plan_load(const char *path, const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t **out,
                  char *err, size_t errlen);
 /* The plan file's JSON onto an open stream. */

@@ -7,7 +7,8 @@
 # First, without torch: a block-search plan (micro-batch 2 of a graph made at 1, TP 2, sequence
 # parallelism, 2 virtual stages) exported for Megatron-LM writes only flags of Megatron-LM's
 # megatron/training/arguments.py (tests/data/megatron_args.txt, which names where each is
-# defined), with the plan's micro-batch, interleaving and sequence parallelism.
+# defined), with the plan's micro-batch, interleaving and sequence parallelism, and the model's
+# shape and block flags from the graph's "model" object (a graph without one: a comment instead).
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 PF_BIN=${PF_BIN:-$top/planfarm}
@@ -26,14 +27,35 @@ for f in $flags; do
         { echo "FAIL: export megatron wrote $f, not in tests/data/megatron_args.txt"; exit 1; }
 done
 for want in "--micro-batch-size 2" "--global-batch-size 64" "--sequence-parallel" \
-            "--num-layers-per-virtual-pipeline-stage "; do
-    grep -q -- "^    $want" "$tmp/brun/megatron_args.sh" ||
+            "--num-layers-per-virtual-pipeline-stage [0-9]*" "--num-layers 32" "--hidden-size 4096" \
+            "--ffn-hidden-size 11008" "--num-attention-heads 32" "--seq-length 4096" \
+            "--max-position-embeddings 4096" "--swiglu" "--normalization RMSNorm" \
+            "--position-embedding-type rope" "--untie-embeddings-and-output-weights" \
+            "--disable-bias-linear"; do
+    grep -q -- "^    $want\$" "$tmp/brun/megatron_args.sh" ||
         { echo "FAIL: export megatron did not write '$want'"; exit 1; }
 done
+# Megatron-LM's checks (validate_args, TransformerConfig): heads divisible by t, layers by p
+val() { sed -n "s/^    $1 \([0-9]*\)\$/\1/p" "$tmp/brun/megatron_args.sh"; }
+t=$(val --tensor-model-parallel-size) p=$(val --pipeline-model-parallel-size)
+if [ $(($(val --num-attention-heads) % t)) != 0 ] || [ $(($(val --num-layers) % p)) != 0 ]; then
+    echo "FAIL: heads or layers not divisible by t = $t, p = $p"; exit 1
+fi
+bash -c ". '$tmp/brun/megatron_args.sh' && [ \${#MEGATRON_ARGS[@]} -gt 20 ]" ||
+    { echo "FAIL: megatron_args.sh does not define MEGATRON_ARGS in bash"; exit 1; }
 echo "ok: export megatron of a block-search plan: $(echo $flags | wc -w) flags, all Megatron-LM's"
+# A graph without the "model" object (imported, traced): no model flags, a comment naming them
+grep -v '^  "model": ' "$tmp/ex/llama-7b.json" > "$tmp/bare.json"
+"$PF_BIN" export megatron "$tmp/bare.json" "$tmp/ex/dgx-h100x2.json" "$tmp/bplan.json" \
+    -o "$tmp/bare" 2>/dev/null
+if ! grep -q '^# Add its flags yourself: --hidden-size' "$tmp/bare/megatron_args.sh" ||
+    grep -q -- '--hidden-size [0-9]' "$tmp/bare/megatron_args.sh"; then
+    echo "FAIL: export of a graph without a model object"; exit 1
+fi
+echo "ok: a graph without a model object gets the flags to add as a comment"
 if ! "$py" -c 'import torch.distributed.run' >/dev/null 2>&1; then
     echo "SKIP export_launch (launch.sh): $py cannot import torch.distributed.run (Debian: python3-torch)"
-    echo "export_launch: 1 passed, 0 failed"
+    echo "export_launch: 2 passed, 0 failed"
     exit 0
 fi
 "$PF_BIN" plan "$tmp/ex/llama-7b.json" "$tmp/ex/dgx-h100x2.json" --layer-aligned --tp 4 \
@@ -68,4 +90,4 @@ if PATH="$tmp/bin:$PATH" sh "$tmp/run/launch.sh" nohost x.py 2>/dev/null; then
     echo "FAIL: launch.sh ran for a host not in the plan"; exit 1
 fi
 echo "ok: an unknown host is refused"
-echo "export_launch: 4 passed, 0 failed"
+echo "export_launch: 5 passed, 0 failed"

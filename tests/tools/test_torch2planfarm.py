@@ -798,6 +798,55 @@ class TestPricing(Base):
                           "/nonexistent/ckpt.pt" % os.path.abspath(__file__)])
 
 
+class TestModelMetadata(Base):
+    """The graph's "model" object from the configuration a model carries (nanoGPT's GPTConfig,
+    a Hugging Face config), read back by planfarm and turned into Megatron-LM's model flags;
+    a model without one gets none."""
+
+    def test_nanogpt_config(self):
+        import types
+        model, inputs = nanogpt()
+        model.config = types.SimpleNamespace(n_layer=2, n_head=4, n_embd=64, vocab_size=1000,
+                                             block_size=32, bias=True)
+        path = os.path.join(self.dir, "nano-meta.json")
+        g = t2p.export(model, inputs, path)
+        self.assertEqual(g["model"], {"kind": "nanogpt", "layers": 2, "hidden": 64, "heads": 4,
+                                      "vocab": 1000, "seq": 32, "activation": "gelu",
+                                      "norm": "layernorm", "positions": "learned",
+                                      "bias": True, "tied_embeddings": True})
+        r = run(planfarm_bin(), "check", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_llama_config_to_megatron(self):
+        import types
+        model = TinyLlama()
+        model.config = types.SimpleNamespace(model_type="llama", num_hidden_layers=2,
+                                             hidden_size=64, num_attention_heads=8,
+                                             num_key_value_heads=2, intermediate_size=128,
+                                             vocab_size=128, hidden_act="silu",
+                                             tie_word_embeddings=False)
+        path = os.path.join(self.dir, "llama-meta.json")
+        g = t2p.export(model, torch.zeros(2, 16, dtype=torch.long), path)
+        self.assertEqual(g["model"]["kv_heads"], 2)
+        self.assertEqual((g["model"]["activation"], g["model"]["norm"], g["model"]["positions"]),
+                         ("swiglu", "rmsnorm", "rope"))
+        plan = os.path.join(self.dir, "llama-meta-plan.json")
+        r = run(planfarm_bin(), "plan", path, dgx_h100x2(self.dir), "--tp", "2",
+                "--layer-aligned", "-o", plan)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = run(planfarm_bin(), "export", "megatron", path, dgx_h100x2(self.dir), plan)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for flag in ("--hidden-size 64", "--num-attention-heads 8", "--group-query-attention",
+                     "--num-query-groups 2", "--ffn-hidden-size 128", "--seq-length 16",
+                     "--swiglu", "--normalization RMSNorm", "--position-embedding-type rope",
+                     "--untie-embeddings-and-output-weights"):
+            self.assertIn("    %s\n" % flag, r.stdout)
+
+    def test_no_config(self):
+        model, inputs = nanogpt()
+        self.assertNotIn("model", t2p.export(model, inputs))
+
+
 def main():
     if torch is None:
         print("SKIP test_torch2planfarm: torch is not importable by %s (Debian: apt-get install "

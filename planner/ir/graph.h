@@ -6,37 +6,12 @@
 #ifndef PF_GRAPH_H
 #define PF_GRAPH_H
 
+#include "planner/ir/op.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
 typedef struct pf_graph pf_graph_t;
-
-#define PF_SHAPE_MAX 8
-typedef struct {
-    int ndim; /* 0 = absent */
-    int64_t dim[PF_SHAPE_MAX];
-} pf_shape_t;
-
-/* The work an op does per micro-batch of one replica, what a device model prices (DESIGN.md
- * "Files", graph keys fwd_flops, bwd_flops, bytes_read, bytes_written, gemm). 0 = not known.
- * A GEMM-like op also gives its forward product: `gemm_batch` products of (m x k) @ (k x n);
- * gemm_m = 0 when the op is not one. */
-typedef struct {
-    double fwd_flops, bwd_flops;
-    double bytes_read, bytes_written;
-    int64_t gemm_m, gemm_n, gemm_k, gemm_batch;
-} pf_op_work_t;
-
-/* One operator. Costs are per micro-batch of one replica. */
-typedef struct {
-    int64_t id;       /* id in the file; unique */
-    const char *name; /* hierarchical, dotted; owned by the graph once added */
-    const char *type; /* free text: matmul, linear, conv, layernorm, ... */
-    double fwd_ms, bwd_ms;
-    double param_bytes, mem_fwd_bytes, mem_bwd_bytes;
-    pf_shape_t weight, input, output;
-    pf_op_work_t work;
-} pf_op_t;
 
 typedef struct {
     int src, dst; /* op indices */

@@ -72,12 +72,15 @@ double pf_graph_longest_path_ms(const pf_graph_t *g);
 /* Files. The version pf_graph_save writes: 2 added the ops' work keys (fwd_flops, bwd_flops,
  * bytes_read, bytes_written, gemm); files without "version" are version 1 and load unchanged. */
 #define PF_GRAPH_VERSION 2
-/* Files. load returns PF_OK, PF_EINPUT (message "<file>: <place>: <problem>") or PF_ERR. */
+/* Files. load returns PF_OK, PF_EINPUT (message "<file>: <place>: <problem>", or for a syntax
+ * error "<file>:<line>:<column>: <jansson's message>") or PF_ERR. Both read the text element by
+ * element (json_stream.h): no tree of the whole file is built (a 200,000-op file's tree was
+ * 319 MB), and the graph and the messages are those of pf_graph_from_json on the parsed text. */
 int pf_graph_load(const char *path, pf_graph_t **out, char *err, size_t errlen);
 int pf_graph_load_buffer(const char *text, size_t len, const char *label, pf_graph_t **out,
                          char *err, size_t errlen);
-/* The graph of a JSON root already parsed (check parses once to tell the kind); the root stays
- * the caller's, errors start with label. */
+/* The graph of a JSON root already parsed; the root stays the caller's, errors start with
+ * label. */
 struct json_t;
 int pf_graph_from_json(struct json_t *root, const char *label, pf_graph_t **out, char *err,
                     size_t errlen);

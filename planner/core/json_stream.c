@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Where the reader is in the top-level object. */
 enum { ST_START, ST_KEY, ST_VALUE, ST_ARRAY, ST_AFTER, ST_END, ST_DONE };
@@ -505,8 +506,11 @@ int pf_json_stream_read_file(const char *path, char **buf, size_t *len, char *er
     *len = 0;
     if (!f)
         return pf_fail(err, errlen, PF_EINPUT, "%s: %s", label, strerror(errno));
+    struct stat st;
     int oom = 0;
-    for (;;) { /* at least 64 KiB free for each read, and room for the terminating NUL */
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        oom = pf_grow((void **)&b, &cap, (size_t)st.st_size + (1 << 16), 1) != 0; /* one block */
+    for (; !oom;) { /* at least 64 KiB free for each read, and room for the terminating NUL */
         if ((oom = pf_grow((void **)&b, &cap, n + (1 << 16), 1) != 0))
             break;
         size_t got = fread(b + n, 1, cap - n - 1, f);

@@ -1,8 +1,11 @@
 /* graph: building, validation, the file format's errors and round trips. */
 #include "planner/ir/graph.h"
+#include "planner/core/json.h"
+#include "planner/core/json_stream.h"
 #include "planner/core/util.h"
 #include "tests/testutil.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -465,6 +468,235 @@ static void test_device_model(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "graph.device_model: empty"));
 }
 
+/* ---- the streaming reader (pf_graph_load_buffer) against the tree reader ---- */
+
+/* The tree reader: the whole text parsed by jansson, then converted (pf_graph_from_json). */
+static int load_tree(const char *text, size_t len, pf_graph_t **g, char *err, size_t errlen)
+{
+    json_t *root;
+    *g = NULL;
+    int rc = pf_json_load_buffer(text, len, "x.json", &root, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    rc = pf_graph_from_json(root, "x.json", g, err, errlen);
+    json_decref(root);
+    return rc;
+}
+
+/* g as its file's text (caller frees). */
+static char *graph_text(const pf_graph_t *g, const char *name)
+{
+    char path[512], err[256], *buf = NULL;
+    size_t len;
+    snprintf(path, sizeof path, "%s/%s", pf_test_tmpdir(), name);
+    if (pf_graph_save(g, path, err, sizeof err) != PF_OK ||
+        pf_json_stream_read_file(path, &buf, &len, err, sizeof err) != PF_OK)
+        return NULL;
+    return buf;
+}
+
+/* Every field of two graphs equal, numbers bit for bit. */
+static int same_graph(const pf_graph_t *a, const pf_graph_t *b)
+{
+    const char *da = pf_graph_device_model(a), *db = pf_graph_device_model(b);
+    if (strcmp(pf_graph_name(a), pf_graph_name(b)) ||
+        pf_graph_microbatch(a) != pf_graph_microbatch(b) ||
+        (da || db ? !da || !db || strcmp(da, db) : 0) || pf_graph_nops(a) != pf_graph_nops(b) ||
+        pf_graph_nedges(a) != pf_graph_nedges(b))
+        return 0;
+    for (int v = 0; v < pf_graph_nops(a); v++) {
+        const pf_op_t *x = pf_graph_op(a, v), *y = pf_graph_op(b, v);
+        const double dx[] = {x->fwd_ms, x->bwd_ms, x->param_bytes, x->mem_fwd_bytes,
+                             x->mem_bwd_bytes, x->work.fwd_flops, x->work.bwd_flops,
+                             x->work.bytes_read, x->work.bytes_written};
+        const double dy[] = {y->fwd_ms, y->bwd_ms, y->param_bytes, y->mem_fwd_bytes,
+                             y->mem_bwd_bytes, y->work.fwd_flops, y->work.bwd_flops,
+                             y->work.bytes_read, y->work.bytes_written};
+        const pf_shape_t *sx[] = {&x->weight, &x->input, &x->output};
+        const pf_shape_t *sy[] = {&y->weight, &y->input, &y->output};
+        if (x->id != y->id || strcmp(x->name, y->name) || strcmp(x->type, y->type) ||
+            memcmp(dx, dy, sizeof dx) != 0 || x->work.gemm_m != y->work.gemm_m ||
+            x->work.gemm_n != y->work.gemm_n || x->work.gemm_k != y->work.gemm_k ||
+            x->work.gemm_batch != y->work.gemm_batch)
+            return 0;
+        for (int k = 0; k < 3; k++)
+            if (sx[k]->ndim != sy[k]->ndim ||
+                memcmp(sx[k]->dim, sy[k]->dim, (size_t)sx[k]->ndim * sizeof sx[k]->dim[0]))
+                return 0;
+    }
+    for (int e = 0; e < pf_graph_nedges(a); e++) {
+        const pf_edge_t *x = pf_graph_edge(a, e), *y = pf_graph_edge(b, e);
+        if (x->src != y->src || x->dst != y->dst || memcmp(&x->bytes, &y->bytes, sizeof x->bytes))
+            return 0;
+    }
+    return 1;
+}
+
+/* Both readers on text: the same code, the same message, the same graph. */
+static int same_both_ways(const char *text, size_t len, const char *what)
+{
+    char e1[1024] = "", e2[1024] = "";
+    pf_graph_t *g1, *g2;
+    int r1 = load_tree(text, len, &g1, e1, sizeof e1);
+    int r2 = pf_graph_load_buffer(text, len, "x.json", &g2, e2, sizeof e2);
+    int same = r1 == r2 && (r1 == PF_OK || strcmp(e1, e2) == 0);
+    if (same && r1 == PF_OK)
+        same = same_graph(g1, g2);
+    if (!same)
+        fprintf(stderr, "\n  %s: tree %d '%s', stream %d '%s'\n", what, r1, e1, r2, e2);
+    pf_graph_destroy(&g1);
+    pf_graph_destroy(&g2);
+    return same;
+}
+
+/* Every file of a fuzz corpus folder (under tests/, next to PF_DATA); the count read. */
+static int same_on_corpus(const char *folder)
+{
+    char dir[512], path[1024];
+    int n = 0;
+    snprintf(dir, sizeof dir, "%s/../fuzz/corpus/%s", pf_test_data("", path, sizeof path), folder);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char *buf = NULL;
+        size_t len = 0;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "rb");
+        if (f && (buf = malloc(1 << 20)))
+            len = fread(buf, 1, 1 << 20, f);
+        if (f)
+            fclose(f);
+        CU_ASSERT(buf && same_both_ways(buf, len, path));
+        free(buf);
+        n++;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static const char *const reordered =
+    "{\"edges\": [{\"src\": 1, \"dst\": 2, \"bytes\": 1e3}, {\"src\": 2, \"dst\": 7, \"bytes\": 0}],\n"
+    " \"version\": 2, \"device_model\": \"a100-80g\",\n"
+    " \"ops\": [{\"id\": 1, \"name\": \"a\\\"b\\\\c\\u00e9\\n]\", \"type\": \"x[y]{z}\", \"fwd_ms\": 1,"
+    " \"bwd_ms\": 2.5e-1, \"gemm\": {\"m\": 2, \"n\": 3, \"k\": 4, \"batch\": 1},"
+    " \"extra\": [[1, [2]], {\"q\": \"]\"}]},\n"
+    "  {\"id\": 2, \"name\": \"\xc3\xbc\xe6\x97\xa5\", \"fwd_ms\": 0, \"bwd_ms\": 0, \"weight\": [1, 2, 3]},\n"
+    "  {\"id\": 7, \"fwd_ms\": 3, \"bwd_ms\": -0.0, \"fwd_flops\": 1e12}],\n"
+    " \"name\": \"g2\", \"microbatch\": 2, \"junk\": {\"a\": [1, 2, {\"b\": null}]}\n}\n";
+
+static void test_stream_same_graphs(void)
+{
+    char path[512], err[256], *text, *v1;
+    size_t len;
+    CU_ASSERT_TRUE(same_both_ways(reordered, strlen(reordered), "reordered"));
+    pf_graph_t *g;
+    CU_ASSERT_EQUAL_FATAL(pf_graph_load_buffer(reordered, strlen(reordered), "r.json", &g, err,
+                                               sizeof err),
+                          PF_OK);
+    CU_ASSERT_STRING_EQUAL(pf_graph_name(g), "g2");
+    CU_ASSERT_STRING_EQUAL(pf_graph_op(g, 0)->name, "a\"b\\c\xc3\xa9\n]");
+    CU_ASSERT_EQUAL(pf_graph_op(g, 0)->work.gemm_k, 4);
+    CU_ASSERT_EQUAL(pf_graph_edge(g, 1)->dst, 2); /* op 7 is index 2 */
+    pf_graph_destroy(&g);
+    /* a version 1 file, and a generated graph written by pf_graph_save */
+    pf_test_data("graph-v1.json", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(pf_json_stream_read_file(path, &v1, &len, err, sizeof err), PF_OK);
+    CU_ASSERT_TRUE(same_both_ways(v1, len, "graph-v1.json"));
+    free(v1);
+    g = pf_test_random_dag(7, 300, 0.05);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    text = graph_text(g, "dag.json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_TRUE(same_both_ways(text, strlen(text), "random dag"));
+    free(text);
+    pf_graph_destroy(&g);
+    /* the fuzz corpora: mostly broken files, whose messages must match */
+    CU_ASSERT(same_on_corpus("graph_json") > 0);
+    same_on_corpus("gen_files");
+}
+
+/* Cut at every byte, and each byte replaced by, or preceded by, a character that breaks the
+ * structure: both readers say the same. */
+static void test_stream_mutations(void)
+{
+    char path[512], err[256], *text;
+    size_t len;
+    static const char subs[] = ",}]{\"\\x-\n";
+    pf_test_data("graph-v1.json", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(pf_json_stream_read_file(path, &text, &len, err, sizeof err), PF_OK);
+    char *m = malloc(len + 2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    int bad = 0;
+    for (size_t k = 0; k <= len && bad < 5; k++)
+        bad += !same_both_ways(text, k, "cut");
+    for (size_t i = 0; i < len && bad < 5; i++) {
+        for (size_t c = 0; c + 1 < sizeof subs; c++) {
+            memcpy(m, text, len);
+            m[i] = subs[c];
+            bad += !same_both_ways(m, len, "replaced");
+            memcpy(m, text, i);
+            m[i] = subs[c];
+            memcpy(m + i + 1, text + i, len - i);
+            bad += !same_both_ways(m, len + 1, "inserted");
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    free(m);
+    free(text);
+}
+
+/* Which error wins when a text has several: a syntax error anywhere, then the top level's keys,
+ * then the ops, then the edges in order (dangling or malformed), whatever the keys' order. */
+static void test_stream_error_order(void)
+{
+    static const struct {
+        const char *text, *expect;
+    } cases[] = {
+        /* a bad op early, the text cut late: the cut (the tree reader never converted) */
+        {"{\"ops\": [{\"id\": 0, \"fwd_ms\": -1, \"bwd_ms\": 1}],\n\"edges\": [",
+         "x.json:2:10: ']' expected near end of file"},
+        /* a bad edge and a bad op before the top level's bad key */
+        {"{\"edges\": [{\"src\": 0}], \"ops\": [{\"id\": 0, \"fwd_ms\": -1, \"bwd_ms\": 1}], "
+         "\"microbatch\": 0}",
+         "x.json: graph.microbatch: zero"},
+        {"{\"edges\": [{\"src\": 0}], \"ops\": [{\"id\": 0, \"fwd_ms\": -1, \"bwd_ms\": 1}]}",
+         "x.json: ops[0].fwd_ms: negative (-1)"},
+        /* an edge to no op before a malformed one, and the other way round */
+        {"{\"edges\": [{\"src\": 0, \"dst\": 9, \"bytes\": 1}, {\"dst\": 0}], \"ops\": [{\"id\": 0, "
+         "\"fwd_ms\": 1, \"bwd_ms\": 1}]}",
+         "x.json: edges[0]: dst 9 is not an op"},
+        {"{\"edges\": [{\"dst\": 0}, {\"src\": 0, \"dst\": 9, \"bytes\": 1}], \"ops\": [{\"id\": 0, "
+         "\"fwd_ms\": 1, \"bwd_ms\": 1}]}",
+         "x.json: edges[0].src: missing"},
+        /* an element that is not an object: the whole text as one tree */
+        {"{\"ops\": [1], \"edges\": []}", "x.json: ops[0]: not an object"},
+        {"{\"ops\": {}, \"edges\": []}", "x.json: graph.ops: not an array"},
+        {"{\"ops\": [{\"id\": 3, \"fwd_ms\": 1, \"bwd_ms\": 1}, {\"id\": 3, \"fwd_ms\": 1, "
+         "\"bwd_ms\": 1}], \"edges\": []}",
+         "x.json: ops[1].id: duplicate id 3 (also ops[0])"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char err[512] = "";
+        pf_graph_t *g;
+        CU_ASSERT_EQUAL(pf_graph_load_buffer(cases[i].text, strlen(cases[i].text), "x.json", &g,
+                                             err, sizeof err),
+                        PF_EINPUT);
+        CU_ASSERT_TRUE(pf_test_err_from(err, "x.json", cases[i].expect, i));
+        CU_ASSERT_EQUAL(strlen(err), strlen(cases[i].expect));
+        CU_ASSERT_TRUE(same_both_ways(cases[i].text, strlen(cases[i].text), "order"));
+    }
+    /* from a file: its name, the line and column in the whole file */
+    char err[512];
+    pf_graph_t *g;
+    const char *path = pf_test_write("cut.json", "{\"ops\": [\n  {\"id\": 0, \"fwd_ms\": 1,\n");
+    CU_ASSERT_EQUAL(pf_graph_load(path, &g, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_TRUE(pf_test_err_from(err, "cut.json", "cut.json:3:0: string or '}' expected near "
+                                                     "end of file", 0));
+}
+
 void pf_suite_graph(void)
 {
     CU_pSuite s = CU_add_suite("graph", NULL, NULL);
@@ -480,4 +712,10 @@ void pf_suite_graph(void)
     CU_add_test(s, "a NUL byte anywhere: line, column and byte offset", test_nul_bytes);
     CU_add_test(s, "names over 256 bytes refused with the place", test_long_names);
     CU_add_test(s, "device_model read, written and kept by derived graphs", test_device_model);
+    CU_add_test(s, "streaming and tree readers: same graphs, same corpus messages",
+                test_stream_same_graphs);
+    CU_add_test(s, "streaming and tree readers: same messages on cut and broken texts",
+                test_stream_mutations);
+    CU_add_test(s, "which error wins: syntax, top level, ops, edges, whatever the key order",
+                test_stream_error_order);
 }

@@ -86,17 +86,24 @@ int pf_json_load_file(const char *path, json_t **out, char *err, size_t errlen)
     return rc;
 }
 
+int pf_json_check_nul(const char *text, size_t len, const char *label, char *err, size_t errlen)
+{
+    const char *z = memchr(text, 0, len);
+    if (!z)
+        return PF_OK;
+    long line = 1, col = 1;
+    locate(text, (size_t)(z - text), &line, &col);
+    return nul_error(label, line, col, (size_t)(z - text), err, errlen);
+}
+
 int pf_json_load_buffer(const char *text, size_t len, const char *label, json_t **out,
                         char *err, size_t errlen)
 {
     json_error_t je;
     *out = NULL;
-    const char *z = memchr(text, 0, len);
-    if (z) {
-        long line = 1, col = 1;
-        locate(text, (size_t)(z - text), &line, &col);
-        return nul_error(label, line, col, (size_t)(z - text), err, errlen);
-    }
+    int rc = pf_json_check_nul(text, len, label, err, errlen);
+    if (rc != PF_OK)
+        return rc;
     *out = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     return *out ? PF_OK : load_error(&je, label, err, errlen);
 }

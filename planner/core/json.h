@@ -18,6 +18,10 @@ int pf_json_load_file(const char *path, json_t **out, char *err, size_t errlen);
 int pf_json_load_buffer(const char *text, size_t len, const char *label, json_t **out,
                         char *err, size_t errlen);
 
+/* PF_OK, or PF_EINPUT "<label>:<line>:<col>: NUL byte at byte offset N" for the first NUL byte
+ * of text[0..len) (every reader refuses one: jansson takes one after a number as the end). */
+int pf_json_check_nul(const char *text, size_t len, const char *label, char *err, size_t errlen);
+
 /* Parse a file or buffer and hand the root to `convert`; when convert fails, its message gets the
  * file name (or label) in front: "<file>: ops[3].fwd_ms: negative". */
 typedef int (*pf_json_convert_fn)(json_t *root, void *ctx, char *err, size_t errlen);

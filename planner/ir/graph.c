@@ -1,6 +1,8 @@
 #include "planner/ir/graph.h"
 #include "planner/core/json.h"
+#include "planner/core/json_stream.h"
 #include "planner/ir/arch.h"
+#include "planner/ir/graph_json.h"
 #include "planner/core/util.h"
 
 #include <math.h>
@@ -78,17 +80,8 @@ static int read_arch(json_t *root, pf_graph_t *g, char *err, size_t errlen)
         return PF_OK;
     if ((rc = pf_arch_from_json(m, "graph.model", &a, err, errlen)) != PF_OK)
         return rc;
-    if (pf_graph_set_arch(g, &a) != PF_OK)
-        return pf_fail(err, errlen, PF_ERR, "out of memory");
-    return PF_OK;
-}
-
-static void write_arch(pf_json_writer_t *w, const pf_graph_t *g)
-{
-    if (!g->arch)
-        return;
-    pf_json_writer_key(w, "model");
-    pf_arch_write(g->arch, w);
+    return pf_graph_set_arch(g, &a) == PF_OK ? PF_OK
+                                             : pf_fail(err, errlen, PF_ERR, "out of memory");
 }
 
 int pf_graph_set_device_model(pf_graph_t *g, const char *name)
@@ -195,6 +188,29 @@ static int lookup_id(const id_index_t *ids, int n, int64_t id)
     return -1;
 }
 
+/* pf_check_range on ops[i].key (edges[i].key), the place written only for a value out of range:
+ * a 200,000-op graph has two million values to check and printing each place was a tenth of
+ * reading it (issue 26 item 7). */
+static int check_value(double v, double max, const char *unit, const char *array, int i,
+                       const char *key, char *err, size_t errlen)
+{
+    char where[80];
+    if (isfinite(v) && v >= 0 && v <= max)
+        return PF_OK;
+    snprintf(where, sizeof where, "%s[%d].%s", array, i, key);
+    return pf_check_range(v, max, unit, where, err, errlen);
+}
+
+/* pf_check_name on ops[i].key, the same way. */
+static int check_op_name(const char *name, int i, const char *key, char *err, size_t errlen)
+{
+    char where[64];
+    if (pf_check_name(name, "", NULL, 0) == PF_OK)
+        return PF_OK;
+    snprintf(where, sizeof where, "ops[%d].%s", i, key);
+    return pf_check_name(name, where, err, errlen);
+}
+
 /* A GEMM shape's dimensions are counts: up to 2^53, where doubles still count them exactly. */
 #define GEMM_DIM_MAX ((int64_t)1 << 53)
 
@@ -202,7 +218,6 @@ static int lookup_id(const id_index_t *ids, int n, int64_t id)
  * dimensions positive, or none (gemm_m = ... = 0: not a GEMM). */
 static int check_work(const pf_op_work_t *w, int i, char *err, size_t errlen)
 {
-    char where[64];
     int rc;
     const struct {
         const char *key, *unit;
@@ -211,11 +226,9 @@ static int check_work(const pf_op_work_t *w, int i, char *err, size_t errlen)
              {"bwd_flops", "FLOPs", w->bwd_flops, PF_MAX_FLOPS},
              {"bytes_read", "bytes", w->bytes_read, PF_MAX_BYTES},
              {"bytes_written", "bytes", w->bytes_written, PF_MAX_BYTES}};
-    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
-        snprintf(where, sizeof where, "ops[%d].%s", i, f[k].key);
-        if ((rc = pf_check_range(f[k].v, f[k].max, f[k].unit, where, err, errlen)) != PF_OK)
+    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
+        if ((rc = check_value(f[k].v, f[k].max, f[k].unit, "ops", i, f[k].key, err, errlen)))
             return rc;
-    }
     const struct {
         const char *key;
         int64_t v;
@@ -236,7 +249,6 @@ static int check_work(const pf_op_work_t *w, int i, char *err, size_t errlen)
  * within the bounds of util.h. */
 static int check_ops(const pf_graph_t *g, char *err, size_t errlen)
 {
-    char where[64];
     int rc;
     if ((rc = pf_check_name(g->name, "graph.name", err, errlen)) != PF_OK)
         return rc;
@@ -245,11 +257,8 @@ static int check_ops(const pf_graph_t *g, char *err, size_t errlen)
         if (o->id < 0)
             return pf_fail(err, errlen, PF_EINPUT, "ops[%d].id: negative (%lld)", i,
                            (long long)o->id);
-        snprintf(where, sizeof where, "ops[%d].name", i);
-        if ((rc = pf_check_name(o->name, where, err, errlen)) != PF_OK)
-            return rc;
-        snprintf(where, sizeof where, "ops[%d].type", i);
-        if ((rc = pf_check_name(o->type, where, err, errlen)) != PF_OK)
+        if ((rc = check_op_name(o->name, i, "name", err, errlen)) ||
+            (rc = check_op_name(o->type, i, "type", err, errlen)))
             return rc;
         const struct {
             const char *key, *unit;
@@ -259,18 +268,16 @@ static int check_ops(const pf_graph_t *g, char *err, size_t errlen)
                  {"param_bytes", "bytes", o->param_bytes, PF_MAX_BYTES},
                  {"mem_fwd_bytes", "bytes", o->mem_fwd_bytes, PF_MAX_BYTES},
                  {"mem_bwd_bytes", "bytes", o->mem_bwd_bytes, PF_MAX_BYTES}};
-        for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
-            snprintf(where, sizeof where, "ops[%d].%s", i, f[k].key);
-            if ((rc = pf_check_range(f[k].v, f[k].max, f[k].unit, where, err, errlen)) != PF_OK)
+        for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
+            if ((rc = check_value(f[k].v, f[k].max, f[k].unit, "ops", i, f[k].key, err, errlen)))
                 return rc;
-        }
         if ((rc = check_work(&o->work, i, err, errlen)) != PF_OK)
             return rc;
     }
     for (int e = 0; e < g->nedges; e++) {
         const pf_edge_t *ed = &g->edges[e];
-        snprintf(where, sizeof where, "edges[%d].bytes", e);
-        if ((rc = pf_check_range(ed->bytes, PF_MAX_BYTES, "bytes", where, err, errlen)) != PF_OK)
+        if ((rc = check_value(ed->bytes, PF_MAX_BYTES, "bytes", "edges", e, "bytes", err,
+                              errlen)))
             return rc;
         if (ed->src == ed->dst)
             return pf_fail(err, errlen, PF_EINPUT, "edges[%d]: self-loop on op %lld", e,
@@ -544,122 +551,96 @@ double pf_graph_longest_path_ms(const pf_graph_t *g)
 
 /* ---- files ---- */
 
-static int read_shape(json_t *o, const char *path, const char *key, pf_shape_t *s, char *err,
-                      size_t errlen)
+/* Reading a graph file, shared by the tree reader (pf_graph_from_json: a parsed root) and the
+ * streaming one (pf_graph_load, pf_graph_load_buffer: json_stream.h, no tree of the whole file):
+ * both take the ops and edges one element at a time, keep the first bad one, and report it
+ * after the top level's keys in the order the checks below run, so that the two give the same
+ * graph and the same message for the same text whatever the order of the keys in the file. */
+typedef pf_graph_json_edge_t raw_edge_t; /* endpoints are file ids until all ops are read */
+
+#define READ_ERRLEN 1024
+
+typedef struct {
+    pf_graph_t *g;      /* the ops read so far; name and micro-batch set by check_header */
+    raw_edge_t *edges;  /* the edges read before the first bad one */
+    size_t nedges, edges_cap;
+    size_t nops_seen, nedges_seen; /* elements of the file's "ops" and "edges" */
+    int op_rc, edge_rc;            /* the first bad op and edge (PF_OK: none yet) */
+    char op_err[READ_ERRLEN], edge_err[READ_ERRLEN];
+} reading_t;
+
+static int reading_init(reading_t *r)
 {
-    return pf_json_get_int_array(o, path, key, s->dim, PF_SHAPE_MAX, &s->ndim, err, errlen);
+    memset(r, 0, sizeof *r);
+    r->g = pf_graph_new(NULL, 1);
+    return r->g ? PF_OK : PF_ERR;
 }
 
-/* An op's numbers, read in this order (the first bad one is the error). */
-static const struct {
-    const char *key;
-    int flags;
-    size_t offset;
-} op_numbers[] = {
-    {"fwd_ms", PF_JSON_GET_REQUIRED | PF_JSON_GET_NONNEG, offsetof(pf_op_t, fwd_ms)},
-    {"bwd_ms", PF_JSON_GET_REQUIRED | PF_JSON_GET_NONNEG, offsetof(pf_op_t, bwd_ms)},
-    {"param_bytes", PF_JSON_GET_NONNEG, offsetof(pf_op_t, param_bytes)},
-    {"mem_fwd_bytes", PF_JSON_GET_NONNEG, offsetof(pf_op_t, mem_fwd_bytes)},
-    {"mem_bwd_bytes", PF_JSON_GET_NONNEG, offsetof(pf_op_t, mem_bwd_bytes)},
-};
-
-/* Version 2's work keys (DESIGN.md "Files"): all optional, 0 = unknown. A "gemm" object gives
- * all four dimensions; the ranges are check_work's, run by finalize. */
-static int work_from_json(json_t *o, const char *path, pf_op_work_t *w, char *err, size_t errlen)
+static void reading_free(reading_t *r)
 {
-    const struct {
-        const char *key;
-        double *out;
-    } f[] = {{"fwd_flops", &w->fwd_flops},
-             {"bwd_flops", &w->bwd_flops},
-             {"bytes_read", &w->bytes_read},
-             {"bytes_written", &w->bytes_written}};
-    int rc;
-    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
-        if ((rc = pf_json_get_number(o, path, f[k].key, PF_JSON_GET_NONNEG, 0, f[k].out, err,
-                                     errlen)))
-            return rc;
-    json_t *gm = json_object_get(o, "gemm");
-    if (!gm)
-        return PF_OK;
-    char gpath[64];
-    snprintf(gpath, sizeof gpath, "%s.gemm", path);
-    if (!json_is_object(gm))
-        return pf_fail(err, errlen, PF_EINPUT, "%s: not an object", gpath);
-    const int req = PF_JSON_GET_REQUIRED | PF_JSON_GET_POSITIVE;
-    if ((rc = pf_json_get_int(gm, gpath, "m", req, 0, &w->gemm_m, err, errlen)) ||
-        (rc = pf_json_get_int(gm, gpath, "n", req, 0, &w->gemm_n, err, errlen)) ||
-        (rc = pf_json_get_int(gm, gpath, "k", req, 0, &w->gemm_k, err, errlen)) ||
-        (rc = pf_json_get_int(gm, gpath, "batch", req, 0, &w->gemm_batch, err, errlen)))
-        return rc;
-    return PF_OK;
+    pf_graph_destroy(&r->g);
+    free(r->edges);
 }
 
-/* ops[i] into op (its strings point into the JSON). */
-static int op_from_json(json_t *o, const char *path, pf_op_t *op, char *err, size_t errlen)
+/* ops[i], the next element of "ops" (i counted here). */
+static void take_op(reading_t *r, json_t *o)
 {
-    int rc;
-    if (!json_is_object(o))
-        return pf_fail(err, errlen, PF_EINPUT, "%s: not an object", path);
-    if ((rc = pf_json_get_int(o, path, "id", PF_JSON_GET_REQUIRED, 0, &op->id, err, errlen)) ||
-        (rc = pf_json_get_string(o, path, "name", 0, NULL, &op->name, err, errlen)) ||
-        (rc = pf_json_get_string(o, path, "type", 0, "", &op->type, err, errlen)))
-        return rc;
-    for (size_t k = 0; k < sizeof op_numbers / sizeof op_numbers[0]; k++)
-        if ((rc = pf_json_get_number(o, path, op_numbers[k].key, op_numbers[k].flags, 0,
-                                     (double *)((char *)op + op_numbers[k].offset), err, errlen)))
-            return rc;
-    if ((rc = read_shape(o, path, "weight", &op->weight, err, errlen)) ||
-        (rc = read_shape(o, path, "input", &op->input, err, errlen)) ||
-        (rc = read_shape(o, path, "output", &op->output, err, errlen)) ||
-        (rc = work_from_json(o, path, &op->work, err, errlen)))
-        return rc;
-    return PF_OK;
-}
-
-/* Edge endpoints are file ids; the graph's own id index is built by finalize. */
-static int edges_from_json(pf_graph_t *g, json_t *edges, char *err, size_t errlen)
-{
-    int n = g->nops, rc = PF_OK;
+    size_t i = r->nops_seen++;
     char path[48];
-    id_index_t *ids = id_index_new(g);
+    pf_op_t op = {0};
+    if (r->op_rc != PF_OK || i >= PF_GRAPH_JSON_MAX_OPS)
+        return;
+    snprintf(path, sizeof path, "ops[%zu]", i);
+    r->op_rc = pf_graph_json_op(o, path, &op, r->op_err, sizeof r->op_err);
+    if (r->op_rc == PF_OK && pf_graph_add_op(r->g, &op) < 0)
+        r->op_rc = pf_fail(r->op_err, sizeof r->op_err, PF_ERR, "out of memory");
+}
+
+/* edges[j], the next element of "edges": its endpoints are file ids, looked up later. */
+static void take_edge(reading_t *r, json_t *e)
+{
+    size_t j = r->nedges_seen++;
+    char path[48];
+    raw_edge_t x;
+    if (r->edge_rc != PF_OK || j >= PF_GRAPH_JSON_MAX_EDGES)
+        return;
+    snprintf(path, sizeof path, "edges[%zu]", j);
+    r->edge_rc = pf_graph_json_edge(e, path, &x, r->edge_err, sizeof r->edge_err);
+    if (r->edge_rc == PF_OK &&
+        pf_grow((void **)&r->edges, &r->edges_cap, r->nedges + 1, sizeof *r->edges) != 0)
+        r->edge_rc = pf_fail(r->edge_err, sizeof r->edge_err, PF_ERR, "out of memory");
+    else if (r->edge_rc == PF_OK)
+        r->edges[r->nedges++] = x;
+}
+
+/* The edges read, by op index; the graph's own id index is built by finalize. */
+static int resolve_edges(reading_t *r, char *err, size_t errlen)
+{
+    int n = r->g->nops, rc = PF_OK;
+    id_index_t *ids = id_index_new(r->g);
     if (!ids)
         return pf_fail(err, errlen, PF_ERR, "out of memory");
-    for (size_t j = 0; j < json_array_size(edges) && rc == PF_OK; j++) {
-        json_t *e = json_array_get(edges, j);
-        int64_t src, dst;
-        double bytes;
-        snprintf(path, sizeof path, "edges[%zu]", j);
-        if (!json_is_object(e)) {
-            rc = pf_fail(err, errlen, PF_EINPUT, "%s: not an object", path);
-            break;
-        }
-        if ((rc = pf_json_get_int(e, path, "src", PF_JSON_GET_REQUIRED, 0, &src, err, errlen)) ||
-            (rc = pf_json_get_int(e, path, "dst", PF_JSON_GET_REQUIRED, 0, &dst, err, errlen)) ||
-            (rc = pf_json_get_number(e, path, "bytes", PF_JSON_GET_REQUIRED | PF_JSON_GET_NONNEG,
-                                     0, &bytes, err, errlen)))
-            break;
-        int s = lookup_id(ids, n, src), d = lookup_id(ids, n, dst);
+    for (size_t j = 0; j < r->nedges && rc == PF_OK; j++) {
+        const raw_edge_t *x = &r->edges[j];
+        int s = lookup_id(ids, n, x->src), d = lookup_id(ids, n, x->dst);
         if (s < 0 || d < 0)
-            rc = pf_fail(err, errlen, PF_EINPUT, "%s: %s %lld is not an op", path,
-                         s < 0 ? "src" : "dst", (long long)(s < 0 ? src : dst));
-        else if (pf_graph_add_edge(g, s, d, bytes) < 0)
+            rc = pf_fail(err, errlen, PF_EINPUT, "edges[%zu]: %s %lld is not an op", j,
+                         s < 0 ? "src" : "dst", (long long)(s < 0 ? x->src : x->dst));
+        else if (pf_graph_add_edge(r->g, s, d, x->bytes) < 0)
             rc = pf_fail(err, errlen, PF_ERR, "out of memory");
     }
     free(ids);
     return rc;
 }
 
-static int from_json(json_t *root, pf_graph_t **out, char *err, size_t errlen)
+/* The top level's keys ("ops" and "edges" need only be arrays here: their elements went
+ * through take_op and take_edge), then the graph's name, micro-batch and device model. */
+static int check_header(reading_t *r, json_t *root, char *err, size_t errlen)
 {
-    pf_graph_t *g = NULL;
     json_t *ops, *edges;
-    const char *name;
+    const char *name, *device_model = NULL;
     int64_t mb, version;
     int rc;
-    char path[48];
-
-    *out = NULL;
     if (!json_is_object(root))
         return pf_fail(err, errlen, PF_EINPUT, "top level: not an object");
     if ((rc = pf_json_get_int(root, "graph", "version", PF_JSON_GET_POSITIVE, 1, &version, err,
@@ -676,45 +657,58 @@ static int from_json(json_t *root, pf_graph_t **out, char *err, size_t errlen)
         return rc;
     if (mb > 1 << 30)
         return pf_fail(err, errlen, PF_EINPUT, "graph.microbatch: too large");
-    if (json_array_size(ops) > (1u << 26) || json_array_size(edges) > (1u << 28))
+    if (r->nops_seen > PF_GRAPH_JSON_MAX_OPS || r->nedges_seen > PF_GRAPH_JSON_MAX_EDGES)
         return pf_fail(err, errlen, PF_EINPUT, "graph: too many ops or edges");
-    const char *device_model = NULL;
     if ((rc = pf_json_get_string(root, "graph", "device_model", 0, NULL, &device_model, err,
                                  errlen)))
         return rc;
     if (device_model && (!*device_model || strlen(device_model) > PF_GRAPH_DEVICE_MODEL_MAX))
         return pf_fail(err, errlen, PF_EINPUT, "graph.device_model: empty or longer than %d bytes",
                        PF_GRAPH_DEVICE_MODEL_MAX);
-    g = pf_graph_new(name, (int)mb);
-    if (!g || pf_graph_set_device_model(g, device_model) != PF_OK) {
-        pf_graph_destroy(&g);
+    char *copy = pf_strdup(name);
+    if (!copy || pf_graph_set_device_model(r->g, device_model) != PF_OK) {
+        free(copy);
         return pf_fail(err, errlen, PF_ERR, "out of memory");
     }
-    if ((rc = read_arch(root, g, err, errlen)) != PF_OK)
-        goto fail;
-    for (size_t i = 0; i < json_array_size(ops); i++) {
-        pf_op_t op = {0};
-        snprintf(path, sizeof path, "ops[%zu]", i);
-        if ((rc = op_from_json(json_array_get(ops, i), path, &op, err, errlen)))
-            goto fail;
-        if (pf_graph_add_op(g, &op) < 0) {
-            rc = pf_fail(err, errlen, PF_ERR, "out of memory");
-            goto fail;
-        }
-    }
-    if ((rc = edges_from_json(g, edges, err, errlen)) ||
-        (rc = check_repeated_edges(g, err, errlen)) || (rc = pf_graph_finalize(g, err, errlen)))
-        goto fail;
-    *out = g;
+    free(r->g->name);
+    r->g->name = copy;
+    r->g->microbatch = (int)mb;
+    return read_arch(root, r->g, err, errlen);
+}
+
+/* After the last element: the checks in the tree reader's order, then the graph's own. */
+static int finish(reading_t *r, json_t *root, pf_graph_t **out, char *err, size_t errlen)
+{
+    int rc;
+    if ((rc = check_header(r, root, err, errlen)) != PF_OK)
+        return rc;
+    if (r->op_rc != PF_OK)
+        return pf_fail(err, errlen, r->op_rc, "%s", r->op_err);
+    if ((rc = resolve_edges(r, err, errlen)) != PF_OK)
+        return rc;
+    if (r->edge_rc != PF_OK)
+        return pf_fail(err, errlen, r->edge_rc, "%s", r->edge_err);
+    if ((rc = check_repeated_edges(r->g, err, errlen)) ||
+        (rc = pf_graph_finalize(r->g, err, errlen)))
+        return rc;
+    *out = r->g;
+    r->g = NULL;
     return PF_OK;
-fail:
-    pf_graph_destroy(&g);
-    return rc;
 }
 
 static int convert_graph(json_t *root, void *out, char *err, size_t errlen)
 {
-    return from_json(root, out, err, errlen);
+    reading_t r;
+    if (reading_init(&r) != PF_OK)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    json_t *ops = json_object_get(root, "ops"), *edges = json_object_get(root, "edges");
+    for (size_t i = 0; i < json_array_size(ops); i++)
+        take_op(&r, json_array_get(ops, i));
+    for (size_t j = 0; j < json_array_size(edges); j++)
+        take_edge(&r, json_array_get(edges, j));
+    int rc = finish(&r, root, out, err, errlen);
+    reading_free(&r);
+    return rc;
 }
 
 int pf_graph_from_json(json_t *root, const char *label, pf_graph_t **out, char *err,
@@ -724,17 +718,88 @@ int pf_graph_from_json(json_t *root, const char *label, pf_graph_t **out, char *
     return pf_json_convert(root, label, convert_graph, out, err, errlen);
 }
 
+/* The rest of a member's array, element by element. */
+static int stream_array(pf_json_stream_t *s, reading_t *r, int is_ops, char *err, size_t errlen)
+{
+    json_t *e;
+    int rc;
+    while ((rc = pf_json_stream_element(s, &e, err, errlen)) == 1) {
+        if (is_ops)
+            take_op(r, e);
+        else
+            take_edge(r, e);
+        json_decref(e);
+    }
+    return rc;
+}
+
+/* The top level's members: "ops" and "edges" streamed (an empty array stands in for each in
+ * `top`), the others parsed whole into `top`. */
+static int stream_members(pf_json_stream_t *s, reading_t *r, json_t *top, char *err,
+                          size_t errlen)
+{
+    const char *key;
+    int rc;
+    while ((rc = pf_json_stream_next(s, &key, err, errlen)) == 1) {
+        int is_ops = strcmp(key, "ops") == 0;
+        json_t *v = NULL;
+        if ((is_ops || strcmp(key, "edges") == 0) && pf_json_stream_at_array(s)) {
+            rc = stream_array(s, r, is_ops, err, errlen);
+            v = json_array();
+        } else {
+            rc = pf_json_stream_value(s, &v, err, errlen);
+        }
+        if (rc != PF_OK) {
+            json_decref(v);
+            return rc;
+        }
+        if (!v || json_object_set_new(top, key, v) != 0)
+            return pf_fail(err, errlen, PF_ERR, "out of memory");
+    }
+    return rc;
+}
+
 int pf_graph_load_buffer(const char *text, size_t len, const char *label, pf_graph_t **out,
                          char *err, size_t errlen)
 {
+    pf_json_stream_t *s = NULL;
+    json_t *top = NULL;
+    reading_t r = {0};
     *out = NULL;
-    return pf_json_read_buffer(text, len, label, convert_graph, out, err, errlen);
+    int rc = pf_json_stream_open(text, len, label, &s, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    if (!(top = json_object()) || reading_init(&r) != PF_OK) {
+        rc = pf_fail(err, errlen, PF_ERR, "%s: out of memory", label);
+        goto done;
+    }
+    rc = stream_members(s, &r, top, err, errlen);
+    if (rc == PF_JSON_STREAM_TREE) { /* what the stream does not follow: one tree */
+        json_t *root = pf_json_stream_tree(s);
+        rc = pf_graph_from_json(root, label, out, err, errlen);
+        json_decref(root);
+    } else if (rc == PF_OK && (rc = finish(&r, top, out, err, errlen)) != PF_OK) {
+        pf_err_prefix(err, errlen, label);
+    }
+done:
+    reading_free(&r);
+    json_decref(top);
+    pf_json_stream_destroy(&s);
+    return rc;
 }
 
 int pf_graph_load(const char *path, pf_graph_t **out, char *err, size_t errlen)
 {
+    char *text;
+    size_t len;
     *out = NULL;
-    return pf_json_read_file(path, convert_graph, out, err, errlen);
+    int rc = pf_json_stream_read_file(path, &text, &len, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    rc = pf_graph_load_buffer(text, len, path && strcmp(path, "-") ? path : "<stdin>", out, err,
+                              errlen);
+    free(text);
+    return rc;
 }
 
 static void write_shape(pf_json_writer_t *w, const char *key, const pf_shape_t *s)
@@ -789,7 +854,10 @@ static void emit_graph(pf_json_writer_t *w, const void *ctx)
         pf_json_writer_key(w, "device_model");
         pf_json_writer_str(w, g->device_model);
     }
-    write_arch(w, g);
+    if (g->arch) {
+        pf_json_writer_key(w, "model");
+        pf_arch_write(g->arch, w);
+    }
     pf_json_writer_key(w, "ops");
     pf_json_writer_arr_begin(w);
     for (int i = 0; i < g->nops; i++) {

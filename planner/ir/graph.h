@@ -6,37 +6,12 @@
 #ifndef PF_GRAPH_H
 #define PF_GRAPH_H
 
+#include "planner/ir/op.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
 typedef struct pf_graph pf_graph_t;
-
-#define PF_SHAPE_MAX 8
-typedef struct {
-    int ndim; /* 0 = absent */
-    int64_t dim[PF_SHAPE_MAX];
-} pf_shape_t;
-
-/* The work an op does per micro-batch of one replica, what a device model prices (DESIGN.md
- * "Files", graph keys fwd_flops, bwd_flops, bytes_read, bytes_written, gemm). 0 = not known.
- * A GEMM-like op also gives its forward product: `gemm_batch` products of (m x k) @ (k x n);
- * gemm_m = 0 when the op is not one. */
-typedef struct {
-    double fwd_flops, bwd_flops;
-    double bytes_read, bytes_written;
-    int64_t gemm_m, gemm_n, gemm_k, gemm_batch;
-} pf_op_work_t;
-
-/* One operator. Costs are per micro-batch of one replica. */
-typedef struct {
-    int64_t id;       /* id in the file; unique */
-    const char *name; /* hierarchical, dotted; owned by the graph once added */
-    const char *type; /* free text: matmul, linear, conv, layernorm, ... */
-    double fwd_ms, bwd_ms;
-    double param_bytes, mem_fwd_bytes, mem_bwd_bytes;
-    pf_shape_t weight, input, output;
-    pf_op_work_t work;
-} pf_op_t;
 
 typedef struct {
     int src, dst; /* op indices */
@@ -103,12 +78,15 @@ double pf_graph_longest_path_ms(const pf_graph_t *g);
 /* Files. The version pf_graph_save writes: 2 added the ops' work keys (fwd_flops, bwd_flops,
  * bytes_read, bytes_written, gemm); files without "version" are version 1 and load unchanged. */
 #define PF_GRAPH_VERSION 2
-/* Files. load returns PF_OK, PF_EINPUT (message "<file>: <place>: <problem>") or PF_ERR. */
+/* Files. load returns PF_OK, PF_EINPUT (message "<file>: <place>: <problem>", or for a syntax
+ * error "<file>:<line>:<column>: <jansson's message>") or PF_ERR. Both read the text element by
+ * element (json_stream.h): no tree of the whole file is built (a 200,000-op file's tree was
+ * 319 MB), and the graph and the messages are those of pf_graph_from_json on the parsed text. */
 int pf_graph_load(const char *path, pf_graph_t **out, char *err, size_t errlen);
 int pf_graph_load_buffer(const char *text, size_t len, const char *label, pf_graph_t **out,
                          char *err, size_t errlen);
-/* The graph of a JSON root already parsed (check parses once to tell the kind); the root stays
- * the caller's, errors start with label. */
+/* The graph of a JSON root already parsed; the root stays the caller's, errors start with
+ * label. */
 struct json_t;
 int pf_graph_from_json(struct json_t *root, const char *label, pf_graph_t **out, char *err,
                     size_t errlen);

@@ -120,12 +120,14 @@ typedef struct {
     int64_t global_batch;   /* samples per step */
     int ngpus, gpus_per_host;
     double mem_bytes; /* per device */
+    struct pf_blockcpep *cpep; /* context/expert parallelism's hooks (blockcpep.h); NULL: none */
 } pf_blockcost_problem_t;
 
 typedef struct {
     int t, p, d, b, v, sp, zero;
     pf_training_recompute_t recompute;
     int first_layers, mid_layers, last_layers; /* v > 1: all L / p */
+    int cp, ep; /* context and expert parallelism (blockcpep.h); 0 or 1: none */
 } pf_blockcost_cand_t;
 
 /* One part priced at (t, b, sp, recompute), per micro-batch. */

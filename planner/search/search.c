@@ -10,6 +10,7 @@
 #include "planner/search/search_partition.h"
 #include "planner/search/search_tap.h"
 #include "planner/search/search_queue.h"
+#include "planner/inputs/cpep.h"
 #include "planner/inputs/price.h"
 #include "planner/ir/cost.h"
 #include "planner/core/util.h"
@@ -285,14 +286,21 @@ static int nothing_to_partition(const pf_search_t *s, char *err, size_t errlen)
     return pf_fail(err, errlen, PF_EINPUT, "no (stages, replicas) fits %d devices", s->ndev);
 }
 
-/* The graph at the block search's micro-batch: g itself, or *owned (price.h). */
+/* The graph at the block search's micro-batch (and context / expert parallelism): g itself, or
+ * *owned (price.h, cpep.h). */
 static int at_microbatch(const pf_graph_t *g, const pf_search_blocks_t *blocks,
                          pf_graph_t **owned, char *err, size_t errlen)
 {
     *owned = NULL;
-    if (!blocks->present || blocks->best[0].cand.b == pf_graph_microbatch(g))
+    if (!blocks->present)
         return PF_OK;
-    return pf_price_microbatch(g, blocks->best[0].cand.b, owned, err, errlen);
+    const pf_blockcost_cand_t *c = &blocks->best[0].cand;
+    if (c->cp > 1 || c->ep > 1) /* one device's sub-sequences and experts (cpep.h) */
+        return pf_cpep_graph(g, c->b, c->cp > 1 ? c->cp : 1, c->ep > 1 ? c->ep : 1, owned, err,
+                             errlen);
+    if (c->b == pf_graph_microbatch(g))
+        return PF_OK;
+    return pf_price_microbatch(g, c->b, owned, err, errlen);
 }
 
 pf_search_t *pf_search_new(const pf_graph_t *request_g, const pf_cluster_t *c,

@@ -153,7 +153,8 @@ static int one(run_t *r, int C, int E, char *err, size_t errlen)
     pf_blockcpep_init(&x, r->f, r->b0, C, E, r->c);
     pf_blockcost_problem_t pr = *r->pr;
     pr.global_batch *= C;
-    pr.cpep = C == 1 && E == 1 ? NULL : &x;
+    if (C > 1 || E > 1)
+        pr.cpep = &x, pr.cpep_part = pf_blockcpep_part, pr.cpep_check = pf_blockcpep_check;
     pf_blockenum_stats_t st = {0, 0};
     int n = 0, rc = pf_blockenum_run(&pr, r->fix, r->k, r->prune, r->tmp, &n, &st, err, errlen);
     r->st.evaluated += st.evaluated, r->st.skipped += st.skipped;

@@ -95,20 +95,22 @@ static void test_comm_by_hand(void)
     teardown(&x);
 }
 
-/* A part under C = 2: its compute and stored activations halve, its parameters stay; the block
- * gains the ring's exposed time. Under E = 4 (MoE, t = 1): the block's parameters lose 3/4 of the
- * experts' and the stage memory with them; 4 all-to-alls per MoE layer. */
+/* A part under C = 2 (selective recomputation: no attention probabilities stored either way):
+ * its compute and stored activations halve, its parameters stay; the block gains the ring's
+ * exposed time. Without recomputation the blockwise ring attention stores no probabilities
+ * either: the block keeps (all - core) / 2. Under E = 4 (MoE, t = 1): the block's parameters lose
+ * 3/4 of the experts' and the stage memory with them; 4 all-to-alls per MoE layer. */
 static void test_part_memory(void)
 {
     fixture_t x;
     CU_ASSERT_EQUAL_FATAL(setup(&x, PF_MODEL_LLAMA, 1024, 32), 0);
     pf_blockcost_part_t a[3], b[3];
-    pf_blockcost_parts(&x.pr, 1, 2, 0, PF_RECOMPUTE_NONE, a);
+    pf_blockcost_parts(&x.pr, 1, 2, 0, PF_RECOMPUTE_SELECTIVE, a);
     pf_blockcpep_t cp;
     pf_blockcpep_init(&cp, &x.f, 2, 2, 1, x.c);
     pf_blockcost_problem_t pr = x.pr;
     pr.cpep = &cp, pr.cpep_part = pf_blockcpep_part, pr.cpep_check = pf_blockcpep_check;
-    pf_blockcost_parts(&pr, 1, 2, 0, PF_RECOMPUTE_NONE, b);
+    pf_blockcost_parts(&pr, 1, 2, 0, PF_RECOMPUTE_SELECTIVE, b);
     for (int i = 0; i < 3; i++) {
         PF_ASSERT_CLOSE(b[i].act_bytes, a[i].act_bytes / 2, 1e-9 * a[i].act_bytes);
         PF_ASSERT_CLOSE(b[i].fwd_ms, a[i].fwd_ms / 2, 1e-12);
@@ -116,6 +118,13 @@ static void test_part_memory(void)
         CU_ASSERT_EQUAL(b[i].param_bytes, a[i].param_bytes);
     }
     CU_ASSERT(b[1].tp_fwd_ms >= 0 && b[1].tp_bwd_ms >= b[1].tp_fwd_ms);
+    CU_ASSERT(b[1].recompute_ms > a[1].recompute_ms / 2); /* + the blocks' scores */
+    pf_blockcost_part_t n0, n1;
+    const pf_blocks_part_t *blk = pf_blocks_block(x.b);
+    CU_ASSERT(blk->act_core_bytes > 0);
+    pf_blockcost_part(&x.pr, blk, 1, 2, 0, PF_RECOMPUTE_NONE, &n0);
+    pf_blockcost_part(&pr, blk, 1, 2, 0, PF_RECOMPUTE_NONE, &n1);
+    PF_ASSERT_CLOSE(n1.act_bytes, (n0.act_bytes - blk->act_core_bytes) / 2, 1e-9 * n0.act_bytes);
     /* the stage's memory at p = 1 on 16 GPUs, ZeRO 0: state + 1 micro-batch's activations; d 16,
      * or d 8 x C 2 as the model sees it (d = 16 at twice the batch, blockcpep.h) */
     pf_blockcost_cand_t c = {.t = 1, .p = 1, .d = 16, .b = 2, .v = 1, .first_layers = 2};

@@ -3,6 +3,7 @@
 #include "planner/core/util.h"
 #include "planner/inputs/model.h"
 #include "planner/inputs/price.h"
+#include "planner/ir/training.h"
 
 #include <string.h>
 
@@ -77,7 +78,21 @@ double pf_cpep_ring_fwd_bytes(double kv_local, int C)
     return C > 1 ? (C - 1) * kv_local : 0;
 }
 
-/* g read as holding microbatch x C sub-sequences, its expert linears' parameters / E. */
+/* Ring attention is blockwise ([RingAttn]): no device holds its s/C x s probabilities, so the
+ * softmax (and a dropout after it) stores nothing and the backward recomputes the scores and
+ * the softmax of each block, as flash attention does. */
+static void blockwise(const pf_graph_t *g, int v, pf_op_t *op)
+{
+    if (pf_training_selective_op(g, v) && strcmp(op->type, "attention") != 0) {
+        op->mem_fwd_bytes = 0;
+        op->bwd_ms += op->fwd_ms;
+    } else if (ends_with(op->name, ".attn.scores")) {
+        op->bwd_ms += op->fwd_ms;
+    }
+}
+
+/* g read as holding microbatch x C sub-sequences, its expert linears' parameters / E, its
+ * attention blockwise (C > 1). */
 static int relabel(const pf_graph_t *g, int C, int E, pf_graph_t **out, char *err, size_t errlen)
 {
     pf_graph_t *h = pf_graph_new(pf_graph_name(g), pf_graph_microbatch(g) * C);
@@ -88,6 +103,8 @@ static int relabel(const pf_graph_t *g, int C, int E, pf_graph_t **out, char *er
         pf_op_t op = *pf_graph_op(g, v);
         if (pf_model_op_expert(&op))
             op.param_bytes /= E;
+        if (C > 1)
+            blockwise(g, v, &op);
         if (pf_graph_add_op(h, &op) < 0)
             goto fail;
     }

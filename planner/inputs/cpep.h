@@ -10,7 +10,9 @@
  * attention core too: its s / C queries meet all s keys, half of them masked, 1/C of the causal
  * s x s). Each layer's attention passes the K and V chunks around the ring of the C devices:
  * C - 1 steps, each sending the chunk the device holds and receiving the next, overlapped with
- * the attention of the chunk at hand. Forward moves (C - 1) x the device's K and V; backward
+ * the attention of the chunk at hand. The attention is computed block by block, so no device
+ * holds the s/C x s probabilities: they are not stored, and the backward recomputes each block's
+ * scores and softmax (as flash attention does). Forward moves (C - 1) x the device's K and V; backward
  * moves K and V again and their gradients dK, dV the other way: 2 x the forward's bytes. The
  * data-parallel gradient reduction spans d x C devices (the CP ranks hold the same weights).
  *
@@ -61,7 +63,9 @@ double pf_cpep_ring_fwd_bytes(double kv_local, int C);
 /* The graph one device of a CP x EP configuration runs at B sequences per micro-batch: every
  * quantity that counts tokens at B / C of g's samples (price.h's re-pricing at a fraction of a
  * sample: g is read as holding microbatch x C sub-sequences, re-priced at B of them), expert
- * linears' param_bytes / E. Its "samples" are sub-sequences: the later phases plan it with
+ * linears' param_bytes / E; with C > 1 the attention blockwise: the softmax (and a dropout
+ * after it, pf_training_selective_op) stores nothing and adds its forward to its backward, the
+ * scores add theirs. Its "samples" are sub-sequences: the later phases plan it with
  * C x the global batch and d x C replicas. C = E = 1: pf_price_microbatch(g, B). PF_OK with *out
  * (the caller's), PF_EINPUT when C, E or B is below 1, PF_ERR out of memory. */
 int pf_cpep_graph(const pf_graph_t *g, int B, int C, int E, pf_graph_t **out, char *err,

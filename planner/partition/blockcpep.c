@@ -60,23 +60,26 @@ void pf_blockcpep_comm(pf_blockcpep_t *x, int t, int b, int sp, pf_blockcpep_com
     }
 }
 
-/* The forward time of the block's attention core GEMMs at (t, b) on one device of the CP group. */
-static double core_fwd_ms(const pf_blockcost_problem_t *pr, const pf_blocks_part_t *part, int t,
-                          int b, int C)
+/* The forward times at (t, b), whole sequences, of the part's attention GEMMs (scores and
+ * context: weightless, split by heads) and of its core memory-bound ops (softmax, its dropout). */
+static void attn_fwd_ms(const pf_blockcost_problem_t *pr, const pf_blocks_part_t *part, int t,
+                        int b, double *gemm_ms, double *core_mem_ms)
 {
     const pf_blockcost_env_t *env = pr->env;
-    double scale = (double)b / pf_blocks_microbatch(pr->blocks), ms = 0;
+    double scale = (double)b / pf_blocks_microbatch(pr->blocks);
+    *gemm_ms = *core_mem_ms = 0;
     for (int i = 0; i < part->ngemms; i++) {
         const pf_blocks_gemm_t *g = &part->gemms[i];
-        if (!g->core)
+        if (g->split != PF_BLOCKS_HEADS)
             continue;
-        double batch = (double)g->batch * (g->samples_in_batch ? scale : 1);
+        double batch = (double)g->batch * (g->samples_in_batch ? scale : 1) / t;
         double m = (double)g->m * (g->samples_in_batch ? 1 : scale);
-        if (g->split == PF_BLOCKS_HEADS)
-            batch /= t;
-        ms += env->gemm_ms(env->ctx, (int64_t)fmax(1, m), g->n, g->k, (int64_t)fmax(1, batch));
+        *gemm_ms += env->gemm_ms(env->ctx, (int64_t)fmax(1, m), g->n, g->k,
+                                 (int64_t)fmax(1, batch));
     }
-    return ms / C;
+    for (int i = 0; i < part->nmem; i++)
+        if (part->mem[i].core)
+            *core_mem_ms += env->memory_ms(env->ctx, part->mem[i].bytes * scale / t);
 }
 
 static void scale_part(pf_blockcost_part_t *out, double r)
@@ -86,19 +89,38 @@ static void scale_part(pf_blockcost_part_t *out, double r)
     out->act_bytes *= r, out->reserve_bytes *= r, out->p2p_bytes *= r;
 }
 
+/* Ring attention is blockwise ([RingAttn]): no device holds the s/C x s probabilities, so the
+ * core's stored bytes go, and the backward recomputes the scores and the softmax of each block
+ * (as flash attention does; selective recomputation recomputes the softmax already). */
+static void blockwise(const pf_blockcost_problem_t *pr, const pf_blocks_part_t *part, int t,
+                      int b, pf_training_recompute_t rc, double gemm_ms, double core_mem_ms,
+                      pf_blockcost_part_t *out)
+{
+    double core_bytes = part->act_core_bytes * b / pf_blocks_microbatch(pr->blocks) / t;
+    if (rc == PF_RECOMPUTE_NONE)
+        out->act_bytes = fmax(0, out->act_bytes - core_bytes);
+    if (rc == PF_RECOMPUTE_FULL)
+        out->reserve_bytes = fmax(0, out->reserve_bytes - core_bytes);
+    out->recompute_ms += gemm_ms / 2 + (rc != PF_RECOMPUTE_SELECTIVE ? core_mem_ms : 0);
+}
+
 void pf_blockcpep_part(const pf_blockcost_problem_t *pr, const pf_blocks_part_t *part, int t,
                        int b, int sp, pf_training_recompute_t rc, pf_blockcost_part_t *out)
 {
     pf_blockcpep_t *x = pr->cpep;
-    if (x->C > 1)
+    double gemm_ms = 0, core_mem_ms = 0;
+    if (x->C > 1) {
+        attn_fwd_ms(pr, part, t, b, &gemm_ms, &core_mem_ms);
+        blockwise(pr, part, t, b, rc, gemm_ms, core_mem_ms, out);
         scale_part(out, 1.0 / x->C);
+    }
     if (part != pf_blocks_block(pr->blocks))
         return;
     pf_blockcpep_comm_t cm;
     pf_blockcpep_comm(x, t, b, sp, &cm);
     int layers = x->f.attn_layers, moe = x->E > 1 ? x->f.moe_layers : 0;
-    double core = x->C > 1 ? core_fwd_ms(pr, part, t, b, x->C) / (layers > 0 ? layers : 1) : 0;
-    /* the ring overlaps the core of its pass: backward moves and computes twice the forward */
+    /* the ring overlaps the attention GEMMs of its pass; backward computes twice the forward */
+    double core = layers > 0 ? gemm_ms / x->C / layers : 0;
     double ring_f = fmax(0, cm.ring_fwd_ms - core), ring_b = fmax(0, 2 * cm.ring_fwd_ms - 2 * core);
     out->tp_fwd_ms += layers * ring_f + moe * 2 * cm.a2a_ms;
     out->tp_bwd_ms += layers * ring_b + moe * 2 * cm.a2a_ms;

@@ -616,11 +616,12 @@ static void write_step(pf_json_writer_t *w, const pf_plan_t *p, const pf_graph_t
     pf_plan_rates_t r = pf_plan_rates_at(g, c, p->simulated_step_ms, p->microbatches,
                                          p->replicas, p->stages * p->replicas * p->tensor_parallel,
                                          plan_microbatch(p, g));
-    /* under context parallelism the graph's samples are sub-sequences (cpep.h): its FLOPs are
-     * those of 1/C of a sequence, the replicas C x the sequences' */
-    key_num(w, "throughput_samples_per_s", r.samples_per_s / pf_plan_context_parallel(p));
-    key_num(w, "tokens_per_s", r.tokens_per_s / pf_plan_context_parallel(p));
-    key_num(w, "mfu", r.mfu);
+    /* under context parallelism C the R replicas are d x C that share each sequence: the
+     * request's graph (a whole sequence per sample) counts C x the samples and FLOPs */
+    int C = pf_plan_context_parallel(p);
+    key_num(w, "throughput_samples_per_s", r.samples_per_s / C);
+    key_num(w, "tokens_per_s", r.tokens_per_s / C);
+    key_num(w, "mfu", r.mfu / C);
 }
 
 /* The block-level search's choice (DESIGN.md "Plan"): its own keys, and how it was found. */

@@ -227,9 +227,9 @@ int pf_blockcpep_run(const pf_blockcost_problem_t *pr, const pf_cpep_facts_t *f,
         return PF_OK;
     if (first_rc != PF_OK && first_err[0])
         return pf_fail(err, errlen, first_rc, "%s", first_err);
-    return pf_fail(err, errlen, rc != PF_OK ? rc : PF_EINFEASIBLE,
-                   "blocks: no configuration with context parallelism %d and expert "
-                   "parallelism %d fits", fix_cp, fix_ep);
+    if (rc != PF_OK) /* the last (C, E)'s reason is in err */
+        return rc;
+    return pf_fail(err, errlen, PF_EINFEASIBLE, "blocks: no configuration fits");
 }
 
 void pf_blockcpep_describe(const pf_blockcost_cand_t *c, char *buf, size_t len)

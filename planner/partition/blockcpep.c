@@ -183,6 +183,12 @@ static int one(run_t *r, int C, int E, char *err, size_t errlen)
     for (int i = 0; rc == PF_OK && i < n; i++)
         merge(r, &r->tmp[i], C, E);
     r->found |= rc == PF_OK && n > 0;
+    if (rc != PF_OK && (C > 1 || E > 1)) { /* its batch counts sub-sequences: say so */
+        char pre[96];
+        snprintf(pre, sizeof pre, "context parallelism %d (batch x %d), expert parallelism %d",
+                 C, C, E);
+        pf_err_prefix(err, errlen, pre);
+    }
     return rc;
 }
 

@@ -12,8 +12,8 @@
  * C - 1 steps, each sending the chunk the device holds and receiving the next, overlapped with
  * the attention of the chunk at hand. The attention is computed block by block, so no device
  * holds the s/C x s probabilities: they are not stored, and the backward recomputes each block's
- * scores and softmax (as flash attention does). Forward moves (C - 1) x the device's K and V; backward
- * moves K and V again and their gradients dK, dV the other way: 2 x the forward's bytes. The
+ * scores and softmax (as flash attention does). Forward moves (C - 1) x the device's K and V;
+ * backward moves K and V again and their gradients dK, dV the other way: 2 x the forward's. The
  * data-parallel gradient reduction spans d x C devices (the CP ranks hold the same weights).
  *
  * Expert parallelism E ([GShard]; Megatron-LM's --expert-model-parallel-size): the experts of

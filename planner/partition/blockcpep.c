@@ -82,6 +82,42 @@ static void attn_fwd_ms(const pf_blockcost_problem_t *pr, const pf_blocks_part_t
             *core_mem_ms += env->memory_ms(env->ctx, part->mem[i].bytes * scale / t);
 }
 
+/* A GEMM's forward and backward at `scale` graph micro-batches, split by t, as blockcost.c prices
+ * it (samples in the batch for attention, else in m). */
+static void gemm_at(const pf_blockcost_env_t *env, const pf_blocks_gemm_t *gm, double scale,
+                    int t, double *fwd, double *bwd)
+{
+    int64_t m = gm->m, n = gm->n, k = gm->k, batch = gm->batch;
+    if (gm->samples_in_batch)
+        batch = (int64_t)fmax(1, llround((double)batch * scale));
+    else
+        m = (int64_t)fmax(1, llround((double)m * scale));
+    if (gm->split == PF_BLOCKS_COLUMN)
+        n = n / t > 0 ? n / t : 1;
+    else if (gm->split == PF_BLOCKS_ROW)
+        k = k / t > 0 ? k / t : 1;
+    else if (gm->split == PF_BLOCKS_HEADS)
+        batch = batch / t > 0 ? batch / t : 1;
+    *fwd = env->gemm_ms(env->ctx, m, n, k, batch);
+    *bwd = env->gemm_ms(env->ctx, m, k, n, batch) + env->gemm_ms(env->ctx, k, n, m, batch);
+}
+
+/* What the GEMMs of s / C tokens cost beyond 1/C of those of s (a device model's efficiency at
+ * the smaller shapes, as the per-device graph is re-priced: cpep.h), forward and backward. */
+static void sub_gemms(const pf_blockcost_problem_t *pr, const pf_blocks_part_t *part, int t,
+                      int b, int C, double *dfwd, double *dbwd)
+{
+    double scale = (double)b / pf_blocks_microbatch(pr->blocks);
+    *dfwd = *dbwd = 0;
+    for (int i = 0; i < part->ngemms; i++) {
+        double f1, b1, f2, b2;
+        gemm_at(pr->env, &part->gemms[i], scale, t, &f1, &b1);
+        gemm_at(pr->env, &part->gemms[i], scale / C, t, &f2, &b2);
+        *dfwd += f2 - f1 / C;
+        *dbwd += b2 - b1 / C;
+    }
+}
+
 static void scale_part(pf_blockcost_part_t *out, double r)
 {
     out->fwd_ms *= r, out->bwd_ms *= r, out->recompute_ms *= r;
@@ -110,9 +146,14 @@ void pf_blockcpep_part(const pf_blockcost_problem_t *pr, const pf_blocks_part_t 
     pf_blockcpep_t *x = pr->cpep;
     double gemm_ms = 0, core_mem_ms = 0;
     if (x->C > 1) {
+        double dfwd, dbwd;
         attn_fwd_ms(pr, part, t, b, &gemm_ms, &core_mem_ms);
         blockwise(pr, part, t, b, rc, gemm_ms, core_mem_ms, out);
         scale_part(out, 1.0 / x->C);
+        sub_gemms(pr, part, t, b, x->C, &dfwd, &dbwd);
+        out->fwd_ms += dfwd, out->bwd_ms += dbwd;
+        if (rc == PF_RECOMPUTE_FULL) /* it recomputes the forward */
+            out->recompute_ms += dfwd;
     }
     if (part != pf_blocks_block(pr->blocks))
         return;
@@ -154,15 +195,21 @@ typedef struct {
     pf_blockenum_stats_t st;
 } run_t;
 
-/* Merge the best of one (C, E) into the best k, ties to the earlier (C, E). */
+/* The rank of a candidate: its step, x (1 + PF_BLOCKCPEP_MARGIN) with C or E > 1. */
+static double rank_ms(const pf_blockenum_item_t *it)
+{
+    return it->eval.step_ms * (it->cand.cp > 1 || it->cand.ep > 1 ? 1 + PF_BLOCKCPEP_MARGIN : 1);
+}
+
+/* Merge the best of one (C, E) into the best k by rank, ties to the earlier (C, E). */
 static void merge(run_t *r, const pf_blockenum_item_t *it, int C, int E)
 {
     pf_blockenum_item_t x = *it;
     x.cand.cp = C, x.cand.ep = E, x.cand.d /= C;
-    if (r->n == r->k && x.eval.step_ms >= r->out[r->k - 1].eval.step_ms)
+    if (r->n == r->k && rank_ms(&x) >= rank_ms(&r->out[r->k - 1]))
         return;
     int i = r->n < r->k ? r->n++ : r->k - 1;
-    while (i > 0 && r->out[i - 1].eval.step_ms > x.eval.step_ms) {
+    while (i > 0 && rank_ms(&r->out[i - 1]) > rank_ms(&x)) {
         r->out[i] = r->out[i - 1];
         i--;
     }

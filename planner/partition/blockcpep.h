@@ -8,7 +8,9 @@
  * blockcost holds as it is: m = global / (d b) micro-batches, the gradient reduction (and ZeRO's
  * sharding) over the d x C devices of stride t as Megatron-LM does, pipeline neighbours t d C
  * apart. What changes per micro-batch, through the hook at the end of pf_blockcost_part:
- *   every part's times, stored activations and p2p bytes / C (each device runs s / C tokens);
+ *   every part's times, stored activations and p2p bytes / C (each device runs s / C tokens),
+ *     its GEMMs priced at the s / C shapes (a device model's efficiency falls with them, as the
+ *     per-device graph's re-pricing has it);
  *   a block's attention adds the K/V ring: (C - 1) chunks of the device's K and V per layer
  *     forward (a ring over the C devices of the CP group, devices t apart: the collective
  *     model's ring all-gather of C chunks, which is exactly those C - 1 steps), twice that
@@ -33,6 +35,13 @@
 #include <stddef.h>
 
 #define PF_BLOCKCPEP_CACHE 16
+
+/* A candidate with C or E > 1 ranks as if its step were this much longer: what the model leaves
+ * out costs it time (the mapping places a CP or EP group's replicas without knowing they talk
+ * every layer, the ring's per-block kernels run below the whole attention's efficiency). Seen
+ * on the 1T GPT (128 layers, seq 2048) on 3,072 A100: cp 2 ranked 5% ahead of the best cp 1
+ * and simulated 21% behind it (bench/RESULTS.md). */
+#define PF_BLOCKCPEP_MARGIN 0.10
 
 /* One (C, E) of the search, its facts and its collective groups (cached per t; one per thread). */
 typedef struct pf_blockcpep {
@@ -72,7 +81,8 @@ void pf_blockcpep_comm(pf_blockcpep_t *x, int t, int b, int sp, pf_blockcpep_com
 /* pf_blockenum_run over every (C, E) as well: C dividing the GPUs with the sequence divisible
  * by 2C (pf_cpep_cp_ok), E dividing the experts (MoE graphs only), fixed ones only (fix_cp,
  * fix_ep > 0). Each (C, E) runs blockenum on the problem above (C x the global batch, the
- * hooks); the best k of all are merged, fastest first (ties: smaller C, then E). Candidates in
+ * hooks); the best k of all are merged, fastest first by rank (the step, + PF_BLOCKCPEP_MARGIN
+ * with C or E > 1; ties: smaller C, then E). Candidates in
  * out carry cp, ep and the true d. C = E = 1 is blockenum's run unchanged. Errors as
  * pf_blockenum_run's (the C = E = 1 run's message when nothing fits anywhere). */
 int pf_blockcpep_run(const pf_blockcost_problem_t *pr, const pf_cpep_facts_t *f, int b0,

@@ -82,16 +82,18 @@ static void attn_fwd_ms(const pf_blockcost_problem_t *pr, const pf_blocks_part_t
             *core_mem_ms += env->memory_ms(env->ctx, part->mem[i].bytes * scale / t);
 }
 
-/* A GEMM's forward and backward at `scale` graph micro-batches, split by t, as blockcost.c prices
- * it (samples in the batch for attention, else in m). */
+/* A GEMM's forward and backward at `scale` graph micro-batches of s / C tokens, split by t, as
+ * blockcost.c prices it at C = 1 (samples in the batch for attention, else in m); attention's
+ * s / C queries are its m (each meets all s keys). */
 static void gemm_at(const pf_blockcost_env_t *env, const pf_blocks_gemm_t *gm, double scale,
-                    int t, double *fwd, double *bwd)
+                    int C, int t, double *fwd, double *bwd)
 {
     int64_t m = gm->m, n = gm->n, k = gm->k, batch = gm->batch;
     if (gm->samples_in_batch)
-        batch = (int64_t)fmax(1, llround((double)batch * scale));
+        batch = (int64_t)fmax(1, llround((double)batch * scale)),
+        m = (int64_t)fmax(1, llround((double)m / C));
     else
-        m = (int64_t)fmax(1, llround((double)m * scale));
+        m = (int64_t)fmax(1, llround((double)m * scale / C));
     if (gm->split == PF_BLOCKS_COLUMN)
         n = n / t > 0 ? n / t : 1;
     else if (gm->split == PF_BLOCKS_ROW)
@@ -111,8 +113,8 @@ static void sub_gemms(const pf_blockcost_problem_t *pr, const pf_blocks_part_t *
     *dfwd = *dbwd = 0;
     for (int i = 0; i < part->ngemms; i++) {
         double f1, b1, f2, b2;
-        gemm_at(pr->env, &part->gemms[i], scale, t, &f1, &b1);
-        gemm_at(pr->env, &part->gemms[i], scale / C, t, &f2, &b2);
+        gemm_at(pr->env, &part->gemms[i], scale, 1, t, &f1, &b1);
+        gemm_at(pr->env, &part->gemms[i], scale, C, t, &f2, &b2);
         *dfwd += f2 - f1 / C;
         *dbwd += b2 - b1 / C;
     }

@@ -10,7 +10,9 @@
  * graph's forward and backward work, no recomputation) per second per GPU, as the paper's
  * TFLOP/s and MFU count them, beside the published figure. DGX-H100 hosts (hierarchical
  * cluster), ops priced on the h100-sxm device model. PF_BENCH_LLAMA3_MAX_GPUS (default 16384)
- * skips larger rows; no figure of the file is in this one. */
+ * skips larger rows; PF_BENCH_LLAMA3_CP=1 adds the context-parallel row (seq 131,072: the
+ * published (t, cp, p, d) fixed, and the free search with context parallelism), =only runs it
+ * alone; no figure of the file is in this one. */
 #include "bench/farm.h"
 #include "planner/core/util.h"
 #include "planner/inputs/model.h"
@@ -98,6 +100,44 @@ static void row(const shape_t *m, const config_t *cf)
     pf_cluster_destroy(&c);
 }
 
+/* A row of context parallelism (the 131,072-token one): the published (t, cp, p, d) with every
+ * dimension fixed through the block search (micro-batch 1, no interleaving, sequence
+ * parallelism, ZeRO 1, 1F1B, selective recomputation else full), then the free search, context
+ * parallelism included. The global batch is whole sequences, a multiple of d. */
+static void row_cp(const shape_t *m0, const config_t *cf)
+{
+    shape_t m = *m0;
+    m.seq = cf->seq;
+    pf_graph_t *g = NULL;
+    pf_cluster_t *c = NULL;
+    if (build(&m, cf->gpus, &g, &c))
+        return;
+    long long seqs = (long long)(cf->tokens / cf->seq), batch = seqs - seqs % cf->d;
+    double wall = 0, fwall, tf = 0;
+    char fixed_shape[200], free_shape[200];
+    pf_search_opts_t o;
+    for (int rc = PF_RECOMPUTE_SELECTIVE; tf == 0 && rc <= PF_RECOMPUTE_FULL; rc++) {
+        pf_search_opts_init(&o);
+        o.global_batch = batch, o.layer_aligned = 1, o.block_search = 1;
+        o.stages = cf->p, o.tp = cf->t, o.context_parallel = cf->cp, o.expert_parallel = 1;
+        o.microbatch_size = 1, o.virtual_stages = 1, o.sequence_parallel = 1;
+        o.zero_auto = 0, o.train.zero = 1, o.recompute_auto = 0;
+        o.train.recompute = (pf_training_recompute_t)rc;
+        o.schedules = 1u << PF_SCHEDULE_1F1B;
+        tf = plan(g, c, &o, (double)batch, &wall, fixed_shape, sizeof fixed_shape);
+    }
+    pf_search_opts_init(&o);
+    o.global_batch = batch, o.layer_aligned = 1, o.block_search = 1;
+    double ftf = plan(g, c, &o, (double)batch, &fwall, free_shape, sizeof free_shape);
+    printf("%6d %3d %3d %4d %9.0f | seq %d, %lld sequences, published cp %d | fixed %6.1f "
+           "(%.3f) %.1fs %s | free %6.1f (%.3f of fixed) %.1fs %s\n", cf->gpus, cf->t, cf->p,
+           cf->d, cf->tflops, cf->seq, batch, cf->cp, tf, tf / cf->tflops, wall, fixed_shape, ftf,
+           tf > 0 ? ftf / tf : 0, fwall, free_shape);
+    fflush(stdout);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&c);
+}
+
 int pf_bench_llama3(void)
 {
     json_t *root = pf_bench_shared_json("data/megatron/llama3_405b.json"), *cfg;
@@ -126,16 +166,22 @@ int pf_bench_llama3(void)
             printf("configurations[%zu]: unreadable\n", i);
             continue;
         }
-        if (cf.cp != 1 || cf.seq != m.seq) {
-            printf("%6d: context parallelism %d at sequence %d: not planned (no context "
-                   "parallelism yet)\n", cf.gpus, cf.cp, cf.seq);
-            continue;
-        }
         if (cf.gpus > max_gpus) {
             printf("%6d: skipped (PF_BENCH_LLAMA3_MAX_GPUS %d)\n", cf.gpus, max_gpus);
             continue;
         }
-        row(&m, &cf);
+        const char *on = getenv("PF_BENCH_LLAMA3_CP");
+        int only = on && !strcmp(on, "only");
+        if (cf.cp != 1 || cf.seq != m.seq) {
+            if (on && (only || atoi(on)))
+                row_cp(&m, &cf);
+            else
+                printf("%6d: context parallelism %d at sequence %d: set PF_BENCH_LLAMA3_CP=1 "
+                       "(about a minute)\n", cf.gpus, cf.cp, cf.seq);
+            continue;
+        }
+        if (!only) /* PF_BENCH_LLAMA3_CP=only: the context-parallel rows alone */
+            row(&m, &cf);
     }
     json_decref(root);
     return 0;

@@ -188,10 +188,13 @@ int pf_bench_plan_step(const pf_graph_t *g, const pf_cluster_t *c, const pf_sear
     if (d.status == PF_OK && d.plan->simulated_step_ms > 0) {
         const pf_plan_t *p = d.plan;
         *step_ms = p->simulated_step_ms;
+        int C = pf_plan_context_parallel(p), E = p->blocks.expert_parallel;
         snprintf(shape, len, "t%d p%d d%d v%d%s %s z%d", p->tensor_parallel, p->stages,
-                 p->replicas, p->blocks.present ? p->blocks.virtual_stages : 1,
+                 p->replicas / C, p->blocks.present ? p->blocks.virtual_stages : 1,
                  p->blocks.sequence_parallel ? " sp" : "",
                  pf_training_recompute_name(p->train.recompute), p->train.zero);
+        if (C > 1 || E > 1) /* d above is the data-parallel size, replicas / C */
+            snprintf(shape + strlen(shape), len - strlen(shape), " cp%d ep%d", C, E > 1 ? E : 1);
         if (p->blocks.present) /* the block-level search's own estimate beside the simulator's */
             snprintf(shape + strlen(shape), len - strlen(shape),
                      " (analytic %.0f ms, simulated %.0f)", p->blocks.analytic_step_ms,

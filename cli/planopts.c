@@ -19,6 +19,7 @@ const cli_flag_t cli_planopts_flags[] = {
     {"precision", "--precision"}, {"zero", "--zero"}, {"mem_headroom", "--mem-headroom"},
     {"block_search", "--block-search"}, {"microbatch_size", "--microbatch-size"},
     {"sequence_parallel", "--sequence-parallel"}, {"virtual_stages", "--virtual-stages"},
+    {"context_parallel", "--cp"}, {"expert_parallel", "--ep"},
     {NULL, NULL},
 };
 
@@ -126,6 +127,8 @@ const cli_option_t cli_planopts_table[] = {
     {"microbatch-size", 0, CLI_OPT_INT, .offset = O(microbatch_size), .lo = 1, .hi = 1 << 20},
     {"sequence-parallel", 0, CLI_OPT_CUSTOM, .parse = parse_sequence_parallel},
     {"virtual-stages", 0, CLI_OPT_INT, .offset = O(virtual_stages), .lo = 1, .hi = 4096},
+    {"cp", 0, CLI_OPT_INT, .offset = O(context_parallel), .lo = 1, .hi = 1 << 20},
+    {"ep", 0, CLI_OPT_INT, .offset = O(expert_parallel), .lo = 1, .hi = 1 << 20},
     {"recompute", 0, CLI_OPT_CUSTOM, .parse = parse_recompute},
     {"schedule", 0, CLI_OPT_CUSTOM, .parse = parse_schedule},
     {"global-batch", 0, CLI_OPT_LLONG, .offset = O(global_batch), .lo = 1, .hi = 1LL << 40},
@@ -198,7 +201,11 @@ void cli_planopts_help(FILE *f)
             "  --microbatch-size B   samples per micro-batch (default the graph's; another\n"
             "                        re-prices the graph on its device model, else linearly)\n"
             "  --sequence-parallel X on, off or auto (default auto)\n"
-            "  --virtual-stages V    interleaved 1F1B model chunks per device (default: searched)\n",
+            "  --virtual-stages V    interleaved 1F1B model chunks per device (default: searched)\n"
+            "  --cp C                context parallelism: each sequence split over C GPUs, ring\n"
+            "                        attention (default: searched where the sequence divides by 2C)\n"
+            "  --ep E                expert parallelism: each MoE layer's experts over E GPUs\n"
+            "                        (default: searched on MoE graphs, E dividing the experts)\n",
             d.max_stages, PF_DEFAULT_MICROBATCHES, PF_PARTITION_DEFAULT_MAX_DOWNSETS,
             d.candidates, d.probes_in_flight, d.rel_eps,
             d.probe_seconds, d.probe_timeouts, (unsigned long long)d.seed, d.max_tp, d.mem_headroom,

@@ -100,6 +100,20 @@ static double jnum(json_t *o, const char *key)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+/* The block search's choices (DESIGN.md "Plan"); the replicas R are d x C under context
+ * parallelism. */
+static void summarize_blocks(json_t *p, double R)
+{
+    if (!json_object_get(p, "microbatch_size"))
+        return;
+    double C = jnum(p, "context_parallel"), E = jnum(p, "expert_parallel");
+    C = isfinite(C) && C > 1 ? C : 1, E = isfinite(E) && E > 1 ? E : 1;
+    fprintf(stderr, "  block search: micro-batch %g, virtual stages %g, sequence parallel %s, "
+            "context parallel %g (data parallel %g), expert parallel %g\n",
+            jnum(p, "microbatch_size"), jnum(p, "virtual_stages"),
+            json_is_true(json_object_get(p, "sequence_parallel")) ? "on" : "off", C, R / C, E);
+}
+
 /* One paragraph a person reads: shape of the plan, objective, step estimate, throughput and
  * MFU, the baselines, and what the search cost. */
 static void summarize(const char *plan_json)
@@ -120,6 +134,7 @@ static void summarize(const char *plan_json)
     fprintf(stderr, "plan for %s on %s: PP %g x DP %g x TP %g = %g of %g GPUs, %g micro-batches "
             "(global batch %g)\n", model ? model : "?", cluster ? cluster : "?", S, R, T,
             S * R * T, jnum(p, "devices"), jnum(p, "microbatches"), jnum(p, "global_batch"));
+    summarize_blocks(p, R);
     /* the fullest stage against the device's memory (DESIGN.md "Memory per device") */
     json_t *stages = json_object_get(p, "stage_list"), *worst = NULL;
     double peak = -1, cap = jnum(p, "device_mem_bytes");

@@ -37,6 +37,8 @@ Planfarm__PlanOptions *pf_plan_options_codec_to_pb(pf_arena_t *a, const pf_searc
     m->microbatch_size = (uint32_t)o->microbatch_size;
     m->sequence_parallel = (uint32_t)(o->sequence_parallel + 1); /* 0 on the wire: searched */
     m->virtual_stages = (uint32_t)o->virtual_stages;
+    m->context_parallel = (uint32_t)o->context_parallel;
+    m->expert_parallel = (uint32_t)o->expert_parallel;
     m->recompute_auto = o->recompute_auto != 0;
     m->zero_auto = o->zero_auto != 0;
     m->mem_headroom_set = 1;
@@ -101,7 +103,8 @@ static int parallelism_from_pb(const Planfarm__PlanOptions *m, pf_search_opts_t 
     o->global_batch = (long long)m->global_batch;
     o->layer_aligned = m->layer_aligned;
     if (m->block_candidates > 64 || m->microbatch_size > (1u << 20) || m->sequence_parallel > 2 ||
-        m->virtual_stages > 4096)
+        m->virtual_stages > 4096 || m->context_parallel > (1u << 20) ||
+        m->expert_parallel > (1u << 20))
         return pf_fail(err, errlen, PF_EINPUT, "options: block search dimensions out of range");
     o->block_search = m->block_search;
     if (m->block_candidates)
@@ -109,6 +112,8 @@ static int parallelism_from_pb(const Planfarm__PlanOptions *m, pf_search_opts_t 
     o->microbatch_size = (int)m->microbatch_size;
     o->sequence_parallel = (int)m->sequence_parallel - 1;
     o->virtual_stages = (int)m->virtual_stages;
+    o->context_parallel = (int)m->context_parallel;
+    o->expert_parallel = (int)m->expert_parallel;
     o->recompute_auto = m->recompute_auto;
     o->zero_auto = m->zero_auto;
     return PF_OK;

@@ -513,6 +513,58 @@ static void test_block_choices(void)
     pf_graph_destroy(&g);
 }
 
+/* Context parallelism 2 and expert parallelism 2 on the block-choices plan (2 stages x 2 replicas
+ * x T 2): the 2 replicas are 1 data-parallel x 2 context-parallel, so the global batch is 2 x 8 x
+ * 2 / 2 = 16 sequences; both sizes reach Megatron-LM, the plan file keeps them, DeepSpeed warns. */
+static void test_context_expert(void)
+{
+    pf_graph_t *g = small_gpt(4);
+    pf_cluster_t *c = two_hosts();
+    const int cut[] = {0, 35, 71};
+    pf_plan_t *p = cut_plan(g, 2, 2, 2, cut);
+    const int dev[2][4] = {{0, 1, 2, 3}, {8, 9, 10, 11}};
+    for (int s = 0; s < 2; s++)
+        memcpy(p->stage_list[s].devices, dev[s], sizeof dev[s]);
+    p->microbatches = 8;
+    p->train.precision_bytes = 2;
+    p->blocks.present = 1, p->blocks.microbatch_size = 2, p->blocks.virtual_stages = 1;
+    p->blocks.context_parallel = 2, p->blocks.expert_parallel = 2;
+    char err[512] = "", path[600];
+    int rc;
+    pf_plan_t *back = NULL;
+    snprintf(path, sizeof path, "%s/export-cpep-plan.json", pf_test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(pf_plan_save(p, g, c, path, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_plan_load(path, g, c, &back, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(back->blocks.context_parallel, 2);
+    CU_ASSERT_EQUAL(back->blocks.expert_parallel, 2);
+    pf_plan_destroy(&back);
+    pf_export_t *x = pf_export_new(p, g, c, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_EQUAL(pf_export_global_batch(x), 16);
+    CU_ASSERT_EQUAL(pf_export_context_parallel(x), 2);
+    CU_ASSERT_EQUAL(pf_export_expert_parallel(x), 2);
+    char *got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, PF_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "    --num-layers 4\n"
+                                       "    # context parallelism: the 2 replicas are 1 data-"
+                                       "parallel x 2 context-parallel\n"
+                                       "    --context-parallel-size 2\n"
+                                       "    --expert-model-parallel-size 2\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "    --global-batch-size 16\n"));
+    check_megatron_names(got);
+    free(got);
+    char lines[8][PF_EXPORT_WARN_LEN];
+    int n = pf_export_warnings(x, PF_EXPORT_DEEPSPEED, lines, 8), found = 0;
+    for (int i = 0; i < n && i < 8; i++)
+        found += strstr(lines[i], "context parallelism 2: DeepSpeed's config has no ring") != NULL ||
+                 strstr(lines[i], "expert parallelism 2: not a config key") != NULL;
+    CU_ASSERT_EQUAL(found, 2);
+    pf_export_destroy(&x);
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 static void test_deepspeed_config(void)
 {
     pf_graph_t *g = small_gpt(4);
@@ -991,6 +1043,8 @@ void pf_suite_export(void)
                 test_megatron_model);
     CU_add_test(s, "the block search's choices: micro-batch, interleaving, sequence parallelism, "
                 "ZeRO 3", test_block_choices);
+    CU_add_test(s, "context and expert parallelism: Megatron-LM sizes, batch, DeepSpeed warnings",
+                test_context_expert);
     CU_add_test(s, "DeepSpeed: config, PipelineModule arguments and warnings of the example "
                    "plan; ZeRO 2 with a pipeline refused",
                 test_deepspeed_config);

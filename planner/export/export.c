@@ -515,10 +515,32 @@ int pf_export_sequence_parallel(const pf_export_t *x)
     return x->T > 1 && (x->p->blocks.present ? x->p->blocks.sequence_parallel : 1);
 }
 
-/* One step trains microbatch x MB x R samples (DESIGN.md "Cost definitions"). */
+/* One step trains microbatch x MB x R samples (DESIGN.md "Cost definitions"); under context
+ * parallelism C the R = d x C replicas share each sequence C ways. */
 int pf_export_global_batch(const pf_export_t *x)
 {
-    return pf_export_microbatch(x) * x->p->microbatches * x->R;
+    return pf_export_microbatch(x) * x->p->microbatches * x->R / pf_plan_context_parallel(x->p);
+}
+
+int pf_export_context_parallel(const pf_export_t *x) { return pf_plan_context_parallel(x->p); }
+
+int pf_export_expert_parallel(const pf_export_t *x)
+{
+    return x->p->blocks.present && x->p->blocks.expert_parallel > 1 ? x->p->blocks.expert_parallel
+                                                                     : 1;
+}
+
+/* --context-parallel-size C and --expert-model-parallel-size E (_add_distributed_args), when
+ * above 1. Megatron-LM orders ranks tp, cp, ep, dp, pp: the plan's replica r = dp x C + cp, so
+ * its rank order (pp, replica, tp) is Megatron-LM's. */
+static void megatron_cpep(const pf_export_t *x, FILE *f)
+{
+    int C = pf_export_context_parallel(x), E = pf_export_expert_parallel(x);
+    if (C > 1)
+        fprintf(f, "    # context parallelism: the %d replicas are %d data-parallel x %d "
+                "context-parallel\n    --context-parallel-size %d\n", x->R, x->R / C, C, C);
+    if (E > 1)
+        fprintf(f, "    --expert-model-parallel-size %d\n", E);
 }
 
 /* ---- writers ---- */
@@ -550,7 +572,9 @@ static void put_header(const pf_export_t *x, FILE *f, const char *what, const ch
  * --decoder-first-pipeline-num-layers, --decoder-last-pipeline-num-layers,
  * --num-layers-per-virtual-pipeline-stage, --use-distributed-optimizer; _add_training_args:
  * --micro-batch-size, --global-batch-size, --recompute-granularity, --recompute-method,
- * --recompute-num-layers, --sequence-parallel); tests/data/megatron_args.txt lists them. */
+ * --recompute-num-layers, --sequence-parallel; _add_distributed_args also
+ * --context-parallel-size, --expert-model-parallel-size); tests/data/megatron_args.txt lists
+ * them. */
 
 /* The layer split: PF_EINPUT when Megatron-LM cannot write it. Uneven ends go by
  * --decoder-first/last-pipeline-num-layers (the middle stages are split evenly); interleaving by
@@ -592,8 +616,9 @@ static void megatron_training(const pf_export_t *x, FILE *f)
 {
     const pf_plan_t *p = x->p;
     const pf_training_t *t = &p->train;
-    fprintf(f, "    # global batch = micro-batch %d x %d micro-batches x %d replicas\n",
-            pf_export_microbatch(x), p->microbatches, x->R);
+    fprintf(f, "    # global batch = micro-batch %d x %d micro-batches x %d replicas%s\n",
+            pf_export_microbatch(x), p->microbatches, x->R,
+            pf_export_context_parallel(x) > 1 ? " / context parallelism" : "");
     fprintf(f, "    --micro-batch-size %d\n", pf_export_microbatch(x));
     fprintf(f, "    --global-batch-size %d\n", pf_export_global_batch(x));
     if (t->precision_bytes == 2)
@@ -637,6 +662,7 @@ int pf_export_write_megatron(const pf_export_t *x, FILE *f, char *err, size_t er
     fprintf(f, "    --tensor-model-parallel-size %d\n", x->T);
     fprintf(f, "    --pipeline-model-parallel-size %d\n", S);
     fprintf(f, "    --num-layers %d\n", x->layers);
+    megatron_cpep(x, f);
     rc = megatron_layers(x, f, err, errlen);
     if (rc != PF_OK)
         return rc;

@@ -75,7 +75,10 @@ int pf_export_layers(const pf_export_t *x);                   /* blocks in the m
 int pf_export_stage_layers(const pf_export_t *x, int s);      /* blocks stage s holds */
 int pf_export_stage_first_layer(const pf_export_t *x, int s); /* index of its first block */
 int pf_export_world(const pf_export_t *x);                    /* S x R x T */
-int pf_export_global_batch(const pf_export_t *x);             /* microbatch x MB x R */
+int pf_export_global_batch(const pf_export_t *x);             /* microbatch x MB x R / C */
+/* The plan's context parallelism C (its R replicas are d x C) and expert parallelism E; 1: none */
+int pf_export_context_parallel(const pf_export_t *x);
+int pf_export_expert_parallel(const pf_export_t *x);
 /* The plan's choices (plan.h "blocks", the block search) when it has them, else the graph's
  * micro-batch, 1 virtual stage, and sequence parallelism whenever T > 1 (Megatron-LM's advice).
  * Sequence parallelism is 0 at T = 1. */

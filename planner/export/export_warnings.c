@@ -51,6 +51,22 @@ static void warn_uneven(const pf_export_t *x, warn_t *w)
              "its own way", counts, pf_export_layers(x));
 }
 
+/* DeepSpeed's config has neither: its sequence parallelism (Ulysses) is an all-to-all over
+ * attention heads, not ring attention, and its MoE layers take ep_size as a constructor
+ * argument. */
+static void warn_cpep(const pf_export_t *x, warn_t *w)
+{
+    int C = pf_export_context_parallel(x), E = pf_export_expert_parallel(x);
+    if (C > 1)
+        warn(w, "context parallelism %d: DeepSpeed's config has no ring attention; the %d "
+             "replicas are %d data-parallel groups of %d that must split each sequence (e.g. "
+             "with Megatron-DeepSpeed's model code), else use `planfarm export megatron`",
+             C, pf_export_plan(x)->replicas, pf_export_plan(x)->replicas / C, C);
+    if (E > 1)
+        warn(w, "expert parallelism %d: not a config key; pass ep_size=%d to each "
+             "deepspeed.moe.layer.MoE, else the experts stay whole on every GPU", E, E);
+}
+
 static void warn_deepspeed(const pf_export_t *x, warn_t *w)
 {
     const pf_plan_t *p = pf_export_plan(x);
@@ -71,6 +87,7 @@ static void warn_deepspeed(const pf_export_t *x, warn_t *w)
         warn(w, "%d virtual stages: DeepSpeed's PipelineEngine has no interleaved 1F1B; it runs "
              "one chunk per stage, with a bubble %d x the plan's", v, v);
     warn_uneven(x, w);
+    warn_cpep(x, w);
     warn_schedule(x, w, "DeepSpeed's PipelineEngine");
 }
 

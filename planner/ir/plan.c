@@ -9,6 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+int pf_plan_context_parallel(const pf_plan_t *p)
+{
+    return p->blocks.present && p->blocks.context_parallel > 1 ? p->blocks.context_parallel : 1;
+}
+
 pf_plan_t *pf_plan_new(int stages, int replicas)
 {
     if (stages <= 0 || replicas <= 0)
@@ -325,6 +330,23 @@ static int read_training(json_t *root, pf_training_t *t, char *err, size_t errle
     return PF_OK;
 }
 
+/* context_parallel and expert_parallel (absent: 1) */
+static int read_cpep(json_t *root, pf_plan_t *p, char *err, size_t errlen)
+{
+    int64_t cp = 1, ep = 1;
+    int rc = pf_json_get_int(root, "plan", "context_parallel", PF_JSON_GET_POSITIVE, 1, &cp, err,
+                             errlen);
+    if (!rc)
+        rc = pf_json_get_int(root, "plan", "expert_parallel", PF_JSON_GET_POSITIVE, 1, &ep, err,
+                             errlen);
+    if (!rc && (cp > 1 << 20 || ep > 1 << 20 || p->replicas % cp))
+        rc = pf_fail(err, errlen, PF_EINPUT, "plan: context_parallel %lld does not divide the "
+                     "%d replicas, or context_parallel / expert_parallel too large",
+                     (long long)cp, p->replicas);
+    p->blocks.context_parallel = (int)cp, p->blocks.expert_parallel = (int)ep;
+    return rc;
+}
+
 /* The block search's keys (write_block_search), so that a plan read back exports and writes them
  * again; absent = no block search. */
 static int read_block_search(json_t *root, pf_plan_t *p, char *err, size_t errlen)
@@ -361,6 +383,8 @@ static int read_block_search(json_t *root, pf_plan_t *p, char *err, size_t errle
     p->blocks.present = 1;
     p->blocks.microbatch_size = (int)b, p->blocks.virtual_stages = (int)v;
     p->blocks.sequence_parallel = json_is_true(sp);
+    if ((rc = read_cpep(root, p, err, errlen)) != PF_OK)
+        return rc;
     p->train.sequence_parallel = p->blocks.sequence_parallel; /* its memory (tp/seqpar.h) */
     p->blocks.first_layers = (int)n[0], p->blocks.mid_layers = (int)n[1];
     p->blocks.last_layers = (int)n[2], p->blocks.candidates = (int)n[3];
@@ -599,9 +623,12 @@ static void write_step(pf_json_writer_t *w, const pf_plan_t *p, const pf_graph_t
     pf_plan_rates_t r = pf_plan_rates_at(g, c, p->simulated_step_ms, p->microbatches,
                                          p->replicas, p->stages * p->replicas * p->tensor_parallel,
                                          plan_microbatch(p, g));
-    key_num(w, "throughput_samples_per_s", r.samples_per_s);
-    key_num(w, "tokens_per_s", r.tokens_per_s);
-    key_num(w, "mfu", r.mfu);
+    /* under context parallelism C the R replicas are d x C that share each sequence: the
+     * request's graph (a whole sequence per sample) counts C x the samples and FLOPs */
+    int C = pf_plan_context_parallel(p);
+    key_num(w, "throughput_samples_per_s", r.samples_per_s / C);
+    key_num(w, "tokens_per_s", r.tokens_per_s / C);
+    key_num(w, "mfu", r.mfu / C);
 }
 
 /* The block-level search's choice (DESIGN.md "Plan"): its own keys, and how it was found. */
@@ -610,6 +637,9 @@ static void write_block_search(pf_json_writer_t *w, const pf_plan_t *p)
     pf_json_writer_key(w, "microbatch_size"); pf_json_writer_int(w, p->blocks.microbatch_size);
     pf_json_writer_key(w, "virtual_stages"); pf_json_writer_int(w, p->blocks.virtual_stages);
     pf_json_writer_key(w, "sequence_parallel"); pf_json_writer_bool(w, p->blocks.sequence_parallel);
+    pf_json_writer_key(w, "context_parallel"); pf_json_writer_int(w, pf_plan_context_parallel(p));
+    pf_json_writer_key(w, "expert_parallel");
+    pf_json_writer_int(w, p->blocks.expert_parallel > 1 ? p->blocks.expert_parallel : 1);
     pf_json_writer_key(w, "block_search"); pf_json_writer_obj_begin_inline(w);
     pf_json_writer_key(w, "layers_first"); pf_json_writer_int(w, p->blocks.first_layers);
     pf_json_writer_key(w, "layers_middle"); pf_json_writer_int(w, p->blocks.mid_layers);
@@ -717,8 +747,9 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
     pf_json_writer_key(w, "replicas"); pf_json_writer_int(w, p->replicas);
     pf_json_writer_key(w, "tensor_parallel"); pf_json_writer_int(w, p->tensor_parallel);
     pf_json_writer_key(w, "microbatches"); pf_json_writer_int(w, p->microbatches);
-    pf_json_writer_key(w, "global_batch");
-    pf_json_writer_int(w, (long long)plan_microbatch(p, g) * p->microbatches * p->replicas);
+    pf_json_writer_key(w, "global_batch"); /* sequences: a CP group's replicas share them */
+    pf_json_writer_int(w, (long long)plan_microbatch(p, g) * p->microbatches * p->replicas /
+                              pf_plan_context_parallel(p));
     pf_json_writer_key(w, "schedule"); pf_json_writer_str(w, p->schedule);
     write_training(w, p);
     pf_json_writer_key(w, "stage_list");

@@ -80,6 +80,9 @@ typedef struct {
     struct { /* the block-level search's choice (issue 22); written when present */
         int present;
         int microbatch_size, virtual_stages, sequence_parallel;
+        /* context parallelism C (replicas = d x C: the CP ranks are replicas of sub-sequences,
+         * cpep.h) and expert parallelism E; 0 or 1: none */
+        int context_parallel, expert_parallel;
         int first_layers, mid_layers, last_layers; /* blocks per stage: first, middle, last */
         double analytic_step_ms;                   /* blockcost.h's step of the choice */
         int candidates;                            /* ranked by the analytic model */
@@ -94,6 +97,8 @@ typedef struct {
 } pf_plan_t;
 
 pf_plan_t *pf_plan_new(int stages, int replicas);
+/* The block search's context parallelism C (1: none): the plan's replicas are d x C. */
+int pf_plan_context_parallel(const pf_plan_t *p);
 void pf_plan_destroy(pf_plan_t **p);
 /* Copies ops (indices). */
 int pf_plan_set_stage_ops(pf_plan_t *p, int s, const int *ops, int nops);

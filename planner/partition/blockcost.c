@@ -233,6 +233,8 @@ void pf_blockcost_part(const pf_blockcost_problem_t *pr, const pf_blocks_part_t 
         out->act_bytes = all * scale;
     out->param_bytes = part->param_bytes - part->param_split_bytes + part->param_split_bytes / t;
     out->p2p_bytes = part->output_bytes * scale / spt;
+    if (pr->cpep_part)
+        pr->cpep_part(pr, part, t, b, sp, rc, out);
 }
 
 void pf_blockcost_parts(const pf_blockcost_problem_t *pr, int t, int b, int sp,
@@ -346,6 +348,8 @@ static int check_cand(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_
         return PF_EINPUT;
     int sum = c->p == 1 ? c->first_layers
                         : c->first_layers + c->last_layers + (c->p - 2) * c->mid_layers;
+    if (pr->cpep_check && pr->cpep_check(pr->cpep, c) != PF_OK)
+        return PF_EINPUT;
     return sum == L && c->first_layers >= 0 && c->last_layers >= 0 && c->mid_layers >= 0
                ? PF_OK
                : PF_EINPUT;

@@ -113,23 +113,34 @@ void pf_blockcost_priced_init(pf_blockcost_priced_t *r, const pf_cluster_t *c,
                               const pf_devmodel_t *dm, int precision_bytes,
                               pf_blockcost_env_t *env);
 
-typedef struct {
+struct pf_blockcost_cand;
+struct pf_blockcost_part;
+struct pf_blockcpep;
+
+typedef struct pf_blockcost_problem {
     const pf_blocks_t *blocks;
     const pf_blockcost_env_t *env;
     pf_training_t training; /* precision and optimizer; zero, recompute, schedule unused */
     int64_t global_batch;   /* samples per step */
     int ngpus, gpus_per_host;
     double mem_bytes; /* per device */
+    /* context and expert parallelism (blockcpep.h sets them; NULL: none): part's hook rewrites
+     * what pf_blockcost_part priced, check's refuses a candidate (not PF_OK) */
+    struct pf_blockcpep *cpep;
+    void (*cpep_part)(const struct pf_blockcost_problem *pr, const pf_blocks_part_t *part, int t,
+                      int b, int sp, pf_training_recompute_t rc, struct pf_blockcost_part *out);
+    int (*cpep_check)(const struct pf_blockcpep *x, const struct pf_blockcost_cand *c);
 } pf_blockcost_problem_t;
 
-typedef struct {
+typedef struct pf_blockcost_cand {
     int t, p, d, b, v, sp, zero;
     pf_training_recompute_t recompute;
     int first_layers, mid_layers, last_layers; /* v > 1: all L / p */
+    int cp, ep; /* context and expert parallelism (blockcpep.h); 0 or 1: none */
 } pf_blockcost_cand_t;
 
 /* One part priced at (t, b, sp, recompute), per micro-batch. */
-typedef struct {
+typedef struct pf_blockcost_part {
     double fwd_ms, bwd_ms, recompute_ms, tp_fwd_ms, tp_bwd_ms;
     double act_bytes, reserve_bytes; /* stored per micro-batch; full recomputation's reserve */
     double param_bytes;              /* per GPU */

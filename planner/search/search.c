@@ -10,6 +10,7 @@
 #include "planner/search/search_partition.h"
 #include "planner/search/search_tap.h"
 #include "planner/search/search_queue.h"
+#include "planner/inputs/cpep.h"
 #include "planner/inputs/price.h"
 #include "planner/ir/cost.h"
 #include "planner/core/util.h"
@@ -202,6 +203,19 @@ static void add_replicas(long long *rs, int *n, int cap, long long R)
     (*n)++;
 }
 
+/* Does the global batch fill `per` samples per micro-batch step, or C x it (sub-sequences on
+ * d x C replicas, blockcpep.h) for a context parallelism C the request fixes or lets the block
+ * search choose? */
+static int batch_ok(const pf_search_opts_t *o, int D, long long per)
+{
+    int lo = o->context_parallel > 0 ? o->context_parallel : 1;
+    int hi = o->context_parallel > 0 ? lo : pf_search_blocks_wanted(o) ? D : 1;
+    for (int C = lo; C <= hi; C++)
+        if (D % C == 0 && (o->global_batch * C) % per == 0)
+            return 1;
+    return 0;
+}
+
 /* With a global batch, some (S, R, T) must make a whole number of micro-batches. A batch none
  * makes is bad input (the user can pick another), so the message lists what the layouts reach:
  * the multiples of micro-batch x R for every replica count R they have. */
@@ -217,7 +231,7 @@ static int check_global_batch(const pf_graph_t *g, const pf_search_opts_t *o, in
         int ns = pf_search_partition_stage_counts(o, Dg, pf_graph_nops(g), list);
         for (int k = 0; k < ns && !ok; k++) {
             long long R = o->replicas ? o->replicas : Dg / list[k];
-            ok = R > 0 && o->global_batch % (mb * R) == 0;
+            ok = R > 0 && batch_ok(o, D, mb * R);
             if (R > 0)
                 add_replicas(rs, &nr, 32, R);
         }
@@ -285,14 +299,21 @@ static int nothing_to_partition(const pf_search_t *s, char *err, size_t errlen)
     return pf_fail(err, errlen, PF_EINPUT, "no (stages, replicas) fits %d devices", s->ndev);
 }
 
-/* The graph at the block search's micro-batch: g itself, or *owned (price.h). */
+/* The graph at the block search's micro-batch (and context / expert parallelism): g itself, or
+ * *owned (price.h, cpep.h). */
 static int at_microbatch(const pf_graph_t *g, const pf_search_blocks_t *blocks,
                          pf_graph_t **owned, char *err, size_t errlen)
 {
     *owned = NULL;
-    if (!blocks->present || blocks->best[0].cand.b == pf_graph_microbatch(g))
+    if (!blocks->present)
         return PF_OK;
-    return pf_price_microbatch(g, blocks->best[0].cand.b, owned, err, errlen);
+    const pf_blockcost_cand_t *c = &blocks->best[0].cand;
+    if (c->cp > 1 || c->ep > 1) /* one device's sub-sequences and experts (cpep.h) */
+        return pf_cpep_graph(g, c->b, c->cp > 1 ? c->cp : 1, c->ep > 1 ? c->ep : 1, owned, err,
+                             errlen);
+    if (c->b == pf_graph_microbatch(g))
+        return PF_OK;
+    return pf_price_microbatch(g, c->b, owned, err, errlen);
 }
 
 pf_search_t *pf_search_new(const pf_graph_t *request_g, const pf_cluster_t *c,

@@ -1,6 +1,7 @@
 /* search_blocks: the block-level pre-phase (search_blocks.h). */
 #include "planner/search/search_blocks.h"
 #include "planner/core/util.h"
+#include "planner/partition/blockcpep.h"
 #include "planner/tp/tp_price.h"
 
 #include <string.h>
@@ -8,7 +9,7 @@
 int pf_search_blocks_wanted(const pf_search_opts_t *o)
 {
     return o->block_search || o->sequence_parallel >= 0 || o->virtual_stages > 0 ||
-           o->microbatch_size > 0;
+           o->microbatch_size > 0 || o->context_parallel > 0 || o->expert_parallel > 0;
 }
 
 /* The prices of the analytic model (search_blocks.h): the device model the graph was priced on
@@ -69,7 +70,7 @@ static void apply(const pf_search_blocks_t *choice, pf_search_opts_t *o)
     for (int i = 0; i < choice->n && n < 8; i++) {
         const pf_blockcost_cand_t *c = &choice->best[i].cand;
         int dup = c->recompute != best->recompute || c->zero != best->zero || c->b != best->b ||
-                  c->sp != best->sp;
+                  c->sp != best->sp || c->cp != best->cp || c->ep != best->ep;
         for (int j = 0; j < n && !dup; j++)
             dup = o->block_pairs[j][0] == c->p && o->block_pairs[j][1] == c->t;
         if (dup)
@@ -82,7 +83,11 @@ static void apply(const pf_search_blocks_t *choice, pf_search_opts_t *o)
     o->nblock_pairs = n > 1 ? n : 0;
     o->stages = same_p ? best->p : 0;
     o->tp = same_t ? best->t : 0;
-    o->replicas = n == 1 ? best->d : 0;
+    /* context parallelism: the later phases plan C sub-sequences per sequence on d x C
+     * replicas (blockcpep.h; the graph is cpep.h's) */
+    int C = best->cp > 1 ? best->cp : 1;
+    o->replicas = n == 1 ? best->d * C : 0;
+    o->global_batch *= C;
     o->candidates = n > o->candidates ? n : o->candidates;
     o->train.recompute = best->recompute;
     o->train.zero = best->zero;
@@ -91,11 +96,19 @@ static void apply(const pf_search_blocks_t *choice, pf_search_opts_t *o)
     o->recompute_auto = o->zero_auto = 0;
 }
 
-static int rank(const pf_blockcost_problem_t *pr, const pf_blockenum_fix_t *fix, int k,
+/* Every (C, E) too (blockcpep.h), on the facts of the first block. */
+static int rank(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
+                const pf_blockcost_problem_t *pr, const pf_blockenum_fix_t *fix, int k,
                 pf_search_blocks_t *choice, char *err, size_t errlen)
 {
     double t0 = pf_now_s();
-    int rc = pf_blockenum_run(pr, fix, k, 1, choice->best, &choice->n, &choice->stats, err, errlen);
+    int nops;
+    const int *ops = pf_blocks_instance(pr->blocks, 0, &nops);
+    pf_cpep_facts_t f;
+    pf_cpep_facts(g, ops, ops ? nops : 0, &f);
+    int rc = pf_blockcpep_run(pr, &f, pf_graph_microbatch(g), c, fix, o->context_parallel,
+                              o->expert_parallel, k, 1, choice->best, &choice->n, &choice->stats,
+                              err, errlen);
     choice->wall_s += pf_now_s() - t0;
     return rc;
 }
@@ -124,7 +137,7 @@ int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_o
     int k = o->block_candidates < 1                  ? 1
             : o->block_candidates > PF_SEARCH_BLOCKS_K ? PF_SEARCH_BLOCKS_K
                                                        : o->block_candidates;
-    rc = rank(&pr, &fix, k, choice, err, errlen);
+    rc = rank(g, c, o, &pr, &fix, k, choice, err, errlen);
     if (rc != PF_OK) {
         pf_blocks_destroy(&b);
         return rc;
@@ -144,7 +157,8 @@ void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
         if (choice->best[i].cand.p == p->stages && choice->best[i].cand.t == p->tensor_parallel &&
             choice->best[i].cand.recompute == it->cand.recompute &&
             choice->best[i].cand.b == it->cand.b && choice->best[i].cand.sp == it->cand.sp &&
-            choice->best[i].cand.zero == it->cand.zero) {
+            choice->best[i].cand.zero == it->cand.zero && choice->best[i].cand.cp == it->cand.cp &&
+            choice->best[i].cand.ep == it->cand.ep) {
             it = &choice->best[i];
             break;
         }
@@ -154,6 +168,8 @@ void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
     p->blocks.virtual_stages =
         it->cand.v > 1 && p->stages > 1 && p->microbatches % p->stages == 0 ? it->cand.v : 1;
     p->blocks.sequence_parallel = it->cand.sp && p->tensor_parallel > 1;
+    p->blocks.context_parallel = it->cand.cp > 1 ? it->cand.cp : 1;
+    p->blocks.expert_parallel = it->cand.ep > 1 ? it->cand.ep : 1;
     p->blocks.first_layers = it->cand.first_layers;
     p->blocks.mid_layers = it->cand.p > 2 ? it->cand.mid_layers : 0;
     p->blocks.last_layers = it->cand.p > 1 ? it->cand.last_layers : 0;

@@ -2,10 +2,13 @@
  * repeated blocks (blocks.h) it enumerates Megatron-LM style configurations with the analytic
  * model (blockenum.h, blockcost.h), keeps the best K, and fixes the best one's (S, T, R),
  * recomputation, ZeRO stage and sequence parallelism, with whole layers per stage
- * (--layer-aligned), for the phases that follow (partition, map, simulate). Sequence parallelism,
- * virtual stages and the micro-batch size are recorded in the plan; the later phases store
- * sequence parallelism's activations (planner/tp/seqpar.h) and simulate the virtual stages
- * (planner/sim/chunks.h).
+ * (--layer-aligned), for the phases that follow (partition, map, simulate). Context and expert
+ * parallelism (C, E) are searched with it (planner/partition/blockcpep.h): under C > 1 the later
+ * phases plan one device's graph (planner/inputs/cpep.h) at C x the global batch on d x C
+ * replicas, and the simulator adds the K/V ring and the all-to-alls (planner/sim/simcpep.h).
+ * Sequence parallelism, virtual stages and the micro-batch size are recorded in the plan; the
+ * later phases store sequence parallelism's activations (planner/tp/seqpar.h) and simulate the
+ * virtual stages (planner/sim/chunks.h).
  *
  * The device and network prices come from block_env() in search_blocks.c: when the graph names
  * its device model (graph key "device_model", `planfarm model --device`), that preset and the
@@ -19,7 +22,8 @@
 #include <stddef.h>
 
 /* Does the request ask for the block-level search (block_search, or one of its own dimensions
- * given: sequence parallelism, virtual stages, micro-batch size)? `--recompute auto` and
+ * given: sequence parallelism, virtual stages, micro-batch size, context or expert
+ * parallelism)? `--recompute auto` and
  * `--zero auto` set block_search in the command line. */
 int pf_search_blocks_wanted(const pf_search_opts_t *o);
 
@@ -33,7 +37,8 @@ int pf_search_blocks_wanted(const pf_search_opts_t *o);
 int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_opts_t *o,
                          pf_search_blocks_t *choice, char *err, size_t errlen);
 
-/* The choice into the plan's keys (microbatch_size, virtual_stages, sequence_parallel). */
+/* The choice into the plan's keys (microbatch_size, virtual_stages, sequence_parallel,
+ * context_parallel, expert_parallel). */
 void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p);
 
 #endif

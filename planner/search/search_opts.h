@@ -43,13 +43,16 @@ typedef struct {
     double mem_headroom;  /* fraction of every device's memory a plan leaves free (CUDA context,
                            * NCCL buffers, allocator fragmentation); default 0.1 */
     /* The block-level pre-phase (search_blocks.h, issue 22): on when block_search is set or one
-     * of sequence_parallel, virtual_stages, microbatch_size is given. Under it recomputation
+     * of sequence_parallel, virtual_stages, microbatch_size, context_parallel, expert_parallel
+     * is given. Under it recomputation
      * and ZeRO are searched by default (recompute_auto, zero_auto); without it they are unused. */
     int block_search;     /* default 0 */
     int block_candidates; /* K ranked by the analytic model; default 5 */
     int microbatch_size;  /* samples per micro-batch; 0 = the graph's */
     int sequence_parallel; /* -1 = searched (default), 0 off, 1 on */
     int virtual_stages;   /* interleaved 1F1B's model chunks per device; 0 = searched */
+    int context_parallel; /* C, the sequence split C ways (ring attention); 0 = searched */
+    int expert_parallel;  /* E, each MoE layer's experts over E devices; 0 = searched */
     int recompute_auto;   /* train.recompute searched; default 1 */
     int zero_auto;        /* train.zero searched; default 1 */
     /* Set by the pre-phase (not a request's option): the (S, T) pairs the later phases try,

@@ -1,5 +1,6 @@
 /* chunks: P stages as P x V interleaved chunks (chunks.h). */
 #include "planner/sim/chunks.h"
+#include "planner/sim/simcpep.h"
 #include "planner/core/util.h"
 
 #include <math.h>
@@ -137,7 +138,8 @@ int pf_chunks_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
                                  size_t errlen)
 {
     int rc = pf_simulate_input_from_setting(g, c, set, p, xfer_ms, in, err, errlen);
-    if (rc == PF_OK && (rc = pf_chunks_split(in, pf_chunks_of_plan(p), err, errlen)) != PF_OK)
+    if (rc == PF_OK && ((rc = pf_simcpep_add(g, c, p, in, err, errlen)) != PF_OK ||
+                        (rc = pf_chunks_split(in, pf_chunks_of_plan(p), err, errlen)) != PF_OK))
         pf_simulate_input_clear(in);
     return rc;
 }

@@ -25,8 +25,9 @@ int pf_chunks_split(pf_simulate_input_t *in, int V, char *err, size_t errlen);
 /* The plan's V: its block search's virtual_stages when it has one, else 1. */
 int pf_chunks_of_plan(const pf_plan_t *p);
 
-/* pf_simulate_input_from_setting, then split into the plan's V chunks: the input of what the
- * plan runs (a SIMULATE job and planfarm simulate both build it this way). */
+/* pf_simulate_input_from_setting, context and expert parallelism's traffic (simcpep.h), then
+ * split into the plan's V chunks: the input of what the plan runs (a SIMULATE job and planfarm
+ * simulate both build it this way). */
 int pf_chunks_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
                                  const pf_tp_setting_t *set, const pf_plan_t *p,
                                  const double *xfer_ms, pf_simulate_input_t *in, char *err,

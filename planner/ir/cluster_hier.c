@@ -104,6 +104,31 @@ pf_cluster_hier_t *pf_cluster_hier_clone(const pf_cluster_hier_t *h)
     return x;
 }
 
+int pf_cluster_hier_divides(const pf_cluster_hier_t *h, int T)
+{
+    if (T < 1 || h->level[0].count % T)
+        return 0;
+    for (int k = 0; k < h->nkinds; k++)
+        if (h->kind[k].gpus % T)
+            return 0;
+    return 1;
+}
+
+pf_cluster_hier_t *pf_cluster_hier_grouped(const pf_cluster_hier_t *h, int T)
+{
+    if (!pf_cluster_hier_divides(h, T))
+        return NULL;
+    pf_cluster_hier_t *x = pf_cluster_hier_clone(h);
+    if (!x)
+        return NULL;
+    x->level[0].count /= T;
+    for (int k = 0; k < x->nkinds; k++) {
+        x->kind[k].gpus /= T;
+        x->kind[k].tflops *= T;
+    }
+    return x;
+}
+
 int pf_cluster_hier_set_host(pf_cluster_hier_t *h, int host, int kind, double nic_gbps)
 {
     if (host < 0 || host >= h->hosts || kind < -1 || kind >= h->nkinds || !(nic_gbps >= 0))

@@ -59,6 +59,14 @@ pf_cluster_hier_t *pf_cluster_hier_clone(const pf_cluster_hier_t *h);
  * range. */
 int pf_cluster_hier_set_host(pf_cluster_hier_t *h, int host, int kind, double nic_gbps);
 
+/* The hierarchy of tensor-parallel groups (tp_groups.h): every host's GPUs cut into groups of T
+ * consecutive ones, each group one "GPU" of the result with T times the peak, the same memory,
+ * and the same links (rank k talks to rank k over the same level, so a group pair's slowest link
+ * is its hosts' link). NULL when !pf_cluster_hier_divides(h, T) or out of memory. */
+pf_cluster_hier_t *pf_cluster_hier_grouped(const pf_cluster_hier_t *h, int T);
+/* T >= 1 divides levels[0].count and every kind's gpus. */
+int pf_cluster_hier_divides(const pf_cluster_hier_t *h, int T);
+
 /* Counts, bandwidths, latencies, oversubscription, kinds, that the levels hold every host, and
  * at most PF_CLUSTER_HIER_MAX_DEVICES devices; messages name the JSON path
  * ("hierarchy.levels[2].bw_gbps: zero"). O(hosts). */

@@ -216,6 +216,28 @@ double pf_cluster_hier_lat_us(const pf_cluster_hier_t *h, int a, int b)
     return h->level[l].lat_us;
 }
 
+int pf_cluster_hier_regular(const pf_cluster_hier_t *h)
+{
+    return pf_cluster_hier_nexceptions(h) == 0;
+}
+
+int64_t pf_cluster_hier_span(const pf_cluster_hier_t *h, int level) { return h->span[level]; }
+
+int pf_cluster_hier_reach(const pf_cluster_hier_t *h, int host, pf_cluster_hier_reach_t *out)
+{
+    const pf_cluster_host_kind_t *k = &h->kind[0];
+    int64_t below = 1; /* hosts in host's unit one level down */
+    out[0] = (pf_cluster_hier_reach_t){k->bw_gbps, k->lat_us, k->gpus - 1};
+    for (int l = 1; l < h->nlevels; l++) {
+        int64_t lo = host / h->span[l] * h->span[l];
+        int64_t n = (lo + h->span[l] < h->hosts ? lo + h->span[l] : h->hosts) - lo;
+        out[l] = (pf_cluster_hier_reach_t){above_gbps(h, l, 0, 0), h->level[l].lat_us,
+                                           (int64_t)k->gpus * (n - below)};
+        below = n;
+    }
+    return h->nlevels;
+}
+
 int pf_cluster_hier_has_latency(const pf_cluster_hier_t *h)
 {
     for (int l = 1; l < h->nlevels; l++)

@@ -1,6 +1,7 @@
 #include "planner/sim/simulate.h"
 #include "planner/sim/interleave.h"
 #include "planner/ir/collective.h"
+#include "planner/sim/replica_groups.h"
 #include "planner/ir/cost.h"
 #include "planner/sim/stage_kinds.h"
 #include "planner/map/stage_graph.h"
@@ -32,6 +33,7 @@ typedef struct {
 typedef struct {
     const pf_simulate_input_t *in;
     int S, R, T, MB, NB, V, P; /* V chunks per rank, P = S / V ranks */
+    int DR;                    /* replicas of the data-parallel collectives (dp_replicas or R) */
     size_t nf, base_xf, base_xb, base_ar, base_opt, ntasks;
     task_t *task;
     edge_t *edge;
@@ -92,10 +94,11 @@ static int add_edge(sim_t *x, size_t from, size_t to, double frac)
 static int dp_coll_ms(const sim_t *x, int s, int k, pf_collective_op_t op, double bytes,
                       double *ms)
 {
-    for (int r = 0; r < x->R; r++)
-        x->group[r] = dev_of(x, s, r, k);
+    const pf_simulate_stage_t *dp = x->in->dp_stage ? x->in->dp_stage : x->in->stage;
+    for (int r = 0; r < x->DR; r++)
+        x->group[r] = dp[s].devices[r * x->T + k];
     pf_collective_group_t g;
-    if (pf_collective_group_from_cluster(x->in->cluster, x->group, x->R, x->in->nvls_busbw_gbps,
+    if (pf_collective_group_from_cluster(x->in->cluster, x->group, x->DR, x->in->nvls_busbw_gbps,
                                          &g) != PF_OK)
         return PF_ERR;
     *ms = pf_collective_best_ms(&g, op, bytes);
@@ -147,7 +150,7 @@ static int stage_tasks(sim_t *x, int s, int comm_free)
 {
     const pf_simulate_stage_t *st = &x->in->stage[s];
     double gather_ms = 0;
-    if (x->in->zero == 3 && x->R > 1 && !comm_free &&
+    if (x->in->zero == 3 && x->DR > 1 && !comm_free &&
         dp_coll_ms(x, s, 0, PF_COLL_ALLGATHER, st->param_bytes / x->T, &gather_ms) != PF_OK)
         return PF_ERR;
     double z3 = pf_training_zero3_exposed_ms(gather_ms, st->fwd_ms + st->recompute_ms + st->bwd_ms);
@@ -159,7 +162,7 @@ static int stage_tasks(sim_t *x, int s, int comm_free)
         x->task[id_opt(x, s, r)] =
             (task_t){.kind = T_OPT, .s = s, .r = r, .m = -1, .dur_ms = st->optimizer_ms};
     }
-    for (int k = 0; k < x->T && x->R > 1; k++) {
+    for (int k = 0; k < x->T && x->DR > 1; k++) {
         double ms = 0;
         if (!comm_free && dp_coll_ms(x, s, k, PF_COLL_ALLREDUCE, st->param_bytes / x->T / x->NB,
                                      &ms) != PF_OK)
@@ -178,7 +181,7 @@ static int grad_edges(sim_t *x, int s, int r, int m)
 {
     size_t last = id_bwd(x, s, r, m);
     int rc = add_edge(x, last, id_opt(x, s, r), 1.0);
-    for (int k = 0; k < x->T && x->R > 1; k++)
+    for (int k = 0; k < x->T && x->DR > 1; k++)
         for (int b = 0; b < x->NB; b++) {
             rc |= add_edge(x, last, id_ar(x, s, k, b), (double)(b + 1) / x->NB);
             rc |= add_edge(x, id_ar(x, s, k, b), id_opt(x, s, r), 1.0);
@@ -565,6 +568,7 @@ static int simulate_order(const pf_simulate_input_t *in, pf_training_schedule_t 
                .MB = in->microbatches, .NB = in->buckets > 1 ? in->buckets : 1,
                .V = in->virtual_stages > 1 ? in->virtual_stages : 1};
     x.P = x.S / x.V;
+    x.DR = in->dp_stage && in->dp_replicas > 0 ? in->dp_replicas : x.R;
     int D = pf_cluster_ndevices(in->cluster);
     int rc = PF_OK;
     pf_simulate_result_t *res = calloc(1, sizeof *res);
@@ -587,7 +591,7 @@ static int simulate_order(const pf_simulate_input_t *in, pf_training_schedule_t 
     x.free_ms = calloc((size_t)D, sizeof *x.free_ms);
     x.row_of_dev = malloc((size_t)D * sizeof *x.row_of_dev);
     x.inflight = calloc((size_t)x.S * x.R, sizeof *x.inflight);
-    x.group = malloc((size_t)x.R * sizeof *x.group);
+    x.group = malloc((size_t)x.DR * sizeof *x.group);
     if (!res->device || !res->busy_ms || !res->comm_busy_ms || !res->peak_mem_bytes ||
         !res->peak_inflight || !x.task || !x.heap || !x.free_ms || !x.row_of_dev || !x.inflight ||
         !x.group)
@@ -644,6 +648,8 @@ int pf_simulate(const pf_simulate_input_t *in, pf_simulate_result_t **out, char 
     int rc = validate(in, err, errlen);
     if (rc != PF_OK)
         return rc;
+    if (pf_replica_groups_apply(in)) /* one replica for all: the same figures */
+        return pf_replica_groups_simulate(in, out, err, errlen);
     if (in->schedule != PF_SCHEDULE_SIGNAL)
         return simulate_order(in, in->schedule, 0, out, err, errlen);
     /* Free communication cannot delay any task of a fixed compute order (every start time is a

@@ -70,6 +70,11 @@ typedef struct {
     int timeline;               /* 1: record the events (pictures); 0: figures only */
     pf_simulate_stage_t *stage;      /* S entries */
     const pf_cluster_t *cluster;
+    /* One replica standing for dp_replicas identical ones (replica_groups.h): the data-parallel
+     * collectives are priced over dp_stage[s].devices (dp_replicas x T), the simulated replicas'
+     * devices among them. NULL / 0: over the simulated replicas themselves. */
+    const pf_simulate_stage_t *dp_stage;
+    int dp_replicas;
 } pf_simulate_input_t;
 
 /* From a graph, its cluster and a mapped plan. Per stage, over its ops in the per-device graph

@@ -1,0 +1,109 @@
+#include "planner/sim/replica_groups.h"
+#include "planner/core/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Replica r's hop from stage s to s + 1 and back, rank k, as simulate.c prices it (resharding
+ * times or the postal model on rank k's share) equals replica 0's. */
+static int same_hops(const pf_simulate_input_t *in, int s, int r)
+{
+    const pf_simulate_stage_t *up = &in->stage[s], *dn = &in->stage[s + 1];
+    int T = in->tp;
+    if (up->xfer_ms)
+        return up->xfer_ms[r] == up->xfer_ms[0];
+    if (up->send_bytes <= 0)
+        return 1;
+    double bytes = up->send_bytes / T;
+    for (int k = 0; k < T; k++) {
+        int a0 = up->devices[k], b0 = dn->devices[k];
+        int a = up->devices[r * T + k], b = dn->devices[r * T + k];
+        if (pf_cluster_xfer_ms(in->cluster, a, b, bytes) !=
+                pf_cluster_xfer_ms(in->cluster, a0, b0, bytes) ||
+            pf_cluster_xfer_ms(in->cluster, b, a, bytes) !=
+                pf_cluster_xfer_ms(in->cluster, b0, a0, bytes))
+            return 0;
+    }
+    return 1;
+}
+
+int pf_replica_groups_apply(const pf_simulate_input_t *in)
+{
+    if (in->replicas < 2 || in->timeline || in->dp_stage)
+        return 0;
+    for (int s = 0; s < in->stages; s++) {
+        const pf_simulate_stage_t *st = &in->stage[s];
+        for (int r = 1; r < in->replicas; r++) {
+            if ((st->rep_fwd_ms && st->rep_fwd_ms[r] != st->rep_fwd_ms[0]) ||
+                (st->rep_bwd_ms && st->rep_bwd_ms[r] != st->rep_bwd_ms[0]))
+                return 0;
+            if (s + 1 < in->stages && !same_hops(in, s, r))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* The full result from replica 0's (one), rows rank-major (s R + r) T + k; the bubble summed
+ * over the rows in simulate.c's order. */
+static pf_simulate_result_t *expand(const pf_simulate_input_t *in, const pf_simulate_result_t *one)
+{
+    int R = in->replicas, T = in->tp, P = one->ndevices / T;
+    size_t rows = (size_t)P * R * T;
+    pf_simulate_result_t *res = calloc(1, sizeof *res);
+    if (!res)
+        return NULL;
+    *res = *one;
+    res->replicas = R;
+    res->ndevices = (int)rows;
+    res->nevents = 0;
+    res->events = NULL;
+    res->device = malloc(rows * sizeof *res->device);
+    res->busy_ms = malloc(rows * sizeof *res->busy_ms);
+    res->comm_busy_ms = malloc(rows * sizeof *res->comm_busy_ms);
+    res->peak_mem_bytes = malloc(rows * sizeof *res->peak_mem_bytes);
+    res->peak_inflight = malloc(rows * sizeof *res->peak_inflight);
+    if (!res->device || !res->busy_ms || !res->comm_busy_ms || !res->peak_mem_bytes ||
+        !res->peak_inflight) {
+        pf_simulate_result_destroy(&res);
+        return NULL;
+    }
+    double busy = 0;
+    for (int s = 0; s < P; s++)
+        for (int r = 0; r < R; r++)
+            for (int k = 0; k < T; k++) {
+                size_t i = ((size_t)s * R + r) * T + k, j = (size_t)s * T + k;
+                res->device[i] = in->stage[s].devices[r * T + k];
+                res->busy_ms[i] = one->busy_ms[j];
+                res->comm_busy_ms[i] = one->comm_busy_ms[j];
+                res->peak_mem_bytes[i] = one->peak_mem_bytes[j];
+                res->peak_inflight[i] = one->peak_inflight[j];
+                busy += res->busy_ms[i];
+            }
+    res->bubble_fraction = res->step_ms > 0 ? 1.0 - busy / (rows * res->step_ms) : 0.0;
+    return res;
+}
+
+int pf_replica_groups_simulate(const pf_simulate_input_t *in, pf_simulate_result_t **out,
+                               char *err, size_t errlen)
+{
+    *out = NULL;
+    /* replica 0 is the first T devices (and the first entries of the per-replica arrays) */
+    pf_simulate_stage_t *stage = malloc((size_t)in->stages * sizeof *stage);
+    if (!stage)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    memcpy(stage, in->stage, (size_t)in->stages * sizeof *stage);
+    pf_simulate_input_t one = *in;
+    one.replicas = 1;
+    one.stage = stage;
+    one.dp_stage = in->stage;
+    one.dp_replicas = in->replicas;
+    pf_simulate_result_t *r1 = NULL;
+    int rc = pf_simulate(&one, &r1, err, errlen);
+    free(stage);
+    if (rc != PF_OK)
+        return rc;
+    *out = expand(in, r1);
+    pf_simulate_result_destroy(&r1);
+    return *out ? PF_OK : pf_fail(err, errlen, PF_ERR, "out of memory");
+}

@@ -1,0 +1,27 @@
+/* replica_groups: one simulated replica for a group of identical data-parallel replicas (issue
+ * 23 item 2).
+ *
+ * Replicas of the same stages whose compute times and pipeline transfers are equal (their
+ * devices interchangeable as far as the step sees them) run the same timeline: each replica's
+ * tasks use only its own devices' streams, their relative order in the ready queue is the same
+ * in every replica, and the one thing they share, each stage's gradient all-reduce, starts when
+ * the last of them is ready, which is the same moment in all. So pf_simulate runs replica 0
+ * alone, with the all-reduce still priced over every replica's devices (simulate.h dp_stage),
+ * and copies its rows to the others: the step, the busy times, the peaks and the bubble equal the
+ * full simulation's, bit for bit (tests). A step of R replicas costs 1 / R of the tasks: the 1T
+ * GPT on 131,072 GPUs simulates 64 stages, not 256 x 64. Not used when a timeline is asked for
+ * (its events name every replica) or when some replica differs. */
+#ifndef PF_REPLICA_GROUPS_H
+#define PF_REPLICA_GROUPS_H
+
+#include "planner/sim/simulate.h"
+
+/* Whether in (validated) has more than one replica, all identical (above), and no timeline.
+ * O(S R T). */
+int pf_replica_groups_apply(const pf_simulate_input_t *in);
+
+/* pf_simulate's result by simulating replica 0 for all of them. */
+int pf_replica_groups_simulate(const pf_simulate_input_t *in, pf_simulate_result_t **out,
+                               char *err, size_t errlen);
+
+#endif

@@ -716,8 +716,10 @@ double pf_simulate_scatter_gather_ms(const pf_cluster_t *c, const int *src, cons
     return scatter + pf_collective_best_ms(&g, PF_COLL_ALLGATHER, bytes);
 }
 
-int pf_simulate_xfer_ms(const pf_cluster_t *c, const pf_simulate_xfer_problem_t *x, double *ms,
-                        char *err, size_t errlen)
+/* pf_simulate_xfer_ms on a network built once by the caller (O(D) each: a plan's (S - 1) x R
+ * transfers share one). */
+static int xfer_ms_on(const pf_cluster_t *c, const pf_reshard_net_t *net,
+                      const pf_simulate_xfer_problem_t *x, double *ms, char *err, size_t errlen)
 {
     *ms = 0;
     if (x->shape[0] <= 0)
@@ -728,16 +730,26 @@ int pf_simulate_xfer_ms(const pf_cluster_t *c, const pf_simulate_xfer_problem_t 
     pf_reshard_opts_t o;
     pf_reshard_opts_default(&o);
     o.sched.dfs_budget_s = 0; /* the node cap alone: the same answer on every machine */
-    pf_reshard_net_t *net = pf_reshard_net_from_cluster(c, err, errlen);
-    if (!net)
-        return PF_ERR;
     pf_reshard_t *r = pf_reshard_new(&x->problem, net, &o, err, errlen);
-    pf_reshard_net_destroy(&net);
     if (!r)
         return PF_EINPUT;
     *ms = fmin(pf_reshard_time_ms(r), sg);
     pf_reshard_destroy(&r);
     return PF_OK;
+}
+
+int pf_simulate_xfer_ms(const pf_cluster_t *c, const pf_simulate_xfer_problem_t *x, double *ms,
+                        char *err, size_t errlen)
+{
+    *ms = 0;
+    if (x->shape[0] <= 0)
+        return PF_OK;
+    pf_reshard_net_t *net = pf_reshard_net_from_cluster(c, err, errlen);
+    if (!net)
+        return PF_ERR;
+    int rc = xfer_ms_on(c, net, x, ms, err, errlen);
+    pf_reshard_net_destroy(&net);
+    return rc;
 }
 
 /* Do the plan's tensor-parallel groups span hosts? Then its setting was built with groups that
@@ -820,7 +832,12 @@ static int stage_xfers(pf_simulate_input_t *in, int s, const pf_plan_t *p, const
     int R = in->replicas, T = in->tp;
     if (!(st->xfer_ms = malloc((size_t)R * sizeof *st->xfer_ms)))
         return pf_fail(err, errlen, PF_ERR, "out of memory");
-    for (int r = 0; r < R; r++) {
+    pf_reshard_net_t *net = NULL;
+    if (!xfer_ms && st->send_bytes > 0 &&
+        !(net = pf_reshard_net_from_cluster(in->cluster, err, errlen)))
+        return PF_ERR;
+    int rc = PF_OK;
+    for (int r = 0; r < R && rc == PF_OK; r++) {
         if (xfer_ms) {
             st->xfer_ms[r] = xfer_ms[(size_t)s * R + r];
             continue;
@@ -829,11 +846,10 @@ static int stage_xfers(pf_simulate_input_t *in, int s, const pf_plan_t *p, const
         pf_simulate_xfer_problem(p->stage_list[s].devices + (size_t)r * T,
                                  p->stage_list[s + 1].devices + (size_t)r * T, T, st->send_bytes,
                                  &xp);
-        int rc = pf_simulate_xfer_ms(in->cluster, &xp, &st->xfer_ms[r], err, errlen);
-        if (rc != PF_OK)
-            return rc;
+        rc = xfer_ms_on(in->cluster, net, &xp, &st->xfer_ms[r], err, errlen);
     }
-    return PF_OK;
+    pf_reshard_net_destroy(&net);
+    return rc;
 }
 
 int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,

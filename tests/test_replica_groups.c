@@ -3,6 +3,7 @@
  * schedules, interleaving, buckets and ZeRO-3, on DGX-A100 hosts; a replica that differs (its
  * compute, or its pipeline links) turns it off. */
 #include "planner/sim/replica_groups.h"
+#include "planner/sim/reshard.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"
 #include "tests/testutil.h"
@@ -137,9 +138,72 @@ static void test_differing_replica(void)
     pf_cluster_destroy(&c);
 }
 
+/* The resharding time of replica r's transfer, solved on its own. */
+static double reshard_ms(const pf_cluster_t *c, const int *src, const int *dst, int T,
+                         double bytes)
+{
+    char err[256];
+    pf_simulate_xfer_problem_t xp;
+    pf_simulate_xfer_problem(src, dst, T, bytes, &xp);
+    pf_reshard_opts_t o;
+    pf_reshard_opts_default(&o);
+    o.sched.dfs_budget_s = 0;
+    pf_reshard_net_t *net = pf_reshard_net_from_cluster(c, err, sizeof err);
+    pf_reshard_t *r = pf_reshard_new(&xp.problem, net, &o, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    double ms = pf_reshard_time_ms(r);
+    pf_reshard_destroy(&r);
+    pf_reshard_net_destroy(&net);
+    return ms;
+}
+
+/* Transfers with one key: on DGX-A100 hosts every replica's stage-to-stage transfer inside its
+ * host is replica 0's; one that crosses hosts, or lists its devices in another order, is not.
+ * On DGX-1's irregular NVLink (a matrix) keys split the replicas, and within a key every
+ * resharding, solved alone, takes the same time. */
+static void test_same_xfers(void)
+{
+    pf_cluster_t *c = dgx_a100(4);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    int src[8] = {0, 1, 8, 9, 16, 17, 24, 25}, dst[8] = {2, 3, 10, 11, 18, 19, 26, 27}, first[4];
+    CU_ASSERT_EQUAL(pf_replica_groups_same_xfers(c, src, dst, 4, 2, first), PF_OK);
+    CU_ASSERT(first[0] == 0 && first[1] == 0 && first[2] == 0 && first[3] == 0);
+    dst[4] = 27; /* replica 2 receives on host 3 */
+    dst[7] = 18;
+    src[2] = 9; /* replica 1 lists its sources the other way round */
+    src[3] = 8;
+    CU_ASSERT_EQUAL(pf_replica_groups_same_xfers(c, src, dst, 4, 2, first), PF_OK);
+    CU_ASSERT(first[0] == 0 && first[1] == 1 && first[2] == 2 && first[3] == 3);
+    pf_cluster_destroy(&c);
+
+    char err[256];
+    pf_topology_opts_t o;
+    pf_topology_opts_init(&o, PF_TOPOLOGY_DGX1);
+    o.machines = 4;
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&o, &c, err, sizeof err), PF_OK);
+    int s2[16], d2[16], f2[8], distinct = 0;
+    for (int r = 0; r < 8; r++) { /* replica r on machine r / 2, pairs (0,1) -> (2,3) or (4,5) -> (6,7) */
+        int base = r / 2 * 8 + (r % 2) * 4;
+        s2[2 * r] = base;
+        s2[2 * r + 1] = base + 1;
+        d2[2 * r] = base + (r == 5 ? 3 : 2); /* replica 5: 20 -> 23, 21 -> 22, other links */
+        d2[2 * r + 1] = base + (r == 5 ? 2 : 3);
+    }
+    CU_ASSERT_EQUAL(pf_replica_groups_same_xfers(c, s2, d2, 8, 2, f2), PF_OK);
+    for (int r = 0; r < 8; r++) {
+        distinct += f2[r] == r;
+        CU_ASSERT(f2[r] <= r && f2[f2[r]] == f2[r]);
+        CU_ASSERT_EQUAL(reshard_ms(c, s2 + 2 * r, d2 + 2 * r, 2, 3e7),
+                        reshard_ms(c, s2 + 2 * f2[r], d2 + 2 * f2[r], 2, 3e7));
+    }
+    CU_ASSERT(distinct >= 2 && distinct < 8);
+    pf_cluster_destroy(&c);
+}
+
 void pf_suite_replica_groups(void)
 {
     CU_pSuite s = CU_add_suite("replica_groups", NULL, NULL);
     CU_add_test(s, "one replica equals the full simulation, exactly", test_equal_to_full);
     CU_add_test(s, "a replica that differs turns it off", test_differing_replica);
+    CU_add_test(s, "transfers with one key reshard alike", test_same_xfers);
 }

@@ -20,7 +20,7 @@
  * on the mapping's path (16,384 groups would take 4.3 GB): the links are looked up
  * (map_bounds.h), device classes come from the hierarchy (pf_map_symmetry_hier_classes), and
  * there are no host blocks (less pruning, the same optimum). */
-#define PF_MAP_TABLES_MAX_DEVICES 4096
+#define PF_MAP_TABLES_MAX_DEVICES 1024
 
 /* Interchangeable devices: a and b are in one class when swapping them leaves the bandwidth and
  * latency matrices unchanged (rows and columns). cls[d] gets the class of d (classes numbered by

@@ -10,6 +10,7 @@
 #include "planner/search/search_partition.h"
 #include "planner/search/search_tap.h"
 #include "planner/search/search_queue.h"
+#include "planner/sim/replica_groups.h"
 #include "planner/ir/collective.h"
 #include "planner/ir/cost.h"
 #include "planner/tp/tp_groups.h"
@@ -17,9 +18,7 @@
 
 #include <math.h>
 #include <stdio.h>
-#include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 #include <string.h>
 
 /* Stage st's groups become their T devices, replica by replica. */
@@ -220,51 +219,6 @@ static int queue_sims(pf_search_t *s, int c)
     return PF_OK;
 }
 
-/* What a resharding answer depends on, for the T source then T destination devices v[] of one
- * transfer: per pair (i < j), the order of the devices and of their hosts (the solver sorts and
- * numbers them by these only) and the links both ways (the postal model it prices with). Two
- * transfers of one stage boundary with equal keys get the same answer (the bytes are the
- * stage's), so one RESHARD job serves them all: on a DGX cluster every replica's transfer has
- * the key of replica 0's, 16,128 jobs on 131,072 GPUs become 63. */
-static void reshard_key(const pf_cluster_t *c, const int *v, int n, double *key)
-{
-    for (int i = 0, k = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++) {
-            int hi = pf_cluster_device(c, v[i])->host, hj = pf_cluster_device(c, v[j])->host;
-            key[k++] = (v[i] > v[j]) - (v[i] < v[j]);
-            key[k++] = (hi > hj) - (hi < hj);
-            key[k++] = pf_cluster_bw_gbps(c, v[i], v[j]);
-            key[k++] = pf_cluster_bw_gbps(c, v[j], v[i]);
-            key[k++] = pf_cluster_lat_us(c, v[i], v[j]);
-            key[k++] = pf_cluster_lat_us(c, v[j], v[i]);
-        }
-}
-
-static uint64_t key_hash(const double *key, int n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (int i = 0; i < n; i++) {
-        uint64_t b;
-        memcpy(&b, &key[i], sizeof b);
-        h = (h ^ b) * 1099511628211ull;
-    }
-    return h;
-}
-
-/* The replica whose transfer at this boundary has key `key` (the keys of replicas seen so far
- * in keys[], their indices in the open-addressed table of `cap` slots, -1 = free), or -1 after
- * adding replica r. */
-static int first_with_key(double *keys, int nk, int *table, int cap, int r)
-{
-    const double *key = keys + (size_t)r * nk;
-    size_t i = key_hash(key, nk) & (size_t)(cap - 1);
-    for (; table[i] >= 0; i = (i + 1) & (size_t)(cap - 1))
-        if (memcmp(keys + (size_t)table[i] * nk, key, (size_t)nk * sizeof *key) == 0)
-            return table[i];
-    table[i] = r;
-    return -1;
-}
-
 /* Replica r's transfer at boundary st as a RESHARD job. */
 static bool queue_one_reshard(pf_search_t *s, int c, int st, int r, double bytes)
 {
@@ -283,55 +237,34 @@ static bool queue_one_reshard(pf_search_t *s, int c, int st, int r, double bytes
     return true;
 }
 
-/* The transfers of boundary st: one RESHARD job per distinct key (reshard_key); the others'
- * times wait for it, marked -(1 + its replica) in xfer_ms (absorb_reshard fills them). */
-static int queue_boundary(pf_search_t *s, int c, int st, double bytes, double *keys, int *table,
-                          int cap, int *v)
-{
-    sim_cand_t *sc = &s->sim.cand[c];
-    const pf_plan_t *p = sc->plan;
-    int T = cand_tp(s, c), R = p->replicas, nk = 6 * T * (2 * T - 1);
-    for (int i = 0; i < cap; i++)
-        table[i] = -1;
-    for (int r = 0; r < R; r++) {
-        memcpy(v, p->stage_list[st].devices + (size_t)r * T, (size_t)T * sizeof *v);
-        memcpy(v + T, p->stage_list[st + 1].devices + (size_t)r * T, (size_t)T * sizeof *v);
-        reshard_key(s->c, v, 2 * T, keys + (size_t)r * nk);
-        int first = first_with_key(keys, nk, table, cap, r);
-        if (first >= 0)
-            sc->xfer_ms[(size_t)st * R + r] = -1.0 - first;
-        else if (!queue_one_reshard(s, c, st, r, bytes))
-            return PF_ERR;
-    }
-    return PF_OK;
-}
-
-/* Candidate c (T > 1, S > 1): the RESHARD jobs of every stage boundary. The bytes after each
- * stage are per device, from the stage graph of the per-device graph: a pipeline relays skip
- * connections through the stages between. */
+/* Candidate c (T > 1, S > 1): one RESHARD job per stage boundary and distinct transfer
+ * (pf_replica_groups_same_xfers: on a DGX cluster 63 jobs for 64 stages of 256 replicas, not
+ * 16,128); the other replicas' times wait for its answer, marked -(1 + its replica) in xfer_ms
+ * (absorb_reshard fills them). The bytes after each stage are per device, from the stage graph of
+ * the per-device graph: a pipeline relays skip connections through the stages between. */
 static int queue_reshards(pf_search_t *s, int c)
 {
     const pf_stage_graph_t *sg = s->map.cand[c].sg;
     sim_cand_t *sc = &s->sim.cand[c];
     const pf_plan_t *p = sc->plan;
-    int T = cand_tp(s, c), S = p->stages, R = p->replicas, cap = 2, rc = PF_OK;
-    while (cap < 2 * R)
-        cap *= 2;
-    double *keys = malloc((size_t)R * 6 * T * (2 * T - 1) * sizeof *keys);
-    int *table = malloc((size_t)cap * sizeof *table), *v = malloc(2 * (size_t)T * sizeof *v);
-    if (!keys || !table || !v ||
-        !(sc->xfer_ms = calloc((size_t)(S - 1) * R, sizeof *sc->xfer_ms)))
+    int T = cand_tp(s, c), S = p->stages, R = p->replicas, rc = PF_OK;
+    int *first = malloc((size_t)R * sizeof *first);
+    if (!first || !(sc->xfer_ms = calloc((size_t)(S - 1) * R, sizeof *sc->xfer_ms)))
         rc = PF_ERR;
     for (int st = 0; st + 1 < S && rc == PF_OK; st++) {
         double bytes = 0;
         for (int a = 0; a <= st; a++)
             for (int b = st + 1; b < S; b++)
                 bytes += pf_stage_graph_msg_bytes(sg, a, b);
-        rc = queue_boundary(s, c, st, bytes, keys, table, cap, v);
+        rc = pf_replica_groups_same_xfers(s->c, p->stage_list[st].devices,
+                                          p->stage_list[st + 1].devices, R, T, first);
+        for (int r = 0; r < R && rc == PF_OK; r++)
+            if (first[r] != r)
+                sc->xfer_ms[(size_t)st * R + r] = -1.0 - first[r];
+            else if (!queue_one_reshard(s, c, st, r, bytes))
+                rc = PF_ERR;
     }
-    free(keys);
-    free(table);
-    free(v);
+    free(first);
     return rc;
 }
 

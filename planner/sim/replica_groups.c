@@ -1,6 +1,7 @@
 #include "planner/sim/replica_groups.h"
 #include "planner/core/util.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,4 +107,62 @@ int pf_replica_groups_simulate(const pf_simulate_input_t *in, pf_simulate_result
     *out = expand(in, r1);
     pf_simulate_result_destroy(&r1);
     return *out ? PF_OK : pf_fail(err, errlen, PF_ERR, "out of memory");
+}
+
+/* The key of the 2T devices v[] (pf_replica_groups_same_xfers) into key (6 per pair). */
+static void xfer_key(const pf_cluster_t *c, const int *v, int n, double *key)
+{
+    for (int i = 0, k = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            int hi = pf_cluster_device(c, v[i])->host, hj = pf_cluster_device(c, v[j])->host;
+            key[k++] = (v[i] > v[j]) - (v[i] < v[j]);
+            key[k++] = (hi > hj) - (hi < hj);
+            key[k++] = pf_cluster_bw_gbps(c, v[i], v[j]);
+            key[k++] = pf_cluster_bw_gbps(c, v[j], v[i]);
+            key[k++] = pf_cluster_lat_us(c, v[i], v[j]);
+            key[k++] = pf_cluster_lat_us(c, v[j], v[i]);
+        }
+}
+
+static uint64_t key_hash(const double *key, int n)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the keys' bits */
+    for (int i = 0; i < n; i++) {
+        uint64_t b;
+        memcpy(&b, &key[i], sizeof b);
+        h = (h ^ b) * 1099511628211ull;
+    }
+    return h;
+}
+
+int pf_replica_groups_same_xfers(const pf_cluster_t *c, const int *src, const int *dst, int R,
+                                 int T, int *first)
+{
+    int nk = 6 * T * (2 * T - 1), cap = 2, rc = PF_ERR;
+    while (cap < 2 * R)
+        cap *= 2;
+    double *keys = malloc((size_t)R * nk * sizeof *keys);
+    int *table = malloc((size_t)cap * sizeof *table), *v = malloc(2 * (size_t)T * sizeof *v);
+    if (!keys || !table || !v)
+        goto done;
+    for (int i = 0; i < cap; i++)
+        table[i] = -1; /* open addressing: replica indices by key */
+    for (int r = 0; r < R; r++) {
+        double *key = keys + (size_t)r * nk;
+        memcpy(v, src + (size_t)r * T, (size_t)T * sizeof *v);
+        memcpy(v + T, dst + (size_t)r * T, (size_t)T * sizeof *v);
+        xfer_key(c, v, 2 * T, key);
+        size_t i = key_hash(key, nk) & (size_t)(cap - 1);
+        while (table[i] >= 0 && memcmp(keys + (size_t)table[i] * nk, key, (size_t)nk * sizeof *key))
+            i = (i + 1) & (size_t)(cap - 1);
+        if (table[i] < 0)
+            table[i] = r;
+        first[r] = table[i];
+    }
+    rc = PF_OK;
+done:
+    free(keys);
+    free(table);
+    free(v);
+    return rc;
 }

@@ -24,4 +24,13 @@ int pf_replica_groups_apply(const pf_simulate_input_t *in);
 int pf_replica_groups_simulate(const pf_simulate_input_t *in, pf_simulate_result_t **out,
                                char *err, size_t errlen);
 
+/* The replicas whose cross-stage transfer (src -> dst, T devices each, replica r at r T) a
+ * resharding solves alike: first[r] = the lowest replica whose transfer has r's key, r itself
+ * when none. The key is what the solver (reshard.h) reads of its 2T devices: per pair, the order
+ * of the devices and of their hosts (it sorts and numbers them by these only) and the links both
+ * ways (the postal model it prices with); with equal bytes, equal keys give equal answers. On a
+ * DGX cluster every replica has replica 0's key. O(R T^2). PF_OK or PF_ERR (out of memory). */
+int pf_replica_groups_same_xfers(const pf_cluster_t *c, const int *src, const int *dst, int R,
+                                 int T, int *first);
+
 #endif

@@ -717,9 +717,11 @@ double pf_simulate_scatter_gather_ms(const pf_cluster_t *c, const int *src, cons
 }
 
 /* pf_simulate_xfer_ms on a network built once by the caller (O(D) each: a plan's (S - 1) x R
- * transfers share one). */
+ * transfers share one); *reshard_ms in: the resharding's time when already solved for a
+ * transfer the solver sees alike (replica_groups.h), NAN to solve it; out: that time. */
 static int xfer_ms_on(const pf_cluster_t *c, const pf_reshard_net_t *net,
-                      const pf_simulate_xfer_problem_t *x, double *ms, char *err, size_t errlen)
+                      const pf_simulate_xfer_problem_t *x, double *ms, double *reshard_ms,
+                      char *err, size_t errlen)
 {
     *ms = 0;
     if (x->shape[0] <= 0)
@@ -727,14 +729,17 @@ static int xfer_ms_on(const pf_cluster_t *c, const pf_reshard_net_t *net,
     const pf_reshard_problem_t *p = &x->problem;
     double sg = pf_simulate_scatter_gather_ms(c, p->src_mesh.devices, p->dst_mesh.devices,
                                               p->src_mesh.cols, (double)x->shape[0], 0);
-    pf_reshard_opts_t o;
-    pf_reshard_opts_default(&o);
-    o.sched.dfs_budget_s = 0; /* the node cap alone: the same answer on every machine */
-    pf_reshard_t *r = pf_reshard_new(&x->problem, net, &o, err, errlen);
-    if (!r)
-        return PF_EINPUT;
-    *ms = fmin(pf_reshard_time_ms(r), sg);
-    pf_reshard_destroy(&r);
+    if (isnan(*reshard_ms)) {
+        pf_reshard_opts_t o;
+        pf_reshard_opts_default(&o);
+        o.sched.dfs_budget_s = 0; /* the node cap alone: the same answer on every machine */
+        pf_reshard_t *r = pf_reshard_new(&x->problem, net, &o, err, errlen);
+        if (!r)
+            return PF_EINPUT;
+        *reshard_ms = pf_reshard_time_ms(r);
+        pf_reshard_destroy(&r);
+    }
+    *ms = fmin(*reshard_ms, sg);
     return PF_OK;
 }
 
@@ -747,7 +752,8 @@ int pf_simulate_xfer_ms(const pf_cluster_t *c, const pf_simulate_xfer_problem_t 
     pf_reshard_net_t *net = pf_reshard_net_from_cluster(c, err, errlen);
     if (!net)
         return PF_ERR;
-    int rc = xfer_ms_on(c, net, x, ms, err, errlen);
+    double reshard_ms = NAN;
+    int rc = xfer_ms_on(c, net, x, ms, &reshard_ms, err, errlen);
     pf_reshard_net_destroy(&net);
     return rc;
 }
@@ -829,26 +835,30 @@ static int stage_xfers(pf_simulate_input_t *in, int s, const pf_plan_t *p, const
                        char *err, size_t errlen)
 {
     pf_simulate_stage_t *st = &in->stage[s];
-    int R = in->replicas, T = in->tp;
+    int R = in->replicas, T = in->tp, rc = PF_OK;
     if (!(st->xfer_ms = malloc((size_t)R * sizeof *st->xfer_ms)))
         return pf_fail(err, errlen, PF_ERR, "out of memory");
+    if (xfer_ms) {
+        memcpy(st->xfer_ms, xfer_ms + (size_t)s * R, (size_t)R * sizeof *st->xfer_ms);
+        return PF_OK;
+    }
+    /* one resharding solved per transfer the solver sees alike (replica_groups.h) */
+    const int *src = p->stage_list[s].devices, *dst = p->stage_list[s + 1].devices;
+    double *solved = malloc((size_t)R * sizeof *solved);
+    int *first = malloc((size_t)R * sizeof *first);
     pf_reshard_net_t *net = NULL;
-    if (!xfer_ms && st->send_bytes > 0 &&
-        !(net = pf_reshard_net_from_cluster(in->cluster, err, errlen)))
-        return PF_ERR;
-    int rc = PF_OK;
+    if (!solved || !first || pf_replica_groups_same_xfers(in->cluster, src, dst, R, T, first) ||
+        (st->send_bytes > 0 && !(net = pf_reshard_net_from_cluster(in->cluster, err, errlen))))
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
     for (int r = 0; r < R && rc == PF_OK; r++) {
-        if (xfer_ms) {
-            st->xfer_ms[r] = xfer_ms[(size_t)s * R + r];
-            continue;
-        }
         pf_simulate_xfer_problem_t xp;
-        pf_simulate_xfer_problem(p->stage_list[s].devices + (size_t)r * T,
-                                 p->stage_list[s + 1].devices + (size_t)r * T, T, st->send_bytes,
-                                 &xp);
-        rc = xfer_ms_on(in->cluster, net, &xp, &st->xfer_ms[r], err, errlen);
+        pf_simulate_xfer_problem(src + (size_t)r * T, dst + (size_t)r * T, T, st->send_bytes, &xp);
+        solved[r] = first[r] == r ? NAN : solved[first[r]];
+        rc = xfer_ms_on(in->cluster, net, &xp, &st->xfer_ms[r], &solved[r], err, errlen);
     }
     pf_reshard_net_destroy(&net);
+    free(solved);
+    free(first);
     return rc;
 }
 

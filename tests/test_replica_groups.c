@@ -3,6 +3,7 @@
  * schedules, interleaving, buckets and ZeRO-3, on DGX-A100 hosts; a replica that differs (its
  * compute, or its pipeline links) turns it off. */
 #include "planner/sim/replica_groups.h"
+#include "planner/sim/simulate.h"
 #include "planner/sim/reshard.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"

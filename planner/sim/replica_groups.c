@@ -45,9 +45,19 @@ int pf_replica_groups_apply(const pf_simulate_input_t *in)
     return 1;
 }
 
-/* The full result from replica 0's (one), rows rank-major (s R + r) T + k; the bubble summed
- * over the rows in simulate.c's order. */
-static pf_simulate_result_t *expand(const pf_simulate_input_t *in, const pf_simulate_result_t *one)
+static void result_free(pf_simulate_result_t *r)
+{
+    free(r->device);
+    free(r->busy_ms);
+    free(r->comm_busy_ms);
+    free(r->peak_mem_bytes);
+    free(r->peak_inflight);
+    free(r);
+}
+
+/* Rows rank-major (s R + r) T + k, as simulate.c lays them out. */
+pf_simulate_result_t *pf_replica_groups_expand(const pf_simulate_input_t *in,
+                                               const pf_simulate_result_t *one)
 {
     int R = in->replicas, T = in->tp, P = one->ndevices / T;
     size_t rows = (size_t)P * R * T;
@@ -66,7 +76,7 @@ static pf_simulate_result_t *expand(const pf_simulate_input_t *in, const pf_simu
     res->peak_inflight = malloc(rows * sizeof *res->peak_inflight);
     if (!res->device || !res->busy_ms || !res->comm_busy_ms || !res->peak_mem_bytes ||
         !res->peak_inflight) {
-        pf_simulate_result_destroy(&res);
+        result_free(res);
         return NULL;
     }
     double busy = 0;
@@ -85,28 +95,20 @@ static pf_simulate_result_t *expand(const pf_simulate_input_t *in, const pf_simu
     return res;
 }
 
-int pf_replica_groups_simulate(const pf_simulate_input_t *in, pf_simulate_result_t **out,
-                               char *err, size_t errlen)
+/* Replica 0 is the first T devices (and the first entries of the per-replica arrays). */
+pf_simulate_stage_t *pf_replica_groups_reduce(const pf_simulate_input_t *in,
+                                              pf_simulate_input_t *one)
 {
-    *out = NULL;
-    /* replica 0 is the first T devices (and the first entries of the per-replica arrays) */
     pf_simulate_stage_t *stage = malloc((size_t)in->stages * sizeof *stage);
     if (!stage)
-        return pf_fail(err, errlen, PF_ERR, "out of memory");
+        return NULL;
     memcpy(stage, in->stage, (size_t)in->stages * sizeof *stage);
-    pf_simulate_input_t one = *in;
-    one.replicas = 1;
-    one.stage = stage;
-    one.dp_stage = in->stage;
-    one.dp_replicas = in->replicas;
-    pf_simulate_result_t *r1 = NULL;
-    int rc = pf_simulate(&one, &r1, err, errlen);
-    free(stage);
-    if (rc != PF_OK)
-        return rc;
-    *out = expand(in, r1);
-    pf_simulate_result_destroy(&r1);
-    return *out ? PF_OK : pf_fail(err, errlen, PF_ERR, "out of memory");
+    *one = *in;
+    one->replicas = 1;
+    one->stage = stage;
+    one->dp_stage = in->stage;
+    one->dp_replicas = in->replicas;
+    return stage;
 }
 
 /* The key of the 2T devices v[] (pf_replica_groups_same_xfers) into key (6 per pair). */

@@ -10,19 +10,26 @@
  * and copies its rows to the others: the step, the busy times, the peaks and the bubble equal the
  * full simulation's, bit for bit (tests). A step of R replicas costs 1 / R of the tasks: the 1T
  * GPT on 131,072 GPUs simulates 64 stages, not 256 x 64. Not used when a timeline is asked for
- * (its events name every replica) or when some replica differs. */
+ * (its events name every replica) or when some replica differs. pf_simulate (simulate.c) calls
+ * the three steps: apply, reduce, then expand the reduced input's result. */
 #ifndef PF_REPLICA_GROUPS_H
 #define PF_REPLICA_GROUPS_H
 
-#include "planner/sim/simulate.h"
+#include "planner/sim/simulate_types.h"
 
 /* Whether in (validated) has more than one replica, all identical (above), and no timeline.
  * O(S R T). */
 int pf_replica_groups_apply(const pf_simulate_input_t *in);
 
-/* pf_simulate's result by simulating replica 0 for all of them. */
-int pf_replica_groups_simulate(const pf_simulate_input_t *in, pf_simulate_result_t **out,
-                               char *err, size_t errlen);
+/* The input of replica 0 alone into *one (its collectives over in's replicas): its stage
+ * array is returned (free it after simulating; the rest is borrowed from in), NULL when out of
+ * memory. */
+pf_simulate_stage_t *pf_replica_groups_reduce(const pf_simulate_input_t *in,
+                                              pf_simulate_input_t *one);
+/* in's result from replica 0's (`one`, from the reduced input): every replica's rows copied,
+ * the bubble summed over them as simulate.c does. NULL when out of memory. */
+pf_simulate_result_t *pf_replica_groups_expand(const pf_simulate_input_t *in,
+                                               const pf_simulate_result_t *one);
 
 /* The replicas whose cross-stage transfer (src -> dst, T devices each, replica r at r T) a
  * resharding solves alike: first[r] = the lowest replica whose transfer has r's key, r itself

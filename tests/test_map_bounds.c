@@ -187,9 +187,10 @@ static int bounds_agree(const pf_cluster_t *c, int S, int R)
 {
     int D = pf_cluster_ndevices(c), bad = 0;
     double *lat = malloc((size_t)D * D * sizeof *lat), *bw = malloc((size_t)D * D * sizeof *bw);
-    double cu[4] = {3, 1, 2, 4}, ar[4] = {2e8, 5e8, 1e8, 3e8}, bytes[6] = {4e7, 4e7, 2e7, 2e7, 1e7, 1e7};
-    int adj_off[5] = {0, 1, 3, 5, 6}, adj[6] = {1, 0, 2, 1, 3, 2};
-    (void)adj;
+    /* a chain of 4 stages: stage s talks to s - 1 and s + 1 (adj_off), these bytes each */
+    double cu[4] = {3, 1, 2, 4}, ar[4] = {2e8, 5e8, 1e8, 3e8};
+    double bytes[6] = {4e7, 4e7, 2e7, 2e7, 1e7, 1e7};
+    int adj_off[5] = {0, 1, 3, 5, 6};
     for (int a = 0; a < D; a++)
         for (int b = 0; b < D; b++) {
             lat[(size_t)a * D + b] = pf_cluster_lat_us(c, a, b) * 1e-3;

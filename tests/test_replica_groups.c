@@ -183,7 +183,8 @@ static void test_same_xfers(void)
     o.machines = 4;
     CU_ASSERT_EQUAL_FATAL(pf_topology_build(&o, &c, err, sizeof err), PF_OK);
     int s2[16], d2[16], f2[8], distinct = 0;
-    for (int r = 0; r < 8; r++) { /* replica r on machine r / 2, pairs (0,1) -> (2,3) or (4,5) -> (6,7) */
+    /* replica r on machine r / 2, GPUs (0, 1) -> (2, 3) or (4, 5) -> (6, 7) there */
+    for (int r = 0; r < 8; r++) {
         int base = r / 2 * 8 + (r % 2) * 4;
         s2[2 * r] = base;
         s2[2 * r + 1] = base + 1;

@@ -4,6 +4,9 @@
 # weak-scaling table (../shared/data/megatron/narayanan2021_table1.json) and Llama 3 405B
 # (../shared/data/megatron/llama3_405b.json): S and T fixed as the papers ran them.
 # usage: bench/frontier.sh [PLANFARM] [DIR] [PLAN_TIMEOUT_S]; prints one line per measurement.
+# FRONTIER_16K=1 adds Llama 3 405B on 16,384 H100 and the 1T GPT on 131,072; FRONTIER_GROWTH=1
+# plans the 1T GPT (PP 64 x TP 8, 64 micro-batches per replica) on 1,024 to 131,072 H100 and
+# fits the growth exponents of wall time and peak memory (least squares on log-log).
 set -u
 pf=${1:-./planfarm}
 dir=${2:-build/frontier}
@@ -65,4 +68,26 @@ plan_row gpt1t-3072 "$dir/gpt1t.json" "$dir/dgx-a100x384.json" \
 if [ "${FRONTIER_16K:-0}" = 1 ]; then
     plan_row llama405b-16384 "$dir/llama405b.json" "$dir/dgx-h100x2048.json" \
         --stages 16 --tp 8 --global-batch 2048 --recompute full --layer-aligned
+fi
+if [ "${FRONTIER_16K:-0}" = 1 ]; then
+    plan_row gpt1t-131072 "$dir/gpt1t.json" "$dir/dgx-h100x16384.json" \
+        --stages 64 --tp 8 --global-batch 16384 --recompute full --layer-aligned
+fi
+
+if [ "${FRONTIER_GROWTH:-0}" = 1 ]; then
+    : >"$dir/growth.txt"
+    for m in 128 256 512 2048 16384; do
+        [ -f "$dir/dgx-h100x$m.json" ] || "$pf" cluster dgx-h100 --machines "$m" \
+            -o "$dir/dgx-h100x$m.json" >/dev/null
+        r=$(measure "$pf" plan "$dir/gpt1t.json" "$dir/dgx-h100x$m.json" -o "$dir/growth.plan.json" \
+            --stages 64 --tp 8 --global-batch $((m)) --recompute full --layer-aligned)
+        printf 'growth gpt1t gpus %6d  wall_s peak_MB rc: %s\n' $((m * 8)) "$r"
+        echo "$((m * 8)) $r" >>"$dir/growth.txt"
+    done
+    # slope of log(y) on log(gpus): time and memory exponents
+    awk '{ x = log($1); n++; sx += x; sxx += x * x; st += log($2); sxt += x * log($2);
+           sm += log($3); sxm += x * log($3) }
+         END { d = n * sxx - sx * sx;
+               printf "growth exponent 1,024 -> 131,072 GPUs: time %.3f, memory %.3f\n",
+                      (n * sxt - sx * st) / d, (n * sxm - sx * sm) / d }' "$dir/growth.txt"
 fi

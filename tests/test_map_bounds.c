@@ -1,6 +1,8 @@
 /* map_bounds: eq. 6 / 7 stage times and the eq. 10 / 11 lower bounds worked by hand (with the
  * baselines and the search on the same example), the ring connectivity bound and ring capacity. */
 #include "planner/map/mapping.h"
+#include "planner/map/map_bounds.h"
+#include "planner/ir/cluster_hier.h"
 #include "planner/core/rng.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"
@@ -161,9 +163,98 @@ static void test_ring_connectivity(void)
     pf_cluster_destroy(&c);
 }
 
+/* ---------------------------------------------------------------- hierarchies without tables */
+
+/* A regular hierarchy: hosts of G GPUs (300 GB/s, 2 us), leaves of 2 hosts, spines of 2 leaves
+ * (leaf_gbps, 5 us; oversubscribed 2), a core over all (20 GB/s, 9 us). */
+static pf_cluster_t *regular(int hosts, int G, double leaf_gbps)
+{
+    pf_cluster_level_t lv[4] = {{"host", G, 300, 2, 1}, {"leaf", 2, leaf_gbps, 5, 2},
+                                {"spine", 2, 40, 7, 1}, {"core", 0, 20, 9, 1}};
+    pf_cluster_host_kind_t k = {"gpu", NULL, G, 80e9, 100, 0, -1};
+    pf_cluster_hier_t *h = pf_cluster_hier_new(hosts, lv, 4, &k, 1);
+    char err[256];
+    CU_ASSERT_EQUAL(pf_cluster_hier_validate(h, err, sizeof err), PF_OK);
+    pf_cluster_t *c = pf_cluster_new_hier("reg", h);
+    CU_ASSERT_PTR_NOT_NULL(c);
+    return c;
+}
+
+/* The bounds from the levels (no tables: rows, spanning tree) against the bounds from the D x D
+ * tables: every static bound, the rank, the ring connectivity and the ring components at a few
+ * targets. Returns the mismatches. */
+static int bounds_agree(const pf_cluster_t *c, int S, int R)
+{
+    int D = pf_cluster_ndevices(c), bad = 0;
+    double *lat = malloc((size_t)D * D * sizeof *lat), *bw = malloc((size_t)D * D * sizeof *bw);
+    /* a chain of 4 stages: stage s talks to s - 1 and s + 1 (adj_off), these bytes each */
+    double cu[4] = {3, 1, 2, 4}, ar[4] = {2e8, 5e8, 1e8, 3e8};
+    double bytes[6] = {4e7, 4e7, 2e7, 2e7, 1e7, 1e7};
+    int adj_off[5] = {0, 1, 3, 5, 6};
+    for (int a = 0; a < D; a++)
+        for (int b = 0; b < D; b++) {
+            lat[(size_t)a * D + b] = pf_cluster_lat_us(c, a, b) * 1e-3;
+            bw[(size_t)a * D + b] = pf_cluster_bw_gbps(c, a, b) * 1e6;
+        }
+    pf_map_symmetry_t sym;
+    CU_ASSERT_EQUAL_FATAL(pf_map_symmetry_init(&sym, c, PF_MAP_SYM_OFF), PF_OK);
+    pf_map_bounds_input_t in = {.S = S, .R = R, .D = D, .use_m = true, .use_ar = R > 1, .cu = cu,
+                                .ar_bytes = ar, .adj_off = adj_off, .adj_bytes = bytes,
+                                .max_deg = 2, .links = {c, D, lat, bw}, .sym = &sym};
+    pf_map_bounds_t x, y;
+    CU_ASSERT_EQUAL_FATAL(pf_map_bounds_init(&x, &in), PF_OK);
+    in.links.lat_ms = in.links.bw_bpms = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_map_bounds_init(&y, &in), PF_OK);
+    CU_ASSERT_PTR_NULL(x.regular);
+    CU_ASSERT_PTR_NOT_NULL(y.regular);
+    bad += x.lower_ms != y.lower_ms;
+    for (size_t i = 0; i < (size_t)S * D; i++)
+        bad += x.static_m[i] != y.static_m[i] || x.static_ar[i] != y.static_ar[i] ||
+               x.static_lb[i] != y.static_lb[i] || x.rank[i] != y.rank[i];
+    for (int d = 0; d < D; d++)
+        bad += x.ring_bpms[d] != y.ring_bpms[d];
+    double targets[5] = {3.5, 8, 20, 60, 1e4};
+    for (int t = 0; t < 5; t++) {
+        int *cx, *nx, *cy, *ny;
+        CU_ASSERT_EQUAL_FATAL(pf_map_bounds_ring_components(&x, targets[t], &cx, &nx), PF_OK);
+        CU_ASSERT_EQUAL_FATAL(pf_map_bounds_ring_components(&y, targets[t], &cy, &ny), PF_OK);
+        for (size_t i = 0; i < (size_t)S * D; i++) /* same partition, same sizes */
+            for (size_t j = i % D ? i - i % D : i; j < i; j++)
+                bad += (cx[i] == cx[j]) != (cy[i] == cy[j]);
+        for (size_t i = 0; i < (size_t)S * D; i++)
+            bad += nx[(size_t)(i / D) * D + cx[i]] != ny[(size_t)(i / D) * D + cy[i]];
+        free(cx);
+        free(nx);
+        free(cy);
+        free(ny);
+    }
+    pf_map_bounds_free(&x);
+    pf_map_bounds_free(&y);
+    pf_map_symmetry_free(&sym);
+    free(lat);
+    free(bw);
+    return bad;
+}
+
+static void test_hier_without_tables(void)
+{
+    struct { int hosts, G; double leaf; } k[] = {
+        {7, 4, 50}, {7, 1, 50}, {8, 2, 50}, {5, 8, 50}, /* monotone: the levels' tree */
+        {7, 2, 500}, {6, 1, 40},                        /* leaf faster than the host; a tie */
+    };
+    for (int i = 0; i < 6; i++)
+        for (int R = 1; R <= 4; R++) {
+            pf_cluster_t *c = regular(k[i].hosts, k[i].G, k[i].leaf);
+            CU_ASSERT_EQUAL(bounds_agree(c, 4, R), 0);
+            pf_cluster_destroy(&c);
+        }
+}
+
 void pf_suite_map_bounds(void)
 {
     CU_pSuite s = CU_add_suite("map_bounds", NULL, NULL);
     CU_add_test(s, "eq. 6/7 stage times, eq. 10/11 bounds, worked by hand", test_hand_worked);
     CU_add_test(s, "ring connectivity bound and ring capacity", test_ring_connectivity);
+    CU_add_test(s, "a regular hierarchy's bounds from its levels equal the tables'",
+                test_hier_without_tables);
 }

@@ -1,6 +1,7 @@
 /* map_symmetry: device classes and host blocks (detected, checked as automorphisms, on DGX-1 and
  * generated clusters), and symmetry pruning keeping the optimum against brute force. */
 #include "planner/map/mapping.h"
+#include "planner/ir/cluster_hier.h"
 #include "planner/core/rng.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"
@@ -507,9 +508,50 @@ static void test_host_blocks_tied(void)
     CU_ASSERT(fired > 0);
 }
 
+/* Device classes read off a regular hierarchy equal the matrix's, with one and several GPUs per
+ * host, partial units, and a level of count 1; a hierarchy with two equal levels, or an
+ * exception, is refused (-2). */
+static pf_cluster_t *hier(int hosts, int G, int leaf, double spine_gbps, int nic_host)
+{
+    /* a spine as fast as the leaf has its latency too: the two levels look alike */
+    pf_cluster_level_t lv[4] = {{"host", G, 300, 2, 1}, {"leaf", leaf, 50, 5, 1},
+                                {"spine", 2, spine_gbps, spine_gbps == 50 ? 5 : 7, 1},
+                                {"core", 0, 20, 9, 1}};
+    pf_cluster_host_kind_t k = {"gpu", NULL, G, 80e9, 100, 0, -1};
+    pf_cluster_hier_t *h = pf_cluster_hier_new(hosts, lv, 4, &k, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    if (nic_host >= 0)
+        CU_ASSERT_EQUAL(pf_cluster_hier_set_host(h, nic_host, 0, 10), PF_OK);
+    pf_cluster_t *c = pf_cluster_new_hier("h", h);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    return c;
+}
+
+static void test_hier_classes(void)
+{
+    struct { int hosts, G, leaf; } k[] = {{5, 1, 2}, {7, 1, 2}, {9, 1, 1}, {5, 4, 2},
+                                          {8, 2, 2}, {3, 1, 4}, {1, 4, 2}};
+    for (int i = 0; i < 7; i++) {
+        pf_cluster_t *c = hier(k[i].hosts, k[i].G, k[i].leaf, 40, -1);
+        int D = pf_cluster_ndevices(c), a[64], b[64];
+        int na = pf_map_symmetry_hier_classes(c, a), nb = pf_map_symmetry_device_classes(c, b);
+        CU_ASSERT_EQUAL(na, nb);
+        CU_ASSERT(na > 0 && memcmp(a, b, (size_t)D * sizeof *a) == 0);
+        pf_cluster_destroy(&c);
+    }
+    int cls[64];
+    pf_cluster_t *c = hier(5, 1, 2, 50, -1); /* spine links as fast as the leaf's */
+    CU_ASSERT_EQUAL(pf_map_symmetry_hier_classes(c, cls), -2);
+    pf_cluster_destroy(&c);
+    c = hier(5, 2, 2, 40, 3); /* host 3's slower NIC */
+    CU_ASSERT_EQUAL(pf_map_symmetry_hier_classes(c, cls), -2);
+    pf_cluster_destroy(&c);
+}
+
 void pf_suite_map_symmetry(void)
 {
     CU_pSuite s = CU_add_suite("map_symmetry", NULL, NULL);
+    CU_add_test(s, "device classes of a regular hierarchy equal the matrix's", test_hier_classes);
     CU_add_test(s, "symmetry pruning keeps the optimum", test_symmetry);
     CU_add_test(s, "host blocks: DGX-1, generated blocks, labels that lie",
                 test_host_blocks_detect);

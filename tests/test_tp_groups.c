@@ -1,6 +1,7 @@
 /* tp_groups: tensor-parallel groups on DGX-1 (Parmesan's NVLink matrix, worked by hand) and the
  * group cluster the pipeline sees. */
 #include "planner/inputs/topology.h"
+#include "planner/ir/cluster_hier.h"
 #include "planner/tp/tp_groups.h"
 #include "planner/core/util.h"
 #include "tests/testutil.h"
@@ -129,10 +130,110 @@ static void test_derived_names_utf8(void)
     pf_cluster_destroy(&c);
 }
 
+/* The dense copy (format 1) of any cluster: same devices, every pair's link looked up. */
+static pf_cluster_t *dense_copy(const pf_cluster_t *c)
+{
+    int D = pf_cluster_ndevices(c);
+    pf_cluster_t *m = pf_cluster_new(pf_cluster_name(c), D);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    for (int a = 0; a < D; a++) {
+        CU_ASSERT_EQUAL(pf_cluster_set_device(m, a, pf_cluster_device(c, a)), PF_OK);
+        for (int b = 0; b < D; b++)
+            if (a != b) {
+                pf_cluster_set_bw(m, a, b, pf_cluster_bw_gbps(c, a, b));
+                pf_cluster_set_lat(m, a, b, pf_cluster_lat_us(c, a, b));
+            }
+    }
+    return m;
+}
+
+/* Groups of T on a hierarchy (the group cluster is the hierarchy of groups) against the dense
+ * path on the same links: members, devices, every group pair's bandwidth and latency, the links
+ * inside the groups, the bandwidth statistics. Returns the mismatches. */
+static int compare_paths(const pf_cluster_t *h, int T)
+{
+    char err[256];
+    pf_cluster_t *m = dense_copy(h);
+    pf_tp_groups_t *gh = pf_tp_groups_new(h, T, 0, err, sizeof err);
+    pf_tp_groups_t *gm = pf_tp_groups_new(m, T, 0, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gh);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gm);
+    const pf_cluster_t *ch = pf_tp_groups_cluster(gh), *cm = pf_tp_groups_cluster(gm);
+    CU_ASSERT_PTR_NOT_NULL(pf_cluster_hierarchy(ch)); /* the fast path was taken */
+    CU_ASSERT_PTR_NULL(pf_cluster_hierarchy(cm));
+    int n = pf_tp_groups_count(gm), bad = pf_tp_groups_count(gh) != n;
+    bad += pf_tp_groups_link_gbps(gh) != pf_tp_groups_link_gbps(gm) ||
+           pf_tp_groups_link_lat_us(gh) != pf_tp_groups_link_lat_us(gm);
+    bad += strcmp(pf_cluster_name(ch), pf_cluster_name(cm)) != 0;
+    for (int a = 0; a < n && !bad; a++) {
+        const pf_device_t *x = pf_cluster_device(ch, a), *y = pf_cluster_device(cm, a);
+        bad += memcmp(pf_tp_groups_members(gh, a), pf_tp_groups_members(gm, a),
+                      (size_t)T * sizeof(int)) != 0;
+        bad += x->id != y->id || x->host != y->host || strcmp(x->name, y->name) ||
+               x->mem_bytes != y->mem_bytes || x->tflops != y->tflops ||
+               (x->device_model == NULL) != (y->device_model == NULL) ||
+               (x->device_model && strcmp(x->device_model, y->device_model));
+        for (int b = 0; b < n; b++)
+            bad += a != b && (pf_cluster_bw_gbps(ch, a, b) != pf_cluster_bw_gbps(cm, a, b) ||
+                              pf_cluster_lat_us(ch, a, b) != pf_cluster_lat_us(cm, a, b));
+    }
+    bad += pf_cluster_bw_median(ch) != pf_cluster_bw_median(cm) ||
+           pf_cluster_bw_min(ch) != pf_cluster_bw_min(cm) ||
+           pf_cluster_bw_max(ch) != pf_cluster_bw_max(cm);
+    pf_tp_groups_destroy(&gh);
+    pf_tp_groups_destroy(&gm);
+    pf_cluster_destroy(&m);
+    return bad;
+}
+
+/* DGX-A100 x 12 (leaves of 2 hosts, spines of 2 leaves, oversubscribed) and a hand-made
+ * hierarchy with two host kinds, a slower NIC and a missing host: every T that divides the
+ * hosts gives the dense path's groups and links. */
+static void test_hier_equals_dense(void)
+{
+    char err[256];
+    pf_topology_opts_t o;
+    pf_topology_opts_init(&o, PF_TOPOLOGY_DGX_A100);
+    o.machines = 12;
+    o.hosts_per_leaf = 2;
+    o.leaves_per_spine = 2;
+    o.oversub = 2;
+    pf_cluster_t *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&o, &c, err, sizeof err), PF_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pf_cluster_hierarchy(c));
+    for (int T = 2; T <= 8; T *= 2)
+        CU_ASSERT_EQUAL(compare_paths(c, T), 0);
+    pf_cluster_destroy(&c);
+
+    pf_cluster_level_t lv[3] = {{"host", 4, 300, 2, 1}, {"leaf", 2, 40, 5, 2},
+                                {"spine", 0, 40, 8, 1}};
+    pf_cluster_host_kind_t k[2] = {{"big", "a100-80g", 4, 80e9, 312, 0, -1},
+                                   {"small", "h100-sxm", 8, 40e9, 900, 450, 1}};
+    pf_cluster_hier_t *h = pf_cluster_hier_new(7, lv, 3, k, 2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    CU_ASSERT_EQUAL(pf_cluster_hier_set_host(h, 1, 1, 0), PF_OK);
+    CU_ASSERT_EQUAL(pf_cluster_hier_set_host(h, 2, -1, 0), PF_OK);
+    CU_ASSERT_EQUAL(pf_cluster_hier_set_host(h, 4, 0, 12.5), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_cluster_hier_validate(h, err, sizeof err), PF_OK);
+    c = pf_cluster_new_hier("mixed", h);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(pf_cluster_ndevices(c), 5 * 4 + 8);
+    CU_ASSERT_EQUAL(compare_paths(c, 2), 0);
+    CU_ASSERT_EQUAL(compare_paths(c, 4), 0);
+    /* 8 does not divide the 28 devices: refused */
+    CU_ASSERT_PTR_NULL(pf_tp_groups_new(c, 8, 0, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "does not divide the 28 devices"));
+    int t[8];
+    CU_ASSERT_EQUAL(pf_tp_groups_degrees(c, 0, t, 8), 3); /* 1, 2, 4 */
+    CU_ASSERT_EQUAL(t[2], 4);
+    pf_cluster_destroy(&c);
+}
+
 void pf_suite_tp_groups(void)
 {
     CU_pSuite s = CU_add_suite("tp_groups", NULL, NULL);
     CU_add_test(s, "degrees that divide every host", test_degrees);
     CU_add_test(s, "DGX-1 groups and the group cluster, by hand", test_dgx1_groups);
+    CU_add_test(s, "groups on a hierarchy equal the dense path", test_hier_equals_dense);
     CU_add_test(s, "derived names of a 256-byte UTF-8 name stay whole", test_derived_names_utf8);
 }

@@ -104,6 +104,31 @@ pf_cluster_hier_t *pf_cluster_hier_clone(const pf_cluster_hier_t *h)
     return x;
 }
 
+int pf_cluster_hier_divides(const pf_cluster_hier_t *h, int T)
+{
+    if (T < 1 || h->level[0].count % T)
+        return 0;
+    for (int k = 0; k < h->nkinds; k++)
+        if (h->kind[k].gpus % T)
+            return 0;
+    return 1;
+}
+
+pf_cluster_hier_t *pf_cluster_hier_grouped(const pf_cluster_hier_t *h, int T)
+{
+    if (!pf_cluster_hier_divides(h, T))
+        return NULL;
+    pf_cluster_hier_t *x = pf_cluster_hier_clone(h);
+    if (!x)
+        return NULL;
+    x->level[0].count /= T;
+    for (int k = 0; k < x->nkinds; k++) {
+        x->kind[k].gpus /= T;
+        x->kind[k].tflops *= T;
+    }
+    return x;
+}
+
 int pf_cluster_hier_set_host(pf_cluster_hier_t *h, int host, int kind, double nic_gbps)
 {
     if (host < 0 || host >= h->hosts || kind < -1 || kind >= h->nkinds || !(nic_gbps >= 0))
@@ -189,6 +214,28 @@ double pf_cluster_hier_lat_us(const pf_cluster_hier_t *h, int a, int b)
     if (l == 0)
         return h->kind[h->host_kind[a] >= 0 ? h->host_kind[a] : 0].lat_us;
     return h->level[l].lat_us;
+}
+
+int pf_cluster_hier_regular(const pf_cluster_hier_t *h)
+{
+    return pf_cluster_hier_nexceptions(h) == 0;
+}
+
+int64_t pf_cluster_hier_span(const pf_cluster_hier_t *h, int level) { return h->span[level]; }
+
+int pf_cluster_hier_reach(const pf_cluster_hier_t *h, int host, pf_cluster_hier_reach_t *out)
+{
+    const pf_cluster_host_kind_t *k = &h->kind[0];
+    int64_t below = 1; /* hosts in host's unit one level down */
+    out[0] = (pf_cluster_hier_reach_t){k->bw_gbps, k->lat_us, k->gpus - 1};
+    for (int l = 1; l < h->nlevels; l++) {
+        int64_t lo = host / h->span[l] * h->span[l];
+        int64_t n = (lo + h->span[l] < h->hosts ? lo + h->span[l] : h->hosts) - lo;
+        out[l] = (pf_cluster_hier_reach_t){above_gbps(h, l, 0, 0), h->level[l].lat_us,
+                                           (int64_t)k->gpus * (n - below)};
+        below = n;
+    }
+    return h->nlevels;
 }
 
 int pf_cluster_hier_has_latency(const pf_cluster_hier_t *h)

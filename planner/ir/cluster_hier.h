@@ -59,6 +59,29 @@ pf_cluster_hier_t *pf_cluster_hier_clone(const pf_cluster_hier_t *h);
  * range. */
 int pf_cluster_hier_set_host(pf_cluster_hier_t *h, int host, int kind, double nic_gbps);
 
+/* The hierarchy of tensor-parallel groups (tp_groups.h): every host's GPUs cut into groups of T
+ * consecutive ones, each group one "GPU" of the result with T times the peak, the same memory,
+ * and the same links (rank k talks to rank k over the same level, so a group pair's slowest link
+ * is its hosts' link). NULL when !pf_cluster_hier_divides(h, T) or out of memory. */
+pf_cluster_hier_t *pf_cluster_hier_grouped(const pf_cluster_hier_t *h, int T);
+/* T >= 1 divides levels[0].count and every kind's gpus. */
+int pf_cluster_hier_divides(const pf_cluster_hier_t *h, int T);
+
+/* A regular hierarchy: no exceptions (every host present, of kind 0, no NIC cap), so that a
+ * device's links depend on its host's place only. O(hosts). */
+int pf_cluster_hier_regular(const pf_cluster_hier_t *h);
+/* Hosts in one unit of level l (the last unit of a level may hold fewer: h / span(l) numbers
+ * it). */
+int64_t pf_cluster_hier_span(const pf_cluster_hier_t *h, int level);
+/* What a device on `host` of a regular hierarchy sees at each level l (out[l], nlevels entries,
+ * returned): the other devices whose lowest common level with it is l (count may be 0), and the
+ * link to them, the very values pf_cluster_hier_bw_gbps / _lat_us give for such a pair. */
+typedef struct {
+    double bw_gbps, lat_us;
+    int64_t devices;
+} pf_cluster_hier_reach_t;
+int pf_cluster_hier_reach(const pf_cluster_hier_t *h, int host, pf_cluster_hier_reach_t *out);
+
 /* Counts, bandwidths, latencies, oversubscription, kinds, that the levels hold every host, and
  * at most PF_CLUSTER_HIER_MAX_DEVICES devices; messages name the JSON path
  * ("hierarchy.levels[2].bw_gbps: zero"). O(hosts). */

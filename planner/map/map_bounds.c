@@ -37,7 +37,7 @@ static int max_spanning_tree(pf_map_bounds_t *b, double *key, int *from, int *in
                              pf_map_bounds_keyed_t *edges)
 {
     int D = b->in.D, n = 0;
-    const double *bw = b->in.bw_bpms;
+    const pf_map_links_t *lk = &b->in.links;
     for (int d = 0; d < D; d++) {
         key[d] = -1;
         from[d] = -1;
@@ -59,10 +59,58 @@ static int max_spanning_tree(pf_map_bounds_t *b, double *key, int *from, int *in
         for (int d = 0; d < D; d++) {
             if (in[d])
                 continue;
-            double w = fmax(bw[(size_t)u * D + d], bw[(size_t)d * D + u]);
+            double w = fmax(pf_map_links_bw_bpms(lk, u, d), pf_map_links_bw_bpms(lk, d, u));
             if (w > key[d]) {
                 key[d] = w;
                 from[d] = u;
+            }
+        }
+    }
+    return n;
+}
+
+/* Whether a regular hierarchy's links slow down going up (inside a host fastest): then the
+ * components of the links with w >= b are the units of one level, and the chains below span
+ * them. */
+static bool hier_monotone(const pf_cluster_hier_t *h)
+{
+    pf_cluster_hier_reach_t r[PF_CLUSTER_HIER_MAX_LEVELS];
+    int L = pf_cluster_hier_reach(h, 0, r);
+    double above = r[0].bw_gbps;
+    for (int l = 1; l < L; l++) {
+        if (pf_cluster_hier_span(h, l) == pf_cluster_hier_span(h, l - 1))
+            continue; /* no pair meets at l */
+        if (r[l].bw_gbps > above)
+            return false;
+        above = r[l].bw_gbps;
+    }
+    return true;
+}
+
+/* A maximum spanning tree of a regular, monotone hierarchy without looking at pairs: each host's
+ * devices chained, and at every level the first devices of consecutive child units in one unit
+ * chained. Every tree edge is a link of its level, and for every b the edges with w >= b join
+ * exactly the units of the highest level whose links are that fast: the components of G(b),
+ * which is all that ring_bpms and the ring components read (any maximum spanning tree gives
+ * them). Returns the edges (D - 1), edges[i] = (-w, i) as max_spanning_tree gives them. */
+static int hier_spanning_tree(pf_map_bounds_t *b, pf_map_bounds_keyed_t *edges)
+{
+    const pf_cluster_hier_t *h = b->regular;
+    pf_cluster_hier_reach_t r[PF_CLUSTER_HIER_MAX_LEVELS];
+    int L = pf_cluster_hier_reach(h, 0, r), H = pf_cluster_hier_hosts(h), n = 0;
+    int G = (int)(r[0].devices + 1);
+    for (int l = 0; l < L; l++) {
+        int64_t child = l ? pf_cluster_hier_span(h, l - 1) : 0, span = pf_cluster_hier_span(h, l);
+        for (int64_t lo = 0; lo < H; lo += span) {
+            int64_t hi = lo + span < H ? lo + span : H;
+            int first = (int)(lo * G), step = l ? (int)(child * G) : 1;
+            int last = l ? (int)(hi * G) : first + G; /* one past the unit's devices */
+            for (int a = first; a + step < last; a += step) {
+                b->mst_a[n] = a;
+                b->mst_b[n] = a + step;
+                edges[n].key = -(r[l].bw_gbps * 1e6);
+                edges[n].d = n;
+                n++;
             }
         }
     }
@@ -136,7 +184,8 @@ static int ring_connectivity(pf_map_bounds_t *b)
     pf_map_bounds_keyed_t *edges = malloc((size_t)D * sizeof *edges);
     if (!key || !from || !in || !parent || !size || !next || !last || !edges)
         goto done;
-    int n = max_spanning_tree(b, key, from, in, edges);
+    int n = b->regular && hier_monotone(b->regular) ? hier_spanning_tree(b, edges)
+                                                    : max_spanning_tree(b, key, from, in, edges);
     sort_tree(b, edges, n, from, in); /* from and in are free again: scratch */
     ring_bpms_by_kruskal(b, n, parent, size, next, last);
     rc = PF_OK;
@@ -158,18 +207,62 @@ done:
  * latencies out of d (chosen independently, so the sum can only be smaller than any real
  * placement's). Fills static_m's column d; row_bw, row_lat (D) and msgs (max_deg + 1) are
  * scratch. */
+/* d's row on a regular hierarchy: the k fastest links out of d into row_bw (descending) and the
+ * k smallest latencies into row_lat (ascending), k = min(cap, D - 1), from its host's levels;
+ * the same values, with the same multiplicities, as sorting the row. Returns k. */
+static int hier_row(const pf_map_bounds_t *b, int d, int cap, double *row_bw, double *row_lat)
+{
+    pf_cluster_hier_reach_t r[PF_CLUSTER_HIER_MAX_LEVELS];
+    int L = pf_cluster_hier_reach(b->regular, pf_cluster_device(b->in.links.c, d)->host, r);
+    int nb = 0, nl = 0;
+    char used_bw[PF_CLUSTER_HIER_MAX_LEVELS] = {0}, used_lat[PF_CLUSTER_HIER_MAX_LEVELS] = {0};
+    while (nb < cap) { /* the fastest level not taken yet, its devices in a row */
+        int best = -1;
+        for (int l = 0; l < L; l++)
+            if (!used_bw[l] && r[l].devices > 0 && (best < 0 || r[l].bw_gbps > r[best].bw_gbps))
+                best = l;
+        if (best < 0)
+            break;
+        used_bw[best] = 1;
+        for (int64_t i = 0; i < r[best].devices && nb < cap; i++)
+            row_bw[nb++] = r[best].bw_gbps * 1e6;
+    }
+    while (nl < cap) {
+        int best = -1;
+        for (int l = 0; l < L; l++)
+            if (!used_lat[l] && r[l].devices > 0 && (best < 0 || r[l].lat_us < r[best].lat_us))
+                best = l;
+        if (best < 0)
+            break;
+        used_lat[best] = 1;
+        for (int64_t i = 0; i < r[best].devices && nl < cap; i++)
+            row_lat[nl++] = r[best].lat_us * 1e-3;
+    }
+    return nb;
+}
+
+/* Eq. 10 by sorting (Proposition 1). For stage s on device d, its k neighbours' messages sorted
+ * descending pair with d's k fastest outgoing links (rearrangement inequality: sum M_i / B_i over
+ * distinct links is least when the largest message takes the fastest link), plus the k smallest
+ * latencies out of d (chosen independently, so the sum can only be smaller than any real
+ * placement's). Fills static_m's column d; row_bw, row_lat (D) and msgs (max_deg + 1) are
+ * scratch. */
 static void static_m_at(pf_map_bounds_t *b, int d, double *row_bw, double *row_lat, double *msgs)
 {
     const pf_map_bounds_input_t *in = &b->in;
     int S = in->S, D = in->D, n = 0;
-    for (int e = 0; e < D; e++) {
-        if (e == d)
-            continue;
-        row_bw[n] = in->bw_bpms[(size_t)d * D + e];
-        row_lat[n++] = in->lat_ms[(size_t)d * D + e];
+    if (b->regular) {
+        n = hier_row(b, d, in->max_deg, row_bw, row_lat);
+    } else {
+        for (int e = 0; e < D; e++) {
+            if (e == d)
+                continue;
+            row_bw[n] = pf_map_links_bw_bpms(&in->links, d, e);
+            row_lat[n++] = pf_map_links_lat_ms(&in->links, d, e);
+        }
+        qsort(row_bw, (size_t)n, sizeof *row_bw, cmp_desc);
+        qsort(row_lat, (size_t)n, sizeof *row_lat, cmp_asc);
     }
-    qsort(row_bw, (size_t)n, sizeof *row_bw, cmp_desc);
-    qsort(row_lat, (size_t)n, sizeof *row_lat, cmp_asc);
     for (int s = 0; s < S; s++) {
         int k = in->adj_off[s + 1] - in->adj_off[s];
         memcpy(msgs, in->adj_bytes + in->adj_off[s], (size_t)k * sizeof *msgs);
@@ -183,24 +276,31 @@ static void static_m_at(pf_map_bounds_t *b, int d, double *row_bw, double *row_l
 
 /* The two fastest links into d (from in[0], in[1]) and out of d (to out[0], out[1]); -1 where
  * there are fewer. */
-static void two_fastest(const double *bw, int D, int d, int in[2], int out[2])
+static void two_fastest(const pf_map_links_t *lk, int D, int d, int in[2], int out[2])
 {
     in[0] = in[1] = out[0] = out[1] = -1;
+    double bin[2] = {0, 0}, bout[2] = {0, 0};
     for (int e = 0; e < D; e++) {
         if (e == d)
             continue;
-        double bi = bw[(size_t)e * D + d], bo = bw[(size_t)d * D + e];
-        if (in[0] < 0 || bi > bw[(size_t)in[0] * D + d]) {
+        double bi = pf_map_links_bw_bpms(lk, e, d), bo = pf_map_links_bw_bpms(lk, d, e);
+        if (in[0] < 0 || bi > bin[0]) {
             in[1] = in[0];
+            bin[1] = bin[0];
             in[0] = e;
-        } else if (in[1] < 0 || bi > bw[(size_t)in[1] * D + d]) {
+            bin[0] = bi;
+        } else if (in[1] < 0 || bi > bin[1]) {
             in[1] = e;
+            bin[1] = bi;
         }
-        if (out[0] < 0 || bo > bw[(size_t)d * D + out[0]]) {
+        if (out[0] < 0 || bo > bout[0]) {
             out[1] = out[0];
+            bout[1] = bout[0];
             out[0] = e;
-        } else if (out[1] < 0 || bo > bw[(size_t)d * D + out[1]]) {
+            bout[0] = bo;
+        } else if (out[1] < 0 || bo > bout[1]) {
             out[1] = e;
+            bout[1] = bo;
         }
     }
 }
@@ -210,26 +310,33 @@ static void two_fastest(const double *bw, int D, int d, int in[2], int out[2])
  * pair is among the two fastest links in and the two fastest out of d, so trying those 4
  * combinations gives the exact minimum of max(T / B(e, d), T / B(d, f)). Returns the slower link
  * of the best (prev, next) choice, capped by the ring connectivity bound, another lower bound of
- * the same term (the larger bound is kept). */
+ * the same term (the larger bound is kept). On a regular hierarchy links are symmetric, so the
+ * two fastest in and out are the same devices: the best pair is the second fastest link (R >= 3)
+ * or the fastest (R = 2). */
 static double best_ring_pair_bpms(const pf_map_bounds_t *b, int d)
 {
-    const double *bw = b->in.bw_bpms;
+    const pf_map_links_t *lk = &b->in.links;
     int D = b->in.D, R = b->in.R;
     double best_pair = INFINITY;
-    if (R == 2) {
+    if (b->regular && R >= 2) {
+        double row_bw[2], row_lat[2];
+        int n = hier_row(b, d, 2, row_bw, row_lat);
+        best_pair = R == 2 ? (n > 0 ? row_bw[0] : 0) : (n > 1 ? row_bw[1] : 0);
+    } else if (R == 2) {
         best_pair = 0;
         for (int e = 0; e < D; e++)
             if (e != d)
-                best_pair = fmax(best_pair, fmin(bw[(size_t)e * D + d], bw[(size_t)d * D + e]));
+                best_pair = fmax(best_pair, fmin(pf_map_links_bw_bpms(lk, e, d),
+                                                 pf_map_links_bw_bpms(lk, d, e)));
     } else if (R >= 3) {
         int in[2], out[2];
-        two_fastest(bw, D, d, in, out);
+        two_fastest(lk, D, d, in, out);
         best_pair = 0;
         for (int i = 0; i < 2; i++)
             for (int j = 0; j < 2; j++)
                 if (in[i] >= 0 && out[j] >= 0 && in[i] != out[j])
-                    best_pair = fmax(best_pair, fmin(bw[(size_t)in[i] * D + d],
-                                                     bw[(size_t)d * D + out[j]]));
+                    best_pair = fmax(best_pair, fmin(pf_map_links_bw_bpms(lk, in[i], d),
+                                                     pf_map_links_bw_bpms(lk, d, out[j])));
     }
     return fmin(best_pair, b->ring_bpms[d]);
 }
@@ -325,6 +432,9 @@ int pf_map_bounds_init(pf_map_bounds_t *b, const pf_map_bounds_input_t *in)
     size_t SD = (size_t)in->S * in->D, D = (size_t)in->D;
     memset(b, 0, sizeof *b);
     b->in = *in;
+    const pf_cluster_hier_t *h = pf_cluster_hierarchy(in->links.c);
+    if (!in->links.bw_bpms && h && pf_cluster_hier_regular(h))
+        b->regular = h;
     b->static_m = malloc(SD * sizeof *b->static_m);
     b->static_ar = malloc(SD * sizeof *b->static_ar);
     b->static_lb = malloc(SD * sizeof *b->static_lb);

@@ -7,6 +7,7 @@
 #ifndef PF_MAP_BOUNDS_H
 #define PF_MAP_BOUNDS_H
 
+#include "planner/ir/cluster_hier.h"
 #include "planner/map/map_symmetry.h"
 
 #include <stdbool.h>
@@ -26,6 +27,25 @@ static inline int pf_map_bounds_keyed_cmp(const void *a, const void *b)
     return (p->d > q->d) - (p->d < q->d);
 }
 
+/* The postal-model links in ms: the D x D tables, or (tables NULL: a hierarchy too large for
+ * them, map_context.h) looked up through the cluster with the same operations, so both give the
+ * same bits. */
+typedef struct {
+    const pf_cluster_t *c;
+    int D;
+    const double *lat_ms, *bw_bpms; /* D x D or NULL */
+} pf_map_links_t;
+
+static inline double pf_map_links_lat_ms(const pf_map_links_t *l, int a, int b)
+{
+    return l->lat_ms ? l->lat_ms[(size_t)a * l->D + b] : pf_cluster_lat_us(l->c, a, b) * 1e-3;
+}
+
+static inline double pf_map_links_bw_bpms(const pf_map_links_t *l, int a, int b)
+{
+    return l->bw_bpms ? l->bw_bpms[(size_t)a * l->D + b] : pf_cluster_bw_gbps(l->c, a, b) * 1e6;
+}
+
 /* What the bounds are computed from: S stages of R replicas on D devices, the terms the
  * instantiation uses, and the tables in ms (borrowed: they must outlive the bounds). */
 typedef struct {
@@ -35,7 +55,7 @@ typedef struct {
     const int *adj_off;             /* S + 1: stage adjacency (CSR) */
     const double *adj_bytes;        /* M of each adjacency entry */
     int max_deg;
-    const double *lat_ms, *bw_bpms; /* D x D: latency ms, bandwidth bytes per ms */
+    pf_map_links_t links;
     const pf_map_symmetry_t *sym;   /* its canonical order breaks ties in rank */
 } pf_map_bounds_input_t;
 
@@ -50,6 +70,9 @@ typedef struct {
      * such that d's component in {links with w >= b} holds at least R devices. */
     int *mst_a, *mst_b;
     double *mst_w, *ring_bpms;
+    /* Without tables on a regular hierarchy (cluster_hier.h): rows are read per level, O(levels)
+     * per device instead of O(D); NULL otherwise. */
+    const pf_cluster_hier_t *regular;
 } pf_map_bounds_t;
 
 /* Fills b from in (copied into b->in). PF_OK, or PF_ERR when out of memory (b then holds nothing

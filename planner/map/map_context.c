@@ -13,6 +13,7 @@
  */
 #include "planner/map/map_context.h"
 #include "planner/core/util.h"
+#include "planner/ir/cluster_hier.h"
 #include "planner/ir/devkinds.h"
 
 #include <math.h>
@@ -179,15 +180,15 @@ done:
 }
 
 /* The arrays whose sizes S, R, D fix; false when out of memory. */
-static bool alloc_tables(pf_map_context_t *cx)
+static bool alloc_tables(pf_map_context_t *cx, bool tables)
 {
     int S = cx->S, N = cx->N, D = cx->D;
     size_t DD = (size_t)D * D;
     cx->cu = malloc((size_t)S * sizeof *cx->cu);
     cx->ar_bytes = malloc((size_t)S * sizeof *cx->ar_bytes);
     cx->adj_off = malloc((size_t)(S + 1) * sizeof *cx->adj_off);
-    cx->lat_ms = malloc(DD * sizeof *cx->lat_ms);
-    cx->bw_bpms = malloc(DD * sizeof *cx->bw_bpms);
+    cx->lat_ms = tables ? malloc(DD * sizeof *cx->lat_ms) : NULL;
+    cx->bw_bpms = tables ? malloc(DD * sizeof *cx->bw_bpms) : NULL;
     cx->min_lat_out = malloc((size_t)D * sizeof(double));
     cx->max_bw_out = malloc((size_t)D * sizeof(double));
     cx->max_bw_in = malloc((size_t)D * sizeof(double));
@@ -196,7 +197,8 @@ static bool alloc_tables(pf_map_context_t *cx)
     cx->chk_off = malloc((size_t)(N + 1) * sizeof(int));
     cx->chk = malloc((size_t)N * sizeof(int));
     cx->low_ref = malloc((size_t)N * sizeof(int));
-    return cx->cu && cx->ar_bytes && cx->adj_off && cx->lat_ms && cx->bw_bpms && cx->min_lat_out &&
+    return cx->cu && cx->ar_bytes && cx->adj_off && (!tables || (cx->lat_ms && cx->bw_bpms)) &&
+           cx->min_lat_out &&
            cx->max_bw_out && cx->max_bw_in && cx->order && cx->pos && cx->chk_off && cx->chk &&
            cx->low_ref;
 }
@@ -259,23 +261,44 @@ static int stage_tables(pf_map_context_t *cx, const pf_stage_graph_t *sg)
 static void link_tables(pf_map_context_t *cx, const pf_cluster_t *c)
 {
     int D = cx->D;
-    for (int a = 0; a < D; a++) {
-        cx->min_lat_out[a] = INFINITY;
-        cx->max_bw_out[a] = cx->max_bw_in[a] = 0;
+    for (int a = 0; a < D && cx->lat_ms; a++)
         for (int b = 0; b < D; b++) {
             size_t k = (size_t)a * D + b;
             cx->lat_ms[k] = pf_cluster_lat_us(c, a, b) * 1e-3;
             cx->bw_bpms[k] = pf_cluster_bw_gbps(c, a, b) * 1e6;
         }
+    cx->links = (pf_map_links_t){c, D, cx->lat_ms, cx->bw_bpms};
+}
+
+/* Each device's best links: from its host's levels on a regular hierarchy without tables (the
+ * same values: every link of d is one of them), else by scanning its row and column. */
+static void best_links(pf_map_context_t *cx)
+{
+    int D = cx->D;
+    const pf_cluster_hier_t *h = pf_cluster_hierarchy(cx->links.c);
+    bool regular = !cx->lat_ms && h && pf_cluster_hier_regular(h);
+    for (int a = 0; a < D; a++) {
+        cx->min_lat_out[a] = INFINITY;
+        cx->max_bw_out[a] = cx->max_bw_in[a] = 0;
+        if (!regular)
+            continue;
+        pf_cluster_hier_reach_t r[PF_CLUSTER_HIER_MAX_LEVELS];
+        int L = pf_cluster_hier_reach(h, pf_cluster_device(cx->links.c, a)->host, r);
+        for (int l = 0; l < L; l++)
+            if (r[l].devices > 0) {
+                cx->min_lat_out[a] = fmin(cx->min_lat_out[a], r[l].lat_us * 1e-3);
+                cx->max_bw_out[a] = fmax(cx->max_bw_out[a], r[l].bw_gbps * 1e6);
+                cx->max_bw_in[a] = cx->max_bw_out[a]; /* a level's links go both ways */
+            }
     }
-    for (int a = 0; a < D; a++)
+    for (int a = 0; a < D && !regular; a++)
         for (int b = 0; b < D; b++) {
             if (a == b)
                 continue;
-            size_t k = (size_t)a * D + b;
-            cx->min_lat_out[a] = fmin(cx->min_lat_out[a], cx->lat_ms[k]);
-            cx->max_bw_out[a] = fmax(cx->max_bw_out[a], cx->bw_bpms[k]);
-            cx->max_bw_in[b] = fmax(cx->max_bw_in[b], cx->bw_bpms[k]);
+            double bw = pf_map_links_bw_bpms(&cx->links, a, b);
+            cx->min_lat_out[a] = fmin(cx->min_lat_out[a], pf_map_links_lat_ms(&cx->links, a, b));
+            cx->max_bw_out[a] = fmax(cx->max_bw_out[a], bw);
+            cx->max_bw_in[b] = fmax(cx->max_bw_in[b], bw);
         }
     if (D == 1) {
         cx->min_lat_out[0] = 0;
@@ -289,8 +312,8 @@ static int bounds(pf_map_context_t *cx)
     pf_map_bounds_input_t in = {
         .S = cx->S, .R = cx->R, .D = cx->D, .use_m = cx->use_m, .use_ar = cx->use_ar,
         .cu = cx->cu, .ar_bytes = cx->ar_bytes, .adj_off = cx->adj_off,
-        .adj_bytes = cx->adj_bytes, .max_deg = cx->max_deg, .lat_ms = cx->lat_ms,
-        .bw_bpms = cx->bw_bpms, .sym = &cx->sym,
+        .adj_bytes = cx->adj_bytes, .max_deg = cx->max_deg, .links = cx->links,
+        .sym = &cx->sym,
     };
     return pf_map_bounds_init(&cx->bounds, &in);
 }
@@ -322,9 +345,12 @@ pf_map_context_t *pf_map_context_new(const pf_stage_graph_t *sg, const pf_cluste
      * selection's ratio). */
     cx->stage_major = inst == PF_MAP_INST_AR ||
                       (inst == PF_MAP_INST_FULL && pf_map_inst_auto(sg) == PF_MAP_INST_AR);
-    if (!alloc_tables(cx) || stage_tables(cx, sg) != PF_OK)
+    /* a hierarchy's links are looked up above PF_MAP_TABLES_MAX_DEVICES: O(D) memory */
+    bool tables = !pf_cluster_hierarchy(c) || D <= PF_MAP_TABLES_MAX_DEVICES;
+    if (!alloc_tables(cx, tables) || stage_tables(cx, sg) != PF_OK)
         goto fail;
     link_tables(cx, c);
+    best_links(cx);
     if (cx->kind && pf_devkinds_number(c, cx->kind) != cx->nkinds) {
         pf_fail(err, errlen, PF_EINPUT, "the stage graph prices %d device kinds, cluster %s has "
                 "%d", cx->nkinds, pf_cluster_name(c), pf_devkinds_number(c, cx->kind));
@@ -355,10 +381,16 @@ const int *pf_map_context_order(const pf_map_context_t *cx, bool *stage_major)
     return cx->order;
 }
 
+/* Each stage's ring once: O(N), not O(N R); the sum is stage_time's, term for term. */
 double pf_map_context_objective_ms(const pf_map_context_t *cx, const int *dev)
 {
-    double t = 0;
-    for (int x = 0; x < cx->N; x++)
-        t = fmax(t, pf_map_context_stage_time_ms(cx, dev, x));
+    double t = 0, ar = 0;
+    for (int x = 0; x < cx->N; x++) {
+        int s = x / cx->R;
+        if (x % cx->R == 0)
+            ar = cx->use_ar ? pf_map_context_ar_ms(cx, dev, s) : 0.0;
+        double m = cx->use_m ? pf_map_context_m_ms(cx, dev, x) : 0.0;
+        t = fmax(t, pf_map_context_cu(cx, s, dev[x]) + m + ar);
+    }
     return t;
 }

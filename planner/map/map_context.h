@@ -22,6 +22,7 @@
 
 typedef struct pf_map_context pf_map_context_t;
 
+
 struct pf_map_context {
     int S, R, N, D;
     pf_map_inst_t inst;
@@ -33,7 +34,10 @@ struct pf_map_context {
     double *cu_kind;                /* S x nkinds, or NULL */
     int *adj_off, *adj, max_deg;    /* stage adjacency (CSR), as the stage graph has it */
     double *adj_bytes;              /* M of each adjacency entry */
-    double *lat_ms, *bw_bpms;       /* D x D: latency ms, bandwidth bytes per ms */
+    /* D x D: latency ms, bandwidth bytes per ms; NULL on a hierarchy of more than
+     * PF_MAP_TABLES_MAX_DEVICES (links.c looks them up: 16,384 groups would take 4.3 GB) */
+    double *lat_ms, *bw_bpms;
+    pf_map_links_t links;           /* the tables or the cluster, for the accessors below */
     double *min_lat_out;            /* D: smallest latency out of d */
     double *max_bw_out, *max_bw_in; /* D: fastest link out of / into d */
     pf_map_symmetry_t sym;          /* device classes, host blocks, canonical order */
@@ -63,24 +67,39 @@ static inline double pf_map_context_cu(const pf_map_context_t *cx, int s, int d)
     return cx->cu_kind ? cx->cu_kind[(size_t)s * cx->nkinds + cx->kind[d]] : cx->cu[s];
 }
 
+/* Eq. 8 of stage replica x: its neighbours' transfers, ascending. */
+static inline double pf_map_context_m_ms(const pf_map_context_t *cx, const int *dev, int x)
+{
+    int R = cx->R, s = x / R, r = x % R, d = dev[x];
+    double m = 0;
+    for (int k = cx->adj_off[s]; k < cx->adj_off[s + 1]; k++) {
+        int e = dev[cx->adj[k] * R + r];
+        m += pf_map_links_lat_ms(&cx->links, d, e) +
+             cx->adj_bytes[k] / pf_map_links_bw_bpms(&cx->links, d, e);
+    }
+    return m;
+}
+
+/* Eq. 9 of stage s: the max over its ring pairs (the same for all its replicas). */
+static inline double pf_map_context_ar_ms(const pf_map_context_t *cx, const int *dev, int s)
+{
+    int R = cx->R;
+    double ar = 0;
+    for (int q = 0; q < R; q++) {
+        int a = dev[s * R + q], b = dev[s * R + (q + 1) % R];
+        ar = fmax(ar, cx->ar_bytes[s] / pf_map_links_bw_bpms(&cx->links, a, b));
+    }
+    return ar;
+}
+
 /* c_stage(x, p), summed in the order pf_mapping_stage_time_ms uses: c_u + (eq. 8 over neighbours
  * ascending) + (eq. 9 max over ring pairs). */
 static inline double pf_map_context_stage_time_ms(const pf_map_context_t *cx, const int *dev, int x)
 {
-    int R = cx->R, D = cx->D, s = x / R, r = x % R, d = dev[x];
-    double m = 0, ar = 0;
-    if (cx->use_m)
-        for (int k = cx->adj_off[s]; k < cx->adj_off[s + 1]; k++) {
-            int e = dev[cx->adj[k] * R + r];
-            size_t i = (size_t)d * D + e;
-            m += cx->lat_ms[i] + cx->adj_bytes[k] / cx->bw_bpms[i];
-        }
-    if (cx->use_ar)
-        for (int q = 0; q < R; q++) {
-            int a = dev[s * R + q], b = dev[s * R + (q + 1) % R];
-            ar = fmax(ar, cx->ar_bytes[s] / cx->bw_bpms[(size_t)a * D + b]);
-        }
-    return pf_map_context_cu(cx, s, d) + m + ar;
+    int s = x / cx->R;
+    double m = cx->use_m ? pf_map_context_m_ms(cx, dev, x) : 0.0;
+    double ar = cx->use_ar ? pf_map_context_ar_ms(cx, dev, s) : 0.0;
+    return pf_map_context_cu(cx, s, dev[x]) + m + ar;
 }
 
 #endif

@@ -189,9 +189,10 @@ static bool place(dfs_t *st, int x, int d, int commit, double *score)
                 rm += lbterm(cx, d, M);
                 continue;
             }
-            size_t de = (size_t)d * D + e, ed = (size_t)e * D + d;
-            a += cx->lat_ms[de] + M / cx->bw_bpms[de];
-            double acc2 = st->acc[x2] + (cx->lat_ms[ed] + M / cx->bw_bpms[ed]);
+            const pf_map_links_t *lk = &cx->links;
+            a += pf_map_links_lat_ms(lk, d, e) + M / pf_map_links_bw_bpms(lk, d, e);
+            double acc2 = st->acc[x2] +
+                          (pf_map_links_lat_ms(lk, e, d) + M / pf_map_links_bw_bpms(lk, e, d));
             double rem2 = st->rem[x2] - lbterm(cx, e, M);
             double mb2 = fmax(acc2 + fmax(rem2, 0.0), cx->bounds.static_m[(size_t)s2 * D + e]);
             double mmax2 = fmax(st->mmax[s2], mb2);
@@ -221,11 +222,11 @@ static bool place(dfs_t *st, int x, int d, int commit, double *score)
         int xp = s * R + (r + R - 1) % R, xn = s * R + (r + 1) % R;
         pairv = cx->bounds.static_ar[(size_t)s * D + d];
         if (st->dev[xp] >= 0)
-            pairv = fmax(pairv, T / cx->bw_bpms[(size_t)st->dev[xp] * D + d]);
+            pairv = fmax(pairv, T / pf_map_links_bw_bpms(&cx->links, st->dev[xp], d));
         else
             pairv = fmax(pairv, T / cx->max_bw_in[d]);
         if (st->dev[xn] >= 0)
-            pairv = fmax(pairv, T / cx->bw_bpms[(size_t)d * D + st->dev[xn]]);
+            pairv = fmax(pairv, T / pf_map_links_bw_bpms(&cx->links, d, st->dev[xn]));
         else
             pairv = fmax(pairv, T / cx->max_bw_out[d]);
         arv = fmax(st->arlb[s], pairv);

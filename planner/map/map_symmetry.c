@@ -43,6 +43,7 @@
  *
  */
 #include "planner/map/map_symmetry.h"
+#include "planner/ir/cluster_hier.h"
 #include "planner/core/util.h"
 
 #include <math.h>
@@ -87,6 +88,72 @@ int pf_map_symmetry_device_classes(const pf_cluster_t *c, int *cls)
     }
     free(first);
     return n;
+}
+
+/* Whether the used links of a regular hierarchy are pairwise distinct (bandwidth or latency):
+ * level 0 when a host holds 2 or more devices, a level above when some unit of it holds two
+ * units of the level below. */
+static bool hier_distinct(const pf_cluster_hier_t *h, const pf_cluster_hier_reach_t *r, int L)
+{
+    bool used[PF_CLUSTER_HIER_MAX_LEVELS];
+    for (int l = 0; l < L; l++)
+        used[l] = l == 0 ? r[0].devices > 0
+                         : pf_cluster_hier_span(h, l) > pf_cluster_hier_span(h, l - 1);
+    for (int l = 0; l < L; l++)
+        for (int k = 0; k < l; k++)
+            if (used[l] && used[k] && r[l].bw_gbps == r[k].bw_gbps && r[l].lat_us == r[k].lat_us)
+                return false;
+    return true;
+}
+
+/* One device per host: host A's class is (u, A's unit at u), u = the lowest level whose unit
+ * of A holds another host. Two such hosts in one unit at u meet at u, and the units below u
+ * hold only themselves, so every device sees them alike (the swap is an automorphism); any
+ * other pair meets at a level where one of them has a neighbour the other sees one level up.
+ * Classes numbered by lowest device. */
+static int single_device_classes(const pf_cluster_hier_t *h, int L, int *cls)
+{
+    int H = pf_cluster_hier_hosts(h), n = 0;
+    int *id = malloc((size_t)L * H * sizeof *id);
+    if (!id)
+        return -1;
+    for (size_t i = 0; i < (size_t)L * H; i++)
+        id[i] = -1;
+    for (int a = 0; a < H; a++) {
+        pf_cluster_hier_reach_t r[PF_CLUSTER_HIER_MAX_LEVELS];
+        pf_cluster_hier_reach(h, a, r);
+        int u = 1;
+        while (u < L - 1 && r[u].devices == 0)
+            u++;
+        size_t k = (size_t)u * H + (size_t)(a / pf_cluster_hier_span(h, u));
+        if (id[k] < 0)
+            id[k] = n++;
+        cls[a] = id[k];
+    }
+    free(id);
+    return n;
+}
+
+int pf_map_symmetry_hier_classes(const pf_cluster_t *c, int *cls)
+{
+    const pf_cluster_hier_t *h = pf_cluster_hierarchy(c);
+    if (!h || !pf_cluster_hier_regular(h))
+        return -2;
+    pf_cluster_hier_reach_t r[PF_CLUSTER_HIER_MAX_LEVELS];
+    int L = pf_cluster_hier_reach(h, 0, r), D = pf_cluster_ndevices(c);
+    if (!hier_distinct(h, r, L))
+        return -2;
+    if (D == 1 || L == 1) { /* one host: every device alike */
+        for (int d = 0; d < D; d++)
+            cls[d] = 0;
+        return 1;
+    }
+    if (r[0].devices > 0) { /* devices host by host (cluster.h) */
+        for (int d = 0; d < D; d++)
+            cls[d] = pf_cluster_device(c, d)->host;
+        return pf_cluster_hier_hosts(h);
+    }
+    return single_device_classes(h, L, cls);
 }
 
 /* ---------------------------------------------------------------- host blocks */
@@ -405,9 +472,14 @@ int pf_map_symmetry_init(pf_map_symmetry_t *sy, const pf_cluster_t *c, int symme
 {
     int D = pf_cluster_ndevices(c);
     memset(sy, 0, sizeof *sy);
-    /* The symmetry is found on the D x D matrix, which a hierarchy above
-     * PF_CLUSTER_MATRIX_MAX_DEVICES does not give (cluster.h): then no pruning, the same optimum. */
-    if (symmetry != PF_MAP_SYM_OFF && (!pf_cluster_bw_matrix(c) || !pf_cluster_lat_matrix(c)))
+    /* The symmetry is found on the D x D matrix, except on a hierarchy of more than
+     * PF_MAP_TABLES_MAX_DEVICES: device classes from the hierarchy where it says them, no host
+     * blocks; no pruning where it does not (the same optimum). */
+    bool big = pf_cluster_hierarchy(c) && D > PF_MAP_TABLES_MAX_DEVICES;
+    if (big && symmetry != PF_MAP_SYM_OFF)
+        symmetry = PF_MAP_SYM_NO_BLOCKS;
+    if (symmetry != PF_MAP_SYM_OFF && !big &&
+        (!pf_cluster_bw_matrix(c) || !pf_cluster_lat_matrix(c)))
         symmetry = PF_MAP_SYM_OFF;
     sy->cls = malloc((size_t)D * sizeof *sy->cls);
     sy->blk = malloc((size_t)D * sizeof *sy->blk);
@@ -417,10 +489,13 @@ int pf_map_symmetry_init(pf_map_symmetry_t *sy, const pf_cluster_t *c, int symme
     sy->canon_pos = malloc((size_t)D * sizeof *sy->canon_pos);
     if (!sy->cls || !sy->blk || !sy->blk_class || !sy->blk_kpos || !sy->canon || !sy->canon_pos)
         goto fail;
-    if (symmetry) {
-        if ((sy->ncls = pf_map_symmetry_device_classes(c, sy->cls)) < 0)
-            goto fail;
-    } else {
+    if (symmetry && big)
+        sy->ncls = pf_map_symmetry_hier_classes(c, sy->cls);
+    else if (symmetry)
+        sy->ncls = pf_map_symmetry_device_classes(c, sy->cls);
+    if (symmetry && sy->ncls == -1)
+        goto fail;
+    if (!symmetry || sy->ncls < 0) {
         for (int d = 0; d < D; d++)
             sy->cls[d] = d;
         sy->ncls = D;

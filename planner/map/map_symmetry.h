@@ -16,10 +16,24 @@
 #define PF_MAP_SYM_ALL 1
 #define PF_MAP_SYM_NO_BLOCKS 2
 
+/* Above this many devices a hierarchical cluster is never turned into D x D tables or matrices
+ * on the mapping's path (16,384 groups would take 4.3 GB): the links are looked up
+ * (map_bounds.h), device classes come from the hierarchy (pf_map_symmetry_hier_classes), and
+ * there are no host blocks (less pruning, the same optimum). */
+#define PF_MAP_TABLES_MAX_DEVICES 1024
+
 /* Interchangeable devices: a and b are in one class when swapping them leaves the bandwidth and
  * latency matrices unchanged (rows and columns). cls[d] gets the class of d (classes numbered by
  * their lowest device); returns the number of classes, or -1 when out of memory. */
 int pf_map_symmetry_device_classes(const pf_cluster_t *c, int *cls);
+
+/* The same classes read off a regular hierarchy (cluster_hier.h) whose used links are distinct
+ * (no two levels with the same bandwidth and latency): devices of one host are interchangeable,
+ * devices of different hosts are not when a host holds 2 or more (the host's other devices tell
+ * them apart); with one device per host, hosts whose units below their lowest common level hold
+ * no other host are. O(D). Returns the number of classes; -2 when c is no such hierarchy, -1
+ * out of memory. */
+int pf_map_symmetry_hier_classes(const pf_cluster_t *c, int *cls);
 
 /* Host blocks: groups of devices (a machine, typically) that can trade places wholesale. Blocks A
  * and B of one class have the same size m, and the map a_i <-> b_i (i-th device of A <-> i-th of

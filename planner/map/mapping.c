@@ -55,13 +55,23 @@ double pf_mapping_stage_time_ms(const pf_stage_graph_t *sg, const pf_cluster_t *
     return cu + m + ar;
 }
 
+/* Each stage's ring once (every replica of s has the same eq. 9 term): O(N), not O(N R). The
+ * sum is pf_mapping_stage_time_ms's, term for term. */
 double pf_mapping_objective_ms(const pf_stage_graph_t *sg, const pf_cluster_t *c,
                                pf_map_inst_t inst, const int *dev)
 {
-    int N = pf_stage_graph_stages(sg) * pf_stage_graph_replicas(sg);
-    double t = 0;
-    for (int x = 0; x < N; x++)
-        t = fmax(t, pf_mapping_stage_time_ms(sg, c, inst, dev, x));
+    int R = pf_stage_graph_replicas(sg), N = pf_stage_graph_stages(sg) * R;
+    double t = 0, ar = 0;
+    for (int x = 0; x < N; x++) {
+        int s = x / R;
+        if (x % R == 0)
+            ar = inst != PF_MAP_INST_M ? ar_term_ms(sg, c, dev, s) : 0.0;
+        double m = inst != PF_MAP_INST_AR ? m_term_ms(sg, c, dev, x) : 0.0;
+        double cu = pf_stage_graph_nkinds(sg) > 0
+                        ? pf_stage_graph_cu_kind_ms(sg, s, pf_devkinds_number_of(c, dev[x]))
+                        : pf_stage_graph_cu_ms(sg, s);
+        t = fmax(t, cu + m + ar);
+    }
     return t;
 }
 

@@ -10,6 +10,7 @@
 #include "planner/search/search_partition.h"
 #include "planner/search/search_tap.h"
 #include "planner/search/search_queue.h"
+#include "planner/sim/replica_groups.h"
 #include "planner/ir/collective.h"
 #include "planner/ir/cost.h"
 #include "planner/tp/tp_groups.h"
@@ -218,36 +219,53 @@ static int queue_sims(pf_search_t *s, int c)
     return PF_OK;
 }
 
-/* Candidate c (T > 1, S > 1): one RESHARD job per stage boundary and replica. The bytes after
- * each stage are per device, from the stage graph of the per-device graph: a pipeline relays
- * skip connections through the stages between. */
+/* Replica r's transfer at boundary st as a RESHARD job. */
+static bool queue_one_reshard(pf_search_t *s, int c, int st, int r, double bytes)
+{
+    const pf_plan_t *p = s->sim.cand[c].plan;
+    int T = cand_tp(s, c);
+    xfer_rec_t *x = &s->sim.xfer[s->sim.nxfer];
+    x->cand = c;
+    x->stage = st;
+    x->replica = r;
+    pf_simulate_xfer_problem(p->stage_list[st].devices + (size_t)r * T,
+                             p->stage_list[st + 1].devices + (size_t)r * T, T, bytes, &x->xp);
+    if (!pf_search_queue_job(s, PF_JOB_RESHARD, (pf_search_owner_t){.xfer = s->sim.nxfer}))
+        return false;
+    s->sim.nxfer++;
+    s->sim.cand[c].xfer_left++;
+    return true;
+}
+
+/* Candidate c (T > 1, S > 1): one RESHARD job per stage boundary and distinct transfer
+ * (pf_replica_groups_same_xfers: on a DGX cluster 63 jobs for 64 stages of 256 replicas, not
+ * 16,128); the other replicas' times wait for its answer, marked -(1 + its replica) in xfer_ms
+ * (absorb_reshard fills them). The bytes after each stage are per device, from the stage graph of
+ * the per-device graph: a pipeline relays skip connections through the stages between. */
 static int queue_reshards(pf_search_t *s, int c)
 {
     const pf_stage_graph_t *sg = s->map.cand[c].sg;
     sim_cand_t *sc = &s->sim.cand[c];
     const pf_plan_t *p = sc->plan;
-    int T = cand_tp(s, c), S = p->stages, R = p->replicas;
-    if (!(sc->xfer_ms = calloc((size_t)(S - 1) * R, sizeof *sc->xfer_ms)))
-        return PF_ERR;
-    for (int st = 0; st + 1 < S; st++) {
+    int T = cand_tp(s, c), S = p->stages, R = p->replicas, rc = PF_OK;
+    int *first = malloc((size_t)R * sizeof *first);
+    if (!first || !(sc->xfer_ms = calloc((size_t)(S - 1) * R, sizeof *sc->xfer_ms)))
+        rc = PF_ERR;
+    for (int st = 0; st + 1 < S && rc == PF_OK; st++) {
         double bytes = 0;
         for (int a = 0; a <= st; a++)
             for (int b = st + 1; b < S; b++)
                 bytes += pf_stage_graph_msg_bytes(sg, a, b);
-        for (int r = 0; r < R; r++) {
-            xfer_rec_t *x = &s->sim.xfer[s->sim.nxfer];
-            x->cand = c;
-            x->stage = st;
-            x->replica = r;
-            pf_simulate_xfer_problem(p->stage_list[st].devices + (size_t)r * T,
-                                p->stage_list[st + 1].devices + (size_t)r * T, T, bytes, &x->xp);
-            if (!pf_search_queue_job(s, PF_JOB_RESHARD, (pf_search_owner_t){.xfer = s->sim.nxfer}))
-                return PF_ERR;
-            s->sim.nxfer++;
-            sc->xfer_left++;
-        }
+        rc = pf_replica_groups_same_xfers(s->c, p->stage_list[st].devices,
+                                          p->stage_list[st + 1].devices, R, T, first);
+        for (int r = 0; r < R && rc == PF_OK; r++)
+            if (first[r] != r)
+                sc->xfer_ms[(size_t)st * R + r] = -1.0 - first[r];
+            else if (!queue_one_reshard(s, c, st, r, bytes))
+                rc = PF_ERR;
     }
-    return PF_OK;
+    free(first);
+    return rc;
 }
 
 /* Every candidate's plan from its best mapping; transfers needing RESHARD jobs counted. */
@@ -511,8 +529,18 @@ bool pf_search_sim_absorb_reshard(pf_search_t *s, uint64_t id, const pf_search_o
     const pf_reshard_problem_t *xp = &x->xp.problem; /* or Megatron's scatter/gather */
     double sg = pf_simulate_scatter_gather_ms(s->c, xp->src_mesh.devices, xp->dst_mesh.devices,
                                               xp->src_mesh.cols, (double)x->xp.shape[0], 0);
-    sc->xfer_ms[(size_t)x->stage * sc->plan->replicas + x->replica] =
-        fmin(res->reshard.time_ms, sg);
+    int R = sc->plan->replicas;
+    double *row = sc->xfer_ms + (size_t)x->stage * R;
+    row[x->replica] = fmin(res->reshard.time_ms, sg);
+    for (int r = x->replica + 1; r < R; r++) /* the transfers this answer serves */
+        if (row[r] == -1.0 - x->replica) {
+            const int *src = sc->plan->stage_list[x->stage].devices + (size_t)r * xp->src_mesh.cols;
+            const int *dst = sc->plan->stage_list[x->stage + 1].devices +
+                             (size_t)r * xp->src_mesh.cols;
+            row[r] = fmin(res->reshard.time_ms,
+                          pf_simulate_scatter_gather_ms(s->c, src, dst, xp->src_mesh.cols,
+                                                        (double)x->xp.shape[0], 0));
+        }
     if (--sc->xfer_left == 0 && queue_sims(s, x->cand) != PF_OK)
         pf_search_queue_fail(s, PF_ERR, "out of memory");
     return false;

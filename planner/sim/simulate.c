@@ -1,4 +1,6 @@
 #include "planner/sim/simulate.h"
+#include "planner/sim/replica_groups.h"
+#include "planner/sim/simulate_check.h"
 #include "planner/sim/interleave.h"
 #include "planner/ir/collective.h"
 #include "planner/ir/cost.h"
@@ -32,6 +34,7 @@ typedef struct {
 typedef struct {
     const pf_simulate_input_t *in;
     int S, R, T, MB, NB, V, P; /* V chunks per rank, P = S / V ranks */
+    int DR;                    /* replicas of the data-parallel collectives (dp_replicas or R) */
     size_t nf, base_xf, base_xb, base_ar, base_opt, ntasks;
     task_t *task;
     edge_t *edge;
@@ -92,10 +95,11 @@ static int add_edge(sim_t *x, size_t from, size_t to, double frac)
 static int dp_coll_ms(const sim_t *x, int s, int k, pf_collective_op_t op, double bytes,
                       double *ms)
 {
-    for (int r = 0; r < x->R; r++)
-        x->group[r] = dev_of(x, s, r, k);
+    const pf_simulate_stage_t *dp = x->in->dp_stage ? x->in->dp_stage : x->in->stage;
+    for (int r = 0; r < x->DR; r++)
+        x->group[r] = dp[s].devices[r * x->T + k];
     pf_collective_group_t g;
-    if (pf_collective_group_from_cluster(x->in->cluster, x->group, x->R, x->in->nvls_busbw_gbps,
+    if (pf_collective_group_from_cluster(x->in->cluster, x->group, x->DR, x->in->nvls_busbw_gbps,
                                          &g) != PF_OK)
         return PF_ERR;
     *ms = pf_collective_best_ms(&g, op, bytes);
@@ -147,7 +151,7 @@ static int stage_tasks(sim_t *x, int s, int comm_free)
 {
     const pf_simulate_stage_t *st = &x->in->stage[s];
     double gather_ms = 0;
-    if (x->in->zero == 3 && x->R > 1 && !comm_free &&
+    if (x->in->zero == 3 && x->DR > 1 && !comm_free &&
         dp_coll_ms(x, s, 0, PF_COLL_ALLGATHER, st->param_bytes / x->T, &gather_ms) != PF_OK)
         return PF_ERR;
     double z3 = pf_training_zero3_exposed_ms(gather_ms, st->fwd_ms + st->recompute_ms + st->bwd_ms);
@@ -159,7 +163,7 @@ static int stage_tasks(sim_t *x, int s, int comm_free)
         x->task[id_opt(x, s, r)] =
             (task_t){.kind = T_OPT, .s = s, .r = r, .m = -1, .dur_ms = st->optimizer_ms};
     }
-    for (int k = 0; k < x->T && x->R > 1; k++) {
+    for (int k = 0; k < x->T && x->DR > 1; k++) {
         double ms = 0;
         if (!comm_free && dp_coll_ms(x, s, k, PF_COLL_ALLREDUCE, st->param_bytes / x->T / x->NB,
                                      &ms) != PF_OK)
@@ -178,7 +182,7 @@ static int grad_edges(sim_t *x, int s, int r, int m)
 {
     size_t last = id_bwd(x, s, r, m);
     int rc = add_edge(x, last, id_opt(x, s, r), 1.0);
-    for (int k = 0; k < x->T && x->R > 1; k++)
+    for (int k = 0; k < x->T && x->DR > 1; k++)
         for (int b = 0; b < x->NB; b++) {
             rc |= add_edge(x, last, id_ar(x, s, k, b), (double)(b + 1) / x->NB);
             rc |= add_edge(x, id_ar(x, s, k, b), id_opt(x, s, r), 1.0);
@@ -464,99 +468,6 @@ void pf_simulate_result_destroy(pf_simulate_result_t **rp)
     *rp = NULL;
 }
 
-static int check_num(double v, const char *what, int s, char *err, size_t errlen)
-{
-    if (!pf_is_finite_nonneg(v))
-        return pf_fail(err, errlen, PF_EINPUT, "stage %d: %s is negative or not finite", s, what);
-    return PF_OK;
-}
-
-/* The sizes, the schedule, and a task count that fits an int. */
-static int validate_shape(const pf_simulate_input_t *in, char *err, size_t errlen)
-{
-    if (!in || !in->cluster || !in->stage)
-        return pf_fail(err, errlen, PF_EINPUT, "simulate: no cluster or no stages");
-    if (in->stages < 1 || in->replicas < 1 || in->tp < 1 || in->microbatches < 1 ||
-        in->buckets < 0)
-        return pf_fail(err, errlen, PF_EINPUT,
-                       "simulate: stages %d, replicas %d, tensor_parallel %d, microbatches %d, "
-                       "buckets %d: all must be >= 1",
-                       in->stages, in->replicas, in->tp, in->microbatches, in->buckets);
-    if ((unsigned)in->schedule > PF_SCHEDULE_SIGNAL)
-        return pf_fail(err, errlen, PF_EINPUT, "simulate: unknown schedule %d", in->schedule);
-    int D = pf_cluster_ndevices(in->cluster);
-    long long need = (long long)in->stages * in->replicas * in->tp;
-    /* tasks: 2 S R MB compute + 2 S R MB T transfers; keep indices in an int */
-    if ((double)need * in->microbatches * 4.0 * in->tp > INT_MAX / 4 || in->buckets > 1 << 16)
-        return pf_fail(err, errlen, PF_EINPUT, "simulate: %lld devices x %d micro-batches is too "
-                       "large to simulate", need, in->microbatches);
-    if (need / (in->virtual_stages > 1 ? in->virtual_stages : 1) > D)
-        return pf_fail(err, errlen, PF_EINPUT,
-                       "simulate: %d x %d x %d stage devices but the cluster has %d", in->stages,
-                       in->replicas, in->tp, D);
-    return PF_OK;
-}
-
-static int validate_numbers(const pf_simulate_stage_t *st, int s, int R, char *err,
-                            size_t errlen)
-{
-    int rc;
-    if ((rc = check_num(st->fwd_ms, "fwd_ms", s, err, errlen)) ||
-        (rc = check_num(st->bwd_ms, "bwd_ms", s, err, errlen)) ||
-        (rc = check_num(st->recompute_ms, "recompute_ms", s, err, errlen)) ||
-        (rc = check_num(st->tp_fwd_ms, "tp_fwd_ms", s, err, errlen)) ||
-        (rc = check_num(st->tp_bwd_ms, "tp_bwd_ms", s, err, errlen)) ||
-        (rc = check_num(st->optimizer_ms, "optimizer_ms", s, err, errlen)) ||
-        (rc = check_num(st->param_bytes, "param_bytes", s, err, errlen)) ||
-        (rc = check_num(st->send_bytes, "send_bytes", s, err, errlen)) ||
-        (rc = check_num(st->act_bytes, "act_bytes", s, err, errlen)) ||
-        (rc = check_num(st->static_bytes, "static_bytes", s, err, errlen)))
-        return rc;
-    if (!st->devices)
-        return pf_fail(err, errlen, PF_EINPUT, "stage %d: no devices", s);
-    for (int r = 0; st->xfer_ms && r < R; r++)
-        if ((rc = check_num(st->xfer_ms[r], "xfer_ms", s, err, errlen)) != PF_OK)
-            return rc;
-    return PF_OK;
-}
-
-/* Stage s's R x T devices are devices of the cluster (D), none already in seen. */
-static int validate_devices(const pf_simulate_stage_t *st, int s, int n, int D, char *seen,
-                            char *err, size_t errlen)
-{
-    for (int i = 0; i < n; i++) {
-        int d = st->devices[i];
-        if (d < 0 || d >= D)
-            return pf_fail(err, errlen, PF_EINPUT, "stage %d: devices[%d] = %d is not a device "
-                           "of the cluster (0..%d)", s, i, d, D - 1);
-        if (seen[d]++)
-            return pf_fail(err, errlen, PF_EINPUT, "stage %d: device %d is used twice", s, d);
-    }
-    return PF_OK;
-}
-
-static int validate(const pf_simulate_input_t *in, char *err, size_t errlen)
-{
-    int rc = validate_shape(in, err, errlen), n = in->replicas * in->tp, P;
-    if (rc != PF_OK || (rc = pf_interleave_check(in->stages, in->virtual_stages,
-                                                 in->microbatches, &P, err, errlen)) != PF_OK)
-        return rc;
-    int D = pf_cluster_ndevices(in->cluster);
-    char *seen = calloc((size_t)D, 1);
-    if (!seen)
-        return pf_fail(err, errlen, PF_ERR, "out of memory");
-    for (int s = 0; s < in->stages && rc == PF_OK; s++) {
-        const pf_simulate_stage_t *st = &in->stage[s];
-        rc = validate_numbers(st, s, in->replicas, err, errlen);
-        if (rc == PF_OK) /* a rank's later chunks: on its first chunk's devices */
-            rc = s < P ? validate_devices(st, s, n, D, seen, err, errlen)
-                       : pf_interleave_same_devices(st->devices, in->stage[s - P].devices, n, s, P,
-                                                    err, errlen);
-    }
-    free(seen);
-    return rc;
-}
-
 /* One simulation of one compute order into a fresh result. */
 static int simulate_order(const pf_simulate_input_t *in, pf_training_schedule_t order, int comm_free,
                           pf_simulate_result_t **out, char *err, size_t errlen)
@@ -565,6 +476,7 @@ static int simulate_order(const pf_simulate_input_t *in, pf_training_schedule_t 
                .MB = in->microbatches, .NB = in->buckets > 1 ? in->buckets : 1,
                .V = in->virtual_stages > 1 ? in->virtual_stages : 1};
     x.P = x.S / x.V;
+    x.DR = in->dp_stage && in->dp_replicas > 0 ? in->dp_replicas : x.R;
     int D = pf_cluster_ndevices(in->cluster);
     int rc = PF_OK;
     pf_simulate_result_t *res = calloc(1, sizeof *res);
@@ -587,7 +499,7 @@ static int simulate_order(const pf_simulate_input_t *in, pf_training_schedule_t 
     x.free_ms = calloc((size_t)D, sizeof *x.free_ms);
     x.row_of_dev = malloc((size_t)D * sizeof *x.row_of_dev);
     x.inflight = calloc((size_t)x.S * x.R, sizeof *x.inflight);
-    x.group = malloc((size_t)x.R * sizeof *x.group);
+    x.group = malloc((size_t)x.DR * sizeof *x.group);
     if (!res->device || !res->busy_ms || !res->comm_busy_ms || !res->peak_mem_bytes ||
         !res->peak_inflight || !x.task || !x.heap || !x.free_ms || !x.row_of_dev || !x.inflight ||
         !x.group)
@@ -638,12 +550,30 @@ fail:
     return rc == PF_OK ? pf_fail(err, errlen, PF_ERR, "simulate: out of memory") : rc;
 }
 
+/* Identical replicas (replica_groups.h): replica 0 simulated, its figures copied. */
+static int one_replica(const pf_simulate_input_t *in, pf_simulate_result_t **out, char *err,
+                       size_t errlen)
+{
+    pf_simulate_input_t one;
+    pf_simulate_result_t *r1 = NULL;
+    pf_simulate_stage_t *stage = pf_replica_groups_reduce(in, &one);
+    int rc = stage ? pf_simulate(&one, &r1, err, errlen)
+                   : pf_fail(err, errlen, PF_ERR, "out of memory");
+    free(stage);
+    if (rc == PF_OK && !(*out = pf_replica_groups_expand(in, r1)))
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+    pf_simulate_result_destroy(&r1);
+    return rc;
+}
+
 int pf_simulate(const pf_simulate_input_t *in, pf_simulate_result_t **out, char *err, size_t errlen)
 {
     *out = NULL;
-    int rc = validate(in, err, errlen);
+    int rc = pf_simulate_check(in, err, errlen);
     if (rc != PF_OK)
         return rc;
+    if (pf_replica_groups_apply(in)) /* one replica for all: the same figures */
+        return one_replica(in, out, err, errlen);
     if (in->schedule != PF_SCHEDULE_SIGNAL)
         return simulate_order(in, in->schedule, 0, out, err, errlen);
     /* Free communication cannot delay any task of a fixed compute order (every start time is a
@@ -710,8 +640,12 @@ double pf_simulate_scatter_gather_ms(const pf_cluster_t *c, const int *src, cons
     return scatter + pf_collective_best_ms(&g, PF_COLL_ALLGATHER, bytes);
 }
 
-int pf_simulate_xfer_ms(const pf_cluster_t *c, const pf_simulate_xfer_problem_t *x, double *ms,
-                        char *err, size_t errlen)
+/* pf_simulate_xfer_ms on a network built once by the caller (O(D) each: a plan's (S - 1) x R
+ * transfers share one); *reshard_ms in: the resharding's time when already solved for a
+ * transfer the solver sees alike (replica_groups.h), NAN to solve it; out: that time. */
+static int xfer_ms_on(const pf_cluster_t *c, const pf_reshard_net_t *net,
+                      const pf_simulate_xfer_problem_t *x, double *ms, double *reshard_ms,
+                      char *err, size_t errlen)
 {
     *ms = 0;
     if (x->shape[0] <= 0)
@@ -719,19 +653,33 @@ int pf_simulate_xfer_ms(const pf_cluster_t *c, const pf_simulate_xfer_problem_t 
     const pf_reshard_problem_t *p = &x->problem;
     double sg = pf_simulate_scatter_gather_ms(c, p->src_mesh.devices, p->dst_mesh.devices,
                                               p->src_mesh.cols, (double)x->shape[0], 0);
-    pf_reshard_opts_t o;
-    pf_reshard_opts_default(&o);
-    o.sched.dfs_budget_s = 0; /* the node cap alone: the same answer on every machine */
+    if (isnan(*reshard_ms)) {
+        pf_reshard_opts_t o;
+        pf_reshard_opts_default(&o);
+        o.sched.dfs_budget_s = 0; /* the node cap alone: the same answer on every machine */
+        pf_reshard_t *r = pf_reshard_new(&x->problem, net, &o, err, errlen);
+        if (!r)
+            return PF_EINPUT;
+        *reshard_ms = pf_reshard_time_ms(r);
+        pf_reshard_destroy(&r);
+    }
+    *ms = fmin(*reshard_ms, sg);
+    return PF_OK;
+}
+
+int pf_simulate_xfer_ms(const pf_cluster_t *c, const pf_simulate_xfer_problem_t *x, double *ms,
+                        char *err, size_t errlen)
+{
+    *ms = 0;
+    if (x->shape[0] <= 0)
+        return PF_OK;
     pf_reshard_net_t *net = pf_reshard_net_from_cluster(c, err, errlen);
     if (!net)
         return PF_ERR;
-    pf_reshard_t *r = pf_reshard_new(&x->problem, net, &o, err, errlen);
+    double reshard_ms = NAN;
+    int rc = xfer_ms_on(c, net, x, ms, &reshard_ms, err, errlen);
     pf_reshard_net_destroy(&net);
-    if (!r)
-        return PF_EINPUT;
-    *ms = fmin(pf_reshard_time_ms(r), sg);
-    pf_reshard_destroy(&r);
-    return PF_OK;
+    return rc;
 }
 
 /* Do the plan's tensor-parallel groups span hosts? Then its setting was built with groups that
@@ -811,23 +759,31 @@ static int stage_xfers(pf_simulate_input_t *in, int s, const pf_plan_t *p, const
                        char *err, size_t errlen)
 {
     pf_simulate_stage_t *st = &in->stage[s];
-    int R = in->replicas, T = in->tp;
+    int R = in->replicas, T = in->tp, rc = PF_OK;
     if (!(st->xfer_ms = malloc((size_t)R * sizeof *st->xfer_ms)))
         return pf_fail(err, errlen, PF_ERR, "out of memory");
-    for (int r = 0; r < R; r++) {
-        if (xfer_ms) {
-            st->xfer_ms[r] = xfer_ms[(size_t)s * R + r];
-            continue;
-        }
-        pf_simulate_xfer_problem_t xp;
-        pf_simulate_xfer_problem(p->stage_list[s].devices + (size_t)r * T,
-                                 p->stage_list[s + 1].devices + (size_t)r * T, T, st->send_bytes,
-                                 &xp);
-        int rc = pf_simulate_xfer_ms(in->cluster, &xp, &st->xfer_ms[r], err, errlen);
-        if (rc != PF_OK)
-            return rc;
+    if (xfer_ms) {
+        memcpy(st->xfer_ms, xfer_ms + (size_t)s * R, (size_t)R * sizeof *st->xfer_ms);
+        return PF_OK;
     }
-    return PF_OK;
+    /* one resharding solved per transfer the solver sees alike (replica_groups.h) */
+    const int *src = p->stage_list[s].devices, *dst = p->stage_list[s + 1].devices;
+    double *solved = malloc((size_t)R * sizeof *solved);
+    int *first = malloc((size_t)R * sizeof *first);
+    pf_reshard_net_t *net = NULL;
+    if (!solved || !first || pf_replica_groups_same_xfers(in->cluster, src, dst, R, T, first) ||
+        (st->send_bytes > 0 && !(net = pf_reshard_net_from_cluster(in->cluster, err, errlen))))
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+    for (int r = 0; r < R && rc == PF_OK; r++) {
+        pf_simulate_xfer_problem_t xp;
+        pf_simulate_xfer_problem(src + (size_t)r * T, dst + (size_t)r * T, T, st->send_bytes, &xp);
+        solved[r] = first[r] == r ? NAN : solved[first[r]];
+        rc = xfer_ms_on(in->cluster, net, &xp, &st->xfer_ms[r], &solved[r], err, errlen);
+    }
+    pf_reshard_net_destroy(&net);
+    free(solved);
+    free(first);
+    return rc;
 }
 
 int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,

@@ -25,6 +25,7 @@
 #include "planner/ir/graph.h"
 #include "planner/ir/plan.h"
 #include "planner/sim/reshard.h"
+#include "planner/sim/simulate_types.h"
 #include "planner/tp/tp_setting.h"
 #include "planner/ir/training.h"
 
@@ -32,45 +33,7 @@
 
 /* Schedules: pf_training_schedule_t (planner/ir/training.h). */
 
-/* One stage, per micro-batch of one replica. Times are per device of a tensor-parallel group
- * (each of the T devices runs them at once); bytes of a whole replica unless said. */
-typedef struct {
-    double fwd_ms, bwd_ms;
-    double recompute_ms;          /* forward recomputation before the backward (0: none) */
-    double tp_fwd_ms, tp_bwd_ms;  /* tensor-parallel collectives per micro-batch (0 when T = 1) */
-    double optimizer_ms;          /* once per step, after the stage's gradients are reduced */
-    double param_bytes;           /* gradients all-reduced over the replicas; T ranks reduce 1/T each */
-    double send_bytes;            /* to the next stage per micro-batch (and back as gradients);
-                                     rank k sends 1/T of it to rank k of the next stage */
-    double *xfer_ms;              /* R entries or NULL: replica r's transfer to the next stage
-                                     per micro-batch (and its gradient back) as one cross-mesh
-                                     resharding (Zhuang et al.): every rank k's transfer k -> k is
-                                     busy for that long. NULL: send_bytes / T per rank by the
-                                     postal model. */
-    double act_bytes;             /* per device, stored for each micro-batch in flight */
-    double static_bytes;          /* per device, held all step (parameter state, workspace) */
-    int *devices;                 /* R x T cluster device indices: devices[r * T + k] */
-    double *rep_fwd_ms, *rep_bwd_ms; /* R entries or NULL: replica r's fwd_ms / bwd_ms on its
-                                        own devices (a mixed cluster, devkinds.h: the slowest
-                                        kind of its T devices); NULL: fwd_ms, bwd_ms */
-} pf_simulate_stage_t;
-
-typedef struct {
-    int stages, replicas, tp, microbatches; /* S, R, T (>= 1), MB */
-    int buckets;                /* gradient all-reduce buckets per stage (0 or 1: one) */
-    double nvls_busbw_gbps;     /* > 0: hosts have NVSwitch SHARP, all-reduce bus bandwidth (the
-                                   cluster file does not say; a device model does) */
-    int zero;                   /* ZeRO stage (training.h): 3 gathers a stage's parameters
-                                   before each forward and backward (training.h) */
-    int virtual_stages;         /* V > 1: interleaved 1F1B (interleave.h): the stages are P = stages
-                                   / V ranks' chunks, stage s on the devices of stage s mod P,
-                                   run in Megatron-LM's interleaved order whatever `schedule`
-                                   says; 0 or 1: none */
-    pf_training_schedule_t schedule;
-    int timeline;               /* 1: record the events (pictures); 0: figures only */
-    pf_simulate_stage_t *stage;      /* S entries */
-    const pf_cluster_t *cluster;
-} pf_simulate_input_t;
+/* The input and result types: simulate_types.h. */
 
 /* From a graph, its cluster and a mapped plan. Per stage, over its ops in the per-device graph
  * of the plan's setting (tp_setting.h: TAP's graph for T, recomputation's view):
@@ -128,37 +91,6 @@ double pf_simulate_scatter_gather_ms(const pf_cluster_t *c, const int *src, cons
 /* Frees what pf_simulate_input_from_plan allocated and zeroes *in (idempotent). */
 void pf_simulate_input_clear(pf_simulate_input_t *in);
 
-typedef enum {
-    PF_EV_FWD, PF_EV_BWD, PF_EV_TP, PF_EV_OPT,          /* compute stream */
-    PF_EV_SEND, PF_EV_RECV, PF_EV_ALLREDUCE             /* communication stream */
-} pf_simulate_ev_kind_t;
-enum { PF_STREAM_COMPUTE = 0, PF_STREAM_COMM = 1 };
-
-typedef struct {
-    int device;     /* cluster device index */
-    int stream;     /* PF_STREAM_COMPUTE or PF_STREAM_COMM */
-    int kind;       /* pf_simulate_ev_kind_t */
-    int stage, replica;
-    int microbatch; /* -1 for all-reduce and optimizer */
-    double start_ms, end_ms;
-} pf_simulate_event_t;
-
-typedef struct {
-    pf_training_schedule_t schedule; /* as asked */
-    pf_training_schedule_t order;    /* the compute order simulated (for signal: the best one) */
-    int stages, replicas, tp, microbatches;
-    double step_ms;
-    double bubble_fraction;   /* 1 - compute busy / (devices x step) */
-    int ndevices;             /* P x R x T rows (P = S / V ranks), rank-major: row (s R + r) T + k */
-    int *device;              /* cluster device index of each row */
-    double *busy_ms;          /* compute stream busy time */
-    double *comm_busy_ms;     /* communication stream busy time */
-    double *peak_mem_bytes;   /* the static bytes of the rank's chunks + the most activation bytes
-                                 of its micro-batch-chunks in flight */
-    int *peak_inflight;       /* the most micro-batch-chunks in flight */
-    int nevents;
-    pf_simulate_event_t *events;   /* when in->timeline; sorted by device, stream, start */
-} pf_simulate_result_t;
 
 /* PF_OK with *out, PF_EINPUT when the input is inconsistent (counts, negative or non-finite
  * numbers, a device outside the cluster or used twice), PF_ERR when out of memory. */

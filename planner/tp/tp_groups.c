@@ -1,4 +1,5 @@
 #include "planner/tp/tp_groups.h"
+#include "planner/ir/cluster_hier.h"
 #include "planner/core/util.h"
 
 #include <math.h>
@@ -16,37 +17,49 @@ struct pf_tp_groups {
     double link_gbps, link_lat_us;
 };
 
+static int cmp_int(const void *a, const void *b)
+{
+    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+/* The gcd of every host's device count: T divides each host's devices iff it divides this.
+ * O(D log D) (hosts are arbitrary non-negative ints: counted on the sorted host values). -1
+ * when out of memory. */
+static int host_gcd(const pf_cluster_t *c)
+{
+    int D = pf_cluster_ndevices(c), g = 0;
+    int *hosts = malloc((size_t)D * sizeof *hosts);
+    if (!hosts)
+        return -1;
+    for (int i = 0; i < D; i++)
+        hosts[i] = pf_cluster_device(c, i)->host;
+    qsort(hosts, (size_t)D, sizeof *hosts, cmp_int);
+    for (int i = 0, run = 1; i < D; i++, run++)
+        if (i + 1 == D || hosts[i + 1] != hosts[i]) {
+            for (int a = g, b = run; ; ) { /* g = gcd(g, run) */
+                if (!b) {
+                    g = a;
+                    break;
+                }
+                int t = a % b;
+                a = b;
+                b = t;
+            }
+            run = 0;
+        }
+    free(hosts);
+    return g;
+}
+
 int pf_tp_groups_degrees(const pf_cluster_t *c, int across_hosts, int *out, int cap)
 {
     int D = pf_cluster_ndevices(c), k = 0;
-    int *count = calloc((size_t)D + 1, sizeof *count);
-    if (!count)
+    int g = across_hosts ? D : host_gcd(c);
+    if (g < 0)
         return 0;
-    /* devices per host: hosts are arbitrary non-negative ints, so count by first appearance */
-    int *hosts = malloc((size_t)D * sizeof *hosts), nh = 0;
-    if (!hosts) {
-        free(count);
-        return 0;
-    }
-    for (int i = 0; i < D; i++) {
-        int h = pf_cluster_device(c, i)->host, j = 0;
-        while (j < nh && hosts[j] != h)
-            j++;
-        if (j == nh)
-            hosts[nh++] = h;
-        count[j]++;
-    }
-    for (int T = 1; T <= D && k < cap; T++) {
-        if (D % T)
-            continue;
-        int ok = 1;
-        for (int j = 0; j < nh && ok && !across_hosts; j++)
-            ok = count[j] % T == 0;
-        if (ok)
+    for (int T = 1; T <= D && k < cap; T++)
+        if (D % T == 0 && g % T == 0)
             out[k++] = T;
-    }
-    free(hosts);
-    free(count);
     return k;
 }
 
@@ -122,11 +135,6 @@ static void exact_rec(exact_t *x, int filled, double cur_min, double cur_sum)
     x->used[first] = 0;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
-}
-
 /* Groups of the n devices dev[] of one host into out (n / T groups of T, rank order). */
 static int group_host(const pf_cluster_t *c, const int *dev, int n, int T, int *out)
 {
@@ -179,29 +187,20 @@ static void derived_name(char *out, const char *base, const char *suffix)
 }
 
 
-pf_tp_groups_t *pf_tp_groups_new(const pf_cluster_t *c, int T, int across_hosts, char *err,
-                                 size_t errlen)
+/* Host by host (hosts in order of their first device), each host's devices grouped on their
+ * own. A new host's devices are found by a scan from its first device: O(D x hosts), for the
+ * matrix clusters this path serves (at most 32,768 devices). */
+static int group_hosts(pf_tp_groups_t *g, int across_hosts, char *err, size_t errlen)
 {
-    int D = pf_cluster_ndevices(c);
-    int *dev = NULL;
-    pf_tp_groups_t *g = NULL;
-    if (T < 1 || D % T) {
-        pf_fail(err, errlen, PF_EINPUT, "tensor-parallel degree %d does not divide the %d "
-                "devices of cluster %s", T, D, pf_cluster_name(c));
-        return NULL;
-    }
-    if (!(g = calloc(1, sizeof *g)) || !(g->members = malloc((size_t)D * sizeof *g->members)) ||
-        !(dev = malloc((size_t)D * sizeof *dev)))
-        goto oom;
-    g->c = c;
-    g->T = T;
-    g->n = D / T;
-    /* hosts in order of their first device; each host's devices grouped on their own */
-    int filled = 0;
+    const pf_cluster_t *c = g->c;
+    int D = pf_cluster_ndevices(c), T = g->T, filled = 0, rc = PF_OK;
+    int *dev = malloc((size_t)D * sizeof *dev);
     char *done = calloc((size_t)D, 1);
-    if (!done)
-        goto oom;
-    for (int i = 0; i < D; i++) {
+    if (!dev || !done) {
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < D && rc == PF_OK; i++) {
         if (done[i])
             continue;
         int n = 0, h = pf_cluster_device(c, i)->host;
@@ -210,40 +209,29 @@ pf_tp_groups_t *pf_tp_groups_new(const pf_cluster_t *c, int T, int across_hosts,
                 done[j] = 1;
                 dev[n++] = j;
             }
-        if (n % T) {
-            free(done);
-            pf_fail(err, errlen, PF_EINPUT, "tensor-parallel degree %d does not divide the %d "
-                    "devices of host %d (groups stay inside a host unless they may span hosts)",
-                    T, n, h);
-            goto fail;
-        }
-        if (group_host(c, dev, n, T, g->members + filled) != PF_OK) {
-            free(done);
-            goto oom;
-        }
+        if (n % T)
+            rc = pf_fail(err, errlen, PF_EINPUT, "tensor-parallel degree %d does not divide the "
+                         "%d devices of host %d (groups stay inside a host unless they may span "
+                         "hosts)", T, n, h);
+        else if (group_host(c, dev, n, T, g->members + filled) != PF_OK)
+            rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         filled += n;
     }
+done:
+    free(dev);
     free(done);
-    for (int k = 0; k < g->n; k++)
-        qsort(g->members + (size_t)k * T, (size_t)T, sizeof *g->members, cmp_int);
-    if (T == 1) {
-        free(dev);
-        return g;
-    }
-    g->link_gbps = INFINITY;
-    for (int k = 0; k < g->n; k++) {
-        const int *m = g->members + (size_t)k * T;
-        g->link_gbps = fmin(g->link_gbps, group_slowest(c, m, T));
-        for (int a = 0; a < T; a++)
-            for (int b = 0; b < T; b++)
-                if (a != b)
-                    g->link_lat_us = fmax(g->link_lat_us, pf_cluster_lat_us(c, m[a], m[b]));
-    }
-    char name[PF_NAME_MAX + 1], suffix[24];
-    snprintf(suffix, sizeof suffix, "/tp%d", T);
-    derived_name(name, pf_cluster_name(c), suffix);
-    if (!(g->gc = pf_cluster_new(name, g->n)))
-        goto oom;
+    return rc;
+}
+
+/* The group cluster as a matrix: each entry from T device pairs, O(G^2 T^2). */
+static pf_cluster_t *dense_cluster(const pf_tp_groups_t *g, const char *name)
+{
+    const pf_cluster_t *c = g->c;
+    int T = g->T;
+    char dname[PF_NAME_MAX + 1], suffix[24];
+    pf_cluster_t *gc = pf_cluster_new(name, g->n);
+    if (!gc)
+        return NULL;
     for (int k = 0; k < g->n; k++) {
         const int *m = g->members + (size_t)k * T;
         const pf_device_t *d0 = pf_cluster_device(c, m[0]);
@@ -258,10 +246,12 @@ pf_tp_groups_t *pf_tp_groups_new(const pf_cluster_t *c, int T, int across_hosts,
         }
         d.tflops *= T;
         snprintf(suffix, sizeof suffix, "+%d", T - 1);
-        derived_name(name, d0->name ? d0->name : "dev", suffix);
-        d.name = name;
-        if (pf_cluster_set_device(g->gc, k, &d) != PF_OK)
-            goto oom;
+        derived_name(dname, d0->name ? d0->name : "dev", suffix);
+        d.name = dname;
+        if (pf_cluster_set_device(gc, k, &d) != PF_OK) {
+            pf_cluster_destroy(&gc);
+            return NULL;
+        }
         for (int l = 0; l < g->n; l++) {
             if (l == k)
                 continue;
@@ -271,16 +261,96 @@ pf_tp_groups_t *pf_tp_groups_new(const pf_cluster_t *c, int T, int across_hosts,
                 bw = fmin(bw, pf_cluster_bw_gbps(c, m[i], o[i]));
                 lat = fmax(lat, pf_cluster_lat_us(c, m[i], o[i]));
             }
-            pf_cluster_set_bw(g->gc, k, l, bw);
-            pf_cluster_set_lat(g->gc, k, l, lat);
+            pf_cluster_set_bw(gc, k, l, bw);
+            pf_cluster_set_lat(gc, k, l, lat);
         }
     }
-    free(dev);
+    return gc;
+}
+
+/* On a hierarchy whose hosts T divides, every link inside a host is the same, so the exhaustive
+ * grouping keeps the first partition it meets (T consecutive devices, which is what the members
+ * are here), and the group cluster is the hierarchy of groups (pf_cluster_hier_grouped): O(D),
+ * nothing per pair. Devices keep the matrix path's names. NULL when out of memory. */
+static pf_cluster_t *hier_cluster(pf_tp_groups_t *g, pf_cluster_hier_t *gh, const char *name)
+{
+    const pf_cluster_t *c = g->c;
+    int T = g->T;
+    char dname[PF_NAME_MAX + 1], suffix[24];
+    for (int i = 0; i < pf_cluster_ndevices(c); i++)
+        g->members[i] = i;
+    pf_cluster_t *gc = pf_cluster_new_hier(name, gh);
+    if (!gc) {
+        pf_cluster_hier_destroy(&gh);
+        return NULL;
+    }
+    snprintf(suffix, sizeof suffix, "+%d", T - 1);
+    for (int k = 0; k < g->n; k++) {
+        const pf_device_t *d0 = pf_cluster_device(c, k * T);
+        pf_device_t d = *pf_cluster_device(gc, k);
+        derived_name(dname, d0->name ? d0->name : "dev", suffix);
+        d.name = dname;
+        if (pf_cluster_set_device(gc, k, &d) != PF_OK) {
+            pf_cluster_destroy(&gc);
+            return NULL;
+        }
+    }
+    return gc;
+}
+
+/* The slowest link inside any group and the largest latency there: O(D T). */
+static void group_links(pf_tp_groups_t *g)
+{
+    int T = g->T;
+    g->link_gbps = INFINITY;
+    for (int k = 0; k < g->n; k++) {
+        const int *m = g->members + (size_t)k * T;
+        g->link_gbps = fmin(g->link_gbps, group_slowest(g->c, m, T));
+        for (int a = 0; a < T; a++)
+            for (int b = 0; b < T; b++)
+                if (a != b)
+                    g->link_lat_us = fmax(g->link_lat_us, pf_cluster_lat_us(g->c, m[a], m[b]));
+    }
+}
+
+pf_tp_groups_t *pf_tp_groups_new(const pf_cluster_t *c, int T, int across_hosts, char *err,
+                                 size_t errlen)
+{
+    int D = pf_cluster_ndevices(c);
+    pf_tp_groups_t *g = NULL;
+    const pf_cluster_hier_t *h = pf_cluster_hierarchy(c);
+    pf_cluster_hier_t *gh = NULL;
+    if (T < 1 || D % T) {
+        pf_fail(err, errlen, PF_EINPUT, "tensor-parallel degree %d does not divide the %d "
+                "devices of cluster %s", T, D, pf_cluster_name(c));
+        return NULL;
+    }
+    if (!(g = calloc(1, sizeof *g)) || !(g->members = malloc((size_t)D * sizeof *g->members)))
+        goto oom;
+    g->c = c;
+    g->T = T;
+    g->n = D / T;
+    if (h && T > 1 && !across_hosts && !(gh = pf_cluster_hier_grouped(h, T)) &&
+        pf_cluster_hier_divides(h, T))
+        goto oom;
+    if (!gh) {
+        if (group_hosts(g, across_hosts, err, errlen) != PF_OK)
+            goto fail;
+        for (int k = 0; k < g->n; k++)
+            qsort(g->members + (size_t)k * T, (size_t)T, sizeof *g->members, cmp_int);
+    }
+    if (T == 1)
+        return g;
+    char name[PF_NAME_MAX + 1], suffix[24];
+    snprintf(suffix, sizeof suffix, "/tp%d", T);
+    derived_name(name, pf_cluster_name(c), suffix);
+    if (!(g->gc = gh ? hier_cluster(g, gh, name) : dense_cluster(g, name)))
+        goto oom;
+    group_links(g);
     return g;
 oom:
     pf_fail(err, errlen, PF_ERR, "out of memory");
 fail:
-    free(dev);
     pf_tp_groups_destroy(&g);
     return NULL;
 }

@@ -232,6 +232,63 @@ static void test_interleaved(void)
     fixture_close(&f);
 }
 
+/* Uneven interleaving: 6 layers on p 2 with v 2 (6 % 4 != 0, 8 % 4 = 0): chunks of 2 places,
+ * the embedding in the first of stage 0 and the head in the last of stage 1, so stage 0's
+ * chunks hold 1 and 2 layers, stage 1's 2 and 1, each stage 3. Llama 3's 126 layers on p 16,
+ * v 8: 128 places of 1, stages 7, 8 ... 8, 7; chunk 0 of stage 0 and chunk 7 of stage 15 hold
+ * none. 4 layers on p 2, v 3: 6 % 6 = 0, stages 2 and 2, chunks (0 1 1) and (1 1 0); v 4:
+ * neither 4 nor 6 divides by 8. */
+static void test_interleave_uneven(void)
+{
+    int f, m, l;
+    CU_ASSERT_EQUAL(pf_blockcost_interleave_split(6, 2, 2, &f, &m, &l), 1);
+    CU_ASSERT_EQUAL(f, 3);
+    CU_ASSERT_EQUAL(l, 3);
+    const int want[2][2] = {{1, 2}, {2, 1}};
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 2; c++)
+            CU_ASSERT_EQUAL(pf_blockcost_chunk_layers(6, 2, 2, r, c), want[r][c]);
+    CU_ASSERT_EQUAL(pf_blockcost_interleave_split(126, 16, 8, &f, &m, &l), 1);
+    CU_ASSERT_EQUAL(f, 7);
+    CU_ASSERT_EQUAL(m, 8);
+    CU_ASSERT_EQUAL(l, 7);
+    int total = 0;
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 8; c++)
+            total += pf_blockcost_chunk_layers(126, 16, 8, r, c);
+    CU_ASSERT_EQUAL(total, 126);
+    CU_ASSERT_EQUAL(pf_blockcost_chunk_layers(126, 16, 8, 0, 0), 0);
+    CU_ASSERT_EQUAL(pf_blockcost_chunk_layers(126, 16, 8, 15, 7), 0);
+    CU_ASSERT_EQUAL(pf_blockcost_chunk_layers(126, 16, 8, 15, 0), 1);
+    CU_ASSERT_EQUAL(pf_blockcost_interleave_split(4, 2, 3, &f, &m, &l), 1);
+    CU_ASSERT_EQUAL(pf_blockcost_chunk_layers(4, 2, 3, 0, 0), 0);
+    CU_ASSERT_EQUAL(pf_blockcost_chunk_layers(4, 2, 3, 1, 2), 0);
+    CU_ASSERT_EQUAL(pf_blockcost_interleave_split(4, 2, 4, &f, &m, &l), -1);
+    CU_ASSERT_EQUAL(pf_blockcost_interleave_split(8, 2, 2, &f, &m, &l), 0); /* even: 4, 4 */
+    CU_ASSERT_EQUAL(f, 4);
+    CU_ASSERT_EQUAL(pf_blockcost_chunk_layers(8, 2, 2, 1, 1), 2);
+
+    /* the model takes it: 6 layers, p 2, v 2, batch 8 at b 1 (m 8): stage times as 3 + 3 whole
+     * layers under 1F1B with 2 v p2p hops, the bubble (p - 1)/v */
+    fixture_t fx;
+    CU_ASSERT_EQUAL_FATAL(fixture_open(&fx, 6, 2, 8), 0);
+    pf_blockcost_part_t parts[3];
+    pf_blockcost_parts(&fx.pr, 1, 1, 0, PF_RECOMPUTE_NONE, parts);
+    pf_blockcost_cand_t c1 = {.t = 1, .p = 2, .d = 1, .b = 1, .v = 1}, c2 = c1;
+    c1.first_layers = c1.last_layers = 3;
+    c2.v = 2;
+    pf_blockcost_eval_t e1, e2;
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_eval(&fx.pr, &c1, parts, &e1), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(&fx.pr, &c2, parts, &e2), PF_OK);
+    CU_ASSERT_EQUAL(c2.first_layers, 3);
+    CU_ASSERT_EQUAL(c2.last_layers, 3);
+    PF_ASSERT_CLOSE(e2.stage_ms[0] - e1.stage_ms[0], 2 * 0.002048, 1e-9);
+    PF_ASSERT_CLOSE(e2.pipeline_ms, 8.5 * e2.stage_max_ms, 1e-12);
+    c2.v = 5; /* neither 6 nor 8 divides by 10 */
+    CU_ASSERT_EQUAL(pf_blockcost_split(&fx.pr, &c2, parts, &e2), PF_EINPUT);
+    fixture_close(&fx);
+}
+
 /* The roofline: GEMM at 70% of device 0's peak, collective.h's ring (DGX A100: 250 GB/s inside a
  * machine, 25 between per GPU, one NIC per GPU). */
 static void test_roofline(void)
@@ -300,6 +357,7 @@ void pf_suite_blockcost(void)
     CU_add_test(s, "1F1B step worked by hand", test_pipeline_step);
     CU_add_test(s, "t, sp, selective, ZeRO-1 by hand", test_tp_sp_zero);
     CU_add_test(s, "interleaved bubble and memory", test_interleaved);
+    CU_add_test(s, "interleaving with uneven ends, by hand", test_interleave_uneven);
     CU_add_test(s, "roofline prices", test_roofline);
     CU_add_test(s, "device-model and collective prices", test_priced);
 }

@@ -245,6 +245,31 @@ void pf_blockcost_parts(const pf_blockcost_problem_t *pr, int t, int b, int sp,
 
 /* ---- stages and the step ---- */
 
+int pf_blockcost_interleave_split(int L, int p, int v, int *first, int *mid, int *last)
+{
+    if (p < 2 || v < 2 || L < 1)
+        return -1;
+    if (L % (p * v) == 0) {
+        *first = *mid = *last = L / p;
+        return 0;
+    }
+    if ((L + 2) % (p * v) != 0)
+        return -1;
+    /* the embedding and the output head each take one layer's place ([Llama3] 3.3.2) */
+    *mid = (L + 2) / p;
+    *first = *last = *mid - 1;
+    return 1;
+}
+
+int pf_blockcost_chunk_layers(int L, int p, int v, int rank, int chunk)
+{
+    int first, mid, last, kind = pf_blockcost_interleave_split(L, p, v, &first, &mid, &last);
+    if (kind < 0 || rank < 0 || rank >= p || chunk < 0 || chunk >= v)
+        return -1;
+    int each = kind == 0 ? L / (p * v) : (L + 2) / (p * v);
+    return each - (kind == 1 && ((rank == 0 && chunk == 0) || (rank == p - 1 && chunk == v - 1)));
+}
+
 static double part_ms(const pf_blockcost_part_t *x)
 {
     return x->fwd_ms + x->bwd_ms + x->recompute_ms + x->tp_fwd_ms + x->tp_bwd_ms;
@@ -342,7 +367,10 @@ static int check_cand(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_
         (int64_t)c->t * c->p * c->d != pr->ngpus || pr->global_batch % ((int64_t)c->d * c->b))
         return PF_EINPUT;
     *m = (int)(pr->global_batch / ((int64_t)c->d * c->b));
-    if (c->v > 1 && (c->p < 2 || L % (c->p * c->v) || *m % c->p))
+    int x0, x1, x2;
+    if (c->v > 1 &&
+        (c->p < 2 || pf_blockcost_interleave_split(L, c->p, c->v, &x0, &x1, &x2) < 0 ||
+         *m % c->p))
         return PF_EINPUT;
     int sum = c->p == 1 ? c->first_layers
                         : c->first_layers + c->last_layers + (c->p - 2) * c->mid_layers;
@@ -430,8 +458,12 @@ int pf_blockcost_split(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
                        const pf_blockcost_part_t parts[3], pf_blockcost_eval_t *ev)
 {
     int L = pf_blocks_count(pr->blocks), rc;
+    if (c->v > 1 && pf_blockcost_interleave_split(L, c->p, c->v, &c->first_layers,
+                                                  &c->mid_layers, &c->last_layers) < 0)
+        return PF_EINPUT;
     if (c->p == 1 || c->v > 1) {
-        c->first_layers = c->mid_layers = c->last_layers = L / c->p;
+        if (c->v <= 1)
+            c->first_layers = c->mid_layers = c->last_layers = L / c->p;
         rc = pf_blockcost_eval(pr, c, parts, ev);
         ev->unconstrained = 1;
         return rc;

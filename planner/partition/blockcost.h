@@ -125,7 +125,7 @@ typedef struct {
 typedef struct {
     int t, p, d, b, v, sp, zero;
     pf_training_recompute_t recompute;
-    int first_layers, mid_layers, last_layers; /* v > 1: all L / p */
+    int first_layers, mid_layers, last_layers; /* v > 1: pf_blockcost_interleave_split */
 } pf_blockcost_cand_t;
 
 /* One part priced at (t, b, sp, recompute), per micro-batch. */
@@ -154,12 +154,23 @@ void pf_blockcost_parts(const pf_blockcost_problem_t *pr, int t, int b, int sp,
                         pf_training_recompute_t rc, pf_blockcost_part_t out[3]);
 /* A candidate whose layer counts are set. PF_OK, or PF_EINPUT when it is not well formed
  * (t p d != GPUs, b does not divide the replica's batch, layers do not add up to L, v > 1
- * with L % (p v) or m % p). */
+ * without an interleaved split (pf_blockcost_interleave_split) or with m % p). */
 int pf_blockcost_eval(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
                       const pf_blockcost_part_t parts[3], pf_blockcost_eval_t *ev);
-/* Sets c's layer counts: v > 1 gives every stage L / p; else the first and last stages may
- * hold fewer layers than the middle ones (which hold the same), chosen to minimise the step
- * time among those that fit memory (the one of least memory when none fits). Fills ev. */
+/* Interleaving's layer counts (v >= 2 model chunks per stage, p >= 2): 0 when L % (p v) = 0
+ * (every stage L / p, every chunk L / (p v)); 1 when instead (L + 2) % (p v) = 0: the embedding
+ * and the output head count as one layer each, as Llama 3 ran 126 layers on p 16 ([Llama3]
+ * 3.3.2; Megatron-LM's --account-for-embedding-in-pipeline-split and
+ * --account-for-loss-in-pipeline-split): every chunk holds (L + 2) / (p v) places, the first
+ * chunk of stage 0 and the last chunk of stage p - 1 one layer fewer, so the first and the last
+ * stage hold (L + 2) / p - 1 layers and the middle ones (L + 2) / p; -1 when neither divides. */
+int pf_blockcost_interleave_split(int L, int p, int v, int *first, int *mid, int *last);
+/* Layers of model chunk `chunk` (0..v-1) on pipeline rank `rank` (0..p-1) under that split
+ * (stage rank's chunk c is the (c p + rank)-th of the model); -1 when there is none. */
+int pf_blockcost_chunk_layers(int L, int p, int v, int rank, int chunk);
+/* Sets c's layer counts: v > 1 gives pf_blockcost_interleave_split's (PF_EINPUT without one);
+ * else the first and last stages may hold fewer layers than the middle ones (which hold the
+ * same), chosen to minimise the step time among those that fit memory (the one of least memory when none fits). Fills ev. */
 int pf_blockcost_split(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
                        const pf_blockcost_part_t parts[3], pf_blockcost_eval_t *ev);
 

@@ -5,8 +5,10 @@
  * width), p dividing GPUs / t with p <= L, d = GPUs / (t p) dividing the global batch, b dividing
  * the replica's batch, sequence parallelism when t > 1, recomputation none | selective | full,
  * ZeRO 0..3 (0 only when d = 1; 0 or 1 when p > 1: DeepSpeed refuses ZeRO-2 and -3 with
- * pipeline parallelism, and Megatron-LM's distributed optimizer is ZeRO-1), v = 1 or v > 1 with L % (p v) = 0 and m % p = 0 (Megatron-LM's
- * interleaving requires both), and the layer counts of blockcost's split. Any of these can be
+ * pipeline parallelism, and Megatron-LM's distributed optimizer is ZeRO-1), v = 1 or v > 1 with
+ * an interleaved split of the L layers (L % (p v) = 0, or (L + 2) % (p v) = 0 with the embedding
+ * and the head each in a layer's place: blockcost.h) and m % p = 0 (Megatron-LM's interleaving
+ * requires both), and the layer counts of blockcost's split. Any of these can be
  * fixed.
  *
  * Pruning, each exact under the model:

@@ -24,11 +24,12 @@ static int copy_over(const double *src, int n, int V, double **dst)
     return PF_OK;
 }
 
-/* Chunk j = c P + i of stage i (src), H the boundary activation, wrap_ms the last rank's
+/* Chunk j = c P + i of stage i (src), H the boundary activation (stash of it kept per device),
+ * wrap_ms the last rank's
  * transfer to rank 0 per replica (T > 1) or NULL. Allocates out's devices, xfer_ms and the
  * replicas' own times (a mixed cluster: 1/V of stage i's). */
-static int chunk_of(const pf_simulate_input_t *in, int j, int V, double H, const double *wrap_ms,
-                    pf_simulate_stage_t *out)
+static int chunk_of(const pf_simulate_input_t *in, int j, int V, double H, double stash,
+                    const double *wrap_ms, pf_simulate_stage_t *out)
 {
     int P = in->stages, i = j % P, n = in->replicas * in->tp;
     const pf_simulate_stage_t *src = &in->stage[i];
@@ -37,7 +38,7 @@ static int chunk_of(const pf_simulate_input_t *in, int j, int V, double H, const
     out->fwd_ms /= V, out->bwd_ms /= V, out->recompute_ms /= V;
     out->tp_fwd_ms /= V, out->tp_bwd_ms /= V, out->optimizer_ms /= V;
     out->param_bytes /= V, out->static_bytes /= V;
-    out->act_bytes = fmax(0, src->act_bytes - stashed) / V + (j > 0 ? H : 0);
+    out->act_bytes = fmax(0, src->act_bytes - stashed) / V + (j > 0 ? stash : 0);
     out->send_bytes = j + 1 == P * V ? 0 : i + 1 < P ? src->send_bytes : H;
     const double *xf = j + 1 == P * V ? NULL : i + 1 < P ? src->xfer_ms : wrap_ms;
     out->xfer_ms = out->rep_fwd_ms = out->rep_bwd_ms = NULL;
@@ -83,6 +84,11 @@ static void free_stages(pf_simulate_stage_t *st, int n)
 
 int pf_chunks_split(pf_simulate_input_t *in, int V, char *err, size_t errlen)
 {
+    return pf_chunks_split_sp(in, V, 0, err, errlen);
+}
+
+int pf_chunks_split_sp(pf_simulate_input_t *in, int V, int sp, char *err, size_t errlen)
+{
     if (V <= 1)
         return PF_OK;
     int P = in->stages, rc = PF_OK;
@@ -102,7 +108,7 @@ int pf_chunks_split(pf_simulate_input_t *in, int V, char *err, size_t errlen)
     if (wrap && (rc = wrap_xfers(in, H, wrap, err, errlen)) != PF_OK)
         goto done;
     for (int j = 0; j < P * V && rc == PF_OK; j++)
-        if (chunk_of(in, j, V, H, wrap, &st[j]) != PF_OK)
+        if (chunk_of(in, j, V, H, sp && in->tp > 1 ? H / in->tp : H, wrap, &st[j]) != PF_OK)
             rc = pf_fail(err, errlen, PF_ERR, "out of memory");
     if (rc != PF_OK)
         goto done;
@@ -137,7 +143,9 @@ int pf_chunks_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
                                  size_t errlen)
 {
     int rc = pf_simulate_input_from_setting(g, c, set, p, xfer_ms, in, err, errlen);
-    if (rc == PF_OK && (rc = pf_chunks_split(in, pf_chunks_of_plan(p), err, errlen)) != PF_OK)
+    int sp = p->train.sequence_parallel || (p->blocks.present && p->blocks.sequence_parallel);
+    if (rc == PF_OK &&
+        (rc = pf_chunks_split_sp(in, pf_chunks_of_plan(p), sp, err, errlen)) != PF_OK)
         pf_simulate_input_clear(in);
     return rc;
 }

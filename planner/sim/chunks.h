@@ -22,6 +22,11 @@
  * memory (the input is then as it was). */
 int pf_chunks_split(pf_simulate_input_t *in, int V, char *err, size_t errlen);
 
+/* As pf_chunks_split, under sequence parallelism when sp (and T > 1): a chunk's stashed input
+ * is H / T per device, the sequence-split tensor Megatron-LM sends and keeps ([Korthikanti22]
+ * §4.2.2), where without it the received tensor is gathered whole ([Narayanan21] §4.1). */
+int pf_chunks_split_sp(pf_simulate_input_t *in, int V, int sp, char *err, size_t errlen);
+
 /* The plan's V: its block search's virtual_stages when it has one, else 1. */
 int pf_chunks_of_plan(const pf_plan_t *p);
 

@@ -205,8 +205,8 @@ static void test_megatron_flags(void)
 
 /* The block search's choices (plan.h "blocks"): micro-batch 2 of a graph made at 4, 2 virtual
  * stages over 2 stages of 2 layers, sequence parallelism, full recomputation, ZeRO 1; then the
- * refusals (3 virtual stages: 4 layers are not a multiple of 2 x 3; 2 over a 3 | 1 split) and
- * ZeRO 3. */
+ * uneven interleaving (3 virtual stages: 4 layers + the embedding and the loss over 2 x 3
+ * chunks), the refusals (4 virtual stages; 2 over a 3 | 1 split) and ZeRO 3. */
 static void test_block_choices(void)
 {
     pf_graph_t *g = small_gpt(4);
@@ -304,12 +304,29 @@ static void test_block_choices(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(got, "    --use-distributed-optimizer\n"));
     free(got);
     pf_export_destroy(&x);
-    /* 3 virtual stages: 4 layers over 2 x 3 chunks; refused */
+    /* 3 virtual stages: 4 layers over 2 x 3 chunks only with the embedding and the loss each
+     * in a layer's place (4 + 2 = 6 places, 1 per chunk, stages of 3 - 1 = 2 layers) */
     p->train.zero = 1, p->blocks.virtual_stages = 3;
     CU_ASSERT_PTR_NOT_NULL_FATAL(x = pf_export_new(p, g, c, &rc, err, sizeof err));
     got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, PF_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "    --num-layers 4\n"
+                                       "    # interleaved 1F1B: 3 virtual stages per stage; the "
+                                       "embedding and the loss take one layer's place each,\n"
+                                       "    # so the first and the last stage hold 2 layers, the "
+                                       "others 3\n"
+                                       "    --account-for-embedding-in-pipeline-split\n"
+                                       "    --account-for-loss-in-pipeline-split\n"
+                                       "    --num-layers-per-virtual-pipeline-stage 1\n"));
+    check_megatron_names(got);
+    free(got);
+    pf_export_destroy(&x);
+    /* 4 virtual stages: neither 4 nor 6 layers' places over 2 x 4 chunks; refused */
+    p->blocks.virtual_stages = 4;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x = pf_export_new(p, g, c, &rc, err, sizeof err));
+    got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
     CU_ASSERT_EQUAL(rc, PF_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "3 virtual stages over 2 stages of 4 layers"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "4 virtual stages over 2 stages of 4 layers"));
     free(got);
     pf_export_destroy(&x);
     pf_plan_destroy(&p);

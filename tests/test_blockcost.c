@@ -202,6 +202,44 @@ static void test_tp_sp_zero(void)
     fixture_close(&f);
 }
 
+/* Tensor-parallel overlap on test_tp_sp_zero's candidate: the column- and row-parallel GEMMs of
+ * a layer at b 2 (32 tokens, t 2): QKV 2 x 32 x 96 x 64 -> 0.393216 ms, projection 2 x 32 x 64 x
+ * 32 -> 0.131072, fc1 and fc2 2 x 32 x 128 x 64 -> 0.524288 each: 1.572864 forward, 3.145728
+ * backward (the core's batched GEMMs are not paired); the head 2 x 32 x 50 x 64 -> 0.2048 and
+ * 0.4096; the embedding none. Each collective sum is shorter than its GEMMs, so it adds C / t:
+ * the layer's 0.008192 + 0.008192 become 0.004096 + 0.004096, the head's backward 0.004096
+ * 0.002048, the embedding's 0.004096 stays. Stage 10.874176 - 2 x 0.008192 - 0.002048 =
+ * 10.855744; memory unchanged. */
+static void test_tp_overlap(void)
+{
+    fixture_t f;
+    CU_ASSERT_EQUAL_FATAL(fixture_open(&f, 2, 4, 8), 0);
+    pf_blockcost_problem_t *pr = &f.pr;
+    pf_blockcost_part_t parts[3];
+    pf_blockcost_parts(pr, 2, 2, 1, PF_RECOMPUTE_SELECTIVE, parts);
+    PF_ASSERT_CLOSE(parts[1].tp_gemm_fwd_ms, 1.572864, 1e-12);
+    PF_ASSERT_CLOSE(parts[1].tp_gemm_bwd_ms, 3.145728, 1e-12);
+    PF_ASSERT_CLOSE(parts[2].tp_gemm_fwd_ms, 0.2048, 1e-12);
+    PF_ASSERT_CLOSE(parts[0].tp_gemm_fwd_ms, 0, 1e-12);
+    pf_blockcost_cand_t c = {.t = 2, .p = 1, .d = 2, .b = 2, .v = 1, .sp = 1, .zero = 1,
+                             .recompute = PF_RECOMPUTE_SELECTIVE},
+                        o = c;
+    o.tpo = 1;
+    pf_blockcost_eval_t ev, eo;
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(pr, &c, parts, &ev), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(pr, &o, parts, &eo), PF_OK);
+    PF_ASSERT_CLOSE(eo.stage_max_ms, 10.855744, 1e-12);
+    PF_ASSERT_CLOSE(ev.stage_max_ms - eo.stage_max_ms, 0.018432, 1e-9);
+    PF_ASSERT_CLOSE(eo.mem_max_bytes, ev.mem_max_bytes, 1e-12);
+    /* without sequence parallelism the key does nothing (Megatron-LM needs both) */
+    pf_blockcost_parts(pr, 2, 2, 0, PF_RECOMPUTE_SELECTIVE, parts);
+    c.sp = o.sp = 0;
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(pr, &c, parts, &ev), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(pr, &o, parts, &eo), PF_OK);
+    PF_ASSERT_CLOSE(eo.step_ms, ev.step_ms, 1e-12);
+    fixture_close(&f);
+}
+
 /* Interleaving: v = 2 on p = 2 needs L % 4 == 0; with 4 layers, batch 8, b 1 (m = 8): the bubble
  * (p - 1)/v = 0.5 stage times, p2p twice as often; stage 0 holds (2 - 1) x 2 + (2 - 1) x 2 + 1
  * = 5 chunks of one layer, 2.5 stage layer-sets: L (1 + (p - 1)/(p v)) = 4 x 1.25 = 5 layers. */
@@ -358,6 +396,7 @@ void pf_suite_blockcost(void)
     CU_add_test(s, "t, sp, selective, ZeRO-1 by hand", test_tp_sp_zero);
     CU_add_test(s, "interleaved bubble and memory", test_interleaved);
     CU_add_test(s, "interleaving with uneven ends, by hand", test_interleave_uneven);
+    CU_add_test(s, "tensor-parallel overlap, by hand", test_tp_overlap);
     CU_add_test(s, "roofline prices", test_roofline);
     CU_add_test(s, "device-model and collective prices", test_priced);
 }

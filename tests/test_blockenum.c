@@ -89,13 +89,14 @@ static double brute_force(const pf_blockcost_problem_t *pr)
                 int m = (int)(pr->global_batch / ((int64_t)d * b));
                 for (int v = 1; v <= L; v++)
                     for (int sp = 0; sp <= (t > 1); sp++)
+                        for (int o = 0; o <= sp; o++) /* TP overlap: with sp */
                         for (int rc = 0; rc < 3; rc++)
                             for (int z = 0; z <= (d == 1 ? 0 : p > 1 ? 1 : 3); z++) {
                                 if (v > 1 && (p < 2 || (L % (p * v) && (L + 2) % (p * v)) ||
                                               m % p))
                                     continue;
                                 pf_blockcost_cand_t c = {.t = t, .p = p, .d = d, .b = b, .v = v,
-                                                         .sp = sp, .zero = z,
+                                                         .sp = sp, .tpo = o, .zero = z,
                                                          .recompute = (pf_training_recompute_t)rc};
                                 pf_blockcost_part_t parts[3];
                                 pf_blockcost_parts(pr, t, b, sp, c.recompute, parts);

@@ -283,12 +283,28 @@ static void test_block_choices(void)
                                             "interleaved 1F1B"));
     CU_ASSERT_EQUAL(pf_export_warnings(x, PF_EXPORT_MEGATRON, lines, 6), 0);
     pf_export_destroy(&x);
+    /* tensor-parallel overlap: the plan keeps it, Megatron-LM gets --tp-comm-overlap after
+     * --sequence-parallel; without sequence parallelism (below) neither */
+    p->blocks.tp_comm_overlap = 1;
+    CU_ASSERT_EQUAL_FATAL(pf_plan_save(p, g, c, path, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_plan_load(path, g, c, &back, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(back->blocks.tp_comm_overlap, 1);
+    pf_plan_destroy(&back);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x = pf_export_new(p, g, c, &rc, err, sizeof err));
+    got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "    --sequence-parallel\n    # the sequence-parallel "
+                                       "all-gathers and reduce-scatters overlapped with the GEMMs\n"
+                                       "    --tp-comm-overlap\n)\n"));
+    check_megatron_names(got);
+    free(got);
+    pf_export_destroy(&x);
     /* no sequence parallelism planned, one virtual stage, selective: neither flag */
     p->blocks.sequence_parallel = 0, p->blocks.virtual_stages = 1;
     p->train.recompute = PF_RECOMPUTE_SELECTIVE;
     CU_ASSERT_PTR_NOT_NULL_FATAL(x = pf_export_new(p, g, c, &rc, err, sizeof err));
     got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
     CU_ASSERT_PTR_NULL(strstr(got, "--sequence-parallel"));
+    CU_ASSERT_PTR_NULL(strstr(got, "--tp-comm-overlap"));
     CU_ASSERT_PTR_NULL(strstr(got, "virtual"));
     CU_ASSERT_PTR_NOT_NULL(strstr(got, "    --recompute-granularity selective\n)\n"));
     free(got);

@@ -189,6 +189,17 @@ static void test_recompute_full_shared_input(void)
     pf_graph_destroy(&g);
 }
 
+/* TP overlap: C 2 behind G 4 at t 2: 2 - 1/2 x 2 = 1 (C / t); C 6 longer than G 4 at t 4:
+ * 6 - 3/4 x 4 = 3 (max(4, 6) + 4 / 4 - 4); t 1 or no GEMM: all of C; no collective: 0. */
+static void test_tp_overlap_exposed(void)
+{
+    PF_ASSERT_CLOSE(pf_training_tp_overlap_exposed_ms(2, 4, 2), 1, 1e-12);
+    PF_ASSERT_CLOSE(pf_training_tp_overlap_exposed_ms(6, 4, 4), 3, 1e-12);
+    PF_ASSERT_CLOSE(pf_training_tp_overlap_exposed_ms(6, 4, 1), 6, 1e-12);
+    PF_ASSERT_CLOSE(pf_training_tp_overlap_exposed_ms(6, 0, 8), 6, 1e-12);
+    PF_ASSERT_CLOSE(pf_training_tp_overlap_exposed_ms(0, 4, 8), 0, 1e-12);
+}
+
 void pf_suite_training(void)
 {
     CU_pSuite s = CU_add_suite("training", NULL, NULL);
@@ -197,4 +208,5 @@ void pf_suite_training(void)
     CU_add_test(s, "recomputation's view: selective and full, by hand", test_recompute_view);
     CU_add_test(s, "full recomputation stores a shared layer input once",
                 test_recompute_full_shared_input);
+    CU_add_test(s, "tensor-parallel overlap's exposed time", test_tp_overlap_exposed);
 }

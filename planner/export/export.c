@@ -550,7 +550,8 @@ static void put_header(const pf_export_t *x, FILE *f, const char *what, const ch
  * --num-layers-per-virtual-pipeline-stage, --account-for-embedding-in-pipeline-split,
  * --account-for-loss-in-pipeline-split, --use-distributed-optimizer; _add_training_args:
  * --micro-batch-size, --global-batch-size, --recompute-granularity, --recompute-method,
- * --recompute-num-layers, --sequence-parallel); tests/data/megatron_args.txt lists them. */
+ * --recompute-num-layers, --sequence-parallel, --tp-comm-overlap (which Megatron-LM accepts only
+ * with --sequence-parallel)); tests/data/megatron_args.txt lists them. */
 
 /* Interleaving with the embedding and the loss each in a layer's place (blockcost.h's
  * pf_blockcost_interleave_split, as Llama 3 ran 126 layers on 16 stages): L % (S v) != 0,
@@ -648,6 +649,9 @@ static void megatron_training(const pf_export_t *x, FILE *f)
     if (pf_export_sequence_parallel(x))
         fprintf(f, "%s    --sequence-parallel\n", p->blocks.present ? "" : "    # tensor parallel > "
                 "1: Megatron-LM recommends sequence parallelism with it\n");
+    if (pf_export_sequence_parallel(x) && p->blocks.present && p->blocks.tp_comm_overlap)
+        fprintf(f, "    # the sequence-parallel all-gathers and reduce-scatters overlapped with the "
+                "GEMMs\n    --tp-comm-overlap\n");
 }
 
 int pf_export_write_megatron(const pf_export_t *x, FILE *f, char *err, size_t errlen)

@@ -80,6 +80,7 @@ typedef struct {
     struct { /* the block-level search's choice (issue 22); written when present */
         int present;
         int microbatch_size, virtual_stages, sequence_parallel;
+        int tp_comm_overlap; /* Megatron-LM's --tp-comm-overlap (training.h); plan key */
         int first_layers, mid_layers, last_layers; /* blocks per stage: first, middle, last */
         double analytic_step_ms;                   /* blockcost.h's step of the choice */
         int candidates;                            /* ranked by the analytic model */

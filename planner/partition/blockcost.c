@@ -211,6 +211,22 @@ static void compute_cost(const pf_blockcost_problem_t *pr, const pf_blocks_part_
     }
 }
 
+/* The forward and backward time of the part's column- and row-parallel GEMMs: the ones an
+ * overlapped collective hides behind (training.h, tensor-parallel communication overlap). */
+static void overlap_gemms(const pf_blockcost_problem_t *pr, const pf_blocks_part_t *part,
+                          double scale, int t, pf_blockcost_part_t *out)
+{
+    for (int i = 0; i < part->ngemms; i++) {
+        const pf_blocks_gemm_t *gm = &part->gemms[i];
+        double f, b;
+        if (gm->split != PF_BLOCKS_COLUMN && gm->split != PF_BLOCKS_ROW)
+            continue;
+        gemm_cost(pr->env, gm, scale, t, &f, &b);
+        out->tp_gemm_fwd_ms += f;
+        out->tp_gemm_bwd_ms += b;
+    }
+}
+
 void pf_blockcost_part(const pf_blockcost_problem_t *pr, const pf_blocks_part_t *part, int t,
                        int b, int sp, pf_training_recompute_t rc, pf_blockcost_part_t *out)
 {
@@ -233,6 +249,8 @@ void pf_blockcost_part(const pf_blockcost_problem_t *pr, const pf_blocks_part_t 
         out->act_bytes = all * scale;
     out->param_bytes = part->param_bytes - part->param_split_bytes + part->param_split_bytes / t;
     out->p2p_bytes = part->output_bytes * scale / spt;
+    if (sp && t > 1)
+        overlap_gemms(pr, part, scale, t, out);
 }
 
 void pf_blockcost_parts(const pf_blockcost_problem_t *pr, int t, int b, int sp,
@@ -275,6 +293,17 @@ static double part_ms(const pf_blockcost_part_t *x)
     return x->fwd_ms + x->bwd_ms + x->recompute_ms + x->tp_fwd_ms + x->tp_bwd_ms;
 }
 
+/* part_ms under c: with tensor-parallel communication overlap its collectives are what the
+ * paired GEMMs do not hide (training.h). */
+static double cand_part_ms(const pf_blockcost_cand_t *c, const pf_blockcost_part_t *x)
+{
+    if (!c->tpo || !c->sp || c->t <= 1)
+        return part_ms(x);
+    return x->fwd_ms + x->bwd_ms + x->recompute_ms +
+           pf_training_tp_overlap_exposed_ms(x->tp_fwd_ms, x->tp_gemm_fwd_ms, c->t) +
+           pf_training_tp_overlap_exposed_ms(x->tp_bwd_ms, x->tp_gemm_bwd_ms, c->t);
+}
+
 /* Model chunks (of L / (p v) layers) stage s holds at its peak, in layer-sets of the stage:
  * 1F1B min(m, p - s); interleaved Megatron-LM's warm-up + 1, / v. */
 static double inflight(const pf_blockcost_cand_t *c, int m, int s)
@@ -294,11 +323,11 @@ typedef struct {
 static double stage_ms(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
                        const pf_blockcost_part_t parts[3], stage_t st)
 {
-    double ms = st.layers * part_ms(&parts[1]);
+    double ms = st.layers * cand_part_ms(c, &parts[1]);
     if (st.stage == 0)
-        ms += part_ms(&parts[0]);
+        ms += cand_part_ms(c, &parts[0]);
     if (st.stage == c->p - 1)
-        ms += part_ms(&parts[2]);
+        ms += cand_part_ms(c, &parts[2]);
     if (c->p > 1) {
         int n = pr->ngpus, src = st.stage * c->t * c->d, dst = (src + c->t * c->d) % n;
         ms += 2.0 * c->v * pr->env->p2p_ms(pr->env->ctx, src, dst, parts[1].p2p_bytes);
@@ -469,7 +498,7 @@ int pf_blockcost_split(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
         return rc;
     }
     split_best_t sb = {.cand = *c, .fastest_ms = DBL_MAX};
-    double layer_ms = part_ms(&parts[1]);
+    double layer_ms = cand_part_ms(c, &parts[1]);
     if (c->p == 2)
         try_mid(pr, c, parts, L, 0, &sb);
     else

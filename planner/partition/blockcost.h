@@ -3,7 +3,8 @@
  * ([Narayanan21]) and Korthikanti et al. 2022 ([Korthikanti22]).
  *
  * A candidate is (t, p, d, micro-batch size b, virtual stages v, recompute none | selective |
- * full, sequence parallelism, ZeRO 0..3, layers of the first, middle and last stages). Ranks are
+ * full, sequence parallelism, tensor-parallel communication overlap, ZeRO 0..3, layers of the
+ * first, middle and last stages). Ranks are
  * laid out as Megatron-LM does: t innermost (t consecutive devices of one host), then d, then p,
  * so a data-parallel group strides by t and pipeline neighbours are t x d devices apart.
  *
@@ -23,6 +24,9 @@
  *     s b h (34/t + 5 a s/(h t)) with sp ([Korthikanti22] Table 2); full recomputation keeps the
  *     part's input (2 s b h, / t with sp) and reserves one part's working set once per stage;
  *   parameters per GPU: whole ones + split ones / t.
+ *   with tensor-parallel communication overlap (tpo, under sequence parallelism), the forward
+ *     collectives take pf_training_tp_overlap_exposed_ms of the column- and row-parallel GEMMs'
+ *     forward, the backward ones of their backward ([Wang23]); recomputation's are not hidden.
  * A stage's time per micro-batch: its layers' forward + backward + recomputation + collectives,
  * the prologue on the first and the epilogue on the last, and with p > 1 two p2p transfers
  * (activation forward, its gradient backward) of the block's output, / t with sp (Narayanan
@@ -124,6 +128,7 @@ typedef struct {
 
 typedef struct {
     int t, p, d, b, v, sp, zero;
+    int tpo; /* tensor-parallel communication overlap (needs sp and t > 1; training.h) */
     pf_training_recompute_t recompute;
     int first_layers, mid_layers, last_layers; /* v > 1: pf_blockcost_interleave_split */
 } pf_blockcost_cand_t;
@@ -134,6 +139,8 @@ typedef struct {
     double act_bytes, reserve_bytes; /* stored per micro-batch; full recomputation's reserve */
     double param_bytes;              /* per GPU */
     double p2p_bytes;                /* its output, per micro-batch, as sent */
+    /* the column- and row-parallel GEMMs (forward; backward) the collectives pair with */
+    double tp_gemm_fwd_ms, tp_gemm_bwd_ms;
 } pf_blockcost_part_t;
 
 typedef struct {

@@ -69,7 +69,7 @@ static void apply(const pf_search_blocks_t *choice, pf_search_opts_t *o)
     for (int i = 0; i < choice->n && n < 8; i++) {
         const pf_blockcost_cand_t *c = &choice->best[i].cand;
         int dup = c->recompute != best->recompute || c->zero != best->zero || c->b != best->b ||
-                  c->sp != best->sp;
+                  c->sp != best->sp || c->tpo != best->tpo;
         for (int j = 0; j < n && !dup; j++)
             dup = o->block_pairs[j][0] == c->p && o->block_pairs[j][1] == c->t;
         if (dup)
@@ -144,6 +144,7 @@ void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
         if (choice->best[i].cand.p == p->stages && choice->best[i].cand.t == p->tensor_parallel &&
             choice->best[i].cand.recompute == it->cand.recompute &&
             choice->best[i].cand.b == it->cand.b && choice->best[i].cand.sp == it->cand.sp &&
+            choice->best[i].cand.tpo == it->cand.tpo &&
             choice->best[i].cand.zero == it->cand.zero) {
             it = &choice->best[i];
             break;
@@ -154,6 +155,7 @@ void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
     p->blocks.virtual_stages =
         it->cand.v > 1 && p->stages > 1 && p->microbatches % p->stages == 0 ? it->cand.v : 1;
     p->blocks.sequence_parallel = it->cand.sp && p->tensor_parallel > 1;
+    p->blocks.tp_comm_overlap = p->blocks.sequence_parallel && it->cand.tpo;
     p->blocks.first_layers = it->cand.first_layers;
     p->blocks.mid_layers = it->cand.p > 2 ? it->cand.mid_layers : 0;
     p->blocks.last_layers = it->cand.p > 1 ? it->cand.last_layers : 0;

@@ -33,7 +33,8 @@ int pf_search_blocks_wanted(const pf_search_opts_t *o);
 int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_opts_t *o,
                          pf_search_blocks_t *choice, char *err, size_t errlen);
 
-/* The choice into the plan's keys (microbatch_size, virtual_stages, sequence_parallel). */
+/* The choice into the plan's keys (microbatch_size, virtual_stages, sequence_parallel,
+ * tp_comm_overlap). */
 void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p);
 
 #endif

@@ -1,6 +1,7 @@
 /* chunks: P stages as P x V interleaved chunks (chunks.h). */
 #include "planner/sim/chunks.h"
 #include "planner/core/util.h"
+#include "planner/tp/tp_price.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -137,6 +138,38 @@ double pf_chunks_extra_bytes(const pf_simulate_input_t *in, const pf_simulate_re
     return r->peak_mem_bytes[(size_t)i * in->replicas * in->tp] - stat - k * act;
 }
 
+/* The forward and backward time of stage s's weighted GEMMs split T ways (tp_price.h): the
+ * column- and row-parallel linears whose collectives tensor-parallel overlap hides. */
+static void stage_gemms(const pf_graph_t *g, const pf_stage_t *st, int T, double *fwd_ms,
+                        double *bwd_ms)
+{
+    const pf_devmodel_t *dm = pf_tp_price_model(g);
+    *fwd_ms = *bwd_ms = 0;
+    for (int i = 0; i < st->nops; i++) {
+        const pf_op_t *op = pf_graph_op(g, st->ops[i]);
+        double f, b;
+        if (op->param_bytes <= 0 || op->work.gemm_m <= 0)
+            continue;
+        pf_tp_price_split(dm, op, PF_TP_SPLIT_N, T, &f, &b);
+        *fwd_ms += f;
+        *bwd_ms += b;
+    }
+}
+
+void pf_chunks_tp_overlap(pf_simulate_input_t *in, const pf_graph_t *g, const pf_plan_t *p)
+{
+    if (in->tp <= 1 || !p->blocks.present || !p->blocks.tp_comm_overlap ||
+        !p->blocks.sequence_parallel || in->virtual_stages > 1 || in->stages != p->stages)
+        return;
+    for (int s = 0; s < in->stages; s++) {
+        pf_simulate_stage_t *st = &in->stage[s];
+        double gf, gb;
+        stage_gemms(g, &p->stage_list[s], in->tp, &gf, &gb);
+        st->tp_fwd_ms = pf_training_tp_overlap_exposed_ms(st->tp_fwd_ms, gf, in->tp);
+        st->tp_bwd_ms = pf_training_tp_overlap_exposed_ms(st->tp_bwd_ms, gb, in->tp);
+    }
+}
+
 int pf_chunks_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
                                  const pf_tp_setting_t *set, const pf_plan_t *p,
                                  const double *xfer_ms, pf_simulate_input_t *in, char *err,
@@ -144,6 +177,8 @@ int pf_chunks_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
 {
     int rc = pf_simulate_input_from_setting(g, c, set, p, xfer_ms, in, err, errlen);
     int sp = p->train.sequence_parallel || (p->blocks.present && p->blocks.sequence_parallel);
+    if (rc == PF_OK)
+        pf_chunks_tp_overlap(in, g, p);
     if (rc == PF_OK &&
         (rc = pf_chunks_split_sp(in, pf_chunks_of_plan(p), sp, err, errlen)) != PF_OK)
         pf_simulate_input_clear(in);

@@ -320,6 +320,20 @@ typedef struct {
     int layers;
 } stage_t;
 
+/* Interleaved, Megatron-LM overlaps each chunk's sends and receives with the next chunk's
+ * compute (its overlap_p2p_comm, on by default with virtual stages): of the 2 v hops per
+ * micro-batch only what a chunk's forward (backward) does not cover is exposed. */
+static double interleaved_hops_ms(const pf_blockcost_cand_t *c, const pf_blockcost_part_t parts[3],
+                                  stage_t st, double hop)
+{
+    double f = st.layers * parts[1].fwd_ms, b = st.layers * (parts[1].bwd_ms + parts[1].recompute_ms);
+    if (st.stage == 0)
+        f += parts[0].fwd_ms, b += parts[0].bwd_ms + parts[0].recompute_ms;
+    if (st.stage == c->p - 1)
+        f += parts[2].fwd_ms, b += parts[2].bwd_ms + parts[2].recompute_ms;
+    return c->v * (fmax(0, hop - f / c->v) + fmax(0, hop - b / c->v));
+}
+
 static double stage_ms(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
                        const pf_blockcost_part_t parts[3], stage_t st)
 {
@@ -330,7 +344,8 @@ static double stage_ms(const pf_blockcost_problem_t *pr, const pf_blockcost_cand
         ms += cand_part_ms(c, &parts[2]);
     if (c->p > 1) {
         int n = pr->ngpus, src = st.stage * c->t * c->d, dst = (src + c->t * c->d) % n;
-        ms += 2.0 * c->v * pr->env->p2p_ms(pr->env->ctx, src, dst, parts[1].p2p_bytes);
+        double hop = pr->env->p2p_ms(pr->env->ctx, src, dst, parts[1].p2p_bytes);
+        ms += c->v > 1 ? interleaved_hops_ms(c, parts, st, hop) : 2.0 * hop;
     }
     return ms;
 }

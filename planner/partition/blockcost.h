@@ -30,7 +30,10 @@
  * A stage's time per micro-batch: its layers' forward + backward + recomputation + collectives,
  * the prologue on the first and the epilogue on the last, and with p > 1 two p2p transfers
  * (activation forward, its gradient backward) of the block's output, / t with sp (Narayanan
- * et al.'s scatter/gather optimisation, [Narayanan21] §4), v times with v virtual stages.
+ * et al.'s scatter/gather optimisation, [Narayanan21] §4); with v virtual stages 2 v of them,
+ * each overlapped with a chunk's compute as Megatron-LM's interleaved schedule runs them
+ * (overlap_p2p_comm): only what a chunk's forward (backward) of 1/v of the stage does not
+ * cover adds to the stage.
  * Step (m = global batch / (d b) micro-batches): (m + (p - 1) / v) x max stage time
  * ([Narayanan21] §2.2: bubble (p - 1) / m under 1F1B, (p - 1) / (v m) interleaved), plus the
  * data-parallel gradient reduction (ZeRO 0: an all-reduce; >= 1: reduce-scatter + all-gather

@@ -3,6 +3,7 @@
 #include "planner/core/util.h"
 #include "planner/tp/tp_price.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int pf_search_blocks_wanted(const pf_search_opts_t *o)
@@ -162,4 +163,64 @@ void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
     p->blocks.analytic_step_ms = it->eval.step_ms;
     p->blocks.candidates = choice->n;
     p->blocks.wall_s = choice->wall_s;
+}
+
+/* The stage of block i under first / mid / last layers per stage over P stages. */
+static int stage_of_block(int i, int P, int first, int mid)
+{
+    if (i < first || P == 1)
+        return 0;
+    int s = 1 + (i - first) / (mid > 0 ? mid : 1);
+    return s < P - 1 ? s : P - 1;
+}
+
+/* Every op of p in pipeline order (stage 0's in its topological order, then stage 1's...),
+ * moved to the stage its part belongs to (b: the prologue to stage 0, the epilogue to the
+ * last, block i by the layer counts). */
+static int recut_ops(const pf_blocks_t *b, pf_plan_t *p, int *all, int *mine)
+{
+    int P = p->stages, n = 0, L = pf_blocks_count(b);
+    for (int s = 0; s < P; s++)
+        for (int i = 0; i < p->stage_list[s].nops; i++)
+            all[n++] = p->stage_list[s].ops[i];
+    for (int s = 0; s < P; s++) {
+        int k = 0;
+        for (int i = 0; i < n; i++) {
+            int part = pf_blocks_of(b, all[i]);
+            int at = part < 0 ? 0 : part >= L ? P - 1
+                                              : stage_of_block(part, P, p->blocks.first_layers,
+                                                               p->blocks.mid_layers);
+            if (at == s)
+                mine[k++] = all[i];
+        }
+        if (pf_plan_set_stage_ops(p, s, mine, k) != PF_OK)
+            return PF_ERR;
+    }
+    return PF_OK;
+}
+
+int pf_search_blocks_recut(const pf_graph_t *g, int precision_bytes, pf_plan_t *p)
+{
+    int P = p->stages, nops = 0, rc = PF_OK;
+    if (!p->blocks.present || p->blocks.virtual_stages <= 1 || P < 2)
+        return PF_OK;
+    char err[128];
+    pf_blocks_t *b = pf_blocks_new(g, precision_bytes, err, sizeof err);
+    if (!b)
+        return PF_EINPUT;
+    int L = pf_blocks_count(b);
+    if (p->blocks.first_layers + p->blocks.last_layers +
+            (P > 2 ? (P - 2) * p->blocks.mid_layers : 0) != L) {
+        pf_blocks_destroy(&b);
+        return PF_EINPUT;
+    }
+    for (int s = 0; s < P; s++)
+        nops += p->stage_list[s].nops;
+    int *all = malloc((size_t)(nops ? nops : 1) * sizeof *all);
+    int *mine = malloc((size_t)(nops ? nops : 1) * sizeof *mine);
+    rc = all && mine ? recut_ops(b, p, all, mine) : PF_ERR;
+    free(all);
+    free(mine);
+    pf_blocks_destroy(&b);
+    return rc;
 }

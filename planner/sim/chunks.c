@@ -158,8 +158,9 @@ static void stage_gemms(const pf_graph_t *g, const pf_stage_t *st, int T, double
 
 void pf_chunks_tp_overlap(pf_simulate_input_t *in, const pf_graph_t *g, const pf_plan_t *p)
 {
-    if (in->tp <= 1 || !p->blocks.present || !p->blocks.tp_comm_overlap ||
-        !p->blocks.sequence_parallel || in->virtual_stages > 1 || in->stages != p->stages)
+    int sp = p->train.sequence_parallel || p->blocks.sequence_parallel;
+    if (in->tp <= 1 || !p->blocks.present || !p->blocks.tp_comm_overlap || !sp ||
+        in->virtual_stages > 1 || in->stages != p->stages)
         return;
     for (int s = 0; s < in->stages; s++) {
         pf_simulate_stage_t *st = &in->stage[s];

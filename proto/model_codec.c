@@ -400,6 +400,7 @@ Planfarm__Plan *pf_model_codec_plan_to_pb(pf_arena_t *a, const pf_plan_t *p)
     pb->virtual_stages = p->blocks.present ? (uint32_t)p->blocks.virtual_stages : 0;
     pb->context_parallel = p->blocks.present ? (uint32_t)p->blocks.context_parallel : 0;
     pb->expert_parallel = p->blocks.present ? (uint32_t)p->blocks.expert_parallel : 0;
+    pb->tp_comm_overlap = p->blocks.present && p->blocks.tp_comm_overlap;
     pb->schedule = (char *)p->schedule;
     for (int s = 0; s < p->stages; s++) {
         const pf_stage_t *x = &p->stage_list[s];
@@ -609,6 +610,9 @@ int pf_model_codec_plan_from_pb(const Planfarm__Plan *m, int nops, int ndevices,
         p->blocks.present = 1, p->blocks.context_parallel = (int)m->context_parallel;
     if (m->expert_parallel > 1 && m->expert_parallel <= 1u << 20)
         p->blocks.present = 1, p->blocks.expert_parallel = (int)m->expert_parallel;
+    if (m->tp_comm_overlap) /* simulated; sequence parallelism comes with the job's training */
+        p->blocks.present = 1, p->blocks.tp_comm_overlap = 1,
+        p->blocks.virtual_stages = p->blocks.virtual_stages > 1 ? p->blocks.virtual_stages : 1;
     snprintf(p->schedule, sizeof p->schedule, "%s", m->schedule ? m->schedule : "1f1b");
     for (uint32_t s = 0; s < m->stages; s++)
         if ((rc = stage_from_pb(m->stage_list[s], s, p, nops, ndevices, m->replicas, T, ops, err,

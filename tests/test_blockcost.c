@@ -202,8 +202,46 @@ static void test_tp_sp_zero(void)
     fixture_close(&f);
 }
 
+/* Tensor-parallel overlap on test_tp_sp_zero's candidate: the column- and row-parallel GEMMs of
+ * a layer at b 2 (32 tokens, t 2): QKV 2 x 32 x 96 x 64 -> 0.393216 ms, projection 2 x 32 x 64 x
+ * 32 -> 0.131072, fc1 and fc2 2 x 32 x 128 x 64 -> 0.524288 each: 1.572864 forward, 3.145728
+ * backward (the core's batched GEMMs are not paired); the head 2 x 32 x 50 x 64 -> 0.2048 and
+ * 0.4096; the embedding none. Each collective sum is shorter than its GEMMs, so it adds C / t:
+ * the layer's 0.008192 + 0.008192 become 0.004096 + 0.004096, the head's backward 0.004096
+ * 0.002048, the embedding's 0.004096 stays. Stage 10.874176 - 2 x 0.008192 - 0.002048 =
+ * 10.855744; memory unchanged. */
+static void test_tp_overlap(void)
+{
+    fixture_t f;
+    CU_ASSERT_EQUAL_FATAL(fixture_open(&f, 2, 4, 8), 0);
+    pf_blockcost_problem_t *pr = &f.pr;
+    pf_blockcost_part_t parts[3];
+    pf_blockcost_parts(pr, 2, 2, 1, PF_RECOMPUTE_SELECTIVE, parts);
+    PF_ASSERT_CLOSE(parts[1].tp_gemm_fwd_ms, 1.572864, 1e-12);
+    PF_ASSERT_CLOSE(parts[1].tp_gemm_bwd_ms, 3.145728, 1e-12);
+    PF_ASSERT_CLOSE(parts[2].tp_gemm_fwd_ms, 0.2048, 1e-12);
+    PF_ASSERT_CLOSE(parts[0].tp_gemm_fwd_ms, 0, 1e-12);
+    pf_blockcost_cand_t c = {.t = 2, .p = 1, .d = 2, .b = 2, .v = 1, .sp = 1, .zero = 1,
+                             .recompute = PF_RECOMPUTE_SELECTIVE},
+                        o = c;
+    o.tpo = 1;
+    pf_blockcost_eval_t ev, eo;
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(pr, &c, parts, &ev), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(pr, &o, parts, &eo), PF_OK);
+    PF_ASSERT_CLOSE(eo.stage_max_ms, 10.855744, 1e-12);
+    PF_ASSERT_CLOSE(ev.stage_max_ms - eo.stage_max_ms, 0.018432, 1e-9);
+    PF_ASSERT_CLOSE(eo.mem_max_bytes, ev.mem_max_bytes, 1e-12);
+    /* without sequence parallelism the key does nothing (Megatron-LM needs both) */
+    pf_blockcost_parts(pr, 2, 2, 0, PF_RECOMPUTE_SELECTIVE, parts);
+    c.sp = o.sp = 0;
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(pr, &c, parts, &ev), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(pr, &o, parts, &eo), PF_OK);
+    PF_ASSERT_CLOSE(eo.step_ms, ev.step_ms, 1e-12);
+    fixture_close(&f);
+}
+
 /* Interleaving: v = 2 on p = 2 needs L % 4 == 0; with 4 layers, batch 8, b 1 (m = 8): the bubble
- * (p - 1)/v = 0.5 stage times, p2p twice as often; stage 0 holds (2 - 1) x 2 + (2 - 1) x 2 + 1
+ * (p - 1)/v = 0.5 stage times, p2p twice as often but overlapped with the chunks' compute; stage 0 holds (2 - 1) x 2 + (2 - 1) x 2 + 1
  * = 5 chunks of one layer, 2.5 stage layer-sets: L (1 + (p - 1)/(p v)) = 4 x 1.25 = 5 layers. */
 static void test_interleaved(void)
 {
@@ -219,8 +257,9 @@ static void test_interleaved(void)
     CU_ASSERT_EQUAL_FATAL(pf_blockcost_eval(pr, &c1, parts, &e1), PF_OK);
     CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(pr, &c2, parts, &e2), PF_OK);
     CU_ASSERT_EQUAL(c2.first_layers, 2);
-    /* p2p at b = 1: 2048 B -> 0.002048 ms, twice per stage with v = 1, 4 times with v = 2 */
-    PF_ASSERT_CLOSE(e2.stage_ms[0] - e1.stage_ms[0], 2 * 0.002048, 1e-9);
+    /* p2p at b = 1: 2048 B -> 0.002048 ms, twice per stage with v = 1; 4 times with v = 2,
+     * each hidden behind a chunk's compute (overlap_p2p_comm): none exposed */
+    PF_ASSERT_CLOSE(e2.stage_ms[0] - e1.stage_ms[0], -2 * 0.002048, 1e-9);
     PF_ASSERT_CLOSE(e1.pipeline_ms, 9 * e1.stage_max_ms, 1e-12);
     PF_ASSERT_CLOSE(e2.pipeline_ms, 8.5 * e2.stage_max_ms, 1e-12);
     /* stage 0's activations: 2 layer-sets (p) under 1F1B, 2.5 interleaved */
@@ -230,6 +269,63 @@ static void test_interleaved(void)
     c2.p = 2, c2.v = 4; /* 4 % (2 x 4) */
     CU_ASSERT_EQUAL(pf_blockcost_split(pr, &c2, parts, &e2), PF_EINPUT);
     fixture_close(&f);
+}
+
+/* Uneven interleaving: 6 layers on p 2 with v 2 (6 % 4 != 0, 8 % 4 = 0): chunks of 2 places,
+ * the embedding in the first of stage 0 and the head in the last of stage 1, so stage 0's
+ * chunks hold 1 and 2 layers, stage 1's 2 and 1, each stage 3. Llama 3's 126 layers on p 16,
+ * v 8: 128 places of 1, stages 7, 8 ... 8, 7; chunk 0 of stage 0 and chunk 7 of stage 15 hold
+ * none. 4 layers on p 2, v 3: 6 % 6 = 0, stages 2 and 2, chunks (0 1 1) and (1 1 0); v 4:
+ * neither 4 nor 6 divides by 8. */
+static void test_interleave_uneven(void)
+{
+    int f, m, l;
+    CU_ASSERT_EQUAL(pf_blockcost_interleave_split(6, 2, 2, &f, &m, &l), 1);
+    CU_ASSERT_EQUAL(f, 3);
+    CU_ASSERT_EQUAL(l, 3);
+    const int want[2][2] = {{1, 2}, {2, 1}};
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 2; c++)
+            CU_ASSERT_EQUAL(pf_blockcost_chunk_layers(6, 2, 2, r, c), want[r][c]);
+    CU_ASSERT_EQUAL(pf_blockcost_interleave_split(126, 16, 8, &f, &m, &l), 1);
+    CU_ASSERT_EQUAL(f, 7);
+    CU_ASSERT_EQUAL(m, 8);
+    CU_ASSERT_EQUAL(l, 7);
+    int total = 0;
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 8; c++)
+            total += pf_blockcost_chunk_layers(126, 16, 8, r, c);
+    CU_ASSERT_EQUAL(total, 126);
+    CU_ASSERT_EQUAL(pf_blockcost_chunk_layers(126, 16, 8, 0, 0), 0);
+    CU_ASSERT_EQUAL(pf_blockcost_chunk_layers(126, 16, 8, 15, 7), 0);
+    CU_ASSERT_EQUAL(pf_blockcost_chunk_layers(126, 16, 8, 15, 0), 1);
+    CU_ASSERT_EQUAL(pf_blockcost_interleave_split(4, 2, 3, &f, &m, &l), 1);
+    CU_ASSERT_EQUAL(pf_blockcost_chunk_layers(4, 2, 3, 0, 0), 0);
+    CU_ASSERT_EQUAL(pf_blockcost_chunk_layers(4, 2, 3, 1, 2), 0);
+    CU_ASSERT_EQUAL(pf_blockcost_interleave_split(4, 2, 4, &f, &m, &l), -1);
+    CU_ASSERT_EQUAL(pf_blockcost_interleave_split(8, 2, 2, &f, &m, &l), 0); /* even: 4, 4 */
+    CU_ASSERT_EQUAL(f, 4);
+    CU_ASSERT_EQUAL(pf_blockcost_chunk_layers(8, 2, 2, 1, 1), 2);
+
+    /* the model takes it: 6 layers, p 2, v 2, batch 8 at b 1 (m 8): stage times as 3 + 3 whole
+     * layers under 1F1B less its 2 p2p hops (hidden when interleaved), the bubble (p - 1)/v */
+    fixture_t fx;
+    CU_ASSERT_EQUAL_FATAL(fixture_open(&fx, 6, 2, 8), 0);
+    pf_blockcost_part_t parts[3];
+    pf_blockcost_parts(&fx.pr, 1, 1, 0, PF_RECOMPUTE_NONE, parts);
+    pf_blockcost_cand_t c1 = {.t = 1, .p = 2, .d = 1, .b = 1, .v = 1}, c2 = c1;
+    c1.first_layers = c1.last_layers = 3;
+    c2.v = 2;
+    pf_blockcost_eval_t e1, e2;
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_eval(&fx.pr, &c1, parts, &e1), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(&fx.pr, &c2, parts, &e2), PF_OK);
+    CU_ASSERT_EQUAL(c2.first_layers, 3);
+    CU_ASSERT_EQUAL(c2.last_layers, 3);
+    PF_ASSERT_CLOSE(e2.stage_ms[0] - e1.stage_ms[0], -2 * 0.002048, 1e-9);
+    PF_ASSERT_CLOSE(e2.pipeline_ms, 8.5 * e2.stage_max_ms, 1e-12);
+    c2.v = 5; /* neither 6 nor 8 divides by 10 */
+    CU_ASSERT_EQUAL(pf_blockcost_split(&fx.pr, &c2, parts, &e2), PF_EINPUT);
+    fixture_close(&fx);
 }
 
 /* The roofline: GEMM at 70% of device 0's peak, collective.h's ring (DGX A100: 250 GB/s inside a
@@ -300,6 +396,8 @@ void pf_suite_blockcost(void)
     CU_add_test(s, "1F1B step worked by hand", test_pipeline_step);
     CU_add_test(s, "t, sp, selective, ZeRO-1 by hand", test_tp_sp_zero);
     CU_add_test(s, "interleaved bubble and memory", test_interleaved);
+    CU_add_test(s, "interleaving with uneven ends, by hand", test_interleave_uneven);
+    CU_add_test(s, "tensor-parallel overlap, by hand", test_tp_overlap);
     CU_add_test(s, "roofline prices", test_roofline);
     CU_add_test(s, "device-model and collective prices", test_priced);
 }

@@ -145,10 +145,67 @@ static void test_split_refused(void)
     pf_cluster_destroy(&c);
 }
 
+/* Under sequence parallelism a chunk's stashed input is H / T: T = 2, H = 10, so test_split's
+ * activations 10, 20, 20, 20 become 10, 15, 15, 15 ((30 - 10) / 2 + 5, 20 / 2 + 5). */
+static void test_split_sp(void)
+{
+    pf_cluster_t *c = flat_cluster(4);
+    pf_simulate_input_t in;
+    char err[256];
+    two_stages(&in, c, 2, 2);
+    CU_ASSERT_EQUAL_FATAL(pf_chunks_split_sp(&in, 2, 1, err, sizeof err), PF_OK);
+    const double act[] = {10, 15, 15, 15};
+    for (int j = 0; j < 4; j++)
+        PF_ASSERT_CLOSE(in.stage[j].act_bytes, act[j], 1e-12);
+    pf_simulate_input_clear(&in);
+    pf_cluster_destroy(&c);
+}
+
+/* Tensor-parallel overlap on two stages at T = 2: stage 0 holds a linear (parameters, a GEMM
+ * shape; fwd 8, bwd 16 whole: 4 and 8 split two ways without a device model), stage 1 an add.
+ * Stage 0's collectives 2 (forward) and 10 (backward) become 2 - 1/2 x min(2, 4) = 1 and
+ * 10 - 1/2 x min(10, 8) = 6; stage 1 has no GEMM to hide behind: its 3 stays. Without the
+ * plan's key, or without sequence parallelism, nothing changes. */
+static void test_tp_overlap(void)
+{
+    pf_cluster_t *c = flat_cluster(4);
+    char err[256];
+    pf_graph_t *g = pf_graph_new("two", 1);
+    pf_op_t lin = {.id = 0, .name = "fc", .type = "linear", .fwd_ms = 8, .bwd_ms = 16,
+                   .param_bytes = 64, .work = {.fwd_flops = 2e6, .gemm_m = 10, .gemm_n = 10,
+                                               .gemm_k = 10, .gemm_batch = 1}};
+    pf_op_t add = {.id = 1, .name = "add", .type = "add", .fwd_ms = 1, .bwd_ms = 1};
+    pf_graph_add_op(g, &lin);
+    pf_graph_add_op(g, &add);
+    pf_graph_add_edge(g, 0, 1, 10);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
+    int ops0[] = {0}, ops1[] = {1};
+    pf_stage_t st[2] = {{.nops = 1, .ops = ops0}, {.nops = 1, .ops = ops1}};
+    pf_plan_t p = {.stages = 2, .stage_list = st};
+    pf_simulate_input_t in;
+    two_stages(&in, c, 2, 2);
+    in.stage[0].tp_fwd_ms = 2, in.stage[0].tp_bwd_ms = 10, in.stage[1].tp_fwd_ms = 3;
+    pf_chunks_tp_overlap(&in, g, &p); /* no key: unchanged */
+    PF_ASSERT_CLOSE(in.stage[0].tp_fwd_ms, 2, 1e-12);
+    p.blocks.present = 1, p.blocks.tp_comm_overlap = 1;
+    pf_chunks_tp_overlap(&in, g, &p); /* no sequence parallelism: unchanged */
+    PF_ASSERT_CLOSE(in.stage[0].tp_bwd_ms, 10, 1e-12);
+    p.blocks.sequence_parallel = 1;
+    pf_chunks_tp_overlap(&in, g, &p);
+    PF_ASSERT_CLOSE(in.stage[0].tp_fwd_ms, 1, 1e-12);
+    PF_ASSERT_CLOSE(in.stage[0].tp_bwd_ms, 6, 1e-12);
+    PF_ASSERT_CLOSE(in.stage[1].tp_fwd_ms, 3, 1e-12);
+    pf_simulate_input_clear(&in);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&c);
+}
+
 void pf_suite_chunks(void)
 {
     CU_pSuite s = CU_add_suite("chunks", NULL, NULL);
     CU_add_test(s, "two stages into four chunks, by hand; simulated 18 vs 20", test_split_by_hand);
     CU_add_test(s, "T = 2: boundary reshardings kept, the wrap priced", test_split_tp);
     CU_add_test(s, "bad splits refused", test_split_refused);
+    CU_add_test(s, "sequence parallelism: stashed inputs / T", test_split_sp);
+    CU_add_test(s, "tensor-parallel overlap of a stage's collectives, by hand", test_tp_overlap);
 }

@@ -210,8 +210,15 @@ static void test_plan_and_results(void)
     m = pf_model_codec_plan_to_pb(a, p);
     CU_ASSERT_EQUAL_FATAL(pf_model_codec_plan_from_pb(m, 5, 3, &q, err, sizeof err), PF_OK);
     CU_ASSERT(q->blocks.present && q->blocks.virtual_stages == 3);
+    CU_ASSERT_FALSE(q->blocks.tp_comm_overlap);
     pf_plan_destroy(&q);
-    p->blocks.present = 0, p->blocks.virtual_stages = 0;
+    /* and its tensor-parallel overlap, with one virtual stage too */
+    p->blocks.virtual_stages = 1, p->blocks.tp_comm_overlap = 1;
+    m = pf_model_codec_plan_to_pb(a, p);
+    CU_ASSERT_EQUAL_FATAL(pf_model_codec_plan_from_pb(m, 5, 3, &q, err, sizeof err), PF_OK);
+    CU_ASSERT(q->blocks.present && q->blocks.tp_comm_overlap && q->blocks.virtual_stages == 1);
+    pf_plan_destroy(&q);
+    p->blocks.present = 0, p->blocks.virtual_stages = 0, p->blocks.tp_comm_overlap = 0;
     /* indices must lie inside the graph and the cluster the job named */
     CU_ASSERT_EQUAL(pf_model_codec_plan_from_pb(m, 4, 3, &q, err, sizeof err), PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "plan.stage_list[1].ops[1]: index out of range");

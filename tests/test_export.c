@@ -392,8 +392,8 @@ static void test_megatron_model(void)
 
 /* The block search's choices (plan.h "blocks"): micro-batch 2 of a graph made at 4, 2 virtual
  * stages over 2 stages of 2 layers, sequence parallelism, full recomputation, ZeRO 1; then the
- * refusals (3 virtual stages: 4 layers are not a multiple of 2 x 3; 2 over a 3 | 1 split) and
- * ZeRO 3. */
+ * uneven interleaving (3 virtual stages: 4 layers + the embedding and the loss over 2 x 3
+ * chunks), the refusals (4 virtual stages; 2 over a 3 | 1 split) and ZeRO 3. */
 static void test_block_choices(void)
 {
     pf_graph_t *g = small_gpt(4);
@@ -470,12 +470,28 @@ static void test_block_choices(void)
                                             "interleaved 1F1B"));
     CU_ASSERT_EQUAL(pf_export_warnings(x, PF_EXPORT_MEGATRON, lines, 6), 0);
     pf_export_destroy(&x);
+    /* tensor-parallel overlap: the plan keeps it, Megatron-LM gets --tp-comm-overlap after
+     * --sequence-parallel; without sequence parallelism (below) neither */
+    p->blocks.tp_comm_overlap = 1;
+    CU_ASSERT_EQUAL_FATAL(pf_plan_save(p, g, c, path, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_plan_load(path, g, c, &back, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(back->blocks.tp_comm_overlap, 1);
+    pf_plan_destroy(&back);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x = pf_export_new(p, g, c, &rc, err, sizeof err));
+    got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "    --sequence-parallel\n    # the sequence-parallel "
+                                       "all-gathers and reduce-scatters overlapped with the GEMMs\n"
+                                       "    --tp-comm-overlap\n)\n"));
+    check_megatron_names(got);
+    free(got);
+    pf_export_destroy(&x);
     /* no sequence parallelism planned, one virtual stage, selective: neither flag */
     p->blocks.sequence_parallel = 0, p->blocks.virtual_stages = 1;
     p->train.recompute = PF_RECOMPUTE_SELECTIVE;
     CU_ASSERT_PTR_NOT_NULL_FATAL(x = pf_export_new(p, g, c, &rc, err, sizeof err));
     got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
     CU_ASSERT_PTR_NULL(strstr(got, "--sequence-parallel"));
+    CU_ASSERT_PTR_NULL(strstr(got, "--tp-comm-overlap"));
     CU_ASSERT_PTR_NULL(strstr(got, "virtual"));
     CU_ASSERT_PTR_NOT_NULL(strstr(got, "    --recompute-granularity selective\n)\n"));
     free(got);
@@ -491,12 +507,29 @@ static void test_block_choices(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(got, "    --use-distributed-optimizer\n"));
     free(got);
     pf_export_destroy(&x);
-    /* 3 virtual stages: 4 layers over 2 x 3 chunks; refused */
+    /* 3 virtual stages: 4 layers over 2 x 3 chunks only with the embedding and the loss each
+     * in a layer's place (4 + 2 = 6 places, 1 per chunk, stages of 3 - 1 = 2 layers) */
     p->train.zero = 1, p->blocks.virtual_stages = 3;
     CU_ASSERT_PTR_NOT_NULL_FATAL(x = pf_export_new(p, g, c, &rc, err, sizeof err));
     got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, PF_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "    --num-layers 4\n"
+                                       "    # interleaved 1F1B: 3 virtual stages per stage; the "
+                                       "embedding and the loss take one layer's place each,\n"
+                                       "    # so the first and the last stage hold 2 layers, the "
+                                       "others 3\n"
+                                       "    --account-for-embedding-in-pipeline-split\n"
+                                       "    --account-for-loss-in-pipeline-split\n"
+                                       "    --num-layers-per-virtual-pipeline-stage 1\n"));
+    check_megatron_names(got);
+    free(got);
+    pf_export_destroy(&x);
+    /* 4 virtual stages: neither 4 nor 6 layers' places over 2 x 4 chunks; refused */
+    p->blocks.virtual_stages = 4;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x = pf_export_new(p, g, c, &rc, err, sizeof err));
+    got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
     CU_ASSERT_EQUAL(rc, PF_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "3 virtual stages over 2 stages of 4 layers"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "4 virtual stages over 2 stages of 4 layers"));
     free(got);
     pf_export_destroy(&x);
     pf_plan_destroy(&p);

@@ -92,6 +92,32 @@ static pf_graph_t *layer_graph(void)
     return g;
 }
 
+/* layer_graph's ops with embed's output read by scores and out at 13 B each, and a second
+ * output of 5 B to softmax. */
+static pf_graph_t *layer_graph_shared(void)
+{
+    static const char *name[] = {"embed", "layers.0.scores", "layers.0.softmax",
+                                 "layers.0.dropout", "layers.0.out", "head"};
+    static const char *type[] = {"embedding", "matmul", "softmax", "dropout", "linear", "linear"};
+    char err[128];
+    pf_graph_t *g = pf_graph_new("layer", 1);
+    for (int i = 0; g && i < 6; i++) {
+        pf_op_t op = {.id = i, .name = name[i], .type = type[i], .fwd_ms = 1,
+                      .bwd_ms = 2, .mem_fwd_bytes = 10 * (i + 1)};
+        pf_graph_add_op(g, &op);
+    }
+    pf_graph_add_edge(g, 0, 1, 13);
+    pf_graph_add_edge(g, 0, 2, 5);
+    pf_graph_add_edge(g, 1, 2, 8);
+    pf_graph_add_edge(g, 2, 3, 9);
+    pf_graph_add_edge(g, 3, 4, 11);
+    pf_graph_add_edge(g, 0, 4, 13);
+    pf_graph_add_edge(g, 4, 5, 12);
+    if (g && pf_graph_finalize(g, err, sizeof err) != PF_OK)
+        pf_graph_destroy(&g);
+    return g;
+}
+
 static void test_recompute_view(void)
 {
     char err[128];
@@ -138,10 +164,49 @@ static void test_recompute_view(void)
     pf_graph_destroy(&g);
 }
 
+/* Full recomputation stores a layer input once however many ops of the block read it: embed's
+ * output (13 B) read by scores and by out (a norm and a residual add) is stored by scores only,
+ * 13 B, not 26; a second output of embed of other bytes (5 B, to softmax) is stored too. */
+static void test_recompute_full_shared_input(void)
+{
+    char err[128];
+    double reserve = -1;
+    pf_graph_t *g = layer_graph_shared();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pf_training_t t;
+    pf_training_init(&t);
+    t.recompute = PF_RECOMPUTE_FULL;
+    pf_graph_t *v = pf_training_view(g, &t, &reserve, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+    const double full_mem[] = {10, 13, 5, 0, 0, 60};
+    double block = 0;
+    for (int i = 0; i < 6; i++) {
+        CU_ASSERT_EQUAL(pf_graph_op(v, i)->mem_fwd_bytes, full_mem[i]);
+        block += i >= 1 && i <= 4 ? pf_graph_op(v, i)->mem_fwd_bytes : 0;
+    }
+    CU_ASSERT_EQUAL(block, 18);
+    pf_graph_destroy(&v);
+    pf_graph_destroy(&g);
+}
+
+/* TP overlap: C 2 behind G 4 at t 2: 2 - 1/2 x 2 = 1 (C / t); C 6 longer than G 4 at t 4:
+ * 6 - 3/4 x 4 = 3 (max(4, 6) + 4 / 4 - 4); t 1 or no GEMM: all of C; no collective: 0. */
+static void test_tp_overlap_exposed(void)
+{
+    PF_ASSERT_CLOSE(pf_training_tp_overlap_exposed_ms(2, 4, 2), 1, 1e-12);
+    PF_ASSERT_CLOSE(pf_training_tp_overlap_exposed_ms(6, 4, 4), 3, 1e-12);
+    PF_ASSERT_CLOSE(pf_training_tp_overlap_exposed_ms(6, 4, 1), 6, 1e-12);
+    PF_ASSERT_CLOSE(pf_training_tp_overlap_exposed_ms(6, 0, 8), 6, 1e-12);
+    PF_ASSERT_CLOSE(pf_training_tp_overlap_exposed_ms(0, 4, 8), 0, 1e-12);
+}
+
 void pf_suite_training(void)
 {
     CU_pSuite s = CU_add_suite("training", NULL, NULL);
     CU_add_test(s, "parameter state per parameter: precision, optimizer, ZeRO", test_state_factor);
     CU_add_test(s, "micro-batches in flight, blocks and names", test_inflight_and_names);
     CU_add_test(s, "recomputation's view: selective and full, by hand", test_recompute_view);
+    CU_add_test(s, "full recomputation stores a shared layer input once",
+                test_recompute_full_shared_input);
+    CU_add_test(s, "tensor-parallel overlap's exposed time", test_tp_overlap_exposed);
 }

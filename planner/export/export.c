@@ -570,11 +570,42 @@ static void put_header(const pf_export_t *x, FILE *f, const char *what, const ch
 
 /* Megatron-LM's names, from megatron/training/arguments.py (_add_distributed_args:
  * --decoder-first-pipeline-num-layers, --decoder-last-pipeline-num-layers,
- * --num-layers-per-virtual-pipeline-stage, --use-distributed-optimizer; _add_training_args:
+ * --num-layers-per-virtual-pipeline-stage, --account-for-embedding-in-pipeline-split,
+ * --account-for-loss-in-pipeline-split, --use-distributed-optimizer; _add_training_args:
  * --micro-batch-size, --global-batch-size, --recompute-granularity, --recompute-method,
- * --recompute-num-layers, --sequence-parallel; _add_distributed_args also
- * --context-parallel-size, --expert-model-parallel-size); tests/data/megatron_args.txt lists
- * them. */
+ * --recompute-num-layers, --sequence-parallel, --tp-comm-overlap (which Megatron-LM accepts only
+ * with --sequence-parallel); _add_distributed_args also --context-parallel-size,
+ * --expert-model-parallel-size); tests/data/megatron_args.txt lists them. */
+
+/* Interleaving with the embedding and the loss each in a layer's place (blockcost.h's
+ * pf_blockcost_interleave_split, as Llama 3 ran 126 layers on 16 stages): L % (S v) != 0,
+ * (L + 2) % (S v) = 0, the first and the last stage (L + 2) / S - 1 layers, the others
+ * (L + 2) / S. */
+static int uneven_interleaved(const pf_export_t *x, int v)
+{
+    int S = x->S, L = x->layers, per = (L + 2) / S;
+    if (S < 2 || L % (S * v) == 0 || (L + 2) % (S * v) != 0)
+        return 0;
+    for (int s = 0; s < S; s++)
+        if (x->stage_layers[s] != (s == 0 || s == S - 1 ? per - 1 : per))
+            return 0;
+    return 1;
+}
+
+/* Megatron-LM counts the input embedding and the loss as one layer each in the split
+ * (--account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split), then
+ * --num-layers-per-virtual-pipeline-stage counts those places ((L + 2) / (S v)). */
+static int megatron_uneven_interleaved(const pf_export_t *x, FILE *f, int v)
+{
+    int S = x->S, L = x->layers;
+    fprintf(f, "    # interleaved 1F1B: %d virtual stages per stage; the embedding and the loss "
+            "take one layer's place each,\n    # so the first and the last stage hold %d layers, "
+            "the others %d\n", v, (L + 2) / S - 1, (L + 2) / S);
+    fprintf(f, "    --account-for-embedding-in-pipeline-split\n"
+            "    --account-for-loss-in-pipeline-split\n"
+            "    --num-layers-per-virtual-pipeline-stage %d\n", (L + 2) / (S * v));
+    return PF_OK;
+}
 
 /* The layer split: PF_EINPUT when Megatron-LM cannot write it. Uneven ends go by
  * --decoder-first/last-pipeline-num-layers (the middle stages are split evenly); interleaving by
@@ -593,6 +624,8 @@ static int megatron_layers(const pf_export_t *x, FILE *f, char *err, size_t errl
     int even = 1;
     for (int s = 1; s < S; s++)
         even &= x->stage_layers[s] == first;
+    if (v > 1 && uneven_interleaved(x, v))
+        return megatron_uneven_interleaved(x, f, v);
     if (v > 1 && (!even || L % (S * v)))
         return pf_fail(err, errlen, PF_EINPUT, "%d virtual stages over %d stages of %d layers: "
                        "Megatron-LM's --num-layers-per-virtual-pipeline-stage needs every stage "
@@ -641,6 +674,9 @@ static void megatron_training(const pf_export_t *x, FILE *f)
     if (pf_export_sequence_parallel(x))
         fprintf(f, "%s    --sequence-parallel\n", p->blocks.present ? "" : "    # tensor parallel > "
                 "1: Megatron-LM recommends sequence parallelism with it\n");
+    if (pf_export_sequence_parallel(x) && p->blocks.present && p->blocks.tp_comm_overlap)
+        fprintf(f, "    # the sequence-parallel all-gathers and reduce-scatters overlapped with the "
+                "GEMMs\n    --tp-comm-overlap\n");
 }
 
 int pf_export_write_megatron(const pf_export_t *x, FILE *f, char *err, size_t errlen)

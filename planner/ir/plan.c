@@ -356,11 +356,14 @@ static int read_block_search(json_t *root, pf_plan_t *p, char *err, size_t errle
                                         "candidates"};
     const char *at = "plan.block_search";
     json_t *sp = json_object_get(root, "sequence_parallel");
+    json_t *tpo = json_object_get(root, "tp_comm_overlap");
     json_t *bs = json_object_get(root, "block_search");
     if (!json_object_get(root, "microbatch_size"))
         return PF_OK;
     if (sp && !json_is_boolean(sp))
         return pf_fail(err, errlen, PF_EINPUT, "plan.sequence_parallel: not true or false");
+    if (tpo && !json_is_boolean(tpo))
+        return pf_fail(err, errlen, PF_EINPUT, "plan.tp_comm_overlap: not true or false");
     int rc = pf_json_get_int(root, "plan", "microbatch_size", PF_JSON_GET_POSITIVE, 1, &b, err,
                              errlen);
     if (!rc)
@@ -385,6 +388,7 @@ static int read_block_search(json_t *root, pf_plan_t *p, char *err, size_t errle
     p->blocks.sequence_parallel = json_is_true(sp);
     if ((rc = read_cpep(root, p, err, errlen)) != PF_OK)
         return rc;
+    p->blocks.tp_comm_overlap = json_is_true(tpo);
     p->train.sequence_parallel = p->blocks.sequence_parallel; /* its memory (tp/seqpar.h) */
     p->blocks.first_layers = (int)n[0], p->blocks.mid_layers = (int)n[1];
     p->blocks.last_layers = (int)n[2], p->blocks.candidates = (int)n[3];
@@ -640,6 +644,7 @@ static void write_block_search(pf_json_writer_t *w, const pf_plan_t *p)
     pf_json_writer_key(w, "context_parallel"); pf_json_writer_int(w, pf_plan_context_parallel(p));
     pf_json_writer_key(w, "expert_parallel");
     pf_json_writer_int(w, p->blocks.expert_parallel > 1 ? p->blocks.expert_parallel : 1);
+    pf_json_writer_key(w, "tp_comm_overlap"); pf_json_writer_bool(w, p->blocks.tp_comm_overlap);
     pf_json_writer_key(w, "block_search"); pf_json_writer_obj_begin_inline(w);
     pf_json_writer_key(w, "layers_first"); pf_json_writer_int(w, p->blocks.first_layers);
     pf_json_writer_key(w, "layers_middle"); pf_json_writer_int(w, p->blocks.mid_layers);

@@ -83,6 +83,7 @@ typedef struct {
         /* context parallelism C (replicas = d x C: the CP ranks are replicas of sub-sequences,
          * cpep.h) and expert parallelism E; 0 or 1: none */
         int context_parallel, expert_parallel;
+        int tp_comm_overlap; /* Megatron-LM's --tp-comm-overlap (training.h); plan key */
         int first_layers, mid_layers, last_layers; /* blocks per stage: first, middle, last */
         double analytic_step_ms;                   /* blockcost.h's step of the choice */
         int candidates;                            /* ranked by the analytic model */

@@ -159,6 +159,42 @@ static double largest_block_bytes(const pf_graph_t *g, const size_t *blen, block
     return best;
 }
 
+/* Is the tensor of edge e (from outside v's block) read by an op of v's block before v (an edge
+ * from the same op of the same bytes: one output; edges of other sizes are other outputs)? The
+ * block stores it once, with its first reader. */
+static int read_before(const pf_graph_t *g, int v, const pf_edge_t *e, const size_t *blen)
+{
+    int cnt;
+    const int *out = pf_graph_out(g, e->src, &cnt);
+    const char *name = pf_graph_op(g, v)->name;
+    for (int i = 0; i < cnt; i++) {
+        const pf_edge_t *o = pf_graph_edge(g, out[i]);
+        int u = o->dst;
+        if (u < v && o->bytes == e->bytes &&
+            same_block(name, blen[v], pf_graph_op(g, u)->name, blen[u]))
+            return 1;
+    }
+    return 0;
+}
+
+/* What op v stores under full recomputation: the tensors entering its block from outside that
+ * it is the first of its block to read (a layer input read by the norm and by the residual add
+ * is one tensor, Korthikanti's 2 s b h, stored once). */
+static double block_input_bytes(const pf_graph_t *g, int v, const size_t *blen)
+{
+    double kept = 0;
+    int cnt;
+    const int *in = pf_graph_in(g, v, &cnt);
+    const char *name = pf_graph_op(g, v)->name;
+    for (int i = 0; i < cnt; i++) {
+        const pf_edge_t *e = pf_graph_edge(g, in[i]);
+        if (!same_block(name, blen[v], pf_graph_op(g, e->src)->name, blen[e->src]) &&
+            !read_before(g, v, e, blen))
+            kept += e->bytes;
+    }
+    return kept;
+}
+
 int pf_training_selective_op(const pf_graph_t *g, int v)
 {
     const pf_op_t *op = pf_graph_op(g, v);
@@ -197,15 +233,7 @@ pf_graph_t *pf_training_view(const pf_graph_t *g, const pf_training_t *t, double
             op.mem_fwd_bytes = 0;
             op.bwd_ms += op.fwd_ms;
         } else if (t->recompute == PF_RECOMPUTE_FULL && blen[v] > 0) {
-            double kept = 0;
-            int cnt;
-            const int *in = pf_graph_in(g, v, &cnt);
-            for (int i = 0; i < cnt; i++) {
-                const pf_edge_t *e = pf_graph_edge(g, in[i]);
-                if (!same_block(op.name, blen[v], pf_graph_op(g, e->src)->name, blen[e->src]))
-                    kept += e->bytes;
-            }
-            op.mem_fwd_bytes = kept;
+            op.mem_fwd_bytes = block_input_bytes(g, v, blen);
             op.bwd_ms += op.fwd_ms;
         }
         if (pf_graph_add_op(out, &op) < 0) {
@@ -230,6 +258,13 @@ fail:
     free(block_ops);
     pf_graph_destroy(&out);
     return NULL;
+}
+
+double pf_training_tp_overlap_exposed_ms(double comm_ms, double gemm_ms, int t)
+{
+    if (t <= 1 || comm_ms <= 0)
+        return fmax(0, comm_ms);
+    return comm_ms - (t - 1.0) / t * fmin(comm_ms, fmax(0, gemm_ms));
 }
 
 double pf_training_zero3_exposed_ms(double gather_ms, double compute_ms)

@@ -95,6 +95,18 @@ int pf_training_grad_buckets(double rank_bytes, int replicas, int precision_byte
  * (an all-reduce's volume). The simulator and the block search's analytic model both use it. */
 double pf_training_zero3_exposed_ms(double gather_ms, double compute_ms);
 
+/* Tensor-parallel communication overlap (Megatron-LM's --tp-comm-overlap, with sequence
+ * parallelism; [Wang23]): each all-gather before a column-parallel GEMM and each reduce-scatter
+ * after a row-parallel one (forward, and their mirrors in backward) is split into t ring steps,
+ * each hidden behind the GEMM on the chunk already there, except one step (the first chunk of an
+ * all-gather has no GEMM before it, the last of a reduce-scatter none after it). A pair of GEMM
+ * time G and collective time C then takes max(G, C) + min(G, C) / t, so the collective adds
+ * exposed = C - (t - 1)/t x min(G, C) to the GEMM (C / t when the GEMM is the longer): the
+ * fraction hidden is (t - 1)/t, one ring step of t exposed. comm_ms and gemm_ms may be the
+ * sums over a layer's pairs (exact while every pair's GEMM is the longer, as in the transformer
+ * layers planfarm generates at t <= 8 on NVLink). t <= 1: comm_ms. */
+double pf_training_tp_overlap_exposed_ms(double comm_ms, double gemm_ms, int t);
+
 /* Is op v one selective recomputation drops and recomputes (the rule above)? */
 int pf_training_selective_op(const pf_graph_t *g, int v);
 

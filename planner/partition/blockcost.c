@@ -211,6 +211,22 @@ static void compute_cost(const pf_blockcost_problem_t *pr, const pf_blocks_part_
     }
 }
 
+/* The forward and backward time of the part's column- and row-parallel GEMMs: the ones an
+ * overlapped collective hides behind (training.h, tensor-parallel communication overlap). */
+static void overlap_gemms(const pf_blockcost_problem_t *pr, const pf_blocks_part_t *part,
+                          double scale, int t, pf_blockcost_part_t *out)
+{
+    for (int i = 0; i < part->ngemms; i++) {
+        const pf_blocks_gemm_t *gm = &part->gemms[i];
+        double f, b;
+        if (gm->split != PF_BLOCKS_COLUMN && gm->split != PF_BLOCKS_ROW)
+            continue;
+        gemm_cost(pr->env, gm, scale, t, &f, &b);
+        out->tp_gemm_fwd_ms += f;
+        out->tp_gemm_bwd_ms += b;
+    }
+}
+
 void pf_blockcost_part(const pf_blockcost_problem_t *pr, const pf_blocks_part_t *part, int t,
                        int b, int sp, pf_training_recompute_t rc, pf_blockcost_part_t *out)
 {
@@ -233,6 +249,8 @@ void pf_blockcost_part(const pf_blockcost_problem_t *pr, const pf_blocks_part_t 
         out->act_bytes = all * scale;
     out->param_bytes = part->param_bytes - part->param_split_bytes + part->param_split_bytes / t;
     out->p2p_bytes = part->output_bytes * scale / spt;
+    if (sp && t > 1)
+        overlap_gemms(pr, part, scale, t, out);
     if (pr->cpep_part)
         pr->cpep_part(pr, part, t, b, sp, rc, out);
 }
@@ -247,9 +265,45 @@ void pf_blockcost_parts(const pf_blockcost_problem_t *pr, int t, int b, int sp,
 
 /* ---- stages and the step ---- */
 
+int pf_blockcost_interleave_split(int L, int p, int v, int *first, int *mid, int *last)
+{
+    if (p < 2 || v < 2 || L < 1)
+        return -1;
+    if (L % (p * v) == 0) {
+        *first = *mid = *last = L / p;
+        return 0;
+    }
+    if ((L + 2) % (p * v) != 0)
+        return -1;
+    /* the embedding and the output head each take one layer's place ([Llama3] 3.3.2) */
+    *mid = (L + 2) / p;
+    *first = *last = *mid - 1;
+    return 1;
+}
+
+int pf_blockcost_chunk_layers(int L, int p, int v, int rank, int chunk)
+{
+    int first, mid, last, kind = pf_blockcost_interleave_split(L, p, v, &first, &mid, &last);
+    if (kind < 0 || rank < 0 || rank >= p || chunk < 0 || chunk >= v)
+        return -1;
+    int each = kind == 0 ? L / (p * v) : (L + 2) / (p * v);
+    return each - (kind == 1 && ((rank == 0 && chunk == 0) || (rank == p - 1 && chunk == v - 1)));
+}
+
 static double part_ms(const pf_blockcost_part_t *x)
 {
     return x->fwd_ms + x->bwd_ms + x->recompute_ms + x->tp_fwd_ms + x->tp_bwd_ms;
+}
+
+/* part_ms under c: with tensor-parallel communication overlap its collectives are what the
+ * paired GEMMs do not hide (training.h). */
+static double cand_part_ms(const pf_blockcost_cand_t *c, const pf_blockcost_part_t *x)
+{
+    if (!c->tpo || !c->sp || c->t <= 1)
+        return part_ms(x);
+    return x->fwd_ms + x->bwd_ms + x->recompute_ms +
+           pf_training_tp_overlap_exposed_ms(x->tp_fwd_ms, x->tp_gemm_fwd_ms, c->t) +
+           pf_training_tp_overlap_exposed_ms(x->tp_bwd_ms, x->tp_gemm_bwd_ms, c->t);
 }
 
 /* Model chunks (of L / (p v) layers) stage s holds at its peak, in layer-sets of the stage:
@@ -268,17 +322,32 @@ typedef struct {
     int layers;
 } stage_t;
 
+/* Interleaved, Megatron-LM overlaps each chunk's sends and receives with the next chunk's
+ * compute (its overlap_p2p_comm, on by default with virtual stages): of the 2 v hops per
+ * micro-batch only what a chunk's forward (backward) does not cover is exposed. */
+static double interleaved_hops_ms(const pf_blockcost_cand_t *c, const pf_blockcost_part_t parts[3],
+                                  stage_t st, double hop)
+{
+    double f = st.layers * parts[1].fwd_ms, b = st.layers * (parts[1].bwd_ms + parts[1].recompute_ms);
+    if (st.stage == 0)
+        f += parts[0].fwd_ms, b += parts[0].bwd_ms + parts[0].recompute_ms;
+    if (st.stage == c->p - 1)
+        f += parts[2].fwd_ms, b += parts[2].bwd_ms + parts[2].recompute_ms;
+    return c->v * (fmax(0, hop - f / c->v) + fmax(0, hop - b / c->v));
+}
+
 static double stage_ms(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
                        const pf_blockcost_part_t parts[3], stage_t st)
 {
-    double ms = st.layers * part_ms(&parts[1]);
+    double ms = st.layers * cand_part_ms(c, &parts[1]);
     if (st.stage == 0)
-        ms += part_ms(&parts[0]);
+        ms += cand_part_ms(c, &parts[0]);
     if (st.stage == c->p - 1)
-        ms += part_ms(&parts[2]);
+        ms += cand_part_ms(c, &parts[2]);
     if (c->p > 1) {
         int n = pr->ngpus, src = st.stage * c->t * c->d, dst = (src + c->t * c->d) % n;
-        ms += 2.0 * c->v * pr->env->p2p_ms(pr->env->ctx, src, dst, parts[1].p2p_bytes);
+        double hop = pr->env->p2p_ms(pr->env->ctx, src, dst, parts[1].p2p_bytes);
+        ms += c->v > 1 ? interleaved_hops_ms(c, parts, st, hop) : 2.0 * hop;
     }
     return ms;
 }
@@ -344,7 +413,10 @@ static int check_cand(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_
         (int64_t)c->t * c->p * c->d != pr->ngpus || pr->global_batch % ((int64_t)c->d * c->b))
         return PF_EINPUT;
     *m = (int)(pr->global_batch / ((int64_t)c->d * c->b));
-    if (c->v > 1 && (c->p < 2 || L % (c->p * c->v) || *m % c->p))
+    int x0, x1, x2;
+    if (c->v > 1 &&
+        (c->p < 2 || pf_blockcost_interleave_split(L, c->p, c->v, &x0, &x1, &x2) < 0 ||
+         *m % c->p))
         return PF_EINPUT;
     int sum = c->p == 1 ? c->first_layers
                         : c->first_layers + c->last_layers + (c->p - 2) * c->mid_layers;
@@ -434,14 +506,18 @@ int pf_blockcost_split(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
                        const pf_blockcost_part_t parts[3], pf_blockcost_eval_t *ev)
 {
     int L = pf_blocks_count(pr->blocks), rc;
+    if (c->v > 1 && pf_blockcost_interleave_split(L, c->p, c->v, &c->first_layers,
+                                                  &c->mid_layers, &c->last_layers) < 0)
+        return PF_EINPUT;
     if (c->p == 1 || c->v > 1) {
-        c->first_layers = c->mid_layers = c->last_layers = L / c->p;
+        if (c->v <= 1)
+            c->first_layers = c->mid_layers = c->last_layers = L / c->p;
         rc = pf_blockcost_eval(pr, c, parts, ev);
         ev->unconstrained = 1;
         return rc;
     }
     split_best_t sb = {.cand = *c, .fastest_ms = DBL_MAX};
-    double layer_ms = part_ms(&parts[1]);
+    double layer_ms = cand_part_ms(c, &parts[1]);
     if (c->p == 2)
         try_mid(pr, c, parts, L, 0, &sb);
     else

@@ -3,7 +3,8 @@
  * ([Narayanan21]) and Korthikanti et al. 2022 ([Korthikanti22]).
  *
  * A candidate is (t, p, d, micro-batch size b, virtual stages v, recompute none | selective |
- * full, sequence parallelism, ZeRO 0..3, layers of the first, middle and last stages). Ranks are
+ * full, sequence parallelism, tensor-parallel communication overlap, ZeRO 0..3, layers of the
+ * first, middle and last stages). Ranks are
  * laid out as Megatron-LM does: t innermost (t consecutive devices of one host), then d, then p,
  * so a data-parallel group strides by t and pipeline neighbours are t x d devices apart.
  *
@@ -23,10 +24,16 @@
  *     s b h (34/t + 5 a s/(h t)) with sp ([Korthikanti22] Table 2); full recomputation keeps the
  *     part's input (2 s b h, / t with sp) and reserves one part's working set once per stage;
  *   parameters per GPU: whole ones + split ones / t.
+ *   with tensor-parallel communication overlap (tpo, under sequence parallelism), the forward
+ *     collectives take pf_training_tp_overlap_exposed_ms of the column- and row-parallel GEMMs'
+ *     forward, the backward ones of their backward ([Wang23]); recomputation's are not hidden.
  * A stage's time per micro-batch: its layers' forward + backward + recomputation + collectives,
  * the prologue on the first and the epilogue on the last, and with p > 1 two p2p transfers
  * (activation forward, its gradient backward) of the block's output, / t with sp (Narayanan
- * et al.'s scatter/gather optimisation, [Narayanan21] §4), v times with v virtual stages.
+ * et al.'s scatter/gather optimisation, [Narayanan21] §4); with v virtual stages 2 v of them,
+ * each overlapped with a chunk's compute as Megatron-LM's interleaved schedule runs them
+ * (overlap_p2p_comm): only what a chunk's forward (backward) of 1/v of the stage does not
+ * cover adds to the stage.
  * Step (m = global batch / (d b) micro-batches): (m + (p - 1) / v) x max stage time
  * ([Narayanan21] §2.2: bubble (p - 1) / m under 1F1B, (p - 1) / (v m) interleaved), plus the
  * data-parallel gradient reduction (ZeRO 0: an all-reduce; >= 1: reduce-scatter + all-gather
@@ -134,8 +141,9 @@ typedef struct pf_blockcost_problem {
 
 typedef struct pf_blockcost_cand {
     int t, p, d, b, v, sp, zero;
+    int tpo; /* tensor-parallel communication overlap (needs sp and t > 1; training.h) */
     pf_training_recompute_t recompute;
-    int first_layers, mid_layers, last_layers; /* v > 1: all L / p */
+    int first_layers, mid_layers, last_layers; /* v > 1: pf_blockcost_interleave_split */
     int cp, ep; /* context and expert parallelism (blockcpep.h); 0 or 1: none */
 } pf_blockcost_cand_t;
 
@@ -145,6 +153,8 @@ typedef struct pf_blockcost_part {
     double act_bytes, reserve_bytes; /* stored per micro-batch; full recomputation's reserve */
     double param_bytes;              /* per GPU */
     double p2p_bytes;                /* its output, per micro-batch, as sent */
+    /* the column- and row-parallel GEMMs (forward; backward) the collectives pair with */
+    double tp_gemm_fwd_ms, tp_gemm_bwd_ms;
 } pf_blockcost_part_t;
 
 typedef struct {
@@ -165,12 +175,23 @@ void pf_blockcost_parts(const pf_blockcost_problem_t *pr, int t, int b, int sp,
                         pf_training_recompute_t rc, pf_blockcost_part_t out[3]);
 /* A candidate whose layer counts are set. PF_OK, or PF_EINPUT when it is not well formed
  * (t p d != GPUs, b does not divide the replica's batch, layers do not add up to L, v > 1
- * with L % (p v) or m % p). */
+ * without an interleaved split (pf_blockcost_interleave_split) or with m % p). */
 int pf_blockcost_eval(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
                       const pf_blockcost_part_t parts[3], pf_blockcost_eval_t *ev);
-/* Sets c's layer counts: v > 1 gives every stage L / p; else the first and last stages may
- * hold fewer layers than the middle ones (which hold the same), chosen to minimise the step
- * time among those that fit memory (the one of least memory when none fits). Fills ev. */
+/* Interleaving's layer counts (v >= 2 model chunks per stage, p >= 2): 0 when L % (p v) = 0
+ * (every stage L / p, every chunk L / (p v)); 1 when instead (L + 2) % (p v) = 0: the embedding
+ * and the output head count as one layer each, as Llama 3 ran 126 layers on p 16 ([Llama3]
+ * 3.3.2; Megatron-LM's --account-for-embedding-in-pipeline-split and
+ * --account-for-loss-in-pipeline-split): every chunk holds (L + 2) / (p v) places, the first
+ * chunk of stage 0 and the last chunk of stage p - 1 one layer fewer, so the first and the last
+ * stage hold (L + 2) / p - 1 layers and the middle ones (L + 2) / p; -1 when neither divides. */
+int pf_blockcost_interleave_split(int L, int p, int v, int *first, int *mid, int *last);
+/* Layers of model chunk `chunk` (0..v-1) on pipeline rank `rank` (0..p-1) under that split
+ * (stage rank's chunk c is the (c p + rank)-th of the model); -1 when there is none. */
+int pf_blockcost_chunk_layers(int L, int p, int v, int rank, int chunk);
+/* Sets c's layer counts: v > 1 gives pf_blockcost_interleave_split's (PF_EINPUT without one);
+ * else the first and last stages may hold fewer layers than the middle ones (which hold the
+ * same), chosen to minimise the step time among those that fit memory (the one of least memory when none fits). Fills ev. */
 int pf_blockcost_split(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
                        const pf_blockcost_part_t parts[3], pf_blockcost_eval_t *ev);
 

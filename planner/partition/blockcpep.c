@@ -124,6 +124,7 @@ static void scale_part(pf_blockcost_part_t *out, double r)
 {
     out->fwd_ms *= r, out->bwd_ms *= r, out->recompute_ms *= r;
     out->tp_fwd_ms *= r, out->tp_bwd_ms *= r;
+    out->tp_gemm_fwd_ms *= r, out->tp_gemm_bwd_ms *= r;
     out->act_bytes *= r, out->reserve_bytes *= r, out->p2p_bytes *= r;
 }
 

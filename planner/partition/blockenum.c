@@ -19,7 +19,7 @@ typedef struct {
 void pf_blockenum_fix_init(pf_blockenum_fix_t *f)
 {
     memset(f, 0, sizeof *f);
-    f->sp = f->zero = f->recompute = -1;
+    f->sp = f->zero = f->recompute = f->tpo = -1;
 }
 
 static double kth_ms(const run_t *r) { return r->n < r->k ? DBL_MAX : r->out[r->k - 1].eval.step_ms; }
@@ -55,12 +55,15 @@ static int valid_t(const pf_blocks_t *b, int t)
 
 static int fixed_ok(int fixed, int value, int unset) { return fixed == unset || fixed == value; }
 
-/* The virtual-stage counts of (p, m): 1, and v > 1 where L % (p v) = 0 and m % p = 0. */
+/* The virtual-stage counts of (p, m): 1, and v > 1 where the layers interleave over p v chunks
+ * (blockcost.h's pf_blockcost_interleave_split: evenly, or with the embedding and the head in
+ * the places of a layer) and m % p = 0. */
 static int v_values(const run_t *r, int p, int m, int *vs)
 {
-    int n = 0;
+    int n = 0, x0, x1, x2;
     for (int v = 1; v <= r->L && n < MAX_V; v++) {
-        int ok = v == 1 || (p >= 2 && r->L % (p * v) == 0 && m % p == 0);
+        int ok = v == 1 || (p >= 2 && m % p == 0 &&
+                            pf_blockcost_interleave_split(r->L, p, v, &x0, &x1, &x2) >= 0);
         if (ok && fixed_ok(r->fix->v, v, 0))
             vs[n++] = v;
     }
@@ -116,6 +119,35 @@ static void each_rc(run_t *r, pf_blockcost_cand_t c, const int *vs, int nv, cons
         }
 }
 
+/* Every recomputation level of (sp, tpo). */
+static void each_recompute(run_t *r, pf_blockcost_cand_t c, const int *vs, int nv, const int *zs,
+                           int nz)
+{
+    char dom[MAX_V][4];
+    memset(dom, 0, sizeof dom);
+    for (int rc = PF_RECOMPUTE_NONE; rc <= PF_RECOMPUTE_FULL; rc++) {
+        if (!fixed_ok(r->fix->recompute, rc, -1))
+            continue;
+        c.recompute = (pf_training_recompute_t)rc;
+        each_rc(r, c, vs, nv, zs, nz, dom);
+    }
+}
+
+/* Is c's tensor-parallel overlap one to evaluate: as fixed, and without it (under sequence
+ * parallelism, searched) only without pruning: overlap never adds time nor memory. */
+static int tpo_ok(run_t *r, const pf_blockcost_cand_t *c, int n)
+{
+    if (!fixed_ok(r->fix->tpo, c->tpo, -1) && c->sp)
+        return 0;
+    if (!c->sp && c->tpo)
+        return 0;
+    if (r->prune && c->sp && !c->tpo && r->fix->tpo < 0) {
+        r->st.skipped += 3L * n;
+        return 0;
+    }
+    return 1;
+}
+
 /* Every candidate of (t, p, d, b); 0 when no candidate of this b or a larger one can fit. */
 static int each_b(run_t *r, pf_blockcost_cand_t c, const int *zs, int nz)
 {
@@ -130,14 +162,11 @@ static int each_b(run_t *r, pf_blockcost_cand_t c, const int *zs, int nz)
     for (int sp = 0; sp <= (c.t > 1); sp++) {
         if (!fixed_ok(r->fix->sp, sp, -1))
             continue;
-        char dom[MAX_V][4];
-        memset(dom, 0, sizeof dom);
-        for (int rc = PF_RECOMPUTE_NONE; rc <= PF_RECOMPUTE_FULL; rc++) {
-            if (!fixed_ok(r->fix->recompute, rc, -1))
-                continue;
+        for (int tpo = sp; tpo >= 0; tpo--) {
             c.sp = sp;
-            c.recompute = (pf_training_recompute_t)rc;
-            each_rc(r, c, vs, nv, zs, nz, dom);
+            c.tpo = tpo;
+            if (tpo_ok(r, &c, nv * nz))
+                each_recompute(r, c, vs, nv, zs, nz);
         }
     }
     return 1;
@@ -210,7 +239,8 @@ int pf_blockenum_run(const pf_blockcost_problem_t *pr, const pf_blockenum_fix_t 
 
 void pf_blockenum_describe(const pf_blockcost_cand_t *c, char *buf, size_t len)
 {
-    snprintf(buf, len, "t %d p %d d %d b %d v %d %s%s zero %d layers %d/%d/%d", c->t, c->p, c->d,
-             c->b, c->v, pf_training_recompute_name(c->recompute), c->sp ? " sp" : "", c->zero,
+    snprintf(buf, len, "t %d p %d d %d b %d v %d %s%s%s zero %d layers %d/%d/%d", c->t, c->p,
+             c->d, c->b, c->v, pf_training_recompute_name(c->recompute), c->sp ? " sp" : "",
+             c->tpo ? " tpo" : "", c->zero,
              c->first_layers, c->p > 2 ? c->mid_layers : 0, c->p > 1 ? c->last_layers : 0);
 }

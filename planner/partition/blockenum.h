@@ -5,8 +5,10 @@
  * width), p dividing GPUs / t with p <= L, d = GPUs / (t p) dividing the global batch, b dividing
  * the replica's batch, sequence parallelism when t > 1, recomputation none | selective | full,
  * ZeRO 0..3 (0 only when d = 1; 0 or 1 when p > 1: DeepSpeed refuses ZeRO-2 and -3 with
- * pipeline parallelism, and Megatron-LM's distributed optimizer is ZeRO-1), v = 1 or v > 1 with L % (p v) = 0 and m % p = 0 (Megatron-LM's
- * interleaving requires both), and the layer counts of blockcost's split. Any of these can be
+ * pipeline parallelism, and Megatron-LM's distributed optimizer is ZeRO-1), v = 1 or v > 1 with
+ * an interleaved split of the L layers (L % (p v) = 0, or (L + 2) % (p v) = 0 with the embedding
+ * and the head each in a layer's place: blockcost.h) and m % p = 0 (Megatron-LM's interleaving
+ * requires both), and the layer counts of blockcost's split. Any of these can be
  * fixed.
  *
  * Pruning, each exact under the model:
@@ -18,7 +20,9 @@
  *     cheaper memory-bound ops; no collective, no recomputation) bounds the step from below:
  *     past the K-th best, the b is skipped;
  *   dominance: recomputation only adds time, so once a recomputation level fits with the
- *     layer counts that memory did not constrain, the heavier levels are skipped.
+ *     layer counts that memory did not constrain, the heavier levels are skipped; tensor-parallel
+ *     communication overlap (searched with sequence parallelism) never adds time nor memory, so
+ *     the candidates without it are skipped.
  * With prune = 0 every candidate is evaluated: the reference the tests hold the pruned search
  * against. */
 #ifndef PF_BLOCKENUM_H
@@ -32,6 +36,7 @@
 typedef struct {
     int t, p, b, v;
     int sp, zero, recompute;
+    int tpo; /* tensor-parallel communication overlap (with sp): -1 searched, 0 off, 1 on */
 } pf_blockenum_fix_t;
 
 void pf_blockenum_fix_init(pf_blockenum_fix_t *f); /* everything searched */
@@ -55,7 +60,7 @@ int pf_blockenum_run(const pf_blockcost_problem_t *pr, const pf_blockenum_fix_t 
                      int prune, pf_blockenum_item_t *out, int *nout, pf_blockenum_stats_t *stats,
                      char *err, size_t errlen);
 
-/* "t 8 p 8 d 1 b 1 v 1 full sp zero 1 layers 12/12/12" */
+/* "t 8 p 8 d 1 b 1 v 1 full sp tpo zero 1 layers 12/12/12" */
 void pf_blockenum_describe(const pf_blockcost_cand_t *c, char *buf, size_t len);
 
 #endif

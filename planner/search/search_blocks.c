@@ -4,6 +4,7 @@
 #include "planner/partition/blockcpep.h"
 #include "planner/tp/tp_price.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int pf_search_blocks_wanted(const pf_search_opts_t *o)
@@ -70,7 +71,8 @@ static void apply(const pf_search_blocks_t *choice, pf_search_opts_t *o)
     for (int i = 0; i < choice->n && n < 8; i++) {
         const pf_blockcost_cand_t *c = &choice->best[i].cand;
         int dup = c->recompute != best->recompute || c->zero != best->zero || c->b != best->b ||
-                  c->sp != best->sp || c->cp != best->cp || c->ep != best->ep;
+                  c->sp != best->sp || c->cp != best->cp || c->ep != best->ep ||
+                  c->tpo != best->tpo;
         for (int j = 0; j < n && !dup; j++)
             dup = o->block_pairs[j][0] == c->p && o->block_pairs[j][1] == c->t;
         if (dup)
@@ -158,7 +160,7 @@ void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
             choice->best[i].cand.recompute == it->cand.recompute &&
             choice->best[i].cand.b == it->cand.b && choice->best[i].cand.sp == it->cand.sp &&
             choice->best[i].cand.zero == it->cand.zero && choice->best[i].cand.cp == it->cand.cp &&
-            choice->best[i].cand.ep == it->cand.ep) {
+            choice->best[i].cand.ep == it->cand.ep && choice->best[i].cand.tpo == it->cand.tpo) {
             it = &choice->best[i];
             break;
         }
@@ -170,10 +172,71 @@ void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
     p->blocks.sequence_parallel = it->cand.sp && p->tensor_parallel > 1;
     p->blocks.context_parallel = it->cand.cp > 1 ? it->cand.cp : 1;
     p->blocks.expert_parallel = it->cand.ep > 1 ? it->cand.ep : 1;
+    p->blocks.tp_comm_overlap = p->blocks.sequence_parallel && it->cand.tpo;
     p->blocks.first_layers = it->cand.first_layers;
     p->blocks.mid_layers = it->cand.p > 2 ? it->cand.mid_layers : 0;
     p->blocks.last_layers = it->cand.p > 1 ? it->cand.last_layers : 0;
     p->blocks.analytic_step_ms = it->eval.step_ms;
     p->blocks.candidates = choice->n;
     p->blocks.wall_s = choice->wall_s;
+}
+
+/* The stage of block i under first / mid / last layers per stage over P stages. */
+static int stage_of_block(int i, int P, int first, int mid)
+{
+    if (i < first || P == 1)
+        return 0;
+    int s = 1 + (i - first) / (mid > 0 ? mid : 1);
+    return s < P - 1 ? s : P - 1;
+}
+
+/* Every op of p in pipeline order (stage 0's in its topological order, then stage 1's...),
+ * moved to the stage its part belongs to (b: the prologue to stage 0, the epilogue to the
+ * last, block i by the layer counts). */
+static int recut_ops(const pf_blocks_t *b, pf_plan_t *p, int *all, int *mine)
+{
+    int P = p->stages, n = 0, L = pf_blocks_count(b);
+    for (int s = 0; s < P; s++)
+        for (int i = 0; i < p->stage_list[s].nops; i++)
+            all[n++] = p->stage_list[s].ops[i];
+    for (int s = 0; s < P; s++) {
+        int k = 0;
+        for (int i = 0; i < n; i++) {
+            int part = pf_blocks_of(b, all[i]);
+            int at = part < 0 ? 0 : part >= L ? P - 1
+                                              : stage_of_block(part, P, p->blocks.first_layers,
+                                                               p->blocks.mid_layers);
+            if (at == s)
+                mine[k++] = all[i];
+        }
+        if (pf_plan_set_stage_ops(p, s, mine, k) != PF_OK)
+            return PF_ERR;
+    }
+    return PF_OK;
+}
+
+int pf_search_blocks_recut(const pf_graph_t *g, int precision_bytes, pf_plan_t *p)
+{
+    int P = p->stages, nops = 0, rc = PF_OK;
+    if (!p->blocks.present || p->blocks.virtual_stages <= 1 || P < 2)
+        return PF_OK;
+    char err[128];
+    pf_blocks_t *b = pf_blocks_new(g, precision_bytes, err, sizeof err);
+    if (!b)
+        return PF_EINPUT;
+    int L = pf_blocks_count(b);
+    if (p->blocks.first_layers + p->blocks.last_layers +
+            (P > 2 ? (P - 2) * p->blocks.mid_layers : 0) != L) {
+        pf_blocks_destroy(&b);
+        return PF_EINPUT;
+    }
+    for (int s = 0; s < P; s++)
+        nops += p->stage_list[s].nops;
+    int *all = malloc((size_t)(nops ? nops : 1) * sizeof *all);
+    int *mine = malloc((size_t)(nops ? nops : 1) * sizeof *mine);
+    rc = all && mine ? recut_ops(b, p, all, mine) : PF_ERR;
+    free(all);
+    free(mine);
+    pf_blocks_destroy(&b);
+    return rc;
 }

@@ -38,7 +38,18 @@ int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_o
                          pf_search_blocks_t *choice, char *err, size_t errlen);
 
 /* The choice into the plan's keys (microbatch_size, virtual_stages, sequence_parallel,
- * context_parallel, expert_parallel). */
+ * context_parallel, expert_parallel, tp_comm_overlap). */
 void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p);
+
+/* An interleaved plan (blocks.virtual_stages > 1, set by pf_search_blocks_to_plan) gets the
+ * layer counts its block search chose (blocks.first_layers, mid_layers, last_layers: L / p
+ * each, or the first and the last one layer fewer with the embedding and the head in their
+ * places, blockcost.h): the op-level partition balances its own times and may cut elsewhere
+ * (Llama 3 405B on p 16: 8 x 15 + 6 where Megatron-LM's interleaving runs 7, 8 x 14, 7), a split
+ * no interleaved schedule runs. The stages' ops are re-cut by block (the prologue to the first,
+ * the epilogue to the last); their devices stay; per-stage estimates (compute_ms, memory) are
+ * the partition's. PF_OK (nothing to do when not interleaved), PF_EINPUT when the counts do
+ * not add up to g's blocks, PF_ERR out of memory. */
+int pf_search_blocks_recut(const pf_graph_t *g, int precision_bytes, pf_plan_t *p);
 
 #endif

@@ -22,10 +22,24 @@
  * memory (the input is then as it was). */
 int pf_chunks_split(pf_simulate_input_t *in, int V, char *err, size_t errlen);
 
+/* As pf_chunks_split, under sequence parallelism when sp (and T > 1): a chunk's stashed input
+ * is H / T per device, the sequence-split tensor Megatron-LM sends and keeps ([Korthikanti22]
+ * §4.2.2), where without it the received tensor is gathered whole ([Narayanan21] §4.1). */
+int pf_chunks_split_sp(pf_simulate_input_t *in, int V, int sp, char *err, size_t errlen);
+
+/* Tensor-parallel communication overlap (plan key tp_comm_overlap, with sequence parallelism
+ * and T > 1; training.h, [Wang23]): each stage's tp_fwd_ms (tp_bwd_ms) becomes
+ * pf_training_tp_overlap_exposed_ms of it against the forward (backward) time of the stage's
+ * weighted GEMMs split T ways (g's ops with parameters and a GEMM shape, tp_price.h: the column-
+ * and row-parallel linears). Before pf_chunks_split (an unsplit input of p's stages); otherwise,
+ * or without the key, nothing changes. pf_chunks_input_from_setting applies it. */
+void pf_chunks_tp_overlap(pf_simulate_input_t *in, const pf_graph_t *g, const pf_plan_t *p);
+
 /* The plan's V: its block search's virtual_stages when it has one, else 1. */
 int pf_chunks_of_plan(const pf_plan_t *p);
 
-/* pf_simulate_input_from_setting, context and expert parallelism's traffic (simcpep.h), then
+/* pf_simulate_input_from_setting, context and expert parallelism's traffic (simcpep.h), its
+ * tensor-parallel overlap (pf_chunks_tp_overlap), then
  * split into the plan's V chunks: the input of what the plan runs (a SIMULATE job and planfarm
  * simulate both build it this way). */
 int pf_chunks_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,

@@ -33,7 +33,7 @@ typedef struct {
 
 typedef struct {
     const pf_simulate_input_t *in;
-    int S, R, T, MB, NB, V, P; /* V chunks per rank, P = S / V ranks */
+    int S, R, T, MB, NB, V, P, D; /* V chunks per rank, P = S / V ranks, D devices */
     int DR;                    /* replicas of the data-parallel collectives (dp_replicas or R) */
     size_t nf, base_xf, base_xb, base_ar, base_opt, ntasks;
     task_t *task;
@@ -43,7 +43,7 @@ typedef struct {
     double *succ_frac;
     int *heap;
     size_t nheap;
-    double *free_ms;        /* per cluster device: communication stream free from */
+    double *free_ms; /* per device: p2p stream free from; + D: DP collectives' (simulate.h) */
     int *row_of_dev;        /* cluster device -> result row, -1 */
     int *inflight;          /* per (virtual) stage replica */
     int *group;             /* R: scratch, one data-parallel group's devices */
@@ -398,12 +398,12 @@ static int run(sim_t *x, pf_simulate_result_t *res)
             if (t->dur_ms <= 0)
                 break;
             for (int r = 0; r < R; r++)
-                start = fmax(start, x->free_ms[dev_of(x, t->s, r, t->k)]);
+                start = fmax(start, x->free_ms[x->D + dev_of(x, t->s, r, t->k)]);
             for (int r = 0; r < R; r++) {
                 int d = dev_of(x, t->s, r, t->k);
-                x->free_ms[d] = start + t->dur_ms;
+                x->free_ms[x->D + d] = start + t->dur_ms;
                 res->comm_busy_ms[x->row_of_dev[d]] += t->dur_ms;
-                rc |= emit(x, d, PF_STREAM_COMM, PF_EV_ALLREDUCE, t->s, r, -1, start,
+                rc |= emit(x, d, PF_STREAM_DP, PF_EV_ALLREDUCE, t->s, r, -1, start,
                            start + t->dur_ms);
             }
             break;
@@ -475,9 +475,9 @@ static int simulate_order(const pf_simulate_input_t *in, pf_training_schedule_t 
     sim_t x = {.in = in, .S = in->stages, .R = in->replicas, .T = in->tp,
                .MB = in->microbatches, .NB = in->buckets > 1 ? in->buckets : 1,
                .V = in->virtual_stages > 1 ? in->virtual_stages : 1};
+    int D = x.D = pf_cluster_ndevices(in->cluster);
     x.P = x.S / x.V;
     x.DR = in->dp_stage && in->dp_replicas > 0 ? in->dp_replicas : x.R;
-    int D = pf_cluster_ndevices(in->cluster);
     int rc = PF_OK;
     pf_simulate_result_t *res = calloc(1, sizeof *res);
     size_t rows = (size_t)x.P * x.R * x.T; /* one per device: a rank's chunks share it */
@@ -496,7 +496,7 @@ static int simulate_order(const pf_simulate_input_t *in, pf_training_schedule_t 
     res->peak_inflight = calloc(rows, sizeof *res->peak_inflight);
     x.task = calloc(x.ntasks, sizeof *x.task);
     x.heap = malloc(x.ntasks * sizeof *x.heap);
-    x.free_ms = calloc((size_t)D, sizeof *x.free_ms);
+    x.free_ms = calloc(2 * (size_t)D, sizeof *x.free_ms);
     x.row_of_dev = malloc((size_t)D * sizeof *x.row_of_dev);
     x.inflight = calloc((size_t)x.S * x.R, sizeof *x.inflight);
     x.group = malloc((size_t)x.DR * sizeof *x.group);

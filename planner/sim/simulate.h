@@ -11,10 +11,13 @@
  * the last backward has produced its gradients (Megatron-LM's --overlap-grad-reduce), and the
  * optimizer step. The schedule fixes the order of the compute streams; communication streams
  * serve transfers in the order they become ready. A device's communication stream is its link
- * to the network (NVLink port and its own NIC, rail-optimised hosts): the pipeline transfers and
- * the gradient buckets that use one device share it by taking turns, so two of them ready at
- * once finish when they would sharing its bandwidth, and neither gets the whole link while the
- * other runs.
+ * to the network (NVLink port and its own NIC, rail-optimised hosts), in two queues as
+ * Megatron-LM's two NCCL communicators run: the pipeline transfers take turns in one, the
+ * gradient buckets in the other, so a transfer of one kind never waits for the other kind (a
+ * last gradient send queued behind a second of buckets would stall the pipeline's flush, which
+ * Megatron-LM's separate streams do not); two of one kind ready at once finish when they would
+ * sharing the bandwidth. What the two queues take from each other's bandwidth is not modelled
+ * (the pipeline's sends are small beside the buckets).
  *
  * The input is a plain struct so that a caller (or a test) can describe a pipeline without a
  * graph; pf_simulate_input_from_plan builds one from a graph, a cluster and a mapped plan. */

@@ -57,11 +57,12 @@ typedef enum {
     PF_EV_FWD, PF_EV_BWD, PF_EV_TP, PF_EV_OPT,          /* compute stream */
     PF_EV_SEND, PF_EV_RECV, PF_EV_ALLREDUCE             /* communication stream */
 } pf_simulate_ev_kind_t;
-enum { PF_STREAM_COMPUTE = 0, PF_STREAM_COMM = 1 };
+/* PF_STREAM_DP: the gradient buckets' queue of the communication stream (drawn in its row) */
+enum { PF_STREAM_COMPUTE = 0, PF_STREAM_COMM = 1, PF_STREAM_DP = 2 };
 
 typedef struct {
     int device;     /* cluster device index */
-    int stream;     /* PF_STREAM_COMPUTE or PF_STREAM_COMM */
+    int stream;     /* PF_STREAM_COMPUTE, PF_STREAM_COMM or PF_STREAM_DP */
     int kind;       /* pf_simulate_ev_kind_t */
     int stage, replica;
     int microbatch; /* -1 for all-reduce and optimizer */

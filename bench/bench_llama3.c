@@ -91,7 +91,7 @@ static void row(const shape_t *m, const config_t *cf)
         o.train.recompute = (pf_training_recompute_t)rc; /* the lighter that fits */
         tf = plan(g, c, &o, (double)o.global_batch, &wall, fixed_shape, sizeof fixed_shape);
     }
-    /* as Meta ran it: (t, p, d), micro-batch 1, sequence parallelism, the distributed optimizer,
+    /* as Meta ran it: (t, cp, p, d), micro-batch 1, sequence parallelism, the distributed optimizer,
      * interleaved with the first and last stage one layer fewer (the block search's uneven
      * interleaving); recomputation, the chunks per stage and TP overlap searched */
     char run_shape[160];
@@ -100,6 +100,7 @@ static void row(const shape_t *m, const config_t *cf)
     o.block_search = 1;
     o.layer_aligned = 1;
     o.stages = cf->p, o.tp = cf->t, o.microbatch_size = 1, o.sequence_parallel = 1;
+    o.context_parallel = cf->cp > 0 ? cf->cp : 1, o.expert_parallel = 1; /* as published */
     o.train.zero = 1, o.zero_auto = 0;
     double rtf = plan(g, c, &o, (double)o.global_batch, &rwall, run_shape, sizeof run_shape);
     pf_search_opts_init(&o);

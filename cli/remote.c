@@ -108,10 +108,15 @@ static void summarize_blocks(json_t *p, double R)
         return;
     double C = jnum(p, "context_parallel"), E = jnum(p, "expert_parallel");
     C = isfinite(C) && C > 1 ? C : 1, E = isfinite(E) && E > 1 ? E : 1;
+    json_t *tr = json_object_get(p, "training");
+    const char *rc = json_string_value(json_object_get(tr, "recompute"));
     fprintf(stderr, "  block search: micro-batch %g, virtual stages %g, sequence parallel %s, "
             "context parallel %g (data parallel %g), expert parallel %g\n",
             jnum(p, "microbatch_size"), jnum(p, "virtual_stages"),
             json_is_true(json_object_get(p, "sequence_parallel")) ? "on" : "off", C, R / C, E);
+    fprintf(stderr, "                recomputation %s, ZeRO %g, TP communication overlap %s\n",
+            rc ? rc : "none", isfinite(jnum(tr, "zero")) ? jnum(tr, "zero") : 0,
+            json_is_true(json_object_get(p, "tp_comm_overlap")) ? "on" : "off");
 }
 
 /* One paragraph a person reads: shape of the plan, objective, step estimate, throughput and

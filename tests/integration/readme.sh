@@ -125,7 +125,7 @@ reason_for() {
             echo "a set-up over several hosts (the host name broker, keys in /etc/planfarm)" ;;
         "planfarm broker --bind tcp://0.0.0.0:5710 &")
             echo "a set-up over several hosts (agents on every host)" ;;
-        *"plan gpt3.json h100x64.json"*)
+        *"gpt3.json h100x64.json"*)
             [ "$slow" = 1 ] || echo "slow (tens of seconds on 2 cores): PF_README_SLOW=1 runs it" ;;
         *planfarm\ broker* | *planfarm\ worker* | *planfarm\ submit* | *planfarm\ status* | \
             *planfarm\ result* | *planfarm\ list* | *planfarm\ cancel* | *planfarm\ batch* | curl\ *)

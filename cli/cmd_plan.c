@@ -154,6 +154,13 @@ static int plan_run(const plan_args_t *a, const cli_remote_args_t *r, const pf_c
         /* in process a STATUS costs microseconds: poll often enough to end on time */
         rc = cli_remote_wait_and_fetch("plan", client, id, r->out, !r->quiet, r->quiet,
                                        e.broker ? 50 : 500);
+        /* without a batch every (S, R, T) runs MB micro-batches per replica: its global batch
+         * then follows R, which a reader of "global batch 4" would not guess */
+        if (rc == CLI_OK && !r->quiet && so->global_batch == 0)
+            fprintf(stderr, "  note: no --global-batch, so every candidate ran %d micro-batches "
+                    "per replica and its global batch followed its replica count; give "
+                    "--global-batch N to plan for your training batch\n",
+                    so->microbatches > 0 ? so->microbatches : PF_DEFAULT_MICROBATCHES);
     }
 done:
     free(id);

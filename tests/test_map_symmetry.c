@@ -553,11 +553,15 @@ static void test_hier_classes(void)
 /* hosts x G GPUs under nsw switch levels (1: one leaf holds every host; 2: leaves of 2 hosts
  * under one spine; 3: leaves of 2 under spines of 2 leaves under a core), cut into groups of T
  * (tp_groups.h: pf_cluster_hier_grouped, what the mapping sees with T > 1). Links distinct
- * per level. */
+ * per level unless nsw < 0. */
 static pf_cluster_t *hier_shape(int hosts, int G, int nsw, int T)
 {
+    /* nsw < 0: |nsw| levels, the spine as fast as the leaf (a full-bisection fat tree) */
+    bool flat = nsw < 0;
+    nsw = flat ? -nsw : nsw;
     pf_cluster_level_t lv[4] = {{"host", G, 300, 2, 1}, {"leaf", nsw == 1 ? 0 : 2, 50, 5, 1},
-                                {"spine", nsw == 2 ? 0 : 2, 25, 7, 1}, {"core", 0, 10, 9, 1}};
+                                {"spine", nsw == 2 ? 0 : 2, flat ? 50 : 25, flat ? 5 : 7, 1},
+                                {"core", 0, 10, 9, 1}};
     pf_cluster_host_kind_t k = {"gpu", NULL, G, 80e9, 100, 0, -1};
     pf_cluster_hier_t *h = pf_cluster_hier_new(hosts, lv, nsw + 1, &k, 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(h);
@@ -612,13 +616,16 @@ static int check_units(const pf_cluster_t *c, const pf_map_symmetry_t *sy)
 
 /* The layers of hand-worked shapes: 8 hosts x 2 under leaves of 2 under spines of 2 has spines
  * (1 class of 2), leaves (2 classes of 2), hosts (4 classes of 2); 7 hosts lose the second
- * spine's blocks (partial) and the last leaf's; an exception (a slower NIC) gives no units. */
+ * spine's blocks (partial) and the last leaf's; with the leaf as fast as the spine the leaf
+ * level merges into it (spines, then hosts: 2 classes of 4; two levels: one class of 4 hosts);
+ * an exception (a slower NIC) gives no units. */
 static void test_hier_units(void)
 {
     struct { int hosts, G, nsw, T, nlay, nblk, ncls0; } k[] = {
         {8, 2, 3, 1, 3, 14, 1}, {7, 2, 3, 1, 2, 8, 1}, {4, 2, 1, 1, 1, 4, 1},
-        {4, 4, 2, 2, 2, 6, 1}, {3, 2, 2, 1, 1, 2, 1}, {6, 1, 3, 1, 2, 8, 1}};
-    for (int i = 0; i < 6; i++) {
+        {4, 4, 2, 2, 2, 6, 1}, {3, 2, 2, 1, 1, 2, 1}, {6, 1, 3, 1, 2, 8, 1},
+        {8, 2, -3, 1, 2, 10, 1}, {4, 2, -2, 1, 1, 4, 1}};
+    for (int i = 0; i < 8; i++) {
         pf_cluster_t *c = hier_shape(k[i].hosts, k[i].G, k[i].nsw, k[i].T);
         pf_map_symmetry_t sy;
         CU_ASSERT_EQUAL_FATAL(pf_map_symmetry_init(&sy, c, PF_MAP_SYM_ALL), PF_OK);
@@ -653,8 +660,8 @@ static pf_stage_graph_t *ring_heavy(int S, int R)
 }
 
 /* The quotient search (unit blocks) against the device-level DFS with no symmetry, exhaustively
- * over symmetric hierarchies of 2-4 hosts x 2-4 GPUs under one, two and three switch levels,
- * T = 1 and T = 2, random and ring-heavy stage graphs, m, ar and full: the same optimum (both
+ * over symmetric hierarchies of 2-4 hosts x 2-4 GPUs under one, two and three switch levels
+ * (distinct links, or a leaf as fast as its spine: merged), T = 1 and T = 2, random and ring-heavy stage graphs, m, ar and full: the same optimum (both
  * proven), brute force too where it is cheap; probes just below the optimum explore fewer nodes
  * with the units than with device classes alone, and fewer than without symmetry. */
 static void test_hier_quotient(void)
@@ -663,8 +670,8 @@ static void test_hier_quotient(void)
     long long nodes[3] = {0, 0, 0}, block_pruned = 0;
     int mixed = 0;
     static const int shapes[][3] = {{2, 2, 1}, {2, 4, 1}, {4, 2, 1}, {3, 4, 2}, {4, 4, 2},
-                                    {4, 2, 3}, {4, 4, 3}, {3, 2, 2}};
-    for (int i = 0; i < 8; i++)
+                                    {4, 2, 3}, {4, 4, 3}, {3, 2, 2}, {4, 2, -2}, {4, 4, -3}};
+    for (int i = 0; i < 10; i++)
         for (int T = 1; T <= 2; T++) {
             pf_cluster_t *c = hier_shape(shapes[i][0], shapes[i][1], shapes[i][2], T);
             int D = pf_cluster_ndevices(c), G = shapes[i][1] / T;

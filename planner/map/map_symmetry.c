@@ -410,14 +410,15 @@ static void layer_free(pf_map_sym_layer_t *ly)
 }
 
 /* The layer of level-l units (devices G per host, host by host): a full unit whose parent (its
- * level-(l + 1) unit) holds another full one is a block of the parent's class. Only the last
+ * unit of level `parent` > l) holds another full one is a block of the parent's class. Only the last
  * unit of a level can be partial (host slots fill units in order), so the full children of a
  * parent come first and a block's place in its class is its place among the parent's children.
  * Returns the number of blocks, -1 out of memory. */
-static int unit_layer(pf_map_sym_layer_t *ly, const pf_cluster_hier_t *h, int l, int G)
+static int unit_layer(pf_map_sym_layer_t *ly, const pf_cluster_hier_t *h, int l, int parent,
+                      int G)
 {
     int64_t H = pf_cluster_hier_hosts(h), sp = pf_cluster_hier_span(h, l);
-    int64_t up = pf_cluster_hier_span(h, l + 1);
+    int64_t up = pf_cluster_hier_span(h, parent);
     int nu = (int)((H + sp - 1) / sp), np = (int)((H + up - 1) / up);
     int *full_kids = calloc((size_t)np, sizeof *full_kids), *pclass = malloc(np * sizeof *pclass);
     ly->blk = malloc((size_t)(H * G) * sizeof *ly->blk);
@@ -469,10 +470,18 @@ int pf_map_symmetry_hier_units(pf_map_symmetry_t *sy, const pf_cluster_t *c)
     for (int d = 0; d < D; d++)
         if (pf_cluster_device(c, d)->host != d / G)
             return 0;
+    /* A level whose link equals the one above it is merged into it: units under one parent
+     * meet at any level between, all of them one link, so the swap is still an automorphism
+     * (a full-bisection leaf and spine: every host under the spine alike). */
+    pf_cluster_hier_reach_t r[PF_CLUSTER_HIER_MAX_LEVELS];
+    pf_cluster_hier_reach(h, 0, r);
     sy->nlay = 0;
-    for (int l = L - 2; l >= 0; l--) { /* coarsest first: the probe skips the largest unit */
+    for (int l = L - 2, parent = L - 1; l >= 0; l--) { /* coarsest first: the probe skips */
+        if (l > 0 && r[l].bw_gbps == r[parent].bw_gbps && r[l].lat_us == r[parent].lat_us)
+            continue;
         pf_map_sym_layer_t *ly = &sy->lay[sy->nlay];
-        int n = unit_layer(ly, h, l, G);
+        int n = unit_layer(ly, h, l, parent, G);
+        parent = l;
         if (n < 0) {
             layer_free(ly);
             return -1;
@@ -570,6 +579,23 @@ void pf_map_symmetry_free(pf_map_symmetry_t *sy)
     memset(sy, 0, sizeof *sy);
 }
 
+/* The devices of one host as a class on a regular hierarchy numbered host by host (swapping two
+ * of them is an automorphism: their links are alike); -2 on any other cluster. */
+static int host_classes(const pf_cluster_t *c, int *cls)
+{
+    const pf_cluster_hier_t *h = pf_cluster_hierarchy(c);
+    int D = pf_cluster_ndevices(c);
+    if (!h || !pf_cluster_hier_regular(h) || D % pf_cluster_hier_hosts(h))
+        return -2;
+    int G = D / pf_cluster_hier_hosts(h);
+    for (int d = 0; d < D; d++) {
+        if (pf_cluster_device(c, d)->host != d / G)
+            return -2;
+        cls[d] = d / G;
+    }
+    return pf_cluster_hier_hosts(h);
+}
+
 /* Blocks and the canonical order under symmetry: a regular hierarchy's units, else the matrices'
  * host blocks (not above PF_MAP_TABLES_MAX_DEVICES on a hierarchy: no matrices there), else none
  * and the index order. */
@@ -588,9 +614,10 @@ int pf_map_symmetry_init(pf_map_symmetry_t *sy, const pf_cluster_t *c, int symme
 {
     int D = pf_cluster_ndevices(c);
     memset(sy, 0, sizeof *sy);
-    /* The symmetry is found on the D x D matrix, except on a hierarchy of more than
-     * PF_MAP_TABLES_MAX_DEVICES: device classes from the hierarchy where it says them, blocks
-     * from its units where it is regular; no pruning where it says neither (the same optimum). */
+    /* The symmetry is found on the D x D matrix, except on a hierarchy: device classes from its
+     * levels where they say them, blocks from its units where it is regular; the matrix where
+     * they do not, up to PF_MAP_TABLES_MAX_DEVICES; above it no such pruning (the same
+     * optimum). */
     bool big = pf_cluster_hierarchy(c) && D > PF_MAP_TABLES_MAX_DEVICES;
     if (symmetry != PF_MAP_SYM_OFF && !big &&
         (!pf_cluster_bw_matrix(c) || !pf_cluster_lat_matrix(c)))
@@ -600,9 +627,14 @@ int pf_map_symmetry_init(pf_map_symmetry_t *sy, const pf_cluster_t *c, int symme
     sy->canon_pos = malloc((size_t)D * sizeof *sy->canon_pos);
     if (!sy->cls || !sy->canon || !sy->canon_pos)
         goto fail;
-    if (symmetry && big)
+    /* a hierarchy's classes equal the matrix's where it says them (tests), in O(D), not
+     * O(D^2) per class; on a regular one that does not (two levels alike), the devices of one
+     * host, and its units do the rest */
+    if (symmetry && pf_cluster_hierarchy(c))
         sy->ncls = pf_map_symmetry_hier_classes(c, sy->cls);
-    else if (symmetry)
+    if (symmetry && sy->ncls == -2 && symmetry == PF_MAP_SYM_ALL)
+        sy->ncls = host_classes(c, sy->cls);
+    if (symmetry && !big && (!pf_cluster_hierarchy(c) || sy->ncls == -2))
         sy->ncls = pf_map_symmetry_device_classes(c, sy->cls);
     if (symmetry && sy->ncls == -1)
         goto fail;

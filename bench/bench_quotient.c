@@ -6,7 +6,8 @@
  * group per host, are none). The stage graph is a uniform chain (a transformer's stages: c_u
  * 10 ms, 2 GB of gradients per replica, 50 MB of activations to the next stage), S x R stage
  * replicas on the tensor-parallel groups of T GPUs (pf_cluster_hier_grouped, what the planner
- * maps on). Columns: objective of each, nodes, probes, seconds.
+ * maps on). Columns: objective of each, nodes, probes / probes past their 1 s deadline,
+ * seconds (of the whole search, the context's set-up included).
  * PF_BENCH_QUOTIENT_MAX (default 131072) skips the rows of more GPUs. */
 #include "planner/ir/cluster_hier.h"
 #include "planner/map/mapping.h"
@@ -83,10 +84,12 @@ static int quot_row(const quot_case_t *q)
             goto done;
         }
     }
-    printf("%-22s %7d %2d %8d %4d %5d %10.3f %10.3f %10lld %10lld %6d %6d %8.3f %8.3f\n",
+    printf("%-22s %7d %2d %8d %4d %5d %10.3f %10.3f %10lld %10lld %3d/%-3d %3d/%-3d %8.3f "
+           "%8.3f\n",
            q->label, q->machines * 8, q->T, pf_cluster_ndevices(c), q->S, q->R,
            st[0].objective_ms, st[1].objective_ms, st[0].nodes, st[1].nodes, st[0].probes,
-           st[1].probes, st[0].seconds, st[1].seconds);
+           st[0].probes_timed_out, st[1].probes, st[1].probes_timed_out, st[0].seconds,
+           st[1].seconds);
     fflush(stdout);
     rc = 0;
 done:
@@ -101,6 +104,8 @@ int pf_bench_quotient(void)
     static const quot_case_t cases[] = {
         {"dgx-h100 x 16, T 1", PF_TOPOLOGY_DGX_H100, 16, 1, 4, 8},
         {"dgx-h100 x 16, T 2", PF_TOPOLOGY_DGX_H100, 16, 2, 8, 8},
+        {"dgx-h100 x 64, T 1", PF_TOPOLOGY_DGX_H100, 64, 1, 8, 64},
+        {"dgx-h100 x 512, T 2", PF_TOPOLOGY_DGX_H100, 512, 2, 16, 128},
         {"dgx-h100 x 128, T 4", PF_TOPOLOGY_DGX_H100, 128, 4, 8, 32},
         {"dgx-h100 x 512, T 4", PF_TOPOLOGY_DGX_H100, 512, 4, 16, 64},
         {"dgx-h100 x 2048, T 4", PF_TOPOLOGY_DGX_H100, 2048, 4, 16, 256},
@@ -113,9 +118,9 @@ int pf_bench_quotient(void)
     long max_gpus = mx ? atol(mx) : 131072;
     printf("mapping search (full) on DGX hierarchies: units of the hierarchy as blocks against "
            "device classes only\n");
-    printf("%-22s %7s %2s %8s %4s %5s %10s %10s %10s %10s %6s %6s %8s %8s\n", "cluster", "GPUs",
-           "T", "groups", "S", "R", "obj units", "classes", "nodes", "classes", "probes",
-           "cls", "sec", "classes");
+    printf("%-22s %7s %2s %8s %4s %5s %10s %10s %10s %10s %7s %7s %8s %8s\n", "cluster", "GPUs",
+           "T", "groups", "S", "R", "obj units", "classes", "nodes", "classes", "pr/t-o",
+           "classes", "sec", "classes");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if ((long)cases[i].machines * 8 <= max_gpus && quot_row(&cases[i]))
             return 1;

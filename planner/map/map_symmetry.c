@@ -16,7 +16,9 @@
  *    Two full units U, V of level l under one parent unit trade places wholesale (i-th host of
  *    U <-> i-th of V, devices by position): a device outside both meets them at the parent's
  *    level or above, pairs inside U meet at the levels pairs inside V do, and U-V pairs meet at
- *    the parent's level either way; a regular hierarchy's links depend on that level alone. So
+ *    the parent's level either way; a regular hierarchy's links depend on that level alone
+ *    (levels between a unit and its parent that have the parent's link are merged into it:
+ *    pairs meeting there see one link whichever level it is). So
  *    every level below the top is a layer of blocks (hosts under a leaf, leaves under a spine,
  *    ...), each layer's rule the host-block rule above; the canonical order is the index order
  *    (devices host by host), in which a unit and its siblings are intervals. A candidate thus

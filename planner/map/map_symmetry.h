@@ -58,8 +58,10 @@ int pf_map_symmetry_host_blocks(const pf_cluster_t *c, int *block, int *block_cl
  * level-l units (hosts, leaves, spines ...) that share their parent unit with another full one;
  * the blocks of a class are the full children of one parent, swapped position by position (an
  * automorphism of a regular hierarchy, the links depending on lowest common levels only).
- * Devices must be numbered host by host (cluster.h), so a unit is an interval of devices and
- * the canonical order is the index order. O(D) per layer, no pair of devices is looked at.
+ * A level whose link (bandwidth and latency) equals the one above it is merged into it: the
+ * children of a unit are then the units of the next level not merged (hosts under a spine when
+ * the leaf is as fast). Devices must be numbered host by host (cluster.h), so a unit is an
+ * interval of devices and the canonical order is the index order. O(D) per layer, no pair of devices is looked at.
  * Fills the layers of sym (its blocks, classes, positions, and blk_end) and returns how many, 0
  * when c is no regular hierarchy numbered host by host, -1 out of memory. */
 typedef struct {

@@ -7,6 +7,9 @@
 # FRONTIER_16K=1 adds Llama 3 405B on 16,384 H100 and the 1T GPT on 131,072; FRONTIER_GROWTH=1
 # plans the 1T GPT (PP 64 x TP 8, 64 micro-batches per replica) on 1,024 to 131,072 H100 and
 # fits the growth exponents of wall time and peak memory (least squares on log-log).
+# FRONTIER_ROWS="gpt1t-3072 llama405b-16384" plans only the plan rows of those labels (and skips
+# the matrix clusters unless a label asks for one); each row also prints the mapping search's
+# nodes and seconds (the plan's "search" object).
 set -u
 pf=${1:-./planfarm}
 dir=${2:-build/frontier}
@@ -22,8 +25,18 @@ measure() {
     echo "$wall $((kb / 1024)) $rc"
 }
 
+# whether plan row LABEL is selected (FRONTIER_ROWS unset: every row)
+selected() {
+    [ -z "${FRONTIER_ROWS:-}" ] && return 0
+    case " $FRONTIER_ROWS " in *" $1 "*) return 0 ;; esac
+    return 1
+}
+
 cluster_row() { # KIND MACHINES [--matrix]
     local f="$dir/$1x$2${3:+-matrix}.json"
+    if [ -n "${3:-}" ] && [ -n "${FRONTIER_ROWS:-}" ]; then
+        case "$FRONTIER_ROWS" in *matrix*) ;; *) return 0 ;; esac
+    fi
     local gen chk flags=()
     [ -n "${3:-}" ] && flags=("$3")
     gen=$(measure "$pf" cluster "$1" --machines "$2" "${flags[@]}" -o "$f")
@@ -35,6 +48,7 @@ cluster_row() { # KIND MACHINES [--matrix]
 plan_row() { # LABEL GRAPH CLUSTER FLAGS...
     local label=$1 g=$2 c=$3
     shift 3
+    selected "$label" || return 0
     local r
     r=$(measure "$pf" plan "$g" "$c" -o "$dir/$label.plan.json" "$@")
     local warn

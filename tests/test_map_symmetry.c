@@ -548,6 +548,222 @@ static void test_hier_classes(void)
     pf_cluster_destroy(&c);
 }
 
+/* ---------------------------------------------------------------- hierarchy units */
+
+/* hosts x G GPUs under nsw switch levels (1: one leaf holds every host; 2: leaves of 2 hosts
+ * under one spine; 3: leaves of 2 under spines of 2 leaves under a core), cut into groups of T
+ * (tp_groups.h: pf_cluster_hier_grouped, what the mapping sees with T > 1). Links distinct
+ * per level unless nsw < 0. */
+static pf_cluster_t *hier_shape(int hosts, int G, int nsw, int T)
+{
+    /* nsw < 0: |nsw| levels, the spine as fast as the leaf (a full-bisection fat tree) */
+    bool flat = nsw < 0;
+    nsw = flat ? -nsw : nsw;
+    pf_cluster_level_t lv[4] = {{"host", G, 300, 2, 1}, {"leaf", nsw == 1 ? 0 : 2, 50, 5, 1},
+                                {"spine", nsw == 2 ? 0 : 2, flat ? 50 : 25, flat ? 5 : 7, 1},
+                                {"core", 0, 10, 9, 1}};
+    pf_cluster_host_kind_t k = {"gpu", NULL, G, 80e9, 100, 0, -1};
+    pf_cluster_hier_t *h = pf_cluster_hier_new(hosts, lv, nsw + 1, &k, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    if (T > 1) {
+        pf_cluster_hier_t *g = pf_cluster_hier_grouped(h, T);
+        pf_cluster_hier_destroy(&h);
+        h = g;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    }
+    pf_cluster_t *c = pf_cluster_new_hier("units", h);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    return c;
+}
+
+/* Every two blocks of one class in every layer trade places (i-th device <-> i-th) by an
+ * automorphism, checked pair by pair; blocks are index intervals ending at blk_end, in class
+ * order. Returns the number of blocks over all layers. */
+static int check_units(const pf_cluster_t *c, const pf_map_symmetry_t *sy)
+{
+    int D = pf_cluster_ndevices(c), perm[64], total = 0;
+    for (int l = 0; l < sy->nlay; l++) {
+        const pf_map_sym_layer_t *ly = &sy->lay[l];
+        int first[64], size[64] = {0};
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ly->blk_end);
+        for (int d = D - 1; d >= 0; d--)
+            if (ly->blk[d] >= 0) {
+                first[ly->blk[d]] = d;
+                size[ly->blk[d]]++;
+            }
+        for (int a = 0; a < ly->nblk; a++) {
+            CU_ASSERT_EQUAL(first[a] + size[a], ly->blk_end[a]);
+            for (int b = a + 1; b < ly->nblk; b++) {
+                if (ly->blk_class[a] != ly->blk_class[b])
+                    continue;
+                CU_ASSERT_EQUAL_FATAL(size[a], size[b]);
+                CU_ASSERT(ly->blk_kpos[b] > ly->blk_kpos[a]);
+                for (int d = 0; d < D; d++)
+                    perm[d] = d;
+                for (int i = 0; i < size[a]; i++) {
+                    perm[first[a] + i] = first[b] + i;
+                    perm[first[b] + i] = first[a] + i;
+                }
+                CU_ASSERT(is_automorphism(c, perm));
+            }
+        }
+        total += ly->nblk;
+    }
+    for (int d = 0; d < D; d++)
+        CU_ASSERT_EQUAL(sy->canon[d], d);
+    return total;
+}
+
+/* The layers of hand-worked shapes: 8 hosts x 2 under leaves of 2 under spines of 2 has spines
+ * (1 class of 2), leaves (2 classes of 2), hosts (4 classes of 2); 7 hosts lose the second
+ * spine's blocks (partial) and the last leaf's; with the leaf as fast as the spine the leaf
+ * level merges into it (spines, then hosts: 2 classes of 4; two levels: one class of 4 hosts);
+ * an exception (a slower NIC) gives no units. */
+static void test_hier_units(void)
+{
+    struct { int hosts, G, nsw, T, nlay, nblk, ncls0; } k[] = {
+        {8, 2, 3, 1, 3, 14, 1}, {7, 2, 3, 1, 2, 8, 1}, {4, 2, 1, 1, 1, 4, 1},
+        {4, 4, 2, 2, 2, 6, 1}, {3, 2, 2, 1, 1, 2, 1}, {6, 1, 3, 1, 2, 8, 1},
+        {8, 2, -3, 1, 2, 10, 1}, {4, 2, -2, 1, 1, 4, 1}};
+    for (int i = 0; i < 8; i++) {
+        pf_cluster_t *c = hier_shape(k[i].hosts, k[i].G, k[i].nsw, k[i].T);
+        pf_map_symmetry_t sy;
+        CU_ASSERT_EQUAL_FATAL(pf_map_symmetry_init(&sy, c, PF_MAP_SYM_ALL), PF_OK);
+        CU_ASSERT_EQUAL(sy.nlay, k[i].nlay);
+        CU_ASSERT_EQUAL(check_units(c, &sy), k[i].nblk);
+        CU_ASSERT_EQUAL(sy.lay[0].nbcls, k[i].ncls0);
+        pf_map_symmetry_free(&sy);
+        CU_ASSERT_EQUAL_FATAL(pf_map_symmetry_init(&sy, c, PF_MAP_SYM_NO_BLOCKS), PF_OK);
+        CU_ASSERT_EQUAL(sy.nlay, 0);
+        pf_map_symmetry_free(&sy);
+        pf_cluster_destroy(&c);
+    }
+    pf_cluster_t *c = hier(5, 2, 2, 40, 3); /* host 3's slower NIC: no units */
+    pf_map_symmetry_t sy;
+    CU_ASSERT_EQUAL(pf_map_symmetry_hier_units(memset(&sy, 0, sizeof sy), c), 0);
+    pf_cluster_destroy(&c);
+}
+
+/* Stage graph where the all-reduce dominates: S stages of R replicas, each stage's ring wants
+ * one host and the stages talk little, so the optimum puts different stages on different hosts
+ * (a mapping that mixes stages across hosts). */
+static pf_stage_graph_t *ring_heavy(int S, int R)
+{
+    double cu[MAXN], P[MAXN], M[MAXN * MAXN] = {0};
+    for (int s = 0; s < S; s++) {
+        cu[s] = 1 + s;
+        P[s] = 4e9;
+        if (s + 1 < S)
+            M[s * S + s + 1] = M[(s + 1) * S + s] = 1e7;
+    }
+    return pf_stage_graph_new(S, R, cu, P, M);
+}
+
+/* The quotient search (unit blocks) against the device-level DFS with no symmetry, exhaustively
+ * over symmetric hierarchies of 2-4 hosts x 2-4 GPUs under one, two and three switch levels
+ * (distinct links, or a leaf as fast as its spine: merged), T = 1 and T = 2, random and ring-heavy stage graphs, m, ar and full: the same optimum (both
+ * proven), brute force too where it is cheap; probes just below the optimum explore fewer nodes
+ * with the units than with device classes alone, and fewer than without symmetry. */
+static void test_hier_quotient(void)
+{
+    char err[256];
+    long long nodes[3] = {0, 0, 0}, block_pruned = 0;
+    int mixed = 0;
+    static const int shapes[][3] = {{2, 2, 1}, {2, 4, 1}, {4, 2, 1}, {3, 4, 2}, {4, 4, 2},
+                                    {4, 2, 3}, {4, 4, 3}, {3, 2, 2}, {4, 2, -2}, {4, 4, -3}};
+    for (int i = 0; i < 10; i++)
+        for (int T = 1; T <= 2; T++) {
+            pf_cluster_t *c = hier_shape(shapes[i][0], shapes[i][1], shapes[i][2], T);
+            int D = pf_cluster_ndevices(c), G = shapes[i][1] / T;
+            for (int g = 0; g < 4; g++) {
+                int S = 1 + (g + i) % 3, R = g == 3 ? G : 1 + (g + T) % 3;
+                while (S * R > D || S * R > 6)
+                    S > 1 ? S-- : R--;
+                pf_stage_graph_t *sg = g == 3 ? ring_heavy(S, R)
+                                              : random_stage_graph(100 + 10 * i + g + T, S, R);
+                for (int inst = 0; inst < 3; inst++) {
+                    pf_mapping_stats_t st[3];
+                    int dev[3][MAXN];
+                    for (int sym = 0; sym <= 2; sym++) {
+                        pf_mapping_opts_t o = exact_opts((pf_map_inst_t)inst, sym, 1 + g % 2, 1);
+                        CU_ASSERT_EQUAL_FATAL(pf_mapping_search(sg, c, &o, dev[sym], &st[sym],
+                                                                err, sizeof err), PF_OK);
+                        CU_ASSERT(st[sym].lower_proven);
+                        CU_ASSERT(is_injective(dev[sym], S * R, D));
+                    }
+                    double opt = st[PF_MAP_SYM_OFF].objective_ms;
+                    PF_ASSERT_CLOSE(st[PF_MAP_SYM_ALL].objective_ms, opt, 1e-6);
+                    PF_ASSERT_CLOSE(st[PF_MAP_SYM_NO_BLOCKS].objective_ms, opt, 1e-6);
+                    if (D <= 8)
+                        PF_ASSERT_CLOSE(brute_force(sg, c, (pf_map_inst_t)inst), opt, 1e-6);
+                    if (g == 3 && S > 1 && inst != PF_MAP_INST_M) /* stages on distinct hosts */
+                        mixed += pf_cluster_device(c, dev[PF_MAP_SYM_ALL][0])->host !=
+                                 pf_cluster_device(c, dev[PF_MAP_SYM_ALL][R])->host;
+                    for (int sym = 0; sym <= 2; sym++) {
+                        pf_probe_result_t res;
+                        CU_ASSERT_EQUAL(pf_mapping_probe(sg, c, (pf_map_inst_t)inst,
+                                                         opt * (1 - 1e-6), 0, sym, 1, NULL,
+                                                         dev[sym], &res, err, sizeof err), PF_OK);
+                        CU_ASSERT(!res.found && !res.timed_out);
+                        nodes[sym] += res.nodes;
+                        if (sym == PF_MAP_SYM_ALL)
+                            block_pruned += res.block_pruned;
+                    }
+                }
+                pf_stage_graph_destroy(&sg);
+            }
+            pf_cluster_destroy(&c);
+        }
+    CU_ASSERT(mixed > 0);
+    CU_ASSERT(block_pruned > 0);
+    CU_ASSERT(nodes[PF_MAP_SYM_ALL] < nodes[PF_MAP_SYM_NO_BLOCKS]);
+    CU_ASSERT(nodes[PF_MAP_SYM_NO_BLOCKS] < nodes[PF_MAP_SYM_OFF]);
+}
+
+/* Above PF_MAP_TABLES_MAX_DEVICES (no matrices: links looked up, classes and units read off
+ * the levels): 130 hosts x 8 under three switch levels, the units reach the optimum of device
+ * classes alone (full, a random and a ring-heavy stage graph), and a probe just below it
+ * explores fewer nodes (17 against 1,041 on the random graph). */
+static void test_hier_units_big(void)
+{
+    char err[256];
+    pf_cluster_t *c = hier_shape(130, 8, 3, 1);
+    CU_ASSERT_FATAL(pf_cluster_ndevices(c) > PF_MAP_TABLES_MAX_DEVICES);
+    pf_map_symmetry_t sy;
+    CU_ASSERT_EQUAL_FATAL(pf_map_symmetry_init(&sy, c, PF_MAP_SYM_ALL), PF_OK);
+    CU_ASSERT_EQUAL(sy.nlay, 3);
+    CU_ASSERT_EQUAL(sy.ncls, 130); /* one class per host */
+    pf_map_symmetry_free(&sy);
+    long long nodes[2] = {0, 0};
+    for (int g = 0; g < 2; g++) {
+        pf_stage_graph_t *sg = g ? ring_heavy(3, 4) : random_stage_graph(321, 3, 4);
+
+        pf_mapping_stats_t st[2];
+        int dev[MAXN];
+        for (int k = 0; k < 2; k++) {
+            pf_mapping_opts_t o = exact_opts(PF_MAP_INST_FULL, k ? PF_MAP_SYM_NO_BLOCKS
+                                                                  : PF_MAP_SYM_ALL, 2, 1);
+            CU_ASSERT_EQUAL_FATAL(pf_mapping_search(sg, c, &o, dev, &st[k], err, sizeof err),
+                                  PF_OK);
+            CU_ASSERT(st[k].lower_proven);
+        }
+        PF_ASSERT_CLOSE(st[0].objective_ms, st[1].objective_ms, 1e-6);
+        CU_ASSERT(st[0].block_pruned > 0);
+        pf_probe_result_t res[2]; /* just below the optimum: the whole (pruned) tree */
+        for (int k = 0; k < 2; k++)
+            CU_ASSERT_EQUAL(pf_mapping_probe(sg, c, PF_MAP_INST_FULL,
+                                             st[1].objective_ms * (1 - 1e-6), 0,
+                                             k ? PF_MAP_SYM_NO_BLOCKS : PF_MAP_SYM_ALL, 2, NULL,
+                                             dev, &res[k], err, sizeof err), PF_OK);
+        CU_ASSERT(!res[0].found && !res[1].found && !res[0].timed_out && !res[1].timed_out);
+        nodes[0] += res[0].nodes;
+        nodes[1] += res[1].nodes;
+        pf_stage_graph_destroy(&sg);
+    }
+    CU_ASSERT(nodes[0] < nodes[1]);
+    pf_cluster_destroy(&c);
+}
+
 void pf_suite_map_symmetry(void)
 {
     CU_pSuite s = CU_add_suite("map_symmetry", NULL, NULL);
@@ -561,4 +777,9 @@ void pf_suite_map_symmetry(void)
     CU_add_test(s, "host blocks: the class representative is the least in canonical order",
                 test_host_blocks_canonical);
     CU_add_test(s, "host-block rule = brute force on tied block clusters", test_host_blocks_tied);
+    CU_add_test(s, "units of a regular hierarchy: layers, classes, automorphisms", test_hier_units);
+    CU_add_test(s, "quotient over hierarchy units = device-level DFS (T 1 and 2, 1-3 levels)",
+                test_hier_quotient);
+    CU_add_test(s, "units above the table limit: the optimum of device classes, fewer nodes",
+                test_hier_units_big);
 }

@@ -85,8 +85,9 @@ typedef struct {
     int ncand;
     size_t cand_cap;
     int *cls_stamp, stamp;
-    int *blk_used;  /* nblk: placed devices per block */
-    int *blk_open;  /* nbcls: blocks in use per class (always the first ones in block order) */
+    /* per block layer l (map_symmetry.h): blk_used[l][b] = placed devices in block b,
+     * blk_open[l][k] = blocks in use in class k (always its first ones in block order) */
+    int *blk_used[PF_MAP_SYM_MAX_LAYERS], *blk_open[PF_MAP_SYM_MAX_LAYERS];
     long long nodes, sym_pruned, block_pruned, bound_pruned;
     int branch;
     int *comp_free;  /* S x D: free devices per ring component (ar, full) */
@@ -106,8 +107,10 @@ static void dfs_free(dfs_t *st)
     free(st->log);
     free(st->cand);
     free(st->cls_stamp);
-    free(st->blk_used);
-    free(st->blk_open);
+    for (int l = 0; l < PF_MAP_SYM_MAX_LAYERS; l++) {
+        free(st->blk_used[l]);
+        free(st->blk_open[l]);
+    }
     free(st->comp_free);
     free(st->placed);
     free(st->stage_comp);
@@ -133,10 +136,14 @@ static int dfs_init(dfs_t *st, const pf_map_context_t *cx, shared_t *sh, double 
     st->log = malloc((size_t)st->log_cap * sizeof *st->log);
     st->cand = malloc((size_t)st->cand_cap * sizeof *st->cand);
     st->cls_stamp = calloc((size_t)cx->sym.ncls, sizeof *st->cls_stamp);
-    st->blk_used = calloc((size_t)(cx->sym.nblk ? cx->sym.nblk : 1), sizeof *st->blk_used);
-    st->blk_open = calloc((size_t)(cx->sym.nbcls ? cx->sym.nbcls : 1), sizeof *st->blk_open);
+    bool blk_ok = true;
+    for (int l = 0; l < cx->sym.nlay; l++) {
+        st->blk_used[l] = calloc((size_t)cx->sym.lay[l].nblk, sizeof *st->blk_used[l]);
+        st->blk_open[l] = calloc((size_t)cx->sym.lay[l].nbcls, sizeof *st->blk_open[l]);
+        blk_ok = blk_ok && st->blk_used[l] && st->blk_open[l];
+    }
     if (!st->dev || !st->used || !st->acc || !st->rem || !st->mmax || !st->arlb || !st->tp ||
-        !st->log || !st->cand || !st->cls_stamp || !st->blk_used || !st->blk_open) {
+        !st->log || !st->cand || !st->cls_stamp || !blk_ok) {
         dfs_free(st);
         return PF_ERR;
     }
@@ -302,11 +309,14 @@ static bool commit(dfs_t *st, int depth, int d)
     const pf_map_context_t *cx = st->cx;
     int x = cx->order[depth];
     double score;
-    int ring = ring_ok(st, x, d), b = cx->sym.blk[d];
+    int ring = ring_ok(st, x, d);
     st->dev[x] = d;
     st->used[d] = 1;
-    if (b >= 0 && st->blk_used[b]++ == 0)
-        st->blk_open[cx->sym.blk_class[b]]++;
+    for (int l = 0; l < cx->sym.nlay; l++) {
+        int b = cx->sym.lay[l].blk[d];
+        if (b >= 0 && st->blk_used[l][b]++ == 0)
+            st->blk_open[l][cx->sym.lay[l].blk_class[b]]++;
+    }
     ring_take(st, x, d);
     if (!ring || !place(st, x, d, 1, &score))
         return false;
@@ -324,12 +334,33 @@ static bool commit(dfs_t *st, int depth, int d)
 static void unassign(dfs_t *st, int depth)
 {
     const pf_map_context_t *cx = st->cx;
-    int x = cx->order[depth], d = st->dev[x], b = cx->sym.blk[d];
+    int x = cx->order[depth], d = st->dev[x];
     ring_release(st, x, d);
     st->used[d] = 0;
-    if (b >= 0 && --st->blk_used[b] == 0)
-        st->blk_open[cx->sym.blk_class[b]]--;
+    for (int l = 0; l < cx->sym.nlay; l++) {
+        int b = cx->sym.lay[l].blk[d];
+        if (b >= 0 && --st->blk_used[l][b] == 0)
+            st->blk_open[l][cx->sym.lay[l].blk_class[b]]--;
+    }
     st->dev[x] = -1;
+}
+
+/* The block rule: a block not in use opens only as its class's first unused one, in every
+ * layer. Returns how many devices from canonical position i on it rules out (the rest of the
+ * first failing block when blocks are canonical intervals, else 1), 0 when d passes. Layers go
+ * coarsest first, so an unused leaf or spine is skipped whole: a node costs the placed devices
+ * plus the units it opens, not D. */
+static int block_skip(const dfs_t *st, int i, int d)
+{
+    const pf_map_symmetry_t *sy = &st->cx->sym;
+    for (int l = 0; l < sy->nlay; l++) {
+        const pf_map_sym_layer_t *ly = &sy->lay[l];
+        int b = ly->blk[d];
+        if (b >= 0 && st->blk_used[l][b] == 0 &&
+            ly->blk_kpos[b] != st->blk_open[l][ly->blk_class[b]])
+            return ly->blk_end ? ly->blk_end[b] - i : 1;
+    }
+    return 0;
 }
 
 /* Pushes the candidates of depth onto the candidate stack, best first; returns how many. */
@@ -345,19 +376,19 @@ static int gen_candidates(dfs_t *st, int depth)
     }
     st->stamp++;
     for (int i = 0; i < D; i++) { /* canonical order: a class's first member is its least */
-        int d = cx->sym.canon[i], b = cx->sym.blk[d];
+        int d = cx->sym.canon[i], skip;
         if (st->used[d])
             continue;
-        if (rank[d] <= low) { /* excluded by the replica order */
-            st->sym_pruned++;
+        /* before the class rule, whose representative must be a device this rule keeps (an
+         * unused block holds no placed device: skipping it whole skips no used one) */
+        if ((skip = block_skip(st, i, d)) > 0) {
+            st->sym_pruned += skip;
+            st->block_pruned += skip;
+            i += skip - 1;
             continue;
         }
-        /* a block not in use opens only as its class's first unused one; before the class
-         * rule, whose representative must be a device that this rule keeps */
-        if (b >= 0 && st->blk_used[b] == 0 &&
-            cx->sym.blk_kpos[b] != st->blk_open[cx->sym.blk_class[b]]) {
+        if (rank[d] <= low) { /* excluded by the replica order */
             st->sym_pruned++;
-            st->block_pruned++;
             continue;
         }
         if (cx->symmetry) {

@@ -12,6 +12,19 @@
  *    mapping p uses none of the unused blocks, so permuting them fixes p; swapping the candidate's
  *    block B with the first unused block F maps every completion of p + (x -> B[i]) to one of
  *    p + (x -> F[i]) with the same stage times. 4 x DGX-1: no device classes, 4! block orders.
+ *  - Units of a regular hierarchy (pf_map_symmetry_hier_units): the quotient of its symmetry.
+ *    Two full units U, V of level l under one parent unit trade places wholesale (i-th host of
+ *    U <-> i-th of V, devices by position): a device outside both meets them at the parent's
+ *    level or above, pairs inside U meet at the levels pairs inside V do, and U-V pairs meet at
+ *    the parent's level either way; a regular hierarchy's links depend on that level alone
+ *    (levels between a unit and its parent that have the parent's link are merged into it:
+ *    pairs meeting there see one link whichever level it is). So
+ *    every level below the top is a layer of blocks (hosts under a leaf, leaves under a spine,
+ *    ...), each layer's rule the host-block rule above; the canonical order is the index order
+ *    (devices host by host), in which a unit and its siblings are intervals. A candidate thus
+ *    opens at most the first unused child of each unit in use, recursively: the DFS branches
+ *    over "a free device of a host in use / the first host of a leaf in use / the first leaf of
+ *    a spine in use / ...", not over D devices, and skips an unused unit whole.
  *  - Replica symmetry. Devices are ranked per stage s by (static bound of s on d, canonical
  *    position of d): "a <_s b". m is invariant under permuting whole replicas: we keep only
  *    mappings whose first stage s0 (in the mapping order) has devices increasing in <_s0 with the
@@ -36,7 +49,11 @@
  *    (equal bounds, first in canonical order); F precedes B, and the used blocks of the class
  *    precede both, so the swap moves no free device across a placed one or across F[i], B[i].
  *    F[i] passes the block rule; if the class rule skips it, one class step more ends at a
- *    device every rule keeps. Hence the block rule runs before the class rule (the class
+ *    device every rule keeps. With nested layers (units) the same step is taken in the first
+ *    layer whose rule skips d: F and B are siblings under one parent unit, an interval in the
+ *    canonical order whose used children are its first ones, so no placed device lies between
+ *    F and B either; every step moves d to an earlier canonical position, so the steps end at
+ *    a device that every layer's rule and the class rule keep. Hence the block rule runs before the class rule (the class
  *    representative must be a device it keeps), the class representative is taken in canonical
  *    order, and ties are broken canonically, not by index (interleaved blocks, tested: an index
  *    tie-break lets a swap carry a free device below a placed one).
@@ -383,6 +400,102 @@ done:
     return n;
 }
 
+/* ---------------------------------------------------------------- hierarchy units */
+
+static void layer_free(pf_map_sym_layer_t *ly)
+{
+    free(ly->blk);
+    free(ly->blk_class);
+    free(ly->blk_kpos);
+    free(ly->blk_end);
+    memset(ly, 0, sizeof *ly);
+}
+
+/* The layer of level-l units (devices G per host, host by host): a full unit whose parent (its
+ * unit of level `parent` > l) holds another full one is a block of the parent's class. Only the last
+ * unit of a level can be partial (host slots fill units in order), so the full children of a
+ * parent come first and a block's place in its class is its place among the parent's children.
+ * Returns the number of blocks, -1 out of memory. */
+static int unit_layer(pf_map_sym_layer_t *ly, const pf_cluster_hier_t *h, int l, int parent,
+                      int G)
+{
+    int64_t H = pf_cluster_hier_hosts(h), sp = pf_cluster_hier_span(h, l);
+    int64_t up = pf_cluster_hier_span(h, parent);
+    int nu = (int)((H + sp - 1) / sp), np = (int)((H + up - 1) / up);
+    int *full_kids = calloc((size_t)np, sizeof *full_kids), *pclass = malloc(np * sizeof *pclass);
+    ly->blk = malloc((size_t)(H * G) * sizeof *ly->blk);
+    ly->blk_class = malloc((size_t)nu * sizeof *ly->blk_class);
+    ly->blk_kpos = malloc((size_t)nu * sizeof *ly->blk_kpos);
+    ly->blk_end = malloc((size_t)nu * sizeof *ly->blk_end);
+    if (!full_kids || !pclass || !ly->blk || !ly->blk_class || !ly->blk_kpos || !ly->blk_end) {
+        free(full_kids);
+        free(pclass);
+        return -1;
+    }
+    for (int u = 0; u < nu; u++)
+        if ((u + 1) * sp <= H)
+            full_kids[u * sp / up]++;
+    for (int p = 0; p < np; p++)
+        pclass[p] = -1;
+    for (int u = 0; u < nu; u++) {
+        int p = (int)(u * sp / up), b = -1;
+        int d0 = (int)(u * sp * G), d1 = (int)((u + 1) * sp < H ? (u + 1) * sp : H) * G;
+        if ((u + 1) * sp <= H && full_kids[p] >= 2) {
+            if (pclass[p] < 0)
+                pclass[p] = ly->nbcls++;
+            b = ly->nblk++;
+            ly->blk_class[b] = pclass[p];
+            ly->blk_kpos[b] = u - (int)(p * up / sp); /* p >= 1: up is a multiple of sp */
+            ly->blk_end[b] = d1;
+        }
+        for (int d = d0; d < d1; d++)
+            ly->blk[d] = b;
+    }
+    free(full_kids);
+    free(pclass);
+    return ly->nblk;
+}
+
+static void identity_canon(pf_map_symmetry_t *sy, int D)
+{
+    for (int d = 0; d < D; d++)
+        sy->canon[d] = sy->canon_pos[d] = d;
+}
+
+int pf_map_symmetry_hier_units(pf_map_symmetry_t *sy, const pf_cluster_t *c)
+{
+    const pf_cluster_hier_t *h = pf_cluster_hierarchy(c);
+    int D = pf_cluster_ndevices(c);
+    if (!h || !pf_cluster_hier_regular(h) || D < 2 || D % pf_cluster_hier_hosts(h))
+        return 0;
+    int G = D / pf_cluster_hier_hosts(h), L = pf_cluster_hier_nlevels(h);
+    for (int d = 0; d < D; d++)
+        if (pf_cluster_device(c, d)->host != d / G)
+            return 0;
+    /* A level whose link equals the one above it is merged into it: units under one parent
+     * meet at any level between, all of them one link, so the swap is still an automorphism
+     * (a full-bisection leaf and spine: every host under the spine alike). */
+    pf_cluster_hier_reach_t r[PF_CLUSTER_HIER_MAX_LEVELS];
+    pf_cluster_hier_reach(h, 0, r);
+    sy->nlay = 0;
+    for (int l = L - 2, parent = L - 1; l >= 0; l--) { /* coarsest first: the probe skips */
+        if (l > 0 && r[l].bw_gbps == r[parent].bw_gbps && r[l].lat_us == r[parent].lat_us)
+            continue;
+        pf_map_sym_layer_t *ly = &sy->lay[sy->nlay];
+        int n = unit_layer(ly, h, l, parent, G);
+        parent = l;
+        if (n < 0) {
+            layer_free(ly);
+            return -1;
+        }
+        if (n == 0)
+            layer_free(ly);
+        else
+            sy->nlay++;
+    }
+    return sy->nlay;
+}
+
 /* ---------------------------------------------------------------- canonical order */
 
 /* Canonical position of a device: (anchor, place of its block in its class, position in the
@@ -402,57 +515,58 @@ static int cmp_canon(const void *a, const void *b)
     return (p->pos > q->pos) - (p->pos < q->pos);
 }
 
-/* Host blocks and the canonical order (see the top of this file): the blocks of a class one after
- * another in block order, each block's devices by position, the class placed where its first
- * device is; other devices by index. Where blocks are index intervals in class order (hosts
- * numbered machine by machine, as DGX-1 x 4), this is the index order. */
-static int host_blocks(pf_map_symmetry_t *sy, const pf_cluster_t *c, int symmetry)
+/* Host blocks of the matrices (one layer) and the canonical order (see the top of this file):
+ * the blocks of a class one after another in block order, each block's devices by position, the
+ * class placed where its first device is; other devices by index. Where blocks are index
+ * intervals in class order (hosts numbered machine by machine, as DGX-1 x 4), this is the index
+ * order. */
+static int host_blocks(pf_map_symmetry_t *sy, const pf_cluster_t *c)
 {
     int D = pf_cluster_ndevices(c);
-    sy->nblk = sy->nbcls = 0;
-    if (symmetry == PF_MAP_SYM_ALL &&
-        (sy->nblk = pf_map_symmetry_host_blocks(c, sy->blk, sy->blk_class, NULL)) < 0)
-        return PF_ERR;
-    if (symmetry != PF_MAP_SYM_ALL)
-        for (int d = 0; d < D; d++)
-            sy->blk[d] = -1;
+    pf_map_sym_layer_t *ly = &sy->lay[0];
+    ly->blk = malloc((size_t)D * sizeof *ly->blk);
+    ly->blk_class = malloc((size_t)D * sizeof *ly->blk_class);
+    ly->blk_kpos = malloc((size_t)D * sizeof *ly->blk_kpos);
     int *count = calloc((size_t)D, sizeof *count); /* per class, then per block */
     int *anchor = malloc((size_t)D * sizeof *anchor); /* per class */
     canon_key_t *key = malloc((size_t)D * sizeof *key);
-    if (!count || !anchor || !key) {
-        free(count);
-        free(anchor);
-        free(key);
-        return PF_ERR;
+    int rc = PF_ERR;
+    if (!ly->blk || !ly->blk_class || !ly->blk_kpos || !count || !anchor || !key ||
+        (ly->nblk = pf_map_symmetry_host_blocks(c, ly->blk, ly->blk_class, NULL)) < 0)
+        goto done;
+    for (int b = 0; b < ly->nblk; b++) {
+        int k = ly->blk_class[b];
+        ly->blk_kpos[b] = count[k]++;
+        ly->nbcls = k + 1 > ly->nbcls ? k + 1 : ly->nbcls;
     }
-    for (int b = 0; b < sy->nblk; b++) {
-        int k = sy->blk_class[b];
-        sy->blk_kpos[b] = count[k]++;
-        sy->nbcls = k + 1 > sy->nbcls ? k + 1 : sy->nbcls;
-    }
-    for (int k = 0; k < sy->nbcls; k++)
+    for (int k = 0; k < ly->nbcls; k++)
         anchor[k] = -1;
     memset(count, 0, (size_t)D * sizeof *count);
     for (int d = 0; d < D; d++) { /* blocks are numbered by lowest device, positions by index */
-        int b = sy->blk[d];
+        int b = ly->blk[d];
         if (b < 0) {
             key[d] = (canon_key_t){d, 0, 0, d};
             continue;
         }
-        int k = sy->blk_class[b];
+        int k = ly->blk_class[b];
         if (anchor[k] < 0)
             anchor[k] = d;
-        key[d] = (canon_key_t){anchor[k], sy->blk_kpos[b], count[b]++, d};
+        key[d] = (canon_key_t){anchor[k], ly->blk_kpos[b], count[b]++, d};
     }
     qsort(key, (size_t)D, sizeof *key, cmp_canon);
     for (int i = 0; i < D; i++) {
         sy->canon[i] = key[i].d;
         sy->canon_pos[key[i].d] = i;
     }
+    sy->nlay = ly->nblk > 0;
+    if (!sy->nlay)
+        layer_free(ly);
+    rc = PF_OK;
+done:
     free(count);
     free(anchor);
     free(key);
-    return PF_OK;
+    return rc;
 }
 
 void pf_map_symmetry_free(pf_map_symmetry_t *sy)
@@ -460,38 +574,69 @@ void pf_map_symmetry_free(pf_map_symmetry_t *sy)
     if (!sy)
         return;
     free(sy->cls);
-    free(sy->blk);
-    free(sy->blk_class);
-    free(sy->blk_kpos);
+    for (int l = 0; l < PF_MAP_SYM_MAX_LAYERS; l++)
+        layer_free(&sy->lay[l]);
     free(sy->canon);
     free(sy->canon_pos);
     memset(sy, 0, sizeof *sy);
+}
+
+/* The devices of one host as a class on a regular hierarchy numbered host by host (swapping two
+ * of them is an automorphism: their links are alike); -2 on any other cluster. */
+static int host_classes(const pf_cluster_t *c, int *cls)
+{
+    const pf_cluster_hier_t *h = pf_cluster_hierarchy(c);
+    int D = pf_cluster_ndevices(c);
+    if (!h || !pf_cluster_hier_regular(h) || D % pf_cluster_hier_hosts(h))
+        return -2;
+    int G = D / pf_cluster_hier_hosts(h);
+    for (int d = 0; d < D; d++) {
+        if (pf_cluster_device(c, d)->host != d / G)
+            return -2;
+        cls[d] = d / G;
+    }
+    return pf_cluster_hier_hosts(h);
+}
+
+/* Blocks and the canonical order under symmetry: a regular hierarchy's units, else the matrices'
+ * host blocks (not above PF_MAP_TABLES_MAX_DEVICES on a hierarchy: no matrices there), else none
+ * and the index order. */
+static int blocks(pf_map_symmetry_t *sy, const pf_cluster_t *c, int symmetry, bool big)
+{
+    int D = pf_cluster_ndevices(c), n = 0;
+    if (symmetry == PF_MAP_SYM_ALL && (n = pf_map_symmetry_hier_units(sy, c)) < 0)
+        return PF_ERR;
+    if (symmetry == PF_MAP_SYM_ALL && n == 0 && !big)
+        return host_blocks(sy, c);
+    identity_canon(sy, D);
+    return PF_OK;
 }
 
 int pf_map_symmetry_init(pf_map_symmetry_t *sy, const pf_cluster_t *c, int symmetry)
 {
     int D = pf_cluster_ndevices(c);
     memset(sy, 0, sizeof *sy);
-    /* The symmetry is found on the D x D matrix, except on a hierarchy of more than
-     * PF_MAP_TABLES_MAX_DEVICES: device classes from the hierarchy where it says them, no host
-     * blocks; no pruning where it does not (the same optimum). */
+    /* The symmetry is found on the D x D matrix, except on a hierarchy: device classes from its
+     * levels where they say them, blocks from its units where it is regular; the matrix where
+     * they do not, up to PF_MAP_TABLES_MAX_DEVICES; above it no such pruning (the same
+     * optimum). */
     bool big = pf_cluster_hierarchy(c) && D > PF_MAP_TABLES_MAX_DEVICES;
-    if (big && symmetry != PF_MAP_SYM_OFF)
-        symmetry = PF_MAP_SYM_NO_BLOCKS;
     if (symmetry != PF_MAP_SYM_OFF && !big &&
         (!pf_cluster_bw_matrix(c) || !pf_cluster_lat_matrix(c)))
         symmetry = PF_MAP_SYM_OFF;
     sy->cls = malloc((size_t)D * sizeof *sy->cls);
-    sy->blk = malloc((size_t)D * sizeof *sy->blk);
-    sy->blk_class = malloc((size_t)D * sizeof *sy->blk_class);
-    sy->blk_kpos = malloc((size_t)D * sizeof *sy->blk_kpos);
     sy->canon = malloc((size_t)D * sizeof *sy->canon);
     sy->canon_pos = malloc((size_t)D * sizeof *sy->canon_pos);
-    if (!sy->cls || !sy->blk || !sy->blk_class || !sy->blk_kpos || !sy->canon || !sy->canon_pos)
+    if (!sy->cls || !sy->canon || !sy->canon_pos)
         goto fail;
-    if (symmetry && big)
+    /* a hierarchy's classes equal the matrix's where it says them (tests), in O(D), not
+     * O(D^2) per class; on a regular one that does not (two levels alike), the devices of one
+     * host, and its units do the rest */
+    if (symmetry && pf_cluster_hierarchy(c))
         sy->ncls = pf_map_symmetry_hier_classes(c, sy->cls);
-    else if (symmetry)
+    if (symmetry && sy->ncls == -2 && symmetry == PF_MAP_SYM_ALL)
+        sy->ncls = host_classes(c, sy->cls);
+    if (symmetry && !big && (!pf_cluster_hierarchy(c) || sy->ncls == -2))
         sy->ncls = pf_map_symmetry_device_classes(c, sy->cls);
     if (symmetry && sy->ncls == -1)
         goto fail;
@@ -500,7 +645,7 @@ int pf_map_symmetry_init(pf_map_symmetry_t *sy, const pf_cluster_t *c, int symme
             sy->cls[d] = d;
         sy->ncls = D;
     }
-    if (host_blocks(sy, c, symmetry) != PF_OK)
+    if (blocks(sy, c, symmetry, big) != PF_OK)
         goto fail;
     return PF_OK;
 fail:

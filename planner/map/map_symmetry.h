@@ -6,6 +6,7 @@
 #define PF_MAP_SYMMETRY_H
 
 #include "planner/ir/cluster.h"
+#include "planner/ir/cluster_hier.h"
 
 #include <stdbool.h>
 
@@ -19,7 +20,7 @@
 /* Above this many devices a hierarchical cluster is never turned into D x D tables or matrices
  * on the mapping's path (16,384 groups would take 4.3 GB): the links are looked up
  * (map_bounds.h), device classes come from the hierarchy (pf_map_symmetry_hier_classes), and
- * there are no host blocks (less pruning, the same optimum). */
+ * the blocks too (pf_map_symmetry_hier_units). */
 #define PF_MAP_TABLES_MAX_DEVICES 1024
 
 /* Interchangeable devices: a and b are in one class when swapping them leaves the bandwidth and
@@ -52,16 +53,40 @@ int pf_map_symmetry_hier_classes(const pf_cluster_t *c, int *cls);
 int pf_map_symmetry_host_blocks(const pf_cluster_t *c, int *block, int *block_class,
                                 bool *capped);
 
+/* Units of a regular hierarchy as nested blocks (the quotient of the hierarchy's symmetry,
+ * map_symmetry.c top): for each level l below the top one layer whose blocks are the full
+ * level-l units (hosts, leaves, spines ...) that share their parent unit with another full one;
+ * the blocks of a class are the full children of one parent, swapped position by position (an
+ * automorphism of a regular hierarchy, the links depending on lowest common levels only).
+ * A level whose link (bandwidth and latency) equals the one above it is merged into it: the
+ * children of a unit are then the units of the next level not merged (hosts under a spine when
+ * the leaf is as fast). Devices must be numbered host by host (cluster.h), so a unit is an
+ * interval of devices and the canonical order is the index order. O(D) per layer, no pair of devices is looked at.
+ * Fills the layers of sym (its blocks, classes, positions, and blk_end) and returns how many, 0
+ * when c is no regular hierarchy numbered host by host, -1 out of memory. */
+typedef struct {
+    /* blk[d] = d's block or -1, blk_class[b] = b's class, blk_kpos[b] = b's place among its
+     * class's blocks (block order); blk_end[b] = the canonical position after b's last device
+     * where blocks are canonical intervals (the hierarchy's units), else NULL. */
+    int *blk, nblk, *blk_class, *blk_kpos, nbcls, *blk_end;
+} pf_map_sym_layer_t;
+
+#define PF_MAP_SYM_MAX_LAYERS PF_CLUSTER_HIER_MAX_LEVELS
+
 /* What the probe's symmetry rules need about a cluster of D devices. */
 typedef struct {
     /* Device classes (pf_map_symmetry_device_classes; each device alone without symmetry). */
     int *cls, ncls;
-    /* Host blocks (pf_map_symmetry_host_blocks; none unless symmetry is PF_MAP_SYM_ALL): blk[d] =
-     * d's block or -1, blk_class[b] = b's class, blk_kpos[b] = b's place among its class's blocks
-     * (block order); canon = the devices in canonical order, canon_pos its inverse. */
-    int *blk, nblk, *blk_class, *blk_kpos, nbcls;
+    /* Blocks (none unless symmetry is PF_MAP_SYM_ALL), in layers that nest, coarsest first: on a
+     * regular hierarchy the units of its levels (pf_map_symmetry_hier_units), top level first;
+     * else at most one layer, pf_map_symmetry_host_blocks. canon = the devices in canonical
+     * order, canon_pos its inverse. */
+    pf_map_sym_layer_t lay[PF_MAP_SYM_MAX_LAYERS];
+    int nlay;
     int *canon, *canon_pos;
 } pf_map_symmetry_t;
+
+int pf_map_symmetry_hier_units(pf_map_symmetry_t *sym, const pf_cluster_t *c);
 
 /* Fills sym for cluster c under symmetry (PF_MAP_SYM_*). PF_OK, or PF_ERR when out of memory
  * (sym then holds nothing to free). */

@@ -76,6 +76,9 @@ static void help(FILE *f)
             "                    runs, the fastest network round trip\n"
             "  --peer-off        also sweep every GPU pair with peer access off\n"
             "  --name NAME       cluster name (default: profiled-<host>)\n"
+            "  --matrix          with --local: keep the dense matrix (format 1) even when the\n"
+            "                    measurements fit a hierarchy (format 2: equal hosts, links\n"
+            "                    within 10%% of their medians), which is written otherwise\n"
             "  -q, --quiet       no tables\n",
             PF_SWEEP_MAX);
 }
@@ -217,7 +220,7 @@ typedef struct {
     double timeout_s;
     long long stream_mb, device;
     int dtype;
-    bool local, quiet, sweep, quick;
+    bool local, quiet, sweep, quick, matrix;
 } profile_args_t;
 
 static int parse_sizes_arg(const char *cmd, const char *arg, void *base)
@@ -257,6 +260,7 @@ static const cli_option_t profile_options[] = {
     {"peer-off", 0, CLI_OPT_SET_INT, .offset = A(o.peer_off), .lo = 1},
     {"name", 0, CLI_OPT_STRING, .offset = A(name)},
     {"quiet", 'q', CLI_OPT_FLAG, .offset = A(quiet)},
+    {"matrix", 0, CLI_OPT_FLAG, .offset = A(matrix)},
     {"broker", 0, CLI_OPT_STRING, .offset = A(broker)},
     {"timeout", 0, CLI_OPT_DOUBLE, .offset = A(timeout_s), .dlo = 1, .dhi = 86400},
     {"stream-mb", 0, CLI_OPT_LLONG, .offset = A(stream_mb), .lo = 1, .hi = 16384},
@@ -376,6 +380,13 @@ static int profile_cluster(const profile_args_t *a, pf_cuda_loader_t **cuda, cha
                               NULL, as, &rep, err, sizeof err);
     if (rc == PF_OK)
         rc = pf_assemble_build(as, &cl, err, sizeof err);
+    pf_cluster_t *h;
+    char why[256];
+    if (rc == PF_OK && !a->matrix &&
+        pf_assemble_hierarchy(cl, PF_ASSEMBLE_HIER_TOL, &h, why, sizeof why) == PF_OK) {
+        pf_cluster_destroy(&cl);
+        cl = h;
+    }
     if (rc == PF_OK)
         rc = pf_assemble_save(as, cl, out, err, sizeof err);
     if (rc == PF_OK && !a->quiet) {
@@ -438,6 +449,9 @@ static int profile_local(const profile_args_t *a)
     }
     if (a->quick)
         return cli_usage_error(CMD, "--quick goes with --sweep");
+    if (a->matrix && a->graph && !a->cluster_out)
+        return cli_usage_error(CMD, "--matrix goes with a cluster (-o, or --cluster-out with "
+                               "--graph)");
     int rc = a->graph ? profile_graph(a, cuda, loader_err) : CLI_OK;
     if (rc == CLI_OK && (!a->graph || a->cluster_out))
         rc = profile_cluster(a, &cuda, loader_err, a->graph ? a->cluster_out : a->out);
@@ -460,9 +474,9 @@ int cmd_profile(int argc, char **argv)
         return cli_usage_error(CMD, "one of --local and --broker ENDPOINT is required");
     if (!a.broker)
         return profile_local(&a);
-    if (a.graph || a.cluster_out || a.o.peer_off || a.sweep || a.quick)
-        return cli_usage_error(CMD,
-                               "--graph, --cluster-out, --peer-off and --sweep go with --local");
+    if (a.graph || a.cluster_out || a.o.peer_off || a.sweep || a.quick || a.matrix)
+        return cli_usage_error(CMD, "--graph, --cluster-out, --peer-off, --sweep and --matrix "
+                               "go with --local");
     if (cli_check_endpoint(CMD, "--broker", a.broker) || cli_check_output(CMD, a.out))
         return CLI_USAGE;
     if (a.o.nsizes == 1)

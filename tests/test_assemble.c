@@ -191,9 +191,80 @@ static void test_missing_and_bad(void)
     pf_assemble_destroy(&a);
 }
 
+/* A measured-looking matrix: H hosts x G GPUs, in-host links at 300 GB/s except that the one
+ * from device 0 to 1 is `first_gbps`, between hosts 24 GB/s at 8 us; 80 GB and 700 TFLOP/s. */
+static pf_cluster_t *measured(int H, int G, double first_gbps)
+{
+    int n = H * G;
+    pf_cluster_t *c = pf_cluster_new("m", n);
+    for (int i = 0; i < n; i++) {
+        pf_device_t d = {.id = i, .host = i / G, .name = "gpu", .mem_bytes = 8e10,
+                         .tflops = 700 + (i % 3)};
+        pf_cluster_set_device(c, i, &d);
+    }
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++)
+            if (a != b) {
+                int same = a / G == b / G;
+                pf_cluster_set_bw(c, a, b, a == 0 && b == 1 ? first_gbps : same ? 300 : 24);
+                pf_cluster_set_lat(c, a, b, same ? 3 : 8);
+            }
+    return c;
+}
+
+/* Equal hosts and links within 10% of their medians give the hierarchy of the medians (the
+ * 290 GB/s link is 3.3% off 300; peaks 700..702 are within 10% of 701); a link at 200 GB/s
+ * (33% off), one device, or hosts of unequal size keep the matrix. */
+static void test_fits_hierarchy(void)
+{
+    char why[256];
+    pf_cluster_t *c = measured(3, 4, 290), *h = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_assemble_hierarchy(c, PF_ASSEMBLE_HIER_TOL, &h, why, sizeof why),
+                          PF_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pf_cluster_hierarchy(h));
+    CU_ASSERT_EQUAL(pf_cluster_ndevices(h), 12);
+    CU_ASSERT_EQUAL(pf_cluster_nhosts(h), 3);
+    CU_ASSERT_EQUAL(pf_cluster_bw_gbps(h, 0, 1), 300);
+    CU_ASSERT_EQUAL(pf_cluster_bw_gbps(h, 5, 7), 300);
+    CU_ASSERT_EQUAL(pf_cluster_bw_gbps(h, 0, 11), 24);
+    CU_ASSERT_EQUAL(pf_cluster_lat_us(h, 0, 11), 8);
+    CU_ASSERT_EQUAL(pf_cluster_lat_us(h, 1, 2), 3);
+    CU_ASSERT_EQUAL(pf_cluster_device(h, 4)->host, 1);
+    CU_ASSERT_EQUAL(pf_cluster_device(h, 4)->mem_bytes, 8e10);
+    CU_ASSERT_EQUAL(pf_cluster_device(h, 4)->tflops, 701);
+    pf_cluster_destroy(&h);
+    pf_cluster_destroy(&c);
+    c = measured(3, 4, 200);
+    CU_ASSERT_EQUAL(pf_assemble_hierarchy(c, PF_ASSEMBLE_HIER_TOL, &h, why, sizeof why),
+                    PF_EINFEASIBLE);
+    CU_ASSERT_PTR_NULL(h);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "in-host bandwidths 200 to 300 GB/s"));
+    pf_cluster_destroy(&c);
+    c = measured(1, 1, 0);
+    CU_ASSERT_EQUAL(pf_assemble_hierarchy(c, PF_ASSEMBLE_HIER_TOL, &h, why, sizeof why),
+                    PF_EINFEASIBLE);
+    pf_cluster_destroy(&c);
+    c = measured(2, 3, 300); /* device 5 moves to host 2: hosts of 3, 2 and 1 GPUs */
+    pf_device_t d = *pf_cluster_device(c, 5);
+    d.host = 2;
+    pf_cluster_set_device(c, 5, &d);
+    CU_ASSERT_EQUAL(pf_assemble_hierarchy(c, PF_ASSEMBLE_HIER_TOL, &h, why, sizeof why),
+                    PF_EINFEASIBLE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "hosts hold different GPU counts"));
+    pf_cluster_destroy(&c);
+    /* one GPU per host: only the network level's link is used */
+    c = measured(4, 1, 24);
+    CU_ASSERT_EQUAL_FATAL(pf_assemble_hierarchy(c, PF_ASSEMBLE_HIER_TOL, &h, why, sizeof why),
+                          PF_OK);
+    CU_ASSERT_EQUAL(pf_cluster_bw_gbps(h, 0, 3), 24);
+    pf_cluster_destroy(&h);
+    pf_cluster_destroy(&c);
+}
+
 void pf_suite_assemble(void)
 {
     CU_pSuite s = CU_add_suite("assemble", NULL, NULL);
     CU_add_test(s, "2 hosts x 4 GPUs: complete matrix, fallbacks, provenance", test_two_hosts);
     CU_add_test(s, "unpaired hosts and bad records are refused", test_missing_and_bad);
+    CU_add_test(s, "a measured matrix fits a hierarchy, or says why not", test_fits_hierarchy);
 }

@@ -1,6 +1,7 @@
 #include "planner/inputs/assemble.h"
 #include "planner/core/json.h"
 #include "planner/core/util.h"
+#include "planner/ir/cluster_hier.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -330,4 +331,109 @@ int pf_assemble_json(const pf_assemble_t *a, const pf_cluster_t *c, char **json,
         *len = 0;
     }
     return rc;
+}
+
+/* ---- the hierarchy a measured matrix fits (issue 23 item 1) ---- */
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* The median of v[0..n) (sorted in place), and whether every value is within tol of it. */
+static int uniform(double *v, size_t n, double tol, double *median)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    *median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return v[0] >= *median * (1 - tol) && v[n - 1] <= *median * (1 + tol);
+}
+
+/* Bandwidth and latency of the pairs inside one host (inside = 1) or across hosts, over G-GPU
+ * hosts numbered host-major: PF_OK with their medians, PF_EINFEASIBLE naming the spread. */
+static int pair_medians(const pf_cluster_t *c, int G, int inside, double tol, double *bw,
+                        double *lat, char *why, size_t whylen)
+{
+    int n = pf_cluster_ndevices(c);
+    size_t m = 0, cap = inside ? (size_t)n * (G - 1) : (size_t)n * (n - G);
+    double *b = malloc(2 * cap * sizeof *b), *l = b + cap;
+    if (!b)
+        return pf_fail(why, whylen, PF_ERR, "out of memory");
+    for (int s = 0; s < n; s++)
+        for (int t = 0; t < n; t++)
+            if (s != t && (s / G == t / G) == inside) {
+                b[m] = pf_cluster_bw_gbps(c, s, t);
+                l[m++] = pf_cluster_lat_us(c, s, t);
+            }
+    int ok = uniform(b, m, tol, bw);
+    uniform(l, m, INFINITY, lat);
+    int rc = ok ? PF_OK
+                : pf_fail(why, whylen, PF_EINFEASIBLE, "%s bandwidths %.3g to %.3g GB/s differ "
+                          "from their median %.3g by more than %.0f%%", inside ? "in-host" :
+                          "between-host", b[0], b[m - 1], *bw, tol * 100);
+    free(b);
+    return rc;
+}
+
+/* Every host holds G devices, host-major, of one memory and (within tol) one peak. */
+static int one_kind(const pf_cluster_t *c, double tol, int *G, pf_cluster_host_kind_t *kind,
+                    char *why, size_t whylen)
+{
+    int n = pf_cluster_ndevices(c), H = pf_cluster_nhosts(c);
+    double *tf = malloc((size_t)n * sizeof *tf), mem = INFINITY;
+    if (!tf)
+        return pf_fail(why, whylen, PF_ERR, "out of memory");
+    *G = n / H;
+    int rc = PF_OK;
+    for (int i = 0; i < n && rc == PF_OK; i++) {
+        const pf_device_t *d = pf_cluster_device(c, i);
+        if (n % H || d->host != i / *G)
+            rc = pf_fail(why, whylen, PF_EINFEASIBLE, "hosts hold different GPU counts");
+        else if (i > 0 && d->mem_bytes != pf_cluster_device(c, 0)->mem_bytes)
+            rc = pf_fail(why, whylen, PF_EINFEASIBLE, "GPUs of different memory (devices 0 "
+                         "and %d)", i);
+        mem = fmin(mem, d->mem_bytes);
+        tf[i] = d->tflops;
+    }
+    *kind = (pf_cluster_host_kind_t){.name = "measured", .gpus = *G, .mem_bytes = mem,
+                                     .lat_us = -1};
+    if (rc == PF_OK && !uniform(tf, (size_t)n, tol, &kind->tflops))
+        rc = pf_fail(why, whylen, PF_EINFEASIBLE, "measured peaks %.3g to %.3g TFLOP/s differ "
+                     "by more than %.0f%%", tf[0], tf[n - 1], tol * 100);
+    free(tf);
+    return rc;
+}
+
+int pf_assemble_hierarchy(const pf_cluster_t *c, double tol, pf_cluster_t **out, char *why,
+                          size_t whylen)
+{
+    pf_cluster_host_kind_t kind;
+    pf_cluster_level_t lv[2] = {{.name = "host", .oversub = 1},
+                                {.name = "network", .count = 0, .oversub = 1}};
+    int G = 1, H = pf_cluster_nhosts(c), rc;
+    *out = NULL;
+    if (pf_cluster_ndevices(c) < 2)
+        return pf_fail(why, whylen, PF_EINFEASIBLE, "one device: no link to describe");
+    if ((rc = one_kind(c, tol, &G, &kind, why, whylen)) != PF_OK ||
+        (G > 1 && (rc = pair_medians(c, G, 1, tol, &lv[0].bw_gbps, &lv[0].lat_us, why,
+                                     whylen)) != PF_OK) ||
+        (H > 1 && (rc = pair_medians(c, G, 0, tol, &lv[1].bw_gbps, &lv[1].lat_us, why,
+                                     whylen)) != PF_OK))
+        return rc;
+    lv[0].count = G;
+    if (G == 1) /* no pair inside a host: the level's link is never used */
+        lv[0].bw_gbps = lv[1].bw_gbps, lv[0].lat_us = lv[1].lat_us;
+    if (H == 1)
+        lv[1].bw_gbps = lv[0].bw_gbps, lv[1].lat_us = lv[0].lat_us;
+    pf_cluster_hier_t *h = pf_cluster_hier_new(H, lv, 2, &kind, 1);
+    if (!h || pf_cluster_hier_validate(h, why, whylen) != PF_OK) {
+        rc = h ? PF_EINFEASIBLE : pf_fail(why, whylen, PF_ERR, "out of memory");
+        pf_cluster_hier_destroy(&h);
+        return rc;
+    }
+    if (!(*out = pf_cluster_new_hier(pf_cluster_name(c), h))) {
+        pf_cluster_hier_destroy(&h);
+        return pf_fail(why, whylen, PF_ERR, "out of memory");
+    }
+    return PF_OK;
 }

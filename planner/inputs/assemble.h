@@ -45,6 +45,17 @@ int pf_assemble_origin(const pf_assemble_t *a, int src, int dst);
  * (GB/s) and latency (us) from the fits. Validated before it is returned. */
 int pf_assemble_build(pf_assemble_t *a, pf_cluster_t **out, char *err, size_t errlen);
 
+/* The hierarchy (format 2, cluster_hier.h) a built matrix cluster fits, when it fits one: every
+ * host holds the same number of GPUs of one memory, their peaks, the in-host bandwidths and the
+ * between-host bandwidths are each within `tol` (a fraction, 0.1 = 10%) of their median; then a
+ * host level at the in-host medians and one network level at the between-host ones, devices
+ * named node<h>/gpu<g> in the same order (the provenance keeps the measured names). PF_OK with
+ * *out, PF_EINFEASIBLE with what does not fit in `why`, PF_ERR out of memory. O(D^2): a
+ * measured cluster is small. */
+#define PF_ASSEMBLE_HIER_TOL 0.10
+int pf_assemble_hierarchy(const pf_cluster_t *c, double tol, pf_cluster_t **out, char *why,
+                          size_t whylen);
+
 /* Write the cluster with a "provenance" section: the tool, every device record (source,
  * measured_by, when, memory bandwidth, SMs, clock) and every link record with its fit
  * (lat_us, gbps, fit_rel_rms, crossover_bytes, the look-up table below the crossover) and the

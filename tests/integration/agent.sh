@@ -68,9 +68,12 @@ check_cluster() {
     [ "$n" = 3 ] || fail "$1: $n records say cpu, expected 3 (2 devices, 1 link)"
     grep -q '"measured_by": "a"' "$1" || fail "$1: provenance does not name agent a"
     grep -q '"measured_by": "b"' "$1" || fail "$1: provenance does not name agent b"
-    # the off-diagonal bandwidth is the fitted link: positive on both sides
-    awk '/"bandwidth_gbps"/ { on = 1; next } on && /\]\]?,?$/ { print; if (/\]\],?$/) exit }' \
-        "$1" | grep -q '\[0, [0-9.e+-]*[1-9]' || fail "$1: no measured bandwidth in row 0"
+    # two equal hosts fit a hierarchy (assemble.h): its network level is the fitted link
+    grep -q "(format 2)" "$TMP/check.out" || fail "$1: two equal hosts not written as a hierarchy"
+    gbps=$(sed -n 's/.*"gbps": \([0-9.e+-]*\).*/\1/p' "$1" | head -n 1)
+    bw=$(sed -n 's/.*"name": "network", "count": 0, "bw_gbps": \([0-9.e+-]*\).*/\1/p' "$1")
+    awk -v a="$gbps" -v b="$bw" 'BEGIN { exit !(a > 0 && a == b) }' ||
+        fail "$1: the network level's $bw GB/s is not the fitted link's $gbps"
 }
 
 start_broker broker tcp://127.0.0.1:0

@@ -973,7 +973,7 @@ planfarm profile: one of --local and --broker ENDPOINT is required
 (see 'planfarm profile --help')
 [exit 2]
 $ planfarm profile --broker tcp://127.0.0.1:1 --graph g
-planfarm profile: --graph, --cluster-out, --peer-off and --sweep go with --local
+planfarm profile: --graph, --cluster-out, --peer-off, --sweep and --matrix go with --local
 (see 'planfarm profile --help')
 [exit 2]
 $ planfarm profile --broker foo
@@ -1101,7 +1101,7 @@ help result: 773170951 804
 help cancel: 3739333781 715
 help list: 2550677265 892
 help keygen: 3068494888 374
-help profile: 729247599 3824
+help profile: 3444554855 4061
 help calibrate: 2922399942 841
 help devices: 3212416660 317
 help: 1742133860 1809

@@ -16,13 +16,13 @@ dir=${2:-build/frontier}
 limit=${3:-600}
 mkdir -p "$dir"
 
-# "<wall s> <peak RSS MB> <exit status>" of a command, its output into $dir/last.log
+# "<wall s> <peak RSS MB> <exit status> <CPU s>" of a command, its output into $dir/last.log
 measure() {
-    /usr/bin/time -f "%e %M" -o "$dir/time.txt" timeout "$limit" "$@" >"$dir/last.log" 2>&1
-    local rc=$? wall=0 kb=0
+    /usr/bin/time -f "%e %M %U %S" -o "$dir/time.txt" timeout "$limit" "$@" >"$dir/last.log" 2>&1
+    local rc=$? wall=0 kb=0 user=0 sys=0
     # the numbers are the last line (a killed command's status line comes first)
-    read -r wall kb < <(tail -n 1 "$dir/time.txt")
-    echo "$wall $((kb / 1024)) $rc"
+    read -r wall kb user sys < <(tail -n 1 "$dir/time.txt")
+    echo "$wall $((kb / 1024)) $rc $(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')"
 }
 
 # whether plan row LABEL is selected (FRONTIER_ROWS unset: every row)
@@ -53,7 +53,7 @@ plan_row() { # LABEL GRAPH CLUSTER FLAGS...
     r=$(measure "$pf" plan "$g" "$c" -o "$dir/$label.plan.json" "$@")
     local warn
     warn=$(grep -c -E '^W:|warning' "$dir/last.log")
-    printf 'plan %-28s wall_s peak_MB rc: %s  warnings %s\n' "$label" "$r" "$warn"
+    printf 'plan %-28s wall_s peak_MB rc cpu_s: %s  warnings %s\n' "$label" "$r" "$warn"
     grep -E '^plan for|search:' "$dir/last.log" | sed 's/^/    /'
     [ "$(tail -c 300 "$dir/last.log" | grep -c 'planfarm plan:')" -gt 0 ] && tail -2 "$dir/last.log" | sed 's/^/    /'
 }
@@ -95,7 +95,7 @@ if [ "${FRONTIER_GROWTH:-0}" = 1 ]; then
             -o "$dir/dgx-h100x$m.json" >/dev/null
         r=$(measure "$pf" plan "$dir/gpt1t.json" "$dir/dgx-h100x$m.json" -o "$dir/growth.plan.json" \
             --stages 64 --tp 8 --global-batch $((m)) --recompute full --layer-aligned)
-        printf 'growth gpt1t gpus %6d  wall_s peak_MB rc: %s\n' $((m * 8)) "$r"
+        printf 'growth gpt1t gpus %6d  wall_s peak_MB rc cpu_s: %s\n' $((m * 8)) "$r"
         echo "$((m * 8)) $r" >>"$dir/growth.txt"
     done
     # slope of log(y) on log(gpus): time and memory exponents

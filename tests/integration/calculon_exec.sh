@@ -3,6 +3,7 @@
 # hand-written plan files: every field maps as the script's docstring says, the network of each
 # dimension follows where the plan placed its groups (one host or several), a product that does
 # not divide the host moves to network 1, and a plan it cannot write is refused with a reason.
+# And bench/calculon_model.py, Calculon's model file as planfarm's model flags.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 conv=$top/bench/calculon_exec.py
@@ -93,5 +94,28 @@ for c in "d:recompute 'auto' has no Calculon counterpart" "e:plan has no 'stages
     [ ! -e "$tmp/$f.exe" ] || { echo "FAIL: $f.plan left an execution file"; exit 1; }
 done
 echo "ok: refusals (auto recomputation, no stages, not JSON)"
+pass=$((pass + 1))
+
+# 5. bench/calculon_model.py: Calculon's model file as `planfarm model gpt` flags. GPT-3 13B's file
+# has 40 heads of 128 on a hidden size of 5140: gcd(5140, 40) = 20 heads (noted); a consistent
+# file keeps its heads. The flags build a graph planfarm accepts.
+model=$top/bench/calculon_model.py
+printf '{ "hidden": 5140, "feedforward": 20560, "seq_size": 2048, "attn_heads": 40, "attn_size": 128, "num_blocks": 40 }\n' >"$tmp/m13.json"
+printf '{ "hidden": 512, "feedforward": 2048, "seq_size": 256, "attn_heads": 8, "attn_size": 64, "num_blocks": 3 }\n' >"$tmp/m1.json"
+got=$(python3 "$model" "$tmp/m13.json" 2>"$tmp/m13.err")
+[ "$got" = "--layers 40 --hidden 5140 --heads 20 --ffn 20560 --seq 2048 --vocab 51200" ] ||
+    { echo "FAIL: 13B flags: $got"; exit 1; }
+grep -q "20 heads (gcd)" "$tmp/m13.err" || { echo "FAIL: heads not noted: $(cat "$tmp/m13.err")"; exit 1; }
+got=$(python3 "$model" "$tmp/m1.json" 2>/dev/null)
+[ "$got" = "--layers 3 --hidden 512 --heads 8 --ffn 2048 --seq 256 --vocab 51200" ] ||
+    { echo "FAIL: small flags: $got"; exit 1; }
+if [ -x "${PF_BIN:-}" ]; then
+    # shellcheck disable=SC2086
+    "$PF_BIN" model gpt $got -o "$tmp/m1.graph" 2>/dev/null || { echo "FAIL: planfarm model gpt $got"; exit 1; }
+fi
+printf '{ "hidden": 512 }\n' >"$tmp/m2.json"
+if python3 "$model" "$tmp/m2.json" >/dev/null 2>"$tmp/m2.err"; then echo "FAIL: a model without heads"; exit 1; fi
+grep -q "attn_heads" "$tmp/m2.err" || { echo "FAIL: m2: $(cat "$tmp/m2.err")"; exit 1; }
+echo "ok: Calculon model files as planfarm model gpt flags"
 pass=$((pass + 1))
 echo "calculon_exec: $pass passed, 0 failed"

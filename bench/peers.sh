@@ -379,13 +379,16 @@ cal_search_once() {
 }
 
 # cal_price PLAN -> Calculon's total_time (s) of the plan as an execution, or "refused: why"
+# (Calculon reads and writes only files named *.json: PLAN.json -> PLAN.exe.json, PLAN.stats.json)
 cal_price() {
-    /usr/bin/python3 "$root/bench/calculon_exec.py" "$1" -o "$1.exe" 2>"$1.notes" ||
-        { echo "refused: $(head -c 160 "$1.notes")"; return; }
-    (cd "$peers" && /usr/bin/python3 calculon_run.py llm "$cal/models/$cm.json" "$1.exe" \
-        "$cal/systems/a100_80g.json" "$1.stats.json") >"$1.llm" 2>&1
-    jq -r '.total_time' "$1.stats.json" 2>/dev/null ||
-        echo "refused: $(grep -m 1 -o 'ERROR.*' "$1.llm" | head -c 160)"
+    local b=${1%.json}
+    rm -f "$b.stats.json"
+    /usr/bin/python3 "$root/bench/calculon_exec.py" "$1" -o "$b.exe.json" 2>"$b.notes" ||
+        { echo "refused: $(head -c 160 "$b.notes")"; return; }
+    /usr/bin/python3 "$peers/calculon_run.py" llm "$cal/models/$cm.json" "$b.exe.json" \
+        "$cal/systems/a100_80g.json" "$b.stats.json" >"$b.llm" 2>&1
+    jq -r '.total_time' "$b.stats.json" 2>/dev/null ||
+        echo "refused: $({ grep -o 'ERROR.*' "$b.llm" || tail -n 1 "$b.llm"; } | head -n 1 | head -c 160)"
 }
 
 # one execution in a few words: Calculon's own fields (planfarm's plan, converted, or the optimum)
@@ -426,14 +429,14 @@ calculon_row() {
         return
     fi
     opt_s=$(jq -r '.["0"].stats.total_time' "$copt")
-    jq '.["0"].execution' "$copt" >"$copt.exe"
+    jq '.["0"].execution' "$copt" >"${copt%.json}.exe.json"
     pf_step=$(cal_price "$cplan")
     printf 'calculon: %s %s %s | search s calculon %s planfarm %s [%s] (speed %s x) | step by calculon: ' \
         "$cm" "$cn" "$cb" "$cal_s" "$pf_s" "$pf_search" "$(ratio "${cal_s%% *}" "$pf_s")"
     cal_step_words "$pf_step" "$opt_s"
-    echo "   planfarm:  $(cal_words "$cplan.exe" 2>/dev/null) (planfarm's own simulated step $(jq -r '.simulated_step_ms / 1000 | . * 1000 | round / 1000' "$cplan") s; ZeRO $(jq -r '.training.zero' "$cplan"))"
-    echo "   optimum:   $(cal_words "$copt.exe")"
-    sed 's/^calculon_exec: note: /   note: /' "$cplan.notes"
+    echo "   planfarm:  $(cal_words "${cplan%.json}.exe.json" 2>/dev/null) (planfarm's own simulated step $(jq -r '.simulated_step_ms / 1000 | . * 1000 | round / 1000' "$cplan") s; ZeRO $(jq -r '.training.zero' "$cplan"))"
+    echo "   optimum:   $(cal_words "${copt%.json}.exe.json")"
+    sed 's/^calculon_exec: note: /   note: /' "${cplan%.json}.notes"
     # planfarm's ZeRO 2 and 3 have no Calculon counterpart: the plan with Calculon's optimizer
     # sharding (ZeRO 1) fixed is priced too, what planfarm chooses within Calculon's space
     if [ "$(jq -r '.training.zero' "$cplan")" -ge 2 ]; then
@@ -442,7 +445,7 @@ calculon_row() {
         if best_of pf1_s cal_planfarm_once --zero 1; then
             printf 'calculon: %s %s %s --zero 1 | planfarm %s s | step by calculon: ' "$cm" "$cn" "$cb" "$pf1_s"
             cal_step_words "$(cal_price "$cplan")" "$opt_s"
-            echo "   planfarm:  $(cal_words "$cplan.exe" 2>/dev/null)"
+            echo "   planfarm:  $(cal_words "${cplan%.json}.exe.json" 2>/dev/null)"
         else
             echo "calculon: $cm $cn $cb --zero 1: planfarm failed: $(head -c 300 "$out/pf.err")"
         fi

@@ -4,7 +4,7 @@
 #   make test     install what is missing, build, run every CUnit suite and integration test
 #   make bench    benchmarks (ratios against baselines measured in the same run);
 #                 BENCH="partition mapping" runs only those (BENCH=peers: the peers)
-#   make bench-peers   planfarm against PipeDream and Piper themselves (bench/peers.sh)
+#   make bench-peers   planfarm against PipeDream, Piper and Calculon themselves (bench/peers.sh)
 #   make sanitize build the unit tests and build-asan/planfarm under ASan/UBSan and run the
 #                 unit suites and the integration scripts with them (SAN_SCRIPTS)
 #   make check-layers   fail on any #include that points up the layers (README "Architecture")
@@ -180,8 +180,10 @@ bench: bench-build
 	$(if $(BENCH),$(if $(filter-out peers,$(BENCH)),PF_DATA=$(CURDIR)/tests/data $(BUILD)/pf_bench $(filter-out peers,$(BENCH))),PF_DATA=$(CURDIR)/tests/data $(BUILD)/pf_bench)
 	$(if $(BENCH),$(if $(filter peers,$(BENCH)),$(MAKE) bench-peers),$(MAKE) bench-peers)
 
-# planfarm against PipeDream's optimizer and Piper's planner themselves, on their own inputs, in
-# the same run (bench/peers.sh; SKIP when ../shared/peers is absent).
+# planfarm against PipeDream's optimizer, Piper's planner and Calculon's search themselves, on their
+# own inputs, in the same run (bench/peers.sh; SKIP when ../shared/peers is absent, a SKIP line for
+# a peer whose packages are missing). Calculon's rows take minutes to an hour each: PF_CALCULON_ROWS,
+# PF_PEERS_CALCULON_BIG=1 and PF_PEER_ONLY=calculon choose them (bench/peers.sh's header).
 bench-peers: setup
 	@./scripts/setup.sh bench
 	$(MAKE) planfarm

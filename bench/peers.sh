@@ -2,14 +2,20 @@
 # bench/peers.sh (`make bench-peers`): planfarm against the peers themselves, in the same run, on
 # the peers' own inputs. Nothing of the peers is in this repository: Piper's planner is compiled
 # from ../shared/peers/piper into build/peers/, PipeDream's optimizer runs from
-# ../shared/peers/pipedream. Every number printed is measured here; see bench/RESULTS.md for what
-# each column means and how the peers' problems map onto planfarm's.
+# ../shared/peers/pipedream, Calculon from ../shared/peers/calculon (through calculon_run.py
+# beside it). Every number printed is measured here; see bench/RESULTS.md for what each column
+# means and how the peers' problems map onto planfarm's.
 #
 # Environment: PF_PEERS (default ../shared/peers), PF_PEER_DATA (../shared/data), BUILD (build),
 # PF_PEER_TIMEOUT_S (600: a peer run past it is killed and reported, not waited for),
-# PF_PEER_ONLY (pipedream|piper: one half only), PF_PIPEDREAM_PROFILES, PF_PIPER_INPUTS
+# PF_PEER_ONLY (pipedream|piper|calculon: one part only), PF_PIPEDREAM_PROFILES, PF_PIPER_INPUTS
 # (space-separated subsets, e.g. "alexnet vgg16" or "bert32a100:8 resnet:32"), PF_PEER_REPS (3:
-# runs per side, the fastest counts).
+# runs per side, the fastest counts). Calculon: PF_CALCULON_ROWS (MODEL:GPUS:BATCH ..., MODEL a
+# file of calculon/models without .json), PF_PEERS_CALCULON_BIG=1 (adds GPT-3 175B on 64 A100 at
+# batch 64: about an hour of Calculon), PF_CALCULON_TIMEOUT_S (7200 a search; 0 = none),
+# PF_CALCULON_CPUS (Calculon's -c, default every core), PF_CALCULON_REUSE=1 (a row whose search
+# result is in build/peers from an earlier run prints that run's search time, marked, instead of
+# searching again).
 # stamp and best_of assign through printf -v (SC2154); the *_once functions run through best_of
 # (SC2317)
 # shellcheck disable=SC2154,SC2317
@@ -25,25 +31,29 @@ only=${PF_PEER_ONLY:-}
 
 skip() { echo "SKIP bench-peers: $*"; exit 0; }
 
-if [ ! -d "$peers/piper" ] || [ ! -d "$peers/pipedream/optimizer" ]; then
-    skip "no peers at $peers (set PF_PEERS to the directory holding piper/ and pipedream/)"
-fi
-if [ ! -d "$data/pipedream" ] || [ ! -d "$data/piper" ]; then
-    skip "no reference data at $data (set PF_PEER_DATA)"
+if [ ! -d "$peers/piper" ] && [ ! -d "$peers/pipedream/optimizer" ] && [ ! -d "$peers/calculon" ]; then
+    skip "no peers at $peers (set PF_PEERS to the directory holding piper/, pipedream/ and calculon/)"
 fi
 [ -x "$pf" ] || { echo "bench-peers: $pf not built (make planfarm)" >&2; exit 1; }
 
-# What each half needs (scripts/packages.txt, group bench).
+# What each part needs (scripts/packages.txt, group bench) and has (the peer, its reference data).
 missing=""
 command -v jq >/dev/null 2>&1 || missing="$missing jq"
 command -v timeout >/dev/null 2>&1 || missing="$missing coreutils"
-piper_ok=1 pipedream_ok=1
+piper_ok=1 pipedream_ok=1 calculon_ok=1 absent=""
 command -v g++ >/dev/null 2>&1 || { missing="$missing g++"; piper_ok=0; }
 [ -f /usr/include/nlohmann/json.hpp ] || { missing="$missing nlohmann-json3-dev"; piper_ok=0; }
 /usr/bin/python3 -c 'import graphviz' 2>/dev/null || { missing="$missing python3-graphviz"; pipedream_ok=0; }
-/usr/bin/python3 -c 'import numpy' 2>/dev/null || { missing="$missing python3-numpy"; pipedream_ok=0; }
+/usr/bin/python3 -c 'import numpy' 2>/dev/null ||
+    { missing="$missing python3-numpy"; pipedream_ok=0; calculon_ok=0; }
+/usr/bin/python3 -c 'import psutil' 2>/dev/null || { missing="$missing python3-psutil"; calculon_ok=0; }
+/usr/bin/python3 -c 'import pandas' 2>/dev/null || { missing="$missing python3-pandas"; calculon_ok=0; }
+{ [ -d "$peers/piper" ] && [ -d "$data/piper" ]; } || { absent="$absent piper"; piper_ok=0; }
+{ [ -d "$peers/pipedream/optimizer" ] && [ -d "$data/pipedream" ]; } || { absent="$absent pipedream"; pipedream_ok=0; }
+{ [ -f "$peers/calculon_run.py" ] && [ -d "$peers/calculon/models" ]; } || { absent="$absent calculon"; calculon_ok=0; }
 case $missing in *jq* | *coreutils*) skip "missing Debian packages:$missing (scripts/setup.sh bench)" ;; esac
 [ -n "$missing" ] && echo "bench-peers: missing Debian packages:$missing (scripts/setup.sh bench); skipping what needs them"
+[ -n "$absent" ] && echo "bench-peers: not at $peers (or no reference data at $data):$absent; skipping them"
 mkdir -p "$out"
 
 # stamp VAR: microseconds since the epoch into VAR, from bash itself (no process is started:
@@ -315,11 +325,155 @@ piper_row() {
     done
 }
 
+# ---------------------------------------------------------------- Calculon
+# Calculon's llm-optimal-execution (unmodified, through ../shared/peers/calculon_run.py): its
+# exhaustive search over t, p, d, micro-batch, interleaving, recomputation, sequence parallelism,
+# optimizer sharding, overlap and offload, on its own A100 80G system file, -m (its micro-batch
+# early break, as the peers' README runs it). planfarm: `plan --block-search` with only the model,
+# the cluster and the global batch given, on a graph of Calculon's model's shape
+# (bench/calculon_model.py) and DGX A100 hosts of 8 at Calculon's effective figures (NVLink 300 GB/s
+# x 0.65, InfiniBand 25 GB/s x 0.9 per GPU, its 10 / 20 us latencies). planfarm's plan is written
+# as a Calculon execution (bench/calculon_exec.py) and priced by Calculon's own `llm`, so both
+# step times come from one model: Calculon's.
+calculon() {
+    cal=$peers/calculon
+    cal_cpus=${PF_CALCULON_CPUS:-$(nproc)}
+    cal_timeout=${PF_CALCULON_TIMEOUT_S:-7200}
+    echo
+    echo "== Calculon (llm-optimal-execution MODEL GPUS BATCH float16 a100_80g.json -m -c $cal_cpus) against planfarm plan --block-search"
+    echo "   search s: calculon = its search process; planfarm = model + plan processes (the plan's own search in"
+    echo "   brackets); speed = calculon s / planfarm s. step by calculon: Calculon's total_time of planfarm's plan"
+    echo "   (as a Calculon execution) and of Calculon's optimum; ratio = planfarm's / optimum's (targets: speed"
+    echo "   >= 100, ratio <= 1.03). Knobs planfarm has no notion of are written as Calculon's example execution has"
+    echo "   them: $(/usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import calculon_exec as c
+print(", ".join("%s %s" % (k, str(v).lower()) for k, v in c.FIXED.items()))' "$root/bench")"
+    echo "   (data_par_overlap true: planfarm's step hides the data-parallel reduction behind the backward)"
+    rows=${PF_CALCULON_ROWS:-gpt3-13B:8:64 gpt3-13B:32:64 megatron-22B:16:64 megatron-22B:64:64}
+    [ "${PF_PEERS_CALCULON_BIG:-0}" = 1 ] && rows="$rows gpt3-175B:64:64"
+    for r in $rows; do
+        IFS=: read -r cm cn cb <<<"$r"
+        calculon_row "$cm" "$cn" "$cb"
+    done
+}
+
+# planfarm's side of calculon_row: the graph of Calculon's model's shape, then the free search
+cal_planfarm_once() { # extra plan flags...
+    stamp t0
+    # shellcheck disable=SC2086
+    "$pf" model gpt $cflags --microbatch 1 --device a100-80g --precision fp16 -o "$cg" 2>"$out/pf.err" &&
+        "$pf" plan "$cg" "$ccl" --block-search --global-batch "$cb" --quiet "$@" -o "$cplan" 2>"$out/pf.err" ||
+        return
+    stamp t1
+    run_s=$(secs "$t0" "$t1")
+    pf_search=$(least "$pf_search" "$(jq -r '.search.wall_s | . * 10000 | round / 10000' "$cplan")")
+}
+
+cal_search_once() {
+    local to=()
+    [ "$cal_timeout" != 0 ] && to=(timeout "$cal_timeout")
+    stamp t0
+    "${to[@]}" /usr/bin/python3 "$peers/calculon_run.py" llm-optimal-execution "$cal/models/$cm.json" \
+        "$cn" "$cb" float16 "$cal/systems/a100_80g.json" "$copt" -m -c "$cal_cpus" >"$copt.log" 2>&1 || return
+    stamp t1
+    run_s=$(secs "$t0" "$t1")
+}
+
+# cal_price PLAN -> Calculon's total_time (s) of the plan as an execution, or "refused: why"
+# (Calculon reads and writes only files named *.json: PLAN.json -> PLAN.exe.json, PLAN.stats.json)
+cal_price() {
+    local b=${1%.json}
+    rm -f "$b.stats.json"
+    /usr/bin/python3 "$root/bench/calculon_exec.py" "$1" -o "$b.exe.json" 2>"$b.notes" ||
+        { echo "refused: $(head -c 160 "$b.notes")"; return; }
+    /usr/bin/python3 "$peers/calculon_run.py" llm "$cal/models/$cm.json" "$b.exe.json" \
+        "$cal/systems/a100_80g.json" "$b.stats.json" >"$b.llm" 2>&1
+    jq -r '.total_time' "$b.stats.json" 2>/dev/null ||
+        echo "refused: $({ grep -o 'ERROR.*' "$b.llm" || tail -n 1 "$b.llm"; } | head -n 1 | head -c 160)"
+}
+
+# one execution in a few words: Calculon's own fields (planfarm's plan, converted, or the optimum)
+cal_words() {
+    jq -r '"t \(.tensor_par) p \(.pipeline_par) d \(.data_par) mbs \(.microbatch_size) v \(.pipeline_interleaving)"
+        + " rec \(.activation_recompute) \(.tensor_par_comm_type)\(if .optimizer_sharding then " os" else "" end)"
+        + "\(if .tensor_par_overlap != "none" then " tp-overlap " + .tensor_par_overlap else "" end)"
+        + "\(if .data_par_overlap then " dp-overlap" else "" end)\(if .seq_par_ag_redo then " ag-redo" else "" end)"
+        + "\(if .weight_offload then " w-offload" else "" end)\(if .activations_offload then " act-offload" else "" end)"
+        + "\(if .optimizer_offload then " opt-offload" else "" end) nets \(.tensor_par_net)\(.pipeline_par_net)\(.data_par_net)"' "$1"
+}
+
+calculon_row() {
+    cm=$1 cn=$2 cb=$3
+    local tag=$cm-$cn-$cb
+    cg=$out/cal-$cm.graph.json ccl=$out/cal-a100x$cn.json cplan=$out/cal-$tag.plan.json copt=$out/cal-$tag.opt.json
+    cflags=$(/usr/bin/python3 "$root/bench/calculon_model.py" "$cal/models/$cm.json" 2>"$out/cal-$cm.notes") ||
+        { echo "calculon: $cm: $(cat "$out/cal-$cm.notes")"; return; }
+    "$pf" cluster dgx-a100 --machines $(((cn + 7) / 8)) --intra-gbps 195 --inter-gbps 22.5 \
+        --latency-us 10 --inter-latency-us 20 --name "a100x$cn" -o "$ccl" || return
+    pf_search=
+    best_of pf_s cal_planfarm_once ||
+        { echo "calculon: $cm $cn $cb: planfarm failed: $(head -c 300 "$out/pf.err")"; return; }
+    # a search's time and date beside its result: PF_CALCULON_REUSE=1 prints those of an earlier
+    # run (marked) instead of searching again, for rows that take Calculon an hour
+    if [ "${PF_CALCULON_REUSE:-0}" = 1 ] && [ -s "$copt.wall" ] && [ -s "$copt" ]; then
+        rc=0 cal_s="$(cut -d' ' -f1 "$copt.wall") (reused: $(cut -d' ' -f2- "$copt.wall"))"
+    else
+        best_of cal_s cal_search_once
+        rc=$?
+        [ $rc = 0 ] && echo "$cal_s $(date +%Y-%m-%d), load $(cut -d' ' -f1-3 /proc/loadavg)" >"$copt.wall"
+    fi
+    if [ $rc = 124 ]; then
+        echo "calculon: $cm $cn $cb | Calculon's search did not finish in $cal_timeout s; planfarm $pf_s s"
+        return
+    elif [ $rc != 0 ] || ! jq -e '.["0"].stats.total_time' "$copt" >/dev/null 2>&1; then
+        echo "calculon: $cm $cn $cb | Calculon's search failed (rc $rc): $(tail -n 2 "$copt.log" | head -c 300)"
+        return
+    fi
+    opt_s=$(jq -r '.["0"].stats.total_time' "$copt")
+    jq '.["0"].execution' "$copt" >"${copt%.json}.exe.json"
+    pf_step=$(cal_price "$cplan")
+    printf 'calculon: %s %s %s | search s calculon %s planfarm %s [%s] (speed %s x) | step by calculon: ' \
+        "$cm" "$cn" "$cb" "$cal_s" "$pf_s" "$pf_search" "$(ratio "${cal_s%% *}" "$pf_s")"
+    cal_step_words "$pf_step" "$opt_s"
+    echo "   planfarm:  $(cal_words "${cplan%.json}.exe.json" 2>/dev/null) (planfarm's own simulated step $(jq -r '.simulated_step_ms / 1000 | . * 1000 | round / 1000' "$cplan") s; ZeRO $(jq -r '.training.zero' "$cplan"))"
+    echo "   optimum:   $(cal_words "${copt%.json}.exe.json")"
+    sed 's/^calculon_exec: note: /   note: /' "${cplan%.json}.notes"
+    # planfarm's ZeRO 2 and 3 have no Calculon counterpart: the plan with Calculon's optimizer
+    # sharding (ZeRO 1) fixed is priced too, what planfarm chooses within Calculon's space
+    if [ "$(jq -r '.training.zero' "$cplan")" -ge 2 ]; then
+        local free=$cplan
+        cplan=$out/cal-$tag.zero1.plan.json
+        if best_of pf1_s cal_planfarm_once --zero 1; then
+            printf 'calculon: %s %s %s --zero 1 | planfarm %s s | step by calculon: ' "$cm" "$cn" "$cb" "$pf1_s"
+            cal_step_words "$(cal_price "$cplan")" "$opt_s"
+            echo "   planfarm:  $(cal_words "${cplan%.json}.exe.json" 2>/dev/null)"
+        else
+            echo "calculon: $cm $cn $cb --zero 1: planfarm failed: $(head -c 300 "$out/pf.err")"
+        fi
+        cplan=$free
+    fi
+}
+
+cal_step_words() { # planfarm's step (or "refused: ...") and the optimum's, in seconds
+    case $1 in
+        refused*) printf "planfarm's plan %s, calculon's optimum %.4f s\n" "$1" "$2" ;;
+        *) printf "planfarm's plan %.4f s, calculon's optimum %.4f s (ratio %.4f)\n" "$1" "$2" \
+            "$(awk -v a="$1" -v b="$2" 'BEGIN { print a / b }')" ;;
+    esac
+}
+
 status=0
-if [ "$only" != piper ]; then
-    if [ $pipedream_ok = 1 ]; then pipedream || status=1; else echo "SKIP PipeDream: missing packages"; fi
+wanted() { [ -z "$only" ] || [ "$only" = "$1" ]; }
+if wanted pipedream; then
+    if [ $pipedream_ok = 1 ]; then pipedream || status=1; else echo "SKIP PipeDream: missing packages or peer"; fi
 fi
-if [ "$only" != pipedream ]; then
-    if [ $piper_ok = 1 ]; then piper || status=1; else echo "SKIP Piper: missing packages"; fi
+if wanted piper; then
+    if [ $piper_ok = 1 ]; then piper || status=1; else echo "SKIP Piper: missing packages or peer"; fi
+fi
+if wanted calculon; then
+    if [ $calculon_ok = 1 ]; then
+        calculon || status=1
+    else
+        echo "SKIP Calculon: needs $peers/calculon_run.py and Debian's python3-psutil python3-numpy python3-pandas (scripts/setup.sh bench)"
+    fi
 fi
 exit $status

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""bench/calculon_model.py: the `planfarm model gpt` flags of the model a Calculon model file
+(calculon/models/*.json in ../shared/peers) describes, for bench/peers.sh [Calculon].
+
+    python3 bench/calculon_model.py MODEL.json     -> one line of flags on stdout
+
+  --layers  num_blocks      --hidden  hidden     --ffn  feedforward     --seq  seq_size
+  --heads   attn_heads when attn_heads x attn_size = hidden; else gcd(hidden, attn_heads), since
+            planfarm's heads must divide the hidden size. Calculon's tensor-parallel degrees are the
+            t dividing both hidden and attn_heads, i.e. dividing their gcd, so both planners see the
+            same degrees (GPT-3 13B: hidden 5140, 40 heads of 128 -> 20 heads of 257)
+  --vocab   51200: Calculon's file has none; its parameter count takes a 51,200-token embedding
+            (Llm.Application.num_parameters) and its step prices no embedding or head, which
+            planfarm's graph has (noted on stderr)
+Uses the json module only (bench glue)."""
+import json
+import math
+import sys
+
+VOCAB = 51200
+
+
+def flags(m):
+    """(flags list, notes list) for a Calculon model dict"""
+    notes = []
+    hidden, heads = int(m["hidden"]), int(m["attn_heads"])
+    if heads * int(m["attn_size"]) != hidden:
+        g = math.gcd(hidden, heads)
+        notes.append("attn_heads %d x attn_size %s != hidden %d: %d heads (gcd), the same tensor-"
+                     "parallel degrees" % (heads, m["attn_size"], hidden, g))
+        heads = g
+    notes.append("vocab %d as in Calculon's parameter count; Calculon's step has no embedding or head"
+                 % VOCAB)
+    out = ["--layers", m["num_blocks"], "--hidden", hidden, "--heads", heads,
+           "--ffn", m["feedforward"], "--seq", m["seq_size"], "--vocab", VOCAB]
+    return [str(x) for x in out], notes
+
+
+def main(argv):
+    if len(argv) != 1:
+        print("usage: calculon_model.py MODEL.json", file=sys.stderr)
+        return 2
+    try:
+        with open(argv[0]) as f:
+            fl, notes = flags(json.load(f))
+    except (OSError, ValueError, KeyError) as e:
+        print("calculon_model: %s: %s" % (argv[0], e), file=sys.stderr)
+        return 1
+    print(" ".join(fl))
+    for n in notes:
+        print("calculon_model: note: %s" % n, file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -19,6 +19,8 @@ The fields and where they come from (docs/DESIGN.md "Plan" for the plan's keys):
                          Megatron-LM's distributed optimizer does, ZeRO-1: planfarm's ZeRO 2 and 3
                          have no Calculon counterpart and are written as this, see `notes`)
   tensor_par_comm_type   sequence_parallel true -> rs_ag (reduce-scatter + all-gather), else ar
+  tensor_par_overlap     tp_comm_overlap true (Megatron-LM's --tp-comm-overlap) and t > 1 -> ring,
+                         else Calculon's default none
   data_par_overlap       true when replicas > 1: planfarm's step hides the data-parallel reduction
                          behind the backward of the last micro-batch (DESIGN.md "Block-level
                          analytic model")
@@ -28,7 +30,7 @@ The fields and where they come from (docs/DESIGN.md "Plan" for the plan's keys):
                          while the product on network 0 does not divide gpus-per-host, which
                          Calculon requires
 Knobs planfarm has no notion of, set to what Calculon's own example execution has: fused_activation
-true, attention_type multihead, tensor_par_overlap none, seq_par_ag_redo false, weight_offload,
+true, attention_type multihead, seq_par_ag_redo false, weight_offload,
 activations_offload and optimizer_offload false, training true.
 
 With -o the notes (what did not map exactly) go to stderr; without, the execution goes to stdout.
@@ -153,6 +155,10 @@ def convert(plan, datatype="float16", per_host=8):
         "data_par_overlap": d > 1,
     }
     exe.update(FIXED)
+    if plan.get("tp_comm_overlap") and t > 1:  # Megatron-LM's --tp-comm-overlap
+        exe["tensor_par_overlap"] = "ring"
+    if int(plan.get("context_parallel", 1)) > 1 or int(plan.get("expert_parallel", 1)) > 1:
+        notes.append("context or expert parallelism: Calculon has neither (replicas = d x C)")
     return exe, notes
 
 

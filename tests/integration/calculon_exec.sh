@@ -44,6 +44,17 @@ same "$tmp/a.exe" "{ \"num_procs\": 16, \"tensor_par\": 2, \"pipeline_par\": 4, 
 [ ! -s "$tmp/a.err" ] || { echo "FAIL: notes on an exact plan: $(cat "$tmp/a.err")"; exit 1; }
 echo "ok: t 2 p 4 d 2, interleaved, sequence parallel, selective, ZeRO 1"
 pass=$((pass + 1))
+# the same plan with Megatron-LM's TP overlap: Calculon's ring overlap, nothing else changes
+sed 's/"sequence_parallel": true,/"sequence_parallel": true, "tp_comm_overlap": true,/' \
+    "$tmp/a.plan" >"$tmp/a2.plan"
+python3 "$conv" "$tmp/a2.plan" -o "$tmp/a2.exe" 2>"$tmp/a2.err"
+python3 -c 'import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+d = {k for k in a if a[k] != b.get(k)}
+sys.exit(0 if d == {"tensor_par_overlap"} and b["tensor_par_overlap"] == "ring" else 1)' \
+    "$tmp/a.exe" "$tmp/a2.exe" || { echo "FAIL: tp_comm_overlap is not Calculon's ring overlap"; exit 1; }
+echo "ok: tp_comm_overlap -> tensor_par_overlap ring"
+pass=$((pass + 1))
 
 # 2. data parallel over 16 devices of two hosts (plain device numbers, no tensor parallelism),
 # ZeRO 3, full recomputation, no global_batch: batch = 4 x 2 x 16; ZeRO 3 is noted.

@@ -577,73 +577,6 @@ static void put_header(const pf_export_t *x, FILE *f, const char *what, const ch
  * with --sequence-parallel); _add_distributed_args also --context-parallel-size,
  * --expert-model-parallel-size); tests/data/megatron_args.txt lists them. */
 
-/* Interleaving with the embedding and the loss each in a layer's place (blockcost.h's
- * pf_blockcost_interleave_split, as Llama 3 ran 126 layers on 16 stages): L % (S v) != 0,
- * (L + 2) % (S v) = 0, the first and the last stage (L + 2) / S - 1 layers, the others
- * (L + 2) / S. */
-static int uneven_interleaved(const pf_export_t *x, int v)
-{
-    int S = x->S, L = x->layers, per = (L + 2) / S;
-    if (S < 2 || L % (S * v) == 0 || (L + 2) % (S * v) != 0)
-        return 0;
-    for (int s = 0; s < S; s++)
-        if (x->stage_layers[s] != (s == 0 || s == S - 1 ? per - 1 : per))
-            return 0;
-    return 1;
-}
-
-/* Megatron-LM counts the input embedding and the loss as one layer each in the split
- * (--account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split), then
- * --num-layers-per-virtual-pipeline-stage counts those places ((L + 2) / (S v)). */
-static int megatron_uneven_interleaved(const pf_export_t *x, FILE *f, int v)
-{
-    int S = x->S, L = x->layers;
-    fprintf(f, "    # interleaved 1F1B: %d virtual stages per stage; the embedding and the loss "
-            "take one layer's place each,\n    # so the first and the last stage hold %d layers, "
-            "the others %d\n", v, (L + 2) / S - 1, (L + 2) / S);
-    fprintf(f, "    --account-for-embedding-in-pipeline-split\n"
-            "    --account-for-loss-in-pipeline-split\n"
-            "    --num-layers-per-virtual-pipeline-stage %d\n", (L + 2) / (S * v));
-    return PF_OK;
-}
-
-/* The layer split: PF_EINPUT when Megatron-LM cannot write it. Uneven ends go by
- * --decoder-first/last-pipeline-num-layers (the middle stages are split evenly); interleaving by
- * --num-layers-per-virtual-pipeline-stage = L / (p v), which needs equal stages. */
-static int megatron_layers(const pf_export_t *x, FILE *f, char *err, size_t errlen)
-{
-    int S = x->S, L = x->layers, first = x->stage_layers[0], last = x->stage_layers[S - 1];
-    int mid = S > 2 ? x->stage_layers[1] : 0, v = pf_export_virtual_stages(x);
-    for (int s = 2; s < S - 1; s++)
-        if (x->stage_layers[s] != mid)
-            return pf_fail(err, errlen, PF_EINPUT, "stages 1 and %d hold %d and %d layers: "
-                           "Megatron-LM gives the middle stages equal layer counts "
-                           "(--decoder-first/last-pipeline-num-layers set only the first and "
-                           "the last stage)", s, mid, x->stage_layers[s]);
-    /* S = 2 has no middle: give both ends when they differ */
-    int even = 1;
-    for (int s = 1; s < S; s++)
-        even &= x->stage_layers[s] == first;
-    if (v > 1 && uneven_interleaved(x, v))
-        return megatron_uneven_interleaved(x, f, v);
-    if (v > 1 && (!even || L % (S * v)))
-        return pf_fail(err, errlen, PF_EINPUT, "%d virtual stages over %d stages of %d layers: "
-                       "Megatron-LM's --num-layers-per-virtual-pipeline-stage needs every stage "
-                       "to hold the same number of layers, a multiple of %d", v, S, L, v);
-    int put_first = !even && (S == 2 || first != mid), put_last = !even && (S == 2 || last != mid);
-    if (put_first || put_last)
-        fprintf(f, "    # uneven split: Megatron-LM divides the layers of the stages not named "
-                "here evenly\n");
-    if (put_first)
-        fprintf(f, "    --decoder-first-pipeline-num-layers %d\n", first);
-    if (put_last)
-        fprintf(f, "    --decoder-last-pipeline-num-layers %d\n", last);
-    if (v > 1)
-        fprintf(f, "    # interleaved 1F1B: %d virtual stages per stage of %d layers\n"
-                "    --num-layers-per-virtual-pipeline-stage %d\n", v, L / S, L / (S * v));
-    return PF_OK;
-}
-
 /* How each rank trains: batch, precision, optimizer, ZeRO, recomputation, sequence parallelism. */
 static void megatron_training(const pf_export_t *x, FILE *f)
 {
@@ -699,7 +632,8 @@ int pf_export_write_megatron(const pf_export_t *x, FILE *f, char *err, size_t er
     fprintf(f, "    --pipeline-model-parallel-size %d\n", S);
     fprintf(f, "    --num-layers %d\n", x->layers);
     megatron_cpep(x, f);
-    rc = megatron_layers(x, f, err, errlen);
+    pf_export_split_t split = {x->S, x->layers, x->stage_layers, pf_export_virtual_stages(x)};
+    rc = pf_export_megatron_layers(&split, f, err, errlen);
     if (rc != PF_OK)
         return rc;
     megatron_training(x, f);

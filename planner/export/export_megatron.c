@@ -1,4 +1,4 @@
-/* export_megatron: Megatron-LM's model flags (export_megatron.h). */
+/* export_megatron: Megatron-LM's model flags and the layer split (export_megatron.h). */
 #include "planner/export/export_megatron.h"
 #include "planner/core/util.h"
 
@@ -91,4 +91,90 @@ void pf_export_megatron_model(const pf_arch_t *a, FILE *f)
                 "multiple of 128 x T)\n", (long long)a->vocab);
     put_block(a, f);
     fprintf(f, ")\n");
+}
+
+/* ---- the layer split over the stages ---- */
+
+/* Interleaving with the embedding and the loss each in a layer's place (blockcost.h's
+ * pf_blockcost_interleave_split, as Llama 3 ran 126 layers on 16 stages): L % (S v) != 0,
+ * (L + 2) % (S v) = 0, the first and the last stage (L + 2) / S - 1 layers, the others
+ * (L + 2) / S. */
+static int uneven_interleaved(const pf_export_split_t *x, int v)
+{
+    int S = x->S, L = x->layers, per = (L + 2) / S;
+    if (S < 2 || L % (S * v) == 0 || (L + 2) % (S * v) != 0)
+        return 0;
+    for (int s = 0; s < S; s++)
+        if (x->stage_layers[s] != (s == 0 || s == S - 1 ? per - 1 : per))
+            return 0;
+    return 1;
+}
+
+/* Megatron-LM counts the input embedding and the loss as one layer each in the split
+ * (--account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split), then
+ * --num-layers-per-virtual-pipeline-stage counts those places ((L + 2) / (S v)). */
+static int uneven_interleaved_flags(const pf_export_split_t *x, FILE *f, int v)
+{
+    int S = x->S, L = x->layers;
+    fprintf(f, "    # interleaved 1F1B: %d virtual stages per stage; the embedding and the loss "
+            "take one layer's place each,\n    # so the first and the last stage hold %d layers, "
+            "the others %d\n", v, (L + 2) / S - 1, (L + 2) / S);
+    fprintf(f, "    --account-for-embedding-in-pipeline-split\n"
+            "    --account-for-loss-in-pipeline-split\n"
+            "    --num-layers-per-virtual-pipeline-stage %d\n", (L + 2) / (S * v));
+    return PF_OK;
+}
+
+/* Stages of any layer counts, as Megatron-LM's --pipeline-model-parallel-layout spells them: E
+ * the embedding, t a transformer layer, L the loss, | between stages ("Custom Pipeline Model
+ * Parallel Layout" in Megatron-LM's docs): "Ett|ttt|tL" for 2, 3, 1 layers. */
+static int layout(const pf_export_split_t *x, FILE *f)
+{
+    fprintf(f, "    # uneven middle stages: Megatron-LM's custom layout (E embedding, t layer, L "
+            "loss)\n    --pipeline-model-parallel-layout \"E");
+    for (int s = 0; s < x->S; s++) {
+        for (int k = 0; k < x->stage_layers[s]; k++)
+            fputc('t', f);
+        fputs(s < x->S - 1 ? "|" : "L\"\n", f);
+    }
+    return PF_OK;
+}
+
+/* The layer split: PF_EINPUT when Megatron-LM cannot write it. Uneven ends go by
+ * --decoder-first/last-pipeline-num-layers (the middle stages are split evenly), unequal middle
+ * stages by the custom layout; interleaving by --num-layers-per-virtual-pipeline-stage =
+ * L / (p v), which needs equal stages. */
+int pf_export_megatron_layers(const pf_export_split_t *x, FILE *f, char *err, size_t errlen)
+{
+    int S = x->S, L = x->layers, first = x->stage_layers[0], last = x->stage_layers[S - 1];
+    int mid = S > 2 ? x->stage_layers[1] : 0, v = x->v;
+    for (int s = 2; s < S - 1; s++)
+        if (x->stage_layers[s] != mid && v > 1)
+            return pf_fail(err, errlen, PF_EINPUT, "stages 1 and %d hold %d and %d layers: "
+                           "Megatron-LM interleaves only equal stages (or ends one layer "
+                           "short)", s, mid, x->stage_layers[s]);
+        else if (x->stage_layers[s] != mid)
+            return layout(x, f);
+    /* S = 2 has no middle: give both ends when they differ */
+    int even = 1;
+    for (int s = 1; s < S; s++)
+        even &= x->stage_layers[s] == first;
+    if (v > 1 && uneven_interleaved(x, v))
+        return uneven_interleaved_flags(x, f, v);
+    if (v > 1 && (!even || L % (S * v)))
+        return pf_fail(err, errlen, PF_EINPUT, "%d virtual stages over %d stages of %d layers: "
+                       "Megatron-LM's --num-layers-per-virtual-pipeline-stage needs every stage "
+                       "to hold the same number of layers, a multiple of %d", v, S, L, v);
+    int put_first = !even && (S == 2 || first != mid), put_last = !even && (S == 2 || last != mid);
+    if (put_first || put_last)
+        fprintf(f, "    # uneven split: Megatron-LM divides the layers of the stages not named "
+                "here evenly\n");
+    if (put_first)
+        fprintf(f, "    --decoder-first-pipeline-num-layers %d\n", first);
+    if (put_last)
+        fprintf(f, "    --decoder-last-pipeline-num-layers %d\n", last);
+    if (v > 1)
+        fprintf(f, "    # interleaved 1F1B: %d virtual stages per stage of %d layers\n"
+                "    --num-layers-per-virtual-pipeline-stage %d\n", v, L / S, L / (S * v));
+    return PF_OK;
 }

@@ -1,6 +1,7 @@
 /* export_megatron: Megatron-LM's model flags from the graph's "model" metadata
- * (planner/ir/arch.h), so that a launch needs only data, tokenizer and optimizer settings added.
- * Split from export.c (which writes the parallel flags) to keep that file under 900 lines.
+ * (planner/ir/arch.h), so that a launch needs only data, tokenizer and optimizer settings added,
+ * and the flags that split the layers over the stages. Split from export.c (which writes the
+ * other parallel flags) to keep that file under 900 lines.
  *
  * Names from NVIDIA/Megatron-LM megatron/training/arguments.py (tests/data/megatron_args.txt
  * lists them and says where): _add_network_size_args --hidden-size, --ffn-hidden-size,
@@ -26,5 +27,19 @@ int pf_export_megatron_check(const pf_arch_t *a, int layers, int T, char *err, s
  * choice; a NULL `a` (an imported or traced graph) gives an empty array and a comment naming the
  * flags the user must add. --num-layers is the parallel array's (it comes from the plan). */
 void pf_export_megatron_model(const pf_arch_t *a, FILE *f);
+
+/* A plan's layers over its pipeline stages, for the flags that split them. */
+typedef struct {
+    int S;                    /* stages */
+    int layers;               /* L, the plan's blocks */
+    const int *stage_layers;  /* per stage */
+    int v;                    /* virtual stages per stage (1: none) */
+} pf_export_split_t;
+/* The split's flags (inside MEGATRON_PARALLEL_ARGS): nothing when even; uneven ends by
+ * --decoder-first/last-pipeline-num-layers; unequal middle stages by
+ * --pipeline-model-parallel-layout; interleaving by --num-layers-per-virtual-pipeline-stage
+ * (equal stages, or with --account-for-embedding/loss-in-pipeline-split the ends one layer
+ * short). PF_EINPUT when Megatron-LM cannot run the split (unequal interleaved stages). */
+int pf_export_megatron_layers(const pf_export_split_t *x, FILE *f, char *err, size_t errlen);
 
 #endif

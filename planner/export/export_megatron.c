@@ -131,7 +131,8 @@ static int uneven_interleaved_flags(const pf_export_split_t *x, FILE *f, int v)
 static int layout(const pf_export_split_t *x, FILE *f)
 {
     fprintf(f, "    # uneven middle stages: Megatron-LM's custom layout (E embedding, t layer, L "
-            "loss)\n    --pipeline-model-parallel-layout \"E");
+            "loss; a release\n    # that parses this string form, 2025 on)\n"
+            "    --pipeline-model-parallel-layout \"E");
     for (int s = 0; s < x->S; s++) {
         for (int k = 0; k < x->stage_layers[s]; k++)
             fputc('t', f);

@@ -110,7 +110,7 @@ static void test_memory_forces_recomputation(void)
     pf_stagedeg_opts_t o;
     pf_stagedeg_opts_init(&o);
     o.devices = 2;
-    o.state_factor = 1e-30; /* > 0: taken for every d; parameters weigh nothing */
+    o.state_factor = -1; /* parameters weigh nothing */
     o.full = full;
     pf_stagedeg_result_t *r = solve(g, &cm, &o);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
@@ -185,8 +185,9 @@ static double brute_value(const brute_t *b, int S)
         }
         double t = (cu + b->o->edge_factor * cut / B) / d +
                    b->o->allreduce_factor * (d - 1.0) / d * P / mb / B;
-        double sf = b->o->state_factor > 0 ? b->o->state_factor
-                                           : pf_training_state_factor(&b->cm->train, d);
+        double sf = b->o->state_factor > 0   ? b->o->state_factor
+                    : b->o->state_factor < 0 ? 0
+                                             : pf_training_state_factor(&b->cm->train, d);
         int y = (K + d - 1) / d;
         y = y < mb ? y : mb;
         double mem = sf * P + y * act + fixed + b->cm->reserve_bytes;
@@ -263,6 +264,7 @@ static void test_brute_force(void)
         o.edge_factor = seed % 2 ? 2 : 1;
         o.allreduce_factor = seed % 3 ? 2 : 4;
         o.full = seed % 4 ? full : NULL;
+        o.state_factor = seed % 7 == 3 ? -1 : seed % 7 == 5 ? 3 : 0;
         o.threads = 1 + (int)(seed % 2);
         brute_t b = {.g = g, .cm = &cm, .o = &o, .n = n, .nmodes = o.full ? 2 : 1,
                      .best = INFINITY};

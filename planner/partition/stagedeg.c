@@ -57,7 +57,7 @@ static int check_opts(const pf_graph_t *g, const pf_cost_model_t *cm, const pf_s
 {
     if (o->devices < 1)
         return pf_fail(err, errlen, PF_EINPUT, "stagedeg: %d devices", o->devices);
-    if (o->edge_factor < 0 || o->allreduce_factor < 0 || o->state_factor < 0)
+    if (o->edge_factor < 0 || o->allreduce_factor < 0)
         return pf_fail(err, errlen, PF_EINPUT, "stagedeg: negative factor");
     if (cm->train.schedule != PF_SCHEDULE_1F1B && cm->train.schedule != PF_SCHEDULE_SIGNAL)
         return pf_fail(err, errlen, PF_EINPUT, "stagedeg: schedule %s is not modelled (1F1B only)",
@@ -89,7 +89,9 @@ static int model_init(model_t *m, const pf_cost_model_t *cm, const pf_stagedeg_o
     if (!m->sf)
         return PF_ERR;
     for (int d = 1; d <= o->devices; d++)
-        m->sf[d] = o->state_factor > 0 ? o->state_factor : pf_training_state_factor(&cm->train, d);
+        m->sf[d] = o->state_factor > 0   ? o->state_factor
+                   : o->state_factor < 0 ? 0
+                                         : pf_training_state_factor(&cm->train, d);
     return PF_OK;
 }
 

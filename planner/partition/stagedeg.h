@@ -80,7 +80,9 @@ typedef struct {
     int only_degree;               /* > 0: every d_s is this one (the constant-R problem) */
     double edge_factor;            /* ef above; default 1 */
     double allreduce_factor;       /* ar above; default 2 */
-    double state_factor;           /* > 0: sf(d) for every d; 0 (default): training's */
+    double state_factor;           /* > 0: sf(d) for every d; 0 (default): training's; < 0: the
+                                    * parameters hold nothing (their state is in the ops'
+                                    * fixed_bytes, as [Piper]'s memoryUsageB carries it) */
     /* Per op, by mode; none NULL = the graph's (c_u, mem_fwd_bytes, 0). full NULL = no
      * recomputation is searched. Borrowed. */
     const pf_stagedeg_opcost_t *none, *full;

@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,14 +75,17 @@ typedef struct {
 } sums_t;
 
 typedef struct {
+    const pf_graph_t *g;
     const pf_cost_model_t *cm;
     const pf_stagedeg_opts_t *o;
     int mb;
     double *sf; /* sf[d], d = 1..D */
 } model_t;
 
-static int model_init(model_t *m, const pf_cost_model_t *cm, const pf_stagedeg_opts_t *o)
+static int model_init(model_t *m, const pf_graph_t *g, const pf_cost_model_t *cm,
+                      const pf_stagedeg_opts_t *o)
 {
+    m->g = g;
     m->cm = cm;
     m->o = o;
     m->mb = cm->microbatches > 0 ? cm->microbatches : 1;
@@ -110,6 +114,54 @@ static double stage_mem(const model_t *m, const sums_t *h, int d, int r, int k)
     if (y > m->mb)
         y = m->mb;
     return m->sf[d] * h->params + y * h->act[r] + h->fixed[r] + m->cm->reserve_bytes;
+}
+
+/* ---- [Piper]'s per-op choice (stagedeg.h "ops") ---- */
+
+typedef struct {
+    double ratio, save, extra;
+    int v;
+} cand_t;
+
+static int cand_cmp(const void *a, const void *b)
+{
+    const cand_t *x = a, *y = b;
+    if (x->ratio != y->ratio)
+        return x->ratio < y->ratio ? -1 : 1;
+    return (x->v > y->v) - (x->v < y->v);
+}
+
+/* t of stage H (its ops[0..nh), sums h, cut bytes) on d replicas holding y micro-batches, under
+ * the "ops" choice; INFINITY when it fits without recomputation (mode none covers that) or not
+ * even with every op recomputed. mark, when given, gets 1 for each op recomputed. */
+static double greedy_ms(const model_t *m, const int *ops, int nh, const sums_t *h, double cut,
+                        int d, int y, cand_t *c, int *mark)
+{
+    double limit = m->cm->mem_limit_bytes;
+    double need = m->sf[d] * h->params + y * h->act[0] + h->fixed[0] + m->cm->reserve_bytes - limit;
+    if (need <= 0)
+        return INFINITY;
+    int nc = 0;
+    double most = 0;
+    for (int i = 0; i < nh; i++) {
+        pf_stagedeg_opcost_t a = opcost(m->g, m->o, 0, ops[i]), b = opcost(m->g, m->o, 1, ops[i]);
+        double save = y * (a.act_bytes - b.act_bytes) + a.fixed_bytes - b.fixed_bytes;
+        if (save > 1e-9) {
+            c[nc] = (cand_t){(b.cu_ms - a.cu_ms) / save, save, b.cu_ms - a.cu_ms, ops[i]};
+            most += c[nc++].save;
+        }
+    }
+    if (need - most > 0)
+        return INFINITY;
+    qsort(c, (size_t)nc, sizeof *c, cand_cmp);
+    sums_t mix = *h;
+    for (int i = 0; i < nc && need > 1e-9; i++) {
+        need -= c[i].save;
+        mix.cu[0] += c[i].extra;
+        if (mark)
+            mark[c[i].v] = 1;
+    }
+    return stage_ms(m, &mix, cut, d, 0);
 }
 
 /* ---- per-downset sums ---- */
@@ -217,6 +269,7 @@ typedef struct {
     double *T;       /* T[i (K + 1) + k] */
     long long *argj; /* the G of cell (i, k) */
     int *argd, *argr;
+    atomic_int oom;  /* a thread's scratch could not be had */
 } dp_t;
 
 static int is_subset(const uint64_t *a, const uint64_t *b, int words)
@@ -245,39 +298,70 @@ static void pair_sums(const dp_t *dp, long long i, long long j, sums_t *h, doubl
     *cut = in->out[j] - in->out[i] + 2 * into;
 }
 
-/* Cells T[i][k] for every k: every G = F_j strictly above F_i, degree and mode. Pairs are
- * visited in a fixed order with strict improvement: the result does not depend on threads. */
-static void dp_cell(dp_t *dp, long long i)
+/* Cell (i, k) takes G = F_j, degree d, mode r with value v when it is strictly better. */
+static void take(dp_t *dp, long long i, int k, double v, long long j, int d, int r)
 {
-    const dsinfo_t *in = dp->in;
-    int K = dp->K, words = in->words;
-    double *Ti = dp->T + (size_t)i * (K + 1);
-    const uint64_t *fi = pf_downsets_get(dp->ds, i);
-    for (long long j = i + 1; j < in->D; j++) {
-        if (in->pop[j] == in->pop[i] || !is_subset(fi, pf_downsets_get(dp->ds, j), words))
-            continue;
-        const double *Tj = dp->T + (size_t)j * (K + 1);
-        sums_t h;
-        double cut;
-        pair_sums(dp, i, j, &h, &cut);
-        for (int r = 0; r < in->nmodes; r++)
-            for (int di = 0; di < dp->ndeg; di++) {
-                int d = dp->degs[di];
-                double t = stage_ms(dp->m, &h, cut, d, r);
-                for (int k = d; k <= K; k++) {
-                    double v = fmax(t, Tj[k - d]);
-                    if (!(v < Ti[k]) || stage_mem(dp->m, &h, d, r, k) > dp->m->cm->mem_limit_bytes)
-                        continue;
-                    Ti[k] = v;
-                    dp->argj[(size_t)i * (K + 1) + k] = j;
-                    dp->argd[(size_t)i * (K + 1) + k] = d;
-                    dp->argr[(size_t)i * (K + 1) + k] = r;
-                }
+    size_t c = (size_t)i * (dp->K + 1) + k;
+    dp->T[c] = v;
+    dp->argj[c] = j;
+    dp->argd[c] = d;
+    dp->argr[c] = r;
+}
+
+/* Stage H = F_j \ F_i (its ops[0..nh)) as the first stage of the chain from F_i, every degree
+ * and mode, into the cells T[i][k]. */
+static void dp_pair(dp_t *dp, long long i, long long j, const int *ops, int nh, cand_t *cand)
+{
+    const model_t *m = dp->m;
+    int K = dp->K;
+    const double *Ti = dp->T + (size_t)i * (K + 1), *Tj = dp->T + (size_t)j * (K + 1);
+    sums_t h;
+    double cut;
+    pair_sums(dp, i, j, &h, &cut);
+    for (int di = 0; di < dp->ndeg; di++) {
+        int d = dp->degs[di], yprev = -1;
+        for (int r = 0; r < dp->in->nmodes; r++) {
+            double t = stage_ms(m, &h, cut, d, r);
+            for (int k = d; k <= K; k++) {
+                double v = fmax(t, Tj[k - d]);
+                if (v < Ti[k] && stage_mem(m, &h, d, r, k) <= m->cm->mem_limit_bytes)
+                    take(dp, i, k, v, j, d, r);
             }
+        }
+        if (!m->o->recompute_ops || !m->o->full)
+            continue;
+        double t = INFINITY;
+        for (int k = d; k <= K; k++) {
+            int y = (k + d - 1) / d < m->mb ? (k + d - 1) / d : m->mb;
+            if (y != yprev)
+                t = greedy_ms(m, ops, nh, &h, cut, d, y, cand, NULL);
+            yprev = y;
+            double v = fmax(t, Tj[k - d]);
+            if (v < Ti[k])
+                take(dp, i, k, v, j, d, 2);
+        }
     }
 }
 
-static void dp_solve(dp_t *dp, int nt)
+/* Cells T[i][k] for every k: every G = F_j strictly above F_i, degree and mode. Pairs are
+ * visited in a fixed order with strict improvement: the result does not depend on threads. */
+static void dp_cell(dp_t *dp, long long i, int *ops, cand_t *cand)
+{
+    const dsinfo_t *in = dp->in;
+    const uint64_t *fi = pf_downsets_get(dp->ds, i);
+    for (long long j = i + 1; j < in->D; j++) {
+        const uint64_t *fj = pf_downsets_get(dp->ds, j);
+        if (in->pop[j] == in->pop[i] || !is_subset(fi, fj, in->words))
+            continue;
+        int nh = 0;
+        for (int w = 0; w < in->words && dp->m->o->recompute_ops; w++)
+            for (uint64_t x = fj[w] & ~fi[w]; x; x &= x - 1)
+                ops[nh++] = w * 64 + __builtin_ctzll(x);
+        dp_pair(dp, i, j, ops, nh, cand);
+    }
+}
+
+static int dp_solve(dp_t *dp, int nt)
 {
     const dsinfo_t *in = dp->in;
     long long D = in->D;
@@ -292,11 +376,22 @@ static void dp_solve(dp_t *dp, int nt)
         while (lo > 0 && in->pop[lo - 1] == in->pop[hi - 1])
             lo--;
         /* cells [lo, hi) share a size */
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && hi - lo > 1)
-        for (long long i = lo; i < hi; i++)
-            dp_cell(dp, i);
+#pragma omp parallel num_threads(nt) if (nt > 1 && hi - lo > 1)
+        {
+            int *ops = malloc((size_t)in->n * sizeof *ops);
+            cand_t *cand = malloc((size_t)in->n * sizeof *cand);
+            if (!ops || !cand)
+                atomic_store(&dp->oom, 1);
+#pragma omp for schedule(dynamic, 1)
+            for (long long i = lo; i < hi; i++)
+                if (ops && cand)
+                    dp_cell(dp, i, ops, cand);
+            free(ops);
+            free(cand);
+        }
         hi = lo;
     }
+    return atomic_load(&dp->oom) ? PF_ERR : PF_OK;
 }
 
 static pf_stagedeg_result_t *result_new(int n, int S)
@@ -309,11 +404,12 @@ static pf_stagedeg_result_t *result_new(int n, int S)
     r->objective_ms = INFINITY;
     int cap = S > 0 ? S : 1;
     r->op_stage = calloc((size_t)n, sizeof *r->op_stage);
+    r->op_recompute = calloc((size_t)n, sizeof *r->op_recompute);
     r->degree = calloc((size_t)cap, sizeof *r->degree);
     r->recompute = calloc((size_t)cap, sizeof *r->recompute);
     r->time_ms = calloc((size_t)cap, sizeof *r->time_ms);
     r->mem_bytes = calloc((size_t)cap, sizeof *r->mem_bytes);
-    if (!r->op_stage || !r->degree || !r->recompute || !r->time_ms || !r->mem_bytes)
+    if (!r->op_stage || !r->op_recompute || !r->degree || !r->recompute || !r->time_ms || !r->mem_bytes)
         pf_stagedeg_result_destroy(&r);
     return r;
 }
@@ -323,12 +419,49 @@ void pf_stagedeg_result_destroy(pf_stagedeg_result_t **r)
     if (!r || !*r)
         return;
     free((*r)->op_stage);
+    free((*r)->op_recompute);
     free((*r)->degree);
     free((*r)->recompute);
     free((*r)->time_ms);
     free((*r)->mem_bytes);
     free(*r);
     *r = NULL;
+}
+
+/* Stage s of r, H = F_j \ F_i: its ops, and which of them are recomputed under mode r at the
+ * chain's k devices from it on. */
+static int chain_stage(const dp_t *dp, pf_stagedeg_result_t *res, int s, long long i, long long j,
+                       int k)
+{
+    const dsinfo_t *in = dp->in;
+    size_t c = (size_t)i * (dp->K + 1) + k;
+    int d = dp->argd[c], r = dp->argr[c], nh = 0, *ops = malloc((size_t)in->n * sizeof *ops);
+    cand_t *cand = malloc((size_t)in->n * sizeof *cand);
+    if (!ops || !cand) {
+        free(ops);
+        free(cand);
+        return PF_ERR;
+    }
+    const uint64_t *fi = pf_downsets_get(dp->ds, i), *fj = pf_downsets_get(dp->ds, j);
+    for (int w = 0; w < in->words; w++)
+        for (uint64_t x = fj[w] & ~fi[w]; x; x &= x - 1) {
+            int v = w * 64 + __builtin_ctzll(x);
+            ops[nh++] = v;
+            res->op_stage[v] = s;
+            res->op_recompute[v] = r == 1;
+        }
+    res->degree[s] = d;
+    res->recompute[s] = r;
+    if (r == 2) {
+        sums_t h;
+        double cut;
+        int y = (k + d - 1) / d < dp->m->mb ? (k + d - 1) / d : dp->m->mb;
+        pair_sums(dp, i, j, &h, &cut);
+        greedy_ms(dp->m, ops, nh, &h, cut, d, y, cand, res->op_recompute);
+    }
+    free(ops);
+    free(cand);
+    return PF_OK;
 }
 
 /* The chain from {} with k devices, as a result (stages, ops, degrees, modes). */
@@ -342,19 +475,12 @@ static pf_stagedeg_result_t *dp_chain(const dp_t *dp, int k)
         i = dp->argj[c];
     }
     pf_stagedeg_result_t *r = result_new(in->n, S);
-    if (!r)
-        return NULL;
     long long i = 0;
-    for (int s = 0; s < S; s++) {
-        size_t c = (size_t)i * (K + 1) + k;
-        long long j = dp->argj[c];
-        const uint64_t *fi = pf_downsets_get(dp->ds, i), *fj = pf_downsets_get(dp->ds, j);
-        for (int w = 0; w < in->words; w++)
-            for (uint64_t x = fj[w] & ~fi[w]; x; x &= x - 1)
-                r->op_stage[w * 64 + __builtin_ctzll(x)] = s;
-        r->degree[s] = dp->argd[c];
-        r->recompute[s] = dp->argr[c];
-        k -= dp->argd[c];
+    for (int s = 0; r && s < S; s++) {
+        long long j = dp->argj[(size_t)i * (K + 1) + k];
+        if (chain_stage(dp, r, s, i, j, k) != PF_OK)
+            pf_stagedeg_result_destroy(&r);
+        k -= dp->argd[(size_t)i * (K + 1) + k];
         i = j;
     }
     return r;
@@ -398,7 +524,7 @@ int pf_stagedeg_run(const pf_graph_t *g, const pf_downsets_t *ds, const pf_cost_
     if (D < 2 || pf_downsets_popcount(ds, D - 1) != pf_graph_nops(g) ||
         pf_downsets_popcount(ds, 0) != 0)
         return pf_fail(err, errlen, PF_EINPUT, "stagedeg: downsets must run from {} to V");
-    if (model_init(&m, cm, o) != PF_OK || dsinfo_build(g, ds, o, &in) != PF_OK)
+    if (model_init(&m, g, cm, o) != PF_OK || dsinfo_build(g, ds, o, &in) != PF_OK)
         goto oom;
     dp.K = max_devices(o, m.mb);
     size_t cells = (size_t)D * ((size_t)dp.K + 1);
@@ -408,7 +534,8 @@ int pf_stagedeg_run(const pf_graph_t *g, const pf_downsets_t *ds, const pf_cost_
     dp.argr = malloc(cells * sizeof *dp.argr);
     if (!dp.T || !dp.argj || !dp.argd || !dp.argr || dp_degrees(&dp) != PF_OK)
         goto oom;
-    dp_solve(&dp, o->threads > 0 ? o->threads : omp_get_max_threads());
+    if (dp_solve(&dp, o->threads > 0 ? o->threads : omp_get_max_threads()) != PF_OK)
+        goto oom;
     int best = -1;
     for (int k = o->exact_devices ? o->devices : 1; k <= dp.K; k++)
         if (isfinite(dp.T[k]) && (best < 0 || dp.T[k] < dp.T[best]))
@@ -431,26 +558,24 @@ done:
 
 /* ---- pricing a given assignment ---- */
 
-/* Sums and cut bytes of stage s of r. */
-static void stage_sums(const pf_graph_t *g, const pf_stagedeg_opts_t *o, const int *op_stage,
-                       int s, sums_t *h, double *cut)
+/* Sums (mode 0 = the mix op_recompute gives) and cut bytes of stage s of r. */
+static void stage_sums(const pf_graph_t *g, const pf_stagedeg_opts_t *o,
+                       const pf_stagedeg_result_t *r, int s, sums_t *h, double *cut)
 {
     memset(h, 0, sizeof *h);
     *cut = 0;
     for (int v = 0; v < pf_graph_nops(g); v++) {
-        if (op_stage[v] != s)
+        if (r->op_stage[v] != s)
             continue;
-        for (int r = 0; r < NMODES; r++) {
-            pf_stagedeg_opcost_t c = opcost(g, o, r && o->full, v);
-            h->cu[r] += c.cu_ms;
-            h->act[r] += c.act_bytes;
-            h->fixed[r] += c.fixed_bytes;
-        }
+        pf_stagedeg_opcost_t c = opcost(g, o, r->op_recompute[v] != 0, v);
+        h->cu[0] += c.cu_ms;
+        h->act[0] += c.act_bytes;
+        h->fixed[0] += c.fixed_bytes;
         h->params += pf_graph_op(g, v)->param_bytes;
     }
     for (int e = 0; e < pf_graph_nedges(g); e++) {
         const pf_edge_t *ed = pf_graph_edge(g, e);
-        if ((op_stage[ed->src] == s) != (op_stage[ed->dst] == s))
+        if ((r->op_stage[ed->src] == s) != (r->op_stage[ed->dst] == s))
             *cut += ed->bytes;
     }
 }
@@ -463,22 +588,22 @@ int pf_stagedeg_eval(const pf_graph_t *g, const pf_cost_model_t *cm, const pf_st
     if ((rc = check_opts(g, cm, o, err, errlen)) != PF_OK)
         return rc;
     for (int s = 0; s < r->stages; s++) {
-        if (r->degree[s] < 1 || r->degree[s] > o->devices || (r->recompute[s] && !o->full))
-            return pf_fail(err, errlen, PF_EINPUT, "stagedeg: stage %d: degree %d, recompute %d",
-                           s, r->degree[s], r->recompute[s]);
+        if (r->degree[s] < 1 || r->degree[s] > o->devices)
+            return pf_fail(err, errlen, PF_EINPUT, "stagedeg: stage %d: degree %d", s,
+                           r->degree[s]);
         k += r->degree[s];
     }
     if (k > o->devices)
         return pf_fail(err, errlen, PF_EINPUT, "stagedeg: %d devices used of %d", k, o->devices);
-    if (model_init(&m, cm, o) != PF_OK)
+    if (model_init(&m, g, cm, o) != PF_OK)
         return pf_fail(err, errlen, PF_ERR, "stagedeg: out of memory");
     r->objective_ms = 0;
     for (int s = 0; s < r->stages; s++) {
         sums_t h;
         double cut;
-        stage_sums(g, o, r->op_stage, s, &h, &cut);
-        r->time_ms[s] = stage_ms(&m, &h, cut, r->degree[s], r->recompute[s]);
-        r->mem_bytes[s] = stage_mem(&m, &h, r->degree[s], r->recompute[s], k);
+        stage_sums(g, o, r, s, &h, &cut);
+        r->time_ms[s] = stage_ms(&m, &h, cut, r->degree[s], 0);
+        r->mem_bytes[s] = stage_mem(&m, &h, r->degree[s], 0, k);
         k -= r->degree[s];
         r->objective_ms = r->mem_bytes[s] > cm->mem_limit_bytes
                               ? INFINITY

@@ -133,7 +133,7 @@ static int run_one(const char *data, const char *outdir, const char *name, int D
         goto done;
     }
     double solve_s = pf_now_s() - t0;
-    printf("%-11s %4d %9lld %9.3f %14.9g %3d  ", name, D, pf_downsets_size(ds), solve_s,
+    printf("%-11s %4d %9lld %9.4f %14.9g %3d  ", name, D, pf_downsets_size(ds), solve_s,
            r->objective_ms, r->stages);
     for (int s = 0; s < r->stages; s++)
         printf("%s%d%s", s ? "," : "", r->degree[s], r->recompute[s] == 1 ? "r" : r->recompute[s] == 2 ? "o" : "");

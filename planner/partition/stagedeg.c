@@ -330,8 +330,12 @@ static void dp_pair(dp_t *dp, long long i, long long j, const int *ops, int nh, 
         }
         if (!m->o->recompute_ops || !m->o->full)
             continue;
-        double t = INFINITY;
+        /* the greedy's time is at least mode none's: run it (once per y) only where that bound
+         * could still improve the cell */
+        double t = INFINITY, t0 = stage_ms(m, &h, cut, d, 0);
         for (int k = d; k <= K; k++) {
+            if (!(fmax(t0, Tj[k - d]) < Ti[k]))
+                continue;
             int y = (k + d - 1) / d < m->mb ? (k + d - 1) / d : m->mb;
             if (y != yprev)
                 t = greedy_ms(m, ops, nh, &h, cut, d, y, cand, NULL);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MEM_GIB 16.0
 
@@ -160,6 +161,7 @@ int pf_bench_stagedeg(void)
         return 0;
     }
     fclose(f);
+    mkdir(outdir, 0777); /* build/peers may not exist yet; an existing one is fine */
     printf("%-11s %4s %9s %9s %14s %3s  %s\n", "input", "D", "downsets", "solve s", "objective",
            "S", "degrees (r: recomputed, o: some ops)");
     snprintf(buf, sizeof buf, "%s", list);

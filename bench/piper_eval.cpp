@@ -6,10 +6,13 @@
 //   FILE, MAX_DEVICES, MEM_GIB, notp: exactly what Piper's driver.cpp takes, and the instance is
 //   built the same way (notp keeps only each node's 1-device configurations).
 //   STAGES: one stage a line, "R id id ...": the stage's data-parallel degree, then the Piper node
-//   ids of its nodes (the `id` field of the input file), stages in pipeline order.
+//   ids of its nodes (the `id` field of the input file), stages in pipeline order. A line
+//   "recomp R id id ..." is a stage under full recomputation: each of its nodes runs its
+//   "activation recomp" configuration where the file has one (planfarm's stagedeg.h chooses
+//   recomputation per stage), "vanilla" otherwise; a node id followed by "r" (17r) runs it for
+//   that node alone (stagedeg's per-node choice).
 // Prints {"time_per_sample": X}; X is Piper's INFTY (printed as "inf") when a stage does not fit.
-// Every node runs Piper's "vanilla" configuration (no activation recomputation, no tensor
-// parallelism): the only kind of stage planfarm's restricted problem produces.
+// No tensor parallelism: every stage has t = 1.
 #define main piper_original_main
 #include "algo.cpp"
 #undef main
@@ -56,11 +59,20 @@ int main(int argc, char **argv)
         lineno++;
         istringstream fields(line);
         ResultStage rs;
-        if (!(fields >> rs.dataParallelDegree))
+        string first;
+        if (!(fields >> first))
             continue;
+        const bool recomp = first == "recomp";
+        if (recomp && !(fields >> first))
+            continue;
+        rs.dataParallelDegree = atoi(first.c_str());
         rs.tensorParallelDegree = 1;
-        int id;
-        while (fields >> id) {
+        string tok;
+        while (fields >> tok) {
+            const bool node_recomp = !tok.empty() && tok.back() == 'r';
+            if (node_recomp)
+                tok.pop_back();
+            const int id = atoi(tok.c_str());
             if (!ins.newNumber.count(id)) {
                 cerr << "piper_eval: " << argv[5] << ":" << lineno << ": node " << id
                      << " is not in " << argv[1] << endl;
@@ -69,6 +81,10 @@ int main(int argc, char **argv)
             const int v = ins.newNumber.at(id);
             rs.nodes.push_back(v);
             rs.TMPCids[v] = "vanilla";
+            if ((recomp || node_recomp) && ins.nodes[v].TMPCs.count(1))
+                for (const TMPC &c : ins.nodes[v].TMPCs.at(1))
+                    if (c.id == "activation recomp")
+                        rs.TMPCids[v] = c.id;
         }
         r.stages.push_back(rs);
     }

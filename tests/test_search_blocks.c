@@ -373,6 +373,36 @@ static void test_wire(void)
     pf_arena_destroy(&a);
 }
 
+/* An interleaved candidate runs Megatron-LM's interleaved 1F1B whatever the schedule
+ * (interleave.h): the search simulates it once. Asking for every schedule or for 1F1B alone
+ * gives the same SIMULATE jobs and the same plan (each schedule simulated it three times). */
+static void test_interleaved_simulated_once(void)
+{
+    pf_graph_t *g = priced_gpt(1), *unused = NULL;
+    pf_cluster_t *c = NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL_FATAL(fixture(&unused, &c), 0);
+    pf_graph_destroy(&unused);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.global_batch = 64, o.block_search = 1, o.stages = 2, o.virtual_stages = 2;
+    pf_test_search_t all, one;
+    pf_plan_t *pa = pf_test_search(g, c, &o, &all);
+    o.schedules = 1u << PF_SCHEDULE_1F1B;
+    pf_plan_t *p1 = pf_test_search(g, c, &o, &one);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pa);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p1);
+    CU_ASSERT_EQUAL(pa->blocks.virtual_stages, 2);
+    CU_ASSERT_EQUAL(pa->train.schedule, PF_SCHEDULE_1F1B);
+    CU_ASSERT(all.jobs[PF_JOB_SIMULATE] > 0);
+    CU_ASSERT_EQUAL(all.jobs[PF_JOB_SIMULATE], one.jobs[PF_JOB_SIMULATE]);
+    CU_ASSERT_EQUAL(pa->simulated_step_ms, p1->simulated_step_ms);
+    pf_plan_destroy(&pa);
+    pf_plan_destroy(&p1);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&c);
+}
+
 void pf_suite_search_blocks(void)
 {
     CU_pSuite s = CU_add_suite("search_blocks", NULL, NULL);
@@ -383,4 +413,5 @@ void pf_suite_search_blocks(void)
     CU_add_test(s, "a whole search carries the choice", test_search);
     CU_add_test(s, "options on the wire", test_wire);
     CU_add_test(s, "--microbatch-size re-prices the graph", test_microbatch_repriced);
+    CU_add_test(s, "an interleaved candidate is simulated once", test_interleaved_simulated_once);
 }

@@ -207,11 +207,17 @@ static int cand_tp(const pf_search_t *s, int c)
     return s->tap.tp[s->part.dp[s->map.cand[c].dp].tp].opts.tp;
 }
 
-/* Candidate c's resharding times are in (or it needs none): one SIMULATE job per schedule. */
+/* Candidate c's resharding times are in (or it needs none): one SIMULATE job per schedule. An
+ * interleaved plan runs Megatron-LM's interleaved 1F1B whatever the schedule (interleave.h), so
+ * it is simulated once, as 1F1B when that is asked for. */
 static int queue_sims(pf_search_t *s, int c)
 {
+    const pf_plan_t *p = s->sim.cand[c].plan;
+    unsigned schedules = s->sim.schedules, one = 1u << PF_SCHEDULE_1F1B;
+    if (p->blocks.present && p->blocks.virtual_stages > 1 && (schedules & one))
+        schedules = one;
     for (int k = 0; k < PF_SCHEDULE_COUNT; k++)
-        if (s->sim.schedules & (1u << k)) {
+        if (schedules & (1u << k)) {
             pf_search_owner_t owner = {.sim = {.cand = c, .schedule = (pf_training_schedule_t)k}};
             if (!pf_search_queue_job(s, PF_JOB_SIMULATE, owner))
                 return PF_ERR;

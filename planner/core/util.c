@@ -146,6 +146,18 @@ int pf_check_name(const char *s, const char *where, char *err, size_t errlen)
     return pf_check_utf8(s, where, err, errlen);
 }
 
+int pf_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double pf_median_sort(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, pf_cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 int pf_check_range(double x, double max, const char *unit, const char *where, char *err,
                    size_t errlen)
 {

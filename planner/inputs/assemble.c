@@ -335,17 +335,10 @@ int pf_assemble_json(const pf_assemble_t *a, const pf_cluster_t *c, char **json,
 
 /* ---- the hierarchy a measured matrix fits (issue 23 item 1) ---- */
 
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
 /* The median of v[0..n) (sorted in place), and whether every value is within tol of it. */
 static int uniform(double *v, size_t n, double tol, double *median)
 {
-    qsort(v, n, sizeof *v, cmp_double);
-    *median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    *median = pf_median_sort(v, n);
     return v[0] >= *median * (1 - tol) && v[n - 1] <= *median * (1 + tol);
 }
 

@@ -173,12 +173,6 @@ fail:
     return rc;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* hbm_gbps the slope between the two largest copies (the largest alone when there is one, or
  * when the slope is not positive), launch_us the median excess over bytes / hbm_gbps. */
 static int fit_copy(const fit_t *f, pf_devmodel_spec_t *s, char *err, size_t errlen)
@@ -199,8 +193,7 @@ static int fit_copy(const fit_t *f, pf_devmodel_spec_t *s, char *err, size_t err
         return pf_fail(err, errlen, PF_ERR, "out of memory");
     for (int i = 0; i < f->nc; i++)
         ex[i] = fmax(0, f->c[i].ms - pf_bytes_ms(2 * f->c[i].bytes, s->hbm_gbps)) * 1000;
-    qsort(ex, (size_t)f->nc, sizeof *ex, cmp_double);
-    s->launch_us = f->nc % 2 ? ex[f->nc / 2] : (ex[f->nc / 2 - 1] + ex[f->nc / 2]) / 2;
+    s->launch_us = pf_median_sort(ex, (size_t)f->nc);
     free(ex);
     return PF_OK;
 }

@@ -77,10 +77,12 @@ typedef struct {
 } pf_blockcost_env_t;
 
 /* The collective model's group (collective.h) of each pf_blockcost_group_t priced, cached:
- * both price sets below price collectives on it. */
+ * both price sets below price collectives on it, and hold it as their first member (blockcost.c's
+ * collective prices read it through env->ctx). */
 #define PF_BLOCKCOST_CACHE 16
 typedef struct {
     const pf_cluster_t *cluster;
+    pf_collective_algo_t algo; /* ring for the roofline, the cheapest for the measured prices */
     struct {
         pf_blockcost_group_t key;
         pf_collective_group_t g;

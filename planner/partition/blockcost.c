@@ -262,6 +262,13 @@ int pf_blockcost_interleave_split(int L, int p, int v, int *first, int *mid, int
     return 1;
 }
 
+int pf_blockcost_v_ok(int L, int p, int v, int m)
+{
+    int x0, x1, x2;
+    return v == 1 || (v > 1 && p > 0 && m % p == 0 &&
+                      pf_blockcost_interleave_split(L, p, v, &x0, &x1, &x2) >= 0);
+}
+
 int pf_blockcost_chunk_layers(int L, int p, int v, int rank, int chunk)
 {
     int first, mid, last, kind = pf_blockcost_interleave_split(L, p, v, &first, &mid, &last);
@@ -394,10 +401,7 @@ static int check_cand(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_
         (int64_t)c->t * c->p * c->d != pr->ngpus || pr->global_batch % ((int64_t)c->d * c->b))
         return PF_EINPUT;
     *m = (int)(pr->global_batch / ((int64_t)c->d * c->b));
-    int x0, x1, x2;
-    if (c->v > 1 &&
-        (c->p < 2 || pf_blockcost_interleave_split(L, c->p, c->v, &x0, &x1, &x2) < 0 ||
-         *m % c->p))
+    if (!pf_blockcost_v_ok(L, c->p, c->v, *m))
         return PF_EINPUT;
     int sum = c->p == 1 ? c->first_layers
                         : c->first_layers + c->last_layers + (c->p - 2) * c->mid_layers;

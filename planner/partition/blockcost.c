@@ -295,11 +295,14 @@ static double cand_part_ms(const pf_blockcost_cand_t *c, const pf_blockcost_part
 }
 
 /* Model chunks (of L / (p v) layers) stage s holds at its peak, in layer-sets of the stage:
- * 1F1B min(m, p - s); interleaved Megatron-LM's warm-up + 1, / v. */
+ * 1F1B min(m, p - s); interleaved Megatron-LM's warm-up + 1, / v, where m = p runs every
+ * forward first (as sim/interleave.c's pf_interleave_warmup): all m v chunks, m layer-sets. */
 static double inflight(const pf_blockcost_cand_t *c, int m, int s)
 {
     if (c->v <= 1)
         return fmin(m, c->p - s);
+    if (m == c->p)
+        return m;
     double chunks = (c->p - s - 1) * 2.0 + (c->v - 1) * (double)c->p + 1;
     return fmin(chunks, (double)m * c->v) / c->v;
 }

@@ -268,6 +268,15 @@ static void test_interleaved(void)
                     1e-12);
     c2.p = 2, c2.v = 4; /* 4 % (2 x 4) */
     CU_ASSERT_EQUAL(pf_blockcost_split(pr, &c2, parts, &e2), PF_EINPUT);
+    /* m = p = 2 (batch 2): Megatron-LM runs all m v = 4 forwards first, so the last stage holds
+     * 4 chunks, 2 layer-sets, as stage 0 does; the warm-up rule alone would give it (v - 1) p + 1
+     * = 3 chunks, 1.5. Its state: what 1F1B's last stage holds less its 1 layer-set (p - s). */
+    pr->global_batch = 2;
+    c1.p = c2.p = 2, c2.v = 2;
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_eval(pr, &c1, parts, &e1), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(pr, &c2, parts, &e2), PF_OK);
+    double last = 2 * parts[1].act_bytes + parts[2].act_bytes;
+    PF_ASSERT_CLOSE(e2.mem_bytes[2], e1.mem_bytes[2] - last + 2 * last, 1e-12);
     fixture_close(&f);
 }
 

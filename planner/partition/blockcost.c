@@ -51,28 +51,31 @@ static double coll_ms(pf_blockcost_groups_t *gs, pf_blockcost_group_t g, double 
     return pf_collective_ms(coll_group(gs, g), op, bytes, algo, NULL);
 }
 
-static double roof_allreduce_ms(void *ctx, pf_blockcost_group_t g, double bytes)
+/* The collective and p2p prices of both sets: ctx points to a pf_blockcost_roofline_t or a
+ * pf_blockcost_priced_t, whose first member is their groups (C11 6.7.2.1: a pointer to a struct
+ * converts to one to its first member); the groups' algo is what tells the two apart. */
+static double groups_allreduce_ms(void *ctx, pf_blockcost_group_t g, double bytes)
 {
-    pf_blockcost_roofline_t *r = ctx;
-    return coll_ms(&r->groups, g, bytes, PF_COLL_ALLREDUCE, PF_COLL_ALGO_RING);
+    pf_blockcost_groups_t *gs = ctx;
+    return coll_ms(gs, g, bytes, PF_COLL_ALLREDUCE, gs->algo);
 }
 
-static double roof_reduce_scatter_ms(void *ctx, pf_blockcost_group_t g, double bytes)
+static double groups_reduce_scatter_ms(void *ctx, pf_blockcost_group_t g, double bytes)
 {
-    pf_blockcost_roofline_t *r = ctx;
-    return coll_ms(&r->groups, g, bytes, PF_COLL_REDUCE_SCATTER, PF_COLL_ALGO_RING);
+    pf_blockcost_groups_t *gs = ctx;
+    return coll_ms(gs, g, bytes, PF_COLL_REDUCE_SCATTER, gs->algo);
 }
 
-static double roof_all_gather_ms(void *ctx, pf_blockcost_group_t g, double bytes)
+static double groups_all_gather_ms(void *ctx, pf_blockcost_group_t g, double bytes)
 {
-    pf_blockcost_roofline_t *r = ctx;
-    return coll_ms(&r->groups, g, bytes, PF_COLL_ALLGATHER, PF_COLL_ALGO_RING);
+    pf_blockcost_groups_t *gs = ctx;
+    return coll_ms(gs, g, bytes, PF_COLL_ALLGATHER, gs->algo);
 }
 
-static double roof_p2p_ms(void *ctx, int src, int dst, double bytes)
+static double groups_p2p_ms(void *ctx, int src, int dst, double bytes)
 {
-    const pf_blockcost_roofline_t *r = ctx;
-    return pf_cluster_xfer_ms(r->groups.cluster, src, dst, bytes);
+    const pf_blockcost_groups_t *gs = ctx;
+    return pf_cluster_xfer_ms(gs->cluster, src, dst, bytes);
 }
 
 void pf_blockcost_roofline_init(pf_blockcost_roofline_t *r, const pf_cluster_t *c,
@@ -80,6 +83,7 @@ void pf_blockcost_roofline_init(pf_blockcost_roofline_t *r, const pf_cluster_t *
 {
     memset(r, 0, sizeof *r);
     r->groups.cluster = c;
+    r->groups.algo = PF_COLL_ALGO_RING;
     double tf = pf_cluster_device(c, 0)->tflops;
     r->tflops = tf > 0 ? tf : 125;
     r->efficiency = PF_BLOCKCOST_GEMM_EFFICIENCY;
@@ -87,10 +91,10 @@ void pf_blockcost_roofline_init(pf_blockcost_roofline_t *r, const pf_cluster_t *
     *env = (pf_blockcost_env_t){.ctx = r,
                                 .gemm_ms = roof_gemm_ms,
                                 .memory_ms = roof_memory_ms,
-                                .allreduce_ms = roof_allreduce_ms,
-                                .reduce_scatter_ms = roof_reduce_scatter_ms,
-                                .all_gather_ms = roof_all_gather_ms,
-                                .p2p_ms = roof_p2p_ms};
+                                .allreduce_ms = groups_allreduce_ms,
+                                .reduce_scatter_ms = groups_reduce_scatter_ms,
+                                .all_gather_ms = groups_all_gather_ms,
+                                .p2p_ms = groups_p2p_ms};
 }
 
 /* ---- the measured prices: device model and collective model ---- */
@@ -107,45 +111,22 @@ static double dm_memory_ms(void *ctx, double bytes)
     return bytes > 0 ? pf_devmodel_memory_ms(r->dm, bytes) : 0;
 }
 
-static double dm_allreduce_ms(void *ctx, pf_blockcost_group_t g, double bytes)
-{
-    pf_blockcost_priced_t *r = ctx;
-    return coll_ms(&r->groups, g, bytes, PF_COLL_ALLREDUCE, PF_COLL_ALGO_BEST);
-}
-
-static double dm_reduce_scatter_ms(void *ctx, pf_blockcost_group_t g, double bytes)
-{
-    pf_blockcost_priced_t *r = ctx;
-    return coll_ms(&r->groups, g, bytes, PF_COLL_REDUCE_SCATTER, PF_COLL_ALGO_BEST);
-}
-
-static double dm_all_gather_ms(void *ctx, pf_blockcost_group_t g, double bytes)
-{
-    pf_blockcost_priced_t *r = ctx;
-    return coll_ms(&r->groups, g, bytes, PF_COLL_ALLGATHER, PF_COLL_ALGO_BEST);
-}
-
-static double dm_p2p_ms(void *ctx, int src, int dst, double bytes)
-{
-    const pf_blockcost_priced_t *r = ctx;
-    return pf_cluster_xfer_ms(r->groups.cluster, src, dst, bytes);
-}
-
 void pf_blockcost_priced_init(pf_blockcost_priced_t *r, const pf_cluster_t *c,
                               const pf_devmodel_t *dm, int precision_bytes,
                               pf_blockcost_env_t *env)
 {
     memset(r, 0, sizeof *r);
     r->groups.cluster = c;
+    r->groups.algo = PF_COLL_ALGO_BEST;
     r->dm = dm;
     r->prec = precision_bytes == 4 ? PF_PREC_FP32 : PF_PREC_BF16;
     *env = (pf_blockcost_env_t){.ctx = r,
                                 .gemm_ms = dm_gemm_ms,
                                 .memory_ms = dm_memory_ms,
-                                .allreduce_ms = dm_allreduce_ms,
-                                .reduce_scatter_ms = dm_reduce_scatter_ms,
-                                .all_gather_ms = dm_all_gather_ms,
-                                .p2p_ms = dm_p2p_ms};
+                                .allreduce_ms = groups_allreduce_ms,
+                                .reduce_scatter_ms = groups_reduce_scatter_ms,
+                                .all_gather_ms = groups_all_gather_ms,
+                                .p2p_ms = groups_p2p_ms};
 }
 
 /* ---- one part ---- */
@@ -281,6 +262,13 @@ int pf_blockcost_interleave_split(int L, int p, int v, int *first, int *mid, int
     return 1;
 }
 
+int pf_blockcost_v_ok(int L, int p, int v, int m)
+{
+    int x0, x1, x2;
+    return v == 1 || (v > 1 && p > 0 && m % p == 0 &&
+                      pf_blockcost_interleave_split(L, p, v, &x0, &x1, &x2) >= 0);
+}
+
 int pf_blockcost_chunk_layers(int L, int p, int v, int rank, int chunk)
 {
     int first, mid, last, kind = pf_blockcost_interleave_split(L, p, v, &first, &mid, &last);
@@ -307,11 +295,14 @@ static double cand_part_ms(const pf_blockcost_cand_t *c, const pf_blockcost_part
 }
 
 /* Model chunks (of L / (p v) layers) stage s holds at its peak, in layer-sets of the stage:
- * 1F1B min(m, p - s); interleaved Megatron-LM's warm-up + 1, / v. */
+ * 1F1B min(m, p - s); interleaved Megatron-LM's warm-up + 1, / v, where m = p runs every
+ * forward first (as sim/interleave.c's pf_interleave_warmup): all m v chunks, m layer-sets. */
 static double inflight(const pf_blockcost_cand_t *c, int m, int s)
 {
     if (c->v <= 1)
         return fmin(m, c->p - s);
+    if (m == c->p)
+        return m;
     double chunks = (c->p - s - 1) * 2.0 + (c->v - 1) * (double)c->p + 1;
     return fmin(chunks, (double)m * c->v) / c->v;
 }
@@ -413,10 +404,7 @@ static int check_cand(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_
         (int64_t)c->t * c->p * c->d != pr->ngpus || pr->global_batch % ((int64_t)c->d * c->b))
         return PF_EINPUT;
     *m = (int)(pr->global_batch / ((int64_t)c->d * c->b));
-    int x0, x1, x2;
-    if (c->v > 1 &&
-        (c->p < 2 || pf_blockcost_interleave_split(L, c->p, c->v, &x0, &x1, &x2) < 0 ||
-         *m % c->p))
+    if (!pf_blockcost_v_ok(L, c->p, c->v, *m))
         return PF_EINPUT;
     int sum = c->p == 1 ? c->first_layers
                         : c->first_layers + c->last_layers + (c->p - 2) * c->mid_layers;

@@ -77,10 +77,12 @@ typedef struct {
 } pf_blockcost_env_t;
 
 /* The collective model's group (collective.h) of each pf_blockcost_group_t priced, cached:
- * both price sets below price collectives on it. */
+ * both price sets below price collectives on it, and hold it as their first member (blockcost.c's
+ * collective prices read it through env->ctx). */
 #define PF_BLOCKCOST_CACHE 16
 typedef struct {
     const pf_cluster_t *cluster;
+    pf_collective_algo_t algo; /* ring for the roofline, the cheapest for the measured prices */
     struct {
         pf_blockcost_group_t key;
         pf_collective_group_t g;
@@ -186,6 +188,10 @@ int pf_blockcost_eval(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_
  * chunk of stage 0 and the last chunk of stage p - 1 one layer fewer, so the first and the last
  * stage hold (L + 2) / p - 1 layers and the middle ones (L + 2) / p; -1 when neither divides. */
 int pf_blockcost_interleave_split(int L, int p, int v, int *first, int *mid, int *last);
+/* Is v (model chunks per stage) one a candidate of p stages and m micro-batches may have: 1, or
+ * v > 1 with an interleaved split of the L layers and m % p = 0 (Megatron-LM's interleaved
+ * schedule runs the micro-batches in groups of p). */
+int pf_blockcost_v_ok(int L, int p, int v, int m);
 /* Layers of model chunk `chunk` (0..v-1) on pipeline rank `rank` (0..p-1) under that split
  * (stage rank's chunk c is the (c p + rank)-th of the model); -1 when there is none. */
 int pf_blockcost_chunk_layers(int L, int p, int v, int rank, int chunk);

@@ -55,18 +55,13 @@ static int valid_t(const pf_blocks_t *b, int t)
 
 static int fixed_ok(int fixed, int value, int unset) { return fixed == unset || fixed == value; }
 
-/* The virtual-stage counts of (p, m): 1, and v > 1 where the layers interleave over p v chunks
- * (blockcost.h's pf_blockcost_interleave_split: evenly, or with the embedding and the head in
- * the places of a layer) and m % p = 0. */
+/* The virtual-stage counts of (p, m): those pf_blockcost_v_ok allows. */
 static int v_values(const run_t *r, int p, int m, int *vs)
 {
-    int n = 0, x0, x1, x2;
-    for (int v = 1; v <= r->L && n < MAX_V; v++) {
-        int ok = v == 1 || (p >= 2 && m % p == 0 &&
-                            pf_blockcost_interleave_split(r->L, p, v, &x0, &x1, &x2) >= 0);
-        if (ok && fixed_ok(r->fix->v, v, 0))
+    int n = 0;
+    for (int v = 1; v <= r->L && n < MAX_V; v++)
+        if (pf_blockcost_v_ok(r->L, p, v, m) && fixed_ok(r->fix->v, v, 0))
             vs[n++] = v;
-    }
     return n;
 }
 

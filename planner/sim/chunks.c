@@ -27,8 +27,7 @@ static int copy_over(const double *src, int n, int V, double **dst)
 }
 
 /* Chunk j = c P + i of stage i (src), H the boundary activation (stash of it kept per device),
- * wrap_ms the last rank's
- * transfer to rank 0 per replica (T > 1) or NULL. Allocates out's devices, xfer_ms and the
+ * wrap_ms the last rank's transfer to rank 0 per replica (T > 1) or NULL. Allocates out's devices, xfer_ms and the
  * replicas' own times (a mixed cluster: 1/V of stage i's). */
 static int chunk_of(const pf_simulate_input_t *in, int j, int V, double H, double stash,
                     const double *wrap_ms, pf_simulate_stage_t *out)

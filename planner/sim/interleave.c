@@ -31,6 +31,21 @@ static int entry(int P, int V, int MB, int k, int bwd)
     return bwd ? -1 - (c * MB + m) : c * MB + m;
 }
 
+/* 1F1B over the MB x V micro-batch-chunks: warm forwards, then forward warm + i and backward i
+ * alternate, then the remaining backwards; the k-th task is the one pf_interleave_kth gives. */
+static void one_f_one_b(int P, int V, int MB, int warm, int *out)
+{
+    int total = MB * V, n = 0;
+    for (int k = 0; k < warm; k++)
+        out[n++] = entry(P, V, MB, k, 0);
+    for (int i = 0; i + warm < total; i++) {
+        out[n++] = entry(P, V, MB, warm + i, 0);
+        out[n++] = entry(P, V, MB, i, 1);
+    }
+    for (int k = total - warm; k < total; k++)
+        out[n++] = entry(P, V, MB, k, 1);
+}
+
 /* The compute order of one stage: `out[i]` is micro-batch m as m (forward) or -1 - m (backward).
  * 1F1B (Narayanan et al. 2021, PipeDream-Flush): W = min(MB, S - s - 1) warm-up forwards, then
  * forward W + i and backward i alternate, then the remaining backwards; in flight at most W + 1 =
@@ -48,36 +63,18 @@ static void stage_order(pf_training_schedule_t order, int S, int MB, int s, int 
         return;
     }
     int warm = order == PF_SCHEDULE_EAGER_1F1B ? 2 * (S - s - 1) : S - s - 1;
-    if (warm > MB)
-        warm = MB;
-    for (int m = 0; m < warm; m++)
-        out[n++] = m;
-    for (int i = 0; i + warm < MB; i++) {
-        out[n++] = warm + i;
-        out[n++] = -1 - i;
-    }
-    for (int m = MB - warm; m < MB; m++)
-        out[n++] = -1 - m;
+    one_f_one_b(S, 1, MB, warm < MB ? warm : MB, out); /* one chunk: the k-th task is m = k */
 }
 
-/* Interleaved 1F1B as Megatron-LM runs it: W warm-up forwards (pf_interleave_warmup), then
- * forward W + i and backward i alternate, then the remaining backwards, where the k-th forward
- * or backward is the micro-batch-chunk pf_interleave_kth gives. */
+/* Interleaved 1F1B as Megatron-LM runs it: one_f_one_b with W warm-up forwards
+ * (pf_interleave_warmup). */
 void pf_interleave_order(pf_training_schedule_t order, int P, int V, int MB, int rank, int *out)
 {
     if (V <= 1) {
         stage_order(order, P, MB, rank, out);
         return;
     }
-    int total = MB * V, warm = pf_interleave_warmup(P, V, MB, rank), n = 0;
-    for (int k = 0; k < warm; k++)
-        out[n++] = entry(P, V, MB, k, 0);
-    for (int i = 0; i + warm < total; i++) {
-        out[n++] = entry(P, V, MB, warm + i, 0);
-        out[n++] = entry(P, V, MB, i, 1);
-    }
-    for (int k = total - warm; k < total; k++)
-        out[n++] = entry(P, V, MB, k, 1);
+    one_f_one_b(P, V, MB, pf_interleave_warmup(P, V, MB, rank), out);
 }
 
 int pf_interleave_check(int stages, int V, int MB, int *P, char *err, size_t errlen)

@@ -22,6 +22,16 @@ static int cmp_int(const void *a, const void *b)
     return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
 }
 
+static int gcd(int a, int b)
+{
+    while (b) {
+        int t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
 /* The gcd of every host's device count: T divides each host's devices iff it divides this.
  * O(D log D) (hosts are arbitrary non-negative ints: counted on the sorted host values). -1
  * when out of memory. */
@@ -36,15 +46,7 @@ static int host_gcd(const pf_cluster_t *c)
     qsort(hosts, (size_t)D, sizeof *hosts, cmp_int);
     for (int i = 0, run = 1; i < D; i++, run++)
         if (i + 1 == D || hosts[i + 1] != hosts[i]) {
-            for (int a = g, b = run; ; ) { /* g = gcd(g, run) */
-                if (!b) {
-                    g = a;
-                    break;
-                }
-                int t = a % b;
-                a = b;
-                b = t;
-            }
+            g = gcd(g, run);
             run = 0;
         }
     free(hosts);

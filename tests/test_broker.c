@@ -1083,10 +1083,6 @@ static json_t *plan_with(pf_client_t *c, zsock_t *w, int hostile, int *answered)
     return plan;
 }
 
-/* A hostile worker key next to a healthy worker: one scripted worker that runs every kind but
- * DP_PARTITION answers each SIMULATE with a 0.001 ms step (then, in a second request, every job
- * with status -3). Its answers are rejected (re-simulated, or failed attempts retried on the
- * healthy worker): both requests finish, with the plan the healthy worker alone makes. */
 /* A request's plan through the broker and its workers (30 s at most): its JSON, or NULL. */
 static json_t *plan_through(pf_client_t *c, const pf_graph_t *g, const pf_cluster_t *cl,
                             const pf_search_opts_t *so)
@@ -1172,6 +1168,10 @@ static void test_microbatch_repriced(void)
     zactor_destroy(&b);
 }
 
+/* A hostile worker key next to a healthy worker: one scripted worker that runs every kind but
+ * DP_PARTITION answers each SIMULATE with a 0.001 ms step (then, in a second request, every job
+ * with status -3). Its answers are rejected (re-simulated, or failed attempts retried on the
+ * healthy worker): both requests finish, with the plan the healthy worker alone makes. */
 static void test_hostile_worker(void)
 {
     json_t *ref = NULL;

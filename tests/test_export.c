@@ -548,6 +548,7 @@ static void test_block_choices(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(x = pf_export_new(p, g, c, &rc, err, sizeof err));
     got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
     CU_ASSERT_EQUAL(rc, PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "2 virtual stages over 2 stages of 4 layers"));
     free(got);
     pf_export_destroy(&x);
     pf_plan_destroy(&p);

@@ -3,8 +3,8 @@
  * hierarchies from 128 GPUs to 131,072, with the units of the hierarchy as blocks ("units") and
  * with device classes and replica orders only ("classes": what main did above 1,024 devices, no
  * blocks there; below it main proved host blocks on the matrix, which on DGX T = 8 groups, one
- * group per host, are none). The stage graph is a uniform chain (a transformer's stages: c_u
- * 10 ms, 2 GB of gradients per replica, 50 MB of activations to the next stage), S x R stage
+ * group per host, are none). The stage graph is a chain of uneven stages (chain(): c_u 10-12
+ * ms, 2 or 4 GB of gradients per replica, 500 MB of activations to the next stage), S x R stage
  * replicas on the tensor-parallel groups of T GPUs (pf_cluster_hier_grouped, what the planner
  * maps on). Columns: objective of each, nodes, probes / probes past their 1 s deadline,
  * seconds (of the whole search, the context's set-up included).

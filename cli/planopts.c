@@ -81,11 +81,12 @@ static int parse_zero(const char *cmd, const char *arg, void *base)
 static int parse_sequence_parallel(const char *cmd, const char *arg, void *base)
 {
     pf_search_opts_t *o = base;
-    o->sequence_parallel = !strcmp(arg, "on") ? 1 : !strcmp(arg, "off") ? 0 : !strcmp(arg, "auto") ? -1 : -2;
-    if (o->sequence_parallel == -2)
+    if (!strcmp(arg, "auto"))
+        o->sequence_parallel = -1, o->block_search = 1; /* auto asks for the block search */
+    else if (!strcmp(arg, "on") || !strcmp(arg, "off"))
+        o->sequence_parallel = !strcmp(arg, "on");
+    else
         return cli_bad_name(cmd, "--sequence-parallel", arg, "on, off or auto");
-    if (o->sequence_parallel == -1)
-        o->block_search = 1; /* auto asks for the block search by itself */
     return 0;
 }
 

@@ -1012,6 +1012,19 @@ static void strip_clocks(json_t *j)
     }
 }
 
+/* A finished request's plan JSON, or NULL. */
+static json_t *result_json(pf_client_t *c, const char *id)
+{
+    char err[512];
+    Planfarm__ResultReply *rr = NULL;
+    json_t *plan = NULL;
+    if (pf_client_result(c, id, &rr, err, sizeof err) == PF_OK && rr)
+        plan = json_loads(rr->plan_json, 0, NULL);
+    if (rr)
+        planfarm__result_reply__free_unpacked(rr, NULL);
+    return plan;
+}
+
 /* Submit the tiny request, answer the scripted worker's jobs as `hostile` says until it is done;
  * returns its plan JSON without clock readings (NULL when it failed) and counts the jobs the
  * scripted worker answered. hostile: 0 none (the worker is not there), 1 every SIMULATE with
@@ -1067,26 +1080,15 @@ static json_t *plan_with(pf_client_t *c, zsock_t *w, int hostile, int *answered)
             break;
     }
     CU_ASSERT_EQUAL(state, PLANFARM__REQUEST_STATE__REQ_DONE);
-    Planfarm__ResultReply *rr = NULL;
-    if (state == PLANFARM__REQUEST_STATE__REQ_DONE &&
-        pf_client_result(c, id, &rr, err, sizeof err) == PF_OK && rr) {
-        json_error_t je;
-        if ((plan = json_loads(rr->plan_json, 0, &je)))
-            strip_clocks(plan);
-    }
-    if (rr)
-        planfarm__result_reply__free_unpacked(rr, NULL);
-    else if (state != PLANFARM__REQUEST_STATE__REQ_DONE)
+    if (state != PLANFARM__REQUEST_STATE__REQ_DONE)
         fprintf(stderr, "hostile request ended in state %d\n", state);
+    else if ((plan = result_json(c, id)))
+        strip_clocks(plan);
     pf_graph_destroy(&g);
     pf_cluster_destroy(&cl);
     return plan;
 }
 
-/* A hostile worker key next to a healthy worker: one scripted worker that runs every kind but
- * DP_PARTITION answers each SIMULATE with a 0.001 ms step (then, in a second request, every job
- * with status -3). Its answers are rejected (re-simulated, or failed attempts retried on the
- * healthy worker): both requests finish, with the plan the healthy worker alone makes. */
 /* A request's plan through the broker and its workers (30 s at most): its JSON, or NULL. */
 static json_t *plan_through(pf_client_t *c, const pf_graph_t *g, const pf_cluster_t *cl,
                             const pf_search_opts_t *so)
@@ -1106,14 +1108,7 @@ static json_t *plan_through(pf_client_t *c, const pf_graph_t *g, const pf_cluste
             planfarm__request_status__free_unpacked(st, NULL);
         }
     }
-    Planfarm__ResultReply *rr = NULL;
-    json_t *plan = NULL;
-    if (state == PLANFARM__REQUEST_STATE__REQ_DONE &&
-        pf_client_result(c, id, &rr, err, sizeof err) == PF_OK && rr)
-        plan = json_loads(rr->plan_json, 0, NULL);
-    if (rr)
-        planfarm__result_reply__free_unpacked(rr, NULL);
-    return plan;
+    return state == PLANFARM__REQUEST_STATE__REQ_DONE ? result_json(c, id) : NULL;
 }
 
 static pf_graph_t *gpt_at(int microbatch)
@@ -1172,6 +1167,10 @@ static void test_microbatch_repriced(void)
     zactor_destroy(&b);
 }
 
+/* A hostile worker key next to a healthy worker: one scripted worker that runs every kind but
+ * DP_PARTITION answers each SIMULATE with a 0.001 ms step (then, in a second request, every job
+ * with status -3). Its answers are rejected (re-simulated, or failed attempts retried on the
+ * healthy worker): both requests finish, with the plan the healthy worker alone makes. */
 static void test_hostile_worker(void)
 {
     json_t *ref = NULL;

@@ -88,6 +88,21 @@ static pf_plan_t *example_plan(const pf_graph_t *g)
     return p;
 }
 
+/* The block tests' plan: the 4-layer GPT in 2 even stages (embed + layers 0-1 | layers 2-3 +
+ * final_ln + head), 2 replicas x T 2 in GPU order (stage 0 on node0, stage 1 on node1), 8
+ * micro-batches in bf16. */
+static pf_plan_t *even_plan(const pf_graph_t *g)
+{
+    const int cut[] = {0, 35, 71};
+    pf_plan_t *p = cut_plan(g, 2, 2, 2, cut);
+    const int dev[2][4] = {{0, 1, 2, 3}, {8, 9, 10, 11}};
+    for (int s = 0; s < 2; s++)
+        memcpy(p->stage_list[s].devices, dev[s], sizeof dev[s]);
+    p->microbatches = 8;
+    p->train.precision_bytes = 2;
+    return p;
+}
+
 /* Text a writer produces, in a buffer the caller frees. */
 typedef int (*writer_fn)(const pf_export_t *, FILE *, char *, size_t);
 static char *written(const pf_export_t *x, writer_fn w, int *rc, char *err, size_t errlen)
@@ -398,13 +413,7 @@ static void test_block_choices(void)
 {
     pf_graph_t *g = small_gpt(4);
     pf_cluster_t *c = two_hosts();
-    const int cut[] = {0, 35, 71}; /* embed + layers 0-1 | layers 2-3 + final_ln + head */
-    pf_plan_t *p = cut_plan(g, 2, 2, 2, cut);
-    const int dev[2][4] = {{0, 1, 2, 3}, {8, 9, 10, 11}};
-    for (int s = 0; s < 2; s++)
-        memcpy(p->stage_list[s].devices, dev[s], sizeof dev[s]);
-    p->microbatches = 8;
-    p->train.precision_bytes = 2;
+    pf_plan_t *p = even_plan(g);
     p->train.zero = 1;
     p->train.recompute = PF_RECOMPUTE_FULL;
     p->blocks.present = 1;
@@ -539,6 +548,7 @@ static void test_block_choices(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(x = pf_export_new(p, g, c, &rc, err, sizeof err));
     got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
     CU_ASSERT_EQUAL(rc, PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "2 virtual stages over 2 stages of 4 layers"));
     free(got);
     pf_export_destroy(&x);
     pf_plan_destroy(&p);
@@ -553,13 +563,7 @@ static void test_context_expert(void)
 {
     pf_graph_t *g = small_gpt(4);
     pf_cluster_t *c = two_hosts();
-    const int cut[] = {0, 35, 71};
-    pf_plan_t *p = cut_plan(g, 2, 2, 2, cut);
-    const int dev[2][4] = {{0, 1, 2, 3}, {8, 9, 10, 11}};
-    for (int s = 0; s < 2; s++)
-        memcpy(p->stage_list[s].devices, dev[s], sizeof dev[s]);
-    p->microbatches = 8;
-    p->train.precision_bytes = 2;
+    pf_plan_t *p = even_plan(g);
     p->blocks.present = 1, p->blocks.microbatch_size = 2, p->blocks.virtual_stages = 1;
     p->blocks.context_parallel = 2, p->blocks.expert_parallel = 2;
     char err[512] = "", path[600];

@@ -1,6 +1,7 @@
 /* export_megatron: Megatron-LM's model flags and the layer split (export_megatron.h). */
 #include "planner/export/export_megatron.h"
 #include "planner/core/util.h"
+#include "planner/partition/blockcost.h"
 
 #include <string.h>
 
@@ -95,17 +96,16 @@ void pf_export_megatron_model(const pf_arch_t *a, FILE *f)
 
 /* ---- the layer split over the stages ---- */
 
-/* Interleaving with the embedding and the loss each in a layer's place (blockcost.h's
- * pf_blockcost_interleave_split, as Llama 3 ran 126 layers on 16 stages): L % (S v) != 0,
- * (L + 2) % (S v) = 0, the first and the last stage (L + 2) / S - 1 layers, the others
- * (L + 2) / S. */
+/* Interleaving with the embedding and the loss each in a layer's place (as Llama 3 ran 126
+ * layers on 16 stages): the stages hold blockcost.h's pf_blockcost_interleave_split of kind 1,
+ * (L + 2) / S - 1 layers at the ends and (L + 2) / S in between. */
 static int uneven_interleaved(const pf_export_split_t *x, int v)
 {
-    int S = x->S, L = x->layers, per = (L + 2) / S;
-    if (S < 2 || L % (S * v) == 0 || (L + 2) % (S * v) != 0)
+    int S = x->S, first, mid, last;
+    if (pf_blockcost_interleave_split(x->layers, S, v, &first, &mid, &last) != 1)
         return 0;
     for (int s = 0; s < S; s++)
-        if (x->stage_layers[s] != (s == 0 || s == S - 1 ? per - 1 : per))
+        if (x->stage_layers[s] != (s == 0 ? first : s == S - 1 ? last : mid))
             return 0;
     return 1;
 }

@@ -255,12 +255,7 @@ static void round_finish(pf_broker_t *b)
     if (rc == PF_OK && pf_assemble_ndevices(as) == 0)
         rc = pf_fail(err, sizeof err, PF_EINFEASIBLE, "no device was measured");
     if (rc == PF_OK && (rc = pf_assemble_build(as, &c, err, sizeof err)) == PF_OK) {
-        pf_cluster_t *h; /* a hierarchy when the measurements fit one (DESIGN.md "Cluster") */
-        char why[256];
-        if (pf_assemble_hierarchy(c, PF_ASSEMBLE_HIER_TOL, &h, why, sizeof why) == PF_OK) {
-            pf_cluster_destroy(&c);
-            c = h;
-        }
+        pf_assemble_prefer_hierarchy(&c); /* DESIGN.md "Cluster" */
         rc = pf_assemble_json(as, c, &json, &len, err, sizeof err);
     }
     if (as)

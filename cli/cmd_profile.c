@@ -380,13 +380,8 @@ static int profile_cluster(const profile_args_t *a, pf_cuda_loader_t **cuda, cha
                               NULL, as, &rep, err, sizeof err);
     if (rc == PF_OK)
         rc = pf_assemble_build(as, &cl, err, sizeof err);
-    pf_cluster_t *h;
-    char why[256];
-    if (rc == PF_OK && !a->matrix &&
-        pf_assemble_hierarchy(cl, PF_ASSEMBLE_HIER_TOL, &h, why, sizeof why) == PF_OK) {
-        pf_cluster_destroy(&cl);
-        cl = h;
-    }
+    if (rc == PF_OK && !a->matrix)
+        pf_assemble_prefer_hierarchy(&cl);
     if (rc == PF_OK)
         rc = pf_assemble_save(as, cl, out, err, sizeof err);
     if (rc == PF_OK && !a->quiet) {

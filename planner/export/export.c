@@ -526,8 +526,7 @@ int pf_export_context_parallel(const pf_export_t *x) { return pf_plan_context_pa
 
 int pf_export_expert_parallel(const pf_export_t *x)
 {
-    return x->p->blocks.present && x->p->blocks.expert_parallel > 1 ? x->p->blocks.expert_parallel
-                                                                     : 1;
+    return pf_plan_expert_parallel(x->p);
 }
 
 /* --context-parallel-size C and --expert-model-parallel-size E (_add_distributed_args), when

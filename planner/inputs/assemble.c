@@ -430,3 +430,13 @@ int pf_assemble_hierarchy(const pf_cluster_t *c, double tol, pf_cluster_t **out,
     }
     return PF_OK;
 }
+
+void pf_assemble_prefer_hierarchy(pf_cluster_t **c)
+{
+    pf_cluster_t *h;
+    char why[256];
+    if (pf_assemble_hierarchy(*c, PF_ASSEMBLE_HIER_TOL, &h, why, sizeof why) == PF_OK) {
+        pf_cluster_destroy(c);
+        *c = h;
+    }
+}

@@ -55,6 +55,9 @@ int pf_assemble_build(pf_assemble_t *a, pf_cluster_t **out, char *err, size_t er
 #define PF_ASSEMBLE_HIER_TOL 0.10
 int pf_assemble_hierarchy(const pf_cluster_t *c, double tol, pf_cluster_t **out, char *why,
                           size_t whylen);
+/* *c replaced by its hierarchy at PF_ASSEMBLE_HIER_TOL when it fits one (else, or out of
+ * memory, left as it is): what a profiling round writes. */
+void pf_assemble_prefer_hierarchy(pf_cluster_t **c);
 
 /* Write the cluster with a "provenance" section: the tool, every device record (source,
  * measured_by, when, memory bandwidth, SMs, clock) and every link record with its fit

@@ -14,6 +14,11 @@ int pf_plan_context_parallel(const pf_plan_t *p)
     return p->blocks.present && p->blocks.context_parallel > 1 ? p->blocks.context_parallel : 1;
 }
 
+int pf_plan_expert_parallel(const pf_plan_t *p)
+{
+    return p->blocks.present && p->blocks.expert_parallel > 1 ? p->blocks.expert_parallel : 1;
+}
+
 pf_plan_t *pf_plan_new(int stages, int replicas)
 {
     if (stages <= 0 || replicas <= 0)
@@ -643,7 +648,7 @@ static void write_block_search(pf_json_writer_t *w, const pf_plan_t *p)
     pf_json_writer_key(w, "sequence_parallel"); pf_json_writer_bool(w, p->blocks.sequence_parallel);
     pf_json_writer_key(w, "context_parallel"); pf_json_writer_int(w, pf_plan_context_parallel(p));
     pf_json_writer_key(w, "expert_parallel");
-    pf_json_writer_int(w, p->blocks.expert_parallel > 1 ? p->blocks.expert_parallel : 1);
+    pf_json_writer_int(w, pf_plan_expert_parallel(p));
     pf_json_writer_key(w, "tp_comm_overlap"); pf_json_writer_bool(w, p->blocks.tp_comm_overlap);
     pf_json_writer_key(w, "block_search"); pf_json_writer_obj_begin_inline(w);
     pf_json_writer_key(w, "layers_first"); pf_json_writer_int(w, p->blocks.first_layers);

@@ -100,6 +100,8 @@ typedef struct {
 pf_plan_t *pf_plan_new(int stages, int replicas);
 /* The block search's context parallelism C (1: none): the plan's replicas are d x C. */
 int pf_plan_context_parallel(const pf_plan_t *p);
+/* Its expert parallelism E (1: none). */
+int pf_plan_expert_parallel(const pf_plan_t *p);
 void pf_plan_destroy(pf_plan_t **p);
 /* Copies ops (indices). */
 int pf_plan_set_stage_ops(pf_plan_t *p, int s, const int *ops, int nops);

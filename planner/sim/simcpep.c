@@ -67,7 +67,7 @@ int pf_simcpep_add(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *
                    pf_simulate_input_t *in, char *err, size_t errlen)
 {
     int C = pf_plan_context_parallel(p);
-    int E = p->blocks.present && p->blocks.expert_parallel > 1 ? p->blocks.expert_parallel : 1;
+    int E = pf_plan_expert_parallel(p);
     if (C == 1 && E == 1)
         return PF_OK;
     if (in->replicas % (C * E) || in->stages != p->stages)

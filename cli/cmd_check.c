@@ -78,7 +78,6 @@ static void hierarchy_latency(const pf_cluster_hier_t *h)
 /* Format 2: the levels, host kinds and exceptions, bottom up. */
 static void summarize_hierarchy(const pf_cluster_hier_t *h)
 {
-    double over = 1;
     int L = pf_cluster_hier_nlevels(h);
     hierarchy_latency(h);
     printf("  hierarchy:    %d level%s, %d host slot%s, %d exception%s (format 2)\n", L,
@@ -94,12 +93,10 @@ static void summarize_hierarchy(const pf_cluster_hier_t *h)
         else
             snprintf(count, sizeof count, "%d x %s", v->count, pf_cluster_hier_level(h, l - 1)->name);
         printf("    %-8s %-14s %g GB/s per GPU (%g between two GPUs), %g us", v->name, count,
-               v->bw_gbps, l == 0 ? v->bw_gbps : v->bw_gbps / over, v->lat_us);
+               v->bw_gbps, pf_cluster_hier_level_pair_gbps(h, l), v->lat_us);
         if (l > 0 && v->oversub != 1)
             printf(", oversubscribed %g:1", v->oversub);
         printf("\n");
-        if (l > 0)
-            over *= v->oversub;
     }
     for (int k = 0; k < pf_cluster_hier_nkinds(h); k++) {
         const pf_cluster_host_kind_t *x = pf_cluster_hier_kind(h, k);

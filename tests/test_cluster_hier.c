@@ -128,6 +128,11 @@ static void check_hand(const pf_cluster_t *c)
     /* 72 ordered pairs: 28 at 2 (host 5 with host 4 under their leaf: 4, across the spine with
      * hosts 0-2: 24), 28 at 4, 8 at 20 (leaf 0), 8 at 100 (inside hosts 0, 1, 2, 5); the median
      * is the mean of the 36th and 37th smallest: 4 */
+    /* per level, without NIC exceptions: 100 inside, 20 under a leaf, 16 / 4 across the spine */
+    const pf_cluster_hier_t *h = pf_cluster_hierarchy(c);
+    CU_ASSERT_EQUAL(pf_cluster_hier_level_pair_gbps(h, 0), 100);
+    CU_ASSERT_EQUAL(pf_cluster_hier_level_pair_gbps(h, 1), 20);
+    CU_ASSERT_EQUAL(pf_cluster_hier_level_pair_gbps(h, 2), 4);
     CU_ASSERT_EQUAL(pf_cluster_bw_min(c), 2);
     CU_ASSERT_EQUAL(pf_cluster_bw_median(c), 4);
     CU_ASSERT_EQUAL(pf_cluster_bw_max(c), 100);

@@ -200,6 +200,11 @@ static double above_gbps(const pf_cluster_hier_t *h, int l, double nic_a, double
     return nic_b > 0 ? fmin(bw, nic_b) : bw;
 }
 
+double pf_cluster_hier_level_pair_gbps(const pf_cluster_hier_t *h, int level)
+{
+    return h->above_gbps[level];
+}
+
 double pf_cluster_hier_bw_gbps(const pf_cluster_hier_t *h, int a, int b)
 {
     int l = pf_cluster_hier_common_level(h, a, b);

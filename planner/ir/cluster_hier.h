@@ -104,6 +104,9 @@ int pf_cluster_hier_host_kind(const pf_cluster_hier_t *h, int host); /* -1: miss
 double pf_cluster_hier_host_nic_gbps(const pf_cluster_hier_t *h, int host); /* 0: none */
 int pf_cluster_hier_nexceptions(const pf_cluster_hier_t *h);
 
+/* Between two GPUs whose lowest common level is l (no NIC exception): level l's bandwidth over
+ * the oversubscription of every level from 1 to l - 1 (level 0: its own). */
+double pf_cluster_hier_level_pair_gbps(const pf_cluster_hier_t *h, int level);
 /* The lowest common level of two host slots (0 when equal). */
 int pf_cluster_hier_common_level(const pf_cluster_hier_t *h, int host_a, int host_b);
 /* Between two distinct devices on these hosts (equal hosts: inside the host). */

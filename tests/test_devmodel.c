@@ -5,6 +5,7 @@
 #include "planner/ir/devmodel.h"
 #include "tests/testutil.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,7 +16,7 @@ static const double EFF[8] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8};
 static pf_devmodel_spec_t tiny_spec(void)
 {
     pf_devmodel_spec_t s = {"tiny", {100, 100, 10, 50, 200}, {1, 1, 1, 1, 1}, 1000, 5, 80e9,
-                            0.5, 0.25, 300, 1, 8, 0};
+                            0.5, 0.25, 300, 1, 8, 0, 0};
     return s;
 }
 
@@ -129,10 +130,43 @@ static void test_presets(void)
     CU_ASSERT_EQUAL(pf_devmodel_nvls_busbw_gbps(v), 0);
 }
 
+/* A table measured on a GPU of twice this one's peak: there the GEMM took (its efficiency on
+ * this peak) / 2; less the fixed 5 us, the rest runs twice as long here. */
+static void test_borrowed_table(void)
+{
+    pf_devmodel_spec_t s = tiny_spec();
+    s.table_peak_tflops = 200;
+    char err[256];
+    pf_devmodel_t *dm = pf_devmodel_new(&s, 2, G2, 2, G2, 2, G2, EFF, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dm);
+    double own_ms = 2.0 * 1024 * 1024 * 1024 / (100e12 * 0.8) * 1e3; /* 0.026844 */
+    PF_ASSERT_CLOSE(pf_devmodel_gemm_ms(dm, PF_PREC_BF16, 1024, 1024, 1024, 1),
+                    0.005 + (own_ms / 2 - 0.005) * 2, 1e-12);
+    /* 256^3 at 0.1: 0.0034 ms here, 0.0017 there, under the fixed cost: the fixed cost */
+    PF_ASSERT_CLOSE(pf_devmodel_gemm_ms(dm, PF_PREC_BF16, 256, 256, 256, 1), 0.005, 1e-12);
+    /* the table's own GPU: as before */
+    s.table_peak_tflops = 100;
+    pf_devmodel_set_spec(dm, &s);
+    PF_ASSERT_CLOSE(pf_devmodel_gemm_ms(dm, PF_PREC_BF16, 1024, 1024, 1024, 1), own_ms, 1e-12);
+    pf_devmodel_destroy(&dm);
+    /* the A100 presets borrow the H100's table: a large GEMM scales by the peaks (the fixed cost
+     * is 0.2% of it), a small one by less */
+    const pf_devmodel_t *a = pf_devmodel_preset("a100-80g"), *h = pf_devmodel_preset("h100-sxm");
+    double big = pf_devmodel_gemm_ms(a, PF_PREC_BF16, 8192, 8192, 8192, 1) /
+                 pf_devmodel_gemm_ms(h, PF_PREC_BF16, 8192, 8192, 8192, 1);
+    double small = pf_devmodel_gemm_ms(a, PF_PREC_BF16, 1024, 1024, 1024, 1) /
+                   pf_devmodel_gemm_ms(h, PF_PREC_BF16, 1024, 1024, 1024, 1);
+    CU_ASSERT(fabs(big / (989.4 / 312) - 1) < 0.01);
+    CU_ASSERT(small < big * 0.95);
+}
+
 static void test_file_round_trip(void)
 {
     char err[512], path[512];
     pf_devmodel_t *dm = tiny(), *back = NULL;
+    pf_devmodel_spec_t borrowed = tiny_spec();
+    borrowed.table_peak_tflops = 250; /* kept through the file (gemm.peak_tflops) */
+    pf_devmodel_set_spec(dm, &borrowed);
     snprintf(path, sizeof path, "%s/tiny.json", pf_test_tmpdir());
     CU_ASSERT_EQUAL_FATAL(pf_devmodel_save(dm, path, err, sizeof err), PF_OK);
     CU_ASSERT_EQUAL_FATAL(pf_devmodel_load(path, &back, err, sizeof err), PF_OK);
@@ -225,6 +259,8 @@ void pf_suite_devmodel(void)
                 test_gemm_time);
     CU_add_test(s, "roofline of memory-bound and fused ops; no work = untouched", test_roofline);
     CU_add_test(s, "presets: names, copies validate, precision fallbacks", test_presets);
+    CU_add_test(s, "a table borrowed from another GPU: fixed cost kept, the rest scaled",
+                test_borrowed_table);
     CU_add_test(s, "file round trip and resolve", test_file_round_trip);
     CU_add_test(s, "rejected files name file, JSON path and problem", test_file_rejects);
 }

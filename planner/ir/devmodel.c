@@ -117,6 +117,7 @@ static const double h200_eff[7 * 6 * 6] = {
  * fraction the H100 reached (3036.6 of 3350 GB/s: planfarm calibrate on h100-sweep.json). */
 #define HBM_FRACTION (3036.6 / 3350.0)
 #define H100_LAUNCH_US 6.31
+#define H100_BF16_TFLOPS 989.4
 
 /* NCCL's peak all-reduce bus bandwidth with NVLS on 8 H100 (NVLink 4, NVSwitch gen 3), as
  * NCCL's maintainers give it ([NVLS]): ~480 GB/s, where the ring reaches ~370 (the dgx-h100
@@ -128,13 +129,13 @@ static const double h200_eff[7 * 6 * 6] = {
  * (efficiency is a fraction of each GPU's own peak; DEVICES.md says what that assumes). */
 static const pf_devmodel_t presets[] = {
     {.spec = {"v100", {0, 125, 15.7, 0, 0}, {1, 1, 1, 1, 1}, 900 * HBM_FRACTION, H100_LAUNCH_US,
-              32 * GIB, 0.5, 0.38, 150, 0, 8, 0},
+              32 * GIB, 0.5, 0.38, 150, 0, 8, 0, H100_BF16_TFLOPS},
      SWEEP_GRID, .eff = h100_eff},
     {.spec = {"a100-40g", {312, 312, 19.5, 156, 0}, {1, 1, 1, 1, 1}, 1555 * HBM_FRACTION,
-              H100_LAUNCH_US, 40 * GIB, 0.5, 0.38, 300, 0, 8, 0},
+              H100_LAUNCH_US, 40 * GIB, 0.5, 0.38, 300, 0, 8, 0, H100_BF16_TFLOPS},
      SWEEP_GRID, .eff = h100_eff},
     {.spec = {"a100-80g", {312, 312, 19.5, 156, 0}, {1, 1, 1, 1, 1}, 2039 * HBM_FRACTION,
-              H100_LAUNCH_US, 80 * GIB, 0.5, 0.38, 300, 0, 8, 0},
+              H100_LAUNCH_US, 80 * GIB, 0.5, 0.38, 300, 0, 8, 0, H100_BF16_TFLOPS},
      SWEEP_GRID, .eff = h100_eff},
     {.spec = {"h100-sxm", {989.4, 989.4, 66.9, 494.7, 1978.9}, {1, 1.088, 1.108, 1, 1}, 3036.6,
               H100_LAUNCH_US, 85017493504.0, 0.5, 0.38, 450, 1, 8, H100_NVLS_BUSBW_GBPS},
@@ -143,7 +144,7 @@ static const pf_devmodel_t presets[] = {
               7.46, 150109880320.0, 0.5, 0.38, 450, 1, 8, H100_NVLS_BUSBW_GBPS},
      SWEEP_GRID, .eff = h200_eff},
     {.spec = {"b200", {2250, 2250, 75, 1125, 4500}, {1, 1, 1, 1, 1}, 8000 * HBM_FRACTION,
-              H100_LAUNCH_US, 180e9, 0.5, 0.38, 900, 1, 8, 0},
+              H100_LAUNCH_US, 180e9, 0.5, 0.38, 900, 1, 8, 0, H100_BF16_TFLOPS},
      SWEEP_GRID, .eff = h100_eff},
 };
 #define NPRESETS ((int)(sizeof presets / sizeof presets[0]))
@@ -238,6 +239,8 @@ static int check_spec(const pf_devmodel_spec_t *s, char *err, size_t errlen)
     if ((rc = pf_check_range(s->launch_us, PF_MAX_US, "us", "launch_us", err, errlen)) ||
         (rc = pf_check_range(s->nvlink_gbps, PF_MAX_GBPS, "GB/s", "nvlink_gbps", err, errlen)) ||
         (rc = pf_check_range(s->nvls_busbw_gbps, PF_MAX_GBPS, "GB/s", "nvls_busbw_gbps", err,
+                             errlen)) ||
+        (rc = pf_check_range(s->table_peak_tflops, 1e6, "TFLOP/s", "gemm.peak_tflops", err,
                              errlen)))
         return rc;
     if (s->gpus_per_host < 1 || s->gpus_per_host > 1 << 16)
@@ -382,6 +385,21 @@ double pf_devmodel_gemm_eff(const pf_devmodel_t *dm, double m, double n, double 
     return e;
 }
 
+/* A table measured on another GPU (table_peak_tflops): a GEMM's time there is a fixed cost
+ * (launch_us) and a part that runs at the tensor cores' rate. Only the second scales with the
+ * peak, so a slower GPU loses a smaller share of a small GEMM to the fixed cost and a faster one a
+ * larger share. ms is the table's efficiency applied to this GPU's peak. */
+static double borrowed_ms(const pf_devmodel_t *dm, double ms)
+{
+    const pf_devmodel_spec_t *s = &dm->spec;
+    double own = s->peak_tflops[unit(dm, PF_PREC_FP16)];
+    if (!(s->table_peak_tflops > 0) || s->table_peak_tflops == own)
+        return ms;
+    double ratio = s->table_peak_tflops / own, fixed_ms = s->launch_us / 1000;
+    double there_ms = ms / ratio;
+    return fixed_ms + fmax(there_ms - fixed_ms, 0) * ratio;
+}
+
 double pf_devmodel_gemm_ms(const pf_devmodel_t *dm, pf_prec_t p, double m, double n, double k,
                            double batch)
 {
@@ -391,7 +409,8 @@ double pf_devmodel_gemm_ms(const pf_devmodel_t *dm, pf_prec_t p, double m, doubl
         batch = 1;
     pf_prec_t u = unit(dm, p);
     double eff = pf_devmodel_gemm_eff(dm, m * batch, n, k) * dm->spec.prec_scale[u];
-    return 2 * m * n * k * batch / (dm->spec.peak_tflops[u] * 1e12 * fmin(eff, 1)) * 1e3;
+    double ms = 2 * m * n * k * batch / (dm->spec.peak_tflops[u] * 1e12 * fmin(eff, 1)) * 1e3;
+    return borrowed_ms(dm, ms);
 }
 
 double pf_devmodel_memory_ms(const pf_devmodel_t *dm, double bytes)
@@ -537,7 +556,9 @@ static int convert_model(json_t *root, void *ctx, char *err, size_t errlen)
                        gemm ? "not an object" : "missing");
     if ((rc = read_numbers(gemm, "m", PF_DEVMODEL_GRID_MAX, gm, &nm, err, errlen)) ||
         (rc = read_numbers(gemm, "n", PF_DEVMODEL_GRID_MAX, gn, &nn, err, errlen)) ||
-        (rc = read_numbers(gemm, "k", PF_DEVMODEL_GRID_MAX, gk, &nk, err, errlen)))
+        (rc = read_numbers(gemm, "k", PF_DEVMODEL_GRID_MAX, gk, &nk, err, errlen)) ||
+        (rc = pf_json_get_number(gemm, "device.gemm", "peak_tflops", 0, 0, &s.table_peak_tflops,
+                                 err, errlen)))
         return rc;
     int cells = nm * nn * nk;
     if (!(eff = malloc((size_t)cells * sizeof *eff)))
@@ -654,6 +675,10 @@ static void emit_model(pf_json_writer_t *w, const void *ctx)
     emit_numbers(w, "n", dm->gn, dm->nn);
     emit_numbers(w, "k", dm->gk, dm->nk);
     emit_numbers(w, "efficiency", dm->eff, dm->nm * dm->nn * dm->nk);
+    if (s->table_peak_tflops > 0) {
+        pf_json_writer_key(w, "peak_tflops");
+        pf_json_writer_num(w, s->table_peak_tflops);
+    }
     pf_json_writer_obj_end(w);
     pf_json_writer_obj_end(w);
 }

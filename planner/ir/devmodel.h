@@ -42,6 +42,8 @@ typedef struct {
     int gpus_per_host;
     double nvls_busbw_gbps; /* NVLS all-reduce bus bandwidth inside a host; 0 with nvls: the
                              * line rate nvlink_gbps (unmeasured) */
+    double table_peak_tflops; /* the bf16 peak of the GPU the GEMM table was measured on, when
+                               * that is another GPU; 0 = this one (pf_devmodel_gemm_ms) */
 } pf_devmodel_spec_t;
 
 typedef struct pf_devmodel pf_devmodel_t;

@@ -15,7 +15,7 @@ static const double GM[3] = {256, 1024, 4096}, GN[2] = {512, 2048}, GK[2] = {512
 static pf_devmodel_t *known(void)
 {
     pf_devmodel_spec_t s = {"known", {400, 400, 40, 200, 800}, {1, 1, 1, 1, 1}, 2000, 4, 40e9,
-                            0.5, 0.4, 300, 0, 8, 0, 0};
+                            0.5, 0.4, 300, 0, 8, 0, 0, 0, 0};
     double eff[12];
     for (int i = 0; i < 12; i++)
         eff[i] = 0.05 + 0.07 * i;

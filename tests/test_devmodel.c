@@ -16,7 +16,7 @@ static const double EFF[8] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8};
 static pf_devmodel_spec_t tiny_spec(void)
 {
     pf_devmodel_spec_t s = {"tiny", {100, 100, 10, 50, 200}, {1, 1, 1, 1, 1}, 1000, 5, 80e9,
-                            0.5, 0.25, 300, 1, 8, 0, 0};
+                            0.5, 0.25, 300, 1, 8, 0, 0, 0, 0};
     return s;
 }
 
@@ -160,12 +160,37 @@ static void test_borrowed_table(void)
     CU_ASSERT(small < big * 0.95);
 }
 
+/* A framework's fixed cost per op is added to each side an op prices, GEMM or not; an op
+ * without work stays without a price. */
+static void test_op_overhead(void)
+{
+    pf_devmodel_t *dm = tiny();
+    pf_op_work_t g = {.gemm_m = 1024, .gemm_n = 1024, .gemm_k = 1024, .gemm_batch = 1};
+    pf_op_work_t m = {.bytes_read = 1e6, .bytes_written = 1e6}, none = {0};
+    double f0, b0, f1, b1, mf0, mb0, mf1, mb1, nf = -1, nb = -1;
+    pf_devmodel_op_ms(dm, PF_PREC_BF16, &g, &f0, &b0);
+    pf_devmodel_op_ms(dm, PF_PREC_BF16, &m, &mf0, &mb0);
+    pf_devmodel_spec_t s = tiny_spec();
+    s.op_overhead_us_fwd = 20, s.op_overhead_us_bwd = 70;
+    pf_devmodel_set_spec(dm, &s);
+    pf_devmodel_op_ms(dm, PF_PREC_BF16, &g, &f1, &b1);
+    pf_devmodel_op_ms(dm, PF_PREC_BF16, &m, &mf1, &mb1);
+    PF_ASSERT_CLOSE(f1 - f0, 0.020, 1e-12);
+    PF_ASSERT_CLOSE(b1 - b0, 0.070, 1e-12);
+    PF_ASSERT_CLOSE(mf1 - mf0, 0.020, 1e-12);
+    PF_ASSERT_CLOSE(mb1 - mb0, 0.070, 1e-12);
+    CU_ASSERT_EQUAL(pf_devmodel_op_ms(dm, PF_PREC_BF16, &none, &nf, &nb), 0);
+    CU_ASSERT(nf == -1 && nb == -1);
+    pf_devmodel_destroy(&dm);
+}
+
 static void test_file_round_trip(void)
 {
     char err[512], path[512];
     pf_devmodel_t *dm = tiny(), *back = NULL;
     pf_devmodel_spec_t borrowed = tiny_spec();
     borrowed.table_peak_tflops = 250; /* kept through the file (gemm.peak_tflops) */
+    borrowed.op_overhead_us_fwd = 12.5, borrowed.op_overhead_us_bwd = 40; /* op_overhead_us */
     pf_devmodel_set_spec(dm, &borrowed);
     snprintf(path, sizeof path, "%s/tiny.json", pf_test_tmpdir());
     CU_ASSERT_EQUAL_FATAL(pf_devmodel_save(dm, path, err, sizeof err), PF_OK);
@@ -239,6 +264,12 @@ static void test_file_rejects(void)
     rejects("\"hbm_gbps\": 1000,", "", "m.json: device.hbm_gbps: missing");
     rejects("\"hbm_gbps\": 1000", "\"hbm_gbps\": 0", "m.json: device.hbm_gbps: 0 is not in (0,");
     rejects("0.25, 0.75", "0.25, 1.5", "m.json: device.gemm.efficiency[1]: 1.5 is not in (0, 1]");
+    rejects("\"hbm_gbps\"", "\"op_overhead_us\": {\"bwd\": -3}, \"hbm_gbps\"",
+            "m.json: device.op_overhead_us.bwd: negative");
+    rejects("\"hbm_gbps\"", "\"op_overhead_us\": 3, \"hbm_gbps\"",
+            "m.json: device.op_overhead_us: not an object");
+    rejects("\"efficiency\"", "\"peak_tflops\": -1, \"efficiency\"",
+            "m.json: device.gemm.peak_tflops: negative");
     rejects("0.25, 0.75", "0.25", "m.json: device.gemm.efficiency: 1 values, expected 2 "
                                   "(m 2 x n 1 x k 1)");
     rejects("[256, 1024]", "[1024, 256]", "m.json: device.gemm.m[1]: 256 is not above 1024");
@@ -261,6 +292,7 @@ void pf_suite_devmodel(void)
     CU_add_test(s, "presets: names, copies validate, precision fallbacks", test_presets);
     CU_add_test(s, "a table borrowed from another GPU: fixed cost kept, the rest scaled",
                 test_borrowed_table);
+    CU_add_test(s, "op overhead added to each priced side", test_op_overhead);
     CU_add_test(s, "file round trip and resolve", test_file_round_trip);
     CU_add_test(s, "rejected files name file, JSON path and problem", test_file_rejects);
 }

@@ -9,7 +9,7 @@ static void test_price_graph(void)
 {
     static const double g1[1] = {1024}, eff[1] = {0.5};
     pf_devmodel_spec_t s = {"one", {100, 100, 10, 50, 200}, {1, 1, 1, 1, 1}, 1000, 10, 80e9,
-                            0.5, 0.25, 0, 0, 8, 0, 0};
+                            0.5, 0.25, 0, 0, 8, 0, 0, 0, 0};
     char err[256];
     pf_devmodel_t *dm = pf_devmodel_new(&s, 1, g1, 1, g1, 1, g1, eff, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(dm);

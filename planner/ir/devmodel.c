@@ -129,22 +129,22 @@ static const double h200_eff[7 * 6 * 6] = {
  * (efficiency is a fraction of each GPU's own peak; DEVICES.md says what that assumes). */
 static const pf_devmodel_t presets[] = {
     {.spec = {"v100", {0, 125, 15.7, 0, 0}, {1, 1, 1, 1, 1}, 900 * HBM_FRACTION, H100_LAUNCH_US,
-              32 * GIB, 0.5, 0.38, 150, 0, 8, 0, H100_BF16_TFLOPS},
+              32 * GIB, 0.5, 0.38, 150, 0, 8, 0, H100_BF16_TFLOPS, 0, 0},
      SWEEP_GRID, .eff = h100_eff},
     {.spec = {"a100-40g", {312, 312, 19.5, 156, 0}, {1, 1, 1, 1, 1}, 1555 * HBM_FRACTION,
-              H100_LAUNCH_US, 40 * GIB, 0.5, 0.38, 300, 0, 8, 0, H100_BF16_TFLOPS},
+              H100_LAUNCH_US, 40 * GIB, 0.5, 0.38, 300, 0, 8, 0, H100_BF16_TFLOPS, 0, 0},
      SWEEP_GRID, .eff = h100_eff},
     {.spec = {"a100-80g", {312, 312, 19.5, 156, 0}, {1, 1, 1, 1, 1}, 2039 * HBM_FRACTION,
-              H100_LAUNCH_US, 80 * GIB, 0.5, 0.38, 300, 0, 8, 0, H100_BF16_TFLOPS},
+              H100_LAUNCH_US, 80 * GIB, 0.5, 0.38, 300, 0, 8, 0, H100_BF16_TFLOPS, 0, 0},
      SWEEP_GRID, .eff = h100_eff},
     {.spec = {"h100-sxm", {989.4, 989.4, 66.9, 494.7, 1978.9}, {1, 1.088, 1.108, 1, 1}, 3036.6,
-              H100_LAUNCH_US, 85017493504.0, 0.5, 0.38, 450, 1, 8, H100_NVLS_BUSBW_GBPS},
+              H100_LAUNCH_US, 85017493504.0, 0.5, 0.38, 450, 1, 8, H100_NVLS_BUSBW_GBPS, 0, 0, 0},
      SWEEP_GRID, .eff = h100_eff},
     {.spec = {"h200", {989.4, 989.4, 66.9, 494.7, 1978.9}, {1, 1.097, 1.092, 1, 1}, 4302.6,
-              7.46, 150109880320.0, 0.5, 0.38, 450, 1, 8, H100_NVLS_BUSBW_GBPS},
+              7.46, 150109880320.0, 0.5, 0.38, 450, 1, 8, H100_NVLS_BUSBW_GBPS, 0, 0, 0},
      SWEEP_GRID, .eff = h200_eff},
     {.spec = {"b200", {2250, 2250, 75, 1125, 4500}, {1, 1, 1, 1, 1}, 8000 * HBM_FRACTION,
-              H100_LAUNCH_US, 180e9, 0.5, 0.38, 900, 1, 8, 0, H100_BF16_TFLOPS},
+              H100_LAUNCH_US, 180e9, 0.5, 0.38, 900, 1, 8, 0, H100_BF16_TFLOPS, 0, 0},
      SWEEP_GRID, .eff = h100_eff},
 };
 #define NPRESETS ((int)(sizeof presets / sizeof presets[0]))
@@ -241,6 +241,10 @@ static int check_spec(const pf_devmodel_spec_t *s, char *err, size_t errlen)
         (rc = pf_check_range(s->nvls_busbw_gbps, PF_MAX_GBPS, "GB/s", "nvls_busbw_gbps", err,
                              errlen)) ||
         (rc = pf_check_range(s->table_peak_tflops, 1e6, "TFLOP/s", "gemm.peak_tflops", err,
+                             errlen)) ||
+        (rc = pf_check_range(s->op_overhead_us_fwd, PF_MAX_US, "us", "op_overhead_us.fwd", err,
+                             errlen)) ||
+        (rc = pf_check_range(s->op_overhead_us_bwd, PF_MAX_US, "us", "op_overhead_us.bwd", err,
                              errlen)))
         return rc;
     if (s->gpus_per_host < 1 || s->gpus_per_host > 1 << 16)
@@ -434,15 +438,18 @@ int pf_devmodel_op_ms(const pf_devmodel_t *dm, pf_prec_t p, const pf_op_work_t *
     if (w->gemm_m > 0 && w->gemm_n > 0 && w->gemm_k > 0) {
         double m = (double)w->gemm_m, n = (double)w->gemm_n, k = (double)w->gemm_k;
         double b = w->gemm_batch > 0 ? (double)w->gemm_batch : 1;
-        *fwd_ms = pf_devmodel_gemm_ms(dm, p, m, n, k, b);
-        *bwd_ms = pf_devmodel_gemm_ms(dm, p, m, k, n, b) + pf_devmodel_gemm_ms(dm, p, k, n, m, b);
+        *fwd_ms = pf_devmodel_gemm_ms(dm, p, m, n, k, b) + dm->spec.op_overhead_us_fwd / 1000;
+        *bwd_ms = pf_devmodel_gemm_ms(dm, p, m, k, n, b) + pf_devmodel_gemm_ms(dm, p, k, n, m, b) +
+                  dm->spec.op_overhead_us_bwd / 1000;
         return 1;
     }
     double rd = fmax(w->bytes_read, 0), wr = fmax(w->bytes_written, 0);
     if (!(w->fwd_flops > 0) && !(w->bwd_flops > 0) && !(rd + wr > 0))
         return 0;
-    *fwd_ms = roofline_ms(dm, p, w->fwd_flops, dm->spec.fused_eff_fwd, rd + wr);
-    *bwd_ms = roofline_ms(dm, p, w->bwd_flops, dm->spec.fused_eff_bwd, 2 * rd + wr);
+    *fwd_ms = roofline_ms(dm, p, w->fwd_flops, dm->spec.fused_eff_fwd, rd + wr) +
+              dm->spec.op_overhead_us_fwd / 1000;
+    *bwd_ms = roofline_ms(dm, p, w->bwd_flops, dm->spec.fused_eff_bwd, 2 * rd + wr) +
+              dm->spec.op_overhead_us_bwd / 1000;
     return 1;
 }
 
@@ -534,6 +541,14 @@ static int read_spec(json_t *root, pf_devmodel_spec_t *s, char *err, size_t errl
     if (nvls && !json_is_boolean(nvls))
         return pf_fail(err, errlen, PF_EINPUT, "device.nvls: not true or false");
     s->nvls = json_is_true(nvls);
+    json_t *oo = json_object_get(root, "op_overhead_us");
+    if (oo && !json_is_object(oo))
+        return pf_fail(err, errlen, PF_EINPUT, "device.op_overhead_us: not an object");
+    if ((rc = pf_json_get_number(oo, "device.op_overhead_us", "fwd", 0, 0,
+                                 &s->op_overhead_us_fwd, err, errlen)) ||
+        (rc = pf_json_get_number(oo, "device.op_overhead_us", "bwd", 0, 0,
+                                 &s->op_overhead_us_bwd, err, errlen)))
+        return rc;
     if ((rc = pf_json_get_number(root, "device", "nvls_busbw_gbps", 0, 0, &s->nvls_busbw_gbps,
                                  err, errlen)))
         return rc;
@@ -669,6 +684,15 @@ static void emit_model(pf_json_writer_t *w, const void *ctx)
     pf_json_writer_key(w, "bwd");
     pf_json_writer_num(w, s->fused_eff_bwd);
     pf_json_writer_obj_end(w);
+    if (s->op_overhead_us_fwd > 0 || s->op_overhead_us_bwd > 0) {
+        pf_json_writer_key(w, "op_overhead_us");
+        pf_json_writer_obj_begin_inline(w);
+        pf_json_writer_key(w, "fwd");
+        pf_json_writer_num(w, s->op_overhead_us_fwd);
+        pf_json_writer_key(w, "bwd");
+        pf_json_writer_num(w, s->op_overhead_us_bwd);
+        pf_json_writer_obj_end(w);
+    }
     pf_json_writer_key(w, "gemm");
     pf_json_writer_obj_begin(w);
     emit_numbers(w, "m", dm->gm, dm->nm);

@@ -44,6 +44,9 @@ typedef struct {
                              * line rate nvlink_gbps (unmeasured) */
     double table_peak_tflops; /* the bf16 peak of the GPU the GEMM table was measured on, when
                                * that is another GPU; 0 = this one (pf_devmodel_gemm_ms) */
+    double op_overhead_us_fwd, op_overhead_us_bwd; /* a framework's fixed cost per op and
+                               * direction (eager dispatch, autograd) added to each priced op; 0 in
+                               * the presets, fitted by planfarm calibrate --layers */
 } pf_devmodel_spec_t;
 
 typedef struct pf_devmodel pf_devmodel_t;

@@ -1102,7 +1102,7 @@ help cancel: 3739333781 715
 help list: 2550677265 892
 help keygen: 3068494888 374
 help profile: 3444554855 4061
-help calibrate: 2922399942 841
+help calibrate: 2570741372 1274
 help devices: 3212416660 317
 help: 1742133860 1809
 EXPECTED

@@ -140,9 +140,9 @@ static int plan_run(const plan_args_t *a, const cli_remote_args_t *r, const pf_c
     /* The embedded broker is in this process: it is alive while it works (a large request's
      * setup or answers may keep it from replying for more than the 5 s a remote broker gets),
      * so its replies are waited for without that limit unless --timeout says otherwise. */
-    double timeout_s = r->timeout_s;
-    if (e.broker && timeout_s == CLI_DEFAULT_TIMEOUT_S)
-        timeout_s = EMBEDDED_TIMEOUT_S;
+    double timeout_s = r->timeout_s; /* 0: not given; a typed 5 is kept */
+    if (!(timeout_s > 0))
+        timeout_s = e.broker ? EMBEDDED_TIMEOUT_S : CLI_DEFAULT_TIMEOUT_S;
     if (!(client = cli_remote_client_new("plan", broker, timeout_s, keys))) {
         rc = CLI_USAGE;
         goto done;
@@ -174,7 +174,7 @@ done:
 int cmd_plan(int argc, char **argv)
 {
     plan_args_t a = {1, 0};
-    cli_remote_args_t r = {NULL, NULL, CLI_DEFAULT_TIMEOUT_S, false};
+    cli_remote_args_t r = {NULL, NULL, 0, false}; /* timeout 0: not given (plan_run) */
     pf_curve_opts_t keys = {0};
     pf_search_opts_t so;
     pf_search_opts_init(&so);

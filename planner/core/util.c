@@ -146,6 +146,12 @@ int pf_check_name(const char *s, const char *where, char *err, size_t errlen)
     return pf_check_utf8(s, where, err, errlen);
 }
 
+int pf_cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
 int pf_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

@@ -65,6 +65,7 @@ int pf_check_range(double x, double max, const char *unit, const char *where, ch
 
 /* qsort's comparison of doubles, ascending; the median of v[0..n) (n >= 1), sorted in place. */
 int pf_cmp_double(const void *a, const void *b);
+int pf_cmp_int(const void *a, const void *b);
 double pf_median_sort(double *v, size_t n);
 
 /* Milliseconds to move `bytes` over `gbps` GB/s (1 GB/s = 1e9 bytes/s). */

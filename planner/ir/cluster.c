@@ -309,12 +309,6 @@ double pf_cluster_xfer_ms(const pf_cluster_t *c, int a, int b, double bytes)
     return pf_cluster_lat_us(c, a, b) * 1e-3 + pf_bytes_ms(bytes, pf_cluster_bw_gbps(c, a, b));
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* O(D log D): the host values sorted (the pairwise scan it replaces was O(D x hosts)). */
 int pf_cluster_nhosts(const pf_cluster_t *c)
 {
@@ -325,7 +319,7 @@ int pf_cluster_nhosts(const pf_cluster_t *c)
         return -1;
     for (int i = 0; i < c->n; i++)
         h[i] = c->dev[i].host;
-    qsort(h, (size_t)c->n, sizeof *h, cmp_int);
+    qsort(h, (size_t)c->n, sizeof *h, pf_cmp_int);
     for (int i = 0; i < c->n; i++)
         count += i == 0 || h[i] != h[i - 1];
     free(h);

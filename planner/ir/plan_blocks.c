@@ -27,15 +27,6 @@ void pf_plan_blocks_destroy(pf_plan_blocks_t **bp)
     *bp = NULL;
 }
 
-static int cmp_block_name(const void *a, const void *b, void *ctx)
-{
-    const pf_graph_t *g = ctx;
-    const char *x = pf_graph_op(g, *(const int *)a)->name, *y = pf_graph_op(g, *(const int *)b)->name;
-    size_t lx = pf_training_block_len(x), ly = pf_training_block_len(y);
-    int c = strncmp(x, y, lx < ly ? lx : ly);
-    return c ? c : (lx > ly) - (lx < ly);
-}
-
 /* Ops with the same block name share a block, wherever they sit in the graph. */
 pf_plan_blocks_t *pf_plan_blocks_new(const pf_graph_t *g, int stages, const int *const *ops_of,
                                      const int *nops)
@@ -60,9 +51,9 @@ pf_plan_blocks_t *pf_plan_blocks_new(const pf_graph_t *g, int stages, const int 
         if (pf_training_block_len(pf_graph_op(g, v)->name))
             ops[k++] = v;
     }
-    qsort_r(ops, (size_t)k, sizeof *ops, cmp_block_name, (void *)g);
+    qsort_r(ops, (size_t)k, sizeof *ops, pf_training_cmp_block_name, (void *)g);
     for (int i = 0; i < k; i++) {
-        if (i > 0 && cmp_block_name(&ops[i - 1], &ops[i], (void *)g))
+        if (i > 0 && pf_training_cmp_block_name(&ops[i - 1], &ops[i], (void *)g))
             nb++;
         b->of[ops[i]] = nb;
     }

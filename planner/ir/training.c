@@ -121,6 +121,15 @@ size_t pf_training_block_len(const char *name)
     return 0;
 }
 
+int pf_training_cmp_block_name(const void *a, const void *b, void *graph)
+{
+    const pf_graph_t *g = graph;
+    const char *x = pf_graph_op(g, *(const int *)a)->name, *y = pf_graph_op(g, *(const int *)b)->name;
+    size_t lx = pf_training_block_len(x), ly = pf_training_block_len(y);
+    int c = strncmp(x, y, lx < ly ? lx : ly);
+    return c ? c : (lx > ly) - (lx < ly);
+}
+
 static int same_block(const char *a, size_t la, const char *b, size_t lb)
 {
     return la > 0 && la == lb && strncmp(a, b, la) == 0;

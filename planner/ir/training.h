@@ -113,6 +113,9 @@ int pf_training_selective_op(const pf_graph_t *g, int v);
 /* The op's block: length of the prefix of `name` up to its first numeric component ("layers.7"
  * of "layers.7.mlp.fc1"), 0 when the name has none. */
 size_t pf_training_block_len(const char *name);
+/* qsort_r's comparison of op indices (ints) by the name of their block, graph the pf_graph_t:
+ * ops of one block compare equal. */
+int pf_training_cmp_block_name(const void *a, const void *b, void *graph);
 
 /* The graph as training runs it under t's recomputation: same ops, ids, names and edges;
  * mem_fwd_bytes = what each op stores for backward per micro-batch, bwd_ms += the forward it

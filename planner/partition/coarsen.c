@@ -176,18 +176,12 @@ static int reach_back(state_t *st, int u, int v)
     return n;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 /* Positions of `list` sorted, then the ops at them in that order (list rewritten). */
 static void sort_by_pos(state_t *st, int *list, int n, int *scratch)
 {
     for (int i = 0; i < n; i++)
         scratch[i] = st->pos[list[i]];
-    qsort(scratch, (size_t)n, sizeof *scratch, cmp_int);
+    qsort(scratch, (size_t)n, sizeof *scratch, pf_cmp_int);
     for (int i = 0; i < n; i++)
         list[i] = st->ord[scratch[i]];
 }
@@ -204,7 +198,7 @@ static void reorder(state_t *st, int u, int v, int w, int na, int nb)
         st->pool[np++] = st->pos[st->list_a[i]];
     for (int i = 0; i < nb; i++)
         st->pool[np++] = st->pos[st->list_b[i]];
-    qsort(st->pool, (size_t)np, sizeof *st->pool, cmp_int);
+    qsort(st->pool, (size_t)np, sizeof *st->pool, pf_cmp_int);
     for (int i = 0; i < np; i++)
         st->ord[st->pool[i]] = -1;
     int k = 0;

@@ -16,16 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Ops by the name of their block (layers.7). */
-static int cmp_block_name(const void *a, const void *b, void *ctx)
-{
-    const pf_graph_t *g = ctx;
-    const char *x = pf_graph_op(g, *(const int *)a)->name, *y = pf_graph_op(g, *(const int *)b)->name;
-    size_t lx = pf_training_block_len(x), ly = pf_training_block_len(y);
-    int c = strncmp(x, y, lx < ly ? lx : ly);
-    return c ? c : (lx > ly) - (lx < ly);
-}
-
 /* Layer-aligned plans: every repeated block (training.h) is one group; ops outside blocks join
  * the block before them (the first block for those ahead of every block), so each stage holds
  * whole blocks and the embedding and head ride with the first and last. A block whose ops are
@@ -62,9 +52,9 @@ static int block_groups(const pf_graph_t *g, int *group, int *ngroups, int *firs
         if (group[v] < 0)
             group[v] = 0;
     /* a block name heading two groups: sorted by name, they meet */
-    qsort_r(first, (size_t)k + 1, sizeof *first, cmp_block_name, (void *)g);
+    qsort_r(first, (size_t)k + 1, sizeof *first, pf_training_cmp_block_name, (void *)g);
     for (int i = 1; i <= k; i++)
-        if (!cmp_block_name(&first[i - 1], &first[i], (void *)g)) {
+        if (!pf_training_cmp_block_name(&first[i - 1], &first[i], (void *)g)) {
             const int *pos = pf_graph_topo_pos(g); /* the later head is the one met again */
             *bad = pos[first[i]] > pos[first[i - 1]] ? first[i] : first[i - 1];
             return PF_EINPUT;

@@ -17,11 +17,6 @@ struct pf_tp_groups {
     double link_gbps, link_lat_us;
 };
 
-static int cmp_int(const void *a, const void *b)
-{
-    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
-}
-
 static int gcd(int a, int b)
 {
     while (b) {
@@ -43,7 +38,7 @@ static int host_gcd(const pf_cluster_t *c)
         return -1;
     for (int i = 0; i < D; i++)
         hosts[i] = pf_cluster_device(c, i)->host;
-    qsort(hosts, (size_t)D, sizeof *hosts, cmp_int);
+    qsort(hosts, (size_t)D, sizeof *hosts, pf_cmp_int);
     for (int i = 0, run = 1; i < D; i++, run++)
         if (i + 1 == D || hosts[i + 1] != hosts[i]) {
             g = gcd(g, run);
@@ -339,7 +334,7 @@ pf_tp_groups_t *pf_tp_groups_new(const pf_cluster_t *c, int T, int across_hosts,
         if (group_hosts(g, across_hosts, err, errlen) != PF_OK)
             goto fail;
         for (int k = 0; k < g->n; k++)
-            qsort(g->members + (size_t)k * T, (size_t)T, sizeof *g->members, cmp_int);
+            qsort(g->members + (size_t)k * T, (size_t)T, sizeof *g->members, pf_cmp_int);
     }
     if (T == 1)
         return g;

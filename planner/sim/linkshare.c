@@ -62,9 +62,18 @@ double pf_linkshare_busy_ms(const pf_linkshare_t *ls, int slot, int q, pf_link_t
                             double from_ms, double to_ms)
 {
     const queue_t *qu = &ls->q[(size_t)slot * ls->nqueues + q];
+    /* the first that starts at or after the window's end (buckets may be queued far ahead) */
+    size_t lo = 0, hi = qu->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (qu->iv[mid].start_ms < to_ms)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     double busy = 0;
-    /* ends grow with starts: walk back from the latest until one ends before the window */
-    for (size_t i = qu->n; i-- > 0 && qu->iv[i].end_ms > from_ms;)
+    /* ends grow with starts: walk back until one ends before the window */
+    for (size_t i = lo; i-- > 0 && qu->iv[i].end_ms > from_ms;)
         if (qu->iv[i].tier == (int)tier)
             busy += fmax(0, fmin(qu->iv[i].end_ms, to_ms) - fmax(qu->iv[i].start_ms, from_ms));
     return busy;

@@ -1,7 +1,7 @@
 /* replica_groups: one simulated replica standing for identical data-parallel replicas gives the
  * full simulation's figures exactly (step, bubble, every device's busy times and peaks), over
- * schedules, interleaving, buckets and ZeRO-3, on DGX-A100 hosts; a replica that differs (its
- * compute, or its pipeline links) turns it off. */
+ * schedules, interleaving, buckets, ZeRO-3 and links shared by sends and buckets, on DGX-A100
+ * hosts; a replica that differs (its compute, its pipeline links or their tier) turns it off. */
 #include "planner/sim/replica_groups.h"
 #include "planner/sim/simulate.h"
 #include "planner/sim/reshard.h"
@@ -64,6 +64,22 @@ static int compare(const pf_simulate_input_t *in)
     return bad;
 }
 
+/* The longest pipeline send of the full simulation's timeline. */
+static double longest_send(const pf_simulate_input_t *in)
+{
+    char err[256];
+    pf_simulate_input_t full = *in;
+    full.timeline = 1;
+    pf_simulate_result_t *r = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_simulate(&full, &r, err, sizeof err), PF_OK);
+    double most = 0;
+    for (int i = 0; i < r->nevents; i++)
+        if (r->events[i].kind == PF_EV_SEND)
+            most = fmax(most, r->events[i].end_ms - r->events[i].start_ms);
+    pf_simulate_result_destroy(&r);
+    return most;
+}
+
 static pf_cluster_t *dgx_a100(int machines)
 {
     char err[256];
@@ -108,6 +124,21 @@ static void test_equal_to_full(void)
     f.stage[1].rep_bwd_ms = f.bwd;
     f.stage[0].xfer_ms = xfer;
     CU_ASSERT_EQUAL(compare(&f.in), 0);
+    /* links shared (linkshare.h): stage s replica r on host (s + r) mod 4, so that both the
+     * pipeline's sends and the buckets cross hosts on the same NICs; some send is longer than
+     * its time alone */
+    static const pf_training_schedule_t sched2[] = {PF_SCHEDULE_1F1B, PF_SCHEDULE_GPIPE};
+    for (int i = 0; i < 2; i++) {
+        setup(&f, c, 0);
+        f.in.schedule = sched2[i];
+        for (int st = 0; st < S; st++)
+            for (int r = 0; r < R; r++)
+                for (int k = 0; k < T; k++)
+                    f.dev[st][r * T + k] = (st + r) % 4 * 8 + 2 * st + k;
+        CU_ASSERT_EQUAL(compare(&f.in), 0);
+        CU_ASSERT(longest_send(&f.in) >
+                  pf_cluster_xfer_ms(c, f.dev[0][0], f.dev[1][0], 4e7 / T) + 1e-9);
+    }
     pf_cluster_destroy(&c);
 }
 
@@ -136,6 +167,25 @@ static void test_differing_replica(void)
     setup(&f, c, 0);
     f.stage[0].xfer_ms = xfer;
     CU_ASSERT_EQUAL(pf_replica_groups_apply(&f.in), 0);
+    pf_cluster_destroy(&c);
+    /* equal times but another tier: 8 devices two to a host, every link 100 GB/s; replica 0's
+     * hop 0 -> 1 stays in host 0, replica 1's 2 -> 5 crosses hosts (it would share its NIC with
+     * the buckets, replica 0 its NVLink) */
+    c = pf_cluster_new("flat", 8);
+    for (int i = 0; i < 8; i++) {
+        pf_device_t d = {.id = i, .host = i / 2, .mem_bytes = 80e9};
+        pf_cluster_set_device(c, i, &d);
+        for (int j = 0; j < i; j++)
+            pf_cluster_set_link(c, i, j, 100, 5);
+    }
+    int d0[2] = {0, 2}, d1[2] = {1, 5};
+    pf_simulate_stage_t st[2] = {{.fwd_ms = 1, .bwd_ms = 2, .send_bytes = 1e8, .devices = d0},
+                                 {.fwd_ms = 1, .bwd_ms = 2, .devices = d1}};
+    pf_simulate_input_t in = {.stages = 2, .replicas = 2, .tp = 1, .microbatches = 2,
+                              .schedule = PF_SCHEDULE_1F1B, .stage = st, .cluster = c};
+    CU_ASSERT_EQUAL(pf_replica_groups_apply(&in), 0);
+    d1[1] = 3; /* 2 -> 3 inside host 1 */
+    CU_ASSERT_EQUAL(pf_replica_groups_apply(&in), 1);
     pf_cluster_destroy(&c);
 }
 

@@ -218,6 +218,76 @@ static void test_allreduce(void)
     pf_cluster_destroy(&c);
 }
 
+/* Event [start, end] of `kind` on device d, stage s, micro-batch m (-1: any), the n-th such. */
+static int event_at(const pf_simulate_result_t *r, int d, int kind, int s, int m, int n,
+                    double *start, double *end)
+{
+    for (int i = 0; i < r->nevents; i++) {
+        const pf_simulate_event_t *e = &r->events[i];
+        if (e->device == d && e->kind == kind && e->stage == s && (m < 0 || e->microbatch == m) &&
+            n-- == 0) {
+            *start = e->start_ms;
+            *end = e->end_ms;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A pipeline send and a gradient bucket on one link share it (linkshare.h). S = 2, R = 2,
+ * MB = 2, f = 1, b = 2, 1F1B, stage s replica r on device 2 s + r, every link 1000 GB/s without
+ * latency: each send 1e9 bytes, 1 ms; stage 1 all-reduces 4e9 bytes in 2 buckets, each a ring of
+ * 2: 2e9 / 1000 GB/s = 2 ms. Each replica, alone:
+ *   stage 0: F0 [0,1]  F1 [1,2]  act0 [1,2]  act1 [2,3]
+ *   stage 1: F0 [2,3]  B0 [3,5]  grad0 [5,6]  F1 [5,6]  B1 [6,8]  grad1 at 8
+ *   stage 0: B0 [6,8]  B1 after grad1
+ *   stage 1's buckets: 0 ready at 7 (half of B1), [7,9]; 1 ready at 8, after bucket 0.
+ * Every device on its own host: grad1 and bucket 0 both use device 2's NIC. grad1 is committed
+ * at 8 (bucket 0 is, at 7): its window [8,9] overlaps bucket 0 by 1 ms, so it takes 2: [8,10]
+ * (fair sharing ends it there too). Bucket 1 starts at 9 and its window [9,11] overlaps grad1's
+ * [8,10] by 1: [9,12]. Stage 0's B1 [10,12]: step 12 ms (the link carries 1 + 2 + 2 ms of
+ * work from 7 on, nothing idle, the last at 12).
+ * Replica r on host r: the sends stay inside a host (NVLink), the buckets cross hosts (NIC):
+ * nothing shared, grad1 [8,9], B1 [9,11], bucket 1 [9,11]: 11 ms, as before sharing.
+ * All four on one host: sends and buckets on NVLink, shared again: 12 ms. */
+static void test_link_sharing(void)
+{
+    int host_of[3][4] = {{0, 1, 2, 3}, {0, 1, 0, 1}, {0, 0, 0, 0}};
+    double want_step[3] = {12, 11, 12}, want_grad1[3] = {10, 9, 10}, want_b1[3] = {12, 11, 12};
+    for (int l = 0; l < 3; l++) {
+        pf_cluster_t *c = pf_cluster_new("4", 4);
+        for (int i = 0; i < 4; i++) {
+            pf_device_t d = {.id = i, .host = host_of[l][i], .mem_bytes = 80e9};
+            pf_cluster_set_device(c, i, &d);
+            for (int j = 0; j < i; j++)
+                pf_cluster_set_link(c, i, j, 1000, 0);
+        }
+        pipe_t p;
+        pipe_init(&p, c, 2, 2, 2, 1.0, 2.0, PF_SCHEDULE_1F1B);
+        p.stage[0].send_bytes = 1e9;
+        p.stage[1].param_bytes = 4e9;
+        p.in.buckets = 2;
+        char err[256];
+        pf_simulate_result_t *r = NULL;
+        CU_ASSERT_EQUAL_FATAL(pf_simulate(&p.in, &r, err, sizeof err), PF_OK);
+        PF_ASSERT_CLOSE(r->step_ms, want_step[l], 1e-12);
+        double a = -1, b = -1;
+        CU_ASSERT_FATAL(event_at(r, 2, PF_EV_SEND, 1, 1, 0, &a, &b));
+        PF_ASSERT_CLOSE(a, 8, 1e-12);
+        PF_ASSERT_CLOSE(b, want_grad1[l], 1e-12);
+        CU_ASSERT_FATAL(event_at(r, 2, PF_EV_ALLREDUCE, 1, -1, 0, &a, &b));
+        PF_ASSERT_CLOSE(a, 7, 1e-12);
+        PF_ASSERT_CLOSE(b, 9, 1e-12);
+        CU_ASSERT_FATAL(event_at(r, 3, PF_EV_ALLREDUCE, 1, -1, 1, &a, &b));
+        PF_ASSERT_CLOSE(a, 9, 1e-12);
+        PF_ASSERT_CLOSE(b, want_b1[l], 1e-12);
+        CU_ASSERT_FATAL(event_at(r, 0, PF_EV_BWD, 0, 1, 0, &a, &b));
+        PF_ASSERT_CLOSE(a, want_grad1[l], 1e-12);
+        pf_simulate_result_destroy(&r);
+        pf_cluster_destroy(&c);
+    }
+}
+
 /* The data-parallel all-reduce as NCCL runs it (planner/ir/collective.h), and NVLS inside one
  * host (below): R = 4 replicas of one stage on two hosts of two (1000 GB/s at 10 us inside, 100 GB/s at 20 us between), 4e9 bytes.
  *   eq. 7's ring on the slowest link: 6 x 0.02 + 6/4 x 4e9 / 100e6 = 60.12 ms
@@ -746,6 +816,7 @@ void pf_suite_simulate(void)
     CU_add_test(s, "unequal stages with transfers, worked by hand", test_unequal_stages_by_hand);
     CU_add_test(s, "transfers on one device pair serialize", test_shared_link);
     CU_add_test(s, "ring all-reduce (eq. 7), buckets, optimizer", test_allreduce);
+    CU_add_test(s, "a send and a bucket on one link share it, by hand", test_link_sharing);
     CU_add_test(s, "data-parallel all-reduce across hosts: the hierarchical algorithm",
                 test_allreduce_hosts);
     CU_add_test(s, "tensor-parallel collectives block compute", test_tensor_parallel);

@@ -1,4 +1,5 @@
 #include "planner/sim/replica_groups.h"
+#include "planner/sim/linkshare.h"
 #include "planner/core/util.h"
 
 #include <stdint.h>
@@ -6,11 +7,16 @@
 #include <string.h>
 
 /* Replica r's hop from stage s to s + 1 and back, rank k, as simulate.c prices it (resharding
- * times or the postal model on rank k's share) equals replica 0's. */
+ * times or the postal model on rank k's share) equals replica 0's, on the same tier (NVLink or
+ * NIC: what it shares with the gradient buckets, linkshare.h). */
 static int same_hops(const pf_simulate_input_t *in, int s, int r)
 {
     const pf_simulate_stage_t *up = &in->stage[s], *dn = &in->stage[s + 1];
     int T = in->tp;
+    for (int k = 0; k < T; k++)
+        if (pf_linkshare_tier(in->cluster, up->devices[r * T + k], dn->devices[r * T + k]) !=
+            pf_linkshare_tier(in->cluster, up->devices[k], dn->devices[k]))
+            return 0;
     if (up->xfer_ms)
         return up->xfer_ms[r] == up->xfer_ms[0];
     if (up->send_bytes <= 0)

@@ -1,8 +1,9 @@
 /* replica_groups: one simulated replica for a group of identical data-parallel replicas (issue
  * 23 item 2).
  *
- * Replicas of the same stages whose compute times and pipeline transfers are equal (their
- * devices interchangeable as far as the step sees them) run the same timeline: each replica's
+ * Replicas of the same stages whose compute times and pipeline transfers are equal, each hop on
+ * the tier of replica 0's (linkshare.h: what it shares with the gradient buckets), their devices
+ * interchangeable as far as the step sees them, run the same timeline: each replica's
  * tasks use only its own devices' streams, their relative order in the ready queue is the same
  * in every replica, and the one thing they share, each stage's gradient all-reduce, starts when
  * the last of them is ready, which is the same moment in all. So pf_simulate runs replica 0

@@ -2,6 +2,7 @@
 #include "planner/sim/replica_groups.h"
 #include "planner/sim/simulate_check.h"
 #include "planner/sim/interleave.h"
+#include "planner/sim/linkshare.h"
 #include "planner/ir/collective.h"
 #include "planner/ir/cost.h"
 #include "planner/sim/stage_kinds.h"
@@ -47,6 +48,8 @@ typedef struct {
     int *row_of_dev;        /* cluster device -> result row, -1 */
     int *inflight;          /* per (virtual) stage replica */
     int *group;             /* R: scratch, one data-parallel group's devices */
+    pf_linkshare_t *links;  /* per row: the two queues' transfers, for sharing (linkshare.h) */
+    unsigned char *ar_tier; /* S x T: the tier of stage s rank k's gradient all-reduce */
     pf_simulate_event_t *ev;
     size_t nev, ev_cap;
 } sim_t;
@@ -340,14 +343,33 @@ static void note_inflight(sim_t *x, pf_simulate_result_t *res, const task_t *t, 
     }
 }
 
+/* The sharing of each device's links by its two transfer queues (linkshare.h): per row, and
+ * the tier of every data-parallel group (over all dp_replicas when one replica stands for many,
+ * so that it shares as each of them would). */
+static int links_init(sim_t *x)
+{
+    const pf_simulate_stage_t *dp = x->in->dp_stage ? x->in->dp_stage : x->in->stage;
+    if (!(x->links = pf_linkshare_new(x->P * x->R * x->T, 2)) ||
+        !(x->ar_tier = malloc((size_t)x->S * x->T)))
+        return PF_ERR;
+    for (int s = 0; s < x->S; s++)
+        for (int k = 0; k < x->T; k++)
+            x->ar_tier[s * x->T + k] = (unsigned char)pf_linkshare_group_tier(
+                x->in->cluster, dp[s].devices + k, x->DR, x->T);
+    return PF_OK;
+}
+
 /* Runs the task graph: compute tasks start when their predecessors (the stream order among them)
  * allow; a transfer or all-reduce also waits for the communication streams of all its devices,
- * which serve tasks in the order they became ready. Every push carries a ready time no earlier
+ * which serve tasks in the order they became ready, and takes longer while the device's other
+ * queue uses the same link (linkshare.h). Every push carries a ready time no earlier
  * than the one popped, so the heap pops in time order. */
 static int run(sim_t *x, pf_simulate_result_t *res)
 {
     int T = x->T, R = x->R;
     size_t done = 0, present = 0;
+    if (links_init(x) != PF_OK)
+        return PF_ERR;
     for (size_t i = 0; i < x->ntasks; i++) {
         task_t *t = &x->task[i];
         if (t->kind == T_ABSENT)
@@ -385,6 +407,9 @@ static int run(sim_t *x, pf_simulate_result_t *res)
             if (t->dur_ms <= 0) /* nothing to move (or signal): only the dependency stays */
                 break;
             start = fmax(start, fmax(x->free_ms[a], x->free_ms[b]));
+            int ends[2] = {x->row_of_dev[a], x->row_of_dev[b]};
+            rc |= pf_linkshare_commit(x->links, ends, 2, 0, pf_linkshare_tier(x->in->cluster, a, b),
+                                      start, &t->dur_ms);
             x->free_ms[a] = x->free_ms[b] = start + t->dur_ms;
             res->comm_busy_ms[x->row_of_dev[a]] += t->dur_ms;
             res->comm_busy_ms[x->row_of_dev[b]] += t->dur_ms;
@@ -397,8 +422,12 @@ static int run(sim_t *x, pf_simulate_result_t *res)
         case T_AR:
             if (t->dur_ms <= 0)
                 break;
-            for (int r = 0; r < R; r++)
+            for (int r = 0; r < R; r++) {
                 start = fmax(start, x->free_ms[x->D + dev_of(x, t->s, r, t->k)]);
+                x->group[r] = x->row_of_dev[dev_of(x, t->s, r, t->k)];
+            }
+            rc |= pf_linkshare_commit(x->links, x->group, R, 1, x->ar_tier[t->s * T + t->k], start,
+                                      &t->dur_ms);
             for (int r = 0; r < R; r++) {
                 int d = dev_of(x, t->s, r, t->k);
                 x->free_ms[x->D + d] = start + t->dur_ms;
@@ -450,6 +479,8 @@ static void sim_free(sim_t *x)
     free(x->row_of_dev);
     free(x->inflight);
     free(x->group);
+    pf_linkshare_destroy(&x->links);
+    free(x->ar_tier);
     free(x->ev);
 }
 

@@ -16,8 +16,9 @@
  * gradient buckets in the other, so a transfer of one kind never waits for the other kind (a
  * last gradient send queued behind a second of buckets would stall the pipeline's flush, which
  * Megatron-LM's separate streams do not); two of one kind ready at once finish when they would
- * sharing the bandwidth. What the two queues take from each other's bandwidth is not modelled
- * (the pipeline's sends are small beside the buckets).
+ * sharing the bandwidth. A transfer of one queue that overlaps the other queue's use of the same
+ * link of a device (its NVLink port or its NIC) takes longer, as fair sharing would finish it
+ * (linkshare.h: the one committed second pays, the first keeps its end).
  *
  * The input is a plain struct so that a caller (or a test) can describe a pipeline without a
  * graph; pf_simulate_input_from_plan builds one from a graph, a cluster and a mapped plan. */

@@ -24,6 +24,10 @@ typedef struct {
     double mem_weights_bytes, mem_grads_bytes, mem_optimizer_bytes, mem_activations_bytes;
     double mem_reserve_bytes;
     int inflight;
+    /* this stage's recomputation where the stages differ (DESIGN.md "Plan": the block search's
+     * `--recompute auto` picks one per stage); has_recompute 0: the plan's train.recompute */
+    int has_recompute;
+    pf_training_recompute_t recompute;
     int *devices; /* replicas x tensor_parallel device indices, replica r's T devices at
                    * [r T, r T + T); NULL until mapped */
 } pf_stage_t;
@@ -103,6 +107,15 @@ int pf_plan_context_parallel(const pf_plan_t *p);
 /* Its expert parallelism E (1: none). */
 int pf_plan_expert_parallel(const pf_plan_t *p);
 void pf_plan_destroy(pf_plan_t **p);
+/* Stage s's recomputation: its own where set, else the plan's train.recompute. */
+pf_training_recompute_t pf_plan_stage_recompute(const pf_plan_t *p, int s);
+/* 1 when the stages' recomputations differ (the plan then writes one per stage). */
+int pf_plan_recompute_mixed(const pf_plan_t *p);
+/* "full" when every stage recomputes alike, else the runs in stage order:
+ * "full x3+selective x1+none x4". */
+void pf_plan_recompute_describe(const pf_plan_t *p, char *buf, size_t len);
+/* The heaviest recomputation of any stage (none < selective < full). */
+pf_training_recompute_t pf_plan_recompute_max(const pf_plan_t *p);
 /* Copies ops (indices). */
 int pf_plan_set_stage_ops(pf_plan_t *p, int s, const int *ops, int nops);
 /* Allocates stage s's device array (replicas x tensor_parallel entries, all -1) if needed and

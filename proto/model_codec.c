@@ -407,7 +407,7 @@ Planfarm__Plan *pf_model_codec_plan_to_pb(pf_arena_t *a, const pf_plan_t *p)
             return NULL;
         pb->n_stage_recompute = (size_t)p->stages;
         for (int s = 0; s < p->stages; s++)
-            pb->stage_recompute[s] = (uint32_t)pf_plan_stage_recompute(p, s);
+            pb->stage_recompute[s] = (uint32_t)pf_plan_recompute_stage(p, s);
     }
     for (int s = 0; s < p->stages; s++) {
         const pf_stage_t *x = &p->stage_list[s];

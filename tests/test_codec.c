@@ -227,8 +227,8 @@ static void test_plan_and_results(void)
     CU_ASSERT_EQUAL_FATAL(mr->n_stage_recompute, 2);
     CU_ASSERT(mr->stage_recompute[0] == 2 && mr->stage_recompute[1] == 0);
     CU_ASSERT_EQUAL_FATAL(pf_model_codec_plan_from_pb(mr, 5, 3, &q, err, sizeof err), PF_OK);
-    CU_ASSERT_EQUAL(pf_plan_stage_recompute(q, 0), PF_RECOMPUTE_FULL);
-    CU_ASSERT_EQUAL(pf_plan_stage_recompute(q, 1), PF_RECOMPUTE_NONE);
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(q, 0), PF_RECOMPUTE_FULL);
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(q, 1), PF_RECOMPUTE_NONE);
     pf_plan_destroy(&q);
     mr->stage_recompute[1] = 3;
     CU_ASSERT_EQUAL(pf_model_codec_plan_from_pb(mr, 5, 3, &q, err, sizeof err), PF_EINPUT);

@@ -223,12 +223,12 @@ static void test_stage_recompute(void)
     free(txt);
     CU_ASSERT_EQUAL_FATAL(pf_plan_load(path, g, c, &q, err, sizeof err), PF_OK);
     CU_ASSERT_EQUAL(q->train.recompute, PF_RECOMPUTE_FULL);
-    CU_ASSERT_EQUAL(pf_plan_stage_recompute(q, 0), PF_RECOMPUTE_FULL);
-    CU_ASSERT_EQUAL(pf_plan_stage_recompute(q, 1), PF_RECOMPUTE_SELECTIVE);
-    CU_ASSERT_EQUAL(pf_plan_stage_recompute(q, 2), PF_RECOMPUTE_NONE);
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(q, 0), PF_RECOMPUTE_FULL);
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(q, 1), PF_RECOMPUTE_SELECTIVE);
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(q, 2), PF_RECOMPUTE_NONE);
     CU_ASSERT_EQUAL(pf_plan_recompute_max(q), PF_RECOMPUTE_FULL);
     pf_plan_t *k = pf_plan_clone(q); /* the clone keeps them */
-    CU_ASSERT_EQUAL(pf_plan_stage_recompute(k, 1), PF_RECOMPUTE_SELECTIVE);
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(k, 1), PF_RECOMPUTE_SELECTIVE);
     pf_plan_destroy(&k);
     pf_plan_destroy(&q);
     /* stages that agree: no stage key, training.recompute says it */
@@ -248,8 +248,8 @@ static void test_stage_recompute(void)
     CU_ASSERT_EQUAL_FATAL(pf_plan_load(pf_test_write("old.json", old), g, c, &q, err, sizeof err),
                           PF_OK);
     CU_ASSERT_FALSE(q->stage_list[0].has_recompute || q->stage_list[1].has_recompute);
-    CU_ASSERT_EQUAL(pf_plan_stage_recompute(q, 0), PF_RECOMPUTE_SELECTIVE);
-    CU_ASSERT_EQUAL(pf_plan_stage_recompute(q, 1), PF_RECOMPUTE_SELECTIVE);
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(q, 0), PF_RECOMPUTE_SELECTIVE);
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(q, 1), PF_RECOMPUTE_SELECTIVE);
     CU_ASSERT_FALSE(pf_plan_recompute_mixed(q));
     pf_plan_destroy(&q);
     const char *bad = "{\"stages\": 1, \"replicas\": 1, \"stage_list\": [{\"ops\": [0, 1, 2, 3, "

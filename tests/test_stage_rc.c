@@ -146,16 +146,16 @@ static void test_fit(void)
     CU_ASSERT_TRUE_FATAL(mem1[1] < limit); /* stage 1 at selective fits */
     double headroom = 1 - limit / pf_cluster_min_mem_bytes(f.c);
     CU_ASSERT_EQUAL_FATAL(pf_stage_rc_fit(&x, f.p, f.c, &cm, headroom), PF_OK);
-    CU_ASSERT_EQUAL(pf_plan_stage_recompute(f.p, 0), PF_RECOMPUTE_FULL);
-    CU_ASSERT_EQUAL(pf_plan_stage_recompute(f.p, 1), PF_RECOMPUTE_SELECTIVE);
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(f.p, 0), PF_RECOMPUTE_FULL);
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(f.p, 1), PF_RECOMPUTE_SELECTIVE);
     PF_ASSERT_CLOSE(f.p->stage_list[0].peak_mem_bytes, mem0[2], 1e-12);
     PF_ASSERT_CLOSE(f.p->stage_list[1].peak_mem_bytes, mem1[1], 1e-12);
     PF_ASSERT_CLOSE(f.p->stage_list[0].mem_reserve_bytes, x.reserve_bytes[2], 1e-12);
     /* nothing fits: each stage at the setting's level, no further */
     set_levels(f.p, PF_RECOMPUTE_FULL, PF_RECOMPUTE_NONE, PF_RECOMPUTE_SELECTIVE);
     CU_ASSERT_EQUAL_FATAL(pf_stage_rc_fit(&x, f.p, f.c, &cm, 1 - 1e-9), PF_OK);
-    CU_ASSERT_EQUAL(pf_plan_stage_recompute(f.p, 0), PF_RECOMPUTE_FULL);
-    CU_ASSERT_EQUAL(pf_plan_stage_recompute(f.p, 1), PF_RECOMPUTE_FULL);
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(f.p, 0), PF_RECOMPUTE_FULL);
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(f.p, 1), PF_RECOMPUTE_FULL);
     pf_stage_rc_clear(&x);
     pf_tp_setting_destroy(&set);
     fixture_close(&f);

@@ -583,7 +583,7 @@ static void megatron_recompute(const pf_export_t *x, FILE *f)
     pf_training_recompute_t *rc = malloc((size_t)(x->S > 0 ? x->S : 1) * sizeof *rc);
     pf_export_recompute_t r = {pf_plan_recompute_max(p), 0, 1};
     for (int s = 0; rc && s < x->S; s++)
-        rc[s] = pf_plan_stage_recompute(p, s);
+        rc[s] = pf_plan_recompute_stage(p, s);
     if (rc) /* out of memory: every stage at the heaviest, full's uniform form (safe) */
         pf_export_megatron_recompute(x->S, rc, x->stage_layers, pf_export_virtual_stages(x), &r);
     free(rc);

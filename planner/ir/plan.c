@@ -19,45 +19,6 @@ int pf_plan_expert_parallel(const pf_plan_t *p)
     return p->blocks.present && p->blocks.expert_parallel > 1 ? p->blocks.expert_parallel : 1;
 }
 
-pf_training_recompute_t pf_plan_stage_recompute(const pf_plan_t *p, int s)
-{
-    const pf_stage_t *st = &p->stage_list[s];
-    return st->has_recompute ? st->recompute : p->train.recompute;
-}
-
-int pf_plan_recompute_mixed(const pf_plan_t *p)
-{
-    for (int s = 1; s < p->stages; s++)
-        if (pf_plan_stage_recompute(p, s) != pf_plan_stage_recompute(p, 0))
-            return 1;
-    return 0;
-}
-
-pf_training_recompute_t pf_plan_recompute_max(const pf_plan_t *p)
-{
-    pf_training_recompute_t m = PF_RECOMPUTE_NONE;
-    for (int s = 0; s < p->stages; s++)
-        m = pf_plan_stage_recompute(p, s) > m ? pf_plan_stage_recompute(p, s) : m;
-    return m;
-}
-
-void pf_plan_recompute_describe(const pf_plan_t *p, char *buf, size_t len)
-{
-    size_t at = 0;
-    if (len)
-        buf[0] = 0;
-    for (int s = 0, run = 1; s < p->stages && at < len; s++, run++) {
-        pf_training_recompute_t r = pf_plan_stage_recompute(p, s);
-        if (s + 1 < p->stages && pf_plan_stage_recompute(p, s + 1) == r)
-            continue;
-        int n = run == p->stages ? snprintf(buf, len, "%s", pf_training_recompute_name(r))
-                                 : snprintf(buf + at, len - at, "%s%s x%d", at ? "+" : "",
-                                            pf_training_recompute_name(r), run);
-        at += n > 0 ? (size_t)n : 0;
-        run = 0;
-    }
-}
-
 pf_plan_t *pf_plan_new(int stages, int replicas)
 {
     if (stages <= 0 || replicas <= 0)
@@ -526,23 +487,6 @@ static int stage_devices_from_json(json_t *jdev, const char *path, pf_plan_t *p,
     return PF_OK;
 }
 
-/* stage_list[s].recompute, when given (plans whose stages recompute differently). */
-static int stage_recompute_from_json(json_t *st, const char *path, pf_stage_t *sl, char *err,
-                                     size_t errlen)
-{
-    const char *rec;
-    int rc = pf_json_get_string(st, path, "recompute", 0, NULL, &rec, err, errlen);
-    if (rc != PF_OK || !rec)
-        return rc;
-    int r = pf_training_recompute_parse(rec);
-    if (r < 0)
-        return pf_fail(err, errlen, PF_EINPUT, "%s.recompute: '%s' is not none, selective or "
-                       "full", path, rec);
-    sl->has_recompute = 1;
-    sl->recompute = (pf_training_recompute_t)r;
-    return PF_OK;
-}
-
 /* stage_list[s]: its ops, its numbers, its devices. */
 static int stage_from_json(json_t *st, int s, pf_plan_t *p, const pf_graph_t *g,
                            const pf_cluster_t *c, int64_t replicas, int64_t tp, int *ops,
@@ -568,7 +512,7 @@ static int stage_from_json(json_t *st, int s, pf_plan_t *p, const pf_graph_t *g,
                                  err, errlen)) ||
         (rc = pf_json_get_number(st, path, "peak_mem_bytes", PF_JSON_GET_NONNEG, NAN,
                                  &sl->peak_mem_bytes, err, errlen)) ||
-        (rc = stage_recompute_from_json(st, path, sl, err, errlen)))
+        (rc = pf_plan_recompute_read(st, path, sl, err, errlen)))
         return rc;
     if (jdev && json_array_size(jdev) > 0)
         return stage_devices_from_json(jdev, path, p, s, c, replicas, tp, err, errlen);
@@ -727,10 +671,7 @@ static void write_training(pf_json_writer_t *w, const pf_plan_t *p)
     pf_json_writer_str(w, pf_training_precision_name(p->train.precision_bytes));
     pf_json_writer_key(w, "optimizer"); pf_json_writer_str(w, pf_training_optimizer_name(p->train.optimizer));
     pf_json_writer_key(w, "zero"); pf_json_writer_int(w, p->train.zero);
-    /* the heaviest where the stages differ (each stage then says its own): a reader that
-     * knows only this key recomputes at least as much as the plan does */
-    pf_json_writer_key(w, "recompute");
-    pf_json_writer_str(w, pf_training_recompute_name(pf_plan_recompute_max(p)));
+    pf_plan_recompute_write(w, p, -1); /* the heaviest stage's where they differ */
     pf_json_writer_obj_end(w);
 }
 
@@ -824,7 +765,6 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
     write_training(w, p);
     pf_json_writer_key(w, "stage_list");
     pf_json_writer_arr_begin(w);
-    int mixed = pf_plan_recompute_mixed(p);
     for (int s = 0; s < p->stages; s++) {
         const pf_stage_t *st = &p->stage_list[s];
         pf_json_writer_obj_begin(w);
@@ -837,10 +777,7 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
         key_num(w, "compute_ms", st->compute_ms);
         key_num(w, "time_ms", st->time_ms);
         key_num(w, "peak_mem_bytes", st->peak_mem_bytes);
-        if (mixed) {
-            pf_json_writer_key(w, "recompute");
-            pf_json_writer_str(w, pf_training_recompute_name(pf_plan_stage_recompute(p, s)));
-        }
+        pf_plan_recompute_write(w, p, s);
         write_memory(w, st);
         pf_plan_blocks_write(e->b, w, g, st->ops, st->nops, s);
         write_stage_tp(w, p, g, st);

@@ -7,6 +7,7 @@
 #ifndef PF_PLAN_H
 #define PF_PLAN_H
 
+#include "planner/core/json.h"
 #include "planner/ir/cluster.h"
 #include "planner/ir/graph.h"
 #include "planner/ir/training.h"
@@ -102,13 +103,9 @@ typedef struct {
 } pf_plan_t;
 
 pf_plan_t *pf_plan_new(int stages, int replicas);
-/* The block search's context parallelism C (1: none): the plan's replicas are d x C. */
-int pf_plan_context_parallel(const pf_plan_t *p);
-/* Its expert parallelism E (1: none). */
-int pf_plan_expert_parallel(const pf_plan_t *p);
-void pf_plan_destroy(pf_plan_t **p);
+/* ---- recomputation per stage (defined in plan_recompute.c) ---- */
 /* Stage s's recomputation: its own where set, else the plan's train.recompute. */
-pf_training_recompute_t pf_plan_stage_recompute(const pf_plan_t *p, int s);
+pf_training_recompute_t pf_plan_recompute_stage(const pf_plan_t *p, int s);
 /* 1 when the stages' recomputations differ (the plan then writes one per stage). */
 int pf_plan_recompute_mixed(const pf_plan_t *p);
 /* "full" when every stage recomputes alike, else the runs in stage order:
@@ -116,6 +113,19 @@ int pf_plan_recompute_mixed(const pf_plan_t *p);
 void pf_plan_recompute_describe(const pf_plan_t *p, char *buf, size_t len);
 /* The heaviest recomputation of any stage (none < selective < full). */
 pf_training_recompute_t pf_plan_recompute_max(const pf_plan_t *p);
+/* stage_list[s].recompute of a plan file, when given ("none", "selective", "full"), into sl;
+ * path names the entry in the message. PF_OK, or PF_EINPUT naming a bad value. */
+int pf_plan_recompute_read(json_t *st, const char *path, pf_stage_t *sl, char *err,
+                           size_t errlen);
+/* The plan file's "recompute" key: s < 0 training's (the heaviest stage's), else stage s's,
+ * written only where the stages differ. */
+void pf_plan_recompute_write(pf_json_writer_t *w, const pf_plan_t *p, int s);
+
+/* The block search's context parallelism C (1: none): the plan's replicas are d x C. */
+int pf_plan_context_parallel(const pf_plan_t *p);
+/* Its expert parallelism E (1: none). */
+int pf_plan_expert_parallel(const pf_plan_t *p);
+void pf_plan_destroy(pf_plan_t **p);
 /* Copies ops (indices). */
 int pf_plan_set_stage_ops(pf_plan_t *p, int s, const int *ops, int nops);
 /* Allocates stage s's device array (replicas x tensor_parallel entries, all -1) if needed and

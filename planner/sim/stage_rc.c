@@ -44,7 +44,7 @@ int pf_stage_rc_init(pf_stage_rc_t *x, const pf_graph_t *g, const pf_tp_setting_
         return PF_OK;
     const pf_graph_t *base = set ? pf_tp_setting_base_graph(set) : g;
     for (int s = 0; s < p->stages; s++)
-        if (view_level(x, base, pf_plan_stage_recompute(p, s), err, errlen) != PF_OK)
+        if (view_level(x, base, pf_plan_recompute_stage(p, s), err, errlen) != PF_OK)
             goto fail;
     for (int r = 0; all && r <= (int)x->top_level; r++)
         if (view_level(x, base, r, err, errlen) != PF_OK)
@@ -57,13 +57,13 @@ fail:
 
 const pf_graph_t *pf_stage_rc_graph(const pf_stage_rc_t *x, const pf_plan_t *p, int s)
 {
-    const pf_graph_t *g = x->g[pf_plan_stage_recompute(p, s)];
+    const pf_graph_t *g = x->g[pf_plan_recompute_stage(p, s)];
     return g ? g : x->top;
 }
 
 double pf_stage_rc_reserve_bytes(const pf_stage_rc_t *x, const pf_plan_t *p, int s)
 {
-    int r = pf_plan_stage_recompute(p, s);
+    int r = pf_plan_recompute_stage(p, s);
     return x->g[r] ? x->reserve_bytes[r] : x->reserve_bytes[x->top_level];
 }
 
@@ -109,7 +109,7 @@ int pf_stage_rc_fit(pf_stage_rc_t *x, pf_plan_t *p, const pf_cluster_t *c,
     for (int s = 0; s < p->stages; s++) {
         pf_stage_t *st = &p->stage_list[s];
         double limit = (1 - headroom) * stage_limit_bytes(p, c, s);
-        int r = pf_plan_stage_recompute(p, s);
+        int r = pf_plan_recompute_stage(p, s);
         for (; r <= (int)x->top_level; r++) {
             st->has_recompute = 1;
             st->recompute = (pf_training_recompute_t)r;

@@ -189,10 +189,11 @@ int pf_bench_plan_step(const pf_graph_t *g, const pf_cluster_t *c, const pf_sear
         const pf_plan_t *p = d.plan;
         *step_ms = p->simulated_step_ms;
         int C = pf_plan_context_parallel(p), E = p->blocks.expert_parallel;
+        char rc[96]; /* per stage where they differ */
+        pf_plan_recompute_describe(p, rc, sizeof rc);
         snprintf(shape, len, "t%d p%d d%d v%d%s %s z%d", p->tensor_parallel, p->stages,
                  p->replicas / C, p->blocks.present ? p->blocks.virtual_stages : 1,
-                 p->blocks.sequence_parallel ? " sp" : "",
-                 pf_training_recompute_name(p->train.recompute), p->train.zero);
+                 p->blocks.sequence_parallel ? " sp" : "", rc, p->train.zero);
         if (C > 1 || E > 1) /* d above is the data-parallel size, replicas / C */
             snprintf(shape + strlen(shape), len - strlen(shape), " cp%d ep%d", C, E > 1 ? E : 1);
         if (p->blocks.present) /* the block-level search's own estimate beside the simulator's */

@@ -183,7 +183,7 @@ void cli_planopts_help(FILE *f)
             "  --zero Z              ZeRO stage 0-3 over the data-parallel group, or auto (the\n"
             "                        block search chooses) (default 0)\n"
             "  --recompute R         none, selective or full activation recomputation, or auto\n"
-            "                        (the block search chooses) (default none)\n"
+            "                        (the block search, per stage) (default none)\n"
             "  --schedule S          1f1b, gpipe or eager-1f1b: the plan runs this schedule\n"
             "                        (default: the best candidates are simulated under all three\n"
             "                        and the fastest that fits memory is chosen)\n"

@@ -100,6 +100,31 @@ static double jnum(json_t *o, const char *key)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+/* The stages' recomputation as the plan writes it: training.recompute, or where the stages
+ * differ each stage_list entry's own, printed in runs ("selective x7+none x1"). */
+static void stage_recompute(json_t *p, const char *all, char *buf, size_t len)
+{
+    json_t *list = json_object_get(p, "stage_list");
+    size_t n = json_array_size(list), at = 0, run = 0, own = 0;
+    all = all ? all : "none";
+    snprintf(buf, len, "%s", all);
+    for (size_t s = 0; s < n; s++)
+        own += json_object_get(json_array_get(list, s), "recompute") != NULL;
+    for (size_t s = 0; own && s < n && at < len; s++) {
+        const char *r = json_string_value(json_object_get(json_array_get(list, s), "recompute"));
+        const char *nx = s + 1 < n ? json_string_value(
+                                         json_object_get(json_array_get(list, s + 1), "recompute"))
+                                   : NULL;
+        r = r ? r : all;
+        run++;
+        if (s + 1 < n && !strcmp(nx ? nx : all, r))
+            continue;
+        int k = snprintf(buf + at, len - at, "%s%s x%zu", at ? "+" : "", r, run);
+        at += k > 0 ? (size_t)k : 0;
+        run = 0;
+    }
+}
+
 /* The block search's choices (DESIGN.md "Plan"); the replicas R are d x C under context
  * parallelism. */
 static void summarize_blocks(json_t *p, double R)
@@ -109,13 +134,14 @@ static void summarize_blocks(json_t *p, double R)
     double C = jnum(p, "context_parallel"), E = jnum(p, "expert_parallel");
     C = isfinite(C) && C > 1 ? C : 1, E = isfinite(E) && E > 1 ? E : 1;
     json_t *tr = json_object_get(p, "training");
-    const char *rc = json_string_value(json_object_get(tr, "recompute"));
+    char rc[128];
+    stage_recompute(p, json_string_value(json_object_get(tr, "recompute")), rc, sizeof rc);
     fprintf(stderr, "  block search: micro-batch %g, virtual stages %g, sequence parallel %s, "
             "context parallel %g (data parallel %g), expert parallel %g\n",
             jnum(p, "microbatch_size"), jnum(p, "virtual_stages"),
             json_is_true(json_object_get(p, "sequence_parallel")) ? "on" : "off", C, R / C, E);
     fprintf(stderr, "                recomputation %s, ZeRO %g, TP communication overlap %s\n",
-            rc ? rc : "none", isfinite(jnum(tr, "zero")) ? jnum(tr, "zero") : 0,
+            rc, isfinite(jnum(tr, "zero")) ? jnum(tr, "zero") : 0,
             json_is_true(json_object_get(p, "tp_comm_overlap")) ? "on" : "off");
 }
 

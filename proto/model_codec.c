@@ -402,6 +402,13 @@ Planfarm__Plan *pf_model_codec_plan_to_pb(pf_arena_t *a, const pf_plan_t *p)
     pb->expert_parallel = p->blocks.present ? (uint32_t)p->blocks.expert_parallel : 0;
     pb->tp_comm_overlap = p->blocks.present && p->blocks.tp_comm_overlap;
     pb->schedule = (char *)p->schedule;
+    if (pf_plan_recompute_mixed(p)) {
+        if (!(pb->stage_recompute = PF_ANEW(a, uint32_t, p->stages)))
+            return NULL;
+        pb->n_stage_recompute = (size_t)p->stages;
+        for (int s = 0; s < p->stages; s++)
+            pb->stage_recompute[s] = (uint32_t)pf_plan_recompute_stage(p, s);
+    }
     for (int s = 0; s < p->stages; s++) {
         const pf_stage_t *x = &p->stage_list[s];
         Planfarm__Stage *y = &st[s];
@@ -614,6 +621,20 @@ int pf_model_codec_plan_from_pb(const Planfarm__Plan *m, int nops, int ndevices,
         p->blocks.present = 1, p->blocks.tp_comm_overlap = 1,
         p->blocks.virtual_stages = p->blocks.virtual_stages > 1 ? p->blocks.virtual_stages : 1;
     snprintf(p->schedule, sizeof p->schedule, "%s", m->schedule ? m->schedule : "1f1b");
+    if (m->n_stage_recompute && m->n_stage_recompute != m->stages) {
+        rc = pf_fail(err, errlen, PF_EINPUT, "plan.stage_recompute: %zu entries, stages = %u",
+                     m->n_stage_recompute, m->stages);
+        goto fail;
+    }
+    for (size_t s = 0; s < m->n_stage_recompute; s++) {
+        if (m->stage_recompute[s] > PF_RECOMPUTE_FULL) {
+            rc = pf_fail(err, errlen, PF_EINPUT, "plan.stage_recompute[%zu]: %u is not 0, 1 "
+                         "or 2", s, m->stage_recompute[s]);
+            goto fail;
+        }
+        p->stage_list[s].has_recompute = 1;
+        p->stage_list[s].recompute = (pf_training_recompute_t)m->stage_recompute[s];
+    }
     for (uint32_t s = 0; s < m->stages; s++)
         if ((rc = stage_from_pb(m->stage_list[s], s, p, nops, ndevices, m->replicas, T, ops, err,
                                 errlen)))

@@ -8,6 +8,7 @@
 #include "planner/core/util.h"
 #include "tests/testutil.h"
 
+#include <math.h>
 #include <string.h>
 
 /* Unit prices: 1 ms per MFLOP, 1 ms per MB moved, ring collectives and p2p at 1 MB/ms, no
@@ -398,6 +399,121 @@ static void test_priced(void)
     pf_cluster_destroy(&c);
 }
 
+/* --recompute auto by hand: test_pipeline_step's t 1, p 2, d 1, b 4, m 2, layers 1 + 1, in 1.15 MB.
+ * Parts at b 4 (sbh = 4096): a layer stores 39 sbh = 159744 B (none), 34 sbh = 139264
+ * (selective: the core's 5 a s / h = 5 sbh dropped, its 0.036864 ms recomputed), 2 sbh = 8192
+ * (full: its input) and reserves its 159744 once per stage; the embedding stores 512 B (full:
+ * its 512 reserved instead), the final norm + head 29184 (full: 8192, 29184 reserved).
+ * Stage 0 (embedding + 1 layer, 2 micro-batches in flight, state 114816 x 8 = 918528):
+ *   none 918528 + 2 x (159744 + 512) = 1239040, selective 918528 + 2 x (139264 + 512) = 1198080:
+ *   both above 1.15e6; full 918528 + 2 x (8192 + 0) + 159744 = 1094656 fits.
+ * Stage 1 (1 layer + head, 1 in flight, state (99968 + 13056) x 8 = 904192): none 904192 +
+ *   159744 + 29184 = 1093120 fits.
+ * So stage 0 full, stage 1 none. Times: stage 0 = 20.429824 (test_pipeline_step) + the layer's
+ * forward 6.779392 + the embedding's 0.025088 recomputed = 27.234304; stage 1 none 22.86208;
+ * pipeline 3 x 27.234304 = 81.702912, + the optimizer 1.607424: step 83.310336. Every stage full
+ * (the best one level for all, selective does not fit stage 0) runs stage 1 at 22.86208 +
+ * 6.779392 + 0.83584 = 30.477312: pipeline 3 x 30.477312 = 91.431936. */
+static void test_auto_by_hand(void)
+{
+    fixture_t f;
+    CU_ASSERT_EQUAL_FATAL(fixture_open(&f, 2, 2, 8), 0);
+    pf_blockcost_problem_t *pr = &f.pr;
+    pr->mem_bytes = 1.15e6;
+    pf_blockcost_part_t set[3][3];
+    pf_blockcost_parts_all(pr, 1, 4, 0, set);
+    pf_blockcost_cand_t c = {.t = 1, .p = 2, .d = 1, .b = 4, .v = 1};
+    pf_blockcost_eval_t ev;
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split_auto(pr, &c, set, &ev), PF_OK);
+    CU_ASSERT_EQUAL(c.first_layers, 1);
+    CU_ASSERT_EQUAL(c.last_layers, 1);
+    CU_ASSERT_EQUAL(pf_blockcost_stage_recompute(&c, 0), PF_RECOMPUTE_FULL);
+    CU_ASSERT_EQUAL(pf_blockcost_stage_recompute(&c, 1), PF_RECOMPUTE_NONE);
+    CU_ASSERT_EQUAL(c.recompute, PF_RECOMPUTE_FULL); /* the heaviest, for the later phases */
+    PF_ASSERT_CLOSE(pf_blockcost_stage_mem_bytes(pr, &c, set[PF_RECOMPUTE_NONE], 0, 1), 1239040,
+                    1e-12);
+    PF_ASSERT_CLOSE(pf_blockcost_stage_mem_bytes(pr, &c, set[PF_RECOMPUTE_SELECTIVE], 0, 1),
+                    1198080, 1e-12);
+    PF_ASSERT_CLOSE(ev.mem_bytes[0], 1094656, 1e-12);
+    PF_ASSERT_CLOSE(ev.mem_bytes[2], 1093120, 1e-12);
+    PF_ASSERT_CLOSE(ev.stage_ms[0], 27.234304, 1e-12);
+    PF_ASSERT_CLOSE(ev.stage_ms[2], 22.86208, 1e-12);
+    PF_ASSERT_CLOSE(ev.pipeline_ms, 81.702912, 1e-12);
+    PF_ASSERT_CLOSE(ev.step_ms, 83.310336, 1e-12);
+    CU_ASSERT_TRUE(ev.fits);
+    /* every stage full: stage 1 is the slower */
+    pf_blockcost_cand_t u = {.t = 1, .p = 2, .d = 1, .b = 4, .v = 1,
+                             .recompute = PF_RECOMPUTE_FULL};
+    CU_ASSERT_EQUAL_FATAL(pf_blockcost_split(pr, &u, set[PF_RECOMPUTE_FULL], &ev), PF_OK);
+    PF_ASSERT_CLOSE(ev.pipeline_ms, 91.431936, 1e-12);
+    CU_ASSERT_EQUAL(pf_blockcost_stage_recompute(&u, 1), PF_RECOMPUTE_FULL);
+    fixture_close(&f);
+}
+
+/* Brute force over every assignment of a level to each of the p stages at the layer counts auto
+ * chose: among those whose every stage fits, the least slowest-stage time is auto's, auto's
+ * assignment fits, and each of its stages is at the lightest level any fitting assignment gives
+ * that stage (a stage's memory depends on its level alone). Returns 1 when auto's stages
+ * differ. */
+static int brute_force_levels(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
+                              const pf_blockcost_part_t set[3][3], const pf_blockcost_eval_t *ev)
+{
+    int P = c->p, layers[8], mixed = 0, combos = 1;
+    for (int s = 0; s < P; s++) {
+        layers[s] = s == 0 ? c->first_layers : s == P - 1 ? c->last_layers : c->mid_layers;
+        combos *= 3;
+        mixed |= pf_blockcost_stage_recompute(c, s) != pf_blockcost_stage_recompute(c, 0);
+    }
+    double best = 1e300;
+    int lightest[8] = {3, 3, 3, 3, 3, 3, 3, 3};
+    for (int code = 0; code < combos; code++) {
+        double worst = 0;
+        int fits = 1, lv[8];
+        for (int s = 0, x = code; s < P; s++, x /= 3) {
+            lv[s] = x % 3;
+            fits &= pf_blockcost_stage_mem_bytes(pr, c, set[lv[s]], s, layers[s]) <= pr->mem_bytes;
+            worst = fmax(worst, pf_blockcost_stage_ms(pr, c, set[lv[s]], s, layers[s]));
+        }
+        if (!fits)
+            continue;
+        best = fmin(best, worst);
+        for (int s = 0; s < P; s++)
+            lightest[s] = lv[s] < lightest[s] ? lv[s] : lightest[s];
+    }
+    PF_ASSERT_CLOSE(ev->stage_max_ms, best, 1e-12);
+    for (int s = 0; s < P; s++) {
+        int r = pf_blockcost_stage_recompute(c, s);
+        CU_ASSERT_EQUAL(r, lightest[s]);
+        CU_ASSERT_TRUE(pf_blockcost_stage_mem_bytes(pr, c, set[r], s, layers[s]) <= pr->mem_bytes);
+    }
+    return mixed;
+}
+
+/* 8 layers over p 4 (and 2), 1F1B and interleaved (v 2), memory from loose to tight. */
+static void test_auto_brute_force(void)
+{
+    int compared = 0, mixed = 0;
+    for (int batch = 8; batch <= 32; batch *= 2)
+        for (int p = 2; p <= 4; p += 2)
+            for (int v = 1; v <= 2; v++)
+                for (double mem = 1e6; mem <= 6e6; mem += 0.05e6) {
+                    fixture_t f;
+                    CU_ASSERT_EQUAL_FATAL(fixture_open(&f, 8, p, batch), 0);
+                    f.pr.mem_bytes = mem;
+                    pf_blockcost_part_t set[3][3];
+                    pf_blockcost_parts_all(&f.pr, 1, 4, 0, set);
+                    pf_blockcost_cand_t c = {.t = 1, .p = p, .d = 1, .b = 4, .v = v};
+                    pf_blockcost_eval_t ev;
+                    if (pf_blockcost_split_auto(&f.pr, &c, set, &ev) == PF_OK && ev.fits) {
+                        mixed += brute_force_levels(&f.pr, &c, set, &ev);
+                        compared++;
+                    }
+                    fixture_close(&f);
+                }
+    CU_ASSERT_TRUE(compared >= 40);
+    CU_ASSERT_TRUE(mixed >= 10); /* the comparison covers stages that differ */
+}
+
 void pf_suite_blockcost(void)
 {
     CU_pSuite s = CU_add_suite("blockcost", NULL, NULL);
@@ -409,4 +525,7 @@ void pf_suite_blockcost(void)
     CU_add_test(s, "tensor-parallel overlap, by hand", test_tp_overlap);
     CU_add_test(s, "roofline prices", test_roofline);
     CU_add_test(s, "device-model and collective prices", test_priced);
+    CU_add_test(s, "recompute auto: stage 0 full, the last none, by hand", test_auto_by_hand);
+    CU_add_test(s, "recompute auto = brute force over every stage's level",
+                test_auto_brute_force);
 }

@@ -219,6 +219,23 @@ static void test_plan_and_results(void)
     CU_ASSERT(q->blocks.present && q->blocks.tp_comm_overlap && q->blocks.virtual_stages == 1);
     pf_plan_destroy(&q);
     p->blocks.present = 0, p->blocks.virtual_stages = 0, p->blocks.tp_comm_overlap = 0;
+    /* each stage's recomputation where they differ (field 22); none sent when they agree */
+    CU_ASSERT_EQUAL(m->n_stage_recompute, 0);
+    p->stage_list[0].has_recompute = 1, p->stage_list[0].recompute = PF_RECOMPUTE_FULL;
+    p->stage_list[1].has_recompute = 1, p->stage_list[1].recompute = PF_RECOMPUTE_NONE;
+    Planfarm__Plan *mr = pf_model_codec_plan_to_pb(a, p);
+    CU_ASSERT_EQUAL_FATAL(mr->n_stage_recompute, 2);
+    CU_ASSERT(mr->stage_recompute[0] == 2 && mr->stage_recompute[1] == 0);
+    CU_ASSERT_EQUAL_FATAL(pf_model_codec_plan_from_pb(mr, 5, 3, &q, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(q, 0), PF_RECOMPUTE_FULL);
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(q, 1), PF_RECOMPUTE_NONE);
+    pf_plan_destroy(&q);
+    mr->stage_recompute[1] = 3;
+    CU_ASSERT_EQUAL(pf_model_codec_plan_from_pb(mr, 5, 3, &q, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "plan.stage_recompute[1]: 3 is not 0, 1 or 2");
+    mr->n_stage_recompute = 1;
+    CU_ASSERT_EQUAL(pf_model_codec_plan_from_pb(mr, 5, 3, &q, err, sizeof err), PF_EINPUT);
+    p->stage_list[0].has_recompute = p->stage_list[1].has_recompute = 0;
     /* indices must lie inside the graph and the cluster the job named */
     CU_ASSERT_EQUAL(pf_model_codec_plan_from_pb(m, 4, 3, &q, err, sizeof err), PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "plan.stage_list[1].ops[1]: index out of range");

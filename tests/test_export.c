@@ -695,6 +695,73 @@ static void test_deepspeed_config(void)
     pf_graph_destroy(&g);
 }
 
+/* A plan whose stages recompute differently (--recompute auto): Megatron-LM and DeepSpeed have one
+ * setting for every stage, so the nearest form at least as memory-safe, said plainly. The rule
+ * alone: agreeing stages are exact; none + selective -> selective; any full -> block N with N the
+ * most blocks per model chunk of a stage that recomputes. */
+static void test_stage_recompute(void)
+{
+    const pf_training_recompute_t N = PF_RECOMPUTE_NONE, S = PF_RECOMPUTE_SELECTIVE,
+                                  F = PF_RECOMPUTE_FULL;
+    pf_export_recompute_t r;
+    const int layers[4] = {3, 4, 4, 5};
+    pf_export_megatron_recompute(4, (pf_training_recompute_t[]){F, F, F, F}, layers, 1, &r);
+    CU_ASSERT(r.exact && r.granularity == F && r.block_layers == 0);
+    pf_export_megatron_recompute(4, (pf_training_recompute_t[]){S, S, N, N}, layers, 1, &r);
+    CU_ASSERT(!r.exact && r.granularity == S && r.block_layers == 0);
+    pf_export_megatron_recompute(4, (pf_training_recompute_t[]){F, S, N, N}, layers, 1, &r);
+    CU_ASSERT(!r.exact && r.granularity == F && r.block_layers == 4); /* stage 1's 4 blocks */
+    pf_export_megatron_recompute(4, (pf_training_recompute_t[]){F, N, N, N}, layers, 2, &r);
+    CU_ASSERT(!r.exact && r.granularity == F && r.block_layers == 2); /* 3 blocks in 2 chunks */
+
+    /* the block tests' plan (2 + 2 blocks): stage 0 full, stage 1 none */
+    pf_graph_t *g = small_gpt(4);
+    pf_cluster_t *c = two_hosts();
+    pf_plan_t *p = even_plan(g);
+    p->train.recompute = F;
+    p->stage_list[0].has_recompute = 1, p->stage_list[0].recompute = F;
+    p->stage_list[1].has_recompute = 1, p->stage_list[1].recompute = N;
+    char err[512] = "", lines[4][PF_EXPORT_WARN_LEN];
+    int rc;
+    pf_export_t *x = pf_export_new(p, g, c, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    char *got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, PF_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "# the plan recomputes per stage (full x1+none x1); "
+                                       "Megatron-LM's flags hold for\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "    --recompute-granularity full\n"
+                                       "    --recompute-method block\n"
+                                       "    --recompute-num-layers 2\n"));
+    CU_ASSERT_PTR_NULL(strstr(got, "--recompute-method uniform"));
+    free(got);
+    int n = pf_export_warnings(x, PF_EXPORT_MEGATRON, lines, 4);
+    CU_ASSERT_EQUAL_FATAL(n, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(lines[0], "recomputation per stage (full x1+none x1): "
+                                            "Megatron-LM has no per-stage setting"));
+    got = written(x, pf_export_write_deepspeed_pipe, &rc, err, sizeof err);
+    CU_ASSERT_EQUAL(rc, PF_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "(full x1+none x1 recomputation planned)\n"
+                                       "ACTIVATION_CHECKPOINT_INTERVAL = 1\n"));
+    free(got);
+    n = pf_export_warnings(x, PF_EXPORT_DEEPSPEED, lines, 4);
+    CU_ASSERT_TRUE_FATAL(n >= 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(lines[0], "DeepSpeed has no per-stage setting; exported as "
+                                            "activation_checkpoint_interval 1 on every stage"));
+    pf_export_destroy(&x);
+    /* none and selective: selective on every stage */
+    p->train.recompute = S, p->stage_list[0].recompute = S;
+    x = pf_export_new(p, g, c, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    got = written(x, pf_export_write_megatron, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "stages planned lighter recompute more (more time, less "
+                                       "memory)\n    --recompute-granularity selective\n"));
+    free(got);
+    pf_export_destroy(&x);
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 /* Every rank g: the plan's device of (s, r, k) = g's Megatron-LM coordinates, and the layout's
  * node and CUDA_VISIBLE_DEVICES entry lead to that same device. */
 static void check_every_rank(const pf_export_t *x, const pf_plan_t *p, const pf_cluster_t *c)
@@ -1094,4 +1161,6 @@ void pf_suite_export(void)
     CU_add_test(s, "plans that cut a layer or leave a stage without one are refused",
                 test_refused);
     CU_add_test(s, "planfarm export through the binary", test_cli);
+    CU_add_test(s, "recomputation per stage: the nearest memory-safe flags, said plainly",
+                test_stage_recompute);
 }

@@ -181,10 +181,92 @@ static void test_blocks_never_overlap(void)
     pf_graph_destroy(&g);
 }
 
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = f ? calloc(1, 1 << 20) : NULL;
+    if (buf)
+        fread(buf, 1, (1 << 20) - 1, f);
+    if (f)
+        fclose(f);
+    return buf;
+}
+
+/* Recomputation per stage (DESIGN.md "Plan"): a plan whose stages differ writes one per stage and
+ * the heaviest as training.recompute, reads back the same; one whose stages agree writes only
+ * training.recompute; an old plan (one string, no stage keys) means every stage; a bad name is
+ * refused. */
+static void test_stage_recompute(void)
+{
+    char err[512], path[700];
+    pf_graph_t *g = pf_test_random_dag(7, 6, 0.2);
+    pf_cluster_t *c = four_devices();
+    pf_plan_t *p = pf_plan_new(3, 1), *q = NULL;
+    int a[] = {0, 1}, b[] = {2, 3}, e[] = {4, 5};
+    pf_plan_set_stage_ops(p, 0, a, 2);
+    pf_plan_set_stage_ops(p, 1, b, 2);
+    pf_plan_set_stage_ops(p, 2, e, 2);
+    p->train.recompute = PF_RECOMPUTE_FULL;
+    p->stage_list[0].has_recompute = 1, p->stage_list[0].recompute = PF_RECOMPUTE_FULL;
+    p->stage_list[1].has_recompute = 1, p->stage_list[1].recompute = PF_RECOMPUTE_SELECTIVE;
+    p->stage_list[2].has_recompute = 1, p->stage_list[2].recompute = PF_RECOMPUTE_NONE;
+    CU_ASSERT(pf_plan_recompute_mixed(p));
+    char runs[96];
+    pf_plan_recompute_describe(p, runs, sizeof runs);
+    CU_ASSERT_STRING_EQUAL(runs, "full x1+selective x1+none x1");
+    snprintf(path, sizeof path, "%s/plan-rc.json", pf_test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(pf_plan_save(p, g, c, path, err, sizeof err), PF_OK);
+    char *txt = read_text(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(txt);
+    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"zero\": 0, \"recompute\": \"full\"}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"recompute\": \"selective\""));
+    free(txt);
+    CU_ASSERT_EQUAL_FATAL(pf_plan_load(path, g, c, &q, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(q->train.recompute, PF_RECOMPUTE_FULL);
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(q, 0), PF_RECOMPUTE_FULL);
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(q, 1), PF_RECOMPUTE_SELECTIVE);
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(q, 2), PF_RECOMPUTE_NONE);
+    CU_ASSERT_EQUAL(pf_plan_recompute_max(q), PF_RECOMPUTE_FULL);
+    pf_plan_t *k = pf_plan_clone(q); /* the clone keeps them */
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(k, 1), PF_RECOMPUTE_SELECTIVE);
+    pf_plan_destroy(&k);
+    pf_plan_destroy(&q);
+    /* stages that agree: no stage key, training.recompute says it */
+    p->stage_list[1].recompute = p->stage_list[2].recompute = PF_RECOMPUTE_FULL;
+    CU_ASSERT_FALSE(pf_plan_recompute_mixed(p));
+    CU_ASSERT_EQUAL_FATAL(pf_plan_save(p, g, c, path, err, sizeof err), PF_OK);
+    txt = read_text(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(txt);
+    char *first = strstr(txt, "\"recompute\"");
+    CU_ASSERT_PTR_NOT_NULL(first);
+    CU_ASSERT_PTR_NULL(first ? strstr(first + 1, "\"recompute\"") : NULL);
+    free(txt);
+    /* an old plan: one string, every stage */
+    const char *old = "{\"stages\": 2, \"replicas\": 1, \"training\": {\"recompute\": "
+                      "\"selective\"}, \"stage_list\": [{\"ops\": [0, 1, 2]}, {\"ops\": [3, 4, "
+                      "5]}]}";
+    CU_ASSERT_EQUAL_FATAL(pf_plan_load(pf_test_write("old.json", old), g, c, &q, err, sizeof err),
+                          PF_OK);
+    CU_ASSERT_FALSE(q->stage_list[0].has_recompute || q->stage_list[1].has_recompute);
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(q, 0), PF_RECOMPUTE_SELECTIVE);
+    CU_ASSERT_EQUAL(pf_plan_recompute_stage(q, 1), PF_RECOMPUTE_SELECTIVE);
+    CU_ASSERT_FALSE(pf_plan_recompute_mixed(q));
+    pf_plan_destroy(&q);
+    const char *bad = "{\"stages\": 1, \"replicas\": 1, \"stage_list\": [{\"ops\": [0, 1, 2, 3, "
+                      "4, 5], \"recompute\": \"partial\"}]}";
+    CU_ASSERT_EQUAL(pf_plan_load(pf_test_write("bad.json", bad), g, c, &q, err, sizeof err),
+                    PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "stage_list[0].recompute: 'partial' is not"));
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_plan(void)
 {
     CU_pSuite s = CU_add_suite("plan", NULL, NULL);
     CU_add_test(s, "round trip, validation errors", test_round_trip_and_errors);
+    CU_add_test(s, "recompute per stage: round trip, old plans, bad names", test_stage_recompute);
     CU_add_test(s, "an edge back across stages is named", test_back_edge_across_stages);
     CU_add_test(s, "stage_list[i].blocks: whole blocks only, never in two stages; cut_blocks",
                 test_blocks_never_overlap);

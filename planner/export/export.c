@@ -576,6 +576,35 @@ static void put_header(const pf_export_t *x, FILE *f, const char *what, const ch
  * with --sequence-parallel); _add_distributed_args also --context-parallel-size,
  * --expert-model-parallel-size); tests/data/megatron_args.txt lists them. */
 
+/* The recomputation flags (export_megatron.h: per-stage plans have no exact form). */
+static void megatron_recompute(const pf_export_t *x, FILE *f)
+{
+    const pf_plan_t *p = x->p;
+    pf_training_recompute_t *rc = malloc((size_t)(x->S > 0 ? x->S : 1) * sizeof *rc);
+    pf_export_recompute_t r = {pf_plan_recompute_max(p), 0, 1};
+    for (int s = 0; rc && s < x->S; s++)
+        rc[s] = pf_plan_recompute_stage(p, s);
+    if (rc) /* out of memory: every stage at the heaviest, full's uniform form (safe) */
+        pf_export_megatron_recompute(x->S, rc, x->stage_layers, pf_export_virtual_stages(x), &r);
+    free(rc);
+    if (!r.exact) {
+        char runs[128];
+        pf_plan_recompute_describe(p, runs, sizeof runs);
+        fprintf(f, "    # the plan recomputes per stage (%s); Megatron-LM's flags hold for\n"
+                "    # every stage, so not exact: the nearest form at least as memory-safe, the\n"
+                "    # stages planned lighter recompute more (more time, less memory)\n", runs);
+    }
+    if (r.granularity == PF_RECOMPUTE_SELECTIVE)
+        fprintf(f, "    --recompute-granularity selective\n");
+    else if (r.granularity == PF_RECOMPUTE_FULL && !r.block_layers)
+        fprintf(f, "    --recompute-granularity full\n    --recompute-method uniform\n"
+                "    --recompute-num-layers 1\n");
+    else if (r.granularity == PF_RECOMPUTE_FULL)
+        fprintf(f, "    # each stage recomputes its first %d blocks (per model chunk) in full\n"
+                "    --recompute-granularity full\n    --recompute-method block\n"
+                "    --recompute-num-layers %d\n", r.block_layers, r.block_layers);
+}
+
 /* How each rank trains: batch, precision, optimizer, ZeRO, recomputation, sequence parallelism. */
 static void megatron_training(const pf_export_t *x, FILE *f)
 {
@@ -598,11 +627,7 @@ static void megatron_training(const pf_export_t *x, FILE *f)
                     "so GPUs hold more than the plan counted\n", t->zero);
         fprintf(f, "    --use-distributed-optimizer\n");
     }
-    if (t->recompute == PF_RECOMPUTE_SELECTIVE)
-        fprintf(f, "    --recompute-granularity selective\n");
-    else if (t->recompute == PF_RECOMPUTE_FULL)
-        fprintf(f, "    --recompute-granularity full\n    --recompute-method uniform\n"
-                "    --recompute-num-layers 1\n");
+    megatron_recompute(x, f);
     if (pf_export_sequence_parallel(x))
         fprintf(f, "%s    --sequence-parallel\n", p->blocks.present ? "" : "    # tensor parallel > "
                 "1: Megatron-LM recommends sequence parallelism with it\n");
@@ -662,7 +687,15 @@ static int ds_stages_even(const pf_export_t *x)
 /* DeepSpeed checkpoints whole layers only: selective recomputation is exported as full. */
 static int ds_checkpoint_interval(const pf_export_t *x)
 {
-    return x->p->train.recompute != PF_RECOMPUTE_NONE;
+    /* one interval for every stage: any stage that recomputes makes all of them (the nearest
+     * form at least as memory-safe as a per-stage plan; export_warnings.c says so) */
+    return pf_plan_recompute_max(x->p) != PF_RECOMPUTE_NONE;
+}
+
+static const char *ds_recompute_name(const pf_plan_t *p, char *buf, size_t len)
+{
+    pf_plan_recompute_describe(p, buf, len);
+    return buf;
 }
 
 static int ds_check(const pf_export_t *x, char *err, size_t errlen)
@@ -716,6 +749,7 @@ int pf_export_write_deepspeed_pipe(const pf_export_t *x, FILE *f, char *err, siz
     int rc = ds_check(x, err, errlen);
     if (rc != PF_OK)
         return rc;
+    char runs[128];
     put_header(x, f, "DeepSpeed PipelineModule arguments", "# ");
     fprintf(f, "# The pipeline's stage count, topology, partition and activation checkpointing are\n"
             "# PipelineModule's constructor arguments, not ds_config.json keys. Build the model\n"
@@ -734,7 +768,7 @@ int pf_export_write_deepspeed_pipe(const pf_export_t *x, FILE *f, char *err, siz
         fprintf(f, "%s%d", s ? ", " : "", x->stage_layers[s]);
     fprintf(f, "]\n# 1: every layer's forward runs again in backward; 0: none (%s recomputation "
             "planned)\nACTIVATION_CHECKPOINT_INTERVAL = %d\n",
-            pf_training_recompute_name(x->p->train.recompute), ds_checkpoint_interval(x));
+            ds_recompute_name(x->p, runs, sizeof runs), ds_checkpoint_interval(x));
     fprintf(f, "\n\ndef pipeline_module(layers, block_type, loss_fn=None):\n"
             "    # \"type:REGEX\" balances the layers whose class matches: equal blocks per stage,\n"
             "    # the embedding with the first and the head with the last\n"

@@ -179,3 +179,21 @@ int pf_export_megatron_layers(const pf_export_split_t *x, FILE *f, char *err, si
                 "    --num-layers-per-virtual-pipeline-stage %d\n", v, L / S, L / (S * v));
     return PF_OK;
 }
+
+void pf_export_megatron_recompute(int S, const pf_training_recompute_t *rc,
+                                  const int *stage_layers, int v, pf_export_recompute_t *out)
+{
+    pf_training_recompute_t most = PF_RECOMPUTE_NONE;
+    int n = 0;
+    out->exact = 1;
+    for (int s = 0; s < S; s++) {
+        out->exact &= rc[s] == rc[0];
+        most = rc[s] > most ? rc[s] : most;
+        if (rc[s] != PF_RECOMPUTE_NONE) { /* its blocks per model chunk, rounded up */
+            int per = (stage_layers[s] + v - 1) / (v > 0 ? v : 1);
+            n = per > n ? per : n;
+        }
+    }
+    out->granularity = most;
+    out->block_layers = !out->exact && most == PF_RECOMPUTE_FULL ? (n > 0 ? n : 1) : 0;
+}

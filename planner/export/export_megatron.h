@@ -14,6 +14,7 @@
 #define PF_EXPORT_MEGATRON_H
 
 #include "planner/ir/arch.h"
+#include "planner/ir/training.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -41,5 +42,24 @@ typedef struct {
  * (equal stages, or with --account-for-embedding/loss-in-pipeline-split the ends one layer
  * short). PF_EINPUT when Megatron-LM cannot run the split (unequal interleaved stages). */
 int pf_export_megatron_layers(const pf_export_split_t *x, FILE *f, char *err, size_t errlen);
+
+/* Megatron-LM's recomputation for stages that recompute rc[s] over stage_layers[s] blocks (v
+ * model chunks each). Its flags hold for every stage (no per-stage granularity), so a plan whose
+ * stages differ (`--recompute auto`) has no exact form; the nearest at least as memory-safe one:
+ *   - none and selective only: --recompute-granularity selective everywhere;
+ *   - some full: --recompute-granularity full --recompute-method block --recompute-num-layers N,
+ *     N the most blocks per model chunk of any stage that recomputes: each stage recomputes its
+ *     first min(N, its blocks) blocks, so every stage that recomputed still does it at least
+ *     fully for those blocks and a stage the plan left lighter only recomputes more (more time,
+ *     less memory than planned).
+ * granularity none (no flag) / selective / full; block_layers 0: the uniform form (full: method
+ * uniform, 1 layer per group); exact 1 when the stages agree. */
+typedef struct {
+    pf_training_recompute_t granularity;
+    int block_layers;
+    int exact;
+} pf_export_recompute_t;
+void pf_export_megatron_recompute(int S, const pf_training_recompute_t *rc,
+                                  const int *stage_layers, int v, pf_export_recompute_t *out);
 
 #endif

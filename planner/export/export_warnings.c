@@ -67,11 +67,27 @@ static void warn_cpep(const pf_export_t *x, warn_t *w)
              "deepspeed.moe.layer.MoE, else the experts stay whole on every GPU", E, E);
 }
 
+/* A plan whose stages recompute differently (--recompute auto): neither framework has a flag
+ * per stage. */
+static void warn_stage_recompute(const pf_export_t *x, warn_t *w, const char *who,
+                                 const char *as)
+{
+    const pf_plan_t *p = pf_export_plan(x);
+    char runs[96];
+    if (!pf_plan_recompute_mixed(p))
+        return;
+    pf_plan_recompute_describe(p, runs, sizeof runs);
+    warn(w, "recomputation per stage (%s): %s has no per-stage setting; exported as %s, "
+         "so the stages planned lighter recompute more than planned (more time, less memory)",
+         runs, who, as);
+}
+
 static void warn_deepspeed(const pf_export_t *x, warn_t *w)
 {
     const pf_plan_t *p = pf_export_plan(x);
     int T = p->tensor_parallel, v = pf_export_virtual_stages(x);
-    if (p->train.recompute == PF_RECOMPUTE_SELECTIVE)
+    warn_stage_recompute(x, w, "DeepSpeed", "activation_checkpoint_interval 1 on every stage");
+    if (pf_plan_recompute_max(p) == PF_RECOMPUTE_SELECTIVE)
         warn(w, "selective recomputation: DeepSpeed checkpoints whole layers only; exported as "
              "full recomputation (activation_checkpoint_interval 1): less memory, more "
              "recomputed time than the plan counted");
@@ -98,6 +114,8 @@ static void warn_megatron(const pf_export_t *x, warn_t *w)
         warn(w, "ZeRO %d: Megatron-LM's distributed optimizer shards the optimizer state only "
              "(ZeRO 1; --use-distributed-optimizer), and ZeRO 2 and 3 have no Megatron-LM flag; "
              "GPUs hold more than the plan counted", zero);
+    warn_stage_recompute(x, w, "Megatron-LM",
+                         "one setting for all stages (see the flags' comment)");
     warn_schedule(x, w, "Megatron-LM");
 }
 

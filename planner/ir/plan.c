@@ -511,7 +511,8 @@ static int stage_from_json(json_t *st, int s, pf_plan_t *p, const pf_graph_t *g,
         (rc = pf_json_get_number(st, path, "time_ms", PF_JSON_GET_NONNEG, NAN, &sl->time_ms,
                                  err, errlen)) ||
         (rc = pf_json_get_number(st, path, "peak_mem_bytes", PF_JSON_GET_NONNEG, NAN,
-                                 &sl->peak_mem_bytes, err, errlen)))
+                                 &sl->peak_mem_bytes, err, errlen)) ||
+        (rc = pf_plan_recompute_read(st, path, sl, err, errlen)))
         return rc;
     if (jdev && json_array_size(jdev) > 0)
         return stage_devices_from_json(jdev, path, p, s, c, replicas, tp, err, errlen);
@@ -670,7 +671,7 @@ static void write_training(pf_json_writer_t *w, const pf_plan_t *p)
     pf_json_writer_str(w, pf_training_precision_name(p->train.precision_bytes));
     pf_json_writer_key(w, "optimizer"); pf_json_writer_str(w, pf_training_optimizer_name(p->train.optimizer));
     pf_json_writer_key(w, "zero"); pf_json_writer_int(w, p->train.zero);
-    pf_json_writer_key(w, "recompute"); pf_json_writer_str(w, pf_training_recompute_name(p->train.recompute));
+    pf_plan_recompute_write(w, p, -1); /* the heaviest stage's where they differ */
     pf_json_writer_obj_end(w);
 }
 
@@ -776,6 +777,7 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
         key_num(w, "compute_ms", st->compute_ms);
         key_num(w, "time_ms", st->time_ms);
         key_num(w, "peak_mem_bytes", st->peak_mem_bytes);
+        pf_plan_recompute_write(w, p, s);
         write_memory(w, st);
         pf_plan_blocks_write(e->b, w, g, st->ops, st->nops, s);
         write_stage_tp(w, p, g, st);

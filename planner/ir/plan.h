@@ -7,6 +7,7 @@
 #ifndef PF_PLAN_H
 #define PF_PLAN_H
 
+#include "planner/core/json.h"
 #include "planner/ir/cluster.h"
 #include "planner/ir/graph.h"
 #include "planner/ir/training.h"
@@ -24,6 +25,10 @@ typedef struct {
     double mem_weights_bytes, mem_grads_bytes, mem_optimizer_bytes, mem_activations_bytes;
     double mem_reserve_bytes;
     int inflight;
+    /* this stage's recomputation where the stages differ (DESIGN.md "Plan": the block search's
+     * `--recompute auto` picks one per stage); has_recompute 0: the plan's train.recompute */
+    int has_recompute;
+    pf_training_recompute_t recompute;
     int *devices; /* replicas x tensor_parallel device indices, replica r's T devices at
                    * [r T, r T + T); NULL until mapped */
 } pf_stage_t;
@@ -98,6 +103,24 @@ typedef struct {
 } pf_plan_t;
 
 pf_plan_t *pf_plan_new(int stages, int replicas);
+/* ---- recomputation per stage (defined in plan_recompute.c) ---- */
+/* Stage s's recomputation: its own where set, else the plan's train.recompute. */
+pf_training_recompute_t pf_plan_recompute_stage(const pf_plan_t *p, int s);
+/* 1 when the stages' recomputations differ (the plan then writes one per stage). */
+int pf_plan_recompute_mixed(const pf_plan_t *p);
+/* "full" when every stage recomputes alike, else the runs in stage order:
+ * "full x3+selective x1+none x4". */
+void pf_plan_recompute_describe(const pf_plan_t *p, char *buf, size_t len);
+/* The heaviest recomputation of any stage (none < selective < full). */
+pf_training_recompute_t pf_plan_recompute_max(const pf_plan_t *p);
+/* stage_list[s].recompute of a plan file, when given ("none", "selective", "full"), into sl;
+ * path names the entry in the message. PF_OK, or PF_EINPUT naming a bad value. */
+int pf_plan_recompute_read(json_t *st, const char *path, pf_stage_t *sl, char *err,
+                           size_t errlen);
+/* The plan file's "recompute" key: s < 0 training's (the heaviest stage's), else stage s's,
+ * written only where the stages differ. */
+void pf_plan_recompute_write(pf_json_writer_t *w, const pf_plan_t *p, int s);
+
 /* The block search's context parallelism C (1: none): the plan's replicas are d x C. */
 int pf_plan_context_parallel(const pf_plan_t *p);
 /* Its expert parallelism E (1: none). */

@@ -415,8 +415,29 @@ static int check_cand(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_
                : PF_EINPUT;
 }
 
-int pf_blockcost_eval(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
-                      const pf_blockcost_part_t parts[3], pf_blockcost_eval_t *ev)
+/* --recompute auto: stage st's recomputation, the lightest whose memory fits (the one of least
+ * memory when none does), and that memory. */
+static int stage_rc(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
+                    const pf_blockcost_part_t set[3][3], stage_t st, int m, double *mem)
+{
+    int best = PF_RECOMPUTE_FULL;
+    double least = DBL_MAX;
+    for (int r = PF_RECOMPUTE_NONE; r <= PF_RECOMPUTE_FULL; r++) {
+        double x = stage_mem(pr, c, set[r], st, m);
+        if (x <= pr->mem_bytes) {
+            *mem = x;
+            return r;
+        }
+        if (x < least)
+            least = x, best = r;
+    }
+    *mem = least;
+    return best;
+}
+
+/* pf_blockcost_eval with set[0] for every stage (nset 1), or each stage's level of set (3). */
+static int eval_core(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
+                     const pf_blockcost_part_t set[][3], int nset, pf_blockcost_eval_t *ev)
 {
     int m;
     memset(ev, 0, sizeof *ev);
@@ -426,16 +447,21 @@ int pf_blockcost_eval(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_
     stage_t st[3] = {{0, 0, c->first_layers},
                      {1, c->p > 2 ? 1 : 0, c->p > 2 ? c->mid_layers : c->first_layers},
                      {2, c->p - 1, c->p > 1 ? c->last_layers : c->first_layers}};
+    const pf_blockcost_part_t *ps[3];
     double worst_dp = 0;
     for (int i = 0; i < 3; i++) {
-        ev->stage_ms[i] = stage_ms(pr, c, parts, st[i]);
+        int r = nset == 3 ? stage_rc(pr, c, set, st[i], m, &ev->mem_bytes[i]) : 0;
+        ps[i] = set[r];
+        ev->recompute[i] = nset == 3 ? (pf_training_recompute_t)r : c->recompute;
+        if (nset != 3)
+            ev->mem_bytes[i] = stage_mem(pr, c, ps[i], st[i], m);
+        ev->stage_ms[i] = stage_ms(pr, c, ps[i], st[i]);
         ev->stage_max_ms = fmax(ev->stage_max_ms, ev->stage_ms[i]);
-        ev->mem_bytes[i] = stage_mem(pr, c, parts, st[i], m);
         ev->mem_max_bytes = fmax(ev->mem_max_bytes, ev->mem_bytes[i]);
     }
     for (int i = 0; i < 3; i++) {
         double d[3];
-        dp_costs(pr, c, parts, st[i], m, ev->stage_ms[i], d);
+        dp_costs(pr, c, ps[i], st[i], m, ev->stage_ms[i], d);
         if (d[0] + d[1] + d[2] >= worst_dp) {
             worst_dp = d[0] + d[1] + d[2];
             ev->dp_exposed_ms = d[0];
@@ -447,6 +473,56 @@ int pf_blockcost_eval(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_
     ev->step_ms = ev->pipeline_ms + worst_dp;
     ev->fits = ev->mem_max_bytes <= pr->mem_bytes;
     return PF_OK;
+}
+
+int pf_blockcost_eval(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
+                      const pf_blockcost_part_t parts[3], pf_blockcost_eval_t *ev)
+{
+    return eval_core(pr, c, (const pf_blockcost_part_t(*)[3])parts, 1, ev);
+}
+
+int pf_blockcost_eval_auto(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
+                           const pf_blockcost_part_t set[3][3], pf_blockcost_eval_t *ev)
+{
+    return eval_core(pr, c, set, 3, ev);
+}
+
+void pf_blockcost_parts_all(const pf_blockcost_problem_t *pr, int t, int b, int sp,
+                            pf_blockcost_part_t set[3][3])
+{
+    for (int r = PF_RECOMPUTE_NONE; r <= PF_RECOMPUTE_FULL; r++)
+        pf_blockcost_parts(pr, t, b, sp, (pf_training_recompute_t)r, set[r]);
+}
+
+static int microbatches_of(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c)
+{
+    int64_t db = (int64_t)c->d * c->b;
+    return db > 0 ? (int)(pr->global_batch / db) : 0;
+}
+
+double pf_blockcost_stage_mem_bytes(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
+                                    const pf_blockcost_part_t parts[3], int s, int layers)
+{
+    return stage_mem(pr, c, parts, (stage_t){1, s, layers}, microbatches_of(pr, c));
+}
+
+double pf_blockcost_stage_ms(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
+                             const pf_blockcost_part_t parts[3], int s, int layers)
+{
+    return stage_ms(pr, c, parts, (stage_t){1, s, layers});
+}
+
+pf_training_recompute_t pf_blockcost_stage_recompute(const pf_blockcost_cand_t *c, int s)
+{
+    if (!c->rc_auto)
+        return c->recompute;
+    if (s <= 0)
+        return c->rc_first;
+    if (s >= c->p - 1)
+        return c->rc_last;
+    return s <= c->rc_mid_full                          ? PF_RECOMPUTE_FULL
+           : s <= c->rc_mid_full + c->rc_mid_selective ? PF_RECOMPUTE_SELECTIVE
+                                                       : PF_RECOMPUTE_NONE;
 }
 
 /* Is (first, mid, last) better than the best so far: fitting first, then faster, then
@@ -469,7 +545,8 @@ typedef struct {
 
 /* Layer counts of the first and last stages for `mid` layers on each middle stage. */
 static void try_mid(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
-                    const pf_blockcost_part_t parts[3], int L, int mid, split_best_t *sb)
+                    const pf_blockcost_part_t set[][3], int nset, int L, int mid,
+                    split_best_t *sb)
 {
     int rest = L - (c->p - 2) * mid;
     int lo = c->p > 2 ? (rest - mid > 0 ? rest - mid : 0) : 0;
@@ -479,7 +556,7 @@ static void try_mid(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
         c->first_layers = x;
         c->mid_layers = mid;
         c->last_layers = rest - x;
-        if (pf_blockcost_eval(pr, c, parts, &ev) != PF_OK)
+        if (eval_core(pr, c, set, nset, &ev) != PF_OK)
             continue;
         sb->fastest_ms = fmin(sb->fastest_ms, ev.step_ms);
         if (better(&ev, &sb->ev, sb->have)) {
@@ -490,8 +567,8 @@ static void try_mid(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
     }
 }
 
-int pf_blockcost_split(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
-                       const pf_blockcost_part_t parts[3], pf_blockcost_eval_t *ev)
+static int split_core(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
+                      const pf_blockcost_part_t set[][3], int nset, pf_blockcost_eval_t *ev)
 {
     int L = pf_blocks_count(pr->blocks), rc;
     if (c->v > 1 && pf_blockcost_interleave_split(L, c->p, c->v, &c->first_layers,
@@ -500,24 +577,61 @@ int pf_blockcost_split(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
     if (c->p == 1 || c->v > 1) {
         if (c->v <= 1)
             c->first_layers = c->mid_layers = c->last_layers = L / c->p;
-        rc = pf_blockcost_eval(pr, c, parts, ev);
+        rc = eval_core(pr, c, set, nset, ev);
         ev->unconstrained = 1;
         return rc;
     }
     split_best_t sb = {.cand = *c, .fastest_ms = DBL_MAX};
-    double layer_ms = cand_part_ms(c, &parts[1]);
+    /* set[0] is the lightest level: a bound on every stage's time per layer */
+    double layer_ms = cand_part_ms(c, &set[0][1]);
     if (c->p == 2)
-        try_mid(pr, c, parts, L, 0, &sb);
+        try_mid(pr, c, set, nset, L, 0, &sb);
     else
         /* a middle stage of `mid` layers takes mid x layer_ms at least: past the best fitting
          * stage time, more layers in the middle cannot help */
         for (int mid = (L + c->p - 1) / c->p; mid > 0 && (c->p - 2) * mid <= L; mid++) {
             if (sb.have && sb.ev.fits && mid * layer_ms > sb.ev.stage_max_ms)
                 break;
-            try_mid(pr, c, parts, L, mid, &sb);
+            try_mid(pr, c, set, nset, L, mid, &sb);
         }
     *c = sb.cand;
     *ev = sb.ev;
     ev->unconstrained = sb.have && ev->fits && ev->step_ms <= sb.fastest_ms * (1 + 1e-12);
     return sb.have ? PF_OK : PF_EINPUT;
+}
+
+int pf_blockcost_split(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
+                       const pf_blockcost_part_t parts[3], pf_blockcost_eval_t *ev)
+{
+    c->rc_auto = 0;
+    return split_core(pr, c, (const pf_blockcost_part_t(*)[3])parts, 1, ev);
+}
+
+/* The middle stages' levels under auto: a middle stage holds fewer micro-batches in flight the
+ * later it is, so its level never rises with s: count the full ones, then the selective. */
+static void mid_levels(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
+                       const pf_blockcost_part_t set[3][3], int m)
+{
+    c->rc_mid_full = c->rc_mid_selective = 0;
+    for (int s = 1; s < c->p - 1; s++) {
+        double mem;
+        int r = stage_rc(pr, c, set, (stage_t){1, s, c->mid_layers}, m, &mem);
+        c->rc_mid_full += r == PF_RECOMPUTE_FULL;
+        c->rc_mid_selective += r == PF_RECOMPUTE_SELECTIVE;
+    }
+}
+
+int pf_blockcost_split_auto(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
+                            const pf_blockcost_part_t set[3][3], pf_blockcost_eval_t *ev)
+{
+    int rc = split_core(pr, c, set, 3, ev);
+    c->rc_auto = 1;
+    c->rc_first = ev->recompute[0];
+    c->rc_last = ev->recompute[2];
+    c->recompute = PF_RECOMPUTE_NONE;
+    for (int i = 0; i < 3; i++)
+        c->recompute = ev->recompute[i] > c->recompute ? ev->recompute[i] : c->recompute;
+    if (rc == PF_OK)
+        mid_levels(pr, c, set, ev->microbatches);
+    return rc;
 }

@@ -144,7 +144,14 @@ typedef struct pf_blockcost_problem {
 typedef struct pf_blockcost_cand {
     int t, p, d, b, v, sp, zero;
     int tpo; /* tensor-parallel communication overlap (needs sp and t > 1; training.h) */
-    pf_training_recompute_t recompute;
+    pf_training_recompute_t recompute; /* rc_auto: the heaviest of its stages' */
+    /* --recompute auto (pf_blockcost_split_auto): each stage the lightest recomputation whose
+     * memory fits; stage 0 rc_first, stage p - 1 rc_last, middle stage s (1..p-2) full for
+     * s <= rc_mid_full, selective for s <= rc_mid_full + rc_mid_selective, else none (a middle
+     * stage holds fewer micro-batches in flight the later it is) */
+    int rc_auto;
+    pf_training_recompute_t rc_first, rc_last;
+    int rc_mid_full, rc_mid_selective;
     int first_layers, mid_layers, last_layers; /* v > 1: pf_blockcost_interleave_split */
     int cp, ep; /* context and expert parallelism (blockcpep.h); 0 or 1: none */
 } pf_blockcost_cand_t;
@@ -164,6 +171,7 @@ typedef struct {
     double stage_ms[3]; /* first, middle, last stage per micro-batch */
     double stage_max_ms, pipeline_ms, dp_exposed_ms, zero3_exposed_ms, optimizer_ms, step_ms;
     double mem_bytes[3], mem_max_bytes;
+    pf_training_recompute_t recompute[3]; /* of the first, middle and last stage */
     int fits;
     /* pf_blockcost_split only: memory did not change the layer counts (the fastest counts
      * fit), so a candidate that only trades time for memory cannot beat this one */
@@ -180,6 +188,28 @@ void pf_blockcost_parts(const pf_blockcost_problem_t *pr, int t, int b, int sp,
  * without an interleaved split (pf_blockcost_interleave_split) or with m % p). */
 int pf_blockcost_eval(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
                       const pf_blockcost_part_t parts[3], pf_blockcost_eval_t *ev);
+/* --recompute auto. set[r] = pf_blockcost_parts at recomputation r (none, selective, full). */
+void pf_blockcost_parts_all(const pf_blockcost_problem_t *pr, int t, int b, int sp,
+                            pf_blockcost_part_t set[3][3]);
+/* As pf_blockcost_eval, each stage at the lightest recomputation whose memory fits (the one of
+ * least memory when none does): ev->recompute says which; the step is the slowest stage's as
+ * ever. c->rc_auto is not read. */
+int pf_blockcost_eval_auto(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
+                           const pf_blockcost_part_t set[3][3], pf_blockcost_eval_t *ev);
+/* As pf_blockcost_split with pf_blockcost_eval_auto; sets c->rc_auto = 1, rc_first, rc_last,
+ * the middle stages' (rc_mid_full, rc_mid_selective) and c->recompute (the heaviest). */
+int pf_blockcost_split_auto(const pf_blockcost_problem_t *pr, pf_blockcost_cand_t *c,
+                            const pf_blockcost_part_t set[3][3], pf_blockcost_eval_t *ev);
+/* Stage s's recomputation (0 <= s < c->p): c->recompute unless c->rc_auto. */
+pf_training_recompute_t pf_blockcost_stage_recompute(const pf_blockcost_cand_t *c, int s);
+/* The memory of stage s (0..p-1) of c, its layers `layers`, its parts at one recomputation: parameter state + in
+ * flight x activations + reserve (the model above; for the tests' brute force). */
+double pf_blockcost_stage_mem_bytes(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
+                                    const pf_blockcost_part_t parts[3], int s, int layers);
+/* Its time per micro-batch (the model above). */
+double pf_blockcost_stage_ms(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_t *c,
+                             const pf_blockcost_part_t parts[3], int s, int layers);
+
 /* Interleaving's layer counts (v >= 2 model chunks per stage, p >= 2): 0 when L % (p v) = 0
  * (every stage L / p, every chunk L / (p v)); 1 when instead (L + 2) % (p v) = 0: the embedding
  * and the output head count as one layer each, as Llama 3 ran 126 layers on p 16 ([Llama3]

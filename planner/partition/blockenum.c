@@ -65,18 +65,26 @@ static int v_values(const run_t *r, int p, int m, int *vs)
     return n;
 }
 
-/* Can any candidate of this b fit: the least memory (full recomputation, sequence parallelism
- * when t > 1, v = 1, the highest ZeRO searched). */
+/* Can any candidate of this b fit: the least memory (each stage at the recomputation of least
+ * memory, sequence parallelism when t > 1, v = 1, the highest ZeRO searched). */
 static int may_fit(const run_t *r, pf_blockcost_cand_t c, int zmax)
 {
     pf_blockcost_part_t parts[3];
     pf_blockcost_eval_t ev;
+    pf_blockcost_part_t set[3][3];
     c.sp = c.t > 1 && r->fix->sp != 0;
-    c.recompute = r->fix->recompute >= 0 ? r->fix->recompute : PF_RECOMPUTE_FULL;
     c.zero = zmax;
     c.v = 1;
-    pf_blockcost_parts(r->pr, c.t, c.b, c.sp, c.recompute, parts);
-    return pf_blockcost_split(r->pr, &c, parts, &ev) != PF_OK || ev.fits ||
+    int rc;
+    if (r->fix->recompute < 0) { /* auto: every stage at its least memory */
+        pf_blockcost_parts_all(r->pr, c.t, c.b, c.sp, set);
+        rc = pf_blockcost_split_auto(r->pr, &c, set, &ev);
+    } else {
+        c.recompute = (pf_training_recompute_t)r->fix->recompute;
+        pf_blockcost_parts(r->pr, c.t, c.b, c.sp, c.recompute, parts);
+        rc = pf_blockcost_split(r->pr, &c, parts, &ev);
+    }
+    return rc != PF_OK || ev.fits ||
            (r->fix->v > 1); /* a fixed v is not bounded by v = 1 */
 }
 
@@ -114,11 +122,33 @@ static void each_rc(run_t *r, pf_blockcost_cand_t c, const int *vs, int nv, cons
         }
 }
 
+/* --recompute auto: every (v, ZeRO) of (sp, tpo), each stage at the lightest recomputation
+ * that fits it (blockcost.h): one candidate per (v, ZeRO) where a fixed level gives three. */
+static void each_auto(run_t *r, pf_blockcost_cand_t c, const int *vs, int nv, const int *zs,
+                      int nz)
+{
+    pf_blockcost_part_t set[3][3];
+    pf_blockcost_parts_all(r->pr, c.t, c.b, c.sp, set);
+    for (int i = 0; i < nv; i++)
+        for (int j = 0; j < nz; j++) {
+            pf_blockcost_eval_t ev;
+            c.v = vs[i];
+            c.zero = zs[j];
+            r->st.evaluated++;
+            if (pf_blockcost_split_auto(r->pr, &c, set, &ev) == PF_OK && ev.fits)
+                keep(r, &c, &ev);
+        }
+}
+
 /* Every recomputation level of (sp, tpo). */
 static void each_recompute(run_t *r, pf_blockcost_cand_t c, const int *vs, int nv, const int *zs,
                            int nz)
 {
     char dom[MAX_V][4];
+    if (r->fix->recompute < 0) {
+        each_auto(r, c, vs, nv, zs, nz);
+        return;
+    }
     memset(dom, 0, sizeof dom);
     for (int rc = PF_RECOMPUTE_NONE; rc <= PF_RECOMPUTE_FULL; rc++) {
         if (!fixed_ok(r->fix->recompute, rc, -1))
@@ -232,10 +262,28 @@ int pf_blockenum_run(const pf_blockcost_problem_t *pr, const pf_blockenum_fix_t 
     return PF_OK;
 }
 
+void pf_blockenum_recompute_describe(const pf_blockcost_cand_t *c, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int s = 0, run = 1; s < c->p && at < len; s++, run++) {
+        pf_training_recompute_t r = pf_blockcost_stage_recompute(c, s);
+        if (s + 1 < c->p && pf_blockcost_stage_recompute(c, s + 1) == r)
+            continue;
+        int n = run == c->p ? snprintf(buf, len, "%s", pf_training_recompute_name(r))
+                            : snprintf(buf + at, len - at, "%s%s x%d", at ? "+" : "",
+                                       pf_training_recompute_name(r), run);
+        at += n > 0 ? (size_t)n : 0;
+        run = 0;
+    }
+}
+
 void pf_blockenum_describe(const pf_blockcost_cand_t *c, char *buf, size_t len)
 {
+    char rc[96];
+    pf_blockenum_recompute_describe(c, rc, sizeof rc);
     snprintf(buf, len, "t %d p %d d %d b %d v %d %s%s%s zero %d layers %d/%d/%d", c->t, c->p,
-             c->d, c->b, c->v, pf_training_recompute_name(c->recompute), c->sp ? " sp" : "",
+             c->d, c->b, c->v, rc, c->sp ? " sp" : "",
              c->tpo ? " tpo" : "", c->zero,
              c->first_layers, c->p > 2 ? c->mid_layers : 0, c->p > 1 ? c->last_layers : 0);
 }

@@ -2,6 +2,7 @@
 #include "planner/ir/cost.h"
 #include "planner/sim/chunks.h"
 #include "planner/sim/simulate.h"
+#include "planner/sim/stage_rc.h"
 #include "planner/core/util.h"
 
 #include <math.h>
@@ -131,8 +132,12 @@ static int sim_memory(const pf_job_t *job, const pf_graph_t *dg, const pf_tp_set
                       const pf_simulate_result_t *r, pf_job_result_t *res)
 {
     int *op_stage = pf_plan_op_stage(p, pf_graph_nops(dg));
-    if (!op_stage)
+    pf_stage_rc_t views; /* each stage at its own recomputation (stage_rc.h) */
+    if (!op_stage || pf_stage_rc_init(&views, job->graph, set, p, 0, res->error,
+                                      sizeof res->error) != PF_OK) {
+        free(op_stage);
         return pf_fail(res->error, sizeof res->error, PF_ERR, "out of memory");
+    }
     pf_training_t train = job->setting.train;
     train.schedule = job->schedule;
     pf_cost_model_t cm;
@@ -142,7 +147,8 @@ static int sim_memory(const pf_job_t *job, const pf_graph_t *dg, const pf_tp_set
     int n = p->replicas * p->tensor_parallel;
     res->sim.fits = 1;
     for (int s = 0; s < p->stages; s++) {
-        double mem = pf_cost_stage_mem_bytes(dg, op_stage, s, &cm) +
+        cm.reserve_bytes = pf_stage_rc_reserve_bytes(&views, p, s);
+        double mem = pf_cost_stage_mem_bytes(pf_stage_rc_graph(&views, p, s), op_stage, s, &cm) +
                      pf_chunks_extra_bytes(in, r, s), limit = INFINITY;
         for (int i = 0; i < n; i++)
             limit = fmin(limit, pf_cluster_device(job->cluster,
@@ -155,6 +161,7 @@ static int sim_memory(const pf_job_t *job, const pf_graph_t *dg, const pf_tp_set
         }
     }
     free(op_stage);
+    pf_stage_rc_clear(&views);
     return PF_OK;
 }
 

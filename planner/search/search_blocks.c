@@ -1,7 +1,9 @@
 /* search_blocks: the block-level pre-phase (search_blocks.h). */
 #include "planner/search/search_blocks.h"
 #include "planner/core/util.h"
+#include "planner/ir/cost.h"
 #include "planner/partition/blockcpep.h"
+#include "planner/sim/stage_rc.h"
 #include "planner/tp/tp_price.h"
 
 #include <stdlib.h>
@@ -177,8 +179,36 @@ void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
     p->blocks.mid_layers = it->cand.p > 2 ? it->cand.mid_layers : 0;
     p->blocks.last_layers = it->cand.p > 1 ? it->cand.last_layers : 0;
     p->blocks.analytic_step_ms = it->eval.step_ms;
+    /* --recompute auto: each stage at its own level (blockcost.h), where they differ; the
+     * heaviest stays the plan's (the later phases planned under it); a plan that has them
+     * (pf_search_blocks_fit_recompute moved some) keeps its own */
+    int keep = p->stages > 0 && p->stage_list[0].has_recompute;
+    for (int s = 0; !keep && it->cand.rc_auto && it->cand.p == p->stages && s < p->stages; s++) {
+        p->stage_list[s].has_recompute = 1;
+        p->stage_list[s].recompute = pf_blockcost_stage_recompute(&it->cand, s);
+    }
     p->blocks.candidates = choice->n;
     p->blocks.wall_s = choice->wall_s;
+}
+
+int pf_search_blocks_fit_recompute(const pf_search_t *s, int c, pf_plan_t *p)
+{
+    if (!pf_plan_recompute_mixed(p))
+        return PF_OK;
+    const candidate_t *cd = &s->map.cand[c];
+    const dp_entry_t *e = &s->part.dp[cd->dp];
+    const pf_tp_setting_t *set = s->tap.tp[e->tp].set;
+    pf_stage_rc_t x;
+    char err[128];
+    if (pf_stage_rc_init(&x, s->g, set, p, 1, err, sizeof err) != PF_OK)
+        return PF_ERR;
+    pf_cost_model_t cm; /* as the plan's memory parts were filled (search_sim.c) */
+    pf_cost_model_init(&cm, cd->cluster, p->stages, e->microbatches, s->o.flat_gbps);
+    pf_cost_model_set_training(&cm, &p->train, p->replicas,
+                               set ? pf_tp_setting_reserve_bytes(set) : 0);
+    int rc = pf_stage_rc_fit(&x, p, s->c, &cm, s->o.mem_headroom);
+    pf_stage_rc_clear(&x);
+    return rc;
 }
 
 /* The stage of block i under first / mid / last layers per stage over P stages. */

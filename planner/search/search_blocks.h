@@ -38,8 +38,16 @@ int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_o
                          pf_search_blocks_t *choice, char *err, size_t errlen);
 
 /* The choice into the plan's keys (microbatch_size, virtual_stages, sequence_parallel,
- * context_parallel, expert_parallel, tp_comm_overlap). */
+ * context_parallel, expert_parallel, tp_comm_overlap, and each stage's recomputation under
+ * `--recompute auto`). */
 void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p);
+
+/* A plan of candidate c (search_state.h) whose stages the block search gave different
+ * recomputations (`--recompute auto`, pf_search_blocks_to_plan): the block model chose them at
+ * its layer counts, the op-level partition may cut elsewhere, so each stage moves to a heavier
+ * level until its memory fits its devices by the cost model (stage_rc.h's pf_stage_rc_fit).
+ * PF_OK (nothing to do when the stages agree), PF_ERR out of memory. */
+int pf_search_blocks_fit_recompute(const pf_search_t *s, int c, pf_plan_t *p);
 
 /* An interleaved plan (blocks.virtual_stages > 1, set by pf_search_blocks_to_plan) gets the
  * layer counts its block search chose (blocks.first_layers, mid_layers, last_layers: L / p

@@ -190,7 +190,7 @@ static pf_plan_t *candidate_plan(const pf_search_t *s, int c, pf_training_schedu
     dress_plan(s, cd, schedule, p);
     pf_search_blocks_to_plan(&s->blocks, p); /* its virtual stages are simulated (chunks.h) */
     if (pf_search_blocks_recut(s->g, s->o.train.precision_bytes, p) == PF_ERR ||
-        step_comm(s, cd, p) != PF_OK)
+        pf_search_blocks_fit_recompute(s, c, p) != PF_OK || step_comm(s, cd, p) != PF_OK)
         goto fail;
     if (e->coarse >= 0)
         p->partition_search.coarsen_s = s->part.coarse[e->coarse].seconds;

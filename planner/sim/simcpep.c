@@ -58,7 +58,7 @@ static int one_stage(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t
     st->tp_bwd_ms += L * ring_b + 2.0 * M * a2a;
     if (st->recompute_ms > 0)
         st->recompute_ms += L * ring_f;
-    if (st->recompute_ms > 0 && p->train.recompute == PF_RECOMPUTE_FULL)
+    if (st->recompute_ms > 0 && pf_plan_recompute_stage(p, s) == PF_RECOMPUTE_FULL)
         st->recompute_ms += 2.0 * M * a2a;
     return rc;
 }

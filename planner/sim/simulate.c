@@ -6,6 +6,7 @@
 #include "planner/ir/collective.h"
 #include "planner/ir/cost.h"
 #include "planner/sim/stage_kinds.h"
+#include "planner/sim/stage_rc.h"
 #include "planner/map/stage_graph.h"
 #include "planner/core/util.h"
 
@@ -740,15 +741,16 @@ static int resolve_setting(const pf_graph_t *g, const pf_cluster_t *c, const pf_
                            const pf_tp_setting_t **set, pf_tp_setting_t **own, char *err,
                            size_t errlen)
 {
+    pf_tp_setting_opts_t so;
     if (*set && pf_tp_setting_degree(*set) != T)
         return pf_fail(err, errlen, PF_EINPUT, "the setting is for tensor parallelism %d, the "
                        "plan has %d", pf_tp_setting_degree(*set), T);
-    if (!*set && (T > 1 || p->train.recompute != PF_RECOMPUTE_NONE)) {
-        pf_tp_setting_opts_t so;
+    if (!*set && (T > 1 || pf_plan_recompute_max(p) != PF_RECOMPUTE_NONE)) {
         pf_tp_setting_opts_init(&so);
         so.tp = T;
         so.across_hosts = groups_span_hosts(c, p);
         so.train = p->train;
+        so.train.recompute = pf_plan_recompute_max(p); /* the lighter stages: stage_rc.h */
         char why[256];
         if (!(*set = *own = pf_tp_setting_new(g, c, &so, why, sizeof why)))
             return pf_fail(err, errlen, PF_EINPUT, "tensor parallelism %d: %s", T, why);
@@ -826,6 +828,7 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
     pf_stage_graph_t *sg = NULL;
     pf_devkinds_t *dk = NULL;
     pf_tp_setting_t *own = NULL;
+    pf_stage_rc_t views = {0};
     int rc = pf_plan_validate(p, g, c, err, errlen);
     if (rc != PF_OK)
         return rc;
@@ -850,15 +853,15 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
     in->cluster = c;
     in->stage = calloc((size_t)S, sizeof *in->stage);
     if (!in->stage || !(sg = pf_stage_graph_from_plan(dg, p)) ||
-        !(dk = pf_devkinds_new(dg, c)))
+        !(dk = pf_devkinds_new(dg, c)) || pf_stage_rc_init(&views, g, set, p, 0, err, errlen))
         goto oom;
     for (int s = 0; s < S; s++) {
         pf_simulate_stage_t *st = &in->stage[s];
-        stage_costs(in, s, p, dg, tap, sg);
+        stage_costs(in, s, p, pf_stage_rc_graph(&views, p, s), tap, sg); /* its recomputation */
         if (!pf_devkinds_uniform(dk) &&
             (!(st->rep_fwd_ms = calloc((size_t)R, sizeof *st->rep_fwd_ms)) ||
              !(st->rep_bwd_ms = calloc((size_t)R, sizeof *st->rep_bwd_ms)) ||
-             pf_stage_kinds_times(dg, tap, &p->stage_list[s], R, T, dk, st->rep_fwd_ms,
+             pf_stage_kinds_times(pf_stage_rc_graph(&views, p, s), tap, &p->stage_list[s], R, T, dk, st->rep_fwd_ms,
                                   st->rep_bwd_ms) != PF_OK))
             goto oom;
         if (!(st->devices = malloc((size_t)R * T * sizeof *st->devices)))
@@ -872,6 +875,7 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
         most = fmax(most, in->stage[s].param_bytes / T);
     in->buckets = pf_training_grad_buckets(most, R, p->train.precision_bytes);
     in->zero = p->train.zero;
+    pf_stage_rc_clear(&views);
     pf_stage_graph_destroy(&sg);
     pf_devkinds_destroy(&dk);
     pf_tp_setting_destroy(&own);
@@ -879,6 +883,7 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
 oom:
     rc = pf_fail(err, errlen, PF_ERR, "out of memory");
 fail:
+    pf_stage_rc_clear(&views);
     pf_devkinds_destroy(&dk);
     pf_stage_graph_destroy(&sg);
     pf_tp_setting_destroy(&own);

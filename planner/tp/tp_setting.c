@@ -14,6 +14,8 @@ struct pf_tp_setting {
     pf_graph_t *tp_graph;   /* TAP's per-device graph (T > 1) */
     pf_graph_t *sp_graph;   /* that with sequence parallelism's memory (seqpar.h), when on */
     pf_graph_t *view;       /* after recomputation; NULL when that changes nothing */
+    const pf_graph_t *base; /* before it (per-stage recomputation views it: stage_rc.h) */
+    pf_training_recompute_t recompute;
     const pf_graph_t *graph;
     double reserve_bytes;
     pf_sharding_link_t link;
@@ -69,6 +71,8 @@ pf_tp_setting_t *pf_tp_setting_new(const pf_graph_t *g, const pf_cluster_t *c,
             cur = s->sp_graph;
         }
     }
+    s->base = cur;
+    s->recompute = o->train.recompute;
     if (o->train.recompute != PF_RECOMPUTE_NONE) {
         if (!(s->view = pf_training_view(cur, &o->train, &s->reserve_bytes, err, errlen)))
             goto fail;
@@ -105,6 +109,8 @@ const pf_cluster_t *pf_tp_setting_cluster(const pf_tp_setting_t *s)
 }
 const pf_tp_groups_t *pf_tp_setting_groups(const pf_tp_setting_t *s) { return s->groups; }
 double pf_tp_setting_reserve_bytes(const pf_tp_setting_t *s) { return s->reserve_bytes; }
+const pf_graph_t *pf_tp_setting_base_graph(const pf_tp_setting_t *s) { return s->base; }
+pf_training_recompute_t pf_tp_setting_recompute(const pf_tp_setting_t *s) { return s->recompute; }
 const pf_tap_result_t *pf_tp_setting_tap(const pf_tp_setting_t *s)
 {
     return s->has_tap ? &s->tap : NULL;

@@ -44,6 +44,11 @@ const pf_graph_t *pf_tp_setting_graph(const pf_tp_setting_t *s);
 const pf_cluster_t *pf_tp_setting_cluster(const pf_tp_setting_t *s);
 const pf_tp_groups_t *pf_tp_setting_groups(const pf_tp_setting_t *s);
 double pf_tp_setting_reserve_bytes(const pf_tp_setting_t *s);
+/* The graph before recomputation's view (TAP's, with sequence parallelism's memory) and the
+ * recomputation the setting's graph runs: a plan whose stages recompute differently views the
+ * base once per level (planner/sim/stage_rc.h). */
+const pf_graph_t *pf_tp_setting_base_graph(const pf_tp_setting_t *s);
+pf_training_recompute_t pf_tp_setting_recompute(const pf_tp_setting_t *s);
 /* TAP's result for T > 1 (per-op splits, collectives per unit); NULL for T = 1. */
 const pf_tap_result_t *pf_tp_setting_tap(const pf_tp_setting_t *s);
 /* The link TAP prices collectives on: the slowest inside any group. */

@@ -202,6 +202,7 @@ d = copy.deepcopy(p); d["training"]["zero"] = 4; put("plan-zero-4.json", d)
 d = copy.deepcopy(p); d["stage_list"][0]["devices"] = [-1]; put("plan-device-negative.json", d)
 d = copy.deepcopy(p); d["objective_ms"] = None; put("plan-null.json", d)
 d = copy.deepcopy(p); d["version"] = 2; put("plan-version-2.json", d)
+d = copy.deepcopy(p); d["stage_list"][0]["recompute"] = "partial"; put("plan-stage-recompute.json", d)
 PY
 validate graph bad "$tmp"/bad/graph-*.json
 validate cluster bad "$tmp"/bad/cluster-*.json

@@ -43,7 +43,7 @@ start_broker() {
     BROKER_PID=$!
     PIDS="$PIDS $BROKER_PID"
     wait_for "$TMP/$1.log" "serving on" 1 || fail "broker $1 did not start"
-    EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/$1.log")
+    EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/$1.log" 2>/dev/null || true)
 }
 
 start_agent() { # NAME HOST

@@ -43,7 +43,7 @@ start_broker() {
         [ "$(grep -c "serving on" "$TMP/$name.log" || true)" -gt "$before" ] && break
         sleep 0.05
     done
-    EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/$name.log" | tail -n 1)
+    EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/$name.log" 2>/dev/null | tail -n 1)
     [ -n "$EP" ] || fail "broker $name did not start"
 }
 

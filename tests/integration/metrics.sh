@@ -33,7 +33,7 @@ fetch() { curl -sS --max-time 10 "$@"; }
 PIDS="$PIDS $!"
 EP="" URL=""
 for _ in $(seq 1 100); do
-    EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/broker.log")
+    EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/broker.log" 2>/dev/null || true)
     URL=$(sed -n 's/.*metrics on \(http:[^ ]*\)$/\1/p' "$TMP/broker.log")
     [ -n "$EP" ] && [ -n "$URL" ] && break
     sleep 0.05

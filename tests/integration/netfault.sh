@@ -209,7 +209,7 @@ ip netns exec "$NS_BROKER" "$BIN" broker --journal none --bind "tcp://$ADDR_BROK
 PIDS="$PIDS $!"
 EP=""
 for _ in $(seq 1 100); do
-    EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/broker.log")
+    EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/broker.log" 2>/dev/null || true)
     [ -n "$EP" ] && break
     sleep 0.05
 done

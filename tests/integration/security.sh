@@ -96,7 +96,7 @@ BROKER_PID=$!
 PIDS="$PIDS $BROKER_PID"
 EP=""
 for _ in $(seq 1 100); do
-    EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/broker.log")
+    EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/broker.log" 2>/dev/null || true)
     [ -n "$EP" ] && break
     sleep 0.05
 done
@@ -280,7 +280,7 @@ BROKER2_PID=$!
 PIDS="$PIDS $BROKER2_PID"
 EP=""
 for _ in $(seq 1 100); do
-    EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/broker2.log")
+    EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/broker2.log" 2>/dev/null || true)
     [ -n "$EP" ] && break
     sleep 0.05
 done

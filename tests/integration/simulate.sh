@@ -32,7 +32,7 @@ OPTS="--tp 2 --stages 2 --candidates 1"
 PIDS="$PIDS $!"
 EP=""
 for _ in $(seq 1 100); do
-    EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/broker.log")
+    EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/broker.log" 2>/dev/null || true)
     [ -n "$EP" ] && break
     sleep 0.05
 done

@@ -37,7 +37,7 @@ start_broker() {
     PIDS="$PIDS $!"
     BROKER_PID=$!
     wait_log "$TMP/$name.log" "serving on" || fail "broker $name did not start"
-    EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/$name.log")
+    EP=$(sed -n 's/.*serving on \([^ ]*\) .*/\1/p' "$TMP/$name.log" 2>/dev/null || true)
 }
 
 # start_worker NAME [flags]: sets WORKER_PID. WORKER_TEST: hidden test-hook flags for it.

@@ -132,6 +132,11 @@ void pf_job_init(pf_job_t *job, pf_job_kind_t kind);
  * whose cancel flag stopped it before it found a mapping returns PF_ERR ("cancelled"): it proved
  * nothing about its target. */
 int pf_job_run(const pf_job_t *job, pf_job_result_t *res);
+/* A SIMULATE job's answer without running it: a lower bound of its step_ms (simbound.h) on the
+ * input the job would build (the same setting, plan and chunks); 0 when there is none (another
+ * kind, an input the job would refuse, the signal schedule, out of memory). One pass over the
+ * compute tasks: the search skips candidates whose bound already loses (search_sim.c). */
+double pf_job_simulate_bound_ms(const pf_job_t *job);
 void pf_job_result_clear(pf_job_result_t *res);
 /* Deep copy (plan and devices). */
 int pf_job_result_copy(pf_job_result_t *dst, const pf_job_result_t *src);

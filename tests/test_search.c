@@ -854,6 +854,14 @@ static void test_simulate_job_memory(void)
         CU_ASSERT_EQUAL(res.sim.fits, i == 0);
         CU_ASSERT(res.sim.step_ms > 0);
         CU_ASSERT_EQUAL(pf_job_check_answer(&job, &res, err, sizeof err), PF_OK);
+        /* its lower bound (simbound.h) is at most its step; set, the cancel flag stops it */
+        double bound = pf_job_simulate_bound_ms(&job);
+        CU_ASSERT(bound > 0 && bound <= res.sim.step_ms);
+        pf_job_result_clear(&res);
+        atomic_int stop = 1;
+        job.cancel = &stop;
+        CU_ASSERT_EQUAL(pf_job_run(&job, &res), PF_ERR);
+        CU_ASSERT_PTR_NOT_NULL(strstr(res.error, "cancelled"));
         pf_job_result_clear(&res);
     }
     pf_plan_destroy(&p);
@@ -1042,6 +1050,7 @@ void pf_suite_search(void)
                    "per stage or exit 3 naming it", test_layer_aligned_grid);
     CU_add_test(s, "--layer-aligned refuses a block whose ops are not consecutive",
                 test_layer_aligned_interleaved);
-    CU_add_test(s, "a SIMULATE job's memory under 1f1b, eager-1f1b and gpipe, by hand",
+    CU_add_test(s, "a SIMULATE job's memory under 1f1b, eager-1f1b and gpipe, by hand; its "
+                   "bound; cancelled, it stops",
                 test_simulate_job_memory);
 }

@@ -198,8 +198,10 @@ static int run_simulate(const pf_job_t *job, pf_job_result_t *res)
     pf_simulate_input_t in = {0};
     pf_simulate_result_t *r = NULL;
     int rc;
-    if ((rc = sim_input(job, &set, &p, &in, res->error, sizeof res->error)) != PF_OK ||
-        (rc = pf_simulate(&in, &r, res->error, sizeof res->error)) != PF_OK)
+    if ((rc = sim_input(job, &set, &p, &in, res->error, sizeof res->error)) != PF_OK)
+        goto done;
+    in.cancel = job->cancel; /* the answer is no longer wanted: stop (search_sim.c) */
+    if ((rc = pf_simulate(&in, &r, res->error, sizeof res->error)) != PF_OK)
         goto done;
     res->sim.step_ms = r->step_ms;
     res->sim.bubble_fraction = r->bubble_fraction;

@@ -232,6 +232,11 @@ static int replica_edges(sim_t *x, int i, int r, const int *ord)
     return rc;
 }
 
+static bool cancelled(const pf_simulate_input_t *in)
+{
+    return in->cancel && atomic_load(in->cancel);
+}
+
 /* Every replica's edges of every rank, in the orders ord (P x 2 MB V). */
 static int all_edges(sim_t *x, const int *ord)
 {
@@ -251,6 +256,8 @@ static int successor_csr(sim_t *x, const int *ord)
     x->counting = true;
     x->nedges = 0;
     all_edges(x, ord);
+    if (cancelled(x->in))
+        return PF_ERR;
     for (size_t i = 0; i < x->ntasks; i++)
         x->succ_off[i + 1] += x->succ_off[i];
     x->succ = malloc((x->nedges ? x->nedges : 1) * sizeof *x->succ);
@@ -265,7 +272,7 @@ static int successor_csr(sim_t *x, const int *ord)
 }
 
 /* The task graph of one step under compute order `order` (comm_free: every transfer and
- * collective takes no time). */
+ * collective takes no time). PF_ERR out of memory or cancelled (checked between its parts). */
 static int build(sim_t *x, pf_training_schedule_t order, int comm_free)
 {
     size_t n = 2 * (size_t)x->MB * x->V;
@@ -279,7 +286,7 @@ static int build(sim_t *x, pf_training_schedule_t order, int comm_free)
         rc = stage_tasks(x, s, comm_free);
     for (int i = 0; i < x->P; i++)
         pf_interleave_order(order, x->P, x->V, x->MB, i, ord + (size_t)i * n);
-    if (rc == PF_OK)
+    if (rc == PF_OK && !cancelled(x->in))
         rc = successor_csr(x, ord);
     free(ord);
     return rc;
@@ -529,8 +536,11 @@ static int simulate_order(const pf_simulate_input_t *in, pf_training_schedule_t 
             res->device[row] = in->stage[s].devices[i];
             x.row_of_dev[in->stage[s].devices[i]] = row;
         }
-    if (build(&x, order, comm_free) != PF_OK)
+    if (build(&x, order, comm_free) != PF_OK || cancelled(in)) {
+        if (cancelled(in))
+            rc = pf_fail(err, errlen, PF_ERR, "simulate: cancelled");
         goto fail;
+    }
     if ((rc = run(&x, res)) != PF_OK) {
         if (rc > 0)
             rc = pf_fail(err, errlen, PF_ERR, "simulate: the %s order left tasks that never "

@@ -605,6 +605,86 @@ static void test_simulated_choice_tp(void)
     pf_graph_destroy(&g);
 }
 
+/* Phase 4's pruning (search_sim.c): a (candidate, schedule) whose lower bound (simbound.h)
+ * already loses to a simulated step is never simulated. Driven in order, every SIMULATE job the
+ * search ever queued is described while still queued; those never issued are run here at the
+ * end: each must lose to the plan's step per sample, so the plan is the best of all of them.
+ * The random DAG of the chaos test prunes one. */
+typedef struct {
+    uint64_t id;
+    pf_job_t job;
+    int issued;
+} queued_sim_t;
+
+static int note_queued_sims(const pf_search_t *s, queued_sim_t *q, int n, int cap)
+{
+    for (uint64_t id = 1; id < 4096 && n < cap; id++) {
+        pf_job_t job;
+        int known = 0;
+        for (int i = 0; i < n && !known; i++)
+            known = q[i].id == id;
+        if (!known && pf_search_job(s, id, &job) && job.kind == PF_JOB_SIMULATE)
+            q[n++] = (queued_sim_t){id, job, 0};
+    }
+    return n;
+}
+
+static double per_sample(const pf_graph_t *g, const pf_plan_t *p, double step_ms)
+{
+    return step_ms / ((double)pf_graph_microbatch(g) * p->microbatches * p->replicas);
+}
+
+static void test_pruned_simulations_lose(void)
+{
+    char err[512];
+    pf_graph_t *g = pf_test_random_dag(11, 14, 0.15);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_UNIFORM);
+    to.devices = 8, to.seed = 3;
+    pf_cluster_t *c;
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.candidates = 2, o.rel_eps = 1e-3, o.coarsen_k = -1, o.probe_seconds = 0;
+    pf_search_t *s = pf_search_new(g, c, &o, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    queued_sim_t q[64];
+    int n = 0;
+    uint64_t id;
+    pf_job_t job;
+    while (pf_search_next_job(s, &id, &job)) {
+        n = note_queued_sims(s, q, n, 64);
+        for (int i = 0; i < n; i++)
+            q[i].issued |= q[i].id == id;
+        pf_job_result_t res;
+        pf_job_run(&job, &res);
+        CU_ASSERT_EQUAL(pf_search_answer(s, id, &res), 1);
+        pf_job_result_clear(&res);
+    }
+    pf_plan_t *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_search_result(s, &p, err, sizeof err), PF_OK);
+    int pruned = 0;
+    for (int i = 0; i < n; i++) {
+        if (q[i].issued)
+            continue;
+        pruned++;
+        pf_job_result_t res;
+        CU_ASSERT_EQUAL_FATAL(pf_job_run(&q[i].job, &res), PF_OK);
+        double bound = pf_job_simulate_bound_ms(&q[i].job);
+        CU_ASSERT(bound > 0 && bound <= res.sim.step_ms);
+        CU_ASSERT(per_sample(g, q[i].job.plan, bound) > per_sample(g, p, p->simulated_step_ms));
+        CU_ASSERT(per_sample(g, q[i].job.plan, res.sim.step_ms) >
+                  per_sample(g, p, p->simulated_step_ms));
+        pf_job_result_clear(&res);
+    }
+    CU_ASSERT(pruned >= 1);
+    CU_ASSERT(n - pruned >= 3); /* the candidates' other pairs and the two baselines ran */
+    pf_plan_destroy(&p);
+    pf_search_destroy(&s);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 /* A hostile worker sees every job first; the driver does what the broker does with a worker's
  * answer: pf_search_check_answer, and on a rejection the job goes to a healthy worker (run here).
  * FAST_SIM answers every SIMULATE with a 0.001 ms step that fits; STATUS answers every job of a
@@ -774,6 +854,14 @@ static void test_simulate_job_memory(void)
         CU_ASSERT_EQUAL(res.sim.fits, i == 0);
         CU_ASSERT(res.sim.step_ms > 0);
         CU_ASSERT_EQUAL(pf_job_check_answer(&job, &res, err, sizeof err), PF_OK);
+        /* its lower bound (simbound.h) is at most its step; set, the cancel flag stops it */
+        double bound = pf_job_simulate_bound_ms(&job);
+        CU_ASSERT(bound > 0 && bound <= res.sim.step_ms);
+        pf_job_result_clear(&res);
+        atomic_int stop = 1;
+        job.cancel = &stop;
+        CU_ASSERT_EQUAL(pf_job_run(&job, &res), PF_ERR);
+        CU_ASSERT_PTR_NOT_NULL(strstr(res.error, "cancelled"));
         pf_job_result_clear(&res);
     }
     pf_plan_destroy(&p);
@@ -956,10 +1044,13 @@ void pf_suite_search(void)
                 test_simulated_choice);
     CU_add_test(s, "phase 4 with T = 2: RESHARD jobs, and the plan's step re-simulates equal",
                 test_simulated_choice_tp);
+    CU_add_test(s, "phase 4: a simulation skipped by its lower bound could not have won",
+                test_pruned_simulations_lose);
     CU_add_test(s, "--layer-aligned over recomputation x stages x ZeRO x memory: whole layers "
                    "per stage or exit 3 naming it", test_layer_aligned_grid);
     CU_add_test(s, "--layer-aligned refuses a block whose ops are not consecutive",
                 test_layer_aligned_interleaved);
-    CU_add_test(s, "a SIMULATE job's memory under 1f1b, eager-1f1b and gpipe, by hand",
+    CU_add_test(s, "a SIMULATE job's memory under 1f1b, eager-1f1b and gpipe, by hand; its "
+                   "bound; cancelled, it stops",
                 test_simulate_job_memory);
 }

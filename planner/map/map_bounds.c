@@ -19,11 +19,6 @@ static int cmp_desc(const void *a, const void *b)
     return x > y ? -1 : x < y;
 }
 
-static int cmp_asc(const void *a, const void *b)
-{
-    return -cmp_desc(a, b);
-}
-
 static int uf_find(int *parent, int a)
 {
     while (parent[a] != a)
@@ -241,6 +236,18 @@ static int hier_row(const pf_map_bounds_t *b, int d, int cap, double *row_bw, do
     return nb;
 }
 
+/* v into the best *n (at most cap) values kept in a[], sorted (descending when desc, else
+ * ascending): after a whole row, the first min(cap, row) entries of the sorted row. */
+static void keep_best(double *a, int *n, int cap, double v, int desc)
+{
+    if (*n == cap && (cap == 0 || (desc ? !(v > a[cap - 1]) : !(v < a[cap - 1]))))
+        return;
+    int i = *n < cap ? (*n)++ : cap - 1;
+    for (; i > 0 && (desc ? a[i - 1] < v : a[i - 1] > v); i--)
+        a[i] = a[i - 1];
+    a[i] = v;
+}
+
 /* Eq. 10 by sorting (Proposition 1). For stage s on device d, its k neighbours' messages sorted
  * descending pair with d's k fastest outgoing links (rearrangement inequality: sum M_i / B_i over
  * distinct links is least when the largest message takes the fastest link), plus the k smallest
@@ -253,15 +260,14 @@ static void static_m_at(pf_map_bounds_t *b, int d, double *row_bw, double *row_l
     int S = in->S, D = in->D, n = 0;
     if (b->regular) {
         n = hier_row(b, d, in->max_deg, row_bw, row_lat);
-    } else {
+    } else { /* only the first max_deg of the sorted row are used: select them, O(D max_deg) */
+        int nl = 0;
         for (int e = 0; e < D; e++) {
             if (e == d)
                 continue;
-            row_bw[n] = pf_map_links_bw_bpms(&in->links, d, e);
-            row_lat[n++] = pf_map_links_lat_ms(&in->links, d, e);
+            keep_best(row_bw, &n, in->max_deg, pf_map_links_bw_bpms(&in->links, d, e), 1);
+            keep_best(row_lat, &nl, in->max_deg, pf_map_links_lat_ms(&in->links, d, e), 0);
         }
-        qsort(row_bw, (size_t)n, sizeof *row_bw, cmp_desc);
-        qsort(row_lat, (size_t)n, sizeof *row_lat, cmp_asc);
     }
     for (int s = 0; s < S; s++) {
         int k = in->adj_off[s + 1] - in->adj_off[s];

@@ -79,7 +79,7 @@ typedef struct {
 /* The collective model's group (collective.h) of each pf_blockcost_group_t priced, cached:
  * both price sets below price collectives on it, and hold it as their first member (blockcost.c's
  * collective prices read it through env->ctx). */
-#define PF_BLOCKCOST_CACHE 16
+#define PF_BLOCKCOST_CACHE 64
 typedef struct {
     const pf_cluster_t *cluster;
     pf_collective_algo_t algo; /* ring for the roofline, the cheapest for the measured prices */

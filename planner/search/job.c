@@ -1,6 +1,8 @@
 #include "planner/search/job.h"
 #include "planner/ir/cost.h"
 #include "planner/sim/chunks.h"
+#include "planner/sim/simbound.h"
+#include "planner/sim/simulate_check.h"
 #include "planner/sim/simulate.h"
 #include "planner/sim/stage_rc.h"
 #include "planner/core/util.h"
@@ -165,6 +167,35 @@ static int sim_memory(const pf_job_t *job, const pf_graph_t *dg, const pf_tp_set
     return PF_OK;
 }
 
+/* What a SIMULATE job simulates: its setting, its plan under the job's training and schedule,
+ * and the simulator's input from them (interleaving's chunks included). */
+static int sim_input(const pf_job_t *job, pf_tp_setting_t **set, pf_plan_t **p,
+                     pf_simulate_input_t *in, char *err, size_t errlen)
+{
+    if (!job->graph || !job->cluster || !job->plan)
+        return pf_fail(err, errlen, PF_EINPUT, "simulate job without inputs");
+    if (job->schedule == PF_SCHEDULE_SIGNAL || (unsigned)job->schedule >= PF_SCHEDULE_COUNT)
+        return pf_fail(err, errlen, PF_EINPUT, "simulate job: schedule %d is not one to run",
+                       (int)job->schedule);
+    int T = job->setting.tp > 1 ? job->setting.tp : 1, rc;
+    if (job->plan->tensor_parallel != T)
+        return pf_fail(err, errlen, PF_EINPUT, "simulate job: a plan of tensor parallelism %d "
+                       "in a setting of %d", job->plan->tensor_parallel, T);
+    if (job->xfer_ms && job->nxfer != (job->plan->stages - 1) * job->plan->replicas)
+        return pf_fail(err, errlen, PF_EINPUT, "simulate job: %d resharding times for %d "
+                       "stage boundaries x %d replicas", job->nxfer, job->plan->stages - 1,
+                       job->plan->replicas);
+    if ((rc = job_setting(job, set, err, errlen)) != PF_OK)
+        return rc;
+    if (!(*p = pf_plan_clone(job->plan)))
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    (*p)->train = job->setting.train;
+    (*p)->train.schedule = job->schedule;
+    snprintf((*p)->schedule, sizeof (*p)->schedule, "%s", pf_training_schedule_name(job->schedule));
+    return pf_chunks_input_from_setting(job->graph, job->cluster, *set, *p, job->xfer_ms, in, err,
+                                        errlen);
+}
+
 /* A candidate's plan under one schedule (simulate.h): its step time and whether its memory fits
  * under that schedule's micro-batches in flight. */
 static int run_simulate(const pf_job_t *job, pf_job_result_t *res)
@@ -174,31 +205,10 @@ static int run_simulate(const pf_job_t *job, pf_job_result_t *res)
     pf_simulate_input_t in = {0};
     pf_simulate_result_t *r = NULL;
     int rc;
-    if (!job->graph || !job->cluster || !job->plan)
-        return pf_fail(res->error, sizeof res->error, PF_EINPUT, "simulate job without inputs");
-    if (job->schedule == PF_SCHEDULE_SIGNAL || (unsigned)job->schedule >= PF_SCHEDULE_COUNT)
-        return pf_fail(res->error, sizeof res->error, PF_EINPUT, "simulate job: schedule %d is "
-                       "not one to run", (int)job->schedule);
-    int T = job->setting.tp > 1 ? job->setting.tp : 1;
-    if (job->plan->tensor_parallel != T)
-        return pf_fail(res->error, sizeof res->error, PF_EINPUT, "simulate job: a plan of "
-                       "tensor parallelism %d in a setting of %d", job->plan->tensor_parallel, T);
-    if (job->xfer_ms && job->nxfer != (job->plan->stages - 1) * job->plan->replicas)
-        return pf_fail(res->error, sizeof res->error, PF_EINPUT, "simulate job: %d resharding "
-                       "times for %d stage boundaries x %d replicas", job->nxfer,
-                       job->plan->stages - 1, job->plan->replicas);
-    if ((rc = job_setting(job, &set, res->error, sizeof res->error)) != PF_OK)
-        return rc;
-    if (!(p = pf_plan_clone(job->plan))) {
-        rc = pf_fail(res->error, sizeof res->error, PF_ERR, "out of memory");
+    if ((rc = sim_input(job, &set, &p, &in, res->error, sizeof res->error)) != PF_OK)
         goto done;
-    }
-    p->train = job->setting.train;
-    p->train.schedule = job->schedule;
-    snprintf(p->schedule, sizeof p->schedule, "%s", pf_training_schedule_name(job->schedule));
-    if ((rc = pf_chunks_input_from_setting(job->graph, job->cluster, set, p, job->xfer_ms, &in,
-                                           res->error, sizeof res->error)) != PF_OK ||
-        (rc = pf_simulate(&in, &r, res->error, sizeof res->error)) != PF_OK)
+    in.cancel = job->cancel; /* the answer is no longer wanted: stop (search_sim.c) */
+    if ((rc = pf_simulate(&in, &r, res->error, sizeof res->error)) != PF_OK)
         goto done;
     res->sim.step_ms = r->step_ms;
     res->sim.bubble_fraction = r->bubble_fraction;
@@ -211,6 +221,22 @@ done:
     pf_plan_destroy(&p);
     pf_tp_setting_destroy(&set);
     return rc;
+}
+
+double pf_job_simulate_bound_ms(const pf_job_t *job)
+{
+    pf_tp_setting_t *set = NULL;
+    pf_plan_t *p = NULL;
+    pf_simulate_input_t in = {0};
+    char err[256];
+    double ms = 0;
+    if (job->kind == PF_JOB_SIMULATE && sim_input(job, &set, &p, &in, err, sizeof err) == PF_OK &&
+        pf_simulate_check(&in, err, sizeof err) == PF_OK)
+        ms = pf_simbound_step_ms(&in);
+    pf_simulate_input_clear(&in);
+    pf_plan_destroy(&p);
+    pf_tp_setting_destroy(&set);
+    return ms;
 }
 
 /* One cross-mesh resharding problem on the cluster's network (reshard.h). */

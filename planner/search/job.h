@@ -130,8 +130,14 @@ void pf_job_init(pf_job_t *job, pf_job_kind_t kind);
 /* Runs the job; res is overwritten (call pf_job_result_clear before reusing one). Returns
  * res->status; infeasible partitions and not-found probes are answers, not failures. A probe
  * whose cancel flag stopped it before it found a mapping returns PF_ERR ("cancelled"): it proved
- * nothing about its target. */
+ * nothing about its target; so does a SIMULATE job whose flag was set (the simulator looks at it
+ * between the parts of building its task graph). */
 int pf_job_run(const pf_job_t *job, pf_job_result_t *res);
+/* A SIMULATE job's answer without running it: a lower bound of its step_ms (simbound.h) on the
+ * input the job would build (the same setting, plan and chunks); 0 when there is none (another
+ * kind, an input the job would refuse, the signal schedule, out of memory). One pass over the
+ * compute tasks: the search skips candidates whose bound already loses (search_sim.c). */
+double pf_job_simulate_bound_ms(const pf_job_t *job);
 void pf_job_result_clear(pf_job_result_t *res);
 /* Deep copy (plan and devices). */
 int pf_job_result_copy(pf_job_result_t *dst, const pf_job_result_t *src);

@@ -207,9 +207,64 @@ static int cand_tp(const pf_search_t *s, int c)
     return s->tap.tp[s->part.dp[s->map.cand[c].dp].tp].opts.tp;
 }
 
-/* Candidate c's resharding times are in (or it needs none): one SIMULATE job per schedule. An
- * interleaved plan runs Megatron-LM's interleaved 1F1B whatever the schedule (interleave.h), so
- * it is simulated once, as 1F1B when that is asked for. */
+/* The least simulated step per sample among the (candidate, schedule) pairs done that fit;
+ * INFINITY when none is. */
+static double best_per_sample(const pf_search_t *s)
+{
+    double best = INFINITY;
+    for (int c = 0; c < s->map.ncand; c++)
+        for (int k = 0; k < PF_SCHEDULE_COUNT; k++) {
+            const sim_rec_t *r = &s->sim.cand[c].sim[k];
+            if (r->done && r->fits)
+                best = fmin(best, r->step_ms /
+                                      pf_search_partition_samples_per_step(s, s->sim.cand[c].plan));
+        }
+    return best;
+}
+
+/* Candidate c under schedule k cannot make the plan: the lower bound of its simulated step
+ * (simbound.h, on the input its SIMULATE job builds) is already slower per sample than a pair
+ * simulated, so its step is too (ties go to no pruning: an earlier candidate may win them). The
+ * bound is computed here, on the search's side, once, when first asked. */
+static bool cannot_win(pf_search_t *s, int c, int k)
+{
+    double best = best_per_sample(s);
+    if (!isfinite(best))
+        return false;
+    sim_rec_t *r = &s->sim.cand[c].sim[k];
+    if (!r->bounded) {
+        pf_job_t job;
+        pf_job_init(&job, PF_JOB_SIMULATE);
+        job.graph = s->g;
+        job.cluster = s->c;
+        pf_search_owner_t owner = {.sim = {.cand = c, .schedule = (pf_training_schedule_t)k}};
+        pf_search_sim_describe(s, &owner, &job);
+        r->bound_ms = pf_job_simulate_bound_ms(&job);
+        r->bounded = true;
+    }
+    double mine = r->bound_ms / pf_search_partition_samples_per_step(s, s->sim.cand[c].plan);
+    return mine > best * (1 + 1e-9); /* the margin: summation order, not the model */
+}
+
+/* Every (candidate, schedule) still waiting for its simulation that cannot win is dropped: its
+ * job cancelled (a queued one is never issued). */
+static void prune_waiting(pf_search_t *s)
+{
+    for (int c = 0; c < s->map.ncand; c++)
+        for (int k = 0; k < PF_SCHEDULE_COUNT; k++) {
+            sim_rec_t *r = &s->sim.cand[c].sim[k];
+            if (r->job && !r->done && !r->pruned && cannot_win(s, c, k)) {
+                pf_search_queue_cancel(s, r->job);
+                r->pruned = true;
+                s->sim.sims_left--;
+            }
+        }
+}
+
+/* Candidate c's resharding times are in (or it needs none): one SIMULATE job per schedule, but
+ * for one that cannot win already (cannot_win). An interleaved plan runs Megatron-LM's
+ * interleaved 1F1B whatever the schedule (interleave.h), so it is simulated once, as 1F1B when
+ * that is asked for. */
 static int queue_sims(pf_search_t *s, int c)
 {
     const pf_plan_t *p = s->sim.cand[c].plan;
@@ -218,12 +273,28 @@ static int queue_sims(pf_search_t *s, int c)
         schedules = one;
     for (int k = 0; k < PF_SCHEDULE_COUNT; k++)
         if (schedules & (1u << k)) {
+            sim_rec_t *r = &s->sim.cand[c].sim[k];
+            if (cannot_win(s, c, k)) {
+                r->pruned = true;
+                continue;
+            }
             pf_search_owner_t owner = {.sim = {.cand = c, .schedule = (pf_training_schedule_t)k}};
-            if (!pf_search_queue_job(s, PF_JOB_SIMULATE, owner))
+            if (!(r->job = pf_search_queue_job(s, PF_JOB_SIMULATE, owner)))
                 return PF_ERR;
             s->sim.sims_left++;
         }
     return PF_OK;
+}
+
+/* Every simulation is in (or pruned) and no candidate still times its transfers. */
+static bool sims_over(const pf_search_t *s)
+{
+    if (s->sim.sims_left != 0)
+        return false;
+    for (int c = 0; c < s->map.ncand; c++)
+        if (s->sim.cand[c].xfer_left > 0)
+            return false;
+    return true;
 }
 
 /* Replica r's transfer at boundary st as a RESHARD job. */
@@ -510,13 +581,14 @@ bool pf_search_sim_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *
         return --s->sim.base_left == 0;
     }
     sim_rec_t *r = &s->sim.cand[owner->sim.cand].sim[owner->sim.schedule];
-    *r = (sim_rec_t){true, res->sim.fits, res->sim.step_ms, res->sim.bubble_fraction};
-    if (--s->sim.sims_left != 0)
-        return false;
-    int waiting = 0; /* candidates still timing their transfers */
-    for (int c = 0; c < s->map.ncand; c++)
-        waiting |= s->sim.cand[c].xfer_left > 0;
-    return !waiting;
+    r->done = true;
+    r->fits = res->sim.fits;
+    r->step_ms = res->sim.step_ms;
+    r->bubble_fraction = res->sim.bubble_fraction;
+    s->sim.sims_left--;
+    if (r->fits)
+        prune_waiting(s);
+    return sims_over(s);
 }
 
 void pf_search_sim_describe_reshard(const pf_search_t *s, const pf_search_owner_t *owner,
@@ -548,9 +620,13 @@ bool pf_search_sim_absorb_reshard(pf_search_t *s, uint64_t id, const pf_search_o
                           pf_simulate_scatter_gather_ms(s->c, src, dst, xp->src_mesh.cols,
                                                         (double)x->xp.shape[0], 0));
         }
-    if (--sc->xfer_left == 0 && queue_sims(s, x->cand) != PF_OK)
+    if (--sc->xfer_left != 0)
+        return false;
+    if (queue_sims(s, x->cand) != PF_OK) {
         pf_search_queue_fail(s, PF_ERR, "out of memory");
-    return false;
+        return false;
+    }
+    return sims_over(s); /* its simulations may all have been pruned */
 }
 
 /* A RESHARD answer sets a candidate's cross-stage transfer times, which its SIMULATE jobs (and

@@ -147,6 +147,10 @@ typedef struct {
 typedef struct {
     bool done, fits;
     double step_ms, bubble_fraction;
+    uint64_t job;     /* its SIMULATE job, 0 before it is queued */
+    bool bounded;     /* bound_ms is known: pf_job_simulate_bound_ms, computed when first needed */
+    bool pruned;      /* never simulated: its bound already lost to a simulated step */
+    double bound_ms;
 } sim_rec_t;
 
 /* A candidate in phase 4. */

@@ -28,10 +28,11 @@ typedef struct {
     double ready_ms, start_ms, end_ms;
 } task_t;
 
+/* A ready task in the heap with its ready time beside it: comparisons read no task. */
 typedef struct {
-    int from, to;
-    double frac; /* the successor may start at start + frac x duration of `from` */
-} edge_t;
+    double ready_ms;
+    int id;
+} heap_ent_t;
 
 typedef struct {
     const pf_simulate_input_t *in;
@@ -39,11 +40,11 @@ typedef struct {
     int DR;                    /* replicas of the data-parallel collectives (dp_replicas or R) */
     size_t nf, base_xf, base_xb, base_ar, base_opt, ntasks;
     task_t *task;
-    edge_t *edge;
-    size_t nedges, edge_cap;
+    bool counting;          /* build's first pass: add_edge counts, the second fills */
+    size_t nedges;
     int *succ_off, *succ;   /* CSR of edges by `from` */
     double *succ_frac;
-    int *heap;
+    heap_ent_t *heap;
     size_t nheap;
     double *free_ms; /* per device: p2p stream free from; + D: DP collectives' (simulate.h) */
     int *row_of_dev;        /* cluster device -> result row, -1 */
@@ -84,12 +85,20 @@ static int dev_of(const sim_t *x, int s, int r, int k)
     return x->in->stage[s].devices[r * x->T + k];
 }
 
+/* `to` may start at `from`'s start + frac x its duration. The edges are made twice (build): the
+ * first pass counts each task's successors and predecessors, the second writes each edge into
+ * its source's row of the CSR (succ_off[from] is the row's next free place until then). */
 static int add_edge(sim_t *x, size_t from, size_t to, double frac)
 {
-    if (pf_grow((void **)&x->edge, &x->edge_cap, x->nedges + 1, sizeof *x->edge))
-        return PF_ERR;
-    x->edge[x->nedges++] = (edge_t){(int)from, (int)to, frac};
-    x->task[to].npred++;
+    if (x->counting) {
+        x->succ_off[from + 1]++;
+        x->task[to].npred++;
+        x->nedges++;
+    } else {
+        int at = x->succ_off[from]++;
+        x->succ[at] = (int)to;
+        x->succ_frac[at] = frac;
+    }
     return PF_OK;
 }
 
@@ -227,93 +236,102 @@ static int replica_edges(sim_t *x, int i, int r, const int *ord)
     return rc;
 }
 
-/* The edges in CSR by their source (succ_off, succ, succ_frac). */
-static int successor_csr(sim_t *x)
+static bool cancelled(const pf_simulate_input_t *in)
 {
-    x->succ_off = calloc(x->ntasks + 1, sizeof *x->succ_off);
-    x->succ = malloc((x->nedges ? x->nedges : 1) * sizeof *x->succ);
-    x->succ_frac = malloc((x->nedges ? x->nedges : 1) * sizeof *x->succ_frac);
-    if (!x->succ_off || !x->succ || !x->succ_frac)
+    return in->cancel && atomic_load(in->cancel);
+}
+
+/* Every replica's edges of every rank, in the orders ord (P x 2 MB V). */
+static int all_edges(sim_t *x, const int *ord)
+{
+    int rc = PF_OK;
+    for (int i = 0; i < x->P && rc == PF_OK; i++)
+        for (int r = 0; r < x->R && rc == PF_OK; r++)
+            rc |= replica_edges(x, i, r, ord + (size_t)i * 2 * x->MB * x->V);
+    return rc;
+}
+
+/* The edges in CSR by their source (succ_off, succ, succ_frac) and every task's predecessors
+ * counted: all_edges once to count, once to fill. No list of edges is kept in between. */
+static int successor_csr(sim_t *x, const int *ord)
+{
+    if (!(x->succ_off = calloc(x->ntasks + 1, sizeof *x->succ_off)))
         return PF_ERR;
-    for (size_t e = 0; e < x->nedges; e++)
-        x->succ_off[x->edge[e].from + 1]++;
+    x->counting = true;
+    x->nedges = 0;
+    all_edges(x, ord);
+    if (cancelled(x->in))
+        return PF_ERR;
     for (size_t i = 0; i < x->ntasks; i++)
         x->succ_off[i + 1] += x->succ_off[i];
-    int *fill = malloc((x->ntasks ? x->ntasks : 1) * sizeof *fill);
-    if (!fill)
+    x->succ = malloc((x->nedges ? x->nedges : 1) * sizeof *x->succ);
+    x->succ_frac = malloc((x->nedges ? x->nedges : 1) * sizeof *x->succ_frac);
+    if (!x->succ || !x->succ_frac)
         return PF_ERR;
-    memcpy(fill, x->succ_off, x->ntasks * sizeof *fill);
-    for (size_t e = 0; e < x->nedges; e++) {
-        int at = fill[x->edge[e].from]++;
-        x->succ[at] = x->edge[e].to;
-        x->succ_frac[at] = x->edge[e].frac;
-    }
-    free(fill);
+    x->counting = false;
+    all_edges(x, ord); /* moves each succ_off[i] on to the start of row i + 1 */
+    memmove(x->succ_off + 1, x->succ_off, x->ntasks * sizeof *x->succ_off);
+    x->succ_off[0] = 0;
     return PF_OK;
 }
 
 /* The task graph of one step under compute order `order` (comm_free: every transfer and
- * collective takes no time). */
+ * collective takes no time). PF_ERR out of memory or cancelled (checked between its parts). */
 static int build(sim_t *x, pf_training_schedule_t order, int comm_free)
 {
-    int S = x->S, R = x->R, MB = x->MB;
-    int *ord = malloc(2 * (size_t)MB * x->V * sizeof *ord);
+    size_t n = 2 * (size_t)x->MB * x->V;
+    int *ord = malloc((size_t)x->P * n * sizeof *ord);
     if (!ord)
         return PF_ERR;
     for (size_t i = 0; i < x->ntasks; i++)
         x->task[i].kind = T_ABSENT;
     int rc = PF_OK;
-    for (int s = 0; s < S && rc == PF_OK; s++)
+    for (int s = 0; s < x->S && rc == PF_OK; s++)
         rc = stage_tasks(x, s, comm_free);
-    for (int i = 0; i < x->P && rc == PF_OK; i++) {
-        pf_interleave_order(order, x->P, x->V, MB, i, ord);
-        for (int r = 0; r < R && rc == PF_OK; r++)
-            rc |= replica_edges(x, i, r, ord);
-    }
+    for (int i = 0; i < x->P; i++)
+        pf_interleave_order(order, x->P, x->V, x->MB, i, ord + (size_t)i * n);
+    if (rc == PF_OK && !cancelled(x->in))
+        rc = successor_csr(x, ord);
     free(ord);
-    if (rc != PF_OK)
-        return PF_ERR;
-    return successor_csr(x);
+    return rc;
 }
 
 /* ---- ready queue: a binary heap of tasks by (ready time, index) ---- */
 
-static bool heap_less(const sim_t *x, int a, int b)
+static bool heap_less(heap_ent_t a, heap_ent_t b)
 {
-    double ra = x->task[a].ready_ms, rb = x->task[b].ready_ms;
-    return ra < rb || (ra == rb && a < b);
+    return a.ready_ms < b.ready_ms || (a.ready_ms == b.ready_ms && a.id < b.id);
 }
 
+/* Task t, ready (its ready time is final: every predecessor is done). */
 static void heap_push(sim_t *x, int t)
 {
+    heap_ent_t e = {x->task[t].ready_ms, t};
     size_t i = x->nheap++;
-    x->heap[i] = t;
-    while (i > 0 && heap_less(x, x->heap[i], x->heap[(i - 1) / 2])) {
-        int tmp = x->heap[i];
+    while (i > 0 && heap_less(e, x->heap[(i - 1) / 2])) {
         x->heap[i] = x->heap[(i - 1) / 2];
-        x->heap[(i - 1) / 2] = tmp;
         i = (i - 1) / 2;
     }
+    x->heap[i] = e;
 }
 
 static int heap_pop(sim_t *x)
 {
-    int top = x->heap[0];
-    x->heap[0] = x->heap[--x->nheap];
-    size_t i = 0;
+    int top = x->heap[0].id;
+    heap_ent_t e = x->heap[--x->nheap];
+    size_t i = 0, n = x->nheap;
     for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < x->nheap && heap_less(x, x->heap[l], x->heap[m]))
-            m = l;
-        if (r < x->nheap && heap_less(x, x->heap[r], x->heap[m]))
-            m = r;
-        if (m == i)
+        size_t l = 2 * i + 1, m = l;
+        if (l >= n)
             break;
-        int tmp = x->heap[i];
+        if (l + 1 < n && heap_less(x->heap[l + 1], x->heap[l]))
+            m = l + 1;
+        if (!heap_less(x->heap[m], e))
+            break;
         x->heap[i] = x->heap[m];
-        x->heap[m] = tmp;
         i = m;
     }
+    x->heap[i] = e;
     return top;
 }
 
@@ -471,7 +489,6 @@ static int ev_cmp(const void *pa, const void *pb)
 static void sim_free(sim_t *x)
 {
     free(x->task);
-    free(x->edge);
     free(x->succ_off);
     free(x->succ);
     free(x->succ_frac);
@@ -551,8 +568,11 @@ static int simulate_order(const pf_simulate_input_t *in, pf_training_schedule_t 
             res->device[row] = in->stage[s].devices[i];
             x.row_of_dev[in->stage[s].devices[i]] = row;
         }
-    if (build(&x, order, comm_free) != PF_OK)
+    if (build(&x, order, comm_free) != PF_OK || cancelled(in)) {
+        if (cancelled(in))
+            rc = pf_fail(err, errlen, PF_ERR, "simulate: cancelled");
         goto fail;
+    }
     if ((rc = run(&x, res)) != PF_OK) {
         if (rc > 0)
             rc = pf_fail(err, errlen, PF_ERR, "simulate: the %s order left tasks that never "

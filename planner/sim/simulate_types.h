@@ -8,6 +8,8 @@
 #include "planner/ir/cluster.h"
 #include "planner/ir/training.h"
 
+#include <stdatomic.h>
+
 /* One stage, per micro-batch of one replica. Times are per device of a tensor-parallel group
  * (each of the T devices runs them at once); bytes of a whole replica unless said. */
 typedef struct {
@@ -51,6 +53,10 @@ typedef struct {
      * devices among them. NULL / 0: over the simulated replicas themselves. */
     const pf_simulate_stage_t *dp_stage;
     int dp_replicas;
+    /* Optional: set non-zero (by another thread) to stop the simulation early: pf_simulate then
+     * fails ("cancelled"). A SIMULATE job's worker sets it when the search no longer wants the
+     * answer (search_sim.c skips candidates that cannot win). NULL: never. */
+    const atomic_int *cancel;
 } pf_simulate_input_t;
 
 typedef enum {

@@ -88,7 +88,7 @@ static int expand_tp(const pf_search_t *s, int tpi, pf_plan_t *p)
 }
 
 /* Replica r's pipeline transfers of stage st per micro-batch: to and from each neighbouring
- * stage, a TP group's by Megatron's scatter/gather (pf_simulate_scatter_gather_ms; T = 1: the
+ * stage, a TP group's by Megatron's scatter/gather (pf_simulate_xfer_scatter_gather_ms; T = 1: the
  * postal model, eq. 6's term). */
 static double pp_ms(const pf_search_t *s, const candidate_t *cd, const pf_plan_t *p, int st, int r)
 {
@@ -96,7 +96,7 @@ static double pp_ms(const pf_search_t *s, const candidate_t *cd, const pf_plan_t
     const int *nb = pf_stage_graph_neighbors(cd->sg, st, &k);
     double sum = 0;
     for (int i = 0; i < k; i++)
-        sum += pf_simulate_scatter_gather_ms(s->c, p->stage_list[st].devices + (size_t)r * T,
+        sum += pf_simulate_xfer_scatter_gather_ms(s->c, p->stage_list[st].devices + (size_t)r * T,
                                              p->stage_list[nb[i]].devices + (size_t)r * T, T,
                                              pf_stage_graph_msg_bytes(cd->sg, st, nb[i]), 0);
     return sum;
@@ -606,7 +606,7 @@ bool pf_search_sim_absorb_reshard(pf_search_t *s, uint64_t id, const pf_search_o
     const xfer_rec_t *x = &s->sim.xfer[owner->xfer];
     sim_cand_t *sc = &s->sim.cand[x->cand];
     const pf_reshard_problem_t *xp = &x->xp.problem; /* or Megatron's scatter/gather */
-    double sg = pf_simulate_scatter_gather_ms(s->c, xp->src_mesh.devices, xp->dst_mesh.devices,
+    double sg = pf_simulate_xfer_scatter_gather_ms(s->c, xp->src_mesh.devices, xp->dst_mesh.devices,
                                               xp->src_mesh.cols, (double)x->xp.shape[0], 0);
     int R = sc->plan->replicas;
     double *row = sc->xfer_ms + (size_t)x->stage * R;
@@ -617,7 +617,7 @@ bool pf_search_sim_absorb_reshard(pf_search_t *s, uint64_t id, const pf_search_o
             const int *dst = sc->plan->stage_list[x->stage + 1].devices +
                              (size_t)r * xp->src_mesh.cols;
             row[r] = fmin(res->reshard.time_ms,
-                          pf_simulate_scatter_gather_ms(s->c, src, dst, xp->src_mesh.cols,
+                          pf_simulate_xfer_scatter_gather_ms(s->c, src, dst, xp->src_mesh.cols,
                                                         (double)x->xp.shape[0], 0));
         }
     if (--sc->xfer_left != 0)

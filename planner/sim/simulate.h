@@ -30,6 +30,7 @@
 #include "planner/ir/plan.h"
 #include "planner/sim/reshard.h"
 #include "planner/sim/simulate_types.h"
+#include "planner/sim/simulate_xfer.h"
 #include "planner/tp/tp_setting.h"
 #include "planner/ir/training.h"
 
@@ -68,29 +69,6 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
                                    const pf_tp_setting_t *set, const pf_plan_t *p,
                                    const double *xfer_ms, pf_simulate_input_t *in, char *err,
                                    size_t errlen);
-
-/* The resharding of one cross-stage transfer: `bytes` replicated on src[0..T) and needed
- * replicated on dst[0..T), each a 1 x T mesh, one dimension of `bytes` 1-byte elements. The
- * problem points into *x: do not copy x. */
-typedef struct {
-    pf_reshard_problem_t problem;
-    int64_t shape[1];
-    pf_mesh_shard_t spec[1];
-} pf_simulate_xfer_problem_t;
-void pf_simulate_xfer_problem(const int *src, const int *dst, int T, double bytes,
-                              pf_simulate_xfer_problem_t *x);
-/* Its time: the better of the resharding by the default options (every strategy, best of the
- * schedulers) and Megatron's scatter/gather (pf_simulate_scatter_gather_ms, no NVLS); a problem
- * of 0 bytes takes 0 ms. */
-int pf_simulate_xfer_ms(const pf_cluster_t *c, const pf_simulate_xfer_problem_t *x, double *ms,
-                        char *err, size_t errlen);
-
-/* Megatron-LM's scatter/gather of a tensor-parallel group's activation ([Megatron] Sec. 4.1):
- * rank k of src sends bytes / T to rank k of dst, all T at once, then dst all-gathers the T
- * slices: max_k postal(src[k], dst[k], bytes / T) + the cheapest all-gather of bytes over dst
- * (collective.h). T = 1: the postal time of bytes. */
-double pf_simulate_scatter_gather_ms(const pf_cluster_t *c, const int *src, const int *dst, int T,
-                                     double bytes, double nvls_busbw_gbps);
 
 /* Frees what pf_simulate_input_from_plan allocated and zeroes *in (idempotent). */
 void pf_simulate_input_clear(pf_simulate_input_t *in);

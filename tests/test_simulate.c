@@ -4,6 +4,7 @@
 #include "planner/inputs/model.h"
 #include "planner/inputs/model_build.h"
 #include "planner/sim/simulate.h"
+#include "planner/sim/simulate_check.h"
 #include "planner/inputs/topology.h"
 #include "planner/core/util.h"
 #include "tests/testutil.h"
@@ -807,6 +808,21 @@ static void test_from_tp_plan(void)
     pf_graph_destroy(&g);
 }
 
+/* 4 S R T MB x T tasks must stay under INT_MAX / 4 = 536870911: S R T = 8192, T = 1 gives room
+ * for MB = 16383 (536838144) and not 16384 (536870912); the check reads the counts only. */
+static void test_size_limit(void)
+{
+    pf_simulate_input_t in = {.stages = 1, .replicas = 8192, .tp = 1, .microbatches = 16383};
+    char err[256];
+    CU_ASSERT_EQUAL(pf_simulate_check_size(&in, err, sizeof err), PF_OK);
+    in.microbatches = 16384;
+    CU_ASSERT_EQUAL(pf_simulate_check_size(&in, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "8192 devices x 16384 micro-batches is too large"));
+    /* one replica of those 8192 (what pf_simulate runs when they are alike) fits */
+    in.replicas = 1;
+    CU_ASSERT_EQUAL(pf_simulate_check_size(&in, err, sizeof err), PF_OK);
+}
+
 void pf_suite_simulate(void)
 {
     CU_pSuite s = CU_add_suite("simulate", NULL, NULL);
@@ -827,4 +843,5 @@ void pf_suite_simulate(void)
                 test_from_tp_plan);
     CU_add_test(s, "one GPT layer vs its H100 measurement (10%)", test_h100_gpt_layer);
     CU_add_test(s, "planfarm simulate and planfarm draw", test_commands);
+    CU_add_test(s, "the task count limit, at its edge", test_size_limit);
 }

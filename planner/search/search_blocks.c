@@ -61,16 +61,18 @@ static int gpus_per_host(const pf_cluster_t *c)
 }
 
 
-/* The later phases try the (S, T) of every ranked candidate that trains as the first does
- * (recomputation, ZeRO, sequence parallelism and the micro-batch the graph is re-priced at are one
- * for the whole search), and the simulator picks; one pair fixes S, R and T outright. They model
+/* The later phases try the (S, T) of the k best ranked candidates with distinct pairs that train
+ * as the first does (recomputation, ZeRO, sequence parallelism and the micro-batch the graph is
+ * re-priced at are one for the whole search), and the simulator picks; one pair fixes S, R and T
+ * outright. The pool is PF_SEARCH_BLOCKS_POOL deep: its head often holds one pair under several
+ * v or recomputations, which would leave the simulator fewer pairs than asked for. They model
  * sequence parallelism's memory (planner/tp/seqpar.h) and interleaving (planner/sim/chunks.h), so
  * every candidate can be handed on. */
-static void apply(const pf_search_blocks_t *choice, pf_search_opts_t *o)
+static void apply(const pf_search_blocks_t *choice, pf_search_opts_t *o, int k)
 {
     const pf_blockcost_cand_t *best = &choice->best[0].cand;
     int n = 0, same_p = 1, same_t = 1;
-    for (int i = 0; i < choice->n && n < 8; i++) {
+    for (int i = 0; i < choice->n && n < k; i++) {
         const pf_blockcost_cand_t *c = &choice->best[i].cand;
         int dup = c->recompute != best->recompute || c->zero != best->zero || c->b != best->b ||
                   c->sp != best->sp || c->cp != best->cp || c->ep != best->ep ||
@@ -141,13 +143,13 @@ int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_o
     int k = o->block_candidates < 1                  ? 1
             : o->block_candidates > PF_SEARCH_BLOCKS_K ? PF_SEARCH_BLOCKS_K
                                                        : o->block_candidates;
-    rc = rank(g, c, o, &pr, &fix, k, choice, err, errlen);
+    rc = rank(g, c, o, &pr, &fix, PF_SEARCH_BLOCKS_POOL, choice, err, errlen);
     if (rc != PF_OK) {
         pf_blocks_destroy(&b);
         return rc;
     }
     choice->present = 1;
-    apply(choice, o);
+    apply(choice, o, k);
     pf_blocks_destroy(&b);
     return PF_OK;
 }

@@ -181,11 +181,14 @@ typedef struct {
 
 /* ---- search_blocks.c: the block-level pre-phase ---- */
 
+/* The analytic ranking's pool: the later phases take --block-candidates distinct (p, t) pairs
+ * from it (a pair's other variants, another v or recomputation, would not be tried by them) */
+#define PF_SEARCH_BLOCKS_POOL 32
 #define PF_SEARCH_BLOCKS_K 8
 typedef struct {
     int present;
     int n; /* candidates ranked, best first */
-    pf_blockenum_item_t best[PF_SEARCH_BLOCKS_K];
+    pf_blockenum_item_t best[PF_SEARCH_BLOCKS_POOL];
     pf_blockenum_stats_t stats;
     double wall_s;
 } pf_search_blocks_t;

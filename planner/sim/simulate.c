@@ -525,6 +525,8 @@ static int simulate_order(const pf_simulate_input_t *in, pf_training_schedule_t 
                .MB = in->microbatches, .NB = in->buckets > 1 ? in->buckets : 1,
                .V = in->virtual_stages > 1 ? in->virtual_stages : 1};
     int D = x.D = pf_cluster_ndevices(in->cluster);
+    if (pf_simulate_check_size(in, err, errlen) != PF_OK)
+        return PF_EINPUT;
     x.P = x.S / x.V;
     x.DR = in->dp_stage && in->dp_replicas > 0 ? in->dp_replicas : x.R;
     int rc = PF_OK;

@@ -27,10 +27,9 @@ static int validate_shape(const pf_simulate_input_t *in, char *err, size_t errle
         return pf_fail(err, errlen, PF_EINPUT, "simulate: unknown schedule %d", in->schedule);
     int D = pf_cluster_ndevices(in->cluster);
     long long need = (long long)in->stages * in->replicas * in->tp;
-    /* tasks: 2 S R MB compute + 2 S R MB T transfers; keep indices in an int */
-    if ((double)need * in->microbatches * 4.0 * in->tp > INT_MAX / 4 || in->buckets > 1 << 16)
-        return pf_fail(err, errlen, PF_EINPUT, "simulate: %lld devices x %d micro-batches is too "
-                       "large to simulate", need, in->microbatches);
+    if (in->buckets > 1 << 16)
+        return pf_fail(err, errlen, PF_EINPUT, "simulate: %d gradient buckets, at most 65536",
+                       in->buckets);
     if (need / (in->virtual_stages > 1 ? in->virtual_stages : 1) > D)
         return pf_fail(err, errlen, PF_EINPUT,
                        "simulate: %d x %d x %d stage devices but the cluster has %d", in->stages,
@@ -73,6 +72,16 @@ static int validate_devices(const pf_simulate_stage_t *st, int s, int n, int D, 
         if (seen[d]++)
             return pf_fail(err, errlen, PF_EINPUT, "stage %d: device %d is used twice", s, d);
     }
+    return PF_OK;
+}
+
+int pf_simulate_check_size(const pf_simulate_input_t *in, char *err, size_t errlen)
+{
+    long long need = (long long)in->stages * in->replicas * in->tp;
+    /* tasks: 2 S R MB compute + 2 S R MB T transfers; keep indices in an int */
+    if ((double)need * in->microbatches * 4.0 * in->tp > INT_MAX / 4)
+        return pf_fail(err, errlen, PF_EINPUT, "simulate: %lld devices x %d micro-batches is too "
+                       "large to simulate", need, in->microbatches);
     return PF_OK;
 }
 

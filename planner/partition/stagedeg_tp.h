@@ -1,0 +1,90 @@
+/* stagedeg_tp: the per-stage DP of stagedeg.h with a tensor-parallel degree t_s per stage and a
+ * configuration per op ([Piper]'s `full` problem, its "TMPCs"; issue 24).
+ *
+ * Problem. As stagedeg.h, but stage s runs on d_s replicas of t_s devices each (d_s x t_s
+ * devices; sum_s d_s t_s <= D, or = D with exact_devices), and every op v of the stage runs one
+ * of its configurations for t_s devices (pf_stagedeg_tmpc_t: [Piper]'s TMPC). A configuration
+ * c of op v for t devices gives, per micro-batch of one replica: time_ms (fwd + bwd on the t
+ * devices, any recomputation included), param_bytes (what the data-parallel all-reduce moves per
+ * device), act_bytes (stored per micro-batch in flight), fixed_bytes (held once) and sync bytes
+ * per neighbour (the resharding an edge to or from another stage costs on top of its bytes:
+ * [Piper]'s syncTimeFw / syncTimeBw, in bytes as Piper's code uses them).
+ *
+ * Time per micro-batch of stage H on d replicas of t devices with configurations c(v):
+ *   t(H) = (sum_v time(c(v)) + ef x X(H) / B) / d  +  ar x (d - 1)/d x sum_v P(c(v)) / (MB x B)
+ *   X(H) = sum over edges e = (u, v) crossing H's boundary of bytes(e) + sync(c(v), e) when v is
+ *          in H (an edge in), bytes(e) + sync(c(u), e) when u is (an edge out)
+ * ef, ar, B, MB as stagedeg.h ([Piper]: ef = 2, ar = 4). Edges inside a stage cost nothing,
+ * whatever the configurations of their ends (as [Piper]'s getTPSForResult). Memory on each device:
+ *   m = sf(d) x sum P(c(v)) + y x sum act(c(v)) + sum fixed(c(v)) + reserve,
+ *   y = min(MB, ceil(K_s / d_s)), K_s = d_s + ... + d_{S-1}
+ * (the sum of the *data-parallel* degrees behind, [Piper]'s suffix sum: a replica of t devices
+ * holds one micro-batch's activations split over its t devices, which act_bytes already says).
+ *
+ * The choice of configurations per stage, d and y is [Piper]'s (its getAllTPSsForIdealPair and
+ * KNAPSACK_FAST_HEURISTIC): every op takes its fastest configuration at (H, d) (least term of
+ * t(H) above, its boundary edges included; the first on a tie); if that fits memory it is the
+ * price. Otherwise, when even every op's least-memory configuration does not fit, the stage does
+ * not fit at this y. Otherwise each op's other configuration that saves memory over its fastest
+ * is a candidate, taken in increasing order of extra time per byte saved (ties by op index) until
+ * the stage fits. We also price every op at its least-memory configuration and keep the cheaper
+ * of the two (never worse than [Piper]'s choice; on [Piper]'s inputs it matches stagedeg.h's
+ * mode "full"). At most two configurations per op and t, the heuristic's limit in [Piper]
+ * (PF_EINPUT otherwise).
+ *
+ * The DP. T[F][k][s] = the least max stage time of a chain from F to V using exactly k devices
+ * whose data-parallel degrees add up to exactly s (the stage's K is the s of its cell):
+ *   T[F][k][s] = min over G > F, t, d of max(t(G \ F, t, d, y = ceil(s / d)), T[G][k - td][s - d])
+ * over t with a configuration for every op of G \ F, d allowed by o->degrees (d | MB, and
+ * s <= MB, under [Piper]'s rules), k <= D. Cells hold s <= k <= s x t_max only. [Piper]'s runDP
+ * keeps "at most" k and s; both give the same optimum. Prices come from per-downset sums where
+ * every op's fastest configuration at t cannot depend on d or the boundary (its configurations
+ * share param_bytes and sync bytes, as recomputation's do), else from the stage's ops; the
+ * heuristic above walks the stage's ops only when its fastest configurations do not fit.
+ *
+ * Not modelled (as stagedeg.h): schedules other than 1F1B; the plan, mapping and simulator do not
+ * take per-stage t, d or configurations yet. */
+#ifndef PF_STAGEDEG_TP_H
+#define PF_STAGEDEG_TP_H
+
+#include "planner/partition/stagedeg.h"
+
+/* One configuration of one op for t devices per replica ([Piper]'s TMPC). */
+typedef struct {
+    int t;              /* tensor-parallel degree: devices per replica, >= 1 */
+    double time_ms;     /* per micro-batch of one replica */
+    double param_bytes; /* per device: what the data-parallel all-reduce moves */
+    double act_bytes;   /* per device, per micro-batch in flight */
+    double fixed_bytes; /* per device, held once */
+    /* bytes added to each edge when it crosses a stage boundary: one per edge into the op
+     * (pf_graph_in order), then one per edge out of it (pf_graph_out order); NULL = all 0.
+     * Borrowed. */
+    const double *sync_bytes;
+} pf_stagedeg_tmpc_t;
+
+/* Every op's configurations, op by op: op v's are opt[first[v] .. first[v + 1]). Borrowed. */
+typedef struct {
+    const pf_stagedeg_tmpc_t *opt;
+    const int *first; /* nops + 1 entries, first[0] = 0 */
+} pf_stagedeg_tmpcs_t;
+
+/* The DP over ds (from {} to V) with o's devices, exact_devices, degrees, only_degree, factors,
+ * state_factor and threads (o->none, o->full and o->recompute_ops are not used: the
+ * configurations carry recomputation) and cm's B_flat, MB, training, reserve and memory limit.
+ * *out as pf_stagedeg_run's, with tensor[s] = t_s, op_tmpc[v] = the index of v's configuration
+ * counted from tab->first[v], recompute[s] = 0 (every op at its fastest), 2 ([Piper]'s choice) or
+ * 1 (least memory), op_recompute all 0. A t for which an op has no configuration is not
+ * offered to the stages holding it. PF_OK, PF_EINPUT (options, or more than two configurations
+ * for one op and one t) or PF_ERR. */
+int pf_stagedeg_tp_run(const pf_graph_t *g, const pf_downsets_t *ds, const pf_cost_model_t *cm,
+                       const pf_stagedeg_opts_t *o, const pf_stagedeg_tmpcs_t *tab,
+                       pf_stagedeg_result_t **out, char *err, size_t errlen);
+
+/* Price a given assignment (stages in pipeline order): op_stage, degree, tensor and op_tmpc of r
+ * give time_ms, mem_bytes and objective_ms (INFINITY when a stage does not fit). PF_EINPUT when a
+ * configuration is not one for its stage's t, or the degrees use more than o->devices. */
+int pf_stagedeg_tp_eval(const pf_graph_t *g, const pf_cost_model_t *cm, const pf_stagedeg_opts_t *o,
+                        const pf_stagedeg_tmpcs_t *tab, pf_stagedeg_result_t *r, char *err,
+                        size_t errlen);
+
+#endif

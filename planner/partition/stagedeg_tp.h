@@ -47,26 +47,8 @@
 #ifndef PF_STAGEDEG_TP_H
 #define PF_STAGEDEG_TP_H
 
-#include "planner/partition/stagedeg.h"
+#include "planner/partition/stagedeg_tpm.h" /* pf_stagedeg_tmpc_t, pf_stagedeg_tmpcs_t */
 
-/* One configuration of one op for t devices per replica ([Piper]'s TMPC). */
-typedef struct {
-    int t;              /* tensor-parallel degree: devices per replica, >= 1 */
-    double time_ms;     /* per micro-batch of one replica */
-    double param_bytes; /* per device: what the data-parallel all-reduce moves */
-    double act_bytes;   /* per device, per micro-batch in flight */
-    double fixed_bytes; /* per device, held once */
-    /* bytes added to each edge when it crosses a stage boundary: one per edge into the op
-     * (pf_graph_in order), then one per edge out of it (pf_graph_out order); NULL = all 0.
-     * Borrowed. */
-    const double *sync_bytes;
-} pf_stagedeg_tmpc_t;
-
-/* Every op's configurations, op by op: op v's are opt[first[v] .. first[v + 1]). Borrowed. */
-typedef struct {
-    const pf_stagedeg_tmpc_t *opt;
-    const int *first; /* nops + 1 entries, first[0] = 0 */
-} pf_stagedeg_tmpcs_t;
 
 /* The DP over ds (from {} to V) with o's devices, exact_devices, degrees, only_degree, factors,
  * state_factor and threads (o->none, o->full and o->recompute_ops are not used: the

@@ -190,7 +190,7 @@ static void stage_price(const brute_t *b, uint32_t mask, int t, int d, int y, do
         if (ok && mem(b, s, d, y) <= b->cm->mem_limit_bytes)
             *exact = fmin(*exact, tps(b, s, d));
     }
-    /* the heuristic: fastest; else swaps by extra time per byte saved; else least memory */
+    /* the heuristic: fastest; else swaps by extra time per byte saved */
     int pick[NMAX], low[NMAX], used[NMAX] = {0};
     double f[5] = {0}, lo[5] = {0}, zero[5] = {0};
     for (int i = 0; i < n; i++) {
@@ -234,7 +234,7 @@ static void stage_price(const brute_t *b, uint32_t mask, int t, int d, int y, do
     for (int i = 0; i < n; i++)
         for (int k = 0; k < 5; k++)
             s[k] += tm[i][pick[i]][k];
-    *heur = fmin(tps(b, s, d), tps(b, lo, d));
+    *heur = tps(b, s, d);
 }
 
 static void brute_value(brute_t *b, int S)
@@ -392,6 +392,7 @@ static void test_brute_force(void)
                 tensor += r->tensor[s] > 1;
                 chosen += r->recompute[s] != 0;
                 greedy += r->recompute[s] == 2;
+                CU_ASSERT(r->recompute[s] == 0 || r->recompute[s] == 2);
             }
         }
         pf_stagedeg_result_destroy(&r);

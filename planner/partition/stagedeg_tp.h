@@ -27,10 +27,9 @@
  * price. Otherwise, when even every op's least-memory configuration does not fit, the stage does
  * not fit at this y. Otherwise each op's other configuration that saves memory over its fastest
  * is a candidate, taken in increasing order of extra time per byte saved (ties by op index) until
- * the stage fits. We also price every op at its least-memory configuration and keep the cheaper
- * of the two (never worse than [Piper]'s choice; on [Piper]'s inputs it matches stagedeg.h's
- * mode "full"). At most two configurations per op and t, the heuristic's limit in [Piper]
- * (PF_EINPUT otherwise).
+ * the stage fits. (A choice of every op's least-memory configuration is never cheaper: the swaps
+ * are a subset of its changes, each adding time.) At most two configurations per op and t, the
+ * heuristic's limit in [Piper] (PF_EINPUT otherwise).
  *
  * The DP. T[F][k][s] = the least max stage time of a chain from F to V using exactly k devices
  * whose data-parallel degrees add up to exactly s (the stage's K is the s of its cell):
@@ -54,9 +53,9 @@
  * state_factor and threads (o->none, o->full and o->recompute_ops are not used: the
  * configurations carry recomputation) and cm's B_flat, MB, training, reserve and memory limit.
  * *out as pf_stagedeg_run's, with tensor[s] = t_s, op_tmpc[v] = the index of v's configuration
- * counted from tab->first[v], recompute[s] = 0 (every op at its fastest), 2 ([Piper]'s choice) or
- * 1 (least memory), op_recompute all 0. A t for which an op has no configuration is not
- * offered to the stages holding it. PF_OK, PF_EINPUT (options, or more than two configurations
+ * counted from tab->first[v], recompute[s] = 0 (every op at its fastest) or 2 ([Piper]'s swaps),
+ * op_recompute all 0. A t for which an op has no configuration is not offered to the stages
+ * holding it. PF_OK, PF_EINPUT (options, or more than two configurations
  * for one op and one t) or PF_ERR. */
 int pf_stagedeg_tp_run(const pf_graph_t *g, const pf_downsets_t *ds, const pf_cost_model_t *cm,
                        const pf_stagedeg_opts_t *o, const pf_stagedeg_tmpcs_t *tab,

@@ -273,45 +273,49 @@ pf_stagedeg_tpm_sums_t pf_stagedeg_tpm_fastest(const pf_stagedeg_tpm_t *m,
     return sc->cfast;
 }
 
-/* Price of H at (t, d, y) as stagedeg_tp.h chooses; INFINITY when it does not fit. sc->pick gets
- * the choice and *mode 0 (fastest), 2 ([Piper]'s) or 1 (least memory). */
-double pf_stagedeg_tpm_choose(const pf_stagedeg_tpm_t *m, pf_stagedeg_tpm_scratch_t *sc, int ti,
-                              int d, int y, int *mode)
+/* Piper's feasibility test: the stage fits at all when every op at its least-memory
+ * configuration does (then the swaps below reach it). Fills sc->mem. */
+static int least_fits(const pf_stagedeg_tpm_t *m, pf_stagedeg_tpm_scratch_t *sc, int ti, int d,
+                      int y)
 {
-    double limit = m->cm->mem_limit_bytes;
-    pf_stagedeg_tpm_sums_t f = pf_stagedeg_tpm_fastest(m, sc, ti, d);
-    memcpy(sc->pick, sc->fast, (size_t)sc->nh * sizeof *sc->pick);
-    *mode = 0;
-    double over = pf_stagedeg_tpm_memory(m, &f, d, y) - limit;
-    if (over <= 0)
-        return pf_stagedeg_tpm_price(m, &f, d);
-    int nc = 0;
+    enum { K = PF_STAGEDEG_TPM_MAXOPT };
     for (int i = 0; i < sc->nh; i++) {
         int c = m->cnt[(size_t)ti * m->n + sc->ops[i]];
         sc->low[i] = 0;
         for (int l = 0; l < c; l++) {
-            pf_stagedeg_tpm_sums_t one = sc->terms[i * PF_STAGEDEG_TPM_MAXOPT + l];
-            sc->mem[i * PF_STAGEDEG_TPM_MAXOPT + l] =
-                pf_stagedeg_tpm_memory(m, &one, d, y) - m->cm->reserve_bytes;
-            if (sc->mem[i * PF_STAGEDEG_TPM_MAXOPT + l] <
-                sc->mem[i * PF_STAGEDEG_TPM_MAXOPT + sc->low[i]])
+            sc->mem[i * K + l] =
+                pf_stagedeg_tpm_memory(m, &sc->terms[i * K + l], d, y) - m->cm->reserve_bytes;
+            if (sc->mem[i * K + l] < sc->mem[i * K + sc->low[i]])
                 sc->low[i] = l;
         }
     }
     pf_stagedeg_tpm_sums_t lo = chosen(m, sc, sc->low);
-    if (pf_stagedeg_tpm_memory(m, &lo, d, y) > limit)
+    return pf_stagedeg_tpm_memory(m, &lo, d, y) <= m->cm->mem_limit_bytes;
+}
+
+/* Price of H at (t, d, y) as stagedeg_tp.h chooses; INFINITY when it does not fit. sc->pick gets
+ * the choice and *mode 0 (every op at its fastest) or 2 (swaps by [Piper]'s heuristic). */
+double pf_stagedeg_tpm_choose(const pf_stagedeg_tpm_t *m, pf_stagedeg_tpm_scratch_t *sc, int ti,
+                              int d, int y, int *mode)
+{
+    enum { K = PF_STAGEDEG_TPM_MAXOPT };
+    pf_stagedeg_tpm_sums_t f = pf_stagedeg_tpm_fastest(m, sc, ti, d);
+    memcpy(sc->pick, sc->fast, (size_t)sc->nh * sizeof *sc->pick);
+    *mode = 0;
+    double over = pf_stagedeg_tpm_memory(m, &f, d, y) - m->cm->mem_limit_bytes;
+    if (over <= 0)
+        return pf_stagedeg_tpm_price(m, &f, d);
+    if (!least_fits(m, sc, ti, d, y))
         return INFINITY;
+    int nc = 0;
     for (int i = 0; i < sc->nh; i++) {
         int fi = sc->fast[i], oi = 1 - fi;
         if (m->cnt[(size_t)ti * m->n + sc->ops[i]] < 2)
             continue;
-        double save =
-            sc->mem[i * PF_STAGEDEG_TPM_MAXOPT + fi] - sc->mem[i * PF_STAGEDEG_TPM_MAXOPT + oi];
+        double save = sc->mem[i * K + fi] - sc->mem[i * K + oi];
         if (save > 1e-9)
-            sc->cand[nc++] = (pf_stagedeg_tpm_cand_t){(sc->val[i * PF_STAGEDEG_TPM_MAXOPT + oi] -
-                                                       sc->val[i * PF_STAGEDEG_TPM_MAXOPT + fi]) /
-                                                          save,
-                                                      save, i};
+            sc->cand[nc++] = (pf_stagedeg_tpm_cand_t){
+                (sc->val[i * K + oi] - sc->val[i * K + fi]) / save, save, i};
     }
     qsort(sc->cand, (size_t)nc, sizeof *sc->cand, cand_cmp);
     for (int c = 0; c < nc; c++) {
@@ -320,10 +324,7 @@ double pf_stagedeg_tpm_choose(const pf_stagedeg_tpm_t *m, pf_stagedeg_tpm_scratc
         if (over < 1e-9)
             break;
     }
+    *mode = 2;
     pf_stagedeg_tpm_sums_t gr = chosen(m, sc, sc->pick);
-    double pg = pf_stagedeg_tpm_price(m, &gr, d), pl = pf_stagedeg_tpm_price(m, &lo, d);
-    *mode = pl < pg ? 1 : 2;
-    if (pl < pg)
-        memcpy(sc->pick, sc->low, (size_t)sc->nh * sizeof *sc->pick);
-    return fmin(pg, pl);
+    return pf_stagedeg_tpm_price(m, &gr, d);
 }

@@ -118,7 +118,7 @@ pf_stagedeg_tpm_sums_t pf_stagedeg_tpm_fastest(const pf_stagedeg_tpm_t *m,
                                                pf_stagedeg_tpm_scratch_t *sc, int ti, int d);
 
 /* The stage's price at (ts[ti], d, y) as stagedeg_tp.h chooses; INFINITY when it does not fit.
- * sc->pick gets the choice and *mode 0 (fastest), 2 ([Piper]'s) or 1 (least memory). */
+ * sc->pick gets the choice and *mode 0 (every op at its fastest) or 2 ([Piper]'s swaps). */
 double pf_stagedeg_tpm_choose(const pf_stagedeg_tpm_t *m, pf_stagedeg_tpm_scratch_t *sc, int ti,
                               int d, int y, int *mode);
 

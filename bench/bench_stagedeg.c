@@ -2,7 +2,8 @@
  * degree and recomputation, planner/partition/stagedeg.h) or, with PF_STAGEDEG_MODE=full, its
  * `full` mode (a tensor-parallel degree per stage too and every node's configurations, its
  * "TMPCs": planner/partition/stagedeg_tp.h), priced as Piper prices (edges twice, its
- * parameter-server all-reduce, d | mbsInBatch, memoryUsageA x y + memoryUsageB, 16 GiB devices).
+ * parameter-server all-reduce, d | mbsInBatch, memoryUsageA x y + memoryUsageB, 16 GiB devices or
+ * PF_STAGEDEG_MEM_GIB).
  * notp: each op's two modes come from its node's 1-device configurations ("vanilla" and
  * "activation recomp"); full: every configuration of every t, with its syncTimeFw / syncTimeBw
  * per neighbour as the sync bytes of that edge. The graph from planfarm's importer (op index =
@@ -26,7 +27,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define MEM_GIB 16.0
 
 /* A node's 1-device configuration named id into c (as none when the file has none). */
 static int node_mode(json_t *node, const char *id, pf_stagedeg_opcost_t *c)
@@ -220,7 +220,7 @@ static int run_one(const char *data, const char *outdir, const char *name, int D
     pf_training_init(&t);
     cm.flat_gbps = in.gbps;
     cm.microbatches = in.mb;
-    cm.mem_limit_bytes = MEM_GIB * (1 << 30);
+    cm.mem_limit_bytes = (getenv("PF_STAGEDEG_MEM_GIB") ? atof(getenv("PF_STAGEDEG_MEM_GIB")) : 16.0) * (1 << 30);
     pf_cost_model_set_training(&cm, &t, 1, 0);
     pf_stagedeg_opts_t o;
     pf_stagedeg_opts_init(&o);

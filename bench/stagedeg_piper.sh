@@ -11,7 +11,7 @@
 # machine a team's waits count as CPU and wall time alike).
 # Environment as bench/peers.sh: PF_PEERS, PF_PEER_DATA, BUILD, PF_PEER_TIMEOUT_S (300),
 # PF_PIPER_INPUTS (default "bert32a100:8 bert32a100:32 resnet:8 resnet:32"), PF_STAGEDEG_MODES
-# (default "notp full").
+# (default "notp full"), PF_STAGEDEG_MEM_GIB (16: each device's memory, both planners).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 peers=${PF_PEERS:-$root/../shared/peers}
@@ -41,11 +41,12 @@ run_mode() { # INPUT DEVICES MODE
     local m=$1 d=$2 mode=$3 file=$data/piper/$1.json
     local row pf_s degrees pf_tps pi_tps pi_s pi_deg piper_arg=
     [ "$mode" = notp ] && piper_arg=notp
-    row=$(OMP_NUM_THREADS=${PF_STAGEDEG_THREADS:-1} PF_STAGEDEG_MODE=$mode PF_PIPER_INPUTS="$m:$d" PF_PEER_DATA="$data" PF_STAGEDEG_OUT="$out" "$bench" stagedeg | awk -v m="$m" '$1 == m')
+    local mem=${PF_STAGEDEG_MEM_GIB:-16}
+    row=$(PF_STAGEDEG_MEM_GIB=$mem OMP_NUM_THREADS=${PF_STAGEDEG_THREADS:-1} PF_STAGEDEG_MODE=$mode PF_PIPER_INPUTS="$m:$d" PF_PEER_DATA="$data" PF_STAGEDEG_OUT="$out" "$bench" stagedeg | awk -v m="$m" '$1 == m')
     pf_s=$(echo "$row" | awk '{ print $5 }')
     degrees=$(echo "$row" | awk '{ print $8 }')
-    pf_tps=$(jq -r '.time_per_sample' < <("$out/piper_eval" "$file" "$d" 16 "$mode" "$out/stagedeg-$m-$d-$mode.stages" 2>/dev/null)) || pf_tps=-
-    if ! timeout "$timeout_s" "$out/piper_run" "$file" "$d" 16 $piper_arg >"$out/piper.out" 2>"$out/piper.err"; then
+    pf_tps=$(jq -r '.time_per_sample' < <("$out/piper_eval" "$file" "$d" "$mem" "$mode" "$out/stagedeg-$m-$d-$mode.stages" 2>/dev/null)) || pf_tps=-
+    if ! timeout "$timeout_s" "$out/piper_run" "$file" "$d" "$mem" $piper_arg >"$out/piper.out" 2>"$out/piper.err"; then
         echo "quality: $m $d $mode pf/piper - speed piper/pf - (Piper did not finish in $timeout_s s; planfarm $pf_tps in $pf_s s, degrees $degrees)"
         return
     fi

@@ -168,6 +168,7 @@ typedef struct {
     int *argt, *argd;
     int *drop;  /* per downset X, row s: the k where T falls, from drop[X C + off[s]] */
     int *ndrop; /* how many: ndrop[X (S + 1) + s] */
+    int *rows, *nrows; /* the rows s with drops, ascending: rows[X (S + 1) ..], nrows[X] */
     atomic_int oom;
 } dp_t;
 
@@ -227,11 +228,9 @@ static void dp_stage(dp_t *dp, long long i, long long j, int ti, int d, const su
     const inst_t *m = dp->m;
     int td = m->ts[ti] * d, exact = m->o->exact_devices;
     stage_price_t sp = {ti, d, -1, pf_stagedeg_tpm_price(m, f, d), INFINITY};
-    const int *nds = dp->ndrop + (size_t)j * (m->S + 1);
-    for (int s = d; s <= m->S; s++) {
-        int sr = s - d, nd = nds[sr], priced = 0;
-        if (!nd)
-            continue;
+    const int *nds = dp->ndrop + (size_t)j * (m->S + 1), *rows = dp->rows + (size_t)j * (m->S + 1);
+    for (int r = 0; r < dp->nrows[j] && rows[r] + d <= m->S; r++) {
+        int sr = rows[r], s = sr + d, nd = nds[sr], priced = 0;
         const int *drop = dp->drop + (size_t)j * dp->C + dp->off[sr];
         const double *row = dp->T + (size_t)j * dp->C + dp->off[sr] - sr; /* row[k] */
         size_t base = (size_t)i * dp->C + dp->off[s] - s + td;           /* cell of k = kr + td */
@@ -263,6 +262,7 @@ static void dp_row(dp_t *dp, long long i)
 {
     const inst_t *m = dp->m;
     double *Ti = dp->T + (size_t)i * dp->C;
+    int nrows = 0;
     for (int s = 0; s <= m->S; s++) {
         int *drop = dp->drop + (size_t)i * dp->C + dp->off[s], nd = 0;
         for (int k = s; k <= khi_of(dp, s); k++) {
@@ -277,7 +277,10 @@ static void dp_row(dp_t *dp, long long i)
                 drop[nd++] = k;
         }
         dp->ndrop[(size_t)i * (m->S + 1) + s] = nd;
+        if (nd)
+            dp->rows[(size_t)i * (m->S + 1) + nrows++] = s;
     }
+    dp->nrows[i] = nrows;
 }
 
 /* Pair (F_i, F_j): every t all of H's ops have and every degree. */
@@ -428,7 +431,12 @@ static int dp_layout(dp_t *dp)
     dp->argd = malloc(cells * sizeof *dp->argd);
     dp->drop = malloc(cells * sizeof *dp->drop);
     dp->ndrop = malloc((size_t)dp->in->N * (m->S + 1) * sizeof *dp->ndrop);
-    return dp->T && dp->argj && dp->argt && dp->argd && dp->drop && dp->ndrop ? PF_OK : PF_ERR;
+    dp->rows = malloc((size_t)dp->in->N * (m->S + 1) * sizeof *dp->rows);
+    dp->nrows = malloc((size_t)dp->in->N * sizeof *dp->nrows);
+    return dp->T && dp->argj && dp->argt && dp->argd && dp->drop && dp->ndrop && dp->rows &&
+                   dp->nrows
+               ? PF_OK
+               : PF_ERR;
 }
 
 static void dp_free(dp_t *dp)
@@ -441,6 +449,8 @@ static void dp_free(dp_t *dp)
     free(dp->argd);
     free(dp->drop);
     free(dp->ndrop);
+    free(dp->rows);
+    free(dp->nrows);
 }
 
 /* The best cell of T[{}] (k = D with exact_devices), first in (s, k) order; -1 when none. */

@@ -213,6 +213,7 @@ void pf_stagedeg_tpm_scratch_free(pf_stagedeg_tpm_scratch_t *sc)
     free(sc->pick);
     free(sc->terms);
     free(sc->val);
+    free(sc->coef);
     free(sc->mem);
     free(sc->cand);
 }
@@ -227,10 +228,11 @@ int pf_stagedeg_tpm_scratch_init(pf_stagedeg_tpm_scratch_t *sc, int n, int words
     sc->pick = malloc((size_t)n * sizeof *sc->pick);
     sc->terms = malloc((size_t)n * PF_STAGEDEG_TPM_MAXOPT * sizeof *sc->terms);
     sc->val = malloc((size_t)n * PF_STAGEDEG_TPM_MAXOPT * sizeof *sc->val);
+    sc->coef = malloc((size_t)n * PF_STAGEDEG_TPM_MAXOPT * 2 * sizeof *sc->coef);
     sc->mem = malloc((size_t)n * PF_STAGEDEG_TPM_MAXOPT * sizeof *sc->mem);
     sc->cand = malloc((size_t)n * sizeof *sc->cand);
-    return sc->h && sc->ops && sc->fast && sc->low && sc->pick && sc->terms && sc->val && sc->mem &&
-                   sc->cand
+    return sc->h && sc->ops && sc->fast && sc->low && sc->pick && sc->terms && sc->val &&
+                   sc->coef && sc->mem && sc->cand
                ? PF_OK
                : PF_ERR;
 }
@@ -251,19 +253,24 @@ static pf_stagedeg_tpm_sums_t chosen(const pf_stagedeg_tpm_t *m,
 pf_stagedeg_tpm_sums_t pf_stagedeg_tpm_fastest(const pf_stagedeg_tpm_t *m,
                                                pf_stagedeg_tpm_scratch_t *sc, int ti, int d)
 {
+    enum { K = PF_STAGEDEG_TPM_MAXOPT };
     if (sc->cti == ti && sc->cd == d)
         return sc->cfast;
+    double bytes_per_ms = m->cm->flat_gbps * 1e6;
     for (int i = 0; i < sc->nh; i++) {
         int v = sc->ops[i], c = m->cnt[(size_t)ti * m->n + v];
         sc->fast[i] = 0;
         for (int l = 0; l < c; l++) {
-            if (sc->cti != ti)
-                sc->terms[i * PF_STAGEDEG_TPM_MAXOPT + l] =
-                    pf_stagedeg_tpm_op_sums(m, sc->h, v, pf_stagedeg_tpm_conf(m, ti, v, l));
-            sc->val[i * PF_STAGEDEG_TPM_MAXOPT + l] =
-                pf_stagedeg_tpm_price(m, &sc->terms[i * PF_STAGEDEG_TPM_MAXOPT + l], d);
-            if (sc->val[i * PF_STAGEDEG_TPM_MAXOPT + l] <
-                sc->val[i * PF_STAGEDEG_TPM_MAXOPT + sc->fast[i]])
+            pf_stagedeg_tpm_sums_t *x = &sc->terms[i * K + l];
+            if (sc->cti != ti) { /* d x t(H) of this op alone = a + (d - 1) b */
+                *x = pf_stagedeg_tpm_op_sums(m, sc->h, v, pf_stagedeg_tpm_conf(m, ti, v, l));
+                sc->coef[2 * (i * K + l)] = x->time + m->o->edge_factor * x->x / bytes_per_ms;
+                sc->coef[2 * (i * K + l) + 1] =
+                    m->o->allreduce_factor * x->p / m->mb / bytes_per_ms;
+            }
+            sc->val[i * K + l] =
+                sc->coef[2 * (i * K + l)] + (d - 1) * sc->coef[2 * (i * K + l) + 1];
+            if (sc->val[i * K + l] < sc->val[i * K + sc->fast[i]])
                 sc->fast[i] = l;
         }
     }

@@ -106,7 +106,9 @@ typedef struct {
     int *ops, nh, *fast, *low, *pick;
     int cti, cd; /* terms are for ts[cti] (-1: none yet), fast and val also for d = cd */
     pf_stagedeg_tpm_sums_t cfast, *terms; /* terms[i MAXOPT + l] */
-    double *val, *mem;
+    double *val;  /* val[i MAXOPT + l]: d x the op's term of t(H) at (t, d): orders configurations */
+    double *coef; /* its a and b (val = a + (d - 1) b), per op and configuration */
+    double *mem;
     pf_stagedeg_tpm_cand_t *cand;
 } pf_stagedeg_tpm_scratch_t;
 

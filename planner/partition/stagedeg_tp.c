@@ -166,9 +166,11 @@ typedef struct {
     double *T;
     long long *argj;
     int *argt, *argd;
-    int *drop;  /* per downset X, row s: the k where T falls, from drop[X C + off[s]] */
-    int *ndrop; /* how many: ndrop[X (S + 1) + s] */
-    int *rows, *nrows; /* the rows s with drops, ascending: rows[X (S + 1) ..], nrows[X] */
+    int *drop;            /* per downset X, row s: the k where T falls, from drop[X C + off[s]] */
+    int *ndrop;           /* how many: ndrop[X (S + 1) + s] */
+    int *rows, *nrows;    /* the rows s with drops, ascending: rows[X (S + 1) ..], nrows[X] */
+    int *argc;            /* the cell (of the same downset) whose stage a cell's value came from */
+    int *cell_k, *cell_s; /* a cell's k and s */
     atomic_int oom;
 } dp_t;
 
@@ -233,7 +235,7 @@ static void dp_stage(dp_t *dp, long long i, long long j, int ti, int d, const su
         int sr = rows[r], s = sr + d, nd = nds[sr], priced = 0;
         const int *drop = dp->drop + (size_t)j * dp->C + dp->off[sr];
         const double *row = dp->T + (size_t)j * dp->C + dp->off[sr] - sr; /* row[k] */
-        size_t base = (size_t)i * dp->C + dp->off[s] - s + td;           /* cell of k = kr + td */
+        size_t base = (size_t)i * dp->C + dp->off[s] - s + td;            /* cell of k = kr + td */
         double p = sp.pf;
         for (int x = 0; x < nd && drop[x] + td <= m->D; x++) {
             int kr = drop[x];
@@ -248,6 +250,7 @@ static void dp_stage(dp_t *dp, long long i, long long j, int ti, int d, const su
                     dp->argj[base + kr] = j;
                     dp->argt[base + kr] = ti;
                     dp->argd[base + kr] = d;
+                    dp->argc[base + kr] = (int)(base + kr - (size_t)i * dp->C);
                 }
             }
             if (!exact && tj <= p)
@@ -256,24 +259,30 @@ static void dp_stage(dp_t *dp, long long i, long long j, int ti, int d, const su
     }
 }
 
-/* Row s of T[i] done: without exact_devices its running minimum over k (a chain on fewer devices
- * serves k, its arguments with it); then its drops. */
+/* T[i] done: each cell takes the least of itself, its left neighbour (k - 1: a chain on fewer
+ * devices serves k; not with exact_devices) and the one below (s - 1: a smaller sum of degrees
+ * serves s, its stages priced at y no larger), remembering the cell its value came from; then its
+ * drops, the cells below both neighbours: only those can give a later stage anything new. */
 static void dp_row(dp_t *dp, long long i)
 {
     const inst_t *m = dp->m;
     double *Ti = dp->T + (size_t)i * dp->C;
-    int nrows = 0;
+    int *oc = dp->argc + (size_t)i * dp->C, nrows = 0, exact = m->o->exact_devices;
     for (int s = 0; s <= m->S; s++) {
         int *drop = dp->drop + (size_t)i * dp->C + dp->off[s], nd = 0;
         for (int k = s; k <= khi_of(dp, s); k++) {
-            size_t c = (size_t)dp->off[s] + k - s;
-            if (!m->o->exact_devices && k > s && !(Ti[c] < Ti[c - 1])) {
-                Ti[c] = Ti[c - 1];
-                dp->argj[(size_t)i * dp->C + c] = dp->argj[(size_t)i * dp->C + c - 1];
-                dp->argt[(size_t)i * dp->C + c] = dp->argt[(size_t)i * dp->C + c - 1];
-                dp->argd[(size_t)i * dp->C + c] = dp->argd[(size_t)i * dp->C + c - 1];
+            int c = dp->off[s] + k - s, left = !exact && k > s ? c - 1 : -1;
+            int below = s > 0 && k <= khi_of(dp, s - 1) ? dp->off[s - 1] + k - (s - 1) : -1;
+            if (left >= 0 && Ti[left] < Ti[c]) {
+                Ti[c] = Ti[left];
+                oc[c] = oc[left];
             }
-            if (isfinite(Ti[c]) && (m->o->exact_devices || k == s || Ti[c] < Ti[c - 1]))
+            if (below >= 0 && Ti[below] < Ti[c]) {
+                Ti[c] = Ti[below];
+                oc[c] = oc[below];
+            }
+            if (isfinite(Ti[c]) && (left < 0 || Ti[c] < Ti[left]) &&
+                (below < 0 || Ti[c] < Ti[below]))
                 drop[nd++] = k;
         }
         dp->ndrop[(size_t)i * (m->S + 1) + s] = nd;
@@ -344,6 +353,7 @@ static int dp_solve(dp_t *dp, int nt)
     for (size_t c = 0; c < (size_t)N * dp->C; c++)
         dp->T[c] = INFINITY;
     dp->T[(size_t)(N - 1) * dp->C] = 0;
+    dp->argc[(size_t)(N - 1) * dp->C] = 0;
     dp_row(dp, N - 1);
     long long hi = N - 1;
     while (hi > 0) {
@@ -367,15 +377,27 @@ static int dp_solve(dp_t *dp, int nt)
     return atomic_load(&dp->oom) ? PF_ERR : PF_OK;
 }
 
-/* The chain from {} at cell c as a result: stages, degrees, configurations. */
+/* Cell (k, s) of downset i -> the cell its value came from (*k, *s updated): its stage's args. */
+static size_t dp_origin(const dp_t *dp, long long i, int *k, int *s)
+{
+    int o = dp->argc[(size_t)i * dp->C + dp->off[*s] + *k - *s];
+    *k = dp->cell_k[o];
+    *s = dp->cell_s[o];
+    return (size_t)i * dp->C + o;
+}
+
+/* The chain from {} at cell (k, s) as a result: stages, degrees, configurations, each stage's
+ * configurations chosen at the y its price was found at (the s of its origin cell; the chain
+ * behind holds no more). */
 static pf_stagedeg_result_t *dp_chain(const dp_t *dp, int k, int s)
 {
     const inst_t *m = dp->m;
     int S = 0;
     for (long long i = 0, kk = k, ss = s; i != dp->in->N - 1; S++) {
-        size_t c = (size_t)i * dp->C + dp->off[ss] + kk - ss;
-        kk -= (long long)m->ts[dp->argt[c]] * dp->argd[c];
-        ss -= dp->argd[c];
+        int k2 = (int)kk, s2 = (int)ss;
+        size_t c = dp_origin(dp, i, &k2, &s2);
+        kk = k2 - (long long)m->ts[dp->argt[c]] * dp->argd[c];
+        ss = s2 - dp->argd[c];
         i = dp->argj[c];
     }
     pf_stagedeg_result_t *r = pf_stagedeg_result_new(m->n, S);
@@ -388,7 +410,7 @@ static pf_stagedeg_result_t *dp_chain(const dp_t *dp, int k, int s)
     }
     long long i = 0;
     for (int st = 0; st < S; st++) {
-        size_t c = (size_t)i * dp->C + dp->off[s] + k - s;
+        size_t c = dp_origin(dp, i, &k, &s);
         long long j = dp->argj[c];
         int ti = dp->argt[c], d = dp->argd[c], mode;
         scratch_stage(dp, &sc, i, j);
@@ -420,6 +442,15 @@ static int dp_layout(dp_t *dp)
     for (int s = 0; s <= m->S; s++)
         dp->off[s + 1] = dp->off[s] + khi_of(dp, s) - s + 1;
     dp->C = dp->off[m->S + 1];
+    dp->cell_k = malloc((size_t)dp->C * sizeof *dp->cell_k);
+    dp->cell_s = malloc((size_t)dp->C * sizeof *dp->cell_s);
+    if (!dp->cell_k || !dp->cell_s)
+        return PF_ERR;
+    for (int s = 0; s <= m->S; s++)
+        for (int k = s; k <= khi_of(dp, s); k++) {
+            dp->cell_k[dp->off[s] + k - s] = k;
+            dp->cell_s[dp->off[s] + k - s] = s;
+        }
     dp->ndeg = 0;
     for (int d = 1; d <= m->S; d++)
         if (degree_ok(m, d))
@@ -432,9 +463,10 @@ static int dp_layout(dp_t *dp)
     dp->drop = malloc(cells * sizeof *dp->drop);
     dp->ndrop = malloc((size_t)dp->in->N * (m->S + 1) * sizeof *dp->ndrop);
     dp->rows = malloc((size_t)dp->in->N * (m->S + 1) * sizeof *dp->rows);
+    dp->argc = malloc(cells * sizeof *dp->argc);
     dp->nrows = malloc((size_t)dp->in->N * sizeof *dp->nrows);
     return dp->T && dp->argj && dp->argt && dp->argd && dp->drop && dp->ndrop && dp->rows &&
-                   dp->nrows
+                   dp->nrows && dp->argc
                ? PF_OK
                : PF_ERR;
 }
@@ -451,6 +483,9 @@ static void dp_free(dp_t *dp)
     free(dp->ndrop);
     free(dp->rows);
     free(dp->nrows);
+    free(dp->argc);
+    free(dp->cell_k);
+    free(dp->cell_s);
 }
 
 /* The best cell of T[{}] (k = D with exact_devices), first in (s, k) order; -1 when none. */

@@ -52,6 +52,8 @@
  * worse than none/full per stage (the greedy stops at or before "all ops", and costs >= 0). On
  * [Piper]'s resnet at 8 devices the per-stage choice alone was 4% slower than Piper's optimum.
  * Only 1F1B (and the signal bound, which counts as 1F1B) is modelled: PF_EINPUT otherwise.
+ * A tensor-parallel degree per stage and a configuration per op ([Piper]'s `full` problem):
+ * stagedeg_tp.h, which returns this result with tensor[] and op_tmpc[] filled.
  *
  * Missing before the search can use it (a later session): the plan format has one R for every
  * stage (pf_plan_t.replicas) and no per-stage recomputation; the mapping places S x R equal

@@ -51,6 +51,10 @@ run_mode() { # INPUT DEVICES MODE
         return
     fi
     pi_tps=$(jq -r '.time_per_sample' "$out/piper.out")
+    if [ "$(jq -r '.stages' "$out/piper.out")" = 0 ]; then # Piper found no plan that fits
+        echo "quality: $m $d $mode pf/piper - speed piper/pf - (Piper: no plan fits, in $(jq -r '.solve_s' "$out/piper.out") s; planfarm $pf_tps in $pf_s s${degrees:+, degrees $degrees})"
+        return
+    fi
     pi_s=$(jq -r '.solve_s' "$out/piper.out")
     pi_deg=$(grep 'formed a stage' "$out/piper.err" | sed 's/.*using d=\([0-9]*\) and t=\([0-9]*\).*/\1x\2/; s/x1$//' | paste -sd, -)
     awk -v m="$m" -v d="$d" -v mode="$mode" -v a="$pf_tps" -v b="$pi_tps" -v ps="$pf_s" -v qs="$pi_s" -v pd="$degrees" -v qd="$pi_deg" \

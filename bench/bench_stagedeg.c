@@ -282,7 +282,7 @@ int pf_bench_stagedeg(void)
     mkdir(outdir, 0777); /* build/peers may not exist yet; an existing one is fine */
     printf("%-11s %4s %9s %9s %9s %14s %3s  %s (%s)\n", "input", "D", "downsets", "solve s", "cpu s",
            "objective",
-           "S", "degrees d or dxt (r: recomputed / least memory, o: some ops)", mode);
+           "S", "degrees d or dxt (r: recomputed, o: some ops)", mode);
     snprintf(buf, sizeof buf, "%s", list);
     int failed = 0;
     for (char *save = NULL, *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {

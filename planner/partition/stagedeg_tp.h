@@ -31,15 +31,20 @@
  * are a subset of its changes, each adding time.) At most two configurations per op and t, the
  * heuristic's limit in [Piper] (PF_EINPUT otherwise).
  *
- * The DP. T[F][k][s] = the least max stage time of a chain from F to V using exactly k devices
- * whose data-parallel degrees add up to exactly s (the stage's K is the s of its cell):
+ * The DP. T[F][k][s] = the least max stage time of a chain from F to V using at most k devices
+ * (exactly k with exact_devices) whose data-parallel degrees add up to at most s:
  *   T[F][k][s] = min over G > F, t, d of max(t(G \ F, t, d, y = ceil(s / d)), T[G][k - td][s - d])
  * over t with a configuration for every op of G \ F, d allowed by o->degrees (d | MB, and
- * s <= MB, under [Piper]'s rules), k <= D. Cells hold s <= k <= s x t_max only. [Piper]'s runDP
- * keeps "at most" k and s; both give the same optimum. Prices come from per-downset sums where
- * every op's fastest configuration at t cannot depend on d or the boundary (its configurations
- * share param_bytes and sync bytes, as recomputation's do), else from the stage's ops; the
- * heuristic above walks the stage's ops only when its fastest configurations do not fit.
+ * s <= MB, under [Piper]'s rules), k <= D; cells hold s <= k <= s x t_max only. A stage priced at
+ * an s above its chain's true sum sees y too large, never too small: the optimum is the exact
+ * chain's, as in [Piper]'s runDP, which keeps "at most" k and s too. Rows fall with k and s, so a
+ * stage only reads the cells of T[G] below both neighbours, and along k no further than the first
+ * at or below its own price (the rest of the row carries it on). Each cell remembers the cell its
+ * value came from, so the chain is rebuilt at the y each stage was priced at. Prices come from
+ * per-downset sums where every op's fastest configuration at t cannot depend on d or the boundary
+ * (its configurations share param_bytes and sync bytes, as recomputation's do), else from the
+ * stage's ops; the heuristic above walks the stage's ops only when its fastest configurations do
+ * not fit. Downsets of one size in parallel, as stagedeg.h.
  *
  * Not modelled (as stagedeg.h): schedules other than 1F1B; the plan, mapping and simulator do not
  * take per-stage t, d or configurations yet. */

@@ -10,9 +10,11 @@
 //   "recomp R id id ..." is a stage under full recomputation: each of its nodes runs its
 //   "activation recomp" configuration where the file has one (planfarm's stagedeg.h chooses
 //   recomputation per stage), "vanilla" otherwise; a node id followed by "r" (17r) runs it for
-//   that node alone (stagedeg's per-node choice).
+//   that node alone (stagedeg's per-node choice). These lines have t = 1.
+//   A line "tp T R id#l id#l ..." is a stage of R replicas of T devices each (Piper's `full`
+//   mode, planfarm's stagedeg_tp.h) whose node `id` runs the l-th configuration (from 0, in the
+//   file's order) of its TMPCs["T"].
 // Prints {"time_per_sample": X}; X is Piper's INFTY (printed as "inf") when a stage does not fit.
-// No tensor parallelism: every stage has t = 1.
 #define main piper_original_main
 #include "algo.cpp"
 #undef main
@@ -62,17 +64,22 @@ int main(int argc, char **argv)
         string first;
         if (!(fields >> first))
             continue;
-        const bool recomp = first == "recomp";
-        if (recomp && !(fields >> first))
+        const bool recomp = first == "recomp", tp = first == "tp";
+        int t = 1;
+        if (tp && !(fields >> t))
+            continue;
+        if ((recomp || tp) && !(fields >> first))
             continue;
         rs.dataParallelDegree = atoi(first.c_str());
-        rs.tensorParallelDegree = 1;
+        rs.tensorParallelDegree = t;
         string tok;
         while (fields >> tok) {
             const bool node_recomp = !tok.empty() && tok.back() == 'r';
             if (node_recomp)
                 tok.pop_back();
-            const int id = atoi(tok.c_str());
+            const size_t hash = tok.find('#');
+            const int conf = hash == string::npos ? -1 : atoi(tok.c_str() + hash + 1);
+            const int id = atoi(tok.substr(0, hash).c_str());
             if (!ins.newNumber.count(id)) {
                 cerr << "piper_eval: " << argv[5] << ":" << lineno << ": node " << id
                      << " is not in " << argv[1] << endl;
@@ -81,7 +88,14 @@ int main(int argc, char **argv)
             const int v = ins.newNumber.at(id);
             rs.nodes.push_back(v);
             rs.TMPCids[v] = "vanilla";
-            if ((recomp || node_recomp) && ins.nodes[v].TMPCs.count(1))
+            if (conf >= 0) {
+                if (!ins.nodes[v].TMPCs.count(t) || conf >= (int)ins.nodes[v].TMPCs.at(t).size()) {
+                    cerr << "piper_eval: " << argv[5] << ":" << lineno << ": node " << id
+                         << " has no configuration " << conf << " for t = " << t << endl;
+                    return 2;
+                }
+                rs.TMPCids[v] = ins.nodes[v].TMPCs.at(t)[conf].id;
+            } else if ((recomp || node_recomp) && ins.nodes[v].TMPCs.count(1))
                 for (const TMPC &c : ins.nodes[v].TMPCs.at(1))
                     if (c.id == "activation recomp")
                         rs.TMPCids[v] = c.id;

@@ -80,6 +80,8 @@ static void test_heavy_stage_three_replicas(void)
     CU_ASSERT_EQUAL(r->degree[1], 1);
     CU_ASSERT(r->op_stage[0] == 0 && r->op_stage[1] == 0 && r->op_stage[2] == 1);
     PF_ASSERT_CLOSE(r->time_ms[1], 3, 1e-12);
+    CU_ASSERT(r->tensor[0] == 1 && r->tensor[1] == 1); /* no tensor parallelism here */
+    CU_ASSERT(r->op_tmpc[0] == -1 && r->op_tmpc[2] == -1);
     pf_stagedeg_result_destroy(&r);
     pf_stagedeg_result_destroy(&r); /* idempotent */
 

@@ -398,7 +398,7 @@ static int dp_solve(dp_t *dp, int nt)
     return atomic_load(&dp->oom) ? PF_ERR : PF_OK;
 }
 
-static pf_stagedeg_result_t *result_new(int n, int S)
+pf_stagedeg_result_t *pf_stagedeg_result_new(int n, int S)
 {
     pf_stagedeg_result_t *r = calloc(1, sizeof *r);
     if (!r)
@@ -409,12 +409,21 @@ static pf_stagedeg_result_t *result_new(int n, int S)
     int cap = S > 0 ? S : 1;
     r->op_stage = calloc((size_t)n, sizeof *r->op_stage);
     r->op_recompute = calloc((size_t)n, sizeof *r->op_recompute);
+    r->op_tmpc = malloc((size_t)n * sizeof *r->op_tmpc);
     r->degree = calloc((size_t)cap, sizeof *r->degree);
+    r->tensor = malloc((size_t)cap * sizeof *r->tensor);
     r->recompute = calloc((size_t)cap, sizeof *r->recompute);
     r->time_ms = calloc((size_t)cap, sizeof *r->time_ms);
     r->mem_bytes = calloc((size_t)cap, sizeof *r->mem_bytes);
-    if (!r->op_stage || !r->op_recompute || !r->degree || !r->recompute || !r->time_ms || !r->mem_bytes)
+    if (!r->op_stage || !r->op_recompute || !r->op_tmpc || !r->degree || !r->tensor ||
+        !r->recompute || !r->time_ms || !r->mem_bytes) {
         pf_stagedeg_result_destroy(&r);
+        return NULL;
+    }
+    for (int v = 0; v < n; v++)
+        r->op_tmpc[v] = -1;
+    for (int s = 0; s < cap; s++)
+        r->tensor[s] = 1;
     return r;
 }
 
@@ -424,7 +433,9 @@ void pf_stagedeg_result_destroy(pf_stagedeg_result_t **r)
         return;
     free((*r)->op_stage);
     free((*r)->op_recompute);
+    free((*r)->op_tmpc);
     free((*r)->degree);
+    free((*r)->tensor);
     free((*r)->recompute);
     free((*r)->time_ms);
     free((*r)->mem_bytes);
@@ -478,7 +489,7 @@ static pf_stagedeg_result_t *dp_chain(const dp_t *dp, int k)
         kk -= dp->argd[c];
         i = dp->argj[c];
     }
-    pf_stagedeg_result_t *r = result_new(in->n, S);
+    pf_stagedeg_result_t *r = pf_stagedeg_result_new(in->n, S);
     long long i = 0;
     for (int s = 0; r && s < S; s++) {
         long long j = dp->argj[(size_t)i * (K + 1) + k];
@@ -544,7 +555,7 @@ int pf_stagedeg_run(const pf_graph_t *g, const pf_downsets_t *ds, const pf_cost_
     for (int k = o->exact_devices ? o->devices : 1; k <= dp.K; k++)
         if (isfinite(dp.T[k]) && (best < 0 || dp.T[k] < dp.T[best]))
             best = k;
-    r = best < 0 ? result_new(in.n, 0) : dp_chain(&dp, best);
+    r = best < 0 ? pf_stagedeg_result_new(in.n, 0) : dp_chain(&dp, best);
     if (!r || (best >= 0 && pf_stagedeg_eval(g, cm, o, r, err, errlen) != PF_OK))
         goto oom;
     *out = r;

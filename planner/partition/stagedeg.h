@@ -52,6 +52,8 @@
  * worse than none/full per stage (the greedy stops at or before "all ops", and costs >= 0). On
  * [Piper]'s resnet at 8 devices the per-stage choice alone was 4% slower than Piper's optimum.
  * Only 1F1B (and the signal bound, which counts as 1F1B) is modelled: PF_EINPUT otherwise.
+ * A tensor-parallel degree per stage and a configuration per op ([Piper]'s `full` problem):
+ * stagedeg_tp.h, which returns this result with tensor[] and op_tmpc[] filled.
  *
  * Missing before the search can use it (a later session): the plan format has one R for every
  * stage (pf_plan_t.replicas) and no per-stage recomputation; the mapping places S x R equal
@@ -104,6 +106,8 @@ typedef struct {
     int nops;
     int *op_stage;       /* nops entries */
     int *degree;         /* d_s */
+    int *tensor;         /* t_s: devices per replica (1 here; stagedeg_tp.h sets others) */
+    int *op_tmpc;        /* nops entries: -1 here; stagedeg_tp.h's configuration per op */
     int *recompute;      /* r_s: 0 none, 1 full, 2 some ops (op_recompute says which) */
     int *op_recompute;   /* nops entries: 1 where the op is recomputed */
     double *time_ms;     /* t(H_s, d_s, r_s) */
@@ -119,6 +123,9 @@ int pf_stagedeg_run(const pf_graph_t *g, const pf_downsets_t *ds, const pf_cost_
                     const pf_stagedeg_opts_t *o, pf_stagedeg_result_t **out, char *err,
                     size_t errlen);
 void pf_stagedeg_result_destroy(pf_stagedeg_result_t **r);
+/* An empty result for nops ops and S stages (objective INFINITY, every t_s 1, op_tmpc -1); NULL
+ * when out of memory. */
+pf_stagedeg_result_t *pf_stagedeg_result_new(int nops, int S);
 
 /* Price a given assignment (stages in pipeline order): fills time_ms and mem_bytes of r from
  * op_stage, degree and op_recompute (recompute is not read) and sets objective_ms (INFINITY

@@ -525,8 +525,6 @@ static int simulate_order(const pf_simulate_input_t *in, pf_training_schedule_t 
                .MB = in->microbatches, .NB = in->buckets > 1 ? in->buckets : 1,
                .V = in->virtual_stages > 1 ? in->virtual_stages : 1};
     int D = x.D = pf_cluster_ndevices(in->cluster);
-    if (pf_simulate_check_size(in, err, errlen) != PF_OK)
-        return PF_EINPUT;
     x.P = x.S / x.V;
     x.DR = in->dp_stage && in->dp_replicas > 0 ? in->dp_replicas : x.R;
     int rc = PF_OK;
@@ -628,6 +626,8 @@ int pf_simulate(const pf_simulate_input_t *in, pf_simulate_result_t **out, char 
         return rc;
     if (pf_replica_groups_apply(in)) /* one replica for all: the same figures */
         return one_replica(in, out, err, errlen);
+    if ((rc = pf_simulate_check_size(in, err, errlen)) != PF_OK) /* what runs: counted here */
+        return rc;
     if (in->schedule != PF_SCHEDULE_SIGNAL)
         return simulate_order(in, in->schedule, 0, out, err, errlen);
     /* Free communication cannot delay any task of a fixed compute order (every start time is a

@@ -95,6 +95,31 @@ static void test_devkinds_ratio(void)
     pf_graph_destroy(&g);
 }
 
+/* An op whose times hold communication (a tensor-parallel setting's collectives): only the rest
+ * is re-priced on the other kind. fc's 3 / 6 ms with 1 / 2 ms of collectives on the H100:
+ * 1 + 2 gf + 2 + 4 gb. */
+static void test_devkinds_comm_share(void)
+{
+    char err[256];
+    pf_graph_t *g = pf_graph_new("one", 1);
+    pf_op_t fc = {.id = 0, .name = "fc", .type = "linear", .fwd_ms = 3, .bwd_ms = 6,
+                  .comm_fwd_ms = 1, .comm_bwd_ms = 2,
+                  .work = {.gemm_m = 8192, .gemm_n = 4096, .gemm_k = 1024, .gemm_batch = 1}};
+    pf_graph_add_op(g, &fc);
+    pf_graph_set_device_model(g, "a100-80g");
+    CU_ASSERT_EQUAL_FATAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
+    pf_cluster_t *c = pair("a100-80g", "h100-sxm");
+    pf_devkinds_t *dk = pf_devkinds_new(g, c);
+    double gf = pf_devkinds_fwd_ratio(dk, 0, 1), gb = pf_devkinds_bwd_ratio(dk, 0, 1);
+    CU_ASSERT(gf < 0.5 && gb < 0.5);
+    PF_ASSERT_CLOSE(pf_devkinds_cu_ms(dk, g, 0, 1), 1 + 2 * gf + 2 + 4 * gb, 1e-12);
+    PF_ASSERT_CLOSE(pf_devkinds_cu_ms(dk, g, 0, 0), 9, 1e-12);
+    PF_ASSERT_CLOSE(pf_devkinds_graph_ratio(dk, g, 1), (3 + 2 * gf + 4 * gb) / 9, 1e-12);
+    pf_devkinds_destroy(&dk);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 /* One kind, an unknown model or a graph that names none: every ratio is 1. */
 static void test_devkinds_uniform(void)
 {
@@ -309,6 +334,8 @@ static void test_devkinds_cluster_files(void)
 void pf_suite_devkinds(void)
 {
     CU_pSuite s = CU_add_suite("devkinds", NULL, NULL);
+    CU_add_test(s, "communication inside an op's times is not re-priced",
+                test_devkinds_comm_share);
     CU_add_test(s, "ratios by hand (HBM roofline, GEMM)", test_devkinds_ratio);
     CU_add_test(s, "one kind or unknown models: ratio 1", test_devkinds_uniform);
     CU_add_test(s, "DP with stage multipliers = brute force", test_devkinds_dp_multipliers);

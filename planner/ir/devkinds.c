@@ -1,6 +1,7 @@
 #include "planner/ir/devkinds.h"
 #include "planner/ir/devmodel.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,8 +142,9 @@ double pf_devkinds_cu_ms(const pf_devkinds_t *dk, const pf_graph_t *g, int v, in
     if (dk->uniform)
         return pf_graph_cu_ms(g, v);
     const pf_op_t *op = pf_graph_op(g, v);
-    return op->fwd_ms * pf_devkinds_fwd_ratio(dk, v, kind) +
-           op->bwd_ms * pf_devkinds_bwd_ratio(dk, v, kind);
+    double cf = fmin(op->comm_fwd_ms, op->fwd_ms), cb = fmin(op->comm_bwd_ms, op->bwd_ms);
+    return (op->fwd_ms - cf) * pf_devkinds_fwd_ratio(dk, v, kind) + cf +
+           (op->bwd_ms - cb) * pf_devkinds_bwd_ratio(dk, v, kind) + cb;
 }
 
 double pf_devkinds_graph_ratio(const pf_devkinds_t *dk, const pf_graph_t *g, int kind)

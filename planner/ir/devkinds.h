@@ -38,7 +38,8 @@ bool pf_devkinds_uniform(const pf_devkinds_t *dk);
 /* Op v's ratios on kind k. */
 double pf_devkinds_fwd_ratio(const pf_devkinds_t *dk, int v, int kind);
 double pf_devkinds_bwd_ratio(const pf_devkinds_t *dk, int v, int kind);
-/* c_u(v) on kind k: fwd_ms x fwd ratio + bwd_ms x bwd ratio (pf_graph_cu_ms when uniform). */
+/* c_u(v) on kind k: fwd_ms x fwd ratio + bwd_ms x bwd ratio, their communication share
+ * (comm_fwd_ms, comm_bwd_ms) kept as it is (pf_graph_cu_ms when uniform). */
 double pf_devkinds_cu_ms(const pf_devkinds_t *dk, const pf_graph_t *g, int v, int kind);
 /* sum over the graph of c_u on kind k / sum of c_u (1 when uniform or the sum is 0): one number
  * per kind for the partition's stage multipliers (partition.c). */

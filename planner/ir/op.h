@@ -31,6 +31,10 @@ typedef struct {
     double param_bytes, mem_fwd_bytes, mem_bwd_bytes;
     pf_shape_t weight, input, output;
     pf_op_work_t work;
+    /* Of fwd_ms and bwd_ms, the communication: a tensor-parallel setting's collectives
+     * (tap.c), which another device kind does not speed up or slow down (devkinds.h); 0 in
+     * graphs read from files. */
+    double comm_fwd_ms, comm_bwd_ms;
 } pf_op_t;
 
 #endif

@@ -505,6 +505,8 @@ int pf_coarsen_hyper_graph(const pf_graph_t *g, const int *group, int ngroups, p
             const pf_op_t *x = pf_graph_op(g, members[i]);
             op.fwd_ms += x->fwd_ms;
             op.bwd_ms += x->bwd_ms;
+            op.comm_fwd_ms += x->comm_fwd_ms;
+            op.comm_bwd_ms += x->comm_bwd_ms;
             op.param_bytes += x->param_bytes;
             op.mem_fwd_bytes += x->mem_fwd_bytes; /* stored activations add up (cost.h) */
             op.mem_bwd_bytes = fmax(op.mem_bwd_bytes, x->mem_bwd_bytes);

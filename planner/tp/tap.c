@@ -778,6 +778,7 @@ int pf_tap_graph(const pf_graph_t *g, const pf_tap_result_t *res, pf_graph_t **o
         pf_op_t op = *pf_graph_op(g, v);
         const pf_tap_op_t *r = &res->ops[v];
         op.fwd_ms = r->fwd_ms, op.bwd_ms = r->bwd_ms, op.param_bytes = r->param_bytes;
+        op.comm_fwd_ms = r->fwd_comm_ms, op.comm_bwd_ms = r->bwd_comm_ms;
         op.mem_fwd_bytes = r->mem_fwd_bytes, op.mem_bwd_bytes = r->mem_bwd_bytes;
         if (pf_graph_add_op(t, &op) < 0)
             rc = PF_ERR;

@@ -13,7 +13,8 @@
 # runs per side, the fastest counts). Calculon: PF_CALCULON_ROWS (MODEL:GPUS:BATCH ..., MODEL a
 # file of calculon/models without .json), PF_PEERS_CALCULON_BIG=1 (adds GPT-3 175B on 64 A100 at
 # batch 64: about an hour of Calculon), PF_CALCULON_TIMEOUT_S (7200 a search; 0 = none),
-# PF_CALCULON_CPUS (Calculon's -c, default every core), PF_CALCULON_REUSE=1 (a row whose search
+# PF_CALCULON_CPUS (Calculon's -c, default every core), PF_CALCULON_SEARCH=0 (no search: planfarm's
+# plan priced by Calculon's llm only), PF_CALCULON_REUSE=1 (a row whose search
 # result is in build/peers from an earlier run prints that run's search time, marked, instead of
 # searching again).
 # stamp and best_of assign through printf -v (SC2154); the *_once functions run through best_of
@@ -412,6 +413,13 @@ calculon_row() {
     pf_search=
     best_of pf_s cal_planfarm_once ||
         { echo "calculon: $cm $cn $cb: planfarm failed: $(head -c 300 "$out/pf.err")"; return; }
+    # PF_CALCULON_SEARCH=0: planfarm's plan priced by Calculon's llm only (seconds, not hours)
+    if [ "${PF_CALCULON_SEARCH:-1}" = 0 ]; then
+        printf 'calculon: %s %s %s | planfarm %s s [%s] | step by calculon: %s s (no search run)\n' \
+            "$cm" "$cn" "$cb" "$pf_s" "$pf_search" "$(cal_price "$cplan")"
+        echo "   planfarm:  $(cal_words "${cplan%.json}.exe.json" 2>/dev/null) (planfarm's own simulated step $(jq -r '.simulated_step_ms / 1000 | . * 1000 | round / 1000' "$cplan") s; ZeRO $(jq -r '.training.zero' "$cplan"))"
+        return
+    fi
     # a search's time and date beside its result: PF_CALCULON_REUSE=1 prints those of an earlier
     # run (marked) instead of searching again, for rows that take Calculon an hour
     if [ "${PF_CALCULON_REUSE:-0}" = 1 ] && [ -s "$copt.wall" ] && [ -s "$copt" ]; then

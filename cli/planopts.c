@@ -198,7 +198,7 @@ void cli_planopts_help(FILE *f)
             "an analytic model fix S, T, R, recomputation and ZeRO for the search (whole layers\n"
             "per stage); recomputation and ZeRO are searched unless --recompute / --zero fix them:\n"
             "  --block-search        turn it on with every dimension searched\n"
-            "  --block-candidates K  configurations ranked (default %d)\n"
+            "  --block-candidates K  distinct (S, T) pairs the later phases try (default %d)\n"
             "  --microbatch-size B   samples per micro-batch (default the graph's; another\n"
             "                        re-prices the graph on its device model, else linearly)\n"
             "  --sequence-parallel X on, off or auto (default auto)\n"

@@ -68,11 +68,13 @@ static void test_tensor_parallel_wins(void)
     CU_ASSERT_EQUAL_FATAL(r->stages, 1);
     CU_ASSERT(r->tensor[0] == 2 && r->degree[0] == 1);
     CU_ASSERT(r->op_tmpc[0] == 1 && r->op_tmpc[1] == 1);
-    /* the same plan cut in two stages of t = 1 is priced 7 */
-    r->stages = 2;
-    r->op_stage[1] = 1;
+    /* the same plan cut in two stages of t = 1 is priced 7 (a result sized for two stages) */
+    pf_stagedeg_result_destroy(&r);
+    r = pf_stagedeg_result_new(2, 2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    r->op_stage[0] = 0, r->op_stage[1] = 1;
     r->tensor[0] = r->tensor[1] = 1;
-    r->degree[1] = 1;
+    r->degree[0] = r->degree[1] = 1;
     r->op_tmpc[0] = r->op_tmpc[1] = 0;
     CU_ASSERT_EQUAL(pf_stagedeg_tp_eval(g, &cm, &o, &tab, r, err, sizeof err), PF_OK);
     PF_ASSERT_CLOSE(r->objective_ms, 7, 1e-12);

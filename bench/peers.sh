@@ -415,8 +415,11 @@ calculon_row() {
         { echo "calculon: $cm $cn $cb: planfarm failed: $(head -c 300 "$out/pf.err")"; return; }
     # PF_CALCULON_SEARCH=0: planfarm's plan priced by Calculon's llm only (seconds, not hours)
     if [ "${PF_CALCULON_SEARCH:-1}" = 0 ]; then
-        printf 'calculon: %s %s %s | planfarm %s s [%s] | step by calculon: %s s (no search run)\n' \
-            "$cm" "$cn" "$cb" "$pf_s" "$pf_search" "$(cal_price "$cplan")"
+        local st
+        st=$(cal_price "$cplan")
+        case $st in refused*) ;; *) st="$st s" ;; esac
+        printf 'calculon: %s %s %s | planfarm %s s [%s] | step by calculon: %s (no search run)\n' \
+            "$cm" "$cn" "$cb" "$pf_s" "$pf_search" "$st"
         echo "   planfarm:  $(cal_words "${cplan%.json}.exe.json" 2>/dev/null) (planfarm's own simulated step $(jq -r '.simulated_step_ms / 1000 | . * 1000 | round / 1000' "$cplan") s; ZeRO $(jq -r '.training.zero' "$cplan"))"
         return
     fi

@@ -9,7 +9,7 @@
 # Needs PF_BIN (planfarm) and jq.
 set -eu
 BIN=${PF_BIN:-./planfarm}
-command -v jq >/dev/null 2>&1 || { echo "mixed_gpus: SKIP (no jq)"; exit 0; }
+command -v jq >/dev/null 2>&1 || { echo "FAIL: mixed_gpus: jq missing (scripts/setup.sh test)" >&2; exit 1; }
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/pf_mixed.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: mixed_gpus: $*" >&2; exit 1; }

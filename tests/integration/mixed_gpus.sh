@@ -40,7 +40,7 @@ l0=$(layers "$mix" 0) l1=$(layers "$mix" 1)
 if [ "$(host_of_stage "$mix" 0)" = 1 ]; then fast=$l0 slow=$l1; else fast=$l1 slow=$l0; fi
 [ "$fast" -gt "$slow" ] || fail "the H100 stage holds $fast layers, the A100 stage $slow"
 h0=$(layers "$hh" 0) h1=$(layers "$hh" 1)
-[ $((h0 - h1)) -le 1 ] && [ $((h1 - h0)) -le 1 ] || fail "16 H100: $h0 and $h1 layers"
+if [ $((h0 - h1)) -gt 1 ] || [ $((h1 - h0)) -gt 1 ]; then fail "16 H100: $h0 and $h1 layers"; fi
 awk -v a="$(step "$aa")" -v m="$(step "$mix")" -v h="$(step "$hh")" \
     'BEGIN { exit !(h < m && m < a) }' ||
     fail "steps: all H100 $(step "$hh"), mixed $(step "$mix"), all A100 $(step "$aa") ms"

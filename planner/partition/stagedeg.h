@@ -25,10 +25,12 @@
  *   (no gradient accumulation) and the replicas take turns on it as on the compute, so its term is
  *   divided by d instead of MB: t = (c_u^r(H) + ef x cut(H) / B + ar x (d - 1)/d x P(H) / B) / d.
  *   With ef = 0, ar = 4 this is [PipeDream]'s time of a stage replicated d times (section 3.1,
- *   "Cost model": T(i -> j, m) = 1/m x max(sum of compute, sum of data-parallel communication),
- *   as optimizer_graph_hierarchical.py compute_partitioning computes it: (compute + 4 (m - 1)
- *   P / (B m)) / m with one level of workers; its transfers between stages enter only under
- *   --activation_compression_ratio, hence ef = 0). bench/bench_stagedeg_pd.c runs it so.
+ *   its partitioning DP: T(i -> j, m) = 1/m x (compute, weight synchronisation W^m = 4 (m - 1)
+ *   |w| / (m B)); the paper takes their max, as if they overlapped, its released optimizer
+ *   (optimizer_graph_hierarchical.py compute_partitioning, one level of workers) adds them,
+ *   (compute + 4 (m - 1) P / (B m)) / m, and that sum is what it reports and what this is. Its
+ *   transfers between stages enter only under --activation_compression_ratio, hence ef = 0.
+ *   bench/bench_stagedeg_pd.c runs it so; tests/test_stagedeg.c re-derives its recurrence).
  * Memory of stage s on each of its devices:
  *   m = sf(d) x P(H) + y_s x act^r(H) + fixed^r(H) + reserve,  y_s = min(MB, ceil(K_s / d_s))
  * with K_s = d_s + d_{s+1} + ... + d_{S-1} (the degrees of stage s and every stage after it).

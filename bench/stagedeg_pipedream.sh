@@ -57,6 +57,10 @@ row() { # PROFILE N
     pf_line=$(PF_PIPEDREAM_PROFILES=$p PF_STAGEDEG_DEVICES=$n PF_PEER_DATA="$data" PF_PIPEDREAM_BW_BYTES="$bw" PF_STAGEDEG_PD_PLANS="$out" \
         "$bench" stagedeg_pd | awk -v p="$p" '$1 == p')
     t2=$(now)
+    if [ $rc = 124 ]; then
+        echo "quality: $p $n replicated pf/pd - speed pd/pf - (PipeDream did not finish in $timeout_s s$(grep -m1 'Total number of states' "$pdo.log" | sed 's/Total number of/, its/'); planfarm: $pf_line)"
+        return
+    fi
     if [ $rc != 0 ] || [ -z "$pd" ]; then
         echo "quality: $p $n replicated pf/pd - speed pd/pf - (PipeDream rc $rc: $(tail -n 1 "$pdo.log"); planfarm: $pf_line)"
         return

@@ -247,7 +247,7 @@ static double brute_value(const brute_t *b, int S)
                 cut += ed->bytes;
         }
         double t = (cu + b->o->edge_factor * cut / B) / d +
-                   b->o->allreduce_factor * (d - 1.0) / d * P / mb / B;
+                   b->o->allreduce_factor * (d - 1.0) / d * P / (b->o->allreduce_per_microbatch ? d : mb) / B;
         double sf = b->o->state_factor > 0   ? b->o->state_factor
                     : b->o->state_factor < 0 ? 0
                                              : pf_training_state_factor(&b->cm->train, d);
@@ -332,6 +332,7 @@ static void test_brute_force(void)
         o.exact_devices = seed % 5 == 0;
         o.edge_factor = seed % 2 ? 2 : 1;
         o.allreduce_factor = seed % 3 ? 2 : 4;
+        o.allreduce_per_microbatch = seed % 4 == 1; /* [PipeDream]'s all-reduce */
         o.full = seed % 4 ? full : NULL;
         o.recompute_ops = seed % 3 == 1;
         o.state_factor = seed % 7 == 3 ? -1 : seed % 7 == 5 ? 3 : 0;
@@ -374,6 +375,128 @@ static void test_brute_force(void)
     if (mismatches || infeasible < 3 || uneven < 5 || recomputed < 5 || some < 1)
         fprintf(stderr, "stagedeg brute force: %d tested, %d infeasible, %d uneven, %d recomputed, "
                 "%d some\n", tested, infeasible, uneven, recomputed, some);
+}
+
+/* ---- [PipeDream]'s model (stagedeg.h allreduce_per_microbatch) ---- */
+
+/* PipeDream's options: no transfers between stages, its parameter-server all-reduce (4 x), one
+ * per micro-batch over d, any degree, exactly D workers, no memory limit. */
+static void pd_opts(pf_stagedeg_opts_t *o, int D)
+{
+    pf_stagedeg_opts_init(o);
+    o->devices = D;
+    o->degrees = PF_STAGEDEG_DEGREES_ANY;
+    o->exact_devices = 1;
+    o->edge_factor = 0;
+    o->allreduce_factor = 4;
+    o->allreduce_per_microbatch = 1;
+}
+
+/* Chain cu = [12, 3, 3] ms, P = [1e6, 0, 2e6] bytes, 1 GB/s (1e6 bytes/ms), 3 workers.
+ * PipeDream's stage time on m replicas, (C + 4 (m - 1) P / (B m)) / m:
+ *   {0} x 2: (12 + 4 x 1/2 x 1) / 2 = 7;  {1,2} x 1: 6;          -> 7
+ *   {0,1,2} x 3: (18 + 4 x 2/3 x 3) / 3 = 26/3;  {0,1} x 2 + {2}: (15 + 2) / 2 = 8.5;
+ *   any stage holding op 0 on one worker: >= 12.                 -> optimum 7.
+ * Once per MB = 4 micro-batches instead (the default) {0} x 2 is 6 + 4 x 1/2 x 1 / 4 = 6.5. */
+static void test_pipedream_by_hand(void)
+{
+    double cu[] = {12, 3, 3}, param[] = {1e6, 0, 2e6};
+    pf_graph_t *g = chain(3, cu, param, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pf_cost_model_t cm;
+    model(&cm, 1, 4, INFINITY);
+    pf_stagedeg_opts_t o;
+    pd_opts(&o, 3);
+    pf_stagedeg_result_t *r = solve(g, &cm, &o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    PF_ASSERT_CLOSE(r->objective_ms, 7, 1e-12);
+    CU_ASSERT_EQUAL_FATAL(r->stages, 2);
+    CU_ASSERT(r->degree[0] == 2 && r->degree[1] == 1);
+    CU_ASSERT(r->op_stage[0] == 0 && r->op_stage[1] == 1 && r->op_stage[2] == 1);
+    PF_ASSERT_CLOSE(r->time_ms[1], 6, 1e-12);
+    /* every op on 3 replicas, priced by pf_stagedeg_eval */
+    pf_stagedeg_result_t *e = pf_stagedeg_result_new(3, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    e->op_stage[0] = e->op_stage[1] = e->op_stage[2] = 0;
+    e->degree[0] = 3;
+    char err[256];
+    CU_ASSERT_EQUAL(pf_stagedeg_eval(g, &cm, &o, e, err, sizeof err), PF_OK);
+    PF_ASSERT_CLOSE(e->objective_ms, 26.0 / 3, 1e-12);
+    pf_stagedeg_result_destroy(&e);
+    pf_stagedeg_result_destroy(&r);
+    o.allreduce_per_microbatch = 0;
+    r = solve(g, &cm, &o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    PF_ASSERT_CLOSE(r->objective_ms, 6.5, 1e-12);
+    pf_stagedeg_result_destroy(&r);
+    pf_graph_destroy(&g);
+}
+
+/* PipeDream's recurrence (optimizer_graph_hierarchical.py compute_partitioning, one level, no
+ * --straight_pipeline, no memory constraint, no compression) re-derived for a chain, whose
+ * states are its prefixes: A[j][m] = the best time of ops 0..j on exactly m + 1 workers,
+ *   A[j][m] = min((C(0..j) + 4 m P(0..j) / (B (m + 1))) / (m + 1),
+ *                 min over k < j, 1 <= m' <= m of max(A[k][m - m'], T(k+1..j, m')))
+ *   T(H, m') = (C(H) + 4 (m' - 1) P(H) / (B m')) / m'. */
+static double pd_stage(const double *pc, const double *pp, int i, int j, int m, double B)
+{
+    double C = pc[j + 1] - pc[i], P = pp[j + 1] - pp[i];
+    return (C + 4.0 * (m - 1) * P / (B * m)) / m;
+}
+
+static double pd_recurrence(int n, const double *cu, const double *param, int D, double B)
+{
+    double pc[17] = {0}, pp[17] = {0}, A[16][16];
+    for (int i = 0; i < n; i++) {
+        pc[i + 1] = pc[i] + cu[i];
+        pp[i + 1] = pp[i] + param[i];
+    }
+    for (int j = 0; j < n; j++)
+        for (int m = 0; m < D; m++) {
+            A[j][m] = pd_stage(pc, pp, 0, j, m + 1, B);
+            for (int k = 0; k < j; k++)
+                for (int mp = 1; mp <= m; mp++)
+                    A[j][m] = fmin(A[j][m], fmax(A[k][m - mp], pd_stage(pc, pp, k + 1, j, mp, B)));
+        }
+    return A[n - 1][D - 1];
+}
+
+static void test_pipedream_recurrence(void)
+{
+    int differ = 0, uneven = 0;
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        pf_rng_t rng;
+        pf_rng_seed(&rng, seed * 104729);
+        int n = 2 + (int)(seed % 9), D = 1 + (int)(seed % 8);
+        double cu[16], param[16], B = 0.5 + (double)(seed % 4);
+        for (int v = 0; v < n; v++) {
+            cu[v] = pf_rng_range(&rng, 0.5, 20);
+            param[v] = seed % 3 ? pf_rng_range(&rng, 0, 4e7) : 0;
+        }
+        pf_graph_t *g = chain(n, cu, param, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+        pf_cost_model_t cm;
+        model(&cm, B, 1 + (int)(seed % 5), INFINITY);
+        pf_stagedeg_opts_t o;
+        pd_opts(&o, D);
+        pf_stagedeg_result_t *r = solve(g, &cm, &o);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+        double want = pd_recurrence(n, cu, param, D, B * 1e6);
+        PF_ASSERT_CLOSE(r->objective_ms, want, 1e-9);
+        differ += fabs(r->objective_ms - want) > 1e-9 * want;
+        int sum = 0;
+        for (int s = 0; s < r->stages; s++) {
+            sum += r->degree[s];
+            uneven += r->degree[s] != r->degree[0];
+        }
+        CU_ASSERT_EQUAL(sum, D);
+        pf_stagedeg_result_destroy(&r);
+        pf_graph_destroy(&g);
+    }
+    CU_ASSERT_EQUAL(differ, 0);
+    CU_ASSERT(uneven >= 5); /* the optima do replicate some stages more than others */
+    if (uneven < 5)
+        fprintf(stderr, "PipeDream recurrence: %d stages of another degree than the first\n", uneven);
 }
 
 /* ---- the constant-R problem ---- */
@@ -479,5 +602,7 @@ void pf_suite_stagedeg(void)
     CU_add_test(s, "DP equals exhaustive chains x degrees x recomputation (60 DAGs)",
                 test_brute_force);
     CU_add_test(s, "every d = R: pf_partition_dp's objective / R", test_constant_r_is_partition_dp);
+    CU_add_test(s, "PipeDream's replicated stage time (worked by hand)", test_pipedream_by_hand);
+    CU_add_test(s, "PipeDream's recurrence on chains (40 chains)", test_pipedream_recurrence);
     CU_add_test(s, "bad options", test_bad_options);
 }

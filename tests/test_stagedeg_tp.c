@@ -95,6 +95,11 @@ static void test_tensor_parallel_wins(void)
     pf_downsets_t *ds = pf_downsets_enumerate(g, 100, &capped);
     CU_ASSERT_EQUAL(pf_stagedeg_tp_run(g, ds, &cm, &o, &tab3, &r, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NULL(r);
+    /* [PipeDream]'s per-micro-batch all-reduce is stagedeg.c's alone: refused, not ignored */
+    o.allreduce_per_microbatch = 1;
+    CU_ASSERT_EQUAL(pf_stagedeg_tp_run(g, ds, &cm, &o, &tab, &r, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "allreduce_per_microbatch"));
+    CU_ASSERT_PTR_NULL(r);
     pf_downsets_destroy(&ds);
     pf_graph_destroy(&g);
 }

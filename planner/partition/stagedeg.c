@@ -103,7 +103,8 @@ static int model_init(model_t *m, const pf_graph_t *g, const pf_cost_model_t *cm
 static double stage_ms(const model_t *m, const sums_t *h, double cut_bytes, int d, int r)
 {
     double gbps = m->cm->flat_gbps, per = h->cu[r] + pf_bytes_ms(m->o->edge_factor * cut_bytes, gbps);
-    double ar = m->o->allreduce_factor * (d - 1) / d * h->params / m->mb;
+    double ar = m->o->allreduce_factor * (d - 1) / d * h->params /
+                (m->o->allreduce_per_microbatch ? d : m->mb);
     return per / d + pf_bytes_ms(ar, gbps);
 }
 

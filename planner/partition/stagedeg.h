@@ -21,6 +21,16 @@
  *   default to the ring, which is what NCCL runs; the Piper bench sets 4 to price as Piper does.
  *   ar = 0 leaves the all-reduce out, as pf_partition_dp does (constant R: the mapping prices
  *   it): then with every d_s = R, t(H, R, none) = t(H) / R exactly.
+ * - allreduce_per_microbatch = 1: the all-reduce runs after every micro-batch of every replica
+ *   (no gradient accumulation) and the replicas take turns on it as on the compute, so its term is
+ *   divided by d instead of MB: t = (c_u^r(H) + ef x cut(H) / B + ar x (d - 1)/d x P(H) / B) / d.
+ *   With ef = 0, ar = 4 this is [PipeDream]'s time of a stage replicated d times (section 3.1,
+ *   its partitioning DP: T(i -> j, m) = 1/m x (compute, weight synchronisation W^m = 4 (m - 1)
+ *   |w| / (m B)); the paper takes their max, as if they overlapped, its released optimizer
+ *   (optimizer_graph_hierarchical.py compute_partitioning, one level of workers) adds them,
+ *   (compute + 4 (m - 1) P / (B m)) / m, and that sum is what it reports and what this is. Its
+ *   transfers between stages enter only under --activation_compression_ratio, hence ef = 0.
+ *   bench/bench_stagedeg_pd.c runs it so; tests/test_stagedeg.c re-derives its recurrence).
  * Memory of stage s on each of its devices:
  *   m = sf(d) x P(H) + y_s x act^r(H) + fixed^r(H) + reserve,  y_s = min(MB, ceil(K_s / d_s))
  * with K_s = d_s + d_{s+1} + ... + d_{S-1} (the degrees of stage s and every stage after it).
@@ -88,6 +98,9 @@ typedef struct {
     int only_degree;               /* > 0: every d_s is this one (the constant-R problem) */
     double edge_factor;            /* ef above; default 1 */
     double allreduce_factor;       /* ar above; default 2 */
+    int allreduce_per_microbatch;  /* 1: the all-reduce per micro-batch, over d ([PipeDream]);
+                                    * 0 (default): once per MB micro-batches. pf_stagedeg_run and
+                                    * _eval only (stagedeg_tp.h refuses it) */
     double state_factor;           /* > 0: sf(d) for every d; 0 (default): training's; < 0: the
                                     * parameters hold nothing (their state is in the ops'
                                     * fixed_bytes, as [Piper]'s memoryUsageB carries it) */

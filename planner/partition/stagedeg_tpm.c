@@ -56,6 +56,8 @@ static int inst_check(const pf_stagedeg_tpm_t *m, char *err, size_t errlen)
         return pf_fail(err, errlen, PF_EINPUT, "stagedeg_tp: %d devices", o->devices);
     if (o->edge_factor < 0 || o->allreduce_factor < 0)
         return pf_fail(err, errlen, PF_EINPUT, "stagedeg_tp: negative factor");
+    if (o->allreduce_per_microbatch)
+        return pf_fail(err, errlen, PF_EINPUT, "stagedeg_tp: allreduce_per_microbatch not modelled");
     if (m->cm->train.schedule != PF_SCHEDULE_1F1B && m->cm->train.schedule != PF_SCHEDULE_SIGNAL)
         return pf_fail(err, errlen, PF_EINPUT,
                        "stagedeg_tp: schedule %s is not modelled (1F1B only)",

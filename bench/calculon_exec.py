@@ -13,7 +13,9 @@ The fields and where they come from (docs/DESIGN.md "Plan" for the plan's keys):
   data_par               replicas
   batch_size             global_batch (else microbatch_size x microbatches x replicas)
   microbatch_size        microbatch_size (the block search writes it; else 1)
-  pipeline_interleaving  virtual_stages (1 without)
+  pipeline_interleaving  virtual_stages (1 without); over uneven first/last stages (the
+                         embedding and the head counted as layers), which Calculon cannot split,
+                         the largest v' <= v that divides the layers per stage (noted)
   activation_recompute   training.recompute: none -> none, selective -> attn_only, full -> full
   optimizer_sharding     training.zero >= 1 and replicas > 1 (Calculon shards the optimizer as
                          Megatron-LM's distributed optimizer does, ZeRO-1: planfarm's ZeRO 2 and 3
@@ -114,6 +116,29 @@ def networks(plan, t, p, d, per_host, notes):
     return net
 
 
+def interleaving(plan, p, notes):
+    """Calculon's pipeline_interleaving: the plan's virtual_stages, where Calculon can run it.
+    Calculon splits the L blocks evenly, L / p per processor, in chunks of L / (p v): a plan whose
+    first and last stages hold one layer fewer (the embedding and the head counted as layers,
+    DESIGN.md "Block-level analytic model") has no counterpart, and is written with the largest
+    v' <= v that divides L / p (noted)."""
+    v = int(plan.get("virtual_stages", 1))
+    bs = plan.get("block_search", {})
+    if v <= 1 or p <= 1 or "layers_first" not in bs:
+        return v
+    first, last = int(bs["layers_first"]), int(bs["layers_last"])
+    L = first + last + int(bs.get("layers_middle", 0)) * (p - 2)
+    if L % p:
+        raise PlanError("%d layers on %d stages: Calculon splits the layers evenly" % (L, p))
+    per = L // p
+    if per % v == 0 and first == per and last == per:
+        return v
+    w = max(x for x in range(1, min(v, per) + 1) if per % x == 0)
+    notes.append("interleaving %d over uneven first/last stages (%d, %d of %d layers) written as "
+                 "%d: Calculon splits %d layers per stage evenly" % (v, first, last, L, w, per))
+    return w
+
+
 def convert(plan, datatype="float16", per_host=8):
     """(execution dict, notes list) for a planfarm plan dict"""
     notes = []
@@ -149,7 +174,7 @@ def convert(plan, datatype="float16", per_host=8):
         "microbatch_size": mbs,
         "datatype": datatype,
         "activation_recompute": RECOMPUTE[rec],
-        "pipeline_interleaving": int(plan.get("virtual_stages", 1)),
+        "pipeline_interleaving": interleaving(plan, p, notes),
         "optimizer_sharding": zero >= 1 and d > 1,
         "tensor_par_comm_type": "rs_ag" if plan.get("sequence_parallel") and t > 1 else "ar",
         "data_par_overlap": d > 1,

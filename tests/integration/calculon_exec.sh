@@ -107,6 +107,28 @@ done
 echo "ok: refusals (auto recomputation, no stages, not JSON)"
 pass=$((pass + 1))
 
+# 4b. interleaving over uneven first/last stages (40 layers on p 2, v 21: 20 + 20, the embedding
+# and the head counted as layers): Calculon splits 20 per stage evenly, so v 21 is written as 20,
+# the largest v <= 21 dividing 20, and noted; an even split keeps its v (20 per stage, v 4).
+cat >"$tmp/u.plan" <<'EOF'
+{ "devices": 8, "stages": 2, "replicas": 4, "tensor_parallel": 1, "microbatches": 16,
+  "global_batch": 64, "virtual_stages": 21,
+  "training": { "zero": 1, "recompute": "selective" },
+  "block_search": { "layers_first": 20, "layers_middle": 0, "layers_last": 20 },
+  "stage_list": [ { "id": 0, "devices": [0, 1, 2, 3] }, { "id": 1, "devices": [4, 5, 6, 7] } ] }
+EOF
+python3 "$conv" "$tmp/u.plan" -o "$tmp/u.exe" 2>"$tmp/u.err"
+[ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pipeline_interleaving"])' "$tmp/u.exe")" = 20 ] ||
+    { echo "FAIL: uneven v 21 not written as 20"; exit 1; }
+grep -q "interleaving 21 over uneven first/last stages (20, 20 of 40 layers) written as 20" "$tmp/u.err" ||
+    { echo "FAIL: uneven interleaving not noted: $(cat "$tmp/u.err")"; exit 1; }
+sed 's/"virtual_stages": 21/"virtual_stages": 4/' "$tmp/u.plan" >"$tmp/e.plan"
+python3 "$conv" "$tmp/e.plan" -o "$tmp/e.exe" 2>"$tmp/e.err"
+[ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pipeline_interleaving"])' "$tmp/e.exe")" = 4 ] ||
+    { echo "FAIL: even v 4 changed"; exit 1; }
+echo "ok: interleaving over uneven ends written as the largest even v (noted); an even one kept"
+pass=$((pass + 1))
+
 # 5. bench/calculon_model.py: Calculon's model file as `planfarm model gpt` flags. GPT-3 13B's file
 # has 40 heads of 128 on a hidden size of 5140: gcd(5140, 40) = 20 heads (noted); a consistent
 # file keeps its heads. The flags build a graph planfarm accepts.

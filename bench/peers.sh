@@ -421,6 +421,17 @@ calculon_row() {
         printf 'calculon: %s %s %s | planfarm %s s [%s] | step by calculon: %s (no search run)\n' \
             "$cm" "$cn" "$cb" "$pf_s" "$pf_search" "$st"
         echo "   planfarm:  $(cal_words "${cplan%.json}.exe.json" 2>/dev/null) (planfarm's own simulated step $(jq -r '.simulated_step_ms / 1000 | . * 1000 | round / 1000' "$cplan") s; ZeRO $(jq -r '.training.zero' "$cplan"))"
+        sed 's/^calculon_exec: note: /   note: /' "${cplan%.json}.notes"
+        if [ "$(jq -r '.training.zero' "$cplan")" -ge 2 ]; then
+            cplan=$out/cal-$tag.zero1.plan.json
+            if best_of pf1_s cal_planfarm_once --zero 1; then
+                st=$(cal_price "$cplan")
+                case $st in refused*) ;; *) st="$st s" ;; esac
+                echo "calculon: $cm $cn $cb --zero 1 | planfarm $pf1_s s | step by calculon: $st"
+                echo "   planfarm:  $(cal_words "${cplan%.json}.exe.json" 2>/dev/null)"
+                sed 's/^calculon_exec: note: /   note: /' "${cplan%.json}.notes"
+            fi
+        fi
         return
     fi
     # a search's time and date beside its result: PF_CALCULON_REUSE=1 prints those of an earlier

@@ -650,6 +650,18 @@ static void emit_numbers(pf_json_writer_t *w, const char *key, const double *v, 
     pf_json_writer_arr_end(w);
 }
 
+/* "key": {"fwd": fwd, "bwd": bwd} */
+static void emit_fwd_bwd(pf_json_writer_t *w, const char *key, double fwd, double bwd)
+{
+    pf_json_writer_key(w, key);
+    pf_json_writer_obj_begin_inline(w);
+    pf_json_writer_key(w, "fwd");
+    pf_json_writer_num(w, fwd);
+    pf_json_writer_key(w, "bwd");
+    pf_json_writer_num(w, bwd);
+    pf_json_writer_obj_end(w);
+}
+
 static void emit_model(pf_json_writer_t *w, const void *ctx)
 {
     const pf_devmodel_t *dm = ctx;
@@ -677,22 +689,9 @@ static void emit_model(pf_json_writer_t *w, const void *ctx)
     }
     pf_json_writer_key(w, "gpus_per_host");
     pf_json_writer_int(w, s->gpus_per_host);
-    pf_json_writer_key(w, "fused_efficiency");
-    pf_json_writer_obj_begin_inline(w);
-    pf_json_writer_key(w, "fwd");
-    pf_json_writer_num(w, s->fused_eff_fwd);
-    pf_json_writer_key(w, "bwd");
-    pf_json_writer_num(w, s->fused_eff_bwd);
-    pf_json_writer_obj_end(w);
-    if (s->op_overhead_us_fwd > 0 || s->op_overhead_us_bwd > 0) {
-        pf_json_writer_key(w, "op_overhead_us");
-        pf_json_writer_obj_begin_inline(w);
-        pf_json_writer_key(w, "fwd");
-        pf_json_writer_num(w, s->op_overhead_us_fwd);
-        pf_json_writer_key(w, "bwd");
-        pf_json_writer_num(w, s->op_overhead_us_bwd);
-        pf_json_writer_obj_end(w);
-    }
+    emit_fwd_bwd(w, "fused_efficiency", s->fused_eff_fwd, s->fused_eff_bwd);
+    if (s->op_overhead_us_fwd > 0 || s->op_overhead_us_bwd > 0)
+        emit_fwd_bwd(w, "op_overhead_us", s->op_overhead_us_fwd, s->op_overhead_us_bwd);
     pf_json_writer_key(w, "gemm");
     pf_json_writer_obj_begin(w);
     emit_numbers(w, "m", dm->gm, dm->nm);

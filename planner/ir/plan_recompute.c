@@ -27,21 +27,14 @@ pf_training_recompute_t pf_plan_recompute_max(const pf_plan_t *p)
     return m;
 }
 
+static pf_training_recompute_t plan_level(const void *p, int s)
+{
+    return pf_plan_recompute_stage(p, s);
+}
+
 void pf_plan_recompute_describe(const pf_plan_t *p, char *buf, size_t len)
 {
-    size_t at = 0;
-    if (len)
-        buf[0] = 0;
-    for (int s = 0, run = 1; s < p->stages && at < len; s++, run++) {
-        pf_training_recompute_t r = pf_plan_recompute_stage(p, s);
-        if (s + 1 < p->stages && pf_plan_recompute_stage(p, s + 1) == r)
-            continue;
-        int n = run == p->stages ? snprintf(buf, len, "%s", pf_training_recompute_name(r))
-                                 : snprintf(buf + at, len - at, "%s%s x%d", at ? "+" : "",
-                                            pf_training_recompute_name(r), run);
-        at += n > 0 ? (size_t)n : 0;
-        run = 0;
-    }
+    pf_training_recompute_runs(p->stages, plan_level, p, buf, len);
 }
 
 int pf_plan_recompute_read(json_t *st, const char *path, pf_stage_t *sl, char *err,

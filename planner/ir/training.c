@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +101,24 @@ int pf_training_inflight(const pf_training_t *t, int stages, int microbatches, i
         return microbatches;
     int k = t->schedule == PF_SCHEDULE_EAGER_1F1B ? 2 * (stages - s) - 1 : stages - s;
     return k < microbatches ? (k > 1 ? k : 1) : microbatches;
+}
+
+void pf_training_recompute_runs(int n, pf_training_recompute_t (*level)(const void *ctx, int s),
+                                const void *ctx, char *buf, size_t len)
+{
+    size_t at = 0;
+    if (len)
+        buf[0] = 0;
+    for (int s = 0, run = 1; s < n && at < len; s++, run++) {
+        pf_training_recompute_t r = level(ctx, s);
+        if (s + 1 < n && level(ctx, s + 1) == r)
+            continue;
+        int k = run == n ? snprintf(buf, len, "%s", pf_training_recompute_name(r))
+                         : snprintf(buf + at, len - at, "%s%s x%d", at ? "+" : "",
+                                    pf_training_recompute_name(r), run);
+        at += k > 0 ? (size_t)k : 0;
+        run = 0;
+    }
 }
 
 size_t pf_training_block_len(const char *name)

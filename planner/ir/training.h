@@ -62,6 +62,10 @@ int pf_training_check(const pf_training_t *t, char *err, size_t errlen);
 const char *pf_training_precision_name(int precision_bytes); /* "bf16" for 2, "fp32" for 4 */
 const char *pf_training_optimizer_name(pf_training_optimizer_t o);
 const char *pf_training_recompute_name(pf_training_recompute_t r);
+/* Per-stage recomputation in runs, "selective x3+none x1", or one name when every stage of n
+ * agrees; level(ctx, s) gives stage s's. */
+void pf_training_recompute_runs(int n, pf_training_recompute_t (*level)(const void *ctx, int s),
+                                const void *ctx, char *buf, size_t len);
 const char *
 pf_training_schedule_name(pf_training_schedule_t s); /* "1f1b", "gpipe", "eager-1f1b", "signal" */
 /* Parse names as printed; -1 when unknown ("fp16" parses to 2). */

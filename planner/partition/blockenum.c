@@ -262,20 +262,14 @@ int pf_blockenum_run(const pf_blockcost_problem_t *pr, const pf_blockenum_fix_t 
     return PF_OK;
 }
 
+static pf_training_recompute_t cand_level(const void *c, int s)
+{
+    return pf_blockcost_stage_recompute(c, s);
+}
+
 void pf_blockenum_recompute_describe(const pf_blockcost_cand_t *c, char *buf, size_t len)
 {
-    size_t at = 0;
-    buf[0] = 0;
-    for (int s = 0, run = 1; s < c->p && at < len; s++, run++) {
-        pf_training_recompute_t r = pf_blockcost_stage_recompute(c, s);
-        if (s + 1 < c->p && pf_blockcost_stage_recompute(c, s + 1) == r)
-            continue;
-        int n = run == c->p ? snprintf(buf, len, "%s", pf_training_recompute_name(r))
-                            : snprintf(buf + at, len - at, "%s%s x%d", at ? "+" : "",
-                                       pf_training_recompute_name(r), run);
-        at += n > 0 ? (size_t)n : 0;
-        run = 0;
-    }
+    pf_training_recompute_runs(c->p, cand_level, c, buf, len);
 }
 
 void pf_blockenum_describe(const pf_blockcost_cand_t *c, char *buf, size_t len)

@@ -30,19 +30,6 @@ static pf_graph_t *chain(int n, const double *cu, const double *param, const dou
     return g;
 }
 
-/* A cost model without a cluster: B_flat, MB, default training, memory limit. */
-static void model(pf_cost_model_t *cm, double gbps, int mb, double limit)
-{
-    memset(cm, 0, sizeof *cm);
-    pf_training_t t;
-    pf_training_init(&t);
-    cm->flat_gbps = gbps;
-    cm->microbatches = mb;
-    cm->stages = 1;
-    cm->mem_limit_bytes = limit;
-    pf_cost_model_set_training(cm, &t, 1, 0);
-}
-
 static pf_stagedeg_result_t *solve(const pf_graph_t *g, const pf_cost_model_t *cm,
                                    const pf_stagedeg_opts_t *o)
 {
@@ -67,7 +54,7 @@ static void test_heavy_stage_three_replicas(void)
     pf_graph_t *g = chain(3, cu, param, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     pf_cost_model_t cm;
-    model(&cm, 1, 4, 1e30);
+    pf_test_cost_model(&cm, 1, 4, 1e30);
     pf_stagedeg_opts_t o;
     pf_stagedeg_opts_init(&o);
     o.devices = 4;
@@ -107,7 +94,7 @@ static void test_memory_forces_recomputation(void)
     pf_graph_t *g = chain(2, cu, param, act);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     pf_cost_model_t cm;
-    model(&cm, 1, 4, 15);
+    pf_test_cost_model(&cm, 1, 4, 15);
     pf_stagedeg_opcost_t full[] = {{5, 1, 0}, {5, 1, 0}};
     pf_stagedeg_opts_t o;
     pf_stagedeg_opts_init(&o);
@@ -142,7 +129,7 @@ static void test_recompute_some_ops(void)
     pf_graph_t *g = chain(2, cu, param, act);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     pf_cost_model_t cm;
-    model(&cm, 1, 4, 12);
+    pf_test_cost_model(&cm, 1, 4, 12);
     pf_stagedeg_opcost_t full[] = {{5, 1, 0}, {7, 1, 0}};
     pf_stagedeg_opts_t o;
     pf_stagedeg_opts_init(&o);
@@ -175,16 +162,6 @@ typedef struct {
     int d[8], r[8];
     double best;
 } brute_t;
-
-static int is_downset(const pf_graph_t *g, uint32_t set)
-{
-    for (int e = 0; e < pf_graph_nedges(g); e++) {
-        const pf_edge_t *ed = pf_graph_edge(g, e);
-        if (((set >> ed->dst) & 1) && !((set >> ed->src) & 1))
-            return 0;
-    }
-    return 1;
-}
 
 static pf_stagedeg_opcost_t cost_of(const brute_t *b, int r, int v)
 {
@@ -289,7 +266,7 @@ static void brute(brute_t *b, uint32_t F, int used, int s)
         return;
     }
     for (uint32_t G = all; G; G = (G - 1) & all) {
-        if ((G & F) != F || G == F || !is_downset(b->g, G))
+        if ((G & F) != F || G == F || !pf_test_is_downset(b->g, G))
             continue;
         b->mask[s] = G & ~F;
         for (int d = 1; used + d <= b->kmax; d++) {
@@ -323,7 +300,7 @@ static void test_brute_force(void)
             total += 8 * op->param_bytes + op->mem_fwd_bytes;
         }
         pf_cost_model_t cm;
-        model(&cm, 0.5 + (double)(seed % 5), mbs[seed % 4], total * (0.3 + 0.25 * (double)(seed % 5)));
+        pf_test_cost_model(&cm, 0.5 + (double)(seed % 5), mbs[seed % 4], total * (0.3 + 0.25 * (double)(seed % 5)));
         cm.train.zero = (int)(seed % 2);
         pf_stagedeg_opts_t o;
         pf_stagedeg_opts_init(&o);
@@ -404,7 +381,7 @@ static void test_pipedream_by_hand(void)
     pf_graph_t *g = chain(3, cu, param, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     pf_cost_model_t cm;
-    model(&cm, 1, 4, INFINITY);
+    pf_test_cost_model(&cm, 1, 4, INFINITY);
     pf_stagedeg_opts_t o;
     pd_opts(&o, 3);
     pf_stagedeg_result_t *r = solve(g, &cm, &o);
@@ -476,7 +453,7 @@ static void test_pipedream_recurrence(void)
         pf_graph_t *g = chain(n, cu, param, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(g);
         pf_cost_model_t cm;
-        model(&cm, B, 1 + (int)(seed % 5), INFINITY);
+        pf_test_cost_model(&cm, B, 1 + (int)(seed % 5), INFINITY);
         pf_stagedeg_opts_t o;
         pd_opts(&o, D);
         pf_stagedeg_result_t *r = solve(g, &cm, &o);
@@ -573,7 +550,7 @@ static void test_bad_options(void)
     double cu[] = {1, 1}, param[] = {0, 0};
     pf_graph_t *g = chain(2, cu, param, NULL);
     pf_cost_model_t cm;
-    model(&cm, 1, 4, 1e30);
+    pf_test_cost_model(&cm, 1, 4, 1e30);
     int capped;
     pf_downsets_t *ds = pf_downsets_enumerate(g, 100, &capped);
     pf_stagedeg_opts_t o;

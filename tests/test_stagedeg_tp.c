@@ -12,18 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void model(pf_cost_model_t *cm, double gbps, int mb, double limit)
-{
-    memset(cm, 0, sizeof *cm);
-    pf_training_t t;
-    pf_training_init(&t);
-    cm->flat_gbps = gbps;
-    cm->microbatches = mb;
-    cm->stages = 1;
-    cm->mem_limit_bytes = limit;
-    pf_cost_model_set_training(cm, &t, 1, 0);
-}
-
 static pf_stagedeg_result_t *solve(const pf_graph_t *g, const pf_cost_model_t *cm,
                                    const pf_stagedeg_opts_t *o, const pf_stagedeg_tmpcs_t *tab)
 {
@@ -58,7 +46,7 @@ static void test_tensor_parallel_wins(void)
     int first[] = {0, 2, 4};
     pf_stagedeg_tmpcs_t tab = {opt, first};
     pf_cost_model_t cm;
-    model(&cm, 1, 2, 1e30);
+    pf_test_cost_model(&cm, 1, 2, 1e30);
     pf_stagedeg_opts_t o;
     pf_stagedeg_opts_init(&o);
     o.devices = 2;
@@ -263,16 +251,6 @@ static void brute_value(brute_t *b, int S)
     b->exact = fmin(b->exact, x);
 }
 
-static int is_downset(const pf_graph_t *g, uint32_t set)
-{
-    for (int e = 0; e < pf_graph_nedges(g); e++) {
-        const pf_edge_t *ed = pf_graph_edge(g, e);
-        if (((set >> ed->dst) & 1) && !((set >> ed->src) & 1))
-            return 0;
-    }
-    return 1;
-}
-
 static int degree_allowed(const brute_t *b, int d)
 {
     if (b->o->only_degree > 0)
@@ -294,7 +272,7 @@ static void brute(brute_t *b, uint32_t F, int used, int dsum, int s)
         return;
     }
     for (uint32_t G = all; G; G = (G - 1) & all) {
-        if ((G & F) != F || G == F || !is_downset(b->g, G))
+        if ((G & F) != F || G == F || !pf_test_is_downset(b->g, G))
             continue;
         b->mask[s] = G & ~F;
         for (int ti = 0; ti < TS; ti++)
@@ -368,7 +346,7 @@ static void test_brute_force(void)
         for (int v = 0; v < n; v++)
             total += 4 * pf_graph_op(g, v)->param_bytes + pf_graph_op(g, v)->mem_fwd_bytes;
         pf_cost_model_t cm;
-        model(&cm, 0.5 + (double)(seed % 5), mbs[seed % 4], total * (0.25 + 0.25 * (double)(seed % 5)));
+        pf_test_cost_model(&cm, 0.5 + (double)(seed % 5), mbs[seed % 4], total * (0.25 + 0.25 * (double)(seed % 5)));
         cm.train.zero = (int)(seed % 2);
         pf_stagedeg_opts_t o;
         pf_stagedeg_opts_init(&o);
@@ -446,7 +424,7 @@ static void test_t1_is_notp(void)
         first[n] = 2 * n;
         pf_stagedeg_tmpcs_t tab = {opt, first};
         pf_cost_model_t cm;
-        model(&cm, 1 + (double)(seed % 3), 2 + (int)(seed % 5), total * (0.3 + 0.2 * (double)(seed % 4)));
+        pf_test_cost_model(&cm, 1 + (double)(seed % 3), 2 + (int)(seed % 5), total * (0.3 + 0.2 * (double)(seed % 4)));
         pf_stagedeg_opts_t o;
         pf_stagedeg_opts_init(&o);
         o.devices = D;

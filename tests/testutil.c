@@ -79,3 +79,25 @@ int pf_test_err_from(const char *err, const char *file, const char *expect, size
         fprintf(stderr, "\n  case %zu: got '%s', want '%s'\n", i, err, expect);
     return ok;
 }
+
+int pf_test_is_downset(const pf_graph_t *g, uint32_t set)
+{
+    for (int e = 0; e < pf_graph_nedges(g); e++) {
+        const pf_edge_t *ed = pf_graph_edge(g, e);
+        if (((set >> ed->dst) & 1) && !((set >> ed->src) & 1))
+            return 0;
+    }
+    return 1;
+}
+
+void pf_test_cost_model(pf_cost_model_t *cm, double gbps, int mb, double limit_bytes)
+{
+    memset(cm, 0, sizeof *cm);
+    pf_training_t t;
+    pf_training_init(&t);
+    cm->flat_gbps = gbps;
+    cm->microbatches = mb;
+    cm->stages = 1;
+    cm->mem_limit_bytes = limit_bytes;
+    pf_cost_model_set_training(cm, &t, 1, 0);
+}

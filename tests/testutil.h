@@ -42,6 +42,14 @@ int pf_test_run(const char *cmd, char *out, size_t cap);
  * probability p_edge: skips and branches. Costs are random in [0.5, 10) ms, bytes in
  * [1e5, 1e8), params in [0, 1e8). Finalized; NULL on failure. */
 pf_graph_t *pf_test_random_dag(uint64_t seed, int n, double p_edge);
+/* Is the set of ops (bit v = op v, n <= 32) closed under predecessors? For brute force over the
+ * downsets of a small graph. */
+int pf_test_is_downset(const pf_graph_t *g, uint32_t set);
+
+#include "planner/ir/cost.h"
+/* A cost model without a cluster: flat bandwidth gbps, mb micro-batches, one stage, default
+ * training, memory limit limit_bytes. */
+void pf_test_cost_model(pf_cost_model_t *cm, double gbps, int mb, double limit_bytes);
 
 #include "planner/search/search.h"
 

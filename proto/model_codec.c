@@ -423,8 +423,12 @@ Planfarm__Plan *pf_model_codec_plan_to_pb(pf_arena_t *a, const pf_plan_t *p)
         y->compute_ms = x->compute_ms;
         y->time_ms = x->time_ms;
         y->peak_mem_bytes = x->peak_mem_bytes;
-        if (x->devices) { /* replica r's T devices at [r T, r T + T) */
-            int n = p->replicas * (p->tensor_parallel > 0 ? p->tensor_parallel : 1);
+        if (pf_plan_degrees_mixed(p)) {
+            y->replicas = (uint32_t)pf_plan_degrees_replicas(p, s);
+            y->tp = (uint32_t)pf_plan_degrees_tp(p, s);
+        }
+        if (x->devices) { /* replica r's t_s devices at [r t_s, r t_s + t_s) */
+            int n = pf_plan_degrees_ndevices(p, s);
             int32_t *d = PF_ANEW(a, int32_t, n);
             if (!d)
                 return NULL;
@@ -500,10 +504,10 @@ Planfarm__Plan *pf_model_codec_plan_to_pb(pf_arena_t *a, const pf_plan_t *p)
     return pb;
 }
 
-/* stage_list[s]: op and device indices in range, replicas x T devices when given. */
+/* stage_list[s]: op and device indices in range, d_s x t_s devices when given (the stage's
+ * degrees are read before: stage_degrees_from_pb). */
 static int stage_from_pb(const Planfarm__Stage *x, uint32_t s, pf_plan_t *p, int nops,
-                         int ndevices, uint32_t replicas, uint32_t T, int *ops, char *err,
-                         size_t errlen)
+                         int ndevices, int *ops, char *err, size_t errlen)
 {
     if (x->n_ops > (size_t)nops)
         return pf_fail(err, errlen, PF_EINPUT, "plan.stage_list[%u].ops: more than %d ops", s,
@@ -522,9 +526,10 @@ static int stage_from_pb(const Planfarm__Stage *x, uint32_t s, pf_plan_t *p, int
     y->peak_mem_bytes = x->peak_mem_bytes;
     if (!x->n_devices)
         return PF_OK;
+    int replicas = pf_plan_degrees_replicas(p, (int)s), T = pf_plan_degrees_tp(p, (int)s);
     if (x->n_devices != (size_t)replicas * T)
         return pf_fail(err, errlen, PF_EINPUT, "plan.stage_list[%u].devices: %zu entries, "
-                       "replicas x tensor_parallel = %u x %u", s, x->n_devices, replicas, T);
+                       "replicas x tensor_parallel = %d x %d", s, x->n_devices, replicas, T);
     int *d = pf_plan_stage_devices(p, (int)s);
     if (!d)
         return pf_fail(err, errlen, PF_ERR, "out of memory");
@@ -535,6 +540,27 @@ static int stage_from_pb(const Planfarm__Stage *x, uint32_t s, pf_plan_t *p, int
         d[r] = x->devices[r];
     }
     return PF_OK;
+}
+
+/* Every stage's own degrees, when the stages differ (all of them given, or none), checked as a
+ * plan file's are (pf_plan_degrees_check). */
+static int stage_degrees_from_pb(const Planfarm__Plan *m, pf_plan_t *p, int ndevices, char *err,
+                                 size_t errlen)
+{
+    int given = 0;
+    for (uint32_t s = 0; s < m->stages; s++) {
+        const Planfarm__Stage *x = m->stage_list[s];
+        if (!x->replicas != !x->tp || x->replicas > (1u << 20) || x->tp > (1u << 16))
+            return pf_fail(err, errlen, PF_EINPUT, "plan.stage_list[%u]: replicas %u, tp %u "
+                           "out of range", s, x->replicas, x->tp);
+        given += x->replicas > 0;
+        p->stage_list[s].replicas = (int)x->replicas;
+        p->stage_list[s].tensor_parallel = (int)x->tp;
+    }
+    if (given && given != (int)m->stages)
+        return pf_fail(err, errlen, PF_EINPUT, "plan.stage_list: %d of %u stages give their "
+                       "degrees (all or none)", given, m->stages);
+    return given ? pf_plan_degrees_check(p, ndevices, err, errlen) : PF_OK;
 }
 
 /* What the search reports beside the plan: mapping, baselines, partition search, jobs. */
@@ -588,7 +614,9 @@ int pf_model_codec_plan_from_pb(const Planfarm__Plan *m, int nops, int ndevices,
     *out = NULL;
     uint32_t T = m->tensor_parallel ? m->tensor_parallel : 1;
     if (m->stages == 0 || m->replicas == 0 || m->stages > (uint32_t)nops ||
-        (uint64_t)m->stages * m->replicas * T > (uint64_t)ndevices)
+        m->replicas > (uint32_t)ndevices || T > (uint32_t)ndevices ||
+        (m->n_stage_list && !m->stage_list[0]->replicas &&
+         (uint64_t)m->stages * m->replicas * T > (uint64_t)ndevices))
         return pf_fail(err, errlen, rc, "plan: %u stages x %u replicas x %u tensor-parallel do "
                        "not fit %d ops, %d devices", m->stages, m->replicas, T, nops, ndevices);
     if (m->n_stage_list != m->stages)
@@ -635,9 +663,10 @@ int pf_model_codec_plan_from_pb(const Planfarm__Plan *m, int nops, int ndevices,
         p->stage_list[s].has_recompute = 1;
         p->stage_list[s].recompute = (pf_training_recompute_t)m->stage_recompute[s];
     }
+    if ((rc = stage_degrees_from_pb(m, p, ndevices, err, errlen)) != PF_OK)
+        goto fail;
     for (uint32_t s = 0; s < m->stages; s++)
-        if ((rc = stage_from_pb(m->stage_list[s], s, p, nops, ndevices, m->replicas, T, ops, err,
-                                errlen)))
+        if ((rc = stage_from_pb(m->stage_list[s], s, p, nops, ndevices, ops, err, errlen)))
             goto fail;
     p->partition_objective_ms = m->partition_objective_ms;
     p->objective_ms = m->objective_ms;

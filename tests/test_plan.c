@@ -262,11 +262,77 @@ static void test_stage_recompute(void)
     pf_graph_destroy(&g);
 }
 
+/* Per-stage degrees (issue 24): a plan whose stages run 2 x 1, 1 x 2 and 1 x 1 devices on a
+ * step of 4 micro-batches (replicas = 2, microbatches = 2) is written with each stage's
+ * replicas and tp and read back with its devices; a uniform plan writes no stage keys; a degree
+ * that does not divide the step, a top-level value that is not the largest and more devices
+ * than the cluster has are refused, each naming its place. */
+static void test_stage_degrees(void)
+{
+    char err[512], path[700];
+    pf_graph_t *g = pf_test_random_dag(7, 6, 0.2);
+    pf_cluster_t *c = four_devices();
+    pf_plan_t *p = pf_plan_new(3, 1);
+    int a[] = {0, 1}, b[] = {2, 3}, z[] = {4, 5}, d[] = {2, 1, 1}, t[] = {1, 2, 1};
+    pf_plan_set_stage_ops(p, 0, a, 2);
+    pf_plan_set_stage_ops(p, 1, b, 2);
+    pf_plan_set_stage_ops(p, 2, z, 2);
+    CU_ASSERT_FALSE(pf_plan_degrees_mixed(p));
+    CU_ASSERT_EQUAL(pf_plan_degrees_set(p, d, t, 3), PF_EINPUT); /* 2 does not divide 3 */
+    CU_ASSERT_EQUAL_FATAL(pf_plan_degrees_set(p, d, t, 4), PF_OK);
+    CU_ASSERT(pf_plan_degrees_mixed(p));
+    CU_ASSERT(p->replicas == 2 && p->tensor_parallel == 2 && p->microbatches == 2);
+    CU_ASSERT_EQUAL(pf_plan_degrees_step_microbatches(p), 4);
+    CU_ASSERT_EQUAL(pf_plan_degrees_total_devices(p), 5); /* one more than the cluster */
+    CU_ASSERT_EQUAL(pf_plan_validate(p, g, c, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "add up to 5 devices, the cluster has 4"));
+    int t2[] = {1, 1, 1};
+    CU_ASSERT_EQUAL_FATAL(pf_plan_degrees_set(p, d, t2, 4), PF_OK);
+    char desc[64];
+    pf_plan_degrees_describe(p, desc, sizeof desc);
+    CU_ASSERT_STRING_EQUAL(desc, "2x1 | 1x1 | 1x1");
+    int *d0 = pf_plan_stage_devices(p, 0), *d1 = pf_plan_stage_devices(p, 1),
+        *d2 = pf_plan_stage_devices(p, 2);
+    d0[0] = 2, d0[1] = 0, d1[0] = 3, d2[0] = 1;
+    CU_ASSERT_EQUAL(pf_plan_validate(p, g, c, err, sizeof err), PF_OK);
+    snprintf(path, sizeof path, "%s/degrees.json", pf_test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(pf_plan_save(p, g, c, path, err, sizeof err), PF_OK);
+    char *txt = read_text(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(txt);
+    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"replicas\": 2,\n      \"tp\": 1,"));
+    free(txt);
+    pf_plan_t *q = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_plan_load(path, g, c, &q, err, sizeof err), PF_OK);
+    CU_ASSERT(pf_plan_degrees_replicas(q, 0) == 2 && pf_plan_degrees_replicas(q, 1) == 1);
+    CU_ASSERT(q->stage_list[0].devices[1] == 0 && q->stage_list[2].devices[0] == 1);
+    pf_plan_t *k = pf_plan_clone(q);
+    CU_ASSERT(k && pf_plan_degrees_mixed(k) && k->stage_list[0].devices[1] == 0);
+    pf_plan_destroy(&k);
+    pf_plan_destroy(&q);
+    /* the top level must be the largest: 3 replicas written where the largest stage has 2 */
+    const char *bad = "{\"stages\": 2, \"replicas\": 3, \"microbatches\": 2, \"stage_list\": "
+                      "[{\"ops\": [0, 1, 2], \"replicas\": 2, \"tp\": 1}, {\"ops\": [3, 4, 5], "
+                      "\"replicas\": 1, \"tp\": 1}]}";
+    CU_ASSERT_EQUAL(pf_plan_load(pf_test_write("deg.json", bad), g, c, &q, err, sizeof err),
+                    PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "not the largest of the stages' (2, 1)"));
+    const char *odd = "{\"stages\": 2, \"replicas\": 2, \"microbatches\": 3, \"stage_list\": "
+                      "[{\"ops\": [0, 1, 2], \"replicas\": 2, \"tp\": 1}, {\"ops\": [3, 4, 5], "
+                      "\"replicas\": 1, \"tp\": 1}]}";
+    CU_ASSERT_EQUAL(pf_plan_load(pf_test_write("deg.json", odd), g, c, &q, err, sizeof err),
+                    PF_OK); /* 2 divides 2 x 3 */
+    pf_plan_destroy(&q);
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_plan(void)
 {
     CU_pSuite s = CU_add_suite("plan", NULL, NULL);
     CU_add_test(s, "round trip, validation errors", test_round_trip_and_errors);
     CU_add_test(s, "recompute per stage: round trip, old plans, bad names", test_stage_recompute);
+    CU_add_test(s, "degrees per stage: round trip, clone, refused files", test_stage_degrees);
     CU_add_test(s, "an edge back across stages is named", test_back_edge_across_stages);
     CU_add_test(s, "stage_list[i].blocks: whole blocks only, never in two stages; cut_blocks",
                 test_blocks_never_overlap);

@@ -86,7 +86,7 @@ int pf_plan_set_stage_ops(pf_plan_t *p, int s, const int *ops, int nops)
 int *pf_plan_stage_devices(pf_plan_t *p, int s)
 {
     pf_stage_t *st = &p->stage_list[s];
-    int n = p->replicas * p->tensor_parallel;
+    int n = pf_plan_degrees_ndevices(p, s);
     if (!st->devices) {
         st->devices = malloc((size_t)n * sizeof(int));
         if (!st->devices)
@@ -138,7 +138,7 @@ int pf_plan_is_mapped(const pf_plan_t *p)
     for (int s = 0; s < p->stages; s++) {
         if (!p->stage_list[s].devices)
             return 0;
-        for (int r = 0; r < p->replicas * p->tensor_parallel; r++)
+        for (int r = 0; r < pf_plan_degrees_ndevices(p, s); r++)
             if (p->stage_list[s].devices[r] < 0)
                 return 0;
     }
@@ -188,7 +188,7 @@ pf_plan_t *pf_plan_clone(const pf_plan_t *src)
             int *d = pf_plan_stage_devices(p, s);
             if (!d)
                 goto fail;
-            memcpy(d, a->devices, (size_t)src->replicas * src->tensor_parallel * sizeof *d);
+            memcpy(d, a->devices, (size_t)pf_plan_degrees_ndevices(src, s) * sizeof *d);
         }
     }
     if ((src->model && !p->model) || (src->cluster && !p->cluster))
@@ -225,7 +225,11 @@ int pf_plan_validate(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto fail;
     }
-    if ((long long)p->stages * p->replicas * p->tensor_parallel > D) {
+    if (pf_plan_degrees_mixed(p)) {
+        if ((rc = pf_plan_degrees_check(p, D, err, errlen)) != PF_OK)
+            goto fail;
+        rc = PF_EINPUT;
+    } else if ((long long)p->stages * p->replicas * p->tensor_parallel > D) {
         pf_fail(err, errlen, rc, "stages x replicas x tensor_parallel = %d x %d x %d exceeds %d "
                 "devices", p->stages, p->replicas, p->tensor_parallel, D);
         goto fail;
@@ -252,7 +256,7 @@ int pf_plan_validate(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t
             owner[v] = s;
         }
         if (st->devices) {
-            for (int r = 0; r < p->replicas * p->tensor_parallel; r++) {
+            for (int r = 0; r < pf_plan_degrees_ndevices(p, s); r++) {
                 int d = st->devices[r];
                 if (d < 0 || d >= D) {
                     pf_fail(err, errlen, rc, "stage_list[%d].devices[%d]: not a device", s, r);
@@ -489,8 +493,7 @@ static int stage_devices_from_json(json_t *jdev, const char *path, pf_plan_t *p,
 
 /* stage_list[s]: its ops, its numbers, its devices. */
 static int stage_from_json(json_t *st, int s, pf_plan_t *p, const pf_graph_t *g,
-                           const pf_cluster_t *c, int64_t replicas, int64_t tp, int *ops,
-                           char *err, size_t errlen)
+                           const pf_cluster_t *c, int *ops, char *err, size_t errlen)
 {
     json_t *jops, *jdev;
     char path[64];
@@ -512,10 +515,12 @@ static int stage_from_json(json_t *st, int s, pf_plan_t *p, const pf_graph_t *g,
                                  err, errlen)) ||
         (rc = pf_json_get_number(st, path, "peak_mem_bytes", PF_JSON_GET_NONNEG, NAN,
                                  &sl->peak_mem_bytes, err, errlen)) ||
-        (rc = pf_plan_recompute_read(st, path, sl, err, errlen)))
+        (rc = pf_plan_recompute_read(st, path, sl, err, errlen)) ||
+        (rc = pf_plan_degrees_read(st, path, sl, err, errlen)))
         return rc;
     if (jdev && json_array_size(jdev) > 0)
-        return stage_devices_from_json(jdev, path, p, s, c, replicas, tp, err, errlen);
+        return stage_devices_from_json(jdev, path, p, s, c, pf_plan_degrees_replicas(p, s),
+                                       pf_plan_degrees_tp(p, s), err, errlen);
     return PF_OK;
 }
 
@@ -575,8 +580,8 @@ static int from_json(json_t *root, const pf_graph_t *g, const pf_cluster_t *c, p
                            &p->partition_objective_ms, err, errlen)))
         goto fail;
     for (int s = 0; s < stages; s++)
-        if ((rc = stage_from_json(json_array_get(list, (size_t)s), s, p, g, c, replicas, tp, ops,
-                                  err, errlen)))
+        if ((rc = stage_from_json(json_array_get(list, (size_t)s), s, p, g, c, ops, err,
+                                  errlen)))
             goto fail;
     if ((rc = read_partition_search(root, p, err, errlen)) != PF_OK ||
         (rc = pf_plan_validate(p, g, c, err, errlen)) != PF_OK)
@@ -631,7 +636,7 @@ static void write_step(pf_json_writer_t *w, const pf_plan_t *p, const pf_graph_t
 {
     key_num(w, "simulated_step_ms", p->simulated_step_ms);
     pf_plan_rates_t r = pf_plan_rates_at(g, c, p->simulated_step_ms, p->microbatches,
-                                         p->replicas, p->stages * p->replicas * p->tensor_parallel,
+                                         p->replicas, (int)pf_plan_degrees_total_devices(p),
                                          plan_microbatch(p, g));
     /* under context parallelism C the R replicas are d x C that share each sequence: the
      * request's graph (a whole sequence per sample) counts C x the samples and FLOPs */
@@ -714,7 +719,7 @@ static void write_memory(pf_json_writer_t *w, const pf_stage_t *st)
 static void write_stage_tp(pf_json_writer_t *w, const pf_plan_t *p, const pf_graph_t *g,
                            const pf_stage_t *st)
 {
-    if (p->tp_nops != pf_graph_nops(g) || p->tensor_parallel < 2)
+    if (p->tp_nops != pf_graph_nops(g) || p->tensor_parallel < 2 || pf_plan_degrees_mixed(p))
         return;
     double ms = 0;
     int colls = 0;
@@ -778,13 +783,14 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
         key_num(w, "time_ms", st->time_ms);
         key_num(w, "peak_mem_bytes", st->peak_mem_bytes);
         pf_plan_recompute_write(w, p, s);
+        pf_plan_degrees_write(w, p, s);
         write_memory(w, st);
         pf_plan_blocks_write(e->b, w, g, st->ops, st->nops, s);
         write_stage_tp(w, p, g, st);
         pf_json_writer_key(w, "devices");
         pf_json_writer_arr_begin_inline(w);
-        int T = p->tensor_parallel;
-        for (int r = 0; st->devices && r < p->replicas; r++) {
+        int T = pf_plan_degrees_tp(p, s);
+        for (int r = 0; st->devices && r < pf_plan_degrees_replicas(p, s); r++) {
             if (st->devices[r * T] < 0)
                 continue;
             if (T > 1)

@@ -29,8 +29,12 @@ typedef struct {
      * `--recompute auto` picks one per stage); has_recompute 0: the plan's train.recompute */
     int has_recompute;
     pf_training_recompute_t recompute;
-    int *devices; /* replicas x tensor_parallel device indices, replica r's T devices at
-                   * [r T, r T + T); NULL until mapped */
+    /* this stage's data-parallel degree d_s and tensor-parallel degree t_s where the stages
+     * differ (issue 24; plan_degrees.c); 0: the plan's replicas and tensor_parallel */
+    int replicas, tensor_parallel;
+    int *devices; /* d_s x t_s device indices (pf_plan_degrees_*: the plan's R x T unless the
+                   * stage has its own), replica r's t_s devices at [r t_s, r t_s + t_s); NULL
+                   * until mapped */
 } pf_stage_t;
 
 typedef struct {
@@ -120,6 +124,39 @@ int pf_plan_recompute_read(json_t *st, const char *path, pf_stage_t *sl, char *e
 /* The plan file's "recompute" key: s < 0 training's (the heaviest stage's), else stage s's,
  * written only where the stages differ. */
 void pf_plan_recompute_write(pf_json_writer_t *w, const pf_plan_t *p, int s);
+
+/* ---- data- and tensor-parallel degrees per stage (defined in plan_degrees.c) ----
+ * A plan whose stages differ (issue 24, [Piper], [PipeDream]) runs stage s on d_s replicas of
+ * t_s devices; the plan's replicas and tensor_parallel are then the largest d_s and t_s, and a
+ * step is N = microbatches x replicas micro-batches in all, stage s's replica r taking those
+ * with m mod d_s = r (every d_s divides N). */
+/* d_s: the stage's own where set, else the plan's replicas. */
+int pf_plan_degrees_replicas(const pf_plan_t *p, int s);
+/* t_s: the stage's own where set, else the plan's tensor_parallel. */
+int pf_plan_degrees_tp(const pf_plan_t *p, int s);
+/* d_s x t_s: the entries of stage s's device array. */
+int pf_plan_degrees_ndevices(const pf_plan_t *p, int s);
+/* The devices the stages use: sum over s of d_s x t_s. */
+long long pf_plan_degrees_total_devices(const pf_plan_t *p);
+/* 1 when some stage's d_s or t_s differs from another's. */
+int pf_plan_degrees_mixed(const pf_plan_t *p);
+/* Micro-batches of one step in all: microbatches x replicas. */
+long long pf_plan_degrees_step_microbatches(const pf_plan_t *p);
+/* Sets every stage's degrees (S entries each, >= 1) for a step of n_micro micro-batches in all
+ * (each d_s divides it): the plan's replicas and tensor_parallel become the largest, microbatches
+ * n_micro / replicas; every mapping is dropped. PF_EINPUT when a degree is < 1 or does not
+ * divide n_micro, PF_OK otherwise. */
+int pf_plan_degrees_set(pf_plan_t *p, const int *d, const int *t, int n_micro);
+/* "2x4 | 1x8 | 4x2": each stage's d_s x t_s, for summaries. */
+void pf_plan_degrees_describe(const pf_plan_t *p, char *buf, size_t len);
+/* stage_list[i].replicas / .tp of a plan file, when given, into sl (checked >= 1
+ * and <= 1 << 20); path names the entry. */
+int pf_plan_degrees_read(json_t *st, const char *path, pf_stage_t *sl, char *err, size_t errlen);
+/* Stage s's keys, written only where the stages differ. */
+void pf_plan_degrees_write(pf_json_writer_t *w, const pf_plan_t *p, int s);
+/* Checks a mixed plan after its stages were read: every d_s divides the step's micro-batches,
+ * the plan's replicas and tensor_parallel are the largest, sum d_s t_s <= devices. */
+int pf_plan_degrees_check(const pf_plan_t *p, int devices, char *err, size_t errlen);
 
 /* The block search's context parallelism C (1: none): the plan's replicas are d x C. */
 int pf_plan_context_parallel(const pf_plan_t *p);

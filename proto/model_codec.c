@@ -423,10 +423,8 @@ Planfarm__Plan *pf_model_codec_plan_to_pb(pf_arena_t *a, const pf_plan_t *p)
         y->compute_ms = x->compute_ms;
         y->time_ms = x->time_ms;
         y->peak_mem_bytes = x->peak_mem_bytes;
-        if (pf_plan_degrees_mixed(p)) {
-            y->replicas = (uint32_t)pf_plan_degrees_replicas(p, s);
-            y->tp = (uint32_t)pf_plan_degrees_tp(p, s);
-        }
+        y->replicas = pf_plan_degrees_mixed(p) ? (uint32_t)pf_plan_degrees_replicas(p, s) : 0;
+        y->tp = y->replicas ? (uint32_t)pf_plan_degrees_tp(p, s) : 0;
         if (x->devices) { /* replica r's t_s devices at [r t_s, r t_s + t_s) */
             int n = pf_plan_degrees_ndevices(p, s);
             int32_t *d = PF_ANEW(a, int32_t, n);
@@ -607,16 +605,23 @@ static void reports_from_pb(const Planfarm__Plan *m, pf_plan_t *p)
     }
 }
 
+/* Counts in range before anything is allocated by them: S x R x T devices at most, unless the
+ * stages give their own degrees (checked once read). */
+static bool plan_counts_fit(const Planfarm__Plan *m, int nops, int ndevices, uint32_t T)
+{
+    bool own = m->n_stage_list && m->stage_list[0]->replicas;
+    return m->stages > 0 && m->replicas > 0 && m->stages <= (uint32_t)nops &&
+           m->replicas <= (uint32_t)ndevices && T <= (uint32_t)ndevices &&
+           (own || (uint64_t)m->stages * m->replicas * T <= (uint64_t)ndevices);
+}
+
 int pf_model_codec_plan_from_pb(const Planfarm__Plan *m, int nops, int ndevices, pf_plan_t **out,
                                 char *err, size_t errlen)
 {
     int rc = PF_EINPUT;
     *out = NULL;
     uint32_t T = m->tensor_parallel ? m->tensor_parallel : 1;
-    if (m->stages == 0 || m->replicas == 0 || m->stages > (uint32_t)nops ||
-        m->replicas > (uint32_t)ndevices || T > (uint32_t)ndevices ||
-        (m->n_stage_list && !m->stage_list[0]->replicas &&
-         (uint64_t)m->stages * m->replicas * T > (uint64_t)ndevices))
+    if (!plan_counts_fit(m, nops, ndevices, T))
         return pf_fail(err, errlen, rc, "plan: %u stages x %u replicas x %u tensor-parallel do "
                        "not fit %d ops, %d devices", m->stages, m->replicas, T, nops, ndevices);
     if (m->n_stage_list != m->stages)

@@ -225,15 +225,9 @@ int pf_plan_validate(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t
         rc = pf_fail(err, errlen, PF_ERR, "out of memory");
         goto fail;
     }
-    if (pf_plan_degrees_mixed(p)) {
-        if ((rc = pf_plan_degrees_check(p, D, err, errlen)) != PF_OK)
-            goto fail;
-        rc = PF_EINPUT;
-    } else if ((long long)p->stages * p->replicas * p->tensor_parallel > D) {
-        pf_fail(err, errlen, rc, "stages x replicas x tensor_parallel = %d x %d x %d exceeds %d "
-                "devices", p->stages, p->replicas, p->tensor_parallel, D);
+    if ((rc = pf_plan_degrees_check(p, D, err, errlen)) != PF_OK)
         goto fail;
-    }
+    rc = PF_EINPUT;
     for (int v = 0; v < n; v++)
         owner[v] = -1;
     for (int s = 0; s < p->stages; s++) {

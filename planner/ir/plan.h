@@ -154,8 +154,9 @@ void pf_plan_degrees_describe(const pf_plan_t *p, char *buf, size_t len);
 int pf_plan_degrees_read(json_t *st, const char *path, pf_stage_t *sl, char *err, size_t errlen);
 /* Stage s's keys, written only where the stages differ. */
 void pf_plan_degrees_write(pf_json_writer_t *w, const pf_plan_t *p, int s);
-/* Checks a mixed plan after its stages were read: every d_s divides the step's micro-batches,
- * the plan's replicas and tensor_parallel are the largest, sum d_s t_s <= devices. */
+/* The plan's degrees against `devices`: S x R x T <= devices when the stages agree; else every
+ * d_s divides the step's micro-batches, the plan's replicas and tensor_parallel are the
+ * largest, sum d_s t_s <= devices. */
 int pf_plan_degrees_check(const pf_plan_t *p, int devices, char *err, size_t errlen);
 
 /* The block search's context parallelism C (1: none): the plan's replicas are d x C. */

@@ -113,6 +113,13 @@ void pf_plan_degrees_write(pf_json_writer_t *w, const pf_plan_t *p, int s)
 
 int pf_plan_degrees_check(const pf_plan_t *p, int devices, char *err, size_t errlen)
 {
+    if (!pf_plan_degrees_mixed(p) &&
+        (long long)p->stages * p->replicas * p->tensor_parallel > devices)
+        return pf_fail(err, errlen, PF_EINPUT, "stages x replicas x tensor_parallel = %d x %d x "
+                       "%d exceeds %d devices", p->stages, p->replicas, p->tensor_parallel,
+                       devices);
+    if (!pf_plan_degrees_mixed(p))
+        return PF_OK;
     long long n_micro = pf_plan_degrees_step_microbatches(p);
     int dmax = 0, tmax = 0;
     for (int s = 0; s < p->stages; s++) {

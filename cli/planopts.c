@@ -16,6 +16,7 @@ const cli_flag_t cli_planopts_flags[] = {
     {"probe_timeouts", "--probe-timeouts"},
     {"max_stages", "--max-stages"}, {"tp", "--tp"}, {"max_tp", "--max-tp"},
     {"global_batch", "--global-batch"}, {"layer_aligned", "--layer-aligned"},
+    {"stage_degrees", "--stage-degrees"},
     {"precision", "--precision"}, {"zero", "--zero"}, {"mem_headroom", "--mem-headroom"},
     {"block_search", "--block-search"}, {"microbatch_size", "--microbatch-size"},
     {"sequence_parallel", "--sequence-parallel"}, {"virtual_stages", "--virtual-stages"},
@@ -134,6 +135,7 @@ const cli_option_t cli_planopts_table[] = {
     {"schedule", 0, CLI_OPT_CUSTOM, .parse = parse_schedule},
     {"global-batch", 0, CLI_OPT_LLONG, .offset = O(global_batch), .lo = 1, .hi = 1LL << 40},
     {"layer-aligned", 0, CLI_OPT_SET_INT, .offset = O(layer_aligned), .lo = 1},
+    {"stage-degrees", 0, CLI_OPT_SET_INT, .offset = O(stage_degrees), .lo = 1},
     {"mem-headroom", 0, CLI_OPT_DOUBLE, .offset = O(mem_headroom), .dlo = 0, .dhi = 0.99},
     {"probe-timeouts", 0, CLI_OPT_INT, .offset = O(probe_timeouts), .lo = 0, .hi = 1000000},
     CLI_OPTION_END,
@@ -191,6 +193,10 @@ void cli_planopts_help(FILE *f)
             "                        from R; replaces --microbatches)\n"
             "  --layer-aligned       stage boundaries only between repeated blocks (what Megatron\n"
             "                        and DeepSpeed run; planfarm export needs it)\n"
+            "  --stage-degrees       also try a plan whose stages choose their own data-parallel\n"
+            "                        degree (PipeDream's and Piper's space; needs --global-batch;\n"
+            "                        kept when it trains faster per sample than the best uniform\n"
+            "                        plan; Megatron-LM and DeepSpeed cannot run such a plan)\n"
             "  --mem-headroom F      fraction of every GPU's memory left free for the CUDA\n"
             "                        context, NCCL buffers and fragmentation (default %g)\n"
             "\nblock-level search (graphs of repeated blocks; needs --global-batch; on with any\n"

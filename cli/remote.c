@@ -145,6 +145,43 @@ static void summarize_blocks(json_t *p, double R)
             json_is_true(json_object_get(p, "tp_comm_overlap")) ? "on" : "off");
 }
 
+/* --stage-degrees' comparison of the per-stage plan with the best uniform one. */
+static void summarize_stagedeg(json_t *p)
+{
+    json_t *rec = json_object_get(json_object_get(p, "search"), "stage_degrees");
+    const char *why = json_string_value(json_object_get(rec, "why"));
+    if (rec)
+        fprintf(stderr, "  per-stage degrees: %s (%.4g ms per sample; the best uniform plan "
+                "%.4g)%s%s\n", json_is_true(json_object_get(rec, "chosen")) ? "chosen" : "not chosen",
+                jnum(rec, "per_stage_ms_per_sample"), jnum(rec, "uniform_ms_per_sample"),
+                why ? ": " : "", why ? why : "");
+}
+
+/* A plan whose stages have their own degrees (stage_list[i].replicas, .tp): each stage's
+ * DP x TP. false when the stages share one degree (the caller prints PP x DP x TP). */
+static bool summarize_degrees(json_t *p, const char *model, const char *cluster)
+{
+    json_t *list = json_object_get(p, "stage_list");
+    bool own = json_object_get(json_array_get(list, 0), "replicas") != NULL;
+    if (own) {
+        char buf[256];
+        size_t at = 0;
+        double used = 0;
+        for (size_t s = 0; s < json_array_size(list) && at < sizeof buf; s++) {
+            json_t *st = json_array_get(list, s);
+            int k = snprintf(buf + at, sizeof buf - at, "%s%gx%g", s ? " | " : "",
+                             jnum(st, "replicas"), jnum(st, "tp"));
+            at += k > 0 ? (size_t)k : 0;
+            used += jnum(st, "replicas") * jnum(st, "tp");
+        }
+        fprintf(stderr, "plan for %s on %s: PP %zu, each stage its own DP x TP (%s) = %g of %g "
+                "GPUs, %g micro-batches per step (global batch %g)\n", model ? model : "?",
+                cluster ? cluster : "?", json_array_size(list), buf, used, jnum(p, "devices"),
+                jnum(p, "microbatches") * jnum(p, "replicas"), jnum(p, "global_batch"));
+    }
+    return own;
+}
+
 /* One paragraph a person reads: shape of the plan, objective, step estimate, throughput and
  * MFU, the baselines, and what the search cost. */
 static void summarize(const char *plan_json)
@@ -162,10 +199,13 @@ static void summarize(const char *plan_json)
     double S = jnum(p, "stages"), R = jnum(p, "replicas"), T = jnum(p, "tensor_parallel");
     if (!isfinite(T))
         T = 1;
-    fprintf(stderr, "plan for %s on %s: PP %g x DP %g x TP %g = %g of %g GPUs, %g micro-batches "
-            "(global batch %g)\n", model ? model : "?", cluster ? cluster : "?", S, R, T,
-            S * R * T, jnum(p, "devices"), jnum(p, "microbatches"), jnum(p, "global_batch"));
+    if (!summarize_degrees(p, model, cluster))
+        fprintf(stderr, "plan for %s on %s: PP %g x DP %g x TP %g = %g of %g GPUs, %g "
+                "micro-batches (global batch %g)\n", model ? model : "?", cluster ? cluster : "?",
+                S, R, T, S * R * T, jnum(p, "devices"), jnum(p, "microbatches"),
+                jnum(p, "global_batch"));
     summarize_blocks(p, R);
+    summarize_stagedeg(p);
     /* the fullest stage against the device's memory (DESIGN.md "Memory per device") */
     json_t *stages = json_object_get(p, "stage_list"), *worst = NULL;
     double peak = -1, cap = jnum(p, "device_mem_bytes");

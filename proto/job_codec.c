@@ -104,6 +104,7 @@ static int dp_params_to_pb(pf_arena_t *a, const pf_job_t *job, const pf_blob_ref
     pp->refine_max_moves = (uint32_t)o->refine_max_moves;
     pp->max_downsets = o->max_downsets;
     pp->mem_headroom = o->mem_headroom;
+    pp->stage_degrees = o->stage_degrees != 0;
     if (o->group && job->graph) {
         int n = pf_graph_nops(job->graph);
         uint32_t *g = PF_ANEW(a, uint32_t, n);
@@ -149,6 +150,7 @@ static int dp_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *e
     if (!(pp->mem_headroom >= 0 && pp->mem_headroom < 1))
         return pf_fail(err, errlen, PF_EINPUT, "job.partition.mem_headroom: %g", pp->mem_headroom);
     out->partition.mem_headroom = pp->mem_headroom;
+    out->partition.stage_degrees = pp->stage_degrees;
     if (pp->n_group) {
         if (pp->n_group > PF_WIRE_MAX_OPS || pp->ngroups == 0 || pp->ngroups > pp->n_group)
             return pf_fail(err, errlen, PF_EINPUT, "job.partition.group: bad sizes");

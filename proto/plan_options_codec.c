@@ -32,6 +32,7 @@ Planfarm__PlanOptions *pf_plan_options_codec_to_pb(pf_arena_t *a, const pf_searc
     m->tp_across_hosts = o->tp_across_hosts != 0;
     m->global_batch = (uint64_t)o->global_batch;
     m->layer_aligned = o->layer_aligned != 0;
+    m->stage_degrees = o->stage_degrees != 0;
     m->block_search = o->block_search != 0;
     m->block_candidates = (uint32_t)o->block_candidates;
     m->microbatch_size = (uint32_t)o->microbatch_size;
@@ -102,6 +103,7 @@ static int parallelism_from_pb(const Planfarm__PlanOptions *m, pf_search_opts_t 
     o->tp_across_hosts = m->tp_across_hosts;
     o->global_batch = (long long)m->global_batch;
     o->layer_aligned = m->layer_aligned;
+    o->stage_degrees = m->stage_degrees;
     if (m->block_candidates > 64 || m->microbatch_size > (1u << 20) || m->sequence_parallel > 2 ||
         m->virtual_stages > 4096 || m->context_parallel > (1u << 20) ||
         m->expert_parallel > (1u << 20))

@@ -852,6 +852,7 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
             key_num(w, "wall_s", p->search.wall_s);
             pf_json_writer_key(w, "workers"); pf_json_writer_int(w, p->search.workers);
         }
+        pf_plan_degrees_write_search(w, p);
         pf_json_writer_obj_end(w);
     }
     pf_json_writer_obj_end(w);

@@ -98,6 +98,13 @@ typedef struct {
         int candidates;                            /* ranked by the analytic model */
         double wall_s;
     } blocks;
+    struct { /* --stage-degrees (issue 24): the per-stage plan against the best uniform one */
+        int present;
+        int chosen;                    /* 1: this plan is the per-stage one */
+        double uniform_ms_per_sample;  /* simulated step / samples of the best uniform plan */
+        double stagedeg_ms_per_sample; /* of the per-stage plan; NAN when it made none */
+        char why[160];                 /* why there is none, or why it did not fit */
+    } stagedeg;
     struct { /* the distributed search */
         int present;
         long long jobs;
@@ -154,6 +161,8 @@ void pf_plan_degrees_describe(const pf_plan_t *p, char *buf, size_t len);
 int pf_plan_degrees_read(json_t *st, const char *path, pf_stage_t *sl, char *err, size_t errlen);
 /* Stage s's keys, written only where the stages differ. */
 void pf_plan_degrees_write(pf_json_writer_t *w, const pf_plan_t *p, int s);
+/* The search's "stage_degrees" record (p->stagedeg) inside its "search" object, when present. */
+void pf_plan_degrees_write_search(pf_json_writer_t *w, const pf_plan_t *p);
 /* The plan's degrees against `devices`: S x R x T <= devices when the stages agree; else every
  * d_s divides the step's micro-batches, the plan's replicas and tensor_parallel are the
  * largest, sum d_s t_s <= devices. */

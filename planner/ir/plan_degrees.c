@@ -5,6 +5,7 @@
 #include "planner/core/json.h"
 #include "planner/core/util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -140,4 +141,27 @@ int pf_plan_degrees_check(const pf_plan_t *p, int devices, char *err, size_t err
                        "tensor_parallel add up to %lld devices, the cluster has %d",
                        pf_plan_degrees_total_devices(p), devices);
     return PF_OK;
+}
+
+void pf_plan_degrees_write_search(pf_json_writer_t *w, const pf_plan_t *p)
+{
+    if (!p->stagedeg.present)
+        return;
+    pf_json_writer_key(w, "stage_degrees");
+    pf_json_writer_obj_begin_inline(w);
+    pf_json_writer_key(w, "chosen");
+    pf_json_writer_bool(w, p->stagedeg.chosen);
+    if (isfinite(p->stagedeg.uniform_ms_per_sample)) {
+        pf_json_writer_key(w, "uniform_ms_per_sample");
+        pf_json_writer_num(w, p->stagedeg.uniform_ms_per_sample);
+    }
+    if (isfinite(p->stagedeg.stagedeg_ms_per_sample)) {
+        pf_json_writer_key(w, "per_stage_ms_per_sample");
+        pf_json_writer_num(w, p->stagedeg.stagedeg_ms_per_sample);
+    }
+    if (p->stagedeg.why[0]) {
+        pf_json_writer_key(w, "why");
+        pf_json_writer_str(w, p->stagedeg.why);
+    }
+    pf_json_writer_obj_end(w);
 }

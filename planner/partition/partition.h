@@ -42,6 +42,9 @@ typedef struct {
      * repeated block): every group stays whole in one stage. No retry on single ops when no
      * grouped partition fits, no refinement; PF_EINFEASIBLE then, and when S > ngroups. */
     int group_whole;
+    /* 1: every stage its own data-parallel degree (partition_stagedeg.h, issue 24): stages and
+     * replicas are chosen by the DP, microbatches is the step's in all. Default 0. */
+    int stage_degrees;
 } pf_partition_opts_t;
 
 void pf_partition_opts_init(pf_partition_opts_t *o);

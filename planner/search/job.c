@@ -273,8 +273,12 @@ static int check_partition(const pf_job_t *job, const pf_job_result_t *res, char
     const pf_plan_t *p = res->plan;
     if (!p)
         return pf_fail(err, errlen, PF_EINPUT, "partition answer without a plan");
-    if (p->stages != o->stages || p->replicas != o->replicas ||
-        p->microbatches != o->microbatches)
+    if (o->stage_degrees && pf_plan_degrees_step_microbatches(p) != o->microbatches)
+        return pf_fail(err, errlen, PF_EINPUT, "per-stage partition of %lld micro-batches per "
+                       "step for a job of %d", pf_plan_degrees_step_microbatches(p),
+                       o->microbatches);
+    if (!o->stage_degrees && (p->stages != o->stages || p->replicas != o->replicas ||
+        p->microbatches != o->microbatches))
         return pf_fail(err, errlen, PF_EINPUT,
                        "partition of %d stages x %d replicas, %d micro-batches for a job of "
                        "%d x %d, %d",

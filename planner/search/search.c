@@ -247,6 +247,25 @@ static int check_global_batch(const pf_graph_t *g, const pf_search_opts_t *o, in
                    "a multiple of %s", o->global_batch, mb, reach[0] ? reach : "nothing");
 }
 
+/* Per-stage degrees share the step's micro-batches out among each stage's replicas: the step
+ * must be a whole number of them (and a stage a whole number of ops: no interleaving, no
+ * block-search dimension that the per-stage DP does not model). */
+static int check_stage_degrees(const pf_graph_t *g, const pf_search_opts_t *o, char *err,
+                               size_t errlen)
+{
+    long long mb = pf_graph_microbatch(g);
+    if (!o->stage_degrees)
+        return PF_OK;
+    if (!o->global_batch)
+        return pf_fail(err, errlen, PF_EINPUT, "stage_degrees: needs global_batch (the step's "
+                       "micro-batches are what each stage's replicas share)");
+    if (o->global_batch % mb || o->global_batch / mb > 1 << 20)
+        return pf_fail(err, errlen, PF_EINPUT, "stage_degrees: global_batch %lld is not a "
+                       "multiple of the graph's micro-batch %lld (or more than 2^20 of them)",
+                       o->global_batch, mb);
+    return PF_OK;
+}
+
 int pf_search_validate(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *opts,
                        char *err, size_t errlen)
 {
@@ -270,7 +289,8 @@ int pf_search_validate(const pf_graph_t *g, const pf_cluster_t *c, const pf_sear
         return pf_fail(err, errlen, PF_EINPUT, "tp: %d does not divide the devices of every "
                        "host of cluster %s%s", o.tp, pf_cluster_name(c),
                        o.tp_across_hosts ? "" : " (groups stay inside a host)");
-    if ((rc = check_global_batch(g, &o, D, degrees, nt, err, errlen)) != PF_OK)
+    if ((rc = check_global_batch(g, &o, D, degrees, nt, err, errlen)) != PF_OK ||
+        (rc = check_stage_degrees(g, &o, err, errlen)) != PF_OK)
         return rc;
     /* An op that cannot fit alone makes every partition infeasible: say so before any job
      * (with T > 1 an op's weight may be split, so only then can it tell) */

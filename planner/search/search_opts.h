@@ -40,6 +40,11 @@ typedef struct {
     pf_training_t train;  /* precision, optimizer, ZeRO, recomputation, schedule */
     long long global_batch; /* samples per step; 0 = free: MB = microbatches */
     int layer_aligned;    /* stage boundaries only between repeated blocks */
+    /* 1: after the uniform search, one more DP_PARTITION job whose stages choose their own
+     * data-parallel degree (partition_stagedeg.h, issue 24) on the T = 1 graph; its plan is
+     * mapped (map_stages.h), simulated under 1F1B, and replaces the uniform plan when it trains
+     * faster per sample. Needs global_batch. Default 0. */
+    int stage_degrees;
     double mem_headroom;  /* fraction of every device's memory a plan leaves free (CUDA context,
                            * NCCL buffers, allocator fragmentation); default 0.1 */
     /* The block-level pre-phase (search_blocks.h, issue 22): on when block_search is set or one

@@ -213,6 +213,36 @@ static int add_dp_alphas(pf_search_t *s, int tpi, int S, int R, int MB, char *er
     return PF_OK;
 }
 
+/* The DP job whose stages choose their own data-parallel degree (search_stagedeg.h): on T's
+ * graph, the layer-aligned groups or a coarsening to K hyper-ops as for one stage, alpha 1,
+ * the step's micro-batches in all. */
+static int add_stagedeg_entry(pf_search_t *s, int tpi, char *err, size_t errlen)
+{
+    partition_phase_t *pt = &s->part;
+    const pf_graph_t *g = pf_search_tap_graph(s, tpi);
+    long long n_micro = s->o.global_batch / pf_graph_microbatch(s->g);
+    if (n_micro < 1 || n_micro > 1 << 20)
+        return PF_OK; /* pf_search_validate refused it: no entry */
+    pf_cost_model_t cm;
+    pf_cost_model_init(&cm, pf_search_tap_cluster(s, tpi), 1, (int)n_micro, s->o.flat_gbps);
+    int n = pf_graph_nops(g), rc;
+    int k = pt->block_group ? n : s->o.coarsen_k ? s->o.coarsen_k
+                                               : pf_partition_default_k(g, 1, s->o.max_downsets);
+    if (pf_grow((void **)&pt->dp, &pt->dp_cap, (size_t)pt->ndp + 1, sizeof *pt->dp))
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    dp_entry_t *e = &pt->dp[pt->ndp];
+    *e = (dp_entry_t){.stages = 1, .microbatches = (int)n_micro, .tp = tpi, .alpha = 1,
+                      .stage_degrees = 1};
+    e->coarse = coarse_for(s, tpi, &cm, e->alpha, k < 0 ? n : k, err, errlen, &rc);
+    if (rc != PF_OK)
+        return rc;
+    if (!pf_search_queue_job(s, PF_JOB_DP_PARTITION, (pf_search_owner_t){.dp = pt->ndp}))
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    pt->ndp++;
+    pt->dp_left++;
+    return PF_OK;
+}
+
 /* Phase 2 for one degree: its DP jobs, one per (S, alpha) with S x R = devices / T. */
 static int add_dp_entries(pf_search_t *s, int tpi, char *err, size_t errlen)
 {
@@ -232,6 +262,8 @@ static int add_dp_entries(pf_search_t *s, int tpi, char *err, size_t errlen)
         if (rc != PF_OK)
             return rc;
     }
+    if (s->o.stage_degrees && s->tap.tp[tpi].opts.tp == 1)
+        return add_stagedeg_entry(s, tpi, err, errlen);
     return PF_OK;
 }
 
@@ -337,6 +369,8 @@ static int feasible_entries(pf_search_t *s, int *order, int *best_infeasible)
     *best_infeasible = -1;
     for (int i = 0; i < s->part.ndp; i++) {
         dp_entry_t *e = &s->part.dp[i];
+        if (e->stage_degrees)
+            continue; /* tried after the uniform search (search_stagedeg.h) */
         if (e->status == PF_OK && e->plan) {
             e->flat_ms_per_sample = flat_ms_per_sample(s, e);
             order[n++] = i;
@@ -409,6 +443,7 @@ void pf_search_partition_describe(const pf_search_t *s, const pf_search_owner_t 
     }
     /* refinement moves single ops across boundaries: it would cut blocks */
     job->partition.refine = s->o.refine && !pt->block_group;
+    job->partition.stage_degrees = e->stage_degrees;
     if (s->o.max_downsets > 0)
         job->partition.max_downsets = s->o.max_downsets;
 }

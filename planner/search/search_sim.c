@@ -10,6 +10,7 @@
 #include "planner/search/search_partition.h"
 #include "planner/search/search_tap.h"
 #include "planner/search/search_queue.h"
+#include "planner/search/search_stagedeg.h"
 #include "planner/sim/replica_groups.h"
 #include "planner/ir/collective.h"
 #include "planner/ir/cost.h"
@@ -444,12 +445,16 @@ static int best_simulated(const pf_search_t *s, int *best_k)
  * queueing them. */
 static int queue_baselines(pf_search_t *s)
 {
-    for (int b = 0; b < 2; b++) {
+    for (int b = 0; b < 3; b++) {
         s->sim.base_ms[b] = NAN;
-        if (!(s->sim.base_plan[b] = baseline_plan(s, s->sim.best_c, b == 0)))
+        s->sim.base_plan[b] = b < 2 ? baseline_plan(s, s->sim.best_c, b == 0)
+                                    : pf_search_stagedeg_plan(s, s->sim.stagedeg_why,
+                                                              sizeof s->sim.stagedeg_why);
+        if (!s->sim.base_plan[b])
             continue;
-        pf_search_owner_t owner = {.sim = {s->sim.best_c,
-                                           (pf_training_schedule_t)s->sim.best_k, b + 1}};
+        pf_training_schedule_t k = b < 2 ? (pf_training_schedule_t)s->sim.best_k
+                                         : PF_SCHEDULE_1F1B; /* the per-stage plan's order */
+        pf_search_owner_t owner = {.sim = {s->sim.best_c, k, b + 1}};
         if (!pf_search_queue_job(s, PF_JOB_SIMULATE, owner))
             return PF_ERR;
         s->sim.base_left++;
@@ -489,6 +494,7 @@ void pf_search_sim_finish(pf_search_t *s)
         p->cs_map.simulated_step_ms = s->sim.base_ms[0];
         p->p2p_map.simulated_step_ms = s->sim.base_ms[1];
     }
+    pf_search_stagedeg_choose(s, &p, s->sim.stagedeg_why);
     p->search.present = 1;
     p->search.jobs = s->njobs;
     s->result = p;
@@ -501,6 +507,8 @@ void pf_search_sim_describe(const pf_search_t *s, const pf_search_owner_t *owner
     const sim_cand_t *sc = &s->sim.cand[owner->sim.cand];
     job->setting = s->tap.tp[s->part.dp[s->map.cand[owner->sim.cand].dp].tp].opts;
     if (owner->sim.baseline) { /* a baseline maps the groups otherwise and times no reshard */
+        if (owner->sim.baseline == 3) /* the per-stage plan: T = 1's setting */
+            job->setting = s->tap.tp[pf_search_stagedeg_tp(s)].opts;
         job->plan = s->sim.base_plan[owner->sim.baseline - 1];
         job->schedule = owner->sim.schedule;
         job->xfer_ms = NULL;
@@ -578,6 +586,7 @@ bool pf_search_sim_absorb(pf_search_t *s, uint64_t id, const pf_search_owner_t *
     (void)id;
     if (owner->sim.baseline) { /* the plan waits for both */
         s->sim.base_ms[owner->sim.baseline - 1] = res->sim.step_ms;
+        s->sim.base_fits[owner->sim.baseline - 1] = res->sim.fits;
         return --s->sim.base_left == 0;
     }
     sim_rec_t *r = &s->sim.cand[owner->sim.cand].sim[owner->sim.schedule];
@@ -660,6 +669,7 @@ void pf_search_sim_clear(pf_search_t *s)
     pf_plan_destroy(&s->sim.pending);
     pf_plan_destroy(&s->sim.base_plan[0]);
     pf_plan_destroy(&s->sim.base_plan[1]);
+    pf_plan_destroy(&s->sim.base_plan[2]);
 }
 
 const pf_search_kind_t pf_search_sim_kinds[] = {

@@ -39,7 +39,8 @@ typedef union {
     struct {
         int cand;               /* SIMULATE: the candidate of s->map.cand it simulates, */
         pf_training_schedule_t schedule; /* under this schedule; */
-        int baseline;           /* 0, or the winner's baseline: 1 CS map, 2 p2p map */
+        int baseline;           /* 0, or the winner's baseline: 1 CS map, 2 p2p map, 3 the
+                                 * per-stage-degree plan (search_stagedeg.h) */
     } sim;
     int xfer;  /* RESHARD: the transfer of s->sim.xfer it times */
 } pf_search_owner_t;
@@ -98,6 +99,8 @@ typedef struct {
     char error[256];
     pf_plan_t *plan;
     double flat_ms_per_sample; /* ranking before mapping */
+    int stage_degrees; /* the per-stage-degree entry (search_stagedeg.h): not ranked or mapped
+                        * with the others; microbatches is the step's in all */
 } dp_entry_t;
 
 typedef struct {
@@ -174,8 +177,10 @@ typedef struct {
     xfer_rec_t *xfer;
     int nxfer, sims_left;
     /* the winner, waiting for its two baselines' SIMULATE jobs (search_sim.c) */
-    pf_plan_t *pending, *base_plan[2];
-    double base_ms[2];
+    pf_plan_t *pending, *base_plan[3]; /* [2]: the per-stage-degree plan (search_stagedeg.h) */
+    double base_ms[3];
+    bool base_fits[3];
+    char stagedeg_why[160]; /* why there is no per-stage plan (search_stagedeg.h) */
     int base_left, best_c, best_k;
 } sim_phase_t;
 

@@ -1,0 +1,23 @@
+/* partition_stagedeg: a DP_PARTITION job whose stages choose their own data-parallel degree
+ * (issue 24; pf_partition_opts_t.stage_degrees). The graph is coarsened as pf_partition_run
+ * coarsens it (the caller's groups, else K hyper-ops where the ops' downsets are too many), then
+ * stagedeg.h's DP ([Piper]'s problem without tensor parallelism, planfarm's eq. 3 costs: each
+ * boundary byte once, a ring all-reduce amortised over the step) picks the chain of stages and
+ * each stage's d_s over at most the cluster's devices, every d_s dividing the step's
+ * micro-batches (o->microbatches: N in all, not per replica). The answer is a plan with
+ * per-stage degrees (plan.h pf_plan_degrees_*), t_s = 1 on the cluster given (a search with
+ * tensor parallelism passes its group cluster), each stage's time t(H, d_s) per micro-batch of
+ * the pipeline and its memory per device; partition_objective_ms is their max. No refinement
+ * (its moves price constant R). o->stages and o->replicas are not used. */
+#ifndef PF_PARTITION_STAGEDEG_H
+#define PF_PARTITION_STAGEDEG_H
+
+#include "planner/partition/partition.h"
+
+/* PF_OK and *out; PF_EINFEASIBLE when no chain fits (the message says so); PF_EINPUT for bad
+ * options; PF_ERR out of memory. */
+int pf_partition_stagedeg_run(const pf_graph_t *g, const pf_cluster_t *c,
+                              const pf_partition_opts_t *o, pf_plan_t **out, char *err,
+                              size_t errlen);
+
+#endif

@@ -1,0 +1,100 @@
+/* search_stagedeg: the per-stage-degree plan beside the uniform one (search_stagedeg.h). */
+#include "planner/search/search_stagedeg.h"
+#include "planner/search/search_partition.h"
+#include "planner/search/search_tap.h"
+#include "planner/core/util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The entry of the per-stage DP job; NULL when there is none. */
+static const dp_entry_t *stagedeg_entry(const pf_search_t *s)
+{
+    for (int i = 0; i < s->part.ndp; i++)
+        if (s->part.dp[i].stage_degrees)
+            return &s->part.dp[i];
+    return NULL;
+}
+
+/* TEMPORARY until map_stages lands: stage replicas on devices in index order. */
+static int pf_map_stages_run(const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t *p, char *err,
+                             size_t errlen)
+{
+    (void)g;
+    int next = 0;
+    for (int st = 0; st < p->stages; st++) {
+        int *d = pf_plan_stage_devices(p, st);
+        if (!d)
+            return pf_fail(err, errlen, PF_ERR, "out of memory");
+        for (int i = 0; i < pf_plan_degrees_ndevices(p, st); i++)
+            d[i] = next++;
+    }
+    return next <= pf_cluster_ndevices(c) ? PF_OK : pf_fail(err, errlen, PF_EINPUT, "too many");
+}
+
+int pf_search_stagedeg_tp(const pf_search_t *s)
+{
+    const dp_entry_t *e = stagedeg_entry(s);
+    return e ? e->tp : 0;
+}
+
+pf_plan_t *pf_search_stagedeg_plan(const pf_search_t *s, char *why, size_t whylen)
+{
+    const dp_entry_t *e = stagedeg_entry(s);
+    char err[256];
+    if (!e)
+        return NULL;
+    if (e->status != PF_OK || !e->plan) {
+        snprintf(why, whylen, "%s", e->error[0] ? e->error : "the per-stage DP made no plan");
+        return NULL;
+    }
+    pf_plan_t *p = pf_plan_clone(e->plan);
+    if (!p)
+        return NULL;
+    pf_plan_set_names(p, pf_graph_name(s->g), pf_cluster_name(s->c));
+    p->train = s->o.train;
+    p->train.schedule = PF_SCHEDULE_1F1B; /* the order stagedeg.h prices */
+    snprintf(p->schedule, sizeof p->schedule, "%s", pf_training_schedule_name(PF_SCHEDULE_1F1B));
+    if (pf_map_stages_run(pf_search_tap_graph(s, e->tp), s->c, p, err, sizeof err) != PF_OK) {
+        snprintf(why, whylen, "mapping: %s", err);
+        pf_plan_destroy(&p);
+    }
+    return p;
+}
+
+static double per_sample(const pf_search_t *s, const pf_plan_t *p, double step_ms)
+{
+    return step_ms / pf_search_partition_samples_per_step(s, p);
+}
+
+void pf_search_stagedeg_choose(pf_search_t *s, pf_plan_t **p, const char *why)
+{
+    if (!s->o.stage_degrees)
+        return;
+    pf_plan_t *deg = s->sim.base_plan[2];
+    double mine = per_sample(s, *p, (*p)->simulated_step_ms);
+    double theirs = deg && isfinite(s->sim.base_ms[2]) ? per_sample(s, deg, s->sim.base_ms[2])
+                                                       : NAN;
+    char note[160] = "";
+    if (!deg)
+        snprintf(note, sizeof note, "%s", why && *why ? why : "no per-stage plan");
+    else if (!s->sim.base_fits[2])
+        snprintf(note, sizeof note, "the per-stage plan does not fit memory under 1F1B");
+    bool take = deg && s->sim.base_fits[2] && theirs < mine;
+    if (take) { /* the uniform plan's baselines belong to it: the per-stage plan has none */
+        pf_plan_t *won = pf_plan_clone(deg);
+        if (won) {
+            won->simulated_step_ms = s->sim.base_ms[2];
+            pf_plan_destroy(p);
+            *p = won;
+        } else {
+            take = false;
+        }
+    }
+    (*p)->stagedeg.present = 1;
+    (*p)->stagedeg.chosen = take;
+    (*p)->stagedeg.uniform_ms_per_sample = mine;
+    (*p)->stagedeg.stagedeg_ms_per_sample = theirs;
+    snprintf((*p)->stagedeg.why, sizeof (*p)->stagedeg.why, "%s", note);
+}

@@ -1,0 +1,121 @@
+/* partition_stagedeg: the DP_PARTITION job with per-stage degrees, hand-worked. */
+#include "planner/partition/partition_stagedeg.h"
+#include "planner/core/util.h"
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A chain of n ops (fwd_ms cu[i], bwd 0, param_bytes param[i], edges of 0 bytes). */
+static pf_graph_t *chain(int n, const double *cu, const double *param)
+{
+    char err[256], name[32];
+    pf_graph_t *g = pf_graph_new("chain", 1);
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "op%d", i);
+        pf_op_t op = {.id = i, .name = name, .fwd_ms = cu[i], .param_bytes = param[i]};
+        pf_graph_add_op(g, &op);
+    }
+    for (int i = 1; i < n; i++)
+        pf_graph_add_edge(g, i - 1, i, 0);
+    if (pf_graph_finalize(g, err, sizeof err) != PF_OK)
+        pf_graph_destroy(&g);
+    return g;
+}
+
+static pf_cluster_t *devices(int D)
+{
+    pf_cluster_t *c = pf_cluster_new("d", D);
+    for (int i = 0; i < D; i++) {
+        pf_device_t d = {.id = i, .mem_bytes = 1e12};
+        pf_cluster_set_device(c, i, &d);
+        for (int j = 0; j < i; j++)
+            pf_cluster_set_link(c, i, j, 1, 0);
+    }
+    return c;
+}
+
+static pf_partition_opts_t opts(int n_micro)
+{
+    pf_partition_opts_t o;
+    pf_partition_opts_init(&o);
+    o.stage_degrees = 1;
+    o.microbatches = n_micro;
+    o.flat_gbps = 1;
+    o.coarsen_k = -1;
+    return o;
+}
+
+/* cu = [8, 8, 2] ms, only op 2 has parameters (40e6 bytes: 40 ms at 1 GB/s), N = 8
+ * micro-batches, D = 8 (d | 8 and sum d <= 8, [Piper]'s rule). Op 2 on d replicas costs
+ * 2 / d + 2 (d - 1)/d x 40 / 8 ms: 2 at d = 1, 6 at d = 2; ops 0 and 1 need d >= 2 each (or 4
+ * together) to come under 8. Ops 0 and 1 on 4 replicas (16 / 4 = 4) and op 2 on one (2): 4 ms
+ * on 5 devices. Nothing is below 4: op 2 must stay at d = 1 (else >= 6), leaving 7 devices,
+ * and ops 0 and 1 take 16 / d ms on d of them together, or 8 / d0 and 8 / d1 with d0 + d1 <= 7
+ * (d | 8: at best 4 and 2, max 4). With every stage at one degree the best is 6 (d = 2, op 2
+ * at 6), at d = 1 8. One stage on 8 replicas: 18 / 8 + 2 x 7/8 x 40 / 8 = 11 ms. */
+static void test_mixed_degrees_win(void)
+{
+    char err[256];
+    double cu[] = {8, 8, 2}, param[] = {0, 0, 40e6};
+    pf_graph_t *g = chain(3, cu, param);
+    pf_cluster_t *c = devices(8);
+    pf_partition_opts_t o = opts(8);
+    pf_plan_t *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_partition_run(g, c, &o, &p, err, sizeof err), PF_OK);
+    CU_ASSERT_DOUBLE_EQUAL(p->partition_objective_ms, 4, 1e-9);
+    for (int s = 0; s < p->stages; s++)
+    CU_ASSERT(pf_plan_degrees_mixed(p));
+    CU_ASSERT_EQUAL(pf_plan_degrees_step_microbatches(p), 8);
+    CU_ASSERT(pf_plan_degrees_total_devices(p) <= 8);
+    int last = p->stages - 1;
+    CU_ASSERT(p->stage_list[last].nops == 1 && p->stage_list[last].ops[0] == 2 &&
+              pf_plan_degrees_replicas(p, last) == 1);
+    for (int s = 0; s < p->stages; s++)
+        CU_ASSERT(p->stage_list[s].time_ms <= 4 + 1e-9);
+    CU_ASSERT_EQUAL(pf_plan_validate(p, g, c, err, sizeof err), PF_OK);
+    pf_plan_destroy(&p);
+
+    /* one group of all three ops: one stage, on 8 replicas (11 ms; 12 on 4, 14 on 2, 18 on 1) */
+    int group[] = {0, 0, 0};
+    o.group = group;
+    o.ngroups = 1;
+    CU_ASSERT_EQUAL_FATAL(pf_partition_run(g, c, &o, &p, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(p->stages, 1);
+    CU_ASSERT_EQUAL(p->replicas, 8);
+    CU_ASSERT_DOUBLE_EQUAL(p->partition_objective_ms, 11, 1e-9);
+    CU_ASSERT_FALSE(pf_plan_degrees_mixed(p));
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+/* Without parameters, data parallelism is free: one stage on all 4 devices, 18 / 4 ms. A step
+ * of 0 micro-batches is refused by name. */
+static void test_one_stage_and_bad_input(void)
+{
+    char err[256];
+    double cu[] = {8, 8, 2}, param[] = {0, 0, 0};
+    pf_graph_t *g = chain(3, cu, param);
+    pf_cluster_t *c = devices(4);
+    pf_partition_opts_t o = opts(4);
+    pf_plan_t *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_partition_run(g, c, &o, &p, err, sizeof err), PF_OK);
+    CU_ASSERT_DOUBLE_EQUAL(p->partition_objective_ms, 4.5, 1e-9);
+    CU_ASSERT(p->stages == 1 && p->replicas == 4 && p->microbatches == 1);
+    pf_plan_destroy(&p);
+    o.microbatches = 0;
+    CU_ASSERT_EQUAL(pf_partition_stagedeg_run(g, c, &o, &p, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "per-stage degrees need the step's micro-batches"));
+    CU_ASSERT_PTR_NULL(p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+void pf_suite_partition_stagedeg(void)
+{
+    CU_pSuite s = CU_add_suite("partition_stagedeg", NULL, NULL);
+    CU_add_test(s, "stages of different degrees win; whole groups", test_mixed_degrees_win);
+    CU_add_test(s, "no parameters: one stage on every device; bad input", test_one_stage_and_bad_input);
+}

@@ -63,7 +63,7 @@ static void test_mixed_degrees_win(void)
     pf_cluster_t *c = devices(8);
     pf_partition_opts_t o = opts(8);
     pf_plan_t *p = NULL;
-    CU_ASSERT_EQUAL_FATAL(pf_partition_run(g, c, &o, &p, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_partition_stagedeg_run(g, c, &o, &p, err, sizeof err), PF_OK);
     CU_ASSERT_DOUBLE_EQUAL(p->partition_objective_ms, 4, 1e-9);
     for (int s = 0; s < p->stages; s++)
     CU_ASSERT(pf_plan_degrees_mixed(p));
@@ -81,7 +81,7 @@ static void test_mixed_degrees_win(void)
     int group[] = {0, 0, 0};
     o.group = group;
     o.ngroups = 1;
-    CU_ASSERT_EQUAL_FATAL(pf_partition_run(g, c, &o, &p, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_partition_stagedeg_run(g, c, &o, &p, err, sizeof err), PF_OK);
     CU_ASSERT_EQUAL(p->stages, 1);
     CU_ASSERT_EQUAL(p->replicas, 8);
     CU_ASSERT_DOUBLE_EQUAL(p->partition_objective_ms, 11, 1e-9);
@@ -101,7 +101,7 @@ static void test_one_stage_and_bad_input(void)
     pf_cluster_t *c = devices(4);
     pf_partition_opts_t o = opts(4);
     pf_plan_t *p = NULL;
-    CU_ASSERT_EQUAL_FATAL(pf_partition_run(g, c, &o, &p, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_partition_stagedeg_run(g, c, &o, &p, err, sizeof err), PF_OK);
     CU_ASSERT_DOUBLE_EQUAL(p->partition_objective_ms, 4.5, 1e-9);
     CU_ASSERT(p->stages == 1 && p->replicas == 4 && p->microbatches == 1);
     pf_plan_destroy(&p);

@@ -30,7 +30,6 @@
  * class begins). Pairs are visited in a fixed order and improvements are strict, so the result
  * does not depend on the thread count. */
 #include "planner/partition/partition.h"
-#include "planner/partition/partition_stagedeg.h"
 #include "planner/partition/partition_layout.h"
 #include "planner/partition/coarsen.h"
 #include "planner/partition/refine.h"
@@ -832,8 +831,6 @@ int pf_partition_run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partit
     *out = NULL;
     if ((rc = pf_partition_opts_check(g, c, o, &R, err, errlen)) != PF_OK)
         return rc;
-    if (o->stage_degrees)
-        return pf_partition_stagedeg_run(g, c, o, out, err, errlen);
     if (!(mult = malloc((size_t)S * 2 * sizeof *mult)))
         return pf_fail(err, errlen, PF_ERR, "partition: out of memory");
     if ((rc = run_setup(&rn, c, o, R, err, errlen)) != PF_OK)

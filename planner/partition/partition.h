@@ -43,7 +43,8 @@ typedef struct {
      * grouped partition fits, no refinement; PF_EINFEASIBLE then, and when S > ngroups. */
     int group_whole;
     /* 1: every stage its own data-parallel degree (partition_stagedeg.h, issue 24): stages and
-     * replicas are chosen by the DP, microbatches is the step's in all. Default 0. */
+     * replicas are chosen by the DP, microbatches is the step's in all; the DP_PARTITION job
+     * runs pf_partition_stagedeg_run instead of pf_partition_run. Default 0. */
     int stage_degrees;
 } pf_partition_opts_t;
 

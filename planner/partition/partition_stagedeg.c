@@ -115,6 +115,9 @@ int pf_partition_stagedeg_run(const pf_graph_t *g, const pf_cluster_t *c,
 {
     int n = pf_graph_nops(g), D = pf_cluster_ndevices(c), ngroups = 0, rc;
     *out = NULL;
+    int R_unused;
+    if ((rc = pf_partition_opts_check(g, c, o, &R_unused, err, errlen)) != PF_OK)
+        return rc;
     if (o->microbatches < 1)
         return pf_fail(err, errlen, PF_EINPUT, "microbatches: %d; per-stage degrees need the "
                        "step's micro-batches in all (>= 1)", o->microbatches);

@@ -1,5 +1,6 @@
 #include "planner/search/job.h"
 #include "planner/ir/cost.h"
+#include "planner/partition/partition_stagedeg.h"
 #include "planner/sim/chunks.h"
 #include "planner/sim/simbound.h"
 #include "planner/sim/simulate_check.h"
@@ -37,7 +38,9 @@ static int run_partition(const pf_job_t *job, pf_job_result_t *res)
     const pf_cluster_t *c = set ? pf_tp_setting_cluster(set) : job->cluster;
     o.train = job->setting.train;
     o.reserve_bytes = set ? pf_tp_setting_reserve_bytes(set) : 0;
-    rc = pf_partition_run(g, c, &o, &res->plan, res->error, sizeof res->error);
+    rc = (o.stage_degrees ? pf_partition_stagedeg_run : pf_partition_run)(g, c, &o, &res->plan,
+                                                                          res->error,
+                                                                          sizeof res->error);
     if (rc == PF_OK)
         res->plan->train = job->setting.train;
     pf_tp_setting_destroy(&set);

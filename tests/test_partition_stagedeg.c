@@ -113,9 +113,51 @@ static void test_one_stage_and_bad_input(void)
     pf_graph_destroy(&g);
 }
 
+/* With tensor parallelism per stage: configurations from one graph per degree. Offering t = 1
+ * alone gives the plain DP's answer (4 ms, above); adding t = 2 at half the time and half the
+ * parameters per device cannot beat 4 (ops 0 and 1 each need d t >= 4 devices to go under 4
+ * ms, 8 between them, and op 2 needs one more) but may use it: the plan stays within 8
+ * devices, its stages within 4 ms, each stage's t in {1, 2}. */
+static void test_tensor_parallel_per_stage(void)
+{
+    char err[256];
+    double cu[] = {8, 8, 2}, param[] = {0, 0, 40e6}, cu2[] = {4, 4, 1}, param2[] = {0, 0, 20e6};
+    pf_graph_t *g = chain(3, cu, param), *g2 = chain(3, cu2, param2);
+    pf_cluster_t *c = devices(8);
+    pf_partition_opts_t o = opts(8);
+    pf_plan_t *p = NULL;
+    pf_partition_stagedeg_tp_t one[] = {{1, g}}, two[] = {{1, g}, {2, g2}};
+    CU_ASSERT_EQUAL_FATAL(pf_partition_stagedeg_run_tp(g, c, &o, one, 1, &p, err, sizeof err),
+                          PF_OK);
+    CU_ASSERT_DOUBLE_EQUAL(p->partition_objective_ms, 4, 1e-9);
+    pf_plan_destroy(&p);
+    CU_ASSERT_EQUAL_FATAL(pf_partition_stagedeg_run_tp(g, c, &o, two, 2, &p, err, sizeof err),
+                          PF_OK);
+    CU_ASSERT_DOUBLE_EQUAL(p->partition_objective_ms, 4, 1e-9);
+    CU_ASSERT(pf_plan_degrees_total_devices(p) <= 8);
+    for (int s = 0; s < p->stages; s++) {
+        int t = pf_plan_degrees_tp(p, s);
+        CU_ASSERT(t == 1 || t == 2);
+        CU_ASSERT(p->stage_list[s].time_ms <= 4 + 1e-9);
+    }
+    CU_ASSERT_EQUAL(pf_plan_validate(p, g, c, err, sizeof err), PF_OK);
+    pf_plan_destroy(&p);
+    /* a degree's graph with other ops is refused by name */
+    pf_graph_t *short_g = chain(2, cu, param);
+    pf_partition_stagedeg_tp_t bad[] = {{1, g}, {2, short_g}};
+    CU_ASSERT_EQUAL(pf_partition_stagedeg_run_tp(g, c, &o, bad, 2, &p, err, sizeof err),
+                    PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "a degree's graph has other ops than graph chain"));
+    pf_graph_destroy(&short_g);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g2);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_partition_stagedeg(void)
 {
     CU_pSuite s = CU_add_suite("partition_stagedeg", NULL, NULL);
     CU_add_test(s, "stages of different degrees win; whole groups", test_mixed_degrees_win);
     CU_add_test(s, "no parameters: one stage on every device; bad input", test_one_stage_and_bad_input);
+    CU_add_test(s, "tensor parallelism per stage", test_tensor_parallel_per_stage);
 }

@@ -46,6 +46,10 @@ typedef struct {
      * replicas are chosen by the DP, microbatches is the step's in all; the DP_PARTITION job
      * runs pf_partition_stagedeg_run instead of pf_partition_run. Default 0. */
     int stage_degrees;
+    /* With stage_degrees: the tensor-parallel degrees a stage may take, bit t for degree t
+     * (t < 64); 0: none, the stages run on the job's own setting (its T). Otherwise the job
+     * prices every op at each t (tp_setting.h) and runs stagedeg_tp.h over single devices. */
+    unsigned long long stage_tp_mask;
 } pf_partition_opts_t;
 
 void pf_partition_opts_init(pf_partition_opts_t *o);

@@ -3,6 +3,7 @@
 #include "planner/partition/partition_stagedeg.h"
 #include "planner/partition/coarsen.h"
 #include "planner/partition/stagedeg.h"
+#include "planner/partition/stagedeg_tp.h"
 #include "planner/core/util.h"
 
 #include <math.h>
@@ -34,9 +35,11 @@ static int coarse_graph(const pf_graph_t *g, const pf_partition_opts_t *o,
     return pf_coarsen_hyper_graph(g, group, *ngroups, h, err, errlen);
 }
 
-/* The DP over the downsets of h (topological prefixes past the cap). */
+/* The DP over the downsets of h (topological prefixes past the cap): stagedeg.h's, or with
+ * configurations per op and t stagedeg_tp.h's. */
 static int solve(const pf_graph_t *h, const pf_cost_model_t *cm, const pf_partition_opts_t *o,
-                 int D, pf_stagedeg_result_t **res, pf_plan_t *stats, char *err, size_t errlen)
+                 int D, const pf_stagedeg_tmpcs_t *tab, pf_stagedeg_result_t **res,
+                 pf_plan_t *stats, char *err, size_t errlen)
 {
     int capped = 0;
     pf_downsets_t *ds = pf_downsets_enumerate(h, o->max_downsets, &capped);
@@ -51,7 +54,8 @@ static int solve(const pf_graph_t *h, const pf_cost_model_t *cm, const pf_partit
     so.threads = o->threads;
     stats->partition_search.downsets = pf_downsets_size(ds);
     stats->partition_search.exact = exact;
-    int rc = pf_stagedeg_run(h, ds, cm, &so, res, err, errlen);
+    int rc = tab ? pf_stagedeg_tp_run(h, ds, cm, &so, tab, res, err, errlen)
+                 : pf_stagedeg_run(h, ds, cm, &so, res, err, errlen);
     pf_downsets_destroy(&ds);
     return rc;
 }
@@ -80,20 +84,18 @@ static int fill_stages(pf_plan_t *p, const pf_graph_t *g, const int *group,
     return PF_OK;
 }
 
-/* The plan of result r: its stages, degrees (t_s = 1 on this cluster: a tensor-parallel
- * search runs on its group cluster, whose devices are the groups) and objective. */
+/* The plan of result r: its stages, degrees (t_s: stagedeg.h's are 1; on a group cluster a
+ * group is a device) and objective. */
 static int plan_of(const pf_graph_t *g, const pf_cluster_t *c, const int *group,
                    const pf_stagedeg_result_t *r, int n_micro, pf_plan_t **out)
 {
-    int S = r->stages, *ones = malloc((size_t)S * sizeof *ones);
+    int S = r->stages;
     int *scratch = malloc((size_t)pf_graph_nops(g) * sizeof *scratch);
     pf_plan_t *p = pf_plan_new(S, 1);
     int rc = PF_ERR;
-    if (!ones || !scratch || !p)
+    if (!scratch || !p)
         goto fail;
-    for (int s = 0; s < S; s++)
-        ones[s] = 1;
-    if (pf_plan_degrees_set(p, r->degree, ones, n_micro) != PF_OK ||
+    if (pf_plan_degrees_set(p, r->degree, r->tensor, n_micro) != PF_OK ||
         fill_stages(p, g, group, r, scratch) != PF_OK)
         goto fail;
     p->devices = pf_cluster_ndevices(c);
@@ -103,15 +105,66 @@ static int plan_of(const pf_graph_t *g, const pf_cluster_t *c, const int *group,
     p = NULL;
     rc = PF_OK;
 fail:
-    free(ones);
     free(scratch);
     pf_plan_destroy(&p);
     return rc;
 }
 
+/* Each hyper-op's configuration at each t: the sums over its ops in that t's graph (time =
+ * fwd + bwd with the op's tensor-parallel collectives, parameters, activations per device);
+ * t's missing where some op of the graph has no counterpart (op counts differ). */
+static int hyper_tmpcs(const pf_graph_t *g, const int *group, int nh,
+                       const pf_partition_stagedeg_tp_t *tps, int ntp, pf_stagedeg_tmpc_t **opt,
+                       int **first)
+{
+    int n = pf_graph_nops(g);
+    *opt = calloc((size_t)nh * (ntp ? ntp : 1), sizeof **opt);
+    *first = malloc(((size_t)nh + 1) * sizeof **first);
+    if (!*opt || !*first)
+        return PF_ERR;
+    for (int h = 0; h <= nh; h++)
+        (*first)[h] = h * ntp;
+    for (int h = 0; h < nh; h++)
+        for (int i = 0; i < ntp; i++)
+            (*opt)[h * ntp + i].t = tps[i].t;
+    for (int i = 0; i < ntp; i++) {
+        if (pf_graph_nops(tps[i].g) != n)
+            return PF_EINPUT;
+        for (int v = 0; v < n; v++) {
+            const pf_op_t *op = pf_graph_op(tps[i].g, v);
+            pf_stagedeg_tmpc_t *x = &(*opt)[group[v] * ntp + i];
+            x->time_ms += op->fwd_ms + op->bwd_ms;
+            x->param_bytes += op->param_bytes;
+            x->act_bytes += op->mem_fwd_bytes;
+        }
+    }
+    return PF_OK;
+}
+
+static int run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partition_opts_t *o,
+               const pf_partition_stagedeg_tp_t *tps, int ntp, pf_plan_t **out, char *err,
+               size_t errlen);
+
 int pf_partition_stagedeg_run(const pf_graph_t *g, const pf_cluster_t *c,
                               const pf_partition_opts_t *o, pf_plan_t **out, char *err,
                               size_t errlen)
+{
+    return run(g, c, o, NULL, 0, out, err, errlen);
+}
+
+int pf_partition_stagedeg_run_tp(const pf_graph_t *g, const pf_cluster_t *c,
+                                 const pf_partition_opts_t *o,
+                                 const pf_partition_stagedeg_tp_t *tps, int ntp, pf_plan_t **out,
+                                 char *err, size_t errlen)
+{
+    if (ntp < 1 || ntp > 64)
+        return pf_fail(err, errlen, PF_EINPUT, "per-stage tensor parallelism: %d degrees", ntp);
+    return run(g, c, o, tps, ntp, out, err, errlen);
+}
+
+static int run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partition_opts_t *o,
+               const pf_partition_stagedeg_tp_t *tps, int ntp, pf_plan_t **out, char *err,
+               size_t errlen)
 {
     int n = pf_graph_nops(g), D = pf_cluster_ndevices(c), ngroups = 0, rc;
     *out = NULL;
@@ -130,6 +183,8 @@ int pf_partition_stagedeg_run(const pf_graph_t *g, const pf_cluster_t *c,
     int *group = malloc((size_t)n * sizeof *group);
     pf_graph_t *h = NULL;
     pf_stagedeg_result_t *res = NULL;
+    pf_stagedeg_tmpc_t *opt = NULL;
+    int *first = NULL;
     pf_plan_t stats = {0};
     double t0 = pf_now_s(), t1 = t0;
     if (!group) {
@@ -139,7 +194,16 @@ int pf_partition_stagedeg_run(const pf_graph_t *g, const pf_cluster_t *c,
     if ((rc = coarse_graph(g, o, &cm, group, &ngroups, &h, err, errlen)) != PF_OK)
         goto fail;
     t1 = pf_now_s();
-    if ((rc = solve(h ? h : g, &cm, o, D, &res, &stats, err, errlen)) != PF_OK)
+    if (tps && (rc = hyper_tmpcs(g, group, ngroups, tps, ntp, &opt, &first)) != PF_OK) {
+        rc = pf_fail(err, errlen, rc, rc == PF_ERR ? "partition: out of memory"
+                                                   : "per-stage tensor parallelism: a degree's "
+                                                     "graph has other ops than graph %s",
+                     pf_graph_name(g));
+        goto fail;
+    }
+    pf_stagedeg_tmpcs_t tab = {opt, first};
+    if ((rc = solve(h ? h : g, &cm, o, D, tps ? &tab : NULL, &res, &stats, err, errlen)) !=
+        PF_OK)
         goto fail;
     if (res->stages == 0 || !isfinite(res->objective_ms)) {
         rc = pf_fail(err, errlen, PF_EINFEASIBLE, "per-stage degrees: no chain of stages fits "
@@ -162,6 +226,8 @@ int pf_partition_stagedeg_run(const pf_graph_t *g, const pf_cluster_t *c,
     (*out)->partition_search.objective_before_refine_ms = res->objective_ms;
 fail:
     free(group);
+    free(opt);
+    free(first);
     pf_graph_destroy(&h);
     pf_stagedeg_result_destroy(&res);
     return rc;

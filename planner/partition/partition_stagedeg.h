@@ -20,4 +20,20 @@ int pf_partition_stagedeg_run(const pf_graph_t *g, const pf_cluster_t *c,
                               const pf_partition_opts_t *o, pf_plan_t **out, char *err,
                               size_t errlen);
 
+/* One tensor-parallel degree t a stage may take and the graph per device at t (the same ops as
+ * g, in the same order: tp_setting.h's graph of degree t, TAP's split and collectives priced). */
+typedef struct {
+    int t;
+    const pf_graph_t *g;
+} pf_partition_stagedeg_tp_t;
+
+/* The same with a tensor-parallel degree per stage too (stagedeg_tp.h, [Piper]'s `full`):
+ * every op's configuration at t is its figures in tps[i].g (time fwd + bwd, parameters and
+ * activations per device; summed over a hyper-op's ops), c holds single devices, and stage s
+ * uses d_s x t_s of them. The boundary bytes are g's edges. */
+int pf_partition_stagedeg_run_tp(const pf_graph_t *g, const pf_cluster_t *c,
+                                 const pf_partition_opts_t *o,
+                                 const pf_partition_stagedeg_tp_t *tps, int ntp, pf_plan_t **out,
+                                 char *err, size_t errlen);
+
 #endif

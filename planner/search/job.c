@@ -23,6 +23,39 @@ static int job_setting(const pf_job_t *job, pf_tp_setting_t **out, char *err, si
     return *out ? PF_OK : PF_EINPUT;
 }
 
+/* --stage-degrees with tensor parallelism: the graph per device at every degree of the mask
+ * that divides each host (tp_setting.h with TAP in-process, deterministic, as a worker rebuilds
+ * any setting; a degree TAP cannot plan is not offered), then stagedeg_tp.h over single
+ * devices. */
+static int run_stage_tp(const pf_job_t *job, pf_partition_opts_t *o, pf_job_result_t *res)
+{
+    enum { MAXT = 16 };
+    int list[MAXT], nt = 0, rc;
+    int n = pf_tp_groups_degrees(job->cluster, job->setting.across_hosts, list, MAXT);
+    pf_tp_setting_t *set[MAXT] = {0};
+    pf_partition_stagedeg_tp_t tps[MAXT];
+    char why[256] = "";
+    for (int i = 0; i < n; i++) {
+        if (list[i] >= 64 || !(o->stage_tp_mask >> list[i] & 1))
+            continue;
+        pf_tp_setting_opts_t so = job->setting;
+        so.tp = list[i], so.tap_plans = NULL, so.ntap_plans = 0;
+        if (!(set[nt] = pf_tp_setting_new(job->graph, job->cluster, &so, why, sizeof why)))
+            continue;
+        tps[nt] = (pf_partition_stagedeg_tp_t){list[i], pf_tp_setting_graph(set[nt])};
+        o->reserve_bytes = fmax(o->reserve_bytes, pf_tp_setting_reserve_bytes(set[nt]));
+        nt++;
+    }
+    rc = nt ? pf_partition_stagedeg_run_tp(job->graph, job->cluster, o, tps, nt, &res->plan,
+                                           res->error, sizeof res->error)
+            : pf_fail(res->error, sizeof res->error, PF_EINFEASIBLE, "per-stage tensor "
+                      "parallelism: no degree of the mask 0x%llx can be planned%s%s",
+                      o->stage_tp_mask, why[0] ? ": " : "", why);
+    for (int i = 0; i < nt; i++)
+        pf_tp_setting_destroy(&set[i]);
+    return rc;
+}
+
 static int run_partition(const pf_job_t *job, pf_job_result_t *res)
 {
     pf_partition_opts_t o = job->partition;
@@ -31,6 +64,13 @@ static int run_partition(const pf_job_t *job, pf_job_result_t *res)
         return pf_fail(res->error, sizeof res->error, PF_EINPUT, "partition job without inputs");
     if (job->threads > 0)
         o.threads = job->threads;
+    o.train = job->setting.train;
+    if (o.stage_degrees && o.stage_tp_mask) {
+        int rc = run_stage_tp(job, &o, res);
+        if (rc == PF_OK)
+            res->plan->train = job->setting.train;
+        return rc;
+    }
     int rc = job_setting(job, &set, res->error, sizeof res->error);
     if (rc != PF_OK)
         return rc;

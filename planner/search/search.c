@@ -77,6 +77,11 @@ static void simulation_over(pf_search_t *s, const pf_search_owner_t *owner)
  * once when no unit has a weight to split). */
 static int start_degrees(pf_search_t *s, const int *degrees, int nt, char *err, size_t errlen)
 {
+    s->o.stage_tp_mask = 0;
+    for (int i = 0; i < nt && s->o.stage_degrees; i++)
+        s->o.stage_tp_mask |= degrees[i] < 64 ? 1ull << degrees[i] : 0;
+    if (s->o.stage_tp_mask == 1ull << 1)
+        s->o.stage_tp_mask = 0; /* T = 1 alone: the plain per-stage DP on T = 1's setting */
     int rc = pf_search_tap_init(s, nt, err, errlen);
     for (int i = 0; i < nt && rc == PF_OK; i++) {
         bool over = false;

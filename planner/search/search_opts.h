@@ -63,6 +63,10 @@ typedef struct {
     /* Set by the pre-phase (not a request's option): the (S, T) pairs the later phases try,
      * R = devices / (S T); 0 pairs = every (S, T) the options allow. */
     int nblock_pairs;
+    /* Set by the search (not a request's option), with stage_degrees: the tensor-parallel
+     * degrees a stage may take, bit t for T = t (the degrees the search tries); 0 when that is
+     * T = 1 alone. */
+    unsigned long long stage_tp_mask;
     int block_pairs[8][2];
     unsigned schedules;   /* phase 4: schedules the plan may run, a mask of 1u << pf_training_schedule_t
                            * (no signal); 0 = 1f1b, gpipe and eager-1f1b */

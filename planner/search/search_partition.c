@@ -262,7 +262,7 @@ static int add_dp_entries(pf_search_t *s, int tpi, char *err, size_t errlen)
         if (rc != PF_OK)
             return rc;
     }
-    if (s->o.stage_degrees && s->tap.tp[tpi].opts.tp == 1)
+    if (s->o.stage_degrees && tpi == 0) /* the smallest degree: T = 1 unless --tp fixes T */
         return add_stagedeg_entry(s, tpi, err, errlen);
     return PF_OK;
 }
@@ -444,6 +444,7 @@ void pf_search_partition_describe(const pf_search_t *s, const pf_search_owner_t 
     /* refinement moves single ops across boundaries: it would cut blocks */
     job->partition.refine = s->o.refine && !pt->block_group;
     job->partition.stage_degrees = e->stage_degrees;
+    job->partition.stage_tp_mask = e->stage_degrees ? s->o.stage_tp_mask : 0;
     if (s->o.max_downsets > 0)
         job->partition.max_downsets = s->o.max_downsets;
 }

@@ -38,7 +38,7 @@
  * with another device of its host (free or another group's), taken while the objective (then the
  * sum of the stages' slowest times, for ties) falls; the best result is kept. Guarantees of that
  * path: (1) never worse than any of its greedy placements; (2) when the passes end before
- * `rounds` (stats.converged), no single swap, move or exchange lowers the objective (with more
+ * `rounds` and `max_evals` (stats.converged), no single swap, move or exchange lowers the objective (with more
  * than 512 groups only those of the slowest stages are tried); (3) every group lies in one host
  * whenever first-fit decreasing packs all groups into the hosts, which it always does when every
  * t_s divides every larger t_s and every host's device count (powers of two on hosts of 8), and

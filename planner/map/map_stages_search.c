@@ -12,6 +12,7 @@ void pf_map_stages_search_opts_init(pf_map_stages_search_opts_t *o)
 {
     o->exhaustive_max = PF_MAP_STAGES_SEARCH_EXHAUSTIVE;
     o->rounds = PF_MAP_STAGES_SEARCH_ROUNDS;
+    o->max_evals = PF_MAP_STAGES_SEARCH_EVALS;
 }
 
 /* ---------------------------------------------------------------- greedy */
@@ -215,6 +216,7 @@ typedef struct {
     int *save;        /* 2 x the largest t */
     double obj, sum;
     int swaps;
+    long long evals, budget; /* replica times computed; the most allowed */
 } improve_t;
 
 static void key_of(const improve_t *im, double *obj, double *sum)
@@ -233,8 +235,11 @@ static void reprice(improve_t *im, int s)
     int cnt;
     const int *nb = pf_stage_graph_neighbors(im->m->sg, s, &cnt);
     im->stage_ms[s] = pf_map_stages_stage_ms(im->m, im->dev, s);
-    for (int i = 0; i < cnt; i++)
+    im->evals += im->m->d[s];
+    for (int i = 0; i < cnt; i++) {
         im->stage_ms[nb[i]] = pf_map_stages_stage_ms(im->m, im->dev, nb[i]);
+        im->evals += im->m->d[nb[i]];
+    }
 }
 
 static bool better(double obj, double sum, double best_obj, double best_sum)
@@ -412,7 +417,7 @@ static bool pass_group(improve_t *im, int s, int r, bool all_pairs)
     for (int u = 0; u < m->S; u++) {
         if (m->t[u] != m->t[s])
             continue;
-        for (int q = 0; q < m->d[u]; q++) {
+        for (int q = 0; q < m->d[u] && im->evals <= im->budget; q++) {
             if ((u < s || (u == s && q <= r)) && (all_pairs || critical(im, u)))
                 continue; /* that pair was tried from the other side */
             moved |= try_swap(im, s, r, u, q);
@@ -427,10 +432,11 @@ static bool pass_group(improve_t *im, int s, int r, bool all_pairs)
 /* Swaps and moves while the key falls, at most `rounds` passes; st gets the swaps taken and
  * whether the last pass took none. With more than PF_MAP_STAGES_SEARCH_ALL_PAIRS groups only
  * groups of the slowest stages start a swap. PF_OK or PF_ERR. */
-static int improve(const pf_map_stages_t *m, int *dev, int rounds,
+static int improve(const pf_map_stages_t *m, int *dev, const pf_map_stages_search_opts_t *o,
                    pf_map_stages_search_stats_t *st)
 {
-    improve_t im = {.m = m, .dev = dev};
+    improve_t im = {.m = m, .dev = dev, .budget = o->max_evals};
+    int rounds = o->rounds;
     int tmax = 1;
     for (int s = 0; s < m->S; s++)
         tmax = m->t[s] > tmax ? m->t[s] : tmax;
@@ -452,9 +458,10 @@ static int improve(const pf_map_stages_t *m, int *dev, int rounds,
         moved = false;
         for (int s = 0; s < m->S; s++)
             for (int r = 0; r < m->d[s]; r++)
-                if (all_pairs || critical(&im, s))
+                if ((all_pairs || critical(&im, s)) && im.evals <= im.budget)
                     moved |= pass_group(&im, s, r, all_pairs);
     }
+    moved |= im.evals > im.budget; /* stopped short: not shown a local optimum */
     st->swaps = im.swaps;
     st->converged = !moved;
 done:
@@ -541,8 +548,8 @@ done:
 }
 
 /* The swaps from each kept greedy placement; the best result into dev. */
-static int greedy_and_swaps(const pf_map_stages_t *m, int rounds, int *dev,
-                            pf_map_stages_search_stats_t *st)
+static int greedy_and_swaps(const pf_map_stages_t *m, const pf_map_stages_search_opts_t *o,
+                            int *dev, pf_map_stages_search_stats_t *st)
 {
     cands_t k = {.dev = malloc((size_t)IMPROVE_BEST * m->n * sizeof *k.dev)};
     pf_map_stages_search_stats_t one;
@@ -553,7 +560,7 @@ static int greedy_and_swaps(const pf_map_stages_t *m, int rounds, int *dev,
     for (int i = 0; i < k.kept; i++) {
         int *x = k.dev + (size_t)i * m->n;
         memset(&one, 0, sizeof one);
-        if (improve(m, x, rounds, &one) != PF_OK)
+        if (improve(m, x, o, &one) != PF_OK)
             goto done;
         double ms = pf_map_stages_objective_ms(m, x);
         st->swaps += one.swaps;
@@ -698,7 +705,7 @@ int pf_map_stages_search(const pf_map_stages_t *m, const pf_map_stages_search_op
                                            (double)o->exhaustive_max) {
         rc = enumerate(m, dev, st);
     } else {
-        rc = greedy_and_swaps(m, o->rounds, dev, st);
+        rc = greedy_and_swaps(m, o, dev, st);
     }
     st->objective_ms = rc == PF_OK ? pf_map_stages_objective_ms(m, dev) : NAN;
     st->split_groups = rc == PF_OK ? pf_map_stages_split_groups(m, dev) : 0;

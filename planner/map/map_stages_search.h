@@ -12,6 +12,8 @@
 
 #define PF_MAP_STAGES_SEARCH_EXHAUSTIVE 200000
 #define PF_MAP_STAGES_SEARCH_ROUNDS 64
+/* Replica times the swaps of one greedy placement may compute (about a second on large plans). */
+#define PF_MAP_STAGES_SEARCH_EVALS 10000000LL
 /* Above this many groups only the slowest stages' groups start a swap (each pass would
  * otherwise try every pair). */
 #define PF_MAP_STAGES_SEARCH_ALL_PAIRS 512
@@ -19,6 +21,7 @@
 typedef struct {
     long long exhaustive_max; /* enumerate when the in-host placements are at most this; 0 never */
     int rounds;               /* passes of the swap improvement */
+    long long max_evals;      /* replica times the swaps may compute per placement improved */
 } pf_map_stages_search_opts_t;
 
 typedef struct {
@@ -31,7 +34,9 @@ typedef struct {
     double objective_ms, seconds;
 } pf_map_stages_search_stats_t;
 
-/* Defaults: exhaustive_max PF_MAP_STAGES_SEARCH_EXHAUSTIVE, rounds PF_MAP_STAGES_SEARCH_ROUNDS. */
+/* Defaults: exhaustive_max PF_MAP_STAGES_SEARCH_EXHAUSTIVE, rounds PF_MAP_STAGES_SEARCH_ROUNDS,
+ * max_evals PF_MAP_STAGES_SEARCH_EVALS. The swaps stop at whichever limit comes first (then
+ * converged is 0). */
 void pf_map_stages_search_opts_init(pf_map_stages_search_opts_t *o);
 
 /* The search of map_stages.h: dev (m->n entries) gets the placement, st (may be NULL) its

@@ -42,7 +42,8 @@ static void help(FILE *f)
             "Megatron-LM: ZeRO 2 or 3; both: a schedule other than 1F1B).\n\n"
             "  -o DIR   write the files into DIR (created if missing); - or none: to stdout\n\n"
             "Exit status 2 on bad usage or input, including a plan that is not layer-aligned or\n"
-            "that the framework cannot express (the message says why).\n");
+            "that the framework cannot express (the message says why); 3 for a plan whose\n"
+            "stages differ in data- or tensor-parallel degree (none of these runs it).\n");
 }
 
 typedef int (*writer_fn)(const pf_export_t *, FILE *, char *, size_t);

@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 #include "planner/ir/cluster.h"
 #include "planner/ir/graph.h"
+#include "planner/map/map_stages_search.h"
 #include "planner/map/mapping.h"
 #include "planner/ir/plan.h"
 #include "planner/core/util.h"
@@ -20,7 +21,11 @@ static void help(FILE *f)
         "probe per target). Writes the plan with devices, objective_ms (full: c_u + eq. 6 +\n"
         "eq. 7 terms), the mapping section, the CS map and p2p map baselines and\n"
         "simulated_step_ms (the analytic estimate (MB + S - 1) x max(c_u + p2p) +\n"
-        "max all-reduce, until a simulator exists). PLAN may be - (stdin).\n\n"
+        "max all-reduce, until a simulator exists). PLAN may be - (stdin).\n"
+        "A plan whose stages differ (each its own replicas x tp) is placed group by group\n"
+        "instead (every replica's devices inside one host, the heaviest stage on the fastest\n"
+        "devices; exact on small clusters, else greedy with swaps; DESIGN.md): its objective\n"
+        "is per micro-batch of the step, and the options below do not apply.\n\n"
         "  --instantiation I  m (eq. 6), ar (eq. 7), full (both) or auto (default): auto\n"
         "                     picks m or ar by all-reduce / inter-stage bytes, runs the other\n"
         "                     too, keeps the better mapping under full and refines it with a\n"
@@ -51,6 +56,17 @@ static void summary(const pf_plan_t *p)
             p->cs_map.objective_ms / p->objective_ms, p->p2p_map.objective_ms,
             p->p2p_map.objective_ms / p->objective_ms, p->mapping.probes,
             p->mapping.probes_timed_out, p->mapping.seconds);
+}
+
+static void summary_stages(const pf_plan_t *p, const pf_map_stages_search_stats_t *st)
+{
+    char deg[256];
+    pf_plan_degrees_describe(p, deg, sizeof deg);
+    fprintf(stderr,
+            "planfarm map: stages %s on %d devices: objective %.4g ms per micro-batch (%s, "
+            "%d group(s) across hosts) in %.2f s\n",
+            deg, p->devices, p->objective_ms, st->exact ? "exact" : "greedy and swaps",
+            st->split_groups, st->seconds);
 }
 
 static int parse_instantiation(const char *cmd, const char *arg, void *base)
@@ -107,13 +123,21 @@ int cmd_map(int argc, char **argv)
         (rc = pf_cluster_load(cpath, &cl, err, sizeof err)) != PF_OK ||
         (rc = pf_plan_load(ppath, g, cl, &p, err, sizeof err)) != PF_OK)
         goto done;
-    if ((rc = pf_mapping_plan(g, cl, p, &o, err, sizeof err)) != PF_OK) {
+    pf_map_stages_search_opts_t so;
+    pf_map_stages_search_stats_t sst;
+    pf_map_stages_search_opts_init(&so);
+    int mixed = pf_plan_degrees_mixed(p);
+    rc = mixed ? pf_map_stages_search_plan(g, cl, p, &so, &sst, err, sizeof err)
+               : pf_mapping_plan(g, cl, p, &o, err, sizeof err);
+    if (rc != PF_OK) {
         pf_err_prefix(err, sizeof err, strcmp(ppath, "-") ? ppath : "<stdin>");
         goto done;
     }
     if ((rc = pf_plan_save(p, g, cl, out, err, sizeof err)) != PF_OK)
         goto done;
-    if (cli_stderr_tty())
+    if (cli_stderr_tty() && mixed)
+        summary_stages(p, &sst);
+    else if (cli_stderr_tty())
         summary(p);
 done:
     pf_plan_destroy(&p);

@@ -1140,6 +1140,65 @@ static void test_cli(void)
     pf_graph_destroy(&g);
 }
 
+/* Plans whose stages differ (issue 24) are refused as infeasible, every run of stages named; the
+ * binary exits 3 with the same words for every kind. */
+static void test_mixed_refused(void)
+{
+    pf_graph_t *g = small_gpt(4);
+    pf_cluster_t *c = two_hosts();
+    char err[512], ppath[600], gpath[600], cpath[600];
+    int rc = PF_OK;
+    static const char *const tail = ": Megatron-LM and DeepSpeed run one data- and tensor-parallel "
+                                    "degree for every stage; this plan needs a runtime with "
+                                    "heterogeneous stages such as PipeDream's or Piper's";
+    /* two stages: 2 x 1 on devices 0, 1 and 1 x 2 on 8, 9; N = 16 */
+    pf_plan_t *p = even_plan(g);
+    int d2[2] = {2, 1}, t2[2] = {1, 2}, dev2[2][2] = {{0, 1}, {8, 9}};
+    CU_ASSERT_EQUAL_FATAL(pf_plan_degrees_set(p, d2, t2, 16), PF_OK);
+    for (int s = 0; s < 2; s++)
+        memcpy(pf_plan_stage_devices(p, s), dev2[s], sizeof dev2[s]);
+    CU_ASSERT_PTR_NULL(pf_export_new(p, g, c, &rc, err, sizeof err));
+    CU_ASSERT_EQUAL(rc, PF_EINFEASIBLE);
+    char want[1024];
+    snprintf(want, sizeof want, "stage 0 runs 2 x 1 devices, stage 1 runs 1 x 2%s", tail);
+    CU_ASSERT_STRING_EQUAL(err, want);
+    /* through the binary: exit 3 for megatron, deepspeed and torchrun alike */
+    const char *tmp = pf_test_tmpdir();
+    snprintf(gpath, sizeof gpath, "%s/export-mixed-gpt.json", tmp);
+    snprintf(cpath, sizeof cpath, "%s/export-mixed-cluster.json", tmp);
+    snprintf(ppath, sizeof ppath, "%s/export-mixed-plan.json", tmp);
+    CU_ASSERT_EQUAL(pf_graph_save(g, gpath, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_cluster_save(c, cpath, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(pf_plan_save(p, g, c, ppath, err, sizeof err), PF_OK);
+    const char *kinds[3] = {"megatron", "deepspeed", "torchrun"};
+    for (int i = 0; i < 3; i++) {
+        char cmd[3000], out[4096];
+        snprintf(cmd, sizeof cmd, "%s export %s %s %s %s", pf_test_bin(), kinds[i], gpath, cpath,
+                 ppath);
+        CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 3);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+    }
+    pf_plan_destroy(&p);
+    /* four stages, the middle two alike: one run "stages 1-2" */
+    const int cut[] = {0, 18, 35, 52, 71};
+    p = cut_plan(g, 4, 1, 1, cut);
+    int d4[4] = {1, 2, 2, 1}, t4[4] = {2, 1, 1, 2}, at = 0;
+    CU_ASSERT_EQUAL_FATAL(pf_plan_degrees_set(p, d4, t4, 8), PF_OK);
+    for (int s = 0; s < 4; s++) {
+        int *dv = pf_plan_stage_devices(p, s);
+        for (int i = 0; i < 2; i++)
+            dv[i] = at++;
+    }
+    CU_ASSERT_PTR_NULL(pf_export_new(p, g, c, &rc, err, sizeof err));
+    CU_ASSERT_EQUAL(rc, PF_EINFEASIBLE);
+    snprintf(want, sizeof want, "stage 0 runs 1 x 2 devices, stages 1-2 run 2 x 1, stage 3 runs "
+             "1 x 2%s", tail);
+    CU_ASSERT_STRING_EQUAL(err, want);
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_export(void)
 {
     CU_pSuite s = CU_add_suite("export", NULL, NULL);
@@ -1163,4 +1222,6 @@ void pf_suite_export(void)
     CU_add_test(s, "planfarm export through the binary", test_cli);
     CU_add_test(s, "recomputation per stage: the nearest memory-safe flags, said plainly",
                 test_stage_recompute);
+    CU_add_test(s, "plans whose stages differ: refused as infeasible, the stages named",
+                test_mixed_refused);
 }

@@ -3,6 +3,7 @@
 #include "planner/core/json.h"
 #include "planner/inputs/model.h"
 #include "planner/inputs/model_build.h"
+#include "planner/sim/draw.h"
 #include "planner/sim/simulate.h"
 #include "planner/sim/simulate_check.h"
 #include "planner/inputs/topology.h"
@@ -823,6 +824,63 @@ static void test_size_limit(void)
     CU_ASSERT_EQUAL(pf_simulate_check_size(&in, err, sizeof err), PF_OK);
 }
 
+/* The mapping drawing of a plan whose stages differ (issue 24): stage 0 runs 2 x 1 on devices 0
+ * and 1 (host 0), stage 1 runs 1 x 2 on {2, 3} (host 1), N = 2. Every stage replica and rank is
+ * named, the legend gives each stage's degrees, and stage 1's group is linked to both replicas
+ * of stage 0 (each of its micro-batches comes from one of them), rank k to rank k mod t. */
+static void test_draw_mixed(void)
+{
+    char err[256];
+    pf_graph_t *g = pf_graph_new("two", 1);
+    pf_op_t ops[2] = {{.id = 0, .name = "a", .type = "linear", .fwd_ms = 1, .bwd_ms = 2,
+                       .param_bytes = 1e6},
+                      {.id = 1, .name = "b", .type = "linear", .fwd_ms = 1, .bwd_ms = 2,
+                       .param_bytes = 1e6}};
+    pf_graph_add_op(g, &ops[0]);
+    pf_graph_add_op(g, &ops[1]);
+    pf_graph_add_edge(g, 0, 1, 1e6);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
+    pf_cluster_t *c = pf_cluster_new("two-hosts", 4);
+    for (int a = 0; a < 4; a++) {
+        pf_device_t d = {.id = a, .host = a / 2, .mem_bytes = 16e9};
+        pf_cluster_set_device(c, a, &d);
+        for (int b = 0; b < a; b++)
+            pf_cluster_set_link(c, a, b, a / 2 == b / 2 ? 100 : 10, 0);
+    }
+    pf_plan_t *p = pf_plan_new(2, 1);
+    int op0 = 0, op1 = 1, d[2] = {2, 1}, t[2] = {1, 2}, dev[2][2] = {{0, 1}, {2, 3}};
+    CU_ASSERT_EQUAL_FATAL(pf_plan_set_stage_ops(p, 0, &op0, 1), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_plan_set_stage_ops(p, 1, &op1, 1), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_plan_degrees_set(p, d, t, 2), PF_OK);
+    for (int s = 0; s < 2; s++)
+        memcpy(pf_plan_stage_devices(p, s), dev[s], sizeof dev[s]);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CU_ASSERT_EQUAL_FATAL(pf_draw_mapping_svg(p, c, g, f, err, sizeof err), PF_OK);
+    fclose(f);
+    const char *want[] = {": stage 0 replica 0 rank 0", ": stage 0 replica 1 rank 0",
+                          ": stage 1 replica 0 rank 0", ": stage 1 replica 0 rank 1",
+                          "stage 0 (2 x 1)", "stage 1 (1 x 2)", "2x1 | 1x2",
+                          /* 2 x N / lcm(2, 1) = 2 x 1 transfers (forward, backward) of 1e6 B
+                           * between each replica of stage 0 and each rank of stage 1's group:
+                           * 2e6 B = 1.9 MiB */
+                          "devices 0-2: 1.9 MiB", "devices 0-3: 1.9 MiB", "devices 1-2: 1.9 MiB",
+                          "devices 1-3: 1.9 MiB",
+                          /* stage 0's ring: 2 (2 - 1) / 2 x 1e6 B from each replica */
+                          "devices 0-1: 1.9 MiB"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(buf, want[i])) {
+            CU_FAIL("the mixed plan's drawing lacks a piece");
+            printf("\n    missing: %s\n", want[i]);
+        }
+    CU_ASSERT_PTR_NULL(strstr(buf, "devices 2-3:")); /* one group: no ring, no transfer */
+    free(buf);
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_simulate(void)
 {
     CU_pSuite s = CU_add_suite("simulate", NULL, NULL);
@@ -844,4 +902,5 @@ void pf_suite_simulate(void)
     CU_add_test(s, "one GPT layer vs its H100 measurement (10%)", test_h100_gpt_layer);
     CU_add_test(s, "planfarm simulate and planfarm draw", test_commands);
     CU_add_test(s, "the task count limit, at its edge", test_size_limit);
+    CU_add_test(s, "the mapping drawing of a plan whose stages differ", test_draw_mixed);
 }

@@ -410,6 +410,32 @@ static int check_devices(const pf_export_t *x, char *err, size_t errlen)
     return rc;
 }
 
+/* A plan whose stages differ (issue 24) has no Megatron-LM or DeepSpeed form: both (and the rank
+ * order above) give every stage R x T ranks. PF_EINFEASIBLE naming each run of stages alike. */
+static int check_uniform(const pf_plan_t *p, char *err, size_t errlen)
+{
+    if (!pf_plan_degrees_mixed(p))
+        return PF_OK;
+    char runs[512] = "";
+    size_t at = 0;
+    for (int s = 0, e; s < p->stages && at < sizeof runs; s = e + 1) {
+        int d = pf_plan_degrees_replicas(p, s), t = pf_plan_degrees_tp(p, s);
+        for (e = s; e + 1 < p->stages && pf_plan_degrees_replicas(p, e + 1) == d &&
+                    pf_plan_degrees_tp(p, e + 1) == t;
+             e++)
+            ;
+        int n = e > s ? snprintf(runs + at, sizeof runs - at, "%sstages %d-%d run %d x %d",
+                                 s ? ", " : "", s, e, d, t)
+                      : snprintf(runs + at, sizeof runs - at, "%sstage %d runs %d x %d%s",
+                                 s ? ", " : "", s, d, t, s ? "" : " devices");
+        at += n > 0 ? (size_t)n : 0;
+    }
+    return pf_fail(err, errlen, PF_EINFEASIBLE,
+                   "%s: Megatron-LM and DeepSpeed run one data- and tensor-parallel degree for "
+                   "every stage; this plan needs a runtime with heterogeneous stages such as "
+                   "PipeDream's or Piper's", runs);
+}
+
 pf_export_t *pf_export_new(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c,
                            int *rcp, char *err, size_t errlen)
 {
@@ -430,6 +456,9 @@ pf_export_t *pf_export_new(const pf_plan_t *p, const pf_graph_t *g, const pf_clu
                 "%d must all be >= 1", x->S, x->R, x->T, p->microbatches);
         goto fail;
     }
+    if ((rc = check_uniform(p, err, errlen)) != PF_OK)
+        goto fail;
+    rc = PF_EINPUT;
     if ((long long)x->S * x->R * x->T > pf_cluster_ndevices(c)) {
         pf_fail(err, errlen, rc, "plan: %d stages x %d replicas x %d tensor-parallel ranks exceed "
                 "the cluster's %d devices", x->S, x->R, x->T, pf_cluster_ndevices(c));

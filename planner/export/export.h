@@ -64,7 +64,11 @@ typedef struct pf_export pf_export_t;
 /* Checks the plan (pf_plan_validate, every (s, r, k) mapped to a distinct device, tensor
  * parallel >= 1), that it is layer-aligned, and builds the launch layout. NULL with the reason:
  * "stage 2 cuts block layers.13: ops layers.13.mlp.fc1 .. in stage 2, layers.13.ln1 .. in
- * stage 1" (PF_EINPUT in *rc when rc != NULL; PF_ERR when out of memory). The plan, graph and
+ * stage 1" (PF_EINPUT in *rc when rc != NULL; PF_ERR when out of memory). A plan whose stages
+ * differ in data- or tensor-parallel degree (pf_plan_degrees_mixed) is PF_EINFEASIBLE: "stage 0
+ * runs 2 x 1 devices, stage 1 runs 1 x 2: Megatron-LM and DeepSpeed run one data- and
+ * tensor-parallel degree for every stage; this plan needs a runtime with heterogeneous stages
+ * such as PipeDream's or Piper's" (every run of stages alike named: "stages 1-3 run 1 x 2"). The plan, graph and
  * cluster must outlive the export. */
 pf_export_t *pf_export_new(const pf_plan_t *p, const pf_graph_t *g, const pf_cluster_t *c,
                            int *rc, char *err, size_t errlen);

@@ -1,5 +1,6 @@
 #include "planner/sim/draw.h"
 #include "planner/map/stage_graph.h"
+#include "planner/ir/cost.h"
 #include "planner/core/util.h"
 
 #include <math.h>
@@ -196,6 +197,7 @@ int pf_draw_timeline_svg(const pf_simulate_result_t *r, const pf_cluster_t *c, c
 typedef struct {
     int D, nh, hcols, dcols;
     int *stage_of;  /* device -> stage, -1 */
+    int *slot_of;   /* device -> its index in its stage's devices (replica x t_s + rank) */
     int *host_slot; /* device -> position in its host */
     int *host_idx;  /* device -> host box */
     int *host_id;   /* box -> host */
@@ -231,47 +233,74 @@ static void layout_hosts(map_layout_t *L, const pf_cluster_t *c)
     }
 }
 
-static int layout_stages(map_layout_t *L, const pf_plan_t *p, int RT, char *err, size_t errlen)
+/* Each stage's d_s x t_s devices (plan_degrees: the plan's R x T where the stages agree). */
+static int layout_stages(map_layout_t *L, const pf_plan_t *p, char *err, size_t errlen)
 {
     for (int s = 0; s < p->stages; s++)
-        for (int i = 0; i < RT; i++) {
+        for (int i = 0; i < pf_plan_degrees_ndevices(p, s); i++) {
             int d = p->stage_list[s].devices[i];
             if (d < 0 || d >= L->D)
                 return pf_fail(err, errlen, PF_EINPUT, "stage_list[%d].devices[%d]: %d is not a "
                                "device of the cluster", s, i, d);
             L->stage_of[d] = s;
+            L->slot_of[d] = i;
         }
     return PF_OK;
 }
 
-/* Traffic per step between device pairs (undirected), per tensor-parallel rank k: the activation
- * is replicated on a stage's T devices, so rank k of the next stage receives all of it (B -> B
- * resharding); the gradient ring of rank k reduces its 1/T of the weights. Without a graph (sg
- * NULL), 1 per link used. Returns the largest entry. */
-static double layout_traffic(map_layout_t *L, const pf_plan_t *p, const pf_stage_graph_t *sg,
-                             int T)
+static int gcd(int a, int b)
 {
-    int S = p->stages, R = p->replicas, D = L->D;
-    double *traffic = L->traffic;
-    for (int s = 0; s < S; s++)
-        for (int r = 0; r < R; r++)
-            for (int k = 0; k < T; k++) {
-                int a = p->stage_list[s].devices[r * T + k];
-                for (int t = s + 1; t < S; t++) {
-                    double w = sg ? 2.0 * p->microbatches * pf_stage_graph_msg_bytes(sg, s, t)
-                                  : (t == s + 1);
-                    int b = p->stage_list[t].devices[r * T + k];
-                    traffic[(size_t)a * D + b] += w;
-                    traffic[(size_t)b * D + a] += w;
-                }
-                if (R > 1) {
-                    int b = p->stage_list[s].devices[((r + 1) % R) * T + k];
-                    double w = sg ? pf_stage_graph_allreduce_bytes(sg, s) / T : 1;
-                    traffic[(size_t)a * D + b] += w;
-                    traffic[(size_t)b * D + a] += w;
-                }
+    while (b) {
+        int r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+static void add_link(map_layout_t *L, int a, int b, double w)
+{
+    L->traffic[(size_t)a * L->D + b] += w;
+    L->traffic[(size_t)b * L->D + a] += w;
+}
+
+/* Stage s's replica r to stage u's replicas it exchanges micro-batches with (r' = r mod
+ * gcd(d_s, d_u): N / lcm(d_s, d_u) micro-batches each, forward and backward), rank k to rank k
+ * of the larger group (map_stages.h's xfer); one replica of each where the stages agree. */
+static void layout_p2p(map_layout_t *L, const pf_plan_t *p, const pf_stage_graph_t *sg, int s,
+                       int r, int u)
+{
+    int ds = pf_plan_degrees_replicas(p, s), du = pf_plan_degrees_replicas(p, u);
+    int ts = pf_plan_degrees_tp(p, s), tu = pf_plan_degrees_tp(p, u), g = gcd(ds, du);
+    double n = (double)pf_plan_degrees_step_microbatches(p) / ((double)ds / g * du);
+    double w = sg ? 2.0 * n * pf_stage_graph_msg_bytes(sg, s, u) : (u == s + 1);
+    for (int q = r % g; q < du; q += g)
+        for (int k = 0; k < (ts > tu ? ts : tu); k++)
+            add_link(L, p->stage_list[s].devices[r * ts + k % ts],
+                     p->stage_list[u].devices[q * tu + k % tu], w);
+}
+
+/* Traffic per step between device pairs (undirected), per tensor-parallel rank k: the activation
+ * is replicated on a stage's t_s devices, so rank k of the next stage receives all of it (B -> B
+ * resharding); the gradient ring of rank k over the stage's d_s replicas reduces its 1/t_s of
+ * the weights. Without a graph (sg NULL), 1 per link used. Returns the largest entry. */
+static double layout_traffic(map_layout_t *L, const pf_plan_t *p, const pf_stage_graph_t *sg)
+{
+    int S = p->stages, D = L->D;
+    for (int s = 0; s < S; s++) {
+        int R = pf_plan_degrees_replicas(p, s), T = pf_plan_degrees_tp(p, s);
+        for (int r = 0; r < R; r++) {
+            for (int u = s + 1; u < S; u++)
+                layout_p2p(L, p, sg, s, r, u);
+            for (int k = 0; k < T && R > 1; k++) {
+                double w = sg ? pf_cost_ring_allreduce_bytes(pf_stage_graph_param_bytes(sg, s), R) / T
+                              : 1;
+                add_link(L, p->stage_list[s].devices[r * T + k],
+                         p->stage_list[s].devices[((r + 1) % R) * T + k], w);
             }
-    double wmax = 0;
+        }
+    }
+    double *traffic = L->traffic, wmax = 0;
     for (size_t i = 0; i < (size_t)D * D; i++)
         wmax = fmax(wmax, traffic[i]);
     return wmax;
@@ -303,8 +332,10 @@ static void draw_links(const map_layout_t *L, double wmax, bool bytes, FILE *f)
         }
 }
 
-static void draw_devices(const map_layout_t *L, const pf_cluster_t *c, int S, FILE *f)
+static void draw_devices(const map_layout_t *L, const pf_cluster_t *c, const pf_plan_t *p,
+                         FILE *f)
 {
+    int S = p->stages;
     for (int d = 0; d < L->D; d++) {
         char colour[32] = "#dddddd";
         int st = L->stage_of[d];
@@ -314,24 +345,31 @@ static void draw_devices(const map_layout_t *L, const pf_cluster_t *c, int S, FI
                    "stroke=\"#222\"><title>",
                 dev_x(L, d) - L->sq / 2, dev_y(L, d) - L->sq / 2, L->sq, L->sq, colour);
         put_escaped(f, pf_cluster_device(c, d)->name);
-        if (st >= 0)
-            fprintf(f, ": stage %d", st);
+        if (st >= 0) /* replica r's t_s devices at [r t_s, r t_s + t_s) */
+            fprintf(f, ": stage %d replica %d rank %d", st,
+                    L->slot_of[d] / pf_plan_degrees_tp(p, st),
+                    L->slot_of[d] % pf_plan_degrees_tp(p, st));
         fprintf(f, "</title></rect>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
                    "font-size=\"9\">%s%d</text>\n",
                 dev_x(L, d), dev_y(L, d) + 3, st >= 0 ? "s" : "", st >= 0 ? st : d);
     }
 }
 
-static void draw_stage_legend(const map_layout_t *L, int S, FILE *f)
+/* One entry per stage; a plan whose stages differ says each stage's d_s x t_s. */
+static void draw_stage_legend(const map_layout_t *L, const pf_plan_t *p, FILE *f)
 {
+    int S = p->stages, mixed = pf_plan_degrees_mixed(p), w = mixed ? 110 : 70;
     double ly = L->top + ((L->nh + L->hcols - 1) / L->hcols) * (L->hh + 20) + 10;
     for (int s = 0; s < S; s++) {
         char colour[32];
         stage_colour(colour, sizeof colour, s, S);
-        double x = 20 + (s % 6) * 70, y = ly + (s / 6) * 18;
+        double x = 20 + (s % 6) * w, y = ly + (s / 6) * 18;
         fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
-                   "<text x=\"%.0f\" y=\"%.0f\">stage %d</text>\n",
+                   "<text x=\"%.0f\" y=\"%.0f\">stage %d",
                 x, y, colour, x + 16, y + 10, s);
+        if (mixed)
+            fprintf(f, " (%d x %d)", pf_plan_degrees_replicas(p, s), pf_plan_degrees_tp(p, s));
+        fputs("</text>\n", f);
     }
 }
 
@@ -363,21 +401,22 @@ int pf_draw_mapping_svg(const pf_plan_t *p, const pf_cluster_t *c, const pf_grap
     int D = pf_cluster_ndevices(c), S = p->stages, R = p->replicas, rc = PF_ERR;
     map_layout_t L = {.D = D};
     L.stage_of = malloc((size_t)D * sizeof *L.stage_of);
+    L.slot_of = malloc((size_t)D * sizeof *L.slot_of);
     L.host_slot = malloc((size_t)D * sizeof *L.host_slot);
     L.host_idx = malloc((size_t)D * sizeof *L.host_idx);
     L.host_id = malloc((size_t)D * sizeof *L.host_id);
     L.host_n = calloc((size_t)D, sizeof(int));
     L.traffic = calloc((size_t)D * D, sizeof *L.traffic);
     pf_stage_graph_t *sg = NULL;
-    if (!L.stage_of || !L.host_slot || !L.host_idx || !L.host_id || !L.host_n || !L.traffic)
+    if (!L.stage_of || !L.slot_of || !L.host_slot || !L.host_idx || !L.host_id || !L.host_n || !L.traffic)
         goto oom;
     if (g && !(sg = pf_stage_graph_from_plan(g, p)))
         goto oom;
     layout_hosts(&L, c);
     int T = p->tensor_parallel > 0 ? p->tensor_parallel : 1;
-    if ((rc = layout_stages(&L, p, R * T, err, errlen)) != PF_OK)
+    if ((rc = layout_stages(&L, p, err, errlen)) != PF_OK)
         goto done;
-    double wmax = layout_traffic(&L, p, sg, T), width, height;
+    double wmax = layout_traffic(&L, p, sg), width, height;
     layout_grid(&L, S, &width, &height);
 
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -389,12 +428,19 @@ int pf_draw_mapping_svg(const pf_plan_t *p, const pf_cluster_t *c, const pf_grap
     put_escaped(f, p->model ? p->model : "plan");
     fputs(" on ", f);
     put_escaped(f, pf_cluster_name(c));
-    fprintf(f, ": %d stages x %d replicas x %d tensor-parallel; line width = %s per step"
-               "</text>\n", S, R, T, sg ? "bytes exchanged" : "links used");
+    if (pf_plan_degrees_mixed(p)) {
+        char deg[512];
+        pf_plan_degrees_describe(p, deg, sizeof deg);
+        fprintf(f, ": %d stages of replicas x tensor-parallel ", S);
+        put_escaped(f, deg);
+    } else {
+        fprintf(f, ": %d stages x %d replicas x %d tensor-parallel", S, R, T);
+    }
+    fprintf(f, "; line width = %s per step</text>\n", sg ? "bytes exchanged" : "links used");
     draw_host_boxes(&L, f);
     draw_links(&L, wmax, sg != NULL, f);
-    draw_devices(&L, c, S, f);
-    draw_stage_legend(&L, S, f);
+    draw_devices(&L, c, p, f);
+    draw_stage_legend(&L, p, f);
     fputs("</svg>\n", f);
     rc = finish(f, err, errlen);
     goto done;
@@ -403,6 +449,7 @@ oom:
 done:
     pf_stage_graph_destroy(&sg);
     free(L.stage_of);
+    free(L.slot_of);
     free(L.host_slot);
     free(L.host_idx);
     free(L.host_id);

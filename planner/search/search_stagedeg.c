@@ -2,6 +2,7 @@
 #include "planner/search/search_stagedeg.h"
 #include "planner/search/search_partition.h"
 #include "planner/search/search_tap.h"
+#include "planner/map/map_stages_search.h"
 #include "planner/core/util.h"
 
 #include <math.h>
@@ -15,22 +16,6 @@ static const dp_entry_t *stagedeg_entry(const pf_search_t *s)
         if (s->part.dp[i].stage_degrees)
             return &s->part.dp[i];
     return NULL;
-}
-
-/* TEMPORARY until map_stages lands: stage replicas on devices in index order. */
-static int pf_map_stages_run(const pf_graph_t *g, const pf_cluster_t *c, pf_plan_t *p, char *err,
-                             size_t errlen)
-{
-    (void)g;
-    int next = 0;
-    for (int st = 0; st < p->stages; st++) {
-        int *d = pf_plan_stage_devices(p, st);
-        if (!d)
-            return pf_fail(err, errlen, PF_ERR, "out of memory");
-        for (int i = 0; i < pf_plan_degrees_ndevices(p, st); i++)
-            d[i] = next++;
-    }
-    return next <= pf_cluster_ndevices(c) ? PF_OK : pf_fail(err, errlen, PF_EINPUT, "too many");
 }
 
 int pf_search_stagedeg_tp(const pf_search_t *s)
@@ -56,7 +41,12 @@ pf_plan_t *pf_search_stagedeg_plan(const pf_search_t *s, char *why, size_t whyle
     p->train = s->o.train;
     p->train.schedule = PF_SCHEDULE_1F1B; /* the order stagedeg.h prices */
     snprintf(p->schedule, sizeof p->schedule, "%s", pf_training_schedule_name(PF_SCHEDULE_1F1B));
-    if (pf_map_stages_run(pf_search_tap_graph(s, e->tp), s->c, p, err, sizeof err) != PF_OK) {
+    pf_map_stages_search_opts_t mo;
+    pf_map_stages_search_opts_init(&mo);
+    /* the graph of the entry's setting prices every stage; a stage at another t is priced at
+     * the entry's T there (the placement's objective only ranks placements) */
+    if (pf_map_stages_search_plan(pf_search_tap_graph(s, e->tp), s->c, p, &mo, NULL, err,
+                                  sizeof err) != PF_OK) {
         snprintf(why, whylen, "mapping: %s", err);
         pf_plan_destroy(&p);
     }

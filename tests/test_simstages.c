@@ -3,6 +3,7 @@
  * under every schedule; bad input refused. */
 #include "planner/inputs/model_build.h"
 #include "planner/inputs/topology.h"
+#include "planner/search/job.h"
 #include "planner/sim/simstages.h"
 #include "planner/sim/simstages_plan.h"
 #include "planner/sim/simulate.h"
@@ -456,6 +457,91 @@ static void test_bad_input(void)
     pf_graph_destroy(&g);
 }
 
+/* `planfarm simulate` on the by-hand plan: the step, each device's stage and replica, the
+ * timeline; --microbatches counts per replica of the widest stage. */
+static void test_command(void)
+{
+    char err[256], gpath[600], cpath[600], ppath[600], svg[600], cmd[4096], out[8192];
+    double fwd[] = {2, 1};
+    pf_graph_t *g = chain(2, fwd, 1e9);
+    pf_cluster_t *c = flat_cluster(3, 1000, 0);
+    int nops[] = {1, 1}, d[] = {2, 1}, t[] = {1, 1};
+    pf_plan_t *p = chain_plan(2, nops, d, t, 4);
+    const char *dir = pf_test_tmpdir();
+    snprintf(gpath, sizeof gpath, "%s/simst_g.json", dir);
+    snprintf(cpath, sizeof cpath, "%s/simst_c.json", dir);
+    snprintf(ppath, sizeof ppath, "%s/simst_p.json", dir);
+    snprintf(svg, sizeof svg, "%s/simst_tl.svg", dir);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_save(g, gpath, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_cluster_save(c, cpath, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_plan_save(p, g, c, ppath, err, sizeof err), PF_OK);
+    snprintf(cmd, sizeof cmd, "%s simulate %s %s %s --timeline %s", pf_test_bin(), gpath, cpath,
+             ppath, svg);
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "step 20.00 ms (1f1b, 2 micro-batches"));
+    const char *line = strstr(out, "peak_mem");
+    int want_stage[] = {0, 0, 1}, want_rep[] = {0, 1, 0};
+    for (int i = 0; i < 3 && line; i++) {
+        int dev, s, r;
+        char name[64];
+        line = strchr(line, '\n');
+        CU_ASSERT_FATAL(line && sscanf(line + 1, "%d %63s %d %d", &dev, name, &s, &r) == 4);
+        CU_ASSERT(dev == i && s == want_stage[i] && r == want_rep[i]);
+        line++;
+    }
+    FILE *f = fopen(svg, "r");
+    CU_ASSERT_PTR_NOT_NULL(f);
+    if (f)
+        fclose(f);
+    snprintf(cmd, sizeof cmd, "%s simulate %s %s %s --microbatches 4 --schedule gpipe",
+             pf_test_bin(), gpath, cpath, ppath);
+    CU_ASSERT_EQUAL(pf_test_run(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "(gpipe, 4 micro-batches"));
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+/* The search's SIMULATE job of a plan whose stages differ: simstages' step, and the memory
+ * verdict from the simulated peaks (device 2 given less than its peak of ~1 GB). */
+static void test_job(void)
+{
+    char err[256];
+    double fwd[] = {2, 1};
+    pf_graph_t *g = chain(2, fwd, 1e9);
+    pf_cluster_t *c = flat_cluster(3, 1000, 0);
+    int nops[] = {1, 1}, d[] = {2, 1}, t[] = {1, 1};
+    pf_plan_t *p = chain_plan(2, nops, d, t, 4);
+    pf_simulate_result_t *r = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_simstages_plan_simulate(g, c, p, PF_SCHEDULE_GPIPE, 0, &r, err,
+                                                     sizeof err), PF_OK);
+    pf_job_t job;
+    pf_job_init(&job, PF_JOB_SIMULATE);
+    job.graph = g;
+    job.cluster = c;
+    job.plan = p;
+    job.schedule = PF_SCHEDULE_GPIPE;
+    pf_job_result_t res;
+    CU_ASSERT_EQUAL_FATAL(pf_job_run(&job, &res), PF_OK);
+    CU_ASSERT_EQUAL(res.sim.step_ms, r->step_ms);
+    CU_ASSERT_EQUAL(res.sim.peak_mem_bytes, r->peak_mem_bytes[2]);
+    CU_ASSERT_EQUAL(res.sim.fits, 1);
+    CU_ASSERT_EQUAL(pf_job_check_answer(&job, &res, err, sizeof err), PF_OK);
+    pf_job_result_clear(&res);
+    CU_ASSERT_EQUAL(pf_job_simulate_bound_ms(&job), 0); /* simulate.c's bound: uniform plans */
+    pf_device_t small = {.id = 2, .host = 1, .mem_bytes = 5e8};
+    pf_cluster_set_device(c, 2, &small);
+    CU_ASSERT_EQUAL_FATAL(pf_job_run(&job, &res), PF_OK);
+    CU_ASSERT_EQUAL(res.sim.fits, 0);
+    CU_ASSERT_EQUAL(res.sim.mem_limit_bytes, 5e8);
+    CU_ASSERT_EQUAL(pf_job_check_answer(&job, &res, err, sizeof err), PF_OK);
+    pf_job_result_clear(&res);
+    pf_simulate_result_destroy(&r);
+    pf_plan_destroy(&p);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_simstages(void)
 {
     CU_pSuite s = CU_add_suite("simstages", NULL, NULL);
@@ -467,4 +553,6 @@ void pf_suite_simstages(void)
                 test_mixed_prices);
     CU_add_test(s, "random degree vectors: every task runs, w_s in flight", test_random_degrees);
     CU_add_test(s, "bad input refused with a message", test_bad_input);
+    CU_add_test(s, "planfarm simulate of a plan whose stages differ", test_command);
+    CU_add_test(s, "the search's SIMULATE job of such a plan", test_job);
 }

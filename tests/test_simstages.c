@@ -2,6 +2,8 @@
  * stages' prices against uniform plans of their degree; random degree vectors run every task
  * under every schedule; bad input refused. */
 #include "planner/inputs/model_build.h"
+#include "planner/inputs/price.h"
+#include "planner/ir/devmodel.h"
 #include "planner/inputs/topology.h"
 #include "planner/search/job.h"
 #include "planner/sim/simstages.h"
@@ -341,6 +343,64 @@ static void test_mixed_prices(void)
     pf_graph_destroy(&g);
 }
 
+/* Stage s's ops of a GPT halved, one device per replica; devices[s] its replicas'. */
+static pf_plan_t *gpt_plan(const pf_graph_t *g, const int *d, int N, const int *const *devices)
+{
+    int t[] = {1, 1};
+    pf_plan_t *p = bert_plan(g, d, t, N);
+    for (int s = 0; s < 2; s++)
+        for (int r = 0; r < d[s]; r++)
+            p->stage_list[s].devices[r] = devices[s][r];
+    return p;
+}
+
+/* A cluster of an A100, an A100 and an H100 (devkinds.h): stage 0's replicas on the A100 and
+ * the H100 each run at their own kind's speed, as stage 0 of a uniform plan on that device. */
+static void test_mixed_kinds(void)
+{
+    char err[256];
+    pf_model_opts_t mo;
+    pf_model_opts_init(&mo, PF_MODEL_GPT);
+    mo.layers = 2, mo.hidden = 512, mo.heads = 8, mo.seq = 512;
+    pf_graph_t *raw = NULL, *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &raw, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_price_graph(raw, pf_devmodel_preset("a100-80g"), PF_PREC_BF16, &g,
+                                         NULL, err, sizeof err), PF_OK);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_NVSWITCH);
+    to.machines = 3;
+    to.gpus_per_machine = 1;
+    to.models = "a100-80g,a100-80g,h100-sxm";
+    pf_cluster_t *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
+    int d[] = {2, 1}, one[] = {1, 1}, s0[] = {0, 2}, s1[] = {1}, h[] = {2};
+    const int *mixed_dev[] = {s0, s1}, *on_a100[] = {s0, s1}, *on_h100[] = {h, s1};
+    pf_plan_t *p = gpt_plan(g, d, 4, mixed_dev), *ua = gpt_plan(g, one, 2, on_a100),
+              *uh = gpt_plan(g, one, 2, on_h100);
+    pf_simstages_input_t in;
+    pf_simulate_input_t a, b;
+    CU_ASSERT_EQUAL_FATAL(pf_simstages_plan_input(g, c, p, &in, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_simulate_input_from_plan(g, c, ua, &a, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_simulate_input_from_plan(g, c, uh, &b, err, sizeof err), PF_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(in.stage[0].rep_fwd_ms);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a.stage[0].rep_fwd_ms);
+    CU_ASSERT_EQUAL(in.stage[0].rep_fwd_ms[0], a.stage[0].rep_fwd_ms[0]);
+    CU_ASSERT_EQUAL(in.stage[0].rep_bwd_ms[0], a.stage[0].rep_bwd_ms[0]);
+    CU_ASSERT_EQUAL(in.stage[0].rep_fwd_ms[1], b.stage[0].rep_fwd_ms[0]);
+    CU_ASSERT_EQUAL(in.stage[0].rep_bwd_ms[1], b.stage[0].rep_bwd_ms[0]);
+    CU_ASSERT(in.stage[0].rep_fwd_ms[1] < in.stage[0].rep_fwd_ms[0]);
+    CU_ASSERT_EQUAL(in.stage[1].rep_fwd_ms[0], a.stage[1].rep_fwd_ms[0]);
+    pf_simstages_input_clear(&in);
+    pf_simulate_input_clear(&a);
+    pf_simulate_input_clear(&b);
+    pf_plan_destroy(&p);
+    pf_plan_destroy(&ua);
+    pf_plan_destroy(&uh);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&raw);
+    pf_graph_destroy(&g);
+}
+
 /* Forwards before the first backward: simstages.h's w_s. */
 static int want_inflight(const pipe_t *p, int s, pf_training_schedule_t sch)
 {
@@ -551,6 +611,7 @@ void pf_suite_simstages(void)
     CU_add_test(s, "uniform T = 2 plan: simulate.c's with postal transfers", test_uniform_t2);
     CU_add_test(s, "a mixed plan's stages priced as in uniform plans of their degree",
                 test_mixed_prices);
+    CU_add_test(s, "a cluster of two kinds: each replica at its devices' speed", test_mixed_kinds);
     CU_add_test(s, "random degree vectors: every task runs, w_s in flight", test_random_degrees);
     CU_add_test(s, "bad input refused with a message", test_bad_input);
     CU_add_test(s, "planfarm simulate of a plan whose stages differ", test_command);

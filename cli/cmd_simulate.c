@@ -7,6 +7,7 @@
 #include "planner/ir/graph.h"
 #include "planner/ir/plan.h"
 #include "planner/sim/simulate.h"
+#include "planner/sim/simstages_plan.h"
 #include "planner/core/util.h"
 
 #include <stdio.h>
@@ -31,7 +32,20 @@ static void help(FILE *f)
             "Exit status 2 on bad usage or input (an unmapped plan, a bad schedule, ...).\n");
 }
 
-static void print_figures(const pf_simulate_result_t *r, const pf_cluster_t *c)
+/* Row i's stage and replica: rank-major rows of R x T each, or the plan's own d_s x t_s when its
+ * stages differ (simstages.h). */
+static void row_place(const pf_simulate_result_t *r, const pf_plan_t *p, int i, int *s, int *rep)
+{
+    int k, per_stage = r->replicas * r->tp;
+    if (pf_plan_degrees_mixed(p)) {
+        pf_simstages_plan_row(p, i, s, rep, &k);
+        return;
+    }
+    *s = i / per_stage;
+    *rep = i % per_stage / r->tp;
+}
+
+static void print_figures(const pf_simulate_result_t *r, const pf_cluster_t *c, const pf_plan_t *p)
 {
     printf("step %.2f ms (%s, %d micro-batches, bubble %.0f%%)\n", r->step_ms,
            pf_training_schedule_name(r->schedule), r->microbatches, 100 * r->bubble_fraction);
@@ -42,12 +56,13 @@ static void print_figures(const pf_simulate_result_t *r, const pf_cluster_t *c)
            "comm_ms", "peak_mem");
     for (int i = 0; i < r->ndevices; i++) {
         char mem[32];
-        int per_stage = r->replicas * r->tp;
+        int s, rep;
+        row_place(r, p, i, &s, &rep);
         pf_fmt_bytes(mem, sizeof mem, r->peak_mem_bytes[i]);
         printf("%-6d %-20s %5d %7d %10.3f %10.3f %12s\n",
                (int)pf_cluster_device(c, r->device[i])->id,
-               pf_cluster_device(c, r->device[i])->name, i / per_stage,
-               i % per_stage / r->tp, r->busy_ms[i], r->comm_busy_ms[i], mem);
+               pf_cluster_device(c, r->device[i])->name, s, rep, r->busy_ms[i],
+               r->comm_busy_ms[i], mem);
     }
 }
 
@@ -68,6 +83,54 @@ static int parse_schedule(const char *cmd, const char *arg, void *base)
     }
     a->have_sched = true;
     return 0;
+}
+
+/* A uniform plan: simulate.h's input (interleaving's chunks included) with the flags'
+ * overrides, and one run; `label` prefixes an input error. */
+static int simulate_uniform(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p,
+                            const simulate_args_t *a, const char *label,
+                            pf_simulate_result_t **r, char *err, size_t errlen)
+{
+    pf_simulate_input_t in;
+    int rc = pf_chunks_input_from_setting(g, c, NULL, p, NULL, &in, err, errlen);
+    if (rc != PF_OK) {
+        pf_err_prefix(err, errlen, label);
+        return rc;
+    }
+    if (a->have_sched)
+        in.schedule = a->sched;
+    if (a->microbatches)
+        in.microbatches = a->microbatches;
+    if (a->buckets)
+        in.buckets = a->buckets;
+    in.timeline = a->timeline != NULL;
+    rc = pf_simulate(&in, r, err, errlen);
+    pf_simulate_input_clear(&in);
+    return rc;
+}
+
+/* A plan whose stages differ: simstages.h's input and run, the same overrides
+ * (--microbatches per replica of the widest stage, as the plan's). */
+static int simulate_mixed(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p,
+                          const simulate_args_t *a, const char *label, pf_simulate_result_t **r,
+                          char *err, size_t errlen)
+{
+    pf_simstages_input_t in;
+    int rc = pf_simstages_plan_input(g, c, p, &in, err, errlen);
+    if (rc != PF_OK) {
+        pf_err_prefix(err, errlen, label);
+        return rc;
+    }
+    if (a->have_sched)
+        in.schedule = a->sched;
+    if (a->microbatches)
+        in.microbatches = a->microbatches * p->replicas;
+    if (a->buckets)
+        in.buckets = a->buckets;
+    in.timeline = a->timeline != NULL;
+    rc = pf_simstages_run(&in, r, err, errlen);
+    pf_simstages_input_clear(&in);
+    return rc;
 }
 
 #define A(field) offsetof(simulate_args_t, field)
@@ -104,27 +167,17 @@ int cmd_simulate(int argc, char **argv)
     pf_graph_t *g = NULL;
     pf_cluster_t *cl = NULL;
     pf_plan_t *p = NULL;
-    pf_simulate_input_t in = {0};
     pf_simulate_result_t *r = NULL;
     FILE *f = NULL;
     if ((rc = pf_graph_load(gpath, &g, err, sizeof err)) != PF_OK ||
         (rc = pf_cluster_load(cpath, &cl, err, sizeof err)) != PF_OK ||
         (rc = pf_plan_load(ppath, g, cl, &p, err, sizeof err)) != PF_OK)
         goto done;
-    if ((rc = pf_chunks_input_from_setting(g, cl, NULL, p, NULL, &in, err, sizeof err)) != PF_OK) {
-        pf_err_prefix(err, sizeof err, strcmp(ppath, "-") ? ppath : "<stdin>");
+    const char *label = strcmp(ppath, "-") ? ppath : "<stdin>";
+    if ((rc = (pf_plan_degrees_mixed(p) ? simulate_mixed : simulate_uniform)(
+             g, cl, p, &a, label, &r, err, sizeof err)) != PF_OK)
         goto done;
-    }
-    if (a.have_sched)
-        in.schedule = a.sched;
-    if (a.microbatches)
-        in.microbatches = a.microbatches;
-    if (a.buckets)
-        in.buckets = a.buckets;
-    in.timeline = timeline != NULL;
-    if ((rc = pf_simulate(&in, &r, err, sizeof err)) != PF_OK)
-        goto done;
-    print_figures(r, cl);
+    print_figures(r, cl, p);
     if (timeline) {
         if (!(f = fopen(timeline, "w"))) {
             rc = pf_fail(err, sizeof err, PF_ERR, "%s: cannot write", timeline);
@@ -136,7 +189,6 @@ int cmd_simulate(int argc, char **argv)
     }
 done:
     pf_simulate_result_destroy(&r);
-    pf_simulate_input_clear(&in);
     pf_plan_destroy(&p);
     pf_cluster_destroy(&cl);
     pf_graph_destroy(&g);

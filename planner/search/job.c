@@ -5,6 +5,7 @@
 #include "planner/sim/simbound.h"
 #include "planner/sim/simulate_check.h"
 #include "planner/sim/simulate.h"
+#include "planner/sim/simstages_plan.h"
 #include "planner/sim/stage_rc.h"
 #include "planner/core/util.h"
 
@@ -239,10 +240,58 @@ static int sim_input(const pf_job_t *job, pf_tp_setting_t **set, pf_plan_t **p,
                                         errlen);
 }
 
+/* A plan whose stages differ (simstages.h) under the job's training and schedule: its step, and
+ * whether every device's simulated peak (parameter state + the activations its replica holds in
+ * flight; no recomputation reserve) fits the device's memory. */
+static int run_simulate_mixed(const pf_job_t *job, pf_job_result_t *res)
+{
+    pf_plan_t *p = NULL;
+    pf_simstages_input_t in = {0};
+    pf_simulate_result_t *r = NULL;
+    int rc = PF_OK;
+    if (job->schedule == PF_SCHEDULE_SIGNAL || (unsigned)job->schedule >= PF_SCHEDULE_COUNT)
+        return pf_fail(res->error, sizeof res->error, PF_EINPUT, "simulate job: schedule %d is "
+                       "not one to run", (int)job->schedule);
+    if (!(p = pf_plan_clone(job->plan)))
+        return pf_fail(res->error, sizeof res->error, PF_ERR, "out of memory");
+    p->train = job->setting.train;
+    p->train.schedule = job->schedule;
+    snprintf(p->schedule, sizeof p->schedule, "%s", pf_training_schedule_name(job->schedule));
+    if ((rc = pf_simstages_plan_input(job->graph, job->cluster, p, &in, res->error,
+                                      sizeof res->error)) != PF_OK)
+        goto done;
+    in.cancel = job->cancel;
+    if ((rc = pf_simstages_run(&in, &r, res->error, sizeof res->error)) != PF_OK)
+        goto done;
+    res->sim.step_ms = r->step_ms;
+    res->sim.bubble_fraction = r->bubble_fraction;
+    res->sim.fits = 1;
+    double worst = -INFINITY; /* the device nearest its limit (or most over) is the one named */
+    for (int i = 0; i < r->ndevices; i++) {
+        double mem = r->peak_mem_bytes[i], limit = pf_cluster_device(job->cluster,
+                                                                      r->device[i])->mem_bytes;
+        res->sim.peak_mem_bytes = fmax(res->sim.peak_mem_bytes, mem);
+        if (mem > limit * (1 + 1e-12))
+            res->sim.fits = 0;
+        if (mem - limit > worst) {
+            worst = mem - limit;
+            res->sim.mem_bytes = mem;
+            res->sim.mem_limit_bytes = limit;
+        }
+    }
+done:
+    pf_simulate_result_destroy(&r);
+    pf_simstages_input_clear(&in);
+    pf_plan_destroy(&p);
+    return rc;
+}
+
 /* A candidate's plan under one schedule (simulate.h): its step time and whether its memory fits
  * under that schedule's micro-batches in flight. */
 static int run_simulate(const pf_job_t *job, pf_job_result_t *res)
 {
+    if (job->graph && job->cluster && job->plan && pf_plan_degrees_mixed(job->plan))
+        return run_simulate_mixed(job, res);
     pf_tp_setting_t *set = NULL;
     pf_plan_t *p = NULL;
     pf_simulate_input_t in = {0};

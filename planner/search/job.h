@@ -51,7 +51,9 @@ typedef struct {
     uint64_t tap_lo, tap_hi;
     /* SIMULATE: a candidate's mapped plan (R x T devices per stage; its training is the
      * setting's) under `schedule`; xfer_ms: (S - 1) x R resharding times of its cross-stage
-     * transfers when T > 1 (NULL: timed inside the job). All borrowed. */
+     * transfers when T > 1 (NULL: timed inside the job). All borrowed. A plan whose stages
+     * differ (d_s x t_s devices) runs in simstages.h, which prices its own settings: tp and
+     * xfer_ms are not read, and fits compares each device's simulated peak with its memory. */
     const pf_plan_t *plan;
     pf_training_schedule_t schedule;
     const double *xfer_ms;

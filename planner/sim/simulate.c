@@ -787,6 +787,9 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
     if (!pf_plan_is_mapped(p))
         return pf_fail(err, errlen, PF_EINPUT,
                        "the plan's stages have no devices (map it first: planfarm map)");
+    if (pf_plan_degrees_mixed(p)) /* one R and one T here */
+        return pf_fail(err, errlen, PF_EINPUT, "the plan's stages differ in their replicas or "
+                       "tensor parallelism: simulate it with simstages_plan.h");
     pf_training_schedule_t sched = PF_SCHEDULE_1F1B;
     if (p->schedule[0] && (int)(sched = pf_training_schedule_parse(p->schedule)) < 0)
         return pf_fail(err, errlen, PF_EINPUT, "schedule: '%s' is not gpipe, 1f1b, eager-1f1b "

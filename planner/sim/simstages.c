@@ -1,0 +1,693 @@
+/* simstages: one step of a plan whose stages differ (simstages.h). The task graph, its ready heap
+ * and its run follow simulate.c's; a task is addressed by its stage and the step's micro-batch m
+ * (replica m mod d_s), which with every d_s = R and t_s = T numbers the tasks exactly as
+ * simulate.c does, so that a uniform plan runs the same events in the same order. */
+#include "planner/sim/simstages.h"
+#include "planner/sim/interleave.h"
+#include "planner/sim/linkshare.h"
+#include "planner/sim/simulate.h"
+#include "planner/ir/collective.h"
+#include "planner/core/util.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the task graph ---- */
+
+enum { T_FWD, T_BWD, T_OPT, T_XFER_F, T_XFER_B, T_AR, T_ABSENT };
+
+typedef struct {
+    unsigned char kind;
+    int s, r, k, m; /* stage, replica, rank, the step's micro-batch (AR: bucket; OPT: -1) */
+    int npred;
+    double dur_ms, tp_ms; /* tp_ms: the collective's share of dur_ms (compute tasks) */
+    double ready_ms, start_ms, end_ms;
+} task_t;
+
+typedef struct {
+    double ready_ms;
+    int id;
+} heap_ent_t;
+
+typedef struct {
+    const pf_simstages_input_t *in;
+    int S, N, NB, Dmax, Tmax, D, rows;
+    int *row0;              /* S + 1: each stage's first result row */
+    size_t base_xf, base_xb, base_ar, base_opt, ntasks;
+    task_t *task;
+    bool counting;          /* build's first pass counts the edges, the second fills the CSR */
+    size_t nedges;
+    int *succ_off, *succ;
+    double *succ_frac;
+    heap_ent_t *heap;
+    size_t nheap;
+    double *free_ms;        /* per device: pipeline queue free from; + D: data-parallel queue's */
+    int *row_of_dev;
+    int *inflight;          /* S x Dmax: micro-batches in flight per stage replica */
+    int *group;             /* Dmax: one data-parallel group, scratch */
+    int *ord;               /* 2 N: one replica's compute order, scratch */
+    pf_linkshare_t *links;
+    unsigned char *ar_tier; /* S x Tmax */
+    pf_simulate_event_t *ev;
+    size_t nev, ev_cap;
+} sx_t;
+
+static int dof(const sx_t *x, int s)
+{
+    return x->in->replicas[s];
+}
+static int tof(const sx_t *x, int s)
+{
+    return x->in->tp[s];
+}
+/* Rank pairs between stage s and s + 1. */
+static int pairs(const sx_t *x, int s)
+{
+    return tof(x, s) < tof(x, s + 1) ? tof(x, s) : tof(x, s + 1);
+}
+static size_t id_fwd(const sx_t *x, int s, int m)
+{
+    int d = dof(x, s);
+    return (size_t)s * x->N + (size_t)(m % d) * (x->N / d) + m / d;
+}
+static size_t id_bwd(const sx_t *x, int s, int m)
+{
+    return (size_t)x->S * x->N + id_fwd(x, s, m);
+}
+static size_t id_xf(const sx_t *x, int s, int m, int k)
+{
+    return x->base_xf + id_fwd(x, s, m) * x->Tmax + k;
+}
+static size_t id_xb(const sx_t *x, int s, int m, int k)
+{
+    return x->base_xb + id_fwd(x, s, m) * x->Tmax + k;
+}
+static size_t id_ar(const sx_t *x, int s, int k, int b)
+{
+    return x->base_ar + ((size_t)s * x->Tmax + k) * x->NB + b;
+}
+static size_t id_opt(const sx_t *x, int s, int r)
+{
+    return x->base_opt + (size_t)s * x->Dmax + r;
+}
+static int dev_at(const sx_t *x, int s, int r, int k)
+{
+    return x->in->stage[s].devices[r * tof(x, s) + k];
+}
+/* Rank k of the replica of stage s that runs micro-batch m. */
+static int dev_of(const sx_t *x, int s, int m, int k)
+{
+    return dev_at(x, s, m % dof(x, s), k);
+}
+
+static void add_edge(sx_t *x, size_t from, size_t to, double frac)
+{
+    if (x->counting) {
+        x->succ_off[from + 1]++;
+        x->task[to].npred++;
+        x->nedges++;
+    } else {
+        int at = x->succ_off[from]++;
+        x->succ[at] = (int)to;
+        x->succ_frac[at] = frac;
+    }
+}
+
+/* A data-parallel collective over the rank-k devices of stage s's d_s replicas (simulate.c's
+ * dp_coll_ms). */
+static int dp_coll_ms(const sx_t *x, int s, int k, pf_collective_op_t op, double bytes, double *ms)
+{
+    for (int r = 0; r < dof(x, s); r++)
+        x->group[r] = dev_at(x, s, r, k);
+    pf_collective_group_t g;
+    if (pf_collective_group_from_cluster(x->in->cluster, x->group, dof(x, s),
+                                         x->in->nvls_busbw_gbps, &g) != PF_OK)
+        return PF_ERR;
+    *ms = pf_collective_best_ms(&g, op, bytes);
+    return PF_OK;
+}
+
+/* One rank pair's share of the cut after stage `up`, device a to b (and back). */
+static double hop_ms(const sx_t *x, int up, int a, int b, int comm_free)
+{
+    const pf_simulate_stage_t *st = &x->in->stage[up];
+    return comm_free || st->send_bytes <= 0
+               ? 0
+               : pf_cluster_xfer_ms(x->in->cluster, a, b, st->send_bytes / pairs(x, up));
+}
+
+/* Micro-batch m's forward and backward on stage s and its transfers to the neighbours. */
+static void microbatch_tasks(sx_t *x, int s, int m, double z3, int comm_free)
+{
+    const pf_simulate_stage_t *st = &x->in->stage[s];
+    int r = m % dof(x, s);
+    double tpf = comm_free ? 0 : st->tp_fwd_ms, tpb = comm_free ? 0 : st->tp_bwd_ms;
+    double fwd = st->rep_fwd_ms ? st->rep_fwd_ms[r] : st->fwd_ms;
+    double bwd = st->rep_bwd_ms ? st->rep_bwd_ms[r] : st->bwd_ms;
+    x->task[id_fwd(x, s, m)] = (task_t){
+        .kind = T_FWD, .s = s, .r = r, .m = m, .dur_ms = fwd + tpf, .tp_ms = tpf};
+    task_t *b = &x->task[id_bwd(x, s, m)];
+    *b = (task_t){.kind = T_BWD, .s = s, .r = r, .m = m,
+                  .dur_ms = st->recompute_ms + bwd + tpb, .tp_ms = tpb};
+    b->dur_ms += z3;
+    for (int k = 0; s + 1 < x->S && k < pairs(x, s); k++)
+        x->task[id_xf(x, s, m, k)] = (task_t){
+            .kind = T_XFER_F, .s = s, .r = r, .k = k, .m = m,
+            .dur_ms = hop_ms(x, s, dev_of(x, s, m, k), dev_of(x, s + 1, m, k), comm_free)};
+    for (int k = 0; s > 0 && k < pairs(x, s - 1); k++)
+        x->task[id_xb(x, s, m, k)] = (task_t){
+            .kind = T_XFER_B, .s = s, .r = r, .k = k, .m = m,
+            .dur_ms = hop_ms(x, s - 1, dev_of(x, s, m, k), dev_of(x, s - 1, m, k), comm_free)};
+}
+
+/* Every task of stage s: micro-batches, optimizer steps, gradient buckets (ZeRO-3's exposed
+ * gather lengthens each backward, as simulate.c). */
+static int stage_tasks(sx_t *x, int s, int comm_free)
+{
+    const pf_simulate_stage_t *st = &x->in->stage[s];
+    int d = dof(x, s), t = tof(x, s);
+    double gather_ms = 0;
+    if (x->in->zero == 3 && d > 1 && !comm_free &&
+        dp_coll_ms(x, s, 0, PF_COLL_ALLGATHER, st->param_bytes / t, &gather_ms) != PF_OK)
+        return PF_ERR;
+    double z3 = pf_training_zero3_exposed_ms(gather_ms, st->fwd_ms + st->recompute_ms + st->bwd_ms);
+    for (int m = 0; m < x->N; m++)
+        microbatch_tasks(x, s, m, z3, comm_free);
+    for (int r = 0; r < d; r++)
+        x->task[id_opt(x, s, r)] =
+            (task_t){.kind = T_OPT, .s = s, .r = r, .m = -1, .dur_ms = st->optimizer_ms};
+    for (int k = 0; k < t && d > 1; k++) {
+        double ms = 0;
+        if (!comm_free &&
+            dp_coll_ms(x, s, k, PF_COLL_ALLREDUCE, st->param_bytes / t / x->NB, &ms) != PF_OK)
+            return PF_ERR;
+        for (int b = 0; b < x->NB; b++)
+            x->task[id_ar(x, s, k, b)] =
+                (task_t){.kind = T_AR, .s = s, .k = k, .m = b, .dur_ms = ms};
+    }
+    return PF_OK;
+}
+
+/* Forwards before stage s's first backward (simstages.h): K_s / d_s rounded up under 1F1B,
+ * twice that less one under eager-1F1B, all n_s under GPipe; at most n_s. */
+static int warmup(const sx_t *x, int s, pf_training_schedule_t order)
+{
+    int K = 0, d = dof(x, s), n = x->N / d;
+    for (int i = s; i < x->S; i++)
+        K += dof(x, i);
+    int c = (K + d - 1) / d, w = order == PF_SCHEDULE_EAGER_1F1B ? 2 * c - 1 : c;
+    return order == PF_SCHEDULE_GPIPE || w > n ? n : w;
+}
+
+/* Replica r of stage s after its last backward (micro-batch m): the buckets, each after its
+ * share of that backward, then the optimizer step. */
+static void grad_edges(sx_t *x, int s, int r, int m)
+{
+    size_t last = id_bwd(x, s, m);
+    add_edge(x, last, id_opt(x, s, r), 1.0);
+    for (int k = 0; k < tof(x, s) && dof(x, s) > 1; k++)
+        for (int b = 0; b < x->NB; b++) {
+            add_edge(x, last, id_ar(x, s, k, b), (double)(b + 1) / x->NB);
+            add_edge(x, id_ar(x, s, k, b), id_opt(x, s, r), 1.0);
+        }
+}
+
+/* Replica r of stage s: its compute order (a uniform pipeline's first rank of w_s ranks runs
+ * w_s - 1 warm-up forwards and then a forward and a backward in turn, interleave.c: w_s forwards
+ * before the first backward), each forward to the next stage through its transfers, each
+ * backward to the previous one. */
+static void replica_edges(sx_t *x, int s, int r, pf_training_schedule_t order)
+{
+    int d = dof(x, s), n = x->N / d;
+    pf_interleave_order(order == PF_SCHEDULE_GPIPE ? order : PF_SCHEDULE_1F1B,
+                        warmup(x, s, order), 1, n, 0, x->ord);
+    size_t prev = SIZE_MAX;
+    for (int j = 0; j < 2 * n; j++) {
+        int fwd = x->ord[j] >= 0, m = r + (fwd ? x->ord[j] : -1 - x->ord[j]) * d;
+        size_t t = fwd ? id_fwd(x, s, m) : id_bwd(x, s, m);
+        if (prev != SIZE_MAX)
+            add_edge(x, prev, t, 1.0);
+        prev = t;
+        for (int k = 0; fwd && s + 1 < x->S && k < pairs(x, s); k++) {
+            add_edge(x, t, id_xf(x, s, m, k), 1.0);
+            add_edge(x, id_xf(x, s, m, k), id_fwd(x, s + 1, m), 1.0);
+        }
+        for (int k = 0; !fwd && s > 0 && k < pairs(x, s - 1); k++) {
+            add_edge(x, t, id_xb(x, s, m, k), 1.0);
+            add_edge(x, id_xb(x, s, m, k), id_bwd(x, s - 1, m), 1.0);
+        }
+    }
+    grad_edges(x, s, r, r + (-1 - x->ord[2 * n - 1]) * d);
+}
+
+static bool cancelled(const pf_simstages_input_t *in)
+{
+    return in->cancel && atomic_load(in->cancel);
+}
+
+static void all_edges(sx_t *x, pf_training_schedule_t order)
+{
+    for (int s = 0; s < x->S; s++)
+        for (int r = 0; r < dof(x, s); r++)
+            replica_edges(x, s, r, order);
+}
+
+/* The task graph of one step: tasks, then the edges in CSR by source (counted, then filled). */
+static int build(sx_t *x, pf_training_schedule_t order, int comm_free)
+{
+    for (size_t i = 0; i < x->ntasks; i++)
+        x->task[i].kind = T_ABSENT;
+    for (int s = 0; s < x->S; s++)
+        if (stage_tasks(x, s, comm_free) != PF_OK)
+            return PF_ERR;
+    if (!(x->succ_off = calloc(x->ntasks + 1, sizeof *x->succ_off)))
+        return PF_ERR;
+    x->counting = true;
+    all_edges(x, order);
+    for (size_t i = 0; i < x->ntasks; i++)
+        x->succ_off[i + 1] += x->succ_off[i];
+    x->succ = malloc((x->nedges ? x->nedges : 1) * sizeof *x->succ);
+    x->succ_frac = malloc((x->nedges ? x->nedges : 1) * sizeof *x->succ_frac);
+    if (!x->succ || !x->succ_frac)
+        return PF_ERR;
+    x->counting = false;
+    all_edges(x, order); /* moves each succ_off[i] on to the start of row i + 1 */
+    memmove(x->succ_off + 1, x->succ_off, x->ntasks * sizeof *x->succ_off);
+    x->succ_off[0] = 0;
+    return PF_OK;
+}
+
+/* ---- ready queue: tasks by (ready time, index) ---- */
+
+static bool heap_less(heap_ent_t a, heap_ent_t b)
+{
+    return a.ready_ms < b.ready_ms || (a.ready_ms == b.ready_ms && a.id < b.id);
+}
+
+static void heap_push(sx_t *x, int t)
+{
+    heap_ent_t e = {x->task[t].ready_ms, t};
+    size_t i = x->nheap++;
+    while (i > 0 && heap_less(e, x->heap[(i - 1) / 2])) {
+        x->heap[i] = x->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    x->heap[i] = e;
+}
+
+static int heap_pop(sx_t *x)
+{
+    int top = x->heap[0].id;
+    heap_ent_t e = x->heap[--x->nheap];
+    size_t i = 0, n = x->nheap;
+    for (;;) {
+        size_t l = 2 * i + 1, m = l;
+        if (l >= n)
+            break;
+        if (l + 1 < n && heap_less(x->heap[l + 1], x->heap[l]))
+            m = l + 1;
+        if (!heap_less(x->heap[m], e))
+            break;
+        x->heap[i] = x->heap[m];
+        i = m;
+    }
+    x->heap[i] = e;
+    return top;
+}
+
+/* ---- the run ---- */
+
+static int emit(sx_t *x, int dev, int stream, int kind, const task_t *t, int s, double a,
+                double b)
+{
+    if (!x->in->timeline || b <= a)
+        return PF_OK;
+    if (pf_grow((void **)&x->ev, &x->ev_cap, x->nev + 1, sizeof *x->ev))
+        return PF_ERR;
+    x->ev[x->nev++] = (pf_simulate_event_t){dev, stream, kind, s, t->r, t->m, a, b};
+    return PF_OK;
+}
+
+/* A forward (dir 1) or backward (-1) of a stage replica: its micro-batches in flight and their
+ * activation bytes at their most (the static bytes come at the end). */
+static void note_inflight(sx_t *x, pf_simulate_result_t *res, const task_t *t, int row, int dir)
+{
+    int *live = &x->inflight[t->s * x->Dmax + t->r];
+    *live += dir;
+    double bytes = *live * x->in->stage[t->s].act_bytes;
+    for (int k = 0; k < tof(x, t->s) && dir > 0; k++) {
+        if (*live > res->peak_inflight[row + k])
+            res->peak_inflight[row + k] = *live;
+        res->peak_mem_bytes[row + k] = fmax(res->peak_mem_bytes[row + k], bytes);
+    }
+}
+
+static int run_compute(sx_t *x, pf_simulate_result_t *res, task_t *t, double start)
+{
+    int row = x->row0[t->s] + t->r * tof(x, t->s), rc = PF_OK;
+    if (t->kind != T_OPT)
+        note_inflight(x, res, t, row, t->kind == T_FWD ? 1 : -1);
+    double end = start + t->dur_ms, body_end = end - t->tp_ms;
+    int kind = t->kind == T_FWD ? PF_EV_FWD : t->kind == T_BWD ? PF_EV_BWD : PF_EV_OPT;
+    for (int k = 0; k < tof(x, t->s); k++) {
+        int d = res->device[row + k];
+        res->busy_ms[row + k] += t->dur_ms;
+        rc |= emit(x, d, PF_STREAM_COMPUTE, kind, t, t->s, start, body_end);
+        rc |= emit(x, d, PF_STREAM_COMPUTE, PF_EV_TP, t, t->s, body_end, end);
+    }
+    return rc;
+}
+
+/* A pipeline transfer: after both ends' pipeline queues are free, shared with their other
+ * queue's use of the same link (linkshare.h). */
+static int run_xfer(sx_t *x, pf_simulate_result_t *res, task_t *t, double *start)
+{
+    int peer = t->kind == T_XFER_F ? t->s + 1 : t->s - 1;
+    int a = dev_of(x, t->s, t->m, t->k), b = dev_of(x, peer, t->m, t->k), rc;
+    if (t->dur_ms <= 0)
+        return PF_OK;
+    *start = fmax(*start, fmax(x->free_ms[a], x->free_ms[b]));
+    int ends[2] = {x->row_of_dev[a], x->row_of_dev[b]};
+    rc = pf_linkshare_commit(x->links, ends, 2, 0, pf_linkshare_tier(x->in->cluster, a, b), *start,
+                             &t->dur_ms);
+    x->free_ms[a] = x->free_ms[b] = *start + t->dur_ms;
+    res->comm_busy_ms[x->row_of_dev[a]] += t->dur_ms;
+    res->comm_busy_ms[x->row_of_dev[b]] += t->dur_ms;
+    rc |= emit(x, a, PF_STREAM_COMM, PF_EV_SEND, t, t->s, *start, *start + t->dur_ms);
+    task_t recv = *t; /* the receiver's replica */
+    recv.r = t->m % dof(x, peer);
+    rc |= emit(x, b, PF_STREAM_COMM, PF_EV_RECV, &recv, peer, *start, *start + t->dur_ms);
+    return rc;
+}
+
+/* A gradient bucket: after every member's data-parallel queue is free. */
+static int run_ar(sx_t *x, pf_simulate_result_t *res, task_t *t, double *start)
+{
+    int d = dof(x, t->s), rc;
+    if (t->dur_ms <= 0)
+        return PF_OK;
+    for (int r = 0; r < d; r++) {
+        *start = fmax(*start, x->free_ms[x->D + dev_at(x, t->s, r, t->k)]);
+        x->group[r] = x->row_of_dev[dev_at(x, t->s, r, t->k)];
+    }
+    rc = pf_linkshare_commit(x->links, x->group, d, 1, x->ar_tier[t->s * x->Tmax + t->k], *start,
+                             &t->dur_ms);
+    for (int r = 0; r < d; r++) {
+        int dv = dev_at(x, t->s, r, t->k);
+        x->free_ms[x->D + dv] = *start + t->dur_ms;
+        res->comm_busy_ms[x->row_of_dev[dv]] += t->dur_ms;
+        task_t ev = *t;
+        ev.r = r;
+        ev.m = -1;
+        rc |= emit(x, dv, PF_STREAM_DP, PF_EV_ALLREDUCE, &ev, t->s, *start, *start + t->dur_ms);
+    }
+    return rc;
+}
+
+static int links_init(sx_t *x)
+{
+    if (!(x->links = pf_linkshare_new(x->rows, 2)) ||
+        !(x->ar_tier = malloc((size_t)x->S * x->Tmax)))
+        return PF_ERR;
+    for (int s = 0; s < x->S; s++)
+        for (int k = 0; k < tof(x, s); k++)
+            x->ar_tier[s * x->Tmax + k] = (unsigned char)pf_linkshare_group_tier(
+                x->in->cluster, x->in->stage[s].devices + k, dof(x, s), tof(x, s));
+    return PF_OK;
+}
+
+/* Runs the task graph in time order (simulate.c's run): PF_OK, PF_ERR out of memory or
+ * cancelled, 1 when tasks never became ready (a bug: the orders are deadlock-free). */
+static int run(sx_t *x, pf_simulate_result_t *res)
+{
+    size_t done = 0, present = 0;
+    if (links_init(x) != PF_OK)
+        return PF_ERR;
+    for (size_t i = 0; i < x->ntasks; i++)
+        if (x->task[i].kind != T_ABSENT && (present++, x->task[i].npred == 0))
+            heap_push(x, (int)i);
+    while (x->nheap) {
+        int id = heap_pop(x), rc;
+        task_t *t = &x->task[id];
+        double start = t->ready_ms;
+        if ((done & 4095) == 0 && cancelled(x->in))
+            return PF_ERR;
+        rc = t->kind == T_XFER_F || t->kind == T_XFER_B ? run_xfer(x, res, t, &start)
+             : t->kind == T_AR                          ? run_ar(x, res, t, &start)
+                                                        : run_compute(x, res, t, start);
+        if (rc != PF_OK)
+            return PF_ERR;
+        t->start_ms = start;
+        t->end_ms = start + t->dur_ms;
+        if (t->end_ms > res->step_ms)
+            res->step_ms = t->end_ms;
+        done++;
+        for (int e = x->succ_off[id]; e < x->succ_off[id + 1]; e++) {
+            task_t *u = &x->task[x->succ[e]];
+            double at = start + x->succ_frac[e] * t->dur_ms;
+            if (at > u->ready_ms)
+                u->ready_ms = at;
+            if (--u->npred == 0)
+                heap_push(x, x->succ[e]);
+        }
+    }
+    return done == present ? PF_OK : 1;
+}
+
+static int ev_cmp(const void *pa, const void *pb)
+{
+    const pf_simulate_event_t *a = pa, *b = pb;
+    if (a->device != b->device)
+        return a->device < b->device ? -1 : 1;
+    if (a->stream != b->stream)
+        return a->stream < b->stream ? -1 : 1;
+    return a->start_ms < b->start_ms ? -1 : a->start_ms > b->start_ms;
+}
+
+static void sx_free(sx_t *x)
+{
+    free(x->row0);
+    free(x->task);
+    free(x->succ_off);
+    free(x->succ);
+    free(x->succ_frac);
+    free(x->heap);
+    free(x->free_ms);
+    free(x->row_of_dev);
+    free(x->inflight);
+    free(x->group);
+    free(x->ord);
+    pf_linkshare_destroy(&x->links);
+    free(x->ar_tier);
+    free(x->ev);
+}
+
+/* Sizes, task bases and the scratch arrays of one run. PF_ERR out of memory. */
+static int sx_init(sx_t *x, const pf_simstages_input_t *in)
+{
+    *x = (sx_t){.in = in, .S = in->stages, .N = in->microbatches,
+                .NB = in->buckets > 1 ? in->buckets : 1, .Dmax = 1, .Tmax = 1,
+                .D = pf_cluster_ndevices(in->cluster)};
+    if (!(x->row0 = malloc((size_t)(x->S + 1) * sizeof *x->row0)))
+        return PF_ERR;
+    x->row0[0] = 0;
+    for (int s = 0; s < x->S; s++) {
+        x->Dmax = dof(x, s) > x->Dmax ? dof(x, s) : x->Dmax;
+        x->Tmax = tof(x, s) > x->Tmax ? tof(x, s) : x->Tmax;
+        x->row0[s + 1] = x->row0[s] + dof(x, s) * tof(x, s);
+    }
+    x->rows = x->row0[x->S];
+    size_t nf = (size_t)x->S * x->N;
+    x->base_xf = 2 * nf;
+    x->base_xb = x->base_xf + nf * x->Tmax;
+    x->base_ar = x->base_xb + nf * x->Tmax;
+    x->base_opt = x->base_ar + (size_t)x->S * x->Tmax * x->NB;
+    x->ntasks = x->base_opt + (size_t)x->S * x->Dmax;
+    x->task = calloc(x->ntasks, sizeof *x->task);
+    x->heap = malloc(x->ntasks * sizeof *x->heap);
+    x->free_ms = calloc(2 * (size_t)x->D, sizeof *x->free_ms);
+    x->row_of_dev = malloc((size_t)x->D * sizeof *x->row_of_dev);
+    x->inflight = calloc((size_t)x->S * x->Dmax, sizeof *x->inflight);
+    x->group = malloc((size_t)x->Dmax * sizeof *x->group);
+    x->ord = malloc(2 * (size_t)x->N * sizeof *x->ord);
+    return x->task && x->heap && x->free_ms && x->row_of_dev && x->inflight && x->group && x->ord
+               ? PF_OK
+               : PF_ERR;
+}
+
+static pf_simulate_result_t *result_new(const sx_t *x, pf_training_schedule_t order)
+{
+    pf_simulate_result_t *res = calloc(1, sizeof *res);
+    if (!res)
+        return NULL;
+    size_t rows = (size_t)x->rows;
+    res->device = malloc(rows * sizeof *res->device);
+    res->busy_ms = calloc(rows, sizeof *res->busy_ms);
+    res->comm_busy_ms = calloc(rows, sizeof *res->comm_busy_ms);
+    res->peak_mem_bytes = calloc(rows, sizeof *res->peak_mem_bytes);
+    res->peak_inflight = calloc(rows, sizeof *res->peak_inflight);
+    if (!res->device || !res->busy_ms || !res->comm_busy_ms || !res->peak_mem_bytes ||
+        !res->peak_inflight) {
+        pf_simulate_result_destroy(&res);
+        return NULL;
+    }
+    *res = (pf_simulate_result_t){
+        .schedule = x->in->schedule, .order = order, .stages = x->S, .replicas = x->Dmax,
+        .tp = x->Tmax, .microbatches = x->N / x->Dmax, .ndevices = x->rows, .device = res->device,
+        .busy_ms = res->busy_ms, .comm_busy_ms = res->comm_busy_ms,
+        .peak_mem_bytes = res->peak_mem_bytes, .peak_inflight = res->peak_inflight};
+    return res;
+}
+
+/* The static bytes, the bubble and the sorted events once the run is over. */
+static void finish(sx_t *x, pf_simulate_result_t *res)
+{
+    double busy = 0;
+    for (int s = 0; s < x->S; s++)
+        for (int i = x->row0[s]; i < x->row0[s + 1]; i++)
+            res->peak_mem_bytes[i] += x->in->stage[s].static_bytes;
+    for (int i = 0; i < x->rows; i++)
+        busy += res->busy_ms[i];
+    res->bubble_fraction = res->step_ms > 0 ? 1.0 - busy / (x->rows * res->step_ms) : 0.0;
+    if (x->nev)
+        qsort(x->ev, x->nev, sizeof *x->ev, ev_cmp);
+    res->events = x->ev;
+    res->nevents = (int)x->nev;
+    x->ev = NULL;
+}
+
+/* One run of one compute order into a fresh result. */
+static int simulate_order(const pf_simstages_input_t *in, pf_training_schedule_t order,
+                          int comm_free, pf_simulate_result_t **out, char *err, size_t errlen)
+{
+    sx_t x;
+    pf_simulate_result_t *res = NULL;
+    int rc = PF_ERR;
+    if (sx_init(&x, in) != PF_OK || !(res = result_new(&x, order)))
+        goto fail;
+    for (int d = 0; d < x.D; d++)
+        x.row_of_dev[d] = -1;
+    for (int s = 0; s < x.S; s++)
+        for (int i = x.row0[s]; i < x.row0[s + 1]; i++) {
+            res->device[i] = in->stage[s].devices[i - x.row0[s]];
+            x.row_of_dev[res->device[i]] = i;
+        }
+    if (build(&x, order, comm_free) != PF_OK || (rc = run(&x, res)) != PF_OK)
+        goto fail;
+    finish(&x, res);
+    sx_free(&x);
+    *out = res;
+    return PF_OK;
+fail:
+    sx_free(&x);
+    pf_simulate_result_destroy(&res);
+    if (cancelled(in))
+        return pf_fail(err, errlen, PF_ERR, "simulate: cancelled");
+    if (rc > 0)
+        return pf_fail(err, errlen, PF_ERR, "simulate: the %s order left tasks that never "
+                       "became ready", pf_training_schedule_name(order));
+    return pf_fail(err, errlen, PF_ERR, "simulate: out of memory");
+}
+
+/* ---- input checks ---- */
+
+static int check_stage(const pf_simstages_input_t *in, int s, char *seen, char *err,
+                       size_t errlen)
+{
+    const pf_simulate_stage_t *st = &in->stage[s];
+    int d = in->replicas[s], t = in->tp[s], D = pf_cluster_ndevices(in->cluster);
+    if (d < 1 || t < 1 || in->microbatches % d)
+        return pf_fail(err, errlen, PF_EINPUT, "simstages: stage %d: %d replicas of %d devices "
+                       "(both >= 1, the replicas dividing the %d micro-batches)", s, d, t,
+                       in->microbatches);
+    double v[] = {st->fwd_ms, st->bwd_ms, st->recompute_ms, st->tp_fwd_ms, st->tp_bwd_ms,
+                  st->optimizer_ms, st->param_bytes, st->send_bytes, st->act_bytes,
+                  st->static_bytes};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        if (!pf_is_finite_nonneg(v[i]))
+            return pf_fail(err, errlen, PF_EINPUT, "simstages: stage %d: a time or a size is "
+                           "negative or not finite", s);
+    for (int r = 0; r < d && (st->rep_fwd_ms || st->rep_bwd_ms); r++)
+        if ((st->rep_fwd_ms && !pf_is_finite_nonneg(st->rep_fwd_ms[r])) ||
+            (st->rep_bwd_ms && !pf_is_finite_nonneg(st->rep_bwd_ms[r])))
+            return pf_fail(err, errlen, PF_EINPUT, "simstages: stage %d replica %d: a time is "
+                           "negative or not finite", s, r);
+    for (int i = 0; i < d * t; i++) {
+        int dv = st->devices ? st->devices[i] : -1;
+        if (dv < 0 || dv >= D || seen[dv]++)
+            return pf_fail(err, errlen, PF_EINPUT, "simstages: stage %d: device entry %d (%d) "
+                           "is not a device or used twice", s, i, dv);
+    }
+    return PF_OK;
+}
+
+static int check_input(const pf_simstages_input_t *in, char *err, size_t errlen)
+{
+    if (!in || !in->cluster || !in->stage || !in->replicas || !in->tp || in->stages < 1 ||
+        in->microbatches < 1 || in->buckets < 0 || in->buckets > 1 << 16 ||
+        (unsigned)in->schedule > PF_SCHEDULE_SIGNAL)
+        return pf_fail(err, errlen, PF_EINPUT, "simstages: no cluster or stages, or stages, "
+                       "micro-batches, buckets or schedule out of range");
+    char *seen = calloc((size_t)pf_cluster_ndevices(in->cluster), 1);
+    if (!seen)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    int rc = PF_OK, tmax = 1;
+    for (int s = 0; s < in->stages && rc == PF_OK; s++) {
+        rc = check_stage(in, s, seen, err, errlen);
+        tmax = rc == PF_OK && in->tp[s] > tmax ? in->tp[s] : tmax;
+    }
+    free(seen);
+    /* tasks: 2 S N compute + 2 S N Tmax transfers; keep indices in an int */
+    if (rc == PF_OK && (double)in->stages * in->microbatches * (2.0 + 2.0 * tmax) > INT_MAX / 4)
+        rc = pf_fail(err, errlen, PF_EINPUT, "simstages: %d stages x %d micro-batches is too "
+                     "large to simulate", in->stages, in->microbatches);
+    return rc;
+}
+
+int pf_simstages_run(const pf_simstages_input_t *in, pf_simulate_result_t **out, char *err,
+                     size_t errlen)
+{
+    *out = NULL;
+    int rc = check_input(in, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    if (in->schedule != PF_SCHEDULE_SIGNAL)
+        return simulate_order(in, in->schedule, 0, out, err, errlen);
+    /* as simulate.c: with free communication the best of the orders bounds every schedule */
+    static const pf_training_schedule_t orders[] = {PF_SCHEDULE_GPIPE, PF_SCHEDULE_1F1B,
+                                                    PF_SCHEDULE_EAGER_1F1B};
+    for (int i = 0; i < 3; i++) {
+        pf_simulate_result_t *r = NULL;
+        if ((rc = simulate_order(in, orders[i], 1, &r, err, errlen)) != PF_OK) {
+            pf_simulate_result_destroy(out);
+            return rc;
+        }
+        if (!*out || r->step_ms < (*out)->step_ms) {
+            pf_simulate_result_destroy(out);
+            *out = r;
+        } else {
+            pf_simulate_result_destroy(&r);
+        }
+    }
+    return PF_OK;
+}
+
+void pf_simstages_input_clear(pf_simstages_input_t *in)
+{
+    if (!in)
+        return;
+    for (int s = 0; in->stage && s < in->stages; s++) {
+        free(in->stage[s].devices);
+        free(in->stage[s].xfer_ms);
+        free(in->stage[s].rep_fwd_ms);
+        free(in->stage[s].rep_bwd_ms);
+    }
+    free(in->stage);
+    free(in->replicas);
+    free(in->tp);
+    memset(in, 0, sizeof *in);
+}

@@ -268,6 +268,37 @@ static void test_plan_and_results(void)
     pf_arena_destroy(&a);
 }
 
+/* A plan whose stages differ (Stage fields 6, 7): stage 0 on 2 replicas, stage 1 on one, a step
+ * of 2 micro-batches; the degrees and the devices come back. Degrees on some stages only, or a
+ * degree that does not divide the step, are refused. */
+static void test_plan_stage_degrees(void)
+{
+    char err[256];
+    pf_arena_t *a = pf_arena_new();
+    pf_plan_t *p = mapped_plan(), *q = NULL;
+    int d[] = {2, 1}, t[] = {1, 1};
+    CU_ASSERT_EQUAL_FATAL(pf_plan_degrees_set(p, d, t, 2), PF_OK);
+    pf_plan_stage_devices(p, 0)[0] = 2, pf_plan_stage_devices(p, 0)[1] = 1;
+    pf_plan_stage_devices(p, 1)[0] = 0;
+    Planfarm__Plan *m = pf_model_codec_plan_to_pb(a, p);
+    CU_ASSERT(m->stage_list[0]->replicas == 2 && m->stage_list[1]->tp == 1);
+    CU_ASSERT_EQUAL_FATAL(pf_model_codec_plan_from_pb(m, 5, 3, &q, err, sizeof err), PF_OK);
+    CU_ASSERT(pf_plan_degrees_mixed(q) && pf_plan_degrees_replicas(q, 0) == 2);
+    CU_ASSERT(q->replicas == 2 && q->microbatches == 1);
+    CU_ASSERT(q->stage_list[0].devices[1] == 1 && q->stage_list[1].devices[0] == 0);
+    pf_plan_destroy(&q);
+    m->stage_list[1]->replicas = 0, m->stage_list[1]->tp = 0;
+    CU_ASSERT_EQUAL(pf_model_codec_plan_from_pb(m, 5, 3, &q, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "plan.stage_list: 1 of 2 stages give their degrees (all or none)");
+    m->stage_list[1]->replicas = 1, m->stage_list[1]->tp = 1;
+    m->microbatches = 3; /* 2 x 3 = 6 micro-batches: 2 divides, fine; 4 replicas would not */
+    m->stage_list[0]->replicas = 4, m->replicas = 4;
+    CU_ASSERT_EQUAL(pf_model_codec_plan_from_pb(m, 5, 3, &q, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NULL(q);
+    pf_plan_destroy(&p);
+    pf_arena_destroy(&a);
+}
+
 static void test_jobs(void)
 {
     char err[256];
@@ -287,6 +318,7 @@ static void test_jobs(void)
     job.partition.group = group;
     job.partition.ngroups = 3;
     job.partition.group_whole = 1; /* --layer-aligned: the worker must not cut a group */
+    job.partition.stage_degrees = 1, job.partition.stage_tp_mask = 0x16; /* --stage-degrees */
     job.setting.tp = 2, job.setting.train.sequence_parallel = 1; /* seqpar.h's memory */
     Planfarm__Job *m = pf_job_codec_to_pb(a, 5, 2, &job, &gr, &cr);
     pf_wire_job_t w;
@@ -295,6 +327,7 @@ static void test_jobs(void)
     CU_ASSERT(w.graph.hash_len == 20 && w.graph.hash[2] == 3 && w.cluster.size == 50);
     CU_ASSERT(w.partition.stages == 2 && w.partition.alpha == 100 && w.partition.ngroups == 3);
     CU_ASSERT(w.partition.group && w.partition.group[4] == 2 && w.partition.group_whole == 1);
+    CU_ASSERT(w.partition.stage_degrees == 1 && w.partition.stage_tp_mask == 0x16);
     CU_ASSERT(w.setting.tp == 2 && w.setting.train.sequence_parallel == 1);
     pf_job_codec_clear(&w);
     m->partition->group[3] = 3; /* >= ngroups */
@@ -512,10 +545,12 @@ static void test_header_and_options(void)
     o.inst = PF_MAP_INST_M;
     o.rel_eps = 1e-4;
     o.seed = 99;
+    o.stage_degrees = 1;
     Planfarm__PlanOptions *m = pf_plan_options_codec_to_pb(a, &o);
     CU_ASSERT_EQUAL_FATAL(pf_plan_options_codec_from_pb(m, &back, err, sizeof err), PF_OK);
     CU_ASSERT(back.stages == 4 && back.microbatches == 8 && !back.refine && !back.auto_inst);
     CU_ASSERT(back.inst == PF_MAP_INST_M && back.rel_eps == 1e-4 && back.seed == 99);
+    CU_ASSERT_EQUAL(back.stage_degrees, 1);
     CU_ASSERT(back.symmetry && back.nalphas == 3 && back.candidates == o.candidates);
     CU_ASSERT_EQUAL(back.probe_timeouts, 2); /* the default travels as a value */
     o.probe_timeouts = 0;                     /* 0 = no limit, not "unset" */
@@ -567,6 +602,8 @@ void pf_suite_codec(void)
     CU_add_test(s, "cluster round trip; bad sizes and zero bandwidth", test_cluster_round_trip);
     CU_add_test(s, "plan and job results round trip; out-of-range indices", test_plan_and_results);
     CU_add_test(s, "partition and probe jobs round trip; bad fields", test_jobs);
+    CU_add_test(s, "a plan whose stages differ round trips; partial degrees refused",
+                test_plan_stage_degrees);
     CU_add_test(s, "frame header and plan options", test_header_and_options);
     CU_add_test(s, "simulate and reshard jobs round trip and run alike; bad fields",
                 test_sim_and_reshard_jobs);

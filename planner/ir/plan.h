@@ -104,6 +104,8 @@ typedef struct {
         double uniform_ms_per_sample;  /* simulated step / samples of the best uniform plan */
         double stagedeg_ms_per_sample; /* of the per-stage plan; NAN when it made none */
         char why[160];                 /* why there is none, or why it did not fit */
+        char degrees[160];             /* the per-stage plan's d_s x t_s (degrees_describe) */
+        double stagedeg_step_ms;       /* its simulated step */
     } stagedeg;
     struct { /* the distributed search */
         int present;

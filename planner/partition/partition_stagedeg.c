@@ -52,6 +52,7 @@ static int solve(const pf_graph_t *h, const pf_cost_model_t *cm, const pf_partit
     pf_stagedeg_opts_init(&so);
     so.devices = D;
     so.threads = o->threads;
+    so.stash_inputs = 1; /* the stashed input, as the simulator and cost.h count it */
     stats->partition_search.downsets = pf_downsets_size(ds);
     stats->partition_search.exact = exact;
     int rc = tab ? pf_stagedeg_tp_run(h, ds, cm, &so, tab, res, err, errlen)

@@ -72,6 +72,7 @@ static int check_opts(const pf_graph_t *g, const pf_cost_model_t *cm, const pf_s
 
 typedef struct {
     double cu[NMODES], act[NMODES], fixed[NMODES], params;
+    double in; /* bytes of the edges entering the stage (its stashed input) */
 } sums_t;
 
 typedef struct {
@@ -114,7 +115,8 @@ static double stage_mem(const model_t *m, const sums_t *h, int d, int r, int k)
     int y = (k + d - 1) / d;
     if (y > m->mb)
         y = m->mb;
-    return m->sf[d] * h->params + y * h->act[r] + h->fixed[r] + m->cm->reserve_bytes;
+    double act = h->act[r] + (m->o->stash_inputs ? h->in : 0);
+    return m->sf[d] * h->params + y * act + h->fixed[r] + m->cm->reserve_bytes;
 }
 
 /* ---- [Piper]'s per-op choice (stagedeg.h "ops") ---- */
@@ -139,7 +141,8 @@ static double greedy_ms(const model_t *m, const int *ops, int nh, const sums_t *
                         int d, int y, cand_t *c, int *mark)
 {
     double limit = m->cm->mem_limit_bytes;
-    double need = m->sf[d] * h->params + y * h->act[0] + h->fixed[0] + m->cm->reserve_bytes - limit;
+    double act = h->act[0] + (m->o->stash_inputs ? h->in : 0);
+    double need = m->sf[d] * h->params + y * act + h->fixed[0] + m->cm->reserve_bytes - limit;
     if (need <= 0)
         return INFINITY;
     int nc = 0;
@@ -296,6 +299,7 @@ static void pair_sums(const dp_t *dp, long long i, long long j, sums_t *h, doubl
         h->fixed[r] = in->s[j].fixed[r] - in->s[i].fixed[r];
     }
     h->params = in->s[j].params - in->s[i].params;
+    h->in = into;
     *cut = in->out[j] - in->out[i] + 2 * into;
 }
 
@@ -593,6 +597,8 @@ static void stage_sums(const pf_graph_t *g, const pf_stagedeg_opts_t *o,
         const pf_edge_t *ed = pf_graph_edge(g, e);
         if ((r->op_stage[ed->src] == s) != (r->op_stage[ed->dst] == s))
             *cut += ed->bytes;
+        if (r->op_stage[ed->src] != s && r->op_stage[ed->dst] == s)
+            h->in += ed->bytes;
     }
 }
 

@@ -110,6 +110,10 @@ typedef struct {
     /* 1: a third choice per stage, "ops": recompute some of its ops, chosen by [Piper]'s knapsack
      * heuristic (below); needs full. 0 (default): none or full per stage. */
     int recompute_ops;
+    /* 1: a stage also stores its input for each micro-batch in flight (the bytes of the edges
+     * entering it: planfarm's eq. 14 as cost.h and the simulator count it), m gains y x in(H);
+     * 0 (default): [Piper]'s model, which does not. pf_stagedeg_run and _eval only. */
+    int stash_inputs;
     int threads; /* OpenMP threads; 0 = OpenMP's default */
 } pf_stagedeg_opts_t;
 

@@ -87,4 +87,7 @@ void pf_search_stagedeg_choose(pf_search_t *s, pf_plan_t **p, const char *why)
     (*p)->stagedeg.uniform_ms_per_sample = mine;
     (*p)->stagedeg.stagedeg_ms_per_sample = theirs;
     snprintf((*p)->stagedeg.why, sizeof (*p)->stagedeg.why, "%s", note);
+    (*p)->stagedeg.stagedeg_step_ms = deg ? s->sim.base_ms[2] : NAN;
+    if (deg)
+        pf_plan_degrees_describe(deg, (*p)->stagedeg.degrees, sizeof (*p)->stagedeg.degrees);
 }

@@ -67,12 +67,31 @@ typedef struct {
     double span, xs; /* ms drawn, pixels per ms */
 } timeline_geom_t;
 
+static int event_row(const pf_simulate_result_t *r, const int *row_of, int D, int device);
+
+/* Each row's stage: that of its device's first forward or backward (the stages of a plan whose
+ * stages differ have rows of different counts), else the row's place among S x R x T rows. */
+static void row_stages(const pf_simulate_result_t *r, const int *row_of, int D, int *stage)
+{
+    for (int i = 0; i < r->ndevices; i++)
+        stage[i] = -1;
+    for (int e = 0; e < r->nevents; e++) {
+        const pf_simulate_event_t *ev = &r->events[e];
+        int row = event_row(r, row_of, D, ev->device);
+        if (row >= 0 && stage[row] < 0 && (ev->kind == PF_EV_FWD || ev->kind == PF_EV_BWD))
+            stage[row] = ev->stage;
+    }
+    for (int i = 0; i < r->ndevices; i++)
+        if (stage[i] < 0)
+            stage[i] = i / (r->replicas * r->tp);
+}
+
 static void timeline_rows(const pf_simulate_result_t *r, const pf_cluster_t *c, int D,
-                          const timeline_geom_t *g, FILE *f)
+                          const int *stage, const timeline_geom_t *g, FILE *f)
 {
     for (int i = 0; i < r->ndevices; i++) {
         double y = g->top + i * g->row_h;
-        int d = r->device[i], s = i / (r->replicas * r->tp);
+        int d = r->device[i], s = stage[i];
         const char *name = c && d >= 0 && d < D ? pf_cluster_device(c, d)->name : NULL;
         fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">", g->left - 6,
                 y + g->comp_h - 3);
@@ -163,8 +182,12 @@ int pf_draw_timeline_svg(const pf_simulate_result_t *r, const pf_cluster_t *c, c
     double height = g.top + r->ndevices * g.row_h + 70;
     int D = c ? pf_cluster_ndevices(c) : 0;
     int *row_of = calloc((size_t)(D > 0 ? D : 1), sizeof *row_of);
-    if (!row_of)
+    int *stage = malloc((size_t)(r->ndevices > 0 ? r->ndevices : 1) * sizeof *stage);
+    if (!row_of || !stage) {
+        free(row_of);
+        free(stage);
         return pf_fail(err, errlen, PF_ERR, "out of memory");
+    }
     for (int i = 0; i < D; i++)
         row_of[i] = -1;
     for (int i = 0; i < r->ndevices; i++)
@@ -182,11 +205,13 @@ int pf_draw_timeline_svg(const pf_simulate_result_t *r, const pf_cluster_t *c, c
     fprintf(f, "%sstep %.2f ms (%s, %d micro-batches, bubble %.0f%%)</text>\n", title ? ": " : "",
             r->step_ms, pf_training_schedule_name(r->schedule), r->microbatches,
             100 * r->bubble_fraction);
-    timeline_rows(r, c, D, &g, f);
+    row_stages(r, row_of, D, stage);
+    timeline_rows(r, c, D, stage, &g, f);
     timeline_events(r, row_of, D, &g, f);
     timeline_axis_and_legend(r, &g, f);
     fputs("</svg>\n", f);
     free(row_of);
+    free(stage);
     return finish(f, err, errlen);
 }
 

@@ -106,6 +106,7 @@ static int dp_params_to_pb(pf_arena_t *a, const pf_job_t *job, const pf_blob_ref
     pp->mem_headroom = o->mem_headroom;
     pp->stage_degrees = o->stage_degrees != 0;
     pp->stage_tp_mask = o->stage_tp_mask;
+    pp->stage_hosts = (uint32_t)(o->stage_hosts > 0 ? o->stage_hosts : 0);
     if (o->group && job->graph) {
         int n = pf_graph_nops(job->graph);
         uint32_t *g = PF_ANEW(a, uint32_t, n);
@@ -153,6 +154,10 @@ static int dp_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *e
     out->partition.mem_headroom = pp->mem_headroom;
     out->partition.stage_degrees = pp->stage_degrees;
     out->partition.stage_tp_mask = pp->stage_tp_mask;
+    if (pp->stage_hosts > PF_WIRE_MAX_DEVICES)
+        return pf_fail(err, errlen, PF_EINPUT, "job.partition.stage_hosts: %u out of range",
+                       pp->stage_hosts);
+    out->partition.stage_hosts = (int)pp->stage_hosts;
     if (pp->n_group) {
         if (pp->n_group > PF_WIRE_MAX_OPS || pp->ngroups == 0 || pp->ngroups > pp->n_group)
             return pf_fail(err, errlen, PF_EINPUT, "job.partition.group: bad sizes");

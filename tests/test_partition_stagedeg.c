@@ -154,10 +154,40 @@ static void test_tensor_parallel_per_stage(void)
     pf_graph_destroy(&g);
 }
 
+/* Per host (stage_hosts M = 2): the chain of test_mixed_degrees_win planned on 4 devices and 4
+ * micro-batches is 8 ms (op 2 alone on one device, ops 0 and 1 on at most 3: each needs 2 to
+ * go below 8, or both 4), so twice that pipeline runs one micro-batch every 4 ms: degrees even,
+ * at most 8 devices, the step's 8 micro-batches. M = 3 divides neither. */
+static void test_per_host(void)
+{
+    char err[256];
+    double cu[] = {8, 8, 2}, param[] = {0, 0, 40e6};
+    pf_graph_t *g = chain(3, cu, param);
+    pf_cluster_t *c = devices(8);
+    pf_partition_opts_t o = opts(8);
+    o.stage_hosts = 2;
+    pf_plan_t *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_partition_stagedeg_run(g, c, &o, &p, err, sizeof err), PF_OK);
+    CU_ASSERT_DOUBLE_EQUAL(p->partition_objective_ms, 4, 1e-9);
+    CU_ASSERT_EQUAL(pf_plan_degrees_step_microbatches(p), 8);
+    CU_ASSERT(pf_plan_degrees_total_devices(p) <= 8);
+    for (int s = 0; s < p->stages; s++)
+        CU_ASSERT_EQUAL(pf_plan_degrees_replicas(p, s) % 2, 0);
+    CU_ASSERT_EQUAL(pf_plan_validate(p, g, c, err, sizeof err), PF_OK);
+    pf_plan_destroy(&p);
+    o.stage_hosts = 3;
+    CU_ASSERT_EQUAL(pf_partition_stagedeg_run(g, c, &o, &p, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "stage_hosts: 3 does not divide the 8 devices and the 8 "
+                                "micro-batches");
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_partition_stagedeg(void)
 {
     CU_pSuite s = CU_add_suite("partition_stagedeg", NULL, NULL);
     CU_add_test(s, "stages of different degrees win; whole groups", test_mixed_degrees_win);
     CU_add_test(s, "no parameters: one stage on every device; bad input", test_one_stage_and_bad_input);
     CU_add_test(s, "tensor parallelism per stage", test_tensor_parallel_per_stage);
+    CU_add_test(s, "one host's share, replicated over the hosts", test_per_host);
 }

@@ -50,6 +50,11 @@ typedef struct {
      * (t < 64); 0: none, the stages run on the job's own setting (its T). Otherwise the job
      * prices every op at each t (tp_setting.h) and runs stagedeg_tp.h over single devices. */
     unsigned long long stage_tp_mask;
+    /* With stage_degrees, M > 1: the chain is planned for one M-th of the devices and of the
+     * step's micro-batches, and every stage's degree is multiplied by M ([PipeDream]'s
+     * hierarchical optimizer: the pipeline inside a host, replicated across the M hosts; the
+     * flat DP cannot see that a host's links are faster). 0 or 1: none. */
+    int stage_hosts;
 } pf_partition_opts_t;
 
 void pf_partition_opts_init(pf_partition_opts_t *o);

@@ -175,8 +175,12 @@ static int run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partition_op
     if (o->microbatches < 1)
         return pf_fail(err, errlen, PF_EINPUT, "microbatches: %d; per-stage degrees need the "
                        "step's micro-batches in all (>= 1)", o->microbatches);
+    int M = o->stage_hosts > 1 ? o->stage_hosts : 1;
+    if (D % M || o->microbatches % M)
+        return pf_fail(err, errlen, PF_EINPUT, "stage_hosts: %d does not divide the %d devices "
+                       "and the %d micro-batches", M, D, o->microbatches);
     pf_cost_model_t cm;
-    pf_cost_model_init(&cm, c, 1, o->microbatches, o->flat_gbps);
+    pf_cost_model_init(&cm, c, 1, o->microbatches / M, o->flat_gbps);
     pf_cost_model_set_training(&cm, &o->train, 1, o->reserve_bytes);
     cm.mem_limit_bytes *= 1 - o->mem_headroom;
     if ((rc = pf_cost_check_ops_fit(g, &cm, err, errlen)) != PF_OK)
@@ -203,9 +207,14 @@ static int run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partition_op
         goto fail;
     }
     pf_stagedeg_tmpcs_t tab = {opt, first};
-    if ((rc = solve(h ? h : g, &cm, o, D, tps ? &tab : NULL, &res, &stats, err, errlen)) !=
+    if ((rc = solve(h ? h : g, &cm, o, D / M, tps ? &tab : NULL, &res, &stats, err, errlen)) !=
         PF_OK)
         goto fail;
+    for (int s = 0; s < res->stages && M > 1; s++) { /* one pipeline per host's share */
+        res->degree[s] *= M;
+        res->time_ms[s] /= M;
+    }
+    res->objective_ms /= M;
     if (res->stages == 0 || !isfinite(res->objective_ms)) {
         rc = pf_fail(err, errlen, PF_EINFEASIBLE, "per-stage degrees: no chain of stages fits "
                      "%d devices of cluster %s under %d micro-batches per step", D,

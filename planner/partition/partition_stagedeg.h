@@ -8,7 +8,9 @@
  * per-stage degrees (plan.h pf_plan_degrees_*), t_s = 1 on the cluster given (a search with
  * tensor parallelism passes its group cluster), each stage's time t(H, d_s) per micro-batch of
  * the pipeline and its memory per device; partition_objective_ms is their max. No refinement
- * (its moves price constant R). o->stages and o->replicas are not used. */
+ * (its moves price constant R). o->stages and o->replicas are not used. With o->stage_hosts M
+ * the DP runs on D / M devices and N / M micro-batches and the degrees are multiplied by M
+ * (times divided by M; the all-reduce across the M copies is left to the simulator). */
 #ifndef PF_PARTITION_STAGEDEG_H
 #define PF_PARTITION_STAGEDEG_H
 

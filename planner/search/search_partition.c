@@ -228,18 +228,25 @@ static int add_stagedeg_entry(pf_search_t *s, int tpi, char *err, size_t errlen)
     int n = pf_graph_nops(g), rc;
     int k = pt->block_group ? n : s->o.coarsen_k ? s->o.coarsen_k
                                                : pf_partition_default_k(g, 1, s->o.max_downsets);
-    if (pf_grow((void **)&pt->dp, &pt->dp_cap, (size_t)pt->ndp + 1, sizeof *pt->dp))
-        return pf_fail(err, errlen, PF_ERR, "out of memory");
-    dp_entry_t *e = &pt->dp[pt->ndp];
-    *e = (dp_entry_t){.stages = 1, .microbatches = (int)n_micro, .tp = tpi, .alpha = 1,
-                      .stage_degrees = 1};
-    e->coarse = coarse_for(s, tpi, &cm, e->alpha, k < 0 ? n : k, err, errlen, &rc);
+    int coarse = coarse_for(s, tpi, &cm, 1, k < 0 ? n : k, err, errlen, &rc);
     if (rc != PF_OK)
         return rc;
-    if (!pf_search_queue_job(s, PF_JOB_DP_PARTITION, (pf_search_owner_t){.dp = pt->ndp}))
-        return pf_fail(err, errlen, PF_ERR, "out of memory");
-    pt->ndp++;
-    pt->dp_left++;
+    /* flat, and per host where the hosts share devices and micro-batches evenly */
+    int H = pf_cluster_nhosts(s->c), D = pf_cluster_ndevices(s->c);
+    for (int j = 0; j < PF_SEARCH_STAGEDEG_PLANS; j++) {
+        int M = j == 0 ? 1 : H;
+        if (j > 0 && (H < 2 || D % H || n_micro % H))
+            break;
+        if (pf_grow((void **)&pt->dp, &pt->dp_cap, (size_t)pt->ndp + 1, sizeof *pt->dp))
+            return pf_fail(err, errlen, PF_ERR, "out of memory");
+        pt->dp[pt->ndp] = (dp_entry_t){.stages = 1, .microbatches = (int)n_micro, .tp = tpi,
+                                       .alpha = 1, .coarse = coarse, .stage_degrees = 1,
+                                       .stage_hosts = M};
+        if (!pf_search_queue_job(s, PF_JOB_DP_PARTITION, (pf_search_owner_t){.dp = pt->ndp}))
+            return pf_fail(err, errlen, PF_ERR, "out of memory");
+        pt->ndp++;
+        pt->dp_left++;
+    }
     return PF_OK;
 }
 
@@ -445,6 +452,7 @@ void pf_search_partition_describe(const pf_search_t *s, const pf_search_owner_t 
     job->partition.refine = s->o.refine && !pt->block_group;
     job->partition.stage_degrees = e->stage_degrees;
     job->partition.stage_tp_mask = e->stage_degrees ? s->o.stage_tp_mask : 0;
+    job->partition.stage_hosts = e->stage_hosts;
     if (s->o.max_downsets > 0)
         job->partition.max_downsets = s->o.max_downsets;
 }

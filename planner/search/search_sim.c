@@ -445,10 +445,10 @@ static int best_simulated(const pf_search_t *s, int *best_k)
  * queueing them. */
 static int queue_baselines(pf_search_t *s)
 {
-    for (int b = 0; b < 3; b++) {
+    for (int b = 0; b < 2 + PF_SEARCH_STAGEDEG_PLANS; b++) {
         s->sim.base_ms[b] = NAN;
         s->sim.base_plan[b] = b < 2 ? baseline_plan(s, s->sim.best_c, b == 0)
-                                    : pf_search_stagedeg_plan(s, s->sim.stagedeg_why,
+                                    : pf_search_stagedeg_plan(s, b - 2, s->sim.stagedeg_why,
                                                               sizeof s->sim.stagedeg_why);
         if (!s->sim.base_plan[b])
             continue;
@@ -507,7 +507,7 @@ void pf_search_sim_describe(const pf_search_t *s, const pf_search_owner_t *owner
     const sim_cand_t *sc = &s->sim.cand[owner->sim.cand];
     job->setting = s->tap.tp[s->part.dp[s->map.cand[owner->sim.cand].dp].tp].opts;
     if (owner->sim.baseline) { /* a baseline maps the groups otherwise and times no reshard */
-        if (owner->sim.baseline == 3) /* the per-stage plan: T = 1's setting */
+        if (owner->sim.baseline >= 3) /* a per-stage plan: its entry's setting */
             job->setting = s->tap.tp[pf_search_stagedeg_tp(s)].opts;
         job->plan = s->sim.base_plan[owner->sim.baseline - 1];
         job->schedule = owner->sim.schedule;
@@ -669,7 +669,8 @@ void pf_search_sim_clear(pf_search_t *s)
     pf_plan_destroy(&s->sim.pending);
     pf_plan_destroy(&s->sim.base_plan[0]);
     pf_plan_destroy(&s->sim.base_plan[1]);
-    pf_plan_destroy(&s->sim.base_plan[2]);
+    for (int b = 2; b < 2 + PF_SEARCH_STAGEDEG_PLANS; b++)
+        pf_plan_destroy(&s->sim.base_plan[b]);
 }
 
 const pf_search_kind_t pf_search_sim_kinds[] = {

@@ -9,29 +9,30 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The entry of the per-stage DP job; NULL when there is none. */
-static const dp_entry_t *stagedeg_entry(const pf_search_t *s)
+/* The k-th per-stage DP entry; NULL when there is none. */
+static const dp_entry_t *stagedeg_entry(const pf_search_t *s, int k)
 {
     for (int i = 0; i < s->part.ndp; i++)
-        if (s->part.dp[i].stage_degrees)
+        if (s->part.dp[i].stage_degrees && k-- == 0)
             return &s->part.dp[i];
     return NULL;
 }
 
 int pf_search_stagedeg_tp(const pf_search_t *s)
 {
-    const dp_entry_t *e = stagedeg_entry(s);
+    const dp_entry_t *e = stagedeg_entry(s, 0);
     return e ? e->tp : 0;
 }
 
-pf_plan_t *pf_search_stagedeg_plan(const pf_search_t *s, char *why, size_t whylen)
+pf_plan_t *pf_search_stagedeg_plan(const pf_search_t *s, int k, char *why, size_t whylen)
 {
-    const dp_entry_t *e = stagedeg_entry(s);
+    const dp_entry_t *e = stagedeg_entry(s, k);
     char err[256];
     if (!e)
         return NULL;
     if (e->status != PF_OK || !e->plan) {
-        snprintf(why, whylen, "%s", e->error[0] ? e->error : "the per-stage DP made no plan");
+        if (!why[0]) /* the first entry's reason stands for both */
+            snprintf(why, whylen, "%s", e->error[0] ? e->error : "the per-stage DP made no plan");
         return NULL;
     }
     pf_plan_t *p = pf_plan_clone(e->plan);
@@ -58,24 +59,42 @@ static double per_sample(const pf_search_t *s, const pf_plan_t *p, double step_m
     return step_ms / pf_search_partition_samples_per_step(s, p);
 }
 
+/* The per-stage plan to weigh: the fastest per sample of those that fit, else the first made
+ * (to report); -1 none. */
+static int best_stagedeg(const pf_search_t *s)
+{
+    int best = -1;
+    for (int k = 2; k < 2 + PF_SEARCH_STAGEDEG_PLANS; k++) {
+        const pf_plan_t *q = s->sim.base_plan[k];
+        if (!q || !isfinite(s->sim.base_ms[k]))
+            continue;
+        if (best < 0 || (s->sim.base_fits[k] && !s->sim.base_fits[best]) ||
+            (s->sim.base_fits[k] == s->sim.base_fits[best] &&
+             per_sample(s, q, s->sim.base_ms[k]) <
+                 per_sample(s, s->sim.base_plan[best], s->sim.base_ms[best])))
+            best = k;
+    }
+    return best;
+}
+
 void pf_search_stagedeg_choose(pf_search_t *s, pf_plan_t **p, const char *why)
 {
     if (!s->o.stage_degrees)
         return;
-    pf_plan_t *deg = s->sim.base_plan[2];
+    int k = best_stagedeg(s);
+    pf_plan_t *deg = k >= 0 ? s->sim.base_plan[k] : NULL;
     double mine = per_sample(s, *p, (*p)->simulated_step_ms);
-    double theirs = deg && isfinite(s->sim.base_ms[2]) ? per_sample(s, deg, s->sim.base_ms[2])
-                                                       : NAN;
+    double theirs = deg ? per_sample(s, deg, s->sim.base_ms[k]) : NAN;
     char note[160] = "";
     if (!deg)
         snprintf(note, sizeof note, "%s", why && *why ? why : "no per-stage plan");
-    else if (!s->sim.base_fits[2])
+    else if (!s->sim.base_fits[k])
         snprintf(note, sizeof note, "the per-stage plan does not fit memory under 1F1B");
-    bool take = deg && s->sim.base_fits[2] && theirs < mine;
+    bool take = deg && s->sim.base_fits[k] && theirs < mine;
     if (take) { /* the uniform plan's baselines belong to it: the per-stage plan has none */
         pf_plan_t *won = pf_plan_clone(deg);
         if (won) {
-            won->simulated_step_ms = s->sim.base_ms[2];
+            won->simulated_step_ms = s->sim.base_ms[k];
             pf_plan_destroy(p);
             *p = won;
         } else {
@@ -87,7 +106,7 @@ void pf_search_stagedeg_choose(pf_search_t *s, pf_plan_t **p, const char *why)
     (*p)->stagedeg.uniform_ms_per_sample = mine;
     (*p)->stagedeg.stagedeg_ms_per_sample = theirs;
     snprintf((*p)->stagedeg.why, sizeof (*p)->stagedeg.why, "%s", note);
-    (*p)->stagedeg.stagedeg_step_ms = deg ? s->sim.base_ms[2] : NAN;
+    (*p)->stagedeg.stagedeg_step_ms = deg ? s->sim.base_ms[k] : NAN;
     if (deg)
         pf_plan_degrees_describe(deg, (*p)->stagedeg.degrees, sizeof (*p)->stagedeg.degrees);
 }

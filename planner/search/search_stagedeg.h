@@ -2,8 +2,10 @@
  * data-parallel degree, tried beside the best uniform one.
  *
  * The partition phase queues one more DP_PARTITION job (partition_stagedeg.h, on the T = 1
- * graph, the step's micro-batches in all) that is neither ranked nor mapped with the uniform
- * entries. When the uniform winner is known, its plan is mapped here (map_stages.h: stage
+ * graph, the step's micro-batches in all), and on a cluster of several hosts a second one that
+ * plans one host's share and replicates it over the hosts ([PipeDream]'s hierarchy: the flat
+ * DP cannot see that links inside a host are faster); neither is ranked nor mapped with the
+ * uniform entries. When the uniform winner is known, its plan is mapped here (map_stages.h: stage
  * replicas of different sizes, fast devices for the heaviest stage) and simulated under 1F1B
  * as a SIMULATE job beside the winner's two baselines (baseline 3: always re-run on the trusted
  * side). The per-stage plan becomes the answer when it fits and trains faster per sample than
@@ -14,14 +16,15 @@
 
 #include "planner/search/search_state.h"
 
-/* The per-stage entry's plan, mapped and dressed (names, training, 1F1B); NULL when none was
- * asked for, its DP found none (*why says so when why is given) or out of memory. */
-pf_plan_t *pf_search_stagedeg_plan(const pf_search_t *s, char *why, size_t whylen);
+/* The k-th per-stage entry's plan (0 flat, 1 per host), mapped and dressed (names, training,
+ * 1F1B); NULL when there is no such entry, its DP found none (*why says so, unless it already
+ * holds a reason) or out of memory. */
+pf_plan_t *pf_search_stagedeg_plan(const pf_search_t *s, int k, char *why, size_t whylen);
 /* The entry of s->tap.tp the per-stage plan was partitioned for (T = 1). */
 int pf_search_stagedeg_tp(const pf_search_t *s);
-/* The answer between the uniform plan *p (its simulated_step_ms set) and the per-stage plan
- * (s->sim.base_plan[2], its simulation in base_ms[2] / base_fits[2]): *p is replaced when the
- * per-stage plan fits and is faster per sample; both figures go into the answer's stagedeg. */
+/* The answer between the uniform plan *p (its simulated_step_ms set) and the best per-stage
+ * plan (s->sim.base_plan[2..], their simulations in base_ms / base_fits): *p is replaced when
+ * that plan fits and is faster per sample; both figures go into the answer's stagedeg. */
 void pf_search_stagedeg_choose(pf_search_t *s, pf_plan_t **p, const char *why);
 
 #endif

@@ -39,8 +39,8 @@ typedef union {
     struct {
         int cand;               /* SIMULATE: the candidate of s->map.cand it simulates, */
         pf_training_schedule_t schedule; /* under this schedule; */
-        int baseline;           /* 0, or the winner's baseline: 1 CS map, 2 p2p map, 3 the
-                                 * per-stage-degree plan (search_stagedeg.h) */
+        int baseline;           /* 0, or the winner's baseline: 1 CS map, 2 p2p map, 3 and 4
+                                 * the per-stage-degree plans (search_stagedeg.h) */
     } sim;
     int xfer;  /* RESHARD: the transfer of s->sim.xfer it times */
 } pf_search_owner_t;
@@ -99,8 +99,9 @@ typedef struct {
     char error[256];
     pf_plan_t *plan;
     double flat_ms_per_sample; /* ranking before mapping */
-    int stage_degrees; /* the per-stage-degree entry (search_stagedeg.h): not ranked or mapped
+    int stage_degrees; /* a per-stage-degree entry (search_stagedeg.h): not ranked or mapped
                         * with the others; microbatches is the step's in all */
+    int stage_hosts;   /* its partition option (partition.h): > 1 planned per host */
 } dp_entry_t;
 
 typedef struct {
@@ -147,6 +148,8 @@ typedef struct {
 
 /* ---- search_sim.c ---- */
 
+#define PF_SEARCH_STAGEDEG_PLANS 2 /* --stage-degrees' DP jobs: flat, and per host */
+
 typedef struct {
     bool done, fits;
     double step_ms, bubble_fraction;
@@ -177,9 +180,10 @@ typedef struct {
     xfer_rec_t *xfer;
     int nxfer, sims_left;
     /* the winner, waiting for its two baselines' SIMULATE jobs (search_sim.c) */
-    pf_plan_t *pending, *base_plan[3]; /* [2]: the per-stage-degree plan (search_stagedeg.h) */
-    double base_ms[3];
-    bool base_fits[3];
+    /* [2], [3]: the per-stage-degree plans (search_stagedeg.h), flat and per host */
+    pf_plan_t *pending, *base_plan[2 + PF_SEARCH_STAGEDEG_PLANS];
+    double base_ms[2 + PF_SEARCH_STAGEDEG_PLANS];
+    bool base_fits[2 + PF_SEARCH_STAGEDEG_PLANS];
     char stagedeg_why[160]; /* why there is no per-stage plan (search_stagedeg.h) */
     int base_left, best_c, best_k;
 } sim_phase_t;

@@ -151,12 +151,18 @@ static void summarize_stagedeg(json_t *p)
     json_t *rec = json_object_get(json_object_get(p, "search"), "stage_degrees");
     const char *why = json_string_value(json_object_get(rec, "why"));
     const char *deg = json_string_value(json_object_get(rec, "degrees"));
-    if (rec)
-        fprintf(stderr, "  per-stage degrees: %s%s%s (%.4g ms per sample; the best uniform plan "
-                "%.4g)%s%s\n", json_is_true(json_object_get(rec, "chosen")) ? "chosen" : "not chosen",
-                deg ? ", DP x TP per stage " : "", deg ? deg : "",
-                jnum(rec, "per_stage_ms_per_sample"), jnum(rec, "uniform_ms_per_sample"),
-                why ? ": " : "", why ? why : "");}
+    if (!rec)
+        return;
+    fprintf(stderr, "  per-stage degrees: %s", json_is_true(json_object_get(rec, "chosen")) ? "chosen" : "not chosen");
+    if (deg)
+        fprintf(stderr, ", DP x TP per stage %s", deg);
+    double a = jnum(rec, "per_stage_ms_per_sample"), b = jnum(rec, "uniform_ms_per_sample");
+    if (isfinite(a))
+        fprintf(stderr, " (%.4g ms per sample%s", a, isfinite(b) ? "" : ")");
+    if (isfinite(a) && isfinite(b))
+        fprintf(stderr, "; the best uniform plan %.4g)", b);
+    fprintf(stderr, "%s%s\n", why ? ": " : "", why ? why : "");
+}
 
 /* A plan whose stages have their own degrees (stage_list[i].replicas, .tp): each stage's
  * DP x TP. false when the stages share one degree (the caller prints PP x DP x TP). */

@@ -52,7 +52,8 @@ static int solve(const pf_graph_t *h, const pf_cost_model_t *cm, const pf_partit
     pf_stagedeg_opts_init(&so);
     so.devices = D;
     so.threads = o->threads;
-    so.stash_inputs = 1; /* the stashed input, as the simulator and cost.h count it */
+    so.stash_inputs = 1; /* the pipeline the simulator runs: relayed tensors, stashed inputs */
+    so.edge_factor = 2;  /* each boundary byte forward as an activation, back as a gradient */
     stats->partition_search.downsets = pf_downsets_size(ds);
     stats->partition_search.exact = exact;
     int rc = tab ? pf_stagedeg_tp_run(h, ds, cm, &so, tab, res, err, errlen)
@@ -216,7 +217,7 @@ static int run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partition_op
     }
     res->objective_ms /= M;
     if (res->stages == 0 || !isfinite(res->objective_ms)) {
-        rc = pf_fail(err, errlen, PF_EINFEASIBLE, "per-stage degrees: no chain of stages fits "
+        rc = pf_fail(err, errlen, PF_EINFEASIBLE, "no chain of stages fits "
                      "%d devices of cluster %s under %d micro-batches per step", D,
                      pf_cluster_name(c), o->microbatches);
         goto fail;

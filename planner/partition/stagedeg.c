@@ -10,6 +10,7 @@
 #include "planner/core/util.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <omp.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -299,6 +300,11 @@ static void pair_sums(const dp_t *dp, long long i, long long j, sums_t *h, doubl
         h->fixed[r] = in->s[j].fixed[r] - in->s[i].fixed[r];
     }
     h->params = in->s[j].params - in->s[i].params;
+    if (dp->m->o->stash_inputs) { /* planfarm's pipeline: everything crossing is relayed */
+        h->in = in->out[i];
+        *cut = in->out[i] + in->out[j];
+        return;
+    }
     h->in = into;
     *cut = in->out[j] - in->out[i] + 2 * into;
 }
@@ -595,10 +601,13 @@ static void stage_sums(const pf_graph_t *g, const pf_stagedeg_opts_t *o,
     }
     for (int e = 0; e < pf_graph_nedges(g); e++) {
         const pf_edge_t *ed = pf_graph_edge(g, e);
-        if ((r->op_stage[ed->src] == s) != (r->op_stage[ed->dst] == s))
+        int a = r->op_stage[ed->src], b = r->op_stage[ed->dst];
+        bool enters = a < s && b >= s, leaves = a <= s && b > s; /* relayed through s too */
+        if (o->stash_inputs)
+            *cut += (enters ? ed->bytes : 0) + (leaves ? ed->bytes : 0);
+        else if ((a == s) != (b == s))
             *cut += ed->bytes;
-        if (r->op_stage[ed->src] != s && r->op_stage[ed->dst] == s)
-            h->in += ed->bytes;
+        h->in += enters ? ed->bytes : 0;
     }
 }
 

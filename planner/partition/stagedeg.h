@@ -110,9 +110,13 @@ typedef struct {
     /* 1: a third choice per stage, "ops": recompute some of its ops, chosen by [Piper]'s knapsack
      * heuristic (below); needs full. 0 (default): none or full per stage. */
     int recompute_ops;
-    /* 1: a stage also stores its input for each micro-batch in flight (the bytes of the edges
-     * entering it: planfarm's eq. 14 as cost.h and the simulator count it), m gains y x in(H);
-     * 0 (default): [Piper]'s model, which does not. pf_stagedeg_run and _eval only. */
+    /* 1: planfarm's pipeline, as its simulator runs it: a tensor crossing several stages is
+     * relayed through each (Megatron-LM's and PipeDream's pipelines send only to the next
+     * stage), so stage H receives every byte crossing the cut before it, out(F_i), and sends
+     * every byte crossing the cut after it, out(F_j): cut(H) = out(F_i) + out(F_j) (edge_factor
+     * 2 then counts the gradients back), and it stores its input out(F_i) for each micro-batch
+     * in flight (eq. 14, as cost.h): m gains y x out(F_i). 0 (default): [Piper]'s model (each
+     * edge between its two stages only, no stash). pf_stagedeg_run and _eval only. */
     int stash_inputs;
     int threads; /* OpenMP threads; 0 = OpenMP's default */
 } pf_stagedeg_opts_t;

@@ -10,6 +10,7 @@
 #include "planner/search/search_partition.h"
 #include "planner/search/search_tap.h"
 #include "planner/search/search_queue.h"
+#include "planner/search/search_stagedeg.h"
 #include "planner/inputs/cpep.h"
 #include "planner/inputs/price.h"
 #include "planner/ir/cost.h"
@@ -32,9 +33,12 @@ static void map_over(pf_search_t *s)
 /* Every DP answer is in and no degree is in TAP: the best partitions go to mapping. */
 static void partition_over(pf_search_t *s)
 {
-    if (pf_search_partition_rank(s) &&
-        pf_search_map_start(s, s->part.chosen, s->part.nchosen))
-        map_over(s);
+    if (pf_search_partition_rank(s)) {
+        if (pf_search_map_start(s, s->part.chosen, s->part.nchosen))
+            map_over(s);
+    } else if (!pf_search_queue_stopped(s) && !pf_search_stagedeg_alone(s)) {
+        pf_search_partition_fail_none(s); /* no uniform plan, and no per-stage one to try */
+    }
 }
 
 /* The TAP of degree tpi is over: the degree opens (unless it was dropped), and partitioning is

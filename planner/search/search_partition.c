@@ -355,10 +355,12 @@ static void none_feasible(pf_search_t *s, int best_infeasible)
         why = s->tap.tp[t].why;
     if (!*why)
         why = "no (stages, replicas, tensor-parallel degree) fits the options";
+    const char *sd = s->sim.stagedeg_why; /* --stage-degrees: why its plans did not help */
     if (!s->part.block_group || best_infeasible < 0 ||
         (!strstr(why, "of whole groups") && !strstr(why, "cuts block") &&
          s->part.dp[best_infeasible].stages <= s->part.nblock_groups))
-        pf_search_queue_fail(s, PF_EINFEASIBLE, "%s", why); /* e.g. an op that fits no device */
+        pf_search_queue_fail(s, PF_EINFEASIBLE, "%s%s%s", why, sd[0] ? "; per-stage degrees: " : "",
+                             sd); /* e.g. an op that fits no device */
     else if (s->part.dp[best_infeasible].stages > s->part.nblock_groups)
         pf_search_queue_fail(s, PF_EINFEASIBLE, "--layer-aligned: %d stages need %d whole layers "
                              "or more, the graph has %d", s->part.dp[best_infeasible].stages,
@@ -400,7 +402,8 @@ bool pf_search_partition_rank(pf_search_t *s)
         return false;
     }
     int nfeasible = feasible_entries(s, order, &best_infeasible);
-    if (nfeasible == 0)
+    s->part.best_infeasible = best_infeasible;
+    if (nfeasible == 0 && !s->o.stage_degrees) /* else the per-stage plans may still fit */
         none_feasible(s, best_infeasible);
     if (nfeasible <= 0) {
         free(order);
@@ -419,6 +422,11 @@ bool pf_search_partition_rank(pf_search_t *s)
     s->part.chosen = order;
     s->part.nchosen = n;
     return true;
+}
+
+void pf_search_partition_fail_none(pf_search_t *s)
+{
+    none_feasible(s, s->part.best_infeasible);
 }
 
 double pf_search_partition_samples_per_step(const pf_search_t *s, const pf_plan_t *p)

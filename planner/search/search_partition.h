@@ -19,8 +19,12 @@ int pf_search_partition_stage_counts(const pf_search_opts_t *o, int D, int n, in
 int pf_search_partition_open(pf_search_t *s, int tpi, char *err, size_t errlen);
 /* Every DP answer is in (and no degree is still in TAP): the best few partitions, one per
  * (S, T), become s->part.chosen. false when the search failed instead (none feasible, a DP
- * error, out of memory). */
+ * error, out of memory), or, with --stage-degrees, when no uniform partition is feasible and
+ * the search goes on (s->part.nchosen 0: the caller tries the per-stage plans, else
+ * pf_search_partition_fail_none). */
 bool pf_search_partition_rank(pf_search_t *s);
+/* The search fails with the reason no uniform partition is feasible. */
+void pf_search_partition_fail_none(pf_search_t *s);
 /* The samples one step of plan p trains on. */
 double pf_search_partition_samples_per_step(const pf_search_t *s, const pf_plan_t *p);
 void pf_search_partition_describe(const pf_search_t *s, const pf_search_owner_t *owner,

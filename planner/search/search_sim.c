@@ -467,6 +467,10 @@ static int queue_baselines(pf_search_t *s)
  * (it queues the baselines) and when the baselines are (it finishes). */
 void pf_search_sim_finish(pf_search_t *s)
 {
+    if (s->sim.stagedeg_alone) {
+        pf_search_stagedeg_finish_alone(s);
+        return;
+    }
     if (!s->sim.pending) {
         int best_k = -1, best_c = best_simulated(s, &best_k);
         if (best_c < 0) {
@@ -504,17 +508,19 @@ void pf_search_sim_finish(pf_search_t *s)
 
 void pf_search_sim_describe(const pf_search_t *s, const pf_search_owner_t *owner, pf_job_t *job)
 {
-    const sim_cand_t *sc = &s->sim.cand[owner->sim.cand];
-    job->setting = s->tap.tp[s->part.dp[s->map.cand[owner->sim.cand].dp].tp].opts;
     if (owner->sim.baseline) { /* a baseline maps the groups otherwise and times no reshard */
-        if (owner->sim.baseline >= 3) /* a per-stage plan: its entry's setting */
-            job->setting = s->tap.tp[pf_search_stagedeg_tp(s)].opts;
+        /* a per-stage plan: its entry's setting (there may be no candidate at all) */
+        int tpi = owner->sim.baseline >= 3 ? pf_search_stagedeg_tp(s)
+                                           : s->part.dp[s->map.cand[owner->sim.cand].dp].tp;
+        job->setting = s->tap.tp[tpi].opts;
         job->plan = s->sim.base_plan[owner->sim.baseline - 1];
         job->schedule = owner->sim.schedule;
         job->xfer_ms = NULL;
         job->nxfer = 0;
         return;
     }
+    const sim_cand_t *sc = &s->sim.cand[owner->sim.cand];
+    job->setting = s->tap.tp[s->part.dp[s->map.cand[owner->sim.cand].dp].tp].opts;
     job->plan = sc->plan;
     job->schedule = owner->sim.schedule;
     job->xfer_ms = sc->xfer_ms;

@@ -2,6 +2,7 @@
 #include "planner/search/search_stagedeg.h"
 #include "planner/search/search_partition.h"
 #include "planner/search/search_tap.h"
+#include "planner/search/search_queue.h"
 #include "planner/map/map_stages_search.h"
 #include "planner/core/util.h"
 
@@ -109,4 +110,61 @@ void pf_search_stagedeg_choose(pf_search_t *s, pf_plan_t **p, const char *why)
     (*p)->stagedeg.stagedeg_step_ms = deg ? s->sim.base_ms[k] : NAN;
     if (deg)
         pf_plan_degrees_describe(deg, (*p)->stagedeg.degrees, sizeof (*p)->stagedeg.degrees);
+}
+
+bool pf_search_stagedeg_alone(pf_search_t *s)
+{
+    int n = 0;
+    for (int k = 0; k < PF_SEARCH_STAGEDEG_PLANS; k++) {
+        pf_plan_t *p = pf_search_stagedeg_plan(s, k, s->sim.stagedeg_why,
+                                               sizeof s->sim.stagedeg_why);
+        s->sim.base_plan[2 + k] = p;
+        s->sim.base_ms[2 + k] = NAN;
+        if (!p)
+            continue;
+        pf_search_owner_t owner = {.sim = {0, PF_SCHEDULE_1F1B, 3 + k}};
+        if (!pf_search_queue_job(s, PF_JOB_SIMULATE, owner)) {
+            pf_search_queue_fail(s, PF_ERR, "out of memory");
+            return true;
+        }
+        s->sim.base_left++;
+        n++;
+    }
+    if (n > 0) {
+        s->sim.stagedeg_alone = true;
+        s->phase = PF_PHASE_SIMULATE;
+    }
+    return n > 0;
+}
+
+/* The fastest per-stage plan that fits becomes the answer (no uniform plan fits); the search
+ * fails when none does. */
+void pf_search_stagedeg_finish_alone(pf_search_t *s)
+{
+    int k = best_stagedeg(s);
+    if (k < 0 || !s->sim.base_fits[k]) {
+        pf_search_queue_fail(s, PF_EINFEASIBLE, "no uniform partition fits, and the per-stage "
+                             "plan%s does not fit memory under 1F1B%s%s",
+                             k < 0 ? "" : " simulated", k < 0 && s->sim.stagedeg_why[0] ? ": " : "",
+                             k < 0 ? s->sim.stagedeg_why : "");
+        return;
+    }
+    pf_plan_t *p = pf_plan_clone(s->sim.base_plan[k]);
+    if (!p) {
+        pf_search_queue_fail(s, PF_ERR, "out of memory");
+        return;
+    }
+    p->simulated_step_ms = s->sim.base_ms[k];
+    p->stagedeg.present = 1;
+    p->stagedeg.chosen = 1;
+    p->stagedeg.uniform_ms_per_sample = NAN;
+    p->stagedeg.stagedeg_ms_per_sample = per_sample(s, p, s->sim.base_ms[k]);
+    p->stagedeg.stagedeg_step_ms = s->sim.base_ms[k];
+    snprintf(p->stagedeg.why, sizeof p->stagedeg.why, "no uniform partition fits memory");
+    pf_plan_degrees_describe(p, p->stagedeg.degrees, sizeof p->stagedeg.degrees);
+    p->search.present = 1;
+    p->search.jobs = s->njobs;
+    s->result = p;
+    s->phase = PF_PHASE_DONE;
+    s->status = PF_OK;
 }

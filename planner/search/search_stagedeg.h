@@ -20,6 +20,13 @@
  * 1F1B); NULL when there is no such entry, its DP found none (*why says so, unless it already
  * holds a reason) or out of memory. */
 pf_plan_t *pf_search_stagedeg_plan(const pf_search_t *s, int k, char *why, size_t whylen);
+/* No uniform partition fits but a per-stage DP made a plan: the per-stage plans alone are
+ * mapped and their SIMULATE jobs queued (s->sim.stagedeg_alone; pf_search_sim_finish then
+ * takes the fastest that fits, or fails saying none does). false when there is none to try (the
+ * caller reports the uniform failure) or when queueing failed (the search failed). */
+bool pf_search_stagedeg_alone(pf_search_t *s);
+/* When the per-stage plans queued by pf_search_stagedeg_alone are simulated. */
+void pf_search_stagedeg_finish_alone(pf_search_t *s);
 /* The entry of s->tap.tp the per-stage plan was partitioned for (T = 1). */
 int pf_search_stagedeg_tp(const pf_search_t *s);
 /* The answer between the uniform plan *p (its simulated_step_ms set) and the best per-stage

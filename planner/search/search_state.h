@@ -115,6 +115,7 @@ typedef struct {
     size_t dp_cap;
     int *chosen; /* the candidates of mapping, entries of dp, best first */
     int nchosen;
+    int best_infeasible; /* the entry whose failure is reported when none is feasible; -1 */
 } partition_phase_t;
 
 /* ---- search_map.c ---- */
@@ -185,6 +186,7 @@ typedef struct {
     double base_ms[2 + PF_SEARCH_STAGEDEG_PLANS];
     bool base_fits[2 + PF_SEARCH_STAGEDEG_PLANS];
     char stagedeg_why[160]; /* why there is no per-stage plan (search_stagedeg.h) */
+    bool stagedeg_alone;    /* no uniform plan fits: only the per-stage plans are simulated */
     int base_left, best_c, best_k;
 } sim_phase_t;
 

@@ -620,7 +620,7 @@ planfarm plan: unknown option
 (see 'planfarm plan --help')
 [exit 2]
 $ planfarm plan --s 1 a b
-planfarm plan: option '--s' is ambiguous; possibilities: '--stages' '--seed' '--sequence-parallel' '--schedule'
+planfarm plan: option '--s' is ambiguous; possibilities: '--stages' '--seed' '--sequence-parallel' '--schedule' '--stage-degrees'
 planfarm plan: unknown option
 (see 'planfarm plan --help')
 [exit 2]
@@ -1090,11 +1090,11 @@ help map: 1185299956 2029
 help simulate: 1304480699 1058
 help draw: 1025757025 508
 help export: 419677516 2134
-help plan: 1266538206 5768
+help plan: 1117507576 6101
 help broker: 547526744 3162
 help worker: 3015310655 1520
 help agent: 3155974298 1572
-help submit: 1279887883 5577
+help submit: 58168308 5910
 help batch: 2781364441 1727
 help status: 979815886 725
 help result: 773170951 804

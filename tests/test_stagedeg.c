@@ -568,6 +568,58 @@ static void test_bad_options(void)
     pf_graph_destroy(&g);
 }
 
+/* stash_inputs (planfarm's pipeline): a chain 0 -> 1 -> 2 with 1e9 and 2e9 bytes and a skip
+ * edge 0 -> 2 of 3e9, each op 1 ms, one stage per op on one replica, 1 GB/s, edge_factor 2,
+ * N = 4. The skip tensor is relayed through stage 1: it receives out({0}) = 4e9 and sends
+ * out({0, 1}) = 5e9, so 1 + 2 x 9e9 B / 1 GB/s = 18001 ms, and holds its input 4e9 for each of
+ * its K = 2 micro-batches in flight: 8e9 bytes. Stage 0: 1 + 2 x 4e9 -> 8001 ms, nothing
+ * stashed; stage 2: 1 + 2 x 5e9 -> 10001 ms, 1 x 5e9 bytes. [Piper]'s model (the option off)
+ * prices each edge between its own two stages: stage 1 only 1e9 in and 2e9 out, 6001 ms, and
+ * stashes nothing. The DP with the option finds the chain's optimum under it: one stage, no
+ * cut, on 2 replicas (d | N = 4, d <= 3 devices): 3 / 2 ms. */
+static void test_stash_inputs_by_hand(void)
+{
+    char err[256], name[8];
+    pf_graph_t *g = pf_graph_new("skip", 1);
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof name, "op%d", i);
+        pf_op_t op = {.id = i, .name = name, .fwd_ms = 1};
+        pf_graph_add_op(g, &op);
+    }
+    pf_graph_add_edge(g, 0, 1, 1e9);
+    pf_graph_add_edge(g, 1, 2, 2e9);
+    pf_graph_add_edge(g, 0, 2, 3e9);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
+    pf_cost_model_t cm;
+    pf_test_cost_model(&cm, 1, 4, 1e30);
+    pf_stagedeg_opts_t o;
+    pf_stagedeg_opts_init(&o);
+    o.devices = 3, o.edge_factor = 2, o.stash_inputs = 1;
+    pf_stagedeg_result_t *e = pf_stagedeg_result_new(3, 3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    for (int v = 0; v < 3; v++)
+        e->op_stage[v] = v, e->degree[v] = 1;
+    CU_ASSERT_EQUAL_FATAL(pf_stagedeg_eval(g, &cm, &o, e, err, sizeof err), PF_OK);
+    PF_ASSERT_CLOSE(e->time_ms[0], 8001, 1e-9);
+    PF_ASSERT_CLOSE(e->time_ms[1], 18001, 1e-9);
+    PF_ASSERT_CLOSE(e->time_ms[2], 10001, 1e-9);
+    PF_ASSERT_CLOSE(e->mem_bytes[0], 0, 1e-9);
+    PF_ASSERT_CLOSE(e->mem_bytes[1], 8e9, 1e-9);
+    PF_ASSERT_CLOSE(e->mem_bytes[2], 5e9, 1e-9);
+    o.stash_inputs = 0;
+    CU_ASSERT_EQUAL_FATAL(pf_stagedeg_eval(g, &cm, &o, e, err, sizeof err), PF_OK);
+    PF_ASSERT_CLOSE(e->time_ms[1], 6001, 1e-9);
+    PF_ASSERT_CLOSE(e->mem_bytes[1], 0, 1e-9);
+    pf_stagedeg_result_destroy(&e);
+    o.stash_inputs = 1;
+    pf_stagedeg_result_t *r = solve(g, &cm, &o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    PF_ASSERT_CLOSE(r->objective_ms, 1.5, 1e-9);
+    CU_ASSERT(r->stages == 1 && r->degree[0] == 2);
+    pf_stagedeg_result_destroy(&r);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_stagedeg(void)
 {
     CU_pSuite s = CU_add_suite("stagedeg", NULL, NULL);
@@ -582,4 +634,6 @@ void pf_suite_stagedeg(void)
     CU_add_test(s, "PipeDream's replicated stage time (worked by hand)", test_pipedream_by_hand);
     CU_add_test(s, "PipeDream's recurrence on chains (40 chains)", test_pipedream_recurrence);
     CU_add_test(s, "bad options", test_bad_options);
+    CU_add_test(s, "planfarm's pipeline: relayed tensors, stashed inputs (by hand)",
+                test_stash_inputs_by_hand);
 }

@@ -246,6 +246,9 @@ piper() {
     for in in $inputs; do
         piper_row "${in%%:*}" "${in##*:}"
     done
+    echo
+    echo "== planfarm plan --stage-degrees beside Piper's notp plan, both simulated by planfarm (bench/stagedeg_plan.sh)"
+    BUILD=${BUILD:-build} PF_PEERS="$peers" PF_PEER_DATA="$data" "$root/bench/stagedeg_plan.sh"
 }
 
 # piper_once FILE D MODE: one run of Piper's driver; solve = the least CPU s of its runDP so far

@@ -2,6 +2,7 @@
  * stages' prices against uniform plans of their degree; random degree vectors run every task
  * under every schedule; bad input refused. */
 #include "planner/inputs/model_build.h"
+#include "planner/ir/collective.h"
 #include "planner/inputs/price.h"
 #include "planner/ir/devmodel.h"
 #include "planner/inputs/topology.h"
@@ -108,6 +109,32 @@ static void test_by_hand(void)
     pf_cluster_destroy(&c);
 }
 
+/* t = (1, 2), d = 1, N = 1: the activation goes from stage 0's one device to rank 0 of stage 1
+ * (one pair: 1e9 bytes at 1000 GB/s, 1 ms), then stage 1's two devices all-gather it (the
+ * collective model's time, AG); the gradient comes back over the one pair (1 ms) with no
+ * gather (stage 0 has one device). F0 [0, 2], send [2, 3 + AG], F1 and B1 3 ms, back 1 ms, B0 4
+ * ms: step 11 + AG. */
+static void test_groups_of_two_sizes(void)
+{
+    pf_cluster_t *c = flat_cluster(3, 1000, 0);
+    pipe_t p;
+    int d[] = {1, 1}, t[] = {1, 2};
+    pipe_init(&p, c, 2, d, t, 1);
+    p.stage[0] = (pf_simulate_stage_t){.fwd_ms = 2, .bwd_ms = 4, .send_bytes = 1e9,
+                                       .devices = p.dev[0]};
+    p.stage[1] = (pf_simulate_stage_t){.fwd_ms = 1, .bwd_ms = 2, .devices = p.dev[1]};
+    pf_collective_group_t g;
+    CU_ASSERT_EQUAL_FATAL(pf_collective_group_from_cluster(c, p.dev[1], 2, 0, &g), PF_OK);
+    double ag = pf_collective_best_ms(&g, PF_COLL_ALLGATHER, 1e9);
+    CU_ASSERT(ag > 0);
+    char err[256];
+    pf_simulate_result_t *r = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_simstages_run(&p.in, &r, err, sizeof err), PF_OK);
+    PF_ASSERT_CLOSE(r->step_ms, 11 + ag, 1e-9);
+    pf_simulate_result_destroy(&r);
+    pf_cluster_destroy(&c);
+}
+
 /* A graph of ops with times (fwd, 2 fwd), chained, each edge `bytes`, each op 10 (i + 1)
  * parameter bytes. */
 static pf_graph_t *chain(int n, const double *fwd, double bytes)
@@ -197,8 +224,9 @@ static void assert_same(const pf_simulate_result_t *a, const pf_simulate_result_
     }
 }
 
-/* pf_simulate on the plan's own input, transfers by the postal model per rank (NULL xfer_ms:
- * simulate.c's T = 1 rule, which simstages applies to every T), against simstages. */
+/* pf_simulate on the plan's own input, each transfer of a T > 1 group by Megatron-LM's
+ * scatter/gather (simulate.c's other rule beside the resharding, the one simstages applies;
+ * T = 1: the postal model, NULL xfer_ms), against simstages. */
 static void compare_uniform(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p)
 {
     char err[256];
@@ -209,6 +237,14 @@ static void compare_uniform(const pf_graph_t *g, const pf_cluster_t *c, const pf
     for (int s = 0; s < in.stages; s++) {
         free(in.stage[s].xfer_ms);
         in.stage[s].xfer_ms = NULL;
+        if (in.tp <= 1 || s + 1 >= in.stages)
+            continue;
+        in.stage[s].xfer_ms = malloc((size_t)in.replicas * sizeof *in.stage[s].xfer_ms);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(in.stage[s].xfer_ms);
+        for (int r = 0; r < in.replicas; r++)
+            in.stage[s].xfer_ms[r] = pf_simulate_xfer_scatter_gather_ms(
+                c, in.stage[s].devices + r * in.tp, in.stage[s + 1].devices + r * in.tp, in.tp,
+                in.stage[s].send_bytes, in.nvls_busbw_gbps);
     }
     for (int i = 0; i < 4; i++) {
         pf_simulate_result_t *a = NULL, *b = NULL;
@@ -278,8 +314,8 @@ static pf_plan_t *bert_plan(const pf_graph_t *g, const int *d, const int *t, int
     return p;
 }
 
-/* T = 2 uniform (TAP's setting, its collectives on the compute stream): simulate.c with the
- * postal rule per rank gives the same figures. */
+/* T = 2 uniform (TAP's setting, its collectives on the compute stream): simulate.c with
+ * Megatron-LM's scatter/gather for every transfer gives the same figures. */
 static void test_uniform_t2(void)
 {
     pf_graph_t *g = NULL;
@@ -606,9 +642,11 @@ void pf_suite_simstages(void)
 {
     CU_pSuite s = CU_add_suite("simstages", NULL, NULL);
     CU_add_test(s, "d = (2, 1): a step worked by hand", test_by_hand);
+    CU_add_test(s, "t = (1, 2): one pair, then the receivers' all-gather", test_groups_of_two_sizes);
     CU_add_test(s, "the same from a graph and a plan", test_by_hand_from_plan);
     CU_add_test(s, "uniform T = 1 plans: simulate.c's figures bit for bit", test_uniform_t1);
-    CU_add_test(s, "uniform T = 2 plan: simulate.c's with postal transfers", test_uniform_t2);
+    CU_add_test(s, "uniform T = 2 plan: simulate.c's with scatter/gather transfers",
+                test_uniform_t2);
     CU_add_test(s, "a mixed plan's stages priced as in uniform plans of their degree",
                 test_mixed_prices);
     CU_add_test(s, "a cluster of two kinds: each replica at its devices' speed", test_mixed_kinds);

@@ -131,13 +131,31 @@ static int dp_coll_ms(const sx_t *x, int s, int k, pf_collective_op_t op, double
     return PF_OK;
 }
 
-/* One rank pair's share of the cut after stage `up`, device a to b (and back). */
-static double hop_ms(const sx_t *x, int up, int a, int b, int comm_free)
+/* Micro-batch m's tensor across the cut after stage `up`, from stage `from` to stage `to` (up
+ * and up + 1, either way): Megatron-LM's scatter/gather ([Megatron] Sec. 4.1, simulate_xfer.h)
+ * between groups of t_from and t_to devices: P = min of the two rank pairs each send 1/P of it
+ * at once, then the receiving group all-gathers it when it has more than one device. With
+ * equal t this is pf_simulate_xfer_scatter_gather_ms, the rule simulate.c takes when it is
+ * cheaper than the cross-mesh resharding; every pair's task lasts the whole of it. */
+static double hop_ms(const sx_t *x, int up, int from, int to, int m, int comm_free)
 {
     const pf_simulate_stage_t *st = &x->in->stage[up];
-    return comm_free || st->send_bytes <= 0
-               ? 0
-               : pf_cluster_xfer_ms(x->in->cluster, a, b, st->send_bytes / pairs(x, up));
+    if (comm_free || st->send_bytes <= 0)
+        return 0;
+    int P = pairs(x, up), tn = tof(x, to);
+    double scatter = 0;
+    for (int k = 0; k < P; k++)
+        scatter = fmax(scatter, pf_cluster_xfer_ms(x->in->cluster, dev_of(x, from, m, k),
+                                                   dev_of(x, to, m, k), st->send_bytes / P));
+    if (tn <= 1)
+        return scatter;
+    for (int k = 0; k < tn; k++)
+        x->group[k] = dev_of(x, to, m, k);
+    pf_collective_group_t g;
+    if (pf_collective_group_from_cluster(x->in->cluster, x->group, tn, x->in->nvls_busbw_gbps,
+                                         &g) != PF_OK)
+        return scatter; /* out of memory: the scatter alone */
+    return scatter + pf_collective_best_ms(&g, PF_COLL_ALLGATHER, st->send_bytes);
 }
 
 /* Micro-batch m's forward and backward on stage s and its transfers to the neighbours. */
@@ -154,14 +172,14 @@ static void microbatch_tasks(sx_t *x, int s, int m, double z3, int comm_free)
     *b = (task_t){.kind = T_BWD, .s = s, .r = r, .m = m,
                   .dur_ms = st->recompute_ms + bwd + tpb, .tp_ms = tpb};
     b->dur_ms += z3;
+    double fwd_ms = s + 1 < x->S ? hop_ms(x, s, s, s + 1, m, comm_free) : 0;
+    double bwd_ms = s > 0 ? hop_ms(x, s - 1, s, s - 1, m, comm_free) : 0;
     for (int k = 0; s + 1 < x->S && k < pairs(x, s); k++)
-        x->task[id_xf(x, s, m, k)] = (task_t){
-            .kind = T_XFER_F, .s = s, .r = r, .k = k, .m = m,
-            .dur_ms = hop_ms(x, s, dev_of(x, s, m, k), dev_of(x, s + 1, m, k), comm_free)};
+        x->task[id_xf(x, s, m, k)] = (task_t){.kind = T_XFER_F, .s = s, .r = r, .k = k, .m = m,
+                                             .dur_ms = fwd_ms};
     for (int k = 0; s > 0 && k < pairs(x, s - 1); k++)
-        x->task[id_xb(x, s, m, k)] = (task_t){
-            .kind = T_XFER_B, .s = s, .r = r, .k = k, .m = m,
-            .dur_ms = hop_ms(x, s - 1, dev_of(x, s, m, k), dev_of(x, s - 1, m, k), comm_free)};
+        x->task[id_xb(x, s, m, k)] = (task_t){.kind = T_XFER_B, .s = s, .r = r, .k = k, .m = m,
+                                             .dur_ms = bwd_ms};
 }
 
 /* Every task of stage s: micro-batches, optimizer steps, gradient buckets (ZeRO-3's exposed
@@ -512,7 +530,7 @@ static int sx_init(sx_t *x, const pf_simstages_input_t *in)
     x->free_ms = calloc(2 * (size_t)x->D, sizeof *x->free_ms);
     x->row_of_dev = malloc((size_t)x->D * sizeof *x->row_of_dev);
     x->inflight = calloc((size_t)x->S * x->Dmax, sizeof *x->inflight);
-    x->group = malloc((size_t)x->Dmax * sizeof *x->group);
+    x->group = malloc((size_t)(x->Dmax > x->Tmax ? x->Dmax : x->Tmax) * sizeof *x->group);
     x->ord = malloc(2 * (size_t)x->N * sizeof *x->ord);
     return x->task && x->heap && x->free_ms && x->row_of_dev && x->inflight && x->group && x->ord
                ? PF_OK

@@ -18,10 +18,14 @@
  *     runs 2 ceil(K_s / d_s) - 1 first, GPipe all forwards, then all backwards from the newest.
  *     With every d_s = 1 these are simulate.c's orders (interleave.c), w_s = S - s.
  *   Transfers: the activation of micro-batch m from stage s replica m mod d_s to stage s + 1
- *     replica m mod d_{s+1}, its gradient back the same way; send_bytes (the edges crossing the
- *     cut after s) split over min(t_s, t_{s+1}) rank pairs k -> k, each priced by the postal
- *     model (pf_cluster_xfer_ms) with both ends' pipeline queues busy. (No resharding between
- *     groups of different sizes: the receiving group's all-gather is not charged.)
+ *     replica m mod d_{s+1}, its gradient back the same way, by Megatron-LM's scatter/gather
+ *     ([Megatron] Sec. 4.1, simulate_xfer.h) between groups of t_s and t_{s+1} devices:
+ *     send_bytes (the edges crossing the cut after s) split over P = min(t_s, t_{s+1}) rank
+ *     pairs k -> k at once (the postal model, the slowest pair), then the receiving group
+ *     all-gathers it when it has more than one device (collective.h); every pair's task lasts
+ *     that long with both ends' pipeline queues busy. With equal t it is simulate.c's
+ *     scatter/gather; simulate.c also tries the cross-mesh resharding ([CrossMesh], RESHARD
+ *     jobs) and takes the cheaper, which is not tried here (an upper bound of its price).
  *   Gradients: per stage with d_s > 1 and rank k < t_s, an all-reduce of param_bytes / t_s in
  *     NB buckets over the rank-k devices of its d_s replicas (collective.h's cheapest algorithm,
  *     as simulate.c), bucket b after (b + 1) / NB of every replica's last backward, on the data-

@@ -74,4 +74,11 @@ static inline double pf_bytes_ms(double bytes, double gbps)
     return bytes / (gbps * 1e6);
 }
 
+/* The larger of two numbers neither of which is NaN: fmax is a call into libm at -O2 (its NaN
+ * rule), and the partition DPs' inner loops take it per cell. */
+static inline double pf_max_nonan(double a, double b)
+{
+    return a > b ? a : b;
+}
+
 #endif

@@ -334,7 +334,7 @@ static void dp_pair(dp_t *dp, long long i, long long j, const int *ops, int nh, 
         for (int r = 0; r < dp->in->nmodes; r++) {
             double t = stage_ms(m, &h, cut, d, r);
             for (int k = d; k <= K; k++) {
-                double v = fmax(t, Tj[k - d]);
+                double v = pf_max_nonan(t, Tj[k - d]);
                 if (v < Ti[k] && stage_mem(m, &h, d, r, k) <= m->cm->mem_limit_bytes)
                     take(dp, i, k, v, j, d, r);
             }
@@ -345,13 +345,13 @@ static void dp_pair(dp_t *dp, long long i, long long j, const int *ops, int nh, 
          * could still improve the cell */
         double t = INFINITY, t0 = stage_ms(m, &h, cut, d, 0);
         for (int k = d; k <= K; k++) {
-            if (!(fmax(t0, Tj[k - d]) < Ti[k]))
+            if (!(pf_max_nonan(t0, Tj[k - d]) < Ti[k]))
                 continue;
             int y = (k + d - 1) / d < m->mb ? (k + d - 1) / d : m->mb;
             if (y != yprev)
                 t = greedy_ms(m, ops, nh, &h, cut, d, y, cand, NULL);
             yprev = y;
-            double v = fmax(t, Tj[k - d]);
+            double v = pf_max_nonan(t, Tj[k - d]);
             if (v < Ti[k])
                 take(dp, i, k, v, j, d, 2);
         }

@@ -24,12 +24,6 @@ typedef pf_stagedeg_tpm_sums_t sums_t;
 typedef pf_stagedeg_tpm_scratch_t scratch_t;
 enum { MAXOPT = PF_STAGEDEG_TPM_MAXOPT };
 
-/* max of two prices, neither NaN (fmax is a library call here, and the DP's inner loop) */
-static inline double max2(double a, double b)
-{
-    return a > b ? a : b;
-}
-
 static int degree_ok(const inst_t *m, int d)
 {
     if (m->o->only_degree > 0)
@@ -240,11 +234,11 @@ static void dp_stage(dp_t *dp, long long i, long long j, int ti, int d, const su
         for (int x = 0; x < nd && drop[x] + td <= m->D; x++) {
             int kr = drop[x];
             double tj = row[kr];
-            if (max2(p, tj) < dp->T[base + kr]) {
+            if (pf_max_nonan(p, tj) < dp->T[base + kr]) {
                 if (!priced && (p = price_at(m, sc, f, &sp, s)) == INFINITY)
                     return; /* nor at any larger y */
                 priced = 1;
-                double v = max2(p, tj);
+                double v = pf_max_nonan(p, tj);
                 if (v < dp->T[base + kr]) {
                     dp->T[base + kr] = v;
                     dp->argj[base + kr] = j;

@@ -224,9 +224,10 @@ static void assert_same(const pf_simulate_result_t *a, const pf_simulate_result_
     }
 }
 
-/* pf_simulate on the plan's own input, each transfer of a T > 1 group by Megatron-LM's
- * scatter/gather (simulate.c's other rule beside the resharding, the one simstages applies;
- * T = 1: the postal model, NULL xfer_ms), against simstages. */
+/* pf_simulate on the plan's own input, each transfer of a T > 1 group at the cheaper of the
+ * cross-mesh resharding and Megatron-LM's scatter/gather (what the search's RESHARD jobs give
+ * simulate.c, and simstages prices itself; T = 1: the postal model, NULL xfer_ms), against
+ * simstages. */
 static void compare_uniform(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p)
 {
     char err[256];
@@ -241,10 +242,14 @@ static void compare_uniform(const pf_graph_t *g, const pf_cluster_t *c, const pf
             continue;
         in.stage[s].xfer_ms = malloc((size_t)in.replicas * sizeof *in.stage[s].xfer_ms);
         CU_ASSERT_PTR_NOT_NULL_FATAL(in.stage[s].xfer_ms);
-        for (int r = 0; r < in.replicas; r++)
-            in.stage[s].xfer_ms[r] = pf_simulate_xfer_scatter_gather_ms(
-                c, in.stage[s].devices + r * in.tp, in.stage[s + 1].devices + r * in.tp, in.tp,
-                in.stage[s].send_bytes, in.nvls_busbw_gbps);
+        for (int r = 0; r < in.replicas; r++) { /* simulate.c's RESHARD jobs' rule */
+            pf_simulate_xfer_problem_t xp;
+            pf_simulate_xfer_problem(in.stage[s].devices + r * in.tp,
+                                     in.stage[s + 1].devices + r * in.tp, in.tp,
+                                     in.stage[s].send_bytes, &xp);
+            CU_ASSERT_EQUAL(pf_simulate_xfer_ms(c, &xp, &in.stage[s].xfer_ms[r], err, sizeof err),
+                            PF_OK);
+        }
     }
     for (int i = 0; i < 4; i++) {
         pf_simulate_result_t *a = NULL, *b = NULL;
@@ -314,8 +319,8 @@ static pf_plan_t *bert_plan(const pf_graph_t *g, const int *d, const int *t, int
     return p;
 }
 
-/* T = 2 uniform (TAP's setting, its collectives on the compute stream): simulate.c with
- * Megatron-LM's scatter/gather for every transfer gives the same figures. */
+/* T = 2 uniform (TAP's setting, its collectives on the compute stream): simulate.c with the
+ * resharding jobs' transfer times gives the same figures. */
 static void test_uniform_t2(void)
 {
     pf_graph_t *g = NULL;
@@ -645,7 +650,7 @@ void pf_suite_simstages(void)
     CU_add_test(s, "t = (1, 2): one pair, then the receivers' all-gather", test_groups_of_two_sizes);
     CU_add_test(s, "the same from a graph and a plan", test_by_hand_from_plan);
     CU_add_test(s, "uniform T = 1 plans: simulate.c's figures bit for bit", test_uniform_t1);
-    CU_add_test(s, "uniform T = 2 plan: simulate.c's with scatter/gather transfers",
+    CU_add_test(s, "uniform T = 2 plan: simulate.c's with its resharding transfer times",
                 test_uniform_t2);
     CU_add_test(s, "a mixed plan's stages priced as in uniform plans of their degree",
                 test_mixed_prices);

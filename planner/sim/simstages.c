@@ -158,6 +158,24 @@ static double hop_ms(const sx_t *x, int up, int from, int to, int m, int comm_fr
     return scatter + pf_collective_best_ms(&g, PF_COLL_ALLGATHER, st->send_bytes);
 }
 
+/* The cheaper of the scatter/gather and the caller's resharding time (xfer_ms), if any: per
+ * replica pair, L = lcm(d_up, d_up+1) of them (simstages.h). */
+static double cut_ms(const sx_t *x, int up, int from, int to, int m, int comm_free)
+{
+    const pf_simulate_stage_t *st = &x->in->stage[up];
+    double sg = hop_ms(x, up, from, to, m, comm_free);
+    if (comm_free || !st->xfer_ms)
+        return sg;
+    int da = dof(x, up), db = dof(x, up + 1), g = da, h = db;
+    while (h) {
+        int r = g % h;
+        g = h;
+        h = r;
+    }
+    double rs = st->xfer_ms[m % (da / g * db)];
+    return rs < sg ? rs : sg;
+}
+
 /* Micro-batch m's forward and backward on stage s and its transfers to the neighbours. */
 static void microbatch_tasks(sx_t *x, int s, int m, double z3, int comm_free)
 {
@@ -172,8 +190,8 @@ static void microbatch_tasks(sx_t *x, int s, int m, double z3, int comm_free)
     *b = (task_t){.kind = T_BWD, .s = s, .r = r, .m = m,
                   .dur_ms = st->recompute_ms + bwd + tpb, .tp_ms = tpb};
     b->dur_ms += z3;
-    double fwd_ms = s + 1 < x->S ? hop_ms(x, s, s, s + 1, m, comm_free) : 0;
-    double bwd_ms = s > 0 ? hop_ms(x, s - 1, s, s - 1, m, comm_free) : 0;
+    double fwd_ms = s + 1 < x->S ? cut_ms(x, s, s, s + 1, m, comm_free) : 0;
+    double bwd_ms = s > 0 ? cut_ms(x, s - 1, s, s - 1, m, comm_free) : 0;
     for (int k = 0; s + 1 < x->S && k < pairs(x, s); k++)
         x->task[id_xf(x, s, m, k)] = (task_t){.kind = T_XFER_F, .s = s, .r = r, .k = k, .m = m,
                                              .dur_ms = fwd_ms};

@@ -23,9 +23,11 @@
  *     send_bytes (the edges crossing the cut after s) split over P = min(t_s, t_{s+1}) rank
  *     pairs k -> k at once (the postal model, the slowest pair), then the receiving group
  *     all-gathers it when it has more than one device (collective.h); every pair's task lasts
- *     that long with both ends' pipeline queues busy. With equal t it is simulate.c's
- *     scatter/gather; simulate.c also tries the cross-mesh resharding ([CrossMesh], RESHARD
- *     jobs) and takes the cheaper, which is not tried here (an upper bound of its price).
+ *     that long with both ends' pipeline queues busy; or, when the input gives it (xfer_ms,
+ *     simstages_plan.c solves it for every cut with a tensor-parallel group on either side),
+ *     the cross-mesh resharding between the two meshes ([CrossMesh]; planner/sim/reshard.h),
+ *     whichever is cheaper, as simulate.c takes the cheaper of its RESHARD jobs' time and the
+ *     scatter/gather.
  *   Gradients: per stage with d_s > 1 and rank k < t_s, an all-reduce of param_bytes / t_s in
  *     NB buckets over the rank-k devices of its d_s replicas (collective.h's cheapest algorithm,
  *     as simulate.c), bucket b after (b + 1) / NB of every replica's last backward, on the data-
@@ -68,7 +70,9 @@ typedef struct {
     int timeline;
     /* S entries as simulate_types.h, per micro-batch of one replica on its t_s devices; devices
      * d_s x t_s (replica r's at [r t_s, r t_s + t_s)), rep_fwd_ms / rep_bwd_ms d_s entries or
-     * NULL; xfer_ms is not read */
+     * NULL; xfer_ms NULL, or L_s = lcm(d_s, d_{s+1}) entries: the cross-mesh resharding's time
+     * of micro-batch m's tensor across the cut after s at [m mod L_s] (the simulator takes the
+     * cheaper of it and the scatter/gather below, for the gradient back too) */
     pf_simulate_stage_t *stage;
     const pf_cluster_t *cluster;
     const atomic_int *cancel;   /* non-zero: stop ("cancelled"); NULL: never */

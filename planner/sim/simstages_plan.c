@@ -247,6 +247,65 @@ static int input_shape(const pf_plan_t *p, const pf_cluster_t *c, pf_training_sc
     return PF_OK;
 }
 
+static int gcd(int a, int b)
+{
+    return b ? gcd(b, a % b) : a;
+}
+
+/* The resharding of micro-batch m's tensor across the cut after stage s ([CrossMesh]: replicated
+ * on the 1 x t_s mesh of replica m mod d_s, needed replicated on the 1 x t_{s+1} mesh of replica
+ * m mod d_{s+1}), one time per replica pair: L = lcm(d_s, d_{s+1}) of them, m mod L. */
+static int reshard_cut(const pf_reshard_net_t *net, pf_simstages_input_t *in, int s, char *err,
+                       size_t errlen)
+{
+    const pf_simulate_stage_t *a = &in->stage[s], *b = &in->stage[s + 1];
+    int ta = in->tp[s], tb = in->tp[s + 1], da = in->replicas[s], db = in->replicas[s + 1];
+    int L = da / gcd(da, db) * db;
+    double *ms = malloc((size_t)L * sizeof *ms);
+    if (!ms)
+        return pf_fail(err, errlen, PF_ERR, "out of memory");
+    int64_t shape[1] = {(int64_t)ceil(a->send_bytes)};
+    pf_mesh_shard_t spec[1] = {PF_SHARDING_R};
+    for (int m = 0; m < L; m++) {
+        pf_reshard_problem_t pr = {.ndims = 1, .shape = shape, .dtype_bytes = 1,
+                                   .src_mesh = {1, ta, a->devices + (m % da) * ta},
+                                   .dst_mesh = {1, tb, b->devices + (m % db) * tb},
+                                   .src_spec = spec, .dst_spec = spec};
+        pf_reshard_opts_t o;
+        pf_reshard_opts_default(&o);
+        o.sched.dfs_budget_s = 0; /* the node cap alone: the same answer on every machine */
+        pf_reshard_t *r = pf_reshard_new(&pr, net, &o, err, errlen);
+        if (!r) {
+            free(ms);
+            return PF_EINPUT;
+        }
+        ms[m] = pf_reshard_time_ms(r);
+        pf_reshard_destroy(&r);
+    }
+    in->stage[s].xfer_ms = ms;
+    return PF_OK;
+}
+
+/* Every cut with a tensor-parallel group on either side whose replica pairs are few enough
+ * (PF_SIMSTAGES_RESHARD_PAIRS) gets its resharding times (simstages.h: the simulator takes the
+ * cheaper of them and Megatron-LM's scatter/gather, as simulate.c does with RESHARD jobs'). */
+static int reshard_cuts(const pf_cluster_t *c, pf_simstages_input_t *in, char *err, size_t errlen)
+{
+    pf_reshard_net_t *net = NULL;
+    int rc = PF_OK;
+    for (int s = 0; s + 1 < in->stages && rc == PF_OK; s++) {
+        int da = in->replicas[s], db = in->replicas[s + 1];
+        if ((in->tp[s] == 1 && in->tp[s + 1] == 1) || in->stage[s].send_bytes <= 0 ||
+            (long long)da / gcd(da, db) * db > PF_SIMSTAGES_RESHARD_PAIRS)
+            continue;
+        if (!net && !(net = pf_reshard_net_from_cluster(c, err, errlen)))
+            return PF_ERR;
+        rc = reshard_cut(net, in, s, err, errlen);
+    }
+    pf_reshard_net_destroy(&net);
+    return rc;
+}
+
 int pf_simstages_plan_input(const pf_graph_t *g, const pf_cluster_t *c, const pf_plan_t *p,
                                  pf_simstages_input_t *in, char *err, size_t errlen)
 {
@@ -269,6 +328,8 @@ int pf_simstages_plan_input(const pf_graph_t *g, const pf_cluster_t *c, const pf
     }
     for (int s = 0; s < p->stages && rc == PF_OK; s++)
         most = fmax(most, in->stage[s].param_bytes / in->tp[s]);
+    if (rc == PF_OK)
+        rc = reshard_cuts(c, in, err, errlen);
     in->buckets = pf_training_grad_buckets(most, p->replicas, p->train.precision_bytes);
     if (rc != PF_OK)
         pf_simstages_input_clear(in);

@@ -28,4 +28,8 @@ int pf_simstages_plan_simulate(const pf_graph_t *g, const pf_cluster_t *c, const
 /* Result row `row` of plan p's simulation: its stage, replica and rank (-1 each outside). */
 void pf_simstages_plan_row(const pf_plan_t *p, int row, int *stage, int *replica, int *rank);
 
+/* Cuts with more replica pairs than this (lcm of the two degrees) are priced by the
+ * scatter/gather rule alone: the resharding is solved once per pair. */
+#define PF_SIMSTAGES_RESHARD_PAIRS 64
+
 #endif

@@ -364,6 +364,27 @@ static void test_mixed_prices(void)
         CU_ASSERT_EQUAL(x->static_bytes, w->static_bytes);
     }
     CU_ASSERT(in.stage[0].tp_fwd_ms > 0 && in.stage[1].tp_fwd_ms == 0);
+    /* the cut from the 1 x 2 mesh to each of the two 1 x 1 meshes, resharded per replica pair
+     * (lcm(1, 2) = 2 of them): what reshard.h gives for that problem alone */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(in.stage[0].xfer_ms);
+    CU_ASSERT_PTR_NULL(in.stage[1].xfer_ms);
+    for (int m = 0; m < 2; m++) {
+        int64_t shape[1] = {(int64_t)ceil(in.stage[0].send_bytes)};
+        pf_mesh_shard_t spec[1] = {PF_SHARDING_R};
+        pf_reshard_problem_t pr = {.ndims = 1, .shape = shape, .dtype_bytes = 1,
+                                   .src_mesh = {1, 2, in.stage[0].devices},
+                                   .dst_mesh = {1, 1, in.stage[1].devices + m},
+                                   .src_spec = spec, .dst_spec = spec};
+        pf_reshard_opts_t o;
+        pf_reshard_opts_default(&o);
+        o.sched.dfs_budget_s = 0;
+        pf_reshard_net_t *net = pf_reshard_net_from_cluster(c, err, sizeof err);
+        pf_reshard_t *rs = net ? pf_reshard_new(&pr, net, &o, err, sizeof err) : NULL;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rs);
+        CU_ASSERT_EQUAL(in.stage[0].xfer_ms[m], pf_reshard_time_ms(rs));
+        pf_reshard_destroy(&rs);
+        pf_reshard_net_destroy(&net);
+    }
     pf_simulate_result_t *r = NULL;
     CU_ASSERT_EQUAL_FATAL(pf_simstages_run(&in, &r, err, sizeof err), PF_OK);
     CU_ASSERT_EQUAL(r->ndevices, 4);

@@ -38,8 +38,8 @@ static int coarse_graph(const pf_graph_t *g, const pf_partition_opts_t *o,
 /* The DP over the downsets of h (topological prefixes past the cap): stagedeg.h's, or with
  * configurations per op and t stagedeg_tp.h's. */
 static int solve(const pf_graph_t *h, const pf_cost_model_t *cm, const pf_partition_opts_t *o,
-                 int D, const pf_stagedeg_tmpcs_t *tab, pf_stagedeg_result_t **res,
-                 pf_plan_t *stats, char *err, size_t errlen)
+                 int D, const pf_stagedeg_tmpcs_t *tab, const pf_stagedeg_opcost_t *full,
+                 pf_stagedeg_result_t **res, pf_plan_t *stats, char *err, size_t errlen)
 {
     int capped = 0;
     pf_downsets_t *ds = pf_downsets_enumerate(h, o->max_downsets, &capped);
@@ -54,6 +54,7 @@ static int solve(const pf_graph_t *h, const pf_cost_model_t *cm, const pf_partit
     so.threads = o->threads;
     so.stash_inputs = 1; /* the pipeline the simulator runs: relayed tensors, stashed inputs */
     so.edge_factor = 2;  /* each boundary byte forward as an activation, back as a gradient */
+    so.full = full;      /* each stage none or full recomputation, where given */
     stats->partition_search.downsets = pf_downsets_size(ds);
     stats->partition_search.exact = exact;
     int rc = tab ? pf_stagedeg_tp_run(h, ds, cm, &so, tab, res, err, errlen)
@@ -81,6 +82,9 @@ static int fill_stages(pf_plan_t *p, const pf_graph_t *g, const int *group,
             return PF_ERR;
         p->stage_list[s].compute_ms = cu;
         p->stage_list[s].time_ms = r->time_ms[s];
+        p->stage_list[s].has_recompute = 1; /* stagedeg.h's r_s: 0 none, 1 full (stagedeg_tp.h's
+                                             * 2, configurations swapped, recomputes nothing) */
+        p->stage_list[s].recompute = r->recompute[s] == 1 ? PF_RECOMPUTE_FULL : PF_RECOMPUTE_NONE;
         p->stage_list[s].peak_mem_bytes = r->mem_bytes[s];
     }
     return PF_OK;
@@ -147,6 +151,29 @@ static int run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partition_op
                const pf_partition_stagedeg_tp_t *tps, int ntp, pf_plan_t **out, char *err,
                size_t errlen);
 
+/* Each hyper-op's costs under full recomputation ([Piper]'s per-stage choice, stagedeg.h's r_s):
+ * the sums over its ops of training.h's view of g at full (the recomputed forward in bwd_ms,
+ * what each op stores for backward); *reserve the view's transient (the largest block's
+ * activations), which the DP holds on every stage. NULL with *err when it cannot be made. */
+static pf_stagedeg_opcost_t *full_costs(const pf_graph_t *g, const int *group, int nh,
+                                        double *reserve, char *err, size_t errlen)
+{
+    pf_training_t t;
+    pf_training_init(&t);
+    t.recompute = PF_RECOMPUTE_FULL;
+    pf_graph_t *view = pf_training_view(g, &t, reserve, err, errlen);
+    pf_stagedeg_opcost_t *c = view ? calloc((size_t)nh, sizeof *c) : NULL;
+    for (int v = 0; c && v < pf_graph_nops(g); v++) {
+        const pf_op_t *op = pf_graph_op(view, v);
+        c[group[v]].cu_ms += op->fwd_ms + op->bwd_ms;
+        c[group[v]].act_bytes += op->mem_fwd_bytes;
+    }
+    if (view && !c)
+        pf_fail(err, errlen, PF_ERR, "partition: out of memory");
+    pf_graph_destroy(&view);
+    return c;
+}
+
 int pf_partition_stagedeg_run(const pf_graph_t *g, const pf_cluster_t *c,
                               const pf_partition_opts_t *o, pf_plan_t **out, char *err,
                               size_t errlen)
@@ -190,6 +217,7 @@ static int run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partition_op
     pf_graph_t *h = NULL;
     pf_stagedeg_result_t *res = NULL;
     pf_stagedeg_tmpc_t *opt = NULL;
+    pf_stagedeg_opcost_t *full = NULL;
     int *first = NULL;
     pf_plan_t stats = {0};
     double t0 = pf_now_s(), t1 = t0;
@@ -207,9 +235,19 @@ static int run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partition_op
                      pf_graph_name(g));
         goto fail;
     }
+    /* without tensor parallelism and unless the request fixed it, each stage recomputes or not
+     * (the reserve of full recomputation held on every stage: a bound for the others) */
+    if (!tps && o->train.recompute == PF_RECOMPUTE_NONE) {
+        double reserve = 0;
+        if (!(full = full_costs(g, group, ngroups, &reserve, err, errlen))) {
+            rc = PF_ERR;
+            goto fail;
+        }
+        cm.reserve_bytes = fmax(cm.reserve_bytes, reserve);
+    }
     pf_stagedeg_tmpcs_t tab = {opt, first};
-    if ((rc = solve(h ? h : g, &cm, o, D / M, tps ? &tab : NULL, &res, &stats, err, errlen)) !=
-        PF_OK)
+    if ((rc = solve(h ? h : g, &cm, o, D / M, tps ? &tab : NULL, full, &res, &stats, err,
+                    errlen)) != PF_OK)
         goto fail;
     for (int s = 0; s < res->stages && M > 1; s++) { /* one pipeline per host's share */
         res->degree[s] *= M;
@@ -237,6 +275,7 @@ static int run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partition_op
     (*out)->partition_search.objective_before_refine_ms = res->objective_ms;
 fail:
     free(group);
+    free(full);
     free(opt);
     free(first);
     pf_graph_destroy(&h);

@@ -70,5 +70,22 @@ else
 fi
 [ "$rc" -eq 2 ] && grep -q "stage_degrees: needs global_batch" "$TMP/no.err" ||
     fail "without --global-batch: exit $rc, $(cat "$TMP/no.err")"
+# Piper's BERT-32 on 8 GPUs of 16 GiB at Piper's 25 GB/s: no uniform partition fits (15.1 GiB on
+# the largest stage), so the per-stage plans alone are simulated; the plan comes from them, some
+# stages recomputing in full (their memory), and says no uniform plan fits
+"$BIN" import piper "$ROOT/tests/data/piper/bert32a100.json" -o "$TMP/bert.json" 2>/dev/null
+"$BIN" cluster nvswitch --machines 1 --intra-gbps 25 --inter-gbps 25 --mem-gb 16 -o "$TMP/b8.json"
+"$BIN" plan "$TMP/bert.json" "$TMP/b8.json" --global-batch 1920 --workers 1 --quiet -o "$TMP/bu.json" \
+    2>"$TMP/bu.err" && fail "a uniform BERT-32 plan now fits 8 x 16 GiB: pick another case"
+grep -q "no partition into 8 stages fits" "$TMP/bu.err" || fail "uniform BERT-32: $(cat "$TMP/bu.err")"
+"$BIN" plan "$TMP/bert.json" "$TMP/b8.json" --global-batch 1920 --stage-degrees --workers 1 \
+    --quiet -o "$TMP/bd.json" 2>"$TMP/bd.err" || fail "BERT-32 per stage: $(cat "$TMP/bd.err")"
+[ "$(jq -r "$rec.why" "$TMP/bd.json")" = "no uniform partition fits memory" ] ||
+    fail "BERT-32 record: $(jq -c "$rec" "$TMP/bd.json")"
+jq -e '([.stage_list[].recompute] | index("full") != null) or .training.recompute == "full"' \
+    "$TMP/bd.json" >/dev/null ||
+    fail "no BERT-32 stage recomputes: $(jq -c '[.stage_list[].recompute]' "$TMP/bd.json")"
+used=$(jq '[.stage_list[] | .replicas * .tp] | add' "$TMP/bd.json")
+[ "$used" -le 8 ] || fail "BERT-32: the stages use $used GPUs of 8"
 echo "ok: vgg16 on 8 GPUs: stages $(jq -r "$rec.degrees" "$TMP/deg.json"), $(jq "$rec.per_stage_ms_per_sample * 1000 | round / 1000" "$TMP/deg.json") ms per sample against $(jq "$rec.uniform_ms_per_sample * 1000 | round / 1000" "$TMP/deg.json") uniform"
 echo "stage_degrees: 1 passed, 0 failed"

@@ -106,6 +106,7 @@ static int dp_params_to_pb(pf_arena_t *a, const pf_job_t *job, const pf_blob_ref
     pp->mem_headroom = o->mem_headroom;
     pp->stage_degrees = o->stage_degrees != 0;
     pp->stage_tp_mask = o->stage_tp_mask;
+    pp->stage_recompute = o->stage_recompute != 0;
     pp->stage_hosts = (uint32_t)(o->stage_hosts > 0 ? o->stage_hosts : 0);
     if (o->group && job->graph) {
         int n = pf_graph_nops(job->graph);
@@ -154,6 +155,7 @@ static int dp_params_from_pb(const Planfarm__Job *m, pf_wire_job_t *out, char *e
     out->partition.mem_headroom = pp->mem_headroom;
     out->partition.stage_degrees = pp->stage_degrees;
     out->partition.stage_tp_mask = pp->stage_tp_mask;
+    out->partition.stage_recompute = pp->stage_recompute;
     if (pp->stage_hosts > PF_WIRE_MAX_DEVICES)
         return pf_fail(err, errlen, PF_EINPUT, "job.partition.stage_hosts: %u out of range",
                        pp->stage_hosts);

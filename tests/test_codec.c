@@ -319,6 +319,7 @@ static void test_jobs(void)
     job.partition.ngroups = 3;
     job.partition.group_whole = 1; /* --layer-aligned: the worker must not cut a group */
     job.partition.stage_degrees = 1, job.partition.stage_tp_mask = 0x16; /* --stage-degrees */
+    job.partition.stage_hosts = 4, job.partition.stage_recompute = 1;
     job.setting.tp = 2, job.setting.train.sequence_parallel = 1; /* seqpar.h's memory */
     Planfarm__Job *m = pf_job_codec_to_pb(a, 5, 2, &job, &gr, &cr);
     pf_wire_job_t w;
@@ -328,6 +329,7 @@ static void test_jobs(void)
     CU_ASSERT(w.partition.stages == 2 && w.partition.alpha == 100 && w.partition.ngroups == 3);
     CU_ASSERT(w.partition.group && w.partition.group[4] == 2 && w.partition.group_whole == 1);
     CU_ASSERT(w.partition.stage_degrees == 1 && w.partition.stage_tp_mask == 0x16);
+    CU_ASSERT(w.partition.stage_hosts == 4 && w.partition.stage_recompute == 1);
     CU_ASSERT(w.setting.tp == 2 && w.setting.train.sequence_parallel == 1);
     pf_job_codec_clear(&w);
     m->partition->group[3] = 3; /* >= ngroups */

@@ -55,6 +55,10 @@ typedef struct {
      * hierarchical optimizer: the pipeline inside a host, replicated across the M hosts; the
      * flat DP cannot see that a host's links are faster). 0 or 1: none. */
     int stage_hosts;
+    /* With stage_degrees and no recomputation in train: 1 lets each stage recompute in full
+     * (stagedeg.h's r_s); 0 (default) keeps train's for every stage (a request that fixed
+     * --recompute). */
+    int stage_recompute;
 } pf_partition_opts_t;
 
 void pf_partition_opts_init(pf_partition_opts_t *o);

@@ -237,7 +237,7 @@ static int run(const pf_graph_t *g, const pf_cluster_t *c, const pf_partition_op
     }
     /* without tensor parallelism and unless the request fixed it, each stage recomputes or not
      * (the reserve of full recomputation held on every stage: a bound for the others) */
-    if (!tps && o->train.recompute == PF_RECOMPUTE_NONE) {
+    if (!tps && o->stage_recompute && o->train.recompute == PF_RECOMPUTE_NONE) {
         double reserve = 0;
         if (!(full = full_costs(g, group, ngroups, &reserve, err, errlen))) {
             rc = PF_ERR;

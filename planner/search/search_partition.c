@@ -461,6 +461,7 @@ void pf_search_partition_describe(const pf_search_t *s, const pf_search_owner_t 
     job->partition.stage_degrees = e->stage_degrees;
     job->partition.stage_tp_mask = e->stage_degrees ? s->o.stage_tp_mask : 0;
     job->partition.stage_hosts = e->stage_hosts;
+    job->partition.stage_recompute = e->stage_degrees && s->o.recompute_auto;
     if (s->o.max_downsets > 0)
         job->partition.max_downsets = s->o.max_downsets;
 }

@@ -579,7 +579,7 @@ static void test_bad_options(void)
  * cut, on 2 replicas (d | N = 4, d <= 3 devices): 3 / 2 ms. */
 static void test_stash_inputs_by_hand(void)
 {
-    char err[256], name[8];
+    char err[256], name[16]; /* room for any int: -O1 cannot prove i < 3 */
     pf_graph_t *g = pf_graph_new("skip", 1);
     for (int i = 0; i < 3; i++) {
         snprintf(name, sizeof name, "op%d", i);

@@ -1,0 +1,88 @@
+/* search_stagedeg: --stage-degrees in the whole search, in process (pf_test_search), on
+ * PipeDream's VGG-16 profile and Parmesan's hier system of one machine of 8 GPUs. */
+#include "planner/inputs/import.h"
+#include "planner/inputs/topology.h"
+#include "planner/core/util.h"
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static pf_cluster_t *hier_1x8(void)
+{
+    char err[256];
+    pf_topology_opts_t o;
+    pf_topology_opts_init(&o, PF_TOPOLOGY_HIER);
+    o.machines = 1, o.gpus_per_machine = 8;
+    pf_cluster_t *c = NULL;
+    return pf_topology_build(&o, &c, err, sizeof err) == PF_OK ? c : NULL;
+}
+
+static pf_graph_t *vgg(void)
+{
+    char err[256], path[512];
+    pf_graph_t *g = NULL;
+    pf_test_data("pipedream/vgg16.txt", path, sizeof path);
+    return pf_import_pipedream(path, 0, &g, err, sizeof err) == PF_OK ? g : NULL;
+}
+
+/* The per-stage plan wins there (tests/integration/stage_degrees.sh says by how much): its
+ * stages differ, use at most the 8 GPUs and share the step's 32 micro-batches; the record's
+ * uniform figure is what the same search without the flag plans, per sample; and the flag
+ * never makes the plan slower per sample than that. */
+static void test_vgg_on_one_machine(void)
+{
+    pf_graph_t *g = vgg();
+    pf_cluster_t *c = hier_1x8();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.global_batch = 4096;
+    pf_plan_t *uni = pf_test_search(g, c, &o, NULL);
+    o.stage_degrees = 1;
+    pf_plan_t *deg = pf_test_search(g, c, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(uni);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(deg);
+    CU_ASSERT_FALSE(uni->stagedeg.present);
+    CU_ASSERT(deg->stagedeg.present && deg->stagedeg.chosen);
+    CU_ASSERT(pf_plan_degrees_mixed(deg));
+    CU_ASSERT(pf_plan_degrees_total_devices(deg) <= 8);
+    CU_ASSERT_EQUAL(pf_plan_degrees_step_microbatches(deg), 32);
+    double n = 4096, uni_ms = uni->simulated_step_ms / n, deg_ms = deg->simulated_step_ms / n;
+    PF_ASSERT_CLOSE(deg->stagedeg.uniform_ms_per_sample, uni_ms, 1e-9);
+    PF_ASSERT_CLOSE(deg->stagedeg.stagedeg_ms_per_sample, deg_ms, 1e-9);
+    CU_ASSERT(deg_ms < uni_ms);
+    pf_plan_destroy(&deg);
+    pf_plan_destroy(&uni);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+/* The flag without a global batch is bad input, named. */
+static void test_needs_global_batch(void)
+{
+    char err[256];
+    pf_graph_t *g = vgg();
+    pf_cluster_t *c = hier_1x8();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.stage_degrees = 1;
+    CU_ASSERT_EQUAL(pf_search_validate(g, c, &o, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "stage_degrees: needs global_batch"));
+    o.global_batch = 4096 + 1;
+    CU_ASSERT_EQUAL(pf_search_validate(g, c, &o, err, sizeof err), PF_EINPUT);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
+void pf_suite_search_stagedeg(void)
+{
+    CU_pSuite s = CU_add_suite("search_stagedeg", NULL, NULL);
+    CU_add_test(s, "VGG-16 on one machine of 8: the per-stage plan, against the uniform one",
+                test_vgg_on_one_machine);
+    CU_add_test(s, "the flag needs a global batch", test_needs_global_batch);
+}

@@ -123,6 +123,11 @@ static int simulate_mixed(const pf_graph_t *g, const pf_cluster_t *c, const pf_p
     }
     if (a->have_sched)
         in.schedule = a->sched;
+    if (a->microbatches && (long long)a->microbatches * p->replicas > 1 << 24) {
+        pf_simstages_input_clear(&in);
+        return pf_fail(err, errlen, PF_EINPUT, "%s: --microbatches %d x %d replicas: too many "
+                       "micro-batches", label, a->microbatches, p->replicas);
+    }
     if (a->microbatches)
         in.microbatches = a->microbatches * p->replicas;
     if (a->buckets)

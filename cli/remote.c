@@ -174,10 +174,12 @@ static bool summarize_degrees(json_t *p, const char *model, const char *cluster)
         char buf[256];
         size_t at = 0;
         double used = 0;
-        for (size_t s = 0; s < json_array_size(list) && at < sizeof buf; s++) {
+        for (size_t s = 0; s < json_array_size(list); s++) { /* every stage counts */
             json_t *st = json_array_get(list, s);
-            int k = snprintf(buf + at, sizeof buf - at, "%s%gx%g", s ? " | " : "",
-                             jnum(st, "replicas"), jnum(st, "tp"));
+            int k = at < sizeof buf ? snprintf(buf + at, sizeof buf - at, "%s%gx%g",
+                                               s ? " | " : "", jnum(st, "replicas"),
+                                               jnum(st, "tp"))
+                                    : 0;
             at += k > 0 ? (size_t)k : 0;
             used += jnum(st, "replicas") * jnum(st, "tp");
         }

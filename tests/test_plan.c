@@ -322,6 +322,20 @@ static void test_stage_degrees(void)
     CU_ASSERT_EQUAL(pf_plan_load(pf_test_write("deg.json", odd), g, c, &q, err, sizeof err),
                     PF_OK); /* 2 divides 2 x 3 */
     pf_plan_destroy(&q);
+    /* stages that agree with each other but not with the top level: the uniform code would size
+     * their devices R x T (the review found it read and wrote past them) */
+    const char *agree = "{\"stages\": 2, \"replicas\": 2, \"stage_list\": [{\"ops\": [0, 1, 2], "
+                        "\"replicas\": 1, \"tp\": 1, \"devices\": [10]}, {\"ops\": [3, 4, 5], "
+                        "\"replicas\": 1, \"tp\": 1, \"devices\": [11]}]}";
+    CU_ASSERT_EQUAL(pf_plan_load(pf_test_write("deg.json", agree), g, c, &q, err, sizeof err),
+                    PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "not the largest of the stages' (1, 1)"));
+    /* d x t that would overflow the device array's size: refused before any list is read */
+    const char *huge = "{\"stages\": 1, \"replicas\": 1, \"stage_list\": [{\"ops\": [0, 1, 2, "
+                       "3, 4, 5], \"replicas\": 4096, \"tp\": 65536, \"devices\": [0]}]}";
+    CU_ASSERT_EQUAL(pf_plan_load(pf_test_write("deg.json", huge), g, c, &q, err, sizeof err),
+                    PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "stage_list[0]: replicas x tp = 268435456 exceeds"));
     pf_plan_destroy(&p);
     pf_cluster_destroy(&c);
     pf_graph_destroy(&g);

@@ -553,7 +553,7 @@ static int from_json(json_t *root, const pf_graph_t *g, const pf_cluster_t *c, p
     if (json_array_size(list) != (size_t)stages)
         return pf_fail(err, errlen, PF_EINPUT, "stage_list: %zu entries, but stages = %lld",
                        json_array_size(list), (long long)stages);
-    if (tp > 1 << 16)
+    if (tp > 1 << 16 || replicas * tp > PF_PLAN_DEGREES_MAX_DEVICES)
         return pf_fail(err, errlen, PF_EINPUT, "plan.tensor_parallel: %lld too large",
                        (long long)tp);
     p = pf_plan_new((int)stages, (int)replicas);

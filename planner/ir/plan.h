@@ -158,6 +158,8 @@ long long pf_plan_degrees_step_microbatches(const pf_plan_t *p);
 int pf_plan_degrees_set(pf_plan_t *p, const int *d, const int *t, int n_micro);
 /* "2x4 | 1x8 | 4x2": each stage's d_s x t_s, for summaries. */
 void pf_plan_degrees_describe(const pf_plan_t *p, char *buf, size_t len);
+/* The most devices a stage may use (d_s x t_s): more than any cluster file holds. */
+#define PF_PLAN_DEGREES_MAX_DEVICES (1 << 22)
 /* stage_list[i].replicas / .tp of a plan file, when given, into sl (checked >= 1
  * and <= 1 << 20); path names the entry. */
 int pf_plan_degrees_read(json_t *st, const char *path, pf_stage_t *sl, char *err, size_t errlen);

@@ -83,14 +83,14 @@ void pf_plan_degrees_describe(const pf_plan_t *p, char *buf, size_t len)
     }
 }
 
-static int read_degree(json_t *st, const char *path, const char *key, int *out, char *err,
-                       size_t errlen)
+static int read_degree(json_t *st, const char *path, const char *key, int max, int *out,
+                       char *err, size_t errlen)
 {
     int64_t v = 0;
     int rc = pf_json_get_int(st, path, key, PF_JSON_GET_POSITIVE, 0, &v, err, errlen);
     if (rc != PF_OK)
         return rc;
-    if (v > 1 << 20)
+    if (v > max)
         return pf_fail(err, errlen, PF_EINPUT, "%s.%s: %lld too large", path, key, (long long)v);
     *out = (int)v;
     return PF_OK;
@@ -98,8 +98,15 @@ static int read_degree(json_t *st, const char *path, const char *key, int *out, 
 
 int pf_plan_degrees_read(json_t *st, const char *path, pf_stage_t *sl, char *err, size_t errlen)
 {
-    int rc = read_degree(st, path, "replicas", &sl->replicas, err, errlen);
-    return rc != PF_OK ? rc : read_degree(st, path, "tp", &sl->tensor_parallel, err, errlen);
+    int rc = read_degree(st, path, "replicas", 1 << 20, &sl->replicas, err, errlen);
+    if (rc == PF_OK)
+        rc = read_degree(st, path, "tp", 1 << 16, &sl->tensor_parallel, err, errlen);
+    /* before any device list is read: d x t sizes the stage's array */
+    if (rc == PF_OK && (long long)sl->replicas * (sl->tensor_parallel ? sl->tensor_parallel : 1) >
+                           PF_PLAN_DEGREES_MAX_DEVICES)
+        rc = pf_fail(err, errlen, PF_EINPUT, "%s: replicas x tp = %lld exceeds %d devices", path,
+                     (long long)sl->replicas * sl->tensor_parallel, PF_PLAN_DEGREES_MAX_DEVICES);
+    return rc;
 }
 
 void pf_plan_degrees_write(pf_json_writer_t *w, const pf_plan_t *p, int s)
@@ -114,16 +121,9 @@ void pf_plan_degrees_write(pf_json_writer_t *w, const pf_plan_t *p, int s)
 
 int pf_plan_degrees_check(const pf_plan_t *p, int devices, char *err, size_t errlen)
 {
-    if (!pf_plan_degrees_mixed(p) &&
-        (long long)p->stages * p->replicas * p->tensor_parallel > devices)
-        return pf_fail(err, errlen, PF_EINPUT, "stages x replicas x tensor_parallel = %d x %d x "
-                       "%d exceeds %d devices", p->stages, p->replicas, p->tensor_parallel,
-                       devices);
-    if (!pf_plan_degrees_mixed(p))
-        return PF_OK;
     long long n_micro = pf_plan_degrees_step_microbatches(p);
     int dmax = 0, tmax = 0;
-    for (int s = 0; s < p->stages; s++) {
+    for (int s = 0; s < p->stages; s++) { /* every stage, its own degrees or the plan's */
         int d = pf_plan_degrees_replicas(p, s), t = pf_plan_degrees_tp(p, s);
         if (n_micro % d)
             return pf_fail(err, errlen, PF_EINPUT, "stage_list[%d].replicas: %d does not divide "
@@ -136,6 +136,11 @@ int pf_plan_degrees_check(const pf_plan_t *p, int devices, char *err, size_t err
         return pf_fail(err, errlen, PF_EINPUT, "plan: replicas %d and tensor_parallel %d are not "
                        "the largest of the stages' (%d, %d)", p->replicas, p->tensor_parallel,
                        dmax, tmax);
+    if (!pf_plan_degrees_mixed(p) &&
+        (long long)p->stages * p->replicas * p->tensor_parallel > devices)
+        return pf_fail(err, errlen, PF_EINPUT, "stages x replicas x tensor_parallel = %d x %d x "
+                       "%d exceeds %d devices", p->stages, p->replicas, p->tensor_parallel,
+                       devices);
     if (pf_plan_degrees_total_devices(p) > devices)
         return pf_fail(err, errlen, PF_EINPUT, "stage_list: the stages' replicas x "
                        "tensor_parallel add up to %lld devices, the cluster has %d",

@@ -290,7 +290,11 @@ done:
  * under that schedule's micro-batches in flight. */
 static int run_simulate(const pf_job_t *job, pf_job_result_t *res)
 {
-    if (job->graph && job->cluster && job->plan && pf_plan_degrees_mixed(job->plan))
+    /* stages that differ, or one degree T other than the setting's (a per-stage plan whose
+     * stages came out alike, --stage-degrees): simstages prices each degree itself */
+    int T = job->setting.tp > 0 ? job->setting.tp : 1;
+    if (job->graph && job->cluster && job->plan &&
+        (pf_plan_degrees_mixed(job->plan) || job->plan->tensor_parallel != T))
         return run_simulate_mixed(job, res);
     pf_tp_setting_t *set = NULL;
     pf_plan_t *p = NULL;

@@ -257,8 +257,7 @@ static int check_global_batch(const pf_graph_t *g, const pf_search_opts_t *o, in
 }
 
 /* Per-stage degrees share the step's micro-batches out among each stage's replicas: the step
- * must be a whole number of them (and a stage a whole number of ops: no interleaving, no
- * block-search dimension that the per-stage DP does not model). */
+ * must be a whole number of the graph's micro-batches. */
 static int check_stage_degrees(const pf_graph_t *g, const pf_search_opts_t *o, char *err,
                                size_t errlen)
 {

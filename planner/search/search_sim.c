@@ -473,11 +473,13 @@ void pf_search_sim_finish(pf_search_t *s)
     }
     if (!s->sim.pending) {
         int best_k = -1, best_c = best_simulated(s, &best_k);
-        if (best_c < 0) {
+        if (best_c < 0 && !pf_search_stagedeg_alone(s)) /* per-stage plans may fit yet */
             pf_search_queue_fail(s, PF_EINFEASIBLE, "no candidate's memory fits its devices "
-                                 "under any schedule simulated (%d candidates)", s->map.ncand);
+                                 "under any schedule simulated (%d candidates)%s%s",
+                                 s->map.ncand, s->sim.stagedeg_why[0] ? "; per-stage degrees: " : "",
+                                 s->sim.stagedeg_why);
+        if (best_c < 0)
             return;
-        }
         if (!(s->sim.pending = candidate_plan(s, best_c, (pf_training_schedule_t)best_k))) {
             pf_search_queue_fail(s, PF_ERR, "out of memory");
             return;

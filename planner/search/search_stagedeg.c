@@ -45,6 +45,9 @@ pf_plan_t *pf_search_stagedeg_plan(const pf_search_t *s, int k, char *why, size_
     snprintf(p->schedule, sizeof p->schedule, "%s", pf_training_schedule_name(PF_SCHEDULE_1F1B));
     pf_map_stages_search_opts_t mo;
     pf_map_stages_search_opts_init(&mo);
+    /* it runs on the broker's loop, between heartbeats: a tenth of the swaps' default work
+     * (about 0.3 s at 2,048 GPUs), deterministic like every cap of it */
+    mo.max_evals = PF_MAP_STAGES_SEARCH_EVALS / 10;
     /* the graph of the entry's setting prices every stage; a stage at another t is priced at
      * the entry's T there (the placement's objective only ranks placements) */
     if (pf_map_stages_search_plan(pf_search_tap_graph(s, e->tp), s->c, p, &mo, NULL, err,

@@ -157,6 +157,8 @@ typedef struct {
     const inst_t *m;
     int C, *off; /* cells per downset; cell (k, s) = off[s] + k - s, s <= k <= min(D, s tmax) */
     int *degs, ndeg;
+    int nt;       /* the degrees ts[0 .. nt) stages may take (pf_stagedeg_tp_run's two passes) */
+    double bound; /* a chain's value known to be reachable: no cell above it is kept */
     double *T;
     long long *argj;
     int *argt, *argd;
@@ -224,6 +226,8 @@ static void dp_stage(dp_t *dp, long long i, long long j, int ti, int d, const su
     const inst_t *m = dp->m;
     int td = m->ts[ti] * d, exact = m->o->exact_devices;
     stage_price_t sp = {ti, d, -1, pf_stagedeg_tpm_price(m, f, d), INFINITY};
+    if (sp.pf > dp->bound) /* the fastest bounds every price of the stage from below */
+        return;
     const int *nds = dp->ndrop + (size_t)j * (m->S + 1), *rows = dp->rows + (size_t)j * (m->S + 1);
     for (int r = 0; r < dp->nrows[j] && rows[r] + d <= m->S; r++) {
         int sr = rows[r], s = sr + d, nd = nds[sr], priced = 0;
@@ -234,12 +238,14 @@ static void dp_stage(dp_t *dp, long long i, long long j, int ti, int d, const su
         for (int x = 0; x < nd && drop[x] + td <= m->D; x++) {
             int kr = drop[x];
             double tj = row[kr];
+            if (tj > dp->bound) /* drops fall along k: a later one may be within */
+                continue;
             if (pf_max_nonan(p, tj) < dp->T[base + kr]) {
                 if (!priced && (p = price_at(m, sc, f, &sp, s)) == INFINITY)
                     return; /* nor at any larger y */
                 priced = 1;
                 double v = pf_max_nonan(p, tj);
-                if (v < dp->T[base + kr]) {
+                if (v < dp->T[base + kr] && v <= dp->bound) {
                     dp->T[base + kr] = v;
                     dp->argj[base + kr] = j;
                     dp->argt[base + kr] = ti;
@@ -292,7 +298,7 @@ static void dp_pair(dp_t *dp, long long i, long long j, scratch_t *sc)
     const inst_t *m = dp->m;
     const dsinfo_t *in = dp->in;
     int nh = in->pop[j] - in->pop[i];
-    for (int ti = 0; ti < m->nt; ti++) {
+    for (int ti = 0; ti < dp->nt; ti++) {
         if (in->have[(size_t)ti * in->N + j] - in->have[(size_t)ti * in->N + i] != nh)
             continue;
         sums_t f = {0};
@@ -500,6 +506,24 @@ static int dp_best(const dp_t *dp, int *bk, int *bs)
     return *bk >= 0 ? PF_OK : -1;
 }
 
+/* Two passes when stages may take several degrees: the DP over the smallest degree alone (a
+ * fraction of the work) gives a chain's value U that the full problem can reach too (its
+ * configurations are the full problem's); then the full DP keeps no cell above U. Exact: every
+ * suffix of a chain of value <= U has a value <= U, the candidates <= U are the same ones in the
+ * same order, so the cells <= U, the optimum and its chain are those of one unbounded pass. */
+static int solve_bounded(dp_t *dp, int nt)
+{
+    int bk, bs;
+    dp->bound = INFINITY;
+    dp->nt = 1;
+    if (dp->m->nt > 1 && dp_solve(dp, nt) != PF_OK)
+        return PF_ERR;
+    if (dp->m->nt > 1 && dp_best(dp, &bk, &bs) == PF_OK)
+        dp->bound = dp->T[dp->off[bs] + bk - bs];
+    dp->nt = dp->m->nt;
+    return dp_solve(dp, nt);
+}
+
 int pf_stagedeg_tp_run(const pf_graph_t *g, const pf_downsets_t *ds, const pf_cost_model_t *cm,
                        const pf_stagedeg_opts_t *o, const pf_stagedeg_tmpcs_t *tab,
                        pf_stagedeg_result_t **out, char *err, size_t errlen)
@@ -518,7 +542,7 @@ int pf_stagedeg_tp_run(const pf_graph_t *g, const pf_downsets_t *ds, const pf_co
         goto done;
     }
     if (dsinfo_build(&m, ds, &in) != PF_OK || dp_layout(&dp) != PF_OK ||
-        dp_solve(&dp, o->threads > 0 ? o->threads : omp_get_max_threads()) != PF_OK)
+        solve_bounded(&dp, o->threads > 0 ? o->threads : omp_get_max_threads()) != PF_OK)
         goto oom;
     r = dp_best(&dp, &bk, &bs) != PF_OK ? pf_stagedeg_result_new(m.n, 0) : dp_chain(&dp, bk, bs);
     if (!r || (r->stages && pf_stagedeg_tp_eval(g, cm, o, tab, r, err, errlen) != PF_OK))

@@ -44,7 +44,10 @@
  * per-downset sums where every op's fastest configuration at t cannot depend on d or the boundary
  * (its configurations share param_bytes and sync bytes, as recomputation's do), else from the
  * stage's ops; the heuristic above walks the stage's ops only when its fastest configurations do
- * not fit. Downsets of one size in parallel, as stagedeg.h.
+ * not fit. Downsets of one size in parallel, as stagedeg.h. With more than one t the DP runs
+ * twice: over the smallest t alone first (a fraction of the work), whose optimum U the full
+ * problem reaches too, then over every t keeping no cell above U; exact, since every suffix of a
+ * chain of value <= U is <= U and the candidates <= U are the same, in the same order.
  *
  * Not modelled (as stagedeg.h): schedules other than 1F1B; the plan, mapping and simulator do not
  * take per-stage t, d or configurations yet. */

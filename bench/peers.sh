@@ -247,6 +247,12 @@ piper() {
         piper_row "${in%%:*}" "${in##*:}"
     done
     echo
+    echo "== planfarm's per-stage DPs against Piper in both modes, priced by Piper's getTPSForResult (bench/stagedeg_piper.sh)"
+    make -s -C "$root" "${BUILD:-build}/pf_bench" >/dev/null &&
+        BUILD=${BUILD:-build} PF_PEERS="$peers" PF_PEER_DATA="$data" \
+            PF_PIPER_INPUTS="${PF_STAGEDEG_PIPER_INPUTS:-bert32a100:8 bert32a100:32 resnet:8 resnet:32 bert32a100:512 resnet:512}" \
+            "$root/bench/stagedeg_piper.sh"
+    echo
     echo "== planfarm plan --stage-degrees beside Piper's notp plan, both simulated by planfarm (bench/stagedeg_plan.sh)"
     BUILD=${BUILD:-build} PF_PEERS="$peers" PF_PEER_DATA="$data" "$root/bench/stagedeg_plan.sh"
 }

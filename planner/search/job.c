@@ -240,9 +240,38 @@ static int sim_input(const pf_job_t *job, pf_tp_setting_t **set, pf_plan_t **p,
                                         errlen);
 }
 
-/* A plan whose stages differ (simstages.h) under the job's training and schedule: its step, and
- * whether every device's simulated peak (parameter state + the activations its replica holds in
- * flight; no recomputation reserve) fits the device's memory. */
+/* Whether every device's simulated peak (parameter state + the activations its replica holds in
+ * flight) and its stage's recomputation reserve (stage_rc.h, as sim_memory counts it; from the
+ * request's graph, so at t > 1 a bound) fit the device's memory; the device nearest its limit (or
+ * most over) is the one named. */
+static int mixed_memory(const pf_job_t *job, const pf_plan_t *p, const pf_simulate_result_t *r,
+                        pf_job_result_t *res)
+{
+    pf_stage_rc_t views;
+    if (pf_stage_rc_init(&views, job->graph, NULL, p, 0, res->error, sizeof res->error) != PF_OK)
+        return pf_fail(res->error, sizeof res->error, PF_ERR, "out of memory");
+    res->sim.fits = 1;
+    double worst = -INFINITY;
+    for (int i = 0; i < r->ndevices; i++) {
+        int s, rep, k;
+        pf_simstages_plan_row(p, i, &s, &rep, &k);
+        double mem = r->peak_mem_bytes[i] + pf_stage_rc_reserve_bytes(&views, p, s);
+        double limit = pf_cluster_device(job->cluster, r->device[i])->mem_bytes;
+        res->sim.peak_mem_bytes = fmax(res->sim.peak_mem_bytes, r->peak_mem_bytes[i]);
+        if (mem > limit * (1 + 1e-12))
+            res->sim.fits = 0;
+        if (mem - limit > worst) {
+            worst = mem - limit;
+            res->sim.mem_bytes = mem;
+            res->sim.mem_limit_bytes = limit;
+        }
+    }
+    pf_stage_rc_clear(&views);
+    return PF_OK;
+}
+
+/* A plan whose stages differ (simstages.h) under the job's training and schedule: its step and
+ * its memory verdict (mixed_memory). */
 static int run_simulate_mixed(const pf_job_t *job, pf_job_result_t *res)
 {
     pf_plan_t *p = NULL;
@@ -265,20 +294,7 @@ static int run_simulate_mixed(const pf_job_t *job, pf_job_result_t *res)
         goto done;
     res->sim.step_ms = r->step_ms;
     res->sim.bubble_fraction = r->bubble_fraction;
-    res->sim.fits = 1;
-    double worst = -INFINITY; /* the device nearest its limit (or most over) is the one named */
-    for (int i = 0; i < r->ndevices; i++) {
-        double mem = r->peak_mem_bytes[i], limit = pf_cluster_device(job->cluster,
-                                                                      r->device[i])->mem_bytes;
-        res->sim.peak_mem_bytes = fmax(res->sim.peak_mem_bytes, mem);
-        if (mem > limit * (1 + 1e-12))
-            res->sim.fits = 0;
-        if (mem - limit > worst) {
-            worst = mem - limit;
-            res->sim.mem_bytes = mem;
-            res->sim.mem_limit_bytes = limit;
-        }
-    }
+    rc = mixed_memory(job, p, r, res);
 done:
     pf_simulate_result_destroy(&r);
     pf_simstages_input_clear(&in);

@@ -17,9 +17,11 @@ The fields and where they come from (docs/DESIGN.md "Plan" for the plan's keys):
                          embedding and the head counted as layers), which Calculon cannot split,
                          the largest v' <= v that divides the layers per stage (noted)
   activation_recompute   training.recompute: none -> none, selective -> attn_only, full -> full
-  optimizer_sharding     training.zero >= 1 and replicas > 1 (Calculon shards the optimizer as
-                         Megatron-LM's distributed optimizer does, ZeRO-1: planfarm's ZeRO 2 and 3
-                         have no Calculon counterpart and are written as this, see `notes`)
+  optimizer_sharding     training.zero >= 1 and replicas > 1 (Calculon's sharding divides the
+                         optimizer state and the stored gradients over the data-parallel group,
+                         its layers.py get_weight_grad: ZeRO-2's memory. planfarm's ZeRO 2 is
+                         this; ZeRO 1 is priced with sharded gradients; ZeRO 3, which also
+                         shards the weights, has no counterpart: see `notes`)
   tensor_par_comm_type   sequence_parallel true -> rs_ag (reduce-scatter + all-gather), else ar
   tensor_par_overlap     tp_comm_overlap true (Megatron-LM's --tp-comm-overlap) and t > 1 -> ring,
                          else Calculon's default none
@@ -159,8 +161,12 @@ def convert(plan, datatype="float16", per_host=8):
     if rec not in RECOMPUTE:
         raise PlanError("recompute '%s' has no Calculon counterpart" % rec)
     zero = int(train.get("zero", 0))
-    if zero >= 2:
-        notes.append("ZeRO %d written as optimizer_sharding (Calculon has ZeRO-1 only)" % zero)
+    if zero == 1:
+        notes.append("ZeRO 1 written as optimizer_sharding, which Calculon prices with the "
+                     "gradients sharded too (ZeRO-2's memory)")
+    elif zero >= 3:
+        notes.append("ZeRO 3 written as optimizer_sharding (Calculon shards the optimizer and "
+                     "the gradients, not the weights: ZeRO 2)")
     net = networks(plan, t, p, d, per_host, notes)
     exe = {
         "num_procs": procs,

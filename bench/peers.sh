@@ -431,16 +431,17 @@ calculon_row() {
             "$cm" "$cn" "$cb" "$pf_s" "$pf_search" "$st"
         echo "   planfarm:  $(cal_words "${cplan%.json}.exe.json" 2>/dev/null) (planfarm's own simulated step $(jq -r '.simulated_step_ms / 1000 | . * 1000 | round / 1000' "$cplan") s; ZeRO $(jq -r '.training.zero' "$cplan"))"
         sed 's/^calculon_exec: note: /   note: /' "${cplan%.json}.notes"
-        if [ "$(jq -r '.training.zero' "$cplan")" -ge 2 ]; then
-            cplan=$out/cal-$tag.zero1.plan.json
-            if best_of pf1_s cal_planfarm_once --zero 1; then
+        local z
+        for z in $(cal_zero_replans "$cplan"); do
+            cplan=$out/cal-$tag.zero$z.plan.json
+            if best_of pf1_s cal_planfarm_once --zero "$z"; then
                 st=$(cal_price "$cplan")
                 case $st in refused*) ;; *) st="$st s" ;; esac
-                echo "calculon: $cm $cn $cb --zero 1 | planfarm $pf1_s s | step by calculon: $st"
+                echo "calculon: $cm $cn $cb --zero $z | planfarm $pf1_s s | step by calculon: $st"
                 echo "   planfarm:  $(cal_words "${cplan%.json}.exe.json" 2>/dev/null)"
                 sed 's/^calculon_exec: note: /   note: /' "${cplan%.json}.notes"
             fi
-        fi
+        done
         return
     fi
     # a search's time and date beside its result: PF_CALCULON_REUSE=1 prints those of an earlier
@@ -468,20 +469,26 @@ calculon_row() {
     echo "   planfarm:  $(cal_words "${cplan%.json}.exe.json" 2>/dev/null) (planfarm's own simulated step $(jq -r '.simulated_step_ms / 1000 | . * 1000 | round / 1000' "$cplan") s; ZeRO $(jq -r '.training.zero' "$cplan"))"
     echo "   optimum:   $(cal_words "${copt%.json}.exe.json")"
     sed 's/^calculon_exec: note: /   note: /' "${cplan%.json}.notes"
-    # planfarm's ZeRO 2 and 3 have no Calculon counterpart: the plan with Calculon's optimizer
-    # sharding (ZeRO 1) fixed is priced too, what planfarm chooses within Calculon's space
-    if [ "$(jq -r '.training.zero' "$cplan")" -ge 2 ]; then
-        local free=$cplan
-        cplan=$out/cal-$tag.zero1.plan.json
-        if best_of pf1_s cal_planfarm_once --zero 1; then
-            printf 'calculon: %s %s %s --zero 1 | planfarm %s s | step by calculon: ' "$cm" "$cn" "$cb" "$pf1_s"
+    local free=$cplan z
+    for z in $(cal_zero_replans "$cplan"); do
+        cplan=$out/cal-$tag.zero$z.plan.json
+        if best_of pf1_s cal_planfarm_once --zero "$z"; then
+            printf 'calculon: %s %s %s --zero %s | planfarm %s s | step by calculon: ' "$cm" "$cn" "$cb" "$z" "$pf1_s"
             cal_step_words "$(cal_price "$cplan")" "$opt_s"
             echo "   planfarm:  $(cal_words "${cplan%.json}.exe.json" 2>/dev/null)"
         else
-            echo "calculon: $cm $cn $cb --zero 1: planfarm failed: $(head -c 300 "$out/pf.err")"
+            echo "calculon: $cm $cn $cb --zero $z: planfarm failed: $(head -c 300 "$out/pf.err")"
         fi
-        cplan=$free
-    fi
+    done
+    cplan=$free
+}
+
+# The ZeRO stages to plan again within Calculon's space for a free plan (its optimizer sharding
+# divides the optimizer state and the gradients, ZeRO 2's memory, not the weights): none when
+# the free plan is in it (ZeRO 0-2); for ZeRO 3, the plans with ZeRO 2 and with ZeRO 1 fixed
+# (both are Calculon executions; planfarm's own model picks between them otherwise)
+cal_zero_replans() {
+    [ "$(jq -r '.training.zero' "$1")" -ge 3 ] && echo "2 1"
 }
 
 cal_step_words() { # planfarm's step (or "refused: ...") and the optimum's, in seconds

@@ -146,6 +146,16 @@ int pf_check_name(const char *s, const char *where, char *err, size_t errlen)
     return pf_check_utf8(s, where, err, errlen);
 }
 
+int pf_gcd(int a, int b)
+{
+    while (b) {
+        int r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
 int pf_cmp_int(const void *a, const void *b)
 {
     int x = *(const int *)a, y = *(const int *)b;

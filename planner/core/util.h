@@ -66,6 +66,10 @@ int pf_check_range(double x, double max, const char *unit, const char *where, ch
 /* qsort's comparison of doubles, ascending; the median of v[0..n) (n >= 1), sorted in place. */
 int pf_cmp_double(const void *a, const void *b);
 int pf_cmp_int(const void *a, const void *b);
+/* Greatest common divisor of a, b >= 0 (pf_gcd(a, 0) = a). Two stages of d and d' replicas
+ * taking micro-batches round robin exchange them over lcm(d, d') = d / pf_gcd(d, d') x d' pairs
+ * of replicas. */
+int pf_gcd(int a, int b);
 double pf_median_sort(double *v, size_t n);
 
 /* Milliseconds to move `bytes` over `gbps` GB/s (1 GB/s = 1e9 bytes/s). */

@@ -158,16 +158,6 @@ static double xfer_ms(const pf_map_stages_t *m, const int *a, int ta, const int 
     return lat_us / 1000 + pf_bytes_ms(bytes, bw);
 }
 
-static int gcd(int a, int b)
-{
-    while (b) {
-        int r = a % b;
-        a = b;
-        b = r;
-    }
-    return a;
-}
-
 double pf_map_stages_ar_ms(const pf_map_stages_t *m, const int *dev, int s)
 {
     int d = m->d[s], t = m->t[s];
@@ -192,7 +182,7 @@ static double replica_part_ms(const pf_map_stages_t *m, const int *dev, int s, i
         cu = fmax(cu, pf_map_stages_cu_ms(m, s, grp[k]));
     const int *nb = pf_stage_graph_neighbors(m->sg, s, &cnt);
     for (int i = 0; i < cnt; i++) {
-        int u = nb[i], g = gcd(m->d[s], m->d[u]), n = 0;
+        int u = nb[i], g = pf_gcd(m->d[s], m->d[u]), n = 0;
         double sum = 0, bytes = pf_stage_graph_msg_bytes(m->sg, s, u);
         for (int q = r % g; q < m->d[u]; q += g, n++)
             sum += xfer_ms(m, grp, t, dev + m->off[u] + q * m->t[u], m->t[u], bytes);

@@ -273,16 +273,6 @@ static int layout_stages(map_layout_t *L, const pf_plan_t *p, char *err, size_t 
     return PF_OK;
 }
 
-static int gcd(int a, int b)
-{
-    while (b) {
-        int r = a % b;
-        a = b;
-        b = r;
-    }
-    return a;
-}
-
 static void add_link(map_layout_t *L, int a, int b, double w)
 {
     L->traffic[(size_t)a * L->D + b] += w;
@@ -290,13 +280,13 @@ static void add_link(map_layout_t *L, int a, int b, double w)
 }
 
 /* Stage s's replica r to stage u's replicas it exchanges micro-batches with (r' = r mod
- * gcd(d_s, d_u): N / lcm(d_s, d_u) micro-batches each, forward and backward), rank k to rank k
+ * pf_gcd(d_s, d_u): N / lcm(d_s, d_u) micro-batches each, forward and backward), rank k to rank k
  * of the larger group (map_stages.h's xfer); one replica of each where the stages agree. */
 static void layout_p2p(map_layout_t *L, const pf_plan_t *p, const pf_stage_graph_t *sg, int s,
                        int r, int u)
 {
     int ds = pf_plan_degrees_replicas(p, s), du = pf_plan_degrees_replicas(p, u);
-    int ts = pf_plan_degrees_tp(p, s), tu = pf_plan_degrees_tp(p, u), g = gcd(ds, du);
+    int ts = pf_plan_degrees_tp(p, s), tu = pf_plan_degrees_tp(p, u), g = pf_gcd(ds, du);
     double n = (double)pf_plan_degrees_step_microbatches(p) / ((double)ds / g * du);
     double w = sg ? 2.0 * n * pf_stage_graph_msg_bytes(sg, s, u) : (u == s + 1);
     for (int q = r % g; q < du; q += g)

@@ -166,13 +166,8 @@ static double cut_ms(const sx_t *x, int up, int from, int to, int m, int comm_fr
     double sg = hop_ms(x, up, from, to, m, comm_free);
     if (comm_free || !st->xfer_ms)
         return sg;
-    int da = dof(x, up), db = dof(x, up + 1), g = da, h = db;
-    while (h) {
-        int r = g % h;
-        g = h;
-        h = r;
-    }
-    double rs = st->xfer_ms[m % (da / g * db)];
+    int da = dof(x, up), db = dof(x, up + 1);
+    double rs = st->xfer_ms[m % (da / pf_gcd(da, db) * db)];
     return rs < sg ? rs : sg;
 }
 

@@ -247,11 +247,6 @@ static int input_shape(const pf_plan_t *p, const pf_cluster_t *c, pf_training_sc
     return PF_OK;
 }
 
-static int gcd(int a, int b)
-{
-    return b ? gcd(b, a % b) : a;
-}
-
 /* The resharding of micro-batch m's tensor across the cut after stage s ([CrossMesh]: replicated
  * on the 1 x t_s mesh of replica m mod d_s, needed replicated on the 1 x t_{s+1} mesh of replica
  * m mod d_{s+1}), one time per replica pair: L = lcm(d_s, d_{s+1}) of them, m mod L. */
@@ -260,7 +255,7 @@ static int reshard_cut(const pf_reshard_net_t *net, pf_simstages_input_t *in, in
 {
     const pf_simulate_stage_t *a = &in->stage[s], *b = &in->stage[s + 1];
     int ta = in->tp[s], tb = in->tp[s + 1], da = in->replicas[s], db = in->replicas[s + 1];
-    int L = da / gcd(da, db) * db;
+    int L = da / pf_gcd(da, db) * db;
     double *ms = malloc((size_t)L * sizeof *ms);
     if (!ms)
         return pf_fail(err, errlen, PF_ERR, "out of memory");
@@ -296,7 +291,7 @@ static int reshard_cuts(const pf_cluster_t *c, pf_simstages_input_t *in, char *e
     for (int s = 0; s + 1 < in->stages && rc == PF_OK; s++) {
         int da = in->replicas[s], db = in->replicas[s + 1];
         if ((in->tp[s] == 1 && in->tp[s + 1] == 1) || in->stage[s].send_bytes <= 0 ||
-            (long long)da / gcd(da, db) * db > PF_SIMSTAGES_RESHARD_PAIRS)
+            (long long)da / pf_gcd(da, db) * db > PF_SIMSTAGES_RESHARD_PAIRS)
             continue;
         if (!net && !(net = pf_reshard_net_from_cluster(c, err, errlen)))
             return PF_ERR;

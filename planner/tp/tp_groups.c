@@ -17,16 +17,6 @@ struct pf_tp_groups {
     double link_gbps, link_lat_us;
 };
 
-static int gcd(int a, int b)
-{
-    while (b) {
-        int t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* The gcd of every host's device count: T divides each host's devices iff it divides this.
  * O(D log D) (hosts are arbitrary non-negative ints: counted on the sorted host values). -1
  * when out of memory. */
@@ -41,7 +31,7 @@ static int host_gcd(const pf_cluster_t *c)
     qsort(hosts, (size_t)D, sizeof *hosts, pf_cmp_int);
     for (int i = 0, run = 1; i < D; i++, run++)
         if (i + 1 == D || hosts[i + 1] != hosts[i]) {
-            g = gcd(g, run);
+            g = pf_gcd(g, run);
             run = 0;
         }
     free(hosts);

@@ -5,6 +5,7 @@
 #include "planner/sim/simstages.h"
 #include "planner/sim/interleave.h"
 #include "planner/sim/linkshare.h"
+#include "planner/sim/readyheap.h"
 #include "planner/sim/simulate.h"
 #include "planner/ir/collective.h"
 #include "planner/core/util.h"
@@ -28,10 +29,6 @@ typedef struct {
     double ready_ms, start_ms, end_ms;
 } task_t;
 
-typedef struct {
-    double ready_ms;
-    int id;
-} heap_ent_t;
 
 typedef struct {
     const pf_simstages_input_t *in;
@@ -43,7 +40,7 @@ typedef struct {
     size_t nedges;
     int *succ_off, *succ;
     double *succ_frac;
-    heap_ent_t *heap;
+    pf_readyheap_ent_t *heap;
     size_t nheap;
     double *free_ms;        /* per device: pipeline queue free from; + D: data-parallel queue's */
     int *row_of_dev;
@@ -312,44 +309,6 @@ static int build(sx_t *x, pf_training_schedule_t order, int comm_free)
     return PF_OK;
 }
 
-/* ---- ready queue: tasks by (ready time, index) ---- */
-
-static bool heap_less(heap_ent_t a, heap_ent_t b)
-{
-    return a.ready_ms < b.ready_ms || (a.ready_ms == b.ready_ms && a.id < b.id);
-}
-
-static void heap_push(sx_t *x, int t)
-{
-    heap_ent_t e = {x->task[t].ready_ms, t};
-    size_t i = x->nheap++;
-    while (i > 0 && heap_less(e, x->heap[(i - 1) / 2])) {
-        x->heap[i] = x->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    x->heap[i] = e;
-}
-
-static int heap_pop(sx_t *x)
-{
-    int top = x->heap[0].id;
-    heap_ent_t e = x->heap[--x->nheap];
-    size_t i = 0, n = x->nheap;
-    for (;;) {
-        size_t l = 2 * i + 1, m = l;
-        if (l >= n)
-            break;
-        if (l + 1 < n && heap_less(x->heap[l + 1], x->heap[l]))
-            m = l + 1;
-        if (!heap_less(x->heap[m], e))
-            break;
-        x->heap[i] = x->heap[m];
-        i = m;
-    }
-    x->heap[i] = e;
-    return top;
-}
-
 /* ---- the run ---- */
 
 static int emit(sx_t *x, int dev, int stream, int kind, const task_t *t, int s, double a,
@@ -460,9 +419,9 @@ static int run(sx_t *x, pf_simulate_result_t *res)
         return PF_ERR;
     for (size_t i = 0; i < x->ntasks; i++)
         if (x->task[i].kind != T_ABSENT && (present++, x->task[i].npred == 0))
-            heap_push(x, (int)i);
+            pf_readyheap_push(x->heap, &x->nheap, x->task[i].ready_ms, (int)i);
     while (x->nheap) {
-        int id = heap_pop(x), rc;
+        int id = pf_readyheap_pop(x->heap, &x->nheap), rc;
         task_t *t = &x->task[id];
         double start = t->ready_ms;
         if ((done & 4095) == 0 && cancelled(x->in))
@@ -483,20 +442,10 @@ static int run(sx_t *x, pf_simulate_result_t *res)
             if (at > u->ready_ms)
                 u->ready_ms = at;
             if (--u->npred == 0)
-                heap_push(x, x->succ[e]);
+                pf_readyheap_push(x->heap, &x->nheap, u->ready_ms, x->succ[e]);
         }
     }
     return done == present ? PF_OK : 1;
-}
-
-static int ev_cmp(const void *pa, const void *pb)
-{
-    const pf_simulate_event_t *a = pa, *b = pb;
-    if (a->device != b->device)
-        return a->device < b->device ? -1 : 1;
-    if (a->stream != b->stream)
-        return a->stream < b->stream ? -1 : 1;
-    return a->start_ms < b->start_ms ? -1 : a->start_ms > b->start_ms;
 }
 
 static void sx_free(sx_t *x)
@@ -585,7 +534,7 @@ static void finish(sx_t *x, pf_simulate_result_t *res)
         busy += res->busy_ms[i];
     res->bubble_fraction = res->step_ms > 0 ? 1.0 - busy / (x->rows * res->step_ms) : 0.0;
     if (x->nev)
-        qsort(x->ev, x->nev, sizeof *x->ev, ev_cmp);
+        qsort(x->ev, x->nev, sizeof *x->ev, pf_simulate_event_cmp);
     res->events = x->ev;
     res->nevents = (int)x->nev;
     x->ev = NULL;

@@ -3,6 +3,7 @@
 #include "planner/sim/simulate_check.h"
 #include "planner/sim/interleave.h"
 #include "planner/sim/linkshare.h"
+#include "planner/sim/readyheap.h"
 #include "planner/ir/collective.h"
 #include "planner/ir/cost.h"
 #include "planner/sim/stage_kinds.h"
@@ -28,11 +29,6 @@ typedef struct {
     double ready_ms, start_ms, end_ms;
 } task_t;
 
-/* A ready task in the heap with its ready time beside it: comparisons read no task. */
-typedef struct {
-    double ready_ms;
-    int id;
-} heap_ent_t;
 
 typedef struct {
     const pf_simulate_input_t *in;
@@ -44,7 +40,7 @@ typedef struct {
     size_t nedges;
     int *succ_off, *succ;   /* CSR of edges by `from` */
     double *succ_frac;
-    heap_ent_t *heap;
+    pf_readyheap_ent_t *heap;
     size_t nheap;
     double *free_ms; /* per device: p2p stream free from; + D: DP collectives' (simulate.h) */
     int *row_of_dev;        /* cluster device -> result row, -1 */
@@ -296,45 +292,6 @@ static int build(sim_t *x, pf_training_schedule_t order, int comm_free)
     return rc;
 }
 
-/* ---- ready queue: a binary heap of tasks by (ready time, index) ---- */
-
-static bool heap_less(heap_ent_t a, heap_ent_t b)
-{
-    return a.ready_ms < b.ready_ms || (a.ready_ms == b.ready_ms && a.id < b.id);
-}
-
-/* Task t, ready (its ready time is final: every predecessor is done). */
-static void heap_push(sim_t *x, int t)
-{
-    heap_ent_t e = {x->task[t].ready_ms, t};
-    size_t i = x->nheap++;
-    while (i > 0 && heap_less(e, x->heap[(i - 1) / 2])) {
-        x->heap[i] = x->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    x->heap[i] = e;
-}
-
-static int heap_pop(sim_t *x)
-{
-    int top = x->heap[0].id;
-    heap_ent_t e = x->heap[--x->nheap];
-    size_t i = 0, n = x->nheap;
-    for (;;) {
-        size_t l = 2 * i + 1, m = l;
-        if (l >= n)
-            break;
-        if (l + 1 < n && heap_less(x->heap[l + 1], x->heap[l]))
-            m = l + 1;
-        if (!heap_less(x->heap[m], e))
-            break;
-        x->heap[i] = x->heap[m];
-        i = m;
-    }
-    x->heap[i] = e;
-    return top;
-}
-
 static int emit(sim_t *x, int dev, int stream, int kind, int s, int r, int m, double a, double b)
 {
     if (!x->in->timeline || b <= a)
@@ -395,10 +352,10 @@ static int run(sim_t *x, pf_simulate_result_t *res)
             continue;
         present++;
         if (t->npred == 0)
-            heap_push(x, (int)i);
+            pf_readyheap_push(x->heap, &x->nheap, x->task[i].ready_ms, (int)i);
     }
     while (x->nheap) {
-        int id = heap_pop(x);
+        int id = pf_readyheap_pop(x->heap, &x->nheap);
         task_t *t = &x->task[id];
         double start = t->ready_ms;
         int row = (t->s % x->P * R + t->r) * T;
@@ -469,14 +426,14 @@ static int run(sim_t *x, pf_simulate_result_t *res)
             if (at > u->ready_ms)
                 u->ready_ms = at;
             if (--u->npred == 0)
-                heap_push(x, x->succ[e]);
+                pf_readyheap_push(x->heap, &x->nheap, u->ready_ms, x->succ[e]);
         }
     }
     /* every schedule order is deadlock-free by construction; a leftover is a bug here */
     return done == present ? PF_OK : 1;
 }
 
-static int ev_cmp(const void *pa, const void *pb)
+int pf_simulate_event_cmp(const void *pa, const void *pb)
 {
     const pf_simulate_event_t *a = pa, *b = pb;
     if (a->device != b->device)
@@ -589,7 +546,7 @@ static int simulate_order(const pf_simulate_input_t *in, pf_training_schedule_t 
     }
     res->bubble_fraction = res->step_ms > 0 ? 1.0 - busy / (rows * res->step_ms) : 0.0;
     if (x.nev)
-        qsort(x.ev, x.nev, sizeof *x.ev, ev_cmp);
+        qsort(x.ev, x.nev, sizeof *x.ev, pf_simulate_event_cmp);
     res->events = x.ev;
     res->nevents = (int)x.nev;
     x.ev = NULL;

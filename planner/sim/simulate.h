@@ -74,6 +74,9 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
 void pf_simulate_input_clear(pf_simulate_input_t *in);
 
 
+/* qsort's order of a result's events: by device, then stream, then start (simstages.c too). */
+int pf_simulate_event_cmp(const void *a, const void *b);
+
 /* PF_OK with *out, PF_EINPUT when the input is inconsistent (counts, negative or non-finite
  * numbers, a device outside the cluster or used twice), PF_ERR when out of memory. */
 int pf_simulate(const pf_simulate_input_t *in, pf_simulate_result_t **out, char *err,

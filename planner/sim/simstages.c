@@ -628,6 +628,12 @@ static int check_input(const pf_simstages_input_t *in, char *err, size_t errlen)
     return rc;
 }
 
+static int run_order(const void *in, pf_training_schedule_t order, int comm_free,
+                     pf_simulate_result_t **out, char *err, size_t errlen)
+{
+    return simulate_order(in, order, comm_free, out, err, errlen);
+}
+
 int pf_simstages_run(const pf_simstages_input_t *in, pf_simulate_result_t **out, char *err,
                      size_t errlen)
 {
@@ -637,36 +643,14 @@ int pf_simstages_run(const pf_simstages_input_t *in, pf_simulate_result_t **out,
         return rc;
     if (in->schedule != PF_SCHEDULE_SIGNAL)
         return simulate_order(in, in->schedule, 0, out, err, errlen);
-    /* as simulate.c: with free communication the best of the orders bounds every schedule */
-    static const pf_training_schedule_t orders[] = {PF_SCHEDULE_GPIPE, PF_SCHEDULE_1F1B,
-                                                    PF_SCHEDULE_EAGER_1F1B};
-    for (int i = 0; i < 3; i++) {
-        pf_simulate_result_t *r = NULL;
-        if ((rc = simulate_order(in, orders[i], 1, &r, err, errlen)) != PF_OK) {
-            pf_simulate_result_destroy(out);
-            return rc;
-        }
-        if (!*out || r->step_ms < (*out)->step_ms) {
-            pf_simulate_result_destroy(out);
-            *out = r;
-        } else {
-            pf_simulate_result_destroy(&r);
-        }
-    }
-    return PF_OK;
+    return pf_simulate_signal(run_order, in, out, err, errlen); /* as simulate.c */
 }
 
 void pf_simstages_input_clear(pf_simstages_input_t *in)
 {
     if (!in)
         return;
-    for (int s = 0; in->stage && s < in->stages; s++) {
-        free(in->stage[s].devices);
-        free(in->stage[s].xfer_ms);
-        free(in->stage[s].rep_fwd_ms);
-        free(in->stage[s].rep_bwd_ms);
-    }
-    free(in->stage);
+    pf_simulate_stages_free(in->stage, in->stages);
     free(in->replicas);
     free(in->tp);
     memset(in, 0, sizeof *in);

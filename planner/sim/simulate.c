@@ -575,6 +575,12 @@ static int one_replica(const pf_simulate_input_t *in, pf_simulate_result_t **out
     return rc;
 }
 
+static int simulate_run_order(const void *in, pf_training_schedule_t order, int comm_free,
+                              pf_simulate_result_t **out, char *err, size_t errlen)
+{
+    return simulate_order(in, order, comm_free, out, err, errlen);
+}
+
 int pf_simulate(const pf_simulate_input_t *in, pf_simulate_result_t **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -587,13 +593,22 @@ int pf_simulate(const pf_simulate_input_t *in, pf_simulate_result_t **out, char 
         return rc;
     if (in->schedule != PF_SCHEDULE_SIGNAL)
         return simulate_order(in, in->schedule, 0, out, err, errlen);
+    return pf_simulate_signal(simulate_run_order, in, out, err, errlen);
+}
+
+int pf_simulate_signal(pf_simulate_order_fn run_order, const void *in, pf_simulate_result_t **out,
+                       char *err, size_t errlen)
+{
     /* Free communication cannot delay any task of a fixed compute order (every start time is a
      * longest path over the same compute durations), so the best order without communication
      * bounds every schedule with it from below. */
-    static const pf_training_schedule_t orders[] = {PF_SCHEDULE_GPIPE, PF_SCHEDULE_1F1B, PF_SCHEDULE_EAGER_1F1B};
+    static const pf_training_schedule_t orders[] = {PF_SCHEDULE_GPIPE, PF_SCHEDULE_1F1B,
+                                                    PF_SCHEDULE_EAGER_1F1B};
+    *out = NULL;
     for (int i = 0; i < 3; i++) {
         pf_simulate_result_t *r = NULL;
-        if ((rc = simulate_order(in, orders[i], 1, &r, err, errlen)) != PF_OK) {
+        int rc = run_order(in, orders[i], 1, &r, err, errlen);
+        if (rc != PF_OK) {
             pf_simulate_result_destroy(out);
             return rc;
         }
@@ -607,19 +622,24 @@ int pf_simulate(const pf_simulate_input_t *in, pf_simulate_result_t **out, char 
     return PF_OK;
 }
 
+void pf_simulate_stages_free(pf_simulate_stage_t *stage, int n)
+{
+    for (int s = 0; stage && s < n; s++) {
+        free(stage[s].devices);
+        free(stage[s].xfer_ms);
+        free(stage[s].rep_fwd_ms);
+        free(stage[s].rep_bwd_ms);
+    }
+    free(stage);
+}
+
 /* ---- from a plan ---- */
 
 void pf_simulate_input_clear(pf_simulate_input_t *in)
 {
     if (!in)
         return;
-    for (int s = 0; in->stage && s < in->stages; s++) {
-        free(in->stage[s].devices);
-        free(in->stage[s].xfer_ms);
-        free(in->stage[s].rep_fwd_ms);
-        free(in->stage[s].rep_bwd_ms);
-    }
-    free(in->stage);
+    pf_simulate_stages_free(in->stage, in->stages);
     memset(in, 0, sizeof *in);
 }
 

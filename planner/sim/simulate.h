@@ -74,6 +74,15 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
 void pf_simulate_input_clear(pf_simulate_input_t *in);
 
 
+/* One simulation of an input under a compute order (comm_free: communication takes no time). */
+typedef int (*pf_simulate_order_fn)(const void *in, pf_training_schedule_t order, int comm_free,
+                                    pf_simulate_result_t **out, char *err, size_t errlen);
+/* The signal schedule's bound for a simulator (simulate.c, simstages.c): the best of GPipe,
+ * 1F1B and eager-1F1B run by run_order with communication free. */
+int pf_simulate_signal(pf_simulate_order_fn run_order, const void *in, pf_simulate_result_t **out,
+                       char *err, size_t errlen);
+/* Frees n stages' arrays (devices, xfer_ms, rep_fwd_ms, rep_bwd_ms) and the array itself. */
+void pf_simulate_stages_free(pf_simulate_stage_t *stage, int n);
 /* qsort's order of a result's events: by device, then stream, then start (simstages.c too). */
 int pf_simulate_event_cmp(const void *a, const void *b);
 

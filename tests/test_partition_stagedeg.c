@@ -7,35 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* A chain of n ops (fwd_ms cu[i], bwd 0, param_bytes param[i], edges of 0 bytes). */
-static pf_graph_t *chain(int n, const double *cu, const double *param)
-{
-    char err[256], name[32];
-    pf_graph_t *g = pf_graph_new("chain", 1);
-    for (int i = 0; i < n; i++) {
-        snprintf(name, sizeof name, "op%d", i);
-        pf_op_t op = {.id = i, .name = name, .fwd_ms = cu[i], .param_bytes = param[i]};
-        pf_graph_add_op(g, &op);
-    }
-    for (int i = 1; i < n; i++)
-        pf_graph_add_edge(g, i - 1, i, 0);
-    if (pf_graph_finalize(g, err, sizeof err) != PF_OK)
-        pf_graph_destroy(&g);
-    return g;
-}
-
-static pf_cluster_t *devices(int D)
-{
-    pf_cluster_t *c = pf_cluster_new("d", D);
-    for (int i = 0; i < D; i++) {
-        pf_device_t d = {.id = i, .mem_bytes = 1e12};
-        pf_cluster_set_device(c, i, &d);
-        for (int j = 0; j < i; j++)
-            pf_cluster_set_link(c, i, j, 1, 0);
-    }
-    return c;
-}
-
 static pf_partition_opts_t opts(int n_micro)
 {
     pf_partition_opts_t o;
@@ -59,8 +30,8 @@ static void test_mixed_degrees_win(void)
 {
     char err[256];
     double cu[] = {8, 8, 2}, param[] = {0, 0, 40e6};
-    pf_graph_t *g = chain(3, cu, param);
-    pf_cluster_t *c = devices(8);
+    pf_graph_t *g = pf_test_chain(3, cu, param, NULL);
+    pf_cluster_t *c = pf_test_flat_cluster(8, 1, 0);
     pf_partition_opts_t o = opts(8);
     pf_plan_t *p = NULL;
     CU_ASSERT_EQUAL_FATAL(pf_partition_stagedeg_run(g, c, &o, &p, err, sizeof err), PF_OK);
@@ -97,8 +68,8 @@ static void test_one_stage_and_bad_input(void)
 {
     char err[256];
     double cu[] = {8, 8, 2}, param[] = {0, 0, 0};
-    pf_graph_t *g = chain(3, cu, param);
-    pf_cluster_t *c = devices(4);
+    pf_graph_t *g = pf_test_chain(3, cu, param, NULL);
+    pf_cluster_t *c = pf_test_flat_cluster(4, 1, 0);
     pf_partition_opts_t o = opts(4);
     pf_plan_t *p = NULL;
     CU_ASSERT_EQUAL_FATAL(pf_partition_stagedeg_run(g, c, &o, &p, err, sizeof err), PF_OK);
@@ -122,8 +93,8 @@ static void test_tensor_parallel_per_stage(void)
 {
     char err[256];
     double cu[] = {8, 8, 2}, param[] = {0, 0, 40e6}, cu2[] = {4, 4, 1}, param2[] = {0, 0, 20e6};
-    pf_graph_t *g = chain(3, cu, param), *g2 = chain(3, cu2, param2);
-    pf_cluster_t *c = devices(8);
+    pf_graph_t *g = pf_test_chain(3, cu, param, NULL), *g2 = pf_test_chain(3, cu2, param2, NULL);
+    pf_cluster_t *c = pf_test_flat_cluster(8, 1, 0);
     pf_partition_opts_t o = opts(8);
     pf_plan_t *p = NULL;
     pf_partition_stagedeg_tp_t one[] = {{1, g}}, two[] = {{1, g}, {2, g2}};
@@ -143,11 +114,11 @@ static void test_tensor_parallel_per_stage(void)
     CU_ASSERT_EQUAL(pf_plan_validate(p, g, c, err, sizeof err), PF_OK);
     pf_plan_destroy(&p);
     /* a degree's graph with other ops is refused by name */
-    pf_graph_t *short_g = chain(2, cu, param);
+    pf_graph_t *short_g = pf_test_chain(2, cu, param, NULL);
     pf_partition_stagedeg_tp_t bad[] = {{1, g}, {2, short_g}};
     CU_ASSERT_EQUAL(pf_partition_stagedeg_run_tp(g, c, &o, bad, 2, &p, err, sizeof err),
                     PF_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "a degree's graph has other ops than graph chain"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "a degree's graph has other ops than graph hand"));
     pf_graph_destroy(&short_g);
     pf_cluster_destroy(&c);
     pf_graph_destroy(&g2);
@@ -162,8 +133,8 @@ static void test_per_host(void)
 {
     char err[256];
     double cu[] = {8, 8, 2}, param[] = {0, 0, 40e6};
-    pf_graph_t *g = chain(3, cu, param);
-    pf_cluster_t *c = devices(8);
+    pf_graph_t *g = pf_test_chain(3, cu, param, NULL);
+    pf_cluster_t *c = pf_test_flat_cluster(8, 1, 0);
     pf_partition_opts_t o = opts(8);
     o.stage_hosts = 2;
     pf_plan_t *p = NULL;

@@ -18,19 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* D devices, every link `gbps` and `lat_us`, two devices per host. */
-static pf_cluster_t *flat_cluster(int D, double gbps, double lat_us)
-{
-    pf_cluster_t *c = pf_cluster_new("flat", D);
-    for (int i = 0; i < D; i++) {
-        pf_device_t d = {.id = i, .host = i / 2, .mem_bytes = 80e9};
-        pf_cluster_set_device(c, i, &d);
-        for (int j = 0; j < i; j++)
-            pf_cluster_set_link(c, i, j, gbps, lat_us);
-    }
-    return c;
-}
-
 typedef struct {
     pf_simstages_input_t in;
     pf_simulate_stage_t stage[4];
@@ -65,7 +52,7 @@ static void pipe_init(pipe_t *p, const pf_cluster_t *c, int S, const int *d, con
  * Busy 12 ms on each device, bubble 1 - 36 / 60 = 0.4; each device's queue moves 4 (8 on dev2). */
 static void test_by_hand(void)
 {
-    pf_cluster_t *c = flat_cluster(3, 1000, 0);
+    pf_cluster_t *c = pf_test_flat_cluster(3, 1000, 0);
     pipe_t p;
     int d[] = {2, 1}, t[] = {1, 1};
     pipe_init(&p, c, 2, d, t, 4);
@@ -116,7 +103,7 @@ static void test_by_hand(void)
  * ms: step 11 + AG. */
 static void test_groups_of_two_sizes(void)
 {
-    pf_cluster_t *c = flat_cluster(3, 1000, 0);
+    pf_cluster_t *c = pf_test_flat_cluster(3, 1000, 0);
     pipe_t p;
     int d[] = {1, 1}, t[] = {1, 2};
     pipe_init(&p, c, 2, d, t, 1);
@@ -175,7 +162,7 @@ static void test_by_hand_from_plan(void)
 {
     double fwd[] = {2, 1};
     pf_graph_t *g = chain(2, fwd, 1e9);
-    pf_cluster_t *c = flat_cluster(3, 1000, 0);
+    pf_cluster_t *c = pf_test_flat_cluster(3, 1000, 0);
     int nops[] = {1, 1}, d[] = {2, 1}, t[] = {1, 1};
     pf_plan_t *p = chain_plan(2, nops, d, t, 4);
     char err[256];
@@ -270,7 +257,7 @@ static void test_uniform_t1(void)
 {
     double fwd[] = {1, 2.5, 1.5, 3};
     pf_graph_t *g = chain(4, fwd, 3e8);
-    pf_cluster_t *c = flat_cluster(8, 50, 5);
+    pf_cluster_t *c = pf_test_flat_cluster(8, 50, 5);
     int two[] = {2, 2}, four[] = {1, 1, 1, 1}, R1[] = {1, 1, 1, 1}, R2[] = {2, 2}, T1[] = {1, 1, 1, 1};
     pf_plan_t *p = chain_plan(2, two, R1, T1, 6);
     compare_uniform(g, c, p);
@@ -523,7 +510,7 @@ static void random_pipe(const pf_cluster_t *c, pf_rng_t *seed)
 
 static void test_random_degrees(void)
 {
-    pf_cluster_t *c = flat_cluster(48, 50, 3);
+    pf_cluster_t *c = pf_test_flat_cluster(48, 50, 3);
     pf_rng_t seed;
     pf_rng_seed(&seed, 24);
     for (int i = 0; i < 40; i++)
@@ -536,7 +523,7 @@ static void test_bad_input(void)
     char err[256];
     double fwd[] = {2, 1};
     pf_graph_t *g = chain(2, fwd, 1e9);
-    pf_cluster_t *c = flat_cluster(3, 1000, 0);
+    pf_cluster_t *c = pf_test_flat_cluster(3, 1000, 0);
     int nops[] = {1, 1}, d[] = {2, 1}, t[] = {1, 1};
     pf_plan_t *p = chain_plan(2, nops, d, t, 4);
     pf_simulate_result_t *r = NULL;
@@ -586,7 +573,7 @@ static void test_command(void)
     char err[256], gpath[600], cpath[600], ppath[600], svg[600], cmd[4096], out[8192];
     double fwd[] = {2, 1};
     pf_graph_t *g = chain(2, fwd, 1e9);
-    pf_cluster_t *c = flat_cluster(3, 1000, 0);
+    pf_cluster_t *c = pf_test_flat_cluster(3, 1000, 0);
     int nops[] = {1, 1}, d[] = {2, 1}, t[] = {1, 1};
     pf_plan_t *p = chain_plan(2, nops, d, t, 4);
     const char *dir = pf_test_tmpdir();
@@ -631,7 +618,7 @@ static void test_job(void)
     char err[256];
     double fwd[] = {2, 1};
     pf_graph_t *g = chain(2, fwd, 1e9);
-    pf_cluster_t *c = flat_cluster(3, 1000, 0);
+    pf_cluster_t *c = pf_test_flat_cluster(3, 1000, 0);
     int nops[] = {1, 1}, d[] = {2, 1}, t[] = {1, 1};
     pf_plan_t *p = chain_plan(2, nops, d, t, 4);
     pf_simulate_result_t *r = NULL;

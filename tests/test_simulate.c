@@ -14,19 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* D devices, every link `gbps` and `lat_us`, two devices per host. */
-static pf_cluster_t *flat_cluster(int D, double gbps, double lat_us)
-{
-    pf_cluster_t *c = pf_cluster_new("flat", D);
-    for (int i = 0; i < D; i++) {
-        pf_device_t d = {.id = i, .host = i / 2, .mem_bytes = 80e9};
-        pf_cluster_set_device(c, i, &d);
-        for (int j = 0; j < i; j++)
-            pf_cluster_set_link(c, i, j, gbps, lat_us);
-    }
-    return c;
-}
-
 typedef struct {
     pf_simulate_input_t in;
     pf_simulate_stage_t stage[8];
@@ -65,7 +52,7 @@ static double step_of(pipe_t *p, pf_training_schedule_t sched)
  * (S - 1) / (MB + S - 1) = 3 / 11. Zhuang et al.: without communication eager-1F1B equals 1F1B. */
 static void test_equal_stages_no_comm(void)
 {
-    pf_cluster_t *c = flat_cluster(4, 100, 0);
+    pf_cluster_t *c = pf_test_flat_cluster(4, 100, 0);
     int stages[] = {2, 4}, mbs[] = {4, 8};
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++) {
@@ -95,7 +82,7 @@ static void test_equal_stages_no_comm(void)
  * 1F1B: 1000 + 4 x 10. */
 static void test_peak_memory(void)
 {
-    pf_cluster_t *c = flat_cluster(4, 100, 0);
+    pf_cluster_t *c = pf_test_flat_cluster(4, 100, 0);
     char err[256];
     int mbs[] = {2, 8};
     for (int j = 0; j < 2; j++) {
@@ -135,7 +122,7 @@ static void test_peak_memory(void)
  * [13,15]: 15 ms. */
 static void test_unequal_stages_by_hand(void)
 {
-    pf_cluster_t *c = flat_cluster(2, 1000, 0);
+    pf_cluster_t *c = pf_test_flat_cluster(2, 1000, 0);
     pipe_t p;
     pipe_init(&p, c, 2, 1, 2, 1.0, 2.0, PF_SCHEDULE_1F1B);
     p.stage[1].fwd_ms = 2;
@@ -173,7 +160,7 @@ static void test_unequal_stages_by_hand(void)
  * send1 ready at 0.2 waits for the link: [1.1, 2.1]. */
 static void test_shared_link(void)
 {
-    pf_cluster_t *c = flat_cluster(2, 1000, 0);
+    pf_cluster_t *c = pf_test_flat_cluster(2, 1000, 0);
     pipe_t p;
     pipe_init(&p, c, 2, 1, 2, 0.1, 0.2, PF_SCHEDULE_GPIPE);
     p.stage[0].send_bytes = 1e9;
@@ -202,7 +189,7 @@ static void test_shared_link(void)
  * optimizer step of 0.5 ms follows. */
 static void test_allreduce(void)
 {
-    pf_cluster_t *c = flat_cluster(4, 1000, 10);
+    pf_cluster_t *c = pf_test_flat_cluster(4, 1000, 10);
     pipe_t p;
     pipe_init(&p, c, 2, 2, 4, 1.0, 2.0, PF_SCHEDULE_1F1B);
     p.stage[0].param_bytes = p.stage[1].param_bytes = 4e9;
@@ -351,7 +338,7 @@ static void test_allreduce_hosts(void)
  * busy 16 ms. */
 static void test_tensor_parallel(void)
 {
-    pf_cluster_t *c = flat_cluster(4, 1000, 0);
+    pf_cluster_t *c = pf_test_flat_cluster(4, 1000, 0);
     pipe_t p;
     pipe_init(&p, c, 2, 1, 4, 1.0, 2.0, PF_SCHEDULE_1F1B);
     p.in.tp = 2;
@@ -387,7 +374,7 @@ static void test_bounds(void)
     char err[256];
     int stages[] = {2, 4}, mbs[] = {4, 8};
     double sends[] = {0.2e9, 1e9, 2e9};
-    pf_cluster_t *c = flat_cluster(4, 1000, 5);
+    pf_cluster_t *c = pf_test_flat_cluster(4, 1000, 5);
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++)
             for (int k = 0; k < 3; k++) {
@@ -452,7 +439,7 @@ static void test_bounds(void)
 
 static void test_bad_input(void)
 {
-    pf_cluster_t *c = flat_cluster(4, 100, 0);
+    pf_cluster_t *c = pf_test_flat_cluster(4, 100, 0);
     char err[256];
     pf_simulate_result_t *r = NULL;
     pipe_t p;
@@ -519,7 +506,7 @@ static void test_from_plan(void)
 {
     char err[256];
     pf_graph_t *g = chain4();
-    pf_cluster_t *c = flat_cluster(4, 100, 0);
+    pf_cluster_t *c = pf_test_flat_cluster(4, 100, 0);
     pf_plan_t *p = chain4_plan();
     pf_simulate_input_t in;
     CU_ASSERT_EQUAL_FATAL(pf_simulate_input_from_plan(g, c, p, &in, err, sizeof err), PF_OK);
@@ -645,7 +632,7 @@ static void test_commands(void)
     char err[256], gpath[600], cpath[600], ppath[600], upath[600], svg[600], cmd[4096],
         out[8192];
     pf_graph_t *g = chain4();
-    pf_cluster_t *c = flat_cluster(4, 100, 0);
+    pf_cluster_t *c = pf_test_flat_cluster(4, 100, 0);
     pf_device_t d = {.id = 0, .host = 0, .name = "gpu<0>&", .mem_bytes = 80e9};
     pf_cluster_set_device(c, 0, &d);
     pf_plan_t *p = chain4_plan();

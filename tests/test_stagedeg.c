@@ -12,24 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A graph from arrays: op i has fwd_ms = cu[i], bwd_ms = 0, param_bytes = param[i]; a chain. */
-static pf_graph_t *chain(int n, const double *cu, const double *param, const double *act)
-{
-    char err[256], name[32];
-    pf_graph_t *g = pf_graph_new("hand", 1);
-    for (int i = 0; i < n; i++) {
-        snprintf(name, sizeof name, "op%d", i);
-        pf_op_t op = {.id = i, .name = name, .fwd_ms = cu[i], .param_bytes = param[i],
-                      .mem_fwd_bytes = act ? act[i] : 0};
-        pf_graph_add_op(g, &op);
-    }
-    for (int i = 1; i < n; i++)
-        pf_graph_add_edge(g, i - 1, i, 0);
-    if (pf_graph_finalize(g, err, sizeof err) != PF_OK)
-        pf_graph_destroy(&g);
-    return g;
-}
-
 static pf_stagedeg_result_t *solve(const pf_graph_t *g, const pf_cost_model_t *cm,
                                    const pf_stagedeg_opts_t *o)
 {
@@ -51,7 +33,7 @@ static pf_stagedeg_result_t *solve(const pf_graph_t *g, const pf_cost_model_t *c
 static void test_heavy_stage_three_replicas(void)
 {
     double cu[] = {6, 6, 3}, param[] = {0, 0, 4e6};
-    pf_graph_t *g = chain(3, cu, param, NULL);
+    pf_graph_t *g = pf_test_chain(3, cu, param, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     pf_cost_model_t cm;
     pf_test_cost_model(&cm, 1, 4, 1e30);
@@ -91,7 +73,7 @@ static void test_heavy_stage_three_replicas(void)
 static void test_memory_forces_recomputation(void)
 {
     double cu[] = {4, 4}, param[] = {0, 4e6}, act[] = {10, 10};
-    pf_graph_t *g = chain(2, cu, param, act);
+    pf_graph_t *g = pf_test_chain(2, cu, param, act);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     pf_cost_model_t cm;
     pf_test_cost_model(&cm, 1, 4, 15);
@@ -126,7 +108,7 @@ static void test_memory_forces_recomputation(void)
 static void test_recompute_some_ops(void)
 {
     double cu[] = {4, 4}, param[] = {0, 0}, act[] = {10, 10};
-    pf_graph_t *g = chain(2, cu, param, act);
+    pf_graph_t *g = pf_test_chain(2, cu, param, act);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     pf_cost_model_t cm;
     pf_test_cost_model(&cm, 1, 4, 12);
@@ -378,7 +360,7 @@ static void pd_opts(pf_stagedeg_opts_t *o, int D)
 static void test_pipedream_by_hand(void)
 {
     double cu[] = {12, 3, 3}, param[] = {1e6, 0, 2e6};
-    pf_graph_t *g = chain(3, cu, param, NULL);
+    pf_graph_t *g = pf_test_chain(3, cu, param, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     pf_cost_model_t cm;
     pf_test_cost_model(&cm, 1, 4, INFINITY);
@@ -450,7 +432,7 @@ static void test_pipedream_recurrence(void)
             cu[v] = pf_rng_range(&rng, 0.5, 20);
             param[v] = seed % 3 ? pf_rng_range(&rng, 0, 4e7) : 0;
         }
-        pf_graph_t *g = chain(n, cu, param, NULL);
+        pf_graph_t *g = pf_test_chain(n, cu, param, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(g);
         pf_cost_model_t cm;
         pf_test_cost_model(&cm, B, 1 + (int)(seed % 5), INFINITY);
@@ -548,7 +530,7 @@ static void test_constant_r_is_partition_dp(void)
 static void test_bad_options(void)
 {
     double cu[] = {1, 1}, param[] = {0, 0};
-    pf_graph_t *g = chain(2, cu, param, NULL);
+    pf_graph_t *g = pf_test_chain(2, cu, param, NULL);
     pf_cost_model_t cm;
     pf_test_cost_model(&cm, 1, 4, 1e30);
     int capped;

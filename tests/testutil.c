@@ -5,6 +5,35 @@
 #include <stdio.h>
 #include <string.h>
 
+pf_graph_t *pf_test_chain(int n, const double *cu, const double *param, const double *act)
+{
+    char err[256], name[32];
+    pf_graph_t *g = pf_graph_new("hand", 1);
+    for (int i = 0; g && i < n; i++) {
+        snprintf(name, sizeof name, "op%d", i);
+        pf_op_t op = {.id = i, .name = name, .fwd_ms = cu[i], .param_bytes = param[i],
+                      .mem_fwd_bytes = act ? act[i] : 0};
+        pf_graph_add_op(g, &op);
+    }
+    for (int i = 1; g && i < n; i++)
+        pf_graph_add_edge(g, i - 1, i, 0);
+    if (g && pf_graph_finalize(g, err, sizeof err) != PF_OK)
+        pf_graph_destroy(&g);
+    return g;
+}
+
+pf_cluster_t *pf_test_flat_cluster(int D, double gbps, double lat_us)
+{
+    pf_cluster_t *c = pf_cluster_new("flat", D);
+    for (int i = 0; c && i < D; i++) {
+        pf_device_t d = {.id = i, .host = i / 2, .mem_bytes = 80e9};
+        pf_cluster_set_device(c, i, &d);
+        for (int j = 0; j < i; j++)
+            pf_cluster_set_link(c, i, j, gbps, lat_us);
+    }
+    return c;
+}
+
 pf_graph_t *pf_test_random_dag(uint64_t seed, int n, double p_edge)
 {
     pf_rng_t rng;

@@ -34,6 +34,7 @@ int pf_test_run(const char *cmd, char *out, size_t cap);
 
 
 
+#include "planner/ir/cluster.h"
 #include "planner/ir/graph.h"
 #include <stdint.h>
 
@@ -42,6 +43,12 @@ int pf_test_run(const char *cmd, char *out, size_t cap);
  * probability p_edge: skips and branches. Costs are random in [0.5, 10) ms, bytes in
  * [1e5, 1e8), params in [0, 1e8). Finalized; NULL on failure. */
 pf_graph_t *pf_test_random_dag(uint64_t seed, int n, double p_edge);
+/* A chain of n ops named op0.. in a graph named "hand": op i has fwd_ms cu[i], bwd_ms 0,
+ * param_bytes param[i], mem_fwd_bytes act[i] (act NULL: 0); edges of 0 bytes. Finalized; NULL on
+ * failure. For the hand-worked cases of the partition DPs. */
+pf_graph_t *pf_test_chain(int n, const double *cu, const double *param, const double *act);
+/* D devices named by index, two per host, 80 GB each, every link gbps and lat_us. */
+pf_cluster_t *pf_test_flat_cluster(int D, double gbps, double lat_us);
 /* Is the set of ops (bit v = op v, n <= 32) closed under predecessors? For brute force over the
  * downsets of a small graph. */
 int pf_test_is_downset(const pf_graph_t *g, uint32_t set);

@@ -28,31 +28,42 @@ static pf_graph_t *vgg(void)
     return pf_import_pipedream(path, 0, &g, err, sizeof err) == PF_OK ? g : NULL;
 }
 
+/* The plain search and the one with --stage-degrees at global batch gb: both plan; the record's
+ * uniform figure is the plain plan's step per sample, and the flag's plan is never slower per
+ * sample than it (the uniform plan is one point of the space). Both plans stay for the caller. */
+static void plan_both(const pf_graph_t *g, const pf_cluster_t *c, long long gb, pf_plan_t **uni,
+                      pf_plan_t **deg)
+{
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.global_batch = gb;
+    *uni = pf_test_search(g, c, &o, NULL);
+    o.stage_degrees = 1;
+    *deg = pf_test_search(g, c, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(*uni);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(*deg);
+    CU_ASSERT_FALSE((*uni)->stagedeg.present);
+    CU_ASSERT_FATAL((*deg)->stagedeg.present);
+    double uni_ms = (*uni)->simulated_step_ms / gb, deg_ms = (*deg)->simulated_step_ms / gb;
+    PF_ASSERT_CLOSE((*deg)->stagedeg.uniform_ms_per_sample, uni_ms, 1e-9);
+    CU_ASSERT(deg_ms <= uni_ms * (1 + 1e-12));
+}
+
 /* The per-stage plan wins there (tests/integration/stage_degrees.sh says by how much): its
- * stages differ, use at most the 8 GPUs and share the step's 32 micro-batches; the record's
- * uniform figure is what the same search without the flag plans, per sample; and the flag
- * never makes the plan slower per sample than that. */
+ * stages differ, use at most the 8 GPUs and share the step's 32 micro-batches (4096 / 128). */
 static void test_vgg_on_one_machine(void)
 {
     pf_graph_t *g = vgg();
     pf_cluster_t *c = hier_1x8();
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    pf_search_opts_t o;
-    pf_search_opts_init(&o);
-    o.global_batch = 4096;
-    pf_plan_t *uni = pf_test_search(g, c, &o, NULL);
-    o.stage_degrees = 1;
-    pf_plan_t *deg = pf_test_search(g, c, &o, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(uni);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(deg);
-    CU_ASSERT_FALSE(uni->stagedeg.present);
-    CU_ASSERT(deg->stagedeg.present && deg->stagedeg.chosen);
+    pf_plan_t *uni, *deg;
+    plan_both(g, c, 4096, &uni, &deg);
+    CU_ASSERT(deg->stagedeg.chosen);
     CU_ASSERT(pf_plan_degrees_mixed(deg));
     CU_ASSERT(pf_plan_degrees_total_devices(deg) <= 8);
     CU_ASSERT_EQUAL(pf_plan_degrees_step_microbatches(deg), 32);
-    double n = 4096, uni_ms = uni->simulated_step_ms / n, deg_ms = deg->simulated_step_ms / n;
-    PF_ASSERT_CLOSE(deg->stagedeg.uniform_ms_per_sample, uni_ms, 1e-9);
+    double uni_ms = uni->simulated_step_ms / 4096, deg_ms = deg->simulated_step_ms / 4096;
     PF_ASSERT_CLOSE(deg->stagedeg.stagedeg_ms_per_sample, deg_ms, 1e-9);
     CU_ASSERT(deg_ms < uni_ms);
     pf_plan_destroy(&deg);
@@ -97,16 +108,11 @@ static void test_uniform_per_stage_plan_with_tp(void)
     to.machines = 1, to.gpus_per_machine = 4, to.mem_bytes = 8.0 * (1 << 30);
     pf_cluster_t *c = NULL;
     CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
-    pf_search_opts_t o;
-    pf_search_opts_init(&o);
-    o.global_batch = 8;
-    pf_plan_t *uni = pf_test_search(g, c, &o, NULL);
-    o.stage_degrees = 1;
-    pf_plan_t *deg = pf_test_search(g, c, &o, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(uni);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(deg);
-    CU_ASSERT(deg->stagedeg.present && isfinite(deg->stagedeg.stagedeg_ms_per_sample));
-    CU_ASSERT(deg->simulated_step_ms <= uni->simulated_step_ms * (1 + 1e-12));
+    pf_plan_t *uni, *deg;
+    plan_both(g, c, 8, &uni, &deg);
+    /* the case this test is for: one stage on one group of 4, simulated (a finite figure) */
+    CU_ASSERT_STRING_EQUAL(deg->stagedeg.degrees, "1x4");
+    CU_ASSERT(isfinite(deg->stagedeg.stagedeg_ms_per_sample));
     pf_plan_destroy(&deg);
     pf_plan_destroy(&uni);
     pf_cluster_destroy(&c);

@@ -157,14 +157,23 @@ static pf_plan_t *chain_plan(int S, const int *nops, const int *d, const int *t,
     return p;
 }
 
+/* test_by_hand's pipeline as a graph, a cluster of 3 and a plan: ops of 2 and 1 ms forward, a
+ * 1e9-byte cut, stages of d = (2, 1), t = 1, 4 micro-batches. */
+static pf_plan_t *hand_plan(pf_graph_t **g, pf_cluster_t **c)
+{
+    double fwd[] = {2, 1};
+    int nops[] = {1, 1}, d[] = {2, 1}, t[] = {1, 1};
+    *g = chain(2, fwd, 1e9);
+    *c = pf_test_flat_cluster(3, 1000, 0);
+    return chain_plan(2, nops, d, t, 4);
+}
+
 /* The by-hand pipeline from a graph and a plan: the same step. */
 static void test_by_hand_from_plan(void)
 {
-    double fwd[] = {2, 1};
-    pf_graph_t *g = chain(2, fwd, 1e9);
-    pf_cluster_t *c = pf_test_flat_cluster(3, 1000, 0);
-    int nops[] = {1, 1}, d[] = {2, 1}, t[] = {1, 1};
-    pf_plan_t *p = chain_plan(2, nops, d, t, 4);
+    pf_graph_t *g = NULL;
+    pf_cluster_t *c = NULL;
+    pf_plan_t *p = hand_plan(&g, &c);
     char err[256];
     pf_simstages_input_t in;
     CU_ASSERT_EQUAL_FATAL(pf_simstages_plan_input(g, c, p, &in, err, sizeof err), PF_OK);
@@ -521,11 +530,9 @@ static void test_random_degrees(void)
 static void test_bad_input(void)
 {
     char err[256];
-    double fwd[] = {2, 1};
-    pf_graph_t *g = chain(2, fwd, 1e9);
-    pf_cluster_t *c = pf_test_flat_cluster(3, 1000, 0);
-    int nops[] = {1, 1}, d[] = {2, 1}, t[] = {1, 1};
-    pf_plan_t *p = chain_plan(2, nops, d, t, 4);
+    pf_graph_t *g = NULL;
+    pf_cluster_t *c = NULL;
+    pf_plan_t *p = hand_plan(&g, &c);
     pf_simulate_result_t *r = NULL;
     p->blocks.present = 1;
     p->blocks.virtual_stages = 2;
@@ -541,6 +548,7 @@ static void test_bad_input(void)
     CU_ASSERT_PTR_NULL(r);
 
     pipe_t q;
+    int d[] = {2, 1}, t[] = {1, 1};
     pipe_init(&q, c, 2, d, t, 4);
     q.stage[0].fwd_ms = q.stage[1].fwd_ms = 1;
     q.dev[1][0] = 0; /* stage 0's */
@@ -571,11 +579,9 @@ static void test_bad_input(void)
 static void test_command(void)
 {
     char err[256], gpath[600], cpath[600], ppath[600], svg[600], cmd[4096], out[8192];
-    double fwd[] = {2, 1};
-    pf_graph_t *g = chain(2, fwd, 1e9);
-    pf_cluster_t *c = pf_test_flat_cluster(3, 1000, 0);
-    int nops[] = {1, 1}, d[] = {2, 1}, t[] = {1, 1};
-    pf_plan_t *p = chain_plan(2, nops, d, t, 4);
+    pf_graph_t *g = NULL;
+    pf_cluster_t *c = NULL;
+    pf_plan_t *p = hand_plan(&g, &c);
     const char *dir = pf_test_tmpdir();
     snprintf(gpath, sizeof gpath, "%s/simst_g.json", dir);
     snprintf(cpath, sizeof cpath, "%s/simst_c.json", dir);
@@ -616,11 +622,9 @@ static void test_command(void)
 static void test_job(void)
 {
     char err[256];
-    double fwd[] = {2, 1};
-    pf_graph_t *g = chain(2, fwd, 1e9);
-    pf_cluster_t *c = pf_test_flat_cluster(3, 1000, 0);
-    int nops[] = {1, 1}, d[] = {2, 1}, t[] = {1, 1};
-    pf_plan_t *p = chain_plan(2, nops, d, t, 4);
+    pf_graph_t *g = NULL;
+    pf_cluster_t *c = NULL;
+    pf_plan_t *p = hand_plan(&g, &c);
     pf_simulate_result_t *r = NULL;
     CU_ASSERT_EQUAL_FATAL(pf_simstages_plan_simulate(g, c, p, PF_SCHEDULE_GPIPE, 0, &r, err,
                                                      sizeof err), PF_OK);

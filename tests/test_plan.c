@@ -295,11 +295,18 @@ static void test_stage_degrees(void)
         *d2 = pf_plan_stage_devices(p, 2);
     d0[0] = 2, d0[1] = 0, d1[0] = 3, d2[0] = 1;
     CU_ASSERT_EQUAL(pf_plan_validate(p, g, c, err, sizeof err), PF_OK);
+    /* --stage-degrees' record: a number it lacks is left out, not written as null */
+    p->search.present = 1;
+    p->stagedeg.present = 1, p->stagedeg.uniform_ms_per_sample = 2.5;
+    p->stagedeg.stagedeg_ms_per_sample = p->stagedeg.stagedeg_step_ms = NAN;
+    snprintf(p->stagedeg.why, sizeof p->stagedeg.why, "none fits");
     snprintf(path, sizeof path, "%s/degrees.json", pf_test_tmpdir());
     CU_ASSERT_EQUAL_FATAL(pf_plan_save(p, g, c, path, err, sizeof err), PF_OK);
     char *txt = read_text(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(txt);
     CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"replicas\": 2,\n      \"tp\": 1,"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"stage_degrees\": {\"chosen\": false, "
+                                       "\"uniform_ms_per_sample\": 2.5, \"why\": \"none fits\"}"));
     free(txt);
     pf_plan_t *q = NULL;
     CU_ASSERT_EQUAL_FATAL(pf_plan_load(path, g, c, &q, err, sizeof err), PF_OK);

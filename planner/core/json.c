@@ -405,6 +405,14 @@ void pf_json_fmt_double(char *buf, size_t len, double x)
     }
 }
 
+void pf_json_writer_key_num(pf_json_writer_t *w, const char *key, double x)
+{
+    if (!isfinite(x))
+        return;
+    pf_json_writer_key(w, key);
+    pf_json_writer_num(w, x);
+}
+
 void pf_json_writer_num(pf_json_writer_t *w, double x)
 {
     lead(w);

@@ -71,6 +71,9 @@ void pf_json_writer_arr_end(pf_json_writer_t *w);
 void pf_json_writer_key(pf_json_writer_t *w, const char *key);
 void pf_json_writer_str(pf_json_writer_t *w, const char *s);
 void pf_json_writer_num(pf_json_writer_t *w, double x); /* shortest round-trip form; non-finite -> null */
+/* "key": x when x is finite, nothing otherwise (a reader never meets null for a number it may
+ * lack). */
+void pf_json_writer_key_num(pf_json_writer_t *w, const char *key, double x);
 void pf_json_writer_int(pf_json_writer_t *w, int64_t x);
 void pf_json_writer_bool(pf_json_writer_t *w, int b);
 void pf_json_writer_null(pf_json_writer_t *w);

@@ -609,14 +609,6 @@ int pf_plan_load(const char *path, const pf_graph_t *g, const pf_cluster_t *c, p
     return pf_json_read_file(path, convert_plan, &r, err, errlen);
 }
 
-static void key_num(pf_json_writer_t *w, const char *k, double x)
-{
-    if (isfinite(x)) {
-        pf_json_writer_key(w, k);
-        pf_json_writer_num(w, x);
-    }
-}
-
 /* Samples per micro-batch: the block search's (the graph re-priced to it), else the graph's. */
 static int plan_microbatch(const pf_plan_t *p, const pf_graph_t *g)
 {
@@ -628,16 +620,16 @@ static int plan_microbatch(const pf_plan_t *p, const pf_graph_t *g)
 static void write_step(pf_json_writer_t *w, const pf_plan_t *p, const pf_graph_t *g,
                        const pf_cluster_t *c)
 {
-    key_num(w, "simulated_step_ms", p->simulated_step_ms);
+    pf_json_writer_key_num(w, "simulated_step_ms", p->simulated_step_ms);
     pf_plan_rates_t r = pf_plan_rates_at(g, c, p->simulated_step_ms, p->microbatches,
                                          p->replicas, (int)pf_plan_degrees_total_devices(p),
                                          plan_microbatch(p, g));
     /* under context parallelism C the R replicas are d x C that share each sequence: the
      * request's graph (a whole sequence per sample) counts C x the samples and FLOPs */
     int C = pf_plan_context_parallel(p);
-    key_num(w, "throughput_samples_per_s", r.samples_per_s / C);
-    key_num(w, "tokens_per_s", r.tokens_per_s / C);
-    key_num(w, "mfu", r.mfu / C);
+    pf_json_writer_key_num(w, "throughput_samples_per_s", r.samples_per_s / C);
+    pf_json_writer_key_num(w, "tokens_per_s", r.tokens_per_s / C);
+    pf_json_writer_key_num(w, "mfu", r.mfu / C);
 }
 
 /* The block-level search's choice (DESIGN.md "Plan"): its own keys, and how it was found. */
@@ -654,9 +646,9 @@ static void write_block_search(pf_json_writer_t *w, const pf_plan_t *p)
     pf_json_writer_key(w, "layers_first"); pf_json_writer_int(w, p->blocks.first_layers);
     pf_json_writer_key(w, "layers_middle"); pf_json_writer_int(w, p->blocks.mid_layers);
     pf_json_writer_key(w, "layers_last"); pf_json_writer_int(w, p->blocks.last_layers);
-    key_num(w, "analytic_step_ms", p->blocks.analytic_step_ms);
+    pf_json_writer_key_num(w, "analytic_step_ms", p->blocks.analytic_step_ms);
     pf_json_writer_key(w, "candidates"); pf_json_writer_int(w, p->blocks.candidates);
-    key_num(w, "wall_s", p->blocks.wall_s);
+    pf_json_writer_key_num(w, "wall_s", p->blocks.wall_s);
     pf_json_writer_obj_end(w);
 }
 
@@ -680,8 +672,8 @@ static void write_baseline(pf_json_writer_t *w, const char *k, const pf_baseline
         return;
     pf_json_writer_key(w, k);
     pf_json_writer_obj_begin_inline(w);
-    key_num(w, "objective_ms", b->objective_ms);
-    key_num(w, "simulated_step_ms", b->simulated_step_ms);
+    pf_json_writer_key_num(w, "objective_ms", b->objective_ms);
+    pf_json_writer_key_num(w, "simulated_step_ms", b->simulated_step_ms);
     pf_json_writer_obj_end(w);
 }
 
@@ -699,12 +691,12 @@ static void write_memory(pf_json_writer_t *w, const pf_stage_t *st)
         return;
     pf_json_writer_key(w, "memory");
     pf_json_writer_obj_begin_inline(w);
-    key_num(w, "weights_bytes", st->mem_weights_bytes);
-    key_num(w, "gradients_bytes", st->mem_grads_bytes);
-    key_num(w, "optimizer_bytes", st->mem_optimizer_bytes);
-    key_num(w, "activations_bytes", st->mem_activations_bytes);
+    pf_json_writer_key_num(w, "weights_bytes", st->mem_weights_bytes);
+    pf_json_writer_key_num(w, "gradients_bytes", st->mem_grads_bytes);
+    pf_json_writer_key_num(w, "optimizer_bytes", st->mem_optimizer_bytes);
+    pf_json_writer_key_num(w, "activations_bytes", st->mem_activations_bytes);
     pf_json_writer_key(w, "microbatches_in_flight"); pf_json_writer_int(w, st->inflight);
-    key_num(w, "reserve_bytes", st->mem_reserve_bytes);
+    pf_json_writer_key_num(w, "reserve_bytes", st->mem_reserve_bytes);
     pf_json_writer_obj_end(w);
 }
 
@@ -737,7 +729,7 @@ static void write_stage_tp(pf_json_writer_t *w, const pf_plan_t *p, const pf_gra
     }
     pf_json_writer_obj_end(w);
     pf_json_writer_key(w, "collectives_per_microbatch"); pf_json_writer_int(w, colls);
-    key_num(w, "comm_ms_per_microbatch", ms);
+    pf_json_writer_key_num(w, "comm_ms_per_microbatch", ms);
     pf_json_writer_obj_end(w);
 }
 
@@ -773,9 +765,9 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
         for (int i = 0; i < st->nops; i++)
             pf_json_writer_int(w, pf_graph_op(g, st->ops[i])->id);
         pf_json_writer_arr_end(w);
-        key_num(w, "compute_ms", st->compute_ms);
-        key_num(w, "time_ms", st->time_ms);
-        key_num(w, "peak_mem_bytes", st->peak_mem_bytes);
+        pf_json_writer_key_num(w, "compute_ms", st->compute_ms);
+        pf_json_writer_key_num(w, "time_ms", st->time_ms);
+        pf_json_writer_key_num(w, "peak_mem_bytes", st->peak_mem_bytes);
         pf_plan_recompute_write(w, p, s);
         pf_plan_degrees_write(w, p, s);
         write_memory(w, st);
@@ -798,29 +790,29 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
         pf_json_writer_obj_end(w);
     }
     pf_json_writer_arr_end(w);
-    key_num(w, "partition_objective_ms", p->partition_objective_ms);
-    key_num(w, "objective_ms", p->objective_ms);
+    pf_json_writer_key_num(w, "partition_objective_ms", p->partition_objective_ms);
+    pf_json_writer_key_num(w, "objective_ms", p->objective_ms);
     write_step(w, p, g, c);
     if (p->comm.present) {
         pf_json_writer_key(w, "communication_ms_per_step");
         pf_json_writer_obj_begin_inline(w);
-        key_num(w, "tp", p->comm.tp_ms);
-        key_num(w, "pp", p->comm.pp_ms);
-        key_num(w, "dp", p->comm.dp_ms);
+        pf_json_writer_key_num(w, "tp", p->comm.tp_ms);
+        pf_json_writer_key_num(w, "pp", p->comm.pp_ms);
+        pf_json_writer_key_num(w, "dp", p->comm.dp_ms);
         pf_json_writer_obj_end(w);
     }
     if (p->mapping.present) {
         pf_json_writer_key(w, "mapping");
         pf_json_writer_obj_begin(w);
         pf_json_writer_key(w, "instantiation"); pf_json_writer_str(w, p->mapping.instantiation);
-        key_num(w, "objective_ms", p->mapping.objective_ms);
-        key_num(w, "lower_bound_ms", p->mapping.lower_bound_ms);
-        key_num(w, "initial_lower_bound_ms", p->mapping.initial_lower_bound_ms);
-        key_num(w, "initial_upper_bound_ms", p->mapping.initial_upper_bound_ms);
+        pf_json_writer_key_num(w, "objective_ms", p->mapping.objective_ms);
+        pf_json_writer_key_num(w, "lower_bound_ms", p->mapping.lower_bound_ms);
+        pf_json_writer_key_num(w, "initial_lower_bound_ms", p->mapping.initial_lower_bound_ms);
+        pf_json_writer_key_num(w, "initial_upper_bound_ms", p->mapping.initial_upper_bound_ms);
         pf_json_writer_key(w, "probes"); pf_json_writer_int(w, p->mapping.probes);
         pf_json_writer_key(w, "probes_timed_out"); pf_json_writer_int(w, p->mapping.probes_timed_out);
         pf_json_writer_key(w, "symmetric_pruned"); pf_json_writer_int(w, p->mapping.symmetric_pruned);
-        key_num(w, "seconds", p->mapping.seconds);
+        pf_json_writer_key_num(w, "seconds", p->mapping.seconds);
         pf_json_writer_obj_end(w);
     }
     if (p->cs_map.present || p->p2p_map.present) {
@@ -838,18 +830,18 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
             pf_json_writer_key(w, "hyper_ops"); pf_json_writer_int(w, p->partition_search.hyper_ops);
             pf_json_writer_key(w, "downsets"); pf_json_writer_int(w, p->partition_search.downsets);
             pf_json_writer_key(w, "exact"); pf_json_writer_bool(w, p->partition_search.exact);
-            key_num(w, "alpha", p->partition_search.alpha);
-            key_num(w, "flat_gbps", p->partition_search.flat_gbps);
-            key_num(w, "coarsen_s", p->partition_search.coarsen_s);
-            key_num(w, "dp_s", p->partition_search.dp_s);
-            key_num(w, "refine_s", p->partition_search.refine_s);
+            pf_json_writer_key_num(w, "alpha", p->partition_search.alpha);
+            pf_json_writer_key_num(w, "flat_gbps", p->partition_search.flat_gbps);
+            pf_json_writer_key_num(w, "coarsen_s", p->partition_search.coarsen_s);
+            pf_json_writer_key_num(w, "dp_s", p->partition_search.dp_s);
+            pf_json_writer_key_num(w, "refine_s", p->partition_search.refine_s);
             pf_json_writer_key(w, "refine_moves"); pf_json_writer_int(w, p->partition_search.refine_moves);
-            key_num(w, "objective_before_refine_ms",
+            pf_json_writer_key_num(w, "objective_before_refine_ms",
                     p->partition_search.objective_before_refine_ms);
         }
         if (p->search.present) {
             pf_json_writer_key(w, "jobs"); pf_json_writer_int(w, p->search.jobs);
-            key_num(w, "wall_s", p->search.wall_s);
+            pf_json_writer_key_num(w, "wall_s", p->search.wall_s);
             pf_json_writer_key(w, "workers"); pf_json_writer_int(w, p->search.workers);
         }
         pf_plan_degrees_write_search(w, p);

@@ -156,22 +156,13 @@ void pf_plan_degrees_write_search(pf_json_writer_t *w, const pf_plan_t *p)
     pf_json_writer_obj_begin_inline(w);
     pf_json_writer_key(w, "chosen");
     pf_json_writer_bool(w, p->stagedeg.chosen);
-    if (isfinite(p->stagedeg.uniform_ms_per_sample)) {
-        pf_json_writer_key(w, "uniform_ms_per_sample");
-        pf_json_writer_num(w, p->stagedeg.uniform_ms_per_sample);
-    }
-    if (isfinite(p->stagedeg.stagedeg_ms_per_sample)) {
-        pf_json_writer_key(w, "per_stage_ms_per_sample");
-        pf_json_writer_num(w, p->stagedeg.stagedeg_ms_per_sample);
-    }
+    pf_json_writer_key_num(w, "uniform_ms_per_sample", p->stagedeg.uniform_ms_per_sample);
+    pf_json_writer_key_num(w, "per_stage_ms_per_sample", p->stagedeg.stagedeg_ms_per_sample);
     if (p->stagedeg.degrees[0]) {
         pf_json_writer_key(w, "degrees");
         pf_json_writer_str(w, p->stagedeg.degrees);
     }
-    if (isfinite(p->stagedeg.stagedeg_step_ms)) {
-        pf_json_writer_key(w, "per_stage_step_ms");
-        pf_json_writer_num(w, p->stagedeg.stagedeg_step_ms);
-    }
+    pf_json_writer_key_num(w, "per_stage_step_ms", p->stagedeg.stagedeg_step_ms);
     if (p->stagedeg.why[0]) {
         pf_json_writer_key(w, "why");
         pf_json_writer_str(w, p->stagedeg.why);

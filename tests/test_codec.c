@@ -291,9 +291,13 @@ static void test_plan_stage_degrees(void)
     CU_ASSERT_EQUAL(pf_model_codec_plan_from_pb(m, 5, 3, &q, err, sizeof err), PF_EINPUT);
     CU_ASSERT_STRING_EQUAL(err, "plan.stage_list: 1 of 2 stages give their degrees (all or none)");
     m->stage_list[1]->replicas = 1, m->stage_list[1]->tp = 1;
-    m->microbatches = 3; /* 2 x 3 = 6 micro-batches: 2 divides, fine; 4 replicas would not */
-    m->stage_list[0]->replicas = 4, m->replicas = 4;
-    CU_ASSERT_EQUAL(pf_model_codec_plan_from_pb(m, 5, 3, &q, err, sizeof err), PF_EINPUT);
+    /* a step of 1 x 3 = 3 micro-batches that stage 1's 2 replicas cannot share out (8 devices:
+     * the degrees' check, not the cluster's size, refuses it) */
+    m->microbatches = 1, m->replicas = 3;
+    m->stage_list[0]->replicas = 3, m->stage_list[1]->replicas = 2;
+    CU_ASSERT_EQUAL(pf_model_codec_plan_from_pb(m, 5, 8, &q, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err, "stage_list[1].replicas: 2 does not divide the step's 3 "
+                                "micro-batches (microbatches x replicas)");
     CU_ASSERT_PTR_NULL(q);
     pf_plan_destroy(&p);
     pf_arena_destroy(&a);

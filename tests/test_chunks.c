@@ -163,9 +163,9 @@ static void test_split_sp(void)
 
 /* Tensor-parallel overlap on two stages at T = 2: stage 0 holds a linear (parameters, a GEMM
  * shape; fwd 8, bwd 16 whole: 4 and 8 split two ways without a device model), stage 1 an add.
- * Stage 0's collectives 2 (forward) and 10 (backward) become 2 - 1/2 x min(2, 4) = 1 and
- * 10 - 1/2 x min(10, 8) = 6; stage 1 has no GEMM to hide behind: its 3 stays. Without the
- * plan's key, or without sequence parallelism, nothing changes. */
+ * Stage 0's collectives 3 (forward) and 10 (backward) become max(0, 3 - 1/2 x 4) = 1 and
+ * 10 - 1/2 x 8 = 6; stage 1 has no GEMM to hide behind: its 3 stays. Without the plan's key,
+ * or without sequence parallelism, nothing changes. */
 static void test_tp_overlap(void)
 {
     pf_cluster_t *c = flat_cluster(4);
@@ -184,9 +184,9 @@ static void test_tp_overlap(void)
     pf_plan_t p = {.stages = 2, .stage_list = st};
     pf_simulate_input_t in;
     two_stages(&in, c, 2, 2);
-    in.stage[0].tp_fwd_ms = 2, in.stage[0].tp_bwd_ms = 10, in.stage[1].tp_fwd_ms = 3;
+    in.stage[0].tp_fwd_ms = 3, in.stage[0].tp_bwd_ms = 10, in.stage[1].tp_fwd_ms = 3;
     pf_chunks_tp_overlap(&in, g, &p); /* no key: unchanged */
-    PF_ASSERT_CLOSE(in.stage[0].tp_fwd_ms, 2, 1e-12);
+    PF_ASSERT_CLOSE(in.stage[0].tp_fwd_ms, 3, 1e-12);
     p.blocks.present = 1, p.blocks.tp_comm_overlap = 1;
     pf_chunks_tp_overlap(&in, g, &p); /* no sequence parallelism: unchanged */
     PF_ASSERT_CLOSE(in.stage[0].tp_bwd_ms, 10, 1e-12);

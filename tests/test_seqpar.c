@@ -1,4 +1,5 @@
-/* seqpar: sequence parallelism's activations against Korthikanti et al. 2022's formula. */
+/* seqpar: sequence parallelism's activations against Korthikanti et al. 2022's formula, and
+ * its split of the replicated ops' compute. */
 #include "planner/inputs/model.h"
 #include "planner/inputs/model_build.h"
 #include "planner/inputs/topology.h"
@@ -77,9 +78,69 @@ static void test_korthikanti(void)
     pf_graph_destroy(&g);
 }
 
+/* The same GPT at T = 2: the ops TAP left whole (layer norms, dropouts, residual adds: split 0
+ * in its result) compute half their forward and backward under sequence parallelism, their
+ * collectives (the reduce-scatters and all-gathers charged to them) keep their time; the ops TAP
+ * split keep theirs. Korthikanti et al. §4.2.2: those ops are independent along the sequence. */
+static void test_compute_split(void)
+{
+    char err[256];
+    pf_model_opts_t mo;
+    pf_model_opts_init(&mo, PF_MODEL_GPT);
+    mo.layers = 2, mo.hidden = 1024, mo.heads = 16, mo.seq = 512, mo.microbatch = 8;
+    mo.vocab = 1024;
+    pf_graph_t *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_HIER);
+    to.machines = 1, to.gpus_per_machine = 4, to.intra_gbps = 100, to.inter_gbps = 12.5;
+    pf_cluster_t *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
+    pf_tp_setting_opts_t so;
+    pf_tp_setting_opts_init(&so);
+    so.tp = 2;
+    pf_tp_setting_t *off = pf_tp_setting_new(g, c, &so, err, sizeof err);
+    so.train.sequence_parallel = 1;
+    pf_tp_setting_t *on = pf_tp_setting_new(g, c, &so, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(off);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(on);
+    const pf_graph_t *a = pf_tp_setting_graph(off), *b = pf_tp_setting_graph(on);
+    const pf_tap_result_t *tap = pf_tp_setting_tap(on);
+    int halved = 0, kept = 0, with_comm = 0;
+    for (int v = 0; v < pf_graph_nops(g); v++) {
+        const pf_op_t *x = pf_graph_op(a, v), *y = pf_graph_op(b, v);
+        double f = x->fwd_ms - x->comm_fwd_ms, bw = x->bwd_ms - x->comm_bwd_ms;
+        int whole = !tap->ops[v].split;
+        PF_ASSERT_CLOSE(y->fwd_ms - y->comm_fwd_ms, whole ? f / 2 : f, 1e-12);
+        PF_ASSERT_CLOSE(y->bwd_ms - y->comm_bwd_ms, whole ? bw / 2 : bw, 1e-12);
+        CU_ASSERT_EQUAL(y->comm_fwd_ms, x->comm_fwd_ms);
+        CU_ASSERT_EQUAL(y->comm_bwd_ms, x->comm_bwd_ms);
+        halved += whole && f > 0;
+        kept += !whole && f > 0;
+        with_comm += whole && x->comm_fwd_ms + x->comm_bwd_ms > 0;
+        if (strstr(pf_graph_op(g, v)->name, ".ln1") || strstr(pf_graph_op(g, v)->name, "residual"))
+            CU_ASSERT_TRUE(whole);
+        if (strstr(pf_graph_op(g, v)->name, "mlp.fc1"))
+            CU_ASSERT_FALSE(whole);
+    }
+    CU_ASSERT_TRUE(halved > 0 && kept > 0 && with_comm > 0);
+    /* a result that is not the graph's: refused, with the reason */
+    pf_tap_result_t short_tap = *tap;
+    short_tap.nops = tap->nops - 1;
+    pf_graph_t *bad = pf_seqpar_graph(g, a, &short_tap, 2, err, sizeof err);
+    CU_ASSERT_PTR_NULL(bad);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "TAP's result"));
+    pf_tp_setting_destroy(&off);
+    pf_tp_setting_destroy(&on);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_seqpar(void)
 {
     CU_pSuite s = CU_add_suite("seqpar", NULL, NULL);
     CU_add_test(s, "a GPT layer stores 10 s b h (1 - 1/t) less (Korthikanti et al.)",
                 test_korthikanti);
+    CU_add_test(s, "the ops TAP leaves whole compute 1/t, their collectives unchanged",
+                test_compute_split);
 }

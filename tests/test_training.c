@@ -189,12 +189,16 @@ static void test_recompute_full_shared_input(void)
     pf_graph_destroy(&g);
 }
 
-/* TP overlap: C 2 behind G 4 at t 2: 2 - 1/2 x 2 = 1 (C / t); C 6 longer than G 4 at t 4:
- * 6 - 3/4 x 4 = 3 (max(4, 6) + 4 / 4 - 4); t 1 or no GEMM: all of C; no collective: 0. */
+/* TP overlap, G / t + (t - 1) max(G / t, C / (t - 1)) - G by hand: C 2 beside G 4 at t 2: one
+ * transfer of 2 beside a chunk of 2, hidden: 2 + 2 - 4 = 0; C 3: 2 + 3 - 4 = 1; C 6 against
+ * G 4 at t 4: transfers of 2 beside chunks of 1: 1 + 3 x 2 - 4 = 3; C 2 against G 4 at t 4:
+ * transfers of 2/3 beside chunks of 1: 0; t 1 or no GEMM: all of C; no collective: 0. */
 static void test_tp_overlap_exposed(void)
 {
-    PF_ASSERT_CLOSE(pf_training_tp_overlap_exposed_ms(2, 4, 2), 1, 1e-12);
+    PF_ASSERT_CLOSE(pf_training_tp_overlap_exposed_ms(2, 4, 2), 0, 1e-12);
+    PF_ASSERT_CLOSE(pf_training_tp_overlap_exposed_ms(3, 4, 2), 1, 1e-12);
     PF_ASSERT_CLOSE(pf_training_tp_overlap_exposed_ms(6, 4, 4), 3, 1e-12);
+    PF_ASSERT_CLOSE(pf_training_tp_overlap_exposed_ms(2, 4, 4), 0, 1e-12);
     PF_ASSERT_CLOSE(pf_training_tp_overlap_exposed_ms(6, 4, 1), 6, 1e-12);
     PF_ASSERT_CLOSE(pf_training_tp_overlap_exposed_ms(6, 0, 8), 6, 1e-12);
     PF_ASSERT_CLOSE(pf_training_tp_overlap_exposed_ms(0, 4, 8), 0, 1e-12);

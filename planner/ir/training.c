@@ -292,7 +292,7 @@ double pf_training_tp_overlap_exposed_ms(double comm_ms, double gemm_ms, int t)
 {
     if (t <= 1 || comm_ms <= 0)
         return fmax(0, comm_ms);
-    return comm_ms - (t - 1.0) / t * fmin(comm_ms, fmax(0, gemm_ms));
+    return fmax(0, comm_ms - (t - 1.0) / t * fmax(0, gemm_ms));
 }
 
 double pf_training_zero3_exposed_ms(double gather_ms, double compute_ms)

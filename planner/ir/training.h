@@ -101,14 +101,16 @@ double pf_training_zero3_exposed_ms(double gather_ms, double compute_ms);
 
 /* Tensor-parallel communication overlap (Megatron-LM's --tp-comm-overlap, with sequence
  * parallelism; [Wang23]): each all-gather before a column-parallel GEMM and each reduce-scatter
- * after a row-parallel one (forward, and their mirrors in backward) is split into t ring steps,
- * each hidden behind the GEMM on the chunk already there, except one step (the first chunk of an
- * all-gather has no GEMM before it, the last of a reduce-scatter none after it). A pair of GEMM
- * time G and collective time C then takes max(G, C) + min(G, C) / t, so the collective adds
- * exposed = C - (t - 1)/t x min(G, C) to the GEMM (C / t when the GEMM is the longer): the
- * fraction hidden is (t - 1)/t, one ring step of t exposed. comm_ms and gemm_ms may be the
- * sums over a layer's pairs (exact while every pair's GEMM is the longer, as in the transformer
- * layers planfarm generates at t <= 8 on NVLink). t <= 1: comm_ms. */
+ * after a row-parallel one (forward, and their mirrors in backward) is decomposed along the
+ * ring: the GEMM runs as t chunks of G / t and the collective as t - 1 transfers of C / (t - 1),
+ * each transfer beside one chunk. One chunk has no transfer beside it (an all-gather's first
+ * chunk is the device's own, a reduce-scatter's first partial has nothing to send yet), so a
+ * pair takes G / t + (t - 1) max(G / t, C / (t - 1)) and the collective adds
+ *   exposed = max(0, C - (t - 1)/t x G)
+ * to the GEMM: nothing while each transfer is shorter than a chunk. comm_ms and gemm_ms may be
+ * the sums over a layer's pairs (exact while every pair is hidden, as in the transformer layers
+ * planfarm generates at t <= 8 on NVLink; otherwise a lower bound, the max being convex). The
+ * chunked GEMMs' own efficiency is not re-priced. t <= 1: comm_ms. */
 double pf_training_tp_overlap_exposed_ms(double comm_ms, double gemm_ms, int t);
 
 /* Is op v one selective recomputation drops and recomputes (the rule above)? */

@@ -12,7 +12,7 @@ struct pf_tp_setting {
     pf_tap_result_t tap;
     int has_tap;
     pf_graph_t *tp_graph;   /* TAP's per-device graph (T > 1) */
-    pf_graph_t *sp_graph;   /* that with sequence parallelism's memory (seqpar.h), when on */
+    pf_graph_t *sp_graph;   /* that with sequence parallelism (seqpar.h: memory and compute), when on */
     pf_graph_t *view;       /* after recomputation; NULL when that changes nothing */
     const pf_graph_t *base; /* before it (per-stage recomputation views it: stage_rc.h) */
     pf_training_recompute_t recompute;
@@ -66,7 +66,7 @@ pf_tp_setting_t *pf_tp_setting_new(const pf_graph_t *g, const pf_cluster_t *c,
             goto fail;
         cur = s->tp_graph;
         if (o->train.sequence_parallel) {
-            if (!(s->sp_graph = pf_seqpar_graph(g, cur, o->tp, err, errlen)))
+            if (!(s->sp_graph = pf_seqpar_graph(g, cur, &s->tap, o->tp, err, errlen)))
                 goto fail;
             cur = s->sp_graph;
         }

@@ -61,25 +61,77 @@ static int gpus_per_host(const pf_cluster_t *c)
 }
 
 
-/* The later phases try the (S, T) of the k best ranked candidates with distinct pairs that train
- * as the first does (recomputation, ZeRO, sequence parallelism and the micro-batch the graph is
- * re-priced at are one for the whole search), and the simulator picks; one pair fixes S, R and T
- * outright. The pool is PF_SEARCH_BLOCKS_POOL deep: its head often holds one pair under several
- * v or recomputations, which would leave the simulator fewer pairs than asked for. They model
- * sequence parallelism's memory (planner/tp/seqpar.h) and interleaving (planner/sim/chunks.h), so
- * every candidate can be handed on. */
-static void apply(const pf_search_blocks_t *choice, pf_search_opts_t *o, int k)
+/* Do two candidates train alike: recomputation, ZeRO, sequence parallelism and its overlap, the
+ * micro-batch, context and expert parallelism? */
+static int same_training(const pf_blockcost_cand_t *a, const pf_blockcost_cand_t *b)
+{
+    return a->recompute == b->recompute && a->zero == b->zero && a->b == b->b &&
+           a->sp == b->sp && a->cp == b->cp && a->ep == b->ep && a->tpo == b->tpo;
+}
+
+/* The candidate (index in best) whose training degree t takes in the pairs handed on; 0, the
+ * first, for a degree not among them. */
+static int training_of(const pf_search_blocks_t *choice, int t)
+{
+    for (int j = 0; j < choice->ntrains; j++)
+        if (choice->best[choice->train_of[j]].cand.t == t)
+            return choice->train_of[j];
+    return 0;
+}
+
+/* Can candidate i join the pairs handed on? Its graph must be the first's (micro-batch, context
+ * and expert parallelism: the later phases plan one graph), and its degree train as the first
+ * candidate of that degree does (one tensor-parallel setting per degree); a new degree is
+ * recorded. */
+static int joins(pf_search_blocks_t *choice, int i)
+{
+    const pf_blockcost_cand_t *c = &choice->best[i].cand, *best = &choice->best[0].cand;
+    if (c->b != best->b || c->cp != best->cp || c->ep != best->ep)
+        return 0;
+    for (int j = 0; j < choice->ntrains; j++)
+        if (choice->best[choice->train_of[j]].cand.t == c->t)
+            return same_training(c, &choice->best[choice->train_of[j]].cand);
+    if (choice->ntrains == PF_SEARCH_BLOCKS_K)
+        return 0;
+    choice->train_of[choice->ntrains++] = i;
+    return 1;
+}
+
+/* T's training for the later phases (search_opts.h's block_trains), from its candidate. */
+static void hand_on_training(const pf_search_blocks_t *choice, pf_search_opts_t *o)
+{
+    o->nblock_trains = 0;
+    for (int j = 0; j < choice->ntrains; j++) {
+        const pf_blockcost_cand_t *c = &choice->best[choice->train_of[j]].cand;
+        o->block_trains[j].tp = c->t;
+        o->block_trains[j].recompute = c->recompute;
+        o->block_trains[j].zero = c->zero;
+        o->block_trains[j].sequence_parallel = c->sp;
+        o->nblock_trains++;
+    }
+}
+
+/* The later phases try the (S, T) of the k best ranked candidates with distinct pairs, and the
+ * simulator picks; one pair fixes S, R and T outright. Each tensor-parallel degree trains as
+ * its best-ranked candidate does (recomputation, ZeRO, sequence parallelism and its overlap:
+ * the analytic model ranks t 1 with selective recomputation and t 2 with sequence parallelism
+ * and none within a percent of each other, where the simulator tells them apart); the
+ * micro-batch the graph is re-priced at, context and expert parallelism are the first's for
+ * the whole search. The pool is PF_SEARCH_BLOCKS_POOL deep: its head often holds one pair
+ * under several v or recomputations, which would leave the simulator fewer pairs than asked
+ * for. They model sequence parallelism (planner/tp/seqpar.h) and interleaving
+ * (planner/sim/chunks.h), so every candidate can be handed on. */
+static void apply(pf_search_blocks_t *choice, pf_search_opts_t *o, int k)
 {
     const pf_blockcost_cand_t *best = &choice->best[0].cand;
     int n = 0, same_p = 1, same_t = 1;
+    choice->ntrains = 0;
     for (int i = 0; i < choice->n && n < k; i++) {
         const pf_blockcost_cand_t *c = &choice->best[i].cand;
-        int dup = c->recompute != best->recompute || c->zero != best->zero || c->b != best->b ||
-                  c->sp != best->sp || c->cp != best->cp || c->ep != best->ep ||
-                  c->tpo != best->tpo;
+        int dup = 0;
         for (int j = 0; j < n && !dup; j++)
             dup = o->block_pairs[j][0] == c->p && o->block_pairs[j][1] == c->t;
-        if (dup)
+        if (dup || !joins(choice, i))
             continue;
         o->block_pairs[n][0] = c->p, o->block_pairs[n][1] = c->t, n++;
         same_p &= c->p == best->p, same_t &= c->t == best->t;
@@ -98,6 +150,7 @@ static void apply(const pf_search_blocks_t *choice, pf_search_opts_t *o, int k)
     o->train.recompute = best->recompute;
     o->train.zero = best->zero;
     o->train.sequence_parallel = best->sp;
+    hand_on_training(choice, o);
     o->layer_aligned = 1;
     o->recompute_auto = o->zero_auto = 0;
 }
@@ -158,13 +211,12 @@ void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
 {
     if (!choice->present || !p)
         return;
-    const pf_blockenum_item_t *it = &choice->best[0];
-    for (int i = 0; i < choice->n; i++) /* the candidate the simulator chose */
+    /* the candidate the simulator chose, else the one its degree trains as */
+    const pf_blockenum_item_t *it = &choice->best[training_of(choice, p->tensor_parallel)];
+    const pf_blockcost_cand_t *own = &it->cand;
+    for (int i = 0; i < choice->n; i++)
         if (choice->best[i].cand.p == p->stages && choice->best[i].cand.t == p->tensor_parallel &&
-            choice->best[i].cand.recompute == it->cand.recompute &&
-            choice->best[i].cand.b == it->cand.b && choice->best[i].cand.sp == it->cand.sp &&
-            choice->best[i].cand.zero == it->cand.zero && choice->best[i].cand.cp == it->cand.cp &&
-            choice->best[i].cand.ep == it->cand.ep && choice->best[i].cand.tpo == it->cand.tpo) {
+            same_training(&choice->best[i].cand, own)) {
             it = &choice->best[i];
             break;
         }

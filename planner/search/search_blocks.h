@@ -1,8 +1,9 @@
 /* search_blocks: the block-level pre-phase of the search (issue 22). For a graph made of
  * repeated blocks (blocks.h) it enumerates Megatron-LM style configurations with the analytic
- * model (blockenum.h, blockcost.h), keeps the best K, and fixes the best one's (S, T, R),
- * recomputation, ZeRO stage and sequence parallelism, with whole layers per stage
- * (--layer-aligned), for the phases that follow (partition, map, simulate). Context and expert
+ * model (blockenum.h, blockcost.h), keeps the best K, and hands their (S, T) pairs on with
+ * whole layers per stage (--layer-aligned) to the phases that follow (partition, map,
+ * simulate), each degree T with the recomputation, ZeRO stage and sequence parallelism of its
+ * best-ranked candidate (the simulator chooses between degrees that train apart). Context and expert
  * parallelism (C, E) are searched with it (planner/partition/blockcpep.h): under C > 1 the later
  * phases plan one device's graph (planner/inputs/cpep.h) at C x the global batch on d x C
  * replicas, and the simulator adds the K/V ring and the all-to-alls (planner/sim/simcpep.h).
@@ -29,7 +30,8 @@ int pf_search_blocks_wanted(const pf_search_opts_t *o);
 
 /* Runs the enumeration for graph g on cluster c and rewrites *o to the best candidate that the
  * later phases can hold (all of them): stages, replicas, tp, train.recompute, train.zero,
- * train.sequence_parallel, layer_aligned = 1, recompute_auto = zero_auto = 0. The ranking goes to
+ * train.sequence_parallel, layer_aligned = 1, recompute_auto = zero_auto = 0; with several
+ * pairs, block_pairs and each of their degrees' training (block_trains). The ranking goes to
  * *choice, the one handed on first. PF_EINPUT when the graph has no
  * repeated blocks or no --global-batch is given; PF_EINFEASIBLE when nothing fits. The micro-batch
  * is --microbatch-size when given, else the graph's; choice->best[0].cand.b is the one the later

@@ -29,3 +29,15 @@ void pf_search_opts_init(pf_search_opts_t *o)
     o->recompute_auto = o->zero_auto = 1;
     pf_training_init(&o->train);
 }
+
+pf_training_t pf_search_opts_train(const pf_search_opts_t *o, int T)
+{
+    pf_training_t t = o->train;
+    for (int i = 0; i < o->nblock_trains; i++)
+        if (o->block_trains[i].tp == T) {
+            t.recompute = o->block_trains[i].recompute;
+            t.zero = o->block_trains[i].zero;
+            t.sequence_parallel = o->block_trains[i].sequence_parallel;
+        }
+    return t;
+}

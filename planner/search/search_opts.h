@@ -68,6 +68,16 @@ typedef struct {
      * T = 1 alone. */
     unsigned long long stage_tp_mask;
     int block_pairs[8][2];
+    /* Set by the pre-phase with block_pairs: how each tensor-parallel degree among them trains,
+     * as the best-ranked candidate of that degree does (recomputation, ZeRO, sequence
+     * parallelism): its setting, partitions and plans train so (pf_search_opts_train). A degree
+     * not listed trains as `train` (the best candidate's). */
+    int nblock_trains;
+    struct {
+        int tp;
+        pf_training_recompute_t recompute;
+        int zero, sequence_parallel;
+    } block_trains[8];
     unsigned schedules;   /* phase 4: schedules the plan may run, a mask of 1u << pf_training_schedule_t
                            * (no signal); 0 = 1f1b, gpipe and eager-1f1b */
 } pf_search_opts_t;
@@ -81,5 +91,7 @@ typedef enum {
 } pf_search_phase_t;
 
 void pf_search_opts_init(pf_search_opts_t *o);
+/* How tensor-parallel degree T trains: o->train with T's block_trains entry, when it has one. */
+pf_training_t pf_search_opts_train(const pf_search_opts_t *o, int T);
 
 #endif

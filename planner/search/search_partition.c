@@ -184,7 +184,7 @@ static int add_dp_alphas(pf_search_t *s, int tpi, int S, int R, int MB, char *er
     int n = pf_graph_nops(g), rc;
     pf_cost_model_t cm;
     pf_cost_model_init(&cm, pf_search_tap_cluster(s, tpi), 1, MB, s->o.flat_gbps);
-    pf_cost_model_set_training(&cm, &s->o.train, 1,
+    pf_cost_model_set_training(&cm, &s->tap.tp[tpi].opts.train, 1,
                                pf_tp_setting_reserve_bytes(s->tap.tp[tpi].set));
     cm.mem_limit_bytes *= 1 - s->o.mem_headroom;
     int k = pt->block_group      ? n
@@ -446,7 +446,7 @@ void pf_search_partition_describe(const pf_search_t *s, const pf_search_owner_t 
     job->partition.flat_gbps = s->o.flat_gbps;
     job->partition.coarsen_k = s->o.coarsen_k;
     job->partition.alpha = e->alpha;
-    job->partition.train = s->o.train;
+    job->partition.train = s->tap.tp[e->tp].opts.train;
     job->partition.mem_headroom = s->o.mem_headroom;
     if (e->coarse >= 0) {
         job->partition.group = pt->coarse[e->coarse].group;

@@ -154,7 +154,7 @@ static void dress_plan(const pf_search_t *s, const candidate_t *cd, pf_training_
 {
     const dp_entry_t *e = &s->part.dp[cd->dp];
     pf_plan_set_names(p, pf_graph_name(s->g), pf_cluster_name(s->c));
-    p->train = s->o.train;
+    p->train = s->tap.tp[e->tp].opts.train;
     p->train.schedule = schedule;
     snprintf(p->schedule, sizeof p->schedule, "%s", pf_training_schedule_name(schedule));
     pf_cost_model_t cm;

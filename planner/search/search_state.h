@@ -202,6 +202,10 @@ typedef struct {
     pf_blockenum_item_t best[PF_SEARCH_BLOCKS_POOL];
     pf_blockenum_stats_t stats;
     double wall_s;
+    /* the candidate (index in best) whose training each tensor-parallel degree handed on takes
+     * (search_blocks.c's apply: the best-ranked of that degree) */
+    int ntrains;
+    int train_of[PF_SEARCH_BLOCKS_K];
 } pf_search_blocks_t;
 
 struct pf_search {

@@ -104,7 +104,7 @@ int pf_search_tap_add(pf_search_t *s, int T, bool *over, char *err, size_t errle
     pf_tp_setting_opts_init(&t->opts);
     t->opts.tp = T;
     t->opts.across_hosts = s->o.tp_across_hosts;
-    t->opts.train = s->o.train;
+    t->opts.train = pf_search_opts_train(&s->o, T);
     if (T == 1)
         return PF_OK;
     if (!tp->units && !(tp->units = pf_tap_units_new(s->g, &t->opts.tap, err, errlen)))

@@ -446,6 +446,13 @@ calculon_row() {
     fi
     # a search's time and date beside its result: PF_CALCULON_REUSE=1 prints those of an earlier
     # run (marked) instead of searching again, for rows that take Calculon an hour
+    # (or the newest record under bench/results/calculon-*/, when the build has none)
+    local rec
+    rec=$(find "$root/bench/results" -maxdepth 1 -type d -name "calculon-*" 2>/dev/null | sort | tail -n 1)
+    rec=${rec:+$rec/}
+    if [ "${PF_CALCULON_REUSE:-0}" = 1 ] && [ -n "$rec" ] && [ ! -s "$copt" ] && [ -s "$rec$tag.opt.json" ]; then
+        cp "$rec$tag.opt.json" "$copt" && cp "$rec$tag.opt.json.wall" "$copt.wall"
+    fi
     if [ "${PF_CALCULON_REUSE:-0}" = 1 ] && [ -s "$copt.wall" ] && [ -s "$copt" ]; then
         rc=0 cal_s="$(cut -d' ' -f1 "$copt.wall") (reused: $(cut -d' ' -f2- "$copt.wall"))"
     else

@@ -639,8 +639,8 @@ static void megatron_training(const pf_export_t *x, FILE *f)
 {
     const pf_plan_t *p = x->p;
     const pf_training_t *t = &p->train;
-    fprintf(f, "    # global batch = micro-batch %d x %d micro-batches x %d replicas%s\n",
-            pf_export_microbatch(x), p->microbatches, x->R,
+    fprintf(f, "    # global batch = micro-batch %d x %d micro-batches x %d replica%s%s\n",
+            pf_export_microbatch(x), p->microbatches, x->R, x->R == 1 ? "" : "s",
             pf_export_context_parallel(x) > 1 ? " / context parallelism" : "");
     fprintf(f, "    --micro-batch-size %d\n", pf_export_microbatch(x));
     fprintf(f, "    --global-batch-size %d\n", pf_export_global_batch(x));

@@ -69,32 +69,28 @@ static int same_training(const pf_blockcost_cand_t *a, const pf_blockcost_cand_t
            a->sp == b->sp && a->cp == b->cp && a->ep == b->ep && a->tpo == b->tpo;
 }
 
-/* The candidate (index in best) whose training degree t takes in the pairs handed on; 0, the
- * first, for a degree not among them. */
+/* The candidate (index in best) whose training degree t takes in the pairs handed on, or -1
+ * for a degree not among them yet. */
 static int training_of(const pf_search_blocks_t *choice, int t)
 {
     for (int j = 0; j < choice->ntrains; j++)
         if (choice->best[choice->train_of[j]].cand.t == t)
             return choice->train_of[j];
-    return 0;
+    return -1;
 }
 
-/* Can candidate i join the pairs handed on? Its graph must be the first's (micro-batch, context
- * and expert parallelism: the later phases plan one graph), and its degree train as the first
- * candidate of that degree does (one tensor-parallel setting per degree); a new degree is
- * recorded. */
-static int joins(pf_search_blocks_t *choice, int i)
+/* May candidate i join the pairs handed on? Its graph must be the first's (micro-batch, context
+ * and expert parallelism: the later phases plan one graph), and it must train as its degree's
+ * candidate does (one tensor-parallel setting per degree), or be the first of a new degree
+ * while there is room for one. */
+static int may_join(const pf_search_blocks_t *choice, int i)
 {
     const pf_blockcost_cand_t *c = &choice->best[i].cand, *best = &choice->best[0].cand;
     if (c->b != best->b || c->cp != best->cp || c->ep != best->ep)
         return 0;
-    for (int j = 0; j < choice->ntrains; j++)
-        if (choice->best[choice->train_of[j]].cand.t == c->t)
-            return same_training(c, &choice->best[choice->train_of[j]].cand);
-    if (choice->ntrains == PF_SEARCH_BLOCKS_K)
-        return 0;
-    choice->train_of[choice->ntrains++] = i;
-    return 1;
+    int own = training_of(choice, c->t);
+    return own >= 0 ? same_training(c, &choice->best[own].cand)
+                    : choice->ntrains < PF_SEARCH_BLOCKS_K;
 }
 
 /* T's training for the later phases (search_opts.h's block_trains), from its candidate. */
@@ -131,8 +127,10 @@ static void apply(pf_search_blocks_t *choice, pf_search_opts_t *o, int k)
         int dup = 0;
         for (int j = 0; j < n && !dup; j++)
             dup = o->block_pairs[j][0] == c->p && o->block_pairs[j][1] == c->t;
-        if (dup || !joins(choice, i))
+        if (dup || !may_join(choice, i))
             continue;
+        if (training_of(choice, c->t) < 0)
+            choice->train_of[choice->ntrains++] = i;
         o->block_pairs[n][0] = c->p, o->block_pairs[n][1] = c->t, n++;
         same_p &= c->p == best->p, same_t &= c->t == best->t;
         o->max_stages = c->p > o->max_stages ? c->p : o->max_stages;
@@ -212,7 +210,8 @@ void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
     if (!choice->present || !p)
         return;
     /* the candidate the simulator chose, else the one its degree trains as */
-    const pf_blockenum_item_t *it = &choice->best[training_of(choice, p->tensor_parallel)];
+    int own_i = training_of(choice, p->tensor_parallel);
+    const pf_blockenum_item_t *it = &choice->best[own_i >= 0 ? own_i : 0];
     const pf_blockcost_cand_t *own = &it->cand;
     for (int i = 0; i < choice->n; i++)
         if (choice->best[i].cand.p == p->stages && choice->best[i].cand.t == p->tensor_parallel &&

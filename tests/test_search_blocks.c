@@ -257,21 +257,9 @@ static void test_search(void)
 static void test_degrees_train_apart(void)
 {
     char err[256];
-    pf_model_opts_t mo;
-    pf_model_opts_init(&mo, PF_MODEL_GPT);
-    mo.layers = 40, mo.hidden = 5140, mo.heads = 20, mo.ffn = 20560, mo.seq = 2048;
-    mo.vocab = 51200, mo.microbatch = 1, mo.precision_bytes = 2;
-    pf_graph_t *raw = NULL, *g = NULL;
-    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &raw, err, sizeof err), PF_OK);
-    CU_ASSERT_EQUAL_FATAL(pf_price_graph(raw, pf_devmodel_preset("a100-80g"), PF_PREC_FP16, &g,
-                                         NULL, err, sizeof err), PF_OK);
-    pf_graph_destroy(&raw);
-    pf_topology_opts_t to;
-    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_A100);
-    to.machines = 1, to.intra_gbps = 195, to.inter_gbps = 22.5;
-    to.latency_us = 10, to.inter_latency_us = 20;
+    pf_graph_t *g = NULL;
     pf_cluster_t *c = NULL;
-    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_test_gpt13b_a100x8(&g, &c), 0);
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     o.global_batch = 64, o.block_search = 1, o.zero_auto = 0, o.train.zero = 2;

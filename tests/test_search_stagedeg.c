@@ -3,6 +3,8 @@
 #include "planner/inputs/import.h"
 #include "planner/inputs/model_build.h"
 #include "planner/inputs/topology.h"
+#include "planner/search/search_stagedeg.h"
+#include "planner/search/search_state.h"
 #include "planner/core/util.h"
 #include "tests/testutil.h"
 
@@ -119,6 +121,44 @@ static void test_uniform_per_stage_plan_with_tp(void)
     pf_graph_destroy(&g);
 }
 
+/* Under the block search each degree trains as its best candidate (search_blocks.c); the
+ * per-stage plan runs on the smallest degree's setting, so it must say that setting's training
+ * (what its DP and SIMULATE jobs ran), not the search-wide best candidate's. GPT-3 13B on 8
+ * A100, ZeRO 0: the best candidate is t 2 with sequence parallelism and no recomputation, the
+ * per-stage plan's degree t 1 with selective recomputation. */
+static void test_training_of_its_degree(void)
+{
+    char err[512], why[256] = "";
+    pf_graph_t *g = NULL;
+    pf_cluster_t *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_test_gpt13b_a100x8(&g, &c), 0);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.global_batch = 64, o.block_search = 1, o.zero_auto = 0, o.train.zero = 0;
+    o.stage_degrees = 1;
+    pf_search_t *s = pf_search_new(g, c, &o, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    uint64_t id;
+    pf_job_t job;
+    while (pf_search_next_job(s, &id, &job)) {
+        pf_job_result_t res;
+        pf_job_run(&job, &res);
+        pf_search_answer(s, id, &res);
+        pf_job_result_clear(&res);
+    }
+    pf_plan_t *p = pf_search_stagedeg_plan(s, 0, why, sizeof why);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const pf_training_t *own = &s->tap.tp[pf_search_stagedeg_tp(s)].opts.train;
+    CU_ASSERT_NOT_EQUAL(own->sequence_parallel, s->o.train.sequence_parallel); /* the case */
+    CU_ASSERT_EQUAL((int)p->train.recompute, (int)own->recompute);
+    CU_ASSERT_EQUAL(p->train.sequence_parallel, own->sequence_parallel);
+    CU_ASSERT_EQUAL(p->train.zero, own->zero);
+    pf_plan_destroy(&p);
+    pf_search_destroy(&s);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&c);
+}
+
 void pf_suite_search_stagedeg(void)
 {
     CU_pSuite s = CU_add_suite("search_stagedeg", NULL, NULL);
@@ -127,4 +167,6 @@ void pf_suite_search_stagedeg(void)
     CU_add_test(s, "the flag needs a global batch", test_needs_global_batch);
     CU_add_test(s, "a per-stage plan of one degree T > 1 is simulated, not refused",
                 test_uniform_per_stage_plan_with_tp);
+    CU_add_test(s, "the per-stage plan trains as its degree's setting",
+                test_training_of_its_degree);
 }

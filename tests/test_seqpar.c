@@ -79,7 +79,7 @@ static void test_korthikanti(void)
 }
 
 /* The same GPT at T = 2: the ops TAP left whole (layer norms, dropouts, residual adds: split 0
- * in its result) compute half their forward and backward under sequence parallelism, their
+ * in its result, no GEMM) compute half their forward and backward under sequence parallelism, their
  * collectives (the reduce-scatters and all-gathers charged to them) keep their time; the ops TAP
  * split keep theirs. Korthikanti et al. §4.2.2: those ops are independent along the sequence. */
 static void test_compute_split(void)
@@ -110,7 +110,7 @@ static void test_compute_split(void)
     for (int v = 0; v < pf_graph_nops(g); v++) {
         const pf_op_t *x = pf_graph_op(a, v), *y = pf_graph_op(b, v);
         double f = x->fwd_ms - x->comm_fwd_ms, bw = x->bwd_ms - x->comm_bwd_ms;
-        int whole = !tap->ops[v].split;
+        int whole = !tap->ops[v].split && pf_graph_op(g, v)->work.gemm_m <= 0;
         PF_ASSERT_CLOSE(y->fwd_ms - y->comm_fwd_ms, whole ? f / 2 : f, 1e-12);
         PF_ASSERT_CLOSE(y->bwd_ms - y->comm_bwd_ms, whole ? bw / 2 : bw, 1e-12);
         CU_ASSERT_EQUAL(y->comm_fwd_ms, x->comm_fwd_ms);
@@ -136,6 +136,48 @@ static void test_compute_split(void)
     pf_graph_destroy(&g);
 }
 
+/* A unit TAP leaves whole runs replicated, without tensor parallelism, so without sequence
+ * parallelism either: the fixture's small GPT (h 256, 8 heads, s 128) at T = 8 on one DGX A100,
+ * where TAP splits nothing, computes and stores the same with the flag as without. */
+static void test_replicated_unit(void)
+{
+    char err[256];
+    pf_model_opts_t mo;
+    pf_model_opts_init(&mo, PF_MODEL_GPT);
+    mo.layers = 2, mo.hidden = 256, mo.heads = 8, mo.seq = 128, mo.microbatch = 2;
+    mo.vocab = 1000;
+    pf_graph_t *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_A100);
+    to.machines = 1;
+    pf_cluster_t *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
+    pf_tp_setting_opts_t so;
+    pf_tp_setting_opts_init(&so);
+    so.tp = 8;
+    pf_tp_setting_t *off = pf_tp_setting_new(g, c, &so, err, sizeof err);
+    so.train.sequence_parallel = 1;
+    pf_tp_setting_t *on = pf_tp_setting_new(g, c, &so, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(off);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(on);
+    const pf_tap_result_t *tap = pf_tp_setting_tap(on);
+    int any_split = 0;
+    for (int v = 0; v < tap->nops; v++)
+        any_split |= tap->ops[v].split;
+    CU_ASSERT_FALSE(any_split); /* the case this test is for */
+    const pf_graph_t *a = pf_tp_setting_graph(off), *b = pf_tp_setting_graph(on);
+    for (int v = 0; v < pf_graph_nops(g); v++) {
+        CU_ASSERT_EQUAL(pf_graph_op(b, v)->fwd_ms, pf_graph_op(a, v)->fwd_ms);
+        CU_ASSERT_EQUAL(pf_graph_op(b, v)->bwd_ms, pf_graph_op(a, v)->bwd_ms);
+        CU_ASSERT_EQUAL(pf_graph_op(b, v)->mem_fwd_bytes, pf_graph_op(a, v)->mem_fwd_bytes);
+    }
+    pf_tp_setting_destroy(&off);
+    pf_tp_setting_destroy(&on);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_seqpar(void)
 {
     CU_pSuite s = CU_add_suite("seqpar", NULL, NULL);
@@ -143,4 +185,5 @@ void pf_suite_seqpar(void)
                 test_korthikanti);
     CU_add_test(s, "the ops TAP leaves whole compute 1/t, their collectives unchanged",
                 test_compute_split);
+    CU_add_test(s, "a unit TAP leaves whole: the flag changes nothing", test_replicated_unit);
 }

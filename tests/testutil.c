@@ -1,6 +1,9 @@
 #include "tests/testutil.h"
 #include "planner/core/rng.h"
 #include "planner/core/util.h"
+#include "planner/inputs/model_build.h"
+#include "planner/inputs/price.h"
+#include "planner/inputs/topology.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -129,4 +132,29 @@ void pf_test_cost_model(pf_cost_model_t *cm, double gbps, int mb, double limit_b
     cm->stages = 1;
     cm->mem_limit_bytes = limit_bytes;
     pf_cost_model_set_training(cm, &t, 1, 0);
+}
+
+int pf_test_gpt13b_a100x8(pf_graph_t **g, pf_cluster_t **c)
+{
+    char err[256];
+    pf_model_opts_t mo;
+    pf_model_opts_init(&mo, PF_MODEL_GPT);
+    mo.layers = 40, mo.hidden = 5140, mo.heads = 20, mo.ffn = 20560, mo.seq = 2048;
+    mo.vocab = 51200, mo.microbatch = 1, mo.precision_bytes = 2;
+    pf_graph_t *raw = NULL;
+    *g = NULL, *c = NULL;
+    if (pf_model_build(&mo, &raw, err, sizeof err) != PF_OK)
+        return -1;
+    int rc = pf_price_graph(raw, pf_devmodel_preset("a100-80g"), PF_PREC_FP16, g, NULL, err,
+                            sizeof err);
+    pf_graph_destroy(&raw);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_A100);
+    to.machines = 1, to.intra_gbps = 195, to.inter_gbps = 22.5;
+    to.latency_us = 10, to.inter_latency_us = 20;
+    if (rc != PF_OK || pf_topology_build(&to, c, err, sizeof err) != PF_OK) {
+        pf_graph_destroy(g);
+        return -1;
+    }
+    return 0;
 }

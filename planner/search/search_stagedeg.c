@@ -40,7 +40,7 @@ pf_plan_t *pf_search_stagedeg_plan(const pf_search_t *s, int k, char *why, size_
     if (!p)
         return NULL;
     pf_plan_set_names(p, pf_graph_name(s->g), pf_cluster_name(s->c));
-    p->train = s->o.train;
+    p->train = s->tap.tp[e->tp].opts.train; /* what its DP and SIMULATE jobs trained under */
     p->train.schedule = PF_SCHEDULE_1F1B; /* the order stagedeg.h prices */
     snprintf(p->schedule, sizeof p->schedule, "%s", pf_training_schedule_name(PF_SCHEDULE_1F1B));
     pf_map_stages_search_opts_t mo;

@@ -289,6 +289,42 @@ static void test_degrees_train_apart(void)
     pf_cluster_destroy(&c);
 }
 
+/* The block record of a per-stage-degree plan (search_stagedeg.h) chosen under the block
+ * search: it ran without interleaving and with its own recomputation, so the record says v 1 and
+ * leaves the stages' recomputation alone, whatever the candidate of its (S, T) ran; its sequence
+ * parallelism is the plan's training's. A uniform plan of the same shape takes the candidate's
+ * v. */
+static void test_record_of_per_stage_plan(void)
+{
+    pf_graph_t *g = NULL;
+    pf_cluster_t *c = NULL;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(fixture(&g, &c), 0);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.global_batch = 64, o.block_search = 1, o.stages = 2, o.virtual_stages = 2, o.tp = 1;
+    o.recompute_auto = 1;
+    pf_search_blocks_t choice;
+    CU_ASSERT_EQUAL_FATAL(pf_search_blocks_fix(g, c, &o, &choice, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(choice.best[0].cand.v, 2);
+    for (int per_stage = 0; per_stage < 2; per_stage++) {
+        pf_plan_t *p = pf_plan_new(2, choice.best[0].cand.d);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        p->tensor_parallel = 1;
+        p->microbatches = 4;
+        p->train = o.train;
+        p->stagedeg.chosen = per_stage;
+        pf_search_blocks_to_plan(&choice, p);
+        CU_ASSERT_EQUAL(p->blocks.virtual_stages, per_stage ? 1 : 2);
+        CU_ASSERT_FALSE(p->blocks.sequence_parallel); /* t 1 */
+        if (per_stage)
+            CU_ASSERT_FALSE(p->stage_list[0].has_recompute || p->stage_list[1].has_recompute);
+        pf_plan_destroy(&p);
+    }
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&c);
+}
+
 /* The fixture's GPT generated at micro-batch b and priced on a100-80g. */
 static pf_graph_t *priced_gpt(int b)
 {
@@ -517,4 +553,6 @@ void pf_suite_search_blocks(void)
     CU_add_test(s, "an interleaved candidate is simulated once", test_interleaved_simulated_once);
     CU_add_test(s, "each degree trains as its best candidate; the simulator picks",
                 test_degrees_train_apart);
+    CU_add_test(s, "a per-stage plan's record: no interleaving, its own recomputation",
+                test_record_of_per_stage_plan);
 }

@@ -219,12 +219,17 @@ void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
             it = &choice->best[i];
             break;
         }
+    /* a per-stage-degree plan (search_stagedeg.h) was simulated without interleaving and keeps
+     * the recomputation its own DP chose */
+    int per_stage = p->stagedeg.chosen;
     p->blocks.present = 1;
     p->blocks.microbatch_size = it->cand.b;
     /* the simulator interleaves a plan's stages as Megatron-LM does: m a multiple of p */
-    p->blocks.virtual_stages =
-        it->cand.v > 1 && p->stages > 1 && p->microbatches % p->stages == 0 ? it->cand.v : 1;
-    p->blocks.sequence_parallel = it->cand.sp && p->tensor_parallel > 1;
+    p->blocks.virtual_stages = !per_stage && it->cand.v > 1 && p->stages > 1 &&
+                                       p->microbatches % p->stages == 0
+                                   ? it->cand.v
+                                   : 1;
+    p->blocks.sequence_parallel = p->train.sequence_parallel && p->tensor_parallel > 1;
     p->blocks.context_parallel = it->cand.cp > 1 ? it->cand.cp : 1;
     p->blocks.expert_parallel = it->cand.ep > 1 ? it->cand.ep : 1;
     p->blocks.tp_comm_overlap = p->blocks.sequence_parallel && it->cand.tpo;
@@ -235,7 +240,7 @@ void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
     /* --recompute auto: each stage at its own level (blockcost.h), where they differ; the
      * heaviest stays the plan's (the later phases planned under it); a plan that has them
      * (pf_search_blocks_fit_recompute moved some) keeps its own */
-    int keep = p->stages > 0 && p->stage_list[0].has_recompute;
+    int keep = per_stage || (p->stages > 0 && p->stage_list[0].has_recompute);
     for (int s = 0; !keep && it->cand.rc_auto && it->cand.p == p->stages && s < p->stages; s++) {
         p->stage_list[s].has_recompute = 1;
         p->stage_list[s].recompute = pf_blockcost_stage_recompute(&it->cand, s);

@@ -21,9 +21,11 @@
  *     norms' inputs, the dropout masks outside the attention core and the inputs of the
  *     column-parallel linears, Korthikanti's 10 s b h, which sequence parallelism keeps split
  *     along the sequence (the linears all-gather their input again for the backward);
- *   - every op whose compute TAP left whole (tap->ops[v].split == 0: layer norms, dropouts,
- *     residual adds) computes 1/T of it forward and backward; its collectives (comm_fwd_ms,
- *     comm_bwd_ms) keep their time.
+ *   - every op but a GEMM whose compute and weight TAP left whole (tap->ops[v].split == 0:
+ *     layer norms, dropouts, residual adds) computes 1/T of it forward and backward; its
+ *     collectives (comm_fwd_ms, comm_bwd_ms) keep their time.
+ * Both only in units where TAP split something: a unit it left whole (too small, heads T does
+ * not divide) runs replicated, without tensor parallelism and so without sequence parallelism.
  * The ops TAP split (attention core, linears) are divided already. NULL and the reason when out
  * of memory or the graphs and the result differ. */
 pf_graph_t *pf_seqpar_graph(const pf_graph_t *orig, const pf_graph_t *dev,

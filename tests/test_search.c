@@ -969,14 +969,7 @@ static void test_layer_aligned_grid(void)
                     if (!s)
                         fprintf(stderr, "layer-aligned grid: %s\n", err);
                     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-                    uint64_t id;
-                    pf_job_t job;
-                    while (pf_search_next_job(s, &id, &job)) {
-                        pf_job_result_t res;
-                        pf_job_run(&job, &res);
-                        pf_search_answer(s, id, &res);
-                        pf_job_result_clear(&res);
-                    }
+                    pf_test_search_drive(s, NULL);
                     pf_plan_t *p = NULL;
                     int rc = pf_search_result(s, &p, err, sizeof err);
                     if (rc == PF_OK) {

@@ -199,14 +199,7 @@ static void test_search(void)
     o.global_batch = 64, o.block_search = 1;
     pf_search_t *s = pf_search_new(g, c, &o, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    uint64_t id;
-    pf_job_t job;
-    while (pf_search_next_job(s, &id, &job)) {
-        pf_job_result_t res;
-        pf_job_run(&job, &res);
-        pf_search_answer(s, id, &res);
-        pf_job_result_clear(&res);
-    }
+    pf_test_search_drive(s, NULL);
     pf_plan_t *p = NULL;
     CU_ASSERT_EQUAL_FATAL(pf_search_result(s, &p, err, sizeof err), PF_OK);
     CU_ASSERT_TRUE(p->blocks.present);

@@ -138,14 +138,7 @@ static void test_training_of_its_degree(void)
     o.stage_degrees = 1;
     pf_search_t *s = pf_search_new(g, c, &o, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    uint64_t id;
-    pf_job_t job;
-    while (pf_search_next_job(s, &id, &job)) {
-        pf_job_result_t res;
-        pf_job_run(&job, &res);
-        pf_search_answer(s, id, &res);
-        pf_job_result_clear(&res);
-    }
+    pf_test_search_drive(s, NULL);
     pf_plan_t *p = pf_search_stagedeg_plan(s, 0, why, sizeof why);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     const pf_training_t *own = &s->tap.tp[pf_search_stagedeg_tp(s)].opts.train;

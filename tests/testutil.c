@@ -69,6 +69,24 @@ pf_graph_t *pf_test_random_dag(uint64_t seed, int n, double p_edge)
     return g;
 }
 
+void pf_test_search_drive(pf_search_t *s, pf_test_search_t *seen)
+{
+    char err[512];
+    uint64_t id;
+    pf_job_t job;
+    while (pf_search_next_job(s, &id, &job)) {
+        pf_job_result_t res;
+        if (seen && (unsigned)job.kind < PF_JOB_KIND_COUNT)
+            seen->jobs[job.kind]++;
+        CU_ASSERT_PTR_EQUAL(job.graph ? job.graph : pf_search_graph(s), pf_search_graph(s));
+        pf_job_run(&job, &res);
+        CU_ASSERT(pf_search_check_answer(s, id, &res, err, sizeof err) == PF_OK);
+        CU_ASSERT_EQUAL(pf_search_answer(s, id, &res), 1);
+        pf_job_result_clear(&res);
+    }
+    CU_ASSERT(pf_search_done(s));
+}
+
 pf_plan_t *pf_test_search(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
                           pf_test_search_t *seen)
 {
@@ -81,19 +99,7 @@ pf_plan_t *pf_test_search(const pf_graph_t *g, const pf_cluster_t *c, const pf_s
         fprintf(stderr, "\n  search: %s\n", err);
         return NULL;
     }
-    uint64_t id;
-    pf_job_t job;
-    while (pf_search_next_job(s, &id, &job)) {
-        pf_job_result_t res;
-        if ((unsigned)job.kind < PF_JOB_KIND_COUNT)
-            seen->jobs[job.kind]++;
-        CU_ASSERT_PTR_EQUAL(job.graph ? job.graph : pf_search_graph(s), pf_search_graph(s));
-        pf_job_run(&job, &res);
-        CU_ASSERT(pf_search_check_answer(s, id, &res, err, sizeof err) == PF_OK);
-        CU_ASSERT_EQUAL(pf_search_answer(s, id, &res), 1);
-        pf_job_result_clear(&res);
-    }
-    CU_ASSERT(pf_search_done(s));
+    pf_test_search_drive(s, seen);
     pf_search_get_status(s, &seen->status);
     seen->graph_is_input = pf_search_graph(s) == g;
     pf_plan_t *p = NULL;

@@ -72,6 +72,12 @@ typedef struct {
     int graph_is_input;                /* it planned g itself, not a graph of its own (re-priced) */
 } pf_test_search_t;
 
+/* Runs search s to its end in process: every job run here as soon as it is issued, its answer
+ * fed straight back; asserts each answer passes pf_search_check_answer and is taken once, each
+ * job names the search's graph, and the search is done at the end. seen->jobs, when given,
+ * counts the jobs by kind. */
+void pf_test_search_drive(pf_search_t *s, pf_test_search_t *seen);
+
 /* The whole search in process: every job run here as soon as it is issued, its answer fed
  * straight back; asserts each answer passes pf_search_check_answer and is taken once, each job
  * names the search's graph, and the search is done at the end. The plan, NULL (the reason on

@@ -268,6 +268,12 @@ static void summarize(const char *plan_json)
     if (isfinite(jnum(cs, "simulated_step_ms")) && step > 0)
         fprintf(stderr, "\n  baselines' simulated steps: CS map %.3gx ours, p2p map %.3gx ours",
                 jnum(cs, "simulated_step_ms") / step, jnum(p2p, "simulated_step_ms") / step);
+    /* a baseline's devices taken for simulating faster (planner/search/search_sim.c) */
+    json_t *mapping = json_object_get(p, "mapping");
+    if (json_is_true(json_object_get(cs, "adopted")) || json_is_true(json_object_get(p2p, "adopted")))
+        fprintf(stderr, "\n  devices: the %s map's, faster than the mapping search's (%.3gx ours)",
+                json_is_true(json_object_get(cs, "adopted")) ? "CS" : "p2p",
+                jnum(mapping, "simulated_step_ms") / step);
     double nw = jnum(search, "workers");
     fprintf(stderr, "\n  search: %g jobs, %.2f s wall, %g worker%s\n", jnum(search, "jobs"),
             jnum(search, "wall_s"), nw, nw == 1 ? "" : "s");

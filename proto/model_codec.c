@@ -382,6 +382,71 @@ int pf_model_codec_stage_graph_from_pb(const Planfarm__StageGraph *m, pf_stage_g
 
 /* ---- plan ---- */
 
+/* What the search reports beside the plan (reports_from_pb's inverse). PF_ERR out of memory. */
+static int reports_to_pb(pf_arena_t *a, const pf_plan_t *p, Planfarm__Plan *pb)
+{
+    if (p->mapping.present) {
+        Planfarm__MappingInfo *m = PF_ANEW(a, Planfarm__MappingInfo, 1);
+        if (!m)
+            return PF_ERR;
+        planfarm__mapping_info__init(m);
+        m->instantiation = (char *)p->mapping.instantiation;
+        m->objective_ms = p->mapping.objective_ms;
+        m->lower_bound_ms = p->mapping.lower_bound_ms;
+        m->initial_lower_bound_ms = p->mapping.initial_lower_bound_ms;
+        m->initial_upper_bound_ms = p->mapping.initial_upper_bound_ms;
+        m->probes = (uint32_t)p->mapping.probes;
+        m->probes_timed_out = (uint32_t)p->mapping.probes_timed_out;
+        m->symmetric_pruned = p->mapping.symmetric_pruned;
+        m->seconds = p->mapping.seconds;
+        m->simulated_step_ms = p->mapping.searched_step_ms;
+        pb->mapping = m;
+    }
+    const pf_baseline_t *bl[2] = {&p->cs_map, &p->p2p_map};
+    Planfarm__Baseline **dst[2] = {&pb->cs_map, &pb->p2p_map};
+    for (int i = 0; i < 2; i++) {
+        if (!bl[i]->present)
+            continue;
+        Planfarm__Baseline *b = PF_ANEW(a, Planfarm__Baseline, 1);
+        if (!b)
+            return PF_ERR;
+        planfarm__baseline__init(b);
+        b->objective_ms = bl[i]->objective_ms;
+        b->simulated_step_ms = bl[i]->simulated_step_ms;
+        b->adopted = bl[i]->adopted != 0;
+        *dst[i] = b;
+    }
+    if (p->partition_search.present) {
+        Planfarm__PartitionSearch *m = PF_ANEW(a, Planfarm__PartitionSearch, 1);
+        if (!m)
+            return PF_ERR;
+        planfarm__partition_search__init(m);
+        m->ops = (uint32_t)p->partition_search.ops;
+        m->hyper_ops = (uint32_t)p->partition_search.hyper_ops;
+        m->downsets = p->partition_search.downsets;
+        m->exact = p->partition_search.exact;
+        m->alpha = p->partition_search.alpha;
+        m->flat_gbps = p->partition_search.flat_gbps;
+        m->coarsen_s = p->partition_search.coarsen_s;
+        m->dp_s = p->partition_search.dp_s;
+        m->refine_s = p->partition_search.refine_s;
+        m->refine_moves = (uint32_t)p->partition_search.refine_moves;
+        m->objective_before_refine_ms = p->partition_search.objective_before_refine_ms;
+        pb->partition_search = m;
+    }
+    if (p->search.present) {
+        Planfarm__SearchInfo *m = PF_ANEW(a, Planfarm__SearchInfo, 1);
+        if (!m)
+            return PF_ERR;
+        planfarm__search_info__init(m);
+        m->jobs = p->search.jobs;
+        m->workers = (uint32_t)p->search.workers;
+        m->wall_s = p->search.wall_s;
+        pb->search = m;
+    }
+    return PF_OK;
+}
+
 Planfarm__Plan *pf_model_codec_plan_to_pb(pf_arena_t *a, const pf_plan_t *p)
 {
     Planfarm__Plan *pb = PF_ANEW(a, Planfarm__Plan, 1);
@@ -442,64 +507,7 @@ Planfarm__Plan *pf_model_codec_plan_to_pb(pf_arena_t *a, const pf_plan_t *p)
     pb->partition_objective_ms = p->partition_objective_ms;
     pb->objective_ms = p->objective_ms;
     pb->simulated_step_ms = p->simulated_step_ms;
-    if (p->mapping.present) {
-        Planfarm__MappingInfo *m = PF_ANEW(a, Planfarm__MappingInfo, 1);
-        if (!m)
-            return NULL;
-        planfarm__mapping_info__init(m);
-        m->instantiation = (char *)p->mapping.instantiation;
-        m->objective_ms = p->mapping.objective_ms;
-        m->lower_bound_ms = p->mapping.lower_bound_ms;
-        m->initial_lower_bound_ms = p->mapping.initial_lower_bound_ms;
-        m->initial_upper_bound_ms = p->mapping.initial_upper_bound_ms;
-        m->probes = (uint32_t)p->mapping.probes;
-        m->probes_timed_out = (uint32_t)p->mapping.probes_timed_out;
-        m->symmetric_pruned = p->mapping.symmetric_pruned;
-        m->seconds = p->mapping.seconds;
-        pb->mapping = m;
-    }
-    const pf_baseline_t *bl[2] = {&p->cs_map, &p->p2p_map};
-    Planfarm__Baseline **dst[2] = {&pb->cs_map, &pb->p2p_map};
-    for (int i = 0; i < 2; i++) {
-        if (!bl[i]->present)
-            continue;
-        Planfarm__Baseline *b = PF_ANEW(a, Planfarm__Baseline, 1);
-        if (!b)
-            return NULL;
-        planfarm__baseline__init(b);
-        b->objective_ms = bl[i]->objective_ms;
-        b->simulated_step_ms = bl[i]->simulated_step_ms;
-        *dst[i] = b;
-    }
-    if (p->partition_search.present) {
-        Planfarm__PartitionSearch *m = PF_ANEW(a, Planfarm__PartitionSearch, 1);
-        if (!m)
-            return NULL;
-        planfarm__partition_search__init(m);
-        m->ops = (uint32_t)p->partition_search.ops;
-        m->hyper_ops = (uint32_t)p->partition_search.hyper_ops;
-        m->downsets = p->partition_search.downsets;
-        m->exact = p->partition_search.exact;
-        m->alpha = p->partition_search.alpha;
-        m->flat_gbps = p->partition_search.flat_gbps;
-        m->coarsen_s = p->partition_search.coarsen_s;
-        m->dp_s = p->partition_search.dp_s;
-        m->refine_s = p->partition_search.refine_s;
-        m->refine_moves = (uint32_t)p->partition_search.refine_moves;
-        m->objective_before_refine_ms = p->partition_search.objective_before_refine_ms;
-        pb->partition_search = m;
-    }
-    if (p->search.present) {
-        Planfarm__SearchInfo *m = PF_ANEW(a, Planfarm__SearchInfo, 1);
-        if (!m)
-            return NULL;
-        planfarm__search_info__init(m);
-        m->jobs = p->search.jobs;
-        m->workers = (uint32_t)p->search.workers;
-        m->wall_s = p->search.wall_s;
-        pb->search = m;
-    }
-    return pb;
+    return reports_to_pb(a, p, pb) == PF_OK ? pb : NULL;
 }
 
 /* stage_list[s]: op and device indices in range, d_s x t_s devices when given (the stage's
@@ -576,12 +584,14 @@ static void reports_from_pb(const Planfarm__Plan *m, pf_plan_t *p)
         p->mapping.probes_timed_out = (int)m->mapping->probes_timed_out;
         p->mapping.symmetric_pruned = m->mapping->symmetric_pruned;
         p->mapping.seconds = m->mapping->seconds;
+        p->mapping.searched_step_ms = m->mapping->simulated_step_ms;
     }
     const Planfarm__Baseline *bl[2] = {m->cs_map, m->p2p_map};
     pf_baseline_t *dst[2] = {&p->cs_map, &p->p2p_map};
     for (int i = 0; i < 2; i++)
         if (bl[i])
-            *dst[i] = (pf_baseline_t){1, bl[i]->objective_ms, bl[i]->simulated_step_ms};
+            *dst[i] = (pf_baseline_t){1, bl[i]->objective_ms, bl[i]->simulated_step_ms,
+                                      bl[i]->adopted};
     if (m->partition_search) {
         const Planfarm__PartitionSearch *x = m->partition_search;
         p->partition_search.present = 1;

@@ -178,7 +178,8 @@ static pf_plan_t *mapped_plan(void)
     snprintf(p->mapping.instantiation, sizeof p->mapping.instantiation, "ar");
     p->mapping.probes = 7;
     p->mapping.symmetric_pruned = 123456789012LL;
-    p->cs_map = (pf_baseline_t){1, 20, 90};
+    p->cs_map = (pf_baseline_t){1, 20, 90, 1};
+    p->mapping.searched_step_ms = 120;
     p->partition_search.present = 1;
     p->partition_search.downsets = 42;
     p->partition_search.exact = 1;
@@ -201,6 +202,7 @@ static void test_plan_and_results(void)
     CU_ASSERT_STRING_EQUAL(q->mapping.instantiation, "ar");
     CU_ASSERT_EQUAL(q->mapping.symmetric_pruned, 123456789012LL);
     CU_ASSERT(q->cs_map.present && !q->p2p_map.present && q->cs_map.simulated_step_ms == 90);
+    CU_ASSERT(q->cs_map.adopted && q->mapping.searched_step_ms == 120);
     CU_ASSERT(q->partition_search.present && q->partition_search.downsets == 42);
     CU_ASSERT(!q->search.present);
     CU_ASSERT(!q->blocks.present);

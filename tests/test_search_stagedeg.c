@@ -131,7 +131,7 @@ static void test_training_of_its_degree(void)
     char err[512], why[256] = "";
     pf_graph_t *g = NULL;
     pf_cluster_t *c = NULL;
-    CU_ASSERT_EQUAL_FATAL(pf_test_gpt13b_a100x8(&g, &c), 0);
+    CU_ASSERT_EQUAL_FATAL(pf_test_gpt13b_dgx_a100(1, 22.5, &g, &c), 0);
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     o.global_batch = 64, o.block_search = 1, o.zero_auto = 0, o.train.zero = 0;

@@ -140,7 +140,7 @@ void pf_test_cost_model(pf_cost_model_t *cm, double gbps, int mb, double limit_b
     pf_cost_model_set_training(cm, &t, 1, 0);
 }
 
-int pf_test_gpt13b_a100x8(pf_graph_t **g, pf_cluster_t **c)
+int pf_test_gpt13b_dgx_a100(int machines, double inter_gbps, pf_graph_t **g, pf_cluster_t **c)
 {
     char err[256];
     pf_model_opts_t mo;
@@ -156,7 +156,7 @@ int pf_test_gpt13b_a100x8(pf_graph_t **g, pf_cluster_t **c)
     pf_graph_destroy(&raw);
     pf_topology_opts_t to;
     pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_A100);
-    to.machines = 1, to.intra_gbps = 195, to.inter_gbps = 22.5;
+    to.machines = machines, to.intra_gbps = 195, to.inter_gbps = inter_gbps;
     to.latency_us = 10, to.inter_latency_us = 20;
     if (rc != PF_OK || pf_topology_build(&to, c, err, sizeof err) != PF_OK) {
         pf_graph_destroy(g);

@@ -61,9 +61,10 @@ void pf_test_cost_model(pf_cost_model_t *cm, double gbps, int mb, double limit_b
 #include "planner/search/search.h"
 
 /* Calculon's GPT-3 13B (40 layers, hidden 5140 in 20 heads, ffn 20560, seq 2048, vocab 51200,
- * micro-batch 1) priced on a100-80g in fp16, and one DGX A100 at Calculon's effective links
- * (NVLink 195 GB/s, InfiniBand 22.5, 10 / 20 us): bench/peers.sh's 13B-on-8 row. 0 or -1. */
-int pf_test_gpt13b_a100x8(pf_graph_t **g, pf_cluster_t **c);
+ * micro-batch 1) priced on a100-80g in fp16, and `machines` DGX A100 at Calculon's effective
+ * links (NVLink 195 GB/s, 10 / 20 us) with inter_gbps per GPU between hosts (Calculon's
+ * InfiniBand: 22.5): (1, 22.5) is bench/peers.sh's 13B-on-8 row. 0 or -1. */
+int pf_test_gpt13b_dgx_a100(int machines, double inter_gbps, pf_graph_t **g, pf_cluster_t **c);
 
 /* What pf_test_search saw besides the plan. */
 typedef struct {

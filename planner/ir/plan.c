@@ -674,6 +674,10 @@ static void write_baseline(pf_json_writer_t *w, const char *k, const pf_baseline
     pf_json_writer_obj_begin_inline(w);
     pf_json_writer_key_num(w, "objective_ms", b->objective_ms);
     pf_json_writer_key_num(w, "simulated_step_ms", b->simulated_step_ms);
+    if (b->adopted) {
+        pf_json_writer_key(w, "adopted");
+        pf_json_writer_bool(w, 1);
+    }
     pf_json_writer_obj_end(w);
 }
 
@@ -813,6 +817,8 @@ static void emit_plan(pf_json_writer_t *w, const void *ctx)
         pf_json_writer_key(w, "probes_timed_out"); pf_json_writer_int(w, p->mapping.probes_timed_out);
         pf_json_writer_key(w, "symmetric_pruned"); pf_json_writer_int(w, p->mapping.symmetric_pruned);
         pf_json_writer_key_num(w, "seconds", p->mapping.seconds);
+        if (p->mapping.searched_step_ms > 0)
+            pf_json_writer_key_num(w, "simulated_step_ms", p->mapping.searched_step_ms);
         pf_json_writer_obj_end(w);
     }
     if (p->cs_map.present || p->p2p_map.present) {

@@ -41,6 +41,8 @@ typedef struct {
     int present;
     double objective_ms;      /* "full" objective of this baseline mapping */
     double simulated_step_ms; /* step estimate of this baseline mapping */
+    int adopted;              /* the plan's devices are this map's: it simulated faster than
+                               * the mapping search's (search_sim.c) */
 } pf_baseline_t;
 
 typedef struct {
@@ -55,13 +57,14 @@ typedef struct {
 
     struct {
         int present;
-        char instantiation[8];   /* "m", "ar" or "full" */
+        char instantiation[8];   /* "m", "ar", "full" or "stages" (map_stages_search.h) */
         double objective_ms;     /* under that instantiation */
         double lower_bound_ms;   /* t_l when the search stopped */
         double initial_lower_bound_ms, initial_upper_bound_ms; /* eq. 10/11; heuristic */
         int probes, probes_timed_out;
         long long symmetric_pruned;
         double seconds;
+        double searched_step_ms; /* a baseline adopted: the searched devices' simulated step */
     } mapping;
     pf_baseline_t cs_map, p2p_map;
 

@@ -28,10 +28,12 @@
  *              S > 1 one RESHARD job per stage boundary and replica times the cross-stage
  *              transfer (a replicated activation between two 1 x T meshes, [CrossMesh]); then one
  *              SIMULATE job per allowed schedule runs it through the task-graph simulator and
- *              checks its memory under that schedule's micro-batches in flight
+ *              checks its memory under that schedule's micro-batches in flight (an interleaved
+ *              candidate of the block search: also without interleaving, search_state.h)
  *   done       among the (candidate, schedule) pairs that fit memory, the least simulated step
  *              time per sample wins; its plan carries that schedule and simulated_step_ms, its
- *              CS / p2p baselines (analytic step estimates) and the search's counts
+ *              CS / p2p baselines (the same plan on those maps' devices, simulated) and the
+ *              search's counts
  *
  * Jobs are pure functions of their inputs, so a lost answer is recovered by running the job
  * again (pf_search_job gives its description back) and duplicates are ignored. */

@@ -205,27 +205,38 @@ int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_o
     return PF_OK;
 }
 
+/* The ranked candidate plan p is: the first of its (p, t) training as its degree's candidate
+ * (one without interleaving when `flat`, if the pool has one), else that candidate. */
+static const pf_blockenum_item_t *candidate_of(const pf_search_blocks_t *choice,
+                                               const pf_plan_t *p, int flat)
+{
+    int own_i = training_of(choice, p->tensor_parallel);
+    const pf_blockenum_item_t *own = &choice->best[own_i >= 0 ? own_i : 0];
+    for (int pass = flat ? 0 : 1; pass < 2; pass++)
+        for (int i = 0; i < choice->n; i++) {
+            const pf_blockcost_cand_t *c = &choice->best[i].cand;
+            if (c->p == p->stages && c->t == p->tensor_parallel &&
+                same_training(c, &own->cand) && (pass == 1 || c->v == 1))
+                return &choice->best[i];
+        }
+    return own;
+}
+
 void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
 {
     if (!choice->present || !p)
         return;
-    /* the candidate the simulator chose, else the one its degree trains as */
-    int own_i = training_of(choice, p->tensor_parallel);
-    const pf_blockenum_item_t *it = &choice->best[own_i >= 0 ? own_i : 0];
-    const pf_blockcost_cand_t *own = &it->cand;
-    for (int i = 0; i < choice->n; i++)
-        if (choice->best[i].cand.p == p->stages && choice->best[i].cand.t == p->tensor_parallel &&
-            same_training(&choice->best[i].cand, own)) {
-            it = &choice->best[i];
-            break;
-        }
+    /* a plan already given v 1 keeps it: the flat variant of an interleaved candidate
+     * (search_state.h), and this called again on the plan the search made */
+    int flat = p->blocks.present && p->blocks.virtual_stages <= 1;
+    const pf_blockenum_item_t *it = candidate_of(choice, p, flat);
     /* a per-stage-degree plan (search_stagedeg.h) was simulated without interleaving and keeps
      * the recomputation its own DP chose */
     int per_stage = p->stagedeg.chosen;
     p->blocks.present = 1;
     p->blocks.microbatch_size = it->cand.b;
     /* the simulator interleaves a plan's stages as Megatron-LM does: m a multiple of p */
-    p->blocks.virtual_stages = !per_stage && it->cand.v > 1 && p->stages > 1 &&
+    p->blocks.virtual_stages = !per_stage && !flat && it->cand.v > 1 && p->stages > 1 &&
                                        p->microbatches % p->stages == 0
                                    ? it->cand.v
                                    : 1;

@@ -41,6 +41,7 @@ typedef union {
         pf_training_schedule_t schedule; /* under this schedule; */
         int baseline;           /* 0, or the winner's baseline: 1 CS map, 2 p2p map, 3 and 4
                                  * the per-stage-degree plans (search_stagedeg.h) */
+        int variant;            /* the candidate's plan: PF_SEARCH_AS_RANKED or _FLAT */
     } sim;
     int xfer;  /* RESHARD: the transfer of s->sim.xfer it times */
 } pf_search_owner_t;
@@ -160,12 +161,20 @@ typedef struct {
     double bound_ms;
 } sim_rec_t;
 
-/* A candidate in phase 4. */
+/* A candidate's plans in phase 4: as the block search ranked it, and, when that one is
+ * interleaved and --virtual-stages left free, the same stages on the same devices without
+ * interleaving. The analytic model prices the interleaved hops hidden behind the chunks'
+ * compute; where a hop takes as long as a chunk (a slow link between hosts) the simulator finds
+ * the v x more transfers stall the pipeline (GPT-3 13B on 4 DGX A100 at 2.8 GB/s between
+ * hosts: 4811 ms at v 5 against 2130 at v 1), so both are simulated and the step picks. */
+enum { PF_SEARCH_AS_RANKED, PF_SEARCH_FLAT, PF_SEARCH_VARIANTS };
+
 typedef struct {
-    pf_plan_t *plan; /* mapped, R x T devices: what SIMULATE jobs run */
-    double *xfer_ms; /* T > 1, S > 1: (S - 1) x R resharding times (RESHARD jobs) */
+    pf_plan_t *plan[PF_SEARCH_VARIANTS]; /* mapped, R x T devices: what SIMULATE jobs run;
+                                          * plan[PF_SEARCH_FLAT] NULL when there is none */
+    double *xfer_ms; /* T > 1, S > 1: (S - 1) x R resharding times (RESHARD jobs), both plans' */
     int xfer_left;
-    sim_rec_t sim[PF_SCHEDULE_COUNT];
+    sim_rec_t sim[PF_SEARCH_VARIANTS][PF_SCHEDULE_COUNT];
 } sim_cand_t;
 
 /* One RESHARD job: a candidate's transfer from stage `stage` to the next, replica `replica`.
@@ -187,7 +196,7 @@ typedef struct {
     bool base_fits[2 + PF_SEARCH_STAGEDEG_PLANS];
     char stagedeg_why[160]; /* why there is no per-stage plan (search_stagedeg.h) */
     bool stagedeg_alone;    /* no uniform plan fits: only the per-stage plans are simulated */
-    int base_left, best_c, best_k;
+    int base_left, best_c, best_k, best_v;
 } sim_phase_t;
 
 /* ---- search_blocks.c: the block-level pre-phase ---- */

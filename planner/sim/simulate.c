@@ -283,16 +283,6 @@ static int sim_init(sim_t *x, const pf_simulate_input_t *in)
     return PF_OK;
 }
 
-int pf_simulate_event_cmp(const void *pa, const void *pb)
-{
-    const pf_simulate_event_t *a = pa, *b = pb;
-    if (a->device != b->device)
-        return a->device < b->device ? -1 : 1;
-    if (a->stream != b->stream)
-        return a->stream < b->stream ? -1 : 1;
-    return a->start_ms < b->start_ms ? -1 : a->start_ms > b->start_ms;
-}
-
 void pf_simulate_result_destroy(pf_simulate_result_t **rp)
 {
     pf_taskrun_result_destroy(rp); /* taskrun.c makes the results */

@@ -1,4 +1,4 @@
-/* readyheap: the simulators' ready queue (simulate.c, simstages.c): a binary min-heap of tasks
+/* readyheap: the simulators' ready queue (taskrun.c): a binary min-heap of tasks
  * by (ready time, task index), each entry carrying its ready time so that comparisons read no
  * task. Every push carries a ready time no earlier than the last one popped, so tasks pop in
  * time order, ties in index order: the same order on every machine. */

@@ -1,12 +1,13 @@
-/* simstages: one step of a plan whose stages differ (simstages.h). The task graph, its ready heap
- * and its run follow simulate.c's; a task is addressed by its stage and the step's micro-batch m
- * (replica m mod d_s), which with every d_s = R and t_s = T numbers the tasks exactly as
- * simulate.c does, so that a uniform plan runs the same events in the same order. */
+/* simstages: one step of a plan whose stages differ (simstages.h). Here: how its tasks are
+ * numbered and built, their durations and edges; taskrun.c runs them, as it runs simulate.c's. A
+ * task is addressed by its stage and the step's micro-batch m (replica m mod d_s), which with
+ * every d_s = R and t_s = T numbers the tasks exactly as simulate.c does, so that a uniform plan
+ * runs the same events in the same order. */
 #include "planner/sim/simstages.h"
 #include "planner/sim/interleave.h"
 #include "planner/sim/linkshare.h"
-#include "planner/sim/readyheap.h"
 #include "planner/sim/simulate.h"
+#include "planner/sim/taskrun.h"
 #include "planner/ir/collective.h"
 #include "planner/core/util.h"
 
@@ -19,38 +20,16 @@
 
 /* ---- the task graph ---- */
 
-enum { T_FWD, T_BWD, T_OPT, T_XFER_F, T_XFER_B, T_AR, T_ABSENT };
-
-typedef struct {
-    unsigned char kind;
-    int s, r, k, m; /* stage, replica, rank, the step's micro-batch (AR: bucket; OPT: -1) */
-    int npred;
-    double dur_ms, tp_ms; /* tp_ms: the collective's share of dur_ms (compute tasks) */
-    double ready_ms, start_ms, end_ms;
-} task_t;
-
-
 typedef struct {
     const pf_simstages_input_t *in;
-    int S, N, NB, Dmax, Tmax, D, rows;
-    int *row0;              /* S + 1: each stage's first result row */
+    int S, N, NB, Dmax, Tmax;
     size_t base_xf, base_xb, base_ar, base_opt, ntasks;
-    task_t *task;
-    bool counting;          /* build's first pass counts the edges, the second fills the CSR */
-    size_t nedges;
-    int *succ_off, *succ;
-    double *succ_frac;
-    pf_readyheap_ent_t *heap;
-    size_t nheap;
-    double *free_ms;        /* per device: pipeline queue free from; + D: data-parallel queue's */
-    int *row_of_dev;
-    int *inflight;          /* S x Dmax: micro-batches in flight per stage replica */
-    int *group;             /* Dmax: one data-parallel group, scratch */
+    pf_taskrun_shape_t shape;
+    pf_taskrun_t *tr;
+    pf_taskrun_task_t *task;
+    int *group;             /* Dmax, Tmax: one data-parallel or tensor-parallel group, scratch */
     int *ord;               /* 2 N: one replica's compute order, scratch */
-    pf_linkshare_t *links;
-    unsigned char *ar_tier; /* S x Tmax */
-    pf_simulate_event_t *ev;
-    size_t nev, ev_cap;
+    pf_training_schedule_t order;
 } sx_t;
 
 static int dof(const sx_t *x, int s)
@@ -103,17 +82,8 @@ static int dev_of(const sx_t *x, int s, int m, int k)
 
 static void add_edge(sx_t *x, size_t from, size_t to, double frac)
 {
-    if (x->counting) {
-        x->succ_off[from + 1]++;
-        x->task[to].npred++;
-        x->nedges++;
-    } else {
-        int at = x->succ_off[from]++;
-        x->succ[at] = (int)to;
-        x->succ_frac[at] = frac;
-    }
+    pf_taskrun_edge(x->tr, from, to, frac);
 }
-
 /* A data-parallel collective over the rank-k devices of stage s's d_s replicas (simulate.c's
  * dp_coll_ms). */
 static int dp_coll_ms(const sx_t *x, int s, int k, pf_collective_op_t op, double bytes, double *ms)
@@ -176,20 +146,22 @@ static void microbatch_tasks(sx_t *x, int s, int m, double z3, int comm_free)
     double tpf = comm_free ? 0 : st->tp_fwd_ms, tpb = comm_free ? 0 : st->tp_bwd_ms;
     double fwd = st->rep_fwd_ms ? st->rep_fwd_ms[r] : st->fwd_ms;
     double bwd = st->rep_bwd_ms ? st->rep_bwd_ms[r] : st->bwd_ms;
-    x->task[id_fwd(x, s, m)] = (task_t){
-        .kind = T_FWD, .s = s, .r = r, .m = m, .dur_ms = fwd + tpf, .tp_ms = tpf};
-    task_t *b = &x->task[id_bwd(x, s, m)];
-    *b = (task_t){.kind = T_BWD, .s = s, .r = r, .m = m,
-                  .dur_ms = st->recompute_ms + bwd + tpb, .tp_ms = tpb};
+    x->task[id_fwd(x, s, m)] = (pf_taskrun_task_t){
+        .kind = PF_TASK_FWD, .s = s, .r = r, .m = m, .dur_ms = fwd + tpf, .tp_ms = tpf};
+    pf_taskrun_task_t *b = &x->task[id_bwd(x, s, m)];
+    *b = (pf_taskrun_task_t){.kind = PF_TASK_BWD, .s = s, .r = r, .m = m,
+                             .dur_ms = st->recompute_ms + bwd + tpb, .tp_ms = tpb};
     b->dur_ms += z3;
     double fwd_ms = s + 1 < x->S ? cut_ms(x, s, s, s + 1, m, comm_free) : 0;
     double bwd_ms = s > 0 ? cut_ms(x, s - 1, s, s - 1, m, comm_free) : 0;
     for (int k = 0; s + 1 < x->S && k < pairs(x, s); k++)
-        x->task[id_xf(x, s, m, k)] = (task_t){.kind = T_XFER_F, .s = s, .r = r, .k = k, .m = m,
-                                             .dur_ms = fwd_ms};
+        x->task[id_xf(x, s, m, k)] =
+            (pf_taskrun_task_t){.kind = PF_TASK_XFER_F, .s = s, .r = r, .k = k, .m = m,
+                                .pr = m % dof(x, s + 1), .dur_ms = fwd_ms};
     for (int k = 0; s > 0 && k < pairs(x, s - 1); k++)
-        x->task[id_xb(x, s, m, k)] = (task_t){.kind = T_XFER_B, .s = s, .r = r, .k = k, .m = m,
-                                             .dur_ms = bwd_ms};
+        x->task[id_xb(x, s, m, k)] =
+            (pf_taskrun_task_t){.kind = PF_TASK_XFER_B, .s = s, .r = r, .k = k, .m = m,
+                                .pr = m % dof(x, s - 1), .dur_ms = bwd_ms};
 }
 
 /* Every task of stage s: micro-batches, optimizer steps, gradient buckets (ZeRO-3's exposed
@@ -206,16 +178,18 @@ static int stage_tasks(sx_t *x, int s, int comm_free)
     for (int m = 0; m < x->N; m++)
         microbatch_tasks(x, s, m, z3, comm_free);
     for (int r = 0; r < d; r++)
-        x->task[id_opt(x, s, r)] =
-            (task_t){.kind = T_OPT, .s = s, .r = r, .m = -1, .dur_ms = st->optimizer_ms};
+        x->task[id_opt(x, s, r)] = (pf_taskrun_task_t){
+            .kind = PF_TASK_OPT, .s = s, .r = r, .m = -1, .dur_ms = st->optimizer_ms};
     for (int k = 0; k < t && d > 1; k++) {
         double ms = 0;
+        unsigned char tier = (unsigned char)pf_linkshare_group_tier(
+            x->in->cluster, st->devices + k, d, t);
         if (!comm_free &&
             dp_coll_ms(x, s, k, PF_COLL_ALLREDUCE, st->param_bytes / t / x->NB, &ms) != PF_OK)
             return PF_ERR;
         for (int b = 0; b < x->NB; b++)
-            x->task[id_ar(x, s, k, b)] =
-                (task_t){.kind = T_AR, .s = s, .k = k, .m = b, .dur_ms = ms};
+            x->task[id_ar(x, s, k, b)] = (pf_taskrun_task_t){
+                .kind = PF_TASK_AR, .tier = tier, .s = s, .k = k, .m = b, .dur_ms = ms};
     }
     return PF_OK;
 }
@@ -277,267 +251,56 @@ static bool cancelled(const pf_simstages_input_t *in)
     return in->cancel && atomic_load(in->cancel);
 }
 
-static void all_edges(sx_t *x, pf_training_schedule_t order)
+/* Every replica's edges under x->order (pf_taskrun_link's callback). */
+static void all_edges(void *ctx)
 {
+    sx_t *x = ctx;
     for (int s = 0; s < x->S; s++)
         for (int r = 0; r < dof(x, s); r++)
-            replica_edges(x, s, r, order);
+            replica_edges(x, s, r, x->order);
 }
 
-/* The task graph of one step: tasks, then the edges in CSR by source (counted, then filled). */
+/* The task graph of one step: its tasks, then its edges. */
 static int build(sx_t *x, pf_training_schedule_t order, int comm_free)
 {
-    for (size_t i = 0; i < x->ntasks; i++)
-        x->task[i].kind = T_ABSENT;
     for (int s = 0; s < x->S; s++)
         if (stage_tasks(x, s, comm_free) != PF_OK)
             return PF_ERR;
-    if (!(x->succ_off = calloc(x->ntasks + 1, sizeof *x->succ_off)))
-        return PF_ERR;
-    x->counting = true;
-    all_edges(x, order);
-    for (size_t i = 0; i < x->ntasks; i++)
-        x->succ_off[i + 1] += x->succ_off[i];
-    x->succ = malloc((x->nedges ? x->nedges : 1) * sizeof *x->succ);
-    x->succ_frac = malloc((x->nedges ? x->nedges : 1) * sizeof *x->succ_frac);
-    if (!x->succ || !x->succ_frac)
-        return PF_ERR;
-    x->counting = false;
-    all_edges(x, order); /* moves each succ_off[i] on to the start of row i + 1 */
-    memmove(x->succ_off + 1, x->succ_off, x->ntasks * sizeof *x->succ_off);
-    x->succ_off[0] = 0;
-    return PF_OK;
-}
-
-/* ---- the run ---- */
-
-static int emit(sx_t *x, int dev, int stream, int kind, const task_t *t, int s, double a,
-                double b)
-{
-    if (!x->in->timeline || b <= a)
-        return PF_OK;
-    if (pf_grow((void **)&x->ev, &x->ev_cap, x->nev + 1, sizeof *x->ev))
-        return PF_ERR;
-    x->ev[x->nev++] = (pf_simulate_event_t){dev, stream, kind, s, t->r, t->m, a, b};
-    return PF_OK;
-}
-
-/* A forward (dir 1) or backward (-1) of a stage replica: its micro-batches in flight and their
- * activation bytes at their most (the static bytes come at the end). */
-static void note_inflight(sx_t *x, pf_simulate_result_t *res, const task_t *t, int row, int dir)
-{
-    int *live = &x->inflight[t->s * x->Dmax + t->r];
-    *live += dir;
-    double bytes = *live * x->in->stage[t->s].act_bytes;
-    for (int k = 0; k < tof(x, t->s) && dir > 0; k++) {
-        if (*live > res->peak_inflight[row + k])
-            res->peak_inflight[row + k] = *live;
-        res->peak_mem_bytes[row + k] = fmax(res->peak_mem_bytes[row + k], bytes);
-    }
-}
-
-static int run_compute(sx_t *x, pf_simulate_result_t *res, task_t *t, double start)
-{
-    int row = x->row0[t->s] + t->r * tof(x, t->s), rc = PF_OK;
-    if (t->kind != T_OPT)
-        note_inflight(x, res, t, row, t->kind == T_FWD ? 1 : -1);
-    double end = start + t->dur_ms, body_end = end - t->tp_ms;
-    int kind = t->kind == T_FWD ? PF_EV_FWD : t->kind == T_BWD ? PF_EV_BWD : PF_EV_OPT;
-    for (int k = 0; k < tof(x, t->s); k++) {
-        int d = res->device[row + k];
-        res->busy_ms[row + k] += t->dur_ms;
-        rc |= emit(x, d, PF_STREAM_COMPUTE, kind, t, t->s, start, body_end);
-        rc |= emit(x, d, PF_STREAM_COMPUTE, PF_EV_TP, t, t->s, body_end, end);
-    }
-    return rc;
-}
-
-/* A pipeline transfer: after both ends' pipeline queues are free, shared with their other
- * queue's use of the same link (linkshare.h). */
-static int run_xfer(sx_t *x, pf_simulate_result_t *res, task_t *t, double *start)
-{
-    int peer = t->kind == T_XFER_F ? t->s + 1 : t->s - 1;
-    int a = dev_of(x, t->s, t->m, t->k), b = dev_of(x, peer, t->m, t->k), rc;
-    if (t->dur_ms <= 0)
-        return PF_OK;
-    *start = fmax(*start, fmax(x->free_ms[a], x->free_ms[b]));
-    int ends[2] = {x->row_of_dev[a], x->row_of_dev[b]};
-    rc = pf_linkshare_commit(x->links, ends, 2, 0, pf_linkshare_tier(x->in->cluster, a, b), *start,
-                             &t->dur_ms);
-    x->free_ms[a] = x->free_ms[b] = *start + t->dur_ms;
-    res->comm_busy_ms[x->row_of_dev[a]] += t->dur_ms;
-    res->comm_busy_ms[x->row_of_dev[b]] += t->dur_ms;
-    rc |= emit(x, a, PF_STREAM_COMM, PF_EV_SEND, t, t->s, *start, *start + t->dur_ms);
-    task_t recv = *t; /* the receiver's replica */
-    recv.r = t->m % dof(x, peer);
-    rc |= emit(x, b, PF_STREAM_COMM, PF_EV_RECV, &recv, peer, *start, *start + t->dur_ms);
-    return rc;
-}
-
-/* A gradient bucket: after every member's data-parallel queue is free. */
-static int run_ar(sx_t *x, pf_simulate_result_t *res, task_t *t, double *start)
-{
-    int d = dof(x, t->s), rc;
-    if (t->dur_ms <= 0)
-        return PF_OK;
-    for (int r = 0; r < d; r++) {
-        *start = fmax(*start, x->free_ms[x->D + dev_at(x, t->s, r, t->k)]);
-        x->group[r] = x->row_of_dev[dev_at(x, t->s, r, t->k)];
-    }
-    rc = pf_linkshare_commit(x->links, x->group, d, 1, x->ar_tier[t->s * x->Tmax + t->k], *start,
-                             &t->dur_ms);
-    for (int r = 0; r < d; r++) {
-        int dv = dev_at(x, t->s, r, t->k);
-        x->free_ms[x->D + dv] = *start + t->dur_ms;
-        res->comm_busy_ms[x->row_of_dev[dv]] += t->dur_ms;
-        task_t ev = *t;
-        ev.r = r;
-        ev.m = -1;
-        rc |= emit(x, dv, PF_STREAM_DP, PF_EV_ALLREDUCE, &ev, t->s, *start, *start + t->dur_ms);
-    }
-    return rc;
-}
-
-static int links_init(sx_t *x)
-{
-    if (!(x->links = pf_linkshare_new(x->rows, 2)) ||
-        !(x->ar_tier = malloc((size_t)x->S * x->Tmax)))
-        return PF_ERR;
-    for (int s = 0; s < x->S; s++)
-        for (int k = 0; k < tof(x, s); k++)
-            x->ar_tier[s * x->Tmax + k] = (unsigned char)pf_linkshare_group_tier(
-                x->in->cluster, x->in->stage[s].devices + k, dof(x, s), tof(x, s));
-    return PF_OK;
-}
-
-/* Runs the task graph in time order (simulate.c's run): PF_OK, PF_ERR out of memory or
- * cancelled, 1 when tasks never became ready (a bug: the orders are deadlock-free). */
-static int run(sx_t *x, pf_simulate_result_t *res)
-{
-    size_t done = 0, present = 0;
-    if (links_init(x) != PF_OK)
-        return PF_ERR;
-    for (size_t i = 0; i < x->ntasks; i++)
-        if (x->task[i].kind != T_ABSENT && (present++, x->task[i].npred == 0))
-            pf_readyheap_push(x->heap, &x->nheap, x->task[i].ready_ms, (int)i);
-    while (x->nheap) {
-        int id = pf_readyheap_pop(x->heap, &x->nheap), rc;
-        task_t *t = &x->task[id];
-        double start = t->ready_ms;
-        if ((done & 4095) == 0 && cancelled(x->in))
-            return PF_ERR;
-        rc = t->kind == T_XFER_F || t->kind == T_XFER_B ? run_xfer(x, res, t, &start)
-             : t->kind == T_AR                          ? run_ar(x, res, t, &start)
-                                                        : run_compute(x, res, t, start);
-        if (rc != PF_OK)
-            return PF_ERR;
-        t->start_ms = start;
-        t->end_ms = start + t->dur_ms;
-        if (t->end_ms > res->step_ms)
-            res->step_ms = t->end_ms;
-        done++;
-        for (int e = x->succ_off[id]; e < x->succ_off[id + 1]; e++) {
-            task_t *u = &x->task[x->succ[e]];
-            double at = start + x->succ_frac[e] * t->dur_ms;
-            if (at > u->ready_ms)
-                u->ready_ms = at;
-            if (--u->npred == 0)
-                pf_readyheap_push(x->heap, &x->nheap, u->ready_ms, x->succ[e]);
-        }
-    }
-    return done == present ? PF_OK : 1;
+    x->order = order;
+    return pf_taskrun_link(x->tr, all_edges, x);
 }
 
 static void sx_free(sx_t *x)
 {
-    free(x->row0);
-    free(x->task);
-    free(x->succ_off);
-    free(x->succ);
-    free(x->succ_frac);
-    free(x->heap);
-    free(x->free_ms);
-    free(x->row_of_dev);
-    free(x->inflight);
+    pf_taskrun_destroy(&x->tr);
     free(x->group);
     free(x->ord);
-    pf_linkshare_destroy(&x->links);
-    free(x->ar_tier);
-    free(x->ev);
 }
 
-/* Sizes, task bases and the scratch arrays of one run. PF_ERR out of memory. */
+/* Sizes, task bases, the engine and the scratch arrays of one run. PF_ERR out of memory. */
 static int sx_init(sx_t *x, const pf_simstages_input_t *in)
 {
     *x = (sx_t){.in = in, .S = in->stages, .N = in->microbatches,
-                .NB = in->buckets > 1 ? in->buckets : 1, .Dmax = 1, .Tmax = 1,
-                .D = pf_cluster_ndevices(in->cluster)};
-    if (!(x->row0 = malloc((size_t)(x->S + 1) * sizeof *x->row0)))
-        return PF_ERR;
-    x->row0[0] = 0;
+                .NB = in->buckets > 1 ? in->buckets : 1, .Dmax = 1, .Tmax = 1};
     for (int s = 0; s < x->S; s++) {
         x->Dmax = dof(x, s) > x->Dmax ? dof(x, s) : x->Dmax;
         x->Tmax = tof(x, s) > x->Tmax ? tof(x, s) : x->Tmax;
-        x->row0[s + 1] = x->row0[s] + dof(x, s) * tof(x, s);
     }
-    x->rows = x->row0[x->S];
     size_t nf = (size_t)x->S * x->N;
     x->base_xf = 2 * nf;
     x->base_xb = x->base_xf + nf * x->Tmax;
     x->base_ar = x->base_xb + nf * x->Tmax;
     x->base_opt = x->base_ar + (size_t)x->S * x->Tmax * x->NB;
     x->ntasks = x->base_opt + (size_t)x->S * x->Dmax;
-    x->task = calloc(x->ntasks, sizeof *x->task);
-    x->heap = malloc(x->ntasks * sizeof *x->heap);
-    x->free_ms = calloc(2 * (size_t)x->D, sizeof *x->free_ms);
-    x->row_of_dev = malloc((size_t)x->D * sizeof *x->row_of_dev);
-    x->inflight = calloc((size_t)x->S * x->Dmax, sizeof *x->inflight);
+    x->shape = (pf_taskrun_shape_t){.cluster = in->cluster, .stage = in->stage,
+                                    .replicas = in->replicas, .tp = in->tp, .stages = x->S,
+                                    .ranks = x->S, .timeline = in->timeline, .cancel = in->cancel};
     x->group = malloc((size_t)(x->Dmax > x->Tmax ? x->Dmax : x->Tmax) * sizeof *x->group);
     x->ord = malloc(2 * (size_t)x->N * sizeof *x->ord);
-    return x->task && x->heap && x->free_ms && x->row_of_dev && x->inflight && x->group && x->ord
-               ? PF_OK
-               : PF_ERR;
-}
-
-static pf_simulate_result_t *result_new(const sx_t *x, pf_training_schedule_t order)
-{
-    pf_simulate_result_t *res = calloc(1, sizeof *res);
-    if (!res)
-        return NULL;
-    size_t rows = (size_t)x->rows;
-    res->device = malloc(rows * sizeof *res->device);
-    res->busy_ms = calloc(rows, sizeof *res->busy_ms);
-    res->comm_busy_ms = calloc(rows, sizeof *res->comm_busy_ms);
-    res->peak_mem_bytes = calloc(rows, sizeof *res->peak_mem_bytes);
-    res->peak_inflight = calloc(rows, sizeof *res->peak_inflight);
-    if (!res->device || !res->busy_ms || !res->comm_busy_ms || !res->peak_mem_bytes ||
-        !res->peak_inflight) {
-        pf_simulate_result_destroy(&res);
-        return NULL;
-    }
-    *res = (pf_simulate_result_t){
-        .schedule = x->in->schedule, .order = order, .stages = x->S, .replicas = x->Dmax,
-        .tp = x->Tmax, .microbatches = x->N / x->Dmax, .ndevices = x->rows, .device = res->device,
-        .busy_ms = res->busy_ms, .comm_busy_ms = res->comm_busy_ms,
-        .peak_mem_bytes = res->peak_mem_bytes, .peak_inflight = res->peak_inflight};
-    return res;
-}
-
-/* The static bytes, the bubble and the sorted events once the run is over. */
-static void finish(sx_t *x, pf_simulate_result_t *res)
-{
-    double busy = 0;
-    for (int s = 0; s < x->S; s++)
-        for (int i = x->row0[s]; i < x->row0[s + 1]; i++)
-            res->peak_mem_bytes[i] += x->in->stage[s].static_bytes;
-    for (int i = 0; i < x->rows; i++)
-        busy += res->busy_ms[i];
-    res->bubble_fraction = res->step_ms > 0 ? 1.0 - busy / (x->rows * res->step_ms) : 0.0;
-    if (x->nev)
-        qsort(x->ev, x->nev, sizeof *x->ev, pf_simulate_event_cmp);
-    res->events = x->ev;
-    res->nevents = (int)x->nev;
-    x->ev = NULL;
+    if (!x->group || !x->ord || !(x->tr = pf_taskrun_new(&x->shape, x->ntasks)))
+        return PF_ERR;
+    x->task = pf_taskrun_tasks(x->tr);
+    return PF_OK;
 }
 
 /* One run of one compute order into a fresh result. */
@@ -547,24 +310,17 @@ static int simulate_order(const pf_simstages_input_t *in, pf_training_schedule_t
     sx_t x;
     pf_simulate_result_t *res = NULL;
     int rc = PF_ERR;
-    if (sx_init(&x, in) != PF_OK || !(res = result_new(&x, order)))
+    if (sx_init(&x, in) != PF_OK || build(&x, order, comm_free) != PF_OK ||
+        (rc = pf_taskrun_run(x.tr, &res)) != PF_OK)
         goto fail;
-    for (int d = 0; d < x.D; d++)
-        x.row_of_dev[d] = -1;
-    for (int s = 0; s < x.S; s++)
-        for (int i = x.row0[s]; i < x.row0[s + 1]; i++) {
-            res->device[i] = in->stage[s].devices[i - x.row0[s]];
-            x.row_of_dev[res->device[i]] = i;
-        }
-    if (build(&x, order, comm_free) != PF_OK || (rc = run(&x, res)) != PF_OK)
-        goto fail;
-    finish(&x, res);
+    res->schedule = in->schedule;
+    res->order = order;
+    res->microbatches = x.N / x.Dmax;
     sx_free(&x);
     *out = res;
     return PF_OK;
 fail:
     sx_free(&x);
-    pf_simulate_result_destroy(&res);
     if (cancelled(in))
         return pf_fail(err, errlen, PF_ERR, "simulate: cancelled");
     if (rc > 0)

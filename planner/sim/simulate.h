@@ -83,8 +83,6 @@ int pf_simulate_signal(pf_simulate_order_fn run_order, const void *in, pf_simula
                        char *err, size_t errlen);
 /* Frees n stages' arrays (devices, xfer_ms, rep_fwd_ms, rep_bwd_ms) and the array itself. */
 void pf_simulate_stages_free(pf_simulate_stage_t *stage, int n);
-/* qsort's order of a result's events: by device, then stream, then start (simstages.c too). */
-int pf_simulate_event_cmp(const void *a, const void *b);
 
 /* PF_OK with *out, PF_EINPUT when the input is inconsistent (counts, negative or non-finite
  * numbers, a device outside the cluster or used twice), PF_ERR when out of memory. */

@@ -125,6 +125,35 @@ static void test_fair_pairs(void)
     }
 }
 
+/* One device's three queues (pf_linkshare_new_devices): a send [0, 4] and a receive [2, 6] on
+ * the NIC take its two directions and do not slow each other; a collective at 0 of 10 ms there
+ * is slowed by their union [0, 6], 6 ms (not their sum, 8): 16 ms; on NVLink by nothing. */
+static void test_full_duplex(void)
+{
+    pf_linkshare_t *ls = pf_linkshare_new_devices(1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ls);
+    int slot = 0, q = PF_LINKSHARE_SEND;
+    double d = 4;
+    CU_ASSERT_EQUAL(pf_linkshare_commit_lanes(ls, &slot, &q, 1, PF_LINK_NIC, 0, &d), PF_OK);
+    CU_ASSERT_EQUAL(d, 4);
+    q = PF_LINKSHARE_RECV;
+    CU_ASSERT_EQUAL(pf_linkshare_commit_lanes(ls, &slot, &q, 1, PF_LINK_NIC, 2, &d), PF_OK);
+    CU_ASSERT_EQUAL(d, 4);
+    d = 10;
+    CU_ASSERT_EQUAL(pf_linkshare_commit(ls, &slot, 1, PF_LINKSHARE_COLL, PF_LINK_NIC, 0, &d), PF_OK);
+    CU_ASSERT_EQUAL(d, 16);
+    d = 10;
+    CU_ASSERT_EQUAL(pf_linkshare_commit(ls, &slot, 1, PF_LINKSHARE_COLL, PF_LINK_NVLINK, 20, &d),
+                    PF_OK);
+    CU_ASSERT_EQUAL(d, 10);
+    /* a send after the collective [0, 16] overlaps it by 2 */
+    q = PF_LINKSHARE_SEND;
+    d = 4;
+    CU_ASSERT_EQUAL(pf_linkshare_commit_lanes(ls, &slot, &q, 1, PF_LINK_NIC, 14, &d), PF_OK);
+    CU_ASSERT_EQUAL(d, 6);
+    pf_linkshare_destroy(&ls);
+}
+
 void pf_suite_linkshare(void)
 {
     CU_pSuite s = CU_add_suite("linkshare", NULL, NULL);
@@ -133,4 +162,6 @@ void pf_suite_linkshare(void)
                 test_by_hand);
     CU_add_test(s, "the later-committed transfer of a pair ends as fair sharing ends it",
                 test_fair_pairs);
+    CU_add_test(s, "a send and a receive share nothing, a collective their union, by hand",
+                test_full_duplex);
 }

@@ -156,6 +156,39 @@ static void test_unequal_stages_by_hand(void)
     pf_cluster_destroy(&c);
 }
 
+/* A device sends while it receives (links are full duplex): S = 2, MB = 2, 1F1B, f = b = 1,
+ * every transfer 3 ms.
+ *   stage 0: F0 [0,1] F1 [1,2]; its sends XF0 [1,4], XF1 [4,7] (one send at a time);
+ *   stage 1: F0 [4,5] B0 [5,6], XB0 [6,9] while device 0 still sends XF1 (a send queue and a
+ *            receive queue each), F1 [7,8] B1 [8,9], XB1 [9,12];
+ *   stage 0: B0 [9,10] B1 [12,13]: step 13 ms (one queue for both: XB0 [7,10], XB1 [10,13],
+ *            14 ms). */
+static void test_full_duplex_by_hand(void)
+{
+    pf_cluster_t *c = pf_test_flat_cluster(2, 1000, 0);
+    pipe_t p;
+    pipe_init(&p, c, 2, 1, 2, 1.0, 1.0, PF_SCHEDULE_1F1B);
+    p.stage[0].send_bytes = 3e9;
+    char err[256];
+    pf_simulate_result_t *r = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_simulate(&p.in, &r, err, sizeof err), PF_OK);
+    PF_ASSERT_CLOSE(r->step_ms, 13.0, 1e-12);
+    double want[4][3] = {{0, 1, 4}, {0, 4, 7}, {1, 6, 9}, {1, 9, 12}}; /* device, start, end */
+    int n = 0, found = 0;
+    for (int i = 0; i < r->nevents; i++) {
+        const pf_simulate_event_t *e = &r->events[i];
+        n += e->kind == PF_EV_SEND;
+        for (int k = 0; k < 4 && e->kind == PF_EV_SEND; k++)
+            found += e->device == (int)want[k][0] && fabs(e->start_ms - want[k][1]) < 1e-12 &&
+                     fabs(e->end_ms - want[k][2]) < 1e-12;
+    }
+    CU_ASSERT_EQUAL(n, 4);
+    CU_ASSERT_EQUAL(found, 4);
+    PF_ASSERT_CLOSE(r->comm_busy_ms[0], 12.0, 1e-12);
+    pf_simulate_result_destroy(&r);
+    pf_cluster_destroy(&c);
+}
+
 /* Two transfers over one device pair share it: stage 0 f = 0.1, each send 1 ms. send0 [0.1,1.1],
  * send1 ready at 0.2 waits for the link: [1.1, 2.1]. */
 static void test_shared_link(void)
@@ -363,6 +396,20 @@ static void test_tensor_parallel(void)
     pf_cluster_destroy(&c);
 }
 
+/* No stream runs two events at once, but for a device's send and receive (a link is full
+ * duplex): two sends, two receives never overlap. */
+static void no_stream_overlaps(const pf_simulate_result_t *r)
+{
+    for (int e = 0; e < r->nevents; e++)
+        for (int f = e + 1; f < r->nevents; f++) {
+            const pf_simulate_event_t *a = &r->events[e], *b = &r->events[f];
+            if (a->device != b->device || a->stream != b->stream ||
+                (a->stream == PF_STREAM_COMM && a->kind != b->kind))
+                continue;
+            CU_ASSERT(b->start_ms >= a->end_ms - 1e-9 || a->start_ms >= b->end_ms - 1e-9);
+        }
+}
+
 /* With communication, on equal stages: eager-1F1B never slower than 1F1B (Zhuang et al., Sec. 4)
  * while a transfer (here 0.2, 1 and 2 ms) fits in a stage's compute (f + b = 3 ms), the regime
  * where there is compute to overlap it with. Past that the communication stream is the
@@ -425,12 +472,7 @@ static void test_bounds(void)
             CU_ASSERT_EQUAL_FATAL(pf_simulate(&p.in, &r, err, sizeof err), PF_OK);
             CU_ASSERT(sig <= r->step_ms + 1e-9);
             CU_ASSERT(r->bubble_fraction >= -1e-12 && r->bubble_fraction < 1);
-            /* no stream runs two events at once */
-            for (int e = 1; e < r->nevents; e++) {
-                const pf_simulate_event_t *a = &r->events[e - 1], *b = &r->events[e];
-                if (a->device == b->device && a->stream == b->stream)
-                    CU_ASSERT(b->start_ms >= a->end_ms - 1e-9);
-            }
+            no_stream_overlaps(r);
             pf_simulate_result_destroy(&r);
         }
         pf_cluster_destroy(&cl);
@@ -875,6 +917,7 @@ void pf_suite_simulate(void)
                 test_equal_stages_no_comm);
     CU_add_test(s, "peak memory: micro-batches in flight per schedule", test_peak_memory);
     CU_add_test(s, "unequal stages with transfers, worked by hand", test_unequal_stages_by_hand);
+    CU_add_test(s, "a device sends while it receives, worked by hand", test_full_duplex_by_hand);
     CU_add_test(s, "transfers on one device pair serialize", test_shared_link);
     CU_add_test(s, "ring all-reduce (eq. 7), buckets, optimizer", test_allreduce);
     CU_add_test(s, "a send and a bucket on one link share it, by hand", test_link_sharing);

@@ -21,7 +21,7 @@ static void edges_pipe(void *ctx)
 /* Devices 0 (host 0) and 1 (host 1); stage s on device s. Two micro-batches' forwards of 2 ms on
  * stage 0, their 3 ms sends, and 4 ms forwards on stage 1:
  *   device 0 computes [0, 2] and [2, 4];
- *   the sends run [2, 5] and, the pipeline queue busy until 5, [5, 8];
+ *   the sends run [2, 5] and, device 0's send queue busy until 5, [5, 8];
  *   device 1 computes [5, 9] and, after its first forward, [9, 13]: the step is 13 ms,
  *   12 of 2 x 13 device-ms busy (bubble 7/13), two micro-batches in flight on each device. */
 static void test_pipeline_by_hand(void)

@@ -131,7 +131,11 @@ static void timeline_events(const pf_simulate_result_t *r, const int *row_of, in
             continue;
         double y = g->top + row * g->row_h + (ev->stream == PF_STREAM_COMPUTE ? 0 : g->comp_h + 1);
         double h = ev->stream == PF_STREAM_COMPUTE ? g->comp_h : g->comm_h;
-        fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\" "
+        if (ev->kind == PF_EV_SEND || ev->kind == PF_EV_RECV) { /* at once: one half each */
+            h /= 2;
+            y += ev->kind == PF_EV_RECV ? h : 0;
+        }
+        fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" "
                    "stroke=\"white\" stroke-width=\"0.3\"><title>%s stage %d replica %d",
                 g->left + ev->start_ms * g->xs, y, fmax((ev->end_ms - ev->start_ms) * g->xs, 0.3),
                 h, ev_style[ev->kind].colour, ev_style[ev->kind].label, ev->stage, ev->replica);

@@ -33,9 +33,15 @@ pf_link_tier_t pf_linkshare_group_tier(const pf_cluster_t *c, const int *devs, i
 
 typedef struct pf_linkshare pf_linkshare_t;
 
-/* nslots devices (the caller numbers them 0..nslots-1), each with nqueues queues. NULL when out
- * of memory. */
+/* nslots devices (the caller numbers them 0..nslots-1), each with nqueues (1..8) queues, each
+ * slowed by every other queue of its device until pf_linkshare_set_conflicts says otherwise.
+ * NULL when out of memory. */
 pf_linkshare_t *pf_linkshare_new(int nslots, int nqueues);
+/* The queues (bit j: queue j) whose use of a link slows a transfer of queue q: a device's send
+ * and receive queues use the two directions of a full-duplex link and do not slow each other,
+ * a collective's queue moves data both ways and is slowed by either; several queues busy at
+ * once count once (the union of their windows). */
+void pf_linkshare_set_conflicts(pf_linkshare_t *ls, int q, unsigned queues);
 void pf_linkshare_destroy(pf_linkshare_t **ls);
 
 /* The time within [from_ms, to_ms] that queue q of slot is busy on tier. */
@@ -48,5 +54,17 @@ double pf_linkshare_busy_ms(const pf_linkshare_t *ls, int slot, int q, pf_link_t
  * out of memory. */
 int pf_linkshare_commit(pf_linkshare_t *ls, const int *slots, int n, int q, pf_link_tier_t tier,
                         double start_ms, double *dur_ms);
+/* The simulator's queues of a device: its pipeline sends, its collectives, its pipeline
+ * receives. */
+enum { PF_LINKSHARE_SEND, PF_LINKSHARE_COLL, PF_LINKSHARE_RECV, PF_LINKSHARE_QUEUES };
+/* nslots devices with those queues: a send and a receive take the two directions of a
+ * full-duplex link (NVLink, InfiniBand) and do not slow each other, a collective moves data
+ * both ways and is slowed by either. NULL when out of memory. */
+pf_linkshare_t *pf_linkshare_new_devices(int nslots);
+
+/* The same with each slot on its own queue (slots[i] on queues[i]): a transfer between two
+ * devices, one sending, the other receiving. */
+int pf_linkshare_commit_lanes(pf_linkshare_t *ls, const int *slots, const int *queues, int n,
+                              pf_link_tier_t tier, double start_ms, double *dur_ms);
 
 #endif

@@ -23,7 +23,7 @@
  *     send_bytes (the edges crossing the cut after s) split over P = min(t_s, t_{s+1}) rank
  *     pairs k -> k at once (the postal model, the slowest pair), then the receiving group
  *     all-gathers it when it has more than one device (collective.h); every pair's task lasts
- *     that long with both ends' pipeline queues busy; or, when the input gives it (xfer_ms,
+ *     that long with the sender's send queue and the receiver's receive queue busy; or, when the input gives it (xfer_ms,
  *     simstages_plan.c solves it for every cut with a tensor-parallel group on either side),
  *     the cross-mesh resharding between the two meshes ([CrossMesh]; planner/sim/reshard.h),
  *     whichever is cheaper, as simulate.c takes the cheaper of its RESHARD jobs' time and the

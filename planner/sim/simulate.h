@@ -4,21 +4,24 @@
  * Every device has a compute stream and a communication stream. Tasks: the forward and the
  * backward of each stage replica per micro-batch (tensor-parallel collectives run on the compute
  * stream right after them and block it, as in Megatron-LM), the p2p transfers between consecutive
- * stages (the sender's and the receiver's communication streams are both busy; postal model:
+ * stages (the sender's send queue and the receiver's receive queue are busy; postal model:
  * latency + bytes / bandwidth), the data-parallel gradient all-reduce of each stage (per rank k,
  * over the R replicas' rank-k devices, priced by planner/ir/collective.h: the cheapest of ring,
  * tree, NVLS and hierarchical, as NCCL's tuner picks), bucketed, each bucket launched as soon as
  * the last backward has produced its gradients (Megatron-LM's --overlap-grad-reduce), and the
  * optimizer step. The schedule fixes the order of the compute streams; communication streams
  * serve transfers in the order they become ready. A device's communication stream is its link
- * to the network (NVLink port and its own NIC, rail-optimised hosts), in two queues as
- * Megatron-LM's two NCCL communicators run: the pipeline transfers take turns in one, the
- * gradient buckets in the other, so a transfer of one kind never waits for the other kind (a
- * last gradient send queued behind a second of buckets would stall the pipeline's flush, which
+ * to the network (NVLink port and its own NIC, rail-optimised hosts), in three queues: its
+ * pipeline sends and its pipeline receives (the link is full duplex and Megatron-LM posts a
+ * stage's send and receive together, batched isend / irecv: a device sends while it receives,
+ * two sends or two receives take turns) and, as Megatron-LM's second NCCL communicator runs
+ * them, the gradient buckets, so a transfer of one kind never waits for the other kind (a last
+ * gradient send queued behind a second of buckets would stall the pipeline's flush, which
  * Megatron-LM's separate streams do not); two of one kind ready at once finish when they would
- * sharing the bandwidth. A transfer of one queue that overlaps the other queue's use of the same
- * link of a device (its NVLink port or its NIC) takes longer, as fair sharing would finish it
- * (linkshare.h: the one committed second pays, the first keeps its end).
+ * sharing the bandwidth. A bucket that overlaps a pipeline send or receive on the same link of a
+ * device (its NVLink port or its NIC), and a send or receive that overlaps a bucket, take
+ * longer, as fair sharing would finish them (linkshare.h: the one committed second pays, the
+ * first keeps its end).
  *
  * The input is a plain struct so that a caller (or a test) can describe a pipeline without a
  * graph; pf_simulate_input_from_plan builds one from a graph, a cluster and a mapped plan. */

@@ -21,11 +21,11 @@ struct pf_taskrun {
     double *succ_frac;
     pf_readyheap_ent_t *heap;
     size_t nheap;
-    double *free_ms;        /* per device: pipeline queue free from; + D: data-parallel queue's */
+    double *free_ms;        /* per device: sends free from; + D: data-parallel queue's; + 2 D: receives' */
     int *row_of_dev;        /* cluster device -> result row, -1 */
     int *inflight;          /* S x Dmax: micro-batches in flight per stage replica */
     int *group;             /* Dmax: one bucket's rows, scratch */
-    pf_linkshare_t *links;  /* per row: the two queues' transfers, for sharing (linkshare.h) */
+    pf_linkshare_t *links;  /* per row: the three queues' transfers, for sharing (linkshare.h) */
     pf_simulate_event_t *ev;
     size_t nev, ev_cap;
 };
@@ -61,11 +61,11 @@ static int init(pf_taskrun_t *x)
     x->rows = x->row0[x->P];
     x->task = malloc(x->ntasks * sizeof *x->task);
     x->heap = malloc(x->ntasks * sizeof *x->heap);
-    x->free_ms = calloc(2 * (size_t)x->D, sizeof *x->free_ms);
+    x->free_ms = calloc(3 * (size_t)x->D, sizeof *x->free_ms);
     x->row_of_dev = malloc((size_t)x->D * sizeof *x->row_of_dev);
     x->inflight = calloc((size_t)x->S * x->Dmax, sizeof *x->inflight);
     x->group = malloc((size_t)x->Dmax * sizeof *x->group);
-    x->links = pf_linkshare_new(x->rows, 2);
+    x->links = pf_linkshare_new_devices(x->rows);
     if (!x->task || !x->heap || !x->free_ms || !x->row_of_dev || !x->inflight || !x->group ||
         !x->links)
         return PF_ERR;
@@ -206,8 +206,9 @@ static int run_compute(pf_taskrun_t *x, pf_simulate_result_t *res, const pf_task
     return rc;
 }
 
-/* A pipeline transfer: after both ends' pipeline queues are free, shared with their other
- * queue's use of the same link. */
+/* A pipeline transfer: after the sender's send queue and the receiver's receive queue are free
+ * (a link is full duplex, and Megatron-LM posts a stage's send and receive together: a device
+ * sends while it receives), shared with their gradient buckets' use of the same link. */
 static int run_xfer(pf_taskrun_t *x, pf_simulate_result_t *res, pf_taskrun_task_t *t,
                     double *start)
 {
@@ -215,11 +216,12 @@ static int run_xfer(pf_taskrun_t *x, pf_simulate_result_t *res, pf_taskrun_task_
     if (t->dur_ms <= 0) /* nothing to move (or signal): only the dependency stays */
         return PF_OK;
     int a = dev_at(x, t->s, t->r, t->k), b = dev_at(x, peer, t->pr, t->k), rc;
-    *start = fmax(*start, fmax(x->free_ms[a], x->free_ms[b]));
+    *start = fmax(*start, fmax(x->free_ms[a], x->free_ms[2 * x->D + b]));
     int ends[2] = {x->row_of_dev[a], x->row_of_dev[b]};
-    rc = pf_linkshare_commit(x->links, ends, 2, 0, pf_linkshare_tier(x->sh->cluster, a, b), *start,
-                             &t->dur_ms);
-    x->free_ms[a] = x->free_ms[b] = *start + t->dur_ms;
+    static const int lanes[2] = {PF_LINKSHARE_SEND, PF_LINKSHARE_RECV};
+    rc = pf_linkshare_commit_lanes(x->links, ends, lanes, 2,
+                                   pf_linkshare_tier(x->sh->cluster, a, b), *start, &t->dur_ms);
+    x->free_ms[a] = x->free_ms[2 * x->D + b] = *start + t->dur_ms;
     res->comm_busy_ms[x->row_of_dev[a]] += t->dur_ms;
     res->comm_busy_ms[x->row_of_dev[b]] += t->dur_ms;
     rc |= emit(x, a, PF_STREAM_COMM, PF_EV_SEND, t->s, t->r, t->m, *start, *start + t->dur_ms);
@@ -237,8 +239,8 @@ static int run_ar(pf_taskrun_t *x, pf_simulate_result_t *res, pf_taskrun_task_t 
         *start = fmax(*start, x->free_ms[x->D + dev_at(x, t->s, r, t->k)]);
         x->group[r] = x->row_of_dev[dev_at(x, t->s, r, t->k)];
     }
-    rc = pf_linkshare_commit(x->links, x->group, d, 1, (pf_link_tier_t)t->tier, *start,
-                             &t->dur_ms);
+    rc = pf_linkshare_commit(x->links, x->group, d, PF_LINKSHARE_COLL, (pf_link_tier_t)t->tier,
+                             *start, &t->dur_ms);
     for (int r = 0; r < d; r++) {
         int dv = dev_at(x, t->s, r, t->k);
         x->free_ms[x->D + dv] = *start + t->dur_ms;

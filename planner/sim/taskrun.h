@@ -2,9 +2,9 @@
  * simstages.c: each stage its own). A simulator numbers and builds the tasks of one step (what
  * runs, how long alone, on which stage replica) and their edges; taskrun runs them in time order
  * (DESIGN.md "Simulator"): a compute task on its replica's compute stream, a pipeline transfer
- * after the pipeline queues of both its ends are free, a gradient bucket after the data-parallel
- * queues of its whole group are free, a transfer lengthened while its devices' other queue uses
- * the same link (linkshare.h). Tasks leave the ready heap (readyheap.h) by ready time, then
+ * after its sender's send queue and its receiver's receive queue are free (a device sends while
+ * it receives), a gradient bucket after the data-parallel queues of its whole group are free, a
+ * transfer lengthened while the other kind uses the same link of its devices (linkshare.h). Tasks leave the ready heap (readyheap.h) by ready time, then
  * index: the same tasks numbered alike run the same events in the same order, which is why a
  * uniform plan gives bit for bit the same figures through either simulator. */
 #ifndef PF_TASKRUN_H

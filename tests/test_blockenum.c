@@ -20,13 +20,13 @@ typedef struct {
     pf_blockcost_problem_t pr;
 } fixture_t;
 
-static int setup(fixture_t *f, int layers, int64_t batch, double mem)
+static int setup_heads(fixture_t *f, int layers, int64_t batch, double mem, int heads)
 {
     char err[256];
     memset(f, 0, sizeof *f);
     pf_model_opts_t mo;
     pf_model_opts_init(&mo, PF_MODEL_GPT);
-    mo.layers = layers, mo.hidden = 64, mo.heads = 4, mo.seq = 16, mo.vocab = 100;
+    mo.layers = layers, mo.hidden = 64, mo.heads = heads, mo.seq = 16, mo.vocab = 100;
     mo.microbatch = 2;
     pf_topology_opts_t to;
     pf_topology_opts_init(&to, PF_TOPOLOGY_HIER);
@@ -39,6 +39,11 @@ static int setup(fixture_t *f, int layers, int64_t batch, double mem)
                                      .ngpus = 8, .gpus_per_host = 4, .mem_bytes = mem};
     pf_training_init(&f->pr.training);
     return 0;
+}
+
+static int setup(fixture_t *f, int layers, int64_t batch, double mem)
+{
+    return setup_heads(f, layers, batch, mem, 4);
 }
 
 static void teardown(fixture_t *f)
@@ -187,6 +192,30 @@ static void test_fixed_and_infeasible(void)
     CU_ASSERT_EQUAL(pf_blockenum_run(&f.pr, &fix, 8, 1, out, &n, NULL, err, sizeof err),
                     PF_EINFEASIBLE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "no configuration of the 8 blocks on 8 GPUs"));
+    /* a fixed degree that cannot be met is named, not reported as memory (4 heads, hosts of 4,
+     * 8 blocks) */
+    f.pr.mem_bytes = 1e9;
+    const struct {
+        int t, p;
+        const char *why;
+    } bad[] = {{3, 0, "--tp 3 does not divide the 4 GPUs of a host"},
+               {8, 0, "--tp 8 does not divide the 4 GPUs of a host"},
+               {0, 9, "--stages 9: more stages than blocks"},
+               {2, 3, "--stages 3: does not divide GPUs / --tp"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        fix.t = bad[i].t, fix.p = bad[i].p;
+        err[0] = 0;
+        CU_ASSERT_EQUAL(pf_blockenum_run(&f.pr, &fix, 8, 1, out, &n, NULL, err, sizeof err),
+                        PF_EINFEASIBLE);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i].why));
+    }
+    teardown(&f);
+    /* t 4 divides the width 64 but not 2 heads */
+    CU_ASSERT_EQUAL_FATAL(setup_heads(&f, 8, 16, 1e9, 2), 0);
+    fix.t = 4, fix.p = 0;
+    CU_ASSERT_EQUAL(pf_blockenum_run(&f.pr, &fix, 8, 1, out, &n, NULL, err, sizeof err),
+                    PF_EINFEASIBLE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "--tp 4 does not divide the block's 2 attention heads"));
     teardown(&f);
 }
 

@@ -38,19 +38,51 @@ static void keep(run_t *r, const pf_blockcost_cand_t *c, const pf_blockcost_eval
     r->out[i].eval = *ev;
 }
 
-/* t splits every split dimension of the block (Megatron-LM needs heads and widths divisible). */
-static int valid_t(const pf_blocks_t *b, int t)
+/* The first split dimension of the block t does not divide (Megatron-LM needs heads and widths
+ * divisible), into *what ("heads", "width"); 0 when t splits them all. */
+static int64_t undivided(const pf_blocks_t *b, int t, const char **what)
 {
     const pf_blocks_part_t *blk = pf_blocks_block(b);
     int mb = pf_blocks_microbatch(b);
     for (int i = 0; i < blk->ngemms; i++) {
         const pf_blocks_gemm_t *g = &blk->gemms[i];
         int64_t heads = g->samples_in_batch && g->batch % mb == 0 ? g->batch / mb : g->batch;
-        if ((g->split == PF_BLOCKS_COLUMN && g->n % t) || (g->split == PF_BLOCKS_ROW && g->k % t) ||
-            (g->split == PF_BLOCKS_HEADS && heads % t))
-            return 0;
+        int64_t dim = g->split == PF_BLOCKS_COLUMN ? g->n
+                      : g->split == PF_BLOCKS_ROW  ? g->k
+                      : g->split == PF_BLOCKS_HEADS ? heads
+                                                    : 0;
+        *what = g->split == PF_BLOCKS_HEADS ? "attention heads" : "width";
+        if (dim > 0 && dim % t)
+            return dim;
     }
-    return 1;
+    return 0;
+}
+
+static int valid_t(const pf_blocks_t *b, int t)
+{
+    const char *what;
+    return undivided(b, t, &what) == 0;
+}
+
+/* Why the degrees the request fixed leave nothing to search (the user asked for them: say which
+ * fails, not that nothing fits); PF_OK when they leave candidates to try. */
+static int fixed_dims_fail(const pf_blockcost_problem_t *pr, const pf_blockenum_fix_t *fix,
+                           int L, char *err, size_t errlen)
+{
+    int N = pr->ngpus, host = pr->gpus_per_host > 0 ? pr->gpus_per_host : 1, t = fix->t;
+    const char *what;
+    int64_t dim;
+    if (t > 0 && (host % t || N % t))
+        return pf_fail(err, errlen, PF_EINFEASIBLE, "blocks: --tp %d does not divide the %d GPUs "
+                       "of a host (and of %d in all): a tensor-parallel group stays in one host",
+                       t, host, N);
+    if (t > 0 && (dim = undivided(pr->blocks, t, &what)) != 0)
+        return pf_fail(err, errlen, PF_EINFEASIBLE, "blocks: --tp %d does not divide the block's "
+                       "%lld %s (Megatron-LM splits them evenly)", t, (long long)dim, what);
+    if (fix->p > 0 && (fix->p > L || (t > 0 && (N / t) % fix->p)))
+        return pf_fail(err, errlen, PF_EINFEASIBLE, "blocks: --stages %d: %s", fix->p,
+                       fix->p > L ? "more stages than blocks" : "does not divide GPUs / --tp");
+    return PF_OK;
 }
 
 static int fixed_ok(int fixed, int value, int unset) { return fixed == unset || fixed == value; }
@@ -244,6 +276,8 @@ int pf_blockenum_run(const pf_blockcost_problem_t *pr, const pf_blockenum_fix_t 
     *nout = 0;
     if (k < 1 || N < 1 || pr->global_batch < 1)
         return pf_fail(err, errlen, PF_EINPUT, "blocks: k, GPUs and global batch must be positive");
+    if (fixed_dims_fail(pr, fix, r.L, err, errlen) != PF_OK)
+        return PF_EINFEASIBLE;
     for (int t = 1; t <= host && t <= N; t++) {
         if (host % t || N % t || !fixed_ok(fix->t, t, 0) || !valid_t(pr->blocks, t))
             continue;

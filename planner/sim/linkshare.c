@@ -138,7 +138,8 @@ static double union_busy_ms(pf_linkshare_t *ls, int slot, unsigned mask, pf_link
             ls->scratch[n++] = (busy_t){fmax(b->start_ms, from_ms), fmin(b->end_ms, to_ms), 0};
         }
     }
-    qsort(ls->scratch, n, sizeof *ls->scratch, by_start);
+    if (n > 1) /* qsort of nothing would take the NULL scratch */
+        qsort(ls->scratch, n, sizeof *ls->scratch, by_start);
     double busy = 0, end = from_ms;
     for (size_t i = 0; i < n; i++) {
         busy += fmax(0, ls->scratch[i].end_ms - fmax(ls->scratch[i].start_ms, end));

@@ -191,6 +191,26 @@ static bool summarize_degrees(json_t *p, const char *model, const char *cluster)
     return own;
 }
 
+/* The baselines' simulated steps against the plan's, and a baseline's devices the plan took for
+ * simulating faster than the mapping search's (planner/search/search_sim.c). */
+static void summarize_baselines(json_t *p, double step)
+{
+    json_t *base = json_object_get(p, "baselines");
+    json_t *cs = json_object_get(base, "cs_map"), *p2p = json_object_get(base, "p2p_map");
+    if (!isfinite(jnum(cs, "simulated_step_ms")) || !(step > 0))
+        return;
+    fprintf(stderr, "\n  baselines' simulated steps: CS map %.3gx ours, p2p map %.3gx ours",
+            jnum(cs, "simulated_step_ms") / step, jnum(p2p, "simulated_step_ms") / step);
+    int cs_adopted = json_is_true(json_object_get(cs, "adopted"));
+    if (!cs_adopted && !json_is_true(json_object_get(p2p, "adopted")))
+        return;
+    fprintf(stderr, "\n  devices: the %s map's, faster than the mapping search's",
+            cs_adopted ? "CS" : "p2p");
+    double searched = jnum(json_object_get(p, "mapping"), "simulated_step_ms");
+    if (isfinite(searched))
+        fprintf(stderr, " (%.3gx ours)", searched / step);
+}
+
 /* One paragraph a person reads: shape of the plan, objective, step estimate, throughput and
  * MFU, the baselines, and what the search cost. */
 static void summarize(const char *plan_json)
@@ -199,9 +219,7 @@ static void summarize(const char *plan_json)
     json_t *p = json_loads(plan_json, 0, &je);
     if (!p)
         return;
-    json_t *base = json_object_get(p, "baselines"), *search = json_object_get(p, "search");
-    json_t *cs = base ? json_object_get(base, "cs_map") : NULL;
-    json_t *p2p = base ? json_object_get(base, "p2p_map") : NULL;
+    json_t *search = json_object_get(p, "search");
     const char *model = json_string_value(json_object_get(p, "model"));
     const char *cluster = json_string_value(json_object_get(p, "cluster"));
     double step = jnum(p, "simulated_step_ms");
@@ -265,15 +283,7 @@ static void summarize(const char *plan_json)
         if (isfinite(jnum(p, "mfu")))
             fprintf(stderr, ", MFU %.1f %%", 100 * jnum(p, "mfu"));
     }
-    if (isfinite(jnum(cs, "simulated_step_ms")) && step > 0)
-        fprintf(stderr, "\n  baselines' simulated steps: CS map %.3gx ours, p2p map %.3gx ours",
-                jnum(cs, "simulated_step_ms") / step, jnum(p2p, "simulated_step_ms") / step);
-    /* a baseline's devices taken for simulating faster (planner/search/search_sim.c) */
-    json_t *mapping = json_object_get(p, "mapping");
-    if (json_is_true(json_object_get(cs, "adopted")) || json_is_true(json_object_get(p2p, "adopted")))
-        fprintf(stderr, "\n  devices: the %s map's, faster than the mapping search's (%.3gx ours)",
-                json_is_true(json_object_get(cs, "adopted")) ? "CS" : "p2p",
-                jnum(mapping, "simulated_step_ms") / step);
+    summarize_baselines(p, step);
     double nw = jnum(search, "workers");
     fprintf(stderr, "\n  search: %g jobs, %.2f s wall, %g worker%s\n", jnum(search, "jobs"),
             jnum(search, "wall_s"), nw, nw == 1 ? "" : "s");

@@ -252,6 +252,8 @@ int pf_blockcpep_run(const pf_blockcost_problem_t *pr, const pf_cpep_facts_t *f,
     int N = pr->ngpus, rc = PF_OK, first_rc = PF_EINPUT;
     char first_err[256] = "";
     *nout = 0;
+    if (err && errlen) /* a (C, E) that succeeds writes none: first_err copies it */
+        err[0] = '\0';
     if (fix_cp > 1 && !pf_cpep_cp_ok(f->seq, fix_cp))
         return pf_fail(err, errlen, PF_EINPUT, "context parallelism %d: the sequence (%lld "
                        "tokens; 0: no attention found) does not divide by 2 x %d", fix_cp,

@@ -588,7 +588,8 @@ int pf_search_result(pf_search_t *s, pf_plan_t **plan, char *err, size_t errlen)
         return pf_fail(err, errlen, s->status ? s->status : PF_ERR, "%s", s->error);
     if (s->phase != PF_PHASE_DONE)
         return pf_fail(err, errlen, PF_ERR, "search not finished");
-    pf_search_blocks_to_plan(&s->blocks, s->result);
+    if (!s->result->blocks.present) /* a per-stage-degree plan: the others have theirs */
+        pf_search_blocks_to_plan(&s->blocks, s->result, 0);
     *plan = s->result;
     s->result = NULL;
     return PF_OK;

@@ -131,11 +131,13 @@ static void apply(pf_search_blocks_t *choice, pf_search_opts_t *o, int k)
             continue;
         if (training_of(choice, c->t) < 0)
             choice->train_of[choice->ntrains++] = i;
+        choice->pair_of[n] = i;
         o->block_pairs[n][0] = c->p, o->block_pairs[n][1] = c->t, n++;
         same_p &= c->p == best->p, same_t &= c->t == best->t;
         o->max_stages = c->p > o->max_stages ? c->p : o->max_stages;
         o->max_tp = c->t > o->max_tp ? c->t : o->max_tp;
     }
+    choice->npairs = n;
     o->nblock_pairs = n > 1 ? n : 0;
     o->stages = same_p ? best->p : 0;
     o->tp = same_t ? best->t : 0;
@@ -170,6 +172,47 @@ static int rank(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts
     return rc;
 }
 
+/* Does the pool hold a v 1 item of pair-candidate c's (p, t) and training? */
+static int pool_has_flat(const pf_search_blocks_t *choice, const pf_blockcost_cand_t *c)
+{
+    for (int i = 0; i < choice->n; i++) {
+        const pf_blockcost_cand_t *x = &choice->best[i].cand;
+        if (x->v == 1 && x->p == c->p && x->t == c->t && same_training(x, c))
+            return 1;
+    }
+    return 0;
+}
+
+/* Each interleaved pair handed on that the pool holds no v 1 item of gets its best v 1
+ * candidate at the same (t, p, micro-batch, training), ranked alone: the later phases simulate
+ * that pair without interleaving too (search_state.h), and that plan's record (layer counts,
+ * analytic step) must be a v 1 candidate's. A pair with none that fits gets none. */
+static void rank_flat(const pf_graph_t *g, const pf_cluster_t *c, const pf_blockcost_problem_t *pr,
+                      pf_search_blocks_t *choice)
+{
+    int nops;
+    const int *ops = pf_blocks_instance(pr->blocks, 0, &nops);
+    pf_cpep_facts_t f;
+    pf_cpep_facts(g, ops, ops ? nops : 0, &f);
+    choice->nflat = 0;
+    for (int j = 0; j < choice->npairs; j++) {
+        const pf_blockcost_cand_t *x = &choice->best[choice->pair_of[j]].cand;
+        if (x->v <= 1 || pool_has_flat(choice, x))
+            continue;
+        pf_blockenum_fix_t fix;
+        pf_blockenum_fix_init(&fix);
+        fix.t = x->t, fix.p = x->p, fix.b = x->b, fix.v = 1, fix.sp = x->sp, fix.zero = x->zero;
+        fix.recompute = x->rc_auto ? -1 : (int)x->recompute;
+        fix.tpo = x->tpo;
+        char err[256];
+        int n = 0;
+        if (pf_blockcpep_run(pr, &f, pf_graph_microbatch(g), c, &fix, x->cp, x->ep, 1, 1,
+                             &choice->flat[choice->nflat], &n, NULL, err, sizeof err) == PF_OK &&
+            n == 1)
+            choice->nflat++;
+    }
+}
+
 int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_opts_t *o,
                          pf_search_blocks_t *choice, char *err, size_t errlen)
 {
@@ -201,34 +244,37 @@ int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_o
     }
     choice->present = 1;
     apply(choice, o, k);
+    if (o->virtual_stages <= 0) /* v searched: the flat plans' records (rank_flat) */
+        rank_flat(g, c, &pr, choice);
     pf_blocks_destroy(&b);
     return PF_OK;
 }
 
 /* The ranked candidate plan p is: the first of its (p, t) training as its degree's candidate
- * (one without interleaving when `flat`, if the pool has one), else that candidate. */
+ * (when `flat`, one without interleaving: the pool's, else the one rank_flat found), else that
+ * degree's candidate. */
 static const pf_blockenum_item_t *candidate_of(const pf_search_blocks_t *choice,
                                                const pf_plan_t *p, int flat)
 {
     int own_i = training_of(choice, p->tensor_parallel);
     const pf_blockenum_item_t *own = &choice->best[own_i >= 0 ? own_i : 0];
-    for (int pass = flat ? 0 : 1; pass < 2; pass++)
-        for (int i = 0; i < choice->n; i++) {
-            const pf_blockcost_cand_t *c = &choice->best[i].cand;
+    for (int pass = flat ? 0 : 2; pass < 3; pass++) {
+        int n = pass == 1 ? choice->nflat : choice->n;
+        const pf_blockenum_item_t *items = pass == 1 ? choice->flat : choice->best;
+        for (int i = 0; i < n; i++) {
+            const pf_blockcost_cand_t *c = &items[i].cand;
             if (c->p == p->stages && c->t == p->tensor_parallel &&
-                same_training(c, &own->cand) && (pass == 1 || c->v == 1))
-                return &choice->best[i];
+                (pass == 1 || same_training(c, &own->cand)) && (pass == 2 || c->v == 1))
+                return &items[i];
         }
+    }
     return own;
 }
 
-void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p)
+void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p, int flat)
 {
     if (!choice->present || !p)
         return;
-    /* a plan already given v 1 keeps it: the flat variant of an interleaved candidate
-     * (search_state.h), and this called again on the plan the search made */
-    int flat = p->blocks.present && p->blocks.virtual_stages <= 1;
     const pf_blockenum_item_t *it = candidate_of(choice, p, flat);
     /* a per-stage-degree plan (search_stagedeg.h) was simulated without interleaving and keeps
      * the recomputation its own DP chose */

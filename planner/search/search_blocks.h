@@ -41,8 +41,9 @@ int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_o
 
 /* The choice into the plan's keys (microbatch_size, virtual_stages, sequence_parallel,
  * context_parallel, expert_parallel, tp_comm_overlap, and each stage's recomputation under
- * `--recompute auto`). */
-void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p);
+ * `--recompute auto`); `flat`: the plan of an interleaved candidate without interleaving (v 1,
+ * a v 1 candidate's record: search_state.h). */
+void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p, int flat);
 
 /* A plan of candidate c (search_state.h) whose stages the block search gave different
  * recomputations (`--recompute auto`, pf_search_blocks_to_plan): the block model chose them at

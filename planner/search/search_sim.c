@@ -197,11 +197,8 @@ static pf_plan_t *candidate_plan(const pf_search_t *s, int c, int variant, map_k
         expand_tp(s, e->tp, p) != PF_OK)
         goto fail;
     dress_plan(s, cd, schedule, p);
-    if (variant == PF_SEARCH_FLAT) { /* pf_search_blocks_to_plan keeps a plan's v 1 */
-        p->blocks.present = 1;
-        p->blocks.virtual_stages = 1;
-    }
-    pf_search_blocks_to_plan(&s->blocks, p); /* its virtual stages are simulated (chunks.h) */
+    /* its virtual stages are simulated (chunks.h) */
+    pf_search_blocks_to_plan(&s->blocks, p, variant == PF_SEARCH_FLAT);
     if (pf_search_blocks_recut(s->g, s->o.train.precision_bytes, p) == PF_ERR ||
         pf_search_blocks_fit_recompute(s, c, p) != PF_OK || step_comm(s, cd, p) != PF_OK)
         goto fail;
@@ -481,8 +478,8 @@ static int queue_baselines(pf_search_t *s)
 
 /* A baseline that fits and simulates faster than the winner gives the plan its devices: the
  * mapping objective (Parmesan's eq. 5) prices neither the schedule nor interleaving's hops, the
- * simulator does (GPT-3 13B at p 8, t 2, v 5 over 2.8 GB/s between hosts: the p2p map 3377 ms,
- * the searched devices 4811). The plan keeps its mapping search's record, with that step. */
+ * simulator does (GPT-3 13B at p 8, t 2, v 5 over 1.56 GB/s between hosts: the p2p map 4060 ms,
+ * the searched devices 4177). The plan keeps its mapping search's record, with that step. */
 static pf_plan_t *adopt_faster_baseline(pf_search_t *s, pf_plan_t *p)
 {
     int b = -1;

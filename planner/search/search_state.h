@@ -166,7 +166,8 @@ typedef struct {
  * interleaving. The analytic model prices the interleaved hops hidden behind the chunks'
  * compute; where a hop takes as long as a chunk (a slow link between hosts) the simulator finds
  * the v x more transfers stall the pipeline (GPT-3 13B on 4 DGX A100 at 2.8 GB/s between
- * hosts: 4811 ms at v 5 against 2130 at v 1), so both are simulated and the step picks. */
+ * hosts: 2349 ms at v 5 against 2129 at v 1, analytic 2033 and 2666), so both are simulated and
+ * the step picks. */
 enum { PF_SEARCH_AS_RANKED, PF_SEARCH_FLAT, PF_SEARCH_VARIANTS };
 
 typedef struct {
@@ -189,7 +190,8 @@ typedef struct {
     sim_cand_t *cand;   /* per candidate of s->map */
     xfer_rec_t *xfer;
     int nxfer, sims_left;
-    /* the winner, waiting for its two baselines' SIMULATE jobs (search_sim.c) */
+    /* the winner, waiting for its baselines' SIMULATE jobs (none for one on its own devices) and
+     * the per-stage-degree plans' (search_sim.c) */
     /* [2], [3]: the per-stage-degree plans (search_stagedeg.h), flat and per host */
     pf_plan_t *pending, *base_plan[2 + PF_SEARCH_STAGEDEG_PLANS];
     double base_ms[2 + PF_SEARCH_STAGEDEG_PLANS];
@@ -215,6 +217,11 @@ typedef struct {
      * (search_blocks.c's apply: the best-ranked of that degree) */
     int ntrains;
     int train_of[PF_SEARCH_BLOCKS_K];
+    /* the pairs handed on (index in best of each), and for each interleaved one the pool holds
+     * no v 1 item of, its best v 1 candidate ranked alone (the record of its flat plan) */
+    int npairs, pair_of[PF_SEARCH_BLOCKS_K];
+    int nflat;
+    pf_blockenum_item_t flat[PF_SEARCH_BLOCKS_K];
 } pf_search_blocks_t;
 
 struct pf_search {

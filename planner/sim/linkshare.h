@@ -1,6 +1,6 @@
-/* linkshare: which link of a device a transfer uses, and how the simulator's two transfer queues
- * of one device share that link when they use it at the same time (DESIGN.md "Simulator",
- * sharing; issue 21 item 4).
+/* linkshare: which link of a device a transfer uses, and how the simulator's transfer queues of
+ * one device (its pipeline sends, its pipeline receives, its gradient buckets) share that link
+ * when they use it at the same time (DESIGN.md "Simulator", sharing; issue 21 item 4).
  *
  * A device has two links to the others, its tiers: its NVLink / NVSwitch port inside its host
  * and its own NIC across hosts (rail-optimised hosts, one NIC per GPU, as the cluster file's
@@ -11,9 +11,10 @@
  *
  * The simulator is not preemptive: a task's times are final when it is taken from the ready
  * queue (its successors are released then). The rule: a transfer committed at start_ms with
- * its time alone dur_ms is lengthened, at each of its devices, by the time the device's other
- * queues are busy on the same tier within [start_ms, start_ms + dur_ms] (transfers committed
- * before it), and by the most over its devices. For two transfers on one link this is exactly
+ * its time alone dur_ms is lengthened, at each of its devices, by the time the queues its own
+ * conflicts with (pf_linkshare_set_conflicts: by default every other queue of the device) are
+ * busy on the same tier within [start_ms, start_ms + dur_ms], the union of their windows
+ * (transfers committed before it), and by the most over its devices. For two transfers on one link this is exactly
  * the end fair sharing gives the one committed second, whichever started first (each of the
  * pair is slowed by the overlap of their windows at full rate); the one committed first keeps
  * its end, which fair sharing would delay by as much. So a pair's delay is counted once where

@@ -32,7 +32,8 @@
  *     NB buckets over the rank-k devices of its d_s replicas (collective.h's cheapest algorithm,
  *     as simulate.c), bucket b after (b + 1) / NB of every replica's last backward, on the data-
  *     parallel queue; then each replica's optimizer step (optimizer_ms).
- *   Links: each device's two queues share its link as in simulate.c (linkshare.h).
+ *   Links: each device's send, receive and bucket queues share its link as in simulate.c
+ *     (linkshare.h).
  *
  * Deadlock-free orders. Every wait of the task graph is one of: F(s, m) before F(s + 1, m) and
  * B(s + 1, m) before B(s, m) (data); F(s, m) before F(s, m + d_s) and B(s, m) before

@@ -1,6 +1,7 @@
 /* taskrun: a two-stage pipeline of one device each worked by hand (a transfer waiting for its
- * queue, a forward waiting for its stream and its input), and a graph whose tasks never become
- * ready. */
+ * queue, a forward waiting for its stream and its input), a send and a receive at once beside a
+ * bucket on the same link, by hand, and a graph whose tasks never become ready. */
+#include "planner/sim/linkshare.h"
 #include "planner/sim/taskrun.h"
 #include "planner/core/util.h"
 #include "tests/testutil.h"
@@ -72,6 +73,57 @@ static void test_pipeline_by_hand(void)
     pf_cluster_destroy(&c);
 }
 
+static void edges_none(void *ctx)
+{
+    (void)ctx;
+}
+
+/* Devices 0 and 1 on two hosts, stage s on device s, three tasks ready from the start but the
+ * bucket at 1: stage 0's send to stage 1 and stage 1's send back, 3 ms each, run at once (each
+ * device sends while it receives: [0, 3] both); stage 0's bucket of 4 ms on the NIC waits for no
+ * transfer (its own queue) and is slowed by the union of device 0's send and receive windows
+ * within [1, 5], [1, 3]: 2 ms (their sum would be 4): [1, 7]. */
+static void test_duplex_and_bucket_by_hand(void)
+{
+    pf_cluster_t *c = pf_cluster_new("1x1x2", 2);
+    for (int i = 0; i < 2; i++) {
+        pf_device_t d = {.id = i, .host = i, .mem_bytes = 80e9};
+        pf_cluster_set_device(c, i, &d);
+    }
+    int dev[2] = {0, 1}, one[2] = {1, 1};
+    pf_simulate_stage_t st[2] = {{.devices = &dev[0]}, {.devices = &dev[1]}};
+    pf_taskrun_shape_t sh = {.cluster = c, .stage = st, .replicas = one, .tp = one, .stages = 2,
+                             .ranks = 2, .timeline = 1};
+    pf_taskrun_t *tr = pf_taskrun_new(&sh, 3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tr);
+    pf_taskrun_task_t *t = pf_taskrun_tasks(tr);
+    t[0] = (pf_taskrun_task_t){.kind = PF_TASK_XFER_F, .s = 0, .dur_ms = 3};
+    t[1] = (pf_taskrun_task_t){.kind = PF_TASK_XFER_B, .s = 1, .dur_ms = 3};
+    t[2] = (pf_taskrun_task_t){.kind = PF_TASK_AR, .s = 0, .tier = PF_LINK_NIC, .dur_ms = 4,
+                               .ready_ms = 1};
+    CU_ASSERT_EQUAL(pf_taskrun_link(tr, edges_none, tr), PF_OK);
+    pf_simulate_result_t *r = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_taskrun_run(tr, &r), PF_OK);
+    PF_ASSERT_CLOSE(r->step_ms, 7, 1e-12);
+    PF_ASSERT_CLOSE(r->comm_busy_ms[0], 3 + 3 + 6, 1e-12);
+    int sends = 0;
+    for (int i = 0; i < r->nevents; i++) {
+        const pf_simulate_event_t *e = &r->events[i];
+        if (e->kind == PF_EV_SEND) {
+            sends++;
+            PF_ASSERT_CLOSE(e->start_ms, 0, 1e-12);
+            PF_ASSERT_CLOSE(e->end_ms, 3, 1e-12);
+        } else if (e->kind == PF_EV_ALLREDUCE) {
+            PF_ASSERT_CLOSE(e->start_ms, 1, 1e-12);
+            PF_ASSERT_CLOSE(e->end_ms, 7, 1e-12);
+        }
+    }
+    CU_ASSERT_EQUAL(sends, 2);
+    pf_taskrun_result_destroy(&r);
+    pf_taskrun_destroy(&tr);
+    pf_cluster_destroy(&c);
+}
+
 static void edges_loop(void *ctx)
 {
     pf_taskrun_t *tr = ctx;
@@ -109,4 +161,6 @@ void pf_suite_taskrun(void)
     CU_add_test(s, "a two-stage pipeline's times, busy, bubble, peaks and events by hand",
                 test_pipeline_by_hand);
     CU_add_test(s, "tasks that wait for each other never become ready", test_never_ready);
+    CU_add_test(s, "a device sends while it receives; a bucket slowed by their union, by hand",
+                test_duplex_and_bucket_by_hand);
 }

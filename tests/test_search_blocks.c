@@ -283,19 +283,19 @@ static void test_degrees_train_apart(void)
 }
 
 /* The analytic model prices an interleaved pipeline's hops hidden behind the chunks' compute;
- * over a slow link between hosts the simulator finds the v x more hops stalling it. GPT-3 13B
- * on 4 DGX A100 at 2.8 GB/s per GPU between hosts: the model ranks an interleaved plan first
- * (analytic 2033 ms), and the search, which simulates each interleaved candidate without
- * interleaving too, plans a step no slower than with v fixed at the ranked v or at 1, here
- * strictly faster than the ranked v, and records the analytic step of a v 1 candidate, not the
- * interleaved one's. No plan is slower than its baselines (built as it is, on those maps'
- * devices). */
+ * over a very slow link between hosts the simulator finds the v x more hops stalling it. GPT-3
+ * 13B on 4 DGX A100 at 0.195 GB/s per GPU between hosts (12.5 Gb/s per host of 8): the model
+ * ranks an interleaved plan first (v 2: analytic 3628 ms, simulated 3784), and the search, which
+ * simulates each interleaved candidate without interleaving too, plans that pair at v 1 (3672),
+ * no slower than with v fixed at the ranked v or at 1 (6062: the v 1 search trains otherwise),
+ * and records the analytic step of a v 1 candidate, not the interleaved one's. No plan is
+ * slower than its baselines (built as it is, on those maps' devices). */
 static void test_interleaving_simulated_both_ways(void)
 {
     char err[256];
     pf_graph_t *g = NULL;
     pf_cluster_t *c = NULL;
-    CU_ASSERT_EQUAL_FATAL(pf_test_gpt13b_dgx_a100(4, 2.8125, &g, &c), 0);
+    CU_ASSERT_EQUAL_FATAL(pf_test_gpt13b_dgx_a100(4, 0.1953125, &g, &c), 0);
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     o.global_batch = 64, o.block_search = 1;
@@ -317,9 +317,9 @@ static void test_interleaving_simulated_both_ways(void)
     CU_ASSERT(free_v->simulated_step_ms <= flat->simulated_step_ms * (1 + 1e-9));
     CU_ASSERT(free_v->simulated_step_ms < ranked->simulated_step_ms);
     CU_ASSERT_EQUAL(free_v->blocks.virtual_stages, 1);
-    /* its record is a v 1 candidate's of the interleaved one's training (the pool held none:
-     * ranked alone), no faster analytically than the best v 1 of any training (the search
-     * with v fixed at 1), where it had the interleaved candidate's (1884 ms, faster) */
+    /* its record is a v 1 candidate's of the interleaved one's training (the pool's or ranked
+     * alone), no faster analytically than the best v 1 of any training (the search with v
+     * fixed at 1), where it had the interleaved candidate's (3628 ms, faster) */
     CU_ASSERT(free_v->blocks.analytic_step_ms >= flat->blocks.analytic_step_ms - 1e-6);
     CU_ASSERT(free_v->blocks.analytic_step_ms > ranked->blocks.analytic_step_ms + 1);
     pf_plan_t *all[] = {free_v, ranked, flat};
@@ -335,23 +335,30 @@ static void test_interleaving_simulated_both_ways(void)
 }
 
 /* A baseline that simulates faster than the searched devices gives the plan its devices: the
- * mapping objective prices neither the schedule nor the interleaved hops. The same 13B at p 8,
- * t 2, v 5 over one 100 GbE NIC per host (1.5625 GB/s per GPU): the searched devices simulate
- * 4177 ms, the p2p map 4060; the plan is the p2p map's, and records the searched step. */
+ * mapping objective (eq. 5-7: the ring of eq. 7 over the slowest pair) prices the data-parallel
+ * reduction otherwise than the simulator (NCCL's cheapest algorithm) and prices no schedule.
+ * ResNet-50 on 4 DGX-1 in 4 stages (`make run`'s examples, `--stages 4`): the searched devices
+ * simulate 417 ms, the p2p map 220; the plan is the p2p map's, and records the searched step. */
 static void test_faster_baseline_adopted(void)
 {
+    char err[256];
+    pf_model_opts_t mo;
+    pf_model_opts_init(&mo, PF_MODEL_RESNET);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX1);
+    to.machines = 4;
     pf_graph_t *g = NULL;
     pf_cluster_t *c = NULL;
-    CU_ASSERT_EQUAL_FATAL(pf_test_gpt13b_dgx_a100(4, 1.5625, &g, &c), 0);
+    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
     pf_search_opts_t o;
     pf_search_opts_init(&o);
-    o.global_batch = 64, o.block_search = 1, o.stages = 8, o.tp = 2, o.virtual_stages = 5;
+    o.stages = 4;
     pf_plan_t *p = pf_test_search(g, c, &o, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->blocks.virtual_stages, 5);
     CU_ASSERT_TRUE(p->p2p_map.adopted && !p->cs_map.adopted);
     CU_ASSERT_DOUBLE_EQUAL(p->simulated_step_ms, p->p2p_map.simulated_step_ms, 1e-9);
-    CU_ASSERT(p->mapping.searched_step_ms > p->simulated_step_ms);
+    CU_ASSERT(p->mapping.searched_step_ms > 1.5 * p->simulated_step_ms);
     CU_ASSERT(p->simulated_step_ms <= p->cs_map.simulated_step_ms);
     CU_ASSERT_DOUBLE_EQUAL(p->objective_ms, p->p2p_map.objective_ms, 1e-9); /* its devices */
     pf_plan_destroy(&p);
@@ -462,12 +469,13 @@ static pf_graph_t *priced_gpt_h(int hidden, int seq)
 /* The analytic model against the simulator: a GPT of 8 layers, h 4096, 16 heads, s 2048 priced
  * on a100-80g on the fixture's 16 GPUs, batch 64: t 2, p 4 (d 2), v 1 and 2, micro-batch 1
  * (m 32), sequence parallelism, no recomputation, ZeRO 1, under 1F1B, the schedule the analytic
- * model prices ([Narayanan21] §2.2; the simulator's eager 1F1B and GPipe also overlap the p2p
- * transfers that Megatron-LM's 1F1B waits for: 499.1 ms at v 1). The block search's analytic
- * step and the simulated step of its plan agree within 5% (measured: v 1 539.9 against 514.8
- * ms, v 2 494.0 against 481.3). Before, v 2 was 8% apart: the analytic model added all 2 v p2p
- * hops to the stage, where Megatron-LM's interleaved schedule (and the simulator) overlaps them
- * with the chunks' compute. */
+ * model prices ([Narayanan21] §2.2). The block search's analytic step and the simulated step of
+ * its plan agree within 8% (measured: v 1 539.9 against 502.6 ms, v 2 494.0 against 478.5): at
+ * v 1 the analytic model adds a stage's two hops per micro-batch in full, where the simulator's
+ * device sends while it computes and receives (full duplex; each tensor across a cut once), so
+ * it is the conservative one; 3-4% before those two corrections of the simulator. Before, v 2
+ * was 8% apart: the analytic model added all 2 v p2p hops to the stage, where Megatron-LM's
+ * interleaved schedule (and the simulator) overlaps them with the chunks' compute. */
 static void test_analytic_vs_simulated(void)
 {
     pf_graph_t *g = priced_gpt_h(4096, 2048), *unused = NULL;
@@ -487,12 +495,12 @@ static void test_analytic_vs_simulated(void)
         pf_plan_t *p = pf_test_search(g, c, &o, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
         CU_ASSERT_EQUAL(p->blocks.virtual_stages, vs[i]);
-        /* the searched devices' step: at v 1 the p2p map's simulates 1.3% faster (507.9 ms)
-         * and the plan takes it (search_sim.c), a mapping the analytic model does not see */
+        /* the searched devices' step (a baseline's may simulate faster and be taken:
+         * search_sim.c), a mapping the analytic model does not see */
         double a = p->blocks.analytic_step_ms,
                sim = p->mapping.searched_step_ms > 0 ? p->mapping.searched_step_ms
                                                      : p->simulated_step_ms;
-        CU_ASSERT_TRUE(sim > 0 && fabs(a - sim) <= 0.05 * sim);
+        CU_ASSERT_TRUE(sim > 0 && fabs(a - sim) <= 0.08 * sim);
         pf_plan_destroy(&p);
     }
     pf_graph_destroy(&g);

@@ -530,6 +530,37 @@ static pf_graph_t *chain4(void)
     return g;
 }
 
+/* The bytes across each cut count every tensor once: ops a, b, c, d on stages {a}, {b, c}, {d};
+ * a's output (10) feeds b, c and d, b's (5) and c's (7) feed d. Cut 0: a's tensor once, 10 (the
+ * three edges sum to 30); cut 1: b's, c's and a's relayed to d, 5 + 7 + 10 = 22. */
+static void test_cut_bytes(void)
+{
+    char err[128];
+    pf_graph_t *g = pf_graph_new("fan", 1);
+    for (int i = 0; i < 4; i++) {
+        pf_op_t op = {.id = i, .fwd_ms = 1, .bwd_ms = 1};
+        pf_graph_add_op(g, &op);
+    }
+    pf_graph_add_edge(g, 0, 1, 10);
+    pf_graph_add_edge(g, 0, 2, 10);
+    pf_graph_add_edge(g, 0, 3, 10);
+    pf_graph_add_edge(g, 1, 3, 5);
+    pf_graph_add_edge(g, 2, 3, 7);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
+    pf_plan_t *p = pf_plan_new(3, 1);
+    int a[] = {0}, bc[] = {1, 2}, d[] = {3};
+    pf_plan_set_stage_ops(p, 0, a, 1);
+    pf_plan_set_stage_ops(p, 1, bc, 2);
+    pf_plan_set_stage_ops(p, 2, d, 1);
+    double cut[3] = {-1, -1, -1};
+    CU_ASSERT_EQUAL_FATAL(pf_simulate_cut_bytes(g, p, cut), PF_OK);
+    PF_ASSERT_CLOSE(cut[0], 10, 1e-12);
+    PF_ASSERT_CLOSE(cut[1], 22, 1e-12);
+    CU_ASSERT_EQUAL(cut[2], -1); /* S - 1 entries */
+    pf_plan_destroy(&p);
+    pf_graph_destroy(&g);
+}
+
 static pf_plan_t *chain4_plan(void)
 {
     pf_plan_t *p = pf_plan_new(2, 2);
@@ -918,6 +949,7 @@ void pf_suite_simulate(void)
     CU_add_test(s, "peak memory: micro-batches in flight per schedule", test_peak_memory);
     CU_add_test(s, "unequal stages with transfers, worked by hand", test_unequal_stages_by_hand);
     CU_add_test(s, "a device sends while it receives, worked by hand", test_full_duplex_by_hand);
+    CU_add_test(s, "the bytes across a cut count every tensor once, by hand", test_cut_bytes);
     CU_add_test(s, "transfers on one device pair serialize", test_shared_link);
     CU_add_test(s, "ring all-reduce (eq. 7), buckets, optimizer", test_allreduce);
     CU_add_test(s, "a send and a bucket on one link share it, by hand", test_link_sharing);

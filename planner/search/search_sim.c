@@ -89,19 +89,34 @@ static int expand_tp(const pf_search_t *s, int tpi, pf_plan_t *p)
     return PF_OK;
 }
 
-/* Replica r's pipeline transfers of stage st per micro-batch: to and from each neighbouring
- * stage, a TP group's by Megatron's scatter/gather (pf_simulate_xfer_scatter_gather_ms; T = 1: the
- * postal model, eq. 6's term). */
-static double pp_ms(const pf_search_t *s, const candidate_t *cd, const pf_plan_t *p, int st, int r)
+/* Replica r's pipeline transfers of stage st per micro-batch: across the cut on each side (cut:
+ * pf_simulate_cut_bytes, every tensor once), a TP group's by Megatron's scatter/gather
+ * (pf_simulate_xfer_scatter_gather_ms; T = 1: the postal model). */
+static double pp_ms(const pf_search_t *s, const pf_plan_t *p, const double *cut, int st, int r)
 {
-    int T = p->tensor_parallel > 0 ? p->tensor_parallel : 1, k;
-    const int *nb = pf_stage_graph_neighbors(cd->sg, st, &k);
+    int T = p->tensor_parallel > 0 ? p->tensor_parallel : 1;
+    const int *mine = p->stage_list[st].devices + (size_t)r * T;
     double sum = 0;
-    for (int i = 0; i < k; i++)
-        sum += pf_simulate_xfer_scatter_gather_ms(s->c, p->stage_list[st].devices + (size_t)r * T,
-                                             p->stage_list[nb[i]].devices + (size_t)r * T, T,
-                                             pf_stage_graph_msg_bytes(cd->sg, st, nb[i]), 0);
+    if (st + 1 < p->stages)
+        sum += pf_simulate_xfer_scatter_gather_ms(
+            s->c, mine, p->stage_list[st + 1].devices + (size_t)r * T, T, cut[st], 0);
+    if (st > 0)
+        sum += pf_simulate_xfer_scatter_gather_ms(
+            s->c, mine, p->stage_list[st - 1].devices + (size_t)r * T, T, cut[st - 1], 0);
     return sum;
+}
+
+/* The tensors crossing each cut of candidate c's plan p (pf_simulate_cut_bytes on the graph its
+ * setting runs, as its SIMULATE jobs price them): S - 1 entries, malloc'ed; NULL out of memory. */
+static double *cand_cut_bytes(const pf_search_t *s, int c, const pf_plan_t *p)
+{
+    double *cut = malloc((size_t)(p->stages > 0 ? p->stages : 1) * sizeof *cut);
+    const pf_graph_t *g = pf_search_tap_graph(s, s->part.dp[s->map.cand[c].dp].tp);
+    if (cut && pf_simulate_cut_bytes(g, p, cut) != PF_OK) {
+        free(cut);
+        return NULL;
+    }
+    return cut;
 }
 
 /* Stage st's data-parallel all-reduce: each rank's over its R replicas (collective.h), the
@@ -127,13 +142,17 @@ static double dp_ms(const pf_search_t *s, const candidate_t *cd, const pf_plan_t
  * parallel (the stage's collectives, MB micro-batches), pipeline (pp_ms, MB micro-batches, each
  * of V interleaved chunks once: the wrap from the last rank to the first priced as a
  * neighbour's) and data parallel (dp_ms, once), as the simulator prices them. */
-static int step_comm(const pf_search_t *s, const candidate_t *cd, pf_plan_t *p)
+static int step_comm(const pf_search_t *s, int c, pf_plan_t *p)
 {
+    const candidate_t *cd = &s->map.cand[c];
     int S = pf_stage_graph_stages(cd->sg), R = pf_stage_graph_replicas(cd->sg);
     int MB = p->microbatches, V = pf_chunks_of_plan(p);
     int *group = malloc((size_t)R * sizeof *group);
-    if (!group)
+    double *cut = cand_cut_bytes(s, c, p);
+    if (!group || !cut) {
+        free(group), free(cut);
         return PF_ERR;
+    }
     p->comm.present = 1;
     p->comm.tp_ms = p->comm.pp_ms = p->comm.dp_ms = 0;
     for (int st = 0; st < S; st++) {
@@ -142,10 +161,11 @@ static int step_comm(const pf_search_t *s, const candidate_t *cd, pf_plan_t *p)
             tp += p->tp_comm_ms[p->stage_list[st].ops[i]];
         p->comm.tp_ms = fmax(p->comm.tp_ms, MB * tp);
         for (int r = 0; r < R; r++)
-            p->comm.pp_ms = fmax(p->comm.pp_ms, MB * V * pp_ms(s, cd, p, st, r));
+            p->comm.pp_ms = fmax(p->comm.pp_ms, MB * V * pp_ms(s, p, cut, st, r));
         p->comm.dp_ms = fmax(p->comm.dp_ms, dp_ms(s, cd, p, st, group));
     }
     free(group);
+    free(cut);
     return PF_OK;
 }
 
@@ -200,7 +220,7 @@ static pf_plan_t *candidate_plan(const pf_search_t *s, int c, int variant, map_k
     /* its virtual stages are simulated (chunks.h) */
     pf_search_blocks_to_plan(&s->blocks, p, variant == PF_SEARCH_FLAT);
     if (pf_search_blocks_recut(s->g, s->o.train.precision_bytes, p) == PF_ERR ||
-        pf_search_blocks_fit_recompute(s, c, p) != PF_OK || step_comm(s, cd, p) != PF_OK)
+        pf_search_blocks_fit_recompute(s, c, p) != PF_OK || step_comm(s, c, p) != PF_OK)
         goto fail;
     if (e->coarse >= 0)
         p->partition_search.coarsen_s = s->part.coarse[e->coarse].seconds;
@@ -339,22 +359,20 @@ static bool queue_one_reshard(pf_search_t *s, int c, int st, int r, double bytes
 /* Candidate c (T > 1, S > 1): one RESHARD job per stage boundary and distinct transfer
  * (pf_replica_groups_same_xfers: on a DGX cluster 63 jobs for 64 stages of 256 replicas, not
  * 16,128); the other replicas' times wait for its answer, marked -(1 + its replica) in xfer_ms
- * (absorb_reshard fills them). The bytes after each stage are per device, from the stage graph of
- * the per-device graph: a pipeline relays skip connections through the stages between. */
+ * (absorb_reshard fills them). The bytes after each stage are per device, the tensors crossing
+ * its cut in the per-device graph, each once (pf_simulate_cut_bytes: a pipeline relays skip
+ * connections through the stages between). */
 static int queue_reshards(pf_search_t *s, int c)
 {
-    const pf_stage_graph_t *sg = s->map.cand[c].sg;
     sim_cand_t *sc = &s->sim.cand[c];
     const pf_plan_t *p = sc->plan[PF_SEARCH_AS_RANKED];
     int T = cand_tp(s, c), S = p->stages, R = p->replicas, rc = PF_OK;
     int *first = malloc((size_t)R * sizeof *first);
-    if (!first || !(sc->xfer_ms = calloc((size_t)(S - 1) * R, sizeof *sc->xfer_ms)))
+    double *cut = cand_cut_bytes(s, c, p);
+    if (!first || !cut || !(sc->xfer_ms = calloc((size_t)(S - 1) * R, sizeof *sc->xfer_ms)))
         rc = PF_ERR;
     for (int st = 0; st + 1 < S && rc == PF_OK; st++) {
-        double bytes = 0;
-        for (int a = 0; a <= st; a++)
-            for (int b = st + 1; b < S; b++)
-                bytes += pf_stage_graph_msg_bytes(sg, a, b);
+        double bytes = cut[st];
         rc = pf_replica_groups_same_xfers(s->c, p->stage_list[st].devices,
                                           p->stage_list[st + 1].devices, R, T, first);
         for (int r = 0; r < R && rc == PF_OK; r++)
@@ -364,6 +382,7 @@ static int queue_reshards(pf_search_t *s, int c)
                 rc = PF_ERR;
     }
     free(first);
+    free(cut);
     return rc;
 }
 

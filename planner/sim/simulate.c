@@ -442,9 +442,41 @@ static int resolve_setting(const pf_graph_t *g, const pf_cluster_t *c, const pf_
     return PF_OK;
 }
 
-/* Stage s's times and bytes from its ops (dg: the graph the setting runs) and the stage graph. */
+int pf_simulate_cut_bytes(const pf_graph_t *g, const pf_plan_t *p, double *cut)
+{
+    int n = pf_graph_nops(g), S = p->stages;
+    int *stage_of = malloc((size_t)(n ? n : 1) * sizeof *stage_of);
+    int *last = malloc((size_t)(n ? n : 1) * sizeof *last);
+    double *bytes = calloc((size_t)(n ? n : 1), sizeof *bytes);
+    if (!stage_of || !last || !bytes) {
+        free(stage_of), free(last), free(bytes);
+        return PF_ERR;
+    }
+    for (int v = 0; v < n; v++)
+        stage_of[v] = last[v] = -1;
+    for (int s = 0; s < S; s++)
+        for (int i = 0; i < p->stage_list[s].nops; i++)
+            stage_of[p->stage_list[s].ops[i]] = last[p->stage_list[s].ops[i]] = s;
+    for (int e = 0; e < pf_graph_nedges(g); e++) { /* each output: its farthest consumer */
+        const pf_edge_t *ed = pf_graph_edge(g, e);
+        if (stage_of[ed->src] < 0 || stage_of[ed->dst] <= stage_of[ed->src])
+            continue;
+        last[ed->src] = last[ed->src] > stage_of[ed->dst] ? last[ed->src] : stage_of[ed->dst];
+        bytes[ed->src] = fmax(bytes[ed->src], ed->bytes);
+    }
+    for (int s = 0; s + 1 < S; s++)
+        cut[s] = 0;
+    for (int v = 0; v < n; v++)
+        for (int s = stage_of[v]; s >= 0 && s < last[v]; s++)
+            cut[s] += bytes[v];
+    free(stage_of), free(last), free(bytes);
+    return PF_OK;
+}
+
+/* Stage s's times and bytes from its ops (dg: the graph the setting runs), the stage graph and
+ * the tensors crossing each cut (cut, S - 1). */
 static void stage_costs(pf_simulate_input_t *in, int s, const pf_plan_t *p, const pf_graph_t *dg,
-                        const pf_tap_result_t *tap, const pf_stage_graph_t *sg)
+                        const pf_tap_result_t *tap, const pf_stage_graph_t *sg, const double *cut)
 {
     pf_simulate_stage_t *st = &in->stage[s];
     const pf_stage_t *ps = &p->stage_list[s];
@@ -460,9 +492,7 @@ static void stage_costs(pf_simulate_input_t *in, int s, const pf_plan_t *p, cons
         st->tp_bwd_ms += cb;
         st->act_bytes += op->mem_fwd_bytes;
     }
-    for (int a = 0; a <= s; a++)
-        for (int b = s + 1; b < S; b++)
-            st->send_bytes += pf_stage_graph_msg_bytes(sg, a, b);
+    st->send_bytes = s + 1 < S ? cut[s] : 0;
     double per_device = pf_stage_graph_param_bytes(sg, s);
     st->param_bytes = per_device * in->tp; /* the simulator gives each rank 1/T */
     st->static_bytes = pf_training_state_factor(&p->train, in->replicas) * per_device;
@@ -510,6 +540,7 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
 {
     memset(in, 0, sizeof *in);
     pf_stage_graph_t *sg = NULL;
+    double *cut = NULL;
     pf_devkinds_t *dk = NULL;
     pf_tp_setting_t *own = NULL;
     pf_stage_rc_t views = {0};
@@ -540,11 +571,12 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
     in->cluster = c;
     in->stage = calloc((size_t)S, sizeof *in->stage);
     if (!in->stage || !(sg = pf_stage_graph_from_plan(dg, p)) ||
+        !(cut = malloc((size_t)S * sizeof *cut)) || pf_simulate_cut_bytes(dg, p, cut) != PF_OK ||
         !(dk = pf_devkinds_new(dg, c)) || pf_stage_rc_init(&views, g, set, p, 0, err, errlen))
         goto oom;
     for (int s = 0; s < S; s++) {
         pf_simulate_stage_t *st = &in->stage[s];
-        stage_costs(in, s, p, pf_stage_rc_graph(&views, p, s), tap, sg); /* its recomputation */
+        stage_costs(in, s, p, pf_stage_rc_graph(&views, p, s), tap, sg, cut); /* its recomputation */
         if (!pf_devkinds_uniform(dk) &&
             (!(st->rep_fwd_ms = calloc((size_t)R, sizeof *st->rep_fwd_ms)) ||
              !(st->rep_bwd_ms = calloc((size_t)R, sizeof *st->rep_bwd_ms)) ||
@@ -563,6 +595,7 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
     in->buckets = pf_training_grad_buckets(most, R, p->train.precision_bytes);
     in->zero = p->train.zero;
     pf_stage_rc_clear(&views);
+    free(cut);
     pf_stage_graph_destroy(&sg);
     pf_devkinds_destroy(&dk);
     pf_tp_setting_destroy(&own);
@@ -571,6 +604,7 @@ oom:
     rc = pf_fail(err, errlen, PF_ERR, "out of memory");
 fail:
     pf_stage_rc_clear(&views);
+    free(cut);
     pf_devkinds_destroy(&dk);
     pf_stage_graph_destroy(&sg);
     pf_tp_setting_destroy(&own);

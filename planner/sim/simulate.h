@@ -49,8 +49,9 @@
  *   tp_fwd/bwd_ms    those collectives (0 when T = 1)
  *   param_bytes      T x P(s), P(s) per device (stage graph of the per-device graph): each rank
  *                    all-reduces its own P(s)
- *   send_bytes       bytes of the edges that cross the cut after stage s (a pipeline relays skip
- *                    connections through the stages between), per device
+ *   send_bytes       bytes of the tensors that cross the cut after stage s, each once
+ *                    (pf_simulate_cut_bytes: a pipeline relays skip connections through the
+ *                    stages between), per device
  *   act_bytes        sum of mem_fwd_bytes + the bytes entering the stage (its stashed input,
  *                    eq. 14)
  *   static_bytes     the training's parameter state x P(s) (training.h)
@@ -72,6 +73,13 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
                                    const pf_tp_setting_t *set, const pf_plan_t *p,
                                    const double *xfer_ms, pf_simulate_input_t *in, char *err,
                                    size_t errlen);
+
+/* The bytes per micro-batch that cross the cut after each stage s < S - 1 of p's stages on g
+ * (cut[s]): every tensor once, across each cut from its producer's stage to its last consumer's.
+ * An op's output is one tensor whatever its consumers: a pre-LN transformer's residual stream
+ * feeds the next layer's norm and its residual add, two edges of one tensor that Megatron-LM
+ * sends once (the stage graph's M(s, s') sums the edges, as eq. 6 asks). PF_ERR out of memory. */
+int pf_simulate_cut_bytes(const pf_graph_t *g, const pf_plan_t *p, double *cut);
 
 /* Frees what pf_simulate_input_from_plan allocated and zeroes *in (idempotent). */
 void pf_simulate_input_clear(pf_simulate_input_t *in);

@@ -530,35 +530,50 @@ static pf_graph_t *chain4(void)
     return g;
 }
 
-/* The bytes across each cut count every tensor once: ops a, b, c, d on stages {a}, {b, c}, {d};
- * a's output (10) feeds b, c and d, b's (5) and c's (7) feed d. Cut 0: a's tensor once, 10 (the
- * three edges sum to 30); cut 1: b's, c's and a's relayed to d, 5 + 7 + 10 = 22. */
-static void test_cut_bytes(void)
+/* The bytes across a cut count a whole output once and a slice by itself, one byte per element:
+ * ops a, b, c, d on stages {a}, {b, c}, {d}; a's output (10 elements) feeds b, c and d whole,
+ * b's (5) and c's (7) feed d. Cut 0: a's output once, 10 (its three edges sum to 30); cut 1: b's,
+ * c's and a's relayed to d, 5 + 7 + 10 = 22. An MoE-like dispatch of 40 elements sends each of
+ * four experts its slice of 10 on the next stage, each expert 10 to a combine: 40 across both
+ * cuts (slices add up). Without shapes every edge counts: 30 and 22. */
+static void cut_case(int shapes, int moe, const double *want)
 {
     char err[128];
     pf_graph_t *g = pf_graph_new("fan", 1);
-    for (int i = 0; i < 4; i++) {
+    int n = moe ? 6 : 4;
+    const int64_t elems[2][6] = {{10, 5, 7, 1, 0, 0}, {40, 10, 10, 10, 10, 10}};
+    for (int i = 0; i < n; i++) {
         pf_op_t op = {.id = i, .fwd_ms = 1, .bwd_ms = 1};
+        if (shapes)
+            op.output = (pf_shape_t){.ndim = 1, .dim = {elems[moe][i]}};
         pf_graph_add_op(g, &op);
     }
-    pf_graph_add_edge(g, 0, 1, 10);
-    pf_graph_add_edge(g, 0, 2, 10);
-    pf_graph_add_edge(g, 0, 3, 10);
-    pf_graph_add_edge(g, 1, 3, 5);
-    pf_graph_add_edge(g, 2, 3, 7);
+    const int fan[5][3] = {{0, 1, 10}, {0, 2, 10}, {0, 3, 10}, {1, 3, 5}, {2, 3, 7}};
+    for (int e = 0; e < (moe ? 8 : 5); e++)
+        if (moe)
+            pf_graph_add_edge(g, e < 4 ? 0 : e - 3, e < 4 ? e + 1 : 5, 10);
+        else
+            pf_graph_add_edge(g, fan[e][0], fan[e][1], fan[e][2]);
     CU_ASSERT_EQUAL_FATAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
     pf_plan_t *p = pf_plan_new(3, 1);
-    int a[] = {0}, bc[] = {1, 2}, d[] = {3};
+    int a[] = {0}, mid[] = {1, 2, 3, 4}, last[] = {moe ? 5 : 3};
     pf_plan_set_stage_ops(p, 0, a, 1);
-    pf_plan_set_stage_ops(p, 1, bc, 2);
-    pf_plan_set_stage_ops(p, 2, d, 1);
+    pf_plan_set_stage_ops(p, 1, mid, moe ? 4 : 2);
+    pf_plan_set_stage_ops(p, 2, last, 1);
     double cut[3] = {-1, -1, -1};
     CU_ASSERT_EQUAL_FATAL(pf_simulate_cut_bytes(g, p, cut), PF_OK);
-    PF_ASSERT_CLOSE(cut[0], 10, 1e-12);
-    PF_ASSERT_CLOSE(cut[1], 22, 1e-12);
+    PF_ASSERT_CLOSE(cut[0], want[0], 1e-12);
+    PF_ASSERT_CLOSE(cut[1], want[1], 1e-12);
     CU_ASSERT_EQUAL(cut[2], -1); /* S - 1 entries */
     pf_plan_destroy(&p);
     pf_graph_destroy(&g);
+}
+
+static void test_cut_bytes(void)
+{
+    cut_case(1, 0, (const double[]){10, 22});
+    cut_case(1, 1, (const double[]){40, 40});
+    cut_case(0, 0, (const double[]){30, 22});
 }
 
 static pf_plan_t *chain4_plan(void)

@@ -72,10 +72,13 @@ static int fixed_dims_fail(const pf_blockcost_problem_t *pr, const pf_blockenum_
     int N = pr->ngpus, host = pr->gpus_per_host > 0 ? pr->gpus_per_host : 1, t = fix->t;
     const char *what;
     int64_t dim;
-    if (t > 0 && (host % t || N % t))
+    if (t > 0 && host % t)
         return pf_fail(err, errlen, PF_EINFEASIBLE, "blocks: --tp %d does not divide the %d GPUs "
-                       "of a host (and of %d in all): a tensor-parallel group stays in one host",
-                       t, host, N);
+                       "of a host (the block search keeps a tensor-parallel group in one host)",
+                       t, host);
+    if (t > 0 && N % t)
+        return pf_fail(err, errlen, PF_EINFEASIBLE, "blocks: --tp %d does not divide the %d GPUs",
+                       t, N);
     if (t > 0 && (dim = undivided(pr->blocks, t, &what)) != 0)
         return pf_fail(err, errlen, PF_EINFEASIBLE, "blocks: --tp %d does not divide the block's "
                        "%lld %s (Megatron-LM splits them evenly)", t, (long long)dim, what);

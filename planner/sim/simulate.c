@@ -442,34 +442,96 @@ static int resolve_setting(const pf_graph_t *g, const pf_cluster_t *c, const pf_
     return PF_OK;
 }
 
+static double out_elems(const pf_op_t *op)
+{
+    double n = op->output.ndim > 0 ? 1 : 0;
+    for (int d = 0; d < op->output.ndim; d++)
+        n *= (double)op->output.dim[d];
+    return n;
+}
+
+/* The graph's bytes per element: over the ops with one out-edge and a known output shape, the
+ * largest bytes / output elements that at least 5% of them (and two) show. The largest: in a
+ * tensor-parallel device's graph a split op's edge carries 1/T of the output its shape gives, a
+ * replicated op's the whole; a one-off (an op writing more than its shape) is not counted. 0
+ * when no ratio qualifies. */
+static double elem_bytes(const pf_graph_t *g)
+{
+    double seen[16] = {0};
+    int count[16] = {0}, nseen = 0, total = 0;
+    for (int v = 0; v < pf_graph_nops(g); v++) {
+        int k, i;
+        const int *out = pf_graph_out(g, v, &k);
+        double n = out_elems(pf_graph_op(g, v));
+        if (k != 1 || n <= 0)
+            continue;
+        double r = pf_graph_edge(g, out[0])->bytes / n;
+        for (i = 0; i < nseen && seen[i] != r; i++)
+            ;
+        if (i == nseen && nseen < 16)
+            seen[nseen++] = r;
+        if (i < nseen)
+            count[i]++;
+        total++;
+    }
+    double best = 0;
+    for (int i = 0; i < nseen; i++)
+        if (count[i] >= 2 && count[i] >= 0.05 * total && seen[i] > best)
+            best = seen[i];
+    return best;
+}
+
+/* Does edge e carry its source's whole output (e_bytes bytes per element, 0 unknown)? */
+static int whole_output(const pf_graph_t *g, const pf_edge_t *e, double e_bytes)
+{
+    double whole = out_elems(pf_graph_op(g, e->src)) * e_bytes;
+    return whole > 0 && fabs(e->bytes - whole) <= 1e-9 * whole;
+}
+
+/* Op v's bytes across the cut after stage c: its whole output once, however many of its edges
+ * carry it across, and every other edge (a slice, one of several outputs) by its own bytes. */
+static double op_cut_bytes(const pf_graph_t *g, const int *stage_of, int v, int c, double e_bytes)
+{
+    int k;
+    const int *out = pf_graph_out(g, v, &k);
+    double whole = 0, parts = 0;
+    for (int i = 0; i < k; i++) {
+        const pf_edge_t *ed = pf_graph_edge(g, out[i]);
+        if (stage_of[ed->dst] <= c)
+            continue;
+        if (whole_output(g, ed, e_bytes))
+            whole = ed->bytes;
+        else
+            parts += ed->bytes;
+    }
+    return whole + parts;
+}
+
 int pf_simulate_cut_bytes(const pf_graph_t *g, const pf_plan_t *p, double *cut)
 {
     int n = pf_graph_nops(g), S = p->stages;
     int *stage_of = malloc((size_t)(n ? n : 1) * sizeof *stage_of);
-    int *last = malloc((size_t)(n ? n : 1) * sizeof *last);
-    double *bytes = calloc((size_t)(n ? n : 1), sizeof *bytes);
-    if (!stage_of || !last || !bytes) {
-        free(stage_of), free(last), free(bytes);
+    if (!stage_of)
         return PF_ERR;
-    }
     for (int v = 0; v < n; v++)
-        stage_of[v] = last[v] = -1;
+        stage_of[v] = -1;
     for (int s = 0; s < S; s++)
         for (int i = 0; i < p->stage_list[s].nops; i++)
-            stage_of[p->stage_list[s].ops[i]] = last[p->stage_list[s].ops[i]] = s;
-    for (int e = 0; e < pf_graph_nedges(g); e++) { /* each output: its farthest consumer */
-        const pf_edge_t *ed = pf_graph_edge(g, e);
-        if (stage_of[ed->src] < 0 || stage_of[ed->dst] <= stage_of[ed->src])
-            continue;
-        last[ed->src] = last[ed->src] > stage_of[ed->dst] ? last[ed->src] : stage_of[ed->dst];
-        bytes[ed->src] = fmax(bytes[ed->src], ed->bytes);
-    }
+            stage_of[p->stage_list[s].ops[i]] = s;
+    double e_bytes = elem_bytes(g);
     for (int s = 0; s + 1 < S; s++)
         cut[s] = 0;
-    for (int v = 0; v < n; v++)
-        for (int s = stage_of[v]; s >= 0 && s < last[v]; s++)
-            cut[s] += bytes[v];
-    free(stage_of), free(last), free(bytes);
+    for (int v = 0; v < n; v++) {
+        int k, last = stage_of[v];
+        const int *out = pf_graph_out(g, v, &k);
+        for (int i = 0; i < k; i++) { /* the farthest stage that reads it */
+            int d = stage_of[pf_graph_edge(g, out[i])->dst];
+            last = d > last ? d : last;
+        }
+        for (int c = stage_of[v]; c >= 0 && c < last; c++)
+            cut[c] += op_cut_bytes(g, stage_of, v, c, e_bytes);
+    }
+    free(stage_of);
     return PF_OK;
 }
 

@@ -75,10 +75,14 @@ int pf_simulate_input_from_setting(const pf_graph_t *g, const pf_cluster_t *c,
                                    size_t errlen);
 
 /* The bytes per micro-batch that cross the cut after each stage s < S - 1 of p's stages on g
- * (cut[s]): every tensor once, across each cut from its producer's stage to its last consumer's.
- * An op's output is one tensor whatever its consumers: a pre-LN transformer's residual stream
- * feeds the next layer's norm and its residual add, two edges of one tensor that Megatron-LM
- * sends once (the stage graph's M(s, s') sums the edges, as eq. 6 asks). PF_ERR out of memory. */
+ * (cut[s]), across each cut from an op's stage to the farthest stage that reads it: an edge that
+ * carries its source's whole output (its bytes = the output shape's elements x the graph's bytes
+ * per element, read off the ops of one out-edge) counts once per source, however many consumers
+ * read that output across the cut; any other edge (a slice, as an MoE dispatch's per expert; one
+ * of several outputs; a graph without shapes) by its own bytes, as eq. 3 sums them. A pre-LN
+ * transformer's residual stream feeds the next layer's norm and its residual add, two edges of
+ * one tensor that Megatron-LM sends once (the stage graph's M(s, s') sums both, as eq. 6 asks).
+ * PF_ERR out of memory. */
 int pf_simulate_cut_bytes(const pf_graph_t *g, const pf_plan_t *p, double *cut);
 
 /* Frees what pf_simulate_input_from_plan allocated and zeroes *in (idempotent). */

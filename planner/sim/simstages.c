@@ -321,12 +321,7 @@ static int simulate_order(const pf_simstages_input_t *in, pf_training_schedule_t
     return PF_OK;
 fail:
     sx_free(&x);
-    if (cancelled(in))
-        return pf_fail(err, errlen, PF_ERR, "simulate: cancelled");
-    if (rc > 0)
-        return pf_fail(err, errlen, PF_ERR, "simulate: the %s order left tasks that never "
-                       "became ready", pf_training_schedule_name(order));
-    return pf_fail(err, errlen, PF_ERR, "simulate: out of memory");
+    return pf_taskrun_fail(rc, cancelled(in), order, err, errlen);
 }
 
 /* ---- input checks ---- */

@@ -306,12 +306,7 @@ static int simulate_order(const pf_simulate_input_t *in, pf_training_schedule_t 
     return PF_OK;
 fail:
     sim_free(&x);
-    if (cancelled(in))
-        return pf_fail(err, errlen, PF_ERR, "simulate: cancelled");
-    if (rc > 0)
-        return pf_fail(err, errlen, PF_ERR, "simulate: the %s order left tasks that never "
-                       "became ready", pf_training_schedule_name(order));
-    return pf_fail(err, errlen, PF_ERR, "simulate: out of memory");
+    return pf_taskrun_fail(rc, cancelled(in), order, err, errlen);
 }
 
 /* Identical replicas (replica_groups.h): replica 0 simulated, its figures copied. */

@@ -376,3 +376,14 @@ void pf_taskrun_result_destroy(pf_simulate_result_t **rp)
     free(r);
     *rp = NULL;
 }
+
+int pf_taskrun_fail(int rc, bool cancelled, pf_training_schedule_t order, char *err,
+                    size_t errlen)
+{
+    if (cancelled)
+        return pf_fail(err, errlen, PF_ERR, "simulate: cancelled");
+    if (rc > 0)
+        return pf_fail(err, errlen, PF_ERR, "simulate: the %s order left tasks that never "
+                       "became ready", pf_training_schedule_name(order));
+    return pf_fail(err, errlen, PF_ERR, "simulate: out of memory");
+}

@@ -13,6 +13,7 @@
 #include "planner/sim/simulate_types.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 enum { PF_TASK_FWD, PF_TASK_BWD, PF_TASK_OPT, PF_TASK_XFER_F, PF_TASK_XFER_B, PF_TASK_AR,
@@ -67,6 +68,11 @@ int pf_taskrun_link(pf_taskrun_t *tr, pf_taskrun_edges_fn edges, void *ctx);
  * most replicas and tp of a stage; the caller sets schedule, order and microbatches. PF_OK,
  * PF_ERR out of memory or cancelled, 1 when tasks never became ready (a bug in the graph). */
 int pf_taskrun_run(pf_taskrun_t *tr, pf_simulate_result_t **out);
+
+/* A failed run (or link) of the tasks under `order` as the simulators report it: cancelled
+ * first, then rc > 0 (tasks that never became ready), else out of memory. Always PF_ERR. */
+int pf_taskrun_fail(int rc, bool cancelled, pf_training_schedule_t order, char *err,
+                    size_t errlen);
 
 /* Frees a result (pf_simulate_result_destroy). */
 void pf_taskrun_result_destroy(pf_simulate_result_t **r);

@@ -271,6 +271,14 @@ static const pf_blockenum_item_t *candidate_of(const pf_search_blocks_t *choice,
     return own;
 }
 
+int pf_search_blocks_has_flat(const pf_search_blocks_t *choice, const pf_plan_t *p)
+{
+    if (!choice->present)
+        return 0;
+    const pf_blockcost_cand_t *c = &candidate_of(choice, p, 1)->cand;
+    return c->v == 1 && c->p == p->stages && c->t == p->tensor_parallel;
+}
+
 void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p, int flat)
 {
     if (!choice->present || !p)

@@ -45,6 +45,11 @@ int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_o
  * a v 1 candidate's record: search_state.h). */
 void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p, int flat);
 
+/* Has the block search a v 1 candidate for plan p's (p, t) (the pool's, or ranked alone for its
+ * pair): its flat plan's record? None when no v 1 candidate of that pair fits, and then the flat
+ * plan is not tried. */
+int pf_search_blocks_has_flat(const pf_search_blocks_t *choice, const pf_plan_t *p);
+
 /* A plan of candidate c (search_state.h) whose stages the block search gave different
  * recomputations (`--recompute auto`, pf_search_blocks_to_plan): the block model chose them at
  * its layer counts, the op-level partition may cut elsewhere, so each stage moves to a heavier

@@ -399,6 +399,7 @@ static int candidate_plans(pf_search_t *s, int *need)
         if (!(sc->plan[PF_SEARCH_AS_RANKED] = p))
             return PF_ERR;
         if (p->blocks.present && p->blocks.virtual_stages > 1 && s->o.virtual_stages <= 0 &&
+            pf_search_blocks_has_flat(&s->blocks, p) &&
             !(sc->plan[PF_SEARCH_FLAT] =
                   candidate_plan(s, c, PF_SEARCH_FLAT, MAP_OWN, s->o.train.schedule)))
             return PF_ERR;

@@ -334,38 +334,6 @@ static void test_interleaving_simulated_both_ways(void)
     pf_cluster_destroy(&c);
 }
 
-/* A baseline that simulates faster than the searched devices gives the plan its devices: the
- * mapping objective (eq. 5-7: the ring of eq. 7 over the slowest pair) prices the data-parallel
- * reduction otherwise than the simulator (NCCL's cheapest algorithm) and prices no schedule.
- * ResNet-50 on 4 DGX-1 in 4 stages (`make run`'s examples, `--stages 4`): the searched devices
- * simulate 417 ms, the p2p map 220; the plan is the p2p map's, and records the searched step. */
-static void test_faster_baseline_adopted(void)
-{
-    char err[256];
-    pf_model_opts_t mo;
-    pf_model_opts_init(&mo, PF_MODEL_RESNET);
-    pf_topology_opts_t to;
-    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX1);
-    to.machines = 4;
-    pf_graph_t *g = NULL;
-    pf_cluster_t *c = NULL;
-    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
-    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
-    pf_search_opts_t o;
-    pf_search_opts_init(&o);
-    o.stages = 4;
-    pf_plan_t *p = pf_test_search(g, c, &o, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_TRUE(p->p2p_map.adopted && !p->cs_map.adopted);
-    CU_ASSERT_DOUBLE_EQUAL(p->simulated_step_ms, p->p2p_map.simulated_step_ms, 1e-9);
-    CU_ASSERT(p->mapping.searched_step_ms > 1.5 * p->simulated_step_ms);
-    CU_ASSERT(p->simulated_step_ms <= p->cs_map.simulated_step_ms);
-    CU_ASSERT_DOUBLE_EQUAL(p->objective_ms, p->p2p_map.objective_ms, 1e-9); /* its devices */
-    pf_plan_destroy(&p);
-    pf_graph_destroy(&g);
-    pf_cluster_destroy(&c);
-}
-
 /* The block record of a per-stage-degree plan (search_stagedeg.h) chosen under the block
  * search: it ran without interleaving and with its own recomputation, so the record says v 1 and
  * leaves the stages' recomputation alone, whatever the candidate of its (S, T) ran; its sequence
@@ -637,8 +605,6 @@ void pf_suite_search_blocks(void)
                 test_degrees_train_apart);
     CU_add_test(s, "interleaving simulated both ways over a slow link between hosts",
                 test_interleaving_simulated_both_ways);
-    CU_add_test(s, "a baseline simulating faster than the searched devices gives the plan its own",
-                test_faster_baseline_adopted);
     CU_add_test(s, "a per-stage plan's record: no interleaving, its own recomputation",
                 test_record_of_per_stage_plan);
 }

@@ -155,16 +155,22 @@ static void apply(pf_search_blocks_t *choice, pf_search_opts_t *o, int k)
     o->recompute_auto = o->zero_auto = 0;
 }
 
+/* What context and expert parallelism need to know of the blocks: the first block's facts. */
+static void block_facts(const pf_graph_t *g, const pf_blocks_t *b, pf_cpep_facts_t *f)
+{
+    int nops;
+    const int *ops = pf_blocks_instance(b, 0, &nops);
+    pf_cpep_facts(g, ops, ops ? nops : 0, f);
+}
+
 /* Every (C, E) too (blockcpep.h), on the facts of the first block. */
 static int rank(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
                 const pf_blockcost_problem_t *pr, const pf_blockenum_fix_t *fix, int k,
                 pf_search_blocks_t *choice, char *err, size_t errlen)
 {
     double t0 = pf_now_s();
-    int nops;
-    const int *ops = pf_blocks_instance(pr->blocks, 0, &nops);
     pf_cpep_facts_t f;
-    pf_cpep_facts(g, ops, ops ? nops : 0, &f);
+    block_facts(g, pr->blocks, &f);
     int rc = pf_blockcpep_run(pr, &f, pf_graph_microbatch(g), c, fix, o->context_parallel,
                               o->expert_parallel, k, 1, choice->best, &choice->n, &choice->stats,
                               err, errlen);
@@ -172,15 +178,20 @@ static int rank(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts
     return rc;
 }
 
-/* Does the pool hold a v 1 item of pair-candidate c's (p, t) and training? */
-static int pool_has_flat(const pf_search_blocks_t *choice, const pf_blockcost_cand_t *c)
+/* The candidate without interleaving of (p, t) training as `own`: the pool's, else the one
+ * rank_flat ranked alone for that pair; NULL when there is none. */
+static const pf_blockenum_item_t *flat_item(const pf_search_blocks_t *choice, int p, int t,
+                                            const pf_blockcost_cand_t *own)
 {
     for (int i = 0; i < choice->n; i++) {
         const pf_blockcost_cand_t *x = &choice->best[i].cand;
-        if (x->v == 1 && x->p == c->p && x->t == c->t && same_training(x, c))
-            return 1;
+        if (x->v == 1 && x->p == p && x->t == t && same_training(x, own))
+            return &choice->best[i];
     }
-    return 0;
+    for (int i = 0; i < choice->nflat; i++)
+        if (choice->flat[i].cand.p == p && choice->flat[i].cand.t == t)
+            return &choice->flat[i];
+    return NULL;
 }
 
 /* Each interleaved pair handed on that the pool holds no v 1 item of gets its best v 1
@@ -190,14 +201,12 @@ static int pool_has_flat(const pf_search_blocks_t *choice, const pf_blockcost_ca
 static void rank_flat(const pf_graph_t *g, const pf_cluster_t *c, const pf_blockcost_problem_t *pr,
                       pf_search_blocks_t *choice)
 {
-    int nops;
-    const int *ops = pf_blocks_instance(pr->blocks, 0, &nops);
     pf_cpep_facts_t f;
-    pf_cpep_facts(g, ops, ops ? nops : 0, &f);
+    block_facts(g, pr->blocks, &f);
     choice->nflat = 0;
     for (int j = 0; j < choice->npairs; j++) {
         const pf_blockcost_cand_t *x = &choice->best[choice->pair_of[j]].cand;
-        if (x->v <= 1 || pool_has_flat(choice, x))
+        if (x->v <= 1 || flat_item(choice, x->p, x->t, x))
             continue;
         pf_blockenum_fix_t fix;
         pf_blockenum_fix_init(&fix);
@@ -250,33 +259,34 @@ int pf_search_blocks_fix(const pf_graph_t *g, const pf_cluster_t *c, pf_search_o
     return PF_OK;
 }
 
-/* The ranked candidate plan p is: the first of its (p, t) training as its degree's candidate
- * (when `flat`, one without interleaving: the pool's, else the one rank_flat found), else that
- * degree's candidate. */
+/* The candidate whose training plan p's tensor-parallel degree takes. */
+static const pf_blockenum_item_t *degree_item(const pf_search_blocks_t *choice, const pf_plan_t *p)
+{
+    int own_i = training_of(choice, p->tensor_parallel);
+    return &choice->best[own_i >= 0 ? own_i : 0];
+}
+
+/* The ranked candidate plan p is: when `flat`, its (p, t)'s without interleaving (flat_item);
+ * else, or when there is none, the first of its (p, t) training as its degree's candidate; else
+ * that degree's candidate. */
 static const pf_blockenum_item_t *candidate_of(const pf_search_blocks_t *choice,
                                                const pf_plan_t *p, int flat)
 {
-    int own_i = training_of(choice, p->tensor_parallel);
-    const pf_blockenum_item_t *own = &choice->best[own_i >= 0 ? own_i : 0];
-    for (int pass = flat ? 0 : 2; pass < 3; pass++) {
-        int n = pass == 1 ? choice->nflat : choice->n;
-        const pf_blockenum_item_t *items = pass == 1 ? choice->flat : choice->best;
-        for (int i = 0; i < n; i++) {
-            const pf_blockcost_cand_t *c = &items[i].cand;
-            if (c->p == p->stages && c->t == p->tensor_parallel &&
-                (pass == 1 || same_training(c, &own->cand)) && (pass == 2 || c->v == 1))
-                return &items[i];
-        }
+    const pf_blockenum_item_t *own = degree_item(choice, p);
+    const pf_blockenum_item_t *it =
+        flat ? flat_item(choice, p->stages, p->tensor_parallel, &own->cand) : NULL;
+    for (int i = 0; !it && i < choice->n; i++) {
+        const pf_blockcost_cand_t *c = &choice->best[i].cand;
+        if (c->p == p->stages && c->t == p->tensor_parallel && same_training(c, &own->cand))
+            it = &choice->best[i];
     }
-    return own;
+    return it ? it : own;
 }
 
 int pf_search_blocks_has_flat(const pf_search_blocks_t *choice, const pf_plan_t *p)
 {
-    if (!choice->present)
-        return 0;
-    const pf_blockcost_cand_t *c = &candidate_of(choice, p, 1)->cand;
-    return c->v == 1 && c->p == p->stages && c->t == p->tensor_parallel;
+    return choice->present &&
+           flat_item(choice, p->stages, p->tensor_parallel, &degree_item(choice, p)->cand);
 }
 
 void pf_search_blocks_to_plan(const pf_search_blocks_t *choice, pf_plan_t *p, int flat)

@@ -164,10 +164,10 @@ typedef struct {
 /* A candidate's plans in phase 4: as the block search ranked it, and, when that one is
  * interleaved and --virtual-stages left free, the same stages on the same devices without
  * interleaving. The analytic model prices the interleaved hops hidden behind the chunks'
- * compute; where a hop takes as long as a chunk (a slow link between hosts) the simulator finds
- * the v x more transfers stall the pipeline (GPT-3 13B on 4 DGX A100 at 2.8 GB/s between
- * hosts: 2349 ms at v 5 against 2129 at v 1, analytic 2033 and 2666), so both are simulated and
- * the step picks. */
+ * compute; where a hop takes longer than a chunk (a very slow link between hosts) the simulator
+ * finds the v x more transfers stall the pipeline (GPT-3 13B on 4 DGX A100 at 0.195 GB/s
+ * between hosts: 3784 ms at the ranked v 2 against 3672 at v 1), so both are simulated and the
+ * step picks. */
 enum { PF_SEARCH_AS_RANKED, PF_SEARCH_FLAT, PF_SEARCH_VARIANTS };
 
 typedef struct {

@@ -21,7 +21,7 @@ struct pf_taskrun {
     double *succ_frac;
     pf_readyheap_ent_t *heap;
     size_t nheap;
-    double *free_ms;        /* per device: sends free from; + D: data-parallel queue's; + 2 D: receives' */
+    double *free_ms;        /* per queue (linkshare.h's PF_LINKSHARE_*), per device: free from */
     int *row_of_dev;        /* cluster device -> result row, -1 */
     int *inflight;          /* S x Dmax: micro-batches in flight per stage replica */
     int *group;             /* Dmax: one bucket's rows, scratch */
@@ -29,6 +29,12 @@ struct pf_taskrun {
     pf_simulate_event_t *ev;
     size_t nev, ev_cap;
 };
+
+/* When queue q (PF_LINKSHARE_SEND, _COLL, _RECV) of device dev is free. */
+static double *queue_free(pf_taskrun_t *x, int q, int dev)
+{
+    return &x->free_ms[(size_t)q * x->D + dev];
+}
 
 static bool cancelled(const pf_taskrun_t *x)
 {
@@ -61,7 +67,7 @@ static int init(pf_taskrun_t *x)
     x->rows = x->row0[x->P];
     x->task = malloc(x->ntasks * sizeof *x->task);
     x->heap = malloc(x->ntasks * sizeof *x->heap);
-    x->free_ms = calloc(3 * (size_t)x->D, sizeof *x->free_ms);
+    x->free_ms = calloc(PF_LINKSHARE_QUEUES * (size_t)x->D, sizeof *x->free_ms);
     x->row_of_dev = malloc((size_t)x->D * sizeof *x->row_of_dev);
     x->inflight = calloc((size_t)x->S * x->Dmax, sizeof *x->inflight);
     x->group = malloc((size_t)x->Dmax * sizeof *x->group);
@@ -216,12 +222,13 @@ static int run_xfer(pf_taskrun_t *x, pf_simulate_result_t *res, pf_taskrun_task_
     if (t->dur_ms <= 0) /* nothing to move (or signal): only the dependency stays */
         return PF_OK;
     int a = dev_at(x, t->s, t->r, t->k), b = dev_at(x, peer, t->pr, t->k), rc;
-    *start = fmax(*start, fmax(x->free_ms[a], x->free_ms[2 * x->D + b]));
+    double *send = queue_free(x, PF_LINKSHARE_SEND, a), *recv = queue_free(x, PF_LINKSHARE_RECV, b);
+    *start = fmax(*start, fmax(*send, *recv));
     int ends[2] = {x->row_of_dev[a], x->row_of_dev[b]};
     static const int lanes[2] = {PF_LINKSHARE_SEND, PF_LINKSHARE_RECV};
     rc = pf_linkshare_commit_lanes(x->links, ends, lanes, 2,
                                    pf_linkshare_tier(x->sh->cluster, a, b), *start, &t->dur_ms);
-    x->free_ms[a] = x->free_ms[2 * x->D + b] = *start + t->dur_ms;
+    *send = *recv = *start + t->dur_ms;
     res->comm_busy_ms[x->row_of_dev[a]] += t->dur_ms;
     res->comm_busy_ms[x->row_of_dev[b]] += t->dur_ms;
     rc |= emit(x, a, PF_STREAM_COMM, PF_EV_SEND, t->s, t->r, t->m, *start, *start + t->dur_ms);
@@ -236,14 +243,14 @@ static int run_ar(pf_taskrun_t *x, pf_simulate_result_t *res, pf_taskrun_task_t 
     if (t->dur_ms <= 0)
         return PF_OK;
     for (int r = 0; r < d; r++) {
-        *start = fmax(*start, x->free_ms[x->D + dev_at(x, t->s, r, t->k)]);
+        *start = fmax(*start, *queue_free(x, PF_LINKSHARE_COLL, dev_at(x, t->s, r, t->k)));
         x->group[r] = x->row_of_dev[dev_at(x, t->s, r, t->k)];
     }
     rc = pf_linkshare_commit(x->links, x->group, d, PF_LINKSHARE_COLL, (pf_link_tier_t)t->tier,
                              *start, &t->dur_ms);
     for (int r = 0; r < d; r++) {
         int dv = dev_at(x, t->s, r, t->k);
-        x->free_ms[x->D + dv] = *start + t->dur_ms;
+        *queue_free(x, PF_LINKSHARE_COLL, dv) = *start + t->dur_ms;
         res->comm_busy_ms[x->row_of_dev[dv]] += t->dur_ms;
         rc |= emit(x, dv, PF_STREAM_DP, PF_EV_ALLREDUCE, t->s, r, -1, *start, *start + t->dur_ms);
     }

@@ -937,7 +937,7 @@ static int aligned_plan(const pf_plan_t *p, const pf_graph_t *g, const pf_cluste
     ok &= !strstr(text, "cut_blocks");
     /* "first": "layers.F", "last": "layers.L": count the layers each stage claims */
     for (const char *q = text; (q = strstr(q, "\"blocks\"")); q++) {
-        int lo, hi;
+        int lo = 0, hi = -1;
         const char *fst = strstr(q, "\"first\": \"layers."), *lst = strstr(q, "\"last\": \"layers.");
         if (!fst || !lst || sscanf(fst, "\"first\": \"layers.%d", &lo) != 1 ||
             sscanf(lst, "\"last\": \"layers.%d", &hi) != 1 || lo < 0 || hi >= 64)

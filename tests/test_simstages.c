@@ -597,7 +597,7 @@ static void test_command(void)
     const char *line = strstr(out, "peak_mem");
     int want_stage[] = {0, 0, 1}, want_rep[] = {0, 1, 0};
     for (int i = 0; i < 3 && line; i++) {
-        int dev, s, r;
+        int dev = -1, s = -1, r = -1;
         char name[64];
         line = strchr(line, '\n');
         CU_ASSERT_FATAL(line && sscanf(line + 1, "%d %63s %d %d", &dev, name, &s, &r) == 4);

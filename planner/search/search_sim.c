@@ -488,7 +488,8 @@ static int queue_baselines(pf_search_t *s)
             s->sim.base_fits[b] = true;
             continue;
         }
-        pf_search_owner_t owner = {.sim = {s->sim.best_c, k, b + 1, s->sim.best_v}};
+        pf_search_owner_t owner = {.sim = {.cand = s->sim.best_c, .schedule = k,
+                                            .baseline = b + 1, .variant = s->sim.best_v}};
         if (!pf_search_queue_job(s, PF_JOB_SIMULATE, owner))
             return PF_ERR;
         s->sim.base_left++;

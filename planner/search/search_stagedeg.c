@@ -125,7 +125,9 @@ bool pf_search_stagedeg_alone(pf_search_t *s)
         s->sim.base_ms[2 + k] = NAN;
         if (!p)
             continue;
-        pf_search_owner_t owner = {.sim = {0, PF_SCHEDULE_1F1B, 3 + k}};
+        pf_search_owner_t owner = {.sim = {.cand = 0, .schedule = PF_SCHEDULE_1F1B,
+                                            .baseline = 3 + k,
+                                            .variant = PF_SEARCH_AS_RANKED}};
         if (!pf_search_queue_job(s, PF_JOB_SIMULATE, owner)) {
             pf_search_queue_fail(s, PF_ERR, "out of memory");
             return true;

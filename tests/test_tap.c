@@ -218,6 +218,74 @@ static void check_megatron(pf_model_kind_t kind, int T)
     pf_graph_destroy(&g);
 }
 
+/* An MoE layer holds more weighted ops than a unit may (ln1, q, k, v, out, ln2, router and
+ * three per expert: 7 + 3 x 8): each expert is a unit (5 ops, 3 weights), the rest of the layer
+ * another, where a unit per op could not pair a column-parallel linear with a row-parallel one
+ * (each op's output had to end whole). Under T = 2 every expert runs as Megatron-LM's MLP: gate
+ * and up by column, down by row, one all-reduce of its tokens x hidden forward and one backward;
+ * its gate and up read a slice of the dispatch's output, which their rules see at their own
+ * input shape. */
+static void test_moe_expert_units(void)
+{
+    char err[256];
+    pf_model_opts_t mo;
+    pf_graph_t *g = NULL;
+    pf_model_opts_init(&mo, PF_MODEL_MOE);
+    mo.layers = 2, mo.hidden = 256, mo.heads = 4, mo.kv_heads = 4, mo.ffn = 512;
+    mo.seq = 64, mo.vocab = 512, mo.experts = 8, mo.top_k = 2, mo.microbatch = 1;
+    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
+    pf_tap_opts_t o;
+    pf_tap_opts_init(&o);
+    pf_tap_units_t *u = pf_tap_units_new(g, &o, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+    pf_tap_units_info_t info;
+    int rest = unit_named(u, "layers.#");
+    CU_ASSERT_FATAL(rest >= 0);
+    pf_tap_units_info(u, rest, &info);
+    CU_ASSERT_EQUAL(info.nweights, 7);
+    CU_ASSERT_EQUAL(info.ninstances, 2);
+    for (int e = 0; e < 8; e++) {
+        char name[64];
+        snprintf(name, sizeof name, "layers.#.moe.experts.%d", e);
+        int k = unit_named(u, name);
+        CU_ASSERT_FATAL(k >= 0);
+        pf_tap_units_info(u, k, &info);
+        CU_ASSERT(info.nops == 5 && info.nweights == 3 && info.ninstances == 2);
+    }
+    pf_tap_units_destroy(&u);
+    pf_sharding_link_t link = {100, 0, 0};
+    pf_tap_result_t r;
+    CU_ASSERT_EQUAL_FATAL(pf_tap_plan(g, 2, &link, &o, &r, err, sizeof err), PF_OK);
+    int column = 0, row = 0;
+    for (int v = 0; v < pf_graph_nops(g); v++) {
+        const char *n = pf_graph_op(g, v)->name;
+        if (!strstr(n, ".experts."))
+            continue;
+        if (ends_with(n, ".gate") || ends_with(n, ".up"))
+            column += pf_sharding_equal(r.ops[v].weight, pf_sharding_s(1));
+        else if (ends_with(n, ".down"))
+            row += pf_sharding_equal(r.ops[v].weight, pf_sharding_s(0)) &&
+                   pf_sharding_equal(r.ops[v].output, pf_sharding_p());
+    }
+    CU_ASSERT_EQUAL(column, 2 * 8 * 2);
+    CU_ASSERT_EQUAL(row, 2 * 8);
+    /* 64 tokens x 2 of 8 experts = 16 per expert: 16 x 256 x 2 bytes all-reduced */
+    double bytes = 16.0 * 256 * 2, ar_ms = 2.0 * (2 - 1) / 2 * bytes / 1e8;
+    for (int i = 0; i < r.nunits; i++) {
+        if (!strstr(r.units[i].name, ".experts."))
+            continue;
+        const pf_tap_unit_plan_t *up = &r.units[i];
+        CU_ASSERT_EQUAL(up->ncolls, 2);
+        for (int c = 0; c < up->ncolls; c++) {
+            CU_ASSERT_EQUAL(up->colls[c].kind, PF_CONV_ALLREDUCE);
+            PF_ASSERT_CLOSE(up->colls[c].tensor_bytes, bytes, 1e-12);
+            PF_ASSERT_CLOSE(up->colls[c].ms, ar_ms, 1e-12);
+        }
+    }
+    pf_tap_result_free(&r);
+    pf_graph_destroy(&g);
+}
+
 static void test_megatron_gpt(void)
 {
     check_megatron(PF_MODEL_GPT, 2);
@@ -426,6 +494,7 @@ void pf_suite_tap(void)
     CU_add_test(s, "structural hash splits unequal blocks", test_structural_hash);
     CU_add_test(s, "GPT: Megatron-LM found, 2 + 2 all-reduces per layer", test_megatron_gpt);
     CU_add_test(s, "BERT: Megatron-LM found, 2 + 2 all-reduces per layer", test_megatron_bert);
+    CU_add_test(s, "MoE: a unit per expert, Megatron-LM's split in each", test_moe_expert_units);
     CU_add_test(s, "slices merged = whole enumeration", test_slices_merge);
     CU_add_test(s, "tiny block: brute force and hand-worked costs", test_tiny_by_hand);
     CU_add_test(s, "T = 1 gives the original numbers back", test_t1_identity);

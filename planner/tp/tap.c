@@ -217,6 +217,19 @@ static void inst_split_times(inst_t *t)
                               &t->split_ms[(j * 3 + w) * 2], &t->split_ms[(j * 3 + w) * 2 + 1]);
 }
 
+/* The shape an op's rules see for one input: its producer's output, unless the op reads a part of
+ * it (an MoE expert reads its slice [tokens, h] of the dispatch's [experts, tokens, h]), where the
+ * op's own input shape is the one its weight multiplies. */
+static const pf_shape_t *input_shape(const pf_graph_t *g, const pf_op_t *op, const pf_edge_t *e,
+                                     int nin)
+{
+    const pf_shape_t *src_out = &pf_graph_op(g, e->src)->output;
+    if (!src_out->ndim || (nin == 1 && op->input.ndim &&
+                           shape_elems(src_out) != shape_elems(&op->input)))
+        return &op->input;
+    return src_out;
+}
+
 static int inst_build(inst_t *t, const pf_graph_t *g, const int *ops, int nops, int T,
                       const pf_sharding_link_t *link, const pf_tap_opts_t *o)
 {
@@ -243,9 +256,8 @@ static int inst_build(inst_t *t, const pf_graph_t *g, const int *ops, int nops, 
             const pf_edge_t *e = pf_graph_edge(g, in[k]);
             t->in_tens[at] = input_tensor(t, j, e, at);
             t->in_edge[at] = in[k];
-            const pf_shape_t *src_out = &pf_graph_op(g, e->src)->output;
             if (k < d.nin)
-                d.in[k] = src_out->ndim ? *src_out : op->input;
+                d.in[k] = *input_shape(g, op, e, nin);
         }
         inst_sigs(t, j, &d, nin);
     }

@@ -165,14 +165,99 @@ static int add_units_per_op(pf_tap_units_t *u, const pf_graph_t *g, const int *o
     return PF_OK;
 }
 
+static int weight_limit(const pf_tap_opts_t *o)
+{
+    return o->max_unit_weights < MAX_WEIGHTS ? o->max_unit_weights : MAX_WEIGHTS;
+}
+
 static int add_checked(pf_tap_units_t *u, const pf_graph_t *g, const pf_tap_opts_t *o,
                        const char *name, uint64_t hash, int ninst, int nops, int **ops)
 {
     int w = count_weights(g, *ops, nops), rc;
-    int limit = o->max_unit_weights < MAX_WEIGHTS ? o->max_unit_weights : MAX_WEIGHTS;
-    if (w <= limit)
+    if (w <= weight_limit(o))
         return add_unit(u, name, hash, ninst, nops, w, ops);
     rc = add_units_per_op(u, g, *ops, ninst, nops);
+    free(*ops);
+    *ops = NULL;
+    return rc;
+}
+
+/* The length of an op name's part below its instance: up to the end of the first numeric
+ * component after name[0, inst_len) ("layers.3.moe.experts.5.gate" -> "layers.3.moe.experts.5"),
+ * or inst_len when there is none (the op belongs to the instance's own rest). */
+static int part_len(const char *name, int inst_len)
+{
+    for (int b = inst_len + (name[inst_len] == '.'); name[b];) {
+        int e = b;
+        bool numeric = true;
+        for (; name[e] && name[e] != '.'; e++)
+            numeric &= isdigit((unsigned char)name[e]) != 0;
+        if (numeric && e > b)
+            return e;
+        b = name[e] ? e + 1 : e;
+    }
+    return inst_len;
+}
+
+/* The positions of one part (the ops of instance 0 whose names share name0[0, len)) over all
+ * instances: a unit when its weights fit, op by op otherwise. */
+static int add_part(pf_tap_units_t *u, const pf_graph_t *g, const pf_tap_opts_t *o,
+                    const char *family, const int *ops, int ninst, int nops, const bool *in_part,
+                    const char *name0, int inst_len, int len)
+{
+    int np = 0, k = 0, *part;
+    for (int j = 0; j < nops; j++)
+        np += in_part[j];
+    if (!(part = malloc(sizeof *part * (size_t)np * (size_t)ninst)))
+        return PF_ERR;
+    for (int i = 0; i < ninst; i++)
+        for (int j = 0; j < nops; j++)
+            if (in_part[j])
+                part[k++] = ops[(size_t)i * nops + j];
+    size_t fl = strlen(family), sl = (size_t)(len - inst_len);
+    char *name = malloc(fl + sl + 1);
+    if (!name) {
+        free(part);
+        return PF_ERR;
+    }
+    memcpy(name, family, fl);
+    memcpy(name + fl, name0 + inst_len, sl);
+    name[fl + sl] = '\0';
+    int rc = add_checked(u, g, o, name, 0, ninst, np, &part);
+    free(name);
+    free(part);
+    return rc;
+}
+
+/* A family whose instance holds more weighted ops than a unit may (an MoE layer: attention, the
+ * router and every expert's three linears): one unit per part below the instance (each expert,
+ * whose column- then row-parallel pair TAP finds only within one unit) and one for the rest,
+ * rather than a unit per op. Takes ops. */
+static int add_family(pf_tap_units_t *u, const pf_graph_t *g, const pf_tap_opts_t *o,
+                      const char *family, uint64_t hash, int inst_len, int ninst, int nops,
+                      int **ops)
+{
+    if (count_weights(g, *ops, nops) <= weight_limit(o))
+        return add_unit(u, family, hash, ninst, nops, count_weights(g, *ops, nops), ops);
+    int rc = PF_OK;
+    bool *in_part = calloc((size_t)nops, sizeof *in_part), *done = calloc((size_t)nops, 1);
+    if (!in_part || !done)
+        rc = PF_ERR;
+    for (int j = 0; j < nops && rc == PF_OK; j++) {
+        if (done[j])
+            continue;
+        const char *name0 = pf_graph_op(g, (*ops)[j])->name;
+        int len = part_len(name0, inst_len);
+        for (int x = j; x < nops; x++) {
+            const char *nx = pf_graph_op(g, (*ops)[x])->name;
+            in_part[x] = !done[x] && part_len(nx, inst_len) == len && !strncmp(nx, name0, len);
+            done[x] |= in_part[x];
+        }
+        rc = add_part(u, g, o, family, *ops, ninst, nops, in_part, name0, inst_len, len);
+        memset(in_part, 0, (size_t)nops * sizeof *in_part);
+    }
+    free(in_part);
+    free(done);
     free(*ops);
     *ops = NULL;
     return rc;
@@ -224,7 +309,8 @@ static int family_units(pf_tap_units_t *u, const pf_graph_t *g, const pf_tap_opt
             done[b] = 1;
             count++;
         }
-        if (add_checked(u, g, o, name, fnv(FNV_SEED, sa, la * sizeof *sa), count, n, &ops))
+        if (add_family(u, g, o, name, fnv(FNV_SEED, sa, la * sizeof *sa),
+                       recs[start[a]].inst_len, count, n, &ops))
             goto fail;
     }
     rc = PF_OK;

@@ -275,6 +275,41 @@ static void test_infeasible_op(void)
     pf_graph_destroy(&g);
 }
 
+/* Two devices, one stage, global batch one micro-batch: only T 2 gives it (T 1 needs two
+ * replicas). A
+ * linear whose output's rank is not its input's has no tensor-parallel plan, so T 2 is dropped
+ * in TAP: the search fails saying so and that no other degree gives the batch, where it said
+ * only the first (the user read "no plan fits" and not why T 1 was not tried). */
+static void test_degrees_why(void)
+{
+    char err[512];
+    pf_graph_t *g = pf_graph_new("odd", 4);
+    pf_op_t a = {.id = 0, .name = "a", .type = "linear", .fwd_ms = 1, .bwd_ms = 2,
+                 .param_bytes = 128, .weight = {2, {8, 8}}, .input = {2, {4, 8}},
+                 .output = {2, {4, 8}}};
+    pf_op_t b = a;
+    b.id = 1, b.name = "b", b.output = (pf_shape_t){3, {4, 8, 1}};
+    CU_ASSERT_FATAL(g && pf_graph_add_op(g, &a) >= 0 && pf_graph_add_op(g, &b) >= 0);
+    CU_ASSERT_FATAL(pf_graph_add_edge(g, 0, 1, 64) >= 0);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_finalize(g, err, sizeof err), PF_OK);
+    pf_cluster_t *c = pf_test_flat_cluster(2, 100, 0);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.global_batch = 4;
+    o.stages = 1;
+    pf_search_t *s = pf_search_new(g, c, &o, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    pf_test_search_drive(s, NULL);
+    pf_plan_t *p = NULL;
+    CU_ASSERT_EQUAL(pf_search_result(s, &p, err, sizeof err), PF_EINFEASIBLE);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "tensor parallelism 2: no plan of unit"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "no other tensor-parallel degree gives 4 samples per step"));
+    pf_search_destroy(&s);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+}
+
 /* The job door passes the cancel flag to the probe: a raised flag abandons even a probe whose
  * target any mapping meets, and the abandoned probe is no answer (PF_ERR "cancelled"), never
  * "no mapping at this target": a copy cancelled at its deadline is still answered, and a
@@ -1077,6 +1112,7 @@ void pf_suite_search(void)
 {
     CU_pSuite s = CU_add_suite("search", NULL, NULL);
     CU_add_test(s, "job ids, status, ignored answers, poisoned job", test_job_bookkeeping);
+    CU_add_test(s, "why every degree was dropped", test_degrees_why);
     CU_add_test(s, "an op too big for any device fails before any job", test_infeasible_op);
     CU_add_test(s, "answers are checked against their jobs; a rejected one is sent again",
                 test_bad_answers);

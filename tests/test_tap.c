@@ -286,6 +286,47 @@ static void test_moe_expert_units(void)
     pf_graph_destroy(&g);
 }
 
+/* A convolution reading the graph's input (ResNet's stem: no in-edge) has plans under T = 2:
+ * its weight whole, or split by output channels; not by input channels (3 do not divide by 2).
+ * Its rules once saw no input and gave it none, so every T > 1 failed on ResNet. */
+static void test_stem_conv(void)
+{
+    char err[256];
+    pf_model_opts_t mo;
+    pf_graph_t *g = NULL;
+    pf_model_opts_init(&mo, PF_MODEL_RESNET);
+    mo.depth = 18, mo.image = 32, mo.classes = 10, mo.microbatch = 4;
+    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
+    pf_tap_opts_t o;
+    pf_tap_opts_init(&o);
+    pf_sharding_link_t link = {100, 0, 0};
+    pf_tap_units_t *u = pf_tap_units_new(g, &o, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+    int stem = pf_graph_topo(g)[0], k = pf_tap_units_of(u, stem);
+    pf_tap_units_info_t info;
+    pf_tap_units_info(u, k, &info);
+    CU_ASSERT_STRING_EQUAL(pf_graph_op(g, stem)->type, "conv");
+    /* the stem's unit (the conv, its batch norm: 9 plans, the conv's weight the low digit:
+     * B, S(0), S(1)); brute force over them: feasible exactly when the conv's weight is not
+     * S(1) and the norm's ([2, C]: scale and shift per channel) is whole or split by channel,
+     * S(1), never S(0) */
+    CU_ASSERT_EQUAL_FATAL(info.nplans, 9);
+    uint64_t feasible = 0;
+    for (uint64_t p = 0; p < info.nplans; p++) {
+        pf_tap_slice_t one;
+        CU_ASSERT_EQUAL(pf_tap_enum_slice(g, u, k, 2, &link, &o, p, p + 1, &one, err, sizeof err),
+                        PF_OK);
+        CU_ASSERT_EQUAL(one.feasible, (uint64_t)(p % 3 != 2 && p / 3 != 1));
+        feasible += one.feasible;
+    }
+    CU_ASSERT_EQUAL(feasible, 4);
+    pf_tap_units_destroy(&u);
+    pf_tap_result_t r;
+    CU_ASSERT_EQUAL(pf_tap_plan(g, 2, &link, &o, &r, err, sizeof err), PF_OK);
+    pf_tap_result_free(&r);
+    pf_graph_destroy(&g);
+}
+
 static void test_megatron_gpt(void)
 {
     check_megatron(PF_MODEL_GPT, 2);
@@ -495,6 +536,7 @@ void pf_suite_tap(void)
     CU_add_test(s, "GPT: Megatron-LM found, 2 + 2 all-reduces per layer", test_megatron_gpt);
     CU_add_test(s, "BERT: Megatron-LM found, 2 + 2 all-reduces per layer", test_megatron_bert);
     CU_add_test(s, "MoE: a unit per expert, Megatron-LM's split in each", test_moe_expert_units);
+    CU_add_test(s, "a stem convolution on the graph's input splits", test_stem_conv);
     CU_add_test(s, "slices merged = whole enumeration", test_slices_merge);
     CU_add_test(s, "tiny block: brute force and hand-worked costs", test_tiny_by_hand);
     CU_add_test(s, "T = 1 gives the original numbers back", test_t1_identity);

@@ -314,10 +314,8 @@ int pf_search_validate(const pf_graph_t *g, const pf_cluster_t *c, const pf_sear
 /* Nothing to partition: why. */
 static int nothing_to_partition(const pf_search_t *s, char *err, size_t errlen)
 {
-    const char *why = "";
-    for (int i = 0; i < s->tap.ntp && !*why; i++)
-        why = s->tap.tp[i].why;
-    if (*why)
+    char why[400];
+    if (pf_search_partition_degrees_why(s, why, sizeof why))
         return pf_fail(err, errlen, PF_EINFEASIBLE, "%s", why);
     if (s->o.global_batch)
         return pf_fail(err, errlen, PF_EINFEASIBLE,

@@ -345,14 +345,34 @@ static int cmp_dp(const void *a, const void *b, void *ctx)
     return x->alpha < y->alpha ? -1 : x->alpha > y->alpha;
 }
 
+bool pf_search_partition_degrees_why(const pf_search_t *s, char *buf, size_t len)
+{
+    const char *why = "";
+    int unexplained = 0;
+    for (int t = 0; t < s->tap.ntp; t++) {
+        unexplained += !s->tap.tp[t].why[0];
+        why = *why ? why : s->tap.tp[t].why;
+    }
+    if (!*why)
+        return false;
+    if (s->o.global_batch && unexplained)
+        snprintf(buf, len, "%.250s; no other tensor-parallel degree gives %lld samples per step "
+                 "(micro-batch %d x micro-batches x replicas)", why, s->o.global_batch,
+                 pf_graph_microbatch(s->g));
+    else
+        snprintf(buf, len, "%s", why);
+    return true;
+}
+
 /* No partition is feasible: the deepest pipeline spreads memory the most, so its message is
  * the one to show; without any DP job, why the degrees were dropped. Under --layer-aligned the
  * message names that constraint: plans that cut a layer were not looked at. */
 static void none_feasible(pf_search_t *s, int best_infeasible)
 {
+    char degrees[400];
     const char *why = best_infeasible >= 0 ? s->part.dp[best_infeasible].error : "";
-    for (int t = 0; !*why && t < s->tap.ntp; t++)
-        why = s->tap.tp[t].why;
+    if (!*why && pf_search_partition_degrees_why(s, degrees, sizeof degrees))
+        why = degrees;
     if (!*why)
         why = "no (stages, replicas, tensor-parallel degree) fits the options";
     const char *sd = s->sim.stagedeg_why; /* --stage-degrees: why its plans did not help */

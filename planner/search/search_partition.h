@@ -25,6 +25,10 @@ int pf_search_partition_open(pf_search_t *s, int tpi, char *err, size_t errlen);
 bool pf_search_partition_rank(pf_search_t *s);
 /* The search fails with the reason no uniform partition is feasible. */
 void pf_search_partition_fail_none(pf_search_t *s);
+/* Why the degrees were dropped before any partition: the first dropped degree's reason, and
+ * under a global batch that the other degrees give none of its (S, R). false when no degree
+ * was dropped for a reason of its own. */
+bool pf_search_partition_degrees_why(const pf_search_t *s, char *buf, size_t len);
 /* The samples one step of plan p trains on. */
 double pf_search_partition_samples_per_step(const pf_search_t *s, const pf_plan_t *p);
 void pf_search_partition_describe(const pf_search_t *s, const pf_search_owner_t *owner,

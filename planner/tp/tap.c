@@ -259,6 +259,10 @@ static int inst_build(inst_t *t, const pf_graph_t *g, const int *ops, int nops, 
             if (k < d.nin)
                 d.in[k] = *input_shape(g, op, e, nin);
         }
+        /* An op reading the graph's input (a stem convolution): the rules see that input at
+         * the op's input shape, and any layout of it is free (each device loads its data). */
+        if (nin == 0 && op->input.ndim && op->input.ndim == op->output.ndim)
+            d.nin = 1, d.in[0] = op->input;
         inst_sigs(t, j, &d, nin);
     }
     t->in_start[nops] = at;

@@ -392,10 +392,15 @@ static double pay(const inst_t *t, scratch_t *sc, record_t *rec, int x, pf_shard
     return ms;
 }
 
+/* An op's stored bytes: its output and what it keeps of its inputs (the conv kinds' rule,
+ * model.h), or, when they are no more than its inputs, those inputs alone (the transformer
+ * generators save each tensor once, by the op whose backward reads it: a row-parallel linear
+ * keeps its split input, not its output, which Korthikanti et al. 2022's 24 sbh / t counts
+ * split). */
 static double scaled_mem(double mem, double out_bytes, int out_split, double in_bytes,
                          double in_split_bytes, int T)
 {
-    double out_part = fmin(out_bytes, mem), saved = mem - out_part, cut = 0;
+    double out_part = mem > in_bytes ? fmin(out_bytes, mem) : 0, saved = mem - out_part, cut = 0;
     if (out_split)
         cut += out_part * (1 - 1.0 / T);
     if (in_bytes > 0 && in_split_bytes > 0)

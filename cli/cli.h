@@ -136,6 +136,9 @@ extern const cli_option_t cli_planopts_table[];
 /* The fields of pf_search_opts_t that plan options set, with their flags. */
 extern const cli_flag_t cli_planopts_flags[];
 void cli_planopts_help(FILE *f);
+/* The search's defaults as the command line gives them: pf_search_opts_init's, with the block
+ * search left to the search (on for graphs of repeated blocks under --global-batch). */
+void cli_planopts_init(pf_search_opts_t *o);
 
 /* ---- the flags the broker and the worker share (cli/netopts.c) ---- */
 

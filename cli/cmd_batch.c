@@ -108,7 +108,7 @@ static void entry_free(entry_t *e)
 /* One line's plan options, through the same table `plan` and `submit` use. */
 static int parse_options(const char *where, int argc, char **argv, pf_search_opts_t *o)
 {
-    pf_search_opts_init(o);
+    cli_planopts_init(o);
     const cli_options_t spec = {"batch", NULL, NULL, where, {{cli_planopts_table, o, NULL}}};
     int status, first = cli_options_parse(&spec, argc, argv, &status);
     if (first < 0)

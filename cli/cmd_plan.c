@@ -177,7 +177,7 @@ int cmd_plan(int argc, char **argv)
     cli_remote_args_t r = {NULL, NULL, 0, false}; /* timeout 0: not given (plan_run) */
     pf_curve_opts_t keys = {0};
     pf_search_opts_t so;
-    pf_search_opts_init(&so);
+    cli_planopts_init(&so);
     const cli_options_t spec = {"plan", help, NULL, NULL,
                                 {{plan_options, &a, NULL},
                                  {cli_remote_broker_options, &r, NULL},

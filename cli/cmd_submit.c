@@ -84,7 +84,7 @@ int cmd_submit(int argc, char **argv)
     cli_remote_args_t r = {PF_BROKER_DEFAULT_ENDPOINT, NULL, CLI_DEFAULT_TIMEOUT_S, false};
     pf_curve_opts_t keys = {0};
     pf_search_opts_t so;
-    pf_search_opts_init(&so);
+    cli_planopts_init(&so);
     const cli_options_t spec = {"submit", help, NULL, NULL,
                                 {{cli_remote_broker_options, &r, NULL},
                                  {cli_remote_output_options, &r, NULL},

@@ -125,6 +125,7 @@ const cli_option_t cli_planopts_table[] = {
     {"optimizer", 0, CLI_OPT_CUSTOM, .parse = parse_optimizer},
     {"zero", 0, CLI_OPT_CUSTOM, .parse = parse_zero},
     {"block-search", 0, CLI_OPT_SET_INT, .offset = O(block_search), .lo = 1},
+    {"no-block-search", 0, CLI_OPT_SET_INT, .offset = O(block_search), .lo = 0},
     {"block-candidates", 0, CLI_OPT_INT, .offset = O(block_candidates), .lo = 1, .hi = 8},
     {"microbatch-size", 0, CLI_OPT_INT, .offset = O(microbatch_size), .lo = 1, .hi = 1 << 20},
     {"sequence-parallel", 0, CLI_OPT_CUSTOM, .parse = parse_sequence_parallel},
@@ -141,6 +142,12 @@ const cli_option_t cli_planopts_table[] = {
     CLI_OPTION_END,
 };
 #undef O
+
+void cli_planopts_init(pf_search_opts_t *o)
+{
+    pf_search_opts_init(o);
+    o->block_search = -1;
+}
 
 void cli_planopts_help(FILE *f)
 {
@@ -199,11 +206,16 @@ void cli_planopts_help(FILE *f)
             "                        plan; Megatron-LM and DeepSpeed cannot run such a plan)\n"
             "  --mem-headroom F      fraction of every GPU's memory left free for the CUDA\n"
             "                        context, NCCL buffers and fragmentation (default %g)\n"
-            "\nblock-level search (graphs of repeated blocks; needs --global-batch; on with any\n"
-            "flag below, or --recompute auto, --zero auto): Megatron-LM configurations ranked by\n"
-            "an analytic model fix S, T, R, recomputation and ZeRO for the search (whole layers\n"
-            "per stage); recomputation and ZeRO are searched unless --recompute / --zero fix them:\n"
-            "  --block-search        turn it on with every dimension searched\n"
+            "\nblock-level search (graphs of repeated blocks; needs --global-batch; on by default\n"
+            "under --global-batch, and then the op-level search alone plans a graph without\n"
+            "repeated blocks or whose block candidates all fail): Megatron-LM configurations\n"
+            "ranked by an analytic model fix S, T, R, the micro-batch, recomputation and ZeRO for\n"
+            "the search (whole layers per stage); recomputation and ZeRO are searched unless\n"
+            "--recompute / --zero fix them:\n"
+            "  --block-search        require it (an error where it cannot plan), every\n"
+            "                        dimension searched\n"
+            "  --no-block-search     the op-level search alone (Parmesan's DP over the ops at the\n"
+            "                        graph's micro-batch; recomputation and ZeRO as fixed)\n"
             "  --block-candidates K  distinct (S, T) pairs the later phases try (default %d)\n"
             "  --microbatch-size B   samples per micro-batch (default the graph's; another\n"
             "                        re-prices the graph on its device model, else linearly)\n"

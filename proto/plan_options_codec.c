@@ -33,7 +33,8 @@ Planfarm__PlanOptions *pf_plan_options_codec_to_pb(pf_arena_t *a, const pf_searc
     m->global_batch = (uint64_t)o->global_batch;
     m->layer_aligned = o->layer_aligned != 0;
     m->stage_degrees = o->stage_degrees != 0;
-    m->block_search = o->block_search != 0;
+    m->block_search = o->block_search > 0;
+    m->block_search_off = o->block_search == 0;
     m->block_candidates = (uint32_t)o->block_candidates;
     m->microbatch_size = (uint32_t)o->microbatch_size;
     m->sequence_parallel = (uint32_t)(o->sequence_parallel + 1); /* 0 on the wire: searched */
@@ -108,7 +109,7 @@ static int parallelism_from_pb(const Planfarm__PlanOptions *m, pf_search_opts_t 
         m->virtual_stages > 4096 || m->context_parallel > (1u << 20) ||
         m->expert_parallel > (1u << 20))
         return pf_fail(err, errlen, PF_EINPUT, "options: block search dimensions out of range");
-    o->block_search = m->block_search;
+    o->block_search = m->block_search ? 1 : m->block_search_off ? 0 : -1;
     if (m->block_candidates)
         o->block_candidates = (int)m->block_candidates;
     o->microbatch_size = (int)m->microbatch_size;

@@ -1,6 +1,7 @@
 /* plan_options_codec: a planning request's options (pf_search_opts_t) on the wire. Decoding
  * validates every field and names the one out of range (PF_EINPUT); absent fields keep
- * pf_search_opts_init()'s defaults. */
+ * pf_search_opts_init()'s defaults, but for the block search: neither block_search nor
+ * block_search_off leaves it to the search (block_search -1), as the command line does. */
 #ifndef PF_PLAN_OPTIONS_CODEC_H
 #define PF_PLAN_OPTIONS_CODEC_H
 

@@ -573,6 +573,15 @@ static void test_header_and_options(void)
     CU_ASSERT_EQUAL(pf_plan_options_codec_from_pb(m, &back, err, sizeof err), PF_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "probe_timeouts"));
     m->probe_timeouts = 0;
+    /* the block search's three states travel; neither flag set (a request that says nothing)
+     * leaves it to the search, as the command line does */
+    for (int bs = -1; bs <= 1; bs++) {
+        o.block_search = bs;
+        Planfarm__PlanOptions *mb = pf_plan_options_codec_to_pb(a, &o);
+        CU_ASSERT_EQUAL_FATAL(pf_plan_options_codec_from_pb(mb, &back, err, sizeof err), PF_OK);
+        CU_ASSERT_EQUAL(back.block_search, bs);
+        CU_ASSERT_EQUAL(mb->block_search + 2 * mb->block_search_off, bs < 0 ? 0 : bs ? 1 : 2);
+    }
     m->instantiation = "bogus";
     CU_ASSERT_EQUAL(pf_plan_options_codec_from_pb(m, &back, err, sizeof err), PF_EINPUT);
     m->instantiation = "auto";

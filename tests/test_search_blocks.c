@@ -51,6 +51,53 @@ static void test_wanted(void)
     pf_search_opts_init(&o);
     o.virtual_stages = 2;
     CU_ASSERT_TRUE(pf_search_blocks_wanted(&o));
+    /* left to the search (the command line's default): on under a global batch, never asked */
+    pf_search_opts_init(&o);
+    o.block_search = -1;
+    CU_ASSERT_FALSE(pf_search_blocks_wanted(&o));
+    o.global_batch = 64;
+    CU_ASSERT_TRUE(pf_search_blocks_wanted(&o));
+    CU_ASSERT_FALSE(pf_search_blocks_asked(&o));
+}
+
+/* Left to the search (block_search -1), the block search plans a graph of repeated blocks on
+ * one GPU kind; a graph without repeated blocks and a cluster of two kinds go to the op-level
+ * search, where asking for the block search (1) is an error or plans blocks. */
+static void test_auto(void)
+{
+    char err[256];
+    pf_graph_t *g = NULL, *dag = pf_test_random_dag(3, 8, 0.3);
+    pf_cluster_t *c = NULL, *mixed = NULL;
+    CU_ASSERT_EQUAL_FATAL(fixture(&g, &c), 0);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_H100);
+    to.machines = 2, to.models = "a100-80g,h100-sxm";
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &mixed, err, sizeof err), PF_OK);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.global_batch = 64, o.block_search = -1;
+    pf_plan_t *p = pf_test_search(g, c, &o, NULL);
+    CU_ASSERT(p && p->blocks.present);
+    pf_plan_destroy(&p);
+    p = pf_test_search(g, mixed, &o, NULL);
+    CU_ASSERT(p && !p->blocks.present);
+    pf_plan_destroy(&p);
+    o.global_batch = 16;
+    p = pf_test_search(dag, c, &o, NULL);
+    CU_ASSERT(p && !p->blocks.present);
+    pf_plan_destroy(&p);
+    o.block_search = 1;
+    pf_search_t *s = pf_search_new(dag, c, &o, err, sizeof err);
+    CU_ASSERT_PTR_NULL(s);
+    pf_search_destroy(&s);
+    o.global_batch = 64;
+    p = pf_test_search(g, mixed, &o, NULL);
+    CU_ASSERT(p && p->blocks.present);
+    pf_plan_destroy(&p);
+    pf_graph_destroy(&dag);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&mixed);
+    pf_cluster_destroy(&c);
 }
 
 /* The best-ranked candidate of degree t on the graph of candidate b (micro-batch, context and
@@ -434,6 +481,87 @@ static pf_graph_t *priced_gpt_h(int hidden, int seq)
     return h;
 }
 
+/* The micro-batch is searched where the graph has a device model to re-price it: the free
+ * ranking's leader is the best of the rankings with the micro-batch fixed to each value that
+ * divides a replica's share (brute force over b), unless the graph's own (here 1) ranks within
+ * PF_SEARCH_BLOCKS_B_MARGIN of it; here another leads. A graph without a device model keeps
+ * its own (the fixture's 2). */
+static void test_microbatch_searched(void)
+{
+    char err[256];
+    pf_graph_t *g = priced_gpt_h(1024, 512), *unpriced = NULL;
+    pf_cluster_t *c = NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL_FATAL(fixture(&unpriced, &c), 0);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.global_batch = 64, o.block_search = 1;
+    pf_search_blocks_t choice;
+    pf_search_opts_t any = o;
+    CU_ASSERT_EQUAL_FATAL(pf_search_blocks_fix(g, c, &any, &choice, err, sizeof err), PF_OK);
+    pf_blockenum_item_t free_best = choice.best[0];
+    double best_ms = INFINITY, own_ms = INFINITY;
+    int best_b = 0;
+    for (int b = 1; b <= 64; b++) {
+        pf_search_opts_t fixed = o;
+        fixed.microbatch_size = b;
+        if (pf_search_blocks_fix(g, c, &fixed, &choice, err, sizeof err) != PF_OK)
+            continue;
+        if (choice.best[0].eval.step_ms < best_ms)
+            best_ms = choice.best[0].eval.step_ms, best_b = b;
+        if (b == 1)
+            own_ms = choice.best[0].eval.step_ms;
+    }
+    CU_ASSERT(own_ms > best_ms * (1 + PF_SEARCH_BLOCKS_B_MARGIN)); /* the case: another leads */
+    PF_ASSERT_CLOSE(free_best.eval.step_ms, best_ms, 1e-12);
+    CU_ASSERT_EQUAL(free_best.cand.b, best_b);
+    CU_ASSERT_NOT_EQUAL(best_b, 1);
+    any = o;
+    CU_ASSERT_EQUAL_FATAL(pf_search_blocks_fix(unpriced, c, &any, &choice, err, sizeof err),
+                          PF_OK);
+    for (int i = 0; i < choice.n; i++)
+        CU_ASSERT_EQUAL(choice.best[i].cand.b, 2);
+    pf_graph_destroy(&g);
+    pf_graph_destroy(&unpriced);
+    pf_cluster_destroy(&c);
+}
+
+/* Megatron-LM's 76B row (60 layers, h 10240, 80 heads, s 2048) on 128 DGX A100 at batch 1792:
+ * micro-batch 14 ranks ahead of the graph's 1 by less than PF_SEARCH_BLOCKS_B_MARGIN, so the
+ * graph's leads (and simulated faster: 8447 against 8599 ms). */
+static void test_graph_microbatch_leads(void)
+{
+    char err[256];
+    pf_model_opts_t mo;
+    pf_graph_t *g0 = NULL, *g = NULL;
+    pf_model_opts_init(&mo, PF_MODEL_GPT);
+    mo.layers = 60, mo.hidden = 10240, mo.heads = 80, mo.seq = 2048, mo.vocab = 51200;
+    mo.microbatch = 1, mo.precision_bytes = 2;
+    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g0, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_price_graph(g0, pf_devmodel_preset("a100-80g"), PF_PREC_BF16, &g,
+                                         NULL, err, sizeof err), PF_OK);
+    pf_topology_opts_t to;
+    pf_topology_opts_init(&to, PF_TOPOLOGY_DGX_A100);
+    to.machines = 128;
+    pf_cluster_t *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(pf_topology_build(&to, &c, err, sizeof err), PF_OK);
+    pf_search_opts_t o;
+    pf_search_opts_init(&o);
+    o.global_batch = 1792, o.block_search = 1;
+    pf_search_blocks_t choice;
+    CU_ASSERT_EQUAL_FATAL(pf_search_blocks_fix(g, c, &o, &choice, err, sizeof err), PF_OK);
+    const pf_blockenum_item_t *lead = &choice.best[0];
+    CU_ASSERT_EQUAL(lead->cand.b, 1);
+    double fastest = lead->eval.step_ms;
+    for (int i = 1; i < choice.n; i++)
+        fastest = fmin(fastest, choice.best[i].eval.step_ms);
+    CU_ASSERT(fastest < lead->eval.step_ms); /* the case: another micro-batch ranked ahead */
+    CU_ASSERT(lead->eval.step_ms <= fastest * (1 + PF_SEARCH_BLOCKS_B_MARGIN));
+    pf_graph_destroy(&g0);
+    pf_graph_destroy(&g);
+    pf_cluster_destroy(&c);
+}
+
 /* The analytic model against the simulator: a GPT of 8 layers, h 4096, 16 heads, s 2048 priced
  * on a100-80g on the fixture's 16 GPUs, batch 64: t 2, p 4 (d 2), v 1 and 2, micro-batch 1
  * (m 32), sequence parallelism, no recomputation, ZeRO 1, under 1F1B, the schedule the analytic
@@ -596,6 +724,9 @@ void pf_suite_search_blocks(void)
     CU_add_test(s, "analytic within 5% of simulated, interleaved", test_analytic_vs_simulated);
     CU_add_test(s, "interleaved plans run the block search's layer counts", test_recut_interleaved);
     CU_add_test(s, "wanted", test_wanted);
+    CU_add_test(s, "left to the search: blocks where they fit one GPU kind", test_auto);
+    CU_add_test(s, "the micro-batch searched: the best of every fixed one", test_microbatch_searched);
+    CU_add_test(s, "the graph's micro-batch leads within the margin", test_graph_microbatch_leads);
     CU_add_test(s, "fixes the best configuration", test_fix);
     CU_add_test(s, "a whole search carries the choice", test_search);
     CU_add_test(s, "options on the wire", test_wire);

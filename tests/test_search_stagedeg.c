@@ -124,7 +124,7 @@ static void test_uniform_per_stage_plan_with_tp(void)
 /* Under the block search each degree trains as its best candidate (search_blocks.c); the
  * per-stage plan runs on the smallest degree's setting, so it must say that setting's training
  * (what its DP and SIMULATE jobs ran), not the search-wide best candidate's. GPT-3 13B on 8
- * A100, ZeRO 0: the best candidate is t 2 with sequence parallelism and no recomputation, the
+ * A100, ZeRO 0, micro-batch 1: the best candidate is t 2 with sequence parallelism and no recomputation, the
  * per-stage plan's degree t 1 with selective recomputation. */
 static void test_training_of_its_degree(void)
 {
@@ -135,7 +135,7 @@ static void test_training_of_its_degree(void)
     pf_search_opts_t o;
     pf_search_opts_init(&o);
     o.global_batch = 64, o.block_search = 1, o.zero_auto = 0, o.train.zero = 0;
-    o.stage_degrees = 1;
+    o.stage_degrees = 1, o.microbatch_size = pf_graph_microbatch(g); /* the graph's: 1 */
     pf_search_t *s = pf_search_new(g, c, &o, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     pf_test_search_drive(s, NULL);

@@ -139,6 +139,10 @@ typedef struct pf_blockcost_problem {
     void (*cpep_part)(const struct pf_blockcost_problem *pr, const pf_blocks_part_t *part, int t,
                       int b, int sp, pf_training_recompute_t rc, struct pf_blockcost_part *out);
     int (*cpep_check)(const struct pf_blockcpep *x, const struct pf_blockcost_cand *c);
+    /* blockenum: a candidate whose step is at or above it is of no use to the caller (a better
+     * pool of another (C, E) holds k faster: blockcpep.c), so it is neither kept nor looked
+     * for; 0: none */
+    double step_cap_ms;
 } pf_blockcost_problem_t;
 
 typedef struct pf_blockcost_cand {

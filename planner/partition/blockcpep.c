@@ -227,6 +227,8 @@ static int one(run_t *r, int C, int E, char *err, size_t errlen)
     pr.global_batch *= C;
     if (C > 1 || E > 1)
         pr.cpep = &x, pr.cpep_part = pf_blockcpep_part, pr.cpep_check = pf_blockcpep_check;
+    if (r->prune && r->n == r->k) /* merge takes only what ranks below the pool's k-th */
+        pr.step_cap_ms = rank_ms(&r->out[r->k - 1]) / (C > 1 || E > 1 ? 1 + PF_BLOCKCPEP_MARGIN : 1);
     pf_blockenum_stats_t st = {0, 0};
     int n = 0, rc = pf_blockenum_run(&pr, r->fix, r->k, r->prune, r->tmp, &n, &st, err, errlen);
     r->st.evaluated += st.evaluated, r->st.skipped += st.skipped;

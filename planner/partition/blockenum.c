@@ -22,7 +22,11 @@ void pf_blockenum_fix_init(pf_blockenum_fix_t *f)
     f->sp = f->zero = f->recompute = f->tpo = -1;
 }
 
-static double kth_ms(const run_t *r) { return r->n < r->k ? DBL_MAX : r->out[r->k - 1].eval.step_ms; }
+static double kth_ms(const run_t *r)
+{
+    double kth = r->n < r->k ? DBL_MAX : r->out[r->k - 1].eval.step_ms, cap = r->pr->step_cap_ms;
+    return cap > 0 && cap < kth ? cap : kth;
+}
 
 /* Insert into the sorted best k; an equal step keeps the one found first. */
 static void keep(run_t *r, const pf_blockcost_cand_t *c, const pf_blockcost_eval_t *ev)
@@ -123,13 +127,17 @@ static int may_fit(const run_t *r, pf_blockcost_cand_t c, int zmax)
            (r->fix->v > 1); /* a fixed v is not bounded by v = 1 */
 }
 
-/* A lower bound on the step of every candidate of (t, p, d, b). */
-static double step_lower_bound(const run_t *r, const pf_blockcost_cand_t *c, int m)
+/* A lower bound on the step of every candidate of (t, p, d, b) whose virtual stages are at most
+ * v_max: the step is (m + (p - 1) / v) x the slowest stage (blockcost.h), which holds at least
+ * the average stage's L / p layers, each no faster than without recomputation. The bubble term
+ * is what rules out a micro-batch so large that the pipeline cannot fill. */
+static double step_lower_bound(const run_t *r, const pf_blockcost_cand_t *c, int m, int v_max)
 {
     pf_blockcost_part_t x;
     pf_blockcost_part(r->pr, pf_blocks_block(r->pr->blocks), c->t, c->b, c->t > 1, PF_RECOMPUTE_NONE,
                       &x);
-    return m * ((double)r->L / c->p) * (x.fwd_ms + x.bwd_ms);
+    return (m + (double)(c->p - 1) / (v_max > 0 ? v_max : 1)) * ((double)r->L / c->p) *
+           (x.fwd_ms + x.bwd_ms);
 }
 
 /* Every (v, ZeRO) of one (sp, recompute); dom[v][zero] marks the pairs a lighter recomputation
@@ -215,7 +223,7 @@ static int each_b(run_t *r, pf_blockcost_cand_t c, const int *zs, int nz)
     int nv = v_values(r, c.p, m, vs);
     if (r->prune && !may_fit(r, c, zs[nz - 1]))
         return 0;
-    if (r->prune && step_lower_bound(r, &c, m) >= kth_ms(r)) {
+    if (r->prune && step_lower_bound(r, &c, m, nv > 0 ? vs[nv - 1] : 1) >= kth_ms(r)) {
         r->st.skipped += (long)nv * nz;
         return 1;
     }

@@ -4,6 +4,7 @@
  * search_partition.c, search_map.c and search_sim.c; the jobs and their queue search_queue.c
  * (search_state.h). */
 #include "planner/search/search.h"
+#include "planner/ir/devkinds.h"
 #include "planner/search/search_blocks.h"
 #include "planner/search/search_sim.h"
 #include "planner/search/search_map.h"
@@ -342,6 +343,39 @@ static int at_microbatch(const pf_graph_t *g, const pf_search_blocks_t *blocks,
     return pf_price_microbatch(g, c->b, owned, err, errlen);
 }
 
+static bool one_gpu_kind(const pf_cluster_t *c)
+{
+    int *kind_of = malloc(sizeof *kind_of * (size_t)pf_cluster_ndevices(c));
+    bool one = kind_of && pf_devkinds_number(c, kind_of) == 1;
+    free(kind_of);
+    return one;
+}
+
+/* The block-level pre-phase. Left to the search (block_search -1, nothing of its own asked),
+ * a cluster of several GPU kinds (the analytic model prices one), a graph without repeated
+ * blocks (PF_EINPUT: a global batch is given) or without a fitting block candidate goes to the
+ * op-level search instead, which weighs each device's kind and may cut inside a block. */
+static int blocks_first(const pf_graph_t *g, const pf_cluster_t *c,
+                        const pf_search_opts_t *request, pf_search_opts_t *fixed,
+                        pf_search_blocks_t *blocks, pf_graph_t **owned, char *err, size_t errlen)
+{
+    bool asked = pf_search_blocks_asked(request);
+    int rc = PF_EINPUT;
+    if (asked || one_gpu_kind(c)) {
+        rc = pf_search_blocks_fix(g, c, fixed, blocks, err, errlen);
+        if (rc == PF_OK)
+            return at_microbatch(g, blocks, owned, err, errlen);
+    }
+    if (asked || (rc != PF_EINPUT && rc != PF_EINFEASIBLE))
+        return rc;
+    *fixed = *request;
+    fixed->block_search = 0;
+    memset(blocks, 0, sizeof *blocks);
+    if (err && errlen)
+        err[0] = '\0';
+    return PF_OK;
+}
+
 pf_search_t *pf_search_new(const pf_graph_t *request_g, const pf_cluster_t *c,
                            const pf_search_opts_t *request, char *err, size_t errlen)
 {
@@ -352,8 +386,7 @@ pf_search_t *pf_search_new(const pf_graph_t *request_g, const pf_cluster_t *c,
     pf_search_t *s = NULL;
     memset(&blocks, 0, sizeof blocks);
     if (pf_search_blocks_wanted(request) &&
-        (pf_search_blocks_fix(request_g, c, &fixed, &blocks, err, errlen) != PF_OK ||
-         at_microbatch(request_g, &blocks, &owned, err, errlen) != PF_OK))
+        blocks_first(request_g, c, request, &fixed, &blocks, &owned, err, errlen) != PF_OK)
         return NULL;
     const pf_graph_t *g = owned ? owned : request_g;
     const pf_search_opts_t *opts = &fixed;

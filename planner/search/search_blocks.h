@@ -22,10 +22,13 @@
 
 #include <stddef.h>
 
-/* Does the request ask for the block-level search (block_search, or one of its own dimensions
- * given: sequence parallelism, virtual stages, micro-batch size, context or expert
- * parallelism)? `--recompute auto` and
- * `--zero auto` set block_search in the command line. */
+/* Does the request ask for the block-level search (block_search 1, or one of its own
+ * dimensions given: sequence parallelism, virtual stages, micro-batch size, context or expert
+ * parallelism)? `--recompute auto` and `--zero auto` set block_search in the command line. */
+int pf_search_blocks_asked(const pf_search_opts_t *o);
+/* Asked, or left to the search (block_search -1, the command line's default) with a global
+ * batch given: then a graph without repeated blocks, or whose block candidates all fail, is
+ * planned by the op-level search instead (pf_search_new). */
 int pf_search_blocks_wanted(const pf_search_opts_t *o);
 
 /* Runs the enumeration for graph g on cluster c and rewrites *o to the best candidate that the

@@ -47,11 +47,13 @@ typedef struct {
     int stage_degrees;
     double mem_headroom;  /* fraction of every device's memory a plan leaves free (CUDA context,
                            * NCCL buffers, allocator fragmentation); default 0.1 */
-    /* The block-level pre-phase (search_blocks.h, issue 22): on when block_search is set or one
+    /* The block-level pre-phase (search_blocks.h, issue 22): on when block_search is 1 or one
      * of sequence_parallel, virtual_stages, microbatch_size, context_parallel, expert_parallel
-     * is given. Under it recomputation
-     * and ZeRO are searched by default (recompute_auto, zero_auto); without it they are unused. */
-    int block_search;     /* default 0 */
+     * is given; with -1 (the command line's and the wire's default) whenever global_batch is
+     * given and the graph's block candidates fit, else the op-level search plans alone. Under
+     * it recomputation and ZeRO are searched by default (recompute_auto, zero_auto); without it
+     * they are unused. */
+    int block_search;     /* 1 on, 0 off (default here), -1 auto */
     int block_candidates; /* K ranked by the analytic model; default 5 */
     int microbatch_size;  /* samples per micro-batch; 0 = the graph's */
     int sequence_parallel; /* -1 = searched (default), 0 off, 1 on */

@@ -207,6 +207,9 @@ typedef struct {
  * from it (a pair's other variants, another v or recomputation, would not be tried by them) */
 #define PF_SEARCH_BLOCKS_POOL 32
 #define PF_SEARCH_BLOCKS_K 8
+/* how far ahead (a fraction of its step) a candidate at another micro-batch than the graph's
+ * must rank to lead the search (search_blocks.c, graph_microbatch_leads) */
+#define PF_SEARCH_BLOCKS_B_MARGIN 0.01
 typedef struct {
     int present;
     int n; /* candidates ranked, best first */

@@ -1077,7 +1077,7 @@ planfarm partition: expected GRAPH and CLUSTER
 (see 'planfarm partition --help')
 [exit 2]
 $ planfarm plan --no 1 a b
-planfarm plan: option '--no' is ambiguous; possibilities: '--no-refine' '--no-symmetry'
+planfarm plan: option '--no' is ambiguous; possibilities: '--no-refine' '--no-symmetry' '--no-block-search'
 planfarm plan: unknown option
 (see 'planfarm plan --help')
 [exit 2]
@@ -1090,11 +1090,11 @@ help map: 1185299956 2029
 help simulate: 3983068841 1066
 help draw: 1025757025 508
 help export: 419677516 2134
-help plan: 1117507576 6101
+help plan: 3958243163 6420
 help broker: 547526744 3162
 help worker: 3015310655 1520
 help agent: 3155974298 1572
-help submit: 58168308 5910
+help submit: 908030961 6229
 help batch: 2781364441 1727
 help status: 979815886 725
 help result: 773170951 804

@@ -5,6 +5,8 @@
 # host's; the same plan on 16 H100 splits the layers evenly (within one), and the mixed cluster's
 # step is slower than the all-H100 one and faster than an all-A100 one (a uniform cluster takes
 # the graph's times as they are, devkinds.h: the all-A100 plan gets a graph priced on the A100).
+# The op-level search's partition (--no-block-search): the block search would give the last stage
+# a layer fewer for the head on any cluster.
 #
 # Needs PF_BIN (planfarm) and jq.
 set -eu
@@ -22,7 +24,7 @@ cp "$TMP/h100-sxm,h100-sxm.g.json" "$TMP/a100-80g,h100-sxm.g.json"
 for kind in a100-80g,h100-sxm h100-sxm,h100-sxm a100-80g,a100-80g; do
     "$BIN" cluster dgx-h100 --machines 2 --models "$kind" -o "$TMP/$kind.json"
     "$BIN" plan "$TMP/$kind.g.json" "$TMP/$kind.json" --global-batch 512 --stages 2 --tp 8 \
-        --quiet -o "$TMP/$kind.plan.json"
+        --no-block-search --quiet -o "$TMP/$kind.plan.json"
 done
 
 # layers of stage s: its ops named layers.N.mlp.residual (one per layer, its end); the host of its

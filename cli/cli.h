@@ -71,6 +71,7 @@ typedef enum {
     CLI_OPT_DOUBLE,   /* a number in [dlo, dhi] into a double */
     CLI_OPT_STRING,   /* the text as given into a const char * */
     CLI_OPT_CUSTOM,   /* parse converts and stores it */
+    CLI_OPT_CUSTOM_FLAG, /* no value: parse (arg NULL) stores what the flag means */
 } cli_opt_kind_t;
 
 enum {

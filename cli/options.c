@@ -23,7 +23,8 @@ typedef struct {
 
 static bool takes_value(cli_opt_kind_t kind)
 {
-    return kind != CLI_OPT_HELP && kind != CLI_OPT_FLAG && kind != CLI_OPT_SET_INT;
+    return kind != CLI_OPT_HELP && kind != CLI_OPT_FLAG && kind != CLI_OPT_SET_INT &&
+           kind != CLI_OPT_CUSTOM_FLAG;
 }
 
 /* Every group's rows in order, with getopt_long's tables: the long options keep the rows' order
@@ -91,7 +92,8 @@ int cli_options_set(const char *cmd, const cli_option_t *o, const char *arg, voi
     case CLI_OPT_FLAG: *(bool *)field = true; return 0;
     case CLI_OPT_SET_INT: *(int *)field = (int)o->lo; return 0;
     case CLI_OPT_STRING: *(const char **)field = arg; return 0;
-    case CLI_OPT_CUSTOM: return o->parse(cmd, arg, base);
+    case CLI_OPT_CUSTOM:
+    case CLI_OPT_CUSTOM_FLAG: return o->parse(cmd, arg, base);
     case CLI_OPT_DOUBLE:
         if (cli_double(cmd, flag, arg, o->dlo, o->dhi, &x))
             return -1;

@@ -55,10 +55,42 @@ static int parse_optimizer(const char *cmd, const char *arg, void *base)
     return 0;
 }
 
+/* An option that asks for the block search after --no-block-search turned it off. */
+static int block_search_off(const char *cmd, const char *what)
+{
+    cli_usage_error(cmd, "%s asks for the block search, which --no-block-search turns off", what);
+    return -1;
+}
+
+/* --block-search and --no-block-search: the later of two contrary ones is refused, as is
+ * --no-block-search after an option that asked for the block search. */
+static int parse_block_search(const char *cmd, const char *arg, void *base, int on)
+{
+    pf_search_opts_t *o = base;
+    (void)arg;
+    if (o->block_search == !on)
+        return cli_usage_error(cmd, "--block-search and --no-block-search (or an auto that asks "
+                               "for the block search) contradict each other"), -1;
+    o->block_search = on;
+    return 0;
+}
+
+static int parse_block_on(const char *cmd, const char *arg, void *base)
+{
+    return parse_block_search(cmd, arg, base, 1);
+}
+
+static int parse_block_off(const char *cmd, const char *arg, void *base)
+{
+    return parse_block_search(cmd, arg, base, 0);
+}
+
 static int parse_recompute(const char *cmd, const char *arg, void *base)
 {
     pf_search_opts_t *o = base;
     o->recompute_auto = !strcmp(arg, "auto");
+    if (o->recompute_auto && o->block_search == 0)
+        return block_search_off(cmd, "--recompute auto");
     if (o->recompute_auto)
         o->block_search = 1, o->train.recompute = PF_RECOMPUTE_NONE;
     else if ((int)(o->train.recompute = pf_training_recompute_parse(arg)) < 0)
@@ -71,6 +103,8 @@ static int parse_zero(const char *cmd, const char *arg, void *base)
     pf_search_opts_t *o = base;
     long long z = 0;
     o->zero_auto = !strcmp(arg, "auto");
+    if (o->zero_auto && o->block_search == 0)
+        return block_search_off(cmd, "--zero auto");
     if (o->zero_auto)
         o->block_search = 1;
     else if (cli_int(cmd, "--zero", arg, 0, 3, &z))
@@ -82,6 +116,8 @@ static int parse_zero(const char *cmd, const char *arg, void *base)
 static int parse_sequence_parallel(const char *cmd, const char *arg, void *base)
 {
     pf_search_opts_t *o = base;
+    if (!strcmp(arg, "auto") && o->block_search == 0)
+        return block_search_off(cmd, "--sequence-parallel auto");
     if (!strcmp(arg, "auto"))
         o->sequence_parallel = -1, o->block_search = 1; /* auto asks for the block search */
     else if (!strcmp(arg, "on") || !strcmp(arg, "off"))
@@ -124,8 +160,8 @@ const cli_option_t cli_planopts_table[] = {
     {"precision", 0, CLI_OPT_CUSTOM, .parse = parse_precision},
     {"optimizer", 0, CLI_OPT_CUSTOM, .parse = parse_optimizer},
     {"zero", 0, CLI_OPT_CUSTOM, .parse = parse_zero},
-    {"block-search", 0, CLI_OPT_SET_INT, .offset = O(block_search), .lo = 1},
-    {"no-block-search", 0, CLI_OPT_SET_INT, .offset = O(block_search), .lo = 0},
+    {"block-search", 0, CLI_OPT_CUSTOM_FLAG, .parse = parse_block_on},
+    {"no-block-search", 0, CLI_OPT_CUSTOM_FLAG, .parse = parse_block_off},
     {"block-candidates", 0, CLI_OPT_INT, .offset = O(block_candidates), .lo = 1, .hi = 8},
     {"microbatch-size", 0, CLI_OPT_INT, .offset = O(microbatch_size), .lo = 1, .hi = 1 << 20},
     {"sequence-parallel", 0, CLI_OPT_CUSTOM, .parse = parse_sequence_parallel},
@@ -209,8 +245,9 @@ void cli_planopts_help(FILE *f)
             "  --mem-headroom F      fraction of every GPU's memory left free for the CUDA\n"
             "                        context, NCCL buffers and fragmentation (default %g)\n"
             "\nblock-level search (graphs of repeated blocks; needs --global-batch; on by default\n"
-            "under --global-batch, and then the op-level search alone plans a graph without\n"
-            "repeated blocks or whose block candidates all fail): Megatron-LM configurations\n"
+            "under --global-batch on a cluster of one GPU kind, where the op-level search alone\n"
+            "plans a graph without repeated blocks or whose block candidates all fail, and a\n"
+            "cluster of several GPU kinds): Megatron-LM configurations\n"
             "ranked by an analytic model fix S, T, R, the micro-batch, recomputation and ZeRO for\n"
             "the search (whole layers per stage); recomputation and ZeRO are searched unless\n"
             "--recompute / --zero fix them:\n"
@@ -219,8 +256,8 @@ void cli_planopts_help(FILE *f)
             "  --no-block-search     the op-level search alone (Parmesan's DP over the ops at the\n"
             "                        graph's micro-batch; recomputation and ZeRO as fixed)\n"
             "  --block-candidates K  distinct (S, T) pairs the later phases try (default %d)\n"
-            "  --microbatch-size B   samples per micro-batch (default the graph's; another\n"
-            "                        re-prices the graph on its device model, else linearly)\n"
+            "  --microbatch-size B   samples per micro-batch (default: searched where the graph\n"
+            "                        names a device model, which re-prices it, else the graph's)\n"
             "  --sequence-parallel X on, off or auto (default auto)\n"
             "  --virtual-stages V    interleaved 1F1B model chunks per device (default: searched)\n"
             "  --cp C                context parallelism: each sequence split over C GPUs, ring\n"

@@ -130,6 +130,41 @@ static void test_llama(void)
     pf_graph_destroy(&g);
 }
 
+/* An MoE layer of 16 experts (7 + 3 x 16 weighted ops, past TAP's 39-weight enumeration) is
+ * still one block: every layer's ops in its instance, the epilogue without an expert op, and
+ * each expert's gate, up and down in the block's GEMMs. (Split into TAP's per-expert parts, the
+ * block once was the rest of the layer and every expert went to the epilogue, so the last stage
+ * held all the experts' weights.) */
+static void test_moe_16_experts(void)
+{
+    char err[256];
+    pf_model_opts_t mo;
+    pf_graph_t *g = NULL;
+    pf_model_opts_init(&mo, PF_MODEL_MOE);
+    mo.layers = 4, mo.hidden = 64, mo.heads = 4, mo.kv_heads = 4, mo.ffn = 128, mo.seq = 16;
+    mo.vocab = 100, mo.experts = 16, mo.top_k = 2, mo.microbatch = 2;
+    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
+    pf_blocks_t *b = pf_blocks_new(g, 2, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_EQUAL(pf_blocks_count(b), 4);
+    int nops, layer_ops = 0;
+    for (int v = 0; v < pf_graph_nops(g); v++)
+        layer_ops += !strncmp(pf_graph_op(g, v)->name, "layers.0.", 9);
+    const int *ops = pf_blocks_instance(b, 0, &nops);
+    CU_ASSERT_EQUAL(nops, layer_ops);
+    for (int i = 0; ops && i < nops; i++)
+        CU_ASSERT_EQUAL(strncmp(pf_graph_op(g, ops[i])->name, "layers.0.", 9), 0);
+    const pf_blocks_part_t *blk = pf_blocks_block(b), *epi = pf_blocks_epilogue(b);
+    int expert_gemms = 0;
+    for (int i = 0; i < blk->ngemms; i++)
+        expert_gemms += strstr(pf_graph_op(g, blk->gemms[i].op)->name, ".experts.") != NULL;
+    CU_ASSERT_EQUAL(expert_gemms, 16 * 3);
+    for (int i = 0; i < epi->ngemms; i++)
+        CU_ASSERT_PTR_NULL(strstr(pf_graph_op(g, epi->gemms[i].op)->name, ".experts."));
+    pf_blocks_destroy(&b);
+    pf_graph_destroy(&g);
+}
+
 static void test_no_blocks(void)
 {
     char err[256];
@@ -154,4 +189,5 @@ void pf_suite_blocks(void)
     CU_add_test(s, "GPT parts worked by hand", test_gpt_parts);
     CU_add_test(s, "Llama's SwiGLU split", test_llama);
     CU_add_test(s, "no repeated blocks", test_no_blocks);
+    CU_add_test(s, "an MoE layer of 16 experts is one block", test_moe_16_experts);
 }

@@ -94,6 +94,13 @@ static void test_auto(void)
     p = pf_test_search(g, mixed, &o, NULL);
     CU_ASSERT(p && p->blocks.present);
     pf_plan_destroy(&p);
+    /* off, with one of its dimensions given: refused, naming it, not silently dropped */
+    o.block_search = 0, o.microbatch_size = 2;
+    CU_ASSERT_EQUAL(pf_search_validate(g, c, &o, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "microbatch_size:"));
+    s = pf_search_new(g, c, &o, err, sizeof err);
+    CU_ASSERT_PTR_NULL(s);
+    pf_search_destroy(&s);
     pf_graph_destroy(&dag);
     pf_graph_destroy(&g);
     pf_cluster_destroy(&mixed);

@@ -227,8 +227,11 @@ static int one(run_t *r, int C, int E, char *err, size_t errlen)
     pr.global_batch *= C;
     if (C > 1 || E > 1)
         pr.cpep = &x, pr.cpep_part = pf_blockcpep_part, pr.cpep_check = pf_blockcpep_check;
-    if (r->prune && r->n == r->k) /* merge takes only what ranks below the pool's k-th */
-        pr.step_cap_ms = rank_ms(&r->out[r->k - 1]) / (C > 1 || E > 1 ? 1 + PF_BLOCKCPEP_MARGIN : 1);
+    /* merge takes only what ranks below the pool's k-th; the cap is loosened by far more than
+     * the rounding of the division, so no candidate merge would take is pruned */
+    if (r->prune && r->n == r->k)
+        pr.step_cap_ms = rank_ms(&r->out[r->k - 1]) /
+                         (C > 1 || E > 1 ? 1 + PF_BLOCKCPEP_MARGIN : 1) * (1 + 1e-9);
     pf_blockenum_stats_t st = {0, 0};
     int n = 0, rc = pf_blockenum_run(&pr, r->fix, r->k, r->prune, r->tmp, &n, &st, err, errlen);
     r->st.evaluated += st.evaluated, r->st.skipped += st.skipped;
@@ -242,6 +245,22 @@ static int one(run_t *r, int C, int E, char *err, size_t errlen)
         pf_err_prefix(err, errlen, pre);
     }
     return rc;
+}
+
+/* The result of every (C, E): found, or the first (C = E = 1) failure's reason, else the last's. */
+static int outcome(int found, int first_rc, const char *first_err, int rc, char *err,
+                   size_t errlen)
+{
+    if (found) {
+        if (err && errlen) /* a (C, E) that found none under the cap wrote its reason */
+            err[0] = '\0';
+        return PF_OK;
+    }
+    if (first_rc != PF_OK && first_err[0])
+        return pf_fail(err, errlen, first_rc, "%s", first_err);
+    if (rc != PF_OK) /* the last (C, E)'s reason is in err */
+        return rc;
+    return pf_fail(err, errlen, PF_EINFEASIBLE, "blocks: no configuration fits");
 }
 
 int pf_blockcpep_run(const pf_blockcost_problem_t *pr, const pf_cpep_facts_t *f, int b0,
@@ -283,13 +302,7 @@ int pf_blockcpep_run(const pf_blockcost_problem_t *pr, const pf_cpep_facts_t *f,
     if (stats)
         *stats = r.st;
     *nout = r.n;
-    if (r.found)
-        return PF_OK;
-    if (first_rc != PF_OK && first_err[0])
-        return pf_fail(err, errlen, first_rc, "%s", first_err);
-    if (rc != PF_OK) /* the last (C, E)'s reason is in err */
-        return rc;
-    return pf_fail(err, errlen, PF_EINFEASIBLE, "blocks: no configuration fits");
+    return outcome(r.found, first_rc, first_err, rc, err, errlen);
 }
 
 void pf_blockcpep_describe(const pf_blockcost_cand_t *c, char *buf, size_t len)

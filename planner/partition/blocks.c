@@ -304,7 +304,8 @@ static int collect(const pf_graph_t *g, const pf_blocks_t *b, int part, int *out
 
 static int build(pf_blocks_t *b, const pf_graph_t *g, char *err, size_t errlen)
 {
-    pf_tap_opts_t o = {.min_duplicate = 2, .max_unit_weights = 64, .param_state_factor = 1};
+    pf_tap_opts_t o = {.min_duplicate = 2, .max_unit_weights = 64, .param_state_factor = 1,
+                       .whole_instances = 1}; /* an MoE layer of 16 experts is one block */
     pf_tap_units_t *u = pf_tap_units_new(g, &o, err, errlen);
     int n = pf_graph_nops(g), *tmp = malloc(sizeof *tmp * (size_t)n), rc = PF_ERR, unit;
     if (!u || !tmp)

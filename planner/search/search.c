@@ -281,7 +281,7 @@ int pf_search_validate(const pf_graph_t *g, const pf_cluster_t *c, const pf_sear
     pf_search_opts_t o = resolved(opts);
     int D = pf_cluster_ndevices(c), stages_list[64];
     int rc = check_ranges(&o, D, err, errlen);
-    if (rc != PF_OK)
+    if (rc != PF_OK || (rc = pf_search_blocks_check(&o, err, errlen)) != PF_OK)
         return rc;
     int nst = pf_search_partition_stage_counts(&o, D, pf_graph_nops(g), stages_list);
     if (nst == 0 || stages_list[0] < 1)
@@ -385,6 +385,8 @@ pf_search_t *pf_search_new(const pf_graph_t *request_g, const pf_cluster_t *c,
     pf_graph_t *owned = NULL;
     pf_search_t *s = NULL;
     memset(&blocks, 0, sizeof blocks);
+    if (pf_search_blocks_check(request, err, errlen) != PF_OK)
+        return NULL;
     if (pf_search_blocks_wanted(request) &&
         blocks_first(request_g, c, request, &fixed, &blocks, &owned, err, errlen) != PF_OK)
         return NULL;

@@ -15,6 +15,20 @@ int pf_search_blocks_asked(const pf_search_opts_t *o)
            o->microbatch_size > 0 || o->context_parallel > 0 || o->expert_parallel > 0;
 }
 
+int pf_search_blocks_check(const pf_search_opts_t *o, char *err, size_t errlen)
+{
+    const char *field = o->sequence_parallel >= 0 ? "sequence_parallel"
+                      : o->virtual_stages > 0     ? "virtual_stages"
+                      : o->microbatch_size > 0    ? "microbatch_size"
+                      : o->context_parallel > 0   ? "context_parallel"
+                      : o->expert_parallel > 0    ? "expert_parallel"
+                                                  : NULL;
+    if (o->block_search != 0 || !field)
+        return PF_OK;
+    return pf_fail(err, errlen, PF_EINPUT, "%s: a dimension of the block search, which "
+                   "--no-block-search (block_search 0) turns off", field);
+}
+
 int pf_search_blocks_wanted(const pf_search_opts_t *o)
 {
     return pf_search_blocks_asked(o) || (o->block_search < 0 && o->global_batch > 0);
@@ -158,6 +172,7 @@ static void apply(pf_search_blocks_t *choice, pf_search_opts_t *o, int k)
     o->train.zero = best->zero;
     o->train.sequence_parallel = best->sp;
     hand_on_training(choice, o);
+    choice->layer_aligned_asked = o->layer_aligned;
     o->layer_aligned = 1;
     o->recompute_auto = o->zero_auto = 0;
 }
@@ -170,19 +185,24 @@ static void block_facts(const pf_graph_t *g, const pf_blocks_t *b, pf_cpep_facts
     pf_cpep_facts(g, ops, ops ? nops : 0, f);
 }
 
-/* Every (C, E) too (blockcpep.h), on the facts of the first block. */
 /* The later phases plan one micro-batch, the leader's (apply): a candidate at the graph's own
  * micro-batch ranked within PF_SEARCH_BLOCKS_B_MARGIN of a leader at another leads instead, so a
  * re-pricing that the analytic model finds no real gain in does not shut the graph's own
  * candidates out of the simulator (Megatron-LM 76B on 1,024 A100: micro-batch 14 ranked 0.1%
  * ahead of micro-batch 1 and simulated 0.9% behind it). */
+static bool at_graph_microbatch(const pf_blockcost_cand_t *c, int b0)
+{
+    return c->b == b0 && c->cp <= 1; /* under context parallelism b counts sub-sequences */
+}
+
 static void graph_microbatch_leads(const pf_graph_t *g, pf_search_blocks_t *choice)
 {
     const pf_blockenum_item_t *lead = &choice->best[0];
     int b0 = pf_graph_microbatch(g), i = 0;
-    if (choice->n == 0 || lead->cand.b == b0)
-        return;
-    while (i < choice->n && choice->best[i].cand.b != b0)
+    if (choice->n == 0 || lead->cand.cp > 1 || lead->cand.ep > 1 ||
+        at_graph_microbatch(&lead->cand, b0))
+        return; /* a CP or EP leader ranked past its margin already (blockcpep.h) */
+    while (i < choice->n && !at_graph_microbatch(&choice->best[i].cand, b0))
         i++;
     if (i == choice->n ||
         choice->best[i].eval.step_ms > lead->eval.step_ms * (1 + PF_SEARCH_BLOCKS_B_MARGIN))
@@ -192,6 +212,7 @@ static void graph_microbatch_leads(const pf_graph_t *g, pf_search_blocks_t *choi
     choice->best[0] = own;
 }
 
+/* Every (C, E) too (blockcpep.h), on the facts of the first block. */
 static int rank(const pf_graph_t *g, const pf_cluster_t *c, const pf_search_opts_t *o,
                 const pf_blockcost_problem_t *pr, const pf_blockenum_fix_t *fix, int k,
                 pf_search_blocks_t *choice, char *err, size_t errlen)

@@ -30,6 +30,9 @@ int pf_search_blocks_asked(const pf_search_opts_t *o);
  * batch given: then a graph without repeated blocks, or whose block candidates all fail, is
  * planned by the op-level search instead (pf_search_new). */
 int pf_search_blocks_wanted(const pf_search_opts_t *o);
+/* PF_EINPUT naming the field when the block search is off (block_search 0) and one of its own
+ * dimensions is given: it would not be honoured. */
+int pf_search_blocks_check(const pf_search_opts_t *o, char *err, size_t errlen);
 
 /* Runs the enumeration for graph g on cluster c and rewrites *o to the best candidate that the
  * later phases can hold (all of them): stages, replicas, tp, train.recompute, train.zero,

@@ -367,6 +367,22 @@ bool pf_search_partition_degrees_why(const pf_search_t *s, char *buf, size_t len
 /* No partition is feasible: the deepest pipeline spreads memory the most, so its message is
  * the one to show; without any DP job, why the degrees were dropped. Under --layer-aligned the
  * message names that constraint: plans that cut a layer were not looked at. */
+/* Who asked for whole layers per stage: the block search (its plans are Megatron-LM's), else
+ * the user's --layer-aligned. */
+static const char *whole_layers_by(const pf_search_t *s)
+{
+    return s->blocks.present ? "the block search (whole layers per stage)" : "--layer-aligned";
+}
+
+/* The block search ran because it was left to the search: the op-level search may still find a
+ * plan that cuts a layer. */
+static const char *op_level_hint(const pf_search_t *s)
+{
+    return s->blocks.present && s->o.block_search < 0 && !s->blocks.layer_aligned_asked
+               ? "; --no-block-search lets the op-level search cut inside a layer"
+               : "";
+}
+
 static void none_feasible(pf_search_t *s, int best_infeasible)
 {
     char degrees[400];
@@ -382,12 +398,14 @@ static void none_feasible(pf_search_t *s, int best_infeasible)
         pf_search_queue_fail(s, PF_EINFEASIBLE, "%s%s%s", why, sd[0] ? "; per-stage degrees: " : "",
                              sd); /* e.g. an op that fits no device */
     else if (s->part.dp[best_infeasible].stages > s->part.nblock_groups)
-        pf_search_queue_fail(s, PF_EINFEASIBLE, "--layer-aligned: %d stages need %d whole layers "
-                             "or more, the graph has %d", s->part.dp[best_infeasible].stages,
-                             s->part.dp[best_infeasible].stages, s->part.nblock_groups);
+        pf_search_queue_fail(s, PF_EINFEASIBLE, "%s: %d stages need %d whole layers or more, the "
+                             "graph has %d%s", whole_layers_by(s),
+                             s->part.dp[best_infeasible].stages,
+                             s->part.dp[best_infeasible].stages, s->part.nblock_groups,
+                             op_level_hint(s));
     else
-        pf_search_queue_fail(s, PF_EINFEASIBLE, "--layer-aligned: no plan with whole layers per "
-                             "stage fits in memory; %s", why);
+        pf_search_queue_fail(s, PF_EINFEASIBLE, "%s: no plan with whole layers per stage fits in "
+                             "memory; %s%s", whole_layers_by(s), why, op_level_hint(s));
 }
 
 /* The feasible entries into order, their estimates computed; -1 when an entry failed (the

@@ -212,6 +212,7 @@ typedef struct {
 #define PF_SEARCH_BLOCKS_B_MARGIN 0.01
 typedef struct {
     int present;
+    int layer_aligned_asked; /* the request's own --layer-aligned (the block search sets it) */
     int n; /* candidates ranked, best first */
     pf_blockenum_item_t best[PF_SEARCH_BLOCKS_POOL];
     pf_blockenum_stats_t stats;

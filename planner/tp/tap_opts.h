@@ -10,6 +10,9 @@ typedef struct pf_tap_opts {
     double param_state_factor; /* memory per parameter byte, for the memory tie-break (default 1) */
     double mem_limit_bytes;    /* a plan whose instance needs more per device is infeasible
                                   (param_state_factor x parameters + mem_fwd); 0 = no limit */
+    int whole_instances;       /* units only describe structure (blocks.h): every family instance
+                                  is one unit whatever its weights, never split into parts or
+                                  ops, and never enumerated (nplans saturates) */
 } pf_tap_opts_t;
 
 #endif

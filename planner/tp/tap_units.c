@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,6 +168,8 @@ static int add_units_per_op(pf_tap_units_t *u, const pf_graph_t *g, const int *o
 
 static int weight_limit(const pf_tap_opts_t *o)
 {
+    if (o->whole_instances)
+        return INT_MAX;
     return o->max_unit_weights < MAX_WEIGHTS ? o->max_unit_weights : MAX_WEIGHTS;
 }
 
@@ -509,11 +512,14 @@ void pf_tap_units_destroy(pf_tap_units_t **pu)
 
 int pf_tap_units_count(const pf_tap_units_t *u) { return u->nunits; }
 
-static uint64_t pow3(int n)
+static uint64_t pow3(int n) /* saturates past 3^40 (a whole instance's structure only) */
 {
     uint64_t p = 1;
-    while (n-- > 0)
+    for (int i = 0; i < n; i++) {
+        if (p > UINT64_MAX / 3)
+            return UINT64_MAX;
         p *= 3;
+    }
     return p;
 }
 

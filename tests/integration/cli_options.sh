@@ -126,6 +126,10 @@ plan --seed 0 a b
 plan --max-stages 0 a b
 plan --tp 0 a b
 plan --max-tp 0 a b
+plan --block-search --no-block-search a b
+plan --recompute auto --no-block-search a b
+plan --no-block-search --zero auto a b
+plan --no-block-search --sequence-parallel auto a b
 plan --precision fp8 a b
 plan --optimizer x a b
 plan --zero 4 a b
@@ -672,6 +676,22 @@ planfarm plan: --tp: 0 is outside [1, 4096]
 $ planfarm plan --max-tp 0 a b
 planfarm plan: --max-tp: 0 is outside [1, 4096]
 [exit 2]
+$ planfarm plan --block-search --no-block-search a b
+planfarm plan: --block-search and --no-block-search (or an auto that asks for the block search) contradict each other
+(see 'planfarm plan --help')
+[exit 2]
+$ planfarm plan --recompute auto --no-block-search a b
+planfarm plan: --block-search and --no-block-search (or an auto that asks for the block search) contradict each other
+(see 'planfarm plan --help')
+[exit 2]
+$ planfarm plan --no-block-search --zero auto a b
+planfarm plan: --zero auto asks for the block search, which --no-block-search turns off
+(see 'planfarm plan --help')
+[exit 2]
+$ planfarm plan --no-block-search --sequence-parallel auto a b
+planfarm plan: --sequence-parallel auto asks for the block search, which --no-block-search turns off
+(see 'planfarm plan --help')
+[exit 2]
 $ planfarm plan --precision fp8 a b
 planfarm plan: --precision: 'fp8' is not bf16, fp16 or fp32
 [exit 2]
@@ -1090,11 +1110,11 @@ help map: 1185299956 2029
 help simulate: 3983068841 1066
 help draw: 1025757025 508
 help export: 419677516 2134
-help plan: 413770662 6534
+help plan: 3125882707 6605
 help broker: 547526744 3162
 help worker: 3015310655 1520
 help agent: 3155974298 1572
-help submit: 3661939653 6343
+help submit: 1603182166 6414
 help batch: 2781364441 1727
 help status: 979815886 725
 help result: 773170951 804

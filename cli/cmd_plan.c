@@ -159,7 +159,9 @@ static int plan_run(const plan_args_t *a, const cli_remote_args_t *r, const pf_c
         if (rc == CLI_OK && !r->quiet && so->global_batch == 0)
             fprintf(stderr, "  note: no --global-batch, so every candidate ran %d micro-batches "
                     "per replica and its global batch followed its replica count; give "
-                    "--global-batch N to plan for your training batch\n",
+                    "--global-batch N to plan for your training batch (the block search then "
+                    "also chooses the micro-batch, interleaving, sequence parallelism, "
+                    "recomputation and ZeRO)\n",
                     so->microbatches > 0 ? so->microbatches : PF_DEFAULT_MICROBATCHES);
     }
 done:

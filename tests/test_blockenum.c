@@ -124,15 +124,16 @@ static double brute_force(const pf_blockcost_problem_t *pr, int fixrc)
 
 static void test_brute_force(void)
 {
-    /* memory limits from loose to tight (the tiny model's state is ~ 1 MB), two batches */
+    /* memory limits from loose to tight (the tiny model's state is ~ 1 MB), three batches (24:
+     * a replica's share of 3, 6, 12 or 24, whose divisors cross its square root) */
     const double mems[] = {1e9, 2.5e6, 1.6e6, 1.2e6};
-    const int64_t batches[] = {8, 16};
+    const int64_t batches[] = {8, 16, 24};
     char err[256];
     int compared = 0;
     for (int fixrc = -1; fixrc <= PF_RECOMPUTE_FULL; fixrc++) /* auto, then each level */
     for (int layers = 6; layers <= 8; layers += 2) /* 6: interleaving only with uneven ends */
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
-        for (size_t j = 0; j < 2; j++) {
+        for (size_t j = 0; j < sizeof batches / sizeof batches[0]; j++) {
             fixture_t f;
             CU_ASSERT_EQUAL_FATAL(setup(&f, layers, batches[j], mems[i]), 0);
             pf_blockenum_fix_t fix;

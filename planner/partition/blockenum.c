@@ -3,6 +3,8 @@
 #include "planner/core/util.h"
 
 #include <float.h>
+#include <math.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -259,6 +261,31 @@ static int zero_values(const run_t *r, int t, int p, int d, int *zs)
     return n;
 }
 
+static int64_t isqrt(int64_t n)
+{
+    int64_t x = (int64_t)sqrt((double)n);
+    while (x > 0 && x > n / x)
+        x--;
+    while (x + 1 <= n / (x + 1))
+        x++;
+    return x;
+}
+
+/* The smallest divisor of n above b, 0 when there is none: the divisors up to sqrt(n) in turn,
+ * then n / j for j coming down from sqrt(n), so walking all of them costs O(sqrt(n)) (a replica's
+ * share of a 2^40 batch: 2^21 steps), not O(n). */
+static int64_t next_divisor(int64_t n, int64_t b)
+{
+    for (int64_t i = b + 1; i <= n / i; i++)
+        if (n % i == 0)
+            return i;
+    int64_t j = (n - 1) / b, root = isqrt(n);
+    for (j = j < root ? j : root; j >= 1; j--)
+        if (n % j == 0 && n / j > b)
+            return n / j;
+    return 0;
+}
+
 static void each_p(run_t *r, int t, int p)
 {
     int d = r->pr->ngpus / (t * p), zs[4];
@@ -268,10 +295,14 @@ static void each_p(run_t *r, int t, int p)
     int nz = zero_values(r, t, p, d, zs);
     if (!nz)
         return;
-    for (int b = 1; b <= replica; b++) {
-        if (replica % b || !fixed_ok(r->fix->b, b, 0))
-            continue;
-        pf_blockcost_cand_t c = {.t = t, .p = p, .d = d, .b = b, .v = 1};
+    if (r->fix->b > 0) { /* fixed: it divides a replica's share or nothing fits */
+        if (replica % r->fix->b == 0)
+            each_b(r, (pf_blockcost_cand_t){.t = t, .p = p, .d = d, .b = r->fix->b, .v = 1}, zs,
+                   nz);
+        return;
+    }
+    for (int64_t b = 1; b > 0 && b <= INT_MAX; b = next_divisor(replica, b)) {
+        pf_blockcost_cand_t c = {.t = t, .p = p, .d = d, .b = (int)b, .v = 1};
         if (!each_b(r, c, zs, nz))
             break;
     }

@@ -164,6 +164,28 @@ static void test_brute_force(void)
     CU_ASSERT_TRUE(compared >= 40); /* most settings have a plan: the comparison is not vacuous */
 }
 
+/* A batch of 2^34 on 8 GPUs: no candidate runs more micro-batches than the later phases plan
+ * (2^20; a count past 2^31 once wrapped negative and ranked first with a negative step), and
+ * the micro-batches of a replica's 2^31 or more samples are found divisor by divisor. */
+static void test_huge_batch(void)
+{
+    char err[256];
+    fixture_t f;
+    CU_ASSERT_EQUAL_FATAL(setup(&f, 8, (int64_t)1 << 34, 1e15), 0);
+    pf_blockenum_fix_t fix;
+    pf_blockenum_fix_init(&fix);
+    pf_blockenum_item_t out[8];
+    int n = 0;
+    CU_ASSERT_EQUAL_FATAL(pf_blockenum_run(&f.pr, &fix, 8, 1, out, &n, NULL, err, sizeof err), PF_OK);
+    CU_ASSERT(n > 0);
+    for (int i = 0; i < n; i++) {
+        int64_t m = ((int64_t)1 << 34) / ((int64_t)out[i].cand.d * out[i].cand.b);
+        CU_ASSERT(m >= 1 && m <= PF_BLOCKCOST_MAX_MICROBATCHES);
+        CU_ASSERT(out[i].eval.step_ms > 0);
+    }
+    teardown(&f);
+}
+
 static void test_fixed_and_infeasible(void)
 {
     char err[256];
@@ -225,4 +247,5 @@ void pf_suite_blockenum(void)
     CU_pSuite s = CU_add_suite("blockenum", NULL, NULL);
     CU_add_test(s, "pruned = brute force", test_brute_force);
     CU_add_test(s, "fixed dimensions, nothing fits", test_fixed_and_infeasible);
+    CU_add_test(s, "a batch of 2^34: at most 2^20 micro-batches", test_huge_batch);
 }

@@ -401,7 +401,8 @@ static int check_cand(const pf_blockcost_problem_t *pr, const pf_blockcost_cand_
 {
     int L = pf_blocks_count(pr->blocks);
     if (c->t < 1 || c->p < 1 || c->d < 1 || c->b < 1 || c->v < 1 ||
-        (int64_t)c->t * c->p * c->d != pr->ngpus || pr->global_batch % ((int64_t)c->d * c->b))
+        (int64_t)c->t * c->p * c->d != pr->ngpus || pr->global_batch % ((int64_t)c->d * c->b) ||
+        pr->global_batch / ((int64_t)c->d * c->b) > PF_BLOCKCOST_MAX_MICROBATCHES)
         return PF_EINPUT;
     *m = (int)(pr->global_batch / ((int64_t)c->d * c->b));
     if (!pf_blockcost_v_ok(L, c->p, c->v, *m))

@@ -122,6 +122,10 @@ void pf_blockcost_priced_init(pf_blockcost_priced_t *r, const pf_cluster_t *c,
                               const pf_devmodel_t *dm, int precision_bytes,
                               pf_blockcost_env_t *env);
 
+/* The most micro-batches per step a candidate may run: the later phases' (search_partition.c),
+ * so a candidate they could not plan is never ranked, and a step's count fits an int. */
+#define PF_BLOCKCOST_MAX_MICROBATCHES (1 << 20)
+
 struct pf_blockcost_cand;
 struct pf_blockcost_part;
 struct pf_blockcpep;

@@ -296,12 +296,14 @@ static void each_p(run_t *r, int t, int p)
     if (!nz)
         return;
     if (r->fix->b > 0) { /* fixed: it divides a replica's share or nothing fits */
-        if (replica % r->fix->b == 0)
+        if (replica % r->fix->b == 0 && replica / r->fix->b <= PF_BLOCKCOST_MAX_MICROBATCHES)
             each_b(r, (pf_blockcost_cand_t){.t = t, .p = p, .d = d, .b = r->fix->b, .v = 1}, zs,
                    nz);
         return;
     }
     for (int64_t b = 1; b > 0 && b <= INT_MAX; b = next_divisor(replica, b)) {
+        if (replica / b > PF_BLOCKCOST_MAX_MICROBATCHES)
+            continue; /* more micro-batches than the later phases plan */
         pf_blockcost_cand_t c = {.t = t, .p = p, .d = d, .b = (int)b, .v = 1};
         if (!each_b(r, c, zs, nz))
             break;

@@ -4,6 +4,7 @@
  * estimate per sample and the best few, one per (S, T), become the candidates of mapping
  * (search.c starts mapping them). */
 #include "planner/search/search_partition.h"
+#include "planner/search/search_blocks.h"
 #include "planner/search/search_tap.h"
 #include "planner/search/search_queue.h"
 #include "planner/partition/coarsen.h"
@@ -378,7 +379,8 @@ static const char *whole_layers_by(const pf_search_t *s)
  * plan that cuts a layer. */
 static const char *op_level_hint(const pf_search_t *s)
 {
-    return s->blocks.present && s->o.block_search < 0 && !s->blocks.layer_aligned_asked
+    return s->blocks.present && s->o.block_search < 0 && !pf_search_blocks_asked(&s->o) &&
+                   !s->blocks.layer_aligned_asked
                ? "; --no-block-search lets the op-level search cut inside a layer"
                : "";
 }

@@ -5,6 +5,7 @@
 #include "planner/map/mapping.h"
 #include "planner/core/util.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 const cli_flag_t cli_planopts_flags[] = {
@@ -55,44 +56,54 @@ static int parse_optimizer(const char *cmd, const char *arg, void *base)
     return 0;
 }
 
-/* An option that asks for the block search after --no-block-search turned it off. */
-static int block_search_off(const char *cmd, const char *what)
-{
-    cli_usage_error(cmd, "%s asks for the block search, which --no-block-search turns off", what);
-    return -1;
-}
+/* Who asked for the block search on the command line, one bit each in block_search (which the
+ * search reads as on when positive): --block-search, and each option set to auto. A later value
+ * of the same option withdraws its ask, and with no ask left the search decides again (-1). */
+enum { ASK_FLAG = 1, ASK_RECOMPUTE = 2, ASK_ZERO = 4, ASK_SP = 8 };
 
-/* --block-search and --no-block-search: the later of two contrary ones is refused, as is
- * --no-block-search after an option that asked for the block search. */
-static int parse_block_search(const char *cmd, const char *arg, void *base, int on)
+static int ask(const char *cmd, pf_search_opts_t *o, int who, bool on, const char *what)
 {
-    pf_search_opts_t *o = base;
-    (void)arg;
-    if (o->block_search == !on)
-        return cli_usage_error(cmd, "--block-search and --no-block-search (or an auto that asks "
-                               "for the block search) contradict each other"), -1;
-    o->block_search = on;
+    if (!on) {
+        if (o->block_search > 0 && !(o->block_search &= ~who))
+            o->block_search = -1;
+        return 0;
+    }
+    if (o->block_search == 0)
+        return cli_usage_error(cmd, "%s asks for the block search, which --no-block-search "
+                               "turns off", what), -1;
+    o->block_search = (o->block_search > 0 ? o->block_search : 0) | who;
     return 0;
 }
 
 static int parse_block_on(const char *cmd, const char *arg, void *base)
 {
-    return parse_block_search(cmd, arg, base, 1);
+    (void)arg;
+    return ask(cmd, base, ASK_FLAG, true, "--block-search");
 }
 
 static int parse_block_off(const char *cmd, const char *arg, void *base)
 {
-    return parse_block_search(cmd, arg, base, 0);
+    pf_search_opts_t *o = base;
+    (void)arg;
+    if (o->block_search > 0)
+        return cli_usage_error(cmd, "--no-block-search: %s asked for the block search",
+                               o->block_search & ASK_FLAG        ? "--block-search"
+                               : o->block_search & ASK_RECOMPUTE ? "--recompute auto"
+                               : o->block_search & ASK_ZERO      ? "--zero auto"
+                                                                 : "--sequence-parallel auto"),
+               -1;
+    o->block_search = 0;
+    return 0;
 }
 
 static int parse_recompute(const char *cmd, const char *arg, void *base)
 {
     pf_search_opts_t *o = base;
     o->recompute_auto = !strcmp(arg, "auto");
-    if (o->recompute_auto && o->block_search == 0)
-        return block_search_off(cmd, "--recompute auto");
+    if (ask(cmd, o, ASK_RECOMPUTE, o->recompute_auto, "--recompute auto"))
+        return -1;
     if (o->recompute_auto)
-        o->block_search = 1, o->train.recompute = PF_RECOMPUTE_NONE;
+        o->train.recompute = PF_RECOMPUTE_NONE;
     else if ((int)(o->train.recompute = pf_training_recompute_parse(arg)) < 0)
         return cli_bad_name(cmd, "--recompute", arg, "none, selective, full or auto");
     return 0;
@@ -103,11 +114,9 @@ static int parse_zero(const char *cmd, const char *arg, void *base)
     pf_search_opts_t *o = base;
     long long z = 0;
     o->zero_auto = !strcmp(arg, "auto");
-    if (o->zero_auto && o->block_search == 0)
-        return block_search_off(cmd, "--zero auto");
-    if (o->zero_auto)
-        o->block_search = 1;
-    else if (cli_int(cmd, "--zero", arg, 0, 3, &z))
+    if (ask(cmd, o, ASK_ZERO, o->zero_auto, "--zero auto"))
+        return -1;
+    if (!o->zero_auto && cli_int(cmd, "--zero", arg, 0, 3, &z))
         return -1;
     o->train.zero = (int)z;
     return 0;
@@ -116,10 +125,11 @@ static int parse_zero(const char *cmd, const char *arg, void *base)
 static int parse_sequence_parallel(const char *cmd, const char *arg, void *base)
 {
     pf_search_opts_t *o = base;
-    if (!strcmp(arg, "auto") && o->block_search == 0)
-        return block_search_off(cmd, "--sequence-parallel auto");
-    if (!strcmp(arg, "auto"))
-        o->sequence_parallel = -1, o->block_search = 1; /* auto asks for the block search */
+    bool is_auto = !strcmp(arg, "auto");
+    if (ask(cmd, o, ASK_SP, is_auto, "--sequence-parallel auto"))
+        return -1;
+    if (is_auto)
+        o->sequence_parallel = -1; /* auto asks for the block search */
     else if (!strcmp(arg, "on") || !strcmp(arg, "off"))
         o->sequence_parallel = !strcmp(arg, "on");
     else

@@ -130,6 +130,7 @@ plan --block-search --no-block-search a b
 plan --recompute auto --no-block-search a b
 plan --no-block-search --zero auto a b
 plan --no-block-search --sequence-parallel auto a b
+plan --recompute auto --recompute none --no-block-search a b
 plan --precision fp8 a b
 plan --optimizer x a b
 plan --zero 4 a b
@@ -677,11 +678,11 @@ $ planfarm plan --max-tp 0 a b
 planfarm plan: --max-tp: 0 is outside [1, 4096]
 [exit 2]
 $ planfarm plan --block-search --no-block-search a b
-planfarm plan: --block-search and --no-block-search (or an auto that asks for the block search) contradict each other
+planfarm plan: --no-block-search: --block-search asked for the block search
 (see 'planfarm plan --help')
 [exit 2]
 $ planfarm plan --recompute auto --no-block-search a b
-planfarm plan: --block-search and --no-block-search (or an auto that asks for the block search) contradict each other
+planfarm plan: --no-block-search: --recompute auto asked for the block search
 (see 'planfarm plan --help')
 [exit 2]
 $ planfarm plan --no-block-search --zero auto a b
@@ -691,6 +692,9 @@ planfarm plan: --zero auto asks for the block search, which --no-block-search tu
 $ planfarm plan --no-block-search --sequence-parallel auto a b
 planfarm plan: --sequence-parallel auto asks for the block search, which --no-block-search turns off
 (see 'planfarm plan --help')
+[exit 2]
+$ planfarm plan --recompute auto --recompute none --no-block-search a b
+planfarm plan: a: No such file or directory
 [exit 2]
 $ planfarm plan --precision fp8 a b
 planfarm plan: --precision: 'fp8' is not bf16, fp16 or fp32

@@ -133,6 +133,9 @@ static void test_devkinds_uniform(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(dk);
         CU_ASSERT(pf_devkinds_uniform(dk));
         CU_ASSERT_EQUAL(pf_devkinds_count(dk), i == 0 ? 1 : 2);
+        int kind_of[2]; /* one kind exactly when the numbering finds one */
+        CU_ASSERT_EQUAL(pf_devkinds_one(c), pf_devkinds_number(c, kind_of) == 1);
+        CU_ASSERT_EQUAL(pf_devkinds_one(c), i == 0);
         CU_ASSERT_EQUAL(pf_devkinds_fwd_ratio(dk, 0, pf_devkinds_count(dk) - 1), 1.0);
         CU_ASSERT_EQUAL(pf_devkinds_cu_ms(dk, g, 0, 0), 9.0);
         pf_devkinds_destroy(&dk);

@@ -75,6 +75,15 @@ int pf_devkinds_number(const pf_cluster_t *c, int *kind_of)
     return K;
 }
 
+bool pf_devkinds_one(const pf_cluster_t *c)
+{
+    const char *m = pf_cluster_device(c, 0)->device_model;
+    for (int d = 1; d < pf_cluster_ndevices(c); d++)
+        if (!same_name(pf_cluster_device(c, d)->device_model, m))
+            return false;
+    return true;
+}
+
 int pf_devkinds_number_of(const pf_cluster_t *c, int d)
 {
     enum { SEEN = 64 };

@@ -25,6 +25,8 @@ void pf_devkinds_destroy(pf_devkinds_t **dk);
 /* The kinds of c's devices alone: kind_of[d] (D entries) numbered by first device; returns
  * their count. pf_devkinds_new numbers them the same way. */
 int pf_devkinds_number(const pf_cluster_t *c, int *kind_of);
+/* Is every device of c one kind (pf_devkinds_number's count 1, in O(D))? */
+bool pf_devkinds_one(const pf_cluster_t *c);
 /* Device d's kind in that numbering alone (O(d x kinds)). */
 int pf_devkinds_number_of(const pf_cluster_t *c, int d);
 

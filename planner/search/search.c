@@ -343,14 +343,6 @@ static int at_microbatch(const pf_graph_t *g, const pf_search_blocks_t *blocks,
     return pf_price_microbatch(g, c->b, owned, err, errlen);
 }
 
-static bool one_gpu_kind(const pf_cluster_t *c)
-{
-    int *kind_of = malloc(sizeof *kind_of * (size_t)pf_cluster_ndevices(c));
-    bool one = kind_of && pf_devkinds_number(c, kind_of) == 1;
-    free(kind_of);
-    return one;
-}
-
 /* The block-level pre-phase. Left to the search (block_search -1, nothing of its own asked),
  * a cluster of several GPU kinds (the analytic model prices one), a graph without repeated
  * blocks (PF_EINPUT: a global batch is given) or without a fitting block candidate goes to the
@@ -361,7 +353,7 @@ static int blocks_first(const pf_graph_t *g, const pf_cluster_t *c,
 {
     bool asked = pf_search_blocks_asked(request);
     int rc = PF_EINPUT;
-    if (asked || one_gpu_kind(c)) {
+    if (asked || pf_devkinds_one(c)) {
         rc = pf_search_blocks_fix(g, c, fixed, blocks, err, errlen);
         if (rc == PF_OK)
             return at_microbatch(g, blocks, owned, err, errlen);

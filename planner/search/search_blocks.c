@@ -9,20 +9,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The first of the block search's own dimensions the request gives, or NULL. */
+static const char *own_dimension(const pf_search_opts_t *o)
+{
+    return o->sequence_parallel >= 0 ? "sequence_parallel"
+         : o->virtual_stages > 0     ? "virtual_stages"
+         : o->microbatch_size > 0    ? "microbatch_size"
+         : o->context_parallel > 0   ? "context_parallel"
+         : o->expert_parallel > 0    ? "expert_parallel"
+                                     : NULL;
+}
+
 int pf_search_blocks_asked(const pf_search_opts_t *o)
 {
-    return o->block_search > 0 || o->sequence_parallel >= 0 || o->virtual_stages > 0 ||
-           o->microbatch_size > 0 || o->context_parallel > 0 || o->expert_parallel > 0;
+    return o->block_search > 0 || own_dimension(o) != NULL;
 }
 
 int pf_search_blocks_check(const pf_search_opts_t *o, char *err, size_t errlen)
 {
-    const char *field = o->sequence_parallel >= 0 ? "sequence_parallel"
-                      : o->virtual_stages > 0     ? "virtual_stages"
-                      : o->microbatch_size > 0    ? "microbatch_size"
-                      : o->context_parallel > 0   ? "context_parallel"
-                      : o->expert_parallel > 0    ? "expert_parallel"
-                                                  : NULL;
+    const char *field = own_dimension(o);
     if (o->block_search != 0 || !field)
         return PF_OK;
     return pf_fail(err, errlen, PF_EINPUT, "%s: a dimension of the block search, which "

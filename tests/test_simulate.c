@@ -156,6 +156,28 @@ static void test_unequal_stages_by_hand(void)
     pf_cluster_destroy(&c);
 }
 
+/* The send events of device dev (-1: of every device). */
+static int sends(const pf_simulate_result_t *r, int dev)
+{
+    int n = 0;
+    for (int i = 0; i < r->nevents; i++)
+        n += r->events[i].kind == PF_EV_SEND && (dev < 0 || r->events[i].device == dev);
+    return n;
+}
+
+/* How many of the n sends want[k] = {device, start, end} (ms) the timeline holds. */
+static int sends_found(const pf_simulate_result_t *r, const double (*want)[3], int n)
+{
+    int found = 0;
+    for (int i = 0; i < r->nevents; i++) {
+        const pf_simulate_event_t *e = &r->events[i];
+        for (int k = 0; k < n && e->kind == PF_EV_SEND; k++)
+            found += e->device == (int)want[k][0] && fabs(e->start_ms - want[k][1]) < 1e-12 &&
+                     fabs(e->end_ms - want[k][2]) < 1e-12;
+    }
+    return found;
+}
+
 /* A device sends while it receives (links are full duplex): S = 2, MB = 2, 1F1B, f = b = 1,
  * every transfer 3 ms.
  *   stage 0: F0 [0,1] F1 [1,2]; its sends XF0 [1,4], XF1 [4,7] (one send at a time);
@@ -173,17 +195,9 @@ static void test_full_duplex_by_hand(void)
     pf_simulate_result_t *r = NULL;
     CU_ASSERT_EQUAL_FATAL(pf_simulate(&p.in, &r, err, sizeof err), PF_OK);
     PF_ASSERT_CLOSE(r->step_ms, 13.0, 1e-12);
-    double want[4][3] = {{0, 1, 4}, {0, 4, 7}, {1, 6, 9}, {1, 9, 12}}; /* device, start, end */
-    int n = 0, found = 0;
-    for (int i = 0; i < r->nevents; i++) {
-        const pf_simulate_event_t *e = &r->events[i];
-        n += e->kind == PF_EV_SEND;
-        for (int k = 0; k < 4 && e->kind == PF_EV_SEND; k++)
-            found += e->device == (int)want[k][0] && fabs(e->start_ms - want[k][1]) < 1e-12 &&
-                     fabs(e->end_ms - want[k][2]) < 1e-12;
-    }
-    CU_ASSERT_EQUAL(n, 4);
-    CU_ASSERT_EQUAL(found, 4);
+    const double want[4][3] = {{0, 1, 4}, {0, 4, 7}, {1, 6, 9}, {1, 9, 12}};
+    CU_ASSERT_EQUAL(sends(r, -1), 4);
+    CU_ASSERT_EQUAL(sends_found(r, want, 4), 4);
     PF_ASSERT_CLOSE(r->comm_busy_ms[0], 12.0, 1e-12);
     pf_simulate_result_destroy(&r);
     pf_cluster_destroy(&c);
@@ -200,16 +214,9 @@ static void test_shared_link(void)
     char err[256];
     pf_simulate_result_t *r = NULL;
     CU_ASSERT_EQUAL_FATAL(pf_simulate(&p.in, &r, err, sizeof err), PF_OK);
-    int n = 0;
-    for (int i = 0; i < r->nevents; i++) {
-        const pf_simulate_event_t *e = &r->events[i];
-        if (e->device == 0 && e->kind == PF_EV_SEND) {
-            PF_ASSERT_CLOSE(e->start_ms, n == 0 ? 0.1 : 1.1, 1e-12);
-            PF_ASSERT_CLOSE(e->end_ms, n == 0 ? 1.1 : 2.1, 1e-12);
-            n++;
-        }
-    }
-    CU_ASSERT_EQUAL(n, 2);
+    const double want[2][3] = {{0, 0.1, 1.1}, {0, 1.1, 2.1}};
+    CU_ASSERT_EQUAL(sends(r, 0), 2);
+    CU_ASSERT_EQUAL(sends_found(r, want, 2), 2);
     pf_simulate_result_destroy(&r);
     pf_cluster_destroy(&c);
 }

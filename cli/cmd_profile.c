@@ -26,7 +26,8 @@ static void help(FILE *f)
     fprintf(f,
             "usage: planfarm profile --local [flags] [-o CLUSTER]\n"
             "       planfarm profile --local --graph GRAPH [flags] [-o MEASURED_GRAPH]\n"
-            "       planfarm profile --local --sweep [--quick] [--device N] [-o SWEEP]\n"
+            "       planfarm profile --local --sweep [--quick] [--soak-ms MS] [--device N]\n"
+            "                        [-o SWEEP]\n"
             "       planfarm profile --broker ENDPOINT [--sizes L] [--reps N] [--timeout S]\n"
             "                        [--stream-mb N] [--name NAME] [-o CLUSTER]\n\n"
             "Measures this host and writes a cluster file whose bandwidth and latency matrices\n"
@@ -59,6 +60,10 @@ static void help(FILE *f)
             "                    copies from 1 MiB to 4 GiB, elementwise/layernorm/softmax over\n"
             "                    sizes; JSON records (format planfarm-device-sweep). Needs a GPU\n"
             "  --quick           with --sweep: two sizes per axis (a first look; seconds)\n"
+            "  --soak-ms MS      with --sweep: run each op probe untimed this long first\n"
+            "                    (default %d; 0: not), so that each record is the GPU's\n"
+            "                    steady state under that op: its clock falls under the power\n"
+            "                    limit as GEMMs run back to back, as in training\n"
             "  --broker EP       profile the broker's agents, e.g. tcp://127.0.0.1:5710\n"
             "  --timeout S       with --broker: seconds to wait for the round (default 600); the\n"
             "                    broker gives each probe task a tenth of it\n"
@@ -80,7 +85,7 @@ static void help(FILE *f)
             "                    measurements fit a hierarchy (format 2: equal hosts, links\n"
             "                    within 10%% of their medians), which is written otherwise\n"
             "  -q, --quiet       no tables\n",
-            PF_SWEEP_MAX);
+            PF_SWEEP_SOAK_MS, PF_SWEEP_MAX);
 }
 
 /* "4,64K,1M" into sizes; -1 after a usage message. */
@@ -217,7 +222,7 @@ static int calibrate(const char *graph_path, const char *out, const pf_cuda_load
 typedef struct {
     pf_local_opts_t o; /* sizes, reps, peer_off */
     const char *out, *cluster_out, *graph, *name, *broker;
-    double timeout_s;
+    double timeout_s, soak_ms; /* soak_ms < 0: not given */
     long long stream_mb, device;
     int dtype;
     bool local, quiet, sweep, quick, matrix;
@@ -253,6 +258,7 @@ static const cli_option_t profile_options[] = {
     {"graph", 0, CLI_OPT_STRING, .offset = A(graph)},
     {"sweep", 0, CLI_OPT_FLAG, .offset = A(sweep)},
     {"quick", 0, CLI_OPT_FLAG, .offset = A(quick)},
+    {"soak-ms", 0, CLI_OPT_DOUBLE, .offset = A(soak_ms), .dlo = 0, .dhi = 60000},
     {"device", 0, CLI_OPT_LLONG, .offset = A(device), .lo = 0, .hi = 1023},
     {"dtype", 0, CLI_OPT_CUSTOM, .parse = parse_dtype},
     {"sizes", 0, CLI_OPT_CUSTOM, .parse = parse_sizes_arg},
@@ -408,7 +414,8 @@ static int profile_sweep(const profile_args_t *a, const pf_cuda_loader_t *cuda,
                 !cuda ? loader_err : n ? "no such GPU (--device)" : "no GPU found");
         return CLI_FAIL;
     }
-    pf_sweep_opts_t so = {.device = (int)a->device, .reps = a->o.reps, .quick = a->quick};
+    pf_sweep_opts_t so = {.device = (int)a->device, .reps = a->o.reps, .quick = a->quick,
+                          .soak_ms = a->soak_ms >= 0 ? a->soak_ms : PF_SWEEP_SOAK_MS};
     json_t *rec = pf_sweep_run(pf_cuda_loader_api(cuda), &so,
                                cli_stderr_tty() && !a->quiet ? progress_bar : NULL, NULL, err,
                                sizeof err);
@@ -433,6 +440,8 @@ static int profile_local(const profile_args_t *a)
         return cli_usage_error(CMD, "--cluster-out goes with --graph (else use -o)");
     if (cli_check_output(CMD, a->out) || (a->cluster_out && cli_check_output(CMD, a->cluster_out)))
         return CLI_USAGE;
+    if (!a->sweep && (a->quick || a->soak_ms >= 0))
+        return cli_usage_error(CMD, "%s goes with --sweep", a->quick ? "--quick" : "--soak-ms");
     char loader_err[CLI_ERRLEN] = "";
     pf_cuda_loader_t *cuda = pf_cuda_loader_open(loader_err, sizeof loader_err);
     if (a->sweep) {
@@ -442,8 +451,6 @@ static int profile_local(const profile_args_t *a)
         pf_cuda_loader_close(&cuda);
         return rc;
     }
-    if (a->quick)
-        return cli_usage_error(CMD, "--quick goes with --sweep");
     if (a->matrix && a->graph && !a->cluster_out)
         return cli_usage_error(CMD, "--matrix goes with a cluster (-o, or --cluster-out with "
                                "--graph)");
@@ -456,7 +463,7 @@ static int profile_local(const profile_args_t *a)
 
 int cmd_profile(int argc, char **argv)
 {
-    profile_args_t a = {.timeout_s = 600, .stream_mb = 256, .dtype = PF_DT_BF16};
+    profile_args_t a = {.timeout_s = 600, .soak_ms = -1, .stream_mb = 256, .dtype = PF_DT_BF16};
     pf_local_opts_default(&a.o);
     const cli_options_t spec = {CMD, help, "unknown option (see --help)", NULL,
                                 {{profile_options, &a, NULL}, {NULL, NULL, NULL}}};
@@ -469,9 +476,10 @@ int cmd_profile(int argc, char **argv)
         return cli_usage_error(CMD, "one of --local and --broker ENDPOINT is required");
     if (!a.broker)
         return profile_local(&a);
-    if (a.graph || a.cluster_out || a.o.peer_off || a.sweep || a.quick || a.matrix)
-        return cli_usage_error(CMD, "--graph, --cluster-out, --peer-off, --sweep and --matrix "
-                               "go with --local");
+    if (a.graph || a.cluster_out || a.o.peer_off || a.sweep || a.quick || a.soak_ms >= 0 ||
+        a.matrix)
+        return cli_usage_error(CMD, "--graph, --cluster-out, --peer-off, --sweep (--quick, "
+                               "--soak-ms) and --matrix go with --local");
     if (cli_check_endpoint(CMD, "--broker", a.broker) || cli_check_output(CMD, a.out))
         return CLI_USAGE;
     if (a.o.nsizes == 1)

@@ -1,6 +1,7 @@
 #include "profiler/sweep.h"
 #include "planner/core/util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@ static const double hbm_log2[] = {20, 22, 24, 26, 28, 30, 32};
 
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define QUICK 2 /* entries per axis of a --quick grid */
+#define SOAK_MAX_REPS 100000
 
 typedef struct {
     const pf_cuda_api_t *api;
@@ -55,7 +57,27 @@ static void tick(sweep_t *s, const char *what)
         s->progress(s->ctx, s->done, s->total, what);
 }
 
-/* One op probe timed and appended to the array named by its kind. */
+/* A GPU's SM clock follows its power draw: a large GEMM timed right after small ones runs at
+ * a clock it does not hold once GEMMs run back to back under the power limit, as they do in a
+ * training step (an H100 at 700 W: 1980 MHz rested, 1245-1410 MHz sustained on the sweep's
+ * largest GEMMs, bench/results/gpu-2026-11-26b.md). Without a soak a record is whatever state
+ * the previous probes left, which rises with the grid's order: the table then reads larger
+ * GEMMs as less efficient than smaller ones where it should read the clock. One untimed run
+ * sizes the soak (op_time runs its warm-ups and reps forward, then backward). */
+static int soak(sweep_t *s, const pf_op_probe_t *p, char *why, size_t whylen)
+{
+    double fwd = 0, bwd = 0;
+    if (!(s->o->soak_ms > 0))
+        return PF_OK;
+    int rc = s->api->op_time(s->o->device, p, 1, &fwd, &bwd, why, whylen);
+    if (rc != PF_OK)
+        return rc;
+    double one_ms = fwd + bwd;
+    int reps = one_ms > 0 ? (int)fmin(ceil(s->o->soak_ms / one_ms), SOAK_MAX_REPS) : 1;
+    return s->api->op_time(s->o->device, p, reps > 0 ? reps : 1, &fwd, &bwd, why, whylen);
+}
+
+/* One op probe timed (after its soak) and appended to the array named by its kind. */
 static int probe(sweep_t *s, const pf_op_probe_t *p)
 {
     double fwd, bwd;
@@ -64,7 +86,9 @@ static int probe(sweep_t *s, const pf_op_probe_t *p)
              dtype_name(p->dtype), (long long)p->m, (long long)p->n, (long long)p->k,
              (long long)p->batch);
     char why[256] = "";
-    int rc = s->api->op_time(s->o->device, p, s->o->reps, &fwd, &bwd, why, sizeof why);
+    int rc = soak(s, p, why, sizeof why);
+    if (rc == PF_OK)
+        rc = s->api->op_time(s->o->device, p, s->o->reps, &fwd, &bwd, why, sizeof why);
     if (rc != PF_OK)
         return pf_fail(s->err, s->errlen, rc, "%s: %s", what, why);
     json_t *rec = json_pack("{s:s, s:I, s:I, s:I, s:I, s:i, s:b, s:f, s:f}", "dtype",
@@ -171,13 +195,14 @@ static json_t *header(const pf_cuda_api_t *api, const pf_sweep_opts_t *o, char *
     pf_gpu_info_t gi;
     if (api->device_info(o->device, &gi, err, errlen) != PF_OK)
         return NULL;
-    return json_pack("{s:s, s:i, s:{s:s, s:i, s:i, s:i, s:f, s:f}, s:s, s:i, s:s, s:[], s:[],"
-                     " s:[], s:[], s:[], s:[]}",
+    return json_pack("{s:s, s:i, s:{s:s, s:i, s:i, s:i, s:f, s:f}, s:s, s:i, s:f, s:s, s:[],"
+                     " s:[], s:[], s:[], s:[], s:[]}",
                      "format", "planfarm-device-sweep", "version", 1, "gpu", "name", gi.name,
                      "sm_count", gi.sm_count, "cc_major", gi.cc_major, "cc_minor", gi.cc_minor,
                      "sm_clock_mhz", gi.sm_clock_mhz, "mem_bytes", gi.mem_bytes, "probes",
-                     api->build, "reps", o->reps, "method",
-                     "median of timed runs after warm-up (the CUDA probes' op_time/hbm_copy)",
+                     api->build, "reps", o->reps, "soak_ms", o->soak_ms, "method",
+                     "median of timed runs after warm-up (the CUDA probes' op_time/hbm_copy); "
+                     "each op probe first run untimed for soak_ms",
                      "gemm", "attention", "elementwise", "layernorm", "softmax", "hbm_copy");
 }
 

@@ -12,12 +12,19 @@
 #include <jansson.h>
 #include <stddef.h>
 
+/* The sweep's default soak: longer than the GPU's power management takes to settle its clock
+ * under a GEMM (milliseconds), short enough that the grid of 277 probes soaks in about a
+ * minute. */
+#define PF_SWEEP_SOAK_MS 200
+
 typedef void (*pf_sweep_progress_fn)(void *ctx, int done, int total, const char *what);
 
 typedef struct {
     int device;
     int reps;
-    int quick; /* a small grid (tests, or a first look): a few shapes per family */
+    int quick;      /* a small grid (tests, or a first look): a few shapes per family */
+    double soak_ms; /* each op probe first runs untimed this long (0: not), so that its record is
+                     * the GPU's steady state under that probe, not what the last one left */
 } pf_sweep_opts_t;
 
 /* Runs the sweep on opts->device and returns its records (caller decrefs), or NULL with the

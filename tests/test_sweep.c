@@ -8,6 +8,7 @@
 #include <string.h>
 
 static int calls, fail_at;
+static int reps_asked[4]; /* the last four op_time calls' reps, latest last */
 
 static int fake_info(int dev, pf_gpu_info_t *out, char *err, size_t errlen)
 {
@@ -22,7 +23,9 @@ static int fake_info(int dev, pf_gpu_info_t *out, char *err, size_t errlen)
 static int fake_op(int dev, const pf_op_probe_t *p, int reps, double *fwd, double *bwd,
                    char *err, size_t errlen)
 {
-    (void)dev, (void)reps;
+    (void)dev;
+    memmove(reps_asked, reps_asked + 1, sizeof reps_asked - sizeof reps_asked[0]);
+    reps_asked[3] = reps;
     if (++calls == fail_at)
         return pf_fail(err, errlen, PF_ERR, "out of memory");
     *fwd = p->kind == PF_CUDA_OP_GEMM ? 2.0 * p->m * p->n * p->k * p->batch / 1e12 : 1;
@@ -89,9 +92,37 @@ static void test_failure_named(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "out of memory"));
 }
 
+/* Each op probe: one untimed run sizes the soak, the soak runs ceil(soak / (fwd + bwd)) reps,
+ * then the timed run; the HBM copies are not soaked. */
+static void test_soak(void)
+{
+    char err[256];
+    pf_sweep_opts_t o = {.device = 0, .reps = 7, .soak_ms = 100};
+    calls = 0, fail_at = -1;
+    json_t *r = pf_sweep_run(&fake, &o, NULL, NULL, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    int copies = (int)json_array_size(json_object_get(r, "hbm_copy"));
+    CU_ASSERT_EQUAL(copies, 7);
+    CU_ASSERT_EQUAL(calls, copies + 3 * (pf_sweep_count(&o) - copies));
+    CU_ASSERT_DOUBLE_EQUAL(json_real_value(json_object_get(r, "soak_ms")), 100, 0);
+    json_decref(r);
+    /* the sweep ends on the memory-bound kernels (1 + 2 ms a rep: 34 reps of soak) */
+    CU_ASSERT_EQUAL(reps_asked[1], 1);
+    CU_ASSERT_EQUAL(reps_asked[2], 34);
+    CU_ASSERT_EQUAL(reps_asked[3], 7);
+    pf_sweep_opts_t quick = {.device = 0, .reps = 5, .quick = 1, .soak_ms = 100};
+    calls = 0, fail_at = 2 + 8 * 3; /* two copies, then the last GEMM's timed run */
+    CU_ASSERT_PTR_NULL(pf_sweep_run(&fake, &quick, NULL, NULL, err, sizeof err));
+    CU_ASSERT_EQUAL(reps_asked[1], 1);
+    CU_ASSERT_EQUAL(reps_asked[2], 31045); /* quick's last GEMM, 512 x 1024 x 1024: 3.2 us */
+    CU_ASSERT_EQUAL(reps_asked[3], 5);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "gemm bf16 512x1024x1024"));
+}
+
 void pf_suite_sweep(void)
 {
     CU_pSuite s = CU_add_suite("sweep", NULL, NULL);
     CU_add_test(s, "the grid, every record as the probe timed it", test_grid);
     CU_add_test(s, "a failing probe is named and nothing is returned", test_failure_named);
+    CU_add_test(s, "each op probe is soaked for its own time before it is timed", test_soak);
 }

@@ -229,6 +229,8 @@ profile --sizes 4
 profile --sizes 4,x
 profile --sizes 4,2G
 profile --dtype fp8
+profile --local --soak-ms 5
+profile --local --sweep --soak-ms -1
 calibrate
 calibrate a b
 calibrate --bogus x
@@ -997,7 +999,7 @@ planfarm profile: one of --local and --broker ENDPOINT is required
 (see 'planfarm profile --help')
 [exit 2]
 $ planfarm profile --broker tcp://127.0.0.1:1 --graph g
-planfarm profile: --graph, --cluster-out, --peer-off, --sweep and --matrix go with --local
+planfarm profile: --graph, --cluster-out, --peer-off, --sweep (--quick, --soak-ms) and --matrix go with --local
 (see 'planfarm profile --help')
 [exit 2]
 $ planfarm profile --broker foo
@@ -1034,6 +1036,13 @@ planfarm profile: --sizes: '4,2G': at most 40 sizes of at most 1G, comma-separat
 $ planfarm profile --dtype fp8
 planfarm profile: --dtype: 'fp8': bf16, fp16 or fp32
 (see 'planfarm profile --help')
+[exit 2]
+$ planfarm profile --local --soak-ms 5
+planfarm profile: --soak-ms goes with --sweep
+(see 'planfarm profile --help')
+[exit 2]
+$ planfarm profile --local --sweep --soak-ms -1
+planfarm profile: --soak-ms: -1 is outside [0, 60000]
 [exit 2]
 $ planfarm calibrate
 planfarm calibrate: expected one sweep file (planfarm profile --local --sweep)
@@ -1125,7 +1134,7 @@ help result: 773170951 804
 help cancel: 3739333781 715
 help list: 2550677265 892
 help keygen: 3068494888 374
-help profile: 3444554855 4061
+help profile: 367309061 4400
 help calibrate: 2570741372 1274
 help devices: 3212416660 317
 help: 1742133860 1809

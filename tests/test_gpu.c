@@ -5,8 +5,13 @@
  * Both references were measured through PyTorch, so each class of probe is held to what it can
  * match (bench/results/gpu-2026-11-26.md has the runs these bounds come from):
  *   - bandwidths (HBM copy, host <-> device at 256 MiB): within 10%;
- *   - cuBLAS GEMMs, square and the layer's four: within 20% (torch's F.linear picks other
- *     kernels than a plain cublasGemmEx: out_proj's forward is 14% faster here). The shared
+ *   - cuBLAS GEMMs, square and the layer's four: 0.75 .. 1.4 of the reference (torch's F.linear
+ *     picks other kernels than a plain cublasGemmEx: out_proj's forward is 14% faster here; and
+ *     the two harnesses run at whatever clock the GPU's power limit leaves: under back-to-back
+ *     GEMMs an H100's SM clock fell from 1980 to 1245-1410 MHz, and the GEMMs of a GPT layer ran
+ *     1.17-1.21x slower than rested, gpu-2026-11-26b.md; a second run of this suite read
+ *     out_proj's backward 1.30x the reference where the first read 0.95). A wrong kernel, shape
+ *     or transposition still shows (2x and more). The shared
  *     reference's own GEMM and backward times are not used: a rerun of its method gave 740
  *     TFLOP/s at 4096^3 against its 651, and its backward times run up to 1.33x a rerun's;
  *   - the 4-byte copy's latency: at most the reference's (torch's copy adds its dispatch);
@@ -28,7 +33,7 @@
 typedef struct {
     double lo, hi;
 } bounds_t;
-static const bounds_t BANDWIDTH = {0.9, 1.1}, CUBLAS = {0.8, 1.2}, AT_MOST = {0, 1.1},
+static const bounds_t BANDWIDTH = {0.9, 1.1}, CUBLAS = {0.75, 1.4}, AT_MOST = {0, 1.1},
                       KERNEL = {0.25, 4.0}, UNFUSED = {0.8, 8.0};
 
 static pf_cuda_loader_t *cuda;

@@ -20,6 +20,8 @@ static const double hbm_log2[] = {20, 22, 24, 26, 28, 30, 32};
 
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define QUICK 2 /* entries per axis of a --quick grid */
+/* A soak's reps at most: 200 ms of the smallest probe (about 3 us a rep) is 70,000; op_time
+ * keeps one double per rep. */
 #define SOAK_MAX_REPS 100000
 
 typedef struct {
@@ -63,7 +65,11 @@ static void tick(sweep_t *s, const char *what)
  * largest GEMMs, bench/results/gpu-2026-11-26b.md). Without a soak a record is whatever state
  * the previous probes left, which rises with the grid's order: the table then reads larger
  * GEMMs as less efficient than smaller ones where it should read the clock. One untimed run
- * sizes the soak (op_time runs its warm-ups and reps forward, then backward). */
+ * sizes the soak (op_time runs its warm-ups and reps forward, then backward), so a probe runs
+ * untimed for at least soak_ms. The soak is its own op_time call: the GPU idles while the
+ * timed call sets up its buffers (milliseconds), and each rep waits for its event, so the
+ * smallest probes soak at less than full load; the soaked sweeps still reproduced soaked GEMM
+ * times (gpu-2026-11-26b.md). */
 static int soak(sweep_t *s, const pf_op_probe_t *p, char *why, size_t whylen)
 {
     double fwd = 0, bwd = 0;

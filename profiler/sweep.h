@@ -13,8 +13,8 @@
 #include <stddef.h>
 
 /* The sweep's default soak: longer than the GPU's power management takes to settle its clock
- * under a GEMM (milliseconds), short enough that the grid of 277 probes soaks in about a
- * minute. */
+ * under a GEMM (milliseconds), short enough that the 330 op probes of the full grid soak in
+ * about a minute (the whole sweep about 90 s on an H100). */
 #define PF_SWEEP_SOAK_MS 200
 
 typedef void (*pf_sweep_progress_fn)(void *ctx, int done, int total, const char *what);

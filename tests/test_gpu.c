@@ -9,11 +9,11 @@
  *     picks other kernels than a plain cublasGemmEx: out_proj's forward is 14% faster here; and
  *     the two harnesses run at whatever clock the GPU's power limit leaves: under back-to-back
  *     GEMMs an H100's SM clock fell from 1980 to 1245-1410 MHz, and the GEMMs of a GPT layer ran
- *     1.17-1.21x slower than rested, gpu-2026-11-26b.md; a second run of this suite read
+ *     1.07-1.21x slower than rested, gpu-2026-11-26b.md; a second run of this suite read
  *     out_proj's backward 1.30x the reference where the first read 0.95). A wrong kernel, shape
- *     or transposition still shows (2x and more). The shared
- *     reference's own GEMM and backward times are not used: a rerun of its method gave 740
- *     TFLOP/s at 4096^3 against its 651, and its backward times run up to 1.33x a rerun's;
+ *     or transposition still shows (2x and more). The shared reference's own GEMM and backward
+ *     times are not used: a rerun of its method gave 740 TFLOP/s at 4096^3 against its 651, and
+ *     its backward times run up to 1.33x a rerun's;
  *   - the 4-byte copy's latency: at most the reference's (torch's copy adds its dispatch);
  *   - memory-bound kernels (layernorm, add, gelu): within 4x, the probes' plain kernels against
  *     PyTorch's tuned ones; attention: the probe is unfused (an upper bound on a flash kernel),

@@ -19,12 +19,6 @@
 #include <string.h>
 
 /* GPT, 8 layers, h 256, 8 heads, s 128, micro-batch 2, on 2 DGX A100 machines (16 GPUs) */
-static double rank_ms(const pf_blockenum_item_t *it)
-{
-    int margin = it->cand.cp > 1 || it->cand.ep > 1;
-    return it->eval.step_ms * (margin ? 1 + PF_BLOCKCPEP_MARGIN : 1);
-}
-
 static int fixture(pf_graph_t **g, pf_cluster_t **c)
 {
     char err[256];
@@ -203,7 +197,8 @@ static void test_fix(void)
      * handed on too (the later phases store its activations: planner/tp/seqpar.h) */
     CU_ASSERT_EQUAL(o.train.sequence_parallel, b->sp);
     for (int i = 2; i < choice.n; i++) /* ranked by step, context / expert parallel x margin */
-        CU_ASSERT_TRUE(rank_ms(&choice.best[i - 1]) <= rank_ms(&choice.best[i]));
+        CU_ASSERT_TRUE(pf_blockcpep_rank_ms(&choice.best[i - 1]) <=
+                       pf_blockcpep_rank_ms(&choice.best[i]));
     /* the same as blockenum's best over the same problem */
     pf_blocks_t *bl = pf_blocks_new(g, 2, err, sizeof err);
     pf_blockcost_roofline_t roof;
@@ -487,17 +482,11 @@ static pf_graph_t *priced_gpt_h(int hidden, int seq)
     return h;
 }
 
-/* The rank the pool orders by: the step, x (1 + PF_BLOCKCPEP_MARGIN) with context or expert
- * parallelism (blockcpep.c: a (C, E) > 1 must win by the margin). */
-static double rank_of(const pf_blockenum_item_t *it)
-{
-    return it->eval.step_ms * (it->cand.cp > 1 || it->cand.ep > 1 ? 1 + PF_BLOCKCPEP_MARGIN : 1);
-}
-
 /* The micro-batch is searched where the graph has a device model to re-price it: the free
- * ranking's leader is the best by rank of the rankings with the micro-batch fixed to each value
- * that divides a replica's share (brute force over b), unless the graph's own (here 1) ranks
- * within PF_SEARCH_BLOCKS_B_MARGIN of it; here another leads. (On the H100 table soaked, the
+ * ranking's leader is the best by the pool's rank (pf_blockcpep_rank_ms) of the rankings with
+ * the micro-batch fixed to each value that divides a replica's share (brute force over b),
+ * unless the graph's own (here 1) ranks within PF_SEARCH_BLOCKS_B_MARGIN of it; here another
+ * leads. (On the H100 table soaked, the
  * fastest step is micro-batch 32 under context parallelism 2, which ranks behind micro-batch 16
  * without it by the margin.) A graph without a device model keeps its own (the fixture's 2). */
 static void test_microbatch_searched(void)
@@ -521,13 +510,13 @@ static void test_microbatch_searched(void)
         fixed.microbatch_size = b;
         if (pf_search_blocks_fix(g, c, &fixed, &choice, err, sizeof err) != PF_OK)
             continue;
-        if (rank_of(&choice.best[0]) < best_ms)
-            best_ms = rank_of(&choice.best[0]), best_b = b;
+        if (pf_blockcpep_rank_ms(&choice.best[0]) < best_ms)
+            best_ms = pf_blockcpep_rank_ms(&choice.best[0]), best_b = b;
         if (b == 1)
-            own_ms = rank_of(&choice.best[0]);
+            own_ms = pf_blockcpep_rank_ms(&choice.best[0]);
     }
     CU_ASSERT(own_ms > best_ms * (1 + PF_SEARCH_BLOCKS_B_MARGIN)); /* the case: another leads */
-    PF_ASSERT_CLOSE(rank_of(&free_best), best_ms, 1e-12);
+    PF_ASSERT_CLOSE(pf_blockcpep_rank_ms(&free_best), best_ms, 1e-12);
     CU_ASSERT_EQUAL(free_best.cand.b, best_b);
     CU_ASSERT_NOT_EQUAL(best_b, 1);
     any = o;

@@ -108,7 +108,7 @@ def layers(rest_s=0.05, soak_s=0.0):
 
 def main():
     soaked = len(sys.argv) == 3 and sys.argv[1] == "--layers-soaked"
-    if len(sys.argv) != 2 and not soaked:
+    if (len(sys.argv) != 2 or sys.argv[1].startswith("-")) and not soaked:
         sys.exit(__doc__)
     torch.backends.cuda.matmul.allow_tf32 = False
     rec = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,

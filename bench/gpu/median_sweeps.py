@@ -12,26 +12,42 @@ import sys
 
 FAMILIES = ("gemm", "attention", "elementwise", "layernorm", "softmax")
 SHAPE = ("dtype", "m", "n", "k", "batch", "inputs", "causal")
+SAME = ("format", "version", "reps", "soak_ms", "probes")  # what makes two sweeps one method
 
 
 def key(rec):
     return tuple(rec.get(f) for f in SHAPE)
 
 
+def check(paths, runs):
+    """exit with the first difference that makes the runs not one method's on one GPU"""
+    first = runs[0]
+    for path, run in zip(paths[1:], runs[1:]):
+        for k in SAME:
+            if run.get(k) != first.get(k):
+                sys.exit("%s: %s is %r where %s has %r" % (path, k, run.get(k), paths[0],
+                                                            first.get(k)))
+        if run["gpu"]["name"] != first["gpu"]["name"]:
+            sys.exit("%s: a sweep of %s, %s of %s" % (path, run["gpu"]["name"], paths[0],
+                                                       first["gpu"]["name"]))
+        for fam in FAMILIES:
+            if sorted(map(key, run[fam])) != sorted(map(key, first[fam])):
+                sys.exit("%s: its %s records are not %s's" % (path, fam, paths[0]))
+        if sorted(c["bytes"] for c in run["hbm_copy"]) != sorted(c["bytes"] for c in
+                                                                 first["hbm_copy"]):
+            sys.exit("%s: its hbm_copy sizes are not %s's" % (path, paths[0]))
+
+
 def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     runs = [json.load(open(p)) for p in sys.argv[2:]]
+    check(sys.argv[2:], runs)
     out = runs[0]
-    names = {r["gpu"]["name"] for r in runs}
-    if len(names) != 1:
-        sys.exit("sweeps of different GPUs: %s" % sorted(names))
     for fam in FAMILIES:
         by_shape = [{key(r): r for r in run[fam]} for run in runs]
         for rec in out[fam]:
-            same = [b[key(rec)] for b in by_shape if key(rec) in b]
-            if len(same) != len(runs):
-                sys.exit("%s %s: not in every sweep" % (fam, key(rec)))
+            same = [b[key(rec)] for b in by_shape]
             for t in ("fwd_ms", "bwd_ms"):
                 rec[t] = statistics.median(s[t] for s in same)
     copies = [{c["bytes"]: c for c in run["hbm_copy"]} for run in runs]

@@ -65,7 +65,7 @@ static const double h100_eff[7 * 6 * 6] = {
     0.46522, 0.55879, 0.61029, 0.65901, 0.68522, 0.67882,
     0.49512, 0.58087, 0.66498, 0.69861, 0.7241, 0.70055,
 };
-/* h200-sweep.json: bf16 forward GEMMs, efficiency = 2mnk / (ms x 989.4 TFLOP/s), 5 digits;
+/* h200-sweep.json: bf16 forward GEMMs, efficiency = 2mnk / (ms x 989.4 TFLOP/s), 4 digits;
  * m = 256 .. 16384 (7), n and k = 512 .. 16384 (6); row (m, n), k across. */
 static const double h200_eff[7 * 6 * 6] = {
     0.00875, 0.01718, 0.03293, 0.05763, 0.1045, 0.1779,

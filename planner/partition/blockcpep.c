@@ -198,8 +198,7 @@ typedef struct {
     pf_blockenum_stats_t st;
 } run_t;
 
-/* The rank of a candidate: its step, x (1 + PF_BLOCKCPEP_MARGIN) with C or E > 1. */
-static double rank_ms(const pf_blockenum_item_t *it)
+double pf_blockcpep_rank_ms(const pf_blockenum_item_t *it)
 {
     return it->eval.step_ms * (it->cand.cp > 1 || it->cand.ep > 1 ? 1 + PF_BLOCKCPEP_MARGIN : 1);
 }
@@ -209,10 +208,10 @@ static void merge(run_t *r, const pf_blockenum_item_t *it, int C, int E)
 {
     pf_blockenum_item_t x = *it;
     x.cand.cp = C, x.cand.ep = E, x.cand.d /= C;
-    if (r->n == r->k && rank_ms(&x) >= rank_ms(&r->out[r->k - 1]))
+    if (r->n == r->k && pf_blockcpep_rank_ms(&x) >= pf_blockcpep_rank_ms(&r->out[r->k - 1]))
         return;
     int i = r->n < r->k ? r->n++ : r->k - 1;
-    while (i > 0 && rank_ms(&r->out[i - 1]) > rank_ms(&x)) {
+    while (i > 0 && pf_blockcpep_rank_ms(&r->out[i - 1]) > pf_blockcpep_rank_ms(&x)) {
         r->out[i] = r->out[i - 1];
         i--;
     }
@@ -230,7 +229,7 @@ static int one(run_t *r, int C, int E, char *err, size_t errlen)
     /* merge takes only what ranks below the pool's k-th; the cap is loosened by far more than
      * the rounding of the division, so no candidate merge would take is pruned */
     if (r->prune && r->n == r->k)
-        pr.step_cap_ms = rank_ms(&r->out[r->k - 1]) /
+        pr.step_cap_ms = pf_blockcpep_rank_ms(&r->out[r->k - 1]) /
                          (C > 1 || E > 1 ? 1 + PF_BLOCKCPEP_MARGIN : 1) * (1 + 1e-9);
     pf_blockenum_stats_t st = {0, 0};
     int n = 0, rc = pf_blockenum_run(&pr, r->fix, r->k, r->prune, r->tmp, &n, &st, err, errlen);

@@ -43,6 +43,9 @@
  * and simulated 21% behind it (bench/RESULTS.md). */
 #define PF_BLOCKCPEP_MARGIN 0.10
 
+/* The rank the merged pool orders by: the step, x (1 + PF_BLOCKCPEP_MARGIN) with C or E > 1. */
+double pf_blockcpep_rank_ms(const pf_blockenum_item_t *it);
+
 /* One (C, E) of the search, its facts and its collective groups (cached per t; one per thread). */
 typedef struct pf_blockcpep {
     pf_cpep_facts_t f; /* of one block, at the graph's micro-batch b0 */

@@ -193,8 +193,9 @@ static void block_facts(const pf_graph_t *g, const pf_blocks_t *b, pf_cpep_facts
 /* The later phases plan one micro-batch, the leader's (apply): a candidate at the graph's own
  * micro-batch ranked within PF_SEARCH_BLOCKS_B_MARGIN of a leader at another leads instead, so a
  * re-pricing that the analytic model finds no real gain in does not shut the graph's own
- * candidates out of the simulator (Megatron-LM 76B on 1,024 A100: micro-batch 14 ranked 0.1%
- * ahead of micro-batch 1 and simulated 0.9% behind it). */
+ * candidates out of the simulator (on the first H100 table, Megatron-LM 76B on 1,024 A100:
+ * micro-batch 14 ranked 0.1% ahead of micro-batch 1 and simulated 0.9% behind it; on the soaked
+ * one, the 145.6B row on 1,536: micro-batch 3 0.96% ahead, test_search_blocks). */
 static bool at_graph_microbatch(const pf_blockcost_cand_t *c, int b0)
 {
     return c->b == b0 && c->cp <= 1; /* under context parallelism b counts sub-sequences */

@@ -1,5 +1,7 @@
 #include "proto/model_codec.h"
 #include "planner/core/util.h"
+#include "planner/ir/devmodel.h"
+#include "proto/wire.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +63,42 @@ static pf_op_work_t work_from_pb(const Planfarm__Op *x)
     return w;
 }
 
+/* A carried model (graph.h) as its file's text, in the arena. */
+static int device_to_pb(pf_arena_t *a, const pf_graph_t *g, Planfarm__Graph *pb)
+{
+    const pf_devmodel_t *dm = pf_graph_device(g);
+    if (!dm || pf_devmodel_as_preset(dm))
+        return PF_OK;
+    char *text = pf_devmodel_to_text(dm);
+    size_t len = text ? strlen(text) : 0;
+    char *copy = text ? PF_ANEW(a, char, len + 1) : NULL;
+    if (copy)
+        memcpy(copy, text, len + 1);
+    free(text);
+    pb->device_json = copy;
+    return copy ? PF_OK : PF_ERR;
+}
+
+/* The carried model of a graph off the wire: it must bear the graph's device_model name. */
+static int device_from_pb(const Planfarm__Graph *m, pf_graph_t *g, char *err, size_t errlen)
+{
+    pf_devmodel_t *dm = NULL;
+    if (!m->device_json || !*m->device_json)
+        return PF_OK;
+    if (strlen(m->device_json) > PF_WIRE_MAX_DEVICE_JSON)
+        return pf_fail(err, errlen, PF_EINPUT, "graph.device_json: longer than %d bytes",
+                       PF_WIRE_MAX_DEVICE_JSON);
+    int rc = pf_devmodel_load_buffer(m->device_json, strlen(m->device_json), "graph.device_json",
+                                     &dm, err, errlen);
+    if (rc == PF_OK && (!m->device_model || strcmp(m->device_model, pf_devmodel_spec(dm)->name)))
+        rc = pf_fail(err, errlen, PF_EINPUT, "graph.device_json: its name '%s' is not the "
+                     "graph's device_model", pf_devmodel_spec(dm)->name);
+    if (rc == PF_OK && pf_graph_set_device(g, dm) != PF_OK)
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+    pf_devmodel_destroy(&dm);
+    return rc;
+}
+
 Planfarm__Graph *pf_model_codec_graph_to_pb(pf_arena_t *a, const pf_graph_t *g)
 {
     int n = pf_graph_nops(g), m = pf_graph_nedges(g);
@@ -75,6 +113,8 @@ Planfarm__Graph *pf_model_codec_graph_to_pb(pf_arena_t *a, const pf_graph_t *g)
     pb->name = str(pf_graph_name(g));
     pb->microbatch = (uint32_t)pf_graph_microbatch(g);
     pb->device_model = str(pf_graph_device_model(g));
+    if (device_to_pb(a, g, pb) != PF_OK)
+        return NULL;
     for (int v = 0; v < n; v++) {
         const pf_op_t *o = pf_graph_op(g, v);
         Planfarm__Op *x = &ops[v];
@@ -145,6 +185,10 @@ int pf_model_codec_graph_from_pb(const Planfarm__Graph *m, pf_graph_t **out, cha
                                                                                : NULL) != PF_OK) {
         pf_graph_destroy(&g);
         return pf_fail(err, errlen, PF_ERR, "out of memory");
+    }
+    if ((rc = device_from_pb(m, g, err, errlen)) != PF_OK) {
+        pf_graph_destroy(&g);
+        return rc;
     }
     for (size_t v = 0; v < m->n_ops; v++) {
         const Planfarm__Op *x = m->ops[v];

@@ -71,6 +71,8 @@ int pf_wire_pack(const ProtobufCMessage *m, uint8_t **buf, size_t *len);
 /* Bounds on what a decoded message may ask us to allocate; ZMQ_MAXMSGSIZE bounds the bytes,
  * these bound the counts inside them. */
 #define PF_WIRE_MAX_OPS (1 << 24)
+/* A carried device model's text: a model file holds at most 16^3 table cells (DEVICES.md). */
+#define PF_WIRE_MAX_DEVICE_JSON (1 << 20)
 #define PF_WIRE_MAX_DEVICES (1 << 17) /* a hierarchy's 131,072 GPUs (issue 23) */
 #define PF_WIRE_MAX_STAGE_REPLICAS (1 << 16)
 

@@ -3,6 +3,7 @@
 #include "planner/core/util.h"
 #include "proto/job_codec.h"
 #include "proto/plan_options_codec.h"
+#include "planner/ir/devmodel.h"
 #include "tests/testutil.h"
 
 #include <stdlib.h>
@@ -610,12 +611,55 @@ static void test_request_states(void)
     CU_ASSERT(!pf_wire_request_state_ended(PLANFARM__REQUEST_STATE__REQ_PREPARING));
 }
 
+/* A graph priced on a model that is no preset carries it across the wire (its text equal), a
+ * preset's name alone travels as before, and a carried model under another name is refused. */
+static void test_graph_carried_model(void)
+{
+    char err[256];
+    const pf_devmodel_t *p = pf_devmodel_preset("a100-80g");
+    pf_devmodel_spec_t spec = *pf_devmodel_spec(p);
+    int nm, nn, nk;
+    const double *gm, *gn, *gk, *eff;
+    pf_devmodel_table(p, &nm, &gm, &nn, &gn, &nk, &gk, &eff);
+    spec.hbm_gbps = 1234.5;
+    pf_devmodel_t *m = pf_devmodel_new(&spec, nm, gm, nn, gn, nk, gk, eff, NULL, 0);
+    pf_graph_t *g = pf_test_random_dag(4, 5, 0.2), *h = NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_set_device(g, m), PF_OK);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    CU_ASSERT_EQUAL_FATAL(pf_model_codec_encode_graph(g, &buf, &len), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_model_codec_decode_graph(buf, len, &h, err, sizeof err), PF_OK);
+    char *a = pf_devmodel_to_text(m), *b = pf_devmodel_to_text(pf_graph_device(h));
+    CU_ASSERT(a && b && !strcmp(a, b));
+    CU_ASSERT_STRING_EQUAL(pf_graph_device_model(h), "a100-80g");
+    free(a);
+    free(b);
+    free(buf);
+    pf_graph_destroy(&h);
+    pf_arena_t *ar = pf_arena_new();
+    Planfarm__Graph *msg = pf_model_codec_graph_to_pb(ar, g);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(msg);
+    msg->device_model = "h100-sxm";
+    CU_ASSERT_EQUAL(pf_model_codec_graph_from_pb(msg, &h, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "graph.device_json: its name 'a100-80g' is not the "
+                                       "graph's device_model"));
+    CU_ASSERT_PTR_NULL(h);
+    CU_ASSERT_EQUAL(pf_graph_set_device(g, p), PF_OK);
+    msg = pf_model_codec_graph_to_pb(ar, g);
+    CU_ASSERT(msg && !*msg->device_json && !strcmp(msg->device_model, "a100-80g"));
+    pf_arena_destroy(&ar);
+    pf_graph_destroy(&g);
+    pf_devmodel_destroy(&m);
+}
+
 void pf_suite_codec(void)
 {
     CU_pSuite s = CU_add_suite("codec", NULL, NULL);
     CU_add_test(s, "graph round trip; truncated bytes never crash", test_graph_round_trip);
     CU_add_test(s, "graph messages with bad indices and numbers", test_graph_bad_messages);
     CU_add_test(s, "graph work (FLOPs, bytes, GEMM shape) round trip", test_graph_work_round_trip);
+    CU_add_test(s, "a graph's model that is no preset crosses the wire", test_graph_carried_model);
     CU_add_test(s, "cluster round trip; bad sizes and zero bandwidth", test_cluster_round_trip);
     CU_add_test(s, "plan and job results round trip; out-of-range indices", test_plan_and_results);
     CU_add_test(s, "partition and probe jobs round trip; bad fields", test_jobs);

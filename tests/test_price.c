@@ -5,6 +5,10 @@
 #include "planner/inputs/price.h"
 #include "tests/testutil.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 static void test_price_graph(void)
 {
     static const double g1[1] = {1024}, eff[1] = {0.5};
@@ -199,6 +203,92 @@ static void test_microbatch_linear(void)
     pf_graph_destroy(&g);
 }
 
+/* h100-sxm with every table cell x 0.8 and HBM x 0.5: a calibrated GPU under a preset's name. */
+static pf_devmodel_t *calibrated(void)
+{
+    const pf_devmodel_t *p = pf_devmodel_preset("h100-sxm");
+    int nm, nn, nk;
+    const double *gm, *gn, *gk, *eff;
+    pf_devmodel_table(p, &nm, &gm, &nn, &gn, &nk, &gk, &eff);
+    double cells[16 * 16 * 16];
+    for (int c = 0; c < nm * nn * nk; c++)
+        cells[c] = eff[c] * 0.8;
+    pf_devmodel_spec_t s = *pf_devmodel_spec(p);
+    s.hbm_gbps *= 0.5;
+    return pf_devmodel_new(&s, nm, gm, nn, gn, nk, gk, cells, NULL, 0);
+}
+
+static pf_graph_t *priced_on(const pf_devmodel_t *dm, int b)
+{
+    pf_graph_t *g = tiny_gpt(b, 0), *h = NULL;
+    char err[256];
+    CU_ASSERT_EQUAL(pf_price_graph(g, dm, PF_PREC_BF16, &h, NULL, err, sizeof err), PF_OK);
+    pf_graph_destroy(&g);
+    return h;
+}
+
+static int same_model(const pf_devmodel_t *a, const pf_devmodel_t *b)
+{
+    char *x = a ? pf_devmodel_to_text(a) : NULL, *y = b ? pf_devmodel_to_text(b) : NULL;
+    int same = x && y && !strcmp(x, y);
+    free(x);
+    free(y);
+    return same;
+}
+
+/* A graph priced on a model that is no preset carries it (in memory, in its file), and
+ * re-pricing it at micro-batch 4 is pricing the graph generated at 4 on that model, op by op,
+ * not on the preset whose name it bears; a copy of a preset travels by name. */
+static void test_carried_model(void)
+{
+    char err[256], path[512];
+    pf_devmodel_t *m = calibrated(), *copy = pf_devmodel_copy(pf_devmodel_preset("h100-sxm"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    pf_graph_t *g = priced_on(m, 1), *w = priced_on(m, 4), *h = NULL, *back = NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+    CU_ASSERT_STRING_EQUAL(pf_graph_device_model(g), "h100-sxm");
+    CU_ASSERT(pf_graph_device(g) != pf_devmodel_preset("h100-sxm"));
+    CU_ASSERT(same_model(pf_graph_device(g), m));
+    snprintf(path, sizeof path, "%s/carried.json", pf_test_tmpdir());
+    CU_ASSERT_EQUAL(pf_graph_save(g, path, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_load(path, &back, err, sizeof err), PF_OK);
+    CU_ASSERT(same_model(pf_graph_device(back), m));
+    CU_ASSERT_EQUAL_FATAL(pf_price_microbatch(back, 4, &h, err, sizeof err), PF_OK);
+    CU_ASSERT(same_model(pf_graph_device(h), m));
+    for (int v = 0; v < pf_graph_nops(w); v++) {
+        PF_ASSERT_CLOSE(pf_graph_op(h, v)->fwd_ms, pf_graph_op(w, v)->fwd_ms,
+                        1e-12 * pf_graph_op(w, v)->fwd_ms);
+        PF_ASSERT_CLOSE(pf_graph_op(h, v)->bwd_ms, pf_graph_op(w, v)->bwd_ms,
+                        1e-12 * pf_graph_op(w, v)->bwd_ms);
+    }
+    pf_graph_destroy(&g);
+    g = priced_on(copy, 1);
+    CU_ASSERT_PTR_EQUAL(pf_graph_device(g), pf_devmodel_preset("h100-sxm"));
+    pf_graph_destroy(&g);
+    pf_graph_destroy(&h);
+    pf_graph_destroy(&w);
+    pf_graph_destroy(&back);
+    pf_devmodel_destroy(&m);
+    pf_devmodel_destroy(&copy);
+}
+
+/* A carried model must bear the graph's device_model name. */
+static void test_carried_model_named(void)
+{
+    char err[256], *model = pf_devmodel_to_text(pf_devmodel_preset("a100-80g")), text[65536];
+    pf_graph_t *g = NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+    snprintf(text, sizeof text, "{\"name\":\"d\",\"device_model\":\"h100-sxm\",\"device\":%s,"
+             "\"ops\":[{\"id\":0,\"fwd_ms\":1,\"bwd_ms\":2}],\"edges\":[]}", model);
+    CU_ASSERT_EQUAL(pf_graph_load_buffer(text, strlen(text), "d.json", &g, err, sizeof err),
+                    PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "d.json: graph.device: its name 'a100-80g' is not the "
+                                       "graph's device_model ('h100-sxm')"));
+    CU_ASSERT_PTR_NULL(g);
+    free(model);
+}
+
 void pf_suite_price(void)
 {
     CU_pSuite s = CU_add_suite("price", NULL, NULL);
@@ -206,4 +296,6 @@ void pf_suite_price(void)
     CU_add_test(s, "micro-batch 1 -> 4 by hand", test_microbatch_by_hand);
     CU_add_test(s, "micro-batch 1 -> 4 = generated at 4", test_microbatch_as_generated);
     CU_add_test(s, "micro-batch without a device model: linear", test_microbatch_linear);
+    CU_add_test(s, "a model that is no preset travels with the graph", test_carried_model);
+    CU_add_test(s, "a carried model bears the graph's model name", test_carried_model_named);
 }

@@ -97,7 +97,7 @@ static int relabel(const pf_graph_t *g, int C, int E, pf_graph_t **out, char *er
 {
     pf_graph_t *h = pf_graph_new(pf_graph_name(g), pf_graph_microbatch(g) * C);
     int rc = PF_ERR;
-    if (!h || pf_graph_set_device_model(h, pf_graph_device_model(g)) != PF_OK)
+    if (!h || pf_graph_copy_device(h, g) != PF_OK)
         goto fail;
     for (int v = 0; v < pf_graph_nops(g); v++) {
         pf_op_t op = *pf_graph_op(g, v);

@@ -46,7 +46,7 @@ int pf_price_graph(const pf_graph_t *g, const pf_devmodel_t *dm, pf_prec_t p, pf
     price_ctx_t ctx = {dm, p};
     pf_graph_t *h = pf_graph_new_like(g);
     *out = NULL;
-    if (!h || pf_graph_set_device_model(h, pf_devmodel_spec(dm)->name) != PF_OK) {
+    if (!h || pf_graph_set_device(h, dm) != PF_OK) {
         pf_graph_destroy(&h);
         return pf_fail(err, errlen, PF_ERR, "out of memory");
     }
@@ -122,14 +122,13 @@ int pf_price_microbatch_ex(const pf_graph_t *g, int B, pf_graph_t **out, int *li
                            size_t errlen)
 {
     int rc, lin = 0, b0 = pf_graph_microbatch(g);
-    const char *name = pf_graph_device_model(g);
-    scale_ctx_t ctx = {name ? pf_devmodel_preset(name) : NULL, b0, B};
+    scale_ctx_t ctx = {pf_graph_device(g), b0, B};
     *out = NULL;
     if (B < 1 || b0 < 1)
         return pf_fail(err, errlen, PF_EINPUT, "microbatch_size: %d (graph's %d) must be >= 1",
                        B, b0);
     pf_graph_t *h = pf_graph_new(pf_graph_name(g), B);
-    if (!h || pf_graph_set_device_model(h, name) != PF_OK) {
+    if (!h || pf_graph_copy_device(h, g) != PF_OK) {
         pf_graph_destroy(&h);
         return pf_fail(err, errlen, PF_ERR, "out of memory");
     }

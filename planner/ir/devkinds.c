@@ -116,8 +116,7 @@ pf_devkinds_t *pf_devkinds_new(const pf_graph_t *g, const pf_cluster_t *c)
     if (!dk->kind_of || !dk->name)
         goto fail;
     number_kinds(dk, c);
-    const char *gname = pf_graph_device_model(g);
-    const pf_devmodel_t *gm = gname ? pf_devmodel_preset(gname) : NULL;
+    const pf_devmodel_t *gm = pf_graph_device(g);
     if (dk->K < 2 || !gm)
         return dk; /* one kind: the graph's times; an unknown graph model: nothing to scale */
     dk->fwd = malloc(((size_t)dk->n * dk->K + 1) * sizeof *dk->fwd);

@@ -714,3 +714,42 @@ int pf_devmodel_save(const pf_devmodel_t *dm, const char *path, char *err, size_
 {
     return pf_json_save(path, emit_model, dm, err, errlen);
 }
+
+void pf_devmodel_write(const pf_devmodel_t *dm, pf_json_writer_t *w) { emit_model(w, dm); }
+
+int pf_devmodel_from_json(json_t *obj, const char *label, pf_devmodel_t **out, char *err,
+                          size_t errlen)
+{
+    *out = NULL;
+    return pf_json_convert(obj, label, convert_model, out, err, errlen);
+}
+
+char *pf_devmodel_to_text(const pf_devmodel_t *dm)
+{
+    char *text = NULL;
+    size_t len = 0;
+    char err[64];
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    int rc = pf_json_write(f, emit_model, dm, err, sizeof err);
+    if (fclose(f) != 0 || rc != PF_OK) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* Equal figures are equal texts: the writer prints every number to the digits that read back
+ * the same double. */
+const pf_devmodel_t *pf_devmodel_as_preset(const pf_devmodel_t *dm)
+{
+    const pf_devmodel_t *p = pf_devmodel_preset(dm->spec.name);
+    if (!p || p == dm)
+        return p;
+    char *a = pf_devmodel_to_text(dm), *b = pf_devmodel_to_text(p);
+    bool same = a && b && !strcmp(a, b);
+    free(a);
+    free(b);
+    return same ? p : NULL;
+}

@@ -9,8 +9,10 @@
 #ifndef PF_DEVMODEL_H
 #define PF_DEVMODEL_H
 
-#include "planner/ir/graph.h"
+#include "planner/core/json.h"
+#include "planner/ir/op.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef enum {
@@ -111,5 +113,15 @@ int pf_devmodel_load(const char *path, pf_devmodel_t **out, char *err, size_t er
 int pf_devmodel_load_buffer(const char *text, size_t len, const char *label,
                             pf_devmodel_t **out, char *err, size_t errlen);
 int pf_devmodel_save(const pf_devmodel_t *dm, const char *path, char *err, size_t errlen);
+/* The same as a value inside another file (a graph priced on a model that is no preset carries
+ * it: graph.h): written into w; read from obj, errors prefixed with label ("graph.device"). */
+void pf_devmodel_write(const pf_devmodel_t *dm, pf_json_writer_t *w);
+int pf_devmodel_from_json(json_t *obj, const char *label, pf_devmodel_t **out, char *err,
+                          size_t errlen);
+/* The model as a file's text (malloc'd; NULL when out of memory). */
+char *pf_devmodel_to_text(const pf_devmodel_t *dm);
+/* The preset of dm's name with every figure and table cell equal, or NULL: a model that is only
+ * a copy of a preset travels by its name. */
+const pf_devmodel_t *pf_devmodel_as_preset(const pf_devmodel_t *dm);
 
 #endif

@@ -2,6 +2,7 @@
 #include "planner/core/json.h"
 #include "planner/core/json_stream.h"
 #include "planner/ir/arch.h"
+#include "planner/ir/devmodel.h"
 #include "planner/ir/graph_json.h"
 #include "planner/core/util.h"
 
@@ -17,6 +18,7 @@ typedef struct {
 struct pf_graph {
     char *name;
     char *device_model; /* the device model the op times were priced on; NULL = not said */
+    pf_devmodel_t *device; /* that model when it is no preset; NULL: the preset of the name */
     pf_arch_t *arch;    /* the file's "model" object (arch.h); NULL = not said */
     int microbatch;
     int nops;
@@ -49,7 +51,7 @@ pf_graph_t *pf_graph_new(const char *name, int microbatch)
 pf_graph_t *pf_graph_new_like(const pf_graph_t *g)
 {
     pf_graph_t *h = pf_graph_new(g->name, g->microbatch);
-    if (h && g->device_model && pf_graph_set_device_model(h, g->device_model) != PF_OK)
+    if (h && pf_graph_copy_device(h, g) != PF_OK)
         pf_graph_destroy(&h);
     if (h && pf_graph_set_arch(h, g->arch) != PF_OK)
         pf_graph_destroy(&h);
@@ -71,19 +73,6 @@ int pf_graph_set_arch(pf_graph_t *g, const pf_arch_t *a)
 
 const pf_arch_t *pf_graph_arch(const pf_graph_t *g) { return g->arch; }
 
-static int read_arch(json_t *root, pf_graph_t *g, char *err, size_t errlen)
-{
-    json_t *m = json_object_get(root, "model");
-    pf_arch_t a;
-    int rc;
-    if (!m)
-        return PF_OK;
-    if ((rc = pf_arch_from_json(m, "graph.model", &a, err, errlen)) != PF_OK)
-        return rc;
-    return pf_graph_set_arch(g, &a) == PF_OK ? PF_OK
-                                             : pf_fail(err, errlen, PF_ERR, "out of memory");
-}
-
 int pf_graph_set_device_model(pf_graph_t *g, const char *name)
 {
     char *copy = NULL;
@@ -91,10 +80,34 @@ int pf_graph_set_device_model(pf_graph_t *g, const char *name)
         return PF_ERR;
     free(g->device_model);
     g->device_model = copy;
+    pf_devmodel_destroy(&g->device);
     return PF_OK;
 }
 
 const char *pf_graph_device_model(const pf_graph_t *g) { return g->device_model; }
+
+int pf_graph_set_device(pf_graph_t *g, const pf_devmodel_t *dm)
+{
+    pf_devmodel_t *copy = dm && !pf_devmodel_as_preset(dm) ? pf_devmodel_copy(dm) : NULL;
+    if ((dm && !pf_devmodel_as_preset(dm) && !copy) ||
+        pf_graph_set_device_model(g, dm ? pf_devmodel_spec(dm)->name : NULL) != PF_OK) {
+        pf_devmodel_destroy(&copy);
+        return PF_ERR;
+    }
+    g->device = copy;
+    return PF_OK;
+}
+
+const pf_devmodel_t *pf_graph_device(const pf_graph_t *g)
+{
+    return g->device ? g->device : g->device_model ? pf_devmodel_preset(g->device_model) : NULL;
+}
+
+int pf_graph_copy_device(pf_graph_t *h, const pf_graph_t *g)
+{
+    return g->device ? pf_graph_set_device(h, g->device)
+                     : pf_graph_set_device_model(h, g->device_model);
+}
 
 void pf_graph_destroy(pf_graph_t **gp)
 {
@@ -102,6 +115,7 @@ void pf_graph_destroy(pf_graph_t **gp)
         return;
     pf_graph_t *g = *gp;
     free(g->device_model);
+    pf_devmodel_destroy(&g->device);
     free(g->arch);
     for (int i = 0; i < g->nops; i++) {
         free((char *)g->ops[i].name);
@@ -673,7 +687,16 @@ static int check_header(reading_t *r, json_t *root, char *err, size_t errlen)
     free(r->g->name);
     r->g->name = copy;
     r->g->microbatch = (int)mb;
-    return read_arch(root, r->g, err, errlen);
+    pf_arch_t arch;
+    pf_devmodel_t *device = NULL;
+    int has_arch;
+    if ((rc = pf_graph_json_extras(root, device_model, &arch, &has_arch, &device, err, errlen)))
+        return rc;
+    if ((has_arch && pf_graph_set_arch(r->g, &arch) != PF_OK) ||
+        (device && pf_graph_set_device(r->g, device) != PF_OK))
+        rc = pf_fail(err, errlen, PF_ERR, "out of memory");
+    pf_devmodel_destroy(&device);
+    return rc;
 }
 
 /* After the last element: the checks in the tree reader's order, then the graph's own. */
@@ -802,44 +825,6 @@ int pf_graph_load(const char *path, pf_graph_t **out, char *err, size_t errlen)
     return rc;
 }
 
-static void write_shape(pf_json_writer_t *w, const char *key, const pf_shape_t *s)
-{
-    if (s->ndim == 0)
-        return;
-    pf_json_writer_key(w, key);
-    pf_json_writer_arr_begin_inline(w);
-    for (int i = 0; i < s->ndim; i++)
-        pf_json_writer_int(w, s->dim[i]);
-    pf_json_writer_arr_end(w);
-}
-
-/* Only what is known: 0 (unknown) is left out, as in a version 1 file. */
-static void write_work(pf_json_writer_t *w, const pf_op_work_t *k)
-{
-    const struct {
-        const char *key;
-        double v;
-    } f[] = {{"fwd_flops", k->fwd_flops},
-             {"bwd_flops", k->bwd_flops},
-             {"bytes_read", k->bytes_read},
-             {"bytes_written", k->bytes_written}};
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        if (f[i].v > 0) {
-            pf_json_writer_key(w, f[i].key);
-            pf_json_writer_num(w, f[i].v);
-        }
-    }
-    if (k->gemm_m <= 0)
-        return;
-    pf_json_writer_key(w, "gemm");
-    pf_json_writer_obj_begin_inline(w);
-    pf_json_writer_key(w, "m"); pf_json_writer_int(w, k->gemm_m);
-    pf_json_writer_key(w, "n"); pf_json_writer_int(w, k->gemm_n);
-    pf_json_writer_key(w, "k"); pf_json_writer_int(w, k->gemm_k);
-    pf_json_writer_key(w, "batch"); pf_json_writer_int(w, k->gemm_batch);
-    pf_json_writer_obj_end(w);
-}
-
 static void emit_graph(pf_json_writer_t *w, const void *ctx)
 {
     const pf_graph_t *g = ctx;
@@ -854,29 +839,18 @@ static void emit_graph(pf_json_writer_t *w, const void *ctx)
         pf_json_writer_key(w, "device_model");
         pf_json_writer_str(w, g->device_model);
     }
+    if (g->device) {
+        pf_json_writer_key(w, "device");
+        pf_devmodel_write(g->device, w);
+    }
     if (g->arch) {
         pf_json_writer_key(w, "model");
         pf_arch_write(g->arch, w);
     }
     pf_json_writer_key(w, "ops");
     pf_json_writer_arr_begin(w);
-    for (int i = 0; i < g->nops; i++) {
-        const pf_op_t *o = &g->ops[i];
-        pf_json_writer_obj_begin_inline(w);
-        pf_json_writer_key(w, "id"); pf_json_writer_int(w, o->id);
-        pf_json_writer_key(w, "name"); pf_json_writer_str(w, o->name);
-        pf_json_writer_key(w, "type"); pf_json_writer_str(w, o->type);
-        pf_json_writer_key(w, "fwd_ms"); pf_json_writer_num(w, o->fwd_ms);
-        pf_json_writer_key(w, "bwd_ms"); pf_json_writer_num(w, o->bwd_ms);
-        pf_json_writer_key(w, "param_bytes"); pf_json_writer_num(w, o->param_bytes);
-        pf_json_writer_key(w, "mem_fwd_bytes"); pf_json_writer_num(w, o->mem_fwd_bytes);
-        pf_json_writer_key(w, "mem_bwd_bytes"); pf_json_writer_num(w, o->mem_bwd_bytes);
-        write_shape(w, "weight", &o->weight);
-        write_shape(w, "input", &o->input);
-        write_shape(w, "output", &o->output);
-        write_work(w, &o->work);
-        pf_json_writer_obj_end(w);
-    }
+    for (int i = 0; i < g->nops; i++)
+        pf_graph_json_write_op(w, &g->ops[i]);
     pf_json_writer_arr_end(w);
     pf_json_writer_key(w, "edges");
     pf_json_writer_arr_begin(w);

@@ -27,6 +27,17 @@ pf_graph_t *pf_graph_new_like(const pf_graph_t *g);
 #define PF_GRAPH_DEVICE_MODEL_MAX 64
 const char *pf_graph_device_model(const pf_graph_t *g);
 int pf_graph_set_device_model(pf_graph_t *g, const char *name); /* copies; NULL clears */
+/* The model itself: the graph carries a copy of one that is no preset (graph key "device", a
+ * model file's object: a calibrated GPU's), so that re-pricing it at another micro-batch or
+ * split uses the table it was priced on, in this process or a worker's; a preset travels by its
+ * name. set_device names the graph's model after dm (NULL clears both; PF_ERR: memory);
+ * pf_graph_device is the carried model, else the preset of the graph's device_model, else
+ * NULL. */
+typedef struct pf_devmodel pf_devmodel_t;
+int pf_graph_set_device(pf_graph_t *g, const pf_devmodel_t *dm);
+const pf_devmodel_t *pf_graph_device(const pf_graph_t *g);
+/* g's device_model and carried model into h (a graph derived from g); PF_ERR: memory. */
+int pf_graph_copy_device(pf_graph_t *h, const pf_graph_t *g);
 void pf_graph_destroy(pf_graph_t **g);
 /* The model the graph is (graph key "model", planner/ir/arch.h: layers, widths, heads, block
  * kind), which exporters turn into a framework's model flags; NULL when the graph does not say

@@ -2,6 +2,8 @@
 #include "planner/core/json.h"
 #include "planner/core/util.h"
 
+#include <string.h>
+
 #include <stddef.h>
 
 static int read_shape(json_t *o, const char *path, const char *key, pf_shape_t *s, char *err,
@@ -88,4 +90,90 @@ int pf_graph_json_edge(json_t *e, const char *path, pf_graph_json_edge_t *x, cha
                                  &x->bytes, err, errlen)))
         return rc;
     return PF_OK;
+}
+
+static int read_device(json_t *root, const char *device_model, pf_devmodel_t **out, char *err,
+                       size_t errlen)
+{
+    json_t *d = json_object_get(root, "device");
+    int rc;
+    *out = NULL;
+    if (!d)
+        return PF_OK;
+    if ((rc = pf_devmodel_from_json(d, "graph.device", out, err, errlen)) != PF_OK)
+        return rc;
+    const char *name = pf_devmodel_spec(*out)->name;
+    if (device_model && !strcmp(name, device_model))
+        return PF_OK;
+    rc = pf_fail(err, errlen, PF_EINPUT, "graph.device: its name '%s' is not the graph's "
+                 "device_model ('%s')", name, device_model ? device_model : "none");
+    pf_devmodel_destroy(out);
+    return rc;
+}
+
+int pf_graph_json_extras(json_t *root, const char *device_model, pf_arch_t *arch, int *has_arch,
+                         pf_devmodel_t **device, char *err, size_t errlen)
+{
+    json_t *m = json_object_get(root, "model");
+    int rc;
+    *has_arch = m != NULL;
+    *device = NULL;
+    if (m && (rc = pf_arch_from_json(m, "graph.model", arch, err, errlen)) != PF_OK)
+        return rc;
+    return read_device(root, device_model, device, err, errlen);
+}
+
+static void write_shape(pf_json_writer_t *w, const char *key, const pf_shape_t *s)
+{
+    if (s->ndim == 0)
+        return;
+    pf_json_writer_key(w, key);
+    pf_json_writer_arr_begin_inline(w);
+    for (int i = 0; i < s->ndim; i++)
+        pf_json_writer_int(w, s->dim[i]);
+    pf_json_writer_arr_end(w);
+}
+
+static void write_work(pf_json_writer_t *w, const pf_op_work_t *k)
+{
+    const struct {
+        const char *key;
+        double v;
+    } f[] = {{"fwd_flops", k->fwd_flops},
+             {"bwd_flops", k->bwd_flops},
+             {"bytes_read", k->bytes_read},
+             {"bytes_written", k->bytes_written}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        if (f[i].v > 0) {
+            pf_json_writer_key(w, f[i].key);
+            pf_json_writer_num(w, f[i].v);
+        }
+    }
+    if (k->gemm_m <= 0)
+        return;
+    pf_json_writer_key(w, "gemm");
+    pf_json_writer_obj_begin_inline(w);
+    pf_json_writer_key(w, "m"); pf_json_writer_int(w, k->gemm_m);
+    pf_json_writer_key(w, "n"); pf_json_writer_int(w, k->gemm_n);
+    pf_json_writer_key(w, "k"); pf_json_writer_int(w, k->gemm_k);
+    pf_json_writer_key(w, "batch"); pf_json_writer_int(w, k->gemm_batch);
+    pf_json_writer_obj_end(w);
+}
+
+void pf_graph_json_write_op(pf_json_writer_t *w, const pf_op_t *o)
+{
+    pf_json_writer_obj_begin_inline(w);
+    pf_json_writer_key(w, "id"); pf_json_writer_int(w, o->id);
+    pf_json_writer_key(w, "name"); pf_json_writer_str(w, o->name);
+    pf_json_writer_key(w, "type"); pf_json_writer_str(w, o->type);
+    pf_json_writer_key(w, "fwd_ms"); pf_json_writer_num(w, o->fwd_ms);
+    pf_json_writer_key(w, "bwd_ms"); pf_json_writer_num(w, o->bwd_ms);
+    pf_json_writer_key(w, "param_bytes"); pf_json_writer_num(w, o->param_bytes);
+    pf_json_writer_key(w, "mem_fwd_bytes"); pf_json_writer_num(w, o->mem_fwd_bytes);
+    pf_json_writer_key(w, "mem_bwd_bytes"); pf_json_writer_num(w, o->mem_bwd_bytes);
+    write_shape(w, "weight", &o->weight);
+    write_shape(w, "input", &o->input);
+    write_shape(w, "output", &o->output);
+    write_work(w, &o->work);
+    pf_json_writer_obj_end(w);
 }

@@ -6,6 +6,9 @@
 #ifndef PF_GRAPH_JSON_H
 #define PF_GRAPH_JSON_H
 
+#include "planner/core/json.h"
+#include "planner/ir/arch.h"
+#include "planner/ir/devmodel.h"
 #include "planner/ir/op.h"
 
 #include <jansson.h>
@@ -28,5 +31,12 @@ int pf_graph_json_op(json_t *o, const char *path, pf_op_t *op, char *err, size_t
 /* The element at `path` ("edges[7]"): src, dst (integers) and bytes (not negative). */
 int pf_graph_json_edge(json_t *e, const char *path, pf_graph_json_edge_t *x, char *err,
                        size_t errlen);
+/* The top level's objects beside the ops: "model" into *arch (*has_arch 0 when absent) and
+ * "device" (the model the graph was priced on when it is no preset: graph.h) into *device (the
+ * caller's; NULL when absent), which must bear device_model's name. */
+int pf_graph_json_extras(json_t *root, const char *device_model, pf_arch_t *arch, int *has_arch,
+                         pf_devmodel_t **device, char *err, size_t errlen);
+/* One op as a file's element (only the work that is known: 0 is left out, as in version 1). */
+void pf_graph_json_write_op(pf_json_writer_t *w, const pf_op_t *o);
 
 #endif

@@ -7,8 +7,7 @@ static int64_t part(int64_t n, int T)
 
 const pf_devmodel_t *pf_tp_price_model(const pf_graph_t *g)
 {
-    const char *name = pf_graph_device_model(g);
-    return name ? pf_devmodel_preset(name) : NULL;
+    return pf_graph_device(g);
 }
 
 pf_op_work_t pf_tp_price_split_work(const pf_op_work_t *w, pf_tp_split_t how, int T)

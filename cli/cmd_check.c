@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 #include "planner/ir/cluster.h"
 #include "planner/ir/cluster_hier.h"
+#include "planner/ir/devmodel.h"
 #include "planner/partition/downsets.h"
 #include "planner/ir/graph.h"
 #include "planner/core/json.h"
@@ -43,6 +44,12 @@ static void summarize_graph(const pf_graph_t *g, long long max_downsets)
            fwd, bwd);
     printf("  parameters:   %.0f bytes (%s)\n", pf_graph_total_param_bytes(g), pb);
     printf("  longest path: %.3f ms\n", pf_graph_longest_path_ms(g));
+    const pf_devmodel_t *dm = pf_graph_device(g);
+    if (pf_graph_device_model(g))
+        printf("  priced on:    %s (%s)\n", pf_graph_device_model(g),
+               !dm ? "no such preset: re-priced linearly"
+               : pf_devmodel_as_preset(dm) ? "the preset"
+                                           : "a model of its own under that name, in the file");
     long long nd = pf_downsets_count(g, max_downsets);
     if (nd < 0)
         printf("  downsets:     more than %lld\n", max_downsets);

@@ -201,7 +201,7 @@ bench-peers: setup
 # 3 min 22 s on 2 shared cores from an empty build-asan/: unit suites 31 s, scripts 110 s
 # (journal.sh 59 s, netfault.sh 16 s, readme.sh 11 s).
 SAN_SCRIPTS := cli_options=1 simulate=1 readme=1 agent=1 security=1 metrics=1 wire=1 journal=1 \
-               netfault=1 layer_aligned=1
+               netfault=1 layer_aligned=1 calibrate=1
 SAN_FLAGS   := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 sanitize: setup-test planfarm $(BUILD)/pf_testtool
 	$(MAKE) BUILD=build-asan OPT="$(SAN_FLAGS)" \

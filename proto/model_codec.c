@@ -67,7 +67,8 @@ static pf_op_work_t work_from_pb(const Planfarm__Op *x)
 static int device_to_pb(pf_arena_t *a, const pf_graph_t *g, Planfarm__Graph *pb)
 {
     const pf_devmodel_t *dm = pf_graph_device(g);
-    if (!dm || pf_devmodel_as_preset(dm))
+    const char *name = pf_graph_device_model(g);
+    if (!dm || dm == pf_devmodel_preset(name)) /* a preset travels by its name */
         return PF_OK;
     char *text = pf_devmodel_to_text(dm);
     size_t len = text ? strlen(text) : 0;

@@ -95,6 +95,38 @@ static void test_devkinds_ratio(void)
     pf_graph_destroy(&g);
 }
 
+/* A graph carrying its own model under a preset's name (a calibrated a100-80g: HBM halved): the
+ * devices of that name keep the graph's times (ratio 1), and the other kind's ratio is its
+ * preset over the carried model, worked for gelu as above. */
+static void test_devkinds_carried_model(void)
+{
+    const pf_devmodel_t *a100 = pf_devmodel_preset("a100-80g");
+    int nm, nn, nk;
+    const double *gm, *gn, *gk, *eff;
+    pf_devmodel_table(a100, &nm, &gm, &nn, &gn, &nk, &gk, &eff);
+    pf_devmodel_spec_t spec = *pf_devmodel_spec(a100);
+    spec.hbm_gbps /= 2;
+    pf_devmodel_t *mine = pf_devmodel_new(&spec, nm, gm, nn, gn, nk, gk, eff, NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mine);
+    pf_graph_t *g = two_ops(NULL);
+    CU_ASSERT_EQUAL_FATAL(pf_graph_set_device(g, mine), PF_OK);
+    pf_cluster_t *c = pair("a100-80g", "h100-sxm");
+    pf_devkinds_t *dk = pf_devkinds_new(g, c);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dk);
+    for (int v = 0; v < 2; v++) {
+        CU_ASSERT_EQUAL(pf_devkinds_fwd_ratio(dk, v, 0), 1.0);
+        CU_ASSERT_EQUAL(pf_devkinds_bwd_ratio(dk, v, 0), 1.0);
+    }
+    const pf_devmodel_spec_t *H = pf_devmodel_spec(pf_devmodel_preset("h100-sxm"));
+    double fm = spec.launch_us / 1000 + 2e9 / (spec.hbm_gbps * 1e6);
+    double fh = H->launch_us / 1000 + 2e9 / (H->hbm_gbps * 1e6);
+    PF_ASSERT_CLOSE(pf_devkinds_fwd_ratio(dk, 1, 1), fh / fm, 1e-12);
+    pf_devkinds_destroy(&dk);
+    pf_cluster_destroy(&c);
+    pf_graph_destroy(&g);
+    pf_devmodel_destroy(&mine);
+}
+
 /* An op whose times hold communication (a tensor-parallel setting's collectives): only the rest
  * is re-priced on the other kind. fc's 3 / 6 ms with 1 / 2 ms of collectives on the H100:
  * 1 + 2 gf + 2 + 4 gb. */
@@ -337,6 +369,7 @@ static void test_devkinds_cluster_files(void)
 void pf_suite_devkinds(void)
 {
     CU_pSuite s = CU_add_suite("devkinds", NULL, NULL);
+    CU_add_test(s, "a carried model keeps its kind's times", test_devkinds_carried_model);
     CU_add_test(s, "communication inside an op's times is not re-priced",
                 test_devkinds_comm_share);
     CU_add_test(s, "ratios by hand (HBM roofline, GEMM)", test_devkinds_ratio);

@@ -24,10 +24,10 @@ int pf_price_graph(const pf_graph_t *g, const pf_devmodel_t *dm, pf_prec_t p, pf
  * bytes; the first dimension of input and output shapes when it equals b0; the GEMM shape:
  * gemm_batch when it is above 1 and a multiple of b0 (attention's b x heads), else gemm_m (a
  * linear's b x seq rows), rounded to whole numbers. Parameters, weights and the op's other fields
- * stay. Times: when g names a preset device model (pf_graph_device_model), each of fwd_ms and
- * bwd_ms is multiplied by that model's ratio op_ms(new work) / op_ms(old work) at bf16 (as
- * tp_price.h re-prices a tensor-parallel split), so a graph priced on the preset gets the
- * preset's price of the new work; otherwise, or for an op without work, times scale linearly by
+ * stay. Times: when g has a device model (pf_graph_device: the one it carries, else the preset
+ * it names), each of fwd_ms and bwd_ms is multiplied by that model's ratio op_ms(new work) /
+ * op_ms(old work) at bf16 (as tp_price.h re-prices a tensor-parallel split), so a graph priced
+ * on that model gets its price of the new work; otherwise, or for an op without work, times scale linearly by
  * r, and *linear (may be NULL) is set to 1 (else 0) so that callers can say so. PF_OK with *out
  * (the caller's), PF_EINPUT when B < 1 or a scaled number is beyond the graph's limits, PF_ERR
  * when out of memory. */

@@ -45,10 +45,21 @@ static double ratio(double x, double y, int ok)
     return ok && y > 0 && x > 0 ? x / y : 1.0;
 }
 
+/* Kind k's model: the graph's own (its carried one: graph.h) for the kind of its name, so that
+ * those devices keep the graph's times; else the preset of the kind's name. */
+static const pf_devmodel_t *kind_model(const pf_devkinds_t *dk, int k, const pf_graph_t *g,
+                                       const pf_devmodel_t *gm)
+{
+    const char *gname = pf_graph_device_model(g);
+    if (!dk->name[k])
+        return NULL;
+    return gname && !strcmp(dk->name[k], gname) ? gm : pf_devmodel_preset(dk->name[k]);
+}
+
 static void price_ops(pf_devkinds_t *dk, const pf_graph_t *g, const pf_devmodel_t *gm)
 {
     for (int k = 0; k < dk->K; k++) {
-        const pf_devmodel_t *km = dk->name[k] ? pf_devmodel_preset(dk->name[k]) : NULL;
+        const pf_devmodel_t *km = kind_model(dk, k, g, gm);
         for (int v = 0; v < dk->n; v++) {
             size_t i = (size_t)v * dk->K + k;
             double f0 = 0, b0 = 0, f1 = 0, b1 = 0;

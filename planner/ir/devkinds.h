@@ -5,9 +5,11 @@
  * kind the graph's times are the truth, whatever model priced them: nothing is re-priced. With
  * several, op v on a device of kind k costs its graph time x ratio(v, k), where
  *   ratio = op_ms(model(k), work(v)) / op_ms(model(graph), work(v))
- * forward and backward apart (devmodel.h pf_devmodel_op_ms, bf16), when both models are presets
- * and the op has work with a positive time on the graph's model; else 1 (an unknown model, a
- * device naming none, an op without work). Ratios are computed once per op and kind. */
+ * forward and backward apart (devmodel.h pf_devmodel_op_ms, bf16), when both models are known
+ * (model(graph) the graph's own, carried or a preset: graph.h pf_graph_device; model(k) that
+ * same model for the kind of the graph's name, else the preset of k's name) and the op has work
+ * with a positive time on the graph's model; else 1 (an unknown model, a device naming none, an
+ * op without work). Ratios are computed once per op and kind. */
 #ifndef PF_DEVKINDS_H
 #define PF_DEVKINDS_H
 

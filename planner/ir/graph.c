@@ -88,8 +88,9 @@ const char *pf_graph_device_model(const pf_graph_t *g) { return g->device_model;
 
 int pf_graph_set_device(pf_graph_t *g, const pf_devmodel_t *dm)
 {
-    pf_devmodel_t *copy = dm && !pf_devmodel_as_preset(dm) ? pf_devmodel_copy(dm) : NULL;
-    if ((dm && !pf_devmodel_as_preset(dm) && !copy) ||
+    int carried = dm && !pf_devmodel_as_preset(dm);
+    pf_devmodel_t *copy = carried ? pf_devmodel_copy(dm) : NULL;
+    if ((carried && !copy) ||
         pf_graph_set_device_model(g, dm ? pf_devmodel_spec(dm)->name : NULL) != PF_OK) {
         pf_devmodel_destroy(&copy);
         return PF_ERR;
@@ -103,10 +104,16 @@ const pf_devmodel_t *pf_graph_device(const pf_graph_t *g)
     return g->device ? g->device : g->device_model ? pf_devmodel_preset(g->device_model) : NULL;
 }
 
+/* A carried model is never a preset's equal (set_device): copied without comparing again. */
 int pf_graph_copy_device(pf_graph_t *h, const pf_graph_t *g)
 {
-    return g->device ? pf_graph_set_device(h, g->device)
-                     : pf_graph_set_device_model(h, g->device_model);
+    pf_devmodel_t *copy = g->device ? pf_devmodel_copy(g->device) : NULL;
+    if ((g->device && !copy) || pf_graph_set_device_model(h, g->device_model) != PF_OK) {
+        pf_devmodel_destroy(&copy);
+        return PF_ERR;
+    }
+    h->device = copy;
+    return PF_OK;
 }
 
 void pf_graph_destroy(pf_graph_t **gp)

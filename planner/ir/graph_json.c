@@ -100,6 +100,9 @@ static int read_device(json_t *root, const char *device_model, pf_devmodel_t **o
     *out = NULL;
     if (!d)
         return PF_OK;
+    if (!json_is_object(d))
+        return pf_fail(err, errlen, PF_EINPUT, "graph.device: not an object (a device model "
+                       "file's)");
     if ((rc = pf_devmodel_from_json(d, "graph.device", out, err, errlen)) != PF_OK)
         return rc;
     const char *name = pf_devmodel_spec(*out)->name;

@@ -40,7 +40,7 @@ int pf_search_blocks_wanted(const pf_search_opts_t *o)
 }
 
 /* The prices of the analytic model (search_blocks.h): the device model the graph was priced on
- * (its "device_model", a preset) with the collective model, else the roofline. */
+ * (carried, else the preset it names: graph.h) with the collective model, else the roofline. */
 typedef struct {
     pf_blockcost_roofline_t roof;
     pf_blockcost_priced_t priced;

@@ -12,8 +12,8 @@
  * virtual stages (planner/sim/chunks.h).
  *
  * The device and network prices come from block_env() in search_blocks.c: when the graph names
- * its device model (graph key "device_model", `planfarm model --device`), that preset and the
- * collective model (blockcost.h's pf_blockcost_priced_t); else blockcost.h's roofline over the
+ * its device model (graph keys "device_model" and "device", `planfarm model --device`: the model
+ * the graph carries, else the preset it names) and the collective model (blockcost.h's pf_blockcost_priced_t); else blockcost.h's roofline over the
  * cluster. */
 #ifndef PF_SEARCH_BLOCKS_H
 #define PF_SEARCH_BLOCKS_H

@@ -17,7 +17,8 @@
  * (n: column parallel) - TAP's weight options in that order. */
 typedef enum { PF_TP_SPLIT_TOKENS = 0, PF_TP_SPLIT_K = 1, PF_TP_SPLIT_N = 2 } pf_tp_split_t;
 
-/* The device model of g's times, or NULL (none named, or not a preset). */
+/* The device model of g's times (graph.h pf_graph_device: carried, else the preset named), or
+ * NULL (none named, or an unknown name). */
 const pf_devmodel_t *pf_tp_price_model(const pf_graph_t *g);
 
 /* op's forward and backward time split T ways as `how` says, on dm (NULL: time / T). */

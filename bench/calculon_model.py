@@ -5,16 +5,14 @@
     python3 bench/calculon_model.py MODEL.json     -> one line of flags on stdout
 
   --layers  num_blocks      --hidden  hidden     --ffn  feedforward     --seq  seq_size
-  --heads   attn_heads when attn_heads x attn_size = hidden; else gcd(hidden, attn_heads), since
-            planfarm's heads must divide the hidden size. Calculon's tensor-parallel degrees are the
-            t dividing both hidden and attn_heads, i.e. dividing their gcd, so both planners see the
-            same degrees (GPT-3 13B: hidden 5140, 40 heads of 128 -> 20 heads of 257)
+  --heads   attn_heads, and --head-dim attn_size when attn_heads x attn_size is not hidden
+            (GPT-3 13B: 40 heads of 128 in a hidden of 5140), so that q, k, v, the scores and
+            their memory are Calculon's
   --vocab   51200: Calculon's file has none; its parameter count takes a 51,200-token embedding
             (Llm.Application.num_parameters) and its step prices no embedding or head, which
             planfarm's graph has (noted on stderr)
 Uses the json module only (bench glue)."""
 import json
-import math
 import sys
 
 VOCAB = 51200
@@ -23,16 +21,16 @@ VOCAB = 51200
 def flags(m):
     """(flags list, notes list) for a Calculon model dict"""
     notes = []
-    hidden, heads = int(m["hidden"]), int(m["attn_heads"])
-    if heads * int(m["attn_size"]) != hidden:
-        g = math.gcd(hidden, heads)
-        notes.append("attn_heads %d x attn_size %s != hidden %d: %d heads (gcd), the same tensor-"
-                     "parallel degrees" % (heads, m["attn_size"], hidden, g))
-        heads = g
+    hidden, heads, size = int(m["hidden"]), int(m["attn_heads"]), int(m["attn_size"])
+    extra = []
+    if heads * size != hidden:
+        notes.append("attn_heads %d x attn_size %d != hidden %d: --head-dim %d" % (heads, size,
+                                                                                 hidden, size))
+        extra = ["--head-dim", size]
     notes.append("vocab %d as in Calculon's parameter count; Calculon's step has no embedding or head"
                  % VOCAB)
-    out = ["--layers", m["num_blocks"], "--hidden", hidden, "--heads", heads,
-           "--ffn", m["feedforward"], "--seq", m["seq_size"], "--vocab", VOCAB]
+    out = ["--layers", m["num_blocks"], "--hidden", hidden, "--heads", heads] + extra + [
+        "--ffn", m["feedforward"], "--seq", m["seq_size"], "--vocab", VOCAB]
     return [str(x) for x in out], notes
 
 

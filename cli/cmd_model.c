@@ -34,7 +34,7 @@ static const cli_option_t value_options[] = {
     SHAPE("kv-heads", kv_heads),     SHAPE("experts", experts), SHAPE("top-k", top_k),
     SHAPE("patch", patch),           SHAPE("depth", depth),     SHAPE("image", image),
     SHAPE("classes", classes),       SHAPE("levels", levels),   SHAPE("channels", channels),
-    SHAPE("microbatch", microbatch),
+    SHAPE("microbatch", microbatch), SHAPE("head-dim", head_dim),
     {"tflops", 0, CLI_OPT_DOUBLE, .offset = M(tflops), .dlo = 0, .dhi = 1e9},
     {"efficiency", 0, CLI_OPT_DOUBLE, .offset = M(efficiency), .dlo = 0, .dhi = 1},
     {"hbm-gbps", 0, CLI_OPT_DOUBLE, .offset = M(hbm_gbps), .dlo = 0, .dhi = 1e12},
@@ -42,7 +42,7 @@ static const cli_option_t value_options[] = {
 };
 #undef SHAPE
 #undef M
-#define N_SHAPE 16
+#define N_SHAPE 17
 #define N_VALUES (N_SHAPE + 3)
 
 /* The kinds each shape flag applies to, row by row. */
@@ -50,7 +50,7 @@ static const unsigned shape_kinds[N_SHAPE] = {
     K_TRANSFORMER, K_TRANSFORMER, K_TRANSFORMER, K_TEXT, K_TEXT,
     K_TRANSFORMER, K_LLAMA,       K_MOE,         K_MOE,  K_VIT,
     K_RESNET,      K_RESNET | K_UNET | K_VIT,    K_RESNET | K_UNET | K_VIT,
-    K_UNET,        K_UNET,        K_ALL,
+    K_UNET,        K_UNET,        K_ALL,         K_TRANSFORMER,
 };
 
 /* pf_model_opts_t fields as the planner's messages name them, and their flags. */
@@ -62,6 +62,7 @@ static const cli_flag_t model_flags[] = {
     {"tflops", "--tflops"},     {"efficiency", "--efficiency"}, {"hbm_gbps", "--hbm-gbps"},
     {"precision_bytes", "--precision"}, {"kv_heads", "--kv-heads"}, {"experts", "--experts"},
     {"top_k", "--top-k"},       {"patch", "--patch"},           {"preset", "--preset"},
+    {"head_dim", "--head-dim"},
     {NULL, NULL},
 };
 
@@ -81,6 +82,8 @@ static void help(FILE *f)
             "  --layers N      transformer blocks (gpt %d, bert %d)\n"
             "  --hidden H      hidden size (gpt %d, bert %d)\n"
             "  --heads A       attention heads; must divide H (gpt %d, bert %d)\n"
+            "  --head-dim D    each head's size (default H / A); with it A need not divide\n"
+            "                  H: q, k, v are A x D wide (Megatron-LM's --kv-channels)\n"
             "  --seq S         sequence length (gpt %d, bert %d)\n"
             "  --vocab V       vocabulary (gpt %d, bert %d)\n"
             "  --ffn F         MLP inner size (default 4 x H)\n"

@@ -37,6 +37,10 @@ static void test_read(void)
     CU_ASSERT_EQUAL(a.tied_embeddings, 0);
     CU_ASSERT_EQUAL(a.bias, 0);
     CU_ASSERT_EQUAL(a.experts, 0);
+    /* a head size apart from hidden / heads: 40 heads need not divide 5140 */
+    CU_ASSERT_EQUAL_FATAL(parse("{\"kind\": \"gpt\", \"hidden\": 5140, \"heads\": 40, "
+                                "\"head_dim\": 128}", &a, err, sizeof err), PF_OK);
+    CU_ASSERT_EQUAL(a.head_dim, 128);
     /* only the kind: everything else unsaid */
     CU_ASSERT_EQUAL_FATAL(parse("{\"kind\": \"traced\"}", &a, err, sizeof err), PF_OK);
     CU_ASSERT_EQUAL(a.heads, 0);

@@ -405,6 +405,30 @@ static void test_megatron_model(void)
     pf_graph_destroy(&g);
 }
 
+/* A head size apart from hidden / heads reaches Megatron-LM as --kv-channels (GPT-3 13B as
+ * Calculon writes it: 40 heads of 128 in a hidden of 5140); without one no such flag. */
+static void test_megatron_kv_channels(void)
+{
+    pf_model_opts_t o;
+    pf_arch_t a;
+    pf_model_opts_init(&o, PF_MODEL_GPT);
+    o.layers = 2, o.hidden = 5140, o.heads = 40, o.head_dim = 128, o.ffn = 20560;
+    for (int with = 1; with >= 0; with--) {
+        if (!with)
+            o.hidden = 5120, o.head_dim = 0;
+        CU_ASSERT_EQUAL_FATAL(pf_model_arch(&o, &a), PF_OK);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        pf_export_megatron_model(&a, f);
+        fclose(f);
+        CU_ASSERT_EQUAL(strstr(buf, "    --num-attention-heads 40\n    --kv-channels 128\n") != NULL,
+                        with);
+        CU_ASSERT_EQUAL(strstr(buf, "--kv-channels") != NULL, with);
+        free(buf);
+    }
+}
+
 /* The block search's choices (plan.h "blocks"): micro-batch 2 of a graph made at 4, 2 virtual
  * stages over 2 stages of 2 layers, sequence parallelism, full recomputation, ZeRO 1; then the
  * uneven interleaving (3 virtual stages: 4 layers + the embedding and the loss over 2 x 3
@@ -1203,6 +1227,8 @@ void pf_suite_export(void)
 {
     CU_pSuite s = CU_add_suite("export", NULL, NULL);
     CU_add_test(s, "Megatron-LM: every flag of the example plan, by hand", test_megatron_flags);
+    CU_add_test(s, "Megatron-LM: a head size apart from hidden / heads is --kv-channels",
+                test_megatron_kv_channels);
     CU_add_test(s, "Megatron-LM model flags from the graph's model object; refused shapes",
                 test_megatron_model);
     CU_add_test(s, "the block search's choices: micro-batch, interleaving, sequence parallelism, "

@@ -4,6 +4,7 @@
 #include "planner/inputs/model.h"
 #include "planner/inputs/model_build.h"
 #include "planner/core/util.h"
+#include "planner/ir/arch.h"
 #include "tests/testutil.h"
 
 #include <math.h>
@@ -215,6 +216,51 @@ static void test_gqa_and_experts(void)
     pf_graph_destroy(&g);
 }
 
+/* A head size apart from hidden / heads (--head-dim): B = 2, s = 8, h = 18, a = 4 heads of
+ * d = 5 (q, k, v 20 wide), f = 4h. Per layer the GEMMs' forward: q, k, v 3 x 2Bs h ad, out
+ * 2Bs ad h, scores and context 2 x 2Bs^2 ad, fc1 and fc2 2 x 2Bs h f; = 2Bs(4h ad + 2s ad + 2hf)
+ * = 32 (4*18*20 + 2*8*20 + 2*18*72) = 139264. Without --head-dim, h = 18 is refused (4 heads do
+ * not divide it); the model object says the head size; llama's k and v are kv x d wide. */
+static void test_head_dim(void)
+{
+    char err[256];
+    pf_model_opts_t o;
+    small_gpt(&o);
+    o.hidden = 18, o.head_dim = 5;
+    pf_graph_t *g = build(&o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    double fwd = 0;
+    for (int v = 0; v < pf_graph_nops(g); v++) {
+        const pf_op_t *x = pf_graph_op(g, v);
+        if (!strncmp(x->name, "layers.1.", 9) && is_gemm(x))
+            fwd += x->work.fwd_flops;
+    }
+    CU_ASSERT_DOUBLE_EQUAL(fwd, 139264, 0);
+    const pf_op_work_t *q = &op(g, "layers.0.attn.q")->work, *sc = &op(g, "layers.0.attn.scores")->work;
+    const pf_op_work_t *out = &op(g, "layers.0.attn.out")->work;
+    CU_ASSERT(q->gemm_k == 18 && q->gemm_n == 20 && sc->gemm_k == 5 && sc->gemm_batch == 8);
+    CU_ASSERT(out->gemm_k == 20 && out->gemm_n == 18);
+    CU_ASSERT_EQUAL(pf_graph_arch(g)->head_dim, 5);
+    pf_graph_destroy(&g);
+    o.head_dim = 0;
+    CU_ASSERT_EQUAL(pf_model_build(&o, &g, err, sizeof err), PF_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "heads: hidden 18 is not divisible by 4 heads"));
+    o.hidden = 16, o.head_dim = 4; /* the default's own size: the model object omits it */
+    g = build(&o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL(pf_graph_arch(g)->head_dim, 0);
+    pf_graph_destroy(&g);
+    pf_model_opts_init(&o, PF_MODEL_LLAMA);
+    o.layers = 1, o.hidden = 96, o.heads = 4, o.kv_heads = 2, o.head_dim = 32, o.ffn = 128;
+    o.seq = 16, o.vocab = 64;
+    g = build(&o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL(op(g, "layers.0.attn.q")->work.gemm_n, 128);
+    CU_ASSERT_EQUAL(op(g, "layers.0.attn.k")->work.gemm_n, 64);
+    CU_ASSERT_EQUAL(op(g, "layers.0.attn.out")->work.gemm_k, 128);
+    pf_graph_destroy(&g);
+}
+
 void pf_suite_model_build(void)
 {
     CU_pSuite s = CU_add_suite("model_build", NULL, NULL);
@@ -223,4 +269,5 @@ void pf_suite_model_build(void)
     CU_add_test(s, "GEMM shapes and bytes read / written by hand", test_shapes_and_bytes);
     CU_add_test(s, "every op of every kind carries work that prices to its time", test_every_kind);
     CU_add_test(s, "GQA and MoE expert GEMM shapes, dispatch bytes", test_gqa_and_experts);
+    CU_add_test(s, "a head size apart from hidden / heads", test_head_dim);
 }

@@ -76,6 +76,8 @@ void pf_export_megatron_model(const pf_arch_t *a, FILE *f)
     put_int(f, "--hidden-size", a->hidden);
     put_int(f, "--ffn-hidden-size", a->ffn_hidden);
     put_int(f, "--num-attention-heads", a->heads);
+    if (a->head_dim > 0)
+        put_int(f, "--kv-channels", a->head_dim);
     if (a->kv_heads && a->kv_heads < a->heads)
         fprintf(f, "    # grouped-query attention: %lld query heads share each of %lld key/value "
                 "heads\n    --group-query-attention\n    --num-query-groups %lld\n",

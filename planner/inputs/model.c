@@ -158,6 +158,16 @@ int64_t pf_model_ffn(const pf_model_opts_t *o)
     return o->ffn ? o->ffn : 4 * (int64_t)o->hidden;
 }
 
+int64_t pf_model_head_dim(const pf_model_opts_t *o)
+{
+    return o->head_dim > 0 ? o->head_dim : o->hidden / o->heads;
+}
+
+int64_t pf_model_attn_width(const pf_model_opts_t *o)
+{
+    return (int64_t)o->heads * pf_model_head_dim(o);
+}
+
 int64_t pf_model_kv_heads(const pf_model_opts_t *o)
 {
     return pf_model_is_llama_like(o->kind) && o->kv_heads ? o->kv_heads : o->heads;
@@ -226,16 +236,20 @@ static int validate_transformer(const pf_model_opts_t *o, char *err, size_t errl
     if (o->layers > PF_MODEL_MAX_LAYERS)
         return pf_fail(err, errlen, PF_EINPUT, "layers: %d is more than %d", o->layers,
                        PF_MODEL_MAX_LAYERS);
-    if (o->hidden % o->heads)
-        return pf_fail(err, errlen, PF_EINPUT, "heads: hidden %d is not divisible by %d heads",
-                       o->hidden, o->heads);
+    if (o->head_dim < 0)
+        return pf_fail(err, errlen, PF_EINPUT, "head_dim: must be positive (got %d)",
+                       o->head_dim);
+    if (!o->head_dim && o->hidden % o->heads)
+        return pf_fail(err, errlen, PF_EINPUT, "heads: hidden %d is not divisible by %d heads "
+                       "(give --head-dim)", o->hidden, o->heads);
     if (pf_model_is_llama_like(o->kind) && (o->kv_heads < 0 || (o->kv_heads && o->heads % o->kv_heads)))
         return pf_fail(err, errlen, PF_EINPUT,
                        "kv_heads: %d does not divide %d heads (grouped-query attention)",
                        o->kv_heads, o->heads);
     int64_t b = o->microbatch, s = pf_model_seq(o), h = o->hidden, a = o->heads, f = pf_model_ffn(o),
             v = vit ? o->classes : o->vocab;
-    if (PRODUCT(b, s, h) < 0 || PRODUCT(b, s, f) < 0)
+    if (PRODUCT(b, s, h) < 0 || PRODUCT(b, s, f) < 0 || PRODUCT(b, s, a, o->head_dim) < 0 ||
+        PRODUCT(h, a, o->head_dim) < 0)
         return too_large(err, errlen, "microbatch x seq x hidden/ffn", "an activation");
     if (PRODUCT(b, a, s, s) < 0)
         return too_large(err, errlen, "microbatch x heads x seq^2", "the attention scores");
@@ -339,6 +353,7 @@ int pf_model_arch(const pf_model_opts_t *o, pf_arch_t *a)
     snprintf(a->kind, sizeof a->kind, "%s", pf_model_kind_name(o->kind));
     a->layers = o->layers, a->hidden = o->hidden, a->heads = o->heads;
     a->kv_heads = pf_model_kv_heads(o), a->ffn_hidden = pf_model_ffn(o), a->seq = pf_model_seq(o);
+    a->head_dim = pf_model_attn_width(o) != o->hidden ? pf_model_head_dim(o) : 0;
     snprintf(a->activation, sizeof a->activation, "%s", llama ? "swiglu" : "gelu");
     snprintf(a->norm, sizeof a->norm, "%s", llama ? "rmsnorm" : "layernorm");
     snprintf(a->positions, sizeof a->positions, "%s", llama ? "rope" : "learned");

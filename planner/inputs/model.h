@@ -103,6 +103,7 @@ typedef struct pf_model_opts {
     double hbm_gbps;          /* device memory bandwidth, for memory-bound ops (roofline) */
     /* transformers; ffn 0 = 4 x hidden; kv_heads (llama, moe) 0 = heads (no grouping) */
     int layers, hidden, heads, seq, vocab, ffn, kv_heads;
+    int head_dim; /* each head's size; 0 = hidden / heads (which must then divide) */
     /* moe: experts per layer and experts per token */
     int experts, top_k;
     /* resnet: depth 18, 34, 50, 101 or 152; unet: levels, base channels; resnet, unet, vit:
@@ -155,6 +156,11 @@ bool pf_model_is_transformer(pf_model_kind_t k);
 bool pf_model_is_llama_like(pf_model_kind_t k);
 int64_t pf_model_ffn(const pf_model_opts_t *o);      /* ffn, or 4 x hidden */
 int64_t pf_model_kv_heads(const pf_model_opts_t *o); /* kv heads (llama, moe), else heads */
+/* Each head's size (--head-dim, else hidden / heads) and the query heads' width, heads x it:
+ * what q produces and out reads, which need not be hidden (Gemma; GPT-3 13B as Calculon
+ * writes it, 40 heads of 128 in a hidden of 5140; Megatron-LM's --kv-channels). */
+int64_t pf_model_head_dim(const pf_model_opts_t *o);
+int64_t pf_model_attn_width(const pf_model_opts_t *o);
 int64_t pf_model_seq(const pf_model_opts_t *o);      /* tokens per sample (ViT: patches + 1) */
 
 /* The graph's "model" metadata (planner/ir/arch.h) of a transformer kind: its shapes, and

@@ -246,27 +246,28 @@ static int dropout(builder_t *b, const char *name, int x, int saves_output)
 /* ---- transformer layers ---- */
 
 /* The attention core: scores(q, k) -> softmax [-> dropout] -> context(probabilities, v).
- * Per head (s x d) x (d x s) and (s x s) x (s x d), d = h / a, over b x a heads: 2bs^2h each.
+ * Per head (s x d) x (d x s) and (s x s) x (s x d), d the head size (h / a unless --head-dim),
+ * over b x a heads: 2bs^2 ad each.
  * With grouped-query attention a group of a / kv query heads shares one K and V head: the
  * FLOPs are the same, K and V are kv x d wide. Saves as model.h lists. */
 static int attention_core(builder_t *b, int i, int q, int k, int v, int with_dropout)
 {
     const pf_model_opts_t *o = b->o;
-    int64_t bs = o->microbatch, s = b->seq, h = o->hidden, a = o->heads;
+    int64_t bs = o->microbatch, s = b->seq, a = o->heads, d = pf_model_head_dim(o), ad = a * d;
     /* per (sample, head): scores (s x d) @ (d x s), context (s x s) @ (s x d) */
     op_spec_t sc = {.type = "matmul", .compute_bound = COMPUTE_BOUND, .keeps_input = KEEP_ALL,
-                    .flops = 2.0 * bs * s * s * h, .ninputs = 2, .inputs = {q, k},
-                    .input = SHAPE(bs, s, h), .output = SHAPE(bs, a, s, s), .gemm_m = s,
-                    .gemm_n = s, .gemm_k = h / a, .gemm_batch = bs * a};
+                    .flops = 2.0 * bs * s * s * ad, .ninputs = 2, .inputs = {q, k},
+                    .input = SHAPE(bs, s, ad), .output = SHAPE(bs, a, s, s), .gemm_m = s,
+                    .gemm_n = s, .gemm_k = d, .gemm_batch = bs * a};
     int scores = add(b, nm(b, "layers.%d.attn.scores", i), &sc);
     int probs = pointwise(b, nm(b, "layers.%d.attn.softmax", i), "softmax", scores, -1,
                           FLOPS_SOFTMAX, SAVE_OUTPUT, 0);
     if (with_dropout)
         probs = dropout(b, nm(b, "layers.%d.attn.dropout", i), probs, 1);
     op_spec_t cx = {.type = "matmul", .compute_bound = COMPUTE_BOUND, .keeps_input = KEEP_LAST,
-                    .flops = 2.0 * bs * s * s * h, .ninputs = 2, .inputs = {probs, v},
-                    .input = SHAPE(bs, a, s, s), .output = SHAPE(bs, s, h), .gemm_m = s,
-                    .gemm_n = h / a, .gemm_k = s, .gemm_batch = bs * a};
+                    .flops = 2.0 * bs * s * s * ad, .ninputs = 2, .inputs = {probs, v},
+                    .input = SHAPE(bs, a, s, s), .output = SHAPE(bs, s, ad), .gemm_m = s,
+                    .gemm_n = d, .gemm_k = s, .gemm_batch = bs * a};
     return add(b, nm(b, "layers.%d.attn.context", i), &cx);
 }
 
@@ -280,13 +281,13 @@ static int attention_core(builder_t *b, int i, int q, int k, int v, int with_dro
 static int transformer_layer(builder_t *b, int i, int x)
 {
     const pf_model_opts_t *o = b->o;
-    int64_t h = o->hidden, f = pf_model_ffn(o);
+    int64_t h = o->hidden, f = pf_model_ffn(o), ad = pf_model_attn_width(o);
     int ln1 = layernorm(b, nm(b, "layers.%d.ln1", i), x, h);
-    int q = linear(b, nm(b, "layers.%d.attn.q", i), ln1, h, h, 1, 1);
-    int k = linear(b, nm(b, "layers.%d.attn.k", i), ln1, h, h, 1, 0);
-    int v = linear(b, nm(b, "layers.%d.attn.v", i), ln1, h, h, 1, 0);
+    int q = linear(b, nm(b, "layers.%d.attn.q", i), ln1, h, ad, 1, 1);
+    int k = linear(b, nm(b, "layers.%d.attn.k", i), ln1, h, ad, 1, 0);
+    int v = linear(b, nm(b, "layers.%d.attn.v", i), ln1, h, ad, 1, 0);
     int ctx = attention_core(b, i, q, k, v, 1);
-    int out = linear(b, nm(b, "layers.%d.attn.out", i), ctx, h, h, 1, 1);
+    int out = linear(b, nm(b, "layers.%d.attn.out", i), ctx, ad, h, 1, 1);
     out = dropout(b, nm(b, "layers.%d.attn.out_dropout", i), out, 0);
     int res1 = add2(b, nm(b, "layers.%d.attn.residual", i), out, x);
     int ln2 = layernorm(b, nm(b, "layers.%d.ln2", i), res1, h);
@@ -367,9 +368,10 @@ static int moe_block(builder_t *b, int i, int x)
 static int llama_layer(builder_t *b, int i, int x)
 {
     const pf_model_opts_t *o = b->o;
-    int64_t h = o->hidden, kvd = h / o->heads * pf_model_kv_heads(o);
+    int64_t h = o->hidden, ad = pf_model_attn_width(o);
+    int64_t kvd = pf_model_head_dim(o) * pf_model_kv_heads(o);
     int ln1 = rmsnorm(b, nm(b, "layers.%d.ln1", i), x, h);
-    int q = linear(b, nm(b, "layers.%d.attn.q", i), ln1, h, h, 0, 1);
+    int q = linear(b, nm(b, "layers.%d.attn.q", i), ln1, h, ad, 0, 1);
     int k = linear(b, nm(b, "layers.%d.attn.k", i), ln1, h, kvd, 0, 0);
     int v = linear(b, nm(b, "layers.%d.attn.v", i), ln1, h, kvd, 0, 0);
     /* Rotary embeddings (Su et al. 2021): a fixed rotation; the backward needs no tensor. */
@@ -378,7 +380,7 @@ static int llama_layer(builder_t *b, int i, int x)
     int rk = pointwise(b, nm(b, "layers.%d.attn.rotary_k", i), "rotary", k, -1, FLOPS_ROTARY,
                        SAVE_NOTHING, 0);
     int ctx = attention_core(b, i, rq, rk, v, 0);
-    int out = linear(b, nm(b, "layers.%d.attn.out", i), ctx, h, h, 0, 1);
+    int out = linear(b, nm(b, "layers.%d.attn.out", i), ctx, ad, h, 0, 1);
     int res1 = add2(b, nm(b, "layers.%d.attn.residual", i), out, x);
     int ln2 = rmsnorm(b, nm(b, "layers.%d.ln2", i), res1, h);
     int mlp = o->kind == PF_MODEL_MOE ? moe_block(b, i, ln2)

@@ -29,7 +29,7 @@ static const count_field_t counts[] = {
     {"heads", offsetof(pf_arch_t, heads)},           {"kv_heads", offsetof(pf_arch_t, kv_heads)},
     {"ffn_hidden", offsetof(pf_arch_t, ffn_hidden)}, {"seq", offsetof(pf_arch_t, seq)},
     {"vocab", offsetof(pf_arch_t, vocab)},           {"experts", offsetof(pf_arch_t, experts)},
-    {"top_k", offsetof(pf_arch_t, top_k)},
+    {"top_k", offsetof(pf_arch_t, top_k)},           {"head_dim", offsetof(pf_arch_t, head_dim)},
 };
 #define NCOUNTS (sizeof counts / sizeof counts[0])
 
@@ -67,9 +67,9 @@ static int read_flag(json_t *obj, const char *path, const char *key, int *out, c
 /* The shapes must be a model some framework can build. */
 static int check_shape(const pf_arch_t *a, const char *path, char *err, size_t errlen)
 {
-    if (a->heads && a->hidden % a->heads)
+    if (a->heads && !a->head_dim && a->hidden % a->heads)
         return pf_fail(err, errlen, PF_EINPUT, "%s.heads: hidden %lld is not divisible by %lld "
-                       "heads", path, (long long)a->hidden, (long long)a->heads);
+                       "heads (give head_dim)", path, (long long)a->hidden, (long long)a->heads);
     if (a->kv_heads && (!a->heads || a->kv_heads > a->heads || a->heads % a->kv_heads))
         return pf_fail(err, errlen, PF_EINPUT, "%s.kv_heads: %lld does not divide the %lld "
                        "heads", path, (long long)a->kv_heads, (long long)a->heads);

@@ -25,6 +25,7 @@ struct pf_arch {
     int64_t hidden;              /* hidden size */
     int64_t heads;               /* attention (query) heads */
     int64_t kv_heads;            /* key/value heads: < heads is grouped-query attention */
+    int64_t head_dim;            /* each head's size where it is not hidden / heads; 0: it is */
     int64_t ffn_hidden;          /* MLP inner size (per expert for MoE) */
     int64_t seq;                 /* tokens per sample the graph was built for */
     int64_t vocab;               /* vocabulary (language models) */
@@ -40,7 +41,8 @@ struct pf_arch {
 void pf_arch_init(pf_arch_t *a);
 /* Reads the "model" object at `path` ("graph.model"). PF_EINPUT with "<path>.<key>: ..." for a
  * missing kind, a wrong type, a number that is not a positive integer, a string not on its list,
- * kv_heads that do not divide heads or exceed them, hidden not divisible by heads, top_k > experts.
+ * kv_heads that do not divide heads or exceed them, hidden not divisible by heads (without a
+ * head_dim), top_k > experts.
  * Unknown keys are ignored (as everywhere in the graph). */
 int pf_arch_from_json(json_t *obj, const char *path, pf_arch_t *a, char *err, size_t errlen);
 /* Writes the object (only what is said), one line. */

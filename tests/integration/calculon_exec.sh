@@ -136,15 +136,20 @@ echo "ok: interleaving over uneven ends written as the largest even v (noted); a
 pass=$((pass + 1))
 
 # 5. bench/calculon_model.py: Calculon's model file as `planfarm model gpt` flags. GPT-3 13B's file
-# has 40 heads of 128 on a hidden size of 5140: gcd(5140, 40) = 20 heads (noted); a consistent
-# file keeps its heads. The flags build a graph planfarm accepts.
+# has 40 heads of 128 on a hidden size of 5140: --head-dim 128 (noted); a consistent file gives
+# no head size. The flags build graphs planfarm accepts.
 model=$top/bench/calculon_model.py
 printf '{ "hidden": 5140, "feedforward": 20560, "seq_size": 2048, "attn_heads": 40, "attn_size": 128, "num_blocks": 40 }\n' >"$tmp/m13.json"
 printf '{ "hidden": 512, "feedforward": 2048, "seq_size": 256, "attn_heads": 8, "attn_size": 64, "num_blocks": 3 }\n' >"$tmp/m1.json"
 got=$(python3 "$model" "$tmp/m13.json" 2>"$tmp/m13.err")
-[ "$got" = "--layers 40 --hidden 5140 --heads 20 --ffn 20560 --seq 2048 --vocab 51200" ] ||
+[ "$got" = "--layers 40 --hidden 5140 --heads 40 --head-dim 128 --ffn 20560 --seq 2048 --vocab 51200" ] ||
     { echo "FAIL: 13B flags: $got"; exit 1; }
-grep -q "20 heads (gcd)" "$tmp/m13.err" || { echo "FAIL: heads not noted: $(cat "$tmp/m13.err")"; exit 1; }
+grep -q "head-dim 128" "$tmp/m13.err" || { echo "FAIL: head size not noted: $(cat "$tmp/m13.err")"; exit 1; }
+if [ -x "${PF_BIN:-}" ]; then
+    # shellcheck disable=SC2086
+    "$PF_BIN" model gpt $got --layers 1 -o "$tmp/m13.graph" 2>/dev/null ||
+        { echo "FAIL: planfarm model gpt $got"; exit 1; }
+fi
 got=$(python3 "$model" "$tmp/m1.json" 2>/dev/null)
 [ "$got" = "--layers 3 --hidden 512 --heads 8 --ffn 2048 --seq 256 --vocab 51200" ] ||
     { echo "FAIL: small flags: $got"; exit 1; }

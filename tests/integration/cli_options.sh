@@ -457,7 +457,7 @@ planfarm model: --preset: '999b' is not a llama preset (7b, 13b, 70b, 405b)
 (see 'planfarm model --help')
 [exit 2]
 $ planfarm model --heads 7 gpt
-planfarm model: --heads: hidden 1600 is not divisible by 7 heads
+planfarm model: --heads: hidden 1600 is not divisible by 7 heads (give --head-dim)
 [exit 2]
 $ planfarm import
 planfarm import: expected a format (pipedream or piper) and one FILE
@@ -1116,7 +1116,7 @@ planfarm plan: unknown option
 [exit 2]
 help check: 350063101 334
 help cluster: 857414402 4357
-help model: 1668137441 3136
+help model: 482896476 3288
 help import: 569495115 693
 help partition: 4063264872 1654
 help map: 1185299956 2029

@@ -7,7 +7,8 @@
   --layers  num_blocks      --hidden  hidden     --ffn  feedforward     --seq  seq_size
   --heads   attn_heads, and --head-dim attn_size when attn_heads x attn_size is not hidden
             (GPT-3 13B: 40 heads of 128 in a hidden of 5140), so that q, k, v, the scores and
-            their memory are Calculon's
+            their memory are Calculon's. planfarm's t divides the heads; Calculon's must also
+            divide hidden (t 8 on 5140 it refuses): such a plan's row says so
   --vocab   51200: Calculon's file has none; its parameter count takes a 51,200-token embedding
             (Llm.Application.num_parameters) and its step prices no embedding or head, which
             planfarm's graph has (noted on stderr)

@@ -100,7 +100,7 @@ static void help(FILE *f)
             "vit (patch embedding + the bert encoder block + a class-token head):\n"
             "  --preset P      b (default, ViT-B/16), l (ViT-L/16) or h (ViT-H/14)\n"
             "  --image N, --patch P, --classes C  (default 224, preset's patch, 1000);\n"
-            "                  --layers, --hidden, --heads, --ffn as for gpt\n"
+            "                  --layers, --hidden, --heads, --head-dim, --ffn as for gpt\n"
             "resnet:\n"
             "  --depth D       18, 34, 50, 101 or 152 (default %d)\n"
             "  --image N       image side (default %d)\n"
@@ -125,7 +125,8 @@ static void help(FILE *f)
             "Op time: FLOPs / (T x 1e12 x E) for linear, matmul and conv; a roofline\n"
             "max(that, bytes moved / G) for the memory-bound ops (norms, softmax, activations,\n"
             "dropout, adds, pooling, embedding, MoE dispatch and combine). Saved activations of\n"
-            "a transformer layer: Korthikanti et al. 2022, sbh(34 + 5as/h) for gpt and bert.\n"
+            "a transformer layer: Korthikanti et al. 2022, sbh(34 + 5as/h) for gpt and bert\n"
+            "(without --head-dim).\n"
             "Exit status 2 on an impossible shape.\n",
             g.layers, b.layers, g.hidden, b.hidden, g.heads, b.heads, g.seq, b.seq, g.vocab,
             b.vocab, m.experts, m.top_k, m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, m.seq,

@@ -132,7 +132,8 @@ static long megatron_value(const char *text, const char *flag, long dflt)
 
 /* What Megatron-LM's validate_args and TransformerConfig.__post_init__ assert of these flags
  * (megatron/training/arguments.py, megatron/core/transformer/transformer_config.py): heads and
- * query groups divisible by t, heads by query groups, hidden by heads, the layers split over p
+ * query groups divisible by t, heads by query groups, hidden by heads (unless --kv-channels gives
+ * the head size: TransformerConfig checks it only without one), the layers split over p
  * (evenly, or the middle stages evenly once --decoder-first/last-pipeline-num-layers took theirs),
  * a virtual stage a divisor of a stage's layers, max-position-embeddings >= seq-length,
  * --num-query-groups only with --group-query-attention. */
@@ -153,7 +154,8 @@ static void check_megatron_constraints(const char *text)
     CU_ASSERT_TRUE(t >= 1 && p >= 1 && layers >= 0); /* 0: only the model's array */
     if (heads) {
         CU_ASSERT_EQUAL(heads % t, 0);
-        CU_ASSERT_EQUAL(hidden % heads, 0);
+        if (!megatron_value(text, "--kv-channels", 0))
+            CU_ASSERT_EQUAL(hidden % heads, 0);
     }
     CU_ASSERT_EQUAL(groups != 0, gqa != 0);
     if (groups) {
@@ -425,6 +427,7 @@ static void test_megatron_kv_channels(void)
         CU_ASSERT_EQUAL(strstr(buf, "    --num-attention-heads 40\n    --kv-channels 128\n") != NULL,
                         with);
         CU_ASSERT_EQUAL(strstr(buf, "--kv-channels") != NULL, with);
+        check_megatron_names(buf);
         free(buf);
     }
 }
@@ -992,7 +995,7 @@ static void test_uneven_split(void)
     const int a[] = {0, 18, 52, 86, 139};
     char *got = megatron_for(g, c, a, &rc, err, sizeof err);
     CU_ASSERT_EQUAL(rc, PF_OK);
-    CU_ASSERT_PTR_NOT_NULL(got && strstr(got, "    --num-layers 8\n"
+    CU_ASSERT_TRUE(got && strstr(got, "    --num-layers 8\n"
                                               "    # uneven split: Megatron-LM divides the layers "
                                               "of the stages not named here evenly\n"
                                               "    --decoder-first-pipeline-num-layers 1\n"
@@ -1002,13 +1005,13 @@ static void test_uneven_split(void)
     const int even[] = {0, 35, 69, 103, 139};
     got = megatron_for(g, c, even, &rc, err, sizeof err);
     CU_ASSERT_EQUAL(rc, PF_OK);
-    CU_ASSERT_PTR_NULL(got && strstr(got, "pipeline-num-layers"));
-    CU_ASSERT_PTR_NOT_NULL(got && strstr(got, "# layers per stage: 2 2 2 2\n"));
+    CU_ASSERT_FALSE(got && strstr(got, "pipeline-num-layers"));
+    CU_ASSERT_TRUE(got && strstr(got, "# layers per stage: 2 2 2 2\n"));
     free(got);
     /* 3, 2, 2, 1: middle even, first 3 and last 1 */
     const int b[] = {0, 52, 86, 120, 139};
     got = megatron_for(g, c, b, &rc, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL(got && strstr(got, "--decoder-first-pipeline-num-layers 3\n"
+    CU_ASSERT_TRUE(got && strstr(got, "--decoder-first-pipeline-num-layers 3\n"
                                               "    --decoder-last-pipeline-num-layers 1\n"));
     free(got);
     /* 2, 2, 3, 1: the middle stages differ, which only Megatron-LM's custom layout says: the
@@ -1016,16 +1019,16 @@ static void test_uneven_split(void)
     const int bad[] = {0, 35, 69, 120, 139};
     got = megatron_for(g, c, bad, &rc, err, sizeof err);
     CU_ASSERT_EQUAL(rc, PF_OK);
-    CU_ASSERT_PTR_NOT_NULL(got && strstr(got, "    --pipeline-model-parallel-layout "
+    CU_ASSERT_TRUE(got && strstr(got, "    --pipeline-model-parallel-layout "
                                               "\"Ett|tt|ttt|tL\"\n"));
-    CU_ASSERT_PTR_NULL(got && strstr(got, "pipeline-num-layers"));
+    CU_ASSERT_FALSE(got && strstr(got, "pipeline-num-layers"));
     free(got);
     /* 1, 1, 1, 5: the first equals the middle, only the last is given (Megatron-LM splits the
      * other 8 - 5 = 3 layers over 3 stages) */
     const int last_only[] = {0, 18, 35, 52, 139};
     got = megatron_for(g, c, last_only, &rc, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL(got && strstr(got, "    --decoder-last-pipeline-num-layers 5\n"));
-    CU_ASSERT_PTR_NULL(got && strstr(got, "--decoder-first"));
+    CU_ASSERT_TRUE(got && strstr(got, "    --decoder-last-pipeline-num-layers 5\n"));
+    CU_ASSERT_FALSE(got && strstr(got, "--decoder-first"));
     free(got);
     pf_cluster_destroy(&c);
     pf_graph_destroy(&g);

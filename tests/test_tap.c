@@ -339,6 +339,39 @@ static void test_megatron_bert(void)
     check_megatron(PF_MODEL_BERT, 8);
 }
 
+/* A head size apart from hidden / heads: hidden 1004 in 8 heads of 128 (q, k, v 1024 wide).
+ * T 8 divides the heads and the q, k, v width but not hidden: q, k, v go by column, out by
+ * row (its 1024 rows split; its 1004 columns cannot), the scores by head. */
+static void test_head_dim_split(void)
+{
+    char err[256];
+    pf_model_opts_t mo;
+    pf_graph_t *g = NULL;
+    pf_model_opts_init(&mo, PF_MODEL_GPT);
+    mo.layers = 2, mo.hidden = 1004, mo.heads = 8, mo.head_dim = 128, mo.seq = 512;
+    mo.microbatch = 8, mo.vocab = 1024, mo.ffn = 4096;
+    CU_ASSERT_EQUAL_FATAL(pf_model_build(&mo, &g, err, sizeof err), PF_OK);
+    pf_tap_opts_t o;
+    pf_tap_opts_init(&o);
+    pf_sharding_link_t link = {100, 0, 0};
+    pf_tap_result_t r;
+    CU_ASSERT_EQUAL_FATAL(pf_tap_plan(g, 8, &link, &o, &r, err, sizeof err), PF_OK);
+    int checked = 0;
+    for (int v = 0; v < pf_graph_nops(g); v++) {
+        const char *name = pf_graph_op(g, v)->name;
+        const pf_tap_op_t *t = &r.ops[v];
+        if (ends_with(name, ".attn.q") || ends_with(name, ".attn.k") || ends_with(name, ".attn.v"))
+            checked += pf_sharding_equal(t->weight, pf_sharding_s(1));
+        else if (ends_with(name, ".attn.out"))
+            checked += pf_sharding_equal(t->weight, pf_sharding_s(0));
+        else if (ends_with(name, ".attn.scores"))
+            checked += pf_sharding_equal(t->output, pf_sharding_s(1)) && t->split;
+    }
+    CU_ASSERT_EQUAL(checked, 2 * 5);
+    pf_tap_result_free(&r);
+    pf_graph_destroy(&g);
+}
+
 /* Slices [0, 1000), [1000, 4000), [4000, 3^N) merged = the whole space at once. */
 static void test_slices_merge(void)
 {
@@ -534,6 +567,8 @@ void pf_suite_tap(void)
     CU_add_test(s, "PRUNEGRAPH on a generated GPT", test_prune_graph);
     CU_add_test(s, "structural hash splits unequal blocks", test_structural_hash);
     CU_add_test(s, "GPT: Megatron-LM found, 2 + 2 all-reduces per layer", test_megatron_gpt);
+    CU_add_test(s, "a head size apart from hidden / heads splits by head at T 8",
+                test_head_dim_split);
     CU_add_test(s, "BERT: Megatron-LM found, 2 + 2 all-reduces per layer", test_megatron_bert);
     CU_add_test(s, "MoE: a unit per expert, Megatron-LM's split in each", test_moe_expert_units);
     CU_add_test(s, "a stem convolution on the graph's input splits", test_stem_conv);

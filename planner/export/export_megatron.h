@@ -5,7 +5,8 @@
  *
  * Names from NVIDIA/Megatron-LM megatron/training/arguments.py (tests/data/megatron_args.txt
  * lists them and says where): _add_network_size_args --hidden-size, --ffn-hidden-size,
- * --num-attention-heads, --group-query-attention, --num-query-groups, --max-position-embeddings,
+ * --num-attention-heads, --kv-channels, --group-query-attention, --num-query-groups,
+ * --max-position-embeddings,
  * --position-embedding-type (learned_absolute | rope), --normalization (LayerNorm | RMSNorm),
  * --swiglu, --untie-embeddings-and-output-weights, --bert-no-binary-head; _add_data_args
  * --seq-length; _add_training_args --disable-bias-linear; _add_regularization_args

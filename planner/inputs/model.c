@@ -248,9 +248,12 @@ static int validate_transformer(const pf_model_opts_t *o, char *err, size_t errl
                        o->kv_heads, o->heads);
     int64_t b = o->microbatch, s = pf_model_seq(o), h = o->hidden, a = o->heads, f = pf_model_ffn(o),
             v = vit ? o->classes : o->vocab;
-    if (PRODUCT(b, s, h) < 0 || PRODUCT(b, s, f) < 0 || PRODUCT(b, s, a, o->head_dim) < 0 ||
-        PRODUCT(h, a, o->head_dim) < 0)
+    if (PRODUCT(b, s, h) < 0 || PRODUCT(b, s, f) < 0)
         return too_large(err, errlen, "microbatch x seq x hidden/ffn", "an activation");
+    if (PRODUCT(b, s, a, o->head_dim) < 0)
+        return too_large(err, errlen, "microbatch x seq x heads x head_dim", "q, k or v");
+    if (PRODUCT(h, a, o->head_dim) < 0)
+        return too_large(err, errlen, "hidden x heads x head_dim", "a weight");
     if (PRODUCT(b, a, s, s) < 0)
         return too_large(err, errlen, "microbatch x heads x seq^2", "the attention scores");
     if (PRODUCT(b, s, v) < 0)

@@ -25,8 +25,9 @@
  *              each token once per expert it goes to + the routing probabilities), bytes_written
  *              = output + dropout mask, so that read + written is the roofline's moved bytes;
  *              gemm (linear, matmul, conv only; 2 m n k batch = fwd_flops): a linear m = token
- *              rows, k = in, n = out, batch 1; scores m = n = s, k = h / heads, batch = b x heads;
- *              context m = s, k = s, n = h / heads, batch = b x heads (GQA shares K and V heads,
+ *              rows, k = in, n = out, batch 1; scores m = n = s, k = d (the head size: h / heads
+ *              unless --head-dim), batch = b x heads; context m = s, k = s, n = d, batch = b x
+ *              heads (GQA shares K and V heads,
  *              not FLOPs); a conv its im2col product m = b Ho Wo, n = Cout, k = Cin k k (the
  *              transposed 2x2/2 conv: k = Cin). Attention is not one fused op here.
  *   param_bytes   parameter elements x p: linear = in x out + out (bias); conv = Cout Cin k k
@@ -43,7 +44,8 @@
  *                ln1, ln2                input 2sbh each (layernorm / rmsnorm)
  *                attn.q                  the Q/K/V input 2sbh (k and v read the same tensor and
  *                                        save nothing: one fused QKV input, attributed to q)
- *                attn.scores             Q and K, 4sbh (GQA: K is 2sbh x kv_heads / heads)
+ *                attn.scores             Q and K, 4sbh (GQA: K is 2sbh x kv_heads / heads; with
+ *                                        --head-dim, Q and K are heads x d wide, not h)
  *                attn.softmax            its output 2as^2b
  *                attn.dropout            its mask as^2b (1 byte per element) and its output
  *                                        2as^2b, which attn.context's backward reads

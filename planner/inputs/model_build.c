@@ -277,7 +277,9 @@ static int attention_core(builder_t *b, int i, int q, int k, int v, int with_dro
  * fc1, fc2 2 x 2bshf; = 24bsh^2 + 4bs^2h for f = 4h (the count of Narayanan et al. 2021,
  * Megatron-LM on GPU clusters, before its 3x / 4x for backward and recomputation). The causal
  * mask of gpt changes no cost: dense kernels compute the whole s x s score matrix either way.
- * Saved activations: Korthikanti et al. 2022 Sec. 4.1, sbh(34 + 5as/h) (model.h). */
+ * Saved activations: Korthikanti et al. 2022 Sec. 4.1, sbh(34 + 5as/h) (model.h). With a head
+ * size apart (--head-dim), q, k, v and the context are w = a d wide: forward 2bs(4hw + 2sw +
+ * 2hf), saved 26sbh + 8sbw + 5as^2b. */
 static int transformer_layer(builder_t *b, int i, int x)
 {
     const pf_model_opts_t *o = b->o;

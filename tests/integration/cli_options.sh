@@ -1116,7 +1116,7 @@ planfarm plan: unknown option
 [exit 2]
 help check: 350063101 334
 help cluster: 857414402 4357
-help model: 482896476 3288
+help model: 3172463367 3321
 help import: 569495115 693
 help partition: 4063264872 1654
 help map: 1185299956 2029

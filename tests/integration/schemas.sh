@@ -106,6 +106,10 @@ done
 validate graph ok "$tmp"/import-*.json
 has_version "$tmp"/import-*.json
 run model gpt --layers 2 --device h100-sxm --precision bf16 -o "$tmp/model-gpt-dev.json"
+run model gpt --layers 2 --hidden 1004 --heads 8 --head-dim 128 -o "$tmp/model-gpt-headdim.json"
+run calibrate "$top/tests/data/devices/h200-sweep.json" --base h100-sxm -q -o "$tmp/mine.json"
+run model gpt --layers 2 --device "$tmp/mine.json" -o "$tmp/model-gpt-carried.json"
+grep -q '"device": {' "$tmp/model-gpt-carried.json" || { echo "FAIL: no carried model"; exit 1; }
 validate graph ok "$tmp"/model-*.json
 has_version "$tmp"/model-*.json
 "$py" - "$tmp/model-llama-gqa.json" "$tmp/model-resnet.json" <<'PY' || { echo "FAIL: the model object"; exit 1; }

@@ -78,9 +78,9 @@ static int soak(sweep_t *s, const pf_op_probe_t *p, char *why, size_t whylen)
     int rc = s->api->op_time(s->o->device, p, 1, &fwd, &bwd, why, whylen);
     if (rc != PF_OK)
         return rc;
-    double one_ms = fwd + bwd;
+    double one_ms = fwd + bwd; /* > 0: the ceiling of a positive quotient is at least 1 */
     int reps = one_ms > 0 ? (int)fmin(ceil(s->o->soak_ms / one_ms), SOAK_MAX_REPS) : 1;
-    return s->api->op_time(s->o->device, p, reps > 0 ? reps : 1, &fwd, &bwd, why, whylen);
+    return s->api->op_time(s->o->device, p, reps, &fwd, &bwd, why, whylen);
 }
 
 /* One op probe timed (after its soak) and appended to the array named by its kind. */

@@ -23,7 +23,8 @@ import time
 
 import torch
 
-WARMUP, REPS = 5, 20
+from torch_layers import REPS, WARMUP, timed  # the reference harness's own timing
+
 GM = [256, 512, 1024, 2048, 4096, 8192, 16384]
 GNK = [512, 1024, 2048, 4096, 8192, 16384]
 PEAK_TFLOPS = 989.4  # the H100 SXM's dense bf16 peak: the sweep's efficiency denominator
@@ -42,19 +43,6 @@ def gpu_state():
     return {"sm_mhz": pynvml.nvmlDeviceGetClockInfo(NVML, pynvml.NVML_CLOCK_SM),
             "power_w": pynvml.nvmlDeviceGetPowerUsage(NVML) / 1000.0,
             "temp_c": pynvml.nvmlDeviceGetTemperature(NVML, pynvml.NVML_TEMPERATURE_GPU)}
-
-
-def timed(fn, warmup=WARMUP, reps=REPS):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    out = []
-    for r in range(warmup + reps):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        if r >= warmup:
-            out.append(start.elapsed_time(end))
-    return statistics.median(out)
 
 
 def operands(m, n, k):
